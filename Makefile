@@ -1,0 +1,61 @@
+# Thin wrapper over CMake. `make test` is the one command that installs what
+# is missing, builds a normal and an ASan+UBSan tree and runs every test in both.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CTEST_ARGS ?= --output-on-failure
+FUZZ_SECONDS ?= 60
+
+SOURCES = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null)
+
+.PHONY: all build asan deps test test-normal test-asan format format-check bench fuzz demo clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+$(ASAN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTAU_SANITIZE=ON -DTAU_PYTHON_TESTS=OFF
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+asan: $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+test-normal: build
+	cd $(BUILD) && ctest $(CTEST_ARGS) -j $(JOBS)
+
+# The sanitizer tree runs the C tests; the Python suites need only one tree.
+test-asan: asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest $(CTEST_ARGS) -j $(JOBS)
+
+test: deps
+	$(MAKE) test-normal
+	$(MAKE) test-asan
+
+format:
+	clang-format -i $(SOURCES)
+
+format-check:
+	@clang-format --dry-run --Werror $(SOURCES) && echo "format-check: clean"
+
+bench: build
+	@scripts/run-bench $(BUILD)
+
+fuzz:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTAU_FUZZ=ON -DTAU_PYTHON_TESTS=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz-targets
+	@scripts/run-fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+demo:
+	@echo 'make demo: the simulated-cluster demo arrives with the node agent and aggregator issues' >&2; exit 2
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,210 @@
+/*
+ * json.c - bounded parsing and typed, path-based getters over cJSON.
+ *
+ * The one idea: every document from outside goes through tau_json_parse,
+ * which refuses oversized or too-deeply nested input before cJSON sees it,
+ * and every read names the type it expects, so a wrong type is an error
+ * (-TAU_ETYPE) instead of a NULL dereference later.
+ */
+#include "tau/json.h"
+
+#include "tau/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Nesting depth check before parsing, skipping string contents, so a
+ * document of a million '[' is refused in linear time with no recursion.
+ */
+static int check_depth(const char *buf, size_t len)
+{
+	size_t depth = 0;
+	int in_string = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = buf[i];
+
+		if (in_string) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = 0;
+			continue;
+		}
+		if (c == '"') {
+			in_string = 1;
+		} else if (c == '{' || c == '[') {
+			if (++depth > TAU_JSON_MAX_DEPTH)
+				return tau_error_set(
+				        TAU_ETOOBIG,
+				        "JSON nesting deeper than %d levels at offset %zu",
+				        TAU_JSON_MAX_DEPTH, i);
+		} else if ((c == '}' || c == ']') && depth > 0) {
+			depth--;
+		}
+	}
+	return 0;
+}
+
+int tau_json_parse(cJSON **out, const char *buf, size_t len, size_t cap)
+{
+	const char *end = NULL;
+	cJSON *root;
+	int rc;
+
+	if (cap == 0)
+		cap = TAU_JSON_DEFAULT_CAP;
+	if (buf == NULL)
+		return tau_error_set(TAU_EINVAL, "no JSON input");
+	if (len > cap)
+		return tau_error_set(TAU_ETOOBIG,
+		                     "JSON document of %zu bytes exceeds the %zu byte cap", len,
+		                     cap);
+	rc = check_depth(buf, len);
+	if (rc < 0)
+		return rc;
+	root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+	if (root == NULL) {
+		size_t off = (end != NULL && end >= buf) ? (size_t)(end - buf) : 0;
+
+		return tau_error_set(TAU_EINVAL, "malformed JSON at offset %zu of %zu", off, len);
+	}
+	/* Only whitespace may follow the value. */
+	if (end != NULL) {
+		size_t off = (size_t)(end - buf);
+
+		while (off < len && strchr(" \t\r\n", buf[off]) != NULL && buf[off] != '\0')
+			off++;
+		if (off < len) {
+			cJSON_Delete(root);
+			return tau_error_set(TAU_EINVAL,
+			                     "trailing data after JSON value at offset %zu", off);
+		}
+	}
+	*out = root;
+	return 0;
+}
+
+const cJSON *tau_json_find(const cJSON *root, const char *path)
+{
+	const cJSON *cur = root;
+	const char *p = path;
+
+	if (root == NULL || path == NULL)
+		return NULL;
+	if (*p == '\0')
+		return root;
+	while (cur != NULL) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot != NULL ? (size_t)(dot - p) : strlen(p);
+		const cJSON *child = NULL;
+
+		if (!cJSON_IsObject(cur))
+			return NULL;
+		for (const cJSON *it = cur->child; it != NULL; it = it->next) {
+			if (it->string != NULL && strlen(it->string) == n &&
+			    memcmp(it->string, p, n) == 0) {
+				child = it;
+				break;
+			}
+		}
+		cur = child;
+		if (dot == NULL)
+			return cur;
+		p = dot + 1;
+	}
+	return NULL;
+}
+
+/* Common lookup: absent and JSON null are both "not found". */
+static int lookup(const cJSON **item, const cJSON *root, const char *path)
+{
+	const cJSON *it = tau_json_find(root, path);
+
+	if (it == NULL || cJSON_IsNull(it))
+		return tau_error_set(TAU_ENOTFOUND, "%s: not set", path);
+	*item = it;
+	return 0;
+}
+
+int tau_json_get_string(const char **out, const cJSON *root, const char *path)
+{
+	const cJSON *it = NULL;
+	int rc = lookup(&it, root, path);
+
+	if (rc < 0)
+		return rc;
+	if (!cJSON_IsString(it) || it->valuestring == NULL)
+		return tau_error_set(TAU_ETYPE, "%s: expected a string", path);
+	*out = it->valuestring;
+	return 0;
+}
+
+int tau_json_get_int(int64_t *out, const cJSON *root, const char *path)
+{
+	const cJSON *it = NULL;
+	int rc = lookup(&it, root, path);
+	double d;
+
+	if (rc < 0)
+		return rc;
+	if (!cJSON_IsNumber(it))
+		return tau_error_set(TAU_ETYPE, "%s: expected a number", path);
+	d = it->valuedouble;
+	/* 2^63 is exactly representable; anything at or above it does not fit. */
+	if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != floor(d))
+		return tau_error_set(TAU_ERANGE, "%s: %g is not an exact 64-bit integer", path, d);
+	*out = (int64_t)d;
+	return 0;
+}
+
+int tau_json_get_bool(bool *out, const cJSON *root, const char *path)
+{
+	const cJSON *it = NULL;
+	int rc = lookup(&it, root, path);
+
+	if (rc < 0)
+		return rc;
+	if (!cJSON_IsBool(it))
+		return tau_error_set(TAU_ETYPE, "%s: expected a boolean", path);
+	*out = cJSON_IsTrue(it);
+	return 0;
+}
+
+int tau_json_get_object(const cJSON **out, const cJSON *root, const char *path)
+{
+	const cJSON *it = NULL;
+	int rc = lookup(&it, root, path);
+
+	if (rc < 0)
+		return rc;
+	if (!cJSON_IsObject(it))
+		return tau_error_set(TAU_ETYPE, "%s: expected an object", path);
+	*out = it;
+	return 0;
+}
+
+int tau_json_get_array(const cJSON **out, const cJSON *root, const char *path)
+{
+	const cJSON *it = NULL;
+	int rc = lookup(&it, root, path);
+
+	if (rc < 0)
+		return rc;
+	if (!cJSON_IsArray(it))
+		return tau_error_set(TAU_ETYPE, "%s: expected an array", path);
+	*out = it;
+	return 0;
+}
+
+int tau_json_print(char **out, const cJSON *item)
+{
+	char *s = cJSON_PrintUnformatted(item);
+
+	if (s == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory serialising JSON");
+	*out = s;
+	return 0;
+}

@@ -1,0 +1,147 @@
+/* Unit tests of the bounded JSON helpers. */
+#include "tau/error.h"
+#include "tau/json.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static cJSON *parse_ok(const char *text)
+{
+	cJSON *root = NULL;
+
+	assert_int_equal(tau_json_parse(&root, text, strlen(text), 0), 0);
+	assert_non_null(root);
+	return root;
+}
+
+static void test_parse_valid_and_trailing_space(void **state)
+{
+	cJSON *root = parse_ok("{\"a\":1} \n\t");
+
+	(void)state;
+	cJSON_Delete(root);
+}
+
+static void test_parse_rejects_malformed(void **state)
+{
+	static const char *const bad[] = {
+	        "", "{", "{\"a\":}", "[1,2", "{\"a\":1}x", "nul", "{\"a\" 1}", "\"unterminated",
+	};
+	cJSON *root = (cJSON *)0x1;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(tau_json_parse(&root, bad[i], strlen(bad[i]), 0), -TAU_EINVAL);
+		/* out untouched on failure */
+		assert_ptr_equal(root, (cJSON *)0x1);
+		assert_non_null(strstr(tau_error_last()->msg, "JSON"));
+	}
+	assert_int_equal(tau_json_parse(&root, NULL, 0, 0), -TAU_EINVAL);
+}
+
+static void test_parse_caps(void **state)
+{
+	const char *doc = "{\"key\":\"0123456789\"}";
+	char deep[512];
+	cJSON *root = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(tau_json_parse(&root, doc, strlen(doc), 10), -TAU_ETOOBIG);
+	assert_non_null(strstr(tau_error_last()->msg, "cap"));
+	assert_null(root);
+
+	for (int i = 0; i < TAU_JSON_MAX_DEPTH + 1; i++)
+		deep[n++] = '[';
+	for (int i = 0; i < TAU_JSON_MAX_DEPTH + 1; i++)
+		deep[n++] = ']';
+	assert_int_equal(tau_json_parse(&root, deep, n, 0), -TAU_ETOOBIG);
+	/* Brackets inside strings do not count as nesting. */
+	n = 0;
+	deep[n++] = '"';
+	for (int i = 0; i < 200; i++)
+		deep[n++] = '[';
+	deep[n++] = '"';
+	assert_int_equal(tau_json_parse(&root, deep, n, 0), 0);
+	cJSON_Delete(root);
+	/* Exactly at the depth limit is fine. */
+	n = 0;
+	for (int i = 0; i < TAU_JSON_MAX_DEPTH; i++)
+		deep[n++] = '[';
+	for (int i = 0; i < TAU_JSON_MAX_DEPTH; i++)
+		deep[n++] = ']';
+	root = NULL;
+	assert_int_equal(tau_json_parse(&root, deep, n, 0), 0);
+	cJSON_Delete(root);
+}
+
+static void test_getters(void **state)
+{
+	cJSON *root = parse_ok("{\"metadata\":{\"name\":\"n1\",\"generation\":7,"
+	                       "\"labels\":{\"a\":\"b\"},\"null\":null},"
+	                       "\"spec\":{\"unschedulable\":true,\"taints\":[],\"frac\":1.5,"
+	                       "\"huge\":1e30},\"dotted.key\":1}");
+	const char *s = NULL;
+	int64_t i = 0;
+	bool b = false;
+	const cJSON *obj = NULL;
+
+	(void)state;
+	assert_int_equal(tau_json_get_string(&s, root, "metadata.name"), 0);
+	assert_string_equal(s, "n1");
+	assert_int_equal(tau_json_get_int(&i, root, "metadata.generation"), 0);
+	assert_int_equal(i, 7);
+	assert_int_equal(tau_json_get_bool(&b, root, "spec.unschedulable"), 0);
+	assert_true(b);
+	assert_int_equal(tau_json_get_object(&obj, root, "metadata.labels"), 0);
+	assert_non_null(cJSON_GetObjectItemCaseSensitive(obj, "a"));
+	assert_int_equal(tau_json_get_array(&obj, root, "spec.taints"), 0);
+
+	/* absent, null and wrong types */
+	s = "keep";
+	assert_int_equal(tau_json_get_string(&s, root, "metadata.missing"), -TAU_ENOTFOUND);
+	assert_string_equal(s, "keep");
+	assert_int_equal(tau_json_get_string(&s, root, "metadata.null"), -TAU_ENOTFOUND);
+	assert_int_equal(tau_json_get_string(&s, root, "metadata.generation"), -TAU_ETYPE);
+	assert_non_null(strstr(tau_error_last()->msg, "metadata.generation"));
+	assert_int_equal(tau_json_get_int(&i, root, "metadata.name"), -TAU_ETYPE);
+	assert_int_equal(tau_json_get_int(&i, root, "spec.frac"), -TAU_ERANGE);
+	assert_int_equal(tau_json_get_int(&i, root, "spec.huge"), -TAU_ERANGE);
+	assert_int_equal(tau_json_get_bool(&b, root, "metadata.name"), -TAU_ETYPE);
+	assert_int_equal(tau_json_get_object(&obj, root, "spec.taints"), -TAU_ETYPE);
+	assert_int_equal(tau_json_get_array(&obj, root, "metadata"), -TAU_ETYPE);
+	/* a path through a non-object stops */
+	assert_int_equal(tau_json_get_string(&s, root, "metadata.name.x"), -TAU_ENOTFOUND);
+	assert_null(tau_json_find(root, "spec.taints.0"));
+	assert_ptr_equal(tau_json_find(root, ""), root);
+	cJSON_Delete(root);
+}
+
+static void test_print(void **state)
+{
+	cJSON *root = parse_ok("{ \"a\" : [1, 2] }");
+	char *s = NULL;
+
+	(void)state;
+	assert_int_equal(tau_json_print(&s, root), 0);
+	assert_string_equal(s, "{\"a\":[1,2]}");
+	free(s);
+	cJSON_Delete(root);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_parse_valid_and_trailing_space),
+	        cmocka_unit_test(test_parse_rejects_malformed),
+	        cmocka_unit_test(test_parse_caps),
+	        cmocka_unit_test(test_getters),
+	        cmocka_unit_test(test_print),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
