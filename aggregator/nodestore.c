@@ -1,0 +1,351 @@
+/*
+ * nodestore.c - node records, their source of truth, and the sync gate.
+ *
+ * Records are kept in a name-sorted array: lookups are binary searches,
+ * listing is in order for free, and at 10,000 nodes an insert's memmove is
+ * a few tens of microseconds, paid only when a node first appears.  The pool
+ * is fed from each record's *effective* facts (agent first, API after the
+ * grace period); every change recomputes only that node's effective facts.
+ */
+#include "nodestore.h"
+
+#include "tau/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct record {
+	char *name;
+	bool api_known;
+	tau_node_facts api; /* valid when api_known */
+	bool reported;
+	tau_node_facts agent; /* valid when reported */
+	bool connected;
+	int64_t last_heard_ms;
+	tau_node_source source; /* what the pool holds for it now */
+} record;
+
+struct tau_nodestore {
+	record *recs;
+	size_t n, cap;
+	tau_pool *pool;
+	int64_t deadline_ms;
+	bool api_synced;
+	bool timed_out;
+	bool established;
+};
+
+int tau_nodestore_new(tau_nodestore **out, int64_t now_ms, int64_t sync_timeout_ms)
+{
+	tau_nodestore *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (s == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory creating node store");
+	rc = tau_pool_new(&s->pool);
+	if (rc < 0) {
+		free(s);
+		return rc;
+	}
+	s->deadline_ms = now_ms + sync_timeout_ms;
+	*out = s;
+	return 0;
+}
+
+static void record_clear(record *r)
+{
+	free(r->name);
+	tau_node_facts_clear(&r->api);
+	tau_node_facts_clear(&r->agent);
+	memset(r, 0, sizeof(*r));
+}
+
+void tau_nodestore_free(tau_nodestore *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		record_clear(&s->recs[i]);
+	free(s->recs);
+	tau_pool_free(s->pool);
+	free(s);
+}
+
+const tau_pool *tau_nodestore_pool(const tau_nodestore *s)
+{
+	return s->pool;
+}
+
+int tau_nodestore_set_selector(tau_nodestore *s, tau_selector *sel)
+{
+	return tau_pool_set_selector(s->pool, sel);
+}
+
+static size_t find(const tau_nodestore *s, const char *name, bool *found)
+{
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(s->recs[mid].name, name);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+static record *get_or_add(tau_nodestore *s, const char *name)
+{
+	bool found;
+	size_t i = find(s, name, &found);
+	char *copy;
+
+	if (found)
+		return &s->recs[i];
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		record *grown = realloc(s->recs, cap * sizeof(*grown));
+
+		if (grown == NULL)
+			return NULL;
+		s->recs = grown;
+		s->cap = cap;
+	}
+	copy = strdup(name);
+	if (copy == NULL)
+		return NULL;
+	memmove(&s->recs[i + 1], &s->recs[i], (s->n - i) * sizeof(*s->recs));
+	memset(&s->recs[i], 0, sizeof(s->recs[i]));
+	s->recs[i].name = copy;
+	s->n++;
+	return &s->recs[i];
+}
+
+static bool is_gpu_node(const record *r)
+{
+	return r->api_known && r->api.gpu_class != NULL && r->api.gpu_class[0] != '\0';
+}
+
+/*
+ * Bring the pool in line with what this record should count with: the
+ * agent's report when there is one and the Node exists; the Node object's
+ * facts once the gate opened on time-out; otherwise nothing.
+ */
+static int refresh(tau_nodestore *s, record *r)
+{
+	tau_node_source want = TAU_NODE_SOURCE_NONE;
+	int rc = 0;
+
+	if (r->api_known && r->reported)
+		want = TAU_NODE_SOURCE_AGENT;
+	else if (r->api_known && s->timed_out)
+		want = TAU_NODE_SOURCE_API;
+	if (want == TAU_NODE_SOURCE_AGENT)
+		rc = tau_pool_upsert_node(s->pool, &r->agent);
+	else if (want == TAU_NODE_SOURCE_API)
+		rc = tau_pool_upsert_node(s->pool, &r->api);
+	else if (r->source != TAU_NODE_SOURCE_NONE)
+		rc = tau_pool_remove_node(s->pool, r->name);
+	if (rc < 0)
+		return rc;
+	r->source = want;
+	return 0;
+}
+
+static void update_gate(tau_nodestore *s)
+{
+	if (s->established || !s->api_synced)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		if (is_gpu_node(&s->recs[i]) && !s->recs[i].reported && !s->timed_out)
+			return;
+	}
+	s->established = true;
+}
+
+int tau_nodestore_api_upsert(tau_nodestore *s, const tau_node_facts *facts)
+{
+	tau_node_facts copy = {0};
+	record *r;
+	int rc = tau_node_facts_validate(facts);
+
+	if (rc < 0)
+		return rc;
+	rc = tau_node_facts_copy(&copy, facts);
+	if (rc < 0)
+		return rc;
+	r = get_or_add(s, facts->name);
+	if (r == NULL) {
+		tau_node_facts_clear(&copy);
+		return tau_error_set(TAU_ENOMEM, "out of memory adding node %s", facts->name);
+	}
+	tau_node_facts_clear(&r->api);
+	r->api = copy;
+	r->api_known = true;
+	rc = refresh(s, r);
+	update_gate(s);
+	return rc;
+}
+
+int tau_nodestore_api_delete(tau_nodestore *s, const char *name)
+{
+	bool found;
+	size_t i = find(s, name, &found);
+
+	if (!found)
+		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
+	if (s->recs[i].source != TAU_NODE_SOURCE_NONE)
+		(void)tau_pool_remove_node(s->pool, name);
+	record_clear(&s->recs[i]);
+	memmove(&s->recs[i], &s->recs[i + 1], (s->n - i - 1) * sizeof(*s->recs));
+	s->n--;
+	update_gate(s);
+	return 0;
+}
+
+void tau_nodestore_api_synced(tau_nodestore *s)
+{
+	s->api_synced = true;
+	update_gate(s);
+}
+
+int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t now_ms)
+{
+	tau_node_facts copy = {0}, previous;
+	record *r;
+	int rc = tau_node_facts_validate(facts);
+
+	if (rc < 0)
+		return rc;
+	rc = tau_node_facts_copy(&copy, facts);
+	if (rc < 0)
+		return rc;
+	r = get_or_add(s, facts->name);
+	if (r == NULL) {
+		tau_node_facts_clear(&copy);
+		return tau_error_set(TAU_ENOMEM, "out of memory adding node %s", facts->name);
+	}
+	previous = r->agent;
+	r->agent = copy;
+	if (r->api_known) {
+		bool was_reported = r->reported;
+
+		r->reported = true;
+		rc = refresh(s, r);
+		if (rc < 0) {
+			/* The pool refused it (e.g. a sum would overflow): keep the old report. */
+			r->agent = previous;
+			r->reported = was_reported;
+			tau_node_facts_clear(&copy);
+			return rc;
+		}
+	}
+	r->reported = true;
+	tau_node_facts_clear(&previous);
+	r->connected = true;
+	r->last_heard_ms = now_ms;
+	update_gate(s);
+	return 0;
+}
+
+int tau_nodestore_heartbeat(tau_nodestore *s, const char *name, int64_t now_ms)
+{
+	bool found;
+	size_t i = find(s, name, &found);
+
+	if (!found || !s->recs[i].reported)
+		return tau_error_set(TAU_ENOTFOUND, "node %s has not reported", name);
+	s->recs[i].last_heard_ms = now_ms;
+	s->recs[i].connected = true;
+	return 0;
+}
+
+void tau_nodestore_set_connected(tau_nodestore *s, const char *name, bool connected, int64_t now_ms)
+{
+	bool found;
+	size_t i = find(s, name, &found);
+
+	if (!found)
+		return;
+	s->recs[i].connected = connected;
+	if (connected)
+		s->recs[i].last_heard_ms = now_ms;
+}
+
+void tau_nodestore_tick(tau_nodestore *s, int64_t now_ms)
+{
+	if (s->timed_out || now_ms < s->deadline_ms)
+		return;
+	s->timed_out = true;
+	for (size_t i = 0; i < s->n; i++)
+		(void)refresh(s, &s->recs[i]);
+	update_gate(s);
+}
+
+bool tau_nodestore_established(const tau_nodestore *s)
+{
+	return s->established;
+}
+
+size_t tau_nodestore_count(const tau_nodestore *s)
+{
+	return s->n;
+}
+
+static void fill_status(const record *r, tau_node_status *out)
+{
+	out->name = r->name;
+	out->api_known = r->api_known;
+	out->gpu_node = is_gpu_node(r);
+	out->reported = r->reported;
+	out->connected = r->connected;
+	out->stale = r->reported && !r->connected;
+	out->last_heard_ms = r->last_heard_ms;
+	out->source = r->source;
+	out->facts = r->source == TAU_NODE_SOURCE_AGENT ? &r->agent
+	             : r->source == TAU_NODE_SOURCE_API ? &r->api
+	             : r->reported                      ? &r->agent
+	             : r->api_known                     ? &r->api
+	                                                : NULL;
+}
+
+int tau_nodestore_at(const tau_nodestore *s, size_t i, tau_node_status *out)
+{
+	if (i >= s->n)
+		return tau_error_set(TAU_ENOTFOUND, "no record %zu", i);
+	fill_status(&s->recs[i], out);
+	return 0;
+}
+
+int tau_nodestore_get(const tau_nodestore *s, const char *name, tau_node_status *out)
+{
+	bool found;
+	size_t i = find(s, name, &found);
+
+	if (!found)
+		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
+	fill_status(&s->recs[i], out);
+	return 0;
+}
+
+size_t tau_nodestore_missing(const tau_nodestore *s, const char **names, size_t cap)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (is_gpu_node(&s->recs[i]) && !s->recs[i].reported) {
+			if (count < cap)
+				names[count] = s->recs[i].name;
+			count++;
+		}
+	}
+	return count;
+}

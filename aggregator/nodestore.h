@@ -1,0 +1,105 @@
+/*
+ * nodestore.h - one record per node: what the API says, what the agent said,
+ * whether the agent is connected, and the sync gate over all of them.
+ *
+ * The record's lifetime follows the Node object: a deleted Node removes it,
+ * a disconnected agent leaves its last report in place, marked stale.  The
+ * gate keeps "not heard from yet" from ever reading as "has nothing": the
+ * pool is established only once every GPU node known from the Node watch
+ * has reported, or the grace period has passed (then the silent nodes count
+ * with the allocatable the API shows for them, and are named as missing).
+ */
+#ifndef TAU_AGGREGATOR_NODESTORE_H
+#define TAU_AGGREGATOR_NODESTORE_H
+
+#include "pool.h"
+#include "tau/nodefacts.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tau_nodestore tau_nodestore;
+
+/** Where the facts a node counts with came from. */
+typedef enum tau_node_source {
+	TAU_NODE_SOURCE_NONE = 0, /**< not in the pool's input (yet) */
+	TAU_NODE_SOURCE_AGENT,    /**< the agent's last report */
+	TAU_NODE_SOURCE_API       /**< the Node object (agent silent past the grace period) */
+} tau_node_source;
+
+/** A read-only view of one record. */
+typedef struct tau_node_status {
+	const char *name;
+	bool api_known;        /**< a Node object exists */
+	bool gpu_node;         /**< the Node carries the gpu-class label */
+	bool reported;         /**< an agent report has been accepted since start */
+	bool connected;        /**< the agent's stream is open now */
+	bool stale;            /**< reported, but the stream is closed */
+	int64_t last_heard_ms; /**< time of the last report or heartbeat, 0 if never */
+	tau_node_source source;
+	const tau_node_facts *facts; /**< the facts it counts with, NULL when none */
+} tau_node_status;
+
+/**
+ * Create a store.  `now_ms` starts the grace period of `sync_timeout_ms`.
+ * @return 0 or -TAU_ENOMEM.
+ */
+int tau_nodestore_new(tau_nodestore **out, int64_t now_ms, int64_t sync_timeout_ms);
+
+/** Free; NULL is a no-op. */
+void tau_nodestore_free(tau_nodestore *store);
+
+/** The pool computed from the records.  Lends it. */
+const tau_pool *tau_nodestore_pool(const tau_nodestore *store);
+
+/** Replace the TauCluster node selector (ownership moves; NULL: all nodes). */
+int tau_nodestore_set_selector(tau_nodestore *store, tau_selector *sel);
+
+/** A Node was added or changed in the API (facts copied). */
+int tau_nodestore_api_upsert(tau_nodestore *store, const tau_node_facts *facts);
+
+/** A Node was deleted: its record goes, whatever the agent said.  -TAU_ENOTFOUND if unknown. */
+int tau_nodestore_api_delete(tau_nodestore *store, const char *name);
+
+/** The Node watch has delivered its initial list. */
+void tau_nodestore_api_synced(tau_nodestore *store);
+
+/**
+ * Accept an authenticated agent's report for its node (facts validated and
+ * copied).  Invalid facts are refused (-TAU_EINVAL) and nothing changes.
+ */
+int tau_nodestore_report(tau_nodestore *store, const tau_node_facts *facts, int64_t now_ms);
+
+/** A heartbeat from a node's agent.  -TAU_ENOTFOUND if it never reported. */
+int tau_nodestore_heartbeat(tau_nodestore *store, const char *name, int64_t now_ms);
+
+/** The agent's stream opened or closed. */
+void tau_nodestore_set_connected(tau_nodestore *store, const char *name, bool connected,
+                                 int64_t now_ms);
+
+/** Advance time: opens the gate once the grace period has passed. */
+void tau_nodestore_tick(tau_nodestore *store, int64_t now_ms);
+
+/** True once the pool may be published and budgets may shrink.  Never goes back. */
+bool tau_nodestore_established(const tau_nodestore *store);
+
+/** Number of records. */
+size_t tau_nodestore_count(const tau_nodestore *store);
+
+/**
+ * Status of record `i` in name order (0 <= i < count).  Lends; valid until
+ * the next change.  @return 0 or -TAU_ENOTFOUND.
+ */
+int tau_nodestore_at(const tau_nodestore *store, size_t i, tau_node_status *out);
+
+/** Status by name.  @return 0 or -TAU_ENOTFOUND. */
+int tau_nodestore_get(const tau_nodestore *store, const char *name, tau_node_status *out);
+
+/**
+ * GPU nodes known from the API that have not reported, in name order.
+ * Fills up to `cap` lent names; returns how many there are in all.
+ */
+size_t tau_nodestore_missing(const tau_nodestore *store, const char **names, size_t cap);
+
+#endif /* TAU_AGGREGATOR_NODESTORE_H */

@@ -1,0 +1,509 @@
+/*
+ * pool.c - exact, incremental capacity pool per GPU class.
+ *
+ * The one idea: a node's contribution is remembered with the node, so an
+ * update subtracts exactly what was added before and adds the new facts.
+ * Sums are exact quantities (no floating point), and each sum also counts
+ * how many contributors wrote it in each notation so the printed format does
+ * not depend on event order: the incremental pool equals a full recompute.
+ */
+#include "pool.h"
+
+#include "tau/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct stored_node {
+	tau_node_facts facts;
+	bool counted;
+	struct stored_node *next; /* hash chain */
+} stored_node;
+
+struct tau_pool {
+	tau_selector *selector; /* NULL: everything */
+	stored_node **buckets;
+	size_t n_buckets;
+	size_t n_nodes;
+	tau_pool_flavor *flavors;
+	size_t n_flavors;
+	size_t cap_flavors;
+	uint64_t generation;
+};
+
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+int tau_pool_new(tau_pool **out)
+{
+	tau_pool *p = calloc(1, sizeof(*p));
+
+	if (p == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory creating pool");
+	p->n_buckets = 64;
+	p->buckets = calloc(p->n_buckets, sizeof(*p->buckets));
+	if (p->buckets == NULL) {
+		free(p);
+		return tau_error_set(TAU_ENOMEM, "out of memory creating pool");
+	}
+	*out = p;
+	return 0;
+}
+
+static void stored_node_free(stored_node *n)
+{
+	if (n == NULL)
+		return;
+	tau_node_facts_clear(&n->facts);
+	free(n);
+}
+
+static void flavor_clear(tau_pool_flavor *f)
+{
+	for (size_t i = 0; i < f->n_resources; i++)
+		free(f->resources[i].name);
+	free(f->resources);
+	free(f->name);
+	memset(f, 0, sizeof(*f));
+}
+
+void tau_pool_free(tau_pool *pool)
+{
+	if (pool == NULL)
+		return;
+	for (size_t b = 0; b < pool->n_buckets; b++) {
+		stored_node *n = pool->buckets[b];
+
+		while (n != NULL) {
+			stored_node *next = n->next;
+
+			stored_node_free(n);
+			n = next;
+		}
+	}
+	free(pool->buckets);
+	for (size_t i = 0; i < pool->n_flavors; i++)
+		flavor_clear(&pool->flavors[i]);
+	free(pool->flavors);
+	tau_selector_free(pool->selector);
+	free(pool);
+}
+
+static stored_node **find_slot(const tau_pool *pool, const char *name)
+{
+	stored_node **slot = &pool->buckets[hash_name(name) & (pool->n_buckets - 1)];
+
+	while (*slot != NULL && strcmp((*slot)->facts.name, name) != 0)
+		slot = &(*slot)->next;
+	return slot;
+}
+
+static int grow_buckets(tau_pool *pool)
+{
+	size_t n = pool->n_buckets * 2;
+	stored_node **b = calloc(n, sizeof(*b));
+
+	if (b == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory growing node table");
+	for (size_t i = 0; i < pool->n_buckets; i++) {
+		stored_node *node = pool->buckets[i];
+
+		while (node != NULL) {
+			stored_node *next = node->next;
+			size_t idx = hash_name(node->facts.name) & (n - 1);
+
+			node->next = b[idx];
+			b[idx] = node;
+			node = next;
+		}
+	}
+	free(pool->buckets);
+	pool->buckets = b;
+	pool->n_buckets = n;
+	return 0;
+}
+
+#define set_rule(r, rule_name, ok, ...)                                                            \
+	do {                                                                                       \
+		(r)->name = (rule_name);                                                           \
+		(r)->pass = (ok);                                                                  \
+		snprintf((r)->detail, sizeof((r)->detail), __VA_ARGS__);                           \
+	} while (0)
+
+bool tau_pool_evaluate(const tau_pool *pool, const tau_node_facts *node,
+                       tau_pool_rule rules[TAU_POOL_RULE_COUNT])
+{
+	const char *os = node->os;
+	const char *cls = tau_node_facts_label(node, TAU_GPU_CLASS_LABEL);
+	bool sel_ok =
+	        pool->selector == NULL ||
+	        tau_selector_matches_pairs(pool->selector, (const char *const *)node->label_keys,
+	                                   (const char *const *)node->label_values, node->n_labels);
+	bool counted = true;
+
+	if (os != NULL && strcmp(os, "linux") == 0)
+		set_rule(&rules[TAU_POOL_RULE_LINUX], "linux", true, "os is linux");
+	else
+		set_rule(&rules[TAU_POOL_RULE_LINUX], "linux", false, "os is \"%s\", not linux",
+		         os != NULL ? os : "unknown");
+	if (cls != NULL && *cls != '\0')
+		set_rule(&rules[TAU_POOL_RULE_GPU_CLASS], "gpu-class", true,
+		         "labelled with gpu class %s", cls);
+	else
+		set_rule(&rules[TAU_POOL_RULE_GPU_CLASS], "gpu-class", false,
+		         "no " TAU_GPU_CLASS_LABEL " label");
+	set_rule(&rules[TAU_POOL_RULE_SELECTOR], "selector", sel_ok, "%s",
+	         sel_ok ? "matches the TauCluster node selector"
+	                : "does not match the TauCluster node selector");
+	set_rule(&rules[TAU_POOL_RULE_READY], "ready", node->ready, "%s",
+	         node->ready ? "Ready condition is True" : "Ready condition is not True");
+	set_rule(&rules[TAU_POOL_RULE_SCHEDULABLE], "schedulable", node->schedulable, "%s",
+	         node->schedulable ? "schedulable" : "cordoned (spec.unschedulable)");
+	set_rule(&rules[TAU_POOL_RULE_NOT_DELETING], "not-deleting", !node->deleting, "%s",
+	         node->deleting ? "being deleted" : "not being deleted");
+	for (int i = 0; i < TAU_POOL_RULE_COUNT; i++)
+		counted = counted && rules[i].pass;
+	return counted;
+}
+
+/* Binary search; returns the index where `name` is or would be inserted. */
+static size_t flavor_index(const tau_pool *pool, const char *name, bool *found)
+{
+	size_t lo = 0, hi = pool->n_flavors;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(pool->flavors[mid].name, name);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+static size_t sum_index(const tau_pool_flavor *f, const char *name, bool *found)
+{
+	size_t lo = 0, hi = f->n_resources;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(f->resources[mid].name, name);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+static tau_pool_flavor *flavor_get_or_add(tau_pool *pool, const char *name)
+{
+	bool found;
+	size_t i = flavor_index(pool, name, &found);
+	tau_pool_flavor f = {0};
+
+	if (found)
+		return &pool->flavors[i];
+	if (pool->n_flavors == pool->cap_flavors) {
+		size_t cap = pool->cap_flavors ? pool->cap_flavors * 2 : 8;
+		tau_pool_flavor *nf = realloc(pool->flavors, cap * sizeof(*nf));
+
+		if (nf == NULL)
+			return NULL;
+		pool->flavors = nf;
+		pool->cap_flavors = cap;
+	}
+	f.name = strdup(name);
+	if (f.name == NULL)
+		return NULL;
+	memmove(&pool->flavors[i + 1], &pool->flavors[i],
+	        (pool->n_flavors - i) * sizeof(*pool->flavors));
+	pool->flavors[i] = f;
+	pool->n_flavors++;
+	return &pool->flavors[i];
+}
+
+static void flavor_remove_if_empty(tau_pool *pool, const char *name)
+{
+	bool found;
+	size_t i = flavor_index(pool, name, &found);
+
+	if (!found || pool->flavors[i].nodes > 0)
+		return;
+	flavor_clear(&pool->flavors[i]);
+	memmove(&pool->flavors[i], &pool->flavors[i + 1],
+	        (pool->n_flavors - i - 1) * sizeof(*pool->flavors));
+	pool->n_flavors--;
+}
+
+static void vote(tau_pool_sum *s, const tau_quantity *q, int dir)
+{
+	if (tau_quantity_is_zero(q))
+		return;
+	switch (tau_quantity_get_format(q)) {
+	case TAU_QUANTITY_BINARY_SI:
+		s->n_binary += (uint32_t)dir;
+		break;
+	case TAU_QUANTITY_DECIMAL_EXPONENT:
+		s->n_exponent += (uint32_t)dir;
+		break;
+	default:
+		s->n_decimal += (uint32_t)dir;
+	}
+}
+
+/*
+ * Check that adding (dir=+1) or subtracting (dir=-1) a node's resources
+ * cannot fail, before anything is changed, so a refused update leaves the
+ * pool exactly as it was.
+ */
+static int check_apply(const tau_pool *pool, const stored_node *n, int dir)
+{
+	bool found;
+	size_t fi =
+	        flavor_index(pool, tau_node_facts_label(&n->facts, TAU_GPU_CLASS_LABEL), &found);
+
+	for (size_t r = 0; r < n->facts.n_allocatable; r++) {
+		tau_quantity tmp;
+
+		if (found) {
+			const tau_pool_flavor *f = &pool->flavors[fi];
+			bool sfound;
+			size_t si = sum_index(f, n->facts.allocatable[r].name, &sfound);
+
+			if (sfound) {
+				int rc = dir > 0 ? tau_quantity_add(&tmp, &f->resources[si].total,
+				                                    &n->facts.allocatable[r].value)
+				                 : tau_quantity_sub(&tmp, &f->resources[si].total,
+				                                    &n->facts.allocatable[r].value);
+				if (rc < 0)
+					return tau_error_wrap("resource %s of node %s",
+					                      n->facts.allocatable[r].name,
+					                      n->facts.name);
+			}
+		}
+	}
+	return 0;
+}
+
+/* Apply a counted node's contribution; check_apply() ran first. */
+static int apply(tau_pool *pool, const stored_node *n, int dir)
+{
+	tau_pool_flavor *f;
+
+	if (dir > 0) {
+		f = flavor_get_or_add(pool, tau_node_facts_label(&n->facts, TAU_GPU_CLASS_LABEL));
+		if (f == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory adding flavor");
+	} else {
+		bool found;
+		size_t fi = flavor_index(pool, tau_node_facts_label(&n->facts, TAU_GPU_CLASS_LABEL),
+		                         &found);
+
+		if (!found)
+			return tau_error_set(TAU_EINTERNAL, "flavor %s missing",
+			                     tau_node_facts_label(&n->facts, TAU_GPU_CLASS_LABEL));
+		f = &pool->flavors[fi];
+	}
+	for (size_t r = 0; r < n->facts.n_allocatable; r++) {
+		const tau_node_resource *res = &n->facts.allocatable[r];
+		bool found;
+		size_t si = sum_index(f, res->name, &found);
+		tau_pool_sum *s;
+
+		if (!found) {
+			tau_pool_sum ns = {0};
+
+			if (dir < 0)
+				return tau_error_set(TAU_EINTERNAL, "sum %s missing", res->name);
+			if (f->n_resources == f->cap_resources) {
+				size_t cap = f->cap_resources ? f->cap_resources * 2 : 16;
+				tau_pool_sum *grown = realloc(f->resources, cap * sizeof(*grown));
+
+				if (grown == NULL)
+					return tau_error_set(TAU_ENOMEM, "out of memory");
+				f->resources = grown;
+				f->cap_resources = cap;
+			}
+			ns.name = strdup(res->name);
+			if (ns.name == NULL)
+				return tau_error_set(TAU_ENOMEM, "out of memory");
+			ns.total = tau_quantity_zero();
+			memmove(&f->resources[si + 1], &f->resources[si],
+			        (f->n_resources - si) * sizeof(*f->resources));
+			f->resources[si] = ns;
+			f->n_resources++;
+		}
+		s = &f->resources[si];
+		if (dir > 0)
+			tau_quantity_add(&s->total, &s->total, &res->value);
+		else
+			tau_quantity_sub(&s->total, &s->total, &res->value);
+		s->contributors += (uint32_t)dir;
+		vote(s, &res->value, dir);
+		if (s->contributors == 0) {
+			free(s->name);
+			memmove(&f->resources[si], &f->resources[si + 1],
+			        (f->n_resources - si - 1) * sizeof(*f->resources));
+			f->n_resources--;
+		}
+	}
+	f->nodes += (size_t)dir;
+	if (dir < 0)
+		flavor_remove_if_empty(pool, tau_node_facts_label(&n->facts, TAU_GPU_CLASS_LABEL));
+	pool->generation++;
+	return 0;
+}
+
+int tau_pool_upsert_node(tau_pool *pool, const tau_node_facts *node)
+{
+	tau_pool_rule rules[TAU_POOL_RULE_COUNT];
+	stored_node **slot;
+	stored_node *old, *fresh;
+	int rc = tau_node_facts_validate(node);
+
+	if (rc < 0)
+		return rc;
+	fresh = calloc(1, sizeof(*fresh));
+	if (fresh == NULL || tau_node_facts_copy(&fresh->facts, node) < 0) {
+		free(fresh);
+		return tau_error_set(TAU_ENOMEM, "out of memory storing node %s", node->name);
+	}
+	fresh->counted = tau_pool_evaluate(pool, node, rules);
+
+	slot = find_slot(pool, node->name);
+	old = *slot;
+	/* Refuse before touching anything if either step could fail. */
+	if ((old != NULL && old->counted && (rc = check_apply(pool, old, -1)) < 0) ||
+	    (fresh->counted && (rc = check_apply(pool, fresh, +1)) < 0)) {
+		stored_node_free(fresh);
+		return rc;
+	}
+	if (old != NULL && old->counted && (rc = apply(pool, old, -1)) < 0)
+		goto fail;
+	if (fresh->counted && (rc = apply(pool, fresh, +1)) < 0) {
+		if (old != NULL)
+			old->counted = false; /* its share is already gone from the sums */
+		goto fail;
+	}
+	if (old != NULL) {
+		fresh->next = old->next;
+		*slot = fresh;
+		stored_node_free(old);
+	} else {
+		*slot = fresh;
+		pool->n_nodes++;
+		if (pool->n_nodes > pool->n_buckets * 2)
+			(void)grow_buckets(pool); /* a longer chain is slower, not wrong */
+	}
+	return 0;
+fail:
+	stored_node_free(fresh);
+	return rc;
+}
+
+int tau_pool_remove_node(tau_pool *pool, const char *name)
+{
+	stored_node **slot = find_slot(pool, name);
+	stored_node *old = *slot;
+	int rc;
+
+	if (old == NULL)
+		return tau_error_set(TAU_ENOTFOUND, "node %s is not in the pool", name);
+	if (old->counted && (rc = apply(pool, old, -1)) < 0)
+		return rc;
+	*slot = old->next;
+	stored_node_free(old);
+	pool->n_nodes--;
+	return 0;
+}
+
+int tau_pool_set_selector(tau_pool *pool, tau_selector *sel)
+{
+	tau_pool_rule rules[TAU_POOL_RULE_COUNT];
+
+	tau_selector_free(pool->selector);
+	pool->selector = sel;
+	for (size_t i = 0; i < pool->n_flavors; i++)
+		flavor_clear(&pool->flavors[i]);
+	pool->n_flavors = 0;
+	pool->generation++;
+	for (size_t b = 0; b < pool->n_buckets; b++) {
+		for (stored_node *n = pool->buckets[b]; n != NULL; n = n->next) {
+			int rc;
+
+			n->counted = tau_pool_evaluate(pool, &n->facts, rules);
+			if (n->counted && (rc = apply(pool, n, +1)) < 0) {
+				n->counted = false;
+				return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+int tau_pool_explain(const tau_pool *pool, const char *name,
+                     tau_pool_rule rules[TAU_POOL_RULE_COUNT])
+{
+	stored_node *n = *find_slot(pool, name);
+
+	if (n == NULL)
+		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
+	return tau_pool_evaluate(pool, &n->facts, rules) ? 1 : 0;
+}
+
+size_t tau_pool_node_count(const tau_pool *pool)
+{
+	return pool->n_nodes;
+}
+
+size_t tau_pool_flavor_count(const tau_pool *pool)
+{
+	return pool->n_flavors;
+}
+
+const tau_pool_flavor *tau_pool_flavor_at(const tau_pool *pool, size_t i)
+{
+	return i < pool->n_flavors ? &pool->flavors[i] : NULL;
+}
+
+uint64_t tau_pool_generation(const tau_pool *pool)
+{
+	return pool->generation;
+}
+
+int tau_pool_sum_format(char *buf, size_t cap, const tau_pool_sum *sum)
+{
+	tau_quantity q = sum->total;
+	tau_quantity_fmt fmt = TAU_QUANTITY_DECIMAL_SI;
+	uint32_t nonzero = sum->n_binary + sum->n_decimal + sum->n_exponent;
+
+	if (nonzero > 0 && sum->n_binary == nonzero)
+		fmt = TAU_QUANTITY_BINARY_SI;
+	else if (nonzero > 0 && sum->n_exponent == nonzero)
+		fmt = TAU_QUANTITY_DECIMAL_EXPONENT;
+	tau_quantity_set_format(&q, fmt);
+	return tau_quantity_format(buf, cap, &q);
+}

@@ -1,0 +1,362 @@
+/*
+ * nodefacts.c - parse the decision-relevant fields of a Node object.
+ *
+ * The one idea: everything read from the API is validated here, once, with
+ * an error naming the field, so the pool and the agent only ever see names
+ * and quantities that Kubernetes itself would accept.  Labels and resources
+ * are kept sorted so comparisons and digests do not depend on JSON order.
+ */
+#include "tau/nodefacts.h"
+
+#include "tau/error.h"
+#include "tau/json.h"
+#include "tau/names.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void tau_node_facts_clear(tau_node_facts *f)
+{
+	if (f == NULL)
+		return;
+	free(f->name);
+	free(f->uid);
+	free(f->resource_version);
+	free(f->os);
+	free(f->gpu_class);
+	free(f->provider_id);
+	for (size_t i = 0; i < f->n_labels; i++) {
+		free(f->label_keys[i]);
+		free(f->label_values[i]);
+	}
+	free(f->label_keys);
+	free(f->label_values);
+	for (size_t i = 0; i < f->n_allocatable; i++)
+		free(f->allocatable[i].name);
+	free(f->allocatable);
+	memset(f, 0, sizeof(*f));
+}
+
+const char *tau_node_facts_label(const tau_node_facts *f, const char *key)
+{
+	for (size_t i = 0; i < f->n_labels; i++) {
+		if (strcmp(f->label_keys[i], key) == 0)
+			return f->label_values[i];
+	}
+	return NULL;
+}
+
+static int dup_opt(char **dst, const char *src)
+{
+	if (src == NULL)
+		return 0;
+	*dst = strdup(src);
+	return *dst == NULL ? tau_error_set(TAU_ENOMEM, "out of memory") : 0;
+}
+
+/* Optional string field: absent is fine, a wrong type is not. */
+static int opt_string(char **dst, const cJSON *root, const char *path)
+{
+	const char *s = NULL;
+	int rc = tau_json_get_string(&s, root, path);
+
+	if (rc == -TAU_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return rc;
+	return dup_opt(dst, s);
+}
+
+typedef struct kv {
+	const char *key;
+	const cJSON *item;
+} kv;
+
+static int kv_cmp(const void *a, const void *b)
+{
+	return strcmp(((const kv *)a)->key, ((const kv *)b)->key);
+}
+
+/* Collect an object's members sorted by key; *out is malloc'd. */
+static int sorted_members(kv **out, size_t *n, const cJSON *obj, size_t max, const char *what)
+{
+	size_t count = 0, i = 0;
+	kv *arr;
+
+	for (const cJSON *it = obj->child; it != NULL; it = it->next)
+		count++;
+	if (count > max)
+		return tau_error_set(TAU_ETOOBIG, "%s: %zu entries exceed the limit of %zu", what,
+		                     count, max);
+	*n = count;
+	*out = NULL;
+	if (count == 0)
+		return 0;
+	arr = calloc(count, sizeof(*arr));
+	if (arr == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	for (const cJSON *it = obj->child; it != NULL; it = it->next)
+		arr[i++] = (kv){it->string, it};
+	qsort(arr, count, sizeof(*arr), kv_cmp);
+	for (i = 1; i < count; i++) {
+		if (strcmp(arr[i - 1].key, arr[i].key) == 0) {
+			int rc = tau_error_set(TAU_EINVAL, "%s: key \"%s\" appears twice", what,
+			                       arr[i].key);
+
+			free(arr);
+			return rc;
+		}
+	}
+	*out = arr;
+	return 0;
+}
+
+static int read_labels(tau_node_facts *f, const cJSON *node)
+{
+	const cJSON *labels = NULL;
+	kv *arr = NULL;
+	size_t n = 0;
+	int rc = tau_json_get_object(&labels, node, "metadata.labels");
+
+	if (rc == -TAU_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return rc;
+	rc = sorted_members(&arr, &n, labels, TAU_NODE_MAX_LABELS, "metadata.labels");
+	if (rc < 0 || n == 0)
+		return rc;
+	f->label_keys = calloc(n, sizeof(char *));
+	f->label_values = calloc(n, sizeof(char *));
+	if (f->label_keys == NULL || f->label_values == NULL) {
+		rc = tau_error_set(TAU_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!cJSON_IsString(arr[i].item)) {
+			rc = tau_error_set(TAU_EINVAL, "metadata.labels[%s]: expected a string",
+			                   arr[i].key);
+			goto out;
+		}
+		if ((rc = tau_names_check_label_key(arr[i].key)) < 0 ||
+		    (rc = tau_names_check_label_value(arr[i].item->valuestring)) < 0) {
+			tau_error_wrap("metadata.labels[%s]", arr[i].key);
+			goto out;
+		}
+		f->label_keys[i] = strdup(arr[i].key);
+		f->label_values[i] = strdup(arr[i].item->valuestring);
+		f->n_labels = i + 1;
+		if (f->label_keys[i] == NULL || f->label_values[i] == NULL) {
+			rc = tau_error_set(TAU_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(arr);
+	return rc;
+}
+
+static int read_allocatable(tau_node_facts *f, const cJSON *node)
+{
+	const cJSON *alloc = NULL;
+	kv *arr = NULL;
+	size_t n = 0;
+	int rc = tau_json_get_object(&alloc, node, "status.allocatable");
+
+	if (rc == -TAU_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return rc;
+	rc = sorted_members(&arr, &n, alloc, TAU_NODE_MAX_RESOURCES, "status.allocatable");
+	if (rc < 0 || n == 0)
+		return rc;
+	f->allocatable = calloc(n, sizeof(*f->allocatable));
+	if (f->allocatable == NULL) {
+		rc = tau_error_set(TAU_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *v = arr[i].item;
+		tau_node_resource *r = &f->allocatable[i];
+
+		if (tau_names_check_label_key(arr[i].key) < 0) {
+			rc = tau_error_wrap("status.allocatable: resource name \"%s\"", arr[i].key);
+			goto out;
+		}
+		if (!cJSON_IsString(v)) {
+			rc = tau_error_set(TAU_EINVAL, "status.allocatable[%s]: expected a string",
+			                   arr[i].key);
+			goto out;
+		}
+		rc = tau_quantity_parse_str(&r->value, v->valuestring);
+		if (rc < 0) {
+			tau_error_wrap("status.allocatable[%s]", arr[i].key);
+			goto out;
+		}
+		if (tau_quantity_sign(&r->value) < 0) {
+			rc = tau_error_set(TAU_EINVAL,
+			                   "status.allocatable[%s]: negative quantity \"%s\"",
+			                   arr[i].key, v->valuestring);
+			goto out;
+		}
+		r->name = strdup(arr[i].key);
+		f->n_allocatable = i + 1;
+		if (r->name == NULL) {
+			rc = tau_error_set(TAU_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(arr);
+	return rc;
+}
+
+static bool ready_condition(const cJSON *node)
+{
+	const cJSON *conds = NULL;
+	const cJSON *c;
+
+	if (tau_json_get_array(&conds, node, "status.conditions") < 0)
+		return false;
+	cJSON_ArrayForEach(c, conds)
+	{
+		const char *type = NULL, *status = NULL;
+
+		if (tau_json_get_string(&type, c, "type") == 0 && strcmp(type, "Ready") == 0)
+			return tau_json_get_string(&status, c, "status") == 0 &&
+			       strcmp(status, "True") == 0;
+	}
+	return false;
+}
+
+int tau_node_facts_from_json(tau_node_facts *out, const cJSON *node)
+{
+	tau_node_facts f = {0};
+	const char *name = NULL;
+	bool unsched = false;
+	int rc;
+
+	if (!cJSON_IsObject(node))
+		return tau_error_set(TAU_EINVAL, "Node: expected a JSON object");
+	rc = tau_json_get_string(&name, node, "metadata.name");
+	if (rc < 0)
+		return tau_error_wrap("Node");
+	rc = tau_names_check_dns1123_subdomain(name);
+	if (rc < 0)
+		return tau_error_wrap("Node metadata.name");
+	if ((rc = dup_opt(&f.name, name)) < 0 ||
+	    (rc = opt_string(&f.uid, node, "metadata.uid")) < 0 ||
+	    (rc = opt_string(&f.resource_version, node, "metadata.resourceVersion")) < 0 ||
+	    (rc = opt_string(&f.provider_id, node, "spec.providerID")) < 0)
+		goto fail;
+	if ((rc = read_labels(&f, node)) < 0 || (rc = read_allocatable(&f, node)) < 0)
+		goto fail;
+	if ((rc = dup_opt(&f.gpu_class, tau_node_facts_label(&f, TAU_GPU_CLASS_LABEL))) < 0 ||
+	    (rc = dup_opt(&f.os, tau_node_facts_label(&f, "kubernetes.io/os"))) < 0)
+		goto fail;
+	if (f.os == NULL && (rc = opt_string(&f.os, node, "status.nodeInfo.operatingSystem")) < 0)
+		goto fail;
+	rc = tau_json_get_bool(&unsched, node, "spec.unschedulable");
+	if (rc < 0 && rc != -TAU_ENOTFOUND)
+		goto fail;
+	f.schedulable = !unsched;
+	f.deleting = tau_json_find(node, "metadata.deletionTimestamp") != NULL &&
+	             !cJSON_IsNull(tau_json_find(node, "metadata.deletionTimestamp"));
+	f.ready = ready_condition(node);
+	*out = f;
+	return 0;
+fail:
+	if (f.name != NULL)
+		tau_error_wrap("Node %s", f.name);
+	tau_node_facts_clear(&f);
+	return rc;
+}
+
+int tau_node_facts_validate(const tau_node_facts *f)
+{
+	if (f->name == NULL || tau_names_check_dns1123_subdomain(f->name) < 0)
+		return tau_error_wrap("node name");
+	if (f->n_labels > TAU_NODE_MAX_LABELS)
+		return tau_error_set(TAU_ETOOBIG, "node %s: %zu labels exceed the limit of %d",
+		                     f->name, f->n_labels, TAU_NODE_MAX_LABELS);
+	if (f->n_allocatable > TAU_NODE_MAX_RESOURCES)
+		return tau_error_set(TAU_ETOOBIG, "node %s: %zu resources exceed the limit of %d",
+		                     f->name, f->n_allocatable, TAU_NODE_MAX_RESOURCES);
+	for (size_t i = 0; i < f->n_labels; i++) {
+		if (f->label_keys[i] == NULL || f->label_values[i] == NULL)
+			return tau_error_set(TAU_EINVAL, "node %s: label %zu is incomplete",
+			                     f->name, i);
+		if (tau_names_check_label_key(f->label_keys[i]) < 0 ||
+		    tau_names_check_label_value(f->label_values[i]) < 0)
+			return tau_error_wrap("node %s: label %s", f->name, f->label_keys[i]);
+	}
+	for (size_t i = 0; i < f->n_allocatable; i++) {
+		const tau_node_resource *r = &f->allocatable[i];
+
+		if (r->name == NULL || tau_names_check_label_key(r->name) < 0)
+			return tau_error_set(TAU_EINVAL, "node %s: invalid resource name \"%s\"",
+			                     f->name, r->name != NULL ? r->name : "");
+		if (tau_quantity_sign(&r->value) < 0)
+			return tau_error_set(TAU_EINVAL,
+			                     "node %s: resource %s has a negative quantity",
+			                     f->name, r->name);
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(f->allocatable[j].name, r->name) == 0)
+				return tau_error_set(TAU_EINVAL,
+				                     "node %s: resource %s listed twice", f->name,
+				                     r->name);
+		}
+	}
+	return 0;
+}
+
+static int dup_array(char ***dst, char *const *src, size_t n)
+{
+	if (n == 0)
+		return 0;
+	*dst = calloc(n, sizeof(char *));
+	if (*dst == NULL)
+		return -TAU_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		(*dst)[i] = strdup(src[i]);
+		if ((*dst)[i] == NULL)
+			return -TAU_ENOMEM;
+	}
+	return 0;
+}
+
+int tau_node_facts_copy(tau_node_facts *dst, const tau_node_facts *src)
+{
+	tau_node_facts f = {0};
+
+	f.ready = src->ready;
+	f.schedulable = src->schedulable;
+	f.deleting = src->deleting;
+	if (dup_opt(&f.name, src->name) < 0 || dup_opt(&f.uid, src->uid) < 0 ||
+	    dup_opt(&f.resource_version, src->resource_version) < 0 ||
+	    dup_opt(&f.os, src->os) < 0 || dup_opt(&f.gpu_class, src->gpu_class) < 0 ||
+	    dup_opt(&f.provider_id, src->provider_id) < 0)
+		goto fail;
+	f.n_labels = src->n_labels;
+	if (dup_array(&f.label_keys, src->label_keys, src->n_labels) < 0 ||
+	    dup_array(&f.label_values, src->label_values, src->n_labels) < 0)
+		goto fail;
+	if (src->n_allocatable > 0) {
+		f.allocatable = calloc(src->n_allocatable, sizeof(*f.allocatable));
+		if (f.allocatable == NULL)
+			goto fail;
+		f.n_allocatable = src->n_allocatable;
+		for (size_t i = 0; i < src->n_allocatable; i++) {
+			f.allocatable[i].value = src->allocatable[i].value;
+			f.allocatable[i].name = strdup(src->allocatable[i].name);
+			if (f.allocatable[i].name == NULL)
+				goto fail;
+		}
+	}
+	*dst = f;
+	return 0;
+fail:
+	tau_node_facts_clear(&f);
+	return tau_error_set(TAU_ENOMEM, "out of memory copying node facts");
+}
