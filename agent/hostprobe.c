@@ -1,0 +1,835 @@
+/*
+ * hostprobe.c - local probes of tau-node-agent: kubelet plugin registry,
+ * NVIDIA GPUs, InfiniBand ports; and an inotify watch on the registry.
+ *
+ * The one idea: every host path is <host-root> + a fixed suffix, and every
+ * failure to read becomes "unknown + a problem string", never a zero.  A
+ * node whose /sys cannot be read must not look like a node without RDMA, and
+ * a node without NVML must not look like a node without GPUs; the
+ * aggregator decides what to do with unknowns.
+ *
+ * NVML is optional at run time: it is loaded with dlopen and only five
+ * symbols are used (init, count, handle by index, temperature, shutdown), so
+ * the agent builds and runs on machines without the NVIDIA driver.  A GPU
+ * counts as healthy when NVML returns its handle and reads its temperature;
+ * a GPU that fell off the bus fails both.  XID-event tracking is left to the
+ * NVIDIA device plugin.
+ *
+ * The registry watch follows the directory rather than a fixed inode: when
+ * the directory is missing it watches the nearest existing ancestor and moves
+ * down as path components appear, and back up when the directory is removed,
+ * so a kubelet that starts after the agent is still seen without polling.
+ */
+#include "hostprobe.h"
+
+#include "tau/error.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SOCKET_SUFFIX "-reg.sock"
+#define DEV_DIR       "/dev"
+#define IB_DIR        "/sys/class/infiniband"
+/* More GPUs than any machine has; bounds the NVML loop against a bogus count. */
+#define NVML_MAX_GPUS 1024
+/* A port state file is one short line ("4: ACTIVE\n"). */
+#define STATE_FILE_MAX 64
+
+/* ---------------------------------------------------------------- problems */
+
+static int problem_store(tau_agent_problem_list *list, const char *text)
+{
+	char *copy;
+
+	for (size_t i = 0; i < list->n; i++)
+		if (strcmp(list->items[i], text) == 0)
+			return 0;
+	if (list->n < TAU_AGENT_MAX_PROBLEMS) {
+		copy = strdup(text);
+		if (copy == NULL) {
+			list->not_shown++;
+			return tau_error_set(TAU_ENOMEM, "out of memory recording a problem");
+		}
+		list->items[list->n++] = copy;
+		return 0;
+	}
+	/* Full: the last slot becomes a count of what is not shown, itself included. */
+	if (list->not_shown == 0)
+		list->not_shown = 1;
+	list->not_shown++;
+	{
+		char summary[64];
+
+		snprintf(summary, sizeof(summary), "%zu more problems not shown", list->not_shown);
+		copy = strdup(summary);
+		if (copy == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory recording a problem");
+		free(list->items[TAU_AGENT_MAX_PROBLEMS - 1]);
+		list->items[TAU_AGENT_MAX_PROBLEMS - 1] = copy;
+	}
+	return 0;
+}
+
+int tau_agent_problem_add(tau_agent_problem_list *list, const char *fmt, ...)
+{
+	char text[TAU_AGENT_PROBLEM_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	return problem_store(list, text);
+}
+
+int tau_agent_problem_add_text(tau_agent_problem_list *list, const char *text)
+{
+	return tau_agent_problem_add(list, "%s", text);
+}
+
+void tau_agent_problem_list_free(tau_agent_problem_list *list)
+{
+	if (list == NULL)
+		return;
+	for (size_t i = 0; i < list->n; i++)
+		free(list->items[i]);
+	memset(list, 0, sizeof(*list));
+}
+
+/* ------------------------------------------------------------------ paths */
+
+/* buf = root (without trailing '/') + rel; rel starts with '/'. */
+static int host_path(char *buf, size_t cap, const char *root, const char *rel)
+{
+	size_t rlen;
+	int n;
+
+	if (root == NULL)
+		root = "";
+	rlen = strlen(root);
+	while (rlen > 0 && root[rlen - 1] == '/')
+		rlen--;
+	if (rlen > INT_MAX)
+		return tau_error_set(TAU_ETOOBIG, "host root is too long");
+	n = snprintf(buf, cap, "%.*s%s", (int)rlen, root, rel);
+	if (n < 0 || (size_t)n >= cap)
+		return tau_error_set(TAU_ETOOBIG, "host path %.*s%s is too long", (int)rlen, root,
+		                     rel);
+	return 0;
+}
+
+/* A driver name usable as one path component: no '/', not "." or "..". */
+static bool driver_name_is_component(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > NAME_MAX - strlen(SOCKET_SUFFIX))
+		return false;
+	if (strchr(name, '/') != NULL)
+		return false;
+	return strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+/* ------------------------------------------------------- plugin registry */
+
+static int probe_sockets(tau_agent_host_probe *p, const char *root, const char *const *names,
+                         size_t n)
+{
+	char dir[PATH_MAX];
+	int dfd = -1;
+	int open_errno = 0;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	p->sockets = calloc(n < TAU_AGENT_PROBE_MAX_DRIVERS ? n : TAU_AGENT_PROBE_MAX_DRIVERS,
+	                    sizeof(*p->sockets));
+	if (p->sockets == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory probing plugin sockets");
+
+	rc = host_path(dir, sizeof(dir), root, TAU_AGENT_PLUGIN_REGISTRY);
+	if (rc < 0) {
+		tau_agent_problem_add(&p->problems, "%s", tau_error_last()->msg);
+		open_errno = ENAMETOOLONG;
+	} else {
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0) {
+			open_errno = errno;
+			if (open_errno == ENOENT)
+				tau_agent_problem_add(&p->problems,
+				                      "plugin registry %s does not exist", dir);
+			else
+				tau_agent_problem_add(&p->problems,
+				                      "cannot open plugin registry %s: %s", dir,
+				                      strerror(open_errno));
+		}
+	}
+
+	for (size_t i = 0; i < n; i++) {
+		const char *name = names[i];
+		tau_agent_driver_socket *slot;
+		char file[NAME_MAX + 1];
+		struct stat st;
+		bool seen = false;
+
+		if (name == NULL)
+			continue;
+		for (size_t j = 0; j < p->n_sockets && !seen; j++)
+			seen = strcmp(p->sockets[j].driver, name) == 0;
+		if (seen)
+			continue;
+		if (p->n_sockets == TAU_AGENT_PROBE_MAX_DRIVERS) {
+			tau_agent_problem_add(&p->problems,
+			                      "more than %d CSI drivers to probe; %s and later "
+			                      "ones not probed",
+			                      TAU_AGENT_PROBE_MAX_DRIVERS, name);
+			break;
+		}
+		slot = &p->sockets[p->n_sockets];
+		slot->driver = strdup(name);
+		if (slot->driver == NULL) {
+			rc = tau_error_set(TAU_ENOMEM, "out of memory probing plugin sockets");
+			goto out;
+		}
+		p->n_sockets++;
+		slot->state = TAU_AGENT_SOCKET_UNKNOWN;
+		if (!driver_name_is_component(name)) {
+			tau_agent_problem_add(
+			        &p->problems,
+			        "CSI driver name \"%.200s\" cannot name a registration "
+			        "socket; not probed",
+			        name);
+			continue;
+		}
+		if (dfd < 0) {
+			/* A missing registry means no registrar has run: absent, not unknown. */
+			if (open_errno == ENOENT)
+				slot->state = TAU_AGENT_SOCKET_ABSENT;
+			continue;
+		}
+		snprintf(file, sizeof(file), "%s%s", name, SOCKET_SUFFIX);
+		if (fstatat(dfd, file, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (S_ISSOCK(st.st_mode)) {
+				slot->state = TAU_AGENT_SOCKET_PRESENT;
+			} else {
+				slot->state = TAU_AGENT_SOCKET_ABSENT;
+				tau_agent_problem_add(&p->problems,
+				                      "%s/%s exists but is not a socket", dir,
+				                      file);
+			}
+		} else if (errno == ENOENT) {
+			slot->state = TAU_AGENT_SOCKET_ABSENT;
+		} else {
+			tau_agent_problem_add(&p->problems, "cannot stat %s/%s: %s", dir, file,
+			                      strerror(errno));
+		}
+	}
+	rc = 0;
+out:
+	if (dfd >= 0)
+		close(dfd);
+	return rc;
+}
+
+/* ------------------------------------------------------------ GPU nodes */
+
+/* "nvidia" followed by one or more digits and nothing else: nvidia0, nvidia12. */
+static bool is_gpu_device_name(const char *name)
+{
+	const char *d;
+
+	if (strncmp(name, "nvidia", 6) != 0)
+		return false;
+	d = name + 6;
+	if (*d == '\0')
+		return false;
+	for (; *d != '\0'; d++)
+		if (*d < '0' || *d > '9')
+			return false;
+	return true;
+}
+
+static void probe_gpu_device_nodes(tau_agent_host_probe *p, const char *root)
+{
+	char dir[PATH_MAX];
+	struct dirent *de;
+	int64_t count = 0;
+	DIR *d;
+
+	if (host_path(dir, sizeof(dir), root, DEV_DIR) < 0) {
+		tau_agent_problem_add(&p->problems, "%s", tau_error_last()->msg);
+		return;
+	}
+	d = opendir(dir);
+	if (d == NULL) {
+		tau_agent_problem_add(&p->problems, "cannot list %s: %s", dir, strerror(errno));
+		return;
+	}
+	/*
+	 * Character devices on a real host; any non-directory is counted so tests
+	 * can build fake trees without mknod.
+	 */
+	while ((de = readdir(d)) != NULL) {
+		bool is_dir = de->d_type == DT_DIR;
+
+		if (!is_gpu_device_name(de->d_name))
+			continue;
+		if (de->d_type == DT_UNKNOWN) {
+			struct stat st;
+
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+				continue;
+			is_dir = S_ISDIR(st.st_mode);
+		}
+		if (!is_dir)
+			count++;
+	}
+	closedir(d);
+	p->gpu_device_nodes = count;
+}
+
+/* -------------------------------------------------------------------- NVML */
+
+/* NVML signatures, from its public ABI: return codes are int (0 = success). */
+typedef int (*nvml_void_fn)(void);
+typedef int (*nvml_count_fn)(unsigned int *count);
+typedef int (*nvml_handle_fn)(unsigned int index, void **device);
+typedef int (*nvml_temp_fn)(void *device, int sensor, unsigned int *celsius);
+
+/* dlsym gives an object pointer; copy its bits into a function pointer (POSIX). */
+static bool load_symbol(void *lib, const char *name, void *fn_out, size_t fn_size)
+{
+	void *sym = dlsym(lib, name);
+
+	if (sym == NULL || fn_size != sizeof(sym))
+		return false;
+	memcpy(fn_out, &sym, fn_size);
+	return true;
+}
+
+static void nvml_note(tau_agent_host_probe *p, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+static void nvml_note(tau_agent_host_probe *p, const char *fmt, ...)
+{
+	char text[TAU_AGENT_PROBLEM_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	free(p->nvml_note);
+	p->nvml_note = strdup(text); /* NULL on ENOMEM: the note is optional. */
+}
+
+static void probe_nvml(tau_agent_host_probe *p)
+{
+	const char *setting = getenv(TAU_AGENT_NVML_ENV);
+	const char *library = TAU_AGENT_NVML_SONAME;
+	nvml_void_fn init_fn = NULL, shutdown_fn = NULL;
+	nvml_count_fn count_fn = NULL;
+	nvml_handle_fn handle_fn = NULL;
+	nvml_temp_fn temp_fn = NULL;
+	unsigned int count = 0;
+	int64_t healthy = 0;
+	void *lib;
+	int ret;
+
+	if (setting != NULL) {
+		if (setting[0] == '\0' || strcmp(setting, "off") == 0 ||
+		    strcmp(setting, "0") == 0 || strcmp(setting, "false") == 0) {
+			nvml_note(p, "NVML disabled by %s=%s", TAU_AGENT_NVML_ENV, setting);
+			return;
+		}
+		library = setting;
+	}
+	lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+	if (lib == NULL) {
+		const char *why = dlerror();
+
+		nvml_note(p, "NVML not loaded: %s", why != NULL ? why : library);
+		return;
+	}
+	if (!load_symbol(lib, "nvmlInit_v2", &init_fn, sizeof(init_fn)) ||
+	    !load_symbol(lib, "nvmlShutdown", &shutdown_fn, sizeof(shutdown_fn)) ||
+	    !load_symbol(lib, "nvmlDeviceGetCount_v2", &count_fn, sizeof(count_fn)) ||
+	    !load_symbol(lib, "nvmlDeviceGetHandleByIndex_v2", &handle_fn, sizeof(handle_fn))) {
+		nvml_note(p, "NVML in %s lacks the v2 entry points", library);
+		goto out;
+	}
+	/* Optional: without it a GPU is healthy when its handle is returned. */
+	(void)load_symbol(lib, "nvmlDeviceGetTemperature", &temp_fn, sizeof(temp_fn));
+
+	ret = init_fn();
+	if (ret != 0) {
+		nvml_note(p, "nvmlInit_v2 failed with NVML error %d", ret);
+		goto out;
+	}
+	ret = count_fn(&count);
+	if (ret != 0) {
+		nvml_note(p, "nvmlDeviceGetCount_v2 failed with NVML error %d", ret);
+		shutdown_fn();
+		goto out;
+	}
+	if (count > NVML_MAX_GPUS) {
+		nvml_note(p, "NVML reports %u GPUs, more than %d; ignored", count, NVML_MAX_GPUS);
+		shutdown_fn();
+		goto out;
+	}
+	for (unsigned int i = 0; i < count; i++) {
+		void *device = NULL;
+		unsigned int celsius = 0;
+
+		ret = handle_fn(i, &device);
+		if (ret != 0) {
+			tau_agent_problem_add(&p->problems,
+			                      "NVML cannot get a handle for GPU %u (NVML error %d)",
+			                      i, ret);
+			continue;
+		}
+		/* Sensor 0 is NVML_TEMPERATURE_GPU. */
+		if (temp_fn != NULL && (ret = temp_fn(device, 0, &celsius)) != 0) {
+			tau_agent_problem_add(&p->problems,
+			                      "NVML cannot read GPU %u temperature (NVML error %d)",
+			                      i, ret);
+			continue;
+		}
+		healthy++;
+	}
+	shutdown_fn();
+	p->nvml_probed = true;
+	p->nvml_gpus = count;
+	p->nvml_healthy = healthy;
+out:
+	dlclose(lib);
+}
+
+/* ------------------------------------------------------------------- RDMA */
+
+int tau_agent_rdma_state_is_up(const char *text, size_t len)
+{
+	size_t i = 0;
+	long state = 0;
+	size_t digits = 0;
+
+	if (text == NULL)
+		return tau_error_set(TAU_EINVAL, "no port state text");
+	while (i < len && text[i] >= '0' && text[i] <= '9' && digits < 4) {
+		state = state * 10 + (text[i] - '0');
+		i++;
+		digits++;
+	}
+	if (digits == 0 || i >= len || text[i] != ':')
+		goto bad;
+	i++;
+	while (i < len && text[i] == ' ')
+		i++;
+	/* The name: letters and '_' up to the end or a newline. */
+	{
+		size_t start = i;
+
+		while (i < len && ((text[i] >= 'A' && text[i] <= 'Z') || text[i] == '_'))
+			i++;
+		if (i == start)
+			goto bad;
+	}
+	while (i < len && (text[i] == '\n' || text[i] == ' '))
+		i++;
+	if (i != len)
+		goto bad;
+	if (state < 1 || state > 5)
+		goto bad;
+	return state == 4 ? 1 : 0;
+bad:
+	/* Quote at most 32 bytes, without the trailing newline. */
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+		len--;
+	return tau_error_set(TAU_EINVAL, "port state \"%.*s\" is not \"<number>: <NAME>\"",
+	                     (int)(len < 32 ? len : 32), text);
+}
+
+/* Read a short file into buf (NUL-terminated). Returns length or -errno. */
+static ssize_t read_small_file(const char *path, char *buf, size_t cap)
+{
+	size_t got = 0;
+	/* O_NONBLOCK: a FIFO planted in the tree must not hang the probe. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	if (fd < 0)
+		return -errno;
+	while (got + 1 < cap) {
+		ssize_t r = read(fd, buf + got, cap - 1 - got);
+
+		if (r < 0) {
+			int e = errno;
+
+			if (e == EINTR)
+				continue;
+			close(fd);
+			return -e;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	buf[got] = '\0';
+	return (ssize_t)got;
+}
+
+static bool is_dot_entry(const char *name)
+{
+	return name[0] == '.';
+}
+
+/* Count the ports of one device directory; false when the limit was hit. */
+static bool probe_rdma_device(tau_agent_host_probe *p, const char *ib_dir, const char *dev,
+                              int64_t *total, int64_t *up)
+{
+	char ports[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int n;
+
+	n = snprintf(ports, sizeof(ports), "%s/%s/ports", ib_dir, dev);
+	if (n < 0 || (size_t)n >= sizeof(ports)) {
+		tau_agent_problem_add(&p->problems, "path of RDMA device %.100s is too long", dev);
+		return true;
+	}
+	d = opendir(ports);
+	if (d == NULL) {
+		tau_agent_problem_add(&p->problems, "cannot list %s: %s", ports, strerror(errno));
+		return true;
+	}
+	while ((de = readdir(d)) != NULL) {
+		char state_path[PATH_MAX];
+		char text[STATE_FILE_MAX];
+		ssize_t len;
+		int is_up;
+
+		if (is_dot_entry(de->d_name))
+			continue;
+		if (*total >= TAU_AGENT_PROBE_MAX_RDMA_PORTS) {
+			closedir(d);
+			return false;
+		}
+		(*total)++;
+		n = snprintf(state_path, sizeof(state_path), "%s/%s/state", ports, de->d_name);
+		if (n < 0 || (size_t)n >= sizeof(state_path)) {
+			tau_agent_problem_add(&p->problems,
+			                      "path of RDMA port %s/%.100s is too long", ports,
+			                      de->d_name);
+			continue;
+		}
+		len = read_small_file(state_path, text, sizeof(text));
+		if (len < 0) {
+			tau_agent_problem_add(&p->problems, "cannot read %s: %s", state_path,
+			                      strerror((int)-len));
+			continue;
+		}
+		is_up = tau_agent_rdma_state_is_up(text, (size_t)len);
+		if (is_up < 0) {
+			tau_agent_problem_add(&p->problems, "%s: %s", state_path,
+			                      tau_error_last()->msg);
+			continue;
+		}
+		*up += is_up;
+	}
+	closedir(d);
+	return true;
+}
+
+static void probe_rdma(tau_agent_host_probe *p, const char *root)
+{
+	char dir[PATH_MAX];
+	int64_t total = 0, up = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (host_path(dir, sizeof(dir), root, IB_DIR) < 0) {
+		tau_agent_problem_add(&p->problems, "%s", tau_error_last()->msg);
+		return;
+	}
+	d = opendir(dir);
+	if (d == NULL) {
+		if (errno == ENOENT) {
+			/* No InfiniBand class: no RDMA devices (module not loaded). */
+			p->rdma_ports_total = 0;
+			p->rdma_ports_up = 0;
+			return;
+		}
+		tau_agent_problem_add(&p->problems, "cannot list %s: %s", dir, strerror(errno));
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (is_dot_entry(de->d_name))
+			continue;
+		if (!probe_rdma_device(p, dir, de->d_name, &total, &up)) {
+			tau_agent_problem_add(
+			        &p->problems,
+			        "more than %d RDMA ports under %s; counted the first %d",
+			        TAU_AGENT_PROBE_MAX_RDMA_PORTS, dir,
+			        TAU_AGENT_PROBE_MAX_RDMA_PORTS);
+			break;
+		}
+	}
+	closedir(d);
+	p->rdma_ports_total = total;
+	p->rdma_ports_up = up;
+}
+
+/* ------------------------------------------------------------- the probe */
+
+void tau_agent_host_probe_init(tau_agent_host_probe *probe)
+{
+	memset(probe, 0, sizeof(*probe));
+	probe->gpu_device_nodes = -1;
+	probe->nvml_gpus = -1;
+	probe->nvml_healthy = -1;
+	probe->rdma_ports_total = -1;
+	probe->rdma_ports_up = -1;
+}
+
+void tau_agent_host_probe_free(tau_agent_host_probe *probe)
+{
+	if (probe == NULL)
+		return;
+	for (size_t i = 0; i < probe->n_sockets; i++)
+		free(probe->sockets[i].driver);
+	free(probe->sockets);
+	free(probe->nvml_note);
+	tau_agent_problem_list_free(&probe->problems);
+	tau_agent_host_probe_init(probe);
+}
+
+int tau_agent_probe_host(tau_agent_host_probe *probe, const char *host_root,
+                         const char *const *driver_names, size_t n)
+{
+	int rc;
+
+	if (probe == NULL)
+		return tau_error_set(TAU_EINVAL, "no probe to fill");
+	if (driver_names == NULL && n > 0)
+		return tau_error_set(TAU_EINVAL, "no driver names");
+	tau_agent_host_probe_free(probe);
+	if (host_root == NULL || host_root[0] == '\0')
+		host_root = "/";
+
+	rc = probe_sockets(probe, host_root, driver_names, n);
+	if (rc < 0)
+		return rc;
+	probe_gpu_device_nodes(probe, host_root);
+	probe_nvml(probe);
+	probe_rdma(probe, host_root);
+	return 0;
+}
+
+/* ---------------------------------------------------------- registry watch */
+
+struct tau_agent_registry_watch {
+	int fd;                 /* inotify instance */
+	int wd;                 /* current watch, -1 when none */
+	bool on_parent;         /* watching an ancestor of target */
+	char target[PATH_MAX];  /* <root>/var/lib/kubelet/plugins_registry */
+	char watched[PATH_MAX]; /* what wd watches now */
+};
+
+#define TARGET_MASK                                                                                \
+	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF |     \
+	 IN_ONLYDIR)
+#define PARENT_MASK (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+
+/* Drop the last component of path in place; false when nothing is left to drop. */
+static bool path_up(char *path)
+{
+	char *slash = strrchr(path, '/');
+
+	if (slash == NULL)
+		return false;
+	if (slash == path) {
+		if (path[1] == '\0')
+			return false;
+		path[1] = '\0';
+		return true;
+	}
+	*slash = '\0';
+	return true;
+}
+
+/*
+ * Watch the target, or the nearest existing ancestor.  A component may
+ * appear between the failed watch and the ancestor's watch, so after arming
+ * an ancestor check whether the next component now exists and retry.
+ */
+static int watch_arm(tau_agent_registry_watch *w)
+{
+	for (int attempt = 0; attempt < 16; attempt++) {
+		char path[PATH_MAX];
+		bool on_target = true;
+		int wd = -1;
+
+		if (w->wd >= 0) {
+			inotify_rm_watch(w->fd, w->wd);
+			w->wd = -1;
+		}
+		memcpy(path, w->target, sizeof(path));
+		for (;;) {
+			wd = inotify_add_watch(w->fd, path, on_target ? TARGET_MASK : PARENT_MASK);
+			if (wd >= 0)
+				break;
+			if (errno != ENOENT && errno != ENOTDIR)
+				return tau_error_set(TAU_EIO, "cannot watch %s: %s", path,
+				                     strerror(errno));
+			if (!path_up(path))
+				return tau_error_set(TAU_EIO, "no existing directory above %s",
+				                     w->target);
+			on_target = false;
+		}
+		w->wd = wd;
+		w->on_parent = !on_target;
+		memcpy(w->watched, path, sizeof(w->watched));
+		if (on_target)
+			return 0;
+		/* Does the next component toward the target exist by now? */
+		{
+			const char *rest = w->target + strlen(path);
+			const char *end;
+			char next[PATH_MAX];
+			size_t next_len;
+			struct stat st;
+
+			if (*rest == '/')
+				rest++;
+			end = strchr(rest, '/');
+			next_len = end != NULL ? (size_t)(end - w->target) : strlen(w->target);
+			memcpy(next, w->target, next_len);
+			next[next_len] = '\0';
+			/* Only a directory can lead on; a file there keeps us on the parent. */
+			if (stat(next, &st) != 0 || !S_ISDIR(st.st_mode))
+				return 0;
+		}
+	}
+	return tau_error_set(TAU_EIO, "%s keeps changing; cannot settle a watch", w->target);
+}
+
+int tau_agent_registry_watch_open(tau_agent_registry_watch **out, const char *host_root)
+{
+	tau_agent_registry_watch *w;
+	int rc;
+
+	if (out == NULL)
+		return tau_error_set(TAU_EINVAL, "no place for the watch");
+	if (host_root == NULL || host_root[0] == '\0')
+		host_root = "/";
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory for the registry watch");
+	w->wd = -1;
+	rc = host_path(w->target, sizeof(w->target), host_root, TAU_AGENT_PLUGIN_REGISTRY);
+	if (rc < 0) {
+		free(w);
+		return rc;
+	}
+	w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (w->fd < 0) {
+		rc = tau_error_set(TAU_EIO, "inotify_init1: %s", strerror(errno));
+		free(w);
+		return rc;
+	}
+	rc = watch_arm(w);
+	if (rc < 0) {
+		tau_agent_registry_watch_free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+int tau_agent_registry_watch_fd(const tau_agent_registry_watch *w)
+{
+	return w != NULL ? w->fd : -1;
+}
+
+bool tau_agent_registry_watch_on_parent(const tau_agent_registry_watch *w)
+{
+	return w != NULL && w->on_parent;
+}
+
+const char *tau_agent_registry_watch_path(const tau_agent_registry_watch *w)
+{
+	return w != NULL ? w->watched : NULL;
+}
+
+int tau_agent_registry_watch_drain(tau_agent_registry_watch *w)
+{
+	_Alignas(struct inotify_event) char buf[4096];
+	bool rearm = false;
+	bool changed = false;
+	bool was_on_parent;
+	int rc;
+
+	if (w == NULL)
+		return tau_error_set(TAU_EINVAL, "no registry watch");
+	for (;;) {
+		ssize_t len = read(w->fd, buf, sizeof(buf));
+		size_t off = 0;
+
+		if (len < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return tau_error_set(TAU_EIO, "reading inotify events: %s",
+			                     strerror(errno));
+		}
+		if (len == 0)
+			break;
+		while (off + sizeof(struct inotify_event) <= (size_t)len) {
+			struct inotify_event ev;
+
+			memcpy(&ev, buf + off, sizeof(ev));
+			off += sizeof(ev) + ev.len;
+			if (ev.mask & IN_Q_OVERFLOW) {
+				/* Lost events: assume anything happened. */
+				changed = true;
+				rearm = true;
+				continue;
+			}
+			if (ev.wd != w->wd)
+				continue; /* left over from a watch already replaced */
+			if (ev.mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT))
+				rearm = true;
+			if (!w->on_parent)
+				changed = true; /* a socket came or went, or the directory did */
+			else if (ev.mask & (IN_CREATE | IN_MOVED_TO))
+				rearm = true; /* maybe the next component toward the registry */
+		}
+	}
+	if (rearm) {
+		was_on_parent = w->on_parent;
+		rc = watch_arm(w);
+		if (rc < 0)
+			return rc;
+		if (was_on_parent != w->on_parent)
+			changed = true;
+	}
+	return changed ? 1 : 0;
+}
+
+void tau_agent_registry_watch_free(tau_agent_registry_watch *w)
+{
+	if (w == NULL)
+		return;
+	if (w->fd >= 0)
+		close(w->fd);
+	free(w);
+}

@@ -1,0 +1,175 @@
+/*
+ * hostprobe.h - what tau-node-agent can see on its own host, under --host-root.
+ *
+ * Three local probes, all reading files below a root directory so tests can
+ * run them over fake trees:
+ *   - the kubelet plugin registry (<root>/var/lib/kubelet/plugins_registry):
+ *     one registration socket "<driver>-reg.sock" per CSI driver whose
+ *     node-driver-registrar is running;
+ *   - NVIDIA GPUs: device nodes <root>/dev/nvidia<N>, and, when
+ *     libnvidia-ml.so.1 loads at run time (dlopen, never a build dependency),
+ *     NVML's GPU count and per-GPU health;
+ *   - InfiniBand/RoCE ports: <root>/sys/class/infiniband/<dev>/ports/<n>/state.
+ *
+ * Nothing here talks to Kubernetes.  What cannot be read is reported as
+ * unknown (-1 or TAU_AGENT_SOCKET_UNKNOWN) plus a problem string, never as zero.
+ *
+ * Also a small inotify watch on the plugin registry directory, so the event
+ * loop learns about sockets appearing or vanishing without polling.
+ */
+#ifndef TAU_AGENT_HOSTPROBE_H
+#define TAU_AGENT_HOSTPROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** Most driver names one probe answers for. */
+#define TAU_AGENT_PROBE_MAX_DRIVERS 64
+/** Most problem strings one list keeps (the last slot then says how many were not shown). */
+#define TAU_AGENT_MAX_PROBLEMS 64
+/** Longest problem string kept, NUL included (longer ones are truncated). */
+#define TAU_AGENT_PROBLEM_MAX 512
+/** Most InfiniBand ports counted (a peer-controlled tree must not make us loop forever). */
+#define TAU_AGENT_PROBE_MAX_RDMA_PORTS 4096
+
+/**
+ * Environment variable steering NVML: unset means dlopen("libnvidia-ml.so.1");
+ * "off" (or "0", "false", "") disables NVML, which tests use; anything else
+ * is the file name handed to dlopen instead.
+ */
+#define TAU_AGENT_NVML_ENV "TAU_AGENT_NVML"
+
+/** The NVML library name loaded by default. */
+#define TAU_AGENT_NVML_SONAME "libnvidia-ml.so.1"
+
+/** Path of the kubelet plugin registry below the host root. */
+#define TAU_AGENT_PLUGIN_REGISTRY "/var/lib/kubelet/plugins_registry"
+
+/**
+ * A bounded list of human-readable problems ("cannot read ...: Permission
+ * denied").  Exact duplicates are kept once.  When more than
+ * TAU_AGENT_MAX_PROBLEMS arrive, the last slot is replaced by
+ * "N more problems not shown", so the list never grows past the cap.
+ */
+typedef struct tau_agent_problem_list {
+	char *items[TAU_AGENT_MAX_PROBLEMS]; /**< owned strings, in the order added */
+	size_t n;                            /**< slots in use */
+	size_t not_shown;                    /**< problems summarised by the last slot, or 0 */
+} tau_agent_problem_list;
+
+/**
+ * Add a printf-formatted problem (truncated to TAU_AGENT_PROBLEM_MAX - 1 bytes).
+ * @return 0, or -TAU_ENOMEM (the problem is then only counted in not_shown).
+ */
+int tau_agent_problem_add(tau_agent_problem_list *list, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+/** Add a copy of an already formatted problem text.  @return as tau_agent_problem_add. */
+int tau_agent_problem_add_text(tau_agent_problem_list *list, const char *text);
+
+/** Free the strings and empty the list (a zeroed list is empty).  NULL is a no-op. */
+void tau_agent_problem_list_free(tau_agent_problem_list *list);
+
+/** State of one driver's registration socket. */
+typedef enum tau_agent_socket_state {
+	TAU_AGENT_SOCKET_UNKNOWN = 0, /**< the registry could not be read, or not probed */
+	TAU_AGENT_SOCKET_ABSENT = 1,  /**< no "<driver>-reg.sock" socket there */
+	TAU_AGENT_SOCKET_PRESENT = 2  /**< "<driver>-reg.sock" exists and is a socket */
+} tau_agent_socket_state;
+
+/** The answer for one driver name. */
+typedef struct tau_agent_driver_socket {
+	char *driver;                 /**< owned copy of the driver name asked about */
+	tau_agent_socket_state state; /**< see tau_agent_socket_state */
+} tau_agent_driver_socket;
+
+/**
+ * Everything one host probe found.  Counts are -1 when unknown (the place
+ * could not be read); each unknown comes with a problem string.
+ */
+typedef struct tau_agent_host_probe {
+	tau_agent_driver_socket *sockets; /**< owned; one per distinct driver name asked */
+	size_t n_sockets;
+
+	int64_t gpu_device_nodes; /**< entries <root>/dev/nvidia<digits>; -1 if /dev unreadable */
+
+	bool nvml_probed;     /**< NVML loaded and answered nvmlInit + count */
+	int64_t nvml_gpus;    /**< NVML's GPU count; -1 unless nvml_probed */
+	int64_t nvml_healthy; /**< GPUs that gave a handle and a temperature; -1 unless probed */
+	char *nvml_note;      /**< owned; why NVML was not probed (NULL when it was) */
+
+	int64_t rdma_ports_total; /**< ports under /sys/class/infiniband; -1 if unreadable */
+	int64_t rdma_ports_up;    /**< of those, state "4: ACTIVE"; -1 if unreadable */
+
+	tau_agent_problem_list problems; /**< what could not be read, in the order found */
+} tau_agent_host_probe;
+
+/** Make an empty probe (all unknown).  Pairs with tau_agent_host_probe_free. */
+void tau_agent_host_probe_init(tau_agent_host_probe *probe);
+
+/** Free what the probe owns and leave it as after init.  NULL is a no-op. */
+void tau_agent_host_probe_free(tau_agent_host_probe *probe);
+
+/**
+ * Probe the host below `host_root` (NULL or "" means "/"): registration
+ * sockets for each of the `n` driver names (duplicates answered once; a name
+ * that is not a single path component, e.g. "a/b" or "..", is answered
+ * UNKNOWN with a problem), GPU device nodes, NVML (see TAU_AGENT_NVML_ENV)
+ * and InfiniBand port states.
+ *
+ * `probe` must be initialised; whatever it held is freed first.  Unreadable
+ * places do not fail the call: they leave the matching field unknown and add
+ * a problem.  Driver names beyond TAU_AGENT_PROBE_MAX_DRIVERS are dropped
+ * with a problem.
+ *
+ * @return 0; -TAU_EINVAL when probe is NULL or driver_names is NULL with n > 0;
+ *         -TAU_ENOMEM when an allocation failed (the probe is then partial).
+ */
+int tau_agent_probe_host(tau_agent_host_probe *probe, const char *host_root,
+                         const char *const *driver_names, size_t n);
+
+/**
+ * Parse the text of an InfiniBand port "state" file ("4: ACTIVE\n").
+ * @return 1 when the port is up (state 4, ACTIVE), 0 when it is in another
+ *         known state (1 DOWN, 2 INIT, 3 ARMED, 5 ACTIVE_DEFER), -TAU_EINVAL
+ *         when the text is not "<number>: <NAME>".
+ */
+int tau_agent_rdma_state_is_up(const char *text, size_t len);
+
+/** A watch on the plugin registry directory (opaque). */
+typedef struct tau_agent_registry_watch tau_agent_registry_watch;
+
+/**
+ * Start watching <host_root>/var/lib/kubelet/plugins_registry with inotify.
+ * If that directory does not exist yet, the nearest existing parent is
+ * watched instead and the watch moves down when the directory appears
+ * (tau_agent_registry_watch_on_parent tells which).
+ *
+ * @param out  receives the new watch (free with tau_agent_registry_watch_free)
+ * @return 0, -TAU_EIO when inotify cannot be set up (message has errno text),
+ *         -TAU_ENOMEM, -TAU_ETOOBIG when the path is too long.
+ */
+int tau_agent_registry_watch_open(tau_agent_registry_watch **out, const char *host_root);
+
+/** The fd to poll for readability (O_NONBLOCK, O_CLOEXEC); owned by the watch. */
+int tau_agent_registry_watch_fd(const tau_agent_registry_watch *w);
+
+/** True while the registry directory itself is missing and a parent is watched. */
+bool tau_agent_registry_watch_on_parent(const tau_agent_registry_watch *w);
+
+/** Lends the directory being watched now (valid until the next drain or free). */
+const char *tau_agent_registry_watch_path(const tau_agent_registry_watch *w);
+
+/**
+ * Read all pending events without blocking.
+ * @return 1 when the registry may have changed (a socket came or went, the
+ *         directory appeared or vanished, or events were lost): rescan;
+ *         0 when nothing relevant happened; -TAU_EIO on a read error.
+ */
+int tau_agent_registry_watch_drain(tau_agent_registry_watch *w);
+
+/** Close the inotify fd and free the watch.  NULL is a no-op. */
+void tau_agent_registry_watch_free(tau_agent_registry_watch *w);
+
+#endif /* TAU_AGENT_HOSTPROBE_H */

@@ -1,0 +1,1516 @@
+/*
+ * inventory.c - turn this node's Kubernetes objects and host probe into the
+ * inventory tau-node-agent reports.
+ *
+ * The one idea: an inventory is a pure function of its inputs (Node, CSINode,
+ * pods on the node, host probe).  Nothing here keeps history, so the agent
+ * rebuilds it on every change and sends it when the digest differs.  Input
+ * is never trusted: each field that cannot be read becomes unknown (NULL,
+ * -1, TAU_AGENT_UNKNOWN -> JSON null) and a problem says why, and every list
+ * that grows from input has a cap.  Missing is never reported as zero.
+ *
+ * Decisions worth knowing (see docs/agent-inventory-json.md):
+ *  - Quantities are re-emitted in canonical form (tau_quantity_format), so
+ *    "1024Mi" in a Node becomes "1Gi", as the API server would print it.
+ *  - Who deployed a CSI driver is read from the labels and args of its node
+ *    pod; unmarked pods give "Unknown" rather than a guess.
+ *  - The digest hashes the JSON form minus resourceVersion, which changes on
+ *    every status heartbeat without changing anything we report.
+ */
+#include "inventory.h"
+
+#include "tau/error.h"
+#include "tau/json.h"
+#include "tau/quantity.h"
+
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define LABEL_MIG_STRATEGY  "nvidia.com/mig.strategy"
+#define LABEL_GPU_REPLICAS  "nvidia.com/gpu.replicas"
+#define RESOURCE_MIG_PREFIX "nvidia.com/mig-"
+#define RESOURCE_RDMA_IB    "rdma/ib"
+#define DRIVER_AZURE_DISK   "disk.csi.azure.com"
+/* Drivers one pod may serve before we stop listening to it. */
+#define MAX_DRIVERS_PER_POD 8
+
+/* ------------------------------------------------------------ small names */
+
+const char *tau_agent_node_kind_name(tau_agent_node_kind kind)
+{
+	switch (kind) {
+	case TAU_AGENT_KIND_AGENT_POOL:
+		return "AgentPool";
+	case TAU_AGENT_KIND_FLEX:
+		return "Flex";
+	case TAU_AGENT_KIND_OTHER:
+		return "Other";
+	case TAU_AGENT_KIND_UNKNOWN:
+		break;
+	}
+	return NULL;
+}
+
+const char *tau_agent_managed_by_name(tau_agent_managed_by managed_by)
+{
+	switch (managed_by) {
+	case TAU_AGENT_MANAGED_AKS_ADDON:
+		return "AKSAddon";
+	case TAU_AGENT_MANAGED_DEPLOYMENT:
+		return "Deployment";
+	case TAU_AGENT_MANAGED_UNKNOWN:
+		break;
+	}
+	return "Unknown";
+}
+
+/* ------------------------------------------------------------ node kind */
+
+/* Case-insensitive search for needle in hay; returns the match or NULL. */
+static const char *find_nocase(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+
+	for (; *hay != '\0'; hay++)
+		if (strncasecmp(hay, needle, n) == 0)
+			return hay;
+	return NULL;
+}
+
+bool tau_agent_provider_id_is_azure_compute(const char *provider_id)
+{
+	static const char prefix[] = "azure:///subscriptions/";
+	const char *rg;
+
+	if (provider_id == NULL || strncasecmp(provider_id, prefix, sizeof(prefix) - 1) != 0)
+		return false;
+	rg = find_nocase(provider_id + sizeof(prefix) - 1, "/resourceGroups/");
+	if (rg == NULL)
+		return false;
+	return find_nocase(rg, "/providers/Microsoft.Compute/") != NULL;
+}
+
+tau_agent_node_kind tau_agent_classify_kind(const tau_agent_kind_signals *s)
+{
+	bool virtual_node, unmanaged, azure_vm;
+
+	if (s == NULL)
+		return TAU_AGENT_KIND_OTHER;
+	if (s->nodepool_type != NULL && strcmp(s->nodepool_type, "FlexNodes") == 0)
+		return TAU_AGENT_KIND_FLEX;
+	virtual_node = s->virtual_type != NULL && strcmp(s->virtual_type, "virtual-kubelet") == 0;
+	unmanaged = s->managed != NULL && strcmp(s->managed, "false") == 0;
+	azure_vm = tau_agent_provider_id_is_azure_compute(s->provider_id);
+	if (unmanaged && !virtual_node && !azure_vm)
+		return TAU_AGENT_KIND_FLEX;
+	if (!unmanaged && !virtual_node && (s->agentpool != NULL || azure_vm))
+		return TAU_AGENT_KIND_AGENT_POOL;
+	return TAU_AGENT_KIND_OTHER;
+}
+
+/* ------------------------------------------------------- init, free, problems */
+
+void tau_agent_inventory_init(tau_agent_inventory *inv)
+{
+	memset(inv, 0, sizeof(*inv));
+	inv->kind = TAU_AGENT_KIND_UNKNOWN;
+	inv->ready = TAU_AGENT_UNKNOWN;
+	inv->schedulable = TAU_AGENT_UNKNOWN;
+	inv->deleting = TAU_AGENT_UNKNOWN;
+	inv->devices.gpu_device_nodes = -1;
+	inv->devices.nvml_gpus = -1;
+	inv->devices.nvml_healthy = -1;
+	inv->devices.rdma_ports_total = -1;
+	inv->devices.rdma_ports_up = -1;
+}
+
+static void free_kvs(tau_agent_kv *kvs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(kvs[i].key);
+		free(kvs[i].value);
+	}
+	free(kvs);
+}
+
+void tau_agent_inventory_free(tau_agent_inventory *inv)
+{
+	if (inv == NULL)
+		return;
+	free(inv->node_name);
+	free(inv->node_uid);
+	free(inv->resource_version);
+	free(inv->provider_id);
+	free(inv->gpu_class);
+	free(inv->os);
+	free_kvs(inv->labels, inv->n_labels);
+	free_kvs(inv->allocatable, inv->n_allocatable);
+	for (size_t i = 0; i < inv->n_csi_drivers; i++)
+		free(inv->csi_drivers[i].name);
+	free(inv->csi_drivers);
+	free(inv->devices.nvml_note);
+	tau_agent_problem_list_free(&inv->problems);
+	tau_agent_inventory_init(inv);
+}
+
+int tau_agent_inventory_add_problem(tau_agent_inventory *inv, const char *fmt, ...)
+{
+	char text[TAU_AGENT_PROBLEM_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	return tau_agent_problem_add_text(&inv->problems, text);
+}
+
+/* The same, for this file's own use; returns 0 or -TAU_ENOMEM. */
+static int problem(tau_agent_inventory *inv, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+static int problem(tau_agent_inventory *inv, const char *fmt, ...)
+{
+	char text[TAU_AGENT_PROBLEM_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	return tau_agent_problem_add_text(&inv->problems, text);
+}
+
+/* Copy s if it is at most TAU_AGENT_MAX_STRING bytes. */
+static int copy_bounded(char **out, const char *s)
+{
+	size_t len = strnlen(s, TAU_AGENT_MAX_STRING + 1);
+	char *c;
+
+	if (len > TAU_AGENT_MAX_STRING)
+		return tau_error_set(TAU_ETOOBIG, "longer than %d bytes", TAU_AGENT_MAX_STRING);
+	c = malloc(len + 1);
+	if (c == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory copying a string");
+	memcpy(c, s, len);
+	c[len] = '\0';
+	*out = c;
+	return 0;
+}
+
+/*
+ * Read an optional string at path into *dst.  Absent is fine (stays NULL);
+ * a wrong type or an oversized value is a problem.  Returns 0 or -TAU_ENOMEM.
+ */
+static int take_string(tau_agent_inventory *inv, const cJSON *root, const char *what,
+                       const char *path, char **dst)
+{
+	const char *s = NULL;
+	int rc = tau_json_get_string(&s, root, path);
+
+	if (rc == -TAU_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return problem(inv, "%s %s is not a string; unknown", what, path);
+	rc = copy_bounded(dst, s);
+	if (rc == -TAU_ETOOBIG)
+		return problem(inv, "%s %s is longer than %d bytes; unknown", what, path,
+		               TAU_AGENT_MAX_STRING);
+	return rc;
+}
+
+static int kv_cmp(const void *a, const void *b)
+{
+	const tau_agent_kv *x = a, *y = b;
+
+	return strcmp(x->key, y->key);
+}
+
+static const tau_agent_kv *kv_find(const tau_agent_kv *kvs, size_t n, const char *key)
+{
+	tau_agent_kv probe = {.key = (char *)(uintptr_t)key, .value = NULL};
+
+	if (n == 0 || key == NULL)
+		return NULL;
+	return bsearch(&probe, kvs, n, sizeof(*kvs), kv_cmp);
+}
+
+const char *tau_agent_inventory_label(const tau_agent_inventory *inv, const char *key)
+{
+	const tau_agent_kv *kv = kv_find(inv->labels, inv->n_labels, key);
+
+	return kv != NULL ? kv->value : NULL;
+}
+
+const char *tau_agent_inventory_allocatable(const tau_agent_inventory *inv, const char *name)
+{
+	const tau_agent_kv *kv = kv_find(inv->allocatable, inv->n_allocatable, name);
+
+	return kv != NULL ? kv->value : NULL;
+}
+
+/* ------------------------------------------------------------------ Node */
+
+/*
+ * Read metadata.labels (what == "label") or status.allocatable (what ==
+ * "allocatable") into a sorted array.  Values of allocatable are quantities,
+ * re-emitted canonically.
+ */
+static int take_map(tau_agent_inventory *inv, const cJSON *node, const char *path, const char *what,
+                    size_t cap, tau_agent_kv **out, size_t *n_out)
+{
+	bool quantities = strcmp(what, "allocatable") == 0;
+	const cJSON *map = NULL;
+	const cJSON *item;
+	tau_agent_kv *kvs = NULL;
+	size_t n = 0, dropped = 0;
+	int size, rc;
+
+	rc = tau_json_get_object(&map, node, path);
+	if (rc == -TAU_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return problem(inv, "Node %s is not an object; %s unknown", path, what);
+	size = cJSON_GetArraySize(map);
+	if (size <= 0)
+		return 0;
+	kvs = calloc((size_t)size < cap ? (size_t)size : cap, sizeof(*kvs));
+	if (kvs == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory reading %s", path);
+
+	cJSON_ArrayForEach(item, map)
+	{
+		const char *key = item->string;
+		char canonical[TAU_QUANTITY_STR_MAX];
+		const char *value = NULL;
+		bool duplicate = false;
+
+		if (key == NULL)
+			continue;
+		if (strnlen(key, TAU_AGENT_MAX_STRING + 1) > TAU_AGENT_MAX_STRING) {
+			rc = problem(inv, "%s key \"%.64s...\" is longer than %d bytes; dropped",
+			             what, key, TAU_AGENT_MAX_STRING);
+			if (rc < 0)
+				goto fail;
+			continue;
+		}
+		for (size_t i = 0; i < n && !duplicate; i++)
+			duplicate = strcmp(kvs[i].key, key) == 0;
+		if (duplicate) {
+			rc = problem(inv, "%s %s appears more than once; the first is kept", what,
+			             key);
+			if (rc < 0)
+				goto fail;
+			continue;
+		}
+		if (n == cap) {
+			dropped++;
+			continue;
+		}
+		if (!quantities) {
+			if (!cJSON_IsString(item) || item->valuestring == NULL) {
+				rc = problem(inv, "label %s is not a string; dropped", key);
+				if (rc < 0)
+					goto fail;
+				continue;
+			}
+			value = item->valuestring;
+		} else {
+			tau_quantity q;
+			int qrc;
+
+			if (cJSON_IsString(item) && item->valuestring != NULL) {
+				qrc = tau_quantity_parse(
+				        &q, item->valuestring,
+				        strnlen(item->valuestring, TAU_AGENT_MAX_STRING + 1));
+			} else if (cJSON_IsNumber(item)) {
+				/* Quantity.UnmarshalJSON accepts a bare number. */
+				char *raw = cJSON_PrintUnformatted(item);
+
+				if (raw == NULL) {
+					rc = tau_error_set(TAU_ENOMEM, "out of memory");
+					goto fail;
+				}
+				qrc = tau_quantity_parse_json_value(&q, raw, strlen(raw));
+				free(raw);
+			} else {
+				qrc = tau_error_set(TAU_EINVAL, "neither a string nor a number");
+			}
+			if (qrc == 0)
+				qrc = tau_quantity_format(canonical, sizeof(canonical), &q);
+			if (qrc < 0) {
+				rc = problem(inv,
+				             "allocatable %s is not a valid quantity (%s); dropped",
+				             key, tau_error_last()->msg);
+				if (rc < 0)
+					goto fail;
+				continue;
+			}
+			value = canonical;
+		}
+		rc = copy_bounded(&kvs[n].key, key);
+		if (rc == 0) {
+			rc = copy_bounded(&kvs[n].value, value);
+			if (rc < 0) {
+				free(kvs[n].key);
+				kvs[n].key = NULL;
+			}
+		}
+		if (rc == -TAU_ETOOBIG) {
+			rc = problem(inv, "%s %s has a value longer than %d bytes; dropped", what,
+			             key, TAU_AGENT_MAX_STRING);
+			if (rc < 0)
+				goto fail;
+			continue;
+		}
+		if (rc < 0)
+			goto fail;
+		n++;
+	}
+	if (dropped > 0) {
+		rc = problem(inv, "Node has %zu %s entries, more than %zu; %zu dropped",
+		             n + dropped, what, cap, dropped);
+		if (rc < 0)
+			goto fail;
+	}
+	if (n > 1)
+		qsort(kvs, n, sizeof(*kvs), kv_cmp);
+	if (n == 0) {
+		free(kvs);
+		kvs = NULL;
+	}
+	*out = kvs;
+	*n_out = n;
+	return 0;
+fail:
+	free_kvs(kvs, n);
+	return rc;
+}
+
+static int take_ready(tau_agent_inventory *inv, const cJSON *node)
+{
+	const cJSON *conds = NULL;
+	const cJSON *c;
+	int rc = tau_json_get_array(&conds, node, "status.conditions");
+
+	if (rc == -TAU_ETYPE)
+		return problem(inv, "Node status.conditions is not an array; readiness unknown");
+	if (rc == 0) {
+		cJSON_ArrayForEach(c, conds)
+		{
+			const char *type = NULL, *status = NULL, *reason = NULL;
+
+			if (tau_json_get_string(&type, c, "type") < 0 || strcmp(type, "Ready") != 0)
+				continue;
+			if (tau_json_get_string(&status, c, "status") == 0) {
+				if (strcmp(status, "True") == 0) {
+					inv->ready = TAU_AGENT_TRUE;
+					return 0;
+				}
+				if (strcmp(status, "False") == 0) {
+					inv->ready = TAU_AGENT_FALSE;
+					return 0;
+				}
+			}
+			(void)tau_json_get_string(&reason, c, "reason");
+			return problem(
+			        inv, "Node Ready condition is \"%.32s\"%s%.64s; readiness unknown",
+			        status != NULL ? status : "(none)",
+			        reason != NULL ? ", reason " : "", reason != NULL ? reason : "");
+		}
+	}
+	return problem(inv, "Node has no Ready condition; readiness unknown");
+}
+
+static int take_schedulable(tau_agent_inventory *inv, const cJSON *node)
+{
+	bool unschedulable = false;
+	int rc = tau_json_get_bool(&unschedulable, node, "spec.unschedulable");
+
+	if (rc == -TAU_ENOTFOUND) {
+		inv->schedulable = TAU_AGENT_TRUE;
+		return 0;
+	}
+	if (rc < 0)
+		return problem(inv,
+		               "Node spec.unschedulable is not a boolean; schedulable unknown");
+	inv->schedulable = unschedulable ? TAU_AGENT_FALSE : TAU_AGENT_TRUE;
+	return 0;
+}
+
+static int take_deleting(tau_agent_inventory *inv, const cJSON *node)
+{
+	const cJSON *taints = NULL;
+	const cJSON *t;
+	const char *ts = NULL;
+	int rc = tau_json_get_string(&ts, node, "metadata.deletionTimestamp");
+
+	if (rc == 0) {
+		inv->deleting = TAU_AGENT_TRUE;
+	} else if (rc == -TAU_ENOTFOUND) {
+		inv->deleting = TAU_AGENT_FALSE;
+	} else {
+		rc = problem(inv, "Node metadata.deletionTimestamp is not a string; deleting "
+		                  "unknown");
+		if (rc < 0)
+			return rc;
+	}
+	/* The Flex agent taints a node it is about to remove before deleting it. */
+	if (tau_json_get_array(&taints, node, "spec.taints") == 0) {
+		cJSON_ArrayForEach(t, taints)
+		{
+			const char *key = NULL;
+
+			if (tau_json_get_string(&key, t, "key") == 0 &&
+			    strcmp(key, TAU_AGENT_TAINT_FLEX_DELETING) == 0)
+				inv->deleting = TAU_AGENT_TRUE;
+		}
+	}
+	return 0;
+}
+
+static int copy_label(tau_agent_inventory *inv, const char *key, char **dst)
+{
+	const char *v = tau_agent_inventory_label(inv, key);
+
+	return v != NULL ? copy_bounded(dst, v) : 0;
+}
+
+int tau_agent_inventory_from_node(tau_agent_inventory *inv, const cJSON *node)
+{
+	tau_agent_kind_signals signals;
+	int rc;
+
+	if (inv == NULL)
+		return tau_error_set(TAU_EINVAL, "no inventory");
+	tau_agent_inventory_free(inv);
+	if (!cJSON_IsObject(node)) {
+		rc = problem(inv, "Node is not a JSON object; nothing about the node is known");
+		if (rc < 0)
+			return rc;
+		return tau_error_set(TAU_EINVAL, "Node is not a JSON object");
+	}
+	if ((rc = take_string(inv, node, "Node", "metadata.name", &inv->node_name)) < 0 ||
+	    (rc = take_string(inv, node, "Node", "metadata.uid", &inv->node_uid)) < 0 ||
+	    (rc = take_string(inv, node, "Node", "metadata.resourceVersion",
+	                      &inv->resource_version)) < 0 ||
+	    (rc = take_string(inv, node, "Node", "spec.providerID", &inv->provider_id)) < 0)
+		return rc;
+	rc = take_map(inv, node, "metadata.labels", "label", TAU_AGENT_MAX_LABELS, &inv->labels,
+	              &inv->n_labels);
+	if (rc < 0)
+		return rc;
+	rc = take_map(inv, node, "status.allocatable", "allocatable", TAU_AGENT_MAX_ALLOCATABLE,
+	              &inv->allocatable, &inv->n_allocatable);
+	if (rc < 0)
+		return rc;
+	if ((rc = copy_label(inv, TAU_AGENT_LABEL_GPU_CLASS, &inv->gpu_class)) < 0 ||
+	    (rc = copy_label(inv, TAU_AGENT_LABEL_OS, &inv->os)) < 0)
+		return rc;
+	/* Same fallback as the aggregator's Node reader (tau/nodefacts.h). */
+	if (inv->os == NULL &&
+	    (rc = take_string(inv, node, "Node", "status.nodeInfo.operatingSystem", &inv->os)) < 0)
+		return rc;
+	if ((rc = take_ready(inv, node)) < 0 || (rc = take_schedulable(inv, node)) < 0 ||
+	    (rc = take_deleting(inv, node)) < 0)
+		return rc;
+
+	signals.nodepool_type = tau_agent_inventory_label(inv, TAU_AGENT_LABEL_NODEPOOL_TYPE);
+	signals.managed = tau_agent_inventory_label(inv, TAU_AGENT_LABEL_MANAGED);
+	signals.agentpool = tau_agent_inventory_label(inv, TAU_AGENT_LABEL_AGENTPOOL);
+	signals.virtual_type = tau_agent_inventory_label(inv, TAU_AGENT_LABEL_VIRTUAL_TYPE);
+	signals.provider_id = inv->provider_id;
+	inv->kind = tau_agent_classify_kind(&signals);
+
+	if (inv->node_uid == NULL && (rc = problem(inv, "Node has no metadata.uid")) < 0)
+		return rc;
+	if (inv->node_name == NULL) {
+		rc = problem(inv, "Node has no metadata.name; cannot tell which node this is");
+		if (rc < 0)
+			return rc;
+		return tau_error_set(TAU_EINVAL, "Node has no metadata.name");
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ CSI drivers */
+
+const tau_agent_csi_driver *tau_agent_inventory_find_driver(const tau_agent_inventory *inv,
+                                                            const char *name)
+{
+	for (size_t i = 0; i < inv->n_csi_drivers; i++)
+		if (strcmp(inv->csi_drivers[i].name, name) == 0)
+			return &inv->csi_drivers[i];
+	return NULL;
+}
+
+/*
+ * Find or add (sorted by name) the entry for a driver.  Returns 0, or
+ * -TAU_ETOOBIG (a problem is recorded) / -TAU_ENOMEM.
+ */
+static int driver_get(tau_agent_inventory *inv, const char *name, tau_agent_csi_driver **out)
+{
+	size_t pos = 0;
+	char *copy = NULL;
+	int rc;
+
+	while (pos < inv->n_csi_drivers) {
+		int c = strcmp(inv->csi_drivers[pos].name, name);
+
+		if (c == 0) {
+			*out = &inv->csi_drivers[pos];
+			return 0;
+		}
+		if (c > 0)
+			break;
+		pos++;
+	}
+	if (inv->n_csi_drivers == TAU_AGENT_MAX_CSI_DRIVERS) {
+		rc = problem(inv, "more than %d CSI drivers; %.200s dropped",
+		             TAU_AGENT_MAX_CSI_DRIVERS, name);
+		return rc < 0 ? rc : -TAU_ETOOBIG;
+	}
+	rc = copy_bounded(&copy, name);
+	if (rc == -TAU_ETOOBIG) {
+		rc = problem(inv, "CSI driver name \"%.64s...\" is too long; dropped", name);
+		return rc < 0 ? rc : -TAU_ETOOBIG;
+	}
+	if (rc < 0)
+		return rc;
+	if (inv->csi_drivers == NULL) {
+		inv->csi_drivers = calloc(TAU_AGENT_MAX_CSI_DRIVERS, sizeof(*inv->csi_drivers));
+		if (inv->csi_drivers == NULL) {
+			free(copy);
+			return tau_error_set(TAU_ENOMEM, "out of memory for CSI drivers");
+		}
+	}
+	memmove(&inv->csi_drivers[pos + 1], &inv->csi_drivers[pos],
+	        (inv->n_csi_drivers - pos) * sizeof(*inv->csi_drivers));
+	memset(&inv->csi_drivers[pos], 0, sizeof(*inv->csi_drivers));
+	inv->csi_drivers[pos].name = copy;
+	inv->csi_drivers[pos].socket = TAU_AGENT_UNKNOWN;
+	inv->csi_drivers[pos].managed_by = TAU_AGENT_MANAGED_UNKNOWN;
+	inv->n_csi_drivers++;
+	*out = &inv->csi_drivers[pos];
+	return 0;
+}
+
+bool tau_agent_csi_driver_supported(const tau_agent_inventory *inv,
+                                    const tau_agent_csi_driver *driver)
+{
+	if (inv == NULL || driver == NULL || inv->kind != TAU_AGENT_KIND_FLEX)
+		return true;
+	if (driver->managed_by == TAU_AGENT_MANAGED_AKS_ADDON)
+		return false;
+	return strcmp(driver->name, DRIVER_AZURE_DISK) != 0;
+}
+
+int tau_agent_inventory_apply_csinode(tau_agent_inventory *inv, const cJSON *csinode)
+{
+	const cJSON *drivers = NULL, *owners = NULL;
+	const cJSON *d;
+	const char *name = NULL;
+	int rc;
+
+	if (inv == NULL)
+		return tau_error_set(TAU_EINVAL, "no inventory");
+	for (size_t i = 0; i < inv->n_csi_drivers; i++)
+		inv->csi_drivers[i].in_csinode = false;
+	if (csinode == NULL)
+		return 0;
+	if (!cJSON_IsObject(csinode)) {
+		rc = problem(inv, "CSINode is not a JSON object; CSI registration unknown");
+		return rc < 0 ? rc : tau_error_set(TAU_EINVAL, "CSINode is not a JSON object");
+	}
+	if (tau_json_get_string(&name, csinode, "metadata.name") == 0 && inv->node_name != NULL &&
+	    strcmp(name, inv->node_name) != 0) {
+		rc = problem(inv, "CSINode %.200s is not this node's (%s); ignored", name,
+		             inv->node_name);
+		return rc < 0 ? rc : tau_error_set(TAU_EINVAL, "CSINode of another node");
+	}
+	/* kubelet makes the Node its owner; another uid means a CSINode left from an old Node. */
+	if (inv->node_uid != NULL &&
+	    tau_json_get_array(&owners, csinode, "metadata.ownerReferences") == 0) {
+		const cJSON *o;
+
+		cJSON_ArrayForEach(o, owners)
+		{
+			const char *kind = NULL, *uid = NULL;
+
+			if (tau_json_get_string(&kind, o, "kind") == 0 &&
+			    strcmp(kind, "Node") == 0 && tau_json_get_string(&uid, o, "uid") == 0 &&
+			    strcmp(uid, inv->node_uid) != 0) {
+				rc = problem(
+				        inv,
+				        "CSINode is owned by Node uid %.64s, not this node's uid "
+				        "%s",
+				        uid, inv->node_uid);
+				if (rc < 0)
+					return rc;
+			}
+		}
+	}
+	rc = tau_json_get_array(&drivers, csinode, "spec.drivers");
+	if (rc == -TAU_ENOTFOUND)
+		return 0;
+	if (rc < 0) {
+		rc = problem(inv, "CSINode spec.drivers is not an array; CSI registration unknown");
+		return rc < 0 ? rc : tau_error_set(TAU_EINVAL, "CSINode spec.drivers malformed");
+	}
+	cJSON_ArrayForEach(d, drivers)
+	{
+		const char *dname = NULL;
+		tau_agent_csi_driver *entry = NULL;
+
+		if (tau_json_get_string(&dname, d, "name") < 0 || dname[0] == '\0') {
+			rc = problem(inv, "CSINode lists a driver without a name; skipped");
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		rc = driver_get(inv, dname, &entry);
+		if (rc == -TAU_ETOOBIG)
+			continue;
+		if (rc < 0)
+			return rc;
+		entry->in_csinode = true;
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------------- pods */
+
+typedef int (*driver_visit_fn)(void *ctx, const char *driver);
+
+static bool label_is(const cJSON *labels, const char *key, const char *value)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, key);
+
+	if (!cJSON_IsString(v) || v->valuestring == NULL)
+		return false;
+	return value == NULL || strcasecmp(v->valuestring, value) == 0;
+}
+
+/*
+ * Expand Kubernetes $(VAR) references from the container env ("$$" is a
+ * literal '$'; unknown names stay as written).  Output is truncated to cap.
+ */
+static void expand_env(char *out, size_t cap, const char *in, const cJSON *env)
+{
+	size_t o = 0;
+
+	while (*in != '\0' && o + 1 < cap) {
+		if (in[0] == '$' && in[1] == '$') {
+			out[o++] = '$';
+			in += 2;
+			continue;
+		}
+		if (in[0] == '$' && in[1] == '(') {
+			const char *close = strchr(in + 2, ')');
+			const cJSON *e;
+
+			if (close != NULL) {
+				size_t nlen = (size_t)(close - (in + 2));
+				const char *val = NULL;
+
+				cJSON_ArrayForEach(e, env)
+				{
+					const cJSON *n =
+					        cJSON_GetObjectItemCaseSensitive(e, "name");
+					const cJSON *v =
+					        cJSON_GetObjectItemCaseSensitive(e, "value");
+
+					if (cJSON_IsString(n) && cJSON_IsString(v) &&
+					    strlen(n->valuestring) == nlen &&
+					    memcmp(n->valuestring, in + 2, nlen) == 0)
+						val = v->valuestring;
+				}
+				if (val != NULL) {
+					while (*val != '\0' && o + 1 < cap)
+						out[o++] = *val++;
+					in = close + 1;
+					continue;
+				}
+			}
+		}
+		out[o++] = *in++;
+	}
+	out[o] = '\0';
+}
+
+/* The driver directory in ".../plugins/<driver>/csi.sock", copied to out; false if none. */
+static bool driver_from_registration_path(char *out, size_t cap, const char *path)
+{
+	const char *p = strstr(path, "/plugins/");
+	const char *end;
+	size_t len;
+
+	if (p == NULL)
+		return false;
+	p += strlen("/plugins/");
+	end = strchr(p, '/');
+	if (end == NULL || end == p)
+		return false;
+	len = (size_t)(end - p);
+	if (len >= cap)
+		return false;
+	memcpy(out, p, len);
+	out[len] = '\0';
+	return true;
+}
+
+/* Value of "--flag=value" or "--flag value" at args[i]; NULL if args[i] is not the flag. */
+static const char *flag_value(const cJSON *arg, const cJSON *next, const char *flag)
+{
+	size_t flen = strlen(flag);
+	const char *s;
+
+	if (!cJSON_IsString(arg) || arg->valuestring == NULL)
+		return NULL;
+	s = arg->valuestring;
+	if (strncmp(s, flag, flen) != 0)
+		return NULL;
+	if (s[flen] == '=')
+		return s + flen + 1;
+	if (s[flen] == '\0' && cJSON_IsString(next))
+		return next->valuestring;
+	return NULL;
+}
+
+/*
+ * A registration path's directory is the driver name in the usual layout
+ * (.../plugins/disk.csi.azure.com/csi.sock) but not always
+ * (.../plugins/csi-nfsplugin/csi.sock).  Accept it when the driver is already
+ * known, or when it has the domain-name form CSI requires of driver names.
+ */
+static bool plausible_driver(const tau_agent_inventory *inv, const char *name)
+{
+	return tau_agent_inventory_find_driver(inv, name) != NULL || strchr(name, '.') != NULL;
+}
+
+/* The AKS add-on and the upstream manifests name their node DaemonSets alike. */
+static const char *driver_of_app_label(const char *app)
+{
+	static const struct {
+		const char *app;
+		const char *driver;
+	} known[] = {
+	        {"csi-azuredisk-node", "disk.csi.azure.com"},
+	        {"csi-azurefile-node", "file.csi.azure.com"},
+	        {"csi-blob-node", "blob.csi.azure.com"},
+	};
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(app, known[i].app) == 0)
+			return known[i].driver;
+	return NULL;
+}
+
+typedef struct pod_scan {
+	const tau_agent_inventory *inv;
+	bool daemonset_pod;
+	driver_visit_fn fn;
+	void *ctx;
+	size_t visited;
+} pod_scan;
+
+static int scan_visit(pod_scan *scan, const char *driver)
+{
+	if (scan->visited >= MAX_DRIVERS_PER_POD)
+		return 0;
+	scan->visited++;
+	return scan->fn(scan->ctx, driver);
+}
+
+/* Visit the args of one argv array (command or args) of a container. */
+static int visit_argv(pod_scan *scan, const cJSON *argv, const cJSON *env)
+{
+	const cJSON *a;
+	size_t i = 0;
+
+	if (!cJSON_IsArray(argv))
+		return 0;
+	for (a = argv->child; a != NULL && i < TAU_AGENT_MAX_CONTAINER_ARGS; a = a->next, i++) {
+		char expanded[TAU_AGENT_MAX_STRING + 1];
+		char driver[TAU_AGENT_MAX_STRING + 1];
+		const char *v;
+		int rc;
+
+		v = flag_value(a, a->next, "--kubelet-registration-path");
+		if (v != NULL) {
+			expand_env(expanded, sizeof(expanded), v, env);
+			if (driver_from_registration_path(driver, sizeof(driver), expanded) &&
+			    plausible_driver(scan->inv, driver)) {
+				rc = scan_visit(scan, driver);
+				if (rc < 0)
+					return rc;
+			}
+			continue;
+		}
+		/* Controller Deployments pass --drivername too; only node pods count. */
+		if (!scan->daemonset_pod)
+			continue;
+		v = flag_value(a, a->next, "--drivername");
+		if (v == NULL)
+			v = flag_value(a, a->next, "--driver-name");
+		if (v != NULL) {
+			expand_env(expanded, sizeof(expanded), v, env);
+			if (expanded[0] != '\0' && strchr(expanded, '$') == NULL) {
+				rc = scan_visit(scan, expanded);
+				if (rc < 0)
+					return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Call fn for each CSI driver a pod serves on this node (a driver may come twice). */
+static int pod_for_each_driver(const tau_agent_inventory *inv, const cJSON *pod, driver_visit_fn fn,
+                               void *ctx)
+{
+	pod_scan scan = {.inv = inv, .fn = fn, .ctx = ctx};
+	const cJSON *owners = NULL, *containers = NULL;
+	const cJSON *o, *c;
+	const char *app = NULL;
+	size_t nc = 0;
+	int rc;
+
+	if (tau_json_get_array(&owners, pod, "metadata.ownerReferences") == 0) {
+		cJSON_ArrayForEach(o, owners)
+		{
+			const char *kind = NULL;
+
+			if (tau_json_get_string(&kind, o, "kind") == 0 &&
+			    strcmp(kind, "DaemonSet") == 0)
+				scan.daemonset_pod = true;
+		}
+	}
+	if (scan.daemonset_pod) {
+		const cJSON *labels = tau_json_find(pod, "metadata.labels");
+		const cJSON *v = cJSON_IsObject(labels)
+		                         ? cJSON_GetObjectItemCaseSensitive(labels, "app")
+		                         : NULL;
+
+		if (cJSON_IsString(v) && v->valuestring != NULL)
+			app = driver_of_app_label(v->valuestring);
+		if (app != NULL && (rc = scan_visit(&scan, app)) < 0)
+			return rc;
+	}
+	if (tau_json_get_array(&containers, pod, "spec.containers") < 0)
+		return 0;
+	for (c = containers->child; c != NULL && nc < TAU_AGENT_MAX_POD_CONTAINERS;
+	     c = c->next, nc++) {
+		const cJSON *env = cJSON_GetObjectItemCaseSensitive(c, "env");
+
+		if (!cJSON_IsObject(c))
+			continue;
+		if (!cJSON_IsArray(env))
+			env = NULL;
+		rc = visit_argv(&scan, cJSON_GetObjectItemCaseSensitive(c, "command"), env);
+		if (rc == 0)
+			rc = visit_argv(&scan, cJSON_GetObjectItemCaseSensitive(c, "args"), env);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Does any container arg say --user-agent-suffix=<prefix>...? */
+static bool pod_has_user_agent_suffix(const cJSON *pod, const char *prefix, bool exact)
+{
+	const cJSON *containers = NULL;
+	const cJSON *c;
+
+	if (tau_json_get_array(&containers, pod, "spec.containers") < 0)
+		return false;
+	cJSON_ArrayForEach(c, containers)
+	{
+		static const char *const lists[] = {"command", "args"};
+
+		for (size_t l = 0; l < 2; l++) {
+			const cJSON *argv = cJSON_GetObjectItemCaseSensitive(c, lists[l]);
+			const cJSON *a;
+			size_t i = 0;
+
+			if (!cJSON_IsArray(argv))
+				continue;
+			for (a = argv->child; a != NULL && i < TAU_AGENT_MAX_CONTAINER_ARGS;
+			     a = a->next, i++) {
+				const char *v = flag_value(a, a->next, "--user-agent-suffix");
+
+				if (v == NULL)
+					continue;
+				if (exact ? strcmp(v, prefix) == 0
+				          : strncmp(v, prefix, strlen(prefix)) == 0)
+					return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* Who deployed this pod, from its labels and args; *conflict when both marks are there. */
+static tau_agent_managed_by classify_pod(const cJSON *pod, bool *conflict)
+{
+	const cJSON *labels = tau_json_find(pod, "metadata.labels");
+	bool addon = false, deployment = false;
+
+	if (!cJSON_IsObject(labels))
+		labels = NULL;
+	if (labels != NULL) {
+		addon = label_is(labels, "kubernetes.azure.com/managedby", "aks") ||
+		        label_is(labels, "addonmanager.kubernetes.io/mode", NULL) ||
+		        label_is(labels, "kubernetes.io/cluster-service", "true") ||
+		        label_is(labels, "app.kubernetes.io/managed-by", "aks");
+		deployment = (label_is(labels, "app.kubernetes.io/managed-by", NULL) &&
+		              !label_is(labels, "app.kubernetes.io/managed-by", "aks")) ||
+		             label_is(labels, "helm.sh/chart", NULL);
+	}
+	if (pod_has_user_agent_suffix(pod, "AKS", true))
+		addon = true;
+	if (pod_has_user_agent_suffix(pod, "OSS-", false))
+		deployment = true;
+	*conflict = addon && deployment;
+	if (*conflict || (!addon && !deployment))
+		return TAU_AGENT_MANAGED_UNKNOWN;
+	return addon ? TAU_AGENT_MANAGED_AKS_ADDON : TAU_AGENT_MANAGED_DEPLOYMENT;
+}
+
+/* Per-driver evidence gathered from the pods (indexed like inv->csi_drivers). */
+typedef struct pod_vote {
+	const char *addon_pod;      /* first pod saying AKS add-on (lent from the list) */
+	const char *deployment_pod; /* first pod saying self-deployed */
+} pod_vote;
+
+typedef struct pod_pass {
+	tau_agent_inventory *inv;
+	pod_vote *votes; /* NULL in the first pass */
+	const char *pod_name;
+	tau_agent_managed_by verdict;
+} pod_pass;
+
+/* First pass: make sure each served driver has an entry. */
+static int visit_add(void *ctx, const char *driver)
+{
+	pod_pass *pass = ctx;
+	tau_agent_csi_driver *entry = NULL;
+	int rc = driver_get(pass->inv, driver, &entry);
+
+	if (rc == -TAU_ETOOBIG)
+		return 0;
+	if (rc < 0)
+		return rc;
+	entry->has_node_pod = true;
+	return 0;
+}
+
+/* Second pass: record the pod's verdict for each driver it serves. */
+static int visit_vote(void *ctx, const char *driver)
+{
+	pod_pass *pass = ctx;
+
+	for (size_t i = 0; i < pass->inv->n_csi_drivers; i++) {
+		if (strcmp(pass->inv->csi_drivers[i].name, driver) != 0)
+			continue;
+		if (pass->verdict == TAU_AGENT_MANAGED_AKS_ADDON &&
+		    pass->votes[i].addon_pod == NULL)
+			pass->votes[i].addon_pod = pass->pod_name;
+		if (pass->verdict == TAU_AGENT_MANAGED_DEPLOYMENT &&
+		    pass->votes[i].deployment_pod == NULL)
+			pass->votes[i].deployment_pod = pass->pod_name;
+	}
+	return 0;
+}
+
+/* Is this pod one to look at?  A pod of another node adds a problem (*rc < 0 on ENOMEM). */
+static bool pod_counts(tau_agent_inventory *inv, const cJSON *pod, int *rc)
+{
+	const char *node = NULL, *phase = NULL, *name = NULL;
+
+	*rc = 0;
+	if (!cJSON_IsObject(pod))
+		return false;
+	if (tau_json_get_string(&node, pod, "spec.nodeName") < 0)
+		return false; /* not scheduled: not on this node */
+	if (inv->node_name != NULL && strcmp(node, inv->node_name) != 0) {
+		(void)tau_json_get_string(&name, pod, "metadata.name");
+		*rc = problem(inv, "pod %.128s runs on node %.128s, not on %s; ignored",
+		              name != NULL ? name : "(unnamed)", node, inv->node_name);
+		return false;
+	}
+	if (tau_json_get_string(&phase, pod, "status.phase") == 0 &&
+	    (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0))
+		return false;
+	return true;
+}
+
+int tau_agent_inventory_apply_pods(tau_agent_inventory *inv, const cJSON *pod_list)
+{
+	const cJSON *items = NULL;
+	const cJSON *pod;
+	pod_pass pass = {.inv = inv};
+	pod_vote votes[TAU_AGENT_MAX_CSI_DRIVERS];
+	size_t n;
+	int rc;
+
+	if (inv == NULL)
+		return tau_error_set(TAU_EINVAL, "no inventory");
+	for (size_t i = 0; i < inv->n_csi_drivers; i++) {
+		inv->csi_drivers[i].has_node_pod = false;
+		inv->csi_drivers[i].managed_by = TAU_AGENT_MANAGED_UNKNOWN;
+	}
+	if (pod_list == NULL)
+		return 0;
+	if (cJSON_IsArray(pod_list)) {
+		items = pod_list;
+	} else if (cJSON_IsObject(pod_list)) {
+		rc = tau_json_get_array(&items, pod_list, "items");
+		if (rc == -TAU_ENOTFOUND)
+			return 0;
+		if (rc < 0)
+			items = NULL;
+	}
+	if (items == NULL) {
+		rc = problem(inv, "pod list is malformed; who deployed the CSI drivers is unknown");
+		return rc < 0 ? rc : tau_error_set(TAU_EINVAL, "pod list is malformed");
+	}
+
+	/* Pass 1: entries for every served driver (no insertions after this). */
+	n = 0;
+	for (pod = items->child; pod != NULL; pod = pod->next) {
+		if (n++ == TAU_AGENT_MAX_PODS) {
+			rc = problem(inv, "more than %d pods on this node; the rest are ignored",
+			             TAU_AGENT_MAX_PODS);
+			if (rc < 0)
+				return rc;
+			break;
+		}
+		if (!pod_counts(inv, pod, &rc)) {
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		rc = pod_for_each_driver(inv, pod, visit_add, &pass);
+		if (rc < 0)
+			return rc;
+	}
+
+	/* Pass 2: each pod's verdict for the drivers it serves. */
+	memset(votes, 0, sizeof(votes));
+	pass.votes = votes;
+	n = 0;
+	for (pod = items->child; pod != NULL && n < TAU_AGENT_MAX_PODS; pod = pod->next, n++) {
+		bool conflict = false;
+
+		if (!pod_counts(inv, pod, &rc))
+			continue;
+		pass.pod_name = NULL;
+		(void)tau_json_get_string(&pass.pod_name, pod, "metadata.name");
+		if (pass.pod_name == NULL)
+			pass.pod_name = "(unnamed)";
+		pass.verdict = classify_pod(pod, &conflict);
+		if (conflict) {
+			rc = problem(
+			        inv,
+			        "pod %.128s carries both AKS add-on and self-deployment marks; "
+			        "who deployed it is unknown",
+			        pass.pod_name);
+			if (rc < 0)
+				return rc;
+		}
+		rc = pod_for_each_driver(inv, pod, visit_vote, &pass);
+		if (rc < 0)
+			return rc;
+	}
+
+	for (size_t i = 0; i < inv->n_csi_drivers; i++) {
+		tau_agent_csi_driver *d = &inv->csi_drivers[i];
+
+		if (votes[i].addon_pod != NULL && votes[i].deployment_pod != NULL) {
+			rc = problem(
+			        inv,
+			        "CSI driver %s: pod %.128s is the AKS add-on but pod %.128s is "
+			        "self-deployed; who deployed it is unknown",
+			        d->name, votes[i].addon_pod, votes[i].deployment_pod);
+			if (rc < 0)
+				return rc;
+		} else if (votes[i].addon_pod != NULL) {
+			d->managed_by = TAU_AGENT_MANAGED_AKS_ADDON;
+		} else if (votes[i].deployment_pod != NULL) {
+			d->managed_by = TAU_AGENT_MANAGED_DEPLOYMENT;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ host */
+
+int tau_agent_inventory_apply_host(tau_agent_inventory *inv, const tau_agent_host_probe *probe)
+{
+	int rc;
+
+	if (inv == NULL || probe == NULL)
+		return tau_error_set(TAU_EINVAL, "no inventory or probe");
+	free(inv->devices.nvml_note);
+	inv->devices.nvml_note = NULL;
+	inv->devices.host_probed = true;
+	inv->devices.gpu_device_nodes = probe->gpu_device_nodes;
+	inv->devices.nvml_probed = probe->nvml_probed;
+	inv->devices.nvml_gpus = probe->nvml_probed ? probe->nvml_gpus : -1;
+	inv->devices.nvml_healthy = probe->nvml_probed ? probe->nvml_healthy : -1;
+	inv->devices.rdma_ports_total = probe->rdma_ports_total;
+	inv->devices.rdma_ports_up = probe->rdma_ports_up;
+	if (probe->nvml_note != NULL) {
+		rc = copy_bounded(&inv->devices.nvml_note, probe->nvml_note);
+		if (rc == -TAU_ENOMEM)
+			return rc;
+	}
+	for (size_t i = 0; i < probe->n_sockets; i++) {
+		tau_agent_csi_driver *d = NULL;
+
+		rc = driver_get(inv, probe->sockets[i].driver, &d);
+		if (rc == -TAU_ETOOBIG)
+			continue;
+		if (rc < 0)
+			return rc;
+		switch (probe->sockets[i].state) {
+		case TAU_AGENT_SOCKET_PRESENT:
+			d->socket = TAU_AGENT_TRUE;
+			break;
+		case TAU_AGENT_SOCKET_ABSENT:
+			d->socket = TAU_AGENT_FALSE;
+			break;
+		case TAU_AGENT_SOCKET_UNKNOWN:
+			d->socket = TAU_AGENT_UNKNOWN;
+			break;
+		}
+	}
+	for (size_t i = 0; i < probe->problems.n; i++) {
+		rc = tau_agent_problem_add_text(&inv->problems, probe->problems.items[i]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ consistency */
+
+/* Integer value of a canonical quantity (rounded up), or -1 when absent/unreadable. */
+static int64_t quantity_int(const char *text)
+{
+	tau_quantity q;
+	int64_t v = -1;
+
+	if (text == NULL || tau_quantity_parse_str(&q, text) < 0 || tau_quantity_value(&v, &q) < 0)
+		return -1;
+	return v;
+}
+
+static int check_gpus(tau_agent_inventory *inv)
+{
+	const tau_agent_devices *dev = &inv->devices;
+	const char *advertised = tau_agent_inventory_allocatable(inv, TAU_AGENT_RESOURCE_GPU);
+	const char *strategy = tau_agent_inventory_label(inv, LABEL_MIG_STRATEGY);
+	int64_t gpus = quantity_int(advertised);
+	int64_t replicas = quantity_int(tau_agent_inventory_label(inv, LABEL_GPU_REPLICAS));
+	bool mig = false;
+	int rc;
+
+	/* Time-slicing replicas are small; a wild label must not overflow the product. */
+	if (replicas < 1 || replicas > 1024)
+		replicas = 1;
+	for (size_t i = 0; i < inv->n_allocatable; i++)
+		if (strncmp(inv->allocatable[i].key, RESOURCE_MIG_PREFIX,
+		            strlen(RESOURCE_MIG_PREFIX)) == 0 &&
+		    quantity_int(inv->allocatable[i].value) > 0)
+			mig = true;
+
+	if (advertised != NULL && gpus >= 0) {
+		/* Under MIG "single", nvidia.com/gpu counts MIG slices, not GPUs. */
+		if (strategy != NULL && strcmp(strategy, "single") == 0)
+			goto health;
+		if (dev->gpu_device_nodes >= 0 && gpus != dev->gpu_device_nodes * replicas) {
+			rc = problem(
+			        inv,
+			        "allocatable nvidia.com/gpu is %s but %lld NVIDIA device nodes "
+			        "are present under /dev%s",
+			        advertised, (long long)dev->gpu_device_nodes,
+			        replicas > 1 ? " (times nvidia.com/gpu.replicas)" : "");
+			if (rc < 0)
+				return rc;
+		}
+		if (dev->nvml_probed && gpus != dev->nvml_gpus * replicas) {
+			rc = problem(
+			        inv,
+			        "allocatable nvidia.com/gpu is %s but NVML reports %lld GPUs%s",
+			        advertised, (long long)dev->nvml_gpus,
+			        replicas > 1 ? " (times nvidia.com/gpu.replicas)" : "");
+			if (rc < 0)
+				return rc;
+		}
+	} else if (!mig) {
+		int64_t local = dev->nvml_probed ? dev->nvml_gpus : dev->gpu_device_nodes;
+
+		if (local > 0) {
+			rc = problem(
+			        inv,
+			        "%lld NVIDIA GPUs are present locally but the node advertises no "
+			        "nvidia.com/gpu or MIG resource (is the device plugin running?)",
+			        (long long)local);
+			if (rc < 0)
+				return rc;
+		}
+	}
+health:
+	if (dev->nvml_probed && dev->nvml_healthy >= 0 && dev->nvml_healthy < dev->nvml_gpus) {
+		rc = problem(inv, "NVML: %lld of %lld GPUs failed the health read",
+		             (long long)(dev->nvml_gpus - dev->nvml_healthy),
+		             (long long)dev->nvml_gpus);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int check_rdma(tau_agent_inventory *inv)
+{
+	const tau_agent_devices *dev = &inv->devices;
+	int rc;
+
+	if (dev->rdma_ports_up < 0)
+		return 0;
+	for (size_t i = 0; i < inv->n_allocatable; i++) {
+		const tau_agent_kv *kv = &inv->allocatable[i];
+		int64_t v;
+
+		if (strncmp(kv->key, "rdma/", 5) != 0)
+			continue;
+		v = quantity_int(kv->value);
+		if (v <= 0)
+			continue;
+		if (dev->rdma_ports_up == 0) {
+			rc = problem(inv,
+			             "allocatable %s is %s but no RDMA port is up (%lld found)",
+			             kv->key, kv->value, (long long)dev->rdma_ports_total);
+		} else if (strcmp(kv->key, RESOURCE_RDMA_IB) == 0 && v > dev->rdma_ports_up) {
+			/* rdma/ib is one per InfiniBand VF/NIC; shared-device names count pod
+			 * slots. */
+			rc = problem(inv, "allocatable %s is %s but only %lld RDMA ports are up",
+			             kv->key, kv->value, (long long)dev->rdma_ports_up);
+		} else {
+			rc = 0;
+		}
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int check_drivers(tau_agent_inventory *inv)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < inv->n_csi_drivers && rc == 0; i++) {
+		const tau_agent_csi_driver *d = &inv->csi_drivers[i];
+
+		if (d->in_csinode && d->socket == TAU_AGENT_FALSE)
+			rc = problem(inv,
+			             "CSI driver %s is registered in CSINode but %s/%s-reg.sock is "
+			             "missing (driver pod gone?)",
+			             d->name, TAU_AGENT_PLUGIN_REGISTRY, d->name);
+		else if (!d->in_csinode && d->socket == TAU_AGENT_TRUE)
+			rc = problem(
+			        inv,
+			        "CSI driver %s has a registration socket but is not in CSINode "
+			        "(registration failed?)",
+			        d->name);
+		else if (!d->in_csinode && d->has_node_pod)
+			rc = problem(inv,
+			             "CSI driver %s has a node pod here but kubelet has not "
+			             "registered it (not in CSINode)",
+			             d->name);
+		if (rc == 0 && !tau_agent_csi_driver_supported(inv, d))
+			rc = problem(inv, "CSI driver %s is not supported on a Flex node (%s)",
+			             d->name,
+			             d->managed_by == TAU_AGENT_MANAGED_AKS_ADDON
+			                     ? "provided by the AKS add-on"
+			                     : "Azure managed disks attach only to Azure VMs");
+	}
+	return rc;
+}
+
+int tau_agent_inventory_check_consistency(tau_agent_inventory *inv)
+{
+	int rc;
+
+	if (inv == NULL)
+		return tau_error_set(TAU_EINVAL, "no inventory");
+	rc = check_drivers(inv);
+	if (rc == 0 && inv->devices.host_probed) {
+		rc = check_gpus(inv);
+		if (rc == 0)
+			rc = check_rdma(inv);
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------ JSON */
+
+static bool add_string_or_null(cJSON *obj, const char *key, const char *value)
+{
+	return (value != NULL ? cJSON_AddStringToObject(obj, key, value)
+	                      : cJSON_AddNullToObject(obj, key)) != NULL;
+}
+
+static bool add_tristate(cJSON *obj, const char *key, tau_agent_tristate v)
+{
+	if (v == TAU_AGENT_UNKNOWN)
+		return cJSON_AddNullToObject(obj, key) != NULL;
+	return cJSON_AddBoolToObject(obj, key, v == TAU_AGENT_TRUE) != NULL;
+}
+
+static bool add_count(cJSON *obj, const char *key, int64_t v)
+{
+	if (v < 0)
+		return cJSON_AddNullToObject(obj, key) != NULL;
+	return cJSON_AddNumberToObject(obj, key, (double)v) != NULL;
+}
+
+static bool add_kvs(cJSON *obj, const char *key, const tau_agent_kv *kvs, size_t n)
+{
+	cJSON *map = cJSON_AddObjectToObject(obj, key);
+
+	if (map == NULL)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (cJSON_AddStringToObject(map, kvs[i].key, kvs[i].value) == NULL)
+			return false;
+	return true;
+}
+
+static bool add_drivers(cJSON *obj, const tau_agent_inventory *inv)
+{
+	cJSON *arr = cJSON_AddArrayToObject(obj, "csiDrivers");
+
+	if (arr == NULL)
+		return false;
+	for (size_t i = 0; i < inv->n_csi_drivers; i++) {
+		const tau_agent_csi_driver *d = &inv->csi_drivers[i];
+		cJSON *e = cJSON_CreateObject();
+
+		if (e == NULL)
+			return false;
+		cJSON_AddItemToArray(arr, e);
+		if (cJSON_AddStringToObject(e, "name", d->name) == NULL ||
+		    cJSON_AddBoolToObject(e, "inCSINode", d->in_csinode) == NULL ||
+		    !add_tristate(e, "socketPresent", d->socket) ||
+		    cJSON_AddStringToObject(e, "managedBy",
+		                            tau_agent_managed_by_name(d->managed_by)) == NULL ||
+		    cJSON_AddBoolToObject(e, "supported", tau_agent_csi_driver_supported(inv, d)) ==
+		            NULL)
+			return false;
+	}
+	return true;
+}
+
+static bool add_devices(cJSON *obj, const tau_agent_inventory *inv)
+{
+	const tau_agent_devices *dev = &inv->devices;
+	cJSON *devices = cJSON_AddObjectToObject(obj, "devices");
+	cJSON *gpus, *rdma;
+	const char *reason = NULL;
+	int64_t present = dev->nvml_probed ? dev->nvml_gpus : dev->gpu_device_nodes;
+
+	if (devices == NULL || (gpus = cJSON_AddObjectToObject(devices, "gpus")) == NULL)
+		return false;
+	if (!dev->host_probed)
+		reason = "host not probed";
+	else if (!dev->nvml_probed)
+		reason = dev->nvml_note != NULL ? dev->nvml_note : "NVML not probed";
+	if (!add_count(gpus, "present", present) ||
+	    !add_count(gpus, "healthy", dev->nvml_probed ? dev->nvml_healthy : -1) ||
+	    cJSON_AddBoolToObject(gpus, "probed", dev->nvml_probed) == NULL ||
+	    !add_count(gpus, "deviceNodes", dev->gpu_device_nodes) ||
+	    !add_string_or_null(gpus, "notProbedReason", reason))
+		return false;
+	rdma = cJSON_AddObjectToObject(devices, "rdmaPorts");
+	return rdma != NULL && add_count(rdma, "total", dev->rdma_ports_total) &&
+	       add_count(rdma, "up", dev->rdma_ports_up);
+}
+
+int tau_agent_inventory_to_json(cJSON **out, const tau_agent_inventory *inv)
+{
+	cJSON *root, *problems;
+	bool ok;
+
+	if (out == NULL || inv == NULL)
+		return tau_error_set(TAU_EINVAL, "no inventory or output");
+	root = cJSON_CreateObject();
+	if (root == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory building inventory JSON");
+	ok = add_string_or_null(root, "nodeName", inv->node_name) &&
+	     add_string_or_null(root, "nodeUID", inv->node_uid) &&
+	     add_string_or_null(root, "resourceVersion", inv->resource_version) &&
+	     add_string_or_null(root, "providerID", inv->provider_id) &&
+	     add_string_or_null(root, "gpuClass", inv->gpu_class) &&
+	     add_string_or_null(root, "os", inv->os) &&
+	     add_string_or_null(root, "kind", tau_agent_node_kind_name(inv->kind)) &&
+	     add_tristate(root, "ready", inv->ready) &&
+	     add_tristate(root, "schedulable", inv->schedulable) &&
+	     add_tristate(root, "deleting", inv->deleting) &&
+	     add_kvs(root, "labels", inv->labels, inv->n_labels) &&
+	     add_kvs(root, "allocatable", inv->allocatable, inv->n_allocatable) &&
+	     add_drivers(root, inv) && add_devices(root, inv);
+	if (ok) {
+		problems = cJSON_AddArrayToObject(root, "problems");
+		ok = problems != NULL;
+		for (size_t i = 0; ok && i < inv->problems.n; i++) {
+			cJSON *s = cJSON_CreateString(inv->problems.items[i]);
+
+			ok = s != NULL;
+			if (ok)
+				cJSON_AddItemToArray(problems, s);
+		}
+	}
+	if (!ok) {
+		cJSON_Delete(root);
+		return tau_error_set(TAU_ENOMEM, "out of memory building inventory JSON");
+	}
+	*out = root;
+	return 0;
+}
+
+int tau_agent_inventory_digest(char out[65], const tau_agent_inventory *inv)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int md_len = 0;
+	cJSON *json = NULL;
+	char *text = NULL;
+	int rc;
+
+	if (out == NULL || inv == NULL)
+		return tau_error_set(TAU_EINVAL, "no inventory or output");
+	rc = tau_agent_inventory_to_json(&json, inv);
+	if (rc < 0)
+		return rc;
+	cJSON_DeleteItemFromObjectCaseSensitive(json, "resourceVersion");
+	rc = tau_json_print(&text, json);
+	cJSON_Delete(json);
+	if (rc < 0)
+		return rc;
+	if (EVP_Digest(text, strlen(text), md, &md_len, EVP_sha256(), NULL) != 1 || md_len != 32) {
+		free(text);
+		return tau_error_set(TAU_EINTERNAL, "SHA-256 of the inventory failed");
+	}
+	free(text);
+	for (unsigned int i = 0; i < md_len; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 0xf];
+	}
+	out[64] = '\0';
+	return 0;
+}
