@@ -11,7 +11,7 @@ import os
 import time
 import unittest
 
-from kubesim import schema
+from kubesim import schema, yamlmini
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "fixtures", "kueue")
@@ -21,9 +21,15 @@ QUANTITY_PATTERN = ("^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[nu
 DNS_SUBDOMAIN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
+_CRDS = {}
+
+
 def load_crd(plural):
-    with open(os.path.join(FIXTURES, "kueue.x-k8s.io_%s.json" % plural)) as f:
-        return json.load(f)
+    # kube-sim's own YAML loader reads the fixtures exactly as PyYAML does (test_yamlmini).
+    if plural not in _CRDS:
+        with open(os.path.join(FIXTURES, "kueue.x-k8s.io_%s.yaml" % plural)) as f:
+            _CRDS[plural] = yamlmini.load_all(f.read())[0]
+    return json.loads(json.dumps(_CRDS[plural]))
 
 
 def version_schema(crd, version):
