@@ -1,0 +1,462 @@
+/*
+ * wsstatus.c - conditions, phase and status object of a TauWorkspace.
+ *
+ * The one idea: the status is a pure function of what the reconcile pass
+ * found plus the previous status, and the previous status contributes only
+ * lastTransitionTime (kept while a condition's status is unchanged).  So a
+ * pass that finds the same world produces byte-for-byte the same status, and
+ * tau_ws_status_changed lets the loop skip the write.  Each condition is
+ * decided by the first cause in a fixed order (refusal, namespace, then the
+ * object itself), so one root cause shows one reason.
+ */
+#include "wsstatus.h"
+
+#include "tau/error.h"
+#include "tau/json.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Most drift items named in one message before "and N more". */
+#define DRIFT_NAMED_MAX 3
+
+static void set(tau_ws_condition *c, tau_ws_cond_status status, const char *reason, const char *fmt,
+                ...) __attribute__((format(printf, 4, 5)));
+
+static void set(tau_ws_condition *c, tau_ws_cond_status status, const char *reason, const char *fmt,
+                ...)
+{
+	va_list ap;
+
+	c->status = status;
+	c->reason = reason;
+	va_start(ap, fmt);
+	vsnprintf(c->message, sizeof(c->message), fmt, ap);
+	va_end(ap);
+}
+
+static const char *detail_or(const tau_ws_obj_check *chk, const char *fallback)
+{
+	return chk->detail != NULL && chk->detail[0] != '\0' ? chk->detail : fallback;
+}
+
+const char *tau_ws_cond_status_name(tau_ws_cond_status s)
+{
+	switch (s) {
+	case TAU_WS_TRUE:
+		return "True";
+	case TAU_WS_FALSE:
+		return "False";
+	default:
+		return "Unknown";
+	}
+}
+
+const char *tau_ws_phase(tau_ws_cond_status rbac, tau_ws_cond_status queue,
+                         tau_ws_cond_status drift)
+{
+	if (drift == TAU_WS_TRUE)
+		return TAU_WS_PHASE_DEGRADED;
+	if (rbac == TAU_WS_TRUE && queue == TAU_WS_TRUE)
+		return TAU_WS_PHASE_READY;
+	return TAU_WS_PHASE_PENDING;
+}
+
+static void rbac_condition(tau_ws_condition *c, const tau_ws_status_input *in, const char *ns)
+{
+	const tau_ws_spec *ws = in->spec;
+	char rb[TAU_WS_NAMESPACE_BUF + 80];
+
+	if (ws->authz == TAU_WS_AUTHZ_CLUSTER_WIDE) {
+		set(c, TAU_WS_TRUE, TAU_WS_REASON_CLUSTER_WIDE,
+		    "cluster-wide authorization: the platform grants researcher access to "
+		    "namespace "
+		    "%s; no RoleBinding is written",
+		    ns);
+		return;
+	}
+	if (in->revocation_pending) {
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_REVOCATION_PENDING,
+		    "researcher access to namespace %s is withheld until the obsolete workload "
+		    "identity is confirmed revoked: %s",
+		    ns,
+		    in->revocation_detail != NULL ? in->revocation_detail
+		                                  : "revocation not confirmed yet");
+		return;
+	}
+	snprintf(rb, sizeof(rb), "RoleBinding %s/%s%s", ns, TAU_WS_ROLEBINDING_PREFIX, ws->name);
+	switch (in->rolebinding.state) {
+	case TAU_WS_OBJ_OK:
+		set(c, TAU_WS_TRUE, TAU_WS_REASON_ROLEBINDING_READY,
+		    "%s binds %s \"%s\" to ClusterRole %s", rb,
+		    ws->subject_kind != NULL ? ws->subject_kind : "subject",
+		    ws->subject_name != NULL ? ws->subject_name : "",
+		    TAU_WS_RESEARCHER_CLUSTER_ROLE);
+		break;
+	case TAU_WS_OBJ_MISSING:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_MISSING, "%s does not exist yet: %s",
+		    rb, detail_or(&in->rolebinding, "it will be created"));
+		break;
+	case TAU_WS_OBJ_MISMATCH:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_MISMATCH,
+		    "%s differs from the desired binding: %s", rb,
+		    detail_or(&in->rolebinding, "subjects or roleRef differ"));
+		break;
+	case TAU_WS_OBJ_NOT_OWNED:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_NOT_OWNED,
+		    "%s exists but is not owned by workspace %s (%s); it is left alone", rb,
+		    ws->name, detail_or(&in->rolebinding, "ownership labels do not match"));
+		break;
+	default:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_ERROR, "%s: %s", rb,
+		    detail_or(&in->rolebinding, "API error"));
+		break;
+	}
+}
+
+static void queue_condition(tau_ws_condition *c, const tau_ws_status_input *in, const char *ns)
+{
+	const char *lqn = in->local_queue != NULL ? in->local_queue : "?";
+	const char *cqn = in->cluster_queue != NULL ? in->cluster_queue : "?";
+	char lq[TAU_WS_NAMESPACE_BUF + 300];
+
+	snprintf(lq, sizeof(lq), "LocalQueue %s/%s", ns, lqn);
+	switch (in->lq.state) {
+	case TAU_WS_OBJ_ERROR:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_LQ_ERROR, "%s: %s", lq,
+		    detail_or(&in->lq, "API error"));
+		return;
+	case TAU_WS_OBJ_NOT_OWNED:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_LQ_NOT_OWNED,
+		    "%s exists but is not owned by workspace %s (%s); it is left alone", lq,
+		    in->spec->name, detail_or(&in->lq, "ownership labels do not match"));
+		return;
+	case TAU_WS_OBJ_MISSING:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_LQ_MISSING, "%s does not exist yet: %s", lq,
+		    detail_or(&in->lq, "it will be created"));
+		return;
+	case TAU_WS_OBJ_MISMATCH:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_LQ_MISMATCH,
+		    "%s does not submit to ClusterQueue %s: %s", lq, cqn,
+		    detail_or(&in->lq, "spec.clusterQueue differs"));
+		return;
+	default:
+		break;
+	}
+	switch (in->cq.state) {
+	case TAU_WS_OBJ_OK:
+		set(c, TAU_WS_TRUE, TAU_WS_REASON_LQ_READY, "%s submits to ClusterQueue %s", lq,
+		    cqn);
+		break;
+	case TAU_WS_OBJ_ERROR:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_CQ_ERROR, "ClusterQueue %s: %s", cqn,
+		    detail_or(&in->cq, "API error"));
+		break;
+	default:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_CQ_NOT_FOUND,
+		    "ClusterQueue %s, which %s submits to, does not exist%s%s", cqn, lq,
+		    in->cq.detail != NULL ? ": " : "", in->cq.detail != NULL ? in->cq.detail : "");
+		break;
+	}
+}
+
+static void wi_condition(tau_ws_condition *c, const tau_ws_status_input *in, const char *ns)
+{
+	const tau_ws_spec *ws = in->spec;
+	char sa[TAU_WS_NAMESPACE_BUF + 300];
+
+	snprintf(sa, sizeof(sa), "ServiceAccount %s/%s", ns, ws->wi_service_account);
+	switch (in->sa.state) {
+	case TAU_WS_OBJ_OK:
+		set(c, TAU_WS_TRUE, TAU_WS_REASON_SA_READY, "%s is annotated with %s %s", sa,
+		    TAU_WS_ANNOTATION_WI_CLIENT_ID, ws->wi_client_id);
+		break;
+	case TAU_WS_OBJ_MISSING:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_SA_MISSING, "%s does not exist yet: %s", sa,
+		    detail_or(&in->sa, "it will be created"));
+		break;
+	case TAU_WS_OBJ_MISMATCH:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_SA_MISMATCH,
+		    "%s workload identity annotations differ: %s", sa,
+		    detail_or(&in->sa, "client or tenant ID differs"));
+		break;
+	case TAU_WS_OBJ_NOT_OWNED:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_SA_NOT_OWNED,
+		    "%s exists but is not owned by workspace %s (%s); it is left alone", sa,
+		    ws->name, detail_or(&in->sa, "ownership labels do not match"));
+		break;
+	default:
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_SA_ERROR, "%s: %s", sa,
+		    detail_or(&in->sa, "API error"));
+		break;
+	}
+}
+
+/* Append "Kind ns/name: what" items, at most DRIFT_NAMED_MAX, then "and N more". */
+static void drift_list(char *buf, size_t len, const tau_ws_status_input *in, bool corrected)
+{
+	size_t used = strlen(buf), named = 0, total = 0;
+
+	for (size_t i = 0; i < in->n_drift; i++) {
+		const tau_ws_drift_item *d = &in->drift[i];
+
+		if (d->corrected != corrected)
+			continue;
+		total++;
+		if (named == DRIFT_NAMED_MAX || used >= len)
+			continue;
+		int n = snprintf(buf + used, len - used, "%s%s (%s)", named > 0 ? "; " : "",
+		                 d->object != NULL ? d->object : "object",
+		                 d->what != NULL && d->what[0] != '\0' ? d->what : "changed");
+		if (n > 0)
+			used += (size_t)n < len - used ? (size_t)n : len - used - 1;
+		named++;
+	}
+	if (total > named && used < len)
+		snprintf(buf + used, len - used, "; and %zu more", total - named);
+}
+
+static void drift_condition(tau_ws_condition *c, const tau_ws_status_input *in)
+{
+	bool any_open = false, any_fixed = false;
+
+	for (size_t i = 0; i < in->n_drift; i++) {
+		if (in->drift[i].corrected)
+			any_fixed = true;
+		else
+			any_open = true;
+	}
+	if (any_open) {
+		set(c, TAU_WS_TRUE, TAU_WS_REASON_OBJECT_DRIFTED,
+		    "owned objects were changed out of band and could not be corrected: ");
+		drift_list(c->message, sizeof(c->message), in, false);
+	} else if (any_fixed) {
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_DRIFT_CORRECTED,
+		    "out-of-band changes were corrected: ");
+		drift_list(c->message, sizeof(c->message), in, true);
+	} else {
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_NO_DRIFT,
+		    "owned objects match the desired state");
+	}
+}
+
+int tau_ws_conditions(tau_ws_condition out[TAU_WS_N_CONDITIONS], const tau_ws_status_input *in)
+{
+	const tau_ws_refusal *why = NULL;
+	const char *ns;
+	bool wi_configured;
+
+	if (out == NULL || in == NULL)
+		return tau_error_set(TAU_EINVAL, "workspace status: missing input");
+	memset(out, 0, sizeof(tau_ws_condition) * TAU_WS_N_CONDITIONS);
+	out[TAU_WS_RBAC].type = TAU_WS_COND_RBAC_READY;
+	out[TAU_WS_QUEUE].type = TAU_WS_COND_QUEUE_READY;
+	out[TAU_WS_WI].type = TAU_WS_COND_WI_READY;
+	out[TAU_WS_DRIFT].type = TAU_WS_COND_DRIFT;
+
+	if (in->refusal != NULL && in->refusal->reason != NULL)
+		why = in->refusal;
+	else if (in->spec == NULL || in->ns == NULL)
+		return tau_error_set(TAU_EINVAL, "workspace status: no spec or namespace result");
+	else if (!in->ns->resolved)
+		why = &in->ns->refusal;
+	wi_configured = in->spec != NULL && in->spec->has_workload_identity;
+
+	if (why != NULL) {
+		const char *reason = why->reason != NULL ? why->reason : TAU_WS_REASON_INVALID_SPEC;
+
+		set(&out[TAU_WS_RBAC], TAU_WS_FALSE, reason, "%s", why->message);
+		set(&out[TAU_WS_QUEUE], TAU_WS_FALSE, reason, "%s", why->message);
+		if (wi_configured)
+			set(&out[TAU_WS_WI], TAU_WS_FALSE, reason, "%s", why->message);
+		else
+			set(&out[TAU_WS_WI], TAU_WS_TRUE, TAU_WS_REASON_WI_NOT_CONFIGURED,
+			    "spec.workloadIdentity is unset; workloads run without Azure Workload "
+			    "Identity");
+		set(&out[TAU_WS_DRIFT], TAU_WS_UNKNOWN, TAU_WS_REASON_NOT_EVALUATED,
+		    "drift is not evaluated while the workspace is not reconciled: %s",
+		    why->reason != NULL ? why->reason : "refused");
+		return 0;
+	}
+	ns = in->ns->namespace_name;
+	rbac_condition(&out[TAU_WS_RBAC], in, ns);
+	queue_condition(&out[TAU_WS_QUEUE], in, ns);
+	if (wi_configured)
+		wi_condition(&out[TAU_WS_WI], in, ns);
+	else
+		set(&out[TAU_WS_WI], TAU_WS_TRUE, TAU_WS_REASON_WI_NOT_CONFIGURED,
+		    "spec.workloadIdentity is unset; workloads run without Azure Workload "
+		    "Identity");
+	drift_condition(&out[TAU_WS_DRIFT], in);
+	return 0;
+}
+
+/* The previous condition of `type` in a status object, or NULL. */
+static const cJSON *find_condition(const cJSON *status, const char *type)
+{
+	const cJSON *conds = NULL, *c;
+
+	if (status == NULL || tau_json_get_array(&conds, status, "conditions") < 0)
+		return NULL;
+	cJSON_ArrayForEach(c, conds)
+	{
+		const char *t = NULL;
+
+		if (tau_json_get_string(&t, c, "type") == 0 && strcmp(t, type) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+static const char *transition_time(const cJSON *previous, const tau_ws_condition *c,
+                                   const char *now)
+{
+	const cJSON *old = find_condition(previous, c->type);
+	const char *st = NULL, *ltt = NULL;
+
+	if (old != NULL && tau_json_get_string(&st, old, "status") == 0 &&
+	    strcmp(st, tau_ws_cond_status_name(c->status)) == 0 &&
+	    tau_json_get_string(&ltt, old, "lastTransitionTime") == 0 && ltt[0] != '\0')
+		return ltt;
+	return now;
+}
+
+int tau_ws_status_build(cJSON **out, const tau_ws_status_input *in)
+{
+	tau_ws_condition conds[TAU_WS_N_CONDITIONS];
+	const char *resolved = NULL;
+	cJSON *st = NULL, *obj, *arr;
+	int rc;
+
+	if (out == NULL || in == NULL || in->now == NULL)
+		return tau_error_set(TAU_EINVAL, "workspace status: missing input or time");
+	rc = tau_ws_conditions(conds, in);
+	if (rc < 0)
+		return rc;
+	st = cJSON_CreateObject();
+	if (st == NULL)
+		goto oom;
+	if (cJSON_AddStringToObject(st, "phase",
+	                            tau_ws_phase(conds[TAU_WS_RBAC].status,
+	                                         conds[TAU_WS_QUEUE].status,
+	                                         conds[TAU_WS_DRIFT].status)) == NULL ||
+	    cJSON_AddNumberToObject(st, "observedGeneration", (double)in->generation) == NULL)
+		goto oom;
+	if (in->resolved_namespace != NULL)
+		resolved = in->resolved_namespace;
+	else if (in->ns != NULL && in->ns->resolved)
+		resolved = in->ns->namespace_name;
+	if (resolved != NULL) {
+		obj = cJSON_AddObjectToObject(st, "target");
+		if (obj == NULL ||
+		    cJSON_AddStringToObject(obj, "resolvedNamespace", resolved) == NULL)
+			goto oom;
+	}
+	if (resolved != NULL && (in->local_queue != NULL || in->cluster_queue != NULL)) {
+		obj = cJSON_AddObjectToObject(st, "queue");
+		if (obj == NULL ||
+		    (in->local_queue != NULL &&
+		     cJSON_AddStringToObject(obj, "localQueue", in->local_queue) == NULL) ||
+		    (in->cluster_queue != NULL &&
+		     cJSON_AddStringToObject(obj, "clusterQueue", in->cluster_queue) == NULL) ||
+		    (in->cluster_queue_uid != NULL &&
+		     cJSON_AddStringToObject(obj, "clusterQueueUID", in->cluster_queue_uid) ==
+		             NULL))
+			goto oom;
+	}
+	arr = cJSON_AddArrayToObject(st, "conditions");
+	if (arr == NULL)
+		goto oom;
+	for (size_t i = 0; i < TAU_WS_N_CONDITIONS; i++) {
+		cJSON *c = cJSON_CreateObject();
+
+		if (c == NULL)
+			goto oom;
+		cJSON_AddItemToArray(arr, c);
+		if (cJSON_AddStringToObject(c, "type", conds[i].type) == NULL ||
+		    cJSON_AddStringToObject(c, "status",
+		                            tau_ws_cond_status_name(conds[i].status)) == NULL ||
+		    cJSON_AddStringToObject(c, "reason", conds[i].reason) == NULL ||
+		    cJSON_AddStringToObject(c, "message", conds[i].message) == NULL ||
+		    cJSON_AddStringToObject(c, "lastTransitionTime",
+		                            transition_time(in->previous, &conds[i], in->now)) ==
+		            NULL ||
+		    cJSON_AddNumberToObject(c, "observedGeneration", (double)in->generation) ==
+		            NULL)
+			goto oom;
+	}
+	*out = st;
+	return 0;
+oom:
+	cJSON_Delete(st);
+	return tau_error_set(TAU_ENOMEM, "out of memory building workspace status");
+}
+
+/* Equal optional strings at path (absent == absent). */
+static bool same_string(const cJSON *a, const cJSON *b, const char *path)
+{
+	const char *x = NULL, *y = NULL;
+	int ra = tau_json_get_string(&x, a, path);
+	int rb = tau_json_get_string(&y, b, path);
+
+	if (ra < 0 || rb < 0)
+		return ra == rb;
+	return strcmp(x, y) == 0;
+}
+
+static bool same_int(const cJSON *a, const cJSON *b, const char *path)
+{
+	int64_t x = 0, y = 0;
+	int ra = tau_json_get_int(&x, a, path);
+	int rb = tau_json_get_int(&y, b, path);
+
+	if (ra < 0 || rb < 0)
+		return ra == rb;
+	return x == y;
+}
+
+static int count_conditions(const cJSON *status)
+{
+	const cJSON *conds = NULL;
+
+	if (tau_json_get_array(&conds, status, "conditions") < 0)
+		return 0;
+	return cJSON_GetArraySize(conds);
+}
+
+bool tau_ws_status_changed(const cJSON *desired, const cJSON *current)
+{
+	static const char *const fields[] = {"phase", "target.resolvedNamespace",
+	                                     "queue.localQueue", "queue.clusterQueue",
+	                                     "queue.clusterQueueUID"};
+	const cJSON *conds = NULL, *c;
+
+	if (desired == NULL)
+		return false;
+	if (current == NULL || !cJSON_IsObject(current))
+		return true;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (!same_string(desired, current, fields[i]))
+			return true;
+	if (!same_int(desired, current, "observedGeneration"))
+		return true;
+	if (count_conditions(desired) != count_conditions(current))
+		return true;
+	if (tau_json_get_array(&conds, desired, "conditions") < 0)
+		return false;
+	cJSON_ArrayForEach(c, conds)
+	{
+		const char *type = NULL;
+		const cJSON *old;
+
+		if (tau_json_get_string(&type, c, "type") < 0)
+			continue;
+		old = find_condition(current, type);
+		if (old == NULL || !same_string(c, old, "status") ||
+		    !same_string(c, old, "reason") || !same_string(c, old, "message") ||
+		    !same_int(c, old, "observedGeneration"))
+			return true;
+	}
+	return false;
+}
