@@ -1,0 +1,136 @@
+/*
+ * tau/kube_informer.h - list+watch informers sharing one curl-multi event loop.
+ *
+ * A tau_kube_loop owns one curl multi handle; any number of informers
+ * attach to it, so a daemon watches many resources with one thread.  Each
+ * informer follows client-go's reflector: list (paged) and keep a local
+ * cache keyed by "namespace/name" ("name" for cluster-scoped kinds), then
+ * watch from the list's resourceVersion with bookmarks; a clean end of
+ * stream re-watches from the last resourceVersion seen; 410 Expired (as an
+ * HTTP status or an ERROR event), an oversized event line or an
+ * undecodable event relists, and a relist delivers deletes for objects
+ * that vanished meanwhile; other failures back off (800 ms doubling to
+ * 30 s, jittered) and retry.
+ *
+ * Threads: handlers run on the loop thread, without informer locks held,
+ * and must not free the informer or loop.  The cache read functions
+ * (get, snapshot, count, has_synced) are safe from any thread.
+ */
+#ifndef TAU_KUBE_INFORMER_H
+#define TAU_KUBE_INFORMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "tau/kube.h"
+
+typedef struct tau_kube_loop tau_kube_loop;
+typedef struct tau_kube_informer tau_kube_informer;
+
+/**
+ * A loop for `client` (borrowed; must outlive the loop).
+ * @return 0, -TAU_ENOMEM, -TAU_EIO (curl multi init failed).
+ */
+int tau_kube_loop_new(tau_kube_loop **out, tau_kube_client *client);
+
+/** Free the loop; every informer must have been freed first.  NULL is a no-op. */
+void tau_kube_loop_free(tau_kube_loop *loop);
+
+/**
+ * Run the loop on the calling thread until tau_kube_loop_stop.
+ * @return 0 after a stop, -TAU_EIO on a curl multi failure.
+ */
+int tau_kube_loop_run(tau_kube_loop *loop);
+
+/** Run for at most `ms` milliseconds (or until stopped); for tests and tools. */
+int tau_kube_loop_run_for(tau_kube_loop *loop, uint64_t ms);
+
+/** Ask a running loop to return; callable from any thread or a handler. */
+void tau_kube_loop_stop(tau_kube_loop *loop);
+
+/** Run the loop on a new thread.  @return 0 or -TAU_EIO. */
+int tau_kube_loop_start_thread(tau_kube_loop *loop);
+
+/** Stop the loop thread started above and wait for it.  No-op if none. */
+void tau_kube_loop_join(tau_kube_loop *loop);
+
+/** Event handlers; any may be NULL.  Objects are lent for the call only. */
+typedef struct tau_kube_handlers {
+	void (*on_add)(void *arg, const cJSON *obj);
+	void (*on_update)(void *arg, const cJSON *old_obj, const cJSON *new_obj);
+	void (*on_delete)(void *arg, const cJSON *last_obj);
+	void *arg;
+} tau_kube_handlers;
+
+/** Informer options; zeroed fields take the defaults in brackets. */
+typedef struct tau_kube_informer_options {
+	const char *namespace;      /**< NULL = all namespaces / cluster scope */
+	const char *label_selector; /**< NULL = everything */
+	const char *field_selector;
+	int64_t page_size;           /**< list page size [500] */
+	int64_t watch_timeout_min_s; /**< watch timeoutSeconds drawn from [min, max) [300] */
+	int64_t watch_timeout_max_s; /**< [600] */
+	uint64_t backoff_initial_ms; /**< [800] */
+	uint64_t backoff_cap_ms;     /**< [30000] */
+	uint64_t backoff_reset_ms;   /**< quiet time that resets the backoff [120000] */
+} tau_kube_informer_options;
+
+/**
+ * Make an informer for `res` on `loop` (both borrowed).  It does nothing
+ * until tau_kube_informer_start.  The option strings are copied.
+ * @return 0, -TAU_EINVAL (namespace given for a cluster-scoped kind), -TAU_ENOMEM.
+ */
+int tau_kube_informer_new(tau_kube_informer **out, tau_kube_loop *loop,
+                          const tau_kube_resource *res, const tau_kube_informer_options *opts,
+                          const tau_kube_handlers *handlers);
+
+/** Begin listing and watching (takes effect on the loop thread).  Thread-safe. */
+void tau_kube_informer_start(tau_kube_informer *inf);
+
+/**
+ * Detach and free an informer.  Call with the loop not running (or from
+ * the loop thread outside a handler).  NULL is a no-op.
+ */
+void tau_kube_informer_free(tau_kube_informer *inf);
+
+/** True once the first full list has been applied to the cache. */
+bool tau_kube_informer_has_synced(tau_kube_informer *inf);
+
+/** Objects in the cache. */
+size_t tau_kube_informer_count(tau_kube_informer *inf);
+
+/**
+ * Copy one cached object.  @param ns NULL for cluster scope.
+ * @param out receives a deep copy (cJSON_Delete); untouched on failure
+ * @return 0, -TAU_ENOTFOUND, -TAU_ENOMEM.
+ */
+int tau_kube_informer_get(cJSON **out, tau_kube_informer *inf, const char *ns, const char *name);
+
+/**
+ * Copy the whole cache as a JSON array of objects, sorted by key.
+ * @return 0 or -TAU_ENOMEM.
+ */
+int tau_kube_informer_snapshot(cJSON **out, tau_kube_informer *inf);
+
+/** The resourceVersion the informer has caught up to ("" before the first list). */
+void tau_kube_informer_last_rv(tau_kube_informer *inf, char *buf, size_t cap);
+
+/** Counters (tests, metrics, the benchmark). */
+typedef struct tau_kube_informer_stats {
+	uint64_t lists; /**< complete lists (initial + relists) */
+	uint64_t list_pages;
+	uint64_t watches; /**< watch requests started */
+	uint64_t events;  /**< watch events applied (bookmarks excluded) */
+	uint64_t bookmarks;
+	uint64_t expired;           /**< 410s seen */
+	uint64_t failures;          /**< failed list/watch requests */
+	uint64_t synthetic_deletes; /**< deletes delivered by relists */
+} tau_kube_informer_stats;
+
+/** Copy the counters. */
+void tau_kube_informer_stats_get(tau_kube_informer *inf, tau_kube_informer_stats *out);
+
+#endif /* TAU_KUBE_INFORMER_H */

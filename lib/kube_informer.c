@@ -1,0 +1,1136 @@
+/*
+ * kube_informer.c - the shared event loop and list+watch informers.
+ *
+ * The one idea: an informer is a small state machine (IDLE -> LISTING ->
+ * WATCHING, with WAITING for backoff or the rate limiter) whose every
+ * transition happens on the loop thread, driven either by a curl transfer
+ * finishing or by its own due time.  The loop is curl_multi_poll with a
+ * timeout equal to the earliest due time; curl_multi_wakeup makes it
+ * notice starts and stops from other threads, so there is no sleeping and
+ * no thread per watch.
+ *
+ * Watch bodies arrive in arbitrary chunks; bytes are buffered until '\n'
+ * (the API server's json.Encoder framing) under a hard line cap, and each
+ * complete line is applied to the cache at once.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "tau/kube_informer.h"
+
+#include "kube_internal.h"
+#include "tau/backoff.h"
+#include "tau/error.h"
+#include "tau/json.h"
+#include "tau/log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum inf_state {
+	ST_IDLE = 0,
+	ST_LIST_DUE,  /* a list request should be sent at due_ms */
+	ST_LISTING,   /* a list page is in flight */
+	ST_WATCH_DUE, /* a watch request should be sent at due_ms */
+	ST_WATCHING,  /* a watch stream is open */
+} inf_state;
+
+typedef struct cache_entry {
+	struct cache_entry *next;
+	uint64_t hash;
+	cJSON *obj;
+	bool seen; /* relist marking */
+	char key[];
+} cache_entry;
+
+typedef struct transfer {
+	CURL *h;
+	struct curl_slist *headers;
+	tau_kube_buf body; /* list body, or pending watch bytes */
+	int retry_after;
+	bool watch;
+	bool too_big;
+} transfer;
+
+struct tau_kube_informer {
+	tau_kube_loop *loop;
+	tau_kube_informer *next_in_loop;
+	tau_kube_resource res;
+	char *group, *version, *plural; /* owned copies behind res */
+	char *ns, *label_selector, *field_selector;
+	tau_kube_informer_options opts;
+	tau_kube_handlers handlers;
+
+	/* loop-thread state */
+	inf_state state;
+	uint64_t due_ms;
+	bool token_held; /* a limiter token was already taken for the due request */
+	bool start_requested;
+	tau_backoff backoff;
+	transfer *xfer;
+	cJSON *staging;   /* items gathered across list pages */
+	char *staging_rv; /* the list's resourceVersion */
+	char *continue_token;
+	bool unpaged;        /* relist without limit (continue expired) */
+	bool quorum_relist;  /* next list without resourceVersion */
+	bool need_relist;    /* the watch saw something that requires a list */
+	bool relist_backoff; /* ...after a backoff (error events other than 410) */
+	uint64_t watch_started_ms;
+	uint64_t watch_events;
+
+	/* shared with readers */
+	pthread_mutex_t lock;
+	cache_entry **buckets;
+	size_t n_buckets, n_entries;
+	char last_rv[128];
+	atomic_bool synced;
+	tau_kube_informer_stats stats;
+};
+
+struct tau_kube_loop {
+	tau_kube_client *client;
+	CURLM *multi;
+	pthread_mutex_t lock; /* guards informers list and the flags below */
+	tau_kube_informer *informers;
+	atomic_bool stop;
+	bool pending_starts;
+	pthread_t thread;
+	bool thread_running;
+};
+
+/* ------------------------------------------------------------------ */
+/* Cache                                                               */
+
+static uint64_t hash_key(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static cache_entry *cache_find(tau_kube_informer *inf, const char *key, uint64_t h)
+{
+	for (cache_entry *e = inf->buckets[h & (inf->n_buckets - 1)]; e; e = e->next)
+		if (e->hash == h && strcmp(e->key, key) == 0)
+			return e;
+	return NULL;
+}
+
+static int cache_grow(tau_kube_informer *inf)
+{
+	size_t n = inf->n_buckets * 2;
+	cache_entry **b = calloc(n, sizeof(*b));
+
+	if (b == NULL)
+		return -1;
+	for (size_t i = 0; i < inf->n_buckets; i++) {
+		for (cache_entry *e = inf->buckets[i], *next; e; e = next) {
+			next = e->next;
+			e->next = b[e->hash & (n - 1)];
+			b[e->hash & (n - 1)] = e;
+		}
+	}
+	free(inf->buckets);
+	inf->buckets = b;
+	inf->n_buckets = n;
+	return 0;
+}
+
+/* Insert a new entry owning `obj`; caller holds the lock and checked absence. */
+static cache_entry *cache_insert(tau_kube_informer *inf, const char *key, uint64_t h, cJSON *obj)
+{
+	size_t len = strlen(key);
+	cache_entry *e;
+
+	if (inf->n_entries >= inf->n_buckets && cache_grow(inf) < 0)
+		return NULL;
+	e = malloc(sizeof(*e) + len + 1);
+	if (e == NULL)
+		return NULL;
+	memcpy(e->key, key, len + 1);
+	e->hash = h;
+	e->obj = obj;
+	e->seen = true;
+	e->next = inf->buckets[h & (inf->n_buckets - 1)];
+	inf->buckets[h & (inf->n_buckets - 1)] = e;
+	inf->n_entries++;
+	return e;
+}
+
+/* Unlink `e`; returns its object (caller frees). */
+static cJSON *cache_remove(tau_kube_informer *inf, cache_entry *e)
+{
+	cache_entry **pp = &inf->buckets[e->hash & (inf->n_buckets - 1)];
+	cJSON *obj = e->obj;
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = e->next;
+	inf->n_entries--;
+	free(e);
+	return obj;
+}
+
+/* "ns/name" or "name"; @return 0 or -1 when the object has no name. */
+static int object_key(char *buf, size_t cap, const cJSON *obj)
+{
+	const char *name = NULL, *ns = NULL;
+	int n;
+
+	if (tau_json_get_string(&name, obj, "metadata.name") < 0 || name[0] == '\0')
+		return -1;
+	if (tau_json_get_string(&ns, obj, "metadata.namespace") < 0)
+		ns = NULL;
+	if (ns && ns[0])
+		n = snprintf(buf, cap, "%s/%s", ns, name);
+	else
+		n = snprintf(buf, cap, "%s", name);
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+static const char *object_rv(const cJSON *obj)
+{
+	const char *rv = NULL;
+
+	if (tau_json_get_string(&rv, obj, "metadata.resourceVersion") < 0)
+		return NULL;
+	return rv;
+}
+
+static void set_last_rv(tau_kube_informer *inf, const char *rv)
+{
+	if (rv == NULL || rv[0] == '\0')
+		return;
+	pthread_mutex_lock(&inf->lock);
+	snprintf(inf->last_rv, sizeof(inf->last_rv), "%s", rv);
+	pthread_mutex_unlock(&inf->lock);
+}
+
+/* Apply an added/modified object (owned); delivers add or update. */
+static void apply_upsert(tau_kube_informer *inf, cJSON *obj)
+{
+	char key[600];
+	cache_entry *e;
+	cJSON *old = NULL;
+	uint64_t h;
+	bool added = false;
+
+	if (object_key(key, sizeof(key), obj) < 0) {
+		cJSON_Delete(obj);
+		return;
+	}
+	h = hash_key(key);
+	pthread_mutex_lock(&inf->lock);
+	e = cache_find(inf, key, h);
+	if (e) {
+		old = e->obj;
+		e->obj = obj;
+		e->seen = true;
+	} else if (cache_insert(inf, key, h, obj) != NULL) {
+		added = true;
+	} else {
+		pthread_mutex_unlock(&inf->lock);
+		/* Out of memory: the cache is now wrong; relist later. */
+		inf->need_relist = true;
+		cJSON_Delete(obj);
+		return;
+	}
+	pthread_mutex_unlock(&inf->lock);
+	/* The new object stays alive: only the loop thread replaces or frees it. */
+	if (added && inf->handlers.on_add)
+		inf->handlers.on_add(inf->handlers.arg, obj);
+	else if (!added && inf->handlers.on_update)
+		inf->handlers.on_update(inf->handlers.arg, old, obj);
+	cJSON_Delete(old);
+}
+
+static void apply_delete(tau_kube_informer *inf, cJSON *obj)
+{
+	char key[600];
+	cache_entry *e;
+	cJSON *old = NULL;
+
+	if (object_key(key, sizeof(key), obj) < 0) {
+		cJSON_Delete(obj);
+		return;
+	}
+	pthread_mutex_lock(&inf->lock);
+	e = cache_find(inf, key, hash_key(key));
+	if (e)
+		old = cache_remove(inf, e);
+	pthread_mutex_unlock(&inf->lock);
+	if (inf->handlers.on_delete)
+		inf->handlers.on_delete(inf->handlers.arg, obj);
+	cJSON_Delete(old);
+	cJSON_Delete(obj);
+}
+
+/* Replace the cache with the staged list, delivering the differences. */
+static void apply_replace(tau_kube_informer *inf)
+{
+	cJSON *items = inf->staging;
+
+	pthread_mutex_lock(&inf->lock);
+	for (size_t i = 0; i < inf->n_buckets; i++)
+		for (cache_entry *e = inf->buckets[i]; e; e = e->next)
+			e->seen = false;
+	pthread_mutex_unlock(&inf->lock);
+	while (items && items->child) {
+		cJSON *obj = cJSON_DetachItemViaPointer(items, items->child);
+		char key[600];
+		cache_entry *e;
+		const char *nrv, *orv;
+		bool same = false;
+
+		if (object_key(key, sizeof(key), obj) < 0) {
+			cJSON_Delete(obj);
+			continue;
+		}
+		pthread_mutex_lock(&inf->lock);
+		e = cache_find(inf, key, hash_key(key));
+		if (e) {
+			e->seen = true;
+			nrv = object_rv(obj);
+			orv = object_rv(e->obj);
+			same = nrv && orv && strcmp(nrv, orv) == 0;
+		}
+		pthread_mutex_unlock(&inf->lock);
+		if (same)
+			cJSON_Delete(obj); /* unchanged: keep the cached copy, no event */
+		else
+			apply_upsert(inf, obj);
+	}
+	/* Whatever was not in the list vanished while we were not watching: unlink all of
+	 * it under the lock, then tell the handlers without it. */
+	{
+		cJSON **gone = NULL;
+		size_t n_gone = 0;
+
+		pthread_mutex_lock(&inf->lock);
+		gone = inf->n_entries ? malloc(inf->n_entries * sizeof(*gone)) : NULL;
+		for (size_t i = 0; gone && i < inf->n_buckets; i++) {
+			cache_entry *e = inf->buckets[i];
+
+			while (e) {
+				cache_entry *next = e->next;
+
+				if (!e->seen)
+					gone[n_gone++] = cache_remove(inf, e);
+				e = next;
+			}
+		}
+		inf->stats.synthetic_deletes += n_gone;
+		pthread_mutex_unlock(&inf->lock);
+		if (inf->n_entries && gone == NULL)
+			inf->need_relist = true; /* out of memory: try again later */
+		for (size_t i = 0; i < n_gone; i++) {
+			if (inf->handlers.on_delete)
+				inf->handlers.on_delete(inf->handlers.arg, gone[i]);
+			cJSON_Delete(gone[i]);
+		}
+		free(gone);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Requests                                                            */
+
+static void transfer_free(tau_kube_loop *loop, transfer *t)
+{
+	if (t == NULL)
+		return;
+	if (t->h) {
+		curl_multi_remove_handle(loop->multi, t->h);
+		curl_easy_cleanup(t->h);
+	}
+	curl_slist_free_all(t->headers);
+	tau_kube_buf_free(&t->body);
+	free(t);
+}
+
+static void watch_line(tau_kube_informer *inf, const char *line, size_t len);
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	tau_kube_informer *inf = arg;
+	transfer *t = inf->xfer;
+	size_t n = size * nmemb;
+	long code = 0;
+
+	if (t == NULL)
+		return 0;
+	if (tau_kube_buf_append(&t->body, ptr, n) < 0) {
+		t->too_big = true;
+		return 0;
+	}
+	if (!t->watch)
+		return n;
+	curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &code);
+	if (code != 200)
+		return n; /* an error Status body: decoded when the transfer ends */
+	/* Apply every complete line now; keep the tail for the next chunk. */
+	{
+		size_t start = 0;
+
+		for (size_t i = 0; i < t->body.len; i++) {
+			if (t->body.p[i] != '\n')
+				continue;
+			if (!inf->need_relist)
+				watch_line(inf, t->body.p + start, i - start);
+			start = i + 1;
+		}
+		tau_kube_buf_consume(&t->body, start);
+	}
+	/* Expired: stop reading; the completion handler relists. */
+	return inf->need_relist ? 0 : n;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	tau_kube_informer *inf = arg;
+	size_t n = size * nmemb;
+
+	if (inf->xfer && n > 12 && strncasecmp(ptr, "Retry-After:", 12) == 0) {
+		long v = strtol(ptr + 12, NULL, 10);
+
+		if (v >= 0 && v < 86400)
+			inf->xfer->retry_after = (int)v;
+	}
+	return n;
+}
+
+static int start_transfer(tau_kube_informer *inf, bool watch)
+{
+	tau_kube_loop *loop = inf->loop;
+	const tau_kube_config *cfg = tau_kube_client_config(loop->client);
+	tau_kube_list_options lo = {.label_selector = inf->label_selector,
+	                            .field_selector = inf->field_selector};
+	char *path = NULL, *query = NULL, *url = NULL;
+	transfer *t = NULL;
+	uint64_t timeout_ms;
+	char rv[128];
+	int rc;
+
+	pthread_mutex_lock(&inf->lock);
+	snprintf(rv, sizeof(rv), "%s", inf->last_rv);
+	pthread_mutex_unlock(&inf->lock);
+	if (watch) {
+		int64_t span = inf->opts.watch_timeout_max_s - inf->opts.watch_timeout_min_s;
+
+		lo.watch = true;
+		lo.allow_bookmarks = true;
+		lo.resource_version = rv;
+		lo.timeout_seconds = inf->opts.watch_timeout_min_s +
+		                     (span > 0 ? (int64_t)(tau_backoff_rand() * (double)span) : 0);
+		/* Guard against a hung stream: the server should end it by then. */
+		timeout_ms = (uint64_t)lo.timeout_seconds * 1000u + 30000u;
+	} else {
+		lo.limit = inf->unpaged ? 0 : inf->opts.page_size;
+		lo.continue_token = inf->continue_token;
+		timeout_ms = cfg->timeout_ms * 4;
+	}
+	rc = tau_kube_path(&path, &inf->res, inf->ns, NULL, NULL);
+	if (rc == 0)
+		rc = tau_kube_list_query(&query, &lo);
+	if (rc < 0)
+		goto out;
+	url = tau_kube_client_url(loop->client, path, query);
+	t = calloc(1, sizeof(*t));
+	if (url == NULL || t == NULL || (t->h = curl_easy_init()) == NULL) {
+		rc = tau_error_set(TAU_ENOMEM, "out of memory");
+		goto out;
+	}
+	t->watch = watch;
+	t->retry_after = -1;
+	t->body.max = watch ? cfg->watch_line_cap : cfg->body_cap;
+	rc = tau_kube_client_prepare(loop->client, t->h, "GET", url, NULL, &t->headers, timeout_ms);
+	if (rc < 0)
+		goto out;
+	curl_easy_setopt(t->h, CURLOPT_PRIVATE, inf);
+	curl_easy_setopt(t->h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(t->h, CURLOPT_WRITEDATA, inf);
+	curl_easy_setopt(t->h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(t->h, CURLOPT_HEADERDATA, inf);
+	if (curl_multi_add_handle(loop->multi, t->h) != CURLM_OK) {
+		rc = tau_error_set(TAU_EIO, "curl_multi_add_handle failed");
+		goto out;
+	}
+	tau_kube_client_count_request(loop->client);
+	inf->xfer = t;
+	t = NULL;
+	if (watch) {
+		inf->state = ST_WATCHING;
+		inf->watch_started_ms = tau_backoff_now_ms();
+		inf->watch_events = 0;
+		inf->need_relist = false;
+		pthread_mutex_lock(&inf->lock);
+		inf->stats.watches++;
+		pthread_mutex_unlock(&inf->lock);
+	} else {
+		inf->state = ST_LISTING;
+	}
+	tau_log_debug(watch ? "kube informer: watch" : "kube informer: list", "resource",
+	              inf->res.plural, "rv", rv, NULL);
+out:
+	transfer_free(loop, t);
+	free(path);
+	free(query);
+	free(url);
+	return rc;
+}
+
+/* Schedule the next list or watch after `delay_ms`. */
+static void schedule(tau_kube_informer *inf, inf_state st, uint64_t delay_ms)
+{
+	inf->state = st;
+	inf->due_ms = tau_backoff_now_ms() + delay_ms;
+	inf->token_held = false;
+}
+
+static void schedule_backoff(tau_kube_informer *inf, inf_state st, int retry_after)
+{
+	uint64_t now = tau_backoff_now_ms();
+	uint64_t d = tau_backoff_next(&inf->backoff, now, tau_backoff_rand());
+
+	if (retry_after > 0 && (uint64_t)retry_after * 1000u > d)
+		d = (uint64_t)retry_after * 1000u;
+	if (d > inf->opts.backoff_cap_ms && retry_after <= 0)
+		d = inf->opts.backoff_cap_ms;
+	pthread_mutex_lock(&inf->lock);
+	inf->stats.failures++;
+	pthread_mutex_unlock(&inf->lock);
+	schedule(inf, st, d);
+}
+
+static void reset_list_state(tau_kube_informer *inf)
+{
+	cJSON_Delete(inf->staging);
+	inf->staging = NULL;
+	free(inf->staging_rv);
+	inf->staging_rv = NULL;
+	free(inf->continue_token);
+	inf->continue_token = NULL;
+}
+
+/* Issue the due request (taking a limiter token first). */
+static void informer_fire(tau_kube_informer *inf)
+{
+	bool watch = inf->state == ST_WATCH_DUE;
+	int rc;
+
+	if (!inf->token_held) {
+		uint64_t wait = tau_kube_client_reserve(inf->loop->client);
+
+		inf->token_held = true;
+		if (wait > 0) {
+			inf->due_ms = tau_backoff_now_ms() + wait;
+			return;
+		}
+	}
+	inf->token_held = false;
+	inf->due_ms = 0;
+	rc = start_transfer(inf, watch);
+	if (rc < 0) {
+		tau_log_debug("kube informer: cannot start request", "resource", inf->res.plural,
+		              "error", tau_error_last()->msg, NULL);
+		schedule_backoff(inf, watch ? ST_WATCH_DUE : ST_LIST_DUE, -1);
+	}
+}
+
+/* One watch event line. */
+static void watch_line(tau_kube_informer *inf, const char *line, size_t len)
+{
+	cJSON *ev = NULL, *obj;
+	const char *type = NULL;
+	char type_buf[16];
+
+	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
+		len--;
+	if (len == 0)
+		return;
+	if (tau_json_parse(&ev, line, len, 0) < 0 || tau_json_get_string(&type, ev, "type") < 0 ||
+	    (obj = cJSON_GetObjectItemCaseSensitive(ev, "object")) == NULL ||
+	    !cJSON_IsObject(obj)) {
+		/* An event we cannot read means the cache may miss it: relist. */
+		tau_log_debug("kube informer: undecodable watch event", "resource", inf->res.plural,
+		              NULL);
+		inf->need_relist = true;
+		cJSON_Delete(ev);
+		return;
+	}
+	if (strcmp(type, "ERROR") == 0) {
+		tau_kube_api_error e;
+		char *text = NULL;
+
+		if (tau_json_print(&text, obj) == 0)
+			tau_kube_api_error_decode(&e, 0, text, strlen(text), "GET", -1);
+		else
+			memset(&e, 0, sizeof(e));
+		free(text);
+		tau_log_debug("kube informer: watch error event", "resource", inf->res.plural,
+		              "reason", e.reason, "message", e.message, NULL);
+		pthread_mutex_lock(&inf->lock);
+		if (e.http_code == 410 || tau_kube_api_error_is(&e, "Expired"))
+			inf->stats.expired++;
+		else
+			inf->relist_backoff = true;
+		pthread_mutex_unlock(&inf->lock);
+		/* Expired needs a relist; client-go also relists on other error events. */
+		inf->need_relist = true;
+		cJSON_Delete(ev);
+		return;
+	}
+	/* `type` points into `ev`: keep a copy before freeing the envelope. */
+	snprintf(type_buf, sizeof(type_buf), "%s", type);
+	type = type_buf;
+	obj = cJSON_DetachItemViaPointer(ev, obj);
+	cJSON_Delete(ev);
+	set_last_rv(inf, object_rv(obj));
+	if (strcmp(type, "BOOKMARK") == 0) {
+		pthread_mutex_lock(&inf->lock);
+		inf->stats.bookmarks++;
+		pthread_mutex_unlock(&inf->lock);
+		cJSON_Delete(obj);
+		return;
+	}
+	inf->watch_events++;
+	pthread_mutex_lock(&inf->lock);
+	inf->stats.events++;
+	pthread_mutex_unlock(&inf->lock);
+	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
+		apply_upsert(inf, obj);
+	else if (strcmp(type, "DELETED") == 0)
+		apply_delete(inf, obj);
+	else
+		cJSON_Delete(obj);
+}
+
+/* A list page finished with HTTP 200. */
+static void list_page_done(tau_kube_informer *inf, transfer *t)
+{
+	cJSON *page = NULL, *items;
+	const char *rv = NULL, *cont = NULL;
+
+	if (tau_json_parse(&page, t->body.p ? t->body.p : "", t->body.len, t->body.max) < 0 ||
+	    tau_json_get_string(&rv, page, "metadata.resourceVersion") < 0) {
+		tau_log_debug("kube informer: bad list response", "resource", inf->res.plural,
+		              "error", tau_error_last()->msg, NULL);
+		cJSON_Delete(page);
+		reset_list_state(inf);
+		schedule_backoff(inf, ST_LIST_DUE, -1);
+		return;
+	}
+	items = cJSON_GetObjectItemCaseSensitive(page, "items");
+	if (inf->staging == NULL) {
+		inf->staging = cJSON_CreateArray();
+		inf->staging_rv = tau_kube_strdup(rv);
+	}
+	if (inf->staging == NULL || inf->staging_rv == NULL) {
+		cJSON_Delete(page);
+		reset_list_state(inf);
+		schedule_backoff(inf, ST_LIST_DUE, -1);
+		return;
+	}
+	while (cJSON_IsArray(items) && items->child)
+		cJSON_AddItemToArray(inf->staging, cJSON_DetachItemViaPointer(items, items->child));
+	pthread_mutex_lock(&inf->lock);
+	inf->stats.list_pages++;
+	pthread_mutex_unlock(&inf->lock);
+	free(inf->continue_token);
+	inf->continue_token = NULL;
+	if (tau_json_get_string(&cont, page, "metadata.continue") == 0 && cont[0] != '\0' &&
+	    !inf->unpaged) {
+		inf->continue_token = tau_kube_strdup(cont);
+		cJSON_Delete(page);
+		if (inf->continue_token == NULL) {
+			reset_list_state(inf);
+			schedule_backoff(inf, ST_LIST_DUE, -1);
+			return;
+		}
+		schedule(inf, ST_LIST_DUE, 0);
+		return;
+	}
+	cJSON_Delete(page);
+	/* Complete: swap the cache, then watch from the list's version. */
+	apply_replace(inf);
+	set_last_rv(inf, inf->staging_rv);
+	reset_list_state(inf);
+	inf->unpaged = false;
+	pthread_mutex_lock(&inf->lock);
+	inf->stats.lists++;
+	pthread_mutex_unlock(&inf->lock);
+	atomic_store(&inf->synced, true);
+	tau_backoff_reset(&inf->backoff);
+	schedule(inf, ST_WATCH_DUE, 0);
+}
+
+static void transfer_done(tau_kube_informer *inf, CURLcode cc)
+{
+	transfer *t = inf->xfer;
+	long code = 0;
+
+	inf->xfer = NULL;
+	curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &code);
+	if (!t->watch) {
+		if (cc == CURLE_OK && code == 200) {
+			list_page_done(inf, t);
+		} else if (cc == CURLE_OK) {
+			tau_kube_api_error e;
+
+			tau_kube_api_error_decode(&e, (int)code, t->body.p, t->body.len, "GET",
+			                          t->retry_after);
+			tau_log_debug("kube informer: list failed", "resource", inf->res.plural,
+			              "reason", e.reason, "message", e.message, NULL);
+			if (code == 410 && inf->continue_token != NULL) {
+				/* Continue token expired: one unpaged list, as client-go. */
+				reset_list_state(inf);
+				inf->unpaged = true;
+				schedule(inf, ST_LIST_DUE, 0);
+			} else {
+				reset_list_state(inf);
+				schedule_backoff(inf, ST_LIST_DUE, e.retry_after_s);
+			}
+		} else {
+			tau_log_debug("kube informer: list transport error", "resource",
+			              inf->res.plural, "error", curl_easy_strerror(cc), NULL);
+			reset_list_state(inf);
+			schedule_backoff(inf, ST_LIST_DUE, -1);
+		}
+		transfer_free(inf->loop, t);
+		return;
+	}
+	/* Watch ended. */
+	if (inf->need_relist) {
+		/* 410 or a lost event: list again now (quorum read, no RV). */
+		inf->need_relist = false;
+		if (inf->relist_backoff)
+			schedule_backoff(inf, ST_LIST_DUE, -1);
+		else
+			schedule(inf, ST_LIST_DUE, 0);
+		inf->relist_backoff = false;
+	} else if (cc == CURLE_OK && code == 200) {
+		uint64_t lived = tau_backoff_now_ms() - inf->watch_started_ms;
+
+		/* A normal end re-watches at once; a stream that ends instantly backs off. */
+		if (inf->watch_events > 0 || lived >= 1000) {
+			if (inf->watch_events > 0)
+				tau_backoff_reset(&inf->backoff);
+			schedule(inf, ST_WATCH_DUE, 0);
+		} else {
+			schedule_backoff(inf, ST_WATCH_DUE, -1);
+		}
+	} else if (cc == CURLE_OK || cc == CURLE_WRITE_ERROR) {
+		tau_kube_api_error e;
+
+		tau_kube_api_error_decode(&e, (int)code, t->body.p, t->body.len, "GET",
+		                          t->retry_after);
+		tau_log_debug("kube informer: watch failed", "resource", inf->res.plural, "reason",
+		              e.reason, "message", e.message, NULL);
+		if (t->too_big) {
+			/* An event over the line cap was lost: relist. */
+			schedule(inf, ST_LIST_DUE, 0);
+		} else if (code == 410 || tau_kube_api_error_is(&e, "Expired")) {
+			pthread_mutex_lock(&inf->lock);
+			inf->stats.expired++;
+			pthread_mutex_unlock(&inf->lock);
+			schedule(inf, ST_LIST_DUE, 0);
+		} else if (code == 504 || strstr(e.message, "Too large resource version")) {
+			schedule_backoff(inf, ST_LIST_DUE, e.retry_after_s);
+		} else {
+			schedule_backoff(inf, ST_WATCH_DUE, e.retry_after_s);
+		}
+	} else {
+		tau_log_debug("kube informer: watch transport error", "resource", inf->res.plural,
+		              "error", curl_easy_strerror(cc), NULL);
+		if (cc == CURLE_OPERATION_TIMEDOUT && inf->watch_events > 0)
+			schedule(inf, ST_WATCH_DUE, 0);
+		else
+			schedule_backoff(inf, ST_WATCH_DUE, -1);
+	}
+	transfer_free(inf->loop, t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Informer lifecycle                                                  */
+
+static char *dup_opt(const char *s, bool *bad)
+{
+	char *d;
+
+	if (s == NULL || s[0] == '\0')
+		return NULL;
+	d = tau_kube_strdup(s);
+	if (d == NULL)
+		*bad = true;
+	return d;
+}
+
+int tau_kube_informer_new(tau_kube_informer **out, tau_kube_loop *loop,
+                          const tau_kube_resource *res, const tau_kube_informer_options *opts,
+                          const tau_kube_handlers *handlers)
+{
+	tau_kube_informer *inf;
+	bool bad = false;
+
+	if (opts && opts->namespace && opts->namespace[0] && !res->namespaced)
+		return tau_error_set(TAU_EINVAL, "%s are cluster-scoped; no namespace allowed",
+		                     res->plural);
+	inf = calloc(1, sizeof(*inf));
+	if (inf == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	inf->loop = loop;
+	if (opts)
+		inf->opts = *opts;
+	if (handlers)
+		inf->handlers = *handlers;
+	if (inf->opts.page_size <= 0)
+		inf->opts.page_size = 500;
+	if (inf->opts.watch_timeout_min_s <= 0)
+		inf->opts.watch_timeout_min_s = 300;
+	if (inf->opts.watch_timeout_max_s < inf->opts.watch_timeout_min_s)
+		inf->opts.watch_timeout_max_s =
+		        inf->opts.watch_timeout_min_s == 300 ? 600 : inf->opts.watch_timeout_min_s;
+	if (inf->opts.backoff_initial_ms == 0)
+		inf->opts.backoff_initial_ms = 800;
+	if (inf->opts.backoff_cap_ms == 0)
+		inf->opts.backoff_cap_ms = 30000;
+	if (inf->opts.backoff_reset_ms == 0)
+		inf->opts.backoff_reset_ms = 120000;
+	tau_backoff_init(&inf->backoff, inf->opts.backoff_initial_ms, inf->opts.backoff_cap_ms, 2.0,
+	                 1.0);
+	inf->backoff.reset_after_ms = inf->opts.backoff_reset_ms;
+	inf->group = tau_kube_strdup(res->group ? res->group : "");
+	inf->version = tau_kube_strdup(res->version);
+	inf->plural = tau_kube_strdup(res->plural);
+	bad = inf->group == NULL || inf->version == NULL || inf->plural == NULL;
+	inf->ns = dup_opt(opts ? opts->namespace : NULL, &bad);
+	inf->label_selector = dup_opt(opts ? opts->label_selector : NULL, &bad);
+	inf->field_selector = dup_opt(opts ? opts->field_selector : NULL, &bad);
+	inf->opts.namespace = inf->ns;
+	inf->opts.label_selector = inf->label_selector;
+	inf->opts.field_selector = inf->field_selector;
+	inf->res.group = inf->group;
+	inf->res.version = inf->version;
+	inf->res.plural = inf->plural;
+	inf->res.namespaced = res->namespaced;
+	inf->n_buckets = 1024;
+	inf->buckets = calloc(inf->n_buckets, sizeof(*inf->buckets));
+	if (bad || inf->buckets == NULL) {
+		free(inf->buckets);
+		free(inf->group);
+		free(inf->version);
+		free(inf->plural);
+		free(inf->ns);
+		free(inf->label_selector);
+		free(inf->field_selector);
+		free(inf);
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	pthread_mutex_init(&inf->lock, NULL);
+	atomic_init(&inf->synced, false);
+	pthread_mutex_lock(&loop->lock);
+	inf->next_in_loop = loop->informers;
+	loop->informers = inf;
+	pthread_mutex_unlock(&loop->lock);
+	*out = inf;
+	return 0;
+}
+
+void tau_kube_informer_start(tau_kube_informer *inf)
+{
+	pthread_mutex_lock(&inf->loop->lock);
+	inf->start_requested = true;
+	inf->loop->pending_starts = true;
+	pthread_mutex_unlock(&inf->loop->lock);
+	curl_multi_wakeup(inf->loop->multi);
+}
+
+void tau_kube_informer_free(tau_kube_informer *inf)
+{
+	tau_kube_loop *loop;
+
+	if (inf == NULL)
+		return;
+	loop = inf->loop;
+	pthread_mutex_lock(&loop->lock);
+	for (tau_kube_informer **pp = &loop->informers; *pp; pp = &(*pp)->next_in_loop) {
+		if (*pp == inf) {
+			*pp = inf->next_in_loop;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&loop->lock);
+	transfer_free(loop, inf->xfer);
+	reset_list_state(inf);
+	for (size_t i = 0; i < inf->n_buckets; i++) {
+		for (cache_entry *e = inf->buckets[i], *next; e; e = next) {
+			next = e->next;
+			cJSON_Delete(e->obj);
+			free(e);
+		}
+	}
+	free(inf->buckets);
+	pthread_mutex_destroy(&inf->lock);
+	free(inf->group);
+	free(inf->version);
+	free(inf->plural);
+	free(inf->ns);
+	free(inf->label_selector);
+	free(inf->field_selector);
+	free(inf);
+}
+
+bool tau_kube_informer_has_synced(tau_kube_informer *inf)
+{
+	return atomic_load(&inf->synced);
+}
+
+size_t tau_kube_informer_count(tau_kube_informer *inf)
+{
+	size_t n;
+
+	pthread_mutex_lock(&inf->lock);
+	n = inf->n_entries;
+	pthread_mutex_unlock(&inf->lock);
+	return n;
+}
+
+int tau_kube_informer_get(cJSON **out, tau_kube_informer *inf, const char *ns, const char *name)
+{
+	char key[600];
+	cache_entry *e;
+	cJSON *copy = NULL;
+	int n;
+
+	if (ns && ns[0])
+		n = snprintf(key, sizeof(key), "%s/%s", ns, name);
+	else
+		n = snprintf(key, sizeof(key), "%s", name);
+	if (n < 0 || (size_t)n >= sizeof(key))
+		return tau_error_set(TAU_ENOTFOUND, "no such object (name too long)");
+	pthread_mutex_lock(&inf->lock);
+	e = cache_find(inf, key, hash_key(key));
+	if (e)
+		copy = cJSON_Duplicate(e->obj, 1);
+	pthread_mutex_unlock(&inf->lock);
+	if (e == NULL)
+		return tau_error_set(TAU_ENOTFOUND, "%s %s is not in the cache", inf->res.plural,
+		                     key);
+	if (copy == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	*out = copy;
+	return 0;
+}
+
+static int cmp_entries(const void *a, const void *b)
+{
+	const cache_entry *x = *(const cache_entry *const *)a, *y = *(const cache_entry *const *)b;
+
+	return strcmp(x->key, y->key);
+}
+
+int tau_kube_informer_snapshot(cJSON **out, tau_kube_informer *inf)
+{
+	cache_entry **all = NULL;
+	cJSON *arr = cJSON_CreateArray();
+	size_t n = 0;
+	int rc = 0;
+
+	if (arr == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	pthread_mutex_lock(&inf->lock);
+	all = malloc((inf->n_entries + 1) * sizeof(*all));
+	if (all == NULL) {
+		rc = tau_error_set(TAU_ENOMEM, "out of memory");
+	} else {
+		for (size_t i = 0; i < inf->n_buckets; i++)
+			for (cache_entry *e = inf->buckets[i]; e; e = e->next)
+				all[n++] = e;
+		qsort(all, n, sizeof(*all), cmp_entries);
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			cJSON *d = cJSON_Duplicate(all[i]->obj, 1);
+
+			if (d == NULL)
+				rc = tau_error_set(TAU_ENOMEM, "out of memory");
+			else
+				cJSON_AddItemToArray(arr, d);
+		}
+	}
+	pthread_mutex_unlock(&inf->lock);
+	free(all);
+	if (rc < 0) {
+		cJSON_Delete(arr);
+		return rc;
+	}
+	*out = arr;
+	return 0;
+}
+
+void tau_kube_informer_last_rv(tau_kube_informer *inf, char *buf, size_t cap)
+{
+	pthread_mutex_lock(&inf->lock);
+	snprintf(buf, cap, "%s", inf->last_rv);
+	pthread_mutex_unlock(&inf->lock);
+}
+
+void tau_kube_informer_stats_get(tau_kube_informer *inf, tau_kube_informer_stats *out)
+{
+	pthread_mutex_lock(&inf->lock);
+	*out = inf->stats;
+	pthread_mutex_unlock(&inf->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Loop                                                                */
+
+int tau_kube_loop_new(tau_kube_loop **out, tau_kube_client *client)
+{
+	tau_kube_loop *loop = calloc(1, sizeof(*loop));
+
+	if (loop == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	loop->client = client;
+	loop->multi = curl_multi_init();
+	if (loop->multi == NULL) {
+		free(loop);
+		return tau_error_set(TAU_EIO, "curl_multi_init failed");
+	}
+	/* Many watches to one server: let them share connections over HTTP/1.1. */
+	curl_multi_setopt(loop->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+	pthread_mutex_init(&loop->lock, NULL);
+	atomic_init(&loop->stop, false);
+	*out = loop;
+	return 0;
+}
+
+void tau_kube_loop_free(tau_kube_loop *loop)
+{
+	if (loop == NULL)
+		return;
+	tau_kube_loop_join(loop);
+	curl_multi_cleanup(loop->multi);
+	pthread_mutex_destroy(&loop->lock);
+	free(loop);
+}
+
+void tau_kube_loop_stop(tau_kube_loop *loop)
+{
+	atomic_store(&loop->stop, true);
+	curl_multi_wakeup(loop->multi);
+}
+
+/* Start informers whose start was requested; @return the earliest due time (0 = none). */
+static uint64_t run_due(tau_kube_loop *loop)
+{
+	uint64_t now = tau_backoff_now_ms(), earliest = 0;
+	tau_kube_informer *first;
+
+	pthread_mutex_lock(&loop->lock);
+	if (loop->pending_starts) {
+		loop->pending_starts = false;
+		for (tau_kube_informer *inf = loop->informers; inf; inf = inf->next_in_loop) {
+			if (inf->start_requested && inf->state == ST_IDLE) {
+				inf->start_requested = false;
+				schedule(inf, ST_LIST_DUE, 0);
+			}
+		}
+	}
+	first = loop->informers;
+	pthread_mutex_unlock(&loop->lock);
+	/* _new only prepends (under the lock) and _free is not allowed while the loop
+	 * runs, so the list behind `first` is stable. */
+	for (tau_kube_informer *inf = first; inf; inf = inf->next_in_loop) {
+		if ((inf->state == ST_LIST_DUE || inf->state == ST_WATCH_DUE) && inf->due_ms <= now)
+			informer_fire(inf);
+		if ((inf->state == ST_LIST_DUE || inf->state == ST_WATCH_DUE) &&
+		    (earliest == 0 || inf->due_ms < earliest))
+			earliest = inf->due_ms ? inf->due_ms : 1;
+	}
+	return earliest;
+}
+
+static int loop_iterate(tau_kube_loop *loop, uint64_t max_wait_ms)
+{
+	uint64_t due = run_due(loop), now;
+	int running = 0, timeout, msgs;
+	CURLMsg *msg;
+
+	now = tau_backoff_now_ms();
+	if (due && due <= now)
+		timeout = 0;
+	else if (due && due - now < max_wait_ms)
+		timeout = (int)(due - now);
+	else
+		timeout = (int)max_wait_ms;
+	if (curl_multi_poll(loop->multi, NULL, 0, timeout, NULL) != CURLM_OK)
+		return tau_error_set(TAU_EIO, "curl_multi_poll failed");
+	if (curl_multi_perform(loop->multi, &running) != CURLM_OK)
+		return tau_error_set(TAU_EIO, "curl_multi_perform failed");
+	while ((msg = curl_multi_info_read(loop->multi, &msgs)) != NULL) {
+		tau_kube_informer *inf = NULL;
+
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&inf);
+		if (inf && inf->xfer && inf->xfer->h == msg->easy_handle)
+			transfer_done(inf, msg->data.result);
+	}
+	return 0;
+}
+
+int tau_kube_loop_run_for(tau_kube_loop *loop, uint64_t ms)
+{
+	uint64_t end = tau_backoff_now_ms() + ms;
+	int rc = 0;
+
+	while (!atomic_load(&loop->stop) && rc == 0) {
+		uint64_t now = tau_backoff_now_ms();
+
+		if (now >= end)
+			break;
+		rc = loop_iterate(loop, end - now < 1000 ? end - now : 1000);
+	}
+	return rc;
+}
+
+int tau_kube_loop_run(tau_kube_loop *loop)
+{
+	int rc = 0;
+
+	while (!atomic_load(&loop->stop) && rc == 0)
+		rc = loop_iterate(loop, 1000);
+	atomic_store(&loop->stop, false);
+	return rc;
+}
+
+static void *loop_thread(void *arg)
+{
+	tau_kube_loop_run(arg);
+	return NULL;
+}
+
+int tau_kube_loop_start_thread(tau_kube_loop *loop)
+{
+	if (loop->thread_running)
+		return 0;
+	atomic_store(&loop->stop, false);
+	if (pthread_create(&loop->thread, NULL, loop_thread, loop) != 0)
+		return tau_error_set(TAU_EIO, "cannot start the kube loop thread");
+	loop->thread_running = true;
+	return 0;
+}
+
+void tau_kube_loop_join(tau_kube_loop *loop)
+{
+	if (!loop->thread_running)
+		return;
+	tau_kube_loop_stop(loop);
+	pthread_join(loop->thread, NULL);
+	loop->thread_running = false;
+	atomic_store(&loop->stop, false);
+}
