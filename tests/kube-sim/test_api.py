@@ -376,6 +376,23 @@ class ApiTest(unittest.TestCase):
                          {"spec": {"user": "bob", "resourceAttributes": {"verb": "get", "resource": "pods"}}})
         self.assertEqual((st, r["status"]["allowed"]), (201, True))   # allow-all
 
+    def test_early_answer_drains_request_body(self):
+        # A 401 is answered before the handler reads the body; the connection is kept alive
+        # and the next request on it must still be parsed correctly.
+        c = self.sim.conn()
+        body = json.dumps({"metadata": {"name": "drained"}, "data": {"k": "v" * 5000}})
+        c.request("POST", "/api/v1/namespaces/default/configmaps", body=body,
+                  headers={"Authorization": "Bearer bogus", "Content-Type": "application/json"})
+        r = c.getresponse()
+        r.read()
+        self.assertEqual(r.status, 401)
+        c.request("GET", "/api/v1/namespaces/default",
+                  headers={"Authorization": "Bearer " + self.sim.token})
+        r = c.getresponse()
+        self.assertEqual(r.status, 200)
+        self.assertEqual(json.loads(r.read())["metadata"]["name"], "default")
+        c.close()
+
     # -- faults & stats -------------------------------------------------------------------
     def test_faults_and_stats(self):
         self.ok("POST", "/sim/stats/reset")

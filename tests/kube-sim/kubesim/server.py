@@ -214,6 +214,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.dispatch("DELETE")
 
     def read_body(self):
+        # Read once; send_bytes drains an unread body so an early answer (401, 403, an
+        # injected fault) never leaves it on a kept-alive connection for the next request.
+        if getattr(self, "_body", None) is None:
+            self._body = self._read_body_once()
+        return self._body
+
+    def _read_body_once(self):
         n = int(self.headers.get("Content-Length") or 0)
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             data = b""
@@ -232,6 +239,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.rfile.read(n) if n else b""
 
     def send_bytes(self, code, body, ctype="application/json", headers=None):
+        if getattr(self, "_body", None) is None and (
+                int(self.headers.get("Content-Length") or 0) > 0 or
+                self.headers.get("Transfer-Encoding", "").lower() == "chunked"):
+            try:
+                self.read_body()
+            except ApiError:
+                self._body = b""
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
@@ -281,6 +295,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     # -- main dispatch -------------------------------------------------------------
     def dispatch(self, method):
         self._warnings = []
+        self._body = None
         sim = self.sim
         url = urllib.parse.urlsplit(self.path)
         path = url.path
