@@ -311,6 +311,65 @@ int tau_node_facts_validate(const tau_node_facts *f)
 	return 0;
 }
 
+/* Keep only the members of `obj` named in `keep` (NULL-terminated). */
+static void keep_only(cJSON *obj, const char *const *keep)
+{
+	cJSON *it;
+
+	if (!cJSON_IsObject(obj))
+		return;
+	it = obj->child;
+	while (it != NULL) {
+		cJSON *next = it->next;
+		bool wanted = false;
+
+		for (size_t i = 0; keep[i] != NULL && !wanted; i++)
+			wanted = it->string != NULL && strcmp(it->string, keep[i]) == 0;
+		if (!wanted)
+			cJSON_Delete(cJSON_DetachItemViaPointer(obj, it));
+		it = next;
+	}
+}
+
+void tau_node_facts_prune(cJSON *node)
+{
+	static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+	static const char *const meta[] = {"name",   "namespace",         "uid", "resourceVersion",
+	                                   "labels", "deletionTimestamp", NULL};
+	static const char *const spec[] = {"unschedulable", "providerID", NULL};
+	static const char *const status[] = {"allocatable", "conditions", "nodeInfo", NULL};
+	static const char *const node_info[] = {"operatingSystem", NULL};
+	static const char *const condition[] = {"type", "status", NULL};
+	cJSON *conds;
+
+	keep_only(node, top);
+	keep_only(cJSON_GetObjectItemCaseSensitive(node, "metadata"), meta);
+	keep_only(cJSON_GetObjectItemCaseSensitive(node, "spec"), spec);
+	keep_only(cJSON_GetObjectItemCaseSensitive(node, "status"), status);
+	keep_only(tau_json_find(node, "status.nodeInfo") != NULL
+	                  ? cJSON_GetObjectItemCaseSensitive(
+	                            cJSON_GetObjectItemCaseSensitive(node, "status"), "nodeInfo")
+	                  : NULL,
+	          node_info);
+	conds = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(node, "status"),
+	                                         "conditions");
+	if (cJSON_IsArray(conds)) {
+		cJSON *c = conds->child;
+
+		/* Only Ready decides anything. */
+		while (c != NULL) {
+			cJSON *next = c->next;
+			const char *type = NULL;
+
+			if (tau_json_get_string(&type, c, "type") < 0 || strcmp(type, "Ready") != 0)
+				cJSON_Delete(cJSON_DetachItemViaPointer(conds, c));
+			else
+				keep_only(c, condition);
+			c = next;
+		}
+	}
+}
+
 static int dup_array(char ***dst, char *const *src, size_t n)
 {
 	if (n == 0)

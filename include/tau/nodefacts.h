@@ -63,6 +63,14 @@ int tau_node_facts_from_json(tau_node_facts *out, const cJSON *node);
  */
 int tau_node_facts_validate(const tau_node_facts *facts);
 
+/**
+ * Prune a Node object in place to the fields tau_node_facts_from_json reads
+ * (plus metadata.namespace/resourceVersion for caches), for an informer's
+ * transform hook: a cached Node then costs a few hundred bytes instead of
+ * kilobytes.  Facts read from the pruned object equal those of the original.
+ */
+void tau_node_facts_prune(cJSON *node);
+
 /** Deep copy.  @return 0 or -TAU_ENOMEM (dst left zeroed). */
 int tau_node_facts_copy(tau_node_facts *dst, const tau_node_facts *src);
 

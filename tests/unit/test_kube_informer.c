@@ -263,6 +263,13 @@ static void h_delete(void *arg, const cJSON *o)
 	record("del", o);
 }
 
+/* Marks every object, so the test can see the cache holds transformed objects. */
+static void h_transform(void *arg, cJSON *obj)
+{
+	(void)arg;
+	cJSON_AddBoolToObject(obj, "transformed", 1);
+}
+
 static void test_scripted_server(void **state)
 {
 	tau_kube_informer_options io = {.namespace = "ns",
@@ -271,7 +278,7 @@ static void test_scripted_server(void **state)
 	                                .watch_timeout_max_s = 60,
 	                                .backoff_initial_ms = 20,
 	                                .backoff_cap_ms = 100};
-	tau_kube_handlers h = {h_add, h_update, h_delete, NULL};
+	tau_kube_handlers h = {h_add, h_update, h_delete, NULL, h_transform};
 	tau_kube_config *cfg = NULL;
 	tau_kube_client *c = NULL;
 	tau_kube_loop *loop = NULL;
@@ -324,6 +331,9 @@ static void test_scripted_server(void **state)
 	                             "add e@15;del c@3;");             /* relist after 410 */
 	assert_int_equal(tau_kube_informer_snapshot(&snap, inf), 0);
 	assert_int_equal(cJSON_GetArraySize(snap), 3);
+	for (int i = 0; i < 3; i++)
+		assert_true(cJSON_IsTrue(
+		        cJSON_GetObjectItem(cJSON_GetArrayItem(snap, i), "transformed")));
 	assert_string_equal(cJSON_GetArrayItem(snap, 0)->child->next->next->child->valuestring,
 	                    "a");
 	cJSON_Delete(snap);

@@ -198,6 +198,48 @@ static void test_too_many_labels(void **state)
 	cJSON_Delete(n);
 }
 
+/* Pruning keeps exactly what the parser reads: same facts, much smaller object. */
+static void test_prune_keeps_facts(void **state)
+{
+	static const char *const names[] = {"node-nd-h100-v5.json", "node-nc-a100-v4-mig.json",
+	                                    "node-flex-h100.json"};
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		cJSON *node = load_fixture(names[i]);
+		tau_node_facts a = {0}, b = {0};
+		char *before = cJSON_PrintUnformatted(node);
+		char *after;
+
+		assert_int_equal(tau_node_facts_from_json(&a, node), 0);
+		tau_node_facts_prune(node);
+		after = cJSON_PrintUnformatted(node);
+		assert_true(strlen(after) < strlen(before));
+		assert_null(tau_json_find(node, "metadata.annotations"));
+		assert_null(tau_json_find(node, "status.images"));
+		assert_int_equal(tau_node_facts_from_json(&b, node), 0);
+		assert_string_equal(a.name, b.name);
+		assert_string_equal(a.resource_version, b.resource_version);
+		assert_string_equal(a.os, b.os);
+		assert_int_equal(a.ready, b.ready);
+		assert_int_equal(a.schedulable, b.schedulable);
+		assert_int_equal(a.deleting, b.deleting);
+		assert_int_equal(a.n_labels, b.n_labels);
+		assert_int_equal(a.n_allocatable, b.n_allocatable);
+		for (size_t r = 0; r < a.n_allocatable; r++)
+			assert_int_equal(
+			        tau_quantity_cmp(&a.allocatable[r].value, &b.allocatable[r].value),
+			        0);
+		assert_true((a.provider_id == NULL) == (b.provider_id == NULL));
+		tau_node_facts_clear(&a);
+		tau_node_facts_clear(&b);
+		free(before);
+		free(after);
+		cJSON_Delete(node);
+	}
+	tau_node_facts_prune(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -206,6 +248,7 @@ int main(void)
 	        cmocka_unit_test(test_states),
 	        cmocka_unit_test(test_malformed),
 	        cmocka_unit_test(test_too_many_labels),
+	        cmocka_unit_test(test_prune_keeps_facts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
