@@ -1,0 +1,309 @@
+/*
+ * rpc_test_client - the C side of the interoperability tests: streams AgentReports to a
+ * server (the Python one in tests/e2e/test_rpc_interop.py) through lib/rpc's client.
+ *
+ * Usage: rpc_test_client --target HOST:PORT [--ca F [--cert F --key F] [--server-name N]]
+ *        [--token T] [--count N | --hold]
+ * It calls Health/Check and GetPool, then opens Report (with reconnect) and sends a full
+ * inventory as seq 1 on every (re)connect. --count N (default 1000): sends heartbeats up to
+ * seq N, waits for N acks, sends Stopping, half-closes, and exits 0 when the server closes with
+ * OK. --hold: keeps the stream until SIGTERM. Progress lines on stdout: "health N",
+ * "pool flavors=N", "connected K", "acked SEQ" (hold mode), "acks N", "closed CODE".
+ */
+#include "tau/error.h"
+#include "tau/rpc.h"
+
+#include "grpc/health/v1/health.pb-c.h"
+#include "tau/inventory/v1/inventory.pb-c.h"
+#include "tau/inventory/v1/query.pb-c.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int connects;
+static uint64_t acks;
+static int closed;
+static tau_rpc_status last_status;
+static bool hold;
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (1 << 20) &&
+	    fseek(f, 0, SEEK_SET) == 0) {
+		buf = calloc(1, (size_t)n + 1);
+		if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+static int send_inventory(tau_rpc_stream *s)
+{
+	Tau__Inventory__V1__AgentReport rep = TAU__INVENTORY__V1__AGENT_REPORT__INIT;
+	Tau__Inventory__V1__NodeInventory inv = TAU__INVENTORY__V1__NODE_INVENTORY__INIT;
+	Tau__Inventory__V1__ResourceQuantity gpu = TAU__INVENTORY__V1__RESOURCE_QUANTITY__INIT;
+	Tau__Inventory__V1__ResourceQuantity *res[1] = {&gpu};
+	Tau__Inventory__V1__LocalDevices dev = TAU__INVENTORY__V1__LOCAL_DEVICES__INIT;
+
+	gpu.name = (char *)"nvidia.com/gpu";
+	gpu.quantity = (char *)"8";
+	inv.node_name = (char *)"gpu-node-1";
+	inv.node_uid = (char *)"uid-1";
+	inv.gpu_class = (char *)"h100";
+	inv.n_allocatable = 1;
+	inv.allocatable = res;
+	inv.ready = true;
+	inv.schedulable = true;
+	inv.os = (char *)"linux";
+	inv.kind = TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_AGENT_POOL;
+	dev.gpus_present = 8;
+	dev.gpus_healthy = 8;
+	dev.gpus_probed = true;
+	inv.devices = &dev;
+	inv.agent_version = (char *)"0.1.0";
+	inv.digest = (char *)"d-1";
+	rep.seq = 1;
+	rep.body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_INVENTORY;
+	rep.inventory = &inv;
+	return tau_rpc_stream_send(s, &rep.base);
+}
+
+static void on_connected(tau_rpc_stream *s, void *ud)
+{
+	(void)ud;
+	/* A new stream starts with a full inventory at seq 1 (docs/protocol.md). */
+	if (send_inventory(s) < 0)
+		fprintf(stderr, "rpc_test_client: %s\n", tau_error_last()->msg);
+	pthread_mutex_lock(&mu);
+	connects++;
+	acks = 0;
+	printf("connected %d\n", connects);
+	fflush(stdout);
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static void on_message(tau_rpc_stream *s, ProtobufCMessage *msg, void *ud)
+{
+	Tau__Inventory__V1__ReportAck *ack = (Tau__Inventory__V1__ReportAck *)msg;
+
+	(void)s;
+	(void)ud;
+	pthread_mutex_lock(&mu);
+	if (ack->status == TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_OK)
+		acks++;
+	if (hold) {
+		printf("acked %llu\n", (unsigned long long)ack->seq);
+		fflush(stdout);
+	}
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	tau_rpc_message_free(msg);
+}
+
+static void on_closed(tau_rpc_stream *s, const tau_rpc_status *st, int retry_in, void *ud)
+{
+	(void)s;
+	(void)ud;
+	pthread_mutex_lock(&mu);
+	closed++;
+	last_status = *st;
+	if (hold) {
+		printf("closed %s retry %d\n", tau_rpc_code_name((int)st->code), retry_in);
+		fflush(stdout);
+	}
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static bool wait_for(bool (*cond)(void *), void *arg, int ms)
+{
+	struct timespec dl;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += ms / 1000;
+	pthread_mutex_lock(&mu);
+	while (!(ok = cond(arg)))
+		if (pthread_cond_timedwait(&cv, &mu, &dl) == ETIMEDOUT)
+			break;
+	ok = cond(arg);
+	pthread_mutex_unlock(&mu);
+	return ok;
+}
+
+static bool is_connected(void *arg)
+{
+	(void)arg;
+	return connects > 0;
+}
+
+static bool all_acked(void *arg)
+{
+	return acks >= *(uint64_t *)arg;
+}
+
+static bool is_closed(void *arg)
+{
+	(void)arg;
+	return closed > 0;
+}
+
+int main(int argc, char **argv)
+{
+	tau_rpc_channel_opts copts = {0};
+	const char *ca = NULL, *cert = NULL, *key = NULL, *token = NULL;
+	uint64_t count = 1000;
+	tau_rpc_channel *ch = NULL;
+	tau_rpc_stream *s = NULL;
+	tau_rpc_stream_opts so = {0};
+	Grpc__Health__V1__HealthCheckRequest hreq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+	Tau__Inventory__V1__GetPoolRequest preq = TAU__INVENTORY__V1__GET_POOL_REQUEST__INIT;
+	ProtobufCMessage *out = NULL;
+	tau_rpc_status st;
+	sigset_t sigs;
+	int rc = 1;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : "";
+
+		if (strcmp(a, "--hold") == 0) {
+			hold = true;
+			continue;
+		}
+		if (strcmp(a, "--target") == 0)
+			copts.target = v;
+		else if (strcmp(a, "--ca") == 0)
+			ca = v;
+		else if (strcmp(a, "--cert") == 0)
+			cert = v;
+		else if (strcmp(a, "--key") == 0)
+			key = v;
+		else if (strcmp(a, "--server-name") == 0)
+			copts.server_name_override = v;
+		else if (strcmp(a, "--token") == 0)
+			token = v;
+		else if (strcmp(a, "--count") == 0)
+			count = strtoull(v, NULL, 10);
+		else {
+			fprintf(stderr, "rpc_test_client: unknown option %s\n", a);
+			return 2;
+		}
+		i++;
+	}
+	if (copts.target == NULL || count < 1) {
+		fprintf(stderr, "rpc_test_client: --target is required\n");
+		return 2;
+	}
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	if (ca != NULL && (copts.ca_pem = read_file(ca)) == NULL)
+		return 2;
+	if (cert != NULL && (copts.cert_pem = read_file(cert)) == NULL)
+		return 2;
+	if (key != NULL && (copts.key_pem = read_file(key)) == NULL)
+		return 2;
+	if (tau_rpc_channel_new(&ch, &copts) < 0 ||
+	    (token != NULL && tau_rpc_channel_set_bearer_token(ch, token) < 0))
+		goto out;
+
+	hreq.service = (char *)"";
+	if (tau_rpc_unary(&out, ch, "/grpc.health.v1.Health/Check", &hreq.base,
+	                  &grpc__health__v1__health_check_response__descriptor, 10000, &st) < 0)
+		goto out;
+	printf("health %d\n", ((Grpc__Health__V1__HealthCheckResponse *)out)->status);
+	tau_rpc_message_free(out);
+	if (tau_rpc_unary(&out, ch, "/tau.inventory.v1.QueryService/GetPool", &preq.base,
+	                  &tau__inventory__v1__pool__descriptor, 10000, &st) < 0)
+		goto out;
+	printf("pool flavors=%zu\n", ((Tau__Inventory__V1__Pool *)out)->n_flavors);
+	fflush(stdout);
+	tau_rpc_message_free(out);
+
+	so.path = "/tau.inventory.v1.InventoryService/Report";
+	so.response = &tau__inventory__v1__report_ack__descriptor;
+	so.reconnect = hold; /* --count ends with one clean stream */
+	so.backoff_initial_ms = 100;
+	so.backoff_max_ms = 1000;
+	so.max_send_queue = (size_t)count + 16;
+	so.on_connected = on_connected;
+	so.on_message = on_message;
+	so.on_closed = on_closed;
+	if (tau_rpc_stream_open(&s, ch, &so) < 0)
+		goto out;
+	if (hold) {
+		int sig = 0;
+
+		sigwait(&sigs, &sig);
+		rc = 0;
+		goto out;
+	}
+	if (!wait_for(is_connected, NULL, 10000)) {
+		tau_error_set(TAU_ETIMEOUT, "not connected");
+		goto out;
+	}
+	for (uint64_t seq = 2; seq <= count; seq++) {
+		Tau__Inventory__V1__AgentReport rep = TAU__INVENTORY__V1__AGENT_REPORT__INIT;
+		Tau__Inventory__V1__Heartbeat hb = TAU__INVENTORY__V1__HEARTBEAT__INIT;
+
+		hb.sent_unix_ms = (int64_t)time(NULL) * 1000;
+		hb.digest = (char *)"d-1";
+		rep.seq = seq;
+		rep.body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_HEARTBEAT;
+		rep.heartbeat = &hb;
+		if (tau_rpc_stream_send(s, &rep.base) < 0)
+			goto out;
+	}
+	if (!wait_for(all_acked, &count, 60000)) {
+		tau_error_set(TAU_ETIMEOUT, "only %llu of %llu acks", (unsigned long long)acks,
+		              (unsigned long long)count);
+		goto out;
+	}
+	printf("acks %llu\n", (unsigned long long)acks);
+	{
+		Tau__Inventory__V1__AgentReport rep = TAU__INVENTORY__V1__AGENT_REPORT__INIT;
+		Tau__Inventory__V1__Stopping stop = TAU__INVENTORY__V1__STOPPING__INIT;
+
+		stop.reason = (char *)"test done";
+		rep.seq = count + 1;
+		rep.body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_STOPPING;
+		rep.stopping = &stop;
+		if (tau_rpc_stream_send(s, &rep.base) < 0 || tau_rpc_stream_close_send(s) < 0)
+			goto out;
+	}
+	if (!wait_for(is_closed, NULL, 10000)) {
+		tau_error_set(TAU_ETIMEOUT, "stream did not close");
+		goto out;
+	}
+	printf("closed %s\n", tau_rpc_code_name((int)last_status.code));
+	rc = last_status.code == TAU_RPC_OK ? 0 : 1;
+out:
+	if (rc != 0)
+		fprintf(stderr, "rpc_test_client: %s\n", tau_error_last()->msg);
+	fflush(stdout);
+	tau_rpc_stream_free(s);
+	tau_rpc_channel_free(ch);
+	free((char *)copts.ca_pem);
+	free((char *)copts.cert_pem);
+	free((char *)copts.key_pem);
+	return rc;
+}

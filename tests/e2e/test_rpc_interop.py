@@ -1,0 +1,449 @@
+"""Interoperability of lib/rpc with Python grpcio, both ways, plaintext and TLS.
+
+Run with the system interpreter (Debian's python3-grpcio lives there):
+    TAU_RPC_TEST_SERVER=build/tests/e2e/rpc_test_server \
+    TAU_RPC_TEST_CLIENT=build/tests/e2e/rpc_test_client \
+    /usr/bin/python3 -m unittest -v test_rpc_interop        (from tests/e2e)
+
+Message classes are generated at set-up with protoc (protobuf-compiler) into a temporary
+directory; a throwaway CA and certificates are made with the openssl CLI. Every wait is for a
+condition (a line on a pipe, a process exit, an RPC answer), never a fixed sleep.
+"""
+
+import concurrent.futures
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SERVER_BIN = os.environ.get("TAU_RPC_TEST_SERVER", os.path.join(ROOT, "build/tests/e2e/rpc_test_server"))
+CLIENT_BIN = os.environ.get("TAU_RPC_TEST_CLIENT", os.path.join(ROOT, "build/tests/e2e/rpc_test_client"))
+PROTOC = os.environ.get("TAU_PROTOC") or shutil.which("protoc")
+OPENSSL = os.environ.get("TAU_OPENSSL") or shutil.which("openssl")
+PROTO_DIR = os.environ.get("TAU_PROTO_DIR", os.path.join(ROOT, "proto"))
+GRPC_PROTO_DIR = os.environ.get("TAU_GRPC_PROTO_DIR", "/usr/share/grpc-proto")
+
+TOKEN = "interop-token"
+INV = "/tau.inventory.v1.InventoryService/"
+QRY = "/tau.inventory.v1.QueryService/"
+HEALTH = "/grpc.health.v1.Health/"
+
+pb = None  # inventory_pb2
+qpb = None  # query_pb2
+hpb = None  # health_pb2
+WORK = None
+CERTS = {}
+
+
+def _run(*cmd):
+    subprocess.run(cmd, check=True, cwd=WORK, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _make_certs():
+    """A CA, a server cert for localhost/127.0.0.1 and a node client cert (CN=SAN=gpu-node-1)."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    _run(OPENSSL, "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
+         "-subj", "/CN=tau-interop-ca")
+    for name, cn, ext in (
+        ("server", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+        ("client", "gpu-node-1", "subjectAltName=DNS:gpu-node-1\nextendedKeyUsage=clientAuth\n"),
+    ):
+        with open(os.path.join(WORK, name + ".ext"), "w") as f:
+            f.write(ext)
+        _run(OPENSSL, "req", *ec, "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + cn)
+        _run(OPENSSL, "x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", name + ".pem", "-days", "1", "-extfile", name + ".ext")
+    # A second, unrelated CA: clients trusting it must fail the handshake.
+    _run(OPENSSL, "req", "-x509", *ec, "-keyout", "other.key", "-out", "other.pem", "-days", "1",
+         "-subj", "/CN=other-ca")
+    for name in ("ca", "server", "client", "other"):
+        CERTS[name + ".pem"] = os.path.join(WORK, name + ".pem")
+        CERTS[name + ".key"] = os.path.join(WORK, name + ".key")
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def setUpModule():
+    global pb, qpb, hpb, WORK
+    for what, path in (("rpc_test_server", SERVER_BIN), ("rpc_test_client", CLIENT_BIN)):
+        if not os.access(path, os.X_OK):
+            raise unittest.SkipTest("%s not built (%s); set TAU_RPC_TEST_SERVER/CLIENT" % (what, path))
+    if not PROTOC or not OPENSSL:
+        raise unittest.SkipTest("needs protoc (protobuf-compiler) and openssl")
+    WORK = tempfile.mkdtemp(prefix="tau-rpc-interop-")
+    gen = os.path.join(WORK, "gen")
+    hgen = os.path.join(WORK, "hgen")
+    os.makedirs(gen)
+    os.makedirs(hgen)
+    subprocess.run([PROTOC, "-I" + PROTO_DIR, "--python_out=" + gen,
+                    os.path.join(PROTO_DIR, "tau/inventory/v1/inventory.proto"),
+                    os.path.join(PROTO_DIR, "tau/inventory/v1/query.proto")], check=True)
+    subprocess.run([PROTOC, "-I" + GRPC_PROTO_DIR, "--python_out=" + hgen,
+                    os.path.join(GRPC_PROTO_DIR, "grpc/health/v1/health.proto")], check=True)
+    # The installed grpc package shadows grpc.health.v1: import health_pb2 from its directory.
+    sys.path.insert(0, gen)
+    sys.path.insert(0, os.path.join(hgen, "grpc/health/v1"))
+    from tau.inventory.v1 import inventory_pb2, query_pb2  # noqa: E402
+    import health_pb2  # noqa: E402
+    pb, qpb, hpb = inventory_pb2, query_pb2, health_pb2
+    _make_certs()
+
+
+def tearDownModule():
+    if WORK:
+        shutil.rmtree(WORK, ignore_errors=True)
+
+
+class Proc:
+    """A child process whose stdout lines are collected by a thread, to wait on."""
+
+    def __init__(self, argv):
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        self.cond = threading.Condition()
+        self.t = threading.Thread(target=self._pump, daemon=True)
+        self.t.start()
+
+    def _pump(self):
+        for line in self.p.stdout:
+            with self.cond:
+                self.lines.append(line.rstrip("\n"))
+                self.cond.notify_all()
+        with self.cond:
+            self.cond.notify_all()
+
+    def wait_line(self, pred, timeout=20):
+        """The first collected line matching pred (waits for it)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for line in self.lines:
+                    if pred(line):
+                        return line
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.p.poll() is not None and not self.t.is_alive()):
+                    raise AssertionError("no matching line; got %r; stderr: %s"
+                                         % (self.lines, self._stderr()))
+                self.cond.wait(left)
+
+    def _stderr(self):
+        if self.p.poll() is None:
+            return "(running)"
+        return self.p.stderr.read()[-2000:]
+
+    def stop(self, timeout=20):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        try:
+            rc = self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = self.p.wait()
+        self.t.join(5)
+        self.p.stdout.close()
+        self.p.stderr.close()
+        return rc
+
+
+def start_c_server(*args):
+    proc = Proc([SERVER_BIN, "--listen", "127.0.0.1:0", *args])
+    line = proc.wait_line(lambda l: l.startswith("ready "))
+    return proc, int(line.split()[1])
+
+
+def call_options(token=TOKEN):
+    return [("authorization", "Bearer " + token)] if token else None
+
+
+class PythonClientToCServer(unittest.TestCase):
+    """A Python grpcio client calls every method of the C test server."""
+
+    server_args = ("--token", TOKEN)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.proc, cls.port = start_c_server(*cls.server_args)
+        cls.channel = cls.make_channel()
+
+    @classmethod
+    def make_channel(cls):
+        return grpc.insecure_channel("127.0.0.1:%d" % cls.port)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        # Graceful shutdown exits 0.
+        assert cls.proc.stop() == 0
+
+    def unary(self, method, req, resp_cls, token=TOKEN, timeout=10):
+        fn = self.channel.unary_unary(method, request_serializer=lambda m: m.SerializeToString(),
+                                      response_deserializer=resp_cls.FromString)
+        return fn(req, timeout=timeout, metadata=call_options(token))
+
+    def test_query_methods(self):
+        nodes = self.unary(QRY + "ListNodes", qpb.ListNodesRequest(), qpb.ListNodesResponse)
+        self.assertEqual([n.name for n in nodes.nodes], ["gpu-node-1", "gpu-node-2"])
+        self.assertEqual({(r.name, r.quantity) for r in nodes.nodes[0].allocatable},
+                         {("cpu", "96"), ("nvidia.com/gpu", "8")})
+        self.assertFalse(nodes.nodes[1].counted)
+        node = self.unary(QRY + "GetNode", qpb.GetNodeRequest(name="n-\u00e9"), qpb.GetNodeResponse)
+        self.assertEqual(node.status.name, "n-\u00e9")
+        self.assertEqual(node.inventory.kind, pb.NODE_KIND_FLEX)
+        self.assertEqual(node.inventory.labels["tau.azure.com/gpu-class"], "h100")
+        self.assertEqual(node.inventory.csi_drivers[0].managed_by, pb.CSI_MANAGED_BY_AKS_ADDON)
+        self.assertEqual(node.inventory.devices.rdma_ports_up, 7)
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.unary(QRY + "GetNode", qpb.GetNodeRequest(name="missing"), qpb.GetNodeResponse)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.NOT_FOUND)
+        pool = self.unary(QRY + "GetPool", qpb.GetPoolRequest(), qpb.Pool)
+        self.assertTrue(pool.established)
+        self.assertEqual(dict(pool.flavors[0].resources), {"cpu": "192", "nvidia.com/gpu": "16"})
+        watch = self.channel.unary_stream(QRY + "WatchPool", request_serializer=lambda m: m.SerializeToString(),
+                                          response_deserializer=qpb.Pool.FromString)
+        gens = [p.generation for p in watch(qpb.WatchPoolRequest(), timeout=10, metadata=call_options())]
+        self.assertEqual(gens, [1, 2, 3])
+        ex = self.unary(QRY + "ExplainNode", qpb.ExplainNodeRequest(name="gpu-node-2"), qpb.ExplainNodeResponse)
+        self.assertEqual([(r.name, getattr(r, "pass")) for r in ex.rules],
+                         [("P1.linux", True), ("P1.ready", False)])
+        ws = self.unary(QRY + "ListWorkspaces", qpb.ListWorkspacesRequest(), qpb.ListWorkspacesResponse)
+        self.assertEqual(ws.workspaces[0].conditions[0].type, "RBACReady")
+        one = self.unary(QRY + "GetWorkspace", qpb.GetWorkspaceRequest(name="alpha"), qpb.WorkspaceSummary)
+        self.assertEqual((one.phase, getattr(one, "namespace")), ("Ready", "alpha"))
+
+    def report(self, reports, token=TOKEN):
+        fn = self.channel.stream_stream(INV + "Report", request_serializer=lambda m: m.SerializeToString(),
+                                        response_deserializer=pb.ReportAck.FromString)
+        return list(fn(iter(reports), timeout=30, metadata=call_options(token)))
+
+    def test_report_bidi(self):
+        inv = pb.NodeInventory(node_name="gpu-node-1", gpu_class="h100", ready=True,
+                               allocatable=[pb.ResourceQuantity(name="nvidia.com/gpu", quantity="8")])
+        reports = [pb.AgentReport(seq=1, inventory=inv)]
+        reports += [pb.AgentReport(seq=i, heartbeat=pb.Heartbeat(sent_unix_ms=i, digest="d"))
+                    for i in range(2, 501)]
+        acks = self.report(reports)
+        self.assertEqual([a.seq for a in acks], list(range(1, 501)))
+        self.assertTrue(all(a.status == pb.ACK_STATUS_OK and a.heartbeat_interval_seconds == 15 for a in acks))
+        # A stream that starts with a heartbeat is asked for a full inventory.
+        acks = self.report([pb.AgentReport(seq=1, heartbeat=pb.Heartbeat())])
+        self.assertEqual(acks[0].status, pb.ACK_STATUS_RESEND_FULL)
+
+    def test_bad_token(self):
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.unary(QRY + "GetPool", qpb.GetPoolRequest(), qpb.Pool, token="wrong")
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.report([pb.AgentReport(seq=1)], token=None)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+
+    def test_health(self):
+        S = hpb.HealthCheckResponse
+        for service, want in (("", S.SERVING), ("tau.inventory.v1.InventoryService", S.SERVING),
+                              ("tau.inventory.v1.QueryService", S.SERVING)):
+            resp = self.unary(HEALTH + "Check", hpb.HealthCheckRequest(service=service),
+                              hpb.HealthCheckResponse, token=None)
+            self.assertEqual(resp.status, want, service)
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.unary(HEALTH + "Check", hpb.HealthCheckRequest(service="nope"), hpb.HealthCheckResponse, token=None)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.NOT_FOUND)
+        watch = self.channel.unary_stream(HEALTH + "Watch", request_serializer=lambda m: m.SerializeToString(),
+                                          response_deserializer=hpb.HealthCheckResponse.FromString)
+        for service, want in (("tau.inventory.v1.InventoryService", S.SERVING), ("nope", S.SERVICE_UNKNOWN)):
+            stream = watch(hpb.HealthCheckRequest(service=service), timeout=10)
+            self.assertEqual(next(stream).status, want)
+            stream.cancel()
+
+    def raw_unary(self, method, data, timeout=10):
+        fn = self.channel.unary_unary(method, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        return fn(data, timeout=timeout, metadata=call_options())
+
+    def test_unknown_method(self):
+        start = time.monotonic()
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.raw_unary(QRY + "NoSuchMethod", b"", timeout=20)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        self.assertLess(time.monotonic() - start, 5)
+
+    def test_bad_input_keeps_serving(self):
+        for data, code in ((b"\x0a\x03n\xc3\x28", grpc.StatusCode.INVALID_ARGUMENT),  # bad UTF-8
+                           (b"\x0a\xff\xff\xff\xff\x0f", grpc.StatusCode.INVALID_ARGUMENT),  # malformed
+                           (b"\x0a\x80\x80\x40" + b"a" * (1 << 20), grpc.StatusCode.RESOURCE_EXHAUSTED)):
+            with self.assertRaises(grpc.RpcError) as cm:
+                self.raw_unary(QRY + "GetNode", data)
+            self.assertEqual(cm.exception.code(), code)
+        node = self.unary(QRY + "GetNode", qpb.GetNodeRequest(name="ok"), qpb.GetNodeResponse)
+        self.assertEqual(node.status.name, "ok")
+
+
+class PythonClientToCServerTls(PythonClientToCServer):
+    """The same calls over mTLS; the server sees the client's certificate identity."""
+
+    server_args = ("--token", TOKEN)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server_args = ("--token", TOKEN, "--tls-cert", CERTS["server.pem"], "--tls-key", CERTS["server.key"],
+                           "--client-ca", CERTS["ca.pem"], "--require-client-cert")
+        super().setUpClass()
+
+    @classmethod
+    def make_channel(cls, ca="ca.pem", with_cert=True):
+        creds = grpc.ssl_channel_credentials(
+            root_certificates=_read(CERTS[ca]),
+            private_key=_read(CERTS["client.key"]) if with_cert else None,
+            certificate_chain=_read(CERTS["client.pem"]) if with_cert else None)
+        return grpc.secure_channel("localhost:%d" % cls.port, creds)
+
+    def test_peer_identity(self):
+        node = self.unary(QRY + "GetNode", qpb.GetNodeRequest(name="n"), qpb.GetNodeResponse)
+        self.assertEqual(list(node.status.reasons), ["peer:gpu-node-1", "cn:gpu-node-1", "tls:1"])
+
+    def test_handshake_failures(self):
+        for kwargs in ({"with_cert": False}, {"ca": "other.pem"}):
+            ch = self.make_channel(**kwargs)
+            try:
+                fn = ch.unary_unary(QRY + "GetPool", request_serializer=lambda m: m.SerializeToString(),
+                                    response_deserializer=qpb.Pool.FromString)
+                with self.assertRaises(grpc.RpcError) as cm:
+                    fn(qpb.GetPoolRequest(), timeout=10, metadata=call_options())
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE, kwargs)
+            finally:
+                ch.close()
+
+
+class PyServer:
+    """A Python grpcio server for Report, GetPool and Health/Check."""
+
+    def __init__(self, port=0, tls=False):
+        self.reports = []
+        self.peers = set()
+        self.lock = threading.Lock()
+        self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=8))
+        ser = lambda m: m.SerializeToString()  # noqa: E731
+        inv = grpc.method_handlers_generic_handler("tau.inventory.v1.InventoryService", {
+            "Report": grpc.stream_stream_rpc_method_handler(self.report, pb.AgentReport.FromString, ser)})
+        qry = grpc.method_handlers_generic_handler("tau.inventory.v1.QueryService", {
+            "GetPool": grpc.unary_unary_rpc_method_handler(self.get_pool, qpb.GetPoolRequest.FromString, ser)})
+        hlt = grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
+            "Check": grpc.unary_unary_rpc_method_handler(
+                lambda req, ctx: hpb.HealthCheckResponse(status=hpb.HealthCheckResponse.SERVING),
+                hpb.HealthCheckRequest.FromString, ser)})
+        self.server.add_generic_rpc_handlers((inv, qry, hlt))
+        addr = "127.0.0.1:%d" % port
+        if tls:
+            creds = grpc.ssl_server_credentials([(_read(CERTS["server.key"]), _read(CERTS["server.pem"]))],
+                                                root_certificates=_read(CERTS["ca.pem"]),
+                                                require_client_auth=True)
+            self.port = self.server.add_secure_port(addr, creds)
+        else:
+            self.port = self.server.add_insecure_port(addr)
+        assert self.port, "cannot bind " + addr
+        self.server.start()
+
+    def _auth(self, context):
+        if dict(context.invocation_metadata()).get("authorization") != "Bearer " + TOKEN:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "bad token")
+        ids = context.peer_identities()
+        if ids:
+            with self.lock:
+                self.peers.update(i.decode() for i in ids)
+
+    def get_pool(self, req, context):
+        self._auth(context)
+        return qpb.Pool(established=True, flavors=[qpb.Flavor(name="h100", resources={"cpu": "8"})])
+
+    def report(self, requests, context):
+        self._auth(context)
+        # lib/rpc streams count as connected when headers arrive: send them first.
+        context.send_initial_metadata(())
+        for rep in requests:
+            with self.lock:
+                self.reports.append((rep.seq, rep.WhichOneof("body")))
+            yield pb.ReportAck(seq=rep.seq, heartbeat_interval_seconds=15, status=pb.ACK_STATUS_OK)
+
+    def stop(self):
+        self.server.stop(0).wait()
+
+
+class CClientToPythonServer(unittest.TestCase):
+    """The C client streams to a Python server."""
+
+    def run_client(self, port, *args, count=1000):
+        p = subprocess.run([CLIENT_BIN, "--target", "127.0.0.1:%d" % port,
+                            "--token", TOKEN, "--count", str(count), *args],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        return p.stdout
+
+    def check_reports(self, srv, count):
+        with srv.lock:
+            seqs = [s for s, _ in srv.reports]
+            kinds = [k for _, k in srv.reports]
+        self.assertEqual(seqs, list(range(1, count + 2)))
+        self.assertEqual(kinds[0], "inventory")
+        self.assertEqual(kinds[-1], "stopping")
+
+    def test_plaintext(self):
+        srv = PyServer()
+        try:
+            out = self.run_client(srv.port, count=1000)
+            self.assertIn("health 1", out)
+            self.assertIn("pool flavors=1", out)
+            self.assertIn("acks 1000", out)
+            self.assertIn("closed OK", out)
+            self.check_reports(srv, 1000)
+        finally:
+            srv.stop()
+
+    def test_mtls(self):
+        srv = PyServer(tls=True)
+        try:
+            out = self.run_client(srv.port, "--ca", CERTS["ca.pem"], "--cert", CERTS["client.pem"],
+                                  "--key", CERTS["client.key"], count=200)
+            self.assertIn("acks 200", out)
+            self.check_reports(srv, 200)
+            self.assertIn("gpu-node-1", srv.peers)
+        finally:
+            srv.stop()
+
+    def test_reconnects_and_resends_inventory(self):
+        srv = PyServer()
+        port = srv.port
+        client = Proc([CLIENT_BIN, "--target", "127.0.0.1:%d" % port, "--token", TOKEN, "--hold"])
+        try:
+            client.wait_line(lambda l: l == "connected 1")
+            client.wait_line(lambda l: l == "acked 1")
+            srv.stop()
+            client.wait_line(lambda l: l.startswith("closed ") and not l.endswith("retry -1"))
+            srv = PyServer(port=port)
+            client.wait_line(lambda l: l == "connected 2", timeout=30)
+            deadline = time.monotonic() + 20
+            while True:
+                with srv.lock:
+                    got = list(srv.reports)
+                if got or time.monotonic() > deadline:
+                    break
+                with client.cond:
+                    client.cond.wait(0.1)
+            self.assertEqual(got[:1], [(1, "inventory")])
+        finally:
+            rc = client.stop()
+            srv.stop()
+        self.assertEqual(rc, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
