@@ -220,8 +220,8 @@ static void apply_upsert(tau_kube_informer *inf, cJSON *obj)
 	uint64_t h;
 	bool added = false;
 
-	if (inf->handlers.transform != NULL)
-		inf->handlers.transform(inf->handlers.arg, obj);
+	if (inf->opts.transform != NULL)
+		inf->opts.transform(inf->handlers.arg, obj);
 	if (object_key(key, sizeof(key), obj) < 0) {
 		cJSON_Delete(obj);
 		return;

@@ -63,14 +63,6 @@ typedef struct tau_kube_handlers {
 	void (*on_update)(void *arg, const cJSON *old_obj, const cJSON *new_obj);
 	void (*on_delete)(void *arg, const cJSON *last_obj);
 	void *arg;
-	/**
-	 * Optional: prune an object in place before it is cached and handed to the
-	 * handlers; it must keep metadata.name, metadata.namespace and
-	 * metadata.resourceVersion.  Lets a controller that reads a few fields of many
-	 * objects cache only those.  Declared last so positional initialisers of the
-	 * four members above stay valid.
-	 */
-	void (*transform)(void *arg, cJSON *obj);
 } tau_kube_handlers;
 
 /** Informer options; zeroed fields take the defaults in brackets. */
@@ -84,6 +76,13 @@ typedef struct tau_kube_informer_options {
 	uint64_t backoff_initial_ms; /**< [800] */
 	uint64_t backoff_cap_ms;     /**< [30000] */
 	uint64_t backoff_reset_ms;   /**< quiet time that resets the backoff [120000] */
+	/**
+	 * Optional: prune an object in place before it is cached and handed to the
+	 * handlers (called with the handlers' `arg`); it must keep metadata.name,
+	 * metadata.namespace and metadata.resourceVersion.  Lets a controller that
+	 * reads a few fields of many objects cache only those.
+	 */
+	void (*transform)(void *arg, cJSON *obj);
 } tau_kube_informer_options;
 
 /**

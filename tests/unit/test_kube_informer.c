@@ -277,8 +277,9 @@ static void test_scripted_server(void **state)
 	                                .watch_timeout_min_s = 30,
 	                                .watch_timeout_max_s = 60,
 	                                .backoff_initial_ms = 20,
-	                                .backoff_cap_ms = 100};
-	tau_kube_handlers h = {h_add, h_update, h_delete, NULL, h_transform};
+	                                .backoff_cap_ms = 100,
+	                                .transform = h_transform};
+	tau_kube_handlers h = {h_add, h_update, h_delete, NULL};
 	tau_kube_config *cfg = NULL;
 	tau_kube_client *c = NULL;
 	tau_kube_loop *loop = NULL;
