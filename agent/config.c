@@ -1,0 +1,375 @@
+/*
+ * config.c - flags and environment of tau-node-agent.
+ *
+ * The one idea: the environment is applied first, as if it were a set of
+ * flags, and argv second, so a DaemonSet can configure everything with env
+ * while a person at a shell overrides one thing with a flag.  Validation
+ * runs once, on the merged result, and every failure is a usage error
+ * (exit 2) with a sentence naming the flag and its environment variable.
+ */
+#include "config.h"
+
+#include "tau/error.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum {
+	OPT_NODE_NAME = 256,
+	OPT_AGGREGATOR,
+	OPT_KUBECONFIG,
+	OPT_CONTEXT,
+	OPT_HOST_ROOT,
+	OPT_TOKEN_FILE,
+	OPT_CA_FILE,
+	OPT_INSECURE,
+	OPT_ONCE,
+	OPT_HTTP_LISTEN,
+	OPT_PROBE_INTERVAL,
+	OPT_LOG_LEVEL,
+	OPT_LOG_FORMAT,
+	OPT_HELP,
+	OPT_VERSION,
+};
+
+void tau_agent_config_usage(FILE *out)
+{
+	fputs("Usage: tau-node-agent --node-name NAME --aggregator HOST:PORT "
+	      "(--ca-file F | --insecure) [options]\n"
+	      "       tau-node-agent --node-name NAME --once -o json [--kubeconfig F]\n"
+	      "\n"
+	      "Probe this GPU node and stream its inventory to the tau-aggregator.\n"
+	      "Every option can also be set with the environment variable shown.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --node-name NAME        the node this agent runs on (NODE_NAME)\n"
+	      "  --aggregator HOST:PORT  aggregator gRPC address (TAU_AGGREGATOR)\n"
+	      "  --kubeconfig FILE       kubeconfig (KUBECONFIG; default: in-cluster config)\n"
+	      "  --context NAME          kubeconfig context (TAU_CONTEXT)\n"
+	      "  --host-root DIR         prefix of the host paths probed (TAU_HOST_ROOT; /)\n"
+	      "  --token-file FILE       ServiceAccount token presented to the aggregator,\n"
+	      "                          re-read before every connect (TAU_TOKEN_FILE)\n"
+	      "  --ca-file FILE          CA that signs the aggregator's certificate (TAU_CA_FILE)\n"
+	      "  --insecure              plaintext gRPC instead of TLS (TAU_INSECURE=1)\n"
+	      "  --once                  probe once, print the inventory and exit (TAU_ONCE=1)\n"
+	      "  -o, --output json       output format of --once (TAU_OUTPUT)\n"
+	      "  --http-listen ADDR      serve /healthz and /metrics on [HOST]:PORT "
+	      "(TAU_HTTP_LISTEN)\n"
+	      "  --probe-interval SEC    periodic host re-probe (TAU_PROBE_INTERVAL; 60)\n"
+	      "  --log-level LEVEL       debug|info|warn|error (TAU_LOG_LEVEL; info)\n"
+	      "  --log-format FORMAT     logfmt|json (TAU_LOG_FORMAT; logfmt)\n"
+	      "  --help                  show this help\n"
+	      "  --version               print the version\n",
+	      out);
+}
+
+static const char *env_lookup(const char *name)
+{
+	return getenv(name);
+}
+
+/* "1", "true", "yes", "on" / "0", "false", "no", "off", "" -> bool. */
+static int parse_bool(bool *out, const char *what, const char *value)
+{
+	static const char *const yes[] = {"1", "true", "yes", "on"};
+	static const char *const no[] = {"0", "false", "no", "off", ""};
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcasecmp(value, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		if (strcasecmp(value, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return tau_error_set(TAU_EINVAL, "%s=%s: expected true or false", what, value);
+}
+
+static int parse_seconds(int *out, const char *what, const char *value)
+{
+	char *end = NULL;
+	long v;
+
+	if (value[0] < '0' || value[0] > '9')
+		return tau_error_set(TAU_EINVAL, "%s %s: expected whole seconds", what, value);
+	v = strtol(value, &end, 10);
+	if (*end != '\0' || v < 1 || v > TAU_AGENT_MAX_PROBE_INTERVAL_S)
+		return tau_error_set(TAU_EINVAL, "%s %s: expected 1..%d seconds", what, value,
+		                     TAU_AGENT_MAX_PROBE_INTERVAL_S);
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_port(int *port, const char *text)
+{
+	char *end = NULL;
+	long v;
+
+	if (text[0] < '0' || text[0] > '9')
+		return -TAU_EINVAL;
+	v = strtol(text, &end, 10);
+	if (*end != '\0' || v < 0 || v > 65535)
+		return -TAU_EINVAL;
+	*port = (int)v;
+	return 0;
+}
+
+int tau_agent_parse_listen(char *host, size_t host_cap, int *port, const char *addr)
+{
+	const char *colon;
+	const char *h = addr;
+	size_t hlen;
+
+	if (addr == NULL || host_cap == 0)
+		return tau_error_set(TAU_EINVAL, "no listen address");
+	if (addr[0] == '[') {
+		const char *close = strchr(addr, ']');
+
+		if (close == NULL || close[1] != ':')
+			return tau_error_set(TAU_EINVAL, "%s: expected [ADDRESS]:PORT", addr);
+		h = addr + 1;
+		hlen = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(addr, ':');
+		if (colon == NULL)
+			return tau_error_set(TAU_EINVAL, "%s: expected HOST:PORT or :PORT", addr);
+		hlen = (size_t)(colon - addr);
+		if (memchr(addr, ':', hlen) != NULL)
+			return tau_error_set(TAU_EINVAL, "%s: put an IPv6 address in brackets",
+			                     addr);
+	}
+	if (hlen >= host_cap)
+		return tau_error_set(TAU_EINVAL, "%s: host too long", addr);
+	if (parse_port(port, colon + 1) < 0)
+		return tau_error_set(TAU_EINVAL, "%s: port must be 0..65535", addr);
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	return 0;
+}
+
+/* HOST:PORT with a port 1..65535, or a gRPC target with a scheme (unix:, dns:, ipv4:). */
+static int check_aggregator(const char *addr)
+{
+	char host[256];
+	int port = 0;
+
+	if (addr[0] == '\0')
+		return tau_error_set(TAU_EINVAL, "--aggregator (TAU_AGGREGATOR) is empty");
+	if (strncmp(addr, "unix:", 5) == 0 || strncmp(addr, "dns:", 4) == 0 ||
+	    strncmp(addr, "ipv4:", 5) == 0 || strncmp(addr, "ipv6:", 5) == 0)
+		return 0;
+	if (tau_agent_parse_listen(host, sizeof(host), &port, addr) < 0 || host[0] == '\0' ||
+	    port == 0)
+		return tau_error_set(TAU_EINVAL,
+		                     "--aggregator %s: expected HOST:PORT (port 1..65535)", addr);
+	return 0;
+}
+
+static int apply_log_level(tau_agent_config *cfg, const char *what, const char *value)
+{
+	if (tau_log_level_parse(&cfg->log_level, value) < 0)
+		return tau_error_set(TAU_EINVAL, "%s %s: expected debug, info, warn or error", what,
+		                     value);
+	return 0;
+}
+
+static int apply_log_format(tau_agent_config *cfg, const char *what, const char *value)
+{
+	if (tau_log_format_parse(&cfg->log_format, value) < 0)
+		return tau_error_set(TAU_EINVAL, "%s %s: expected logfmt or json", what, value);
+	return 0;
+}
+
+static int from_env(tau_agent_config *cfg, tau_agent_env_fn env)
+{
+	const char *v;
+	int rc;
+
+	if ((v = env("NODE_NAME")) != NULL && v[0] != '\0')
+		cfg->node_name = v;
+	if ((v = env("TAU_AGGREGATOR")) != NULL && v[0] != '\0')
+		cfg->aggregator = v;
+	/* KUBECONFIG itself is left to the kube client: it may be a colon-separated list. */
+	if ((v = env("TAU_CONTEXT")) != NULL && v[0] != '\0')
+		cfg->context = v;
+	if ((v = env("TAU_HOST_ROOT")) != NULL && v[0] != '\0')
+		cfg->host_root = v;
+	if ((v = env("TAU_TOKEN_FILE")) != NULL && v[0] != '\0')
+		cfg->token_file = v;
+	if ((v = env("TAU_CA_FILE")) != NULL && v[0] != '\0')
+		cfg->ca_file = v;
+	if ((v = env("TAU_INSECURE")) != NULL &&
+	    (rc = parse_bool(&cfg->insecure, "TAU_INSECURE", v)) < 0)
+		return rc;
+	if ((v = env("TAU_ONCE")) != NULL && (rc = parse_bool(&cfg->once, "TAU_ONCE", v)) < 0)
+		return rc;
+	if ((v = env("TAU_OUTPUT")) != NULL && v[0] != '\0')
+		cfg->output = v;
+	if ((v = env("TAU_HTTP_LISTEN")) != NULL && v[0] != '\0')
+		cfg->http_listen = v;
+	if ((v = env("TAU_PROBE_INTERVAL")) != NULL && v[0] != '\0' &&
+	    (rc = parse_seconds(&cfg->probe_interval_s, "TAU_PROBE_INTERVAL", v)) < 0)
+		return rc;
+	if ((v = env("TAU_LOG_LEVEL")) != NULL && v[0] != '\0' &&
+	    (rc = apply_log_level(cfg, "TAU_LOG_LEVEL", v)) < 0)
+		return rc;
+	if ((v = env("TAU_LOG_FORMAT")) != NULL && v[0] != '\0' &&
+	    (rc = apply_log_format(cfg, "TAU_LOG_FORMAT", v)) < 0)
+		return rc;
+	return 0;
+}
+
+static int validate(tau_agent_config *cfg)
+{
+	char host[256];
+	int port;
+	int rc;
+
+	if (cfg->node_name == NULL || cfg->node_name[0] == '\0')
+		return tau_error_set(TAU_EINVAL, "--node-name (or NODE_NAME) is required");
+	if (strlen(cfg->node_name) > 253)
+		return tau_error_set(TAU_EINVAL, "--node-name is longer than 253 characters");
+	if (cfg->output != NULL && strcmp(cfg->output, "json") != 0)
+		return tau_error_set(TAU_EINVAL, "-o %s: the only output format is json",
+		                     cfg->output);
+	if (cfg->output != NULL && !cfg->once)
+		return tau_error_set(TAU_EINVAL, "-o only applies to --once");
+	if (cfg->http_listen != NULL &&
+	    tau_agent_parse_listen(host, sizeof(host), &port, cfg->http_listen) < 0)
+		return tau_error_set(TAU_EINVAL, "--http-listen %s: expected [HOST]:PORT",
+		                     cfg->http_listen);
+	if (cfg->once)
+		return 0;
+	if (cfg->aggregator == NULL)
+		return tau_error_set(TAU_EINVAL,
+		                     "--aggregator HOST:PORT (or TAU_AGGREGATOR) is required "
+		                     "unless --once");
+	rc = check_aggregator(cfg->aggregator);
+	if (rc < 0)
+		return rc;
+	if (cfg->ca_file != NULL && cfg->insecure)
+		return tau_error_set(TAU_EINVAL,
+		                     "--ca-file and --insecure exclude each other (check "
+		                     "TAU_CA_FILE and TAU_INSECURE)");
+	if (cfg->ca_file == NULL && !cfg->insecure)
+		return tau_error_set(TAU_EINVAL,
+		                     "TLS needs --ca-file FILE (TAU_CA_FILE); pass --insecure "
+		                     "(TAU_INSECURE=1) for plaintext");
+	return 0;
+}
+
+int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_agent_env_fn env)
+{
+	static const struct option opts[] = {
+	        {"node-name", required_argument, NULL, OPT_NODE_NAME},
+	        {"aggregator", required_argument, NULL, OPT_AGGREGATOR},
+	        {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
+	        {"context", required_argument, NULL, OPT_CONTEXT},
+	        {"host-root", required_argument, NULL, OPT_HOST_ROOT},
+	        {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+	        {"ca-file", required_argument, NULL, OPT_CA_FILE},
+	        {"insecure", no_argument, NULL, OPT_INSECURE},
+	        {"once", no_argument, NULL, OPT_ONCE},
+	        {"output", required_argument, NULL, 'o'},
+	        {"http-listen", required_argument, NULL, OPT_HTTP_LISTEN},
+	        {"probe-interval", required_argument, NULL, OPT_PROBE_INTERVAL},
+	        {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+	        {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+	        {"help", no_argument, NULL, OPT_HELP},
+	        {"version", no_argument, NULL, OPT_VERSION},
+	        {NULL, 0, NULL, 0},
+	};
+	int c;
+	int rc;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->host_root = "/";
+	cfg->probe_interval_s = TAU_AGENT_DEFAULT_PROBE_INTERVAL_S;
+	cfg->log_level = TAU_LOG_INFO;
+	cfg->log_format = TAU_LOG_FORMAT_LOGFMT;
+	rc = from_env(cfg, env != NULL ? env : env_lookup);
+	if (rc < 0)
+		return rc;
+
+	optind = 0; /* GNU: full reinitialisation, so tests can parse again */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_NODE_NAME:
+			cfg->node_name = optarg;
+			break;
+		case OPT_AGGREGATOR:
+			cfg->aggregator = optarg;
+			break;
+		case OPT_KUBECONFIG:
+			cfg->kubeconfig = optarg;
+			break;
+		case OPT_CONTEXT:
+			cfg->context = optarg;
+			break;
+		case OPT_HOST_ROOT:
+			cfg->host_root = optarg;
+			break;
+		case OPT_TOKEN_FILE:
+			cfg->token_file = optarg;
+			break;
+		case OPT_CA_FILE:
+			cfg->ca_file = optarg;
+			break;
+		case OPT_INSECURE:
+			cfg->insecure = true;
+			break;
+		case OPT_ONCE:
+			cfg->once = true;
+			break;
+		case 'o':
+			cfg->output = optarg;
+			break;
+		case OPT_HTTP_LISTEN:
+			cfg->http_listen = optarg;
+			break;
+		case OPT_PROBE_INTERVAL:
+			rc = parse_seconds(&cfg->probe_interval_s, "--probe-interval", optarg);
+			if (rc < 0)
+				return rc;
+			break;
+		case OPT_LOG_LEVEL:
+			rc = apply_log_level(cfg, "--log-level", optarg);
+			if (rc < 0)
+				return rc;
+			break;
+		case OPT_LOG_FORMAT:
+			rc = apply_log_format(cfg, "--log-format", optarg);
+			if (rc < 0)
+				return rc;
+			break;
+		case OPT_HELP:
+			cfg->help = true;
+			break;
+		case OPT_VERSION:
+			cfg->version = true;
+			break;
+		case ':':
+			return tau_error_set(TAU_EINVAL, "%s needs a value", argv[optind - 1]);
+		default:
+			if (optopt != 0 && optopt < 256)
+				return tau_error_set(TAU_EINVAL, "unknown option -%c", optopt);
+			return tau_error_set(TAU_EINVAL, "unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return tau_error_set(TAU_EINVAL, "unexpected argument %s", argv[optind]);
+	if (cfg->help || cfg->version)
+		return 0;
+	if (cfg->host_root[0] == '\0')
+		return tau_error_set(TAU_EINVAL, "--host-root is empty");
+	return validate(cfg);
+}

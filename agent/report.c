@@ -1,0 +1,423 @@
+/*
+ * report.c - inventory to protobuf, and the report session of one stream.
+ *
+ * The one idea: the session is a pure function of (what was sent and acked
+ * on this stream, the clock, the current digest), so "what to send now" is
+ * decided in one place, without timers of its own, and the event loop just
+ * asks it after every event and sleeps until tau_agent_session_wait_ms.
+ *
+ * Conversion allocates every string and sub-message with malloc, so one
+ * protobuf_c_message_free_unpacked releases the whole tree.
+ */
+#include "report.h"
+
+#include "tau/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- UTF-8 */
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 when invalid. */
+static size_t utf8_seq_len(const unsigned char *p)
+{
+	unsigned char c = p[0];
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		unsigned char lo = c == 0xe0 ? 0xa0 : 0x80;
+		unsigned char hi = c == 0xed ? 0x9f : 0xbf; /* no surrogates */
+
+		if (p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80)
+			return 0;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		unsigned char lo = c == 0xf0 ? 0x90 : 0x80;
+		unsigned char hi = c == 0xf4 ? 0x8f : 0xbf;
+
+		if (p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+char *tau_agent_utf8_dup(const char *s)
+{
+	const unsigned char *p;
+	size_t len;
+	char *out;
+	size_t o = 0;
+
+	if (s == NULL)
+		s = "";
+	len = strlen(s);
+	out = malloc(len + 1);
+	if (out == NULL)
+		return NULL;
+	p = (const unsigned char *)s;
+	while (*p != '\0') {
+		/* A NUL inside a sequence makes it invalid, so reads stay in bounds. */
+		size_t n = utf8_seq_len(p);
+
+		if (n == 0) {
+			out[o++] = '?';
+			p++;
+			continue;
+		}
+		memcpy(out + o, p, n);
+		o += n;
+		p += n;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* ------------------------------------------------------ to protobuf */
+
+static Tau__Inventory__V1__NodeKind kind_to_proto(tau_agent_node_kind kind)
+{
+	switch (kind) {
+	case TAU_AGENT_KIND_AGENT_POOL:
+		return TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_AGENT_POOL;
+	case TAU_AGENT_KIND_FLEX:
+		return TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_FLEX;
+	case TAU_AGENT_KIND_OTHER:
+		return TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_OTHER;
+	case TAU_AGENT_KIND_UNKNOWN:
+		break;
+	}
+	return TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_UNSPECIFIED;
+}
+
+static Tau__Inventory__V1__CsiManagedBy managed_to_proto(tau_agent_managed_by m)
+{
+	switch (m) {
+	case TAU_AGENT_MANAGED_AKS_ADDON:
+		return TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_AKS_ADDON;
+	case TAU_AGENT_MANAGED_DEPLOYMENT:
+		return TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_DEPLOYMENT;
+	case TAU_AGENT_MANAGED_UNKNOWN:
+		break;
+	}
+	return TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_UNKNOWN;
+}
+
+static uint32_t count_to_u32(int64_t v)
+{
+	if (v < 0)
+		return 0;
+	if (v > UINT32_MAX)
+		return UINT32_MAX;
+	return (uint32_t)v;
+}
+
+/* Why a driver is not supported or not healthy, "" when all is well (CsiDriver.detail). */
+static const char *driver_detail(const tau_agent_inventory *inv, const tau_agent_csi_driver *d,
+                                 bool supported)
+{
+	if (!supported)
+		return d->managed_by == TAU_AGENT_MANAGED_AKS_ADDON
+		               ? "not supported on a Flex node (AKS add-on)"
+		               : "not supported on a Flex node";
+	if (d->in_csinode && d->socket == TAU_AGENT_FALSE)
+		return "registered in CSINode but its registration socket is missing";
+	if (!d->in_csinode && d->socket == TAU_AGENT_TRUE)
+		return "registration socket present but not in CSINode";
+	if (!d->in_csinode && d->has_node_pod)
+		return "node pod runs but kubelet has not registered the driver";
+	if (d->socket == TAU_AGENT_UNKNOWN && inv->devices.host_probed)
+		return "registration socket could not be checked";
+	return "";
+}
+
+/* Fill the heap-allocated fields of a NodeInventory; everything goes into `m`. */
+static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inventory *inv,
+                      const char *digest, int64_t observed_ms, const char *version)
+{
+	const tau_agent_devices *dev = &inv->devices;
+	Tau__Inventory__V1__LocalDevices *ld;
+
+#define DUP(field, value)                                                                          \
+	do {                                                                                       \
+		if ((m->field = tau_agent_utf8_dup(value)) == NULL)                                \
+			return -TAU_ENOMEM;                                                        \
+	} while (0)
+
+	DUP(node_name, inv->node_name);
+	DUP(node_uid, inv->node_uid);
+	DUP(gpu_class, inv->gpu_class);
+	DUP(os, inv->os);
+	DUP(provider_id, inv->provider_id);
+	DUP(resource_version, inv->resource_version);
+	DUP(agent_version, version);
+	DUP(digest, digest);
+	m->ready = inv->ready == TAU_AGENT_TRUE;
+	m->schedulable = inv->schedulable == TAU_AGENT_TRUE;
+	m->deleting = inv->deleting == TAU_AGENT_TRUE;
+	m->kind = kind_to_proto(inv->kind);
+	m->observed_unix_ms = observed_ms;
+
+	if (inv->n_labels > 0) {
+		m->labels = calloc(inv->n_labels, sizeof(*m->labels));
+		if (m->labels == NULL)
+			return -TAU_ENOMEM;
+		for (size_t i = 0; i < inv->n_labels; i++) {
+			Tau__Inventory__V1__NodeInventory__LabelsEntry *e = malloc(sizeof(*e));
+
+			if (e == NULL)
+				return -TAU_ENOMEM;
+			tau__inventory__v1__node_inventory__labels_entry__init(e);
+			e->key = NULL;
+			e->value = NULL;
+			m->labels[m->n_labels++] = e;
+			if ((e->key = tau_agent_utf8_dup(inv->labels[i].key)) == NULL ||
+			    (e->value = tau_agent_utf8_dup(inv->labels[i].value)) == NULL)
+				return -TAU_ENOMEM;
+		}
+	}
+	if (inv->n_allocatable > 0) {
+		m->allocatable = calloc(inv->n_allocatable, sizeof(*m->allocatable));
+		if (m->allocatable == NULL)
+			return -TAU_ENOMEM;
+		for (size_t i = 0; i < inv->n_allocatable; i++) {
+			Tau__Inventory__V1__ResourceQuantity *q = malloc(sizeof(*q));
+
+			if (q == NULL)
+				return -TAU_ENOMEM;
+			tau__inventory__v1__resource_quantity__init(q);
+			q->name = NULL;
+			q->quantity = NULL;
+			m->allocatable[m->n_allocatable++] = q;
+			if ((q->name = tau_agent_utf8_dup(inv->allocatable[i].key)) == NULL ||
+			    (q->quantity = tau_agent_utf8_dup(inv->allocatable[i].value)) == NULL)
+				return -TAU_ENOMEM;
+		}
+	}
+	if (inv->n_csi_drivers > 0) {
+		m->csi_drivers = calloc(inv->n_csi_drivers, sizeof(*m->csi_drivers));
+		if (m->csi_drivers == NULL)
+			return -TAU_ENOMEM;
+		for (size_t i = 0; i < inv->n_csi_drivers; i++) {
+			const tau_agent_csi_driver *d = &inv->csi_drivers[i];
+			Tau__Inventory__V1__CsiDriver *c = malloc(sizeof(*c));
+			bool supported = tau_agent_csi_driver_supported(inv, d);
+
+			if (c == NULL)
+				return -TAU_ENOMEM;
+			tau__inventory__v1__csi_driver__init(c);
+			c->name = NULL;
+			c->detail = NULL;
+			m->csi_drivers[m->n_csi_drivers++] = c;
+			c->in_csi_node = d->in_csinode;
+			c->socket_present = d->socket == TAU_AGENT_TRUE;
+			c->managed_by = managed_to_proto(d->managed_by);
+			c->supported = supported;
+			if ((c->name = tau_agent_utf8_dup(d->name)) == NULL ||
+			    (c->detail = tau_agent_utf8_dup(driver_detail(inv, d, supported))) ==
+			            NULL)
+				return -TAU_ENOMEM;
+		}
+	}
+
+	ld = malloc(sizeof(*ld));
+	if (ld == NULL)
+		return -TAU_ENOMEM;
+	tau__inventory__v1__local_devices__init(ld);
+	m->devices = ld;
+	ld->gpus_probed = dev->nvml_probed;
+	ld->gpus_present = count_to_u32(dev->nvml_probed ? dev->nvml_gpus : dev->gpu_device_nodes);
+	ld->gpus_healthy = dev->nvml_probed ? count_to_u32(dev->nvml_healthy) : 0;
+	ld->rdma_ports_total = count_to_u32(dev->rdma_ports_total);
+	ld->rdma_ports_up = count_to_u32(dev->rdma_ports_up);
+
+	if (inv->problems.n > 0) {
+		m->problems = calloc(inv->problems.n, sizeof(*m->problems));
+		if (m->problems == NULL)
+			return -TAU_ENOMEM;
+		for (size_t i = 0; i < inv->problems.n; i++) {
+			char *p = tau_agent_utf8_dup(inv->problems.items[i]);
+
+			if (p == NULL)
+				return -TAU_ENOMEM;
+			m->problems[m->n_problems++] = p;
+		}
+	}
+#undef DUP
+	return 0;
+}
+
+int tau_agent_inventory_to_proto(Tau__Inventory__V1__NodeInventory **out,
+                                 const tau_agent_inventory *inv, const char *digest,
+                                 int64_t observed_ms, const char *version)
+{
+	Tau__Inventory__V1__NodeInventory *m;
+
+	if (out == NULL || inv == NULL)
+		return tau_error_set(TAU_EINVAL, "no inventory to convert");
+	m = malloc(sizeof(*m));
+	if (m == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory converting the inventory");
+	tau__inventory__v1__node_inventory__init(m);
+	/* Owned strings only, so free_unpacked can free each one it finds. */
+	m->node_name = m->node_uid = m->gpu_class = m->os = m->provider_id = NULL;
+	m->resource_version = m->agent_version = m->digest = NULL;
+	if (fill_proto(m, inv, digest, observed_ms, version) < 0) {
+		tau_agent_node_inventory_free(m);
+		return tau_error_set(TAU_ENOMEM, "out of memory converting the inventory");
+	}
+	*out = m;
+	return 0;
+}
+
+void tau_agent_node_inventory_free(Tau__Inventory__V1__NodeInventory *msg)
+{
+	if (msg == NULL)
+		return;
+	/* NULL string fields (left by a failed fill) are skipped by protobuf-c's free. */
+	protobuf_c_message_free_unpacked(&msg->base, NULL);
+}
+
+/* ----------------------------------------------------------- session */
+
+void tau_agent_session_init(tau_agent_session *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->heartbeat_s = TAU_AGENT_DEFAULT_HEARTBEAT_S;
+}
+
+void tau_agent_session_connected(tau_agent_session *s, int64_t now_ms)
+{
+	uint32_t hb = s->heartbeat_s;
+
+	memset(s, 0, sizeof(*s));
+	s->heartbeat_s = hb ? hb : TAU_AGENT_DEFAULT_HEARTBEAT_S;
+	s->connected = true;
+	s->need_full = true;
+	s->last_send_ms = now_ms;
+}
+
+void tau_agent_session_closed(tau_agent_session *s)
+{
+	uint32_t hb = s->heartbeat_s;
+
+	memset(s, 0, sizeof(*s));
+	s->heartbeat_s = hb ? hb : TAU_AGENT_DEFAULT_HEARTBEAT_S;
+}
+
+tau_agent_ack_result tau_agent_session_ack(tau_agent_session *s, uint64_t seq, uint32_t interval_s,
+                                           int status, int64_t now_ms)
+{
+	if (!s->connected || seq == 0 || seq > s->last_seq)
+		return TAU_AGENT_ACK_IGNORED;
+	if (interval_s > 0)
+		s->heartbeat_s = interval_s > TAU_AGENT_MAX_HEARTBEAT_S ? TAU_AGENT_MAX_HEARTBEAT_S
+		                                                        : interval_s;
+	if (seq > s->last_acked)
+		s->last_acked = seq;
+	/* Anything acked restarts the watchdog; all acked stops it. */
+	s->unacked_since_ms = s->last_acked >= s->last_seq ? 0 : now_ms;
+	switch (status) {
+	case TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_RESEND_FULL:
+		s->need_full = true;
+		return TAU_AGENT_ACK_RESEND;
+	case TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_REJECTED:
+		return TAU_AGENT_ACK_REJECTED;
+	default:
+		return TAU_AGENT_ACK_OK;
+	}
+}
+
+static int64_t interval_ms(const tau_agent_session *s)
+{
+	return (int64_t)s->heartbeat_s * 1000;
+}
+
+tau_agent_action tau_agent_session_next(const tau_agent_session *s, int64_t now_ms,
+                                        const char *digest)
+{
+	bool have = digest != NULL && digest[0] != '\0';
+
+	if (!s->connected)
+		return TAU_AGENT_ACTION_NONE;
+	if (s->unacked_since_ms != 0 &&
+	    now_ms - s->unacked_since_ms >= TAU_AGENT_ACK_TIMEOUT_INTERVALS * interval_ms(s))
+		return TAU_AGENT_ACTION_RECONNECT;
+	if (have && (s->need_full || strcmp(digest, s->sent_digest) != 0))
+		return TAU_AGENT_ACTION_INVENTORY;
+	/* No heartbeat before the stream's first inventory: it would only earn RESEND_FULL. */
+	if (s->sent_digest[0] != '\0' && now_ms - s->last_send_ms >= interval_ms(s))
+		return TAU_AGENT_ACTION_HEARTBEAT;
+	return TAU_AGENT_ACTION_NONE;
+}
+
+uint64_t tau_agent_session_next_seq(const tau_agent_session *s)
+{
+	return s->last_seq + 1;
+}
+
+void tau_agent_session_sent(tau_agent_session *s, tau_agent_action what, const char *digest,
+                            int64_t now_ms)
+{
+	if (s->last_acked >= s->last_seq)
+		s->unacked_since_ms = now_ms;
+	s->last_seq++;
+	s->last_send_ms = now_ms;
+	if (what == TAU_AGENT_ACTION_INVENTORY) {
+		s->need_full = false;
+		snprintf(s->sent_digest, sizeof(s->sent_digest), "%s",
+		         digest != NULL ? digest : "");
+	}
+}
+
+int64_t tau_agent_session_wait_ms(const tau_agent_session *s, int64_t now_ms)
+{
+	int64_t due = -1;
+
+	if (!s->connected)
+		return -1;
+	if (s->sent_digest[0] != '\0')
+		due = s->last_send_ms + interval_ms(s);
+	if (s->unacked_since_ms != 0) {
+		int64_t watchdog =
+		        s->unacked_since_ms + TAU_AGENT_ACK_TIMEOUT_INTERVALS * interval_ms(s);
+
+		if (due < 0 || watchdog < due)
+			due = watchdog;
+	}
+	if (due < 0)
+		return -1;
+	return due > now_ms ? due - now_ms : 0;
+}
+
+void tau_agent_report_init_inventory(Tau__Inventory__V1__AgentReport *report, uint64_t seq,
+                                     Tau__Inventory__V1__NodeInventory *inv)
+{
+	tau__inventory__v1__agent_report__init(report);
+	report->seq = seq;
+	report->body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_INVENTORY;
+	report->inventory = inv;
+}
+
+void tau_agent_report_init_heartbeat(Tau__Inventory__V1__AgentReport *report, uint64_t seq,
+                                     Tau__Inventory__V1__Heartbeat *hb)
+{
+	tau__inventory__v1__agent_report__init(report);
+	report->seq = seq;
+	report->body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_HEARTBEAT;
+	report->heartbeat = hb;
+}
+
+void tau_agent_report_init_stopping(Tau__Inventory__V1__AgentReport *report, uint64_t seq,
+                                    Tau__Inventory__V1__Stopping *stopping)
+{
+	tau__inventory__v1__agent_report__init(report);
+	report->seq = seq;
+	report->body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_STOPPING;
+	report->stopping = stopping;
+}
