@@ -47,8 +47,8 @@
 
 /* How long to wait for CSINode and pods to list before reporting without them. */
 #define SYNC_GRACE_MS 10000
-/* Poll cadence while an informer has not listed yet (the informer has no sync callback). */
-#define SYNC_CHECK_MS      100
+/* While an informer has not listed yet, re-check this often after the grace period
+ * (before it, each informer's on_synced wakes the loop). */
 #define SYNC_CHECK_SLOW_MS 5000
 /* SIGTERM: how long to wait for the server to close the stream after Stopping. */
 #define STOP_WAIT_MS 1200
@@ -416,6 +416,11 @@ static void wake_loop(agent *a)
 		return; /* nothing better to do on the kube thread */
 }
 
+static void on_kube_synced(void *arg)
+{
+	wake_loop(arg);
+}
+
 static void on_kube_add(void *arg, const cJSON *obj)
 {
 	agent *a = arg;
@@ -445,6 +450,7 @@ static int start_informer(tau_kube_informer **out, agent *a, const tau_kube_reso
 
 	memset(&io, 0, sizeof(io));
 	io.field_selector = field_selector;
+	io.on_synced = on_kube_synced;
 	memset(&h, 0, sizeof(h));
 	h.on_add = on_kube_add;
 	h.on_update = on_kube_update;
@@ -744,7 +750,8 @@ static int next_timeout(agent *a, int64_t now)
 	if (s >= 0 && s < t)
 		t = s;
 	if (!a->synced_all) {
-		int64_t c = now - a->start_ms < SYNC_GRACE_MS ? SYNC_CHECK_MS : SYNC_CHECK_SLOW_MS;
+		int64_t c = now - a->start_ms < SYNC_GRACE_MS ? a->start_ms + SYNC_GRACE_MS - now
+		                                              : SYNC_CHECK_SLOW_MS;
 
 		if (c < t)
 			t = c;

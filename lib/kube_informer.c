@@ -667,6 +667,8 @@ static void list_page_done(tau_kube_informer *inf, transfer *t)
 	inf->stats.lists++;
 	pthread_mutex_unlock(&inf->lock);
 	atomic_store(&inf->synced, true);
+	if (inf->opts.on_synced != NULL)
+		inf->opts.on_synced(inf->handlers.arg);
 	tau_backoff_reset(&inf->backoff);
 	schedule(inf, ST_WATCH_DUE, 0);
 }

@@ -83,6 +83,12 @@ typedef struct tau_kube_informer_options {
 	 * reads a few fields of many objects cache only those.
 	 */
 	void (*transform)(void *arg, cJSON *obj);
+	/**
+	 * Optional: called on the loop thread (with the handlers' `arg`) after every
+	 * complete list, the first of which makes has_synced true.  An empty list
+	 * delivers no add, so this is how an owner learns it has seen everything.
+	 */
+	void (*on_synced)(void *arg);
 } tau_kube_informer_options;
 
 /**

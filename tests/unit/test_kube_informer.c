@@ -263,6 +263,14 @@ static void h_delete(void *arg, const cJSON *o)
 	record("del", o);
 }
 
+static int synced_calls;
+
+static void h_synced(void *arg)
+{
+	(void)arg;
+	synced_calls++;
+}
+
 /* Marks every object, so the test can see the cache holds transformed objects. */
 static void h_transform(void *arg, cJSON *obj)
 {
@@ -278,7 +286,8 @@ static void test_scripted_server(void **state)
 	                                .watch_timeout_max_s = 60,
 	                                .backoff_initial_ms = 20,
 	                                .backoff_cap_ms = 100,
-	                                .transform = h_transform};
+	                                .transform = h_transform,
+	                                .on_synced = h_synced};
 	tau_kube_handlers h = {h_add, h_update, h_delete, NULL};
 	tau_kube_config *cfg = NULL;
 	tau_kube_client *c = NULL;
@@ -320,6 +329,7 @@ static void test_scripted_server(void **state)
 	assert_string_equal(rv, "15");
 	/* 1 failed list, then 2 pages; 3 relists (ERROR 410, HTTP 410, oversized line). */
 	assert_int_equal(st.lists, 4);
+	assert_int_equal(synced_calls, 4); /* once per complete list */
 	assert_int_equal(st.list_pages, 5);
 	assert_int_equal(st.failures, 1);
 	assert_int_equal(st.expired, 2);
