@@ -55,7 +55,6 @@
 /* Most reports sent in one loop turn (a RESEND_FULL loop must not spin). */
 #define MAX_SENDS_PER_TURN 4
 
-static const tau_kube_resource res_csinodes = {"storage.k8s.io", "v1", "csinodes", false};
 
 static int64_t mono_ms(void)
 {
@@ -334,7 +333,7 @@ int tau_agent_once(const tau_agent_config *cfg, FILE *out)
 		in.node_problem = node_problem;
 	}
 	in.node = node;
-	rc = tau_kube_get(&csinode, kc, &res_csinodes, NULL, cfg->node_name);
+	rc = tau_kube_get(&csinode, kc, &tau_kube_res_csinodes, NULL, cfg->node_name);
 	if (rc < 0) {
 		api_problem(csinode_problem, sizeof(csinode_problem), "CSINode", cfg->node_name,
 		            rc);
@@ -779,7 +778,7 @@ static int setup(agent *a)
 		goto fail;
 	snprintf(field, sizeof(field), "metadata.name=%s", a->cfg->node_name);
 	if ((rc = start_informer(&a->node_inf, a, &tau_kube_res_nodes, field)) < 0 ||
-	    (rc = start_informer(&a->csinode_inf, a, &res_csinodes, field)) < 0)
+	    (rc = start_informer(&a->csinode_inf, a, &tau_kube_res_csinodes, field)) < 0)
 		goto fail;
 	snprintf(field, sizeof(field), "spec.nodeName=%s", a->cfg->node_name);
 	if ((rc = start_informer(&a->pods_inf, a, &tau_kube_res_pods, field)) < 0)

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 const tau_kube_resource tau_kube_res_nodes = {"", "v1", "nodes", false};
+const tau_kube_resource tau_kube_res_csinodes = {"storage.k8s.io", "v1", "csinodes", false};
 const tau_kube_resource tau_kube_res_namespaces = {"", "v1", "namespaces", false};
 const tau_kube_resource tau_kube_res_pods = {"", "v1", "pods", true};
 const tau_kube_resource tau_kube_res_configmaps = {"", "v1", "configmaps", true};

@@ -41,6 +41,7 @@ extern const tau_kube_resource tau_kube_res_configmaps;
 extern const tau_kube_resource tau_kube_res_leases;
 extern const tau_kube_resource tau_kube_res_crds;
 extern const tau_kube_resource tau_kube_res_tokenreviews;
+extern const tau_kube_resource tau_kube_res_csinodes;
 
 /**
  * Build the URL path of a collection, object or subresource, e.g.
