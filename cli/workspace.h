@@ -1,0 +1,44 @@
+/*
+ * workspace.h - `tau workspace list|status NAME|check NAME` and
+ * `tau storage check`: entry points and the pure printers they use, so the
+ * output formats are unit-tested from canned JSON.
+ */
+#ifndef TAU_CLI_WORKSPACE_H
+#define TAU_CLI_WORKSPACE_H
+
+#include "cli.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+/** Output format of -o. */
+typedef enum tau_cli_format { TAU_CLI_TABLE = 0, TAU_CLI_JSON } tau_cli_format;
+
+/** `tau workspace ...`; argv starts at "workspace".  Returns an exit code (cli.h). */
+int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g);
+
+/** `tau storage check --driver NAME [--selector SEL]`; argv starts at "storage". */
+int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g);
+
+/**
+ * Print a TauWorkspaceList (`items`) as NAME PHASE NAMESPACE QUEUE columns
+ * (kubectl alignment, "<none>" for unset) or as {"items":[...]}.
+ * @return 0, or -TAU_EINVAL when `list` has no items array.
+ */
+int tau_cli_ws_print_list(FILE *out, const cJSON *list, tau_cli_format fmt);
+
+/** Print one TauWorkspace: the workspace block and a conditions table, or JSON. */
+int tau_cli_ws_print_status(FILE *out, const cJSON *ws, tau_cli_format fmt);
+
+/**
+ * The check verdict: true when status.phase is Ready and
+ * status.observedGeneration equals metadata.generation.
+ */
+bool tau_cli_ws_ready(const cJSON *ws);
+
+/** One aligned table: rows of n_cols strings (NULL prints "<none>"); row 0 is the header. */
+void tau_cli_print_table(FILE *out, const char *const *cells, size_t n_rows, size_t n_cols);
+
+#endif /* TAU_CLI_WORKSPACE_H */

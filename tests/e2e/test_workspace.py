@@ -1,0 +1,650 @@
+"""End-to-end tests of the TauWorkspace controller and `tau workspace` against kube-sim.
+
+Each test starts kube-sim with `--authz rbac`, the Kueue CRDs and taugrid's CRDs, applies the
+RBAC the project ships (charts/taugrid/rbac/*.yaml) with the admin kubeconfig, binds the
+tau-aggregator ClusterRole to the ServiceAccount system:serviceaccount:tau-system:tau-aggregator
+and runs the controller (tests/e2e/ws_controller_main.c) with a kubeconfig carrying only that
+ServiceAccount's token, so the controller has exactly the rights the chart grants.
+
+Binaries come from the environment (cmake/workspace-tests.cmake sets them):
+  TAU_WS_CONTROLLER  the ws_controller driver
+  TAU_WS_CLI         the tau_ws_cli driver (`tau workspace ...`, `tau storage ...`)
+Waits are wait-for-condition loops (simtest.wait_for), never fixed sleeps.
+Standard library only.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+from simtest import SimProcess, wait_for  # noqa: E402
+
+KUEUE_CRDS = os.path.join(ROOT, "tests", "fixtures", "kueue")
+TAU_CRDS = os.path.join(ROOT, "charts", "taugrid", "crds")
+RBAC_DIR = os.path.join(ROOT, "charts", "taugrid", "rbac")
+PUBLISHED = os.path.join(ROOT, "tests", "fixtures", "taugrid")
+EXTRA_CRDS = os.path.join(HERE, "workspace")
+
+
+def _find_bin(env, name):
+    if os.environ.get(env):
+        return os.environ[env]
+    for d in ("/tmp/wsbuild/tests/e2e", os.path.join(ROOT, "build", "tests", "e2e")):
+        p = os.path.join(d, name)
+        if os.path.exists(p):
+            return p
+    return name
+
+
+CONTROLLER = _find_bin("TAU_WS_CONTROLLER", "ws_controller")
+CLI = _find_bin("TAU_WS_CLI", "tau_ws_cli")
+SA_USER = "system:serviceaccount:tau-system:tau-aggregator"
+SA_TOKEN = "tau-aggregator-sa-token"
+TIMEOUT = float(os.environ.get("TAU_WS_E2E_TIMEOUT", "30"))
+
+WS_API = "/apis/tau.azure.com/v1alpha1/namespaces/tau-system/workspaces"
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+
+
+def workspace(name, ns=None, queue=None, subject=("Group", "researchers"), create_ns=True,
+              team=None, wi=None, authz="workspace-rbac"):
+    spec = {"authorization": {"mode": authz}}
+    if authz == "workspace-rbac":
+        spec["kubernetesSubject"] = {"kind": subject[0], "name": subject[1]}
+        spec["role"] = "researcher"
+    target = {"createNamespace": create_ns}
+    if ns is not None:
+        target["namespace"] = ns
+    spec["target"] = target
+    if queue is not None:
+        spec["queue"] = queue
+    if team is not None:
+        spec["teamRef"] = {"name": team}
+    if wi is not None:
+        spec["workloadIdentity"] = wi
+    return {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauWorkspace",
+            "metadata": {"name": name, "namespace": "tau-system"}, "spec": spec}
+
+
+def cluster_queue(name):
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": name}, "spec": {"namespaceSelector": {}}}
+
+
+def cond(obj, ctype):
+    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return c
+    return None
+
+
+class Env:
+    """kube-sim + shipped RBAC + the controller running as its own ServiceAccount."""
+
+    def __init__(self, controller_args=(), crds=(), start=True):
+        self.tmp = tempfile.mkdtemp(prefix="ws-e2e-")
+        tokens = os.path.join(self.tmp, "tokens.json")
+        with open(tokens, "w") as f:
+            json.dump({SA_TOKEN: {"username": SA_USER}}, f)
+        args = ["--authz", "rbac", "--tokens", tokens, "--crds", KUEUE_CRDS, "--crds", TAU_CRDS]
+        for d in crds:
+            args += ["--crds", d]
+        self.sim = SimProcess(args, tls=True)
+        self.ctl = None
+        self.ctl_log = os.path.join(self.tmp, "controller.log")
+        try:
+            self.sim.ok("POST", "/api/v1/namespaces",
+                        {"apiVersion": "v1", "kind": "Namespace",
+                         "metadata": {"name": "tau-system"}})
+            self.sim.kubectl("apply", "-f", RBAC_DIR)
+            self.create({"apiVersion": "rbac.authorization.k8s.io/v1",
+                         "kind": "ClusterRoleBinding", "metadata": {"name": "tau-aggregator"},
+                         "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                     "kind": "ClusterRole", "name": "tau-aggregator"},
+                         "subjects": [{"kind": "ServiceAccount", "name": "tau-aggregator",
+                                       "namespace": "tau-system"}]})
+            with open(self.sim.kubeconfig) as f:
+                kc = json.load(f)
+            kc["users"][0]["user"] = {"token": SA_TOKEN}
+            self.sa_kubeconfig = os.path.join(self.tmp, "sa-kubeconfig")
+            with open(self.sa_kubeconfig, "w") as f:
+                json.dump(kc, f)
+            if start:
+                self.start(controller_args)
+        except BaseException:
+            self.stop()
+            raise
+
+    # -- controller ---------------------------------------------------------------
+    def start(self, args=()):
+        log = open(self.ctl_log, "a")
+        env = dict(os.environ)
+        env.setdefault("TAU_LOG_LEVEL", "info")
+        self.ctl = subprocess.Popen(
+            [CONTROLLER, "--kubeconfig", self.sa_kubeconfig, "--system-namespace", "tau-system",
+             "--drain-poll-ms", "300"] + list(args),
+            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, env=env)
+        log.close()
+        line = []
+        t = threading.Thread(target=lambda: line.append(self.ctl.stdout.readline()))
+        t.daemon = True
+        t.start()
+        t.join(60)
+        if not line or not line[0].startswith(b"ready"):
+            raise AssertionError("controller did not start:\n" + self.log())
+
+    def stop_controller(self):
+        if self.ctl is not None and self.ctl.poll() is None:
+            self.ctl.terminate()
+            try:
+                self.ctl.wait(20)
+            except subprocess.TimeoutExpired:
+                self.ctl.kill()
+                self.ctl.wait()
+        if self.ctl is not None and self.ctl.stdout:
+            self.ctl.stdout.close()
+        self.ctl = None
+
+    def stop(self):
+        self.stop_controller()
+        self.sim.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def log(self):
+        try:
+            with open(self.ctl_log) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    # -- API helpers (admin) --------------------------------------------------------
+    def create(self, obj, path=None):
+        return self.sim.ok("POST", path or self.path_of(obj), obj)
+
+    def path_of(self, obj, name=False):
+        api = obj["apiVersion"]
+        kind = obj["kind"]
+        plural = {"TauWorkspace": "workspaces", "TauCluster": "clusters",
+                  "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues",
+                  "Workload": "workloads", "Job": "jobs", "Deployment": "deployments",
+                  "RayJob": "rayjobs", "RayService": "rayservices", "Namespace": "namespaces",
+                  "ClusterRoleBinding": "clusterrolebindings",
+                  "RoleBinding": "rolebindings"}[kind]
+        base = "/api/" + api if "/" not in api else "/apis/" + api
+        ns = (obj.get("metadata") or {}).get("namespace")
+        p = base + ("/namespaces/%s" % ns if ns else "") + "/" + plural
+        if name:
+            p += "/" + obj["metadata"]["name"]
+        return p
+
+    def get(self, path):
+        st, obj = self.sim.req("GET", path)
+        return obj if st == 200 else None
+
+    def ws(self, name):
+        return self.get(WS_API + "/" + name)
+
+    def wait_ws(self, name, pred, msg, timeout=TIMEOUT):
+        try:
+            return wait_for(lambda: (lambda o: o if o and pred(o) else None)(self.ws(name)),
+                            timeout=timeout, msg=msg)
+        except AssertionError as e:
+            raise AssertionError("%s\nlast workspace: %s\ncontroller log:\n%s" % (
+                e, json.dumps(self.ws(name), indent=1), self.log()[-6000:]))
+
+    def wait_cond(self, name, ctype, status, reason=None, timeout=TIMEOUT):
+        def ok(o):
+            c = cond(o, ctype)
+            return c and c["status"] == status and (reason is None or c["reason"] == reason)
+        return self.wait_ws(name, ok, "%s %s=%s/%s" % (name, ctype, status, reason), timeout)
+
+    def wait_phase(self, name, phase, timeout=TIMEOUT):
+        def ok(o):
+            st = o.get("status") or {}
+            return (st.get("phase") == phase and
+                    st.get("observedGeneration") == o["metadata"].get("generation"))
+        return self.wait_ws(name, ok, "%s phase %s" % (name, phase), timeout)
+
+    def wait_gone(self, path, timeout=TIMEOUT):
+        wait_for(lambda: self.sim.req("GET", path)[0] == 404, timeout=timeout,
+                 msg="%s gone" % path)
+
+    def stats(self):
+        st, obj = self.sim.req("GET", "/sim/stats", token=False)
+        return obj
+
+    def writes(self):
+        return {k: v for k, v in self.stats().items()
+                if k.split("/")[0] in WRITE_VERBS and v}
+
+    def reset_stats(self):
+        self.sim.req("POST", "/sim/stats/reset", token=False)
+
+    def cli(self, *args):
+        r = subprocess.run([CLI, "--kubeconfig", self.sim.kubeconfig,
+                            "--system-namespace", "tau-system"] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60)
+        return r.returncode, r.stdout, r.stderr
+
+    def sar(self, user=None, groups=(), ns=None, verb="create", resource="jobs", group="batch"):
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                "spec": {"groups": list(groups),
+                         "resourceAttributes": {"namespace": ns, "verb": verb,
+                                                "group": group, "resource": resource}}}
+        if user:
+            body["spec"]["user"] = user
+        obj = self.sim.ok("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body)
+        return bool((obj.get("status") or {}).get("allowed"))
+
+
+class WorkspaceTestBase(unittest.TestCase):
+    controller_args = ()
+    extra_crds = ()
+
+    def setUp(self):
+        self.env = Env(self.controller_args, self.extra_crds)
+        self.addCleanup(self.env.stop)
+
+    def ready_workspace(self, name="alpha", ns="ml-alpha", queue="alpha", **kw):
+        self.env.create(cluster_queue(queue if not kw.get("team") else "tau-ws-" + name))
+        self.env.create(workspace(name, ns=ns, queue=queue, **kw))
+        return self.env.wait_phase(name, "Ready")
+
+
+class HappyPathTest(WorkspaceTestBase):
+    def test_ready_and_owned_objects(self):
+        e = self.env
+        obj = self.ready_workspace(wi={"serviceAccountName": "alpha-wl", "clientId": "cid-1"})
+        st = obj["status"]
+        self.assertEqual(st["target"]["resolvedNamespace"], "ml-alpha")
+        self.assertEqual(st["queue"], {"localQueue": "alpha", "clusterQueue": "alpha"})
+        for t in ("RBACReady", "QueueReady", "WorkloadIdentityReady"):
+            self.assertEqual(cond(obj, t)["status"], "True", t)
+        self.assertEqual(cond(obj, "DriftDetected")["status"], "False")
+        self.assertIn("tau.azure.com/workspace-cleanup", obj["metadata"]["finalizers"])
+        ns = e.get("/api/v1/namespaces/ml-alpha")
+        self.assertEqual(ns["metadata"]["labels"]["tau.azure.com/workspace"], "alpha")
+        rb = e.get("/apis/rbac.authorization.k8s.io/v1/namespaces/ml-alpha/rolebindings/"
+                   "tau-workspace-alpha")
+        self.assertEqual(rb["roleRef"]["name"], "tau-researcher")
+        lq = e.get(KUEUE + "/namespaces/ml-alpha/localqueues/alpha")
+        self.assertEqual(lq["spec"]["clusterQueue"], "alpha")
+        sa = e.get("/api/v1/namespaces/ml-alpha/serviceaccounts/alpha-wl")
+        self.assertEqual(sa["metadata"]["annotations"]["azure.workload.identity/client-id"],
+                         "cid-1")
+
+    def test_steady_state_makes_no_writes(self):
+        e = self.env
+        e.stop_controller()
+        e.start(["--resync-seconds", "1"])
+        self.ready_workspace()
+        # Let DriftCorrected/first-status churn settle, then count writes over several resyncs.
+        e.wait_cond("alpha", "DriftDetected", "False", "NoDrift")
+        e.reset_stats()
+        wait_for(lambda: e.stats().get("get/workspaces", 0) >= 4, timeout=TIMEOUT,
+                 msg="several resync passes")
+        self.assertEqual(e.writes(), {})
+
+    def test_researcher_can_create_jobs_only_in_workspace_namespace(self):
+        e = self.env
+        self.ready_workspace(subject=("Group", "alpha-researchers"))
+        self.assertTrue(e.sar("alice", ["alpha-researchers"], "ml-alpha"))
+        self.assertFalse(e.sar("alice", ["alpha-researchers"], "default"))
+        self.assertFalse(e.sar("alice", ["alpha-researchers"], "tau-system"))
+        self.assertFalse(e.sar("bob", ["others"], "ml-alpha"))
+
+    def test_deletion_with_finalizer(self):
+        e = self.env
+        self.ready_workspace()
+        e.sim.ok("DELETE", WS_API + "/alpha")
+        e.wait_gone(WS_API + "/alpha")
+        e.wait_gone(KUEUE + "/namespaces/ml-alpha/localqueues/alpha")
+        e.wait_gone("/api/v1/namespaces/ml-alpha")
+
+
+class ConditionReasonsTest(WorkspaceTestBase):
+    def test_cluster_queue_missing_then_created(self):
+        e = self.env
+        e.create(workspace("alpha", ns="ml-alpha", queue="alpha"))
+        o = e.wait_cond("alpha", "QueueReady", "False", "ClusterQueueNotFound")
+        self.assertEqual(o["status"]["phase"], "Pending")
+        e.create(cluster_queue("alpha"))
+        e.wait_phase("alpha", "Ready")
+
+    def test_namespace_not_found_without_create(self):
+        e = self.env
+        e.create(cluster_queue("alpha"))
+        e.create(workspace("alpha", ns="ml-alpha", queue="alpha", create_ns=False))
+        e.wait_cond("alpha", "RBACReady", "False", "NamespaceNotFound")
+        e.wait_cond("alpha", "QueueReady", "False", "NamespaceNotFound")
+        e.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml-alpha"}})
+        e.wait_phase("alpha", "Ready")
+
+    def test_rolebinding_not_owned(self):
+        e = self.env
+        e.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml-alpha"}})
+        e.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                  "metadata": {"name": "tau-workspace-alpha", "namespace": "ml-alpha"},
+                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                              "name": "tau-researcher"},
+                  "subjects": [{"kind": "User", "name": "mallory",
+                                "apiGroup": "rbac.authorization.k8s.io"}]})
+        e.create(cluster_queue("alpha"))
+        e.create(workspace("alpha", ns="ml-alpha", queue="alpha", create_ns=False))
+        e.wait_cond("alpha", "RBACReady", "False", "RoleBindingNotOwned")
+        rb = e.get("/apis/rbac.authorization.k8s.io/v1/namespaces/ml-alpha/rolebindings/"
+                   "tau-workspace-alpha")
+        self.assertEqual(rb["subjects"][0]["name"], "mallory")  # left alone
+
+    def test_invalid_spec(self):
+        e = self.env
+        bad = workspace("alpha", ns="ml-alpha", queue="alpha")
+        bad["spec"]["workloadIdentity"] = {"serviceAccountName": "Bad_Name", "clientId": "x"}
+        st, _ = e.sim.req("POST", WS_API, bad)
+        if st not in (200, 201):
+            self.skipTest("the CRD schema already rejects it")
+        e.wait_cond("alpha", "RBACReady", "False", "InvalidSpec")
+
+    def test_reserved_and_foreign_namespaces_refused(self):
+        e = self.env
+        e.create(cluster_queue("jobqueue"))
+        e.create(workspace("alpha", ns="kube-system"))
+        e.wait_cond("alpha", "QueueReady", "False", "NamespaceReserved")
+        e.sim.ok("DELETE", WS_API + "/alpha")
+        e.wait_gone(WS_API + "/alpha")
+        e.create({"apiVersion": "v1", "kind": "Namespace",
+                  "metadata": {"name": "ml-x", "labels": {
+                      "app.kubernetes.io/managed-by": "taugrid",
+                      "tau.azure.com/workspace": "other"}}})
+        e.create(workspace("beta", ns="ml-x"))
+        o = e.wait_cond("beta", "QueueReady", "False", "NamespaceOwnedByOtherWorkspace")
+        self.assertIn("other", cond(o, "QueueReady")["message"])
+        e.create(workspace("gamma", ns="tau-system"))
+
+
+class DriftTest(WorkspaceTestBase):
+    def test_deleted_rolebinding_restored(self):
+        e = self.env
+        self.ready_workspace()
+        e.reset_stats()
+        e.sim.kubectl("delete", "rolebinding", "-n", "ml-alpha", "tau-workspace-alpha")
+        e.wait_cond("alpha", "DriftDetected", "False", "DriftCorrected")
+        self.assertIsNotNone(e.get("/apis/rbac.authorization.k8s.io/v1/namespaces/ml-alpha/"
+                                   "rolebindings/tau-workspace-alpha"))
+        e.wait_cond("alpha", "DriftDetected", "False", "NoDrift")
+
+    def test_edited_local_queue_restored(self):
+        e = self.env
+        self.ready_workspace()
+        e.sim.kubectl("patch", "localqueue.kueue.x-k8s.io", "-n", "ml-alpha", "alpha",
+                      "--type=merge", "-p", '{"spec":{"clusterQueue":"elsewhere"}}')
+        o = e.wait_cond("alpha", "DriftDetected", "False", "DriftCorrected")
+        self.assertIn("LocalQueue ml-alpha/alpha", cond(o, "DriftDetected")["message"])
+        wait_for(lambda: e.get(KUEUE + "/namespaces/ml-alpha/localqueues/alpha")["spec"]
+                 ["clusterQueue"] == "alpha", timeout=TIMEOUT, msg="LocalQueue restored")
+
+
+class V0Test(WorkspaceTestBase):
+    def test_second_blocked_then_promoted(self):
+        e = self.env
+        self.ready_workspace()
+        e.create(cluster_queue("beta"))
+        e.create(workspace("beta", ns="ml-beta", queue="beta"))
+        o = e.wait_cond("beta", "QueueReady", "False", "BlockedByActiveWorkspace")
+        self.assertIn("alpha", cond(o, "QueueReady")["message"])
+        self.assertIsNone(e.get("/api/v1/namespaces/ml-beta"))
+        e.sim.ok("DELETE", WS_API + "/alpha")
+        e.wait_gone(WS_API + "/alpha")
+        e.wait_phase("beta", "Ready")
+
+
+class OperatorSelectorTest(WorkspaceTestBase):
+    controller_args = ("--namespace-mode", "Operator", "--allowlist-selector",
+                       "tau.azure.com/allowed=true")
+
+    def test_namespace_appears_on_allowlist_later(self):
+        e = self.env
+        e.create(cluster_queue("alpha"))
+        e.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml-alpha"}})
+        e.create(workspace("alpha", ns="ml-alpha", queue="alpha", create_ns=True))
+        o = e.wait_cond("alpha", "QueueReady", "False", "NamespaceNotAllowed")
+        self.assertEqual(cond(o, "RBACReady")["reason"], "NamespaceNotAllowed")
+        e.sim.kubectl("label", "namespace", "ml-alpha", "tau.azure.com/allowed=true")
+        e.wait_phase("alpha", "Ready")
+        ns = e.get("/api/v1/namespaces/ml-alpha")
+        self.assertNotIn("tau.azure.com/workspace", ns["metadata"].get("labels") or {})
+
+
+class OperatorFileTest(unittest.TestCase):
+    def test_allowlist_file_hot_reload(self):
+        tmp = tempfile.mkdtemp(prefix="ws-allow-")
+        path = os.path.join(tmp, "allowlist.json")
+        with open(path, "w") as f:
+            f.write("[]")
+        env = Env(("--namespace-mode", "Operator", "--allowlist-file", path))
+        self.addCleanup(env.stop)
+        env.create(cluster_queue("alpha"))
+        env.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml-alpha"}})
+        env.create(workspace("alpha", ns="ml-alpha", queue="alpha", create_ns=False))
+        env.wait_cond("alpha", "QueueReady", "False", "NamespaceNotAllowed")
+        with open(path + ".tmp", "w") as f:
+            f.write("not json")
+        os.replace(path + ".tmp", path)  # a broken update keeps the previous list
+        wait_for(lambda: "reload failed" in env.log(), timeout=TIMEOUT, msg="reload failure")
+        with open(path + ".tmp", "w") as f:
+            f.write('["ml-alpha"]')
+        os.replace(path + ".tmp", path)
+        env.wait_phase("alpha", "Ready")
+
+
+class MapTest(unittest.TestCase):
+    def test_explicit_map_and_unmapped_fails_closed(self):
+        tmp = tempfile.mkdtemp(prefix="ws-map-")
+        path = os.path.join(tmp, "map.json")
+        with open(path, "w") as f:
+            json.dump({"alpha": "team-a-prod"}, f)
+        env = Env(("--namespace-map-file", path))
+        self.addCleanup(env.stop)
+        env.create(cluster_queue("alpha"))
+        env.create(workspace("alpha", queue="alpha"))
+        o = env.wait_phase("alpha", "Ready")
+        self.assertEqual(o["status"]["target"]["resolvedNamespace"], "team-a-prod")
+        env.sim.ok("DELETE", WS_API + "/alpha")
+        env.wait_gone(WS_API + "/alpha")
+        env.create(workspace("beta", queue="alpha"))
+        env.wait_cond("beta", "QueueReady", "False", "WorkspaceNotMapped")
+        self.assertIsNone(env.get("/api/v1/namespaces/beta"))
+
+
+def _job(name, ns, queue, finished=False):
+    j = {"apiVersion": "batch/v1", "kind": "Job",
+         "metadata": {"name": name, "namespace": ns,
+                      "labels": {"kueue.x-k8s.io/queue-name": queue}},
+         "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+             {"name": "c", "image": "busybox"}]}}}}
+    return j
+
+
+def _deployment(name, ns, queue):
+    labels = {"app": name, "kueue.x-k8s.io/queue-name": queue, "kueue.x-k8s.io/managed": "true"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+
+
+def _workload(name, ns, queue):
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 1, "template": {
+                "spec": {"containers": [{"name": "c", "image": "x"}]}}}]}}
+
+
+class RetargetDrainTest(WorkspaceTestBase):
+    def _retarget(self, make_source, finish):
+        e = self.env
+        self.ready_workspace()
+        src = make_source()
+        e.create(src)
+        o = e.ws("alpha")
+        o["spec"]["target"]["namespace"] = "ml-alpha2"
+        e.sim.ok("PUT", WS_API + "/alpha", o)
+        # The new namespace is set up; the old route is retained while the source runs.
+        wait_for(lambda: e.get(KUEUE + "/namespaces/ml-alpha2/localqueues/alpha"),
+                 timeout=TIMEOUT, msg="new LocalQueue")
+        wait_for(lambda: "workspace cleanup waits" in e.log(), timeout=TIMEOUT, msg="drain wait")
+        self.assertIsNotNone(e.get(KUEUE + "/namespaces/ml-alpha/localqueues/alpha"))
+        self.assertEqual(e.ws("alpha")["status"]["target"]["resolvedNamespace"], "ml-alpha")
+        finish(src)
+        e.wait_gone(KUEUE + "/namespaces/ml-alpha/localqueues/alpha")
+        o = e.wait_ws("alpha", lambda o: (o.get("status") or {}).get("target", {}).get(
+            "resolvedNamespace") == "ml-alpha2", "resolvedNamespace ml-alpha2")
+        ns = e.get("/api/v1/namespaces/ml-alpha")
+        self.assertIsNotNone(ns, "a retarget releases the namespace, it never deletes it")
+        self.assertNotIn("tau.azure.com/workspace", ns["metadata"].get("labels") or {})
+        e.wait_phase("alpha", "Ready")
+
+    def test_job_holds_until_complete(self):
+        e = self.env
+
+        def finish(src):
+            j = e.get(e.path_of(src, name=True))
+            j["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+            e.sim.ok("PUT", e.path_of(src, name=True) + "/status", j)
+        self._retarget(lambda: _job("train", "ml-alpha", "alpha"), finish)
+
+    def test_deployment_holds_until_deleted(self):
+        e = self.env
+        self._retarget(lambda: _deployment("serve", "ml-alpha", "alpha"),
+                       lambda src: e.sim.ok("DELETE", e.path_of(src, name=True)))
+
+    def test_workload_holds_until_finished(self):
+        e = self.env
+
+        def finish(src):
+            w = e.get(e.path_of(src, name=True))
+            w["status"] = {"conditions": [{"type": "Finished", "status": "True",
+                                           "reason": "Succeeded", "message": "done",
+                                           "lastTransitionTime": "2024-01-01T00:00:00Z"}]}
+            e.sim.ok("PUT", e.path_of(src, name=True) + "/status", w)
+        self._retarget(lambda: _workload("wl", "ml-alpha", "alpha"), finish)
+
+
+class RayDrainTest(WorkspaceTestBase):
+    extra_crds = (EXTRA_CRDS,)
+
+    def test_rayjob_and_rayservice_hold(self):
+        e = self.env
+        self.ready_workspace()
+        rj = {"apiVersion": "ray.io/v1", "kind": "RayJob",
+              "metadata": {"name": "rj", "namespace": "ml-alpha",
+                           "labels": {"kueue.x-k8s.io/queue-name": "alpha"}}, "spec": {}}
+        rs = {"apiVersion": "ray.io/v1", "kind": "RayService",
+              "metadata": {"name": "rs", "namespace": "ml-alpha",
+                           "labels": {"kueue.x-k8s.io/queue-name": "alpha"}}, "spec": {}}
+        e.create(rj)
+        e.create(rs)
+        e.sim.ok("DELETE", WS_API + "/alpha")
+        wait_for(lambda: "workspace cleanup waits" in e.log(), timeout=TIMEOUT, msg="drain wait")
+        self.assertIsNotNone(e.ws("alpha"))
+        obj = e.get(e.path_of(rj, name=True))
+        obj["status"] = {"jobDeploymentStatus": "Complete"}
+        e.sim.ok("PUT", e.path_of(rj, name=True) + "/status", obj)
+        e.sim.ok("DELETE", e.path_of(rs, name=True))
+        e.wait_gone(WS_API + "/alpha")
+
+
+class IdentityChangeTest(WorkspaceTestBase):
+    def test_obsolete_service_account_revoked_before_access(self):
+        e = self.env
+        self.ready_workspace(wi={"serviceAccountName": "old-sa", "clientId": "c-1"})
+        e.create(_job("train", "ml-alpha", "alpha"))
+        o = e.ws("alpha")
+        o["spec"]["target"]["namespace"] = "ml-alpha2"
+        o["spec"]["workloadIdentity"] = {"serviceAccountName": "new-sa", "clientId": "c-2"}
+        e.sim.ok("PUT", WS_API + "/alpha", o)
+        # Revoked first, even though the Job keeps the old route draining.
+        e.wait_gone("/api/v1/namespaces/ml-alpha/serviceaccounts/old-sa")
+        self.assertIsNotNone(e.get(KUEUE + "/namespaces/ml-alpha/localqueues/alpha"))
+        wait_for(lambda: e.get("/api/v1/namespaces/ml-alpha2/serviceaccounts/new-sa"),
+                 timeout=TIMEOUT, msg="new ServiceAccount")
+        log = e.log()
+        self.assertIn("obsolete workload identity", log)
+
+
+class SamplesTest(WorkspaceTestBase):
+    def test_published_samples_reconcile_to_ready(self):
+        e = self.env
+        for f in sorted(os.listdir(PUBLISHED)):
+            if f.endswith(".yaml"):
+                e.sim.kubectl("apply", "-f", os.path.join(PUBLISHED, f))
+        ws = e.sim.kubectl("get", "tw", "-n", "tau-system", "-o", "json")
+        names = [i["metadata"]["name"] for i in json.loads(ws.stdout)["items"]]
+        self.assertEqual(names, ["aurora"])
+        o = e.wait_cond("aurora", "QueueReady", "False", "ClusterQueueNotFound")
+        cq = o["status"]["queue"]["clusterQueue"]
+        e.create(cluster_queue(cq))
+        e.wait_phase("aurora", "Ready")
+
+
+class CliTest(WorkspaceTestBase):
+    def test_list_status_check(self):
+        e = self.env
+        self.ready_workspace()
+        e.create(workspace("beta", ns="ml-beta", queue="beta"))
+        e.wait_cond("beta", "QueueReady", "False", "BlockedByActiveWorkspace")
+        rc, out, err = e.cli("workspace", "list")
+        self.assertEqual(rc, 0, err)
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split(), ["NAME", "PHASE", "NAMESPACE", "QUEUE"])
+        self.assertEqual(lines[1].split(), ["alpha", "Ready", "ml-alpha", "alpha"])
+        self.assertEqual(lines[2].split()[:2], ["beta", "Pending"])
+        self.assertEqual(lines[0].index("PHASE"), lines[1].index("Ready"))
+        rc, out, err = e.cli("workspace", "list", "-o", "json")
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)
+        self.assertEqual([w["name"] for w in doc["items"]], ["alpha", "beta"])
+        rc, out, err = e.cli("workspace", "status", "alpha")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("Phase:", out)
+        self.assertIn("RoleBindingReady", out)
+        rc, out, err = e.cli("workspace", "status", "alpha", "-o", "json")
+        self.assertEqual(json.loads(out)["phase"], "Ready")
+        self.assertEqual(e.cli("workspace", "check", "alpha")[0], 0)
+        rc, out, _ = e.cli("workspace", "check", "beta")
+        self.assertEqual(rc, 1)
+        self.assertIn("BlockedByActiveWorkspace", out)
+        rc, out, _ = e.cli("workspace", "check", "beta", "-o", "json")
+        self.assertEqual(rc, 1)
+        self.assertFalse(json.loads(out)["ready"])
+        self.assertEqual(e.cli("workspace", "check", "nope")[0], 1)
+        self.assertEqual(e.cli("workspace", "bogus")[0], 2)
+        self.assertEqual(e.cli("workspace", "check")[0], 2)
+
+    def test_check_data_pvc(self):
+        e = self.env
+        self.ready_workspace()
+        e.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                  "metadata": {"name": "blob-training", "namespace": "ml-alpha"},
+                  "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "azureblob",
+                           "resources": {"requests": {"storage": "1Gi"}}}},
+                 "/api/v1/namespaces/ml-alpha/persistentvolumeclaims")
+        rc, out, err = e.cli("workspace", "check", "alpha", "--data-pvc", "blob-training")
+        self.assertIn("blob-training", out)
+        self.assertIn("azureblob", out)
+        rc, out, err = e.cli("workspace", "check", "alpha", "--data-pvc", "missing")
+        self.assertEqual(rc, 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
