@@ -55,7 +55,6 @@
 /* Most reports sent in one loop turn (a RESEND_FULL loop must not spin). */
 #define MAX_SENDS_PER_TURN 4
 
-
 static int64_t mono_ms(void)
 {
 	struct timespec ts;
