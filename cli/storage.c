@@ -14,12 +14,12 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/kube.h"
+#include "tau/nodefacts.h"
 
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const tau_kube_resource res_csinodes = {"storage.k8s.io", "v1", "csinodes", false};
 static const tau_kube_resource res_csidrivers = {"storage.k8s.io", "v1", "csidrivers", false};
 
 #define DEFAULT_SELECTOR "tau.azure.com/gpu-class"
@@ -33,22 +33,17 @@ static const char *jstr(const cJSON *obj, const char *path)
 	return s;
 }
 
+/* Ready, schedulable, not being deleted: read by the one Node parser of libtau. */
 static bool node_eligible(const cJSON *node)
 {
-	const cJSON *c;
-	bool unsched = false, ready = false;
+	tau_node_facts f = {0};
+	bool ok;
 
-	tau_json_get_bool(&unsched, node, "spec.unschedulable");
-	if (unsched || jstr(node, "metadata.deletionTimestamp") != NULL)
+	if (tau_node_facts_from_json(&f, node) < 0)
 		return false;
-	cJSON_ArrayForEach(c, tau_json_find(node, "status.conditions"))
-	{
-		const char *t = jstr(c, "type"), *s = jstr(c, "status");
-
-		if (t != NULL && s != NULL && strcmp(t, "Ready") == 0)
-			ready = strcmp(s, "True") == 0;
-	}
-	return ready;
+	ok = f.ready && f.schedulable && !f.deleting;
+	tau_node_facts_clear(&f);
+	return ok;
 }
 
 static bool csinode_has(const cJSON *csinode, const char *driver)
@@ -174,7 +169,7 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 		if (name == NULL || !node_eligible(n))
 			continue;
 		eligible++;
-		has = tau_kube_get(&csinode, client, &res_csinodes, NULL, name) == 0 &&
+		has = tau_kube_get(&csinode, client, &tau_kube_res_csinodes, NULL, name) == 0 &&
 		      csinode_has(csinode, driver);
 		cJSON_Delete(csinode);
 		if (!has)

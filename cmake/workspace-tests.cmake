@@ -24,3 +24,13 @@ if(TAU_PYTHON_TESTS)
       LABELS "e2e;python"
       ENVIRONMENT "TAU_WS_CONTROLLER=$<TARGET_FILE:ws_controller>;TAU_WS_CLI=$<TARGET_FILE:tau_ws_cli>")
 endif()
+
+if(TAU_PYTHON_TESTS)
+  add_test(NAME e2e/storage
+           COMMAND ${PYTHON3} -m unittest -v test_storage
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e)
+  set_tests_properties(e2e/storage PROPERTIES
+      TIMEOUT 300
+      LABELS "e2e;python"
+      ENVIRONMENT "TAU_WS_CLI=$<TARGET_FILE:tau_ws_cli>")
+endif()
