@@ -23,6 +23,8 @@ typedef struct record {
 	bool connected;
 	int64_t last_heard_ms;
 	tau_node_source source; /* what the pool holds for it now */
+	uint8_t *inventory;     /* opaque copy of the agent's last inventory */
+	size_t inventory_len;
 } record;
 
 struct tau_nodestore {
@@ -57,6 +59,7 @@ static void record_clear(record *r)
 	free(r->name);
 	tau_node_facts_clear(&r->api);
 	tau_node_facts_clear(&r->agent);
+	free(r->inventory);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -256,6 +259,28 @@ int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t 
 	return 0;
 }
 
+int tau_nodestore_set_inventory(tau_nodestore *s, const char *name, const uint8_t *bytes,
+                                size_t len)
+{
+	bool found;
+	size_t i = find(s, name, &found);
+	uint8_t *copy = NULL;
+
+	if (!found)
+		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
+	if (len > 0) {
+		copy = malloc(len);
+		if (copy == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory keeping inventory of %s",
+			                     name);
+		memcpy(copy, bytes, len);
+	}
+	free(s->recs[i].inventory);
+	s->recs[i].inventory = copy;
+	s->recs[i].inventory_len = len;
+	return 0;
+}
+
 int tau_nodestore_heartbeat(tau_nodestore *s, const char *name, int64_t now_ms)
 {
 	bool found;
@@ -315,6 +340,8 @@ static void fill_status(const record *r, tau_node_status *out)
 	             : r->reported                      ? &r->agent
 	             : r->api_known                     ? &r->api
 	                                                : NULL;
+	out->inventory = r->inventory;
+	out->inventory_len = r->inventory_len;
 }
 
 int tau_nodestore_at(const tau_nodestore *s, size_t i, tau_node_status *out)

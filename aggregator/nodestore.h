@@ -39,6 +39,8 @@ typedef struct tau_node_status {
 	int64_t last_heard_ms; /**< time of the last report or heartbeat, 0 if never */
 	tau_node_source source;
 	const tau_node_facts *facts; /**< the facts it counts with, NULL when none */
+	const uint8_t *inventory;    /**< the agent's last inventory, opaque bytes; NULL if none */
+	size_t inventory_len;
 } tau_node_status;
 
 /**
@@ -70,6 +72,14 @@ void tau_nodestore_api_synced(tau_nodestore *store);
  * copied).  Invalid facts are refused (-TAU_EINVAL) and nothing changes.
  */
 int tau_nodestore_report(tau_nodestore *store, const tau_node_facts *facts, int64_t now_ms);
+
+/**
+ * Keep the agent's last inventory as opaque bytes (e.g. the packed protobuf) with
+ * the record, for queries; copied, replacing the previous one.  The bytes live
+ * and die with the record.  @return 0, -TAU_ENOTFOUND, -TAU_ENOMEM.
+ */
+int tau_nodestore_set_inventory(tau_nodestore *store, const char *name, const uint8_t *bytes,
+                                size_t len);
 
 /** A heartbeat from a node's agent.  -TAU_ENOTFOUND if it never reported. */
 int tau_nodestore_heartbeat(tau_nodestore *store, const char *name, int64_t now_ms);

@@ -474,6 +474,15 @@ int tau_pool_explain(const tau_pool *pool, const char *name,
 	return tau_pool_evaluate(pool, &n->facts, rules) ? 1 : 0;
 }
 
+int tau_pool_node_counted(const tau_pool *pool, const char *name)
+{
+	stored_node *n = *find_slot(pool, name);
+
+	if (n == NULL)
+		return tau_error_set(TAU_ENOTFOUND, "node %s is not in the pool", name);
+	return n->counted ? 1 : 0;
+}
+
 size_t tau_pool_node_count(const tau_pool *pool)
 {
 	return pool->n_nodes;

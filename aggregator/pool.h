@@ -92,6 +92,12 @@ bool tau_pool_evaluate(const tau_pool *pool, const tau_node_facts *node,
 int tau_pool_explain(const tau_pool *pool, const char *name,
                      tau_pool_rule rules[TAU_POOL_RULE_COUNT]);
 
+/**
+ * Whether a stored node counts now, without re-evaluating the rules.
+ * @return 1 if it counts, 0 if not, -TAU_ENOTFOUND.
+ */
+int tau_pool_node_counted(const tau_pool *pool, const char *name);
+
 /** Number of nodes known to the pool (counted or not). */
 size_t tau_pool_node_count(const tau_pool *pool);
 

@@ -1,8 +1,8 @@
 /*
  * cli.h - what the `tau` subcommands share: global options, exit codes and
  * the entry point of each command group.  cli/main.c dispatches on a table
- * of these; each group lives in its own file (inventory.c, later workspace.c
- * and storage.c).
+ * of these; each group lives in its own file (inventory.c, workspace.c,
+ * storage.c).
  */
 #ifndef TAU_CLI_CLI_H
 #define TAU_CLI_CLI_H
@@ -30,5 +30,11 @@ typedef struct tau_cli_command {
 
 /** `tau inventory nodes|pool|explain NODE ...` (cli/inventory.c). */
 int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g);
+
+/** `tau workspace list|status NAME|check NAME ...` (cli/workspace.c). */
+int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g);
+
+/** `tau storage check --driver NAME [--selector SEL]` (cli/storage.c). */
+int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g);
 
 #endif /* TAU_CLI_CLI_H */

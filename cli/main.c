@@ -1,59 +1,104 @@
 /*
- * tau - the taugrid command line.  Subcommands (workspace, inventory,
- * storage) arrive with their issues; the global contract of DESIGN.md §3
- * (exit codes 0 ok, 1 check failed, 2 usage or input error) holds already.
+ * tau - the taugrid command line.
+ *
+ * main() parses the global options and hands the rest of argv to one entry
+ * of a command table; each command group parses its own options.  Adding a
+ * group (workspace, storage) is one table row and one file.  Exit codes per
+ * DESIGN.md §3: 0 success, 1 check failed, 2 usage or input error.
  */
+#include "cli.h"
+
 #include "tau/log.h"
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static const tau_cli_command commands[] = {
+        {"workspace",
+         "workspace list|status NAME|check NAME [-o table|json]\n"
+         "                                          TauWorkspace state",
+         tau_cli_workspace},
+        {"inventory",
+         "inventory nodes|pool|explain NODE [--aggregator ADDR] [-o table|json]\n"
+         "                                          GPU inventory from the aggregator",
+         tau_cli_inventory},
+        {"storage",
+         "storage check --driver NAME [--selector SEL]\n"
+         "                                          CSI registration on eligible nodes",
+         tau_cli_storage},
+};
 
 static void usage(FILE *out)
 {
-	fputs("Usage: tau [global options] COMMAND ...\n"
-	      "\n"
-	      "Commands:\n"
-	      "  workspace list|status NAME|check NAME   TauWorkspace state\n"
-	      "  inventory nodes|pool|explain NODE       GPU inventory from the aggregator\n"
-	      "  storage check --driver NAME             CSI registration on eligible nodes\n"
-	      "\n"
+	fputs("Usage: tau [global options] COMMAND ...\n\nCommands:\n", out);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %s\n", commands[i].usage);
+	fputs("\n"
 	      "Global options:\n"
-	      "  --kubeconfig FILE  --context NAME  --system-namespace NS  -o table|json\n"
+	      "  --kubeconfig FILE  --context NAME  --system-namespace NS\n"
 	      "  --help             show this help\n"
 	      "  --version          print the version\n"
 	      "\n"
+	      "Run `tau COMMAND --help` for a command's options.\n"
 	      "Exit codes: 0 success, 1 check failed, 2 usage or input error.\n",
 	      out);
 }
 
 int main(int argc, char **argv)
 {
+	enum { O_KUBECONFIG = 256, O_CONTEXT, O_NS };
 	static const struct option opts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"version", no_argument, NULL, 'V'},
+	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+	        {"context", required_argument, NULL, O_CONTEXT},
+	        {"system-namespace", required_argument, NULL, O_NS},
 	        {NULL, 0, NULL, 0},
 	};
+	tau_cli_globals g = {0};
 	int c;
 
 	tau_log_init_from_env();
+	/* "+": stop at the command; its options belong to it. */
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
-			return 0;
+			return TAU_CLI_OK;
 		case 'V':
 			printf("tau %s\n", TAU_VERSION_STRING);
-			return 0;
+			return TAU_CLI_OK;
+		case O_KUBECONFIG:
+			g.kubeconfig = optarg;
+			break;
+		case O_CONTEXT:
+			g.context = optarg;
+			break;
+		case O_NS:
+			g.system_namespace = optarg;
+			break;
 		default:
 			usage(stderr);
-			return 2;
+			return TAU_CLI_USAGE;
 		}
 	}
+	if (g.system_namespace == NULL)
+		g.system_namespace = "tau-system";
 	if (optind >= argc) {
 		usage(stderr);
-		return 2;
+		return TAU_CLI_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[optind], commands[i].name) == 0) {
+			int sub_argc = argc - optind;
+			char **sub_argv = argv + optind;
+
+			optind = 0; /* glibc: re-initialise getopt for the command's own argv */
+			return commands[i].run(sub_argc, sub_argv, &g);
+		}
 	}
 	fprintf(stderr, "tau: unknown command \"%s\" (see tau --help)\n", argv[optind]);
-	return 2;
+	return TAU_CLI_USAGE;
 }

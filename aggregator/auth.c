@@ -1,0 +1,333 @@
+/*
+ * auth.c - the agent authentication decision and the review cache.
+ *
+ * The decision is a pure function of the review, so its whole table is unit
+ * tested without an API server.  The cache never holds a token, only its
+ * SHA-256, and is bounded: when full it first drops expired entries, then
+ * the entry closest to expiry.  A review is never trusted past the token's
+ * own `exp`, so a cached "yes" cannot outlive the credential it vouched for.
+ */
+#include "auth.h"
+
+#include "tau/error.h"
+#include "tau/json.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tau_auth_sa_user(char *out, size_t cap, const char *ns_name)
+{
+	const char *colon = ns_name != NULL ? strchr(ns_name, ':') : NULL;
+	int n;
+
+	if (colon == NULL || colon == ns_name || colon[1] == '\0' || strchr(colon + 1, ':'))
+		return tau_error_set(TAU_EINVAL,
+		                     "agent service account \"%s\" is not NAMESPACE:NAME",
+		                     ns_name != NULL ? ns_name : "");
+	n = snprintf(out, cap, "system:serviceaccount:%s", ns_name);
+	if (n < 0 || (size_t)n >= cap)
+		return tau_error_set(TAU_EINVAL, "agent service account name too long");
+	return 0;
+}
+
+tau_rpc_code tau_auth_decide_user(char *msg, size_t cap, bool token_present, bool expired,
+                                  const tau_auth_review *review, const char *expected_user)
+{
+	if (!token_present) {
+		snprintf(msg, cap, "missing bearer token (authorization: Bearer <token>)");
+		return TAU_RPC_UNAUTHENTICATED;
+	}
+	if (expired) {
+		snprintf(msg, cap, "bearer token has expired");
+		return TAU_RPC_UNAUTHENTICATED;
+	}
+	if (review == NULL || !review->authenticated) {
+		snprintf(msg, cap, "bearer token rejected by TokenReview: %s",
+		         review != NULL && review->error[0] ? review->error : "not authenticated");
+		return TAU_RPC_UNAUTHENTICATED;
+	}
+	if (strcmp(review->username, expected_user) != 0) {
+		snprintf(msg, cap, "user %.200s is not the agent service account %.200s",
+		         review->username, expected_user);
+		return TAU_RPC_PERMISSION_DENIED;
+	}
+	if (review->node_name[0] == '\0') {
+		snprintf(msg, cap,
+		         "token of %.200s is not bound to a node (no " TAU_AUTH_NODE_EXTRA ")",
+		         review->username);
+		return TAU_RPC_PERMISSION_DENIED;
+	}
+	msg[0] = '\0';
+	return TAU_RPC_OK;
+}
+
+tau_rpc_code tau_auth_decide_node(char *msg, size_t cap, const tau_auth_review *review,
+                                  const char *node)
+{
+	if (node == NULL || strcmp(review->node_name, node) != 0) {
+		snprintf(msg, cap, "token of node %.253s may not report for node %.253s",
+		         review->node_name, node != NULL ? node : "");
+		return TAU_RPC_PERMISSION_DENIED;
+	}
+	msg[0] = '\0';
+	return TAU_RPC_OK;
+}
+
+static int b64url_value(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '-' || c == '+')
+		return 62;
+	if (c == '_' || c == '/')
+		return 63;
+	return -1;
+}
+
+int tau_auth_token_expiry(int64_t *exp_s, const char *token)
+{
+	const char *p1 = strchr(token, '.');
+	const char *p2 = p1 != NULL ? strchr(p1 + 1, '.') : NULL;
+	size_t len, n = 0;
+	unsigned char buf[4096];
+	uint32_t acc = 0;
+	int bits = 0;
+	cJSON *claims = NULL;
+	const cJSON *exp;
+	int rc = -TAU_ENOTFOUND;
+
+	if (p2 == NULL)
+		return -TAU_ENOTFOUND;
+	len = (size_t)(p2 - p1 - 1);
+	if (len == 0 || len / 4 * 3 + 3 > sizeof(buf))
+		return -TAU_ENOTFOUND;
+	for (const char *c = p1 + 1; c < p2; c++) {
+		int v = *c == '=' ? -2 : b64url_value(*c);
+
+		if (v == -2)
+			break;
+		if (v < 0)
+			return -TAU_ENOTFOUND;
+		acc = (acc << 6) | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			buf[n++] = (unsigned char)(acc >> bits);
+		}
+	}
+	if (tau_json_parse(&claims, (const char *)buf, n, sizeof(buf)) < 0)
+		return -TAU_ENOTFOUND;
+	exp = cJSON_GetObjectItemCaseSensitive(claims, "exp");
+	if (cJSON_IsNumber(exp) && exp->valuedouble > 0 && exp->valuedouble < 1e15) {
+		*exp_s = (int64_t)exp->valuedouble;
+		rc = 0;
+	}
+	cJSON_Delete(claims);
+	return rc;
+}
+
+void tau_auth_token_hash(char out[65], const char *token)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	static const char hex[] = "0123456789abcdef";
+
+	EVP_Digest(token, strlen(token), md, &mdlen, EVP_sha256(), NULL);
+	for (unsigned int i = 0; i < 32; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 15];
+	}
+	out[64] = '\0';
+}
+
+/* ---- cache: open addressing would need tombstones; a small chained table is simpler ---- */
+
+/* Compact: the review's strings are stored back to back in `text` (user, node, error). */
+typedef struct cache_entry {
+	char hash[65];
+	bool authenticated;
+	int64_t expires_ms;
+	struct cache_entry *next;
+	char text[];
+} cache_entry;
+
+static cache_entry *entry_new(const char *hash, const tau_auth_review *r, int64_t expires_ms)
+{
+	size_t lu = strlen(r->username) + 1, ln = strlen(r->node_name) + 1;
+	size_t le = strlen(r->error) + 1;
+	cache_entry *e = calloc(1, sizeof(*e) + lu + ln + le);
+
+	if (e == NULL)
+		return NULL;
+	memcpy(e->hash, hash, 64);
+	e->hash[64] = '\0';
+	e->authenticated = r->authenticated;
+	e->expires_ms = expires_ms;
+	memcpy(e->text, r->username, lu);
+	memcpy(e->text + lu, r->node_name, ln);
+	memcpy(e->text + lu + ln, r->error, le);
+	return e;
+}
+
+static void entry_review(const cache_entry *e, tau_auth_review *out)
+{
+	const char *user = e->text, *node = user + strlen(user) + 1;
+	const char *err = node + strlen(node) + 1;
+
+	memset(out, 0, sizeof(*out));
+	out->authenticated = e->authenticated;
+	snprintf(out->username, sizeof(out->username), "%s", user);
+	snprintf(out->node_name, sizeof(out->node_name), "%s", node);
+	snprintf(out->error, sizeof(out->error), "%s", err);
+}
+
+struct tau_auth_cache {
+	pthread_mutex_t mu;
+	cache_entry **buckets;
+	size_t n_buckets, n, max;
+};
+
+int tau_auth_cache_new(tau_auth_cache **out, size_t max_entries)
+{
+	tau_auth_cache *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	c->max = max_entries > 0 ? max_entries : 1;
+	c->n_buckets = 1024;
+	while (c->n_buckets < c->max)
+		c->n_buckets *= 2;
+	c->buckets = calloc(c->n_buckets, sizeof(*c->buckets));
+	if (c->buckets == NULL) {
+		free(c);
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	*out = c;
+	return 0;
+}
+
+void tau_auth_cache_free(tau_auth_cache *c)
+{
+	if (c == NULL)
+		return;
+	for (size_t b = 0; b < c->n_buckets; b++) {
+		cache_entry *e = c->buckets[b];
+
+		while (e != NULL) {
+			cache_entry *next = e->next;
+
+			free(e);
+			e = next;
+		}
+	}
+	free(c->buckets);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+static size_t bucket_of(const tau_auth_cache *c, const char *hash)
+{
+	/* The key is already a uniform hash: its first 16 hex digits index the table. */
+	uint64_t v = 0;
+
+	for (int i = 0; i < 16; i++)
+		v = (v << 4) | (uint64_t)(hash[i] <= '9' ? hash[i] - '0' : hash[i] - 'a' + 10);
+	return (size_t)(v & (c->n_buckets - 1));
+}
+
+bool tau_auth_cache_get(tau_auth_cache *c, const char *hash, int64_t now_ms, tau_auth_review *out)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&c->mu);
+	for (cache_entry *e = c->buckets[bucket_of(c, hash)]; e != NULL; e = e->next) {
+		if (strcmp(e->hash, hash) == 0) {
+			if (e->expires_ms > now_ms) {
+				entry_review(e, out);
+				found = true;
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	return found;
+}
+
+/* Drop expired entries; if none was, the one closest to expiry.  Lock held. */
+static void evict(tau_auth_cache *c, int64_t now_ms)
+{
+	cache_entry **victim = NULL;
+
+	for (size_t b = 0; b < c->n_buckets; b++) {
+		cache_entry **pe = &c->buckets[b];
+
+		while (*pe != NULL) {
+			if ((*pe)->expires_ms <= now_ms) {
+				cache_entry *dead = *pe;
+
+				*pe = dead->next;
+				free(dead);
+				c->n--;
+				continue;
+			}
+			if (victim == NULL || (*pe)->expires_ms < (*victim)->expires_ms)
+				victim = pe;
+			pe = &(*pe)->next;
+		}
+	}
+	if (c->n >= c->max && victim != NULL) {
+		cache_entry *dead = *victim;
+
+		*victim = dead->next;
+		free(dead);
+		c->n--;
+	}
+}
+
+void tau_auth_cache_put(tau_auth_cache *c, const char *hash, const tau_auth_review *review,
+                        int64_t expires_ms, int64_t now_ms)
+{
+	cache_entry **pe, *fresh;
+
+	if (expires_ms <= now_ms)
+		return;
+	fresh = entry_new(hash, review, expires_ms);
+	if (fresh == NULL)
+		return; /* not cached: the next stream asks again */
+	pthread_mutex_lock(&c->mu);
+	pe = &c->buckets[bucket_of(c, hash)];
+	while (*pe != NULL && strcmp((*pe)->hash, fresh->hash) != 0)
+		pe = &(*pe)->next;
+	if (*pe != NULL) {
+		/* Replace in place. */
+		fresh->next = (*pe)->next;
+		free(*pe);
+		*pe = fresh;
+	} else {
+		if (c->n >= c->max)
+			evict(c, now_ms);
+		pe = &c->buckets[bucket_of(c, hash)];
+		fresh->next = *pe;
+		*pe = fresh;
+		c->n++;
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+size_t tau_auth_cache_size(tau_auth_cache *c)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->mu);
+	n = c->n;
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}

@@ -1,0 +1,35 @@
+/*
+ * http.h - the aggregator's plain HTTP endpoints on libmicrohttpd:
+ * /healthz (the process serves), /readyz (the readiness callback says so),
+ * /metrics (Prometheus text from tau_agg_metrics).
+ */
+#ifndef TAU_AGGREGATOR_HTTP_H
+#define TAU_AGGREGATOR_HTTP_H
+
+#include "service.h"
+
+#include <stdbool.h>
+
+typedef struct tau_agg_http tau_agg_http;
+
+/** Readiness: true when ready, with a short reason either way. */
+typedef bool (*tau_agg_ready_fn)(void *ud, char *reason, size_t cap);
+
+/**
+ * Listen on `addr` ("HOST:PORT", "[V6]:PORT", ":PORT"; port 0 picks one) and
+ * serve on an internal thread.  `port_out` (may be NULL) gets the bound port.
+ * @return 0, -TAU_EINVAL (address), -TAU_EIO (cannot listen).
+ */
+int tau_agg_http_start(tau_agg_http **out, const char *addr, tau_agg *agg, tau_agg_ready_fn ready,
+                       void *ready_ud, int *port_out);
+
+/** Stop serving and free; NULL is a no-op. */
+void tau_agg_http_stop(tau_agg_http *h);
+
+/**
+ * Split "HOST:PORT" / "[V6]:PORT" / ":PORT" into host (may be "") and port.
+ * @return 0 or -TAU_EINVAL.
+ */
+int tau_agg_split_hostport(char *host, size_t cap, int *port, const char *addr);
+
+#endif /* TAU_AGGREGATOR_HTTP_H */

@@ -1,0 +1,126 @@
+/*
+ * kubewatch.c - Node and TauCluster informers feeding the aggregator state.
+ *
+ * Handlers run on the kube loop thread and only translate events: a Node
+ * becomes tau_node_facts inside tau_agg_node_upsert, the TauCluster becomes
+ * a node selector.  The Node informer's cache holds pruned objects only
+ * (tau_node_facts_prune as its transform), so whole Nodes are never kept.  Whether
+ * the Node list has been applied is asked by the state's own periodic tick
+ * (tau_agg_set_sync_probe), so no extra timer thread is needed here.
+ */
+#include "kubewatch.h"
+
+#include "tau/error.h"
+#include "tau/kube_informer.h"
+#include "tau/log.h"
+#include "tau/nodefacts.h"
+
+#include <stdlib.h>
+
+const tau_kube_resource tau_agg_res_clusters = {
+        .group = "tau.azure.com", .version = "v1alpha1", .plural = "clusters", .namespaced = false};
+
+struct tau_agg_kube {
+	tau_agg *agg;
+	tau_kube_loop *loop;
+	tau_kube_informer *nodes;
+	tau_kube_informer *clusters;
+	bool running;
+};
+
+static void node_add(void *arg, const cJSON *obj)
+{
+	tau_agg_node_upsert(((tau_agg_kube *)arg)->agg, obj);
+}
+
+static void node_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
+{
+	(void)old_obj;
+	tau_agg_node_upsert(((tau_agg_kube *)arg)->agg, new_obj);
+}
+
+static void node_delete(void *arg, const cJSON *obj)
+{
+	tau_agg_node_delete(((tau_agg_kube *)arg)->agg, obj);
+}
+
+static void cluster_add(void *arg, const cJSON *obj)
+{
+	tau_agg_cluster(((tau_agg_kube *)arg)->agg, obj);
+}
+
+static void cluster_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
+{
+	(void)old_obj;
+	tau_agg_cluster(((tau_agg_kube *)arg)->agg, new_obj);
+}
+
+static void cluster_delete(void *arg, const cJSON *obj)
+{
+	(void)obj;
+	tau_agg_cluster(((tau_agg_kube *)arg)->agg, NULL);
+}
+
+/* The informer caches what this leaves: a few hundred bytes per Node, not kilobytes. */
+static void prune_node(void *arg, cJSON *obj)
+{
+	(void)arg;
+	tau_node_facts_prune(obj);
+}
+
+static bool nodes_synced(void *ud)
+{
+	return tau_kube_informer_has_synced(((tau_agg_kube *)ud)->nodes);
+}
+
+int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg)
+{
+	tau_agg_kube *k = calloc(1, sizeof(*k));
+	tau_kube_handlers nh = {
+	        .on_add = node_add, .on_update = node_update, .on_delete = node_delete};
+	tau_kube_handlers ch = {
+	        .on_add = cluster_add, .on_update = cluster_update, .on_delete = cluster_delete};
+	tau_kube_informer_options nopts = {.transform = prune_node};
+	tau_kube_informer_options copts = {.field_selector = "metadata.name=cluster"};
+	int rc;
+
+	if (k == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	k->agg = agg;
+	nh.arg = k;
+	ch.arg = k;
+	if ((rc = tau_kube_loop_new(&k->loop, client)) < 0 ||
+	    (rc = tau_kube_informer_new(&k->nodes, k->loop, &tau_kube_res_nodes, &nopts, &nh)) <
+	            0 ||
+	    (rc = tau_kube_informer_new(&k->clusters, k->loop, &tau_agg_res_clusters, &copts,
+	                                &ch)) < 0)
+		goto fail;
+	tau_agg_set_sync_probe(agg, nodes_synced, k);
+	tau_kube_informer_start(k->nodes);
+	tau_kube_informer_start(k->clusters);
+	if ((rc = tau_kube_loop_start_thread(k->loop)) < 0)
+		goto fail;
+	k->running = true;
+	*out = k;
+	return 0;
+fail:
+	tau_agg_set_sync_probe(agg, NULL, NULL);
+	tau_kube_informer_free(k->clusters);
+	tau_kube_informer_free(k->nodes);
+	tau_kube_loop_free(k->loop);
+	free(k);
+	return rc;
+}
+
+void tau_agg_kube_stop(tau_agg_kube *k)
+{
+	if (k == NULL)
+		return;
+	tau_agg_set_sync_probe(k->agg, NULL, NULL);
+	if (k->running)
+		tau_kube_loop_join(k->loop);
+	tau_kube_informer_free(k->clusters);
+	tau_kube_informer_free(k->nodes);
+	tau_kube_loop_free(k->loop);
+	free(k);
+}

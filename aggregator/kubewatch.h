@@ -1,0 +1,27 @@
+/*
+ * kubewatch.h - the aggregator's view of the Kubernetes API: a Node informer
+ * and a TauCluster (`cluster`, tau.azure.com/v1alpha1) informer on one
+ * shared kube loop thread, feeding the aggregator state.
+ */
+#ifndef TAU_AGGREGATOR_KUBEWATCH_H
+#define TAU_AGGREGATOR_KUBEWATCH_H
+
+#include "service.h"
+
+#include "tau/kube.h"
+
+typedef struct tau_agg_kube tau_agg_kube;
+
+/** The TauCluster kind. */
+extern const tau_kube_resource tau_agg_res_clusters;
+
+/**
+ * Start watching Nodes and the TauCluster for `agg` with `client` (both
+ * borrowed; they must outlive the watcher).  @return 0, -TAU_ENOMEM, -TAU_EIO.
+ */
+int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg);
+
+/** Stop the loop thread and free; NULL is a no-op. */
+void tau_agg_kube_stop(tau_agg_kube *k);
+
+#endif /* TAU_AGGREGATOR_KUBEWATCH_H */

@@ -1,0 +1,64 @@
+/*
+ * metrics.h - the aggregator's Prometheus metrics: a plain snapshot struct
+ * filled under the state lock, rendered to the text exposition format
+ * (version 0.0.4) outside it.  Rendering is pure, so it is unit tested.
+ */
+#ifndef TAU_AGGREGATOR_METRICS_H
+#define TAU_AGGREGATOR_METRICS_H
+
+#include "tau/quantity.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** One summed resource of one flavor; `value` is a Prometheus number. */
+typedef struct tau_metrics_resource {
+	const char *flavor;
+	const char *resource;
+	char value[48];
+} tau_metrics_resource;
+
+/** One flavor of the pool. */
+typedef struct tau_metrics_flavor {
+	const char *name;
+	uint64_t nodes;
+} tau_metrics_flavor;
+
+/** Everything /metrics shows.  Strings are lent for the render call. */
+typedef struct tau_metrics {
+	uint64_t agents_connected; /**< Report streams bound to a node now */
+	uint64_t nodes_known;      /**< node records */
+	uint64_t nodes_stale;      /**< reported, agent gone or silent */
+	uint64_t nodes_counted;    /**< nodes in the pool */
+	uint64_t reports_inventory, reports_heartbeat, reports_stopping; /**< counters */
+	uint64_t reports_rejected;                                       /**< acks REJECTED */
+	uint64_t reports_resend_full;                                    /**< acks RESEND_FULL */
+	uint64_t auth_unauthenticated;   /**< streams refused UNAUTHENTICATED */
+	uint64_t auth_permission_denied; /**< streams refused PERMISSION_DENIED */
+	uint64_t auth_unavailable;       /**< streams refused because TokenReview failed */
+	uint64_t token_reviews;          /**< TokenReviews sent (cache misses) */
+	uint64_t pool_watchers;          /**< open WatchPool calls */
+	bool established;
+	uint64_t missing_nodes;
+	uint64_t pool_generation;
+	bool leader;
+	const tau_metrics_flavor *flavors;
+	size_t n_flavors;
+	const tau_metrics_resource *resources;
+	size_t n_resources;
+} tau_metrics;
+
+/**
+ * Render `m` as Prometheus text.  @param out receives a malloc'd NUL-terminated
+ * string (free()).  @return 0 or -TAU_ENOMEM.
+ */
+int tau_metrics_render(char **out, const tau_metrics *m);
+
+/**
+ * Write a quantity as a Prometheus sample value: exact decimal when it fits
+ * in thousandths ("94.94", "2025164832768"), else a float.  @return 0 or -TAU_ETOOBIG.
+ */
+int tau_metrics_quantity_value(char *buf, size_t cap, const tau_quantity *q);
+
+#endif /* TAU_AGGREGATOR_METRICS_H */

@@ -1,0 +1,384 @@
+/*
+ * query.c - QueryService answers from the node store.
+ *
+ * The one idea: the answers are derived, never stored.  Whether a node
+ * counts, why not, and the pool's sums all come from the store and the pool
+ * at the moment of the query, so a query can never disagree with the pool
+ * that WatchPool publishes.  Messages are built with malloc so that
+ * protobuf-c's own free walks and releases them.
+ */
+#include "query.h"
+
+#include "tau/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OOM() tau_error_set(TAU_ENOMEM, "out of memory building a query answer")
+
+static char *dup_str(const char *s)
+{
+	return strdup(s != NULL ? s : "");
+}
+
+static void free_msg(void *m)
+{
+	if (m != NULL)
+		protobuf_c_message_free_unpacked(m, NULL);
+}
+
+bool tau_query_is_stale(const tau_node_status *st, const tau_query_opts *opts)
+{
+	if (st->stale)
+		return true;
+	return st->reported && st->connected && opts->stale_after_ms > 0 &&
+	       opts->now_ms - st->last_heard_ms > opts->stale_after_ms;
+}
+
+static void set_rule(tau_query_rule *r, const char *name, bool pass, const char *detail)
+{
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->pass = pass;
+	snprintf(r->detail, sizeof(r->detail), "%s", detail);
+}
+
+bool tau_query_rules(const tau_nodestore *store, const tau_node_status *st,
+                     tau_query_rule rules[TAU_QUERY_RULE_COUNT])
+{
+	const tau_pool *pool = tau_nodestore_pool(store);
+	tau_pool_rule p1[TAU_POOL_RULE_COUNT];
+	bool counted = true;
+	size_t k = 0;
+
+	set_rule(&rules[k++], TAU_QUERY_RULE_API, st->api_known,
+	         st->api_known ? "Node object exists"
+	                       : "no Node object (only an agent reported it)");
+	if (st->facts != NULL) {
+		(void)tau_pool_evaluate(pool, st->facts, p1);
+	} else {
+		tau_node_facts none = {0};
+
+		(void)tau_pool_evaluate(pool, &none, p1);
+	}
+	for (int i = 0; i < TAU_POOL_RULE_COUNT; i++) {
+		snprintf(rules[k].name, sizeof(rules[k].name), "P1.%s", p1[i].name);
+		rules[k].pass = p1[i].pass;
+		snprintf(rules[k].detail, sizeof(rules[k].detail), "%s", p1[i].detail);
+		k++;
+	}
+	if (st->source == TAU_NODE_SOURCE_AGENT)
+		set_rule(&rules[k++], TAU_QUERY_RULE_AGENT, true,
+		         "counts with its agent's last report");
+	else if (st->source == TAU_NODE_SOURCE_API)
+		set_rule(&rules[k++], TAU_QUERY_RULE_AGENT, true,
+		         "agent never reported; counts with the Node's allocatable after the "
+		         "initial "
+		         "sync timeout");
+	else if (st->reported)
+		set_rule(&rules[k++], TAU_QUERY_RULE_AGENT, true, "agent reported");
+	else
+		set_rule(&rules[k++], TAU_QUERY_RULE_AGENT, false,
+		         "agent has not reported yet (waiting for it or the initial sync timeout)");
+	for (size_t i = 0; i < k; i++)
+		counted = counted && rules[i].pass;
+	/* The pool is the authority: a node it does not hold does not count. */
+	return counted && tau_pool_node_counted(pool, st->name) == 1;
+}
+
+static int fill_resources(Tau__Inventory__V1__ResourceQuantity ***out, size_t *n,
+                          const tau_node_facts *f)
+{
+	if (f == NULL || f->n_allocatable == 0)
+		return 0;
+	*out = calloc(f->n_allocatable, sizeof(**out));
+	if (*out == NULL)
+		return OOM();
+	for (size_t i = 0; i < f->n_allocatable; i++) {
+		Tau__Inventory__V1__ResourceQuantity *r = malloc(sizeof(*r));
+		char q[TAU_QUANTITY_STR_MAX];
+
+		if (r == NULL)
+			return OOM();
+		tau__inventory__v1__resource_quantity__init(r);
+		(*out)[i] = r;
+		*n = i + 1;
+		if (tau_quantity_format(q, sizeof(q), &f->allocatable[i].value) < 0)
+			snprintf(q, sizeof(q), "0");
+		r->name = dup_str(f->allocatable[i].name);
+		r->quantity = dup_str(q);
+		if (r->name == NULL || r->quantity == NULL)
+			return OOM();
+	}
+	return 0;
+}
+
+int tau_query_node_status(Tau__Inventory__V1__NodeStatus **out, const tau_nodestore *store,
+                          const tau_node_status *st, const tau_query_opts *opts)
+{
+	Tau__Inventory__V1__NodeStatus *ns = malloc(sizeof(*ns));
+	tau_query_rule rules[TAU_QUERY_RULE_COUNT];
+	const char *cls =
+	        st->facts != NULL ? tau_node_facts_label(st->facts, TAU_GPU_CLASS_LABEL) : NULL;
+	size_t failed = 0;
+
+	if (ns == NULL)
+		return OOM();
+	tau__inventory__v1__node_status__init(ns);
+	ns->name = dup_str(st->name);
+	ns->gpu_class = dup_str(cls);
+	if (ns->name == NULL || ns->gpu_class == NULL)
+		goto oom;
+	ns->counted = tau_query_rules(store, st, rules);
+	for (int i = 0; i < TAU_QUERY_RULE_COUNT; i++)
+		failed += rules[i].pass ? 0 : 1;
+	if (failed > 0) {
+		ns->reasons = calloc(failed, sizeof(char *));
+		if (ns->reasons == NULL)
+			goto oom;
+		for (int i = 0; i < TAU_QUERY_RULE_COUNT; i++) {
+			char line[sizeof(rules[i].name) + sizeof(rules[i].detail) + 4];
+
+			if (rules[i].pass)
+				continue;
+			snprintf(line, sizeof(line), "%.31s: %.191s", rules[i].name,
+			         rules[i].detail);
+			ns->reasons[ns->n_reasons] = strdup(line);
+			if (ns->reasons[ns->n_reasons] == NULL)
+				goto oom;
+			ns->n_reasons++;
+		}
+	}
+	ns->connected = st->connected;
+	ns->stale = tau_query_is_stale(st, opts);
+	ns->last_heard_unix_ms = st->last_heard_ms;
+	if (fill_resources(&ns->allocatable, &ns->n_allocatable, st->facts) < 0)
+		goto oom;
+	*out = ns;
+	return 0;
+oom:
+	free_msg(ns);
+	return OOM();
+}
+
+int tau_query_list_nodes(Tau__Inventory__V1__ListNodesResponse **out, const tau_nodestore *store,
+                         const Tau__Inventory__V1__ListNodesRequest *req,
+                         const tau_query_opts *opts)
+{
+	Tau__Inventory__V1__ListNodesResponse *resp = malloc(sizeof(*resp));
+	size_t n = tau_nodestore_count(store);
+	const char *want_class = req != NULL && req->gpu_class != NULL && req->gpu_class[0] != '\0'
+	                                 ? req->gpu_class
+	                                 : NULL;
+
+	if (resp == NULL)
+		return OOM();
+	tau__inventory__v1__list_nodes_response__init(resp);
+	if (n > 0 && (resp->nodes = calloc(n, sizeof(*resp->nodes))) == NULL)
+		goto oom;
+	for (size_t i = 0; i < n; i++) {
+		tau_node_status st;
+		Tau__Inventory__V1__NodeStatus *ns = NULL;
+
+		if (tau_nodestore_at(store, i, &st) < 0)
+			continue;
+		if (want_class != NULL) {
+			const char *cls =
+			        st.facts != NULL
+			                ? tau_node_facts_label(st.facts, TAU_GPU_CLASS_LABEL)
+			                : NULL;
+
+			if (cls == NULL || strcmp(cls, want_class) != 0)
+				continue;
+		}
+		if (tau_query_node_status(&ns, store, &st, opts) < 0)
+			goto oom;
+		if (req != NULL && req->counted_only && !ns->counted) {
+			free_msg(ns);
+			continue;
+		}
+		resp->nodes[resp->n_nodes++] = ns;
+	}
+	*out = resp;
+	return 0;
+oom:
+	free_msg(resp);
+	return OOM();
+}
+
+int tau_query_get_node(Tau__Inventory__V1__GetNodeResponse **out, const tau_nodestore *store,
+                       const char *name, const tau_query_opts *opts)
+{
+	Tau__Inventory__V1__GetNodeResponse *resp;
+	tau_node_status st;
+
+	if (tau_nodestore_get(store, name, &st) < 0)
+		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
+	resp = malloc(sizeof(*resp));
+	if (resp == NULL)
+		return OOM();
+	tau__inventory__v1__get_node_response__init(resp);
+	if (tau_query_node_status(&resp->status, store, &st, opts) < 0)
+		goto oom;
+	if (st.inventory != NULL) {
+		/* Bytes we packed ourselves from a validated message: unpacking only fails on OOM.
+		 */
+		resp->inventory = tau__inventory__v1__node_inventory__unpack(NULL, st.inventory_len,
+		                                                             st.inventory);
+		if (resp->inventory == NULL)
+			goto oom;
+	}
+	*out = resp;
+	return 0;
+oom:
+	free_msg(resp);
+	return OOM();
+}
+
+int tau_query_explain(Tau__Inventory__V1__ExplainNodeResponse **out, const tau_nodestore *store,
+                      const char *name)
+{
+	Tau__Inventory__V1__ExplainNodeResponse *resp;
+	tau_query_rule rules[TAU_QUERY_RULE_COUNT];
+	tau_node_status st;
+
+	if (tau_nodestore_get(store, name, &st) < 0)
+		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
+	resp = malloc(sizeof(*resp));
+	if (resp == NULL)
+		return OOM();
+	tau__inventory__v1__explain_node_response__init(resp);
+	resp->counted = tau_query_rules(store, &st, rules);
+	resp->name = dup_str(name);
+	resp->flavor = dup_str(resp->counted && st.facts != NULL
+	                               ? tau_node_facts_label(st.facts, TAU_GPU_CLASS_LABEL)
+	                               : "");
+	resp->rules = calloc(TAU_QUERY_RULE_COUNT, sizeof(*resp->rules));
+	if (resp->name == NULL || resp->flavor == NULL || resp->rules == NULL)
+		goto oom;
+	for (int i = 0; i < TAU_QUERY_RULE_COUNT; i++) {
+		Tau__Inventory__V1__Rule *r = malloc(sizeof(*r));
+
+		if (r == NULL)
+			goto oom;
+		tau__inventory__v1__rule__init(r);
+		resp->rules[resp->n_rules++] = r;
+		r->name = dup_str(rules[i].name);
+		r->pass = rules[i].pass;
+		r->detail = dup_str(rules[i].detail);
+		if (r->name == NULL || r->detail == NULL)
+			goto oom;
+	}
+	*out = resp;
+	return 0;
+oom:
+	free_msg(resp);
+	return OOM();
+}
+
+static int pool_flavors(Tau__Inventory__V1__Pool *p, const tau_nodestore *store)
+{
+	const tau_pool *pool = tau_nodestore_pool(store);
+	size_t nf = tau_pool_flavor_count(pool);
+
+	if (nf == 0)
+		return 0;
+	p->flavors = calloc(nf, sizeof(*p->flavors));
+	if (p->flavors == NULL)
+		return OOM();
+	for (size_t i = 0; i < nf; i++) {
+		const tau_pool_flavor *f = tau_pool_flavor_at(pool, i);
+		Tau__Inventory__V1__Flavor *fl = malloc(sizeof(*fl));
+
+		if (fl == NULL)
+			return OOM();
+		tau__inventory__v1__flavor__init(fl);
+		p->flavors[p->n_flavors++] = fl;
+		fl->name = dup_str(f->name);
+		if (fl->name == NULL)
+			return OOM();
+		if (f->nodes > 0 && (fl->nodes = calloc(f->nodes, sizeof(char *))) == NULL)
+			return OOM();
+		if (f->n_resources > 0 &&
+		    (fl->resources = calloc(f->n_resources, sizeof(*fl->resources))) == NULL)
+			return OOM();
+		for (size_t r = 0; r < f->n_resources; r++) {
+			Tau__Inventory__V1__Flavor__ResourcesEntry *e = malloc(sizeof(*e));
+			char q[TAU_QUANTITY_STR_MAX];
+
+			if (e == NULL)
+				return OOM();
+			tau__inventory__v1__flavor__resources_entry__init(e);
+			fl->resources[fl->n_resources++] = e;
+			if (tau_pool_sum_format(q, sizeof(q), &f->resources[r]) < 0)
+				snprintf(q, sizeof(q), "0");
+			e->key = dup_str(f->resources[r].name);
+			e->value = dup_str(q);
+			if (e->key == NULL || e->value == NULL)
+				return OOM();
+		}
+	}
+	/* Node names: one pass over the name-sorted records keeps each flavor's list sorted. */
+	for (size_t i = 0; i < tau_nodestore_count(store); i++) {
+		tau_node_status st;
+		const char *cls;
+
+		if (tau_nodestore_at(store, i, &st) < 0 || st.source == TAU_NODE_SOURCE_NONE ||
+		    tau_pool_node_counted(pool, st.name) != 1 || st.facts == NULL)
+			continue;
+		/* Facts from a Node or a validated report carry the label's value here: no scan. */
+		cls = st.facts->gpu_class;
+		for (size_t k = 0; cls != NULL && k < p->n_flavors; k++) {
+			Tau__Inventory__V1__Flavor *fl = p->flavors[k];
+
+			if (strcmp(fl->name, cls) != 0)
+				continue;
+			if (fl->n_nodes < tau_pool_flavor_at(pool, k)->nodes) {
+				fl->nodes[fl->n_nodes] = dup_str(st.name);
+				if (fl->nodes[fl->n_nodes] == NULL)
+					return OOM();
+				fl->n_nodes++;
+			}
+			break;
+		}
+	}
+	return 0;
+}
+
+int tau_query_pool(Tau__Inventory__V1__Pool **out, const tau_nodestore *store)
+{
+	Tau__Inventory__V1__Pool *p = malloc(sizeof(*p));
+	size_t missing;
+
+	if (p == NULL)
+		return OOM();
+	tau__inventory__v1__pool__init(p);
+	p->established = tau_nodestore_established(store);
+	missing = tau_nodestore_missing(store, NULL, 0);
+	if (missing > 0) {
+		const char **names = calloc(missing, sizeof(*names));
+
+		p->missing_nodes = calloc(missing, sizeof(char *));
+		if (names == NULL || p->missing_nodes == NULL) {
+			free(names);
+			goto oom;
+		}
+		(void)tau_nodestore_missing(store, names, missing);
+		for (size_t i = 0; i < missing; i++) {
+			p->missing_nodes[i] = dup_str(names[i]);
+			if (p->missing_nodes[i] == NULL) {
+				free(names);
+				goto oom;
+			}
+			p->n_missing_nodes = i + 1;
+		}
+		free(names);
+	}
+	if (pool_flavors(p, store) < 0)
+		goto oom;
+	*out = p;
+	return 0;
+oom:
+	free_msg(p);
+	return OOM();
+}

@@ -1,0 +1,72 @@
+/*
+ * query.h - QueryService answers built from the node store: node status,
+ * node list, rule explanation and the pool, as protobuf-c messages.
+ *
+ * Every message returned here is allocated with malloc and freed with
+ * protobuf_c_message_free_unpacked(msg, NULL) (or tau_rpc_message_free).
+ * The caller holds whatever lock guards the store.
+ */
+#ifndef TAU_AGGREGATOR_QUERY_H
+#define TAU_AGGREGATOR_QUERY_H
+
+#include "nodestore.h"
+
+#include "tau/inventory/v1/query.pb-c.h"
+
+#include <stdint.h>
+
+/** Names of the rules ExplainNode adds around the pool's P1 rules. */
+#define TAU_QUERY_RULE_API   "api.node"
+#define TAU_QUERY_RULE_AGENT "agent.reported"
+/** Rules per explanation: api.node, the P1 rules, agent.reported. */
+#define TAU_QUERY_RULE_COUNT (TAU_POOL_RULE_COUNT + 2)
+
+/** How queries judge liveness. */
+typedef struct tau_query_opts {
+	int64_t now_ms;
+	int64_t stale_after_ms; /**< a connected agent silent this long is stale */
+} tau_query_opts;
+
+/** One rule as ExplainNode reports it. */
+typedef struct tau_query_rule {
+	char name[32];
+	bool pass;
+	char detail[192];
+} tau_query_rule;
+
+/**
+ * Evaluate every rule for the record `st`.  @return true when the node counts now.
+ */
+bool tau_query_rules(const tau_nodestore *store, const tau_node_status *st,
+                     tau_query_rule rules[TAU_QUERY_RULE_COUNT]);
+
+/** True when the record is stale at opts->now_ms. */
+bool tau_query_is_stale(const tau_node_status *st, const tau_query_opts *opts);
+
+/** The status of one record.  @return 0 or -TAU_ENOMEM. */
+int tau_query_node_status(Tau__Inventory__V1__NodeStatus **out, const tau_nodestore *store,
+                          const tau_node_status *st, const tau_query_opts *opts);
+
+/** ListNodes, filtered by `req` (may be NULL).  @return 0 or -TAU_ENOMEM. */
+int tau_query_list_nodes(Tau__Inventory__V1__ListNodesResponse **out, const tau_nodestore *store,
+                         const Tau__Inventory__V1__ListNodesRequest *req,
+                         const tau_query_opts *opts);
+
+/**
+ * GetNode: status plus the last inventory (unpacked from the record's bytes).
+ * @return 0, -TAU_ENOTFOUND, -TAU_ENOMEM.
+ */
+int tau_query_get_node(Tau__Inventory__V1__GetNodeResponse **out, const tau_nodestore *store,
+                       const char *name, const tau_query_opts *opts);
+
+/** ExplainNode.  @return 0, -TAU_ENOTFOUND, -TAU_ENOMEM. */
+int tau_query_explain(Tau__Inventory__V1__ExplainNodeResponse **out, const tau_nodestore *store,
+                      const char *name);
+
+/**
+ * The pool now (generation and computed time left 0 for the caller to set).
+ * @return 0 or -TAU_ENOMEM.
+ */
+int tau_query_pool(Tau__Inventory__V1__Pool **out, const tau_nodestore *store);
+
+#endif /* TAU_AGGREGATOR_QUERY_H */

@@ -1,0 +1,236 @@
+/*
+ * report.c - validation of agent inventories and the Report sequence rules.
+ *
+ * The one idea: nothing an agent sends reaches the node store unless it
+ * converts cleanly into tau_node_facts here, with every name, quantity and
+ * count checked against the same rules the API server applies.  A refused
+ * inventory changes nothing; the error names the first bad field so the
+ * agent's operator can find it in the aggregator's log and the ack message.
+ */
+#include "report.h"
+
+#include "tau/error.h"
+#include "tau/names.h"
+#include "tau/quantity.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int check_text(const char *s, size_t max, const char *field)
+{
+	size_t n = s != NULL ? strlen(s) : 0;
+
+	if (n > max)
+		return tau_error_set(TAU_ETOOBIG, "%s is %zu bytes, over the limit of %zu", field,
+		                     n, max);
+	return 0;
+}
+
+static int dup_nonempty(char **dst, const char *src)
+{
+	if (src == NULL || src[0] == '\0')
+		return 0;
+	*dst = strdup(src);
+	return *dst == NULL ? tau_error_set(TAU_ENOMEM, "out of memory") : 0;
+}
+
+/* Sort labels by key (insertion sort on an index: n <= 512 and usually ~40). */
+static void sort_labels(tau_node_facts *f)
+{
+	for (size_t i = 1; i < f->n_labels; i++) {
+		char *k = f->label_keys[i], *v = f->label_values[i];
+		size_t j = i;
+
+		while (j > 0 && strcmp(f->label_keys[j - 1], k) > 0) {
+			f->label_keys[j] = f->label_keys[j - 1];
+			f->label_values[j] = f->label_values[j - 1];
+			j--;
+		}
+		f->label_keys[j] = k;
+		f->label_values[j] = v;
+	}
+}
+
+static void sort_resources(tau_node_facts *f)
+{
+	for (size_t i = 1; i < f->n_allocatable; i++) {
+		tau_node_resource r = f->allocatable[i];
+		size_t j = i;
+
+		while (j > 0 && strcmp(f->allocatable[j - 1].name, r.name) > 0) {
+			f->allocatable[j] = f->allocatable[j - 1];
+			j--;
+		}
+		f->allocatable[j] = r;
+	}
+}
+
+static int check_limits(const Tau__Inventory__V1__NodeInventory *inv)
+{
+	int rc;
+
+	if (inv->n_labels > TAU_REPORT_MAX_LABELS)
+		return tau_error_set(TAU_ETOOBIG, "labels: %zu over the limit of %d", inv->n_labels,
+		                     TAU_REPORT_MAX_LABELS);
+	if (inv->n_allocatable > TAU_REPORT_MAX_RESOURCES)
+		return tau_error_set(TAU_ETOOBIG, "allocatable: %zu resources over the limit of %d",
+		                     inv->n_allocatable, TAU_REPORT_MAX_RESOURCES);
+	if (inv->n_csi_drivers > TAU_REPORT_MAX_CSI)
+		return tau_error_set(TAU_ETOOBIG, "csi_drivers: %zu over the limit of %d",
+		                     inv->n_csi_drivers, TAU_REPORT_MAX_CSI);
+	if (inv->n_problems > TAU_REPORT_MAX_PROBLEMS)
+		return tau_error_set(TAU_ETOOBIG, "problems: %zu over the limit of %d",
+		                     inv->n_problems, TAU_REPORT_MAX_PROBLEMS);
+	if ((rc = check_text(inv->node_uid, TAU_REPORT_MAX_ID, "node_uid")) < 0 ||
+	    (rc = check_text(inv->resource_version, TAU_REPORT_MAX_ID, "resource_version")) < 0 ||
+	    (rc = check_text(inv->agent_version, TAU_REPORT_MAX_ID, "agent_version")) < 0 ||
+	    (rc = check_text(inv->digest, TAU_REPORT_MAX_ID, "digest")) < 0 ||
+	    (rc = check_text(inv->os, 63, "os")) < 0 ||
+	    (rc = check_text(inv->provider_id, TAU_REPORT_MAX_TEXT, "provider_id")) < 0)
+		return rc;
+	for (size_t i = 0; i < inv->n_problems; i++) {
+		if ((rc = check_text(inv->problems[i], TAU_REPORT_MAX_TEXT, "problems[]")) < 0)
+			return rc;
+	}
+	for (size_t i = 0; i < inv->n_csi_drivers; i++) {
+		const Tau__Inventory__V1__CsiDriver *d = inv->csi_drivers[i];
+
+		if ((rc = check_text(d->name, TAU_REPORT_MAX_ID, "csi_drivers[].name")) < 0 ||
+		    (rc = check_text(d->detail, TAU_REPORT_MAX_TEXT, "csi_drivers[].detail")) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int convert_labels(tau_node_facts *f, const Tau__Inventory__V1__NodeInventory *inv)
+{
+	if (inv->n_labels == 0)
+		return 0;
+	f->label_keys = calloc(inv->n_labels, sizeof(char *));
+	f->label_values = calloc(inv->n_labels, sizeof(char *));
+	if (f->label_keys == NULL || f->label_values == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	for (size_t i = 0; i < inv->n_labels; i++) {
+		const char *k = inv->labels[i]->key != NULL ? inv->labels[i]->key : "";
+		const char *v = inv->labels[i]->value != NULL ? inv->labels[i]->value : "";
+
+		if (tau_names_check_label_key(k) < 0)
+			return tau_error_wrap("labels: invalid key");
+		if (tau_names_check_label_value(v) < 0)
+			return tau_error_wrap("labels[%s]: invalid value", k);
+		f->label_keys[i] = strdup(k);
+		f->label_values[i] = strdup(v);
+		f->n_labels = i + 1;
+		if (f->label_keys[i] == NULL || f->label_values[i] == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	sort_labels(f);
+	for (size_t i = 1; i < f->n_labels; i++) {
+		if (strcmp(f->label_keys[i - 1], f->label_keys[i]) == 0)
+			return tau_error_set(TAU_EINVAL, "labels: key %s listed twice",
+			                     f->label_keys[i]);
+	}
+	return 0;
+}
+
+static int convert_resources(tau_node_facts *f, const Tau__Inventory__V1__NodeInventory *inv)
+{
+	if (inv->n_allocatable == 0)
+		return 0;
+	f->allocatable = calloc(inv->n_allocatable, sizeof(*f->allocatable));
+	if (f->allocatable == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	for (size_t i = 0; i < inv->n_allocatable; i++) {
+		const Tau__Inventory__V1__ResourceQuantity *r = inv->allocatable[i];
+		const char *name = r->name != NULL ? r->name : "";
+		tau_node_resource *out = &f->allocatable[i];
+
+		if (tau_names_check_label_key(name) < 0)
+			return tau_error_wrap("allocatable: invalid resource name");
+		if (tau_quantity_parse_str(&out->value, r->quantity != NULL ? r->quantity : "") < 0)
+			return tau_error_wrap("allocatable[%s]", name);
+		if (tau_quantity_sign(&out->value) < 0)
+			return tau_error_set(TAU_EINVAL, "allocatable[%s]: negative quantity %s",
+			                     name, r->quantity);
+		out->name = strdup(name);
+		f->n_allocatable = i + 1;
+		if (out->name == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	sort_resources(f);
+	for (size_t i = 1; i < f->n_allocatable; i++) {
+		if (strcmp(f->allocatable[i - 1].name, f->allocatable[i].name) == 0)
+			return tau_error_set(TAU_EINVAL, "allocatable: resource %s listed twice",
+			                     f->allocatable[i].name);
+	}
+	return 0;
+}
+
+int tau_report_to_facts(tau_node_facts *out, const Tau__Inventory__V1__NodeInventory *inv)
+{
+	tau_node_facts f = {0};
+	const char *label_class;
+	int rc;
+
+	if (inv->node_name == NULL || inv->node_name[0] == '\0')
+		return tau_error_set(TAU_EINVAL, "node_name: Required value");
+	if (tau_names_check_dns1123_subdomain(inv->node_name) < 0)
+		return tau_error_wrap("node_name: Invalid value");
+	if ((rc = check_limits(inv)) < 0)
+		return rc;
+	if ((rc = dup_nonempty(&f.name, inv->node_name)) < 0 ||
+	    (rc = dup_nonempty(&f.uid, inv->node_uid)) < 0 ||
+	    (rc = dup_nonempty(&f.resource_version, inv->resource_version)) < 0 ||
+	    (rc = dup_nonempty(&f.os, inv->os)) < 0 ||
+	    (rc = dup_nonempty(&f.gpu_class, inv->gpu_class)) < 0 ||
+	    (rc = dup_nonempty(&f.provider_id, inv->provider_id)) < 0 ||
+	    (rc = convert_labels(&f, inv)) < 0 || (rc = convert_resources(&f, inv)) < 0)
+		goto fail;
+	label_class = tau_node_facts_label(&f, TAU_GPU_CLASS_LABEL);
+	if ((f.gpu_class != NULL) != (label_class != NULL) ||
+	    (f.gpu_class != NULL && strcmp(f.gpu_class, label_class) != 0)) {
+		rc = tau_error_set(TAU_EINVAL,
+		                   "gpu_class: \"%s\" does not match label " TAU_GPU_CLASS_LABEL
+		                   " \"%s\"",
+		                   f.gpu_class ? f.gpu_class : "", label_class ? label_class : "");
+		goto fail;
+	}
+	f.ready = inv->ready;
+	f.schedulable = inv->schedulable;
+	f.deleting = inv->deleting;
+	if ((rc = tau_node_facts_validate(&f)) < 0)
+		goto fail;
+	*out = f;
+	return 0;
+fail:
+	tau_node_facts_clear(&f);
+	return rc;
+}
+
+tau_report_action tau_report_seq_classify(const tau_report_seq *st, uint64_t seq,
+                                          Tau__Inventory__V1__AgentReport__BodyCase body)
+{
+	if (seq == 0 || body == TAU__INVENTORY__V1__AGENT_REPORT__BODY__NOT_SET)
+		return TAU_REPORT_INVALID_SEQ;
+	if (st->have_full && seq <= st->last)
+		return TAU_REPORT_DUPLICATE;
+	switch (body) {
+	case TAU__INVENTORY__V1__AGENT_REPORT__BODY_INVENTORY:
+		return TAU_REPORT_PROCESS;
+	case TAU__INVENTORY__V1__AGENT_REPORT__BODY_HEARTBEAT:
+		if (!st->have_full || seq != st->last + 1)
+			return TAU_REPORT_NEED_FULL;
+		return TAU_REPORT_PROCESS;
+	default: /* Stopping: liveness only, valid in any position */
+		return TAU_REPORT_PROCESS;
+	}
+}
+
+void tau_report_seq_accept(tau_report_seq *st, uint64_t seq,
+                           Tau__Inventory__V1__AgentReport__BodyCase body)
+{
+	if (body == TAU__INVENTORY__V1__AGENT_REPORT__BODY_INVENTORY)
+		st->have_full = true;
+	if (seq > st->last)
+		st->last = seq;
+}

@@ -1,0 +1,62 @@
+/*
+ * report.h - what the aggregator accepts from an agent's Report stream: the
+ * validation and conversion of a NodeInventory into tau_node_facts, and the
+ * per-stream sequence rules of docs/protocol.md.  Pure functions, no I/O.
+ */
+#ifndef TAU_AGGREGATOR_REPORT_H
+#define TAU_AGGREGATOR_REPORT_H
+
+#include "tau/inventory/v1/inventory.pb-c.h"
+#include "tau/nodefacts.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Domain limits on one inventory, inside lib/rpc's 1 MiB message cap. */
+#define TAU_REPORT_MAX_LABELS    512  /**< labels per node (the agent sends at most 512) */
+#define TAU_REPORT_MAX_RESOURCES 256  /**< allocatable entries per node */
+#define TAU_REPORT_MAX_CSI       64   /**< CSI drivers per node */
+#define TAU_REPORT_MAX_PROBLEMS  65   /**< problems per node (64 + "N more") */
+#define TAU_REPORT_MAX_TEXT      1024 /**< bytes of one free-text string (problem, detail) */
+#define TAU_REPORT_MAX_ID        253  /**< bytes of an identifier (uid, versions, digest) */
+
+/**
+ * Validate an inventory and convert it into facts.  Checks: node name a
+ * DNS-1123 subdomain; gpu_class equal to the tau.azure.com/gpu-class label;
+ * labels valid and listed once; resource names qualified names listed once;
+ * quantities parse and are not negative; every count and string within the
+ * limits above.
+ * @param out  zeroed facts; filled on success (tau_node_facts_clear), left
+ *             zeroed on failure
+ * @return 0; -TAU_EINVAL or -TAU_ETOOBIG naming the first bad field; -TAU_ENOMEM.
+ */
+int tau_report_to_facts(tau_node_facts *out, const Tau__Inventory__V1__NodeInventory *inv);
+
+/** Sequence state of one Report stream. */
+typedef struct tau_report_seq {
+	uint64_t last;  /**< highest seq accepted, 0 before the first */
+	bool have_full; /**< an inventory was accepted on this stream */
+} tau_report_seq;
+
+/** What to do with one report, before looking at its content. */
+typedef enum tau_report_action {
+	TAU_REPORT_PROCESS = 0, /**< process it, then tau_report_seq_accept */
+	TAU_REPORT_DUPLICATE,   /**< already seen: ack OK, do nothing */
+	TAU_REPORT_NEED_FULL,   /**< ack RESEND_FULL, do not advance */
+	TAU_REPORT_INVALID_SEQ  /**< seq 0 or no body: ack REJECTED */
+} tau_report_action;
+
+/**
+ * Classify report `seq` with body `body` (the oneof case) against the stream state.
+ * Heartbeats before the first inventory, and heartbeats after a gap, need a full
+ * inventory; an inventory is complete on its own and is processed after a gap.
+ */
+tau_report_action tau_report_seq_classify(const tau_report_seq *st, uint64_t seq,
+                                          Tau__Inventory__V1__AgentReport__BodyCase body);
+
+/** Record that report `seq` with `body` was processed and accepted. */
+void tau_report_seq_accept(tau_report_seq *st, uint64_t seq,
+                           Tau__Inventory__V1__AgentReport__BodyCase body);
+
+#endif /* TAU_AGGREGATOR_REPORT_H */

@@ -1,0 +1,1282 @@
+/*
+ * service.c - Report streams, inventory queries and the pool publisher.
+ *
+ * The one idea: a single mutex guards one aggregator state (node store, pool,
+ * the node -> stream binding, pool watchers), and nothing slow ever runs
+ * under it.  TokenReview is the slow step, so a new Report stream is
+ * accepted at once and its token reviewed by a worker thread; reports that
+ * arrive meanwhile wait in a small per-stream queue and are processed, in
+ * order, once the review allows the stream.  Lock order: stream, then state.
+ *
+ * WatchPool pushes are coalesced: changes only mark the pool dirty, and the
+ * publisher rebuilds it once per window, publishing only when the packed
+ * content (without generation and time) differs from the last published one.
+ */
+#include "service.h"
+
+#include "metrics.h"
+#include "nodestore.h"
+#include "query.h"
+#include "report.h"
+
+#include "tau/error.h"
+#include "tau/log.h"
+#include "tau/nodefacts.h"
+#include "tau/selector.h"
+
+#include "tau/inventory/v1/inventory.pb-c.h"
+#include "tau/inventory/v1/query.pb-c.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PENDING_MAX     16 /* reports held per stream while its token is reviewed */
+#define WATCH_QUEUE_MAX 4  /* a watcher further behind gets the newest pool later */
+#define PEER_LOG_MAX    4096
+
+typedef enum auth_state { AUTH_PENDING = 0, AUTH_OK, AUTH_FAILED } auth_state;
+
+typedef struct stream {
+	atomic_int refs;
+	pthread_mutex_t mu;
+	tau_agg *agg;
+	tau_rpc_call *call; /* referenced for the stream's lifetime */
+	auth_state auth;
+	bool done;
+	char *token; /* until reviewed */
+	char token_hash[65];
+	char peer[128];
+	tau_auth_review review;
+	ProtobufCMessage *pending[PENDING_MAX];
+	size_t n_pending;
+	tau_report_seq seq;
+	char digest[TAU_REPORT_MAX_ID + 1];
+	bool warned_invalid;
+	atomic_bool replaced; /* a newer stream took over the node: ignore what this one sends */
+	/* Guarded by the state mutex: */
+	bool bound; /* the current stream of review.node_name */
+	struct stream *next_job;
+} stream;
+
+typedef struct binding {
+	char *node;
+	stream *s;
+	struct binding *next;
+} binding;
+
+typedef struct watcher {
+	tau_rpc_call *call;
+	uint64_t sent_generation;
+} watcher;
+
+struct tau_agg {
+	tau_agg_config cfg;
+	char *agent_user;
+	pthread_mutex_t mu;
+	pthread_cond_t cond; /* publisher wake-up: dirty, stop */
+	tau_nodestore *store;
+	binding **bindings;
+	size_t n_bindings_buckets, n_bound;
+	watcher *watchers;
+	size_t n_watchers, cap_watchers;
+	Tau__Inventory__V1__Pool *pool_msg;
+	uint8_t *pool_key;
+	size_t pool_key_len;
+	uint64_t pool_gen;
+	int64_t build_us;      /* cost of the last pool rebuild, to stretch the coalescing window */
+	struct timespec built; /* when it ended */
+	bool dirty;
+	bool leader;
+	bool nodes_synced;
+	bool (*sync_probe)(void *ud);
+	void *sync_probe_ud;
+	bool stop;
+	bool started;
+	pthread_t publisher;
+	/* auth workers */
+	pthread_mutex_t jobs_mu;
+	pthread_cond_t jobs_cond;
+	stream *jobs_head, *jobs_tail;
+	bool jobs_stop;
+	pthread_t *workers;
+	int n_workers;
+	tau_auth_cache *cache;
+	/* log once per peer */
+	pthread_mutex_t peers_mu;
+	char **peers;
+	size_t n_peers;
+	/* counters */
+	atomic_uint_fast64_t reports_inventory, reports_heartbeat, reports_stopping;
+	atomic_uint_fast64_t reports_rejected, reports_resend;
+	atomic_uint_fast64_t auth_unauth, auth_denied, auth_unavail, token_reviews;
+};
+
+int64_t tau_agg_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- stream lifetime ---- */
+
+static void stream_unref(stream *s)
+{
+	if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
+		return;
+	for (size_t i = 0; i < s->n_pending; i++)
+		tau_rpc_message_free(s->pending[i]);
+	free(s->token);
+	tau_rpc_call_unref(s->call);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+/* ---- node -> stream binding (state mutex held) ---- */
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static binding **binding_slot(tau_agg *a, const char *node)
+{
+	binding **b = &a->bindings[hash_str(node) & (a->n_bindings_buckets - 1)];
+
+	while (*b != NULL && strcmp((*b)->node, node) != 0)
+		b = &(*b)->next;
+	return b;
+}
+
+static void grow_bindings(tau_agg *a)
+{
+	size_t n = a->n_bindings_buckets * 2;
+	binding **nb = calloc(n, sizeof(*nb));
+
+	if (nb == NULL)
+		return; /* longer chains, still correct */
+	for (size_t i = 0; i < a->n_bindings_buckets; i++) {
+		binding *b = a->bindings[i];
+
+		while (b != NULL) {
+			binding *next = b->next;
+			size_t k = hash_str(b->node) & (n - 1);
+
+			b->next = nb[k];
+			nb[k] = b;
+			b = next;
+		}
+	}
+	free(a->bindings);
+	a->bindings = nb;
+	a->n_bindings_buckets = n;
+}
+
+/* Make `s` the stream of `node`; returns the call of the stream it replaced (referenced). */
+static tau_rpc_call *bind_stream(tau_agg *a, stream *s, const char *node)
+{
+	binding **slot = binding_slot(a, node);
+	tau_rpc_call *old = NULL;
+
+	if (*slot != NULL) {
+		if ((*slot)->s == s)
+			return NULL;
+		(*slot)->s->bound = false;
+		atomic_store(&(*slot)->s->replaced, true);
+		old = tau_rpc_call_ref((*slot)->s->call);
+		(*slot)->s = s;
+	} else {
+		binding *b = calloc(1, sizeof(*b));
+
+		if (b == NULL || (b->node = strdup(node)) == NULL) {
+			free(b);
+			return NULL;
+		}
+		b->s = s;
+		*slot = b;
+		a->n_bound++;
+		if (a->n_bound > a->n_bindings_buckets * 2)
+			grow_bindings(a);
+	}
+	s->bound = true;
+	return old;
+}
+
+static void unbind_stream(tau_agg *a, stream *s)
+{
+	binding **slot;
+	binding *b;
+
+	if (!s->bound)
+		return;
+	slot = binding_slot(a, s->review.node_name);
+	b = *slot;
+	if (b != NULL && b->s == s) {
+		*slot = b->next;
+		free(b->node);
+		free(b);
+		a->n_bound--;
+	}
+	s->bound = false;
+}
+
+/* ---- logging once per peer ---- */
+
+/* True the first time `key` is seen (bounded: the set is forgotten when full). */
+static bool first_time(tau_agg *a, const char *key)
+{
+	bool first = true;
+
+	pthread_mutex_lock(&a->peers_mu);
+	for (size_t i = 0; i < a->n_peers; i++) {
+		if (strcmp(a->peers[i], key) == 0) {
+			first = false;
+			break;
+		}
+	}
+	if (first) {
+		if (a->n_peers == PEER_LOG_MAX) {
+			for (size_t i = 0; i < a->n_peers; i++)
+				free(a->peers[i]);
+			a->n_peers = 0;
+		}
+		a->peers[a->n_peers] = strdup(key);
+		if (a->peers[a->n_peers] != NULL)
+			a->n_peers++;
+	}
+	pthread_mutex_unlock(&a->peers_mu);
+	return first;
+}
+
+/* The peer's address without its port: one agent reconnecting is one peer. */
+static void peer_host(char *out, size_t cap, const char *peer)
+{
+	const char *colon = peer != NULL ? strrchr(peer, ':') : NULL;
+	size_t n = colon != NULL ? (size_t)(colon - peer) : (peer != NULL ? strlen(peer) : 0);
+
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(out, peer != NULL ? peer : "", n);
+	out[n] = '\0';
+}
+
+static void refuse(stream *s, tau_rpc_code code, const char *msg)
+{
+	tau_agg *a = s->agg;
+	char key[400];
+
+	if (code == TAU_RPC_UNAUTHENTICATED)
+		atomic_fetch_add(&a->auth_unauth, 1);
+	else if (code == TAU_RPC_PERMISSION_DENIED)
+		atomic_fetch_add(&a->auth_denied, 1);
+	else
+		atomic_fetch_add(&a->auth_unavail, 1);
+	snprintf(key, sizeof(key), "%s|%d|%.250s", s->peer, (int)code, msg);
+	if (first_time(a, key))
+		tau_log_warn("agent stream refused", "peer", s->peer, "code",
+		             tau_rpc_code_name(code), "reason", msg, NULL);
+	tau_rpc_call_finish(s->call, code, msg);
+}
+
+/* ---- Report processing (stream mutex held, stream authenticated) ---- */
+
+static void mark_dirty_locked(tau_agg *a)
+{
+	if (!a->dirty) {
+		a->dirty = true;
+		pthread_cond_signal(&a->cond);
+	}
+}
+
+/* Store an accepted inventory.  Returns 0 or the store's error (nothing changed). */
+static int store_inventory(stream *s, const tau_node_facts *facts,
+                           const Tau__Inventory__V1__NodeInventory *inv)
+{
+	tau_agg *a = s->agg;
+	size_t len = protobuf_c_message_get_packed_size(&inv->base);
+	uint8_t *bytes = malloc(len > 0 ? len : 1);
+	tau_rpc_call *replaced = NULL;
+	int rc;
+
+	if (bytes == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	protobuf_c_message_pack(&inv->base, bytes);
+	pthread_mutex_lock(&a->mu);
+	rc = atomic_load(&s->replaced)
+	             ? tau_error_set(TAU_ECONFLICT, "a newer Report stream reports for this node")
+	             : tau_nodestore_report(a->store, facts, tau_agg_now_ms());
+	if (rc == 0) {
+		(void)tau_nodestore_set_inventory(a->store, facts->name, bytes, len);
+		replaced = bind_stream(a, s, facts->name);
+		mark_dirty_locked(a);
+	}
+	pthread_mutex_unlock(&a->mu);
+	free(bytes);
+	if (replaced != NULL) {
+		tau_rpc_call_finish(replaced, TAU_RPC_ABORTED,
+		                    "replaced by a newer Report stream for the same node");
+		tau_rpc_call_unref(replaced);
+	}
+	return rc;
+}
+
+static void handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
+{
+	tau_agg *a = s->agg;
+	Tau__Inventory__V1__ReportAck ack = TAU__INVENTORY__V1__REPORT_ACK__INIT;
+	char msg[TAU_ERROR_MSG_MAX];
+	tau_report_action act = tau_report_seq_classify(&s->seq, rep->seq, rep->body_case);
+
+	msg[0] = '\0';
+	ack.seq = rep->seq;
+	ack.heartbeat_interval_seconds = (uint32_t)a->cfg.heartbeat_interval_s;
+	ack.status = TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_OK;
+	switch (act) {
+	case TAU_REPORT_INVALID_SEQ:
+		ack.status = TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_REJECTED;
+		snprintf(msg, sizeof(msg), "%s",
+		         rep->seq == 0 ? "seq must start at 1" : "report carries no body");
+		atomic_fetch_add(&a->reports_rejected, 1);
+		break;
+	case TAU_REPORT_DUPLICATE:
+		break;
+	case TAU_REPORT_NEED_FULL:
+		ack.status = TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_RESEND_FULL;
+		snprintf(msg, sizeof(msg), "%s",
+		         s->seq.have_full
+		                 ? "sequence gap: send a full inventory"
+		                 : "the first report of a stream must be a full inventory");
+		atomic_fetch_add(&a->reports_resend, 1);
+		break;
+	case TAU_REPORT_PROCESS:
+		if (rep->body_case == TAU__INVENTORY__V1__AGENT_REPORT__BODY_INVENTORY) {
+			const Tau__Inventory__V1__NodeInventory *inv = rep->inventory;
+			tau_node_facts facts = {0};
+			tau_rpc_code code =
+			        tau_auth_decide_node(msg, sizeof(msg), &s->review, inv->node_name);
+
+			if (code != TAU_RPC_OK) {
+				refuse(s, code, msg);
+				s->auth = AUTH_FAILED;
+				goto out;
+			}
+			if (tau_report_to_facts(&facts, inv) < 0 ||
+			    store_inventory(s, &facts, inv) < 0) {
+				ack.status = TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_REJECTED;
+				snprintf(msg, sizeof(msg), "inventory of %.100s refused: %.380s",
+				         inv->node_name, tau_error_last()->msg);
+				atomic_fetch_add(&a->reports_rejected, 1);
+				if (!s->warned_invalid) {
+					s->warned_invalid = true;
+					tau_log_warn("agent report refused", "node", inv->node_name,
+					             "peer", s->peer, "reason", msg, NULL);
+				}
+			} else {
+				tau_report_seq_accept(&s->seq, rep->seq, rep->body_case);
+				snprintf(s->digest, sizeof(s->digest), "%s",
+				         inv->digest != NULL ? inv->digest : "");
+				atomic_fetch_add(&a->reports_inventory, 1);
+			}
+			tau_node_facts_clear(&facts);
+		} else if (rep->body_case == TAU__INVENTORY__V1__AGENT_REPORT__BODY_HEARTBEAT) {
+			const char *d =
+			        rep->heartbeat->digest != NULL ? rep->heartbeat->digest : "";
+			int rc = -TAU_ENOTFOUND;
+
+			if (strcmp(d, s->digest) == 0) {
+				pthread_mutex_lock(&a->mu);
+				rc = s->bound ? tau_nodestore_heartbeat(a->store,
+				                                        s->review.node_name,
+				                                        tau_agg_now_ms())
+				              : -TAU_ENOTFOUND;
+				pthread_mutex_unlock(&a->mu);
+			}
+			tau_report_seq_accept(&s->seq, rep->seq, rep->body_case);
+			if (rc < 0) {
+				ack.status = TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_RESEND_FULL;
+				snprintf(
+				        msg, sizeof(msg), "%s",
+				        strcmp(d, s->digest) != 0
+				                ? "heartbeat digest differs from the inventory held"
+				                : "no inventory held for this node");
+				atomic_fetch_add(&a->reports_resend, 1);
+			} else {
+				atomic_fetch_add(&a->reports_heartbeat, 1);
+			}
+		} else {
+			tau_report_seq_accept(&s->seq, rep->seq, rep->body_case);
+			atomic_fetch_add(&a->reports_stopping, 1);
+			tau_log_info("agent stopping", "node", s->review.node_name, "reason",
+			             rep->stopping->reason, NULL);
+		}
+		break;
+	}
+	ack.message = msg;
+	if (tau_rpc_call_send(s->call, &ack.base) == -TAU_EAGAIN)
+		tau_rpc_call_finish(s->call, TAU_RPC_RESOURCE_EXHAUSTED,
+		                    "acks are not being read; reconnect");
+out:
+	tau_rpc_message_free(&rep->base);
+}
+
+/* ---- auth workers ---- */
+
+static void review_stream(tau_agg *a, stream *s)
+{
+	tau_auth_review review;
+	char msg[512];
+	int64_t now = tau_agg_now_ms(), exp_s = 0;
+	bool have_exp = tau_auth_token_expiry(&exp_s, s->token) == 0;
+	bool expired = have_exp && exp_s * 1000 <= now;
+	tau_rpc_code code;
+	int rc = 0;
+
+	memset(&review, 0, sizeof(review));
+	if (!expired && !tau_auth_cache_get(a->cache, s->token_hash, now, &review)) {
+		atomic_fetch_add(&a->token_reviews, 1);
+		rc = a->cfg.review(a->cfg.review_ud, s->token, &review);
+		if (rc == 0) {
+			int64_t until = review.authenticated ? now + a->cfg.review_ttl_ms
+			                                     : now + a->cfg.negative_ttl_ms;
+
+			if (have_exp && (review.authenticated || exp_s * 1000 < until))
+				until = exp_s * 1000;
+			tau_auth_cache_put(a->cache, s->token_hash, &review, until, now);
+		}
+	}
+	pthread_mutex_lock(&s->mu);
+	free(s->token);
+	s->token = NULL;
+	if (s->done)
+		goto out;
+	if (rc < 0) {
+		snprintf(msg, sizeof(msg), "could not review the token: %.400s",
+		         tau_error_last()->msg);
+		s->auth = AUTH_FAILED;
+		refuse(s, TAU_RPC_UNAVAILABLE, msg);
+		goto out;
+	}
+	code = tau_auth_decide_user(msg, sizeof(msg), true, expired, &review, a->agent_user);
+	if (code != TAU_RPC_OK) {
+		s->auth = AUTH_FAILED;
+		refuse(s, code, msg);
+		goto out;
+	}
+	s->review = review;
+	s->auth = AUTH_OK;
+	for (size_t i = 0; i < s->n_pending && s->auth == AUTH_OK; i++) {
+		handle_report(s, (Tau__Inventory__V1__AgentReport *)s->pending[i]);
+		s->pending[i] = NULL;
+	}
+out:
+	for (size_t i = 0; i < s->n_pending; i++)
+		tau_rpc_message_free(s->pending[i]);
+	s->n_pending = 0;
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void *auth_worker(void *arg)
+{
+	tau_agg *a = arg;
+
+	pthread_mutex_lock(&a->jobs_mu);
+	for (;;) {
+		stream *s;
+
+		while (a->jobs_head == NULL && !a->jobs_stop)
+			pthread_cond_wait(&a->jobs_cond, &a->jobs_mu);
+		if (a->jobs_head == NULL)
+			break;
+		s = a->jobs_head;
+		a->jobs_head = s->next_job;
+		if (a->jobs_head == NULL)
+			a->jobs_tail = NULL;
+		pthread_mutex_unlock(&a->jobs_mu);
+		review_stream(a, s);
+		stream_unref(s);
+		pthread_mutex_lock(&a->jobs_mu);
+	}
+	pthread_mutex_unlock(&a->jobs_mu);
+	return NULL;
+}
+
+/* ---- Report callbacks (CQ thread) ---- */
+
+static int report_start(tau_rpc_call *call, void *ud)
+{
+	tau_agg *a = ud;
+	const char *token = tau_rpc_call_bearer_token(call);
+	stream *s = calloc(1, sizeof(*s));
+	tau_auth_review review;
+	int64_t exp_s;
+	char msg[512];
+
+	if (s == NULL)
+		return TAU_RPC_RESOURCE_EXHAUSTED;
+	atomic_init(&s->refs, 1);
+	atomic_init(&s->replaced, false);
+	pthread_mutex_init(&s->mu, NULL);
+	s->agg = a;
+	s->call = tau_rpc_call_ref(call);
+	peer_host(s->peer, sizeof(s->peer), tau_rpc_call_peer_address(call));
+	tau_rpc_call_set_user(call, s);
+	if (token == NULL || token[0] == '\0') {
+		tau_auth_decide_user(msg, sizeof(msg), false, false, NULL, a->agent_user);
+		s->auth = AUTH_FAILED;
+		refuse(s, TAU_RPC_UNAUTHENTICATED, msg);
+		return TAU_RPC_UNAUTHENTICATED;
+	}
+	tau_auth_token_hash(s->token_hash, token);
+	if ((tau_auth_token_expiry(&exp_s, token) < 0 || exp_s * 1000 > tau_agg_now_ms()) &&
+	    tau_auth_cache_get(a->cache, s->token_hash, tau_agg_now_ms(), &review)) {
+		tau_rpc_code code =
+		        tau_auth_decide_user(msg, sizeof(msg), true, false, &review, a->agent_user);
+
+		if (code != TAU_RPC_OK) {
+			s->auth = AUTH_FAILED;
+			refuse(s, code, msg);
+			return (int)code;
+		}
+		s->review = review;
+		s->auth = AUTH_OK;
+		return 0;
+	}
+	s->token = strdup(token);
+	if (s->token == NULL)
+		return TAU_RPC_RESOURCE_EXHAUSTED;
+	atomic_fetch_add(&s->refs, 1);
+	pthread_mutex_lock(&a->jobs_mu);
+	if (a->jobs_tail != NULL)
+		a->jobs_tail->next_job = s;
+	else
+		a->jobs_head = s;
+	a->jobs_tail = s;
+	pthread_cond_signal(&a->jobs_cond);
+	pthread_mutex_unlock(&a->jobs_mu);
+	return 0;
+}
+
+static void report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	stream *s = tau_rpc_call_user(call);
+
+	(void)ud;
+	pthread_mutex_lock(&s->mu);
+	switch (s->auth) {
+	case AUTH_OK:
+		handle_report(s, (Tau__Inventory__V1__AgentReport *)msg);
+		break;
+	case AUTH_PENDING:
+		if (s->n_pending < PENDING_MAX) {
+			s->pending[s->n_pending++] = msg;
+		} else {
+			tau_rpc_message_free(msg);
+			tau_rpc_call_finish(call, TAU_RPC_RESOURCE_EXHAUSTED,
+			                    "too many reports before authentication finished");
+		}
+		break;
+	default:
+		tau_rpc_message_free(msg);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void report_half_close(tau_rpc_call *call, void *ud)
+{
+	(void)ud;
+	tau_rpc_call_finish(call, TAU_RPC_OK, NULL);
+}
+
+static void report_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
+{
+	stream *s = tau_rpc_call_user(call);
+	tau_agg *a = ud;
+
+	(void)end;
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->done = true;
+	for (size_t i = 0; i < s->n_pending; i++)
+		tau_rpc_message_free(s->pending[i]);
+	s->n_pending = 0;
+	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_lock(&a->mu);
+	if (s->bound) {
+		tau_nodestore_set_connected(a->store, s->review.node_name, false, tau_agg_now_ms());
+		unbind_stream(a, s);
+	}
+	pthread_mutex_unlock(&a->mu);
+	tau_rpc_call_set_user(call, NULL);
+	stream_unref(s);
+}
+
+/* ---- pool snapshot and watchers (state mutex held) ---- */
+
+static void send_to_watchers_locked(tau_agg *a)
+{
+	for (size_t i = 0; i < a->n_watchers; i++) {
+		watcher *w = &a->watchers[i];
+
+		if (a->pool_msg == NULL || w->sent_generation == a->pool_gen)
+			continue;
+		if (tau_rpc_call_send_queue_len(w->call) >= WATCH_QUEUE_MAX)
+			continue; /* behind: the publisher's tick retries with the newest pool */
+		if (tau_rpc_call_send(w->call, &a->pool_msg->base) == 0)
+			w->sent_generation = a->pool_gen;
+	}
+}
+
+static void rebuild_pool_locked(tau_agg *a)
+{
+	Tau__Inventory__V1__Pool *p = NULL;
+	uint8_t *key;
+	size_t len;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (tau_query_pool(&p, a->store) < 0)
+		return; /* stays dirty: retried on the next tick */
+	a->dirty = false;
+	len = protobuf_c_message_get_packed_size(&p->base);
+	key = malloc(len > 0 ? len : 1);
+	if (key == NULL) {
+		tau_rpc_message_free(&p->base);
+		a->dirty = true;
+		return;
+	}
+	protobuf_c_message_pack(&p->base, key);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	a->build_us = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000;
+	a->built = t1;
+	if (a->pool_msg != NULL && len == a->pool_key_len && memcmp(key, a->pool_key, len) == 0) {
+		free(key);
+		tau_rpc_message_free(&p->base);
+		return;
+	}
+	free(a->pool_key);
+	a->pool_key = key;
+	a->pool_key_len = len;
+	p->generation = ++a->pool_gen;
+	p->computed_unix_ms = tau_agg_now_ms();
+	if (a->pool_msg != NULL)
+		tau_rpc_message_free(&a->pool_msg->base);
+	a->pool_msg = p;
+	if (p->established)
+		tau_log_debug("pool published", NULL);
+	send_to_watchers_locked(a);
+}
+
+static void ensure_pool_locked(tau_agg *a)
+{
+	if (a->dirty || a->pool_msg == NULL)
+		rebuild_pool_locked(a);
+}
+
+static void tick_locked(tau_agg *a)
+{
+	bool was = tau_nodestore_established(a->store);
+	uint64_t gen = tau_pool_generation(tau_nodestore_pool(a->store));
+
+	if (!a->nodes_synced && a->sync_probe != NULL && a->sync_probe(a->sync_probe_ud)) {
+		a->nodes_synced = true;
+		tau_nodestore_api_synced(a->store);
+		tau_log_info("node watch synced", NULL);
+	}
+	tau_nodestore_tick(a->store, tau_agg_now_ms());
+	if (!was && tau_nodestore_established(a->store)) {
+		size_t missing = tau_nodestore_missing(a->store, NULL, 0);
+		char count[32];
+
+		snprintf(count, sizeof(count), "%zu", missing);
+		tau_log_info("pool established", "missing_nodes", count, NULL);
+		if (missing > 0) {
+			const char *names[16];
+			size_t n = tau_nodestore_missing(a->store, names, 16);
+
+			for (size_t i = 0; i < n && i < 16; i++)
+				tau_log_warn(
+				        "node counted from its Node object: agent never reported",
+				        "node", names[i], NULL);
+		}
+		a->dirty = true;
+	}
+	if (gen != tau_pool_generation(tau_nodestore_pool(a->store)))
+		a->dirty = true;
+}
+
+static void add_ms(struct timespec *ts, int64_t ms)
+{
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
+static void *publisher(void *arg)
+{
+	tau_agg *a = arg;
+
+	pthread_mutex_lock(&a->mu);
+	while (!a->stop) {
+		struct timespec deadline;
+
+		/* The periodic tick (sync-gate timer, watchers that were behind), or a change. */
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		add_ms(&deadline, 250);
+		while (!a->stop && !a->dirty &&
+		       pthread_cond_timedwait(&a->cond, &a->mu, &deadline) != ETIMEDOUT)
+			;
+		if (a->dirty && a->cfg.coalesce_ms > 0) {
+			/*
+			 * Coalescing window: changes arriving in it ride along.  A rebuild is
+			 * O(nodes) under the lock, so under churn (the last rebuild was within
+			 * the stretched window) the window stretches to ten times its cost (at
+			 * most 1 s): rebuilding then takes <= 10% of the time.  A change on a
+			 * quiet system still goes out after the plain window.
+			 */
+			int64_t window = a->build_us / 100, since_ms;
+			struct timespec now;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			since_ms = (int64_t)(now.tv_sec - a->built.tv_sec) * 1000 +
+			           (now.tv_nsec - a->built.tv_nsec) / 1000000;
+			if (since_ms > window)
+				window = a->cfg.coalesce_ms;
+			if (window < a->cfg.coalesce_ms)
+				window = a->cfg.coalesce_ms;
+			if (window > 1000)
+				window = 1000;
+			clock_gettime(CLOCK_MONOTONIC, &deadline);
+			add_ms(&deadline, window);
+			while (!a->stop &&
+			       pthread_cond_timedwait(&a->cond, &a->mu, &deadline) != ETIMEDOUT)
+				;
+		}
+		if (a->stop)
+			break;
+		tick_locked(a);
+		if (a->dirty)
+			rebuild_pool_locked(a);
+		send_to_watchers_locked(a);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+/* ---- query callbacks (CQ thread) ---- */
+
+static tau_query_opts query_opts(const tau_agg *a)
+{
+	tau_query_opts o = {.now_ms = tau_agg_now_ms(),
+	                    .stale_after_ms = 3000LL * a->cfg.heartbeat_interval_s};
+	return o;
+}
+
+static void finish_error(tau_rpc_call *call, int rc)
+{
+	tau_rpc_call_finish(call, rc == -TAU_ENOTFOUND ? TAU_RPC_NOT_FOUND : TAU_RPC_INTERNAL,
+	                    tau_error_last()->msg);
+}
+
+static void q_list_nodes(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	tau_agg *a = ud;
+	Tau__Inventory__V1__ListNodesResponse *resp = NULL;
+	tau_query_opts o = query_opts(a);
+	int rc;
+
+	pthread_mutex_lock(&a->mu);
+	rc = tau_query_list_nodes(&resp, a->store, (Tau__Inventory__V1__ListNodesRequest *)msg, &o);
+	pthread_mutex_unlock(&a->mu);
+	if (rc < 0)
+		finish_error(call, rc);
+	else
+		tau_rpc_call_reply(call, &resp->base);
+	if (resp != NULL)
+		tau_rpc_message_free(&resp->base);
+	tau_rpc_message_free(msg);
+}
+
+static void q_get_node(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	tau_agg *a = ud;
+	Tau__Inventory__V1__GetNodeResponse *resp = NULL;
+	tau_query_opts o = query_opts(a);
+	int rc;
+
+	pthread_mutex_lock(&a->mu);
+	rc = tau_query_get_node(&resp, a->store, ((Tau__Inventory__V1__GetNodeRequest *)msg)->name,
+	                        &o);
+	pthread_mutex_unlock(&a->mu);
+	if (rc < 0)
+		finish_error(call, rc);
+	else
+		tau_rpc_call_reply(call, &resp->base);
+	if (resp != NULL)
+		tau_rpc_message_free(&resp->base);
+	tau_rpc_message_free(msg);
+}
+
+static void q_explain(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	tau_agg *a = ud;
+	Tau__Inventory__V1__ExplainNodeResponse *resp = NULL;
+	int rc;
+
+	pthread_mutex_lock(&a->mu);
+	rc = tau_query_explain(&resp, a->store,
+	                       ((Tau__Inventory__V1__ExplainNodeRequest *)msg)->name);
+	pthread_mutex_unlock(&a->mu);
+	if (rc < 0)
+		finish_error(call, rc);
+	else
+		tau_rpc_call_reply(call, &resp->base);
+	if (resp != NULL)
+		tau_rpc_message_free(&resp->base);
+	tau_rpc_message_free(msg);
+}
+
+static void q_get_pool(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	tau_agg *a = ud;
+
+	pthread_mutex_lock(&a->mu);
+	ensure_pool_locked(a);
+	if (a->pool_msg != NULL)
+		tau_rpc_call_reply(call, &a->pool_msg->base);
+	else
+		tau_rpc_call_finish(call, TAU_RPC_INTERNAL, "pool could not be computed");
+	pthread_mutex_unlock(&a->mu);
+	tau_rpc_message_free(msg);
+}
+
+static void q_watch_pool(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	tau_agg *a = ud;
+
+	tau_rpc_message_free(msg);
+	pthread_mutex_lock(&a->mu);
+	if (a->n_watchers == a->cap_watchers) {
+		size_t cap = a->cap_watchers ? a->cap_watchers * 2 : 16;
+		watcher *grown = realloc(a->watchers, cap * sizeof(*grown));
+
+		if (grown == NULL) {
+			pthread_mutex_unlock(&a->mu);
+			tau_rpc_call_finish(call, TAU_RPC_RESOURCE_EXHAUSTED, "out of memory");
+			return;
+		}
+		a->watchers = grown;
+		a->cap_watchers = cap;
+	}
+	a->watchers[a->n_watchers].call = tau_rpc_call_ref(call);
+	a->watchers[a->n_watchers].sent_generation = 0;
+	a->n_watchers++;
+	tau_rpc_call_set_user(call, a);
+	ensure_pool_locked(a);
+	send_to_watchers_locked(a);
+	pthread_mutex_unlock(&a->mu);
+}
+
+static void q_watch_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
+{
+	tau_agg *a = ud;
+
+	(void)end;
+	if (tau_rpc_call_user(call) == NULL)
+		return;
+	pthread_mutex_lock(&a->mu);
+	for (size_t i = 0; i < a->n_watchers; i++) {
+		if (a->watchers[i].call == call) {
+			tau_rpc_call_unref(call);
+			a->watchers[i] = a->watchers[--a->n_watchers];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&a->mu);
+}
+
+int tau_agg_register(tau_agg *a, tau_rpc_server *srv)
+{
+#define QUERY(p, k, req, resp, fn)                                                                 \
+	{.path = "/tau.inventory.v1.QueryService/" p,                                              \
+	 .kind = (k),                                                                              \
+	 .request = &tau__inventory__v1__##req##__descriptor,                                      \
+	 .response = &tau__inventory__v1__##resp##__descriptor,                                    \
+	 .on_message = (fn),                                                                       \
+	 .ud = a}
+	tau_rpc_method methods[] = {
+	        {.path = "/tau.inventory.v1.InventoryService/Report",
+	         .kind = TAU_RPC_BIDI,
+	         .request = &tau__inventory__v1__agent_report__descriptor,
+	         .response = &tau__inventory__v1__report_ack__descriptor,
+	         .on_start = report_start,
+	         .on_message = report_message,
+	         .on_half_close = report_half_close,
+	         .on_done = report_done,
+	         .ud = a},
+	        QUERY("ListNodes", TAU_RPC_UNARY, list_nodes_request, list_nodes_response,
+	              q_list_nodes),
+	        QUERY("GetNode", TAU_RPC_UNARY, get_node_request, get_node_response, q_get_node),
+	        QUERY("GetPool", TAU_RPC_UNARY, get_pool_request, pool, q_get_pool),
+	        QUERY("ExplainNode", TAU_RPC_UNARY, explain_node_request, explain_node_response,
+	              q_explain),
+	        QUERY("WatchPool", TAU_RPC_SERVER_STREAM, watch_pool_request, pool, q_watch_pool),
+	};
+#undef QUERY
+	methods[5].on_done = q_watch_done;
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		int rc = tau_rpc_server_add_method(srv, &methods[i]);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- kube side ---- */
+
+void tau_agg_node_upsert(tau_agg *a, const cJSON *node)
+{
+	tau_node_facts facts = {0};
+	int rc = tau_node_facts_from_json(&facts, node);
+
+	if (rc < 0) {
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(
+		        cJSON_GetObjectItemCaseSensitive(node, "metadata"), "name");
+
+		tau_log_warn("node ignored: unreadable", "node",
+		             cJSON_IsString(name) ? name->valuestring : "?", "reason",
+		             tau_error_last()->msg, NULL);
+		return;
+	}
+	pthread_mutex_lock(&a->mu);
+	rc = tau_nodestore_api_upsert(a->store, &facts);
+	mark_dirty_locked(a);
+	pthread_mutex_unlock(&a->mu);
+	if (rc < 0)
+		tau_log_warn("node ignored", "node", facts.name, "reason", tau_error_last()->msg,
+		             NULL);
+	tau_node_facts_clear(&facts);
+}
+
+void tau_agg_node_delete(tau_agg *a, const cJSON *node)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetObjectItemCaseSensitive(node, "metadata"), "name");
+
+	if (!cJSON_IsString(name))
+		return;
+	pthread_mutex_lock(&a->mu);
+	if (tau_nodestore_api_delete(a->store, name->valuestring) == 0)
+		mark_dirty_locked(a);
+	pthread_mutex_unlock(&a->mu);
+	tau_log_info("node deleted", "node", name->valuestring, NULL);
+}
+
+void tau_agg_set_sync_probe(tau_agg *a, bool (*probe)(void *ud), void *ud)
+{
+	pthread_mutex_lock(&a->mu);
+	a->sync_probe = probe;
+	a->sync_probe_ud = ud;
+	pthread_mutex_unlock(&a->mu);
+}
+
+void tau_agg_nodes_synced(tau_agg *a)
+{
+	pthread_mutex_lock(&a->mu);
+	a->nodes_synced = true;
+	tau_nodestore_api_synced(a->store);
+	a->dirty = true;
+	pthread_cond_signal(&a->cond);
+	pthread_mutex_unlock(&a->mu);
+}
+
+void tau_agg_cluster(tau_agg *a, const cJSON *cluster)
+{
+	const cJSON *sel_map = NULL;
+	tau_selector *sel = NULL;
+
+	if (cluster != NULL)
+		sel_map = cJSON_GetObjectItemCaseSensitive(
+		        cJSON_GetObjectItemCaseSensitive(
+		                cJSON_GetObjectItemCaseSensitive(cluster, "spec"), "nodes"),
+		        "selector");
+	if (cJSON_IsObject(sel_map)) {
+		cJSON *ls = cJSON_CreateObject();
+
+		if (ls == NULL ||
+		    !cJSON_AddItemToObject(ls, "matchLabels", cJSON_Duplicate(sel_map, 1))) {
+			cJSON_Delete(ls);
+			return;
+		}
+		if (tau_selector_from_json(&sel, ls) < 0) {
+			tau_log_warn("TauCluster node selector ignored", "reason",
+			             tau_error_last()->msg, NULL);
+			sel = NULL;
+		}
+		cJSON_Delete(ls);
+	}
+	pthread_mutex_lock(&a->mu);
+	(void)tau_nodestore_set_selector(a->store, sel);
+	mark_dirty_locked(a);
+	pthread_mutex_unlock(&a->mu);
+	tau_log_info("TauCluster node selector", "selector",
+	             sel != NULL ? "set" : "none (every node)", NULL);
+}
+
+void tau_agg_set_leader(tau_agg *a, bool leader)
+{
+	pthread_mutex_lock(&a->mu);
+	a->leader = leader;
+	pthread_mutex_unlock(&a->mu);
+}
+
+bool tau_agg_established(tau_agg *a)
+{
+	bool e;
+
+	pthread_mutex_lock(&a->mu);
+	e = tau_nodestore_established(a->store);
+	pthread_mutex_unlock(&a->mu);
+	return e;
+}
+
+int tau_agg_metrics(tau_agg *a, char **out)
+{
+	tau_metrics m = {0};
+	tau_metrics_flavor *flavors = NULL;
+	tau_metrics_resource *resources = NULL;
+	size_t n_res = 0, cap_res = 0;
+	tau_query_opts o = query_opts(a);
+	const tau_pool *pool;
+	int rc = -TAU_ENOMEM;
+
+	pthread_mutex_lock(&a->mu);
+	pool = tau_nodestore_pool(a->store);
+	m.nodes_known = tau_nodestore_count(a->store);
+	for (size_t i = 0; i < m.nodes_known; i++) {
+		tau_node_status st;
+
+		if (tau_nodestore_at(a->store, i, &st) < 0)
+			continue;
+		m.nodes_stale += tau_query_is_stale(&st, &o) ? 1 : 0;
+		m.nodes_counted += tau_pool_node_counted(pool, st.name) == 1 ? 1 : 0;
+	}
+	m.agents_connected = a->n_bound;
+	m.pool_watchers = a->n_watchers;
+	m.established = tau_nodestore_established(a->store);
+	m.missing_nodes = tau_nodestore_missing(a->store, NULL, 0);
+	m.pool_generation = a->pool_gen;
+	m.leader = a->leader;
+	m.n_flavors = tau_pool_flavor_count(pool);
+	flavors = calloc(m.n_flavors + 1, sizeof(*flavors));
+	if (flavors == NULL)
+		goto unlock;
+	for (size_t i = 0; i < m.n_flavors; i++) {
+		const tau_pool_flavor *f = tau_pool_flavor_at(pool, i);
+
+		flavors[i].name = f->name;
+		flavors[i].nodes = f->nodes;
+		for (size_t r = 0; r < f->n_resources; r++) {
+			if (n_res == cap_res) {
+				size_t cap = cap_res ? cap_res * 2 : 32;
+				tau_metrics_resource *g = realloc(resources, cap * sizeof(*g));
+
+				if (g == NULL)
+					goto unlock;
+				resources = g;
+				cap_res = cap;
+			}
+			resources[n_res].flavor = f->name;
+			resources[n_res].resource = f->resources[r].name;
+			if (tau_metrics_quantity_value(resources[n_res].value,
+			                               sizeof(resources[n_res].value),
+			                               &f->resources[r].total) < 0)
+				snprintf(resources[n_res].value, sizeof(resources[n_res].value),
+				         "NaN");
+			n_res++;
+		}
+	}
+	m.flavors = flavors;
+	m.resources = resources;
+	m.n_resources = n_res;
+	m.reports_inventory = atomic_load(&a->reports_inventory);
+	m.reports_heartbeat = atomic_load(&a->reports_heartbeat);
+	m.reports_stopping = atomic_load(&a->reports_stopping);
+	m.reports_rejected = atomic_load(&a->reports_rejected);
+	m.reports_resend_full = atomic_load(&a->reports_resend);
+	m.auth_unauthenticated = atomic_load(&a->auth_unauth);
+	m.auth_permission_denied = atomic_load(&a->auth_denied);
+	m.auth_unavailable = atomic_load(&a->auth_unavail);
+	m.token_reviews = atomic_load(&a->token_reviews);
+	/* Names are lent from the pool: render before letting go of the lock. */
+	rc = tau_metrics_render(out, &m);
+unlock:
+	pthread_mutex_unlock(&a->mu);
+	free(flavors);
+	free(resources);
+	return rc;
+}
+
+/* ---- lifecycle ---- */
+
+int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
+{
+	tau_agg *a;
+	int rc;
+
+	if (cfg->agent_user == NULL || cfg->review == NULL)
+		return tau_error_set(TAU_EINVAL, "aggregator config needs agent_user and review");
+	a = calloc(1, sizeof(*a));
+	if (a == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	a->cfg = *cfg;
+	if (a->cfg.heartbeat_interval_s <= 0)
+		a->cfg.heartbeat_interval_s = 30;
+	if (a->cfg.sync_timeout_ms <= 0)
+		a->cfg.sync_timeout_ms = 60000;
+	if (a->cfg.auth_threads <= 0)
+		a->cfg.auth_threads = 4;
+	if (a->cfg.review_ttl_ms <= 0)
+		a->cfg.review_ttl_ms = 300000;
+	if (a->cfg.negative_ttl_ms <= 0)
+		a->cfg.negative_ttl_ms = 10000;
+	if (a->cfg.coalesce_ms < 0)
+		a->cfg.coalesce_ms = 0;
+	else if (a->cfg.coalesce_ms == 0)
+		a->cfg.coalesce_ms = 20;
+	if (a->cfg.auth_cache_max == 0)
+		a->cfg.auth_cache_max = 65536;
+	a->agent_user = strdup(cfg->agent_user);
+	a->n_bindings_buckets = 1024;
+	a->bindings = calloc(a->n_bindings_buckets, sizeof(*a->bindings));
+	a->peers = calloc(PEER_LOG_MAX, sizeof(*a->peers));
+	if (a->agent_user == NULL || a->bindings == NULL || a->peers == NULL) {
+		rc = tau_error_set(TAU_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((rc = tau_nodestore_new(&a->store, tau_agg_now_ms(), a->cfg.sync_timeout_ms)) < 0 ||
+	    (rc = tau_auth_cache_new(&a->cache, a->cfg.auth_cache_max)) < 0)
+		goto fail;
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_mutex_init(&a->jobs_mu, NULL);
+	pthread_mutex_init(&a->peers_mu, NULL);
+	pthread_cond_init(&a->jobs_cond, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&a->cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	a->dirty = true;
+	*out = a;
+	return 0;
+fail:
+	tau_nodestore_free(a->store);
+	free(a->agent_user);
+	free(a->bindings);
+	free(a->peers);
+	free(a);
+	return rc;
+}
+
+int tau_agg_start(tau_agg *a)
+{
+	a->workers = calloc((size_t)a->cfg.auth_threads, sizeof(*a->workers));
+	if (a->workers == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	for (int i = 0; i < a->cfg.auth_threads; i++) {
+		if (pthread_create(&a->workers[i], NULL, auth_worker, a) != 0) {
+			tau_agg_stop(a);
+			return tau_error_set(TAU_EIO, "cannot start auth worker");
+		}
+		a->n_workers++;
+	}
+	if (pthread_create(&a->publisher, NULL, publisher, a) != 0) {
+		tau_agg_stop(a);
+		return tau_error_set(TAU_EIO, "cannot start pool publisher");
+	}
+	a->started = true;
+	return 0;
+}
+
+void tau_agg_stop(tau_agg *a)
+{
+	pthread_mutex_lock(&a->jobs_mu);
+	a->jobs_stop = true;
+	pthread_cond_broadcast(&a->jobs_cond);
+	pthread_mutex_unlock(&a->jobs_mu);
+	for (int i = 0; i < a->n_workers; i++)
+		pthread_join(a->workers[i], NULL);
+	a->n_workers = 0;
+	free(a->workers);
+	a->workers = NULL;
+	/* Jobs never taken: the rpc server is down, their calls are over. */
+	while (a->jobs_head != NULL) {
+		stream *s = a->jobs_head;
+
+		a->jobs_head = s->next_job;
+		stream_unref(s);
+	}
+	a->jobs_tail = NULL;
+	if (a->started) {
+		pthread_mutex_lock(&a->mu);
+		a->stop = true;
+		pthread_cond_broadcast(&a->cond);
+		pthread_mutex_unlock(&a->mu);
+		pthread_join(a->publisher, NULL);
+		a->started = false;
+	}
+}
+
+void tau_agg_free(tau_agg *a)
+{
+	if (a == NULL)
+		return;
+	tau_agg_stop(a);
+	for (size_t i = 0; i < a->n_watchers; i++)
+		tau_rpc_call_unref(a->watchers[i].call);
+	free(a->watchers);
+	for (size_t i = 0; i < a->n_bindings_buckets; i++) {
+		binding *b = a->bindings[i];
+
+		while (b != NULL) {
+			binding *next = b->next;
+
+			free(b->node);
+			free(b);
+			b = next;
+		}
+	}
+	free(a->bindings);
+	for (size_t i = 0; i < a->n_peers; i++)
+		free(a->peers[i]);
+	free(a->peers);
+	if (a->pool_msg != NULL)
+		tau_rpc_message_free(&a->pool_msg->base);
+	free(a->pool_key);
+	tau_nodestore_free(a->store);
+	tau_auth_cache_free(a->cache);
+	free(a->agent_user);
+	pthread_mutex_destroy(&a->mu);
+	pthread_mutex_destroy(&a->jobs_mu);
+	pthread_mutex_destroy(&a->peers_mu);
+	pthread_cond_destroy(&a->cond);
+	pthread_cond_destroy(&a->jobs_cond);
+	free(a);
+}

@@ -1,0 +1,88 @@
+/*
+ * service.h - the aggregator's shared state and its gRPC services:
+ * InventoryService.Report (authenticated agent streams) and the inventory
+ * queries of QueryService (ListNodes, GetNode, GetPool, WatchPool,
+ * ExplainNode).
+ *
+ * One state (node store, pool, streams, pool watchers) is guarded by one
+ * mutex; every update costs O(one node), the pool snapshot is rebuilt at
+ * most once per coalescing window.  Threads that touch it: the rpc CQ
+ * thread (reports, queries), the auth workers (TokenReview, then the reports
+ * that waited for it), the kube loop (Node and TauCluster events) and the
+ * publisher (sync-gate timer, coalesced WatchPool pushes).
+ */
+#ifndef TAU_AGGREGATOR_SERVICE_H
+#define TAU_AGGREGATOR_SERVICE_H
+
+#include "auth.h"
+
+#include "tau/rpc.h"
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct tau_agg tau_agg;
+
+/** Settings; zero takes the default in brackets. */
+typedef struct tau_agg_config {
+	const char *agent_user;    /**< "system:serviceaccount:NS:NAME" (required) */
+	tau_auth_review_fn review; /**< TokenReview (required) */
+	void *review_ud;
+	int heartbeat_interval_s; /**< told to agents in every ack [30] */
+	int64_t sync_timeout_ms;  /**< initial sync timeout of the gate [60000] */
+	int auth_threads;         /**< TokenReview workers [4] */
+	int64_t review_ttl_ms;    /**< cache time of a review whose token has no exp [300000] */
+	int64_t negative_ttl_ms;  /**< cache time of a refused token [10000] */
+	int coalesce_ms;          /**< WatchPool coalescing window [20] */
+	size_t auth_cache_max;    /**< cached reviews [65536] */
+} tau_agg_config;
+
+/** Create the state.  @return 0, -TAU_EINVAL (config), -TAU_ENOMEM. */
+int tau_agg_new(tau_agg **out, const tau_agg_config *cfg);
+
+/** Register Report and the inventory queries on `srv` (before it starts). */
+int tau_agg_register(tau_agg *a, tau_rpc_server *srv);
+
+/** Start the auth workers and the publisher.  @return 0 or -TAU_EIO. */
+int tau_agg_start(tau_agg *a);
+
+/** Stop the threads (after the rpc server has shut down).  Idempotent. */
+void tau_agg_stop(tau_agg *a);
+
+/** Stop and free; NULL is a no-op. */
+void tau_agg_free(tau_agg *a);
+
+/* ---- what the kube side tells the state (thread-safe) ---- */
+
+/** A Node was added or changed (the object is lent; only tau_node_facts are kept). */
+void tau_agg_node_upsert(tau_agg *a, const cJSON *node);
+/** A Node was deleted. */
+void tau_agg_node_delete(tau_agg *a, const cJSON *node);
+/** The Node watch delivered its initial list. */
+void tau_agg_nodes_synced(tau_agg *a);
+/**
+ * The TauCluster `cluster` changed (NULL: it does not exist).  Its
+ * spec.nodes.selector (equality map) filters the pool; absent: every node.
+ */
+void tau_agg_cluster(tau_agg *a, const cJSON *cluster);
+/**
+ * Tell the state how to ask whether the Node watch has delivered its initial
+ * list; the publisher's tick asks until it has (then calls
+ * tau_agg_nodes_synced itself).  `probe` must be cheap and thread-safe.
+ */
+void tau_agg_set_sync_probe(tau_agg *a, bool (*probe)(void *ud), void *ud);
+/** This replica leads (or no longer does). */
+void tau_agg_set_leader(tau_agg *a, bool leader);
+
+/* ---- state for the HTTP side (thread-safe) ---- */
+
+/** True once the sync gate opened. */
+bool tau_agg_established(tau_agg *a);
+/** Render /metrics.  @param out receives a malloc'd string.  @return 0 or -TAU_ENOMEM. */
+int tau_agg_metrics(tau_agg *a, char **out);
+
+/** Current wall-clock time in ms since the epoch. */
+int64_t tau_agg_now_ms(void);
+
+#endif /* TAU_AGGREGATOR_SERVICE_H */

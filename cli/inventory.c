@@ -1,0 +1,449 @@
+/*
+ * inventory.c - `tau inventory nodes|pool|explain NODE`: ask the
+ * aggregator's QueryService and print the answer as a table or JSON.
+ *
+ * The one idea: printing is separate from asking.  The render functions take
+ * the protobuf answers and return text, so the stable JSON shapes and the
+ * table layout are unit tested without a server (tests/unit/test_cli_*.c).
+ */
+#include "inventory.h"
+
+#include "cli.h"
+#include "table.h"
+
+#include "tau/error.h"
+#include "tau/rpc.h"
+
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QUERY              "/tau.inventory.v1.QueryService/"
+#define DEFAULT_AGGREGATOR "localhost:50051"
+
+static int json_out(char **out, cJSON *root)
+{
+	char *text = root != NULL ? cJSON_Print(root) : NULL;
+	size_t n;
+
+	cJSON_Delete(root);
+	if (text == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	n = strlen(text);
+	*out = realloc(text, n + 2);
+	if (*out == NULL) {
+		free(text);
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	(*out)[n] = '\n';
+	(*out)[n + 1] = '\0';
+	return 0;
+}
+
+static int table_out(char **out, tau_table *t, const char *footer)
+{
+	char *body = NULL;
+	int rc = tau_table_render(&body, t);
+
+	tau_table_free(t);
+	if (rc < 0)
+		return rc;
+	if (footer != NULL) {
+		size_t a = strlen(body), b = strlen(footer);
+		char *all = realloc(body, a + b + 1);
+
+		if (all == NULL) {
+			free(body);
+			return tau_error_set(TAU_ENOMEM, "out of memory");
+		}
+		memcpy(all + a, footer, b + 1);
+		body = all;
+	}
+	*out = body;
+	return 0;
+}
+
+int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cli_format fmt)
+{
+	if (fmt == TAU_CLI_JSON) {
+		cJSON *root = cJSON_CreateObject();
+		cJSON *missing, *flavors;
+
+		/* The documented key order: established, missingNodes, flavors. */
+		cJSON_AddBoolToObject(root, "established", pool->established);
+		missing = cJSON_AddArrayToObject(root, "missingNodes");
+		for (size_t i = 0; i < pool->n_missing_nodes; i++)
+			cJSON_AddItemToArray(missing, cJSON_CreateString(pool->missing_nodes[i]));
+		flavors = cJSON_AddArrayToObject(root, "flavors");
+		for (size_t i = 0; i < pool->n_flavors; i++) {
+			const Tau__Inventory__V1__Flavor *f = pool->flavors[i];
+			cJSON *fo = cJSON_CreateObject();
+			cJSON *res;
+
+			cJSON_AddItemToArray(flavors, fo);
+			cJSON_AddStringToObject(fo, "name", f->name);
+			cJSON_AddNumberToObject(fo, "nodes", (double)f->n_nodes);
+			res = cJSON_AddObjectToObject(fo, "resources");
+			for (size_t r = 0; r < f->n_resources; r++)
+				cJSON_AddStringToObject(res, f->resources[r]->key,
+				                        f->resources[r]->value);
+		}
+		return json_out(out, root);
+	} else {
+		static const char *const hdr[] = {"FLAVOR", "NODES", "RESOURCE", "ALLOCATABLE"};
+		tau_table *t = NULL;
+		char footer[4096];
+		size_t off;
+		int rc = tau_table_new(&t, 4, hdr);
+
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < pool->n_flavors; i++) {
+			const Tau__Inventory__V1__Flavor *f = pool->flavors[i];
+			char nodes[32];
+
+			snprintf(nodes, sizeof(nodes), "%zu", f->n_nodes);
+			for (size_t r = 0; r < f->n_resources; r++) {
+				const char *row[4] = {f->name, nodes, f->resources[r]->key,
+				                      f->resources[r]->value};
+
+				if ((rc = tau_table_add(t, row)) < 0) {
+					tau_table_free(t);
+					return rc;
+				}
+			}
+		}
+		off = (size_t)snprintf(footer, sizeof(footer), "\nEstablished: %s\nMissing nodes: ",
+		                       pool->established ? "yes"
+		                                         : "no (budgets are not shrunk yet)");
+		for (size_t i = 0; i < pool->n_missing_nodes && off < sizeof(footer) - 64; i++)
+			off += (size_t)snprintf(footer + off, sizeof(footer) - off, "%s%s",
+			                        i ? ", " : "", pool->missing_nodes[i]);
+		if (pool->n_missing_nodes == 0)
+			off += (size_t)snprintf(footer + off, sizeof(footer) - off, "none");
+		else if (off >= sizeof(footer) - 64)
+			off += (size_t)snprintf(footer + off, sizeof(footer) - off, ", ...");
+		snprintf(footer + off, sizeof(footer) - off, "\n");
+		return table_out(out, t, footer);
+	}
+}
+
+static const char *yes_no(bool b)
+{
+	return b ? "yes" : "no";
+}
+
+int tau_cli_render_nodes(char **out, const Tau__Inventory__V1__ListNodesResponse *nodes,
+                         tau_cli_format fmt)
+{
+	if (fmt == TAU_CLI_JSON) {
+		cJSON *root = cJSON_CreateArray();
+
+		for (size_t i = 0; i < nodes->n_nodes; i++) {
+			const Tau__Inventory__V1__NodeStatus *n = nodes->nodes[i];
+			cJSON *o = cJSON_CreateObject();
+			cJSON *reasons, *alloc;
+
+			cJSON_AddItemToArray(root, o);
+			cJSON_AddStringToObject(o, "name", n->name);
+			cJSON_AddStringToObject(o, "gpuClass", n->gpu_class);
+			cJSON_AddBoolToObject(o, "counted", n->counted);
+			reasons = cJSON_AddArrayToObject(o, "reasons");
+			for (size_t r = 0; r < n->n_reasons; r++)
+				cJSON_AddItemToArray(reasons, cJSON_CreateString(n->reasons[r]));
+			cJSON_AddBoolToObject(o, "connected", n->connected);
+			cJSON_AddBoolToObject(o, "stale", n->stale);
+			alloc = cJSON_AddObjectToObject(o, "allocatable");
+			for (size_t r = 0; r < n->n_allocatable; r++)
+				cJSON_AddStringToObject(alloc, n->allocatable[r]->name,
+				                        n->allocatable[r]->quantity);
+			cJSON_AddNumberToObject(o, "lastHeardUnixMs",
+			                        (double)n->last_heard_unix_ms);
+		}
+		return json_out(out, root);
+	} else {
+		static const char *const hdr[] = {"NAME",  "GPU-CLASS", "COUNTED", "CONNECTED",
+		                                  "STALE", "GPUS",      "REASON"};
+		tau_table *t = NULL;
+		int rc = tau_table_new(&t, 7, hdr);
+
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < nodes->n_nodes; i++) {
+			const Tau__Inventory__V1__NodeStatus *n = nodes->nodes[i];
+			const char *gpus = "0";
+			const char *row[7];
+
+			for (size_t r = 0; r < n->n_allocatable; r++) {
+				if (strcmp(n->allocatable[r]->name, "nvidia.com/gpu") == 0)
+					gpus = n->allocatable[r]->quantity;
+			}
+			row[0] = n->name;
+			row[1] = n->gpu_class[0] ? n->gpu_class : "<none>";
+			row[2] = yes_no(n->counted);
+			row[3] = yes_no(n->connected);
+			row[4] = yes_no(n->stale);
+			row[5] = gpus;
+			row[6] = n->n_reasons > 0 ? n->reasons[0] : "";
+			if ((rc = tau_table_add(t, row)) < 0) {
+				tau_table_free(t);
+				return rc;
+			}
+		}
+		return table_out(out, t, NULL);
+	}
+}
+
+int tau_cli_render_explain(char **out, const Tau__Inventory__V1__ExplainNodeResponse *ex,
+                           tau_cli_format fmt)
+{
+	if (fmt == TAU_CLI_JSON) {
+		cJSON *root = cJSON_CreateObject();
+		cJSON *rules;
+
+		cJSON_AddStringToObject(root, "name", ex->name);
+		cJSON_AddBoolToObject(root, "counted", ex->counted);
+		cJSON_AddStringToObject(root, "flavor", ex->flavor);
+		rules = cJSON_AddArrayToObject(root, "rules");
+		for (size_t i = 0; i < ex->n_rules; i++) {
+			cJSON *r = cJSON_CreateObject();
+
+			cJSON_AddItemToArray(rules, r);
+			cJSON_AddStringToObject(r, "name", ex->rules[i]->name);
+			cJSON_AddBoolToObject(r, "pass", ex->rules[i]->pass);
+			cJSON_AddStringToObject(r, "detail", ex->rules[i]->detail);
+		}
+		return json_out(out, root);
+	} else {
+		static const char *const hdr[] = {"RULE", "RESULT", "DETAIL"};
+		tau_table *t = NULL;
+		char footer[512];
+		int rc = tau_table_new(&t, 3, hdr);
+
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < ex->n_rules; i++) {
+			const char *row[3] = {ex->rules[i]->name,
+			                      ex->rules[i]->pass ? "pass" : "FAIL",
+			                      ex->rules[i]->detail};
+
+			if ((rc = tau_table_add(t, row)) < 0) {
+				tau_table_free(t);
+				return rc;
+			}
+		}
+		if (ex->counted)
+			snprintf(footer, sizeof(footer), "\nNode %.253s counts in flavor %.200s.\n",
+			         ex->name, ex->flavor);
+		else
+			snprintf(footer, sizeof(footer), "\nNode %.253s does not count.\n",
+			         ex->name);
+		return table_out(out, t, footer);
+	}
+}
+
+/* ---- the command ---- */
+
+static void usage(FILE *out)
+{
+	fputs("Usage: tau inventory nodes [--gpu-class C] [--counted] [options]\n"
+	      "       tau inventory pool [options]\n"
+	      "       tau inventory explain NODE [options]\n"
+	      "\n"
+	      "Options:\n"
+	      "  --aggregator ADDR   aggregator gRPC address (env TAU_AGGREGATOR; "
+	      "default " DEFAULT_AGGREGATOR ")\n"
+	      "  --ca-file F         TLS, trusting the CA in F\n"
+	      "  --insecure          plaintext gRPC (the default without --ca-file)\n"
+	      "  -o table|json       output format (default table)\n"
+	      "  --timeout SECONDS   per request (default 10)\n"
+	      "\n"
+	      "`explain` exits 1 when the node does not count.\n",
+	      out);
+}
+
+static char *read_small_file(const char *path)
+{
+	FILE *f = fopen(path, "rbe");
+	char *buf = NULL;
+	long n;
+
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (1 << 20) &&
+	    fseek(f, 0, SEEK_SET) == 0) {
+		buf = calloc(1, (size_t)n + 1);
+		if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
+{
+	enum { O_AGG = 256, O_CA, O_INSECURE, O_CLASS, O_COUNTED, O_TIMEOUT };
+	static const struct option opts[] = {
+	        {"help", no_argument, NULL, 'h'},
+	        {"aggregator", required_argument, NULL, O_AGG},
+	        {"ca-file", required_argument, NULL, O_CA},
+	        {"insecure", no_argument, NULL, O_INSECURE},
+	        {"gpu-class", required_argument, NULL, O_CLASS},
+	        {"counted", no_argument, NULL, O_COUNTED},
+	        {"timeout", required_argument, NULL, O_TIMEOUT},
+	        {"output", required_argument, NULL, 'o'},
+	        {NULL, 0, NULL, 0},
+	};
+	const char *addr = getenv("TAU_AGGREGATOR"), *ca_file = NULL, *cls = NULL, *what,
+	           *node = NULL;
+	bool insecure = false, counted_only = false;
+	tau_cli_format fmt = TAU_CLI_TABLE;
+	int timeout_ms = 10000, c, rc = TAU_CLI_FAILED;
+	tau_rpc_channel_opts copts = {0};
+	tau_rpc_channel *ch = NULL;
+	tau_rpc_status status = {0};
+	ProtobufCMessage *resp = NULL;
+	char *ca_pem = NULL, *text = NULL;
+
+	(void)g;
+	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return TAU_CLI_OK;
+		case O_AGG:
+			addr = optarg;
+			break;
+		case O_CA:
+			ca_file = optarg;
+			break;
+		case O_INSECURE:
+			insecure = true;
+			break;
+		case O_CLASS:
+			cls = optarg;
+			break;
+		case O_COUNTED:
+			counted_only = true;
+			break;
+		case O_TIMEOUT:
+			timeout_ms = atoi(optarg) * 1000;
+			if (timeout_ms <= 0) {
+				fprintf(stderr, "tau inventory: bad --timeout %s\n", optarg);
+				return TAU_CLI_USAGE;
+			}
+			break;
+		case 'o':
+			if (strcmp(optarg, "json") == 0)
+				fmt = TAU_CLI_JSON;
+			else if (strcmp(optarg, "table") == 0)
+				fmt = TAU_CLI_TABLE;
+			else {
+				fprintf(stderr, "tau inventory: -o must be table or json, not %s\n",
+				        optarg);
+				return TAU_CLI_USAGE;
+			}
+			break;
+		default:
+			usage(stderr);
+			return TAU_CLI_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return TAU_CLI_USAGE;
+	}
+	what = argv[optind++];
+	if (strcmp(what, "explain") == 0) {
+		if (optind >= argc) {
+			fprintf(stderr, "tau inventory explain: NODE is required\n");
+			return TAU_CLI_USAGE;
+		}
+		node = argv[optind++];
+	} else if (strcmp(what, "nodes") != 0 && strcmp(what, "pool") != 0) {
+		fprintf(stderr, "tau inventory: unknown subcommand \"%s\" (nodes, pool, explain)\n",
+		        what);
+		return TAU_CLI_USAGE;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "tau inventory %s: unexpected argument \"%s\"\n", what,
+		        argv[optind]);
+		return TAU_CLI_USAGE;
+	}
+	if (ca_file != NULL && insecure) {
+		fprintf(stderr, "tau inventory: --ca-file and --insecure exclude each other\n");
+		return TAU_CLI_USAGE;
+	}
+	if (ca_file != NULL && (ca_pem = read_small_file(ca_file)) == NULL) {
+		fprintf(stderr, "tau inventory: cannot read --ca-file %s\n", ca_file);
+		return TAU_CLI_USAGE;
+	}
+	copts.target = addr != NULL && addr[0] ? addr : DEFAULT_AGGREGATOR;
+	copts.ca_pem = ca_pem;
+	if (tau_rpc_channel_new(&ch, &copts) < 0) {
+		fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
+		rc = TAU_CLI_USAGE;
+		goto out;
+	}
+	if (strcmp(what, "pool") == 0) {
+		Tau__Inventory__V1__GetPoolRequest req = TAU__INVENTORY__V1__GET_POOL_REQUEST__INIT;
+
+		if (tau_rpc_unary(&resp, ch, QUERY "GetPool", &req.base,
+		                  &tau__inventory__v1__pool__descriptor, timeout_ms, &status) < 0)
+			goto rpc_failed;
+		if (tau_cli_render_pool(&text, (Tau__Inventory__V1__Pool *)resp, fmt) < 0)
+			goto render_failed;
+		rc = TAU_CLI_OK;
+	} else if (strcmp(what, "nodes") == 0) {
+		Tau__Inventory__V1__ListNodesRequest req =
+		        TAU__INVENTORY__V1__LIST_NODES_REQUEST__INIT;
+
+		req.gpu_class = (char *)(cls != NULL ? cls : "");
+		req.counted_only = counted_only;
+		if (tau_rpc_unary(&resp, ch, QUERY "ListNodes", &req.base,
+		                  &tau__inventory__v1__list_nodes_response__descriptor, timeout_ms,
+		                  &status) < 0)
+			goto rpc_failed;
+		if (tau_cli_render_nodes(&text, (Tau__Inventory__V1__ListNodesResponse *)resp,
+		                         fmt) < 0)
+			goto render_failed;
+		rc = TAU_CLI_OK;
+	} else {
+		Tau__Inventory__V1__ExplainNodeRequest req =
+		        TAU__INVENTORY__V1__EXPLAIN_NODE_REQUEST__INIT;
+
+		req.name = (char *)node;
+		if (tau_rpc_unary(&resp, ch, QUERY "ExplainNode", &req.base,
+		                  &tau__inventory__v1__explain_node_response__descriptor,
+		                  timeout_ms, &status) < 0)
+			goto rpc_failed;
+		if (tau_cli_render_explain(&text, (Tau__Inventory__V1__ExplainNodeResponse *)resp,
+		                           fmt) < 0)
+			goto render_failed;
+		rc = ((Tau__Inventory__V1__ExplainNodeResponse *)resp)->counted ? TAU_CLI_OK
+		                                                                : TAU_CLI_FAILED;
+	}
+	fputs(text, stdout);
+	goto out;
+rpc_failed:
+	fprintf(stderr, "tau inventory %s: aggregator %s: %s: %s\n", what, copts.target,
+	        tau_rpc_code_name(status.code),
+	        status.message[0] ? status.message : tau_error_last()->msg);
+	rc = status.code == TAU_RPC_NOT_FOUND || status.code == TAU_RPC_INVALID_ARGUMENT
+	             ? TAU_CLI_USAGE
+	             : TAU_CLI_FAILED;
+	goto out;
+render_failed:
+	fprintf(stderr, "tau inventory %s: %s\n", what, tau_error_last()->msg);
+	rc = TAU_CLI_FAILED;
+out:
+	free(text);
+	tau_rpc_message_free(resp);
+	tau_rpc_channel_free(ch);
+	free(ca_pem);
+	return rc;
+}

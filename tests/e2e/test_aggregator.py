@@ -1,0 +1,706 @@
+"""End-to-end test of tau-aggregator's inventory side against kube-sim.
+
+Run with the system interpreter (python3-grpcio lives there), from tests/e2e:
+    TAU_AGGREGATOR_BIN=build/tau-aggregator TAU_CLI_BIN=build/tau \
+    /usr/bin/python3 -m unittest -v test_aggregator
+
+What runs: kube-sim (Nodes from tests/fixtures/kube plus generated ones, a tokens file for
+TokenReview, the taugrid CRDs), the real aggregator, fake agents (tests/e2e/aggregator/agent.py)
+speaking InventoryService.Report through grpcio (they can send exactly the bad, spoofed and
+out-of-order reports the cases need), and in the last case the real tau-node-agent
+(TAU_AGENT_BIN) with a fake host root. The pool is checked against an
+independent calculation with exact Fractions. Waits are for conditions, never fixed sleeps.
+"""
+
+import base64
+import copy
+import glob
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests/kube-sim"))
+
+from aggregator.agent import FakeAgent, inventory_from_node  # noqa: E402
+from aggregator.quantity import parse as qparse  # noqa: E402
+
+AGG_BIN = os.environ.get("TAU_AGGREGATOR_BIN", os.path.join(ROOT, "build/tau-aggregator"))
+CLI_BIN = os.environ.get("TAU_CLI_BIN", os.path.join(ROOT, "build/tau"))
+AGENT_BIN = os.environ.get("TAU_AGENT_BIN", os.path.join(ROOT, "build/tau-node-agent"))
+PROTOC = os.environ.get("TAU_PROTOC") or shutil.which("protoc")
+PROTO_DIR = os.environ.get("TAU_PROTO_DIR", os.path.join(ROOT, "proto"))
+GRPC_PROTO_DIR = os.environ.get("TAU_GRPC_PROTO_DIR", "/usr/share/grpc-proto")
+KUBE_SIM = os.path.join(ROOT, "tests/kube-sim/kube-sim")
+SIM_PYTHON = os.environ.get("TAU_SIM_PYTHON", shutil.which("python3") or sys.executable)
+AGENT_USER = "system:serviceaccount:tau-system:tau-node-agent"
+QRY = "/tau.inventory.v1.QueryService/"
+
+pb = qpb = hpb = None
+WORK = None
+
+
+def _jwt(claims):
+    enc = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()  # noqa: E731
+    return ".".join([enc(b'{"alg":"RS256"}'), enc(json.dumps(claims).encode()), enc(b"sig")])
+
+
+EXPIRED_TOKEN = _jwt({"exp": int(time.time()) - 3600, "sub": AGENT_USER})
+
+
+def _node(name, cls, alloc, ready=True, unschedulable=False, extra_labels=None):
+    labels = {"kubernetes.io/os": "linux", "kubernetes.io/hostname": name}
+    if cls:
+        labels["tau.azure.com/gpu-class"] = cls
+    labels.update(extra_labels or {})
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"unschedulable": True} if unschedulable else {},
+        "status": {"allocatable": alloc, "capacity": alloc,
+                   "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+def make_nodes():
+    nodes = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests/fixtures/kube/node-*.json"))):
+        with open(path) as f:
+            n = json.load(f)
+        for k in ("resourceVersion", "uid", "creationTimestamp"):
+            n["metadata"].pop(k, None)
+        nodes.append(n)
+    # Same class as the ND fixture, quantities written in other notations.
+    nodes.append(_node("gpu-ib-2", "h100-ib", {"cpu": "95", "memory": "1886Gi",
+                                               "nvidia.com/gpu": "8", "rdma/ib": "8",
+                                               "ephemeral-storage": "100G", "pods": "110"}))
+    nodes.append(_node("gpu-ib-3", "h100-ib", {"cpu": "1.5", "memory": "1024Mi",
+                                               "nvidia.com/gpu": "4", "pods": "110"}))
+    nodes.append(_node("gpu-notready", "h100-ib", {"cpu": "8", "nvidia.com/gpu": "8"},
+                       ready=False))
+    nodes.append(_node("cpu-only-1", None, {"cpu": "16", "memory": "64Gi"}))
+    return nodes
+
+
+def gpu_nodes(nodes):
+    return [n for n in nodes if n["metadata"]["labels"].get("tau.azure.com/gpu-class")]
+
+
+def expected_pool(nodes, selector=None):
+    """{class: {"nodes": [names], "resources": {name: Fraction}}} by rules P1-P2."""
+    pool = {}
+    for n in nodes:
+        labels = n["metadata"]["labels"]
+        cls = labels.get("tau.azure.com/gpu-class")
+        ready = any(c["type"] == "Ready" and c["status"] == "True"
+                    for c in n["status"].get("conditions", []))
+        if (labels.get("kubernetes.io/os") != "linux" or not cls or not ready
+                or n.get("spec", {}).get("unschedulable")
+                or (selector and any(labels.get(k) != v for k, v in selector.items()))):
+            continue
+        f = pool.setdefault(cls, {"nodes": [], "resources": {}})
+        f["nodes"].append(n["metadata"]["name"])
+        for r, q in n["status"]["allocatable"].items():
+            f["resources"][r] = f["resources"].get(r, 0) + qparse(q)
+    for f in pool.values():
+        f["nodes"].sort()
+    return pool
+
+
+def pool_values(p):
+    """The same shape from a Pool message (values parsed back exactly)."""
+    return {f.name: {"nodes": list(f.nodes),
+                     "resources": {k: qparse(v) for k, v in f.resources.items()}}
+            for f in p.flavors}
+
+
+def setUpModule():
+    global pb, qpb, hpb, WORK
+    if not os.access(AGG_BIN, os.X_OK):
+        raise unittest.SkipTest("tau-aggregator not built (%s); set TAU_AGGREGATOR_BIN" % AGG_BIN)
+    if not PROTOC:
+        raise unittest.SkipTest("needs protoc (protobuf-compiler)")
+    WORK = tempfile.mkdtemp(prefix="tau-agg-e2e-")
+    gen, hgen = os.path.join(WORK, "gen"), os.path.join(WORK, "hgen")
+    os.makedirs(gen)
+    os.makedirs(hgen)
+    subprocess.run([PROTOC, "-I" + PROTO_DIR, "--python_out=" + gen,
+                    os.path.join(PROTO_DIR, "tau/inventory/v1/inventory.proto"),
+                    os.path.join(PROTO_DIR, "tau/inventory/v1/query.proto")], check=True)
+    subprocess.run([PROTOC, "-I" + GRPC_PROTO_DIR, "--python_out=" + hgen,
+                    os.path.join(GRPC_PROTO_DIR, "grpc/health/v1/health.proto")], check=True)
+    sys.path.insert(0, gen)
+    sys.path.insert(0, os.path.join(hgen, "grpc/health/v1"))
+    from tau.inventory.v1 import inventory_pb2, query_pb2  # noqa: E402
+    import health_pb2  # noqa: E402
+    pb, qpb, hpb = inventory_pb2, query_pb2, health_pb2
+
+
+def tearDownModule():
+    if WORK and not os.environ.get("TAU_E2E_KEEP"):
+        shutil.rmtree(WORK, ignore_errors=True)
+
+
+class Proc:
+    """A child whose stdout lines are collected; stderr goes to a file."""
+
+    def __init__(self, argv, name, env=None):
+        self.log_path = os.path.join(WORK, name + ".log")
+        self.log = open(self.log_path, "a")
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                  env=env, stdin=subprocess.DEVNULL)
+        self.lines = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.p.stdout:
+            with self.cond:
+                self.lines.append(line.rstrip("\n"))
+                self.cond.notify_all()
+        with self.cond:
+            self.cond.notify_all()
+
+    def wait_line(self, prefix, timeout=60):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for line in self.lines:
+                    if line.startswith(prefix):
+                        return line
+                left = deadline - time.monotonic()
+                if left <= 0 or self.p.poll() is not None:
+                    with open(self.log_path) as f:
+                        raise AssertionError("no %r line; log:\n%s" % (prefix, f.read()[-3000:]))
+                self.cond.wait(min(left, 0.5))
+
+    def stop(self, timeout=30):
+        if self.p.poll() is None:
+            self.p.terminate()
+        try:
+            rc = self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = self.p.wait()
+        self.log.close()
+        self.p.stdout.close()
+        return rc
+
+
+def wait_for(pred, timeout=30, msg="condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for %s (last: %r)" % (msg, last))
+
+
+class Aggregator:
+    def __init__(self, kubeconfig, sync_timeout="60s", extra=(), ca=None):
+        self.proc = Proc([AGG_BIN, "--kubeconfig", kubeconfig, "--grpc-listen", "127.0.0.1:0",
+                          "--http-listen", "127.0.0.1:0", "--initial-sync-timeout", sync_timeout,
+                          "--log-level", "debug", *extra], "aggregator")
+        line = self.proc.wait_line("ready ")
+        parts = dict(kv.split("=") for kv in line.split()[1:])
+        self.grpc_port, self.http_port = int(parts["grpc"]), int(parts["http"])
+        self.addr = "127.0.0.1:%d" % self.grpc_port
+        if ca:
+            with open(ca, "rb") as f:
+                creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+            self.channel = grpc.secure_channel(self.addr, creds)
+        else:
+            self.channel = grpc.insecure_channel(self.addr)
+
+    def unary(self, method, req, resp_cls, timeout=10):
+        fn = self.channel.unary_unary(QRY + method, request_serializer=lambda m: m.SerializeToString(),
+                                      response_deserializer=resp_cls.FromString)
+        return fn(req, timeout=timeout)
+
+    def pool(self):
+        return self.unary("GetPool", qpb.GetPoolRequest(), qpb.Pool)
+
+    def nodes(self, **kw):
+        return self.unary("ListNodes", qpb.ListNodesRequest(**kw), qpb.ListNodesResponse).nodes
+
+    def http(self, path):
+        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
+        c.request("GET", path)
+        r = c.getresponse()
+        body = r.read().decode()
+        c.close()
+        return r.status, body
+
+    def stop(self):
+        self.channel.close()
+        return self.proc.stop()
+
+
+class PoolWatcher:
+    """Collects every Pool pushed by WatchPool."""
+
+    def __init__(self, channel):
+        fn = channel.unary_stream(QRY + "WatchPool", request_serializer=lambda m: m.SerializeToString(),
+                                  response_deserializer=qpb.Pool.FromString)
+        self.call = fn(qpb.WatchPoolRequest())
+        self.pools = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        try:
+            for p in self.call:
+                with self.cond:
+                    self.pools.append(p)
+                    self.cond.notify_all()
+        except grpc.RpcError:
+            pass
+
+    def wait(self, pred, timeout=30):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for p in self.pools:
+                    if pred(p):
+                        return p
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("no matching pool among %d pushed" % len(self.pools))
+                self.cond.wait(left)
+
+    def cancel(self):
+        self.call.cancel()
+
+
+class AggregatorE2E(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.nodes = make_nodes()
+        tokens = {}
+        for n in cls.nodes:
+            name = n["metadata"]["name"]
+            tokens["tok-" + name] = {"username": AGENT_USER, "audiences": ["taugrid"],
+                                     "extra": {"authentication.kubernetes.io/node-name": [name]}}
+        first = cls.nodes[0]["metadata"]["name"]
+        tokens["tok-wrong-user"] = {"username": "system:serviceaccount:default:intruder",
+                                    "audiences": ["taugrid"],
+                                    "extra": {"authentication.kubernetes.io/node-name": [first]}}
+        tokens["tok-wrong-aud"] = {"username": AGENT_USER, "audiences": ["https://kubernetes.default.svc"],
+                                   "extra": {"authentication.kubernetes.io/node-name": [first]}}
+        tokens["tok-no-node"] = {"username": AGENT_USER, "audiences": ["taugrid"]}
+        # kube-sim does not check exp; the aggregator must (it reads the JWT's exp claim).
+        tokens[EXPIRED_TOKEN] = {"username": AGENT_USER, "audiences": ["taugrid"],
+                                 "extra": {"authentication.kubernetes.io/node-name": [first]}}
+        cls.tokens_path = os.path.join(WORK, "tokens.json")
+        with open(cls.tokens_path, "w") as f:
+            json.dump(tokens, f)
+        seed = os.path.join(WORK, "seed.json")
+        with open(seed, "w") as f:
+            json.dump({"kind": "List", "items": cls.nodes}, f)
+        cls.kubeconfig = os.path.join(WORK, "kubeconfig")
+        cls.sim = Proc([SIM_PYTHON, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+                        cls.kubeconfig, "--tokens", cls.tokens_path, "--seed", seed,
+                        "--crds", os.path.join(ROOT, "charts/taugrid/crds")], "kube-sim")
+        cls.sim_port = int(cls.sim.wait_line("ready ").split()[1])
+        with open(cls.kubeconfig) as f:
+            cls.admin_token = json.load(f)["users"][0]["user"]["token"]
+        cls.agg = Aggregator(cls.kubeconfig)
+        cls.agents = {}
+        # The Node watch has delivered every Node before any case starts.
+        wait_for(lambda: len(cls.agg.nodes()) == len(cls.nodes), msg="every Node known")
+
+    @classmethod
+    def tearDownClass(cls):
+        for a in cls.agents.values():
+            if not a.done:
+                a.cancel()
+        rc = cls.agg.stop()
+        cls.sim.stop()
+        assert rc == 0, "aggregator exit code %d after SIGTERM" % rc
+
+    # -- helpers --
+
+    def kube(self, method, path, body=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.sim_port, timeout=10)
+        c.request(method, path, body=json.dumps(body) if body is not None else None,
+                  headers={"Authorization": "Bearer " + self.admin_token,
+                           "Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, json.loads(data) if data else None
+
+    def start_agent(self, node, agg=None):
+        agg = agg or self.agg
+        name = node["metadata"]["name"]
+        a = FakeAgent(pb, agg.channel, "tok-" + name, inventory_from_node(pb, node))
+        ack = a.wait_ack(1)
+        self.assertEqual(ack.status, pb.ACK_STATUS_OK, ack.message)
+        self.assertGreater(ack.heartbeat_interval_seconds, 0)
+        return a
+
+    def current_nodes(self):
+        return [n for n in self.nodes if not n.get("_deleted")]
+
+    def assert_pool_matches(self, p, selector=None):
+        self.assertEqual(pool_values(p), expected_pool(self.current_nodes(), selector))
+
+    # -- cases, in order --
+
+    def test_01_refused_streams_change_nothing(self):
+        first = self.nodes[0]
+        inv = inventory_from_node(pb, first)
+        other = inventory_from_node(pb, self.nodes[1])
+        cases = [
+            (None, inv, grpc.StatusCode.UNAUTHENTICATED, "missing bearer token"),
+            ("tok-unknown", inv, grpc.StatusCode.UNAUTHENTICATED, "rejected"),
+            ("tok-wrong-aud", inv, grpc.StatusCode.UNAUTHENTICATED, "audience"),
+            (EXPIRED_TOKEN, inv, grpc.StatusCode.UNAUTHENTICATED, "expired"),
+            ("tok-wrong-user", inv, grpc.StatusCode.PERMISSION_DENIED, "not the agent service account"),
+            ("tok-no-node", inv, grpc.StatusCode.PERMISSION_DENIED, "not bound to a node"),
+            ("tok-" + first["metadata"]["name"], other, grpc.StatusCode.PERMISSION_DENIED,
+             "may not report for node"),
+        ]
+        for token, report, code, text in cases:
+            with self.subTest(token=token):
+                a = FakeAgent(pb, self.agg.channel, token, report)
+                err = a.wait_done()
+                self.assertIsNotNone(err, "stream was not refused")
+                self.assertEqual(err.code(), code, err.details())
+                self.assertIn(text, err.details())
+        p = self.agg.pool()
+        self.assertFalse(p.established)
+        self.assertEqual(len(p.flavors), 0)
+        self.assertEqual(sorted(p.missing_nodes),
+                         sorted(n["metadata"]["name"] for n in gpu_nodes(self.nodes)))
+        for n in self.agg.nodes():
+            self.assertFalse(n.connected, n.name)
+            self.assertEqual(n.last_heard_unix_ms, 0, n.name)
+        _, metrics = self.agg.http("/metrics")
+        self.assertIn('tau_aggregator_auth_failures_total{code="UNAUTHENTICATED"} 4', metrics)
+        self.assertIn('tau_aggregator_auth_failures_total{code="PERMISSION_DENIED"} 3', metrics)
+
+    def test_02_invalid_report_rejected(self):
+        node = self.nodes[0]
+        name = node["metadata"]["name"]
+        a = FakeAgent(pb, self.agg.channel, "tok-" + name)
+        for mutate, text in [
+            (lambda i: i.allocatable.add(name="cpu2", quantity="12xyz"), "cpu2"),
+            (lambda i: i.allocatable.add(name="bad name!", quantity="1"), "resource name"),
+            (lambda i: i.labels.__setitem__("tau.azure.com/gpu-class", "other"), "gpu_class"),
+            (lambda i: [i.problems.append("p") for _ in range(100)], "problems"),
+        ]:
+            inv = inventory_from_node(pb, node)
+            mutate(inv)
+            seq = a.send_inventory(inv)
+            ack = a.wait_ack(seq)
+            self.assertEqual(ack.status, pb.ACK_STATUS_REJECTED)
+            self.assertIn(text, ack.message)
+        # A heartbeat before any accepted inventory needs a full one.
+        ack = a.wait_ack(a.heartbeat())
+        self.assertEqual(ack.status, pb.ACK_STATUS_RESEND_FULL)
+        a.cancel()
+        self.assertEqual(len(self.agg.pool().flavors), 0)
+        st = self.agg.unary("GetNode", qpb.GetNodeRequest(name=name), qpb.GetNodeResponse)
+        self.assertFalse(st.HasField("inventory"))
+
+    def test_03_gate_opens_when_every_gpu_node_reported(self):
+        watcher = PoolWatcher(self.agg.channel)
+        gpus = gpu_nodes(self.nodes)
+        for i, node in enumerate(gpus):
+            self.agents[node["metadata"]["name"]] = self.start_agent(node)
+            if i < len(gpus) - 1:
+                p = self.agg.pool()
+                self.assertFalse(p.established)
+                self.assertEqual(sorted(p.missing_nodes),
+                                 sorted(n["metadata"]["name"] for n in gpus[i + 1:]))
+        p = wait_for(lambda: (lambda q: q if q.established else None)(self.agg.pool()),
+                     msg="established pool")
+        self.assertEqual(list(p.missing_nodes), [])
+        self.assert_pool_matches(p)
+        pushed = watcher.wait(lambda q: q.established)
+        self.assertEqual(pool_values(pushed), pool_values(p))
+        gens = [q.generation for q in watcher.pools]
+        self.assertEqual(gens, sorted(set(gens)), "generations must grow")
+        watcher.cancel()
+        # Duplicates and heartbeats change nothing.
+        a = self.agents[gpus[0]["metadata"]["name"]]
+        ack = a.wait_ack(a.heartbeat())
+        self.assertEqual(ack.status, pb.ACK_STATUS_OK)
+        ack = a.wait_ack(a.heartbeat(digest="other"))
+        self.assertEqual(ack.status, pb.ACK_STATUS_RESEND_FULL)
+        self.assertEqual(self.agg.pool().generation, p.generation)
+
+    def test_04_queries(self):
+        names = sorted(n["metadata"]["name"] for n in self.nodes)
+        listed = self.agg.nodes()
+        self.assertEqual([n.name for n in listed], names)
+        by = {n.name: n for n in listed}
+        self.assertTrue(by["gpu-ib-2"].counted)
+        self.assertTrue(by["gpu-ib-2"].connected)
+        self.assertFalse(by["gpu-notready"].counted)
+        self.assertTrue(any("P1.ready" in r for r in by["gpu-notready"].reasons))
+        self.assertFalse(by["cpu-only-1"].counted)
+        ib = self.agg.nodes(gpu_class="h100-ib")
+        self.assertEqual(sorted(n.name for n in ib),
+                         sorted(n["metadata"]["name"] for n in self.nodes
+                                if n["metadata"]["labels"].get("tau.azure.com/gpu-class") == "h100-ib"))
+        counted = self.agg.nodes(counted_only=True)
+        self.assertTrue(all(n.counted for n in counted))
+        got = self.agg.unary("GetNode", qpb.GetNodeRequest(name="gpu-ib-2"), qpb.GetNodeResponse)
+        self.assertEqual(got.inventory.node_name, "gpu-ib-2")
+        self.assertEqual(got.inventory.gpu_class, "h100-ib")
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.agg.unary("GetNode", qpb.GetNodeRequest(name="no-such-node"), qpb.GetNodeResponse)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.NOT_FOUND)
+        ex = self.agg.unary("ExplainNode", qpb.ExplainNodeRequest(name="aks-nca100-41729305-vmss000002"),
+                            qpb.ExplainNodeResponse)
+        self.assertFalse(ex.counted)
+        rules = {r.name: r.pass_ if hasattr(r, "pass_") else getattr(r, "pass") for r in ex.rules}
+        self.assertFalse(rules["P1.schedulable"])
+        self.assertTrue(rules["P1.linux"] and rules["P1.gpu-class"] and rules["agent.reported"])
+        ex = self.agg.unary("ExplainNode", qpb.ExplainNodeRequest(name="gpu-ib-2"), qpb.ExplainNodeResponse)
+        self.assertTrue(ex.counted)
+        self.assertEqual(ex.flavor, "h100-ib")
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.agg.unary("ExplainNode", qpb.ExplainNodeRequest(name="nope"), qpb.ExplainNodeResponse)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.NOT_FOUND)
+        health = self.agg.channel.unary_unary("/grpc.health.v1.Health/Check",
+                                              request_serializer=lambda m: m.SerializeToString(),
+                                              response_deserializer=hpb.HealthCheckResponse.FromString)
+        self.assertEqual(health(hpb.HealthCheckRequest(), timeout=10).status,
+                         hpb.HealthCheckResponse.SERVING)
+
+    def test_05_cli(self):
+        if not os.access(CLI_BIN, os.X_OK):
+            self.skipTest("tau CLI not built")
+        run = lambda *a: subprocess.run([CLI_BIN, "inventory", *a, "--aggregator", self.agg.addr],  # noqa: E731
+                                        capture_output=True, text=True, timeout=30)
+        r = run("pool", "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(list(doc.keys()), ["established", "missingNodes", "flavors"])
+        self.assertTrue(doc["established"])
+        self.assertEqual(doc["missingNodes"], [])
+        exp = expected_pool(self.current_nodes())
+        self.assertEqual({f["name"]: (f["nodes"], {k: qparse(v) for k, v in f["resources"].items()})
+                          for f in doc["flavors"]},
+                         {k: (len(v["nodes"]), v["resources"]) for k, v in exp.items()})
+        r = run("pool")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("FLAVOR"), r.stdout)
+        self.assertIn("Established: yes", r.stdout)
+        r = run("nodes", "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        nodes = {n["name"]: n for n in json.loads(r.stdout)}
+        self.assertEqual(set(nodes["gpu-ib-2"]), {"name", "gpuClass", "counted", "reasons", "connected",
+                                                  "stale", "allocatable", "lastHeardUnixMs"})
+        self.assertEqual(nodes["gpu-ib-2"]["allocatable"]["nvidia.com/gpu"], "8")
+        r = run("nodes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines()[0].split(),
+                         ["NAME", "GPU-CLASS", "COUNTED", "CONNECTED", "STALE", "GPUS", "REASON"])
+        r = run("explain", "gpu-notready", "-o", "json")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertFalse(doc["counted"])
+        self.assertIn({"name": "P1.ready", "pass": False, "detail": "Ready condition is not True"},
+                      doc["rules"])
+        r = run("explain", "gpu-ib-2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("counts in flavor h100-ib", r.stdout)
+        self.assertEqual(run("explain", "nope").returncode, 2)
+        self.assertEqual(run("bogus").returncode, 2)
+
+    def test_06_metrics_and_readyz(self):
+        status, body = self.agg.http("/readyz")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(self.agg.http("/healthz")[0], 200)
+        _, m = self.agg.http("/metrics")
+        n_gpu = len(gpu_nodes(self.nodes))
+        self.assertIn("tau_aggregator_agents_connected %d\n" % n_gpu, m)
+        self.assertIn("tau_aggregator_pool_established 1\n", m)
+        self.assertIn('tau_aggregator_pool_resource{flavor="h100-ib",resource="nvidia.com/gpu"} 20\n', m)
+        self.assertIn('tau_aggregator_reports_total{kind="inventory"}', m)
+        self.assertIn("# TYPE tau_aggregator_nodes_stale gauge", m)
+
+    def test_07_stopped_agent_stays_counted_as_stale(self):
+        before = self.agg.pool()
+        name = "gpu-ib-3"
+        err = self.agents.pop(name).stop()
+        self.assertIsNone(err, err)
+        n = wait_for(lambda: [x for x in self.agg.nodes() if x.name == name and x.stale],
+                     msg="stale node")[0]
+        self.assertTrue(n.counted)
+        self.assertFalse(n.connected)
+        after = self.agg.pool()
+        self.assertEqual(pool_values(after), pool_values(before))
+        self.assertEqual(after.generation, before.generation)
+        _, m = self.agg.http("/metrics")
+        self.assertIn("tau_aggregator_nodes_stale 1\n", m)
+
+    def test_08_deleted_node_leaves_the_pool(self):
+        name = "gpu-ib-2"
+        status, _ = self.kube("DELETE", "/api/v1/nodes/" + name)
+        self.assertEqual(status, 200)
+        for n in self.nodes:
+            if n["metadata"]["name"] == name:
+                n["_deleted"] = True
+        p = wait_for(lambda: (lambda q: q if "gpu-ib-2" not in
+                              [x for f in q.flavors for x in f.nodes] else None)(self.agg.pool()),
+                     msg="pool without the deleted node")
+        self.assert_pool_matches(p)
+        self.assertNotIn(name, [n.name for n in self.agg.nodes()])
+        self.agents.pop(name).cancel()
+
+    def test_09_taucluster_selector(self):
+        cluster = {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster",
+                   "metadata": {"name": "cluster"},
+                   "spec": {"nodes": {"selector": {"kubernetes.azure.com/nodepool-type": "FlexNodes"}}}}
+        status, body = self.kube("POST", "/apis/tau.azure.com/v1alpha1/clusters", cluster)
+        self.assertIn(status, (200, 201), body)
+        sel = {"kubernetes.azure.com/nodepool-type": "FlexNodes"}
+        p = wait_for(lambda: (lambda q: q if set(f.name for f in q.flavors) == {"h100-flex"} else None)(
+            self.agg.pool()), msg="pool narrowed by the TauCluster selector")
+        self.assert_pool_matches(p, selector=sel)
+        status, _ = self.kube("DELETE", "/apis/tau.azure.com/v1alpha1/clusters/cluster")
+        self.assertEqual(status, 200)
+        p = wait_for(lambda: (lambda q: q if len(q.flavors) > 1 else None)(self.agg.pool()),
+                     msg="pool back to every node")
+        self.assert_pool_matches(p)
+
+    def test_10_restart_never_publishes_a_smaller_pool(self):
+        full = pool_values(self.agg.pool())
+        for a in self.agents.values():
+            a.cancel()
+        self.agents.clear()
+        self.assertEqual(self.agg.stop(), 0)
+        type(self).agg = agg = Aggregator(self.kubeconfig)
+        watcher = PoolWatcher(agg.channel)
+        observed = [agg.pool()]
+        live = [n for n in gpu_nodes(self.current_nodes())]
+        for node in live:
+            self.agents[node["metadata"]["name"]] = self.start_agent(node, agg)
+            observed.append(agg.pool())
+        final = wait_for(lambda: (lambda q: q if q.established else None)(agg.pool()),
+                         msg="established after restart")
+        watcher.wait(lambda q: q.established)
+        observed += watcher.pools
+        watcher.cancel()
+        for p in observed:
+            # Partial pools may be shown, but only ever marked established=false.
+            if p.established:
+                self.assertEqual(pool_values(p), full, "an established pool differs from the full one")
+        self.assertFalse(observed[0].established)
+        self.assertEqual(pool_values(final), full)
+        status, _ = agg.http("/readyz")
+        self.assertEqual(status, 200)
+
+    def test_11_tls_and_initial_sync_timeout(self):
+        openssl = os.environ.get("TAU_OPENSSL") or shutil.which("openssl")
+        if not openssl:
+            self.skipTest("needs openssl")
+        d = os.path.join(WORK, "tls")
+        os.makedirs(d, exist_ok=True)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        sh = lambda *a: subprocess.run([openssl, *a], cwd=d, check=True, capture_output=True)  # noqa: E731
+        sh("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1", "-subj", "/CN=tau-test-ca")
+        with open(os.path.join(d, "ext"), "w") as f:
+            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+        sh("req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=localhost")
+        sh("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+           "-out", "srv.pem", "-days", "1", "-extfile", "ext")
+        ca = os.path.join(d, "ca.pem")
+        # Only one agent reports: the gate opens on the (short) timeout, naming the others.
+        agg = Aggregator(self.kubeconfig, sync_timeout="1s", ca=ca,
+                         extra=("--tls-cert", os.path.join(d, "srv.pem"), "--tls-key", os.path.join(d, "srv.key")))
+        try:
+            live = gpu_nodes(self.current_nodes())
+            a = self.start_agent(live[0], agg)
+            p = wait_for(lambda: (lambda q: q if q.established else None)(agg.pool()),
+                         msg="gate opened by the timeout")
+            self.assertEqual(sorted(p.missing_nodes), sorted(n["metadata"]["name"] for n in live[1:]))
+            # Silent nodes count with their Node's allocatable: the same pool as before.
+            self.assert_pool_matches(p)
+            if os.access(CLI_BIN, os.X_OK):
+                # By IP (the certificate names 127.0.0.1): no DNS resolver in the picture.
+                r = subprocess.run([CLI_BIN, "inventory", "pool", "-o", "json", "--aggregator",
+                                    agg.addr, "--ca-file", ca],
+                                   capture_output=True, text=True, timeout=30)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(sorted(json.loads(r.stdout)["missingNodes"]), sorted(p.missing_nodes))
+                r = subprocess.run([CLI_BIN, "inventory", "pool", "--aggregator", agg.addr,
+                                    "--timeout", "3"], capture_output=True, text=True, timeout=30)
+                self.assertEqual(r.returncode, 1, "plaintext to a TLS port must fail")
+            a.cancel()
+        finally:
+            self.assertEqual(agg.stop(), 0)
+
+    def test_12_real_agent_replaces_the_fake_one(self):
+        if not os.access(AGENT_BIN, os.X_OK):
+            self.skipTest("tau-node-agent not built (%s)" % AGENT_BIN)
+        name = "gpu-ib-3"
+        fake = self.agents.pop(name)
+        before = pool_values(self.agg.pool())
+        root = os.path.join(WORK, "host-root")
+        os.makedirs(os.path.join(root, "dev"), exist_ok=True)
+        token = os.path.join(WORK, "agent-token")
+        with open(token, "w") as f:
+            f.write("tok-" + name)
+        agent = Proc([AGENT_BIN, "--node-name", name, "--aggregator", self.agg.addr,
+                      "--kubeconfig", self.kubeconfig, "--host-root", root, "--token-file", token,
+                      "--insecure"], "agent")
+        try:
+            # The newest stream for a node wins: the fake agent's stream is ended.
+            err = fake.wait_done(30)
+            self.assertEqual(err.code(), grpc.StatusCode.ABORTED, err)
+            got = wait_for(lambda: (lambda g: g if g.status.connected and g.inventory.agent_version
+                                    and g.inventory.agent_version != "fake-0" else None)(
+                self.agg.unary("GetNode", qpb.GetNodeRequest(name=name), qpb.GetNodeResponse)),
+                msg="inventory from the real agent")
+            self.assertEqual(got.inventory.node_name, name)
+            self.assertEqual(pool_values(self.agg.pool()), before)
+        finally:
+            self.assertEqual(agent.stop(), 0)
+        n = wait_for(lambda: [x for x in self.agg.nodes() if x.name == name and x.stale],
+                     msg="stale after the agent stopped")[0]
+        self.assertTrue(n.counted)
+
+    def test_13_leader_election(self):
+        extra = ("--leader-elect", "--system-namespace", "kube-system")
+        a1 = Aggregator(self.kubeconfig, sync_timeout="1s", extra=extra)
+        a2 = Aggregator(self.kubeconfig, sync_timeout="1s", extra=extra)
+        leader_of = lambda a: "tau_aggregator_leader 1\n" in a.http("/metrics")[1]  # noqa: E731
+        try:
+            first = wait_for(lambda: [a for a in (a1, a2) if leader_of(a)], msg="a leader")
+            self.assertEqual(len(first), 1)
+            leader, follower = first[0], (a2 if first[0] is a1 else a1)
+            # Both serve: the follower is ready as soon as it serves, the leader once established.
+            wait_for(lambda: leader.http("/readyz")[0] == 200, msg="leader ready")
+            self.assertEqual(follower.http("/readyz")[0], 200, follower.http("/readyz")[1])
+            self.assertIn("follower", follower.http("/readyz")[1])
+            self.assertEqual(len(follower.nodes()), len(self.current_nodes()))
+            # The leader hands the Lease back on SIGTERM: the follower takes over.
+            self.assertEqual(leader.stop(), 0)
+            wait_for(lambda: leader_of(follower), timeout=60, msg="follower takes over")
+        finally:
+            for a in (a1, a2):
+                if a.proc.p.poll() is None:
+                    self.assertEqual(a.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

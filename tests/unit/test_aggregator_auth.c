@@ -1,0 +1,148 @@
+/* Unit tests of the agent authentication decision table, token expiry and the review cache. */
+#include "auth.h"
+
+#include "tau/error.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define AGENT "system:serviceaccount:tau-system:tau-node-agent"
+
+static tau_auth_review review(bool ok, const char *user, const char *node, const char *err)
+{
+	tau_auth_review r;
+
+	memset(&r, 0, sizeof(r));
+	r.authenticated = ok;
+	snprintf(r.username, sizeof(r.username), "%s", user);
+	snprintf(r.node_name, sizeof(r.node_name), "%s", node);
+	snprintf(r.error, sizeof(r.error), "%s", err);
+	return r;
+}
+
+static void sa_user(void **state)
+{
+	char u[128];
+
+	(void)state;
+	assert_int_equal(tau_auth_sa_user(u, sizeof(u), "tau-system:tau-node-agent"), 0);
+	assert_string_equal(u, AGENT);
+	assert_int_equal(tau_auth_sa_user(u, sizeof(u), "no-colon"), -TAU_EINVAL);
+	assert_int_equal(tau_auth_sa_user(u, sizeof(u), ":name"), -TAU_EINVAL);
+	assert_int_equal(tau_auth_sa_user(u, sizeof(u), "ns:"), -TAU_EINVAL);
+	assert_int_equal(tau_auth_sa_user(u, sizeof(u), "a:b:c"), -TAU_EINVAL);
+}
+
+static void decision_table(void **state)
+{
+	struct {
+		bool present, expired;
+		tau_auth_review r;
+		const char *node;
+		tau_rpc_code user_code, node_code;
+		const char *needle;
+	} rows[] = {
+	        /* missing token */
+	        {false, false, review(false, "", "", ""), "n1", TAU_RPC_UNAUTHENTICATED, 0,
+	         "missing"},
+	        /* unknown token (TokenReview says no) */
+	        {true, false, review(false, "", "", "invalid bearer token"), "n1",
+	         TAU_RPC_UNAUTHENTICATED, 0, "invalid bearer token"},
+	        /* wrong audience: lib/kube resets authenticated and says why */
+	        {true, false,
+	         review(false, "", "", "token is not valid for the requested audiences"), "n1",
+	         TAU_RPC_UNAUTHENTICATED, 0, "audiences"},
+	        /* expired by its own exp claim, whatever the review said */
+	        {true, true, review(true, AGENT, "n1", ""), "n1", TAU_RPC_UNAUTHENTICATED, 0,
+	         "expired"},
+	        /* another user */
+	        {true, false, review(true, "system:serviceaccount:default:x", "n1", ""), "n1",
+	         TAU_RPC_PERMISSION_DENIED, 0, "not the agent service account"},
+	        /* not bound to a node */
+	        {true, false, review(true, AGENT, "", ""), "n1", TAU_RPC_PERMISSION_DENIED, 0,
+	         "not bound to a node"},
+	        /* node mismatch (spoofed report) */
+	        {true, false, review(true, AGENT, "n1", ""), "n2", TAU_RPC_OK,
+	         TAU_RPC_PERMISSION_DENIED, "may not report for node n2"},
+	        /* all good */
+	        {true, false, review(true, AGENT, "n1", ""), "n1", TAU_RPC_OK, TAU_RPC_OK, ""},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char msg[512];
+		tau_rpc_code c = tau_auth_decide_user(msg, sizeof(msg), rows[i].present,
+		                                      rows[i].expired, &rows[i].r, AGENT);
+
+		assert_int_equal(c, rows[i].user_code);
+		if (c == TAU_RPC_OK) {
+			c = tau_auth_decide_node(msg, sizeof(msg), &rows[i].r, rows[i].node);
+			assert_int_equal(c, rows[i].node_code);
+		}
+		if (strstr(msg, rows[i].needle) == NULL)
+			fail_msg("row %zu: \"%s\" lacks \"%s\"", i, msg, rows[i].needle);
+	}
+}
+
+static void token_expiry(void **state)
+{
+	int64_t exp = 0;
+
+	(void)state;
+	/* {"alg":"none"} . {"exp":1700000000,"sub":"x"} . sig */
+	assert_int_equal(tau_auth_token_expiry(&exp, "eyJhbGciOiJub25lIn0."
+	                                             "eyJleHAiOjE3MDAwMDAwMDAsInN1YiI6IngifQ.c2ln"),
+	                 0);
+	assert_int_equal(exp, 1700000000);
+	assert_int_equal(tau_auth_token_expiry(&exp, "opaque-token"), -TAU_ENOTFOUND);
+	assert_int_equal(tau_auth_token_expiry(&exp, "a.!!!.c"), -TAU_ENOTFOUND);
+	/* {"sub":"x"}: no exp */
+	assert_int_equal(tau_auth_token_expiry(&exp, "e30.eyJzdWIiOiJ4In0.c2ln"), -TAU_ENOTFOUND);
+}
+
+static void cache(void **state)
+{
+	tau_auth_cache *c = NULL;
+	tau_auth_review r = review(true, AGENT, "n1", ""), got;
+	char h1[65], h2[65], h3[65];
+
+	(void)state;
+	tau_auth_token_hash(h1, "t1");
+	tau_auth_token_hash(h2, "t2");
+	tau_auth_token_hash(h3, "t3");
+	assert_int_equal(strlen(h1), 64);
+	assert_string_not_equal(h1, h2);
+	assert_int_equal(tau_auth_cache_new(&c, 2), 0);
+	assert_false(tau_auth_cache_get(c, h1, 0, &got));
+	tau_auth_cache_put(c, h1, &r, 1000, 0);
+	assert_true(tau_auth_cache_get(c, h1, 999, &got));
+	assert_string_equal(got.node_name, "n1");
+	assert_false(tau_auth_cache_get(c, h1, 1000, &got)); /* expired */
+	tau_auth_cache_put(c, h2, &r, 2000, 0);
+	/* Full: the entry closest to expiry (h1) makes room. */
+	tau_auth_cache_put(c, h3, &r, 3000, 0);
+	assert_int_equal(tau_auth_cache_size(c), 2);
+	assert_false(tau_auth_cache_get(c, h1, 10, &got));
+	assert_true(tau_auth_cache_get(c, h3, 10, &got));
+	/* Already expired: not stored. */
+	tau_auth_cache_put(c, h1, &r, 5, 10);
+	assert_false(tau_auth_cache_get(c, h1, 10, &got));
+	tau_auth_cache_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(sa_user),
+	        cmocka_unit_test(decision_table),
+	        cmocka_unit_test(token_expiry),
+	        cmocka_unit_test(cache),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

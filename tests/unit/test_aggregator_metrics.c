@@ -1,0 +1,100 @@
+/* Unit tests of the Prometheus text rendering of the aggregator's metrics. */
+#include "metrics.h"
+
+#include "tau/error.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static void contains(const char *text, const char *needle)
+{
+	if (strstr(text, needle) == NULL)
+		fail_msg("metrics lack \"%s\":\n%s", needle, text);
+}
+
+static void renders_families(void **state)
+{
+	tau_metrics_flavor fl[1] = {{"h100", 2}};
+	tau_metrics_resource res[2] = {{"h100", "nvidia.com/gpu", "16"},
+	                               {"we\"ird\\fl\nv", "cpu", "189.88"}};
+	tau_metrics m = {.agents_connected = 2,
+	                 .nodes_known = 3,
+	                 .nodes_stale = 1,
+	                 .nodes_counted = 2,
+	                 .reports_inventory = 5,
+	                 .reports_heartbeat = 7,
+	                 .auth_unauthenticated = 4,
+	                 .auth_permission_denied = 3,
+	                 .established = true,
+	                 .pool_generation = 9,
+	                 .flavors = fl,
+	                 .n_flavors = 1,
+	                 .resources = res,
+	                 .n_resources = 2};
+	char *text = NULL;
+
+	(void)state;
+	assert_int_equal(tau_metrics_render(&text, &m), 0);
+	contains(text, "# TYPE tau_aggregator_agents_connected gauge\n"
+	               "tau_aggregator_agents_connected 2\n");
+	contains(text, "# TYPE tau_aggregator_reports_total counter\n");
+	contains(text, "tau_aggregator_reports_total{kind=\"inventory\"} 5\n");
+	contains(text, "tau_aggregator_reports_total{kind=\"heartbeat\"} 7\n");
+	contains(text, "tau_aggregator_auth_failures_total{code=\"UNAUTHENTICATED\"} 4\n");
+	contains(text, "tau_aggregator_auth_failures_total{code=\"PERMISSION_DENIED\"} 3\n");
+	contains(text, "tau_aggregator_nodes_stale 1\n");
+	contains(text, "tau_aggregator_pool_established 1\n");
+	contains(text, "tau_aggregator_pool_flavor_nodes{flavor=\"h100\"} 2\n");
+	contains(text,
+	         "tau_aggregator_pool_resource{flavor=\"h100\",resource=\"nvidia.com/gpu\"} 16\n");
+	/* Label values are escaped. */
+	contains(text, "{flavor=\"we\\\"ird\\\\fl\\nv\",resource=\"cpu\"} 189.88\n");
+	/* Every line is a comment or "name[{labels}] value". */
+	for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+		if (line[0] != '#' && strchr(line, ' ') == NULL)
+			fail_msg("bad line \"%s\"", line);
+	}
+	free(text);
+}
+
+static void quantity_values(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+	        {"8", "8"},
+	        {"94940m", "94.94"},
+	        {"1500m", "1.5"},
+	        {"1Gi", "1073741824"},
+	        {"1977700032Ki", "2025164832768"},
+	        {"0", "0"},
+	        {"1m", "0.001"},
+	        {"120m", "0.12"},
+	        {"1e30", "1e30"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tau_quantity q;
+		char buf[64];
+
+		assert_int_equal(tau_quantity_parse_str(&q, cases[i].in), 0);
+		assert_int_equal(tau_metrics_quantity_value(buf, sizeof(buf), &q), 0);
+		assert_string_equal(buf, cases[i].out);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(renders_families),
+	        cmocka_unit_test(quantity_values),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

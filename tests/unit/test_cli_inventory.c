@@ -1,0 +1,225 @@
+/* Unit tests of `tau inventory` rendering: the stable JSON shapes and the aligned tables. */
+#include "inventory.h"
+#include "table.h"
+
+#include <cjson/cJSON.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+typedef struct pool_fixture {
+	Tau__Inventory__V1__Pool pool;
+	Tau__Inventory__V1__Flavor fl[2], *flp[2];
+	Tau__Inventory__V1__Flavor__ResourcesEntry re[3], *rep0[2], *rep1[1];
+	char *nodes0[2], *nodes1[1], *missing[1];
+} pool_fixture;
+
+static void build_pool(pool_fixture *f)
+{
+	memset(f, 0, sizeof(*f));
+	tau__inventory__v1__pool__init(&f->pool);
+	for (int i = 0; i < 2; i++) {
+		tau__inventory__v1__flavor__init(&f->fl[i]);
+		f->flp[i] = &f->fl[i];
+	}
+	for (int i = 0; i < 3; i++)
+		tau__inventory__v1__flavor__resources_entry__init(&f->re[i]);
+	f->re[0].key = (char *)"cpu";
+	f->re[0].value = (char *)"189880m";
+	f->re[1].key = (char *)"nvidia.com/gpu";
+	f->re[1].value = (char *)"16";
+	f->re[2].key = (char *)"nvidia.com/gpu";
+	f->re[2].value = (char *)"8";
+	f->rep0[0] = &f->re[0];
+	f->rep0[1] = &f->re[1];
+	f->rep1[0] = &f->re[2];
+	f->nodes0[0] = (char *)"a";
+	f->nodes0[1] = (char *)"b";
+	f->nodes1[0] = (char *)"c";
+	f->fl[0].name = (char *)"h100";
+	f->fl[0].n_nodes = 2;
+	f->fl[0].nodes = f->nodes0;
+	f->fl[0].n_resources = 2;
+	f->fl[0].resources = f->rep0;
+	f->fl[1].name = (char *)"a100-long-name";
+	f->fl[1].n_nodes = 1;
+	f->fl[1].nodes = f->nodes1;
+	f->fl[1].n_resources = 1;
+	f->fl[1].resources = f->rep1;
+	f->missing[0] = (char *)"d";
+	f->pool.established = false;
+	f->pool.n_missing_nodes = 1;
+	f->pool.missing_nodes = f->missing;
+	f->pool.n_flavors = 2;
+	f->pool.flavors = f->flp;
+}
+
+static void pool_json(void **state)
+{
+	pool_fixture f;
+	char *out = NULL;
+	cJSON *doc, *item;
+
+	(void)state;
+	build_pool(&f);
+	assert_int_equal(tau_cli_render_pool(&out, &f.pool, TAU_CLI_JSON), 0);
+	doc = cJSON_Parse(out);
+	assert_non_null(doc);
+	/* Documented keys, in order. */
+	item = doc->child;
+	assert_string_equal(item->string, "established");
+	assert_true(cJSON_IsFalse(item));
+	item = item->next;
+	assert_string_equal(item->string, "missingNodes");
+	assert_string_equal(cJSON_GetArrayItem(item, 0)->valuestring, "d");
+	item = item->next;
+	assert_string_equal(item->string, "flavors");
+	assert_null(item->next);
+	item = cJSON_GetArrayItem(item, 0);
+	assert_string_equal(cJSON_GetObjectItem(item, "name")->valuestring, "h100");
+	assert_int_equal(cJSON_GetObjectItem(item, "nodes")->valueint, 2);
+	assert_string_equal(
+	        cJSON_GetObjectItem(cJSON_GetObjectItem(item, "resources"), "cpu")->valuestring,
+	        "189880m");
+	cJSON_Delete(doc);
+	free(out);
+}
+
+static void pool_table(void **state)
+{
+	pool_fixture f;
+	char *out = NULL;
+
+	(void)state;
+	build_pool(&f);
+	assert_int_equal(tau_cli_render_pool(&out, &f.pool, TAU_CLI_TABLE), 0);
+	assert_string_equal(out, "FLAVOR           NODES   RESOURCE         ALLOCATABLE\n"
+	                         "h100             2       cpu              189880m\n"
+	                         "h100             2       nvidia.com/gpu   16\n"
+	                         "a100-long-name   1       nvidia.com/gpu   8\n"
+	                         "\n"
+	                         "Established: no (budgets are not shrunk yet)\n"
+	                         "Missing nodes: d\n");
+	free(out);
+}
+
+static void nodes_json_and_table(void **state)
+{
+	Tau__Inventory__V1__ListNodesResponse resp = TAU__INVENTORY__V1__LIST_NODES_RESPONSE__INIT;
+	Tau__Inventory__V1__NodeStatus n = TAU__INVENTORY__V1__NODE_STATUS__INIT, *np[1] = {&n};
+	Tau__Inventory__V1__ResourceQuantity g = TAU__INVENTORY__V1__RESOURCE_QUANTITY__INIT,
+	                                     *gp[1] = {&g};
+	char *reasons[1] = {(char *)"P1.ready: Ready condition is not True"};
+	char *out = NULL;
+	cJSON *doc, *o;
+
+	(void)state;
+	g.name = (char *)"nvidia.com/gpu";
+	g.quantity = (char *)"8";
+	n.name = (char *)"gpu-1";
+	n.gpu_class = (char *)"h100";
+	n.counted = false;
+	n.n_reasons = 1;
+	n.reasons = reasons;
+	n.connected = true;
+	n.stale = false;
+	n.n_allocatable = 1;
+	n.allocatable = gp;
+	n.last_heard_unix_ms = 1700000000000;
+	resp.n_nodes = 1;
+	resp.nodes = np;
+	assert_int_equal(tau_cli_render_nodes(&out, &resp, TAU_CLI_JSON), 0);
+	doc = cJSON_Parse(out);
+	o = cJSON_GetArrayItem(doc, 0);
+	assert_string_equal(cJSON_GetObjectItem(o, "name")->valuestring, "gpu-1");
+	assert_string_equal(cJSON_GetObjectItem(o, "gpuClass")->valuestring, "h100");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(o, "counted")));
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(o, "connected")));
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(o, "stale")));
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "reasons"), 0)->valuestring,
+	                    reasons[0]);
+	assert_string_equal(
+	        cJSON_GetObjectItem(cJSON_GetObjectItem(o, "allocatable"), "nvidia.com/gpu")
+	                ->valuestring,
+	        "8");
+	cJSON_Delete(doc);
+	free(out);
+	assert_int_equal(tau_cli_render_nodes(&out, &resp, TAU_CLI_TABLE), 0);
+	assert_string_equal(out, "NAME    GPU-CLASS   COUNTED   CONNECTED   STALE   GPUS   REASON\n"
+	                         "gpu-1   h100        no        yes         no      8      "
+	                         "P1.ready: Ready condition is not True\n");
+	free(out);
+}
+
+static void explain(void **state)
+{
+	Tau__Inventory__V1__ExplainNodeResponse ex =
+	        TAU__INVENTORY__V1__EXPLAIN_NODE_RESPONSE__INIT;
+	Tau__Inventory__V1__Rule r1 = TAU__INVENTORY__V1__RULE__INIT,
+	                         r2 = TAU__INVENTORY__V1__RULE__INIT;
+	Tau__Inventory__V1__Rule *rules[2] = {&r1, &r2};
+	char *out = NULL;
+	cJSON *doc, *r;
+
+	(void)state;
+	r1.name = (char *)"P1.linux";
+	r1.pass = true;
+	r1.detail = (char *)"os is linux";
+	r2.name = (char *)"P1.ready";
+	r2.pass = false;
+	r2.detail = (char *)"Ready condition is not True";
+	ex.name = (char *)"gpu-1";
+	ex.counted = false;
+	ex.n_rules = 2;
+	ex.rules = rules;
+	assert_int_equal(tau_cli_render_explain(&out, &ex, TAU_CLI_TABLE), 0);
+	assert_string_equal(out, "RULE       RESULT   DETAIL\n"
+	                         "P1.linux   pass     os is linux\n"
+	                         "P1.ready   FAIL     Ready condition is not True\n"
+	                         "\nNode gpu-1 does not count.\n");
+	free(out);
+	assert_int_equal(tau_cli_render_explain(&out, &ex, TAU_CLI_JSON), 0);
+	doc = cJSON_Parse(out);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(doc, "counted")));
+	r = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "rules"), 1);
+	assert_string_equal(cJSON_GetObjectItem(r, "name")->valuestring, "P1.ready");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(r, "pass")));
+	cJSON_Delete(doc);
+	free(out);
+}
+
+static void table_alignment(void **state)
+{
+	static const char *const hdr[] = {"A", "LONGER"};
+	static const char *const row1[] = {"wide-cell", ""};
+	static const char *const row2[] = {NULL, "x"};
+	tau_table *t = NULL;
+	char *out = NULL;
+
+	(void)state;
+	assert_int_equal(tau_table_new(&t, 2, hdr), 0);
+	assert_int_equal(tau_table_add(t, row1), 0);
+	assert_int_equal(tau_table_add(t, row2), 0);
+	assert_int_equal(tau_table_render(&out, t), 0);
+	/* No trailing blanks, columns aligned. */
+	assert_string_equal(out, "A           LONGER\nwide-cell\n            x\n");
+	free(out);
+	tau_table_free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(pool_json),
+	        cmocka_unit_test(pool_table),
+	        cmocka_unit_test(nodes_json_and_table),
+	        cmocka_unit_test(explain),
+	        cmocka_unit_test(table_alignment),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
