@@ -55,8 +55,10 @@ fuzz:
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz-targets
 	@scripts/run-fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
-demo:
-	@echo 'make demo: the simulated-cluster demo arrives with the node agent and aggregator issues' >&2; exit 2
+# A simulated GPU cluster (kube-sim), real agents and aggregator, the CLI showing pool and
+# workspaces; everything on 127.0.0.1, stopped on exit.
+demo: deps build
+	python3 scripts/demo.py --build $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

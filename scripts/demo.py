@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""taugrid demo: a simulated GPU cluster, real agents, the real aggregator, and the CLI.
+
+Starts kube-sim seeded with GPU nodes shaped like the fixtures in tests/fixtures/kube/ (ND H100
+v5 with InfiniBand, NC A100 v4 with MIG, an AKS Flex H100 host), one tau-node-agent per node with
+a fake host root (device nodes, plugin-registry sockets, InfiniBand ports), one tau-aggregator,
+then shows `tau inventory pool`, `tau inventory nodes`, cordons a node to show the pool follow,
+and (when the workspace controller is built in) applies a TauWorkspace and shows
+`tau workspace list`. Everything runs on 127.0.0.1 and is stopped on exit.
+
+Usage: scripts/demo.py [--build DIR] [--keep]   (make demo runs it)
+"""
+import argparse
+import copy
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "kube")
+KUBE_SIM = os.path.join(ROOT, "tests", "kube-sim", "kube-sim")
+AGENT_SA = "system:serviceaccount:tau-system:tau-node-agent"
+
+procs = []
+
+
+def say(msg):
+    print("\n\033[1m== %s\033[0m" % msg, flush=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(pred, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for p, name in procs:
+            if p.poll() is not None:
+                sys.exit("demo: %s exited early (%d); see its log in the work dir" %
+                         (name, p.returncode))
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.2)
+    sys.exit("demo: timed out waiting for %s" % what)
+
+
+def start(cmd, name, log_dir, env=None):
+    log = open(os.path.join(log_dir, name + ".log"), "w")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE if name == "kube-sim" else log,
+                         stderr=log, stdin=subprocess.DEVNULL, env=env)
+    procs.append((p, name))
+    return p
+
+
+def stop_all():
+    for p, _ in reversed(procs):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p, _ in reversed(procs):
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def load(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return json.load(f)
+
+
+def clone_node(node, csinode, name, uid):
+    n = copy.deepcopy(node)
+    n["metadata"]["name"] = name
+    n["metadata"]["uid"] = uid
+    n["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    c = copy.deepcopy(csinode)
+    c["metadata"]["name"] = name
+    c["metadata"]["uid"] = uid.replace("-", "c", 1)
+    for ref in c["metadata"].get("ownerReferences", []):
+        ref["name"], ref["uid"] = name, uid
+    for d in c["spec"]["drivers"]:
+        d["nodeID"] = name
+    return n, c
+
+
+def fake_host_root(base, node):
+    """Device nodes and sockets as the kubelet and drivers would leave them."""
+    root = os.path.join(base, "host-" + node["metadata"]["name"])
+    alloc = node["status"]["allocatable"]
+    os.makedirs(os.path.join(root, "dev"), exist_ok=True)
+    for i in range(int(alloc.get("nvidia.com/gpu", "0"))):
+        open(os.path.join(root, "dev", "nvidia%d" % i), "w").close()
+    for i in range(int(alloc.get("rdma/ib", "0"))):
+        port = os.path.join(root, "sys", "class", "infiniband", "mlx5_%d" % i, "ports", "1")
+        os.makedirs(port, exist_ok=True)
+        with open(os.path.join(port, "state"), "w") as f:
+            f.write("4: ACTIVE\n")
+    reg = os.path.join(root, "var", "lib", "kubelet", "plugins_registry")
+    os.makedirs(reg, exist_ok=True)
+    return root, reg
+
+
+def add_socket(reg, driver):
+    # Bind by a relative name: the full path can exceed the 107-byte sun_path limit.
+    s = socket.socket(socket.AF_UNIX)
+    here = os.getcwd()
+    os.chdir(reg)
+    try:
+        s.bind(driver + "-reg.sock")
+    finally:
+        os.chdir(here)
+    return s  # kept open for the demo's lifetime
+
+
+def run(cmd, check=True):
+    print("$ " + " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd),
+          flush=True)
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True)
+    print(r.stdout, end="", flush=True)
+    if check and r.returncode != 0:
+        sys.exit("demo: command failed (%d)" % r.returncode)
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--keep", action="store_true", help="leave the work dir for inspection")
+    args = ap.parse_args()
+    agent_bin = os.path.join(args.build, "tau-node-agent")
+    aggr_bin = os.path.join(args.build, "tau-aggregator")
+    tau_bin = os.path.join(args.build, "tau")
+    for b in (agent_bin, aggr_bin, tau_bin):
+        if not os.access(b, os.X_OK):
+            sys.exit("demo: %s is missing; run `make` first" % b)
+
+    work = tempfile.mkdtemp(prefix="taugrid-demo-")
+    sockets = []
+    try:
+        say("A simulated GPU cluster (kube-sim) with six GPU nodes and one CPU node")
+        shapes = [("node-nd-h100-v5.json", "csinode-nd-h100-v5.json"),
+                  ("node-nc-a100-v4-mig.json", "csinode-nc-a100-v4-mig.json"),
+                  ("node-flex-h100.json", "csinode-flex-h100.json")]
+        items, nodes = [], []
+        for i, (nf, cf) in enumerate(shapes):
+            node, csinode = load(nf), load(cf)
+            for k in range(2):
+                name = "%s-%d" % (node["metadata"]["name"], k)
+                n, c = clone_node(node, csinode, name, "6f1c2d3e-0000-4000-8000-%012d" % (i * 10 + k))
+                if k == 0 and n["spec"].get("unschedulable"):
+                    # the MIG fixture is cordoned; one uncordoned copy shows it counting
+                    n["spec"].pop("unschedulable")
+                    n["spec"]["taints"] = [t for t in n["spec"].get("taints", [])
+                                           if t["key"] != "node.kubernetes.io/unschedulable"]
+                items += [n, c]
+                nodes.append(n)
+        cpu = copy.deepcopy(load("node-nd-h100-v5.json"))
+        cpu["metadata"]["name"] = "system-0"
+        cpu["metadata"]["uid"] = "6f1c2d3e-0000-4000-8000-999999999999"
+        del cpu["metadata"]["labels"]["tau.azure.com/gpu-class"]
+        for r in ("nvidia.com/gpu", "rdma/ib"):
+            cpu["status"]["allocatable"].pop(r, None)
+            cpu["status"]["capacity"].pop(r, None)
+        items.append(cpu)
+        items.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tau-system"}})
+        seed = os.path.join(work, "seed.json")
+        with open(seed, "w") as f:
+            json.dump({"kind": "List", "items": items}, f)
+        tokens = {}
+        for n in nodes:
+            name = n["metadata"]["name"]
+            tokens["agent-" + name] = {
+                "username": AGENT_SA, "groups": ["system:serviceaccounts"],
+                "extra": {"authentication.kubernetes.io/node-name": [name],
+                          "authentication.kubernetes.io/pod-name": ["tau-node-agent-" + name]},
+                "audiences": ["taugrid"]}
+        tokens_file = os.path.join(work, "tokens.json")
+        with open(tokens_file, "w") as f:
+            json.dump(tokens, f)
+        kubeconfig = os.path.join(work, "kubeconfig")
+        sim = start([sys.executable, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+                     kubeconfig, "--tokens", tokens_file, "--seed", seed,
+                     "--crds", os.path.join(ROOT, "charts", "taugrid", "crds"),
+                     "--crds", os.path.join(ROOT, "tests", "fixtures", "kueue")],
+                    "kube-sim", work)
+        line = sim.stdout.readline().decode().strip()
+        if not line.startswith("ready "):
+            sys.exit("demo: kube-sim did not start; see %s/kube-sim.log" % work)
+        env = dict(os.environ, KUBECONFIG=kubeconfig, HOME=work)
+        run(["kubectl", "--kubeconfig", kubeconfig, "get", "nodes", "-L",
+             "tau.azure.com/gpu-class"])
+
+        say("tau-aggregator")
+        grpc_addr = "127.0.0.1:%d" % free_port()
+        http_addr = "127.0.0.1:%d" % free_port()
+        start([aggr_bin, "--kubeconfig", kubeconfig, "--grpc-listen", grpc_addr,
+               "--http-listen", http_addr, "--initial-sync-timeout", "30s"], "aggregator", work,
+              env)
+        print("gRPC %s, HTTP %s" % (grpc_addr, http_addr))
+
+        say("One tau-node-agent per GPU node, each with a fake host root")
+        for n in nodes:
+            name = n["metadata"]["name"]
+            root, reg = fake_host_root(work, n)
+            c = next(i for i in items if i["kind"] == "CSINode" and i["metadata"]["name"] == name)
+            for d in c["spec"]["drivers"]:
+                sockets.append(add_socket(reg, d["name"]))
+            token_file = os.path.join(work, "token-" + name)
+            with open(token_file, "w") as f:
+                f.write("agent-" + name)
+            start([agent_bin, "--node-name", name, "--aggregator", grpc_addr, "--insecure",
+                   "--kubeconfig", kubeconfig, "--host-root", root, "--token-file", token_file],
+                  "agent-" + name, work, env)
+        print("%d agents started" % len(nodes))
+
+        tau = [tau_bin, "inventory"]
+        aggr = ["--aggregator", grpc_addr, "--insecure"]
+
+        def pool():
+            r = subprocess.run(tau + ["pool", "-o", "json"] + aggr, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, universal_newlines=True)
+            if r.returncode != 0:
+                return None
+            try:
+                return json.loads(r.stdout)
+            except ValueError:
+                return None
+
+        wait_for(lambda: (pool() or {}).get("established"), 60, "the pool to be established")
+        say("The pool, per GPU class (exact sums of every allocatable resource)")
+        run(tau + ["pool"] + aggr)
+        run(tau + ["nodes"] + aggr)
+
+        say("Cordon one H100 node: it leaves the pool")
+        before = pool()
+        run(["kubectl", "--kubeconfig", kubeconfig, "cordon", nodes[0]["metadata"]["name"]])
+        wait_for(lambda: pool() != before, 30, "the pool to change")
+        run(tau + ["pool"] + aggr)
+        run(tau + ["explain", nodes[0]["metadata"]["name"]] + aggr, check=False)
+
+        help_text = subprocess.run([aggr_bin, "--help"], stdout=subprocess.PIPE,
+                                   universal_newlines=True).stdout
+        if "--namespace-mode" in help_text:
+            say("A workspace: namespace, RBAC, LocalQueue and identity reconciled by the aggregator")
+            kubectl = ["kubectl", "--kubeconfig", kubeconfig]
+            run(kubectl + ["apply", "-f", os.path.join(ROOT, "charts", "taugrid", "rbac")])
+            run(kubectl + ["apply", "-f", os.path.join(ROOT, "charts", "taugrid", "samples",
+                                                        "tauworkspace.yaml")])
+            ws = [tau_bin, "--kubeconfig", kubeconfig, "workspace"]
+            wait_for(lambda: subprocess.run(ws + ["list", "-o", "json"], stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL).returncode == 0,
+                     30, "the workspace to be listed")
+            run(ws + ["status", "alpha"], check=False)
+            print("The team's ClusterQueue does not exist yet (the budget controller writes it);"
+                  " creating it by hand:")
+            cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                  "metadata": {"name": "tau-ws-alpha"},
+                  "spec": {"namespaceSelector": {}, "resourceGroups": [
+                      {"coveredResources": ["nvidia.com/gpu"], "flavors": [
+                          {"name": "h100-ib", "resources": [
+                              {"name": "nvidia.com/gpu", "nominalQuota": 0}]}]}]}}
+            subprocess.run(kubectl + ["apply", "-f", "-"], input=json.dumps(cq),
+                           universal_newlines=True, check=True)
+            wait_for(lambda: subprocess.run(ws + ["check", "alpha"], stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL).returncode == 0,
+                     60, "workspace alpha to be Ready")
+            run(ws + ["list"])
+            run(ws + ["status", "alpha"])
+        print("\nDemo done. Logs: %s" % work)
+    finally:
+        stop_all()
+        for s in sockets:
+            s.close()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
