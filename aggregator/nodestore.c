@@ -8,6 +8,7 @@
  * grace period); every change recomputes only that node's effective facts.
  */
 #include "nodestore.h"
+#include "sorted.h"
 
 #include "tau/error.h"
 
@@ -86,23 +87,7 @@ int tau_nodestore_set_selector(tau_nodestore *s, tau_selector *sel)
 
 static size_t find(const tau_nodestore *s, const char *name, bool *found)
 {
-	size_t lo = 0, hi = s->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(s->recs[mid].name, name);
-
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = false;
-	return lo;
+	return tau_sorted_index(s->recs, s->n, sizeof(*s->recs), name, found);
 }
 
 static record *get_or_add(tau_nodestore *s, const char *name)

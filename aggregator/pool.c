@@ -8,6 +8,7 @@
  * not depend on event order: the incremental pool equals a full recompute.
  */
 #include "pool.h"
+#include "sorted.h"
 
 #include "tau/error.h"
 
@@ -178,44 +179,13 @@ bool tau_pool_evaluate(const tau_pool *pool, const tau_node_facts *node,
 /* Binary search; returns the index where `name` is or would be inserted. */
 static size_t flavor_index(const tau_pool *pool, const char *name, bool *found)
 {
-	size_t lo = 0, hi = pool->n_flavors;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(pool->flavors[mid].name, name);
-
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = false;
-	return lo;
+	return tau_sorted_index(pool->flavors, pool->n_flavors, sizeof(*pool->flavors), name,
+	                        found);
 }
 
 static size_t sum_index(const tau_pool_flavor *f, const char *name, bool *found)
 {
-	size_t lo = 0, hi = f->n_resources;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(f->resources[mid].name, name);
-
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = false;
-	return lo;
+	return tau_sorted_index(f->resources, f->n_resources, sizeof(*f->resources), name, found);
 }
 
 static tau_pool_flavor *flavor_get_or_add(tau_pool *pool, const char *name)
