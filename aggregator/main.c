@@ -7,40 +7,63 @@
  * services plus grpc.health.v1, the Node/TauCluster informers, optional
  * leader election and the HTTP endpoints.  Every replica ingests reports
  * and serves queries from its own store (agents may reach any replica
- * behind a Service); only the leader may write to the API.  The main thread
- * then waits for a signal and shuts down in reverse order, draining the
- * rpc server first.
+ * behind a Service); only the leader may write to the API, so the
+ * TauWorkspace controller, which writes, is built (and its options
+ * checked) at start-up but started only on the leader, on a kube loop and
+ * thread of its own.  The main thread then waits for a signal and shuts
+ * down in reverse order: the workspace controller first (so it stops
+ * writing before the Lease is released), then the rpc server.
  */
 #include "http.h"
 #include "kubewatch.h"
 #include "service.h"
+#include "wscontroller.h"
 
 #include "tau/error.h"
 #include "tau/kube.h"
+#include "tau/kube_informer.h"
 #include "tau/kube_leader.h"
 #include "tau/log.h"
 #include "tau/rpc.h"
 
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 typedef struct options {
 	const char *kubeconfig, *context, *grpc_listen, *http_listen, *system_namespace;
 	const char *tls_cert, *tls_key, *token_audience, *agent_sa, *sync_timeout, *log_level;
 	const char *heartbeat;
+	/* workspace controller */
+	const char *namespace_mode, *allowlist_selector, *allowlist_file, *namespace_map_file;
+	const char *researcher_role;
 	bool leader_elect;
+	bool no_workspace_controller;
 } options;
+
+/* The workspace controller and its loop; ws_mu orders a start (leader thread) against
+ * shutdown (main thread). */
+typedef struct ws_runtime {
+	pthread_mutex_t mu;
+	tau_ws_controller *ctl;
+	tau_kube_loop *loop;
+	const char *system_namespace, *mode;
+	bool running, closed;
+} ws_runtime;
 
 typedef struct runtime {
 	tau_agg *agg;
 	tau_kube_leader *leader;
 	bool leader_elect;
 	atomic_bool serving;
+	atomic_bool ws_failed; /* the controller could not start on the leader: restart */
+	ws_runtime ws;
 } runtime;
 
 typedef struct reviewer {
@@ -62,8 +85,8 @@ static void usage(FILE *out)
 	      "[TAU_GRPC_LISTEN]\n"
 	      "  --http-listen ADDR           HTTP address for /healthz /readyz /metrics "
 	      "[TAU_HTTP_LISTEN]\n"
-	      "  --system-namespace NS        namespace of the leader Lease (default tau-system)\n"
-	      "                               [TAU_SYSTEM_NAMESPACE]\n"
+	      "  --system-namespace NS        namespace of the leader Lease and the TauWorkspaces\n"
+	      "                               (default tau-system) [TAU_SYSTEM_NAMESPACE]\n"
 	      "  --leader-elect               elect one writing replica with a Lease "
 	      "[TAU_LEADER_ELECT=1]\n"
 	      "  --tls-cert F --tls-key F     serve gRPC over TLS [TAU_TLS_CERT, TAU_TLS_KEY]\n"
@@ -78,6 +101,21 @@ static void usage(FILE *out)
 	      "  --heartbeat-interval DUR     heartbeat interval told to agents (default 30s)\n"
 	      "                               [TAU_HEARTBEAT_INTERVAL]\n"
 	      "  --log-level LEVEL            debug|info|warn|error [TAU_LOG_LEVEL]\n"
+	      "\n"
+	      "Workspace controller (runs on the leader; reconciles TauWorkspaces):\n"
+	      "  --namespace-mode MODE        Managed|Operator (default: the TauCluster's\n"
+	      "                               spec.workspaces.namespaceMode) [TAU_NAMESPACE_MODE]\n"
+	      "  --allowlist-selector SEL     Operator mode: namespaces with these labels\n"
+	      "                               [TAU_ALLOWLIST_SELECTOR]\n"
+	      "  --allowlist-file F           Operator mode: a JSON array of namespace names,\n"
+	      "                               reloaded on change (not with --allowlist-selector)\n"
+	      "                               [TAU_ALLOWLIST_FILE]\n"
+	      "  --namespace-map-file F       a JSON object {workspace: namespace}\n"
+	      "                               [TAU_NAMESPACE_MAP_FILE]\n"
+	      "  --researcher-role NAME       ClusterRole bound for researchers (default\n"
+	      "                               tau-researcher) [TAU_RESEARCHER_ROLE]\n"
+	      "  --no-workspace-controller    serve the inventory only "
+	      "[TAU_WORKSPACE_CONTROLLER=0]\n"
 	      "  --help                       show this help\n"
 	      "  --version                    print the version\n"
 	      "\n"
@@ -161,12 +199,94 @@ static bool readiness(void *ud, char *reason, size_t cap)
 	return established;
 }
 
+/* Start the workspace controller (main thread without --leader-elect, else the
+ * leader thread).  Once per process: a lost lease ends the process.  @return 0 or < 0. */
+static int ws_start(runtime *rt)
+{
+	ws_runtime *ws = &rt->ws;
+	int rc = 0;
+
+	pthread_mutex_lock(&ws->mu);
+	if (ws->ctl == NULL || ws->closed || ws->running)
+		goto out;
+	if ((rc = tau_ws_controller_start(ws->ctl)) < 0 ||
+	    (rc = tau_kube_loop_start_thread(ws->loop)) < 0) {
+		tau_log_error("cannot start the workspace controller", "reason",
+		              tau_error_last()->msg, NULL);
+		goto out;
+	}
+	ws->running = true;
+	tau_agg_set_workspaces(rt->agg, ws->ctl);
+	tau_log_info("workspace controller started", "system_namespace", ws->system_namespace,
+	             "namespace_mode", ws->mode, NULL);
+out:
+	pthread_mutex_unlock(&ws->mu);
+	return rc;
+}
+
+/* Stop and free the controller, and keep it from starting later.  Idempotent. */
+static void ws_shutdown(runtime *rt)
+{
+	ws_runtime *ws = &rt->ws;
+
+	pthread_mutex_lock(&ws->mu);
+	ws->closed = true;
+	if (rt->agg != NULL)
+		tau_agg_set_workspaces(rt->agg, NULL); /* waits for queries reading the cache */
+	/* stop is safe on a controller never or half started; join is a no-op without a thread */
+	tau_ws_controller_stop(ws->ctl);
+	if (ws->loop != NULL)
+		tau_kube_loop_join(ws->loop);
+	if (ws->running)
+		tau_log_info("workspace controller stopped", NULL);
+	ws->running = false;
+	tau_ws_controller_free(ws->ctl);
+	ws->ctl = NULL;
+	tau_kube_loop_free(ws->loop);
+	ws->loop = NULL;
+	pthread_mutex_unlock(&ws->mu);
+}
+
+/* Build the controller without starting it, so a bad option fails at start-up.
+ * @return 0, or < 0 (-TAU_EINVAL: a configuration error). */
+static int ws_prepare(runtime *rt, const options *o, tau_kube_client *client)
+{
+	tau_ws_controller_opts wo = {0};
+	int rc;
+
+	if (o->no_workspace_controller)
+		return 0;
+	wo.client = client;
+	wo.system_namespace = o->system_namespace;
+	wo.allowlist_selector = o->allowlist_selector;
+	wo.allowlist_file = o->allowlist_file;
+	wo.namespace_map_file = o->namespace_map_file;
+	wo.researcher_cluster_role = o->researcher_role;
+	rt->ws.mode = "from TauCluster";
+	if (o->namespace_mode != NULL) {
+		wo.ns_mode_set = true;
+		wo.ns_mode = strcasecmp(o->namespace_mode, "operator") == 0 ? TAU_WS_NS_OPERATOR
+		                                                            : TAU_WS_NS_MANAGED;
+		rt->ws.mode = wo.ns_mode == TAU_WS_NS_OPERATOR ? "Operator" : "Managed";
+	}
+	rt->ws.system_namespace = o->system_namespace;
+	if ((rc = tau_kube_loop_new(&rt->ws.loop, client)) < 0)
+		return rc;
+	wo.loop = rt->ws.loop;
+	return tau_ws_controller_new(&rt->ws.ctl, &wo);
+}
+
 static void on_started_leading(void *arg)
 {
 	runtime *rt = arg;
 
 	tau_agg_set_leader(rt->agg, true);
 	tau_log_info("became leader", NULL);
+	if (ws_start(rt) < 0) {
+		/* A leader that cannot reconcile workspaces should hand over: restart. */
+		atomic_store(&rt->ws_failed, true);
+		kill(getpid(), SIGUSR1);
+	}
 }
 
 static void on_stopped_leading(void *arg)
@@ -202,7 +322,13 @@ static int parse_args(options *o, int argc, char **argv)
 		O_SA,
 		O_SYNC,
 		O_LOG,
-		O_HB
+		O_HB,
+		O_MODE,
+		O_ALLOW_SEL,
+		O_ALLOW_FILE,
+		O_MAP,
+		O_ROLE,
+		O_NO_WS
 	};
 	static const struct option opts[] = {
 	        {"help", no_argument, NULL, 'h'},
@@ -220,6 +346,12 @@ static int parse_args(options *o, int argc, char **argv)
 	        {"initial-sync-timeout", required_argument, NULL, O_SYNC},
 	        {"heartbeat-interval", required_argument, NULL, O_HB},
 	        {"log-level", required_argument, NULL, O_LOG},
+	        {"namespace-mode", required_argument, NULL, O_MODE},
+	        {"allowlist-selector", required_argument, NULL, O_ALLOW_SEL},
+	        {"allowlist-file", required_argument, NULL, O_ALLOW_FILE},
+	        {"namespace-map-file", required_argument, NULL, O_MAP},
+	        {"researcher-role", required_argument, NULL, O_ROLE},
+	        {"no-workspace-controller", no_argument, NULL, O_NO_WS},
 	        {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -271,6 +403,24 @@ static int parse_args(options *o, int argc, char **argv)
 		case O_LOG:
 			o->log_level = optarg;
 			break;
+		case O_MODE:
+			o->namespace_mode = optarg;
+			break;
+		case O_ALLOW_SEL:
+			o->allowlist_selector = optarg;
+			break;
+		case O_ALLOW_FILE:
+			o->allowlist_file = optarg;
+			break;
+		case O_MAP:
+			o->namespace_map_file = optarg;
+			break;
+		case O_ROLE:
+			o->researcher_role = optarg;
+			break;
+		case O_NO_WS:
+			o->no_workspace_controller = true;
+			break;
 		default:
 			usage(stderr);
 			return -1;
@@ -290,10 +440,28 @@ static int parse_args(options *o, int argc, char **argv)
 	o->agent_sa = env_or(o->agent_sa, "TAU_AGENT_SERVICE_ACCOUNT");
 	o->sync_timeout = env_or(o->sync_timeout, "TAU_INITIAL_SYNC_TIMEOUT");
 	o->heartbeat = env_or(o->heartbeat, "TAU_HEARTBEAT_INTERVAL");
+	o->namespace_mode = env_or(o->namespace_mode, "TAU_NAMESPACE_MODE");
+	o->allowlist_selector = env_or(o->allowlist_selector, "TAU_ALLOWLIST_SELECTOR");
+	o->allowlist_file = env_or(o->allowlist_file, "TAU_ALLOWLIST_FILE");
+	o->namespace_map_file = env_or(o->namespace_map_file, "TAU_NAMESPACE_MAP_FILE");
+	o->researcher_role = env_or(o->researcher_role, "TAU_RESEARCHER_ROLE");
 	if (!o->leader_elect) {
 		const char *v = getenv("TAU_LEADER_ELECT");
 
 		o->leader_elect = v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
+	}
+	if (!o->no_workspace_controller) {
+		const char *v = getenv("TAU_WORKSPACE_CONTROLLER");
+
+		o->no_workspace_controller =
+		        v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "false") == 0);
+	}
+	if (o->namespace_mode != NULL && strcasecmp(o->namespace_mode, "managed") != 0 &&
+	    strcasecmp(o->namespace_mode, "operator") != 0) {
+		fprintf(stderr,
+		        "tau-aggregator: --namespace-mode is Managed or Operator, not \"%s\"\n",
+		        o->namespace_mode);
+		return -1;
 	}
 	if (o->system_namespace == NULL)
 		o->system_namespace = "tau-system";
@@ -337,6 +505,7 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 
 	tau_log_init_from_env();
+	pthread_mutex_init(&rt.ws.mu, NULL);
 	rc = parse_args(&o, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
@@ -389,6 +558,11 @@ int main(int argc, char **argv)
 		tau_log_error("cannot reach Kubernetes", "reason", tau_error_last()->msg, NULL);
 		goto out;
 	}
+	if ((rc = ws_prepare(&rt, &o, client)) < 0) {
+		fprintf(stderr, "tau-aggregator: %s\n", tau_error_last()->msg);
+		exit_code = rc == -TAU_EINVAL ? 2 : 1;
+		goto out;
+	}
 	rv.client = client;
 	rv.audience = o.token_audience;
 	acfg.agent_user = agent_user;
@@ -414,6 +588,8 @@ int main(int argc, char **argv)
 		goto fail;
 	if (tau_agg_kube_start(&kube, client, rt.agg) < 0)
 		goto fail;
+	if (!o.leader_elect && ws_start(&rt) < 0)
+		goto out; /* ws_start logged why */
 	if (o.leader_elect) {
 		tau_kube_leader_config lc = {.namespace = o.system_namespace,
 		                             .name = "tau-aggregator",
@@ -450,7 +626,10 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	sigwait(&sigs, &sig);
-	tau_log_info("shutting down", "signal", sig == SIGUSR1 ? "leadership lost" : strsignal(sig),
+	tau_log_info("shutting down", "signal",
+	             sig != SIGUSR1               ? strsignal(sig)
+	             : atomic_load(&rt.ws_failed) ? "workspace controller failed to start"
+	                                          : "leadership lost",
 	             NULL);
 	exit_code = sig == SIGUSR1 ? 1 : 0;
 	goto out;
@@ -460,6 +639,7 @@ out:
 	atomic_store(&rt.serving, false);
 	if (health != NULL)
 		tau_rpc_health_set_all_not_serving(health);
+	ws_shutdown(&rt); /* before the leader releases the Lease: stop writing first */
 	if (rt.leader != NULL)
 		tau_kube_leader_stop(rt.leader);
 	if (srv != NULL)
@@ -476,5 +656,6 @@ out:
 	tau_kube_config_free(kcfg);
 	free(cert_pem);
 	free(key_pem);
+	pthread_mutex_destroy(&rt.ws.mu);
 	return exit_code;
 }

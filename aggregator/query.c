@@ -5,7 +5,8 @@
  * counts, why not, and the pool's sums all come from the store and the pool
  * at the moment of the query, so a query can never disagree with the pool
  * that WatchPool publishes.  Messages are built with malloc so that
- * protobuf-c's own free walks and releases them.
+ * protobuf-c's own free walks and releases them.  Workspace answers are
+ * the same kind of translation, from the workspace controller's summaries.
  */
 #include "query.h"
 
@@ -381,4 +382,83 @@ int tau_query_pool(Tau__Inventory__V1__Pool **out, const tau_nodestore *store)
 oom:
 	free_msg(p);
 	return OOM();
+}
+
+/* ---- workspaces ---- */
+
+int tau_query_workspace(Tau__Inventory__V1__WorkspaceSummary **out, const tau_ws_summary *s)
+{
+	Tau__Inventory__V1__WorkspaceSummary *ws = malloc(sizeof(*ws));
+	int rc = -TAU_ENOMEM;
+
+	if (ws == NULL)
+		return OOM();
+	tau__inventory__v1__workspace_summary__init(ws);
+	ws->name = dup_str(s->name);
+	ws->phase = dup_str(s->phase);
+	ws->namespace_ = dup_str(s->namespace_name);
+	ws->queue = dup_str(s->local_queue);
+	if (ws->name == NULL || ws->phase == NULL || ws->namespace_ == NULL || ws->queue == NULL)
+		goto out;
+	if (s->n_conditions > 0) {
+		ws->conditions = calloc(s->n_conditions, sizeof(*ws->conditions));
+		if (ws->conditions == NULL)
+			goto out;
+	}
+	for (size_t i = 0; i < s->n_conditions; i++) {
+		const tau_ws_summary_condition *sc = &s->conditions[i];
+		Tau__Inventory__V1__Condition *c = malloc(sizeof(*c));
+
+		if (c == NULL)
+			goto out;
+		tau__inventory__v1__condition__init(c);
+		ws->conditions[ws->n_conditions++] = c;
+		c->type = dup_str(sc->type);
+		c->status = dup_str(sc->status);
+		c->reason = dup_str(sc->reason);
+		c->message = dup_str(sc->message);
+		if (c->type == NULL || c->status == NULL || c->reason == NULL || c->message == NULL)
+			goto out;
+	}
+	*out = ws;
+	ws = NULL;
+	rc = 0;
+out:
+	if (ws != NULL) {
+		/* Every string was replaced by a malloc'd copy or NULL, so protobuf-c's free fits.
+		 */
+		free_msg(ws);
+		OOM();
+	}
+	return rc;
+}
+
+int tau_query_list_workspaces(Tau__Inventory__V1__ListWorkspacesResponse **out,
+                              const tau_ws_summary *s, size_t n)
+{
+	Tau__Inventory__V1__ListWorkspacesResponse *resp = malloc(sizeof(*resp));
+	int rc = -TAU_ENOMEM;
+
+	if (resp == NULL)
+		return OOM();
+	tau__inventory__v1__list_workspaces_response__init(resp);
+	if (n > 0) {
+		resp->workspaces = calloc(n, sizeof(*resp->workspaces));
+		if (resp->workspaces == NULL)
+			goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (tau_query_workspace(&resp->workspaces[i], &s[i]) < 0)
+			goto out;
+		resp->n_workspaces++;
+	}
+	*out = resp;
+	resp = NULL;
+	rc = 0;
+out:
+	if (resp != NULL) {
+		free_msg(resp);
+		OOM();
+	}
+	return rc;
 }

@@ -10,6 +10,7 @@
 #define TAU_AGGREGATOR_QUERY_H
 
 #include "nodestore.h"
+#include "wscontroller.h"
 
 #include "tau/inventory/v1/query.pb-c.h"
 
@@ -68,5 +69,20 @@ int tau_query_explain(Tau__Inventory__V1__ExplainNodeResponse **out, const tau_n
  * @return 0 or -TAU_ENOMEM.
  */
 int tau_query_pool(Tau__Inventory__V1__Pool **out, const tau_nodestore *store);
+
+/**
+ * WorkspaceSummary for one controller summary (pure).  Unset strings become
+ * ""; queue is the LocalQueue; last_transition_unix_ms stays 0 (the summary
+ * does not carry it).
+ * @return 0 or -TAU_ENOMEM.  out untouched on failure.
+ */
+int tau_query_workspace(Tau__Inventory__V1__WorkspaceSummary **out, const tau_ws_summary *s);
+
+/**
+ * ListWorkspaces for `n` summaries (in the given order; the controller sorts
+ * them by name).  @return 0 or -TAU_ENOMEM.  out untouched on failure.
+ */
+int tau_query_list_workspaces(Tau__Inventory__V1__ListWorkspacesResponse **out,
+                              const tau_ws_summary *s, size_t n);
 
 #endif /* TAU_AGGREGATOR_QUERY_H */

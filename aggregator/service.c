@@ -11,6 +11,11 @@
  * WatchPool pushes are coalesced: changes only mark the pool dirty, and the
  * publisher rebuilds it once per window, publishing only when the packed
  * content (without generation and time) differs from the last published one.
+ *
+ * ListWorkspaces and GetWorkspace read the workspace controller's informer
+ * cache.  The controller runs only on the leader, so the pointer to it has
+ * its own mutex (held across a cache read, so it cannot be freed under a
+ * query) and is NULL on a follower, where those queries answer UNAVAILABLE.
  */
 #include "service.h"
 
@@ -114,6 +119,9 @@ struct tau_agg {
 	atomic_uint_fast64_t reports_inventory, reports_heartbeat, reports_stopping;
 	atomic_uint_fast64_t reports_rejected, reports_resend;
 	atomic_uint_fast64_t auth_unauth, auth_denied, auth_unavail, token_reviews;
+	/* the workspace controller whose cache ListWorkspaces/GetWorkspace read; NULL: none */
+	pthread_mutex_t ws_mu;
+	tau_ws_controller *workspaces;
 };
 
 int64_t tau_agg_now_ms(void)
@@ -908,6 +916,88 @@ static void q_watch_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
 	pthread_mutex_unlock(&a->mu);
 }
 
+/* Called with ws_mu held.  False (and the call finished) when no synced controller runs here. */
+static bool workspaces_available(tau_agg *a, tau_rpc_call *call)
+{
+	if (a->workspaces == NULL) {
+		tau_rpc_call_finish(call, TAU_RPC_UNAVAILABLE,
+		                    "workspace controller not running on this replica");
+		return false;
+	}
+	if (!tau_ws_controller_synced(a->workspaces)) {
+		tau_rpc_call_finish(call, TAU_RPC_UNAVAILABLE,
+		                    "workspace controller has not synced its cache yet");
+		return false;
+	}
+	return true;
+}
+
+static void q_list_workspaces(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	tau_agg *a = ud;
+	Tau__Inventory__V1__ListWorkspacesResponse *resp = NULL;
+	tau_ws_summary *list = NULL;
+	size_t n = 0;
+	int rc;
+
+	tau_rpc_message_free(msg);
+	pthread_mutex_lock(&a->ws_mu);
+	if (!workspaces_available(a, call)) {
+		pthread_mutex_unlock(&a->ws_mu);
+		return;
+	}
+	rc = tau_ws_controller_list(&list, &n, a->workspaces);
+	pthread_mutex_unlock(&a->ws_mu);
+	if (rc == 0)
+		rc = tau_query_list_workspaces(&resp, list, n);
+	if (rc < 0)
+		finish_error(call, rc);
+	else
+		tau_rpc_call_reply(call, &resp->base);
+	if (resp != NULL)
+		tau_rpc_message_free(&resp->base);
+	tau_ws_summaries_free(list, n);
+}
+
+static void q_get_workspace(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	tau_agg *a = ud;
+	const char *name = ((Tau__Inventory__V1__GetWorkspaceRequest *)msg)->name;
+	Tau__Inventory__V1__WorkspaceSummary *resp = NULL;
+	tau_ws_summary sum = {0};
+	int rc;
+
+	if (name == NULL || name[0] == '\0') {
+		tau_rpc_call_finish(call, TAU_RPC_INVALID_ARGUMENT, "workspace name is required");
+		goto out;
+	}
+	pthread_mutex_lock(&a->ws_mu);
+	if (!workspaces_available(a, call)) {
+		pthread_mutex_unlock(&a->ws_mu);
+		goto out;
+	}
+	rc = tau_ws_controller_get(&sum, a->workspaces, name);
+	pthread_mutex_unlock(&a->ws_mu);
+	if (rc == -TAU_ENOTFOUND) {
+		char text[384];
+
+		snprintf(text, sizeof(text), "workspace %.253s not found", name);
+		tau_rpc_call_finish(call, TAU_RPC_NOT_FOUND, text);
+		goto out;
+	}
+	if (rc == 0)
+		rc = tau_query_workspace(&resp, &sum);
+	if (rc < 0)
+		finish_error(call, rc);
+	else
+		tau_rpc_call_reply(call, &resp->base);
+out:
+	if (resp != NULL)
+		tau_rpc_message_free(&resp->base);
+	tau_ws_summary_clear(&sum);
+	tau_rpc_message_free(msg);
+}
+
 int tau_agg_register(tau_agg *a, tau_rpc_server *srv)
 {
 #define QUERY(p, k, req, resp, fn)                                                                 \
@@ -934,6 +1024,10 @@ int tau_agg_register(tau_agg *a, tau_rpc_server *srv)
 	        QUERY("ExplainNode", TAU_RPC_UNARY, explain_node_request, explain_node_response,
 	              q_explain),
 	        QUERY("WatchPool", TAU_RPC_SERVER_STREAM, watch_pool_request, pool, q_watch_pool),
+	        QUERY("ListWorkspaces", TAU_RPC_UNARY, list_workspaces_request,
+	              list_workspaces_response, q_list_workspaces),
+	        QUERY("GetWorkspace", TAU_RPC_UNARY, get_workspace_request, workspace_summary,
+	              q_get_workspace),
 	};
 #undef QUERY
 	methods[5].on_done = q_watch_done;
@@ -1035,6 +1129,13 @@ void tau_agg_cluster(tau_agg *a, const cJSON *cluster)
 	pthread_mutex_unlock(&a->mu);
 	tau_log_info("TauCluster node selector", "selector",
 	             sel != NULL ? "set" : "none (every node)", NULL);
+}
+
+void tau_agg_set_workspaces(tau_agg *a, tau_ws_controller *ctl)
+{
+	pthread_mutex_lock(&a->ws_mu);
+	a->workspaces = ctl;
+	pthread_mutex_unlock(&a->ws_mu);
 }
 
 void tau_agg_set_leader(tau_agg *a, bool leader)
@@ -1174,6 +1275,7 @@ int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_mutex_init(&a->jobs_mu, NULL);
 	pthread_mutex_init(&a->peers_mu, NULL);
+	pthread_mutex_init(&a->ws_mu, NULL);
 	pthread_cond_init(&a->jobs_cond, NULL);
 	{
 		pthread_condattr_t ca;
@@ -1276,6 +1378,7 @@ void tau_agg_free(tau_agg *a)
 	pthread_mutex_destroy(&a->mu);
 	pthread_mutex_destroy(&a->jobs_mu);
 	pthread_mutex_destroy(&a->peers_mu);
+	pthread_mutex_destroy(&a->ws_mu);
 	pthread_cond_destroy(&a->cond);
 	pthread_cond_destroy(&a->jobs_cond);
 	free(a);

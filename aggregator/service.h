@@ -2,7 +2,8 @@
  * service.h - the aggregator's shared state and its gRPC services:
  * InventoryService.Report (authenticated agent streams) and the inventory
  * queries of QueryService (ListNodes, GetNode, GetPool, WatchPool,
- * ExplainNode).
+ * ExplainNode) plus ListWorkspaces and GetWorkspace, which read the
+ * workspace controller's cache where one runs (the leader).
  *
  * One state (node store, pool, streams, pool watchers) is guarded by one
  * mutex; every update costs O(one node), the pool snapshot is rebuilt at
@@ -15,6 +16,7 @@
 #define TAU_AGGREGATOR_SERVICE_H
 
 #include "auth.h"
+#include "wscontroller.h"
 
 #include "tau/rpc.h"
 
@@ -72,6 +74,12 @@ void tau_agg_cluster(tau_agg *a, const cJSON *cluster);
  * tau_agg_nodes_synced itself).  `probe` must be cheap and thread-safe.
  */
 void tau_agg_set_sync_probe(tau_agg *a, bool (*probe)(void *ud), void *ud);
+/**
+ * Answer ListWorkspaces/GetWorkspace from `ctl`'s cache (borrowed), or
+ * UNAVAILABLE when NULL (a follower, or no controller configured).  Set it
+ * to NULL before freeing the controller: this waits for queries reading it.
+ */
+void tau_agg_set_workspaces(tau_agg *a, tau_ws_controller *ctl);
 /** This replica leads (or no longer does). */
 void tau_agg_set_leader(tau_agg *a, bool leader);
 

@@ -570,10 +570,13 @@ static void ensure(ws_pass *p, const tau_kube_resource *res, const cJSON *desire
 		add_drift(p, object, detail, true);
 		*check = (tau_ws_obj_check){TAU_WS_OBJ_OK, NULL};
 	} else {
-		char *why = pass_text(p);
+		char text[TAU_WS_MESSAGE_MAX], *why;
 
-		snprintf(why, TAU_WS_MESSAGE_MAX, "%s (correction failed: %s)", detail,
+		/* Composed apart: pass_text may hand back detail's own buffer. */
+		snprintf(text, sizeof(text), "%s (correction failed: %s)", detail,
 		         last_error_text());
+		why = pass_text(p);
+		memcpy(why, text, sizeof(text));
 		tau_log_warn("workspace object drifted, correction failed", "workspace", p->name,
 		             "object", object, "reason", why, NULL);
 		add_drift(p, object, why, false);

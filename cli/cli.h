@@ -14,6 +14,9 @@
 #define TAU_CLI_FAILED 1 /**< a check failed, or the answer could not be obtained */
 #define TAU_CLI_USAGE  2 /**< usage or input error */
 
+/** Output format of -o, shared by every command group. */
+typedef enum tau_cli_format { TAU_CLI_TABLE = 0, TAU_CLI_JSON } tau_cli_format;
+
 /** Options given before the command. */
 typedef struct tau_cli_globals {
 	const char *kubeconfig;

@@ -9,12 +9,11 @@
 #ifndef TAU_CLI_INVENTORY_H
 #define TAU_CLI_INVENTORY_H
 
+#include "cli.h"
+
 #include "tau/inventory/v1/query.pb-c.h"
 
 #include <stdbool.h>
-
-/** Output formats of -o. */
-typedef enum tau_cli_format { TAU_CLI_TABLE = 0, TAU_CLI_JSON } tau_cli_format;
 
 /** @return 0 or -TAU_ENOMEM. */
 int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cli_format fmt);

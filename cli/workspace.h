@@ -13,14 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-/** Output format of -o. */
-typedef enum tau_cli_format { TAU_CLI_TABLE = 0, TAU_CLI_JSON } tau_cli_format;
-
-/** `tau workspace ...`; argv starts at "workspace".  Returns an exit code (cli.h). */
-int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g);
-
-/** `tau storage check --driver NAME [--selector SEL]`; argv starts at "storage". */
-int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g);
+/* tau_cli_workspace and tau_cli_storage, the entry points, are declared in cli.h. */
 
 /**
  * Print a TauWorkspaceList (`items`) as NAME PHASE NAMESPACE QUEUE columns

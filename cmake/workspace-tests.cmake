@@ -2,18 +2,14 @@
 #
 # Included from the top-level CMakeLists.txt after tau_aggregator and tau_cli exist.
 #   ws_controller   tests/e2e/ws_controller_main.c: the workspace controller alone
-#   tau_ws_cli      tests/e2e/tau_ws_cli_main.c: `tau workspace|storage` before main.c wires them
-#   e2e/workspace   tests/e2e/test_workspace.py against kube-sim (--authz rbac), TAU_PYTHON_TESTS only
+#   e2e/workspace   tests/e2e/test_workspace.py against kube-sim (--authz rbac), TAU_PYTHON_TESTS only;
+#                   `tau workspace|storage` is the real tau binary (TAU_WS_CLI)
+#   e2e/aggregator-workspaces  tests/e2e/test_aggregator_workspaces.py: the real tau-aggregator
 
 add_executable(ws_controller ${PROJECT_SOURCE_DIR}/tests/e2e/ws_controller_main.c)
 target_compile_options(ws_controller PRIVATE ${TAU_WARNINGS})
 target_link_libraries(ws_controller PRIVATE tau_aggregator)
 set_target_properties(ws_controller PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/e2e)
-
-add_executable(tau_ws_cli ${PROJECT_SOURCE_DIR}/tests/e2e/tau_ws_cli_main.c)
-target_compile_options(tau_ws_cli PRIVATE ${TAU_WARNINGS})
-target_link_libraries(tau_ws_cli PRIVATE tau_cli)
-set_target_properties(tau_ws_cli PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/e2e)
 
 if(TAU_PYTHON_TESTS)
   add_test(NAME e2e/workspace
@@ -22,7 +18,7 @@ if(TAU_PYTHON_TESTS)
   set_tests_properties(e2e/workspace PROPERTIES
       TIMEOUT 900
       LABELS "e2e;python"
-      ENVIRONMENT "TAU_WS_CONTROLLER=$<TARGET_FILE:ws_controller>;TAU_WS_CLI=$<TARGET_FILE:tau_ws_cli>")
+      ENVIRONMENT "TAU_WS_CONTROLLER=$<TARGET_FILE:ws_controller>;TAU_WS_CLI=$<TARGET_FILE:tau-cli>")
 endif()
 
 if(TAU_PYTHON_TESTS)
@@ -32,5 +28,23 @@ if(TAU_PYTHON_TESTS)
   set_tests_properties(e2e/storage PROPERTIES
       TIMEOUT 300
       LABELS "e2e;python"
-      ENVIRONMENT "TAU_WS_CLI=$<TARGET_FILE:tau_ws_cli>")
+      ENVIRONMENT "TAU_WS_CLI=$<TARGET_FILE:tau-cli>")
+endif()
+
+# e2e/aggregator-workspaces: the real tau-aggregator running the workspace controller, checked
+# with the real `tau` and over gRPC (grpcio: the system interpreter, and protoc).
+if(NOT DEFINED SYSTEM_PYTHON3 OR NOT SYSTEM_PYTHON3)
+  find_program(SYSTEM_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+endif()
+find_program(TAU_WS_PROTOC NAMES protoc)
+if(TAU_PYTHON_TESTS AND SYSTEM_PYTHON3 AND TAU_WS_PROTOC)
+  add_test(NAME e2e/aggregator-workspaces
+           COMMAND ${SYSTEM_PYTHON3} -m unittest -v test_aggregator_workspaces
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e)
+  set_tests_properties(e2e/aggregator-workspaces PROPERTIES
+      TIMEOUT 600
+      LABELS "e2e;python"
+      ENVIRONMENT "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>;TAU_CLI=$<TARGET_FILE:tau-cli>;TAU_PROTOC=${TAU_WS_PROTOC}")
+elseif(TAU_PYTHON_TESTS)
+  message(STATUS "e2e/aggregator-workspaces skipped: needs /usr/bin/python3 with grpcio and protoc")
 endif()

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
 from simtest import SimProcess  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "kube")
-CLI = os.environ.get("TAU_WS_CLI", os.path.join(ROOT, "build", "tests", "e2e", "tau_ws_cli"))
+CLI = os.environ.get("TAU_WS_CLI", os.path.join(ROOT, "build", "tau"))
 ND, FLEX = "aks-ndh100-35817294-vmss000000", "edge-gpu-01"
 
 

@@ -8,7 +8,7 @@ ServiceAccount's token, so the controller has exactly the rights the chart grant
 
 Binaries come from the environment (cmake/workspace-tests.cmake sets them):
   TAU_WS_CONTROLLER  the ws_controller driver
-  TAU_WS_CLI         the tau_ws_cli driver (`tau workspace ...`, `tau storage ...`)
+  TAU_WS_CLI         the tau binary (`tau workspace ...`, `tau storage ...`)
 Waits are wait-for-condition loops (simtest.wait_for), never fixed sleeps.
 Standard library only.
 """
@@ -44,7 +44,7 @@ def _find_bin(env, name):
 
 
 CONTROLLER = _find_bin("TAU_WS_CONTROLLER", "ws_controller")
-CLI = _find_bin("TAU_WS_CLI", "tau_ws_cli")
+CLI = os.environ.get("TAU_WS_CLI") or os.path.join(ROOT, "build", "tau")
 SA_USER = "system:serviceaccount:tau-system:tau-aggregator"
 SA_TOKEN = "tau-aggregator-sa-token"
 TIMEOUT = float(os.environ.get("TAU_WS_E2E_TIMEOUT", "30"))

@@ -1,6 +1,6 @@
 /*
- * ws_controller_main.c - run the TauWorkspace controller alone (e2e tests,
- * until tau-aggregator wires it in).
+ * ws_controller_main.c - run the TauWorkspace controller alone, apart from
+ * tau-aggregator (which runs it on its leader), for the controller's e2e tests.
  *
  * One kube loop thread runs the informers; the controller's worker does the
  * writes; main waits for SIGINT/SIGTERM with sigwait, so no polling.

@@ -1,0 +1,289 @@
+"""End-to-end test of the workspace controller inside the real tau-aggregator.
+
+Run with the system interpreter (python3-grpcio lives there), from tests/e2e:
+    TAU_AGGREGATOR=build/tau-aggregator TAU_CLI=build/tau \
+    /usr/bin/python3 -m unittest -v test_aggregator_workspaces
+
+Each case starts kube-sim (`--authz rbac`, the Kueue and taugrid CRDs, the RBAC the chart
+ships; test_workspace.Env) and tau-aggregator with a kubeconfig holding only its
+ServiceAccount's token, creates a ClusterQueue and a TauWorkspace, waits until the real `tau`
+binary says `tau workspace check NAME` (exit 0), and reads ListWorkspaces/GetWorkspace over
+gRPC with message classes protoc generates from proto/.  Also covered: --leader-elect (only
+the leader runs the controller; a follower answers UNAVAILABLE and takes over when the leader
+stops), --no-workspace-controller, and an invalid configuration refused at start-up (exit 2).
+Waits are wait-for-condition loops with deadlines, never fixed sleeps.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import test_workspace as wst  # noqa: E402
+
+AGG_BIN = os.environ.get("TAU_AGGREGATOR", os.path.join(ROOT, "build", "tau-aggregator"))
+CLI_BIN = os.environ.get("TAU_CLI", os.path.join(ROOT, "build", "tau"))
+PROTOC = os.environ.get("TAU_PROTOC") or shutil.which("protoc")
+PROTO_DIR = os.path.join(ROOT, "proto")
+QRY = "/tau.inventory.v1.QueryService/"
+TIMEOUT = float(os.environ.get("TAU_WS_E2E_TIMEOUT", "30"))
+
+qpb = None
+WORK = None
+
+
+def setUpModule():
+    global qpb, WORK
+    for path, env in ((AGG_BIN, "TAU_AGGREGATOR"), (CLI_BIN, "TAU_CLI")):
+        if not os.access(path, os.X_OK):
+            raise unittest.SkipTest("%s not built; set %s" % (path, env))
+    if not PROTOC:
+        raise unittest.SkipTest("needs protoc (protobuf-compiler)")
+    WORK = tempfile.mkdtemp(prefix="tau-aggws-e2e-")
+    gen = os.path.join(WORK, "gen")
+    os.makedirs(gen)
+    subprocess.run([PROTOC, "-I" + PROTO_DIR, "--python_out=" + gen,
+                    os.path.join(PROTO_DIR, "tau/inventory/v1/inventory.proto"),
+                    os.path.join(PROTO_DIR, "tau/inventory/v1/query.proto")], check=True)
+    sys.path.insert(0, gen)
+    from tau.inventory.v1 import query_pb2  # noqa: E402
+    qpb = query_pb2
+
+
+def tearDownModule():
+    if WORK and not os.environ.get("TAU_E2E_KEEP"):
+        shutil.rmtree(WORK, ignore_errors=True)
+
+
+def wait_for(pred, timeout=TIMEOUT, msg="condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for %s (last: %r)" % (msg, last))
+
+
+class Aggregator:
+    """The real tau-aggregator; its stderr goes to a file, its "ready" line is awaited."""
+
+    def __init__(self, env, name, extra=(), expect_ready=True):
+        self.log_path = os.path.join(env.tmp, name + ".log")
+        log = open(self.log_path, "a")
+        self.p = subprocess.Popen(
+            [AGG_BIN, "--kubeconfig", env.sa_kubeconfig, "--grpc-listen", "127.0.0.1:0",
+             "--http-listen", "127.0.0.1:0", "--system-namespace", "tau-system",
+             "--initial-sync-timeout", "1s", "--log-level", "info"] + list(extra),
+            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+            universal_newlines=True)
+        log.close()
+        self.channel = None
+        if not expect_ready:
+            return
+        line = []
+        t = threading.Thread(target=lambda: line.append(self.p.stdout.readline()), daemon=True)
+        t.start()
+        t.join(60)
+        if not line or not line[0].startswith("ready "):
+            self.stop()
+            raise AssertionError("tau-aggregator did not start:\n" + self.log())
+        ports = dict(kv.split("=") for kv in line[0].split()[1:])
+        self.http_port = int(ports["http"])
+        self.channel = grpc.insecure_channel("127.0.0.1:%s" % ports["grpc"])
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def unary(self, method, req, resp_cls):
+        fn = self.channel.unary_unary(QRY + method,
+                                      request_serializer=lambda m: m.SerializeToString(),
+                                      response_deserializer=resp_cls.FromString)
+        return fn(req, timeout=10)
+
+    def list_workspaces(self):
+        return self.unary("ListWorkspaces", qpb.ListWorkspacesRequest(),
+                          qpb.ListWorkspacesResponse).workspaces
+
+    def get_workspace(self, name):
+        return self.unary("GetWorkspace", qpb.GetWorkspaceRequest(name=name),
+                          qpb.WorkspaceSummary)
+
+    def rpc_error(self, fn, *args):
+        try:
+            fn(*args)
+        except grpc.RpcError as e:
+            return e
+        return None
+
+    def is_leader(self):
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
+        c.request("GET", "/metrics")
+        body = c.getresponse().read().decode()
+        c.close()
+        return "tau_aggregator_leader 1\n" in body
+
+    def stop(self, timeout=30):
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        if self.p.poll() is None:
+            self.p.terminate()
+        try:
+            rc = self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = self.p.wait()
+        if self.p.stdout:
+            self.p.stdout.close()
+        return rc
+
+
+class AggregatorWorkspacesTest(unittest.TestCase):
+    def setUp(self):
+        self.env = wst.Env(start=False)
+        self.addCleanup(self.env.stop)
+        self.aggs = []
+
+    def tearDown(self):
+        for a in self.aggs:
+            if a.p.poll() is None:
+                a.stop()
+
+    def start(self, name="aggregator", extra=(), expect_ready=True):
+        a = Aggregator(self.env, name, extra, expect_ready)
+        self.aggs.append(a)
+        return a
+
+    def tau(self, *args):
+        r = subprocess.run([CLI_BIN, "--kubeconfig", self.env.sim.kubeconfig,
+                            "--system-namespace", "tau-system"] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60)
+        return r.returncode, r.stdout, r.stderr
+
+    def create_workspace(self, name="alpha", ns="ml-alpha", queue="alpha"):
+        self.env.create(wst.cluster_queue(queue))
+        self.env.create(wst.workspace(name, ns=ns, queue=queue))
+
+    def wait_checked(self, name, agg):
+        last = []
+
+        def checked():
+            last[:] = [self.tau("workspace", "check", name)]
+            return last[0][0] == 0
+        try:
+            wait_for(checked, msg="`tau workspace check %s` exits 0" % name)
+        except AssertionError as e:
+            raise AssertionError("%s\nlast check: %r\naggregator log:\n%s" % (
+                e, last, agg.log()[-6000:]))
+
+    def wait_served(self, agg):
+        """ListWorkspaces answers once the controller's cache has synced."""
+        def served():
+            try:
+                return agg.list_workspaces() is not None
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                return False
+        wait_for(served, msg="ListWorkspaces served")
+
+    def assert_alpha(self, ws):
+        self.assertEqual(ws.name, "alpha")
+        self.assertEqual(ws.phase, "Ready")
+        self.assertEqual(getattr(ws, "namespace"), "ml-alpha")
+        self.assertEqual(ws.queue, "alpha")
+        conds = {c.type: c for c in ws.conditions}
+        self.assertIn("QueueReady", conds)
+        self.assertEqual(conds["QueueReady"].status, "True")
+        self.assertTrue(all(c.status == "True" for c in conds.values()
+                            if c.type.endswith("Ready")), conds)
+
+    def test_workspace_reconciled_and_served(self):
+        agg = self.start()
+        self.wait_served(agg)
+        err = agg.rpc_error(agg.get_workspace, "alpha")
+        self.assertIsNotNone(err)
+        self.assertEqual(err.code(), grpc.StatusCode.NOT_FOUND)
+        self.assertIn("alpha", err.details())
+        self.create_workspace()
+        self.wait_checked("alpha", agg)
+        # The cache follows the status the controller wrote; the check read the API.
+        ws = wait_for(lambda: [w for w in agg.list_workspaces() if w.phase == "Ready"],
+                      msg="alpha Ready in ListWorkspaces")
+        self.assertEqual(len(ws), 1)
+        self.assert_alpha(ws[0])
+        self.assert_alpha(agg.get_workspace("alpha"))
+        err = agg.rpc_error(agg.get_workspace, "nope")
+        self.assertEqual(err.code(), grpc.StatusCode.NOT_FOUND)
+        self.assertIn("nope", err.details())
+        log = agg.log()
+        self.assertEqual(log.count("workspace controller started"), 1, log)
+        self.assertIn("tau-system", log)
+        self.assertEqual(agg.stop(), 0, agg.log()[-3000:])
+
+    def test_leader_runs_the_controller_follower_answers_unavailable(self):
+        self.env.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                         "metadata": {"name": "tau-aggregator-leader-election",
+                                      "namespace": "tau-system"},
+                         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                     "name": "tau-aggregator-leader-election"},
+                         "subjects": [{"kind": "ServiceAccount", "name": "tau-aggregator",
+                                       "namespace": "tau-system"}]})
+        a1 = self.start("agg1", ("--leader-elect",))
+        a2 = self.start("agg2", ("--leader-elect",))
+        leaders = wait_for(lambda: [a for a in (a1, a2) if a.is_leader()], msg="a leader")
+        self.assertEqual(len(leaders), 1)
+        leader, follower = leaders[0], (a2 if leaders[0] is a1 else a1)
+        self.create_workspace()
+        self.wait_checked("alpha", leader)
+        self.wait_served(leader)
+        self.assert_alpha(leader.get_workspace("alpha"))
+        for call in (follower.list_workspaces, lambda: follower.get_workspace("alpha")):
+            err = follower.rpc_error(call)
+            self.assertIsNotNone(err)
+            self.assertEqual(err.code(), grpc.StatusCode.UNAVAILABLE)
+            self.assertIn("not running on this replica", err.details())
+        self.assertNotIn("workspace controller started", follower.log())
+        # The leader releases the Lease on SIGTERM; the follower starts its controller.
+        self.assertEqual(leader.stop(), 0, leader.log()[-3000:])
+        wait_for(follower.is_leader, timeout=60, msg="follower takes over")
+        self.wait_served(follower)
+        self.assert_alpha(follower.get_workspace("alpha"))
+        self.assertEqual(follower.log().count("workspace controller started"), 1)
+        self.assertEqual(follower.stop(), 0, follower.log()[-3000:])
+
+    def test_no_workspace_controller(self):
+        agg = self.start(extra=("--no-workspace-controller",))
+        for call in (agg.list_workspaces, lambda: agg.get_workspace("alpha")):
+            err = agg.rpc_error(call)
+            self.assertIsNotNone(err)
+            self.assertEqual(err.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertNotIn("workspace controller started", agg.log())
+        self.assertEqual(agg.stop(), 0)
+
+    def test_invalid_configuration_refused_at_start(self):
+        agg = self.start(extra=("--allowlist-selector", "team=a", "--allowlist-file",
+                                os.path.join(self.env.tmp, "allow.json")),
+                         expect_ready=False)
+        self.assertEqual(agg.p.wait(30), 2)
+        self.assertIn("allowlist", agg.log())
+        agg = self.start("bad-mode", extra=("--namespace-mode", "Sometimes"), expect_ready=False)
+        self.assertEqual(agg.p.wait(30), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
