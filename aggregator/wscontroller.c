@@ -128,6 +128,12 @@ static void now_rfc3339(char *buf, size_t len)
 }
 
 /* The message of the last API error or libtau error on this thread. */
+/* Equal strings, NULL equal only to NULL. */
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
 static const char *last_error_text(void)
 {
 	const tau_kube_api_error *e = tau_kube_api_error_last();
@@ -546,8 +552,14 @@ static void ensure(ws_pass *p, const tau_kube_resource *res, const cJSON *desire
 		*check = (tau_ws_obj_check){TAU_WS_OBJ_OK, NULL};
 		goto out;
 	}
-	/* A RoleBinding's roleRef is immutable: replace the binding (UID precondition). */
-	if (is_rb && strncmp(detail, "roleRef", 7) == 0) {
+	/*
+	 * Immutable fields cannot be updated in place: a RoleBinding's roleRef, and a
+	 * LocalQueue's spec.clusterQueue (Kueue's CEL rule self == oldSelf).  Replace
+	 * the object instead, with a UID precondition so only what we read goes.
+	 */
+	if ((is_rb && strncmp(detail, "roleRef", 7) == 0) ||
+	    (strcmp(res->plural, "localqueues") == 0 &&
+	     !same_str(jstr(desired, "spec.clusterQueue"), jstr(obs, "spec.clusterQueue")))) {
 		tau_kube_delete_options d = {.uid = jstr(obs, "metadata.uid"),
 		                             .grace_period_seconds = -1};
 

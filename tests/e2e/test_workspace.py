@@ -382,15 +382,26 @@ class DriftTest(WorkspaceTestBase):
                                    "rolebindings/tau-workspace-alpha"))
         e.wait_cond("alpha", "DriftDetected", "False", "NoDrift")
 
-    def test_edited_local_queue_restored(self):
+    def test_local_queue_cluster_queue_is_replaced_not_updated(self):
         e = self.env
         self.ready_workspace()
-        e.sim.kubectl("patch", "localqueue.kueue.x-k8s.io", "-n", "ml-alpha", "alpha",
-                      "--type=merge", "-p", '{"spec":{"clusterQueue":"elsewhere"}}')
-        o = e.wait_cond("alpha", "DriftDetected", "False", "DriftCorrected")
-        self.assertIn("LocalQueue ml-alpha/alpha", cond(o, "DriftDetected")["message"])
-        wait_for(lambda: e.get(KUEUE + "/namespaces/ml-alpha/localqueues/alpha")["spec"]
-                 ["clusterQueue"] == "alpha", timeout=TIMEOUT, msg="LocalQueue restored")
+        lq_path = KUEUE + "/namespaces/ml-alpha/localqueues/alpha"
+        uid = e.get(lq_path)["metadata"]["uid"]
+        # Kueue makes spec.clusterQueue immutable (CEL self == oldSelf): nobody can edit it ...
+        r = e.sim.kubectl("patch", "localqueue.kueue.x-k8s.io", "-n", "ml-alpha", "alpha",
+                          "--type=merge", "-p", '{"spec":{"clusterQueue":"elsewhere"}}',
+                          check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("field is immutable", r.stderr)
+        # ... so when the desired ClusterQueue changes (the workspace joins a team), the
+        # controller replaces the LocalQueue (UID precondition) instead of updating it.
+        e.create(cluster_queue("tau-ws-alpha"))
+        e.sim.ok("PATCH", WS_API + "/alpha", {"spec": {"teamRef": {"name": "research"}}},
+                 ctype="application/merge-patch+json")
+        wait_for(lambda: (e.get(lq_path) or {}).get("spec", {}).get("clusterQueue") ==
+                 "tau-ws-alpha", timeout=TIMEOUT, msg="LocalQueue replaced")
+        self.assertNotEqual(e.get(lq_path)["metadata"]["uid"], uid)
+        e.wait_phase("alpha", "Ready")
 
 
 class V0Test(WorkspaceTestBase):

@@ -106,6 +106,20 @@ class KueueCRDs(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn('clusterqueues.kueue.x-k8s.io "bad" not found', r.stderr)
 
+    def test_local_queue_cluster_queue_is_immutable(self):
+        # the CRD's CEL transition rule `self == oldSelf`, enforced as the apiserver does
+        self.sim.kubectl("apply", "-f", "-", input=VALID)
+        r = self.sim.kubectl("patch", "localqueue", "-n", "alpha", "default", "--type", "merge",
+                             "-p", '{"spec":{"clusterQueue":"other"}}', check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('The LocalQueue "default" is invalid: spec.clusterQueue: Invalid value: '
+                      '"string": field is immutable', r.stderr)
+        # other fields still change
+        self.sim.kubectl("label", "localqueue", "-n", "alpha", "default", "team=ml")
+        lq = self.sim.kubectl("get", "localqueue", "-n", "alpha", "default", "-o",
+                              "jsonpath={.spec.clusterQueue}").stdout
+        self.assertEqual(lq, "tau-ws-alpha")
+
     def test_unknown_field_strict_error(self):
         bad = INVALID.replace("queueingStrategy: Sideways", "queueingStrategy: StrictFIFO\n"
                               "  colour: blue").replace('"2 Gi"', '"2Gi"')

@@ -885,5 +885,37 @@ class KueueCRDTest(unittest.TestCase):
             "spec.podSets[0].template.spec.containers[0].env[1]")])
 
 
+
+
+class TransitionRules(unittest.TestCase):
+    SCHEMA = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "queue": {"type": "string",
+                  "x-kubernetes-validations": [{"rule": "self == oldSelf",
+                                                "message": "field is immutable"}]},
+        "size": {"type": "integer",
+                 "x-kubernetes-validations": [{"rule": "self==oldSelf"}]},
+        "free": {"type": "string"}}}}}
+
+    def test_immutable_fields(self):
+        old = {"spec": {"queue": "a", "size": 1, "free": "x"}}
+        self.assertEqual(schema.transition_causes(self.SCHEMA, old, old), [])
+        self.assertEqual(schema.transition_causes(
+            self.SCHEMA, old, {"spec": {"queue": "a", "size": 1, "free": "y"}}), [])
+        self.assertEqual(schema.transition_causes(
+            self.SCHEMA, old, {"spec": {"queue": "b", "size": 2}}), [
+            {"reason": "FieldValueInvalid", "field": "spec.queue",
+             "message": 'Invalid value: "string": field is immutable'},
+            {"reason": "FieldValueInvalid", "field": "spec.size",
+             "message": 'Invalid value: "integer": failed rule: self==oldSelf'}])
+        # a value set for the first time, or removed, is not a transition
+        self.assertEqual(schema.transition_causes(self.SCHEMA, {"spec": {}},
+                                                  {"spec": {"queue": "b"}}), [])
+
+    def test_enforced_rules_are_not_listed_as_skipped(self):
+        self.assertEqual(schema.skipped_cel_rules(self.SCHEMA), [])
+        lq = load_crd("localqueues")
+        skipped = schema.skipped_cel_rules(version_schema(lq, "v1beta2"))
+        self.assertFalse(any("clusterQueue" in r for r in skipped))
+
 if __name__ == "__main__":
     unittest.main()

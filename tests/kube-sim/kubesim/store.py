@@ -356,6 +356,15 @@ class Store:
             raise util.invalid(rt.kind, rt.group, (meta or {}).get("name", ""), causes)
         return obj
 
+    def _transition_check(self, rt, old, new, opts):
+        """Immutability rules (CEL ``self == oldSelf``) of a custom resource's schema."""
+        fn = getattr(_schema, "transition_causes", None) if _schema is not None else None
+        if rt.builtin or fn is None:
+            return []
+        version = opts.get("version") or rt.version
+        sch = rt.schemas.get(version) or rt.schemas.get(rt.version)
+        return fn(sch, old, new) if sch else []
+
     # -- update -------------------------------------------------------------
     def update(self, rt, ns, name, obj, sub=None, opts=None):
         opts = opts or {}
@@ -480,7 +489,8 @@ class Store:
         if causes:
             raise util.invalid(rt.kind, rt.group, name, causes)
         result = self._schema_check(rt, result, opts, create=False)
-        causes = kinds.validate(rt, result, old, self)
+        causes = self._transition_check(rt, old, result, opts)
+        causes += kinds.validate(rt, result, old, self)
         if causes:
             raise util.invalid(rt.kind, rt.group, name, causes)
         if rt.key == kinds.CRD_KEY and self.crd_hook:
