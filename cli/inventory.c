@@ -20,25 +20,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define QUERY              "/tau.inventory.v1.QueryService/"
+#define QUERY              TAU_CLI_QUERY
 #define DEFAULT_AGGREGATOR "localhost:50051"
 
 static int json_out(char **out, cJSON *root)
 {
-	char *text = root != NULL ? cJSON_Print(root) : NULL;
+	char *text = root != NULL ? cJSON_Print(root) : NULL, *grown;
 	size_t n;
 
 	cJSON_Delete(root);
 	if (text == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	n = strlen(text);
-	*out = realloc(text, n + 2);
-	if (*out == NULL) {
+	grown = realloc(text, n + 2);
+	if (grown == NULL) {
 		free(text);
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	}
-	(*out)[n] = '\n';
-	(*out)[n + 1] = '\0';
+	grown[n] = '\n';
+	grown[n + 1] = '\0';
+	*out = grown;
 	return 0;
 }
 
@@ -284,6 +285,28 @@ static char *read_small_file(const char *path)
 	return buf;
 }
 
+int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const char *addr,
+                               const char *ca_file, bool insecure)
+{
+	tau_rpc_channel_opts copts = {0};
+	char *ca_pem = NULL;
+	int rc;
+
+	if (addr == NULL || addr[0] == '\0')
+		addr = getenv("TAU_AGGREGATOR");
+	copts.target = addr != NULL && addr[0] != '\0' ? addr : DEFAULT_AGGREGATOR;
+	if (ca_file != NULL && insecure)
+		return tau_error_set(TAU_EINVAL, "--ca-file and --insecure exclude each other");
+	if (ca_file != NULL && (ca_pem = read_small_file(ca_file)) == NULL)
+		return tau_error_set(TAU_EINVAL, "cannot read --ca-file %s", ca_file);
+	copts.ca_pem = ca_pem;
+	rc = tau_rpc_channel_new(out, &copts);
+	free(ca_pem); /* the channel's credentials hold their own copy */
+	if (rc == 0)
+		*target = copts.target;
+	return rc;
+}
+
 int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 {
 	enum { O_AGG = 256, O_CA, O_INSECURE, O_CLASS, O_COUNTED, O_TIMEOUT };
@@ -298,16 +321,15 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	        {"output", required_argument, NULL, 'o'},
 	        {NULL, 0, NULL, 0},
 	};
-	const char *addr = getenv("TAU_AGGREGATOR"), *ca_file = NULL, *cls = NULL, *what,
-	           *node = NULL;
+	const char *addr = NULL, *ca_file = NULL, *cls = NULL, *what, *node = NULL;
 	bool insecure = false, counted_only = false;
 	tau_cli_format fmt = TAU_CLI_TABLE;
 	int timeout_ms = 10000, c, rc = TAU_CLI_FAILED;
-	tau_rpc_channel_opts copts = {0};
+	const char *target = NULL;
 	tau_rpc_channel *ch = NULL;
 	tau_rpc_status status = {0};
 	ProtobufCMessage *resp = NULL;
-	char *ca_pem = NULL, *text = NULL;
+	char *text = NULL;
 
 	(void)g;
 	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -374,20 +396,9 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 		        argv[optind]);
 		return TAU_CLI_USAGE;
 	}
-	if (ca_file != NULL && insecure) {
-		fprintf(stderr, "tau inventory: --ca-file and --insecure exclude each other\n");
-		return TAU_CLI_USAGE;
-	}
-	if (ca_file != NULL && (ca_pem = read_small_file(ca_file)) == NULL) {
-		fprintf(stderr, "tau inventory: cannot read --ca-file %s\n", ca_file);
-		return TAU_CLI_USAGE;
-	}
-	copts.target = addr != NULL && addr[0] ? addr : DEFAULT_AGGREGATOR;
-	copts.ca_pem = ca_pem;
-	if (tau_rpc_channel_new(&ch, &copts) < 0) {
+	if (tau_cli_aggregator_channel(&ch, &target, addr, ca_file, insecure) < 0) {
 		fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
-		rc = TAU_CLI_USAGE;
-		goto out;
+		return TAU_CLI_USAGE;
 	}
 	if (strcmp(what, "pool") == 0) {
 		Tau__Inventory__V1__GetPoolRequest req = TAU__INVENTORY__V1__GET_POOL_REQUEST__INIT;
@@ -430,7 +441,7 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	fputs(text, stdout);
 	goto out;
 rpc_failed:
-	fprintf(stderr, "tau inventory %s: aggregator %s: %s: %s\n", what, copts.target,
+	fprintf(stderr, "tau inventory %s: aggregator %s: %s: %s\n", what, target,
 	        tau_rpc_code_name(status.code),
 	        status.message[0] ? status.message : tau_error_last()->msg);
 	rc = status.code == TAU_RPC_NOT_FOUND || status.code == TAU_RPC_INVALID_ARGUMENT
@@ -444,6 +455,5 @@ out:
 	free(text);
 	tau_rpc_message_free(resp);
 	tau_rpc_channel_free(ch);
-	free(ca_pem);
 	return rc;
 }

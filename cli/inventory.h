@@ -12,8 +12,25 @@
 #include "cli.h"
 
 #include "tau/inventory/v1/query.pb-c.h"
+#include "tau/rpc.h"
 
 #include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+/** QueryService method paths: QUERY "ListNodes" and so on. */
+#define TAU_CLI_QUERY "/tau.inventory.v1.QueryService/"
+
+/**
+ * Open a channel to the aggregator the way every command does: `addr` (NULL or "": env
+ * TAU_AGGREGATOR, then localhost:50051), TLS trusting the CA in `ca_file` when given, plaintext
+ * otherwise.  *target lends the address used (for messages).
+ * @return 0 and gives *out (tau_rpc_channel_free); -TAU_EINVAL when `ca_file` and `insecure`
+ *         are both given, `ca_file` cannot be read or the target is bad (tau_error_last() says
+ *         which), -TAU_ENOMEM.
+ */
+int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const char *addr,
+                               const char *ca_file, bool insecure);
 
 /** @return 0 or -TAU_ENOMEM. */
 int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cli_format fmt);
@@ -21,5 +38,37 @@ int tau_cli_render_nodes(char **out, const Tau__Inventory__V1__ListNodesResponse
                          tau_cli_format fmt);
 int tau_cli_render_explain(char **out, const Tau__Inventory__V1__ExplainNodeResponse *ex,
                            tau_cli_format fmt);
+
+/*
+ * The CSI verdict of `tau workspace check --data-pvc PVC --aggregator ADDR` (cli/workspace.c),
+ * declared here because it reads inventory answers.
+ */
+
+/**
+ * Decide which CSI driver serves a PVC (`pvc`), from its bound PersistentVolume (`pv`, NULL
+ * when unbound or unreadable) and its StorageClass (`sc`, NULL when unnamed or unreadable):
+ * the PV's spec.csi.driver when bound, otherwise the class's provisioner unless that is an
+ * in-tree "kubernetes.io/" one.
+ * @return the driver name (lent from `pv` or `sc`), or NULL with *why (static text) saying
+ *         why it cannot be told.
+ */
+const char *tau_cli_ws_csi_driver(const cJSON *pvc, const cJSON *pv, const cJSON *sc,
+                                  const char **why);
+
+/**
+ * The CSI report for `driver` over the eligible (counted) nodes, one GetNode answer each
+ * (a node without an inventory has not registered anything).  A node passes when its agent
+ * lists the driver with in_csi_node and socket_present both true.  Gives a new object
+ * {"driver", "nodes": [{"name", "inCSINode", "socketPresent"}], "eligible": count,
+ * "missing": count, "ok"} (the counts as in `tau storage check`); ok is false when a node
+ * misses the driver or none is eligible.
+ * @return the object (cJSON_Delete), or NULL when out of memory.
+ */
+cJSON *tau_cli_ws_csi_report(const char *driver,
+                             const Tau__Inventory__V1__GetNodeResponse *const *nodes,
+                             size_t n_nodes);
+
+/** Print a report of tau_cli_ws_csi_report as NODE REGISTERED SOCKET and a verdict line. */
+void tau_cli_ws_print_csi(FILE *out, const cJSON *csi);
 
 #endif /* TAU_CLI_INVENTORY_H */

@@ -7,8 +7,16 @@
  * pure printers that take the JSON, so formats are unit-tested from canned
  * objects.  `check` exits 1 unless the phase is Ready for the current
  * generation; usage and input errors exit 2 (DESIGN.md §3).
+ *
+ * `check --data-pvc PVC --aggregator ADDR` also asks the aggregator whether
+ * the PVC's CSI driver is registered on every node that counts in the pool
+ * (the nodes the workspace's queue draws from).  The driver is read from
+ * Kubernetes (bound PV, else StorageClass provisioner); the verdict is made
+ * by a pure function over the GetNode answers, so it is unit tested.
  */
 #include "workspace.h"
+
+#include "inventory.h"
 
 #include "tau/error.h"
 #include "tau/json.h"
@@ -22,6 +30,9 @@ static const tau_kube_resource res_workspaces = {"tau.azure.com", "v1alpha1", "w
 static const tau_kube_resource res_pvcs = {"", "v1", "persistentvolumeclaims", true};
 static const tau_kube_resource res_storageclasses = {"storage.k8s.io", "v1", "storageclasses",
                                                      false};
+static const tau_kube_resource res_pvs = {"", "v1", "persistentvolumes", false};
+
+#define CSI_TIMEOUT_MS 10000
 
 #define NONE "<none>"
 
@@ -240,6 +251,146 @@ int tau_cli_ws_print_status(FILE *out, const cJSON *ws, tau_cli_format fmt)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* The CSI verdict of check --data-pvc --aggregator                                            */
+
+const char *tau_cli_ws_csi_driver(const cJSON *pvc, const cJSON *pv, const cJSON *sc,
+                                  const char **why)
+{
+	const char *cls = jstr(pvc, "spec.storageClassName"), *prov;
+
+	if (pv != NULL) {
+		const char *d = jstr(pv, "spec.csi.driver");
+
+		if (d != NULL && d[0] != '\0')
+			return d;
+		*why = "its PersistentVolume is not a CSI volume (no spec.csi.driver)";
+		return NULL;
+	}
+	if (cls == NULL || cls[0] == '\0') {
+		*why = "it names no storage class and is not bound to a CSI volume";
+		return NULL;
+	}
+	if (sc == NULL) {
+		*why = "its storage class could not be read";
+		return NULL;
+	}
+	prov = jstr(sc, "provisioner");
+	if (prov == NULL || prov[0] == '\0') {
+		*why = "its storage class has no provisioner";
+		return NULL;
+	}
+	if (strncmp(prov, "kubernetes.io/", strlen("kubernetes.io/")) == 0) {
+		*why = "its storage class's provisioner is in-tree, not a CSI driver";
+		return NULL;
+	}
+	return prov;
+}
+
+static const Tau__Inventory__V1__CsiDriver *find_csi(const Tau__Inventory__V1__NodeInventory *inv,
+                                                     const char *driver)
+{
+	if (inv == NULL)
+		return NULL;
+	for (size_t i = 0; i < inv->n_csi_drivers; i++)
+		if (inv->csi_drivers[i]->name != NULL &&
+		    strcmp(inv->csi_drivers[i]->name, driver) == 0)
+			return inv->csi_drivers[i];
+	return NULL;
+}
+
+cJSON *tau_cli_ws_csi_report(const char *driver,
+                             const Tau__Inventory__V1__GetNodeResponse *const *nodes,
+                             size_t n_nodes)
+{
+	cJSON *rep = cJSON_CreateObject(), *arr;
+	size_t n_missing = 0;
+
+	if (rep == NULL)
+		return NULL;
+	add_str(rep, "driver", driver);
+	arr = cJSON_AddArrayToObject(rep, "nodes");
+	if (arr == NULL) {
+		cJSON_Delete(rep);
+		return NULL;
+	}
+	for (size_t i = 0; i < n_nodes; i++) {
+		const Tau__Inventory__V1__GetNodeResponse *r = nodes[i];
+		const Tau__Inventory__V1__CsiDriver *d = find_csi(r->inventory, driver);
+		const char *name = r->status != NULL      ? r->status->name
+		                   : r->inventory != NULL ? r->inventory->node_name
+		                                          : "";
+		bool in_csinode = d != NULL && d->in_csi_node,
+		     socket = d != NULL && d->socket_present;
+		cJSON *o = cJSON_CreateObject();
+
+		add_str(o, "name", name);
+		cJSON_AddBoolToObject(o, "inCSINode", in_csinode);
+		cJSON_AddBoolToObject(o, "socketPresent", socket);
+		cJSON_AddItemToArray(arr, o);
+		if (!in_csinode || !socket)
+			n_missing++;
+	}
+	/* The same counts as `tau storage check`. */
+	cJSON_AddNumberToObject(rep, "eligible", (double)n_nodes);
+	cJSON_AddNumberToObject(rep, "missing", (double)n_missing);
+	cJSON_AddBoolToObject(rep, "ok", n_nodes > 0 && n_missing == 0);
+	return rep;
+}
+
+static bool csi_node_ok(const cJSON *n)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "inCSINode")) &&
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "socketPresent"));
+}
+
+void tau_cli_ws_print_csi(FILE *out, const cJSON *csi)
+{
+	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(csi, "nodes"), *n;
+	const char *driver = jstr(csi, "driver");
+	size_t rows = (size_t)cJSON_GetArraySize(nodes), r = 1, n_missing = 0;
+	const char **cells;
+
+	driver = driver != NULL ? driver : NONE;
+	if (rows == 0) {
+		fprintf(out, "CSI driver %s: no eligible nodes (no node counts in the pool)\n",
+		        driver);
+		return;
+	}
+	cells = calloc((rows + 1) * 3, sizeof(*cells));
+	if (cells == NULL)
+		return;
+	cells[0] = "NODE";
+	cells[1] = "REGISTERED";
+	cells[2] = "SOCKET";
+	cJSON_ArrayForEach(n, nodes)
+	{
+		cells[r * 3 + 0] = jstr(n, "name");
+		cells[r * 3 + 1] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "inCSINode"))
+		                           ? "yes"
+		                           : "no";
+		cells[r * 3 + 2] =
+		        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "socketPresent")) ? "yes"
+		                                                                           : "no";
+		n_missing += !csi_node_ok(n);
+		r++;
+	}
+	tau_cli_print_table(out, cells, r, 3);
+	free(cells);
+	if (n_missing == 0) {
+		fprintf(out, "CSI driver %s: registered on all %zu eligible nodes\n", driver, rows);
+		return;
+	}
+	fprintf(out, "CSI driver %s: missing on %zu of %zu eligible nodes:", driver, n_missing,
+	        rows);
+	cJSON_ArrayForEach(n, nodes)
+	{
+		if (!csi_node_ok(n))
+			fprintf(out, " %s", jstr(n, "name") != NULL ? jstr(n, "name") : NONE);
+	}
+	fprintf(out, "\n");
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* I/O                                                                                         */
 
 static int connect_client(tau_kube_client **out, const tau_cli_globals *g)
@@ -263,14 +414,19 @@ static const char *api_message(void)
 	return e->http_code != 0 && e->message[0] != '\0' ? e->message : tau_error_last()->msg;
 }
 
-/* Report the PVC: existence, phase, storage class and its CSI provisioner.  Returns ok. */
-static bool check_pvc(FILE *out, cJSON *doc, tau_kube_client *c, const char *ns, const char *pvc)
+/*
+ * Report the PVC: existence, phase, storage class and its CSI provisioner.  Returns ok.
+ * *driver gets the CSI driver serving it (new string) or stays NULL with *why set.
+ */
+static bool check_pvc(FILE *out, cJSON *doc, tau_kube_client *c, const char *ns, const char *pvc,
+                      char **driver, const char **why)
 {
-	cJSON *obj = NULL, *sc = NULL, *rep = cJSON_CreateObject();
-	const char *cls = NULL, *phase = NULL, *prov = NULL;
+	cJSON *obj = NULL, *sc = NULL, *pv = NULL, *rep = cJSON_CreateObject();
+	const char *cls = NULL, *phase = NULL, *prov = NULL, *vol = NULL, *drv;
 	bool ok = false;
 	int rc;
 
+	*why = "the PVC could not be read";
 	add_str(rep, "name", pvc);
 	add_str(rep, "namespace", ns);
 	if (ns == NULL) {
@@ -287,11 +443,20 @@ static bool check_pvc(FILE *out, cJSON *doc, tau_kube_client *c, const char *ns,
 	}
 	cls = jstr(obj, "spec.storageClassName");
 	phase = jstr(obj, "status.phase");
+	vol = jstr(obj, "spec.volumeName");
 	add_str(rep, "phase", phase);
 	add_str(rep, "storageClass", cls);
-	if (cls != NULL && tau_kube_get(&sc, c, &res_storageclasses, NULL, cls) == 0)
+	if (cls != NULL && cls[0] != '\0' &&
+	    tau_kube_get(&sc, c, &res_storageclasses, NULL, cls) == 0)
 		prov = jstr(sc, "provisioner");
+	/* A bound PV names the driver that actually mounts the volume. */
+	if (vol != NULL && vol[0] != '\0' && tau_kube_get(&pv, c, &res_pvs, NULL, vol) != 0)
+		pv = NULL;
 	add_str(rep, "provisioner", prov);
+	drv = tau_cli_ws_csi_driver(obj, pv, sc, why);
+	add_str(rep, "csiDriver", drv);
+	if (drv != NULL && (*driver = strdup(drv)) == NULL)
+		*why = "out of memory";
 	fprintf(out, "PVC %s/%s: phase %s, storage class %s, CSI provisioner %s\n", ns, pvc,
 	        phase != NULL ? phase : NONE, cls != NULL ? cls : NONE,
 	        prov != NULL ? prov : "unknown (storage class not readable)");
@@ -306,23 +471,124 @@ done:
 	cJSON_AddItemToObject(doc, "pvc", rep);
 	cJSON_Delete(obj);
 	cJSON_Delete(sc);
+	cJSON_Delete(pv);
 	return ok;
+}
+
+/* Where --aggregator, --ca-file and --insecure point. */
+typedef struct ws_aggregator {
+	const char *addr;
+	const char *ca_file;
+	bool insecure;
+} ws_aggregator;
+
+/*
+ * Ask the aggregator for the counted nodes and each one's inventory, and report whether
+ * `driver` is registered on all of them.  Returns TAU_CLI_OK, TAU_CLI_FAILED (a node lacks
+ * the driver, or the aggregator could not answer) or TAU_CLI_USAGE (bad channel options).
+ */
+static int check_csi(FILE *out, cJSON *doc, const char *driver, const ws_aggregator *agg)
+{
+	Tau__Inventory__V1__ListNodesRequest lreq = TAU__INVENTORY__V1__LIST_NODES_REQUEST__INIT;
+	const Tau__Inventory__V1__GetNodeResponse **got = NULL;
+	Tau__Inventory__V1__ListNodesResponse *list = NULL;
+	ProtobufCMessage *resp = NULL, **held = NULL;
+	tau_rpc_status status = {0};
+	tau_rpc_channel *ch = NULL;
+	const char *target = NULL, *what = "ListNodes";
+	size_t n_got = 0;
+	cJSON *rep = NULL;
+	char err[1024];
+	int rc = TAU_CLI_FAILED;
+
+	if (tau_cli_aggregator_channel(&ch, &target, agg->addr, agg->ca_file, agg->insecure) < 0) {
+		fprintf(stderr, "tau workspace check: %s\n", tau_error_last()->msg);
+		snprintf(err, sizeof(err), "%s", tau_error_last()->msg);
+		rc = TAU_CLI_USAGE;
+		goto failed;
+	}
+	lreq.gpu_class = (char *)"";
+	lreq.counted_only = true; /* eligible: the nodes in the pool the queue draws from */
+	if (tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "ListNodes", &lreq.base,
+	                  &tau__inventory__v1__list_nodes_response__descriptor, CSI_TIMEOUT_MS,
+	                  &status) < 0)
+		goto rpc_failed;
+	list = (Tau__Inventory__V1__ListNodesResponse *)resp;
+	resp = NULL;
+	got = calloc(list->n_nodes + 1, sizeof(*got));
+	held = calloc(list->n_nodes + 1, sizeof(*held));
+	if (got == NULL || held == NULL) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto failed;
+	}
+	what = "GetNode";
+	for (size_t i = 0; i < list->n_nodes; i++) {
+		Tau__Inventory__V1__GetNodeRequest greq =
+		        TAU__INVENTORY__V1__GET_NODE_REQUEST__INIT;
+
+		greq.name = list->nodes[i]->name;
+		if (tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "GetNode", &greq.base,
+		                  &tau__inventory__v1__get_node_response__descriptor,
+		                  CSI_TIMEOUT_MS, &status) < 0) {
+			if (status.code == TAU_RPC_NOT_FOUND)
+				continue; /* gone since ListNodes: no longer eligible */
+			goto rpc_failed;
+		}
+		held[n_got] = resp;
+		got[n_got++] = (const Tau__Inventory__V1__GetNodeResponse *)resp;
+		resp = NULL;
+	}
+	rep = tau_cli_ws_csi_report(driver, got, n_got);
+	if (rep == NULL) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto failed;
+	}
+	tau_cli_ws_print_csi(out, rep);
+	rc = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")) ? TAU_CLI_OK
+	                                                               : TAU_CLI_FAILED;
+	cJSON_AddItemToObject(doc, "csi", rep);
+	rep = NULL;
+	goto out;
+rpc_failed:
+	snprintf(err, sizeof(err), "aggregator %.200s cannot answer %s: %s: %.600s", target, what,
+	         tau_rpc_code_name(status.code),
+	         status.message[0] ? status.message : tau_error_last()->msg);
+	fprintf(stderr, "tau workspace check: CSI registration of %s unknown: %s\n", driver, err);
+failed:
+	rep = cJSON_CreateObject();
+	add_str(rep, "driver", driver);
+	add_str(rep, "error", err);
+	cJSON_AddBoolToObject(rep, "ok", false);
+	cJSON_AddItemToObject(doc, "csi", rep);
+	rep = NULL;
+out:
+	for (size_t i = 0; i < n_got; i++)
+		tau_rpc_message_free(held[i]);
+	free(held);
+	free(got);
+	tau_rpc_message_free(resp);
+	tau_rpc_message_free(list != NULL ? &list->base : NULL);
+	tau_rpc_channel_free(ch);
+	return rc;
 }
 
 static void ws_usage(FILE *out)
 {
 	fputs("Usage: tau workspace list [-o table|json]\n"
 	      "       tau workspace status NAME [-o table|json]\n"
-	      "       tau workspace check NAME [--data-pvc PVC] [--aggregator ADDR] "
-	      "[-o table|json]\n"
+	      "       tau workspace check NAME [--data-pvc PVC [--aggregator ADDR "
+	      "[--ca-file F | --insecure]]] [-o table|json]\n"
 	      "Options: --context C  --system-namespace NS  --kubeconfig F\n"
-	      "Exit codes: 0 success, 1 not Ready (check) or API failure, 2 usage error.\n",
+	      "With --aggregator, check also requires the PVC's CSI driver to be registered\n"
+	      "on every node that counts in the pool (ADDR defaults to env TAU_AGGREGATOR).\n"
+	      "Exit codes: 0 success, 1 not Ready, PVC or CSI check failed, or API failure,\n"
+	      "2 usage error.\n",
 	      out);
 }
 
 int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG, O_PVC, O_AGG };
+	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG, O_PVC, O_AGG, O_CA, O_INSECURE };
 	static const struct option lopts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"output", required_argument, NULL, 'o'},
@@ -331,13 +597,17 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
 	        {"data-pvc", required_argument, NULL, O_PVC},
 	        {"aggregator", required_argument, NULL, O_AGG},
+	        {"ca-file", required_argument, NULL, O_CA},
+	        {"insecure", no_argument, NULL, O_INSECURE},
 	        {NULL, 0, NULL, 0},
 	};
 	tau_cli_globals gl = {0};
 	tau_cli_format fmt = TAU_CLI_TABLE;
-	const char *verb, *name = NULL, *pvc = NULL, *agg = NULL, *sysns;
+	const char *verb, *name = NULL, *pvc = NULL, *sysns;
+	ws_aggregator agg = {NULL, NULL, false};
 	tau_kube_client *client = NULL;
 	cJSON *obj = NULL;
+	char *driver = NULL;
 	int c, rc = TAU_CLI_USAGE;
 
 	if (g != NULL)
@@ -373,7 +643,13 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 			pvc = optarg;
 			break;
 		case O_AGG:
-			agg = optarg;
+			agg.addr = optarg;
+			break;
+		case O_CA:
+			agg.ca_file = optarg;
+			break;
+		case O_INSECURE:
+			agg.insecure = true;
 			break;
 		default:
 			fprintf(stderr, "tau workspace: unknown option %s\n", argv[optind - 1]);
@@ -403,8 +679,25 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		fprintf(stderr, "tau workspace %s: unexpected argument %s\n", verb, argv[optind]);
 		return TAU_CLI_USAGE;
 	}
-	if ((pvc != NULL || agg != NULL) && strcmp(verb, "check") != 0) {
-		fprintf(stderr, "tau workspace: --data-pvc and --aggregator belong to check\n");
+	if ((pvc != NULL || agg.addr != NULL || agg.ca_file != NULL || agg.insecure) &&
+	    strcmp(verb, "check") != 0) {
+		fprintf(stderr, "tau workspace: --data-pvc, --aggregator, --ca-file and --insecure "
+		                "belong to check\n");
+		return TAU_CLI_USAGE;
+	}
+	if ((agg.ca_file != NULL || agg.insecure) && agg.addr == NULL) {
+		fprintf(stderr,
+		        "tau workspace check: --ca-file and --insecure need --aggregator\n");
+		return TAU_CLI_USAGE;
+	}
+	if (agg.addr != NULL && pvc == NULL) {
+		fprintf(stderr, "tau workspace check: --aggregator checks the CSI driver of "
+		                "--data-pvc PVC; give one\n");
+		return TAU_CLI_USAGE;
+	}
+	if (agg.ca_file != NULL && agg.insecure) {
+		fprintf(stderr,
+		        "tau workspace check: --ca-file and --insecure exclude each other\n");
 		return TAU_CLI_USAGE;
 	}
 	sysns = gl.system_namespace != NULL ? gl.system_namespace : "tau-system";
@@ -442,6 +735,8 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		/* check */
 		cJSON *doc = status_doc(obj);
 		bool ready = tau_cli_ws_ready(obj), pvc_ok = true;
+		const char *why = NULL;
+		int csi_rc = TAU_CLI_OK;
 		FILE *human = fmt == TAU_CLI_JSON ? stderr : stdout;
 		const cJSON *cnd;
 
@@ -470,22 +765,31 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		}
 		if (pvc != NULL)
 			pvc_ok = check_pvc(human, doc, client,
-			                   jstr(obj, "status.target.resolvedNamespace"), pvc);
-		if (agg != NULL) {
-			fprintf(human,
-			        "CSI registration via aggregator %s: inventory unavailable "
-			        "(this build does not query the inventory; use `tau storage "
-			        "check --driver NAME`)\n",
-			        agg);
-			add_str(doc, "csi", "inventory unavailable");
+			                   jstr(obj, "status.target.resolvedNamespace"), pvc,
+			                   &driver, &why);
+		if (agg.addr != NULL && driver == NULL) {
+			cJSON *rep = cJSON_CreateObject();
+
+			fprintf(human, "CSI driver of PVC %s cannot be told: %s\n", pvc, why);
+			add_str(rep, "driver", NULL);
+			add_str(rep, "error", why);
+			cJSON_AddBoolToObject(rep, "ok", false);
+			cJSON_AddItemToObject(doc, "csi", rep);
+			csi_rc = TAU_CLI_FAILED;
+		} else if (agg.addr != NULL) {
+			csi_rc = check_csi(human, doc, driver, &agg);
 		}
 		if (fmt == TAU_CLI_JSON)
 			print_json(stdout, doc);
 		else
 			cJSON_Delete(doc);
-		rc = ready && pvc_ok ? TAU_CLI_OK : TAU_CLI_FAILED;
+		if (csi_rc == TAU_CLI_USAGE)
+			rc = TAU_CLI_USAGE;
+		else
+			rc = ready && pvc_ok && csi_rc == TAU_CLI_OK ? TAU_CLI_OK : TAU_CLI_FAILED;
 	}
 out:
+	free(driver);
 	cJSON_Delete(obj);
 	tau_kube_client_free(client);
 	return rc;

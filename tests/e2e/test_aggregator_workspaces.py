@@ -10,9 +10,13 @@ ServiceAccount's token, creates a ClusterQueue and a TauWorkspace, waits until t
 binary says `tau workspace check NAME` (exit 0), and reads ListWorkspaces/GetWorkspace over
 gRPC with message classes protoc generates from proto/.  Also covered: --leader-elect (only
 the leader runs the controller; a follower answers UNAVAILABLE and takes over when the leader
-stops), --no-workspace-controller, and an invalid configuration refused at start-up (exit 2).
+stops), --no-workspace-controller, an invalid configuration refused at start-up (exit 2), and
+`tau workspace check --data-pvc PVC --aggregator ADDR`: fake agents (aggregator/agent.py) report
+the CSI drivers of two counted nodes, and the check fails naming the node whose agent lacks the
+PVC's driver, then passes once it reports it.
 Waits are wait-for-condition loops with deadlines, never fixed sleeps.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -29,6 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import test_workspace as wst  # noqa: E402
+from aggregator.agent import FakeAgent, inventory_from_node  # noqa: E402
 
 AGG_BIN = os.environ.get("TAU_AGGREGATOR", os.path.join(ROOT, "build", "tau-aggregator"))
 CLI_BIN = os.environ.get("TAU_CLI", os.path.join(ROOT, "build", "tau"))
@@ -37,12 +42,15 @@ PROTO_DIR = os.path.join(ROOT, "proto")
 QRY = "/tau.inventory.v1.QueryService/"
 TIMEOUT = float(os.environ.get("TAU_WS_E2E_TIMEOUT", "30"))
 
-qpb = None
+qpb = ipb = None
 WORK = None
+AGENT_USER = "system:serviceaccount:tau-system:tau-node-agent"
+CSI_NODES = ("gpu-a", "gpu-b")
+BLOB = "blob.csi.azure.com"
 
 
 def setUpModule():
-    global qpb, WORK
+    global qpb, ipb, WORK
     for path, env in ((AGG_BIN, "TAU_AGGREGATOR"), (CLI_BIN, "TAU_CLI")):
         if not os.access(path, os.X_OK):
             raise unittest.SkipTest("%s not built; set %s" % (path, env))
@@ -55,8 +63,8 @@ def setUpModule():
                     os.path.join(PROTO_DIR, "tau/inventory/v1/inventory.proto"),
                     os.path.join(PROTO_DIR, "tau/inventory/v1/query.proto")], check=True)
     sys.path.insert(0, gen)
-    from tau.inventory.v1 import query_pb2  # noqa: E402
-    qpb = query_pb2
+    from tau.inventory.v1 import inventory_pb2, query_pb2  # noqa: E402
+    qpb, ipb = query_pb2, inventory_pb2
 
 
 def tearDownModule():
@@ -100,7 +108,8 @@ class Aggregator:
             raise AssertionError("tau-aggregator did not start:\n" + self.log())
         ports = dict(kv.split("=") for kv in line[0].split()[1:])
         self.http_port = int(ports["http"])
-        self.channel = grpc.insecure_channel("127.0.0.1:%s" % ports["grpc"])
+        self.addr = "127.0.0.1:%s" % ports["grpc"]
+        self.channel = grpc.insecure_channel(self.addr)
 
     def log(self):
         with open(self.log_path) as f:
@@ -283,6 +292,147 @@ class AggregatorWorkspacesTest(unittest.TestCase):
         self.assertIn("allowlist", agg.log())
         agg = self.start("bad-mode", extra=("--namespace-mode", "Sometimes"), expect_ready=False)
         self.assertEqual(agg.p.wait(30), 2)
+
+
+class _SimWithAgentTokens(wst.SimProcess):
+    """kube-sim whose tokens file also holds a node-bound token per CSI_NODES agent."""
+
+    def __init__(self, args, **kw):
+        path = args[args.index("--tokens") + 1]
+        with open(path) as f:
+            tokens = json.load(f)
+        for n in CSI_NODES:
+            tokens["tok-" + n] = {"username": AGENT_USER, "audiences": ["taugrid"],
+                                  "extra": {"authentication.kubernetes.io/node-name": [n]}}
+        with open(path, "w") as f:
+            json.dump(tokens, f)
+        super().__init__(args, **kw)
+
+
+def _gpu_node(name):
+    alloc = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name,
+                         "labels": {"kubernetes.io/os": "linux", "kubernetes.io/hostname": name,
+                                    "tau.azure.com/gpu-class": "h100"}},
+            "spec": {},
+            "status": {"allocatable": alloc, "capacity": alloc,
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def _with_csi(node, drivers):
+    inv = inventory_from_node(ipb, node)
+    for d in sorted(drivers):
+        inv.csi_drivers.add(name=d, in_csi_node=True, socket_present=True, supported=True)
+    # A different inventory carries a different digest.
+    inv.digest = inv.digest[:48] + "%016x" % len(drivers)
+    return inv
+
+
+class WorkspaceCsiCheckTest(unittest.TestCase):
+    def setUp(self):
+        orig = wst.SimProcess
+        wst.SimProcess = _SimWithAgentTokens
+        try:
+            self.env = wst.Env(start=False)
+        finally:
+            wst.SimProcess = orig
+        self.addCleanup(self.env.stop)
+        self.agg = Aggregator(self.env, "aggregator")
+        self.addCleanup(self.agg.stop)
+        self.agents = []
+
+    def tearDown(self):
+        for a in self.agents:
+            if not a.done:
+                a.cancel()
+
+    def tau(self, *args):
+        r = subprocess.run([CLI_BIN, "--kubeconfig", self.env.sim.kubeconfig,
+                            "--system-namespace", "tau-system"] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60)
+        return r.returncode, r.stdout, r.stderr
+
+    def check(self, *extra):
+        return self.tau("workspace", "check", "alpha", "--data-pvc", "data", *extra)
+
+    def counted(self):
+        resp = self.agg.unary("ListNodes", qpb.ListNodesRequest(counted_only=True),
+                              qpb.ListNodesResponse)
+        return sorted(n.name for n in resp.nodes)
+
+    def test_check_reports_csi_registration_per_counted_node(self):
+        e = self.env
+        e.create(wst.cluster_queue("alpha"))
+        e.create(wst.workspace("alpha", ns="ml-alpha", queue="alpha"))
+        wait_for(lambda: self.tau("workspace", "check", "alpha")[0] == 0,
+                 msg="workspace alpha Ready")
+        e.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                  "metadata": {"name": "azureblob"}, "provisioner": BLOB},
+                 "/apis/storage.k8s.io/v1/storageclasses")
+        e.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                  "metadata": {"name": "intree"}, "provisioner": "kubernetes.io/azure-disk"},
+                 "/apis/storage.k8s.io/v1/storageclasses")
+        pvcs = "/api/v1/namespaces/ml-alpha/persistentvolumeclaims"
+        for name, cls in (("data", "azureblob"), ("legacy", "intree")):
+            pvc = e.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                            "metadata": {"name": name, "namespace": "ml-alpha"},
+                            "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": cls,
+                                     "resources": {"requests": {"storage": "1Gi"}}}}, pvcs)
+            pvc["status"] = {"phase": "Bound"}
+            e.sim.ok("PUT", "%s/%s/status" % (pvcs, name), pvc)
+        nodes = {n: _gpu_node(n) for n in CSI_NODES}
+        for n in nodes.values():
+            e.create(n, "/api/v1/nodes")
+        have = {"gpu-a": [BLOB], "gpu-b": ["disk.csi.azure.com"]}
+        for n in CSI_NODES:
+            a = FakeAgent(ipb, self.agg.channel, "tok-" + n, _with_csi(nodes[n], have[n]))
+            self.agents.append(a)
+            self.assertEqual(a.wait_ack(1).status, ipb.ACK_STATUS_OK)
+        wait_for(lambda: self.counted() == list(CSI_NODES), msg="both nodes counted")
+
+        # gpu-b's agent does not report the driver: exit 1 naming it.
+        rc, out, err = self.check("--aggregator", self.agg.addr, "--insecure")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("NODE", out)
+        self.assertIn("missing on 1 of 2 eligible nodes: gpu-b", out)
+        rc, out, err = self.check("--aggregator", self.agg.addr, "-o", "json")
+        self.assertEqual(rc, 1, out + err)
+        csi = json.loads(out)["csi"]
+        self.assertEqual(csi["driver"], BLOB)
+        self.assertEqual(csi["eligible"], 2)
+        self.assertEqual(csi["missing"], 1)
+        self.assertFalse(csi["ok"])
+        self.assertEqual([(x["name"], x["inCSINode"], x["socketPresent"]) for x in csi["nodes"]],
+                         [("gpu-a", True, True), ("gpu-b", False, False)])
+
+        # An in-tree provisioner has no CSI driver to look for: the check fails saying so.
+        rc, out, err = self.tau("workspace", "check", "alpha", "--data-pvc", "legacy",
+                                "--aggregator", self.agg.addr)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("in-tree", out)
+
+        # Usage errors exit 2; an aggregator nobody listens on fails the check (exit 1).
+        self.assertEqual(self.check("--aggregator", self.agg.addr, "--insecure",
+                                    "--ca-file", "/nonexistent")[0], 2)
+        self.assertEqual(self.check("--aggregator", self.agg.addr, "--ca-file",
+                                    "/nonexistent")[0], 2)
+        rc, out, err = self.check("--aggregator", "127.0.0.1:1")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("127.0.0.1:1", err)
+        self.assertIn("cannot answer", err)
+
+        # gpu-b's agent now reports the driver: every counted node has it, exit 0.
+        self.agents[1].send_inventory(_with_csi(nodes["gpu-b"], [BLOB, "disk.csi.azure.com"]))
+        self.assertEqual(self.agents[1].wait_ack(2).status, ipb.ACK_STATUS_OK)
+        last = []
+
+        def passes():
+            last[:] = [self.check("--aggregator", self.agg.addr, "--insecure")]
+            return last[0][0] == 0
+        wait_for(passes, msg="check passes once gpu-b reports " + BLOB)
+        self.assertIn("registered on all 2 eligible nodes", last[0][1])
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 /*
  * test_cli_workspace.c - `tau workspace` output from canned JSON: table
- * alignment, JSON shape, the check verdict (exit code), usage errors.
+ * alignment, JSON shape, the check verdict (exit code), usage errors, and the
+ * CSI verdict of `check --data-pvc --aggregator` from canned GetNode answers.
  */
 #include "workspace.h"
+
+#include "inventory.h"
 
 #include "tau/json.h"
 
@@ -132,6 +135,170 @@ static void test_ready_verdict(void **state)
 	cJSON_Delete(none);
 }
 
+static void test_csi_driver_from_pv_or_class(void **state)
+{
+	(void)state;
+	cJSON *pvc = parse("{\"spec\":{\"storageClassName\":\"azureblob\"}}");
+	cJSON *noclass = parse("{\"spec\":{\"storageClassName\":\"\"}}");
+	cJSON *csi_sc = parse("{\"metadata\":{\"name\":\"azureblob\"},"
+	                      "\"provisioner\":\"blob.csi.azure.com\"}");
+	cJSON *intree_sc = parse("{\"provisioner\":\"kubernetes.io/azure-disk\"}");
+	cJSON *bare_sc = parse("{\"metadata\":{\"name\":\"x\"}}");
+	cJSON *csi_pv = parse("{\"spec\":{\"csi\":{\"driver\":\"disk.csi.azure.com\"}}}");
+	cJSON *nfs_pv = parse("{\"spec\":{\"nfs\":{\"server\":\"s\",\"path\":\"/\"}}}");
+	const char *why = NULL;
+
+	assert_string_equal(tau_cli_ws_csi_driver(pvc, NULL, csi_sc, &why), "blob.csi.azure.com");
+	/* The bound PV wins over the class: it is what gets mounted. */
+	assert_string_equal(tau_cli_ws_csi_driver(pvc, csi_pv, csi_sc, &why), "disk.csi.azure.com");
+	assert_null(tau_cli_ws_csi_driver(pvc, nfs_pv, csi_sc, &why));
+	assert_non_null(strstr(why, "not a CSI volume"));
+	assert_null(tau_cli_ws_csi_driver(pvc, NULL, intree_sc, &why));
+	assert_non_null(strstr(why, "in-tree"));
+	assert_null(tau_cli_ws_csi_driver(pvc, NULL, NULL, &why));
+	assert_non_null(strstr(why, "could not be read"));
+	assert_null(tau_cli_ws_csi_driver(pvc, NULL, bare_sc, &why));
+	assert_non_null(strstr(why, "no provisioner"));
+	assert_null(tau_cli_ws_csi_driver(noclass, NULL, NULL, &why));
+	assert_non_null(strstr(why, "no storage class"));
+	cJSON_Delete(pvc);
+	cJSON_Delete(noclass);
+	cJSON_Delete(csi_sc);
+	cJSON_Delete(intree_sc);
+	cJSON_Delete(bare_sc);
+	cJSON_Delete(csi_pv);
+	cJSON_Delete(nfs_pv);
+}
+
+/* Canned GetNode answers: gpu-a registered, gpu-b without socket, gpu-c other driver only,
+ * gpu-d never reported. */
+typedef struct csi_fixture {
+	Tau__Inventory__V1__CsiDriver blob_ok, blob_nosock, disk;
+	Tau__Inventory__V1__CsiDriver *a_drv[2], *b_drv[1], *c_drv[1];
+	Tau__Inventory__V1__NodeInventory inv[3];
+	Tau__Inventory__V1__NodeStatus st[4];
+	Tau__Inventory__V1__GetNodeResponse resp[4];
+	const Tau__Inventory__V1__GetNodeResponse *nodes[4];
+} csi_fixture;
+
+static void csi_fixture_init(csi_fixture *f)
+{
+	static const char *const names[] = {"gpu-a", "gpu-b", "gpu-c", "gpu-d"};
+	static const Tau__Inventory__V1__CsiDriver drv0 = TAU__INVENTORY__V1__CSI_DRIVER__INIT;
+	static const Tau__Inventory__V1__NodeInventory inv0 =
+	        TAU__INVENTORY__V1__NODE_INVENTORY__INIT;
+	static const Tau__Inventory__V1__NodeStatus st0 = TAU__INVENTORY__V1__NODE_STATUS__INIT;
+	static const Tau__Inventory__V1__GetNodeResponse resp0 =
+	        TAU__INVENTORY__V1__GET_NODE_RESPONSE__INIT;
+
+	f->blob_ok = drv0;
+	f->blob_ok.name = (char *)"blob.csi.azure.com";
+	f->blob_ok.in_csi_node = true;
+	f->blob_ok.socket_present = true;
+	f->blob_nosock = f->blob_ok;
+	f->blob_nosock.socket_present = false;
+	f->disk = f->blob_ok;
+	f->disk.name = (char *)"disk.csi.azure.com";
+	f->a_drv[0] = &f->blob_ok;
+	f->a_drv[1] = &f->disk;
+	f->b_drv[0] = &f->blob_nosock;
+	f->c_drv[0] = &f->disk;
+	for (size_t i = 0; i < 4; i++) {
+		f->st[i] = st0;
+		f->st[i].name = (char *)names[i];
+		f->st[i].counted = true;
+		f->resp[i] = resp0;
+		f->resp[i].status = &f->st[i];
+		if (i < 3) {
+			f->inv[i] = inv0;
+			f->inv[i].node_name = (char *)names[i];
+			f->resp[i].inventory = &f->inv[i];
+		}
+		f->nodes[i] = &f->resp[i];
+	}
+	f->inv[0].n_csi_drivers = 2;
+	f->inv[0].csi_drivers = f->a_drv;
+	f->inv[1].n_csi_drivers = 1;
+	f->inv[1].csi_drivers = f->b_drv;
+	f->inv[2].n_csi_drivers = 1;
+	f->inv[2].csi_drivers = f->c_drv;
+}
+
+static char *print_csi(const cJSON *rep)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	tau_cli_ws_print_csi(f, rep);
+	fclose(f);
+	return buf;
+}
+
+static void test_csi_report_names_missing_nodes(void **state)
+{
+	(void)state;
+	csi_fixture f;
+	cJSON *rep, *n;
+	char *text, *s;
+
+	csi_fixture_init(&f);
+	rep = tau_cli_ws_csi_report("blob.csi.azure.com", f.nodes, 4);
+	assert_non_null(rep);
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(rep, "driver")),
+	                    "blob.csi.azure.com");
+	assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(rep, "eligible")), 4);
+	assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(rep, "missing")), 3);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(rep, "ok")));
+	n = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "nodes"), 1);
+	s = cJSON_PrintUnformatted(n);
+	assert_string_equal(s, "{\"name\":\"gpu-b\",\"inCSINode\":true,\"socketPresent\":false}");
+	free(s);
+	text = print_csi(rep);
+	assert_non_null(strstr(text, "NODE    REGISTERED   SOCKET\n"
+	                             "gpu-a   yes          yes\n"
+	                             "gpu-b   yes          no\n"
+	                             "gpu-c   no           no\n"
+	                             "gpu-d   no           no\n"));
+	assert_non_null(strstr(text, "missing on 3 of 4 eligible nodes: gpu-b gpu-c gpu-d\n"));
+	free(text);
+	cJSON_Delete(rep);
+
+	/* The other driver is everywhere it is listed; gpu-b and gpu-d still lack it. */
+	rep = tau_cli_ws_csi_report("disk.csi.azure.com", f.nodes, 4);
+	assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(rep, "missing")), 2);
+	text = print_csi(rep);
+	assert_non_null(strstr(text, "missing on 2 of 4 eligible nodes: gpu-b gpu-d\n"));
+	free(text);
+	cJSON_Delete(rep);
+}
+
+static void test_csi_report_ok_and_empty(void **state)
+{
+	(void)state;
+	csi_fixture f;
+	cJSON *rep;
+	char *text;
+
+	csi_fixture_init(&f);
+	rep = tau_cli_ws_csi_report("blob.csi.azure.com", f.nodes, 1);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")));
+	assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(rep, "missing")), 0);
+	text = print_csi(rep);
+	assert_non_null(strstr(text, "registered on all 1 eligible nodes\n"));
+	free(text);
+	cJSON_Delete(rep);
+
+	/* No eligible node: nowhere to run, so the check fails. */
+	rep = tau_cli_ws_csi_report("blob.csi.azure.com", f.nodes, 0);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(rep, "ok")));
+	text = print_csi(rep);
+	assert_non_null(strstr(text, "no eligible nodes"));
+	free(text);
+	cJSON_Delete(rep);
+}
+
 static void test_usage_errors_exit_2(void **state)
 {
 	(void)state;
@@ -148,6 +315,23 @@ static void test_usage_errors_exit_2(void **state)
 	assert_int_equal(tau_cli_storage(2, v4, NULL), TAU_CLI_USAGE); /* --driver missing */
 }
 
+static void test_csi_usage_errors_exit_2(void **state)
+{
+	(void)state;
+	char a0[] = "workspace", a1[] = "check", a2[] = "alpha", a3[] = "--aggregator",
+	     a4[] = "127.0.0.1:1", a5[] = "--data-pvc", a6[] = "data", a7[] = "--insecure",
+	     a8[] = "--ca-file", a9[] = "/nonexistent", l1[] = "list";
+	char *no_pvc[] = {a0, a1, a2, a3, a4, NULL};
+	char *both[] = {a0, a1, a2, a5, a6, a3, a4, a7, a8, a9, NULL};
+	char *no_agg[] = {a0, a1, a2, a5, a6, a7, NULL};
+	char *on_list[] = {a0, l1, a3, a4, NULL};
+
+	assert_int_equal(tau_cli_workspace(5, no_pvc, NULL), TAU_CLI_USAGE);
+	assert_int_equal(tau_cli_workspace(10, both, NULL), TAU_CLI_USAGE);
+	assert_int_equal(tau_cli_workspace(6, no_agg, NULL), TAU_CLI_USAGE);
+	assert_int_equal(tau_cli_workspace(4, on_list, NULL), TAU_CLI_USAGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -155,7 +339,11 @@ int main(void)
 	        cmocka_unit_test(test_list_json_and_empty),
 	        cmocka_unit_test(test_status_table_and_json),
 	        cmocka_unit_test(test_ready_verdict),
+	        cmocka_unit_test(test_csi_driver_from_pv_or_class),
+	        cmocka_unit_test(test_csi_report_names_missing_nodes),
+	        cmocka_unit_test(test_csi_report_ok_and_empty),
 	        cmocka_unit_test(test_usage_errors_exit_2),
+	        cmocka_unit_test(test_csi_usage_errors_exit_2),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -249,6 +249,33 @@ def _csinode_printer():
     return cols, lambda o: [_name(o), len((o.get("spec") or {}).get("drivers") or []), _age(o)]
 
 
+def _storageclass_printer():
+    cols = [NAME_COL, col("Provisioner"), col("ReclaimPolicy"), col("VolumeBindingMode"),
+            col("AllowVolumeExpansion", "boolean"), AGE_COL]
+
+    def row(o):
+        return [_name(o), o.get("provisioner", ""), o.get("reclaimPolicy", "Delete"),
+                o.get("volumeBindingMode", "Immediate"), o.get("allowVolumeExpansion", False),
+                _age(o)]
+    return cols, row
+
+
+def _pv_printer():
+    cols = [NAME_COL, col("Capacity"), col("Access Modes"), col("Reclaim Policy"),
+            col("Status"), col("Claim"), col("StorageClass"), AGE_COL]
+
+    def row(o):
+        s = o.get("spec") or {}
+        ref = s.get("claimRef") or {}
+        claim = "%s/%s" % (ref.get("namespace", ""), ref.get("name", "")) if ref else ""
+        return [_name(o), (s.get("capacity") or {}).get("storage", ""),
+                ",".join(s.get("accessModes") or []),
+                s.get("persistentVolumeReclaimPolicy", "Retain"),
+                (o.get("status") or {}).get("phase", "Pending"), claim,
+                s.get("storageClassName", ""), _age(o)]
+    return cols, row
+
+
 def _csidriver_printer():
     cols = [NAME_COL, col("AttachRequired", "boolean"), col("PodInfoOnMount", "boolean"),
             col("StorageCapacity", "boolean"), col("TokenRequests"),
@@ -406,6 +433,10 @@ def builtin_types():
           printer=lambda: _binding_printer(True), name_rule="path"),
         T("storage.k8s.io", "v1", "CSINode", "csinodes", False, [], printer=_csinode_printer),
         T("storage.k8s.io", "v1", "CSIDriver", "csidrivers", False, [], printer=_csidriver_printer),
+        T("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, ["sc"],
+          printer=_storageclass_printer),
+        T("", "v1", "PersistentVolume", "persistentvolumes", False, ["pv"], status=True,
+          printer=_pv_printer),
         T("coordination.k8s.io", "v1", "Lease", "leases", True, [], printer=_lease_printer,
           create_on_update=True, unconditional_update=False, return_deleted=False),
         T("apps", "v1", "Deployment", "deployments", True, ["deploy"], status=True, generation=True,
