@@ -260,9 +260,16 @@ def main():
             run(kubectl + ["apply", "-f", os.path.join(ROOT, "charts", "taugrid", "samples",
                                                         "tauworkspace.yaml")])
             ws = [tau_bin, "--kubeconfig", kubeconfig, "workspace"]
-            wait_for(lambda: subprocess.run(ws + ["list", "-o", "json"], stdout=subprocess.PIPE,
-                                            stderr=subprocess.DEVNULL).returncode == 0,
-                     30, "the workspace to be listed")
+            def phase():
+                r = subprocess.run(ws + ["status", "alpha", "-o", "json"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   universal_newlines=True)
+                try:
+                    return json.loads(r.stdout).get("phase")
+                except ValueError:
+                    return None
+
+            wait_for(phase, 30, "the workspace's first status")
             run(ws + ["status", "alpha"], check=False)
             print("The team's ClusterQueue does not exist yet (the budget controller writes it);"
                   " creating it by hand:")
