@@ -31,7 +31,8 @@ import grpc
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests/kube-sim"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+import simtest  # noqa: E402
 
 from aggregator.agent import FakeAgent, inventory_from_node  # noqa: E402
 from aggregator.quantity import parse as qparse  # noqa: E402
@@ -199,15 +200,7 @@ class Proc:
 
 
 def wait_for(pred, timeout=30, msg="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for %s (last: %r)" % (msg, last))
-
+    return simtest.wait_for(pred, timeout=timeout, msg=msg)
 
 class Aggregator:
     def __init__(self, kubeconfig, sync_timeout="60s", extra=(), ca=None):

@@ -31,6 +31,8 @@ import grpc
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+import simtest  # noqa: E402
 
 import test_workspace as wst  # noqa: E402
 from aggregator.agent import FakeAgent, inventory_from_node  # noqa: E402
@@ -73,15 +75,7 @@ def tearDownModule():
 
 
 def wait_for(pred, timeout=TIMEOUT, msg="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for %s (last: %r)" % (msg, last))
-
+    return simtest.wait_for(pred, timeout=timeout, msg=msg)
 
 class Aggregator:
     """The real tau-aggregator; its stderr goes to a file, its "ready" line is awaited."""
