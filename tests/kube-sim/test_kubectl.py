@@ -4,7 +4,6 @@ import os
 import shutil
 import tempfile
 import threading
-import time
 import unittest
 
 from simtest import KUBECTL, SimProcess, wait_for
@@ -283,7 +282,9 @@ class KubectlTest(unittest.TestCase):
         self.k("apply", "-f", self.write("pod.json", json.dumps(pod)))
         proc = self.sim.kubectl_popen("wait", "--for=condition=Ready", "pod/waiter", "--timeout=120s")
         try:
-            time.sleep(0.3)
+            # patch only once kubectl is watching, so the watch path is what sees it
+            wait_for(lambda: self.sim.ok("GET", "/sim/stats").get("watch/pods", 0) >= 1,
+                     timeout=60, msg="kubectl wait to start watching")
             status = {"status": {"phase": "Running", "conditions": [
                 {"type": "Ready", "status": "True", "lastTransitionTime": "2025-01-01T00:00:00Z"}]}}
             self.k("patch", "pod", "waiter", "--subresource=status", "--type=merge",
