@@ -799,6 +799,17 @@ static void finish_error(tau_rpc_call *call, int rc)
 	                    tau_error_last()->msg);
 }
 
+/* Answer a unary query with `resp` (on success) or the error `rc`, then free `resp`. */
+static void answer(tau_rpc_call *call, int rc, ProtobufCMessage *resp)
+{
+	if (rc < 0)
+		finish_error(call, rc);
+	else
+		tau_rpc_call_reply(call, resp);
+	if (resp != NULL)
+		tau_rpc_message_free(resp);
+}
+
 static void q_list_nodes(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
 	tau_agg *a = ud;
@@ -809,12 +820,7 @@ static void q_list_nodes(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	pthread_mutex_lock(&a->mu);
 	rc = tau_query_list_nodes(&resp, a->store, (Tau__Inventory__V1__ListNodesRequest *)msg, &o);
 	pthread_mutex_unlock(&a->mu);
-	if (rc < 0)
-		finish_error(call, rc);
-	else
-		tau_rpc_call_reply(call, &resp->base);
-	if (resp != NULL)
-		tau_rpc_message_free(&resp->base);
+	answer(call, rc, resp != NULL ? &resp->base : NULL);
 	tau_rpc_message_free(msg);
 }
 
@@ -829,12 +835,7 @@ static void q_get_node(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	rc = tau_query_get_node(&resp, a->store, ((Tau__Inventory__V1__GetNodeRequest *)msg)->name,
 	                        &o);
 	pthread_mutex_unlock(&a->mu);
-	if (rc < 0)
-		finish_error(call, rc);
-	else
-		tau_rpc_call_reply(call, &resp->base);
-	if (resp != NULL)
-		tau_rpc_message_free(&resp->base);
+	answer(call, rc, resp != NULL ? &resp->base : NULL);
 	tau_rpc_message_free(msg);
 }
 
@@ -848,12 +849,7 @@ static void q_explain(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	rc = tau_query_explain(&resp, a->store,
 	                       ((Tau__Inventory__V1__ExplainNodeRequest *)msg)->name);
 	pthread_mutex_unlock(&a->mu);
-	if (rc < 0)
-		finish_error(call, rc);
-	else
-		tau_rpc_call_reply(call, &resp->base);
-	if (resp != NULL)
-		tau_rpc_message_free(&resp->base);
+	answer(call, rc, resp != NULL ? &resp->base : NULL);
 	tau_rpc_message_free(msg);
 }
 
@@ -950,12 +946,7 @@ static void q_list_workspaces(tau_rpc_call *call, ProtobufCMessage *msg, void *u
 	pthread_mutex_unlock(&a->ws_mu);
 	if (rc == 0)
 		rc = tau_query_list_workspaces(&resp, list, n);
-	if (rc < 0)
-		finish_error(call, rc);
-	else
-		tau_rpc_call_reply(call, &resp->base);
-	if (resp != NULL)
-		tau_rpc_message_free(&resp->base);
+	answer(call, rc, resp != NULL ? &resp->base : NULL);
 	tau_ws_summaries_free(list, n);
 }
 
