@@ -26,56 +26,7 @@
 
 /* ---------------------------------------------------------- fake trees */
 
-static void make_dirs(const char *root, const char *rel)
-{
-	char path[4096];
-	size_t rlen = strlen(root);
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	for (char *p = path + rlen + 1; *p != '\0'; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
-		*p = '/';
-	}
-	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
-}
-
-static void write_file(const char *root, const char *rel, const char *text)
-{
-	char path[4096];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
-
-/* A real unix socket file (what node-driver-registrar leaves behind). */
-static void make_socket(const char *root, const char *rel)
-{
-	struct sockaddr_un addr;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	assert_true(fd >= 0);
-	memset(&addr, 0, sizeof(addr));
-	addr.sun_family = AF_UNIX;
-	assert_true((size_t)snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%s", root, rel) <
-	            sizeof(addr.sun_path));
-	assert_int_equal(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
-	close(fd);
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
+#include "fake_host.h"
 
 static char *make_root(void)
 {
