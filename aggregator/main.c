@@ -14,10 +14,10 @@
  * down in reverse order: the workspace controller first (so it stops
  * writing before the Lease is released), then the rpc server.
  */
-#include "http.h"
-#include "kubewatch.h"
-#include "service.h"
-#include "wscontroller.h"
+#include "inventory/http.h"
+#include "inventory/kubewatch.h"
+#include "inventory/service.h"
+#include "workspace/controller.h"
 
 #include "tau/error.h"
 #include "tau/kube.h"

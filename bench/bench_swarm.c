@@ -2,7 +2,7 @@
  * bench_swarm - N node agents against the aggregator's Report and WatchPool handlers.
  *
  * The server is this program re-executed (--serve) in a child process, so its memory is the
- * aggregator's alone: the real handler code of aggregator/service.c (validation, the node
+ * aggregator's alone: the real handler code of aggregator/inventory/service.c (validation, the node
  * store, the pool, the sync gate, coalesced WatchPool), with a stub TokenReview (token
  * "node:<name>" is the agent ServiceAccount bound to <name>; reviews are cached as in
  * production, so this costs one call per agent) and N Nodes fed to the store as the Node
@@ -18,7 +18,7 @@
  *      pushes the new pool (includes the 20 ms coalescing window), --samples times.
  * Usage: bench_swarm [--agents N] [--channels C] [--reports R] [--samples S]
  */
-#include "service.h"
+#include "inventory/service.h"
 
 #include "tau/error.h"
 #include "tau/log.h"

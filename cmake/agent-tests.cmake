@@ -3,7 +3,7 @@
 # Included from the top-level CMakeLists.txt. The test runs the real agent against kube-sim and a
 # Python grpcio recorder standing in for the aggregator; it needs the system interpreter
 # (Debian's python3-grpcio and python3-protobuf live there), protoc (message classes are made at
-# run time, as in rpc-interop) and kubectl. Unit tests (tests/unit/test_agent_*.c) are picked up
+# run time, as in rpc-interop) and kubectl. Unit tests (tests/unit/agent/test_*.c) are picked up
 # by the top-level glob.
 
 if(TAU_PYTHON_TESTS)

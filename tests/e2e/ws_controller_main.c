@@ -6,7 +6,7 @@
  * writes; main waits for SIGINT/SIGTERM with sigwait, so no polling.
  * Prints "ready" on stdout once every informer has synced.
  */
-#include "wscontroller.h"
+#include "workspace/controller.h"
 
 #include "tau/error.h"
 #include "tau/kube.h"

@@ -1,5 +1,5 @@
 /* Unit tests of the agent authentication decision table, token expiry and the review cache. */
-#include "auth.h"
+#include "inventory/auth.h"
 
 #include "tau/error.h"
 

@@ -11,7 +11,7 @@
  * revocation being confirmed, so a researcher is never granted a namespace
  * where a revoked identity could still run.
  */
-#include "wsdrain.h"
+#include "drain.h"
 
 #include "tau/error.h"
 #include "tau/json.h"

@@ -2,7 +2,7 @@
  * test_aggregator_wsdesired.c - TauWorkspace spec reading, desired owned
  * objects, drift on owned fields only, ownership, and the v0 rule.
  */
-#include "wsdesired.h"
+#include "workspace/desired.h"
 
 #include "tau/error.h"
 #include "tau/json.h"

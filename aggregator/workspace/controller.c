@@ -24,11 +24,11 @@
  * ConfigMap update swaps a symlink there).  The allowlist is the only state
  * shared between them and is guarded by a mutex.
  */
-#include "wscontroller.h"
+#include "controller.h"
 
-#include "wsdesired.h"
-#include "wsdrain.h"
-#include "wsstatus.h"
+#include "desired.h"
+#include "drain.h"
+#include "status.h"
 
 #include "tau/error.h"
 #include "tau/json.h"

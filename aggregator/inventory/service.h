@@ -16,7 +16,7 @@
 #define TAU_AGGREGATOR_SERVICE_H
 
 #include "auth.h"
-#include "wscontroller.h"
+#include "workspace/controller.h"
 
 #include "tau/rpc.h"
 

@@ -1,5 +1,5 @@
 /* Unit tests of the Prometheus text rendering of the aggregator's metrics. */
-#include "metrics.h"
+#include "inventory/metrics.h"
 
 #include "tau/error.h"
 

@@ -3,7 +3,7 @@
  * controller summarises it -> WorkspaceSummary / ListWorkspacesResponse,
  * including a workspace with no status yet and a round trip through the wire.
  */
-#include "query.h"
+#include "inventory/query.h"
 
 #include "tau/error.h"
 #include "tau/json.h"

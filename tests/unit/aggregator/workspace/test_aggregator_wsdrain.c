@@ -3,7 +3,7 @@
  * discovery state, reading sources from JSON, and the ordered plan for the
  * old namespace (identity revoked before access is granted).
  */
-#include "wsdrain.h"
+#include "workspace/drain.h"
 
 #include "tau/error.h"
 

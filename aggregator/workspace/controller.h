@@ -13,7 +13,7 @@
 #ifndef TAU_AGGREGATOR_WSCONTROLLER_H
 #define TAU_AGGREGATOR_WSCONTROLLER_H
 
-#include "wsnamespace.h"
+#include "namespace.h"
 
 #include "tau/kube.h"
 #include "tau/kube_informer.h"

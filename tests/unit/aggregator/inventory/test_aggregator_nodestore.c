@@ -1,5 +1,5 @@
 /* Unit tests of the node store and its sync gate. */
-#include "nodestore.h"
+#include "inventory/nodestore.h"
 #include "tau/error.h"
 #include "tau/json.h"
 

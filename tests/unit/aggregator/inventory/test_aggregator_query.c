@@ -1,5 +1,5 @@
 /* Unit tests of the QueryService answers built from the node store (rules, lists, pool). */
-#include "query.h"
+#include "inventory/query.h"
 
 #include "tau/error.h"
 #include "tau/json.h"

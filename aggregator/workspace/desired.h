@@ -12,7 +12,7 @@
 #ifndef TAU_AGGREGATOR_WSDESIRED_H
 #define TAU_AGGREGATOR_WSDESIRED_H
 
-#include "wsnamespace.h"
+#include "namespace.h"
 
 #include <stdbool.h>
 #include <stddef.h>

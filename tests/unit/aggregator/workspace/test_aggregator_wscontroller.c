@@ -4,7 +4,7 @@
  * The reconcile loop itself is exercised against kube-sim by
  * tests/e2e/test_workspace.py.
  */
-#include "wscontroller.h"
+#include "workspace/controller.h"
 
 #include "tau/error.h"
 #include "tau/json.h"

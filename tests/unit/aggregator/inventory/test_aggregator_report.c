@@ -1,5 +1,5 @@
 /* Unit tests of report validation, protobuf -> tau_node_facts, and the sequence rules. */
-#include "report.h"
+#include "inventory/report.h"
 
 #include "tau/error.h"
 

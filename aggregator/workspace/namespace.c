@@ -10,7 +10,7 @@
  * Ready by itself once the platform acts.  Nothing here talks to the API:
  * the caller observes, this file decides.
  */
-#include "wsnamespace.h"
+#include "namespace.h"
 
 #include "tau/error.h"
 #include "tau/json.h"

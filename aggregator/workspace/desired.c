@@ -9,7 +9,7 @@
  * and never cause a write.  Every object carries the same ownership labels
  * and the owner UID annotation; nothing without them is updated or deleted.
  */
-#include "wsdesired.h"
+#include "desired.h"
 
 #include "tau/error.h"
 #include "tau/json.h"

@@ -3,7 +3,7 @@
  * rule of spec/workspace-namespace-mapping.md, plus the allowlist parser and
  * the age order.
  */
-#include "wsnamespace.h"
+#include "workspace/namespace.h"
 
 #include "tau/error.h"
 

@@ -1,5 +1,5 @@
 /* Unit tests of the capacity pool: rules P1-P3 and incremental = recompute. */
-#include "pool.h"
+#include "inventory/pool.h"
 #include "tau/error.h"
 
 #include <setjmp.h>

@@ -12,8 +12,8 @@
 #ifndef TAU_AGGREGATOR_WSSTATUS_H
 #define TAU_AGGREGATOR_WSSTATUS_H
 
-#include "wsdesired.h"
-#include "wsnamespace.h"
+#include "desired.h"
+#include "namespace.h"
 
 #include <stdbool.h>
 #include <stddef.h>

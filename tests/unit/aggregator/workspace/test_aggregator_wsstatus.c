@@ -3,9 +3,9 @@
  * object's shape, lastTransitionTime preservation and the write-skipping
  * comparison.
  */
-#include "wsstatus.h"
+#include "workspace/status.h"
 
-#include "wsdrain.h"
+#include "workspace/drain.h"
 
 #include "tau/error.h"
 #include "tau/json.h"

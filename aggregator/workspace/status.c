@@ -9,7 +9,7 @@
  * decided by the first cause in a fixed order (refusal, namespace, then the
  * object itself), so one root cause shows one reason.
  */
-#include "wsstatus.h"
+#include "status.h"
 
 #include "tau/error.h"
 #include "tau/json.h"

@@ -13,7 +13,7 @@
 #ifndef TAU_AGGREGATOR_WSDRAIN_H
 #define TAU_AGGREGATOR_WSDRAIN_H
 
-#include "wsnamespace.h"
+#include "namespace.h"
 
 #include <stdbool.h>
 #include <stddef.h>
