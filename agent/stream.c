@@ -16,6 +16,7 @@
 #include "stream.h"
 
 #include "tau/error.h"
+#include "tau/file.h"
 #include "tau/rpc.h"
 
 #include <ctype.h>
@@ -41,62 +42,15 @@ struct tau_agent_stream {
 	uint64_t dropped;
 };
 
-/* Read at most cap bytes of a file; NUL-terminated.  Returns length or -errno. */
-static ssize_t read_file_capped(const char *path, char **out, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	char *buf;
-	size_t len = 0;
-
-	if (fd < 0)
-		return -errno;
-	buf = malloc(cap + 1);
-	if (buf == NULL) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + len, cap + 1 - len);
-
-		if (n < 0) {
-			int e = errno;
-
-			if (e == EINTR)
-				continue;
-			free(buf);
-			close(fd);
-			return -e;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > cap) {
-			free(buf);
-			close(fd);
-			return -EFBIG;
-		}
-	}
-	close(fd);
-	buf[len] = '\0';
-	*out = buf;
-	return (ssize_t)len;
-}
-
 int tau_agent_read_token(char **out, const char *path)
 {
 	char *buf = NULL;
-	ssize_t n = read_file_capped(path, &buf, TAU_AGENT_TOKEN_MAX);
-	size_t start = 0, end;
+	size_t n = 0, start = 0, end;
+	int rc = tau_file_read(&buf, &n, path, TAU_AGENT_TOKEN_MAX, "token file");
 
-	if (n == -EFBIG)
-		return tau_error_set(TAU_ETOOBIG, "token file %s is larger than %d bytes", path,
-		                     TAU_AGENT_TOKEN_MAX);
-	if (n == -ENOMEM)
-		return tau_error_set(TAU_ENOMEM, "out of memory reading %s", path);
-	if (n < 0)
-		return tau_error_set(TAU_EIO, "cannot read token file %s: %s", path,
-		                     strerror((int)-n));
-	end = (size_t)n;
+	if (rc < 0)
+		return rc;
+	end = n;
 	while (start < end && isspace((unsigned char)buf[start]))
 		start++;
 	while (end > start && isspace((unsigned char)buf[end - 1]))
@@ -259,13 +213,9 @@ int tau_agent_stream_open(tau_agent_stream **out, const tau_agent_stream_opts *o
 	s->o.ca_file = NULL;
 
 	if (opts->ca_file != NULL) {
-		ssize_t n = read_file_capped(opts->ca_file, &ca, TAU_AGENT_CA_MAX);
-
-		if (n < 0) {
-			rc = tau_error_set(TAU_EIO, "cannot read CA file %s: %s", opts->ca_file,
-			                   strerror((int)-n));
+		rc = tau_file_read(&ca, NULL, opts->ca_file, TAU_AGENT_CA_MAX, "CA file");
+		if (rc < 0)
 			goto out;
-		}
 	}
 	memset(&co, 0, sizeof(co));
 	co.target = s->target;

@@ -20,6 +20,7 @@
 #include "workspace/controller.h"
 
 #include "tau/error.h"
+#include "tau/file.h"
 #include "tau/kube.h"
 #include "tau/kube_informer.h"
 #include "tau/kube_leader.h"
@@ -35,6 +36,9 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+/* Certificate and key files: a PEM chain is far below 1 MiB; a larger file is a wrong path. */
+#define TLS_PEM_MAX_BYTES (1u << 20)
 
 typedef struct options {
 	const char *kubeconfig, *context, *grpc_listen, *http_listen, *system_namespace;
@@ -140,26 +144,6 @@ static int64_t parse_duration_ms(const char *s)
 	if (strcmp(end, "h") == 0)
 		return (int64_t)(v * 3600000);
 	return -1;
-}
-
-static char *read_file(const char *path)
-{
-	FILE *f = fopen(path, "rbe");
-	char *buf = NULL;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (1 << 20) &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		buf = calloc(1, (size_t)n + 1);
-		if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-	}
-	fclose(f);
-	return buf;
 }
 
 static int review_token(void *ud, const char *token, tau_auth_review *out)
@@ -532,12 +516,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (o.tls_cert != NULL) {
-		cert_pem = read_file(o.tls_cert);
-		key_pem = read_file(o.tls_key);
-		if (cert_pem == NULL || key_pem == NULL) {
-			fprintf(stderr,
-			        "tau-aggregator: cannot read --tls-cert %s / --tls-key %s\n",
-			        o.tls_cert, o.tls_key);
+		if (tau_file_read(&cert_pem, NULL, o.tls_cert, TLS_PEM_MAX_BYTES, "--tls-cert") <
+		            0 ||
+		    tau_file_read(&key_pem, NULL, o.tls_key, TLS_PEM_MAX_BYTES, "--tls-key") < 0) {
+			fprintf(stderr, "tau-aggregator: %s\n", tau_error_last()->msg);
 			goto out;
 		}
 		tls.cert_pem = cert_pem;

@@ -12,6 +12,7 @@
 #include "table.h"
 
 #include "tau/error.h"
+#include "tau/file.h"
 #include "tau/rpc.h"
 
 #include <cjson/cJSON.h>
@@ -22,6 +23,8 @@
 
 #define QUERY              TAU_CLI_QUERY
 #define DEFAULT_AGGREGATOR "localhost:50051"
+/* A CA bundle larger than this is a wrong path, not a bundle. */
+#define TAU_CLI_CA_MAX_BYTES (1u << 20)
 
 static int json_out(char **out, cJSON *root)
 {
@@ -265,26 +268,6 @@ static void usage(FILE *out)
 	      out);
 }
 
-static char *read_small_file(const char *path)
-{
-	FILE *f = fopen(path, "rbe");
-	char *buf = NULL;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (1 << 20) &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		buf = calloc(1, (size_t)n + 1);
-		if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-	}
-	fclose(f);
-	return buf;
-}
-
 int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const char *addr,
                                const char *ca_file, bool insecure)
 {
@@ -297,8 +280,9 @@ int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const
 	copts.target = addr != NULL && addr[0] != '\0' ? addr : DEFAULT_AGGREGATOR;
 	if (ca_file != NULL && insecure)
 		return tau_error_set(TAU_EINVAL, "--ca-file and --insecure exclude each other");
-	if (ca_file != NULL && (ca_pem = read_small_file(ca_file)) == NULL)
-		return tau_error_set(TAU_EINVAL, "cannot read --ca-file %s", ca_file);
+	if (ca_file != NULL &&
+	    (rc = tau_file_read(&ca_pem, NULL, ca_file, TAU_CLI_CA_MAX_BYTES, "--ca-file")) < 0)
+		return rc;
 	copts.ca_pem = ca_pem;
 	rc = tau_rpc_channel_new(out, &copts);
 	free(ca_pem); /* the channel's credentials hold their own copy */

@@ -62,81 +62,6 @@ struct tau_kube_client {
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                       */
 
-int tau_kube_buf_append(tau_kube_buf *b, const void *data, size_t n)
-{
-	size_t need;
-
-	if (n > SIZE_MAX - b->len - 1)
-		return tau_error_set(TAU_ETOOBIG, "buffer size overflow");
-	need = b->len + n + 1;
-	if (b->max && need - 1 > b->max)
-		return tau_error_set(TAU_ETOOBIG, "more than %zu bytes", b->max);
-	if (need > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-
-		while (cap < need)
-			cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-		p = realloc(b->p, cap);
-		if (p == NULL)
-			return tau_error_set(TAU_ENOMEM, "out of memory");
-		b->p = p;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->p + b->len, data, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return 0;
-}
-
-int tau_kube_buf_printf(tau_kube_buf *b, const char *fmt, ...)
-{
-	char small[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(small, sizeof(small), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return tau_error_set(TAU_EINVAL, "format error");
-	if ((size_t)n < sizeof(small))
-		return tau_kube_buf_append(b, small, (size_t)n);
-	{
-		char *big = malloc((size_t)n + 1);
-		int rc;
-
-		if (big == NULL)
-			return tau_error_set(TAU_ENOMEM, "out of memory");
-		va_start(ap, fmt);
-		vsnprintf(big, (size_t)n + 1, fmt, ap);
-		va_end(ap);
-		rc = tau_kube_buf_append(b, big, (size_t)n);
-		free(big);
-		return rc;
-	}
-}
-
-void tau_kube_buf_consume(tau_kube_buf *b, size_t n)
-{
-	if (n >= b->len) {
-		b->len = 0;
-	} else {
-		memmove(b->p, b->p + n, b->len - n);
-		b->len -= n;
-	}
-	if (b->p)
-		b->p[b->len] = '\0';
-}
-
-void tau_kube_buf_free(tau_kube_buf *b)
-{
-	free(b->p);
-	b->p = NULL;
-	b->len = b->cap = 0;
-}
-
 char *tau_kube_strdup(const char *s)
 {
 	size_t n;
@@ -149,47 +74,6 @@ char *tau_kube_strdup(const char *s)
 	if (d)
 		memcpy(d, s, n);
 	return d;
-}
-
-int tau_kube_read_file(char **out, size_t *len, const char *path, size_t cap, const char *what)
-{
-	tau_kube_buf b = {.max = cap};
-	char chunk[8192];
-	int fd, rc = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return tau_error_set(TAU_EIO, "cannot read %s %s: %s", what, path, strerror(errno));
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = tau_error_set(TAU_EIO, "cannot read %s %s: %s", what, path,
-			                   strerror(errno));
-			break;
-		}
-		if (n == 0)
-			break;
-		rc = tau_kube_buf_append(&b, chunk, (size_t)n);
-		if (rc < 0) {
-			if (rc == -TAU_ETOOBIG)
-				rc = tau_error_set(TAU_ETOOBIG, "%s %s is larger than %zu bytes",
-				                   what, path, cap);
-			break;
-		}
-	}
-	close(fd);
-	if (rc == 0 && b.p == NULL)
-		rc = tau_kube_buf_append(&b, "", 0);
-	if (rc < 0) {
-		tau_kube_buf_free(&b);
-		return rc;
-	}
-	*out = b.p;
-	*len = b.len;
-	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -503,7 +387,7 @@ int tau_kube_config_in_cluster(tau_kube_config **out, const char *sa_dir)
 	cfg->namespace = NULL;
 	if (pod_ns != NULL && pod_ns[0] != '\0') {
 		cfg->namespace = tau_kube_strdup(pod_ns);
-	} else if (tau_kube_read_file(&ns_text, &ns_len, ns_path, 4096, "namespace file") == 0) {
+	} else if (tau_file_read(&ns_text, &ns_len, ns_path, 4096, "namespace file") == 0) {
 		size_t a = 0, b = ns_len;
 
 		while (a < b && isspace((unsigned char)ns_text[a]))
@@ -705,12 +589,12 @@ void tau_kube_client_count_request(tau_kube_client *c)
 }
 
 /* Build "Authorization: Bearer <token>" (re-reading the token file when due), or "" for none. */
-static int auth_header(tau_kube_client *c, tau_kube_buf *hdr)
+static int auth_header(tau_kube_client *c, tau_buf *hdr)
 {
 	int rc = 0;
 
 	if (c->cfg->token != NULL && c->cfg->token[0] != '\0')
-		return tau_kube_buf_printf(hdr, "Authorization: Bearer %s", c->cfg->token);
+		return tau_buf_printf(hdr, "Authorization: Bearer %s", c->cfg->token);
 	if (c->cfg->token_file == NULL)
 		return 0;
 	pthread_mutex_lock(&c->lock);
@@ -722,8 +606,8 @@ static int auth_header(tau_kube_client *c, tau_kube_buf *hdr)
 			char *text = NULL;
 			size_t len = 0;
 
-			rc = tau_kube_read_file(&text, &len, c->cfg->token_file, 64u * 1024u,
-			                        "token file");
+			rc = tau_file_read(&text, &len, c->cfg->token_file, 64u * 1024u,
+			                   "token file");
 			if (rc == 0) {
 				while (len > 0 && isspace((unsigned char)text[len - 1]))
 					text[--len] = '\0';
@@ -740,7 +624,7 @@ static int auth_header(tau_kube_client *c, tau_kube_buf *hdr)
 			}
 		}
 		if (rc == 0 && c->token != NULL && c->token[0] != '\0')
-			rc = tau_kube_buf_printf(hdr, "Authorization: Bearer %s", c->token);
+			rc = tau_buf_printf(hdr, "Authorization: Bearer %s", c->token);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return rc;
@@ -748,11 +632,11 @@ static int auth_header(tau_kube_client *c, tau_kube_buf *hdr)
 
 char *tau_kube_client_url(const tau_kube_client *c, const char *path, const char *query)
 {
-	tau_kube_buf b = {0};
+	tau_buf b = {0};
 
-	if (tau_kube_buf_printf(&b, "%s%s%s%s", c->cfg->server, path, query && query[0] ? "?" : "",
-	                        query ? query : "") < 0) {
-		tau_kube_buf_free(&b);
+	if (tau_buf_printf(&b, "%s%s%s%s", c->cfg->server, path, query && query[0] ? "?" : "",
+	                   query ? query : "") < 0) {
+		tau_buf_free(&b);
 		return NULL;
 	}
 	return b.p;
@@ -764,7 +648,7 @@ int tau_kube_client_prepare(tau_kube_client *c, CURL *h, const char *method, con
 {
 	const tau_kube_config *cfg = c->cfg;
 	struct curl_slist *list = NULL, *tmp;
-	tau_kube_buf auth = {0};
+	tau_buf auth = {0};
 	int rc;
 
 	*headers = NULL;
@@ -826,7 +710,7 @@ int tau_kube_client_prepare(tau_kube_client *c, CURL *h, const char *method, con
 	/* Wipe the token copy before freeing it. */
 	if (auth.p)
 		memset(auth.p, 0, auth.cap);
-	tau_kube_buf_free(&auth);
+	tau_buf_free(&auth);
 	if (tmp == NULL) {
 		curl_slist_free_all(list);
 		return tau_error_set(TAU_ENOMEM, "out of memory");
@@ -839,7 +723,7 @@ int tau_kube_client_prepare(tau_kube_client *c, CURL *h, const char *method, con
 /* ---- one transfer ---- */
 
 typedef struct transfer {
-	tau_kube_buf body;
+	tau_buf body;
 	int retry_after; /* seconds, -1 none */
 	bool too_big;
 } transfer;
@@ -849,7 +733,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *arg)
 	transfer *t = arg;
 	size_t n = size * nmemb;
 
-	if (tau_kube_buf_append(&t->body, ptr, n) < 0) {
+	if (tau_buf_append(&t->body, ptr, n) < 0) {
 		t->too_big = true;
 		return 0;
 	}
@@ -1012,14 +896,14 @@ int tau_kube_client_request(cJSON **out, tau_kube_client *c, const tau_kube_requ
 				else
 					*out = doc;
 			}
-			tau_kube_buf_free(&t.body);
+			tau_buf_free(&t.body);
 			break;
 		} else if (code == 401 && cfg->token_file != NULL && !reauthed) {
 			/* Bound tokens rotate: re-read the file and try once more. */
 			reauthed = true;
 			poisoned = req->body != NULL;
 			tau_kube_client_token_invalidate(c);
-			tau_kube_buf_free(&t.body);
+			tau_buf_free(&t.body);
 			attempt--;
 			continue;
 		} else {
@@ -1037,7 +921,7 @@ int tau_kube_client_request(cJSON **out, tau_kube_client *c, const tau_kube_requ
 					delay = cfg->retry_after_cap_ms;
 			}
 		}
-		tau_kube_buf_free(&t.body);
+		tau_buf_free(&t.body);
 		poisoned = cc != CURLE_OK || req->body != NULL;
 		if (!retry || attempt >= max_retries)
 			break;
@@ -1078,7 +962,7 @@ static int check_segment(const char *what, const char *s)
 int tau_kube_path(char **out, const tau_kube_resource *res, const char *ns, const char *name,
                   const char *sub)
 {
-	tau_kube_buf b = {.max = 4096};
+	tau_buf b = {.max = 4096};
 	int rc;
 	bool core = res->group == NULL || res->group[0] == '\0';
 
@@ -1101,38 +985,38 @@ int tau_kube_path(char **out, const tau_kube_resource *res, const char *ns, cons
 	if (sub != NULL && name == NULL)
 		return tau_error_set(TAU_EINVAL, "a subresource needs an object name");
 	if (core)
-		rc = tau_kube_buf_printf(&b, "/api/%s", res->version);
+		rc = tau_buf_printf(&b, "/api/%s", res->version);
 	else
-		rc = tau_kube_buf_printf(&b, "/apis/%s/%s", res->group, res->version);
+		rc = tau_buf_printf(&b, "/apis/%s/%s", res->group, res->version);
 	if (rc == 0 && ns != NULL && ns[0] != '\0')
-		rc = tau_kube_buf_printf(&b, "/namespaces/%s", ns);
+		rc = tau_buf_printf(&b, "/namespaces/%s", ns);
 	if (rc == 0)
-		rc = tau_kube_buf_printf(&b, "/%s", res->plural);
+		rc = tau_buf_printf(&b, "/%s", res->plural);
 	if (rc == 0 && name != NULL)
-		rc = tau_kube_buf_printf(&b, "/%s", name);
+		rc = tau_buf_printf(&b, "/%s", name);
 	if (rc == 0 && sub != NULL)
-		rc = tau_kube_buf_printf(&b, "/%s", sub);
+		rc = tau_buf_printf(&b, "/%s", sub);
 	if (rc < 0) {
-		tau_kube_buf_free(&b);
+		tau_buf_free(&b);
 		return rc == -TAU_ETOOBIG ? tau_error_set(TAU_EINVAL, "path too long") : rc;
 	}
 	*out = b.p;
 	return 0;
 }
 
-static int add_param(tau_kube_buf *b, const char *key, const char *value)
+static int add_param(tau_buf *b, const char *key, const char *value)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	int rc;
 
-	rc = tau_kube_buf_printf(b, "%s%s=", b->len ? "&" : "", key);
+	rc = tau_buf_printf(b, "%s%s=", b->len ? "&" : "", key);
 	for (const unsigned char *p = (const unsigned char *)value; rc == 0 && *p; p++) {
 		if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
-			rc = tau_kube_buf_append(b, p, 1);
+			rc = tau_buf_append(b, p, 1);
 		} else {
 			char enc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
 
-			rc = tau_kube_buf_append(b, enc, 3);
+			rc = tau_buf_append(b, enc, 3);
 		}
 	}
 	return rc;
@@ -1140,7 +1024,7 @@ static int add_param(tau_kube_buf *b, const char *key, const char *value)
 
 int tau_kube_list_query(char **out, const tau_kube_list_options *o)
 {
-	tau_kube_buf b = {0};
+	tau_buf b = {0};
 	char num[32];
 	int rc = 0;
 
@@ -1169,9 +1053,9 @@ int tau_kube_list_query(char **out, const tau_kube_list_options *o)
 			rc = add_param(&b, "watch", "true");
 	}
 	if (rc == 0 && b.p == NULL)
-		rc = tau_kube_buf_append(&b, "", 0);
+		rc = tau_buf_append(&b, "", 0);
 	if (rc < 0) {
-		tau_kube_buf_free(&b);
+		tau_buf_free(&b);
 		return rc;
 	}
 	*out = b.p;

@@ -46,7 +46,7 @@ typedef struct cache_entry {
 typedef struct transfer {
 	CURL *h;
 	struct curl_slist *headers;
-	tau_kube_buf body; /* list body, or pending watch bytes */
+	tau_buf body; /* list body, or pending watch bytes */
 	int retry_after;
 	bool watch;
 	bool too_big;
@@ -351,7 +351,7 @@ static void transfer_free(tau_kube_loop *loop, transfer *t)
 		curl_easy_cleanup(t->h);
 	}
 	curl_slist_free_all(t->headers);
-	tau_kube_buf_free(&t->body);
+	tau_buf_free(&t->body);
 	free(t);
 }
 
@@ -366,7 +366,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 
 	if (t == NULL)
 		return 0;
-	if (tau_kube_buf_append(&t->body, ptr, n) < 0) {
+	if (tau_buf_append(&t->body, ptr, n) < 0) {
 		t->too_big = true;
 		return 0;
 	}
@@ -386,7 +386,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 				watch_line(inf, t->body.p + start, i - start);
 			start = i + 1;
 		}
-		tau_kube_buf_consume(&t->body, start);
+		tau_buf_consume(&t->body, start);
 	}
 	/* Expired: stop reading; the completion handler relists. */
 	return inf->need_relist ? 0 : n;

@@ -1,8 +1,7 @@
 /*
  * kube_internal.h - helpers shared by lib/kube*.c; not installed, not API.
  *
- * A capped growable buffer, bounded file reading, and the pieces of the
- * client that the event loop (kube_informer.c) reuses to set up its own
+ * The pieces of the client that the event loop (kube_informer.c) reuses to set up its own
  * curl handles: URL, TLS, auth header and the client-side rate limiter.
  */
 #ifndef TAU_KUBE_INTERNAL_H
@@ -14,34 +13,12 @@
 
 #include <curl/curl.h>
 
+#include "tau/buf.h"
+#include "tau/file.h"
 #include "tau/kube.h"
-
-/** A growable byte buffer that refuses to grow past `max` (always NUL-terminated). */
-typedef struct tau_kube_buf {
-	char *p;
-	size_t len;
-	size_t cap;
-	size_t max;
-} tau_kube_buf;
-
-/** Append; @return 0, -TAU_ETOOBIG (would pass max), -TAU_ENOMEM. */
-int tau_kube_buf_append(tau_kube_buf *b, const void *data, size_t n);
-/** Append formatted text; same returns. */
-int tau_kube_buf_printf(tau_kube_buf *b, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
-/** Drop the first n bytes. */
-void tau_kube_buf_consume(tau_kube_buf *b, size_t n);
-/** Release the storage. */
-void tau_kube_buf_free(tau_kube_buf *b);
 
 /** strdup that tolerates NULL (returns NULL for NULL). */
 char *tau_kube_strdup(const char *s);
-
-/**
- * Read a whole file of at most `cap` bytes into a new NUL-terminated buffer.
- * @return 0, -TAU_EIO (message: "<what> <path>: <strerror>"), -TAU_ETOOBIG, -TAU_ENOMEM.
- */
-int tau_kube_read_file(char **out, size_t *len, const char *path, size_t cap, const char *what);
 
 /** "server" + path + "?" + query in a new string; NULL on ENOMEM. */
 char *tau_kube_client_url(const tau_kube_client *c, const char *path, const char *query);

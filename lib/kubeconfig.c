@@ -458,7 +458,7 @@ int tau_kubeconfig_load_file(tau_kubeconfig **out, const char *path)
 	size_t len = 0;
 	int rc;
 
-	rc = tau_kube_read_file(&buf, &len, path, TAU_KUBECONFIG_MAX_BYTES, "kubeconfig");
+	rc = tau_file_read(&buf, &len, path, TAU_KUBECONFIG_MAX_BYTES, "kubeconfig");
 	if (rc < 0)
 		return rc;
 	dir = tau_kube_strdup(path);
@@ -750,7 +750,7 @@ static int read_into(unsigned char **data, size_t *len, const char *path, const 
 
 	if (*data != NULL || path == NULL)
 		return 0;
-	rc = tau_kube_read_file(&buf, len, path, 1024u * 1024u, what);
+	rc = tau_file_read(&buf, len, path, 1024u * 1024u, what);
 	if (rc < 0)
 		return rc;
 	*data = (unsigned char *)buf;
@@ -771,7 +771,7 @@ int tau_kube_config_read_files(tau_kube_config *cfg)
 		char *tok = NULL;
 		size_t n = 0;
 
-		rc = tau_kube_read_file(&tok, &n, cfg->token_file, 64u * 1024u, "token file");
+		rc = tau_file_read(&tok, &n, cfg->token_file, 64u * 1024u, "token file");
 		if (rc < 0)
 			return rc;
 		free(tok);

@@ -11,6 +11,7 @@
  * "pool flavors=N", "connected K", "acked SEQ" (hold mode), "acks N", "closed CODE".
  */
 #include "tau/error.h"
+#include "tau/file.h"
 #include "tau/rpc.h"
 
 #include "grpc/health/v1/health.pb-c.h"
@@ -25,6 +26,9 @@
 #include <string.h>
 #include <time.h>
 
+/* Test certificates are a few KiB; anything near this is a wrong path. */
+#define PEM_MAX_BYTES (1u << 20)
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int connects;
@@ -32,26 +36,6 @@ static uint64_t acks;
 static int closed;
 static tau_rpc_status last_status;
 static bool hold;
-
-static char *read_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (1 << 20) &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		buf = calloc(1, (size_t)n + 1);
-		if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-	}
-	fclose(f);
-	return buf;
-}
 
 static int send_inventory(tau_rpc_stream *s)
 {
@@ -169,6 +153,7 @@ int main(int argc, char **argv)
 {
 	tau_rpc_channel_opts copts = {0};
 	const char *ca = NULL, *cert = NULL, *key = NULL, *token = NULL;
+	char *ca_pem = NULL, *cert_pem = NULL, *key_pem = NULL;
 	uint64_t count = 1000;
 	tau_rpc_channel *ch = NULL;
 	tau_rpc_stream *s = NULL;
@@ -216,12 +201,17 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	if (ca != NULL && (copts.ca_pem = read_file(ca)) == NULL)
+	if ((ca != NULL && tau_file_read(&ca_pem, NULL, ca, PEM_MAX_BYTES, "--ca") < 0) ||
+	    (cert != NULL && tau_file_read(&cert_pem, NULL, cert, PEM_MAX_BYTES, "--cert") < 0) ||
+	    (key != NULL && tau_file_read(&key_pem, NULL, key, PEM_MAX_BYTES, "--key") < 0)) {
+		fprintf(stderr, "rpc_test_client: %s\n", tau_error_last()->msg);
+		free(ca_pem);
+		free(cert_pem);
 		return 2;
-	if (cert != NULL && (copts.cert_pem = read_file(cert)) == NULL)
-		return 2;
-	if (key != NULL && (copts.key_pem = read_file(key)) == NULL)
-		return 2;
+	}
+	copts.ca_pem = ca_pem;
+	copts.cert_pem = cert_pem;
+	copts.key_pem = key_pem;
 	if (tau_rpc_channel_new(&ch, &copts) < 0 ||
 	    (token != NULL && tau_rpc_channel_set_bearer_token(ch, token) < 0))
 		goto out;

@@ -10,6 +10,7 @@
  * "peer:<TLS identity or ->", "cn:<common name or ->", "tls:<0|1>".
  */
 #include "tau/error.h"
+#include "tau/file.h"
 #include "tau/rpc.h"
 
 #include "tau/inventory/v1/inventory.pb-c.h"
@@ -22,28 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Test certificates are a few KiB; anything near this is a wrong path. */
+#define PEM_MAX_BYTES (1u << 20)
+
 static const char *required_token;
 static tau_rpc_health *health;
-
-static char *read_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (1 << 20) &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		buf = calloc(1, (size_t)n + 1);
-		if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-	}
-	fclose(f);
-	return buf;
-}
 
 static int check_token(tau_rpc_call *call, void *ud)
 {
@@ -419,15 +403,21 @@ int main(int argc, char **argv)
 	    tau_rpc_health_set(health, "tau.inventory.v1.QueryService", TAU_RPC_HEALTH_SERVING) < 0)
 		goto fail;
 	if (cert != NULL) {
-		tls.cert_pem = read_file(cert);
-		tls.key_pem = read_file(key ? key : "");
-		tls.client_ca_pem = client_ca ? read_file(client_ca) : NULL;
-		tls.require_client_cert = require_client_cert;
-		if (tls.cert_pem == NULL || tls.key_pem == NULL ||
-		    (client_ca != NULL && tls.client_ca_pem == NULL)) {
-			fprintf(stderr, "rpc_test_server: cannot read TLS files\n");
+		char *cert_pem = NULL, *key_pem = NULL, *client_ca_pem = NULL;
+
+		if (tau_file_read(&cert_pem, NULL, cert, PEM_MAX_BYTES, "--tls-cert") < 0 ||
+		    tau_file_read(&key_pem, NULL, key ? key : "", PEM_MAX_BYTES, "--tls-key") < 0 ||
+		    (client_ca != NULL && tau_file_read(&client_ca_pem, NULL, client_ca,
+		                                        PEM_MAX_BYTES, "--client-ca") < 0)) {
+			fprintf(stderr, "rpc_test_server: %s\n", tau_error_last()->msg);
+			free(cert_pem);
+			free(key_pem);
 			return 2;
 		}
+		tls.cert_pem = cert_pem;
+		tls.key_pem = key_pem;
+		tls.client_ca_pem = client_ca_pem;
+		tls.require_client_cert = require_client_cert;
 	}
 	if (tau_rpc_server_listen(srv, listen, cert ? &tls : NULL, &port) < 0 ||
 	    tau_rpc_server_start(srv) < 0)
