@@ -100,6 +100,9 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	       m->nodes_stale);
 	scalar(&b, "tau_aggregator_nodes_counted", "gauge", "Nodes counted in the pool.",
 	       m->nodes_counted);
+	scalar(&b, "tau_aggregator_nodes_agent_mismatch", "gauge",
+	       "Nodes whose agent's report differs from the Node object (the Node counts).",
+	       m->nodes_mismatch);
 	family(&b, "tau_aggregator_reports_total", "counter",
 	       "Agent reports processed, by kind (duplicates not counted).");
 	put(&b, "tau_aggregator_reports_total{kind=\"inventory\"} %" PRIu64 "\n",

@@ -31,6 +31,7 @@ typedef struct tau_metrics {
 	uint64_t nodes_known;      /**< node records */
 	uint64_t nodes_stale;      /**< reported, agent gone or silent */
 	uint64_t nodes_counted;    /**< nodes in the pool */
+	uint64_t nodes_mismatch;   /**< agent report differs from the Node object */
 	uint64_t reports_inventory, reports_heartbeat, reports_stopping; /**< counters */
 	uint64_t reports_rejected;                                       /**< acks REJECTED */
 	uint64_t reports_resend_full;                                    /**< acks RESEND_FULL */

@@ -3,22 +3,31 @@
  *
  * Records are kept in a name-sorted array: lookups are binary searches,
  * listing is in order for free, and at 10,000 nodes an insert's memmove is
- * a few tens of microseconds, paid only when a node first appears.  The pool
- * is fed from each record's *effective* facts (agent first, API after the
- * grace period); every change recomputes only that node's effective facts.
+ * a few tens of microseconds, paid only when a node first appears.
+ *
+ * The one idea: the Node object is the authority.  The pool always counts a
+ * node with the API's facts (Ready, unschedulable, deletion, allocatable,
+ * labels); the agent's report only decides *when* a node may enter the pool
+ * (the sync gate) and adds what only the node sees (kept as opaque bytes for
+ * queries).  So a node whose agent died still follows every later Node
+ * update: Ready=Unknown or a cordon takes it out of the pool at once.  Where
+ * the agent's view differs from the Node's, the difference is recorded and
+ * reported (ExplainNode, /metrics, the log), never counted.
  */
 #include "nodestore.h"
 #include "sorted.h"
 
 #include "tau/error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct record {
 	char *name;
 	bool api_known;
-	tau_node_facts api; /* valid when api_known */
+	tau_node_facts api; /* valid when api_known and api_error is NULL */
+	char *api_error;    /* the Node exists but could not be read: it does not count */
 	bool reported;
 	tau_node_facts agent; /* valid when reported */
 	bool connected;
@@ -26,11 +35,14 @@ typedef struct record {
 	tau_node_source source; /* what the pool holds for it now */
 	uint8_t *inventory;     /* opaque copy of the agent's last inventory */
 	size_t inventory_len;
+	char mismatch[TAU_NODE_MISMATCH_MAX]; /* agent vs Node difference, "" when none */
+	bool mismatch_news;                   /* it appeared or changed since last taken */
 } record;
 
 struct tau_nodestore {
 	record *recs;
 	size_t n, cap;
+	size_t n_mismatch; /* records with a non-empty mismatch */
 	tau_pool *pool;
 	int64_t deadline_ms;
 	bool api_synced;
@@ -58,6 +70,7 @@ int tau_nodestore_new(tau_nodestore **out, int64_t now_ms, int64_t sync_timeout_
 static void record_clear(record *r)
 {
 	free(r->name);
+	free(r->api_error);
 	tau_node_facts_clear(&r->api);
 	tau_node_facts_clear(&r->agent);
 	free(r->inventory);
@@ -117,34 +130,108 @@ static record *get_or_add(tau_nodestore *s, const char *name)
 	return &s->recs[i];
 }
 
+static bool api_readable(const record *r)
+{
+	return r->api_known && r->api_error == NULL;
+}
+
 static bool is_gpu_node(const record *r)
 {
-	return r->api_known && r->api.gpu_class != NULL && r->api.gpu_class[0] != '\0';
+	return api_readable(r) && r->api.gpu_class != NULL && r->api.gpu_class[0] != '\0';
+}
+
+static const char *yes_no(bool b)
+{
+	return b ? "true" : "false";
 }
 
 /*
- * Bring the pool in line with what this record should count with: the
- * agent's report when there is one and the Node exists; the Node object's
- * facts once the gate opened on time-out; otherwise nothing.
+ * Describe the first difference between what the agent reported and what
+ * the Node object says, into r->mismatch ("" when they agree on every fact
+ * the pool decides on).  An agent lags its Node by one watch event at most,
+ * so a difference that persists means the agent reads something else.
+ */
+static void compare_views(tau_nodestore *s, record *r)
+{
+	const tau_node_facts *a = &r->agent, *n = &r->api;
+	bool had = r->mismatch[0] != '\0';
+	char before[sizeof(r->mismatch)];
+	char *m = r->mismatch;
+	size_t cap = sizeof(r->mismatch);
+
+	memcpy(before, m, sizeof(before));
+	m[0] = '\0';
+	if (!r->reported || !api_readable(r))
+		goto out;
+	if (strcmp(a->gpu_class != NULL ? a->gpu_class : "",
+	           n->gpu_class != NULL ? n->gpu_class : "") != 0) {
+		snprintf(m, cap, "gpu class: agent reports \"%s\", the Node says \"%s\"",
+		         a->gpu_class != NULL ? a->gpu_class : "",
+		         n->gpu_class != NULL ? n->gpu_class : "");
+		goto out;
+	}
+	if (a->ready != n->ready || a->schedulable != n->schedulable ||
+	    a->deleting != n->deleting) {
+		snprintf(m, cap,
+		         "ready/schedulable/deleting: agent reports %s/%s/%s, the Node says "
+		         "%s/%s/%s",
+		         yes_no(a->ready), yes_no(a->schedulable), yes_no(a->deleting),
+		         yes_no(n->ready), yes_no(n->schedulable), yes_no(n->deleting));
+		goto out;
+	}
+	/* Both lists are sorted by name: one merge walk finds the first difference. */
+	for (size_t i = 0, j = 0; i < a->n_allocatable || j < n->n_allocatable;) {
+		const tau_node_resource *ra = i < a->n_allocatable ? &a->allocatable[i] : NULL;
+		const tau_node_resource *rn = j < n->n_allocatable ? &n->allocatable[j] : NULL;
+		int c = ra == NULL ? 1 : rn == NULL ? -1 : strcmp(ra->name, rn->name);
+		char qa[TAU_QUANTITY_STR_MAX] = "none", qn[TAU_QUANTITY_STR_MAX] = "none";
+
+		if (c == 0 && tau_quantity_cmp(&ra->value, &rn->value) == 0) {
+			i++;
+			j++;
+			continue;
+		}
+		if (c <= 0)
+			(void)tau_quantity_format(qa, sizeof(qa), &ra->value);
+		if (c >= 0)
+			(void)tau_quantity_format(qn, sizeof(qn), &rn->value);
+		snprintf(m, cap, "allocatable %s: agent reports %s, the Node says %s",
+		         c <= 0 ? ra->name : rn->name, qa, qn);
+		goto out;
+	}
+out:
+	if (m[0] != '\0' && strcmp(before, m) != 0)
+		r->mismatch_news = true;
+	else if (m[0] == '\0')
+		r->mismatch_news = false;
+	if (had && m[0] == '\0')
+		s->n_mismatch--;
+	else if (!had && m[0] != '\0')
+		s->n_mismatch++;
+}
+
+/*
+ * Bring the pool in line with this record: it counts with the Node object's
+ * facts once its agent has reported, or once the gate opened on time-out;
+ * it is out of the pool's input when the Node is unknown or unreadable.
  */
 static int refresh(tau_nodestore *s, record *r)
 {
 	tau_node_source want = TAU_NODE_SOURCE_NONE;
 	int rc = 0;
 
-	if (r->api_known && r->reported)
+	if (api_readable(r) && r->reported)
 		want = TAU_NODE_SOURCE_AGENT;
-	else if (r->api_known && s->timed_out)
+	else if (api_readable(r) && s->timed_out)
 		want = TAU_NODE_SOURCE_API;
-	if (want == TAU_NODE_SOURCE_AGENT)
-		rc = tau_pool_upsert_node(s->pool, &r->agent);
-	else if (want == TAU_NODE_SOURCE_API)
+	if (want != TAU_NODE_SOURCE_NONE)
 		rc = tau_pool_upsert_node(s->pool, &r->api);
 	else if (r->source != TAU_NODE_SOURCE_NONE)
 		rc = tau_pool_remove_node(s->pool, r->name);
 	if (rc < 0)
 		return rc;
 	r->source = want;
+	compare_views(s, r);
 	return 0;
 }
 
@@ -178,6 +265,27 @@ int tau_nodestore_api_upsert(tau_nodestore *s, const tau_node_facts *facts)
 	tau_node_facts_clear(&r->api);
 	r->api = copy;
 	r->api_known = true;
+	free(r->api_error);
+	r->api_error = NULL;
+	rc = refresh(s, r);
+	update_gate(s);
+	return rc;
+}
+
+int tau_nodestore_api_unreadable(tau_nodestore *s, const char *name, const char *reason)
+{
+	record *r = get_or_add(s, name);
+	char *copy = strdup(reason != NULL ? reason : "unreadable");
+	int rc;
+
+	if (r == NULL || copy == NULL) {
+		free(copy);
+		return tau_error_set(TAU_ENOMEM, "out of memory adding node %s", name);
+	}
+	free(r->api_error);
+	r->api_error = copy;
+	r->api_known = true;
+	tau_node_facts_clear(&r->api);
 	rc = refresh(s, r);
 	update_gate(s);
 	return rc;
@@ -192,6 +300,8 @@ int tau_nodestore_api_delete(tau_nodestore *s, const char *name)
 		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
 	if (s->recs[i].source != TAU_NODE_SOURCE_NONE)
 		(void)tau_pool_remove_node(s->pool, name);
+	if (s->recs[i].mismatch[0] != '\0')
+		s->n_mismatch--;
 	record_clear(&s->recs[i]);
 	memmove(&s->recs[i], &s->recs[i + 1], (s->n - i - 1) * sizeof(*s->recs));
 	s->n--;
@@ -223,21 +333,24 @@ int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t 
 	}
 	previous = r->agent;
 	r->agent = copy;
-	if (r->api_known) {
+	if (api_readable(r)) {
 		bool was_reported = r->reported;
 
 		r->reported = true;
 		rc = refresh(s, r);
 		if (rc < 0) {
-			/* The pool refused it (e.g. a sum would overflow): keep the old report. */
+			/* The pool could not take the Node's facts (out of memory): keep the old
+			 * state. */
 			r->agent = previous;
 			r->reported = was_reported;
 			tau_node_facts_clear(&copy);
+			compare_views(s, r);
 			return rc;
 		}
 	}
 	r->reported = true;
 	tau_node_facts_clear(&previous);
+	compare_views(s, r);
 	r->connected = true;
 	r->last_heard_ms = now_ms;
 	update_gate(s);
@@ -310,21 +423,37 @@ size_t tau_nodestore_count(const tau_nodestore *s)
 	return s->n;
 }
 
+size_t tau_nodestore_mismatch_count(const tau_nodestore *s)
+{
+	return s->n_mismatch;
+}
+
+bool tau_nodestore_take_mismatch(tau_nodestore *s, const char *name, char *buf, size_t cap)
+{
+	bool found;
+	size_t i = find(s, name, &found);
+
+	if (!found || !s->recs[i].mismatch_news)
+		return false;
+	s->recs[i].mismatch_news = false;
+	snprintf(buf, cap, "%s", s->recs[i].mismatch);
+	return true;
+}
+
 static void fill_status(const record *r, tau_node_status *out)
 {
 	out->name = r->name;
 	out->api_known = r->api_known;
+	out->api_error = r->api_error;
+	out->mismatch = r->mismatch[0] != '\0' ? r->mismatch : NULL;
 	out->gpu_node = is_gpu_node(r);
 	out->reported = r->reported;
 	out->connected = r->connected;
 	out->stale = r->reported && !r->connected;
 	out->last_heard_ms = r->last_heard_ms;
 	out->source = r->source;
-	out->facts = r->source == TAU_NODE_SOURCE_AGENT ? &r->agent
-	             : r->source == TAU_NODE_SOURCE_API ? &r->api
-	             : r->reported                      ? &r->agent
-	             : r->api_known                     ? &r->api
-	                                                : NULL;
+	/* The Node's facts whenever there is a readable Node: they are what counts. */
+	out->facts = api_readable(r) ? &r->api : r->reported ? &r->agent : NULL;
 	out->inventory = r->inventory;
 	out->inventory_len = r->inventory_len;
 }

@@ -4,6 +4,11 @@
  *
  * The record's lifetime follows the Node object: a deleted Node removes it,
  * a disconnected agent leaves its last report in place, marked stale.  The
+ * Node object is the authority for everything the pool decides on (Ready,
+ * unschedulable, deletion, allocatable, labels): a node counts with the
+ * Node's facts, and the agent's report only opens the gate for it and adds
+ * what only the node sees.  A difference between the agent's view and the
+ * Node's is recorded (tau_node_status.mismatch), never counted.  The
  * gate keeps "not heard from yet" from ever reading as "has nothing": the
  * pool is established only once every GPU node known from the Node watch
  * has reported, or the grace period has passed (then the silent nodes count
@@ -22,23 +27,32 @@
 typedef struct tau_nodestore tau_nodestore;
 
 /** Where the facts a node counts with came from. */
+/**
+ * Why a node is in the pool's input.  Either way the pool counts the Node
+ * object's facts; the source says what let the node in.
+ */
 typedef enum tau_node_source {
 	TAU_NODE_SOURCE_NONE = 0, /**< not in the pool's input (yet) */
-	TAU_NODE_SOURCE_AGENT,    /**< the agent's last report */
-	TAU_NODE_SOURCE_API       /**< the Node object (agent silent past the grace period) */
+	TAU_NODE_SOURCE_AGENT,    /**< its agent has reported */
+	TAU_NODE_SOURCE_API       /**< its agent never reported; the grace period is over */
 } tau_node_source;
+
+/** Room for the description of an agent/Node mismatch, NUL included. */
+#define TAU_NODE_MISMATCH_MAX 192
 
 /** A read-only view of one record. */
 typedef struct tau_node_status {
 	const char *name;
 	bool api_known;        /**< a Node object exists */
+	const char *api_error; /**< the Node exists but could not be read (why), else NULL */
+	const char *mismatch;  /**< how the agent's report differs from the Node, else NULL */
 	bool gpu_node;         /**< the Node carries the gpu-class label */
 	bool reported;         /**< an agent report has been accepted since start */
 	bool connected;        /**< the agent's stream is open now */
 	bool stale;            /**< reported, but the stream is closed */
 	int64_t last_heard_ms; /**< time of the last report or heartbeat, 0 if never */
 	tau_node_source source;
-	const tau_node_facts *facts; /**< the facts it counts with, NULL when none */
+	const tau_node_facts *facts; /**< the Node's facts; the agent's when there is no Node */
 	const uint8_t *inventory;    /**< the agent's last inventory, opaque bytes; NULL if none */
 	size_t inventory_len;
 } tau_node_status;
@@ -60,6 +74,13 @@ int tau_nodestore_set_selector(tau_nodestore *store, tau_selector *sel);
 
 /** A Node was added or changed in the API (facts copied). */
 int tau_nodestore_api_upsert(tau_nodestore *store, const tau_node_facts *facts);
+
+/**
+ * A Node exists but could not be read (e.g. a quantity out of range): it
+ * stops counting, whatever it or its agent said before, and `reason` is
+ * kept for queries until a readable version arrives.  @return 0, -TAU_ENOMEM.
+ */
+int tau_nodestore_api_unreadable(tau_nodestore *store, const char *name, const char *reason);
 
 /** A Node was deleted: its record goes, whatever the agent said.  -TAU_ENOTFOUND if unknown. */
 int tau_nodestore_api_delete(tau_nodestore *store, const char *name);
@@ -96,6 +117,16 @@ bool tau_nodestore_established(const tau_nodestore *store);
 
 /** Number of records. */
 size_t tau_nodestore_count(const tau_nodestore *store);
+
+/** Number of records whose agent's report differs from their Node object. */
+size_t tau_nodestore_mismatch_count(const tau_nodestore *store);
+
+/**
+ * News for the log: when node `name`'s agent/Node difference appeared or
+ * changed since the last call, copy its description into buf and return
+ * true (once per change); otherwise false and buf untouched.
+ */
+bool tau_nodestore_take_mismatch(tau_nodestore *store, const char *name, char *buf, size_t cap);
 
 /**
  * Status of record `i` in name order (0 <= i < count).  Lends; valid until

@@ -52,9 +52,17 @@ bool tau_query_rules(const tau_nodestore *store, const tau_node_status *st,
 	bool counted = true;
 	size_t k = 0;
 
-	set_rule(&rules[k++], TAU_QUERY_RULE_API, st->api_known,
-	         st->api_known ? "Node object exists"
-	                       : "no Node object (only an agent reported it)");
+	if (st->api_error != NULL) {
+		snprintf(rules[k].name, sizeof(rules[k].name), "%s", TAU_QUERY_RULE_API);
+		rules[k].pass = false;
+		snprintf(rules[k].detail, sizeof(rules[k].detail), "Node object unreadable: %s",
+		         st->api_error);
+		k++;
+	} else {
+		set_rule(&rules[k++], TAU_QUERY_RULE_API, st->api_known,
+		         st->api_known ? "Node object exists"
+		                       : "no Node object (only an agent reported it)");
+	}
 	if (st->facts != NULL) {
 		(void)tau_pool_evaluate(pool, st->facts, p1);
 	} else {
@@ -68,9 +76,17 @@ bool tau_query_rules(const tau_nodestore *store, const tau_node_status *st,
 		snprintf(rules[k].detail, sizeof(rules[k].detail), "%s", p1[i].detail);
 		k++;
 	}
-	if (st->source == TAU_NODE_SOURCE_AGENT)
+	if (st->reported && st->mismatch != NULL) {
+		snprintf(rules[k].name, sizeof(rules[k].name), "%s", TAU_QUERY_RULE_AGENT);
+		rules[k].pass = true;
+		snprintf(rules[k].detail, sizeof(rules[k].detail),
+		         "agent reported, but its report differs from the Node object, which is "
+		         "what counts: %s",
+		         st->mismatch);
+		k++;
+	} else if (st->source == TAU_NODE_SOURCE_AGENT)
 		set_rule(&rules[k++], TAU_QUERY_RULE_AGENT, true,
-		         "counts with its agent's last report");
+		         "agent reported; counts with its Node object's facts");
 	else if (st->source == TAU_NODE_SOURCE_API)
 		set_rule(&rules[k++], TAU_QUERY_RULE_AGENT, true,
 		         "agent never reported; counts with the Node's allocatable after the "

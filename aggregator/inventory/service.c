@@ -26,6 +26,7 @@
 
 #include "tau/error.h"
 #include "tau/log.h"
+#include "tau/names.h"
 #include "tau/nodefacts.h"
 #include "tau/selector.h"
 
@@ -306,6 +307,14 @@ static void mark_dirty_locked(tau_agg *a)
 	}
 }
 
+/* Log an agent/Node difference once, when it appears (taken from the store under the lock). */
+static void log_mismatch(const char *node, const char *mismatch)
+{
+	if (mismatch[0] != '\0')
+		tau_log_warn("agent report differs from the Node object; the Node counts", "node",
+		             node, "difference", mismatch, NULL);
+}
+
 /* Store an accepted inventory.  Returns 0 or the store's error (nothing changed). */
 static int store_inventory(stream *s, const tau_node_facts *facts,
                            const Tau__Inventory__V1__NodeInventory *inv)
@@ -315,6 +324,7 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 	uint8_t *bytes = malloc(len > 0 ? len : 1);
 	tau_rpc_call *replaced = NULL;
 	int rc;
+	char mismatch[TAU_NODE_MISMATCH_MAX];
 
 	if (bytes == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
@@ -323,6 +333,8 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 	rc = atomic_load(&s->replaced)
 	             ? tau_error_set(TAU_ECONFLICT, "a newer Report stream reports for this node")
 	             : tau_nodestore_report(a->store, facts, tau_agg_now_ms());
+	mismatch[0] = '\0';
+	(void)tau_nodestore_take_mismatch(a->store, facts->name, mismatch, sizeof(mismatch));
 	if (rc == 0) {
 		(void)tau_nodestore_set_inventory(a->store, facts->name, bytes, len);
 		replaced = bind_stream(a, s, facts->name);
@@ -330,6 +342,7 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 	}
 	pthread_mutex_unlock(&a->mu);
 	free(bytes);
+	log_mismatch(facts->name, mismatch);
 	if (replaced != NULL) {
 		tau_rpc_call_finish(replaced, TAU_RPC_ABORTED,
 		                    "replaced by a newer Report stream for the same node");
@@ -1036,24 +1049,38 @@ int tau_agg_register(tau_agg *a, tau_rpc_server *srv)
 void tau_agg_node_upsert(tau_agg *a, const cJSON *node)
 {
 	tau_node_facts facts = {0};
+	char mismatch[TAU_NODE_MISMATCH_MAX];
 	int rc = tau_node_facts_from_json(&facts, node);
 
 	if (rc < 0) {
 		const cJSON *name = cJSON_GetObjectItemCaseSensitive(
 		        cJSON_GetObjectItemCaseSensitive(node, "metadata"), "name");
+		char reason[TAU_ERROR_MSG_MAX];
 
-		tau_log_warn("node ignored: unreadable", "node",
-		             cJSON_IsString(name) ? name->valuestring : "?", "reason",
-		             tau_error_last()->msg, NULL);
+		snprintf(reason, sizeof(reason), "%s", tau_error_last()->msg);
+		tau_log_warn("node does not count: its Node object is unreadable", "node",
+		             cJSON_IsString(name) ? name->valuestring : "?", "reason", reason,
+		             NULL);
+		/* Fail closed: whatever it counted with before no longer holds. */
+		if (cJSON_IsString(name) &&
+		    tau_names_check_dns1123_subdomain(name->valuestring) == 0) {
+			pthread_mutex_lock(&a->mu);
+			(void)tau_nodestore_api_unreadable(a->store, name->valuestring, reason);
+			mark_dirty_locked(a);
+			pthread_mutex_unlock(&a->mu);
+		}
 		return;
 	}
 	pthread_mutex_lock(&a->mu);
 	rc = tau_nodestore_api_upsert(a->store, &facts);
+	mismatch[0] = '\0';
+	(void)tau_nodestore_take_mismatch(a->store, facts.name, mismatch, sizeof(mismatch));
 	mark_dirty_locked(a);
 	pthread_mutex_unlock(&a->mu);
 	if (rc < 0)
 		tau_log_warn("node ignored", "node", facts.name, "reason", tau_error_last()->msg,
 		             NULL);
+	log_mismatch(facts.name, mismatch);
 	tau_node_facts_clear(&facts);
 }
 
@@ -1167,6 +1194,7 @@ int tau_agg_metrics(tau_agg *a, char **out)
 		m.nodes_stale += tau_query_is_stale(&st, &o) ? 1 : 0;
 		m.nodes_counted += tau_pool_node_counted(pool, st.name) == 1 ? 1 : 0;
 	}
+	m.nodes_mismatch = tau_nodestore_mismatch_count(a->store);
 	m.agents_connected = a->n_bound;
 	m.pool_watchers = a->n_watchers;
 	m.established = tau_nodestore_established(a->store);

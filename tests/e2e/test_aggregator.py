@@ -199,6 +199,17 @@ class Proc:
         return rc
 
 
+def kube_request(port, token, method, path, body=None, ctype="application/json"):
+    """One request to kube-sim as admin: (status, decoded body or None)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request(method, path, body=json.dumps(body) if body is not None else None,
+              headers={"Authorization": "Bearer " + token, "Content-Type": ctype})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, json.loads(data) if data else None
+
+
 def wait_for(pred, timeout=30, msg="condition"):
     return simtest.wait_for(pred, timeout=timeout, msg=msg)
 
@@ -327,14 +338,7 @@ class AggregatorE2E(unittest.TestCase):
     # -- helpers --
 
     def kube(self, method, path, body=None):
-        c = http.client.HTTPConnection("127.0.0.1", self.sim_port, timeout=10)
-        c.request(method, path, body=json.dumps(body) if body is not None else None,
-                  headers={"Authorization": "Bearer " + self.admin_token,
-                           "Content-Type": "application/json"})
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        return r.status, json.loads(data) if data else None
+        return kube_request(self.sim_port, self.admin_token, method, path, body)
 
     def start_agent(self, node, agg=None):
         agg = agg or self.agg
@@ -693,6 +697,139 @@ class AggregatorE2E(unittest.TestCase):
             for a in (a1, a2):
                 if a.proc.p.poll() is None:
                     self.assertEqual(a.stop(), 0)
+
+
+def flavor_of(p, name):
+    for f in p.flavors:
+        if f.name == name:
+            return f
+    return None
+
+
+class RealAgent:
+    """tau-node-agent for one node of kube-sim, with an empty fake host root."""
+
+    def __init__(self, name, agg_addr, kubeconfig):
+        root = os.path.join(WORK, "host-" + name)
+        os.makedirs(os.path.join(root, "dev"), exist_ok=True)
+        token = os.path.join(WORK, "token-" + name)
+        with open(token, "w") as f:
+            f.write("tok-" + name)
+        self.proc = Proc([AGENT_BIN, "--node-name", name, "--aggregator", agg_addr,
+                          "--kubeconfig", kubeconfig, "--host-root", root, "--token-file", token,
+                          "--insecure", "--log-level", "debug"], "agent-" + name)
+
+    def kill(self):
+        """SIGKILL: the agent says nothing more, not even Stopping."""
+        self.proc.p.kill()
+        self.proc.p.wait(30)
+
+    def stop(self):
+        return self.proc.stop()
+
+
+class TrustE2E(unittest.TestCase):
+    """Issue 12: the pool follows the API, and bad input fails closed (real agents)."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(AGENT_BIN, os.X_OK):
+            raise AssertionError("tau-node-agent not built (%s)" % AGENT_BIN)
+        cls.nodes = [_node("trust-a", "t4", {"cpu": "8", "nvidia.com/gpu": "1"}),
+                     _node("trust-b", "t4", {"cpu": "8", "nvidia.com/gpu": "1"}),
+                     _node("trust-c", "t4", {"cpu": "8", "nvidia.com/gpu": "1"})]
+        tokens = {"tok-" + n: {"username": AGENT_USER, "audiences": ["taugrid"],
+                               "extra": {"authentication.kubernetes.io/node-name": [n]}}
+                  for n in ["trust-a", "trust-b", "trust-c", "absurd-0", "absurd-1", "sane-0",
+                            "sane-1"]}
+        d = os.path.join(WORK, "trust")
+        os.makedirs(d, exist_ok=True)
+        tokens_path = os.path.join(d, "tokens.json")
+        with open(tokens_path, "w") as f:
+            json.dump(tokens, f)
+        seed = os.path.join(d, "seed.json")
+        with open(seed, "w") as f:
+            json.dump({"kind": "List", "items": cls.nodes}, f)
+        cls.kubeconfig = os.path.join(d, "kubeconfig")
+        cls.sim = Proc([SIM_PYTHON, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+                        cls.kubeconfig, "--tokens", tokens_path, "--seed", seed,
+                        "--crds", os.path.join(ROOT, "charts/taugrid/crds")], "kube-sim-trust")
+        cls.sim_port = int(cls.sim.wait_line("ready ").split()[1])
+        with open(cls.kubeconfig) as f:
+            cls.admin_token = json.load(f)["users"][0]["user"]["token"]
+        cls.agg = Aggregator(cls.kubeconfig)
+        cls.agents = {n["metadata"]["name"]: RealAgent(n["metadata"]["name"], cls.agg.addr,
+                                                       cls.kubeconfig) for n in cls.nodes}
+        wait_for(lambda: (lambda p: p.established and flavor_of(p, "t4") is not None
+                          and len(flavor_of(p, "t4").nodes) == 3)(cls.agg.pool()),
+                 timeout=60, msg="every real agent reported")
+
+    @classmethod
+    def tearDownClass(cls):
+        for a in cls.agents.values():
+            a.stop()
+        rc = cls.agg.stop()
+        cls.sim.stop()
+        assert rc == 0, "aggregator exit code %d after SIGTERM" % rc
+
+    def kube(self, method, path, body=None, ctype="application/json"):
+        status, doc = kube_request(self.sim_port, self.admin_token, method, path, body, ctype)
+        self.assertLess(status, 300, doc)
+        return doc
+
+    def patch_node(self, name, body, sub=""):
+        return self.kube("PATCH", "/api/v1/nodes/" + name + sub, body,
+                         "application/merge-patch+json")
+
+    def explain(self, name):
+        ex = self.agg.unary("ExplainNode", qpb.ExplainNodeRequest(name=name), qpb.ExplainNodeResponse)
+        return ex, {r.name: (getattr(r, "pass"), r.detail) for r in ex.rules}
+
+    def t4_nodes(self):
+        f = flavor_of(self.agg.pool(), "t4")
+        return len(f.nodes) if f else 0
+
+    def kill_agent_and_wait_stale(self, name):
+        self.agents[name].kill()
+        wait_for(lambda: [x for x in self.agg.nodes() if x.name == name and not x.connected],
+                 msg="%s's stream closed" % name)
+        # Still counted: the Node is Ready and schedulable, and only its agent is gone.
+        ex, _ = self.explain(name)
+        self.assertTrue(ex.counted)
+
+    def test_01_agent_killed_then_node_not_ready_leaves_the_pool(self):
+        name = "trust-a"
+        before = self.t4_nodes()
+        self.kill_agent_and_wait_stale(name)
+        self.patch_node(name, {"status": {"conditions": [{"type": "Ready", "status": "Unknown",
+                                                          "reason": "NodeStatusUnknown"}]}},
+                        "/status")
+        wait_for(lambda: self.t4_nodes() == before - 1, msg="trust-a out of the pool")
+        ex, rules = self.explain(name)
+        self.assertFalse(ex.counted)
+        self.assertEqual(rules["P1.ready"], (False, "Ready condition is not True"))
+        # The dead agent's last report still says Ready: reported, never trusted.
+        self.assertTrue(rules["agent.reported"][0])
+        self.assertIn("differs from the Node object", rules["agent.reported"][1])
+        self.assertIn("agent reports true/true/false, the Node says false/true/false",
+                      rules["agent.reported"][1])
+        _, m = self.agg.http("/metrics")
+        self.assertIn("tau_aggregator_nodes_agent_mismatch 1\n", m)
+        with open(self.agg.proc.log_path) as f:
+            self.assertIn("agent report differs from the Node object", f.read())
+
+    def test_02_agent_killed_then_node_cordoned_leaves_the_pool(self):
+        name = "trust-b"
+        before = self.t4_nodes()
+        self.kill_agent_and_wait_stale(name)
+        self.patch_node(name, {"spec": {"unschedulable": True}})
+        wait_for(lambda: self.t4_nodes() == before - 1, msg="trust-b out of the pool")
+        ex, rules = self.explain(name)
+        self.assertFalse(ex.counted)
+        self.assertEqual(rules["P1.schedulable"], (False, "cordoned (spec.unschedulable)"))
+        # Uncordoned, it counts again, still without its agent.
+        self.patch_node(name, {"spec": {"unschedulable": False}})
+        wait_for(lambda: self.t4_nodes() == before, msg="trust-b back in the pool")
 
 
 if __name__ == "__main__":

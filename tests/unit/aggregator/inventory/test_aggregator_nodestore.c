@@ -12,8 +12,12 @@
 
 #include <cmocka.h>
 
-/* Facts of a Linux node with `gpus` GPUs (class NULL: a CPU node). */
-static tau_node_facts facts(const char *name, const char *cls, int gpus, bool ready)
+/*
+ * Facts of a Linux node with `gpus` GPUs (class NULL: a CPU node) whose Ready
+ * condition has status `ready` ("True", "Unknown", ...), cordoned or not.
+ */
+static tau_node_facts node_facts(const char *name, const char *cls, int gpus, const char *ready,
+                                 bool cordoned)
 {
 	char json[1024];
 	cJSON *root = NULL;
@@ -22,14 +26,29 @@ static tau_node_facts facts(const char *name, const char *cls, int gpus, bool re
 	snprintf(
 	        json, sizeof(json),
 	        "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"kubernetes.io/os\":\"linux\"%s%s%s}},"
+	        "\"spec\":{\"unschedulable\":%s},"
 	        "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"%d\",\"cpu\":\"96\"},"
 	        "\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
 	        name, cls ? ",\"tau.azure.com/gpu-class\":\"" : "", cls ? cls : "", cls ? "\"" : "",
-	        gpus, ready ? "True" : "False");
+	        cordoned ? "true" : "false", gpus, ready);
 	assert_int_equal(tau_json_parse(&root, json, strlen(json), 0), 0);
 	assert_int_equal(tau_node_facts_from_json(&f, root), 0);
 	cJSON_Delete(root);
 	return f;
+}
+
+static tau_node_facts facts(const char *name, const char *cls, int gpus, bool ready)
+{
+	return node_facts(name, cls, gpus, ready ? "True" : "False", false);
+}
+
+static void api_update(tau_nodestore *s, const char *name, int gpus, const char *ready,
+                       bool cordoned)
+{
+	tau_node_facts f = node_facts(name, "h100", gpus, ready, cordoned);
+
+	assert_int_equal(tau_nodestore_api_upsert(s, &f), 0);
+	tau_node_facts_clear(&f);
 }
 
 static void api(tau_nodestore *s, const char *name, const char *cls, int gpus)
@@ -46,6 +65,21 @@ static void report(tau_nodestore *s, const char *name, const char *cls, int gpus
 
 	assert_int_equal(tau_nodestore_report(s, &f, now), 0);
 	tau_node_facts_clear(&f);
+}
+
+/* A store where h100 nodes g1 and g2 (8 GPUs each) are known, reported, established. */
+static tau_nodestore *two_reported_nodes(void)
+{
+	tau_nodestore *s = NULL;
+
+	assert_int_equal(tau_nodestore_new(&s, 0, 60000), 0);
+	api(s, "g1", "h100", 8);
+	api(s, "g2", "h100", 8);
+	tau_nodestore_api_synced(s);
+	report(s, "g1", "h100", 8, 1);
+	report(s, "g2", "h100", 8, 1);
+	assert_true(tau_nodestore_established(s));
+	return s;
 }
 
 /* GPUs counted in flavor `cls`, or -1 when the flavor is absent. */
@@ -88,8 +122,9 @@ static void test_gate_opens_when_every_gpu_node_reported(void **state)
 	tau_nodestore_api_synced(s);
 	assert_true(tau_nodestore_established(s));
 	assert_int_equal(tau_nodestore_missing(s, missing, 4), 0);
-	/* the agent's view wins over the API's */
-	assert_int_equal(gpus_in(s, "h100"), 12);
+	/* the Node object is the authority: g2's agent says 4, its Node 8, 8 count */
+	assert_int_equal(gpus_in(s, "h100"), 16);
+	assert_int_equal(tau_nodestore_mismatch_count(s), 1);
 	tau_nodestore_free(s);
 }
 
@@ -114,9 +149,9 @@ static void test_partial_reports_do_not_establish(void **state)
 	assert_true(tau_nodestore_established(s));
 	assert_int_equal(gpus_in(s, "h100"), 16);
 	assert_int_equal(tau_nodestore_missing(s, missing, 4), 1);
-	/* it reports later: its own view replaces the API's, no longer missing */
+	/* it reports later: no longer missing; the Node's 8 still count, not its 6 */
 	report(s, "g2", "h100", 6, 70000);
-	assert_int_equal(gpus_in(s, "h100"), 14);
+	assert_int_equal(gpus_in(s, "h100"), 16);
 	assert_int_equal(tau_nodestore_missing(s, missing, 4), 0);
 	tau_nodestore_free(s);
 }
@@ -187,6 +222,107 @@ static void test_invalid_report_changes_nothing(void **state)
 	tau_nodestore_free(s);
 }
 
+/* Issue 12 item 1: an agent that died does not keep its node in the pool. */
+static void test_node_follows_api_after_agent_died(void **state)
+{
+	static const struct {
+		const char *ready;
+		bool cordoned;
+		const char *failed_rule;
+	} cases[] = {{"Unknown", false, "ready"}, {"True", true, "schedulable"}};
+
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		tau_nodestore *s = two_reported_nodes();
+		tau_node_status st;
+		tau_pool_rule rules[TAU_POOL_RULE_COUNT];
+
+		assert_int_equal(gpus_in(s, "h100"), 16);
+		/* g1's agent is killed: its stream closes, nothing more comes from it */
+		tau_nodestore_set_connected(s, "g1", false, 2);
+		/* the API then marks g1 not ready (kubelet gone) or cordons it */
+		api_update(s, "g1", 8, cases[c].ready, cases[c].cordoned);
+		assert_int_equal(gpus_in(s, "h100"), 8);
+		assert_int_equal(tau_pool_node_counted(tau_nodestore_pool(s), "g1"), 0);
+		assert_int_equal(tau_pool_explain(tau_nodestore_pool(s), "g1", rules), 0);
+		for (int i = 0; i < TAU_POOL_RULE_COUNT; i++) {
+			if (strcmp(rules[i].name, cases[c].failed_rule) == 0)
+				assert_false(rules[i].pass);
+		}
+		assert_int_equal(tau_nodestore_get(s, "g1", &st), 0);
+		assert_true(st.stale);
+		/* what queries show is the Node's view, not the dead agent's */
+		assert_int_equal(st.facts->schedulable, !cases[c].cordoned);
+		/* the Node recovers: it counts again without its agent */
+		api_update(s, "g1", 8, "True", false);
+		assert_int_equal(gpus_in(s, "h100"), 16);
+		tau_nodestore_free(s);
+	}
+}
+
+/* A difference between agent and Node is recorded and told once, never counted. */
+static void test_mismatch_reported_not_trusted(void **state)
+{
+	tau_nodestore *s = NULL;
+	tau_node_status st;
+	char buf[TAU_NODE_MISMATCH_MAX];
+
+	(void)state;
+	assert_int_equal(tau_nodestore_new(&s, 0, 60000), 0);
+	api(s, "g1", "h100", 8);
+	tau_nodestore_api_synced(s);
+	report(s, "g1", "h100", 16, 1);
+	assert_int_equal(gpus_in(s, "h100"), 8);
+	assert_int_equal(tau_nodestore_get(s, "g1", &st), 0);
+	assert_non_null(st.mismatch);
+	assert_string_equal(st.mismatch,
+	                    "allocatable nvidia.com/gpu: agent reports 16, the Node says 8");
+	assert_int_equal(tau_nodestore_mismatch_count(s), 1);
+	assert_true(tau_nodestore_take_mismatch(s, "g1", buf, sizeof(buf)));
+	assert_string_equal(buf, st.mismatch);
+	/* the same difference again is no news */
+	report(s, "g1", "h100", 16, 2);
+	assert_false(tau_nodestore_take_mismatch(s, "g1", buf, sizeof(buf)));
+	/* the Node goes not ready: a different difference (the agent still says ready) */
+	api_update(s, "g1", 16, "False", false);
+	assert_int_equal(gpus_in(s, "h100"), -1);
+	assert_true(tau_nodestore_take_mismatch(s, "g1", buf, sizeof(buf)));
+	assert_string_equal(buf, "ready/schedulable/deleting: agent reports true/true/false, the "
+	                         "Node says false/true/false");
+	/* both agree again */
+	api_update(s, "g1", 16, "True", false);
+	assert_int_equal(tau_nodestore_get(s, "g1", &st), 0);
+	assert_null(st.mismatch);
+	assert_int_equal(tau_nodestore_mismatch_count(s), 0);
+	assert_int_equal(gpus_in(s, "h100"), 16);
+	/* a deleted node takes its mismatch with it */
+	report(s, "g1", "h100", 1, 3);
+	assert_int_equal(tau_nodestore_mismatch_count(s), 1);
+	assert_int_equal(tau_nodestore_api_delete(s, "g1"), 0);
+	assert_int_equal(tau_nodestore_mismatch_count(s), 0);
+	tau_nodestore_free(s);
+}
+
+/* A Node that can no longer be read stops counting (fail closed) and says why. */
+static void test_unreadable_node_stops_counting(void **state)
+{
+	tau_nodestore *s = two_reported_nodes();
+	tau_node_status st;
+
+	(void)state;
+	assert_int_equal(gpus_in(s, "h100"), 16);
+	assert_int_equal(tau_nodestore_api_unreadable(s, "g1", "status.allocatable[cpu]: bad"), 0);
+	assert_int_equal(gpus_in(s, "h100"), 8);
+	assert_int_equal(tau_nodestore_get(s, "g1", &st), 0);
+	assert_string_equal(st.api_error, "status.allocatable[cpu]: bad");
+	assert_int_equal(st.source, TAU_NODE_SOURCE_NONE);
+	api(s, "g1", "h100", 8);
+	assert_int_equal(tau_nodestore_get(s, "g1", &st), 0);
+	assert_null(st.api_error);
+	assert_int_equal(gpus_in(s, "h100"), 16);
+	tau_nodestore_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -195,6 +331,9 @@ int main(void)
 	        cmocka_unit_test(test_stale_agent_keeps_report_deleted_node_leaves),
 	        cmocka_unit_test(test_report_before_node_counts_once_node_appears),
 	        cmocka_unit_test(test_invalid_report_changes_nothing),
+	        cmocka_unit_test(test_node_follows_api_after_agent_died),
+	        cmocka_unit_test(test_mismatch_reported_not_trusted),
+	        cmocka_unit_test(test_unreadable_node_stops_counting),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
