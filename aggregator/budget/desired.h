@@ -1,0 +1,279 @@
+/*
+ * budget/desired.h - what the team capacity budget should look like in
+ * Kueue, and whether what exists still matches (DESIGN.md §6, P1-P8).
+ *
+ * Three steps, all pure (inputs in, structs or cJSON out; no I/O, no
+ * globals):
+ *
+ *   1. a pool snapshot (tau_budget_pool): per GPU class, the exact sum of
+ *      each resource, copied by the controller from the inventory;
+ *   2. a plan (tau_budget_plan): the Cohort's shape, i.e. the sorted
+ *      coveredResources and flavors (the pool's plus those the Cohort we
+ *      already wrote holds, P6) and the quota of every flavor and
+ *      resource, checked against Kueue's limits;
+ *   3. the desired objects built from the plan (ResourceFlavor, the team's
+ *      root Cohort, each workspace's ClusterQueue), the owned-fields
+ *      comparison with what was read back, the merge that makes a PUT body,
+ *      and the ownership check that guards every write.
+ */
+#ifndef TAU_AGGREGATOR_BUDGET_DESIRED_H
+#define TAU_AGGREGATOR_BUDGET_DESIRED_H
+
+#include "budget/names.h"
+#include "inventory/pool.h"
+
+#include "tau/quantity.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+/** Kueue's limits on one resource group (kueue.md §7). */
+#define TAU_BUDGET_MAX_RESOURCES 64
+#define TAU_BUDGET_MAX_FLAVORS   64
+
+/* ------------------------------------------------------------------------------------------ */
+/* Pool snapshot                                                                               */
+
+/** One summed resource of a class. */
+typedef struct tau_budget_resource {
+	char *name;         /**< resource name, e.g. "nvidia.com/gpu" */
+	tau_quantity total; /**< the exact sum over the class's counted nodes */
+} tau_budget_resource;
+
+/** A GPU class and its resources, sorted by name. */
+typedef struct tau_budget_class {
+	char *name; /**< the tau.azure.com/gpu-class value */
+	tau_budget_resource *resources;
+	size_t n_resources;
+	size_t cap_resources; /**< private */
+} tau_budget_class;
+
+/** Plain data copied from the inventory pool: classes sorted by name.  Read-only for users. */
+typedef struct tau_budget_pool {
+	tau_budget_class *classes;
+	size_t n_classes;
+	size_t cap_classes; /**< private */
+} tau_budget_pool;
+
+/**
+ * Create an empty snapshot.
+ * @param out  receives it (free with tau_budget_pool_free).
+ * @return 0 or -TAU_ENOMEM.
+ */
+int tau_budget_pool_new(tau_budget_pool **out);
+
+/** Free a snapshot; NULL is a no-op. */
+void tau_budget_pool_free(tau_budget_pool *pool);
+
+/**
+ * Add a class with no resources yet (kept sorted).  Adding one that is
+ * there already is a no-op.
+ * @return 0; -TAU_EINVAL for a NULL or empty name; -TAU_ENOMEM.
+ */
+int tau_budget_pool_add_class(tau_budget_pool *pool, const char *gpu_class);
+
+/**
+ * Set the total of `resource` in `gpu_class` (the class is added when
+ * missing; both stay sorted).  The quantity is copied with its format.
+ * @return 0; -TAU_EINVAL for NULL/empty names, a negative quantity, or a
+ *         resource that is already set for that class; -TAU_ENOMEM.
+ */
+int tau_budget_pool_set(tau_budget_pool *pool, const char *gpu_class, const char *resource,
+                        const tau_quantity *total);
+
+/**
+ * Copy the inventory pool's flavors and sums (each sum in the notation
+ * tau_pool_sum_format prints, so the copy does not depend on event order).
+ * Call it under the lock that guards `inventory`.
+ * @param out  receives a new snapshot; untouched on failure.
+ * @return 0, -TAU_ENOMEM, or an error of tau_budget_pool_set.
+ */
+int tau_budget_pool_from_inventory(tau_budget_pool **out, const tau_pool *inventory);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Plan: the shape and quotas of the Cohort                                                    */
+
+/** One flavor of the plan. */
+typedef struct tau_budget_flavor {
+	char *name;      /**< the ResourceFlavor name */
+	char *gpu_class; /**< its class; NULL for a retained flavor whose class is unknown */
+	bool retained;   /**< not in the pool any more: kept in the Cohort at 0 (P6) */
+} tau_budget_flavor;
+
+/** The plan.  Read-only for users. */
+typedef struct tau_budget_plan {
+	char **resources; /**< coveredResources, sorted by name */
+	size_t n_resources;
+	tau_budget_flavor *flavors; /**< sorted by name */
+	size_t n_flavors;
+	/** quota[f * n_resources + r]: the pool sum of resources[r] in flavors[f]; zero when
+	 * absent. */
+	tau_quantity *quota;
+} tau_budget_plan;
+
+/**
+ * Plan the Cohort: coveredResources = the sorted union of the pool's
+ * resource names and those `observed_cohort` covers; flavors = the sorted
+ * union of "taugrid-gpu-<class>" for every pool class and the flavors
+ * `observed_cohort` lists; every quota the exact pool sum (zero where the
+ * class lacks the resource, and for retained flavors).
+ *
+ * The class of a retained flavor comes from the label
+ * tau.azure.com/gpu-class of the same-named ResourceFlavor among
+ * `observed_flavors` that this cluster owns (cluster_uid), else from the
+ * name itself when it is the plain name of a class; else it stays NULL (the
+ * controller then cannot re-create that ResourceFlavor, and keeps it).
+ *
+ * @param out               receives a new plan (tau_budget_plan_free); untouched on failure.
+ * @param pool              the snapshot; must not be NULL.
+ * @param observed_cohort   the team Cohort as read back, ONLY when it is ours
+ *                          (tau_budget_ownership said OWNED); NULL when absent
+ *                          or not ours.  Borrowed.
+ * @param observed_flavors  ResourceFlavors as read back (may be NULL when n is 0).
+ * @param n_observed_flavors  their count.
+ * @param cluster_uid       the TauCluster UID that owns our ResourceFlavors (may be NULL:
+ *                          then no observed flavor counts as ours).
+ * @return 0;
+ *         -TAU_ERANGE over Kueue's limits (more than TAU_BUDGET_MAX_RESOURCES
+ *          covered resources or TAU_BUDGET_MAX_FLAVORS flavors), or a quota
+ *          that does not fit the int64 Kueue counts in (milli-units for cpu);
+ *         -TAU_EINVAL for a resource name Kueue refuses (not a qualified
+ *          name), two classes mapping to one flavor name, or a negative quota;
+ *         -TAU_ETYPE for an observed Cohort whose resourceGroups cannot be read;
+ *         -TAU_ENOMEM.  Every error has a message naming the cause.
+ */
+int tau_budget_plan_build(tau_budget_plan **out, const tau_budget_pool *pool,
+                          const cJSON *observed_cohort, const cJSON *const *observed_flavors,
+                          size_t n_observed_flavors, const char *cluster_uid);
+
+/** Free a plan; NULL is a no-op. */
+void tau_budget_plan_free(tau_budget_plan *plan);
+
+/** Lends the quota of flavor f, resource r (both in range). */
+const tau_quantity *tau_budget_plan_quota(const tau_budget_plan *plan, size_t f, size_t r);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Desired objects                                                                             */
+
+/**
+ * The desired ResourceFlavor of a GPU class: name tau_budget_flavor_name,
+ * spec.nodeLabels {tau.azure.com/gpu-class: class, kubernetes.io/os:
+ * linux}, labels managed-by taugrid and tau.azure.com/gpu-class, annotation
+ * tau.azure.com/cluster-uid.
+ *
+ * @param out          receives a new object (cJSON_Delete); untouched on failure.
+ * @param gpu_class    the class (a label value).
+ * @param cluster_uid  the TauCluster's UID; must not be empty.
+ * @return 0; -TAU_EINVAL (empty UID, class not a label value); -TAU_ENOMEM.
+ */
+int tau_budget_desired_flavor(cJSON **out, const char *gpu_class, const char *cluster_uid);
+
+/**
+ * The desired root Cohort "tau-team-<team>" of the plan: one resourceGroup
+ * with the plan's coveredResources and flavors, each flavor listing every
+ * covered resource in that order with nominalQuota the canonical quantity
+ * string; no parentName, no borrowingLimit or lendingLimit.  `zeroed` (P5)
+ * writes "0" everywhere but keeps the shape.  A plan without resources or
+ * flavors gives "resourceGroups": [] (Kueue needs at least one of each in a
+ * group).  Labels managed-by taugrid and tau.azure.com/team; annotation
+ * tau.azure.com/team-uid.
+ *
+ * @return 0; -TAU_EINVAL (missing input, team not a label value); -TAU_ENOMEM.
+ */
+int tau_budget_desired_cohort(cJSON **out, const tau_budget_plan *plan, const char *team,
+                              const char *team_uid, bool zeroed);
+
+/**
+ * The desired ClusterQueue "tau-ws-<workspace>": cohortName the team's
+ * Cohort, the plan's coveredResources and flavors with every nominalQuota
+ * "0" and no borrowingLimit, namespaceSelector {matchLabels:
+ * {kubernetes.io/metadata.name: namespace}}; labels managed-by,
+ * tau.azure.com/team and tau.azure.com/workspace; annotation
+ * tau.azure.com/workspace-uid.
+ *
+ * @param ns  the workspace's resolved namespace (a DNS-1123 label).
+ * @return 0; -TAU_EINVAL (missing input, invalid namespace or label value); -TAU_ENOMEM.
+ */
+int tau_budget_desired_cluster_queue(cJSON **out, const tau_budget_plan *plan, const char *team,
+                                     const char *workspace, const char *workspace_uid,
+                                     const char *ns);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Comparison, merge, ownership                                                                */
+
+/**
+ * Do observed and desired agree on every field we own?  Our labels and
+ * annotations (keys of desired's; other keys ignored); per kind (desired's
+ * "kind"): Cohort spec.resourceGroups and the absence of spec.parentName,
+ * ClusterQueue spec.cohortName, spec.resourceGroups and
+ * spec.namespaceSelector, ResourceFlavor spec.nodeLabels.  Quantities are
+ * compared by value ("12", 12 and "12000m" agree; an unparsable one
+ * differs); an empty resourceGroups list equals an absent one.  Kueue's
+ * defaults, finalizers, status and any other field are ignored.
+ *
+ * @param out       true when equal.
+ * @param what      receives the first difference, e.g. "spec.resourceGroups[0]
+ *                  .flavors[1].resources[2].nominalQuota is \"8\", want \"16\"",
+ *                  "" when equal; may be NULL.
+ * @param what_len  size of `what`.
+ * @return 0; -TAU_EINVAL when either is NULL or desired's kind is not one of ours.
+ */
+int tau_budget_owned_equal(bool *out, char *what, size_t what_len, const cJSON *desired,
+                           const cJSON *observed);
+
+/**
+ * The PUT body: a copy of `observed` (resourceVersion, finalizers, other
+ * labels and annotations, admissionChecksStrategy, ... kept) with our
+ * labels, annotations and owned spec fields taken from `desired`, and
+ * apiVersion/kind set to desired's.  A Cohort's parentName is removed.
+ *
+ * @param out  receives a new object; untouched on failure.
+ * @return 0; -TAU_EINVAL (NULL input, unknown kind, observed not an object); -TAU_ENOMEM.
+ */
+int tau_budget_merge(cJSON **out, const cJSON *observed, const cJSON *desired);
+
+/**
+ * Read a quantity from JSON by value, as Kubernetes' int-or-string
+ * Quantity: a string ("12000m") or a bare number (12).
+ * @return 0; -TAU_ETYPE for another JSON type; a tau_quantity_parse error.
+ */
+int tau_budget_quantity_of(tau_quantity *out, const cJSON *v);
+
+/** Kinds this module writes. */
+typedef enum tau_budget_kind {
+	TAU_BUDGET_RESOURCE_FLAVOR = 0, /**< owner UID: the TauCluster's */
+	TAU_BUDGET_COHORT,              /**< owner UID: the TauTeam's */
+	TAU_BUDGET_CLUSTER_QUEUE        /**< owner UID: the TauWorkspace's */
+} tau_budget_kind;
+
+/** Ownership of an existing object. */
+typedef enum tau_budget_ownership {
+	TAU_BUDGET_OWNED = 0,    /**< managed-by taugrid and our owner UID: we may change it */
+	TAU_BUDGET_OTHER_OWNER,  /**< managed-by taugrid, owner-UID annotation names another UID */
+	TAU_BUDGET_LEGACY_OWNER, /**< managed-by taugrid but no owner-UID annotation */
+	TAU_BUDGET_FOREIGN       /**< not managed by taugrid */
+} tau_budget_ownership;
+
+/**
+ * Classify an existing object: ours only when the managed-by label is
+ * "taugrid" AND the kind's owner-UID annotation equals `expected_uid`.
+ * Anything else must never be changed or deleted, only reported.
+ *
+ * @param why           receives the cause when not owned ("annotation
+ *                      tau.azure.com/team-uid is \"u-2\", not \"u-1\""), ""
+ *                      when owned; may be NULL.
+ * @param expected_uid  the owner's UID; NULL or "" never matches.
+ * @return the classification (NULL observed: TAU_BUDGET_FOREIGN).
+ */
+tau_budget_ownership tau_budget_ownership_of(const cJSON *observed, tau_budget_kind kind,
+                                             const char *expected_uid, char *why, size_t why_len);
+
+/** The owner-UID annotation key of a kind. */
+const char *tau_budget_owner_annotation(tau_budget_kind kind);
+
+/** A short stable name of an ownership result ("Owned", "OtherOwner", "LegacyOwner", "Foreign"). */
+const char *tau_budget_ownership_name(tau_budget_ownership ownership);
+
+#endif /* TAU_AGGREGATOR_BUDGET_DESIRED_H */
