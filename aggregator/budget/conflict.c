@@ -1,0 +1,493 @@
+/*
+ * conflict.c - P4 conflict detection for the automatic team budget.
+ *
+ * The one idea: overlap is decided by what objects do, not by what they are
+ * called.  A ResourceFlavor conflicts when its nodeLabels select a counted
+ * pool node, whatever its name; a queue conflicts when it holds reservations
+ * or quota on a flavor of the pool.  Ownership (managed-by plus the owner
+ * UID) separates our objects from everybody else's.  Nothing here decides
+ * what to write: the caller zeroes the budget while the list is not empty.
+ */
+#include "conflict.h"
+
+#include "budget/desired.h"
+#include "budget/names.h"
+
+#include "tau/error.h"
+#include "tau/json.h"
+#include "tau/quantity.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const reason_codes[] = {
+        [TAU_BUDGET_CONFLICT_FLAVOR_SELECTS_POOL] = "ForeignFlavorSelectsPool",
+        [TAU_BUDGET_CONFLICT_EXTERNAL_RESERVATION] = "ExternalReservation",
+        [TAU_BUDGET_CONFLICT_EXTERNAL_QUOTA] = "ExternalQuota",
+        [TAU_BUDGET_CONFLICT_FOREIGN_MEMBER] = "ForeignTeamCohortMember",
+        [TAU_BUDGET_CONFLICT_LEGACY_DISCOVERY] = "LegacyGPUDiscovery",
+        [TAU_BUDGET_CONFLICT_EXPLICIT_QUOTA] = "ExplicitQuota",
+        [TAU_BUDGET_CONFLICT_TEAM_NOT_FOUND] = "CapacityTeamNotFound",
+};
+
+const char *tau_budget_conflict_reason_code(tau_budget_conflict_reason reason)
+{
+	if ((size_t)reason < sizeof(reason_codes) / sizeof(reason_codes[0]))
+		return reason_codes[reason];
+	return "Unknown";
+}
+
+void tau_budget_conflicts_free(tau_budget_conflicts *list)
+{
+	if (list == NULL)
+		return;
+	for (size_t i = 0; i < list->n; i++) {
+		free(list->items[i].name);
+		free(list->items[i].message);
+	}
+	free(list->items);
+	free(list);
+}
+
+static int add(tau_budget_conflicts *list, tau_budget_conflict_reason reason, const char *kind,
+               const char *name, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int add(tau_budget_conflicts *list, tau_budget_conflict_reason reason, const char *kind,
+               const char *name, const char *fmt, ...)
+{
+	tau_budget_conflict c = {reason, tau_budget_conflict_reason_code(reason), kind, NULL, NULL};
+	va_list ap;
+	int n;
+
+	if (list->n == list->cap) {
+		size_t ncap = list->cap == 0 ? 8 : list->cap * 2;
+		tau_budget_conflict *p = realloc(list->items, ncap * sizeof(*p));
+
+		if (p == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory listing conflicts");
+		list->items = p;
+		list->cap = ncap;
+	}
+	va_start(ap, fmt);
+	n = vasprintf(&c.message, fmt, ap);
+	va_end(ap);
+	c.name = strdup(name);
+	if (n < 0 || c.name == NULL) {
+		if (n >= 0)
+			free(c.message);
+		free(c.name);
+		return tau_error_set(TAU_ENOMEM, "out of memory listing conflicts");
+	}
+	list->items[list->n++] = c;
+	return 0;
+}
+
+static const char *name_of(const cJSON *obj)
+{
+	const char *s = NULL;
+
+	return tau_json_get_string(&s, obj, "metadata.name") == 0 ? s : NULL;
+}
+
+static const char *str_member(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool in_list(const char *const *names, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* A list member that may be absent or null; -TAU_ETYPE when present but not a list. */
+static int opt_list(const cJSON **out, const cJSON *obj, const char *path, const char *kind,
+                    const char *name)
+{
+	const cJSON *v = tau_json_find(obj, path);
+
+	*out = NULL;
+	if (v == NULL || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return tau_error_set(TAU_ETYPE, "%s %s: %s is not a list", kind, name, path);
+	*out = v;
+	return 0;
+}
+
+/* Does a node carry every one of the RF's nodeLabels? */
+static bool node_selected(const cJSON *node_labels, const cJSON *rf_labels)
+{
+	const cJSON *l;
+
+	cJSON_ArrayForEach(l, rf_labels)
+	{
+		const char *have = str_member(node_labels, l->string);
+
+		if (have == NULL || strcmp(have, l->valuestring) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* (a): foreign flavors that select pool nodes; their names are appended to *pool_flavors. */
+static int check_flavors(tau_budget_conflicts *list, const tau_budget_conflict_input *in,
+                         const char ***pool_flavors, size_t *n_pool)
+{
+	for (size_t i = 0; i < in->n_flavors; i++) {
+		const cJSON *rf = in->flavors[i], *labels, *l;
+		const char *name = name_of(rf), *first = NULL, **grown;
+		char why[256];
+		size_t matched = 0;
+		int rc;
+
+		if (name == NULL)
+			return tau_error_set(TAU_ETYPE, "a ResourceFlavor has no metadata.name");
+		if (tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, in->cluster_uid, why,
+		                            sizeof(why)) == TAU_BUDGET_OWNED)
+			continue;
+		labels = tau_json_find(rf, "spec.nodeLabels");
+		if (labels != NULL && cJSON_IsNull(labels))
+			labels = NULL;
+		if (labels != NULL && !cJSON_IsObject(labels))
+			return tau_error_set(
+			        TAU_ETYPE, "ResourceFlavor %s: spec.nodeLabels is not a map", name);
+		cJSON_ArrayForEach(l, labels)
+		{
+			if (!cJSON_IsString(l))
+				return tau_error_set(
+				        TAU_ETYPE,
+				        "ResourceFlavor %s: spec.nodeLabels[%s] is not a string",
+				        name, l->string);
+		}
+		for (size_t n = 0; n < in->n_nodes; n++) {
+			if (!node_selected(in->nodes[n].labels, labels))
+				continue;
+			matched++;
+			if (first == NULL || strcmp(in->nodes[n].name, first) < 0)
+				first = in->nodes[n].name;
+		}
+		if (matched == 0)
+			continue;
+		rc = add(
+		        list, TAU_BUDGET_CONFLICT_FLAVOR_SELECTS_POOL, "ResourceFlavor", name,
+		        "ResourceFlavor %s is not this TauCluster's (%s) and its nodeLabels %s %zu "
+		        "pool node%s, e.g. %s: a second budget for the same nodes; remove it or "
+		        "narrow its nodeLabels through its owner",
+		        name, why, labels == NULL ? "(none) select all" : "select", matched,
+		        matched == 1 ? "" : "s", first);
+		if (rc < 0)
+			return rc;
+		grown = realloc(*pool_flavors, (*n_pool + 1) * sizeof(**pool_flavors));
+		if (grown == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory listing conflicts");
+		grown[(*n_pool)++] = name;
+		*pool_flavors = grown;
+	}
+	return 0;
+}
+
+/*
+ * The first pool flavor and resource in `flavors` (a list of {name, resources[]}) whose
+ * `field` is non-zero; *flavor NULL when none.
+ */
+static int first_nonzero(const char **flavor, const char **resource, const cJSON **value,
+                         const cJSON *flavors, const char *field, const char *const *pool,
+                         size_t n_pool, const char *kind, const char *name)
+{
+	const cJSON *f, *r;
+
+	*flavor = NULL;
+	cJSON_ArrayForEach(f, flavors)
+	{
+		const char *fname = str_member(f, "name");
+		const cJSON *resources = cJSON_GetObjectItemCaseSensitive(f, "resources");
+
+		if (fname == NULL)
+			return tau_error_set(TAU_ETYPE, "%s %s: a flavor has no name", kind, name);
+		if (!in_list(pool, n_pool, fname) || resources == NULL || cJSON_IsNull(resources))
+			continue;
+		if (!cJSON_IsArray(resources))
+			return tau_error_set(TAU_ETYPE, "%s %s: flavor %s: resources is not a list",
+			                     kind, name, fname);
+		cJSON_ArrayForEach(r, resources)
+		{
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, field);
+			tau_quantity q;
+
+			if (v == NULL || cJSON_IsNull(v))
+				continue;
+			if (tau_budget_quantity_of(&q, v) < 0)
+				return tau_error_wrap("%s %s: flavor %s: %s", kind, name, fname,
+				                      field);
+			if (!tau_quantity_is_zero(&q)) {
+				*flavor = fname;
+				*resource = str_member(r, "name");
+				*value = v;
+				return 0;
+			}
+		}
+	}
+	return 0;
+}
+
+/* (b) quota: non-zero nominalQuota on a pool flavor in spec.resourceGroups. */
+static int check_quota(tau_budget_conflicts *list, const cJSON *obj, const char *kind,
+                       const char *name, const char *const *pool, size_t n_pool)
+{
+	const cJSON *groups, *g;
+	int rc;
+
+	if ((rc = opt_list(&groups, obj, "spec.resourceGroups", kind, name)) < 0)
+		return rc;
+	cJSON_ArrayForEach(g, groups)
+	{
+		const char *flavor, *resource = NULL;
+		const cJSON *v = NULL, *flavors = cJSON_GetObjectItemCaseSensitive(g, "flavors");
+		char *text;
+
+		if (flavors != NULL && !cJSON_IsArray(flavors))
+			return tau_error_set(TAU_ETYPE,
+			                     "%s %s: resourceGroups[].flavors is not a list", kind,
+			                     name);
+		if ((rc = first_nonzero(&flavor, &resource, &v, flavors, "nominalQuota", pool,
+		                        n_pool, kind, name)) < 0)
+			return rc;
+		if (flavor == NULL)
+			continue;
+		text = cJSON_PrintUnformatted(v);
+		rc = add(list, TAU_BUDGET_CONFLICT_EXTERNAL_QUOTA, kind, name,
+		         "%s %s is not TauGrid's and has nominalQuota %s of %s on pool flavor %s: "
+		         "an "
+		         "overlapping budget; remove it through its owner",
+		         kind, name, text != NULL ? text : "?", resource != NULL ? resource : "?",
+		         flavor);
+		free(text);
+		return rc;
+	}
+	return 0;
+}
+
+/* (b) reservations: non-zero status.flavorsReservation total on a pool flavor. */
+static int check_reservations(tau_budget_conflicts *list, const cJSON *cq, const char *name,
+                              const char *const *pool, size_t n_pool)
+{
+	const cJSON *res, *v = NULL;
+	const char *flavor, *resource = NULL;
+	char *text;
+	int rc;
+
+	if ((rc = opt_list(&res, cq, "status.flavorsReservation", "ClusterQueue", name)) < 0 ||
+	    (rc = first_nonzero(&flavor, &resource, &v, res, "total", pool, n_pool, "ClusterQueue",
+	                        name)) < 0)
+		return rc;
+	if (flavor == NULL)
+		return 0;
+	text = cJSON_PrintUnformatted(v);
+	rc = add(list, TAU_BUDGET_CONFLICT_EXTERNAL_RESERVATION, "ClusterQueue", name,
+	         "ClusterQueue %s is not TauGrid's and holds reservations on pool flavor %s "
+	         "(%s %s): external work already counts against the same nodes; drain it or "
+	         "move it off the pool flavors",
+	         name, flavor, resource != NULL ? resource : "?", text != NULL ? text : "?");
+	free(text);
+	return rc;
+}
+
+static bool present(const cJSON *v)
+{
+	return v != NULL && !cJSON_IsNull(v);
+}
+
+/* Is this ClusterQueue one of the team's workspace queues, owned by that workspace? */
+static bool own_cluster_queue(const cJSON *cq, const char *name,
+                              const tau_budget_conflict_input *in)
+{
+	char cqname[TAU_BUDGET_NAME_BUF];
+
+	for (size_t w = 0; w < in->n_workspaces; w++) {
+		const tau_budget_workspace *ws = &in->workspaces[w];
+
+		if (ws->name == NULL ||
+		    tau_budget_cluster_queue_name(cqname, sizeof(cqname), ws->name) < 0 ||
+		    strcmp(cqname, name) != 0)
+			continue;
+		return tau_budget_ownership_of(cq, TAU_BUDGET_CLUSTER_QUEUE, ws->uid, NULL, 0) ==
+		       TAU_BUDGET_OWNED;
+	}
+	return false;
+}
+
+static int check_queues(tau_budget_conflicts *list, const tau_budget_conflict_input *in,
+                        const char *cohort, const char *const *pool, size_t n_pool)
+{
+	int rc;
+
+	for (size_t i = 0; i < in->n_cluster_queues; i++) {
+		const cJSON *cq = in->cluster_queues[i];
+		const char *name = name_of(cq), *member, *legacy;
+
+		if (name == NULL)
+			return tau_error_set(TAU_ETYPE, "a ClusterQueue has no metadata.name");
+		legacy = str_member(tau_json_find(cq, "metadata.labels"),
+		                    TAU_BUDGET_LABEL_DISCOVER_GPU_FLAVORS);
+		if (legacy != NULL && strcmp(legacy, "true") == 0 &&
+		    (rc = add(
+		             list, TAU_BUDGET_CONFLICT_LEGACY_DISCOVERY, "ClusterQueue", name,
+		             "ClusterQueue %s is labelled %s=true: legacy GPU discovery cannot run "
+		             "alongside the automatic team budget; remove the label or the queue",
+		             name, TAU_BUDGET_LABEL_DISCOVER_GPU_FLAVORS)) < 0)
+			return rc;
+		if (own_cluster_queue(cq, name, in))
+			continue;
+		if ((rc = check_reservations(list, cq, name, pool, n_pool)) < 0 ||
+		    (rc = check_quota(list, cq, "ClusterQueue", name, pool, n_pool)) < 0)
+			return rc;
+		member = str_member(tau_json_find(cq, "spec"), "cohortName");
+		if (member != NULL && strcmp(member, cohort) == 0 &&
+		    (rc = add(list, TAU_BUDGET_CONFLICT_FOREIGN_MEMBER, "ClusterQueue", name,
+		              "ClusterQueue %s is not a TauGrid workspace queue of team %s but its "
+		              "cohortName is %s: it would borrow the team budget; remove it or "
+		              "change "
+		              "its cohortName through its owner",
+		              name, in->team, cohort)) < 0)
+			return rc;
+	}
+	for (size_t i = 0; i < in->n_cohorts; i++) {
+		const cJSON *co = in->cohorts[i];
+		const char *name = name_of(co), *parent;
+
+		if (name == NULL)
+			return tau_error_set(TAU_ETYPE, "a Cohort has no metadata.name");
+		if (strcmp(name, cohort) == 0 &&
+		    tau_budget_ownership_of(co, TAU_BUDGET_COHORT, in->team_uid, NULL, 0) ==
+		            TAU_BUDGET_OWNED)
+			continue;
+		if ((rc = check_quota(list, co, "Cohort", name, pool, n_pool)) < 0)
+			return rc;
+		parent = str_member(tau_json_find(co, "spec"), "parentName");
+		if (parent != NULL && strcmp(parent, cohort) == 0 &&
+		    (rc = add(list, TAU_BUDGET_CONFLICT_FOREIGN_MEMBER, "Cohort", name,
+		              "Cohort %s is not TauGrid's but its parentName is %s: its queues "
+		              "would "
+		              "borrow the team budget; remove it or change its parentName through "
+		              "its "
+		              "owner",
+		              name, cohort)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int check_team(tau_budget_conflicts *list, const tau_budget_conflict_input *in)
+{
+	int rc;
+
+	if (!in->team_exists)
+		return add(
+		        list, TAU_BUDGET_CONFLICT_TEAM_NOT_FOUND, "TauTeam", in->team,
+		        "TauCluster capacityTeamRef names TauTeam %s, which does not exist; create "
+		        "it or change capacityTeamRef",
+		        in->team);
+	if (present(in->team_quota) &&
+	    (rc = add(list, TAU_BUDGET_CONFLICT_EXPLICIT_QUOTA, "TauTeam", in->team,
+	              "TauTeam %s is the capacity team but sets spec.quota: the automatic budget "
+	              "is the pool; remove spec.quota",
+	              in->team)) < 0)
+		return rc;
+	for (size_t w = 0; w < in->n_workspaces; w++) {
+		const tau_budget_workspace *ws = &in->workspaces[w];
+
+		if (present(ws->quota) &&
+		    (rc = add(list, TAU_BUDGET_CONFLICT_EXPLICIT_QUOTA, "TauWorkspace",
+		              ws->name != NULL ? ws->name : "",
+		              "TauWorkspace %s of capacity team %s sets spec.quota: workspaces of "
+		              "the "
+		              "capacity team share the pool; remove spec.quota",
+		              ws->name != NULL ? ws->name : "", in->team)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int conflict_order(const void *a, const void *b)
+{
+	const tau_budget_conflict *x = a, *y = b;
+	int c;
+
+	if (x->reason != y->reason)
+		return x->reason < y->reason ? -1 : 1;
+	if ((c = strcmp(x->kind, y->kind)) != 0)
+		return c;
+	if ((c = strcmp(x->name, y->name)) != 0)
+		return c;
+	return strcmp(x->message, y->message);
+}
+
+int tau_budget_conflicts_find(tau_budget_conflicts **out, const tau_budget_conflict_input *in)
+{
+	tau_budget_conflicts *list = NULL;
+	const char **pool = NULL;
+	size_t n_pool = 0;
+	char cohort[TAU_BUDGET_NAME_BUF];
+	int rc;
+
+	if (out == NULL || in == NULL || in->team == NULL ||
+	    (in->nodes == NULL && in->n_nodes > 0) ||
+	    (in->own_flavors == NULL && in->n_own_flavors > 0) ||
+	    (in->flavors == NULL && in->n_flavors > 0) ||
+	    (in->cluster_queues == NULL && in->n_cluster_queues > 0) ||
+	    (in->cohorts == NULL && in->n_cohorts > 0) ||
+	    (in->workspaces == NULL && in->n_workspaces > 0))
+		return tau_error_set(TAU_EINVAL, "conflict check: missing input");
+	if ((rc = tau_budget_cohort_name(cohort, sizeof(cohort), in->team)) < 0)
+		return rc;
+	list = calloc(1, sizeof(*list));
+	if (list == NULL ||
+	    (in->n_own_flavors > 0 && (pool = malloc(in->n_own_flavors * sizeof(*pool))) == NULL)) {
+		rc = tau_error_set(TAU_ENOMEM, "out of memory listing conflicts");
+		goto out;
+	}
+	for (size_t i = 0; i < in->n_own_flavors; i++)
+		pool[n_pool++] = in->own_flavors[i];
+	if ((rc = check_flavors(list, in, &pool, &n_pool)) < 0 ||
+	    (rc = check_queues(list, in, cohort, pool, n_pool)) < 0 ||
+	    (rc = check_team(list, in)) < 0)
+		goto out;
+	if (list->n > 1)
+		qsort(list->items, list->n, sizeof(*list->items), conflict_order);
+	*out = list;
+	list = NULL;
+	rc = 0;
+out:
+	free(pool);
+	tau_budget_conflicts_free(list);
+	return rc;
+}
+
+void tau_budget_conflicts_summary(char *buf, size_t len, const tau_budget_conflicts *list)
+{
+	size_t used;
+
+	if (buf == NULL || len == 0)
+		return;
+	buf[0] = '\0';
+	if (list == NULL || list->n == 0)
+		return;
+	if (list->n == 1) {
+		snprintf(buf, len, "%s", list->items[0].message);
+		return;
+	}
+	snprintf(buf, len, "%zu conflicts: ", list->n);
+	for (size_t i = 0; i < list->n; i++) {
+		used = strlen(buf);
+		if (used + 1 >= len)
+			break;
+		snprintf(buf + used, len - used, "%s%s", i > 0 ? "; " : "", list->items[i].message);
+	}
+}
