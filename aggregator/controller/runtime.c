@@ -1,0 +1,635 @@
+/*
+ * runtime.c - informers -> keys -> work queue -> one worker thread.
+ *
+ * The one idea: the work queue is the only channel between the threads.
+ * Informer handlers (kube loop thread) and triggers (any thread) only add
+ * keys; the worker takes one key at a time and calls reconcile.  The queue
+ * lives as long as the controller, across leadership changes, so keys that
+ * arrive while following simply wait (deduplicated) and a new leader resyncs
+ * everything anyway.  The worker blocks in the queue until the next resync is
+ * due; stopping it adds a wake key that cannot be an object key, so nothing
+ * polls.  The synced gate is a counter of watches whose first list completed,
+ * moved by the informers' on_synced callbacks under `mu`, with a condition
+ * variable the worker (and tau_ctl_wait_synced) sleep on.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "runtime.h"
+
+#include "tau/backoff.h"
+#include "tau/error.h"
+#include "tau/json.h"
+#include "tau/log.h"
+#include "tau/workqueue.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* A key no Kubernetes object can have (a control byte): wakes the worker to stop. */
+#define WAKE_KEY "\001stop"
+
+typedef struct ctl_watch {
+	tau_ctl *ctl;
+	tau_ctl_watch_opts w; /* strings below are owned copies */
+	char *label;
+	tau_kube_informer *inf;
+	bool synced; /* guarded by ctl->mu */
+} ctl_watch;
+
+struct tau_ctl {
+	char *name;
+	char *single_key;
+	tau_kube_client *client;
+	tau_kube_loop *loop;
+	tau_ctl_reconcile_fn reconcile;
+	void *arg;
+	uint64_t coalesce_ms, resync_ms;
+	void (*on_synced)(void *arg, tau_ctl *ctl);
+
+	ctl_watch **watches;
+	size_t n_watches;
+	ctl_watch *primary;
+	tau_workqueue *queue;
+
+	pthread_mutex_t mu; /* guards the fields below */
+	pthread_cond_t cond;
+	size_t n_synced;
+	bool informers_started;
+	bool worker_running; /* a worker thread exists (joinable) */
+	bool stopping;       /* the worker should return */
+	pthread_t worker;
+
+	atomic_uint_fast64_t reconciles, failures, conflicts, resyncs, enqueue_failures;
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* Keys                                                                                        */
+
+static int add_key(tau_ctl *ctl, const char *key, uint64_t delay_ms)
+{
+	int rc;
+
+	if (key == NULL || key[0] == '\0')
+		return tau_error_set(TAU_EINVAL, "controller %s: empty key", ctl->name);
+	rc = tau_workqueue_add_after(ctl->queue, key, delay_ms);
+	/* A shut-down queue is the controller being freed: nothing to heal. */
+	if (rc != 0 && rc != -TAU_EAGAIN) {
+		atomic_fetch_add(&ctl->enqueue_failures, 1);
+		tau_log_error("controller could not queue a key; the next resync retries it",
+		              "controller", ctl->name, "key", key, "error", tau_error_last()->msg,
+		              NULL);
+	}
+	return rc;
+}
+
+int tau_ctl_enqueue(tau_ctl *ctl, const char *key)
+{
+	return add_key(ctl, key, 0);
+}
+
+int tau_ctl_enqueue_after(tau_ctl *ctl, const char *key, uint64_t delay_ms)
+{
+	return add_key(ctl, key, delay_ms);
+}
+
+int tau_ctl_enqueue_event(tau_ctl *ctl, const char *key)
+{
+	return add_key(ctl, key, ctl->coalesce_ms);
+}
+
+static const char *str_at(const cJSON *obj, const char *path)
+{
+	const char *s = NULL;
+
+	if (obj == NULL || tau_json_get_string(&s, obj, path) != 0)
+		return NULL;
+	return s;
+}
+
+/* The key of `obj` by a NAME or NS_NAME rule, into buf; NULL when it has no name. */
+static const char *object_key(char *buf, size_t cap, const ctl_watch *cw, const cJSON *obj)
+{
+	const char *name = str_at(obj, "metadata.name"), *ns = str_at(obj, "metadata.namespace");
+	int n;
+
+	if (name == NULL)
+		return NULL;
+	if (cw->w.keys != TAU_CTL_KEYS_NS_NAME || ns == NULL || ns[0] == '\0')
+		return name;
+	n = snprintf(buf, cap, "%s/%s", ns, name);
+	return n > 0 && (size_t)n < cap ? buf : NULL;
+}
+
+static const char *label_value(const cJSON *obj, const char *key)
+{
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Every key of the primary watch (or the single key), after `delay_ms`. */
+static int enqueue_all(tau_ctl *ctl, uint64_t delay_ms)
+{
+	cJSON *all = NULL;
+	const cJSON *it;
+	char buf[TAU_WORKQUEUE_KEY_MAX + 1];
+	int rc = 0, r;
+
+	atomic_fetch_add(&ctl->resyncs, 1);
+	if (ctl->single_key != NULL)
+		return add_key(ctl, ctl->single_key, delay_ms);
+	if (ctl->primary == NULL)
+		return 0;
+	if ((rc = tau_kube_informer_snapshot(&all, ctl->primary->inf)) != 0) {
+		atomic_fetch_add(&ctl->enqueue_failures, 1);
+		tau_log_error("controller resync could not read its cache", "controller", ctl->name,
+		              "error", tau_error_last()->msg, NULL);
+		return rc;
+	}
+	cJSON_ArrayForEach(it, all)
+	{
+		const char *key = object_key(buf, sizeof(buf), ctl->primary, it);
+
+		if (key != NULL && (r = add_key(ctl, key, delay_ms)) != 0 && rc == 0)
+			rc = r;
+	}
+	cJSON_Delete(all);
+	return rc;
+}
+
+int tau_ctl_trigger(tau_ctl *ctl, const char *key)
+{
+	if (key != NULL)
+		return add_key(ctl, key, ctl->coalesce_ms);
+	return enqueue_all(ctl, ctl->coalesce_ms);
+}
+
+/* One informer event (kube loop thread). */
+static void on_event(ctl_watch *cw, tau_ctl_event ev, const cJSON *old_obj, const cJSON *obj)
+{
+	tau_ctl *ctl = cw->ctl;
+	char buf[TAU_WORKQUEUE_KEY_MAX + 1];
+	const char *key;
+
+	if (ctl->single_key != NULL) {
+		add_key(ctl, ctl->single_key, ctl->coalesce_ms);
+		return;
+	}
+	switch (cw->w.keys) {
+	case TAU_CTL_KEYS_NAME:
+	case TAU_CTL_KEYS_NS_NAME:
+		if ((key = object_key(buf, sizeof(buf), cw, obj)) != NULL)
+			add_key(ctl, key, ctl->coalesce_ms);
+		break;
+	case TAU_CTL_KEYS_LABEL:
+		/* A label moved from one owner to another concerns both. */
+		if (old_obj != NULL && (key = label_value(old_obj, cw->label)) != NULL)
+			add_key(ctl, key, ctl->coalesce_ms);
+		if ((key = label_value(obj, cw->label)) != NULL)
+			add_key(ctl, key, ctl->coalesce_ms);
+		break;
+	case TAU_CTL_KEYS_ALL:
+		enqueue_all(ctl, ctl->coalesce_ms);
+		break;
+	case TAU_CTL_KEYS_CUSTOM:
+		cw->w.keys_fn(ctl->arg, ctl, ev, old_obj, obj);
+		break;
+	}
+}
+
+static void h_add(void *arg, const cJSON *obj)
+{
+	on_event(arg, TAU_CTL_ADDED, NULL, obj);
+}
+
+static void h_update(void *arg, const cJSON *old_obj, const cJSON *obj)
+{
+	on_event(arg, TAU_CTL_UPDATED, old_obj, obj);
+}
+
+static void h_delete(void *arg, const cJSON *obj)
+{
+	on_event(arg, TAU_CTL_DELETED, NULL, obj);
+}
+
+static void h_transform(void *arg, cJSON *obj)
+{
+	ctl_watch *cw = arg;
+
+	cw->w.transform(cw->ctl->arg, obj);
+}
+
+/* Loop thread, after each complete list; only the first per watch moves the gate. */
+static void h_synced(void *arg)
+{
+	ctl_watch *cw = arg;
+	tau_ctl *ctl = cw->ctl;
+	bool all = false;
+
+	pthread_mutex_lock(&ctl->mu);
+	if (cw->synced) {
+		pthread_mutex_unlock(&ctl->mu);
+		return;
+	}
+	cw->synced = true;
+	all = ctl->n_synced + 1 == ctl->n_watches;
+	if (!all)
+		ctl->n_synced++;
+	pthread_mutex_unlock(&ctl->mu);
+	if (all) {
+		/* The owner hears of it before the gate opens: before the first reconcile.
+		 * Only the loop thread moves the gate, so the count cannot move meanwhile. */
+		tau_log_info("controller caches synced", "controller", ctl->name, NULL);
+		if (ctl->on_synced != NULL)
+			ctl->on_synced(ctl->arg, ctl);
+		pthread_mutex_lock(&ctl->mu);
+		ctl->n_synced++;
+		pthread_cond_broadcast(&ctl->cond);
+		pthread_mutex_unlock(&ctl->mu);
+	}
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Worker                                                                                      */
+
+static bool should_stop(tau_ctl *ctl)
+{
+	bool s;
+
+	pthread_mutex_lock(&ctl->mu);
+	s = ctl->stopping;
+	pthread_mutex_unlock(&ctl->mu);
+	return s;
+}
+
+/* Sleep until every watch synced or a stop.  @return false on stop. */
+static bool wait_gate(tau_ctl *ctl)
+{
+	bool ok;
+
+	pthread_mutex_lock(&ctl->mu);
+	while (!ctl->stopping && ctl->n_synced < ctl->n_watches)
+		pthread_cond_wait(&ctl->cond, &ctl->mu);
+	ok = !ctl->stopping;
+	pthread_mutex_unlock(&ctl->mu);
+	return ok;
+}
+
+static void process(tau_ctl *ctl, const char *key)
+{
+	tau_ctl_result res = {0};
+	int rc;
+
+	tau_error_clear();
+	atomic_fetch_add(&ctl->reconciles, 1);
+	rc = ctl->reconcile(ctl->arg, ctl, key, &res);
+	if (rc == -TAU_ECONFLICT) {
+		atomic_fetch_add(&ctl->conflicts, 1);
+		tau_log_info("controller write lost a race; retrying", "controller", ctl->name,
+		             "key", key, "error", tau_error_last()->msg, NULL);
+		tau_workqueue_add_rate_limited(ctl->queue, key);
+	} else if (rc != 0) {
+		char n[24];
+
+		atomic_fetch_add(&ctl->failures, 1);
+		snprintf(n, sizeof(n), "%u", tau_workqueue_requeues(ctl->queue, key) + 1);
+		tau_log_warn("controller reconcile failed; retrying with backoff", "controller",
+		             ctl->name, "key", key, "code", tau_error_name(rc), "error",
+		             tau_error_last()->msg, "failures", n, NULL);
+		if (tau_workqueue_add_rate_limited(ctl->queue, key) != 0) {
+			atomic_fetch_add(&ctl->enqueue_failures, 1);
+			tau_log_error(
+			        "controller could not requeue a key; the next resync retries it",
+			        "controller", ctl->name, "key", key, NULL);
+		}
+	} else {
+		tau_workqueue_forget(ctl->queue, key);
+		if (res.requeue_after_ms > 0)
+			add_key(ctl, key, res.requeue_after_ms);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	tau_ctl *ctl = arg;
+	uint64_t next_resync;
+
+	if (!wait_gate(ctl))
+		return NULL;
+	enqueue_all(ctl, 0); /* a new leader looks at everything once */
+	next_resync = ctl->resync_ms == TAU_CTL_RESYNC_NEVER
+	                      ? UINT64_MAX
+	                      : tau_backoff_now_ms() + ctl->resync_ms;
+	for (;;) {
+		uint64_t now = tau_backoff_now_ms();
+		int64_t wait = next_resync == UINT64_MAX ? -1
+		               : next_resync > now       ? (int64_t)(next_resync - now)
+		                                         : 0;
+		char *key = NULL;
+		int rc;
+
+		if (next_resync != UINT64_MAX && now >= next_resync) {
+			enqueue_all(ctl, 0);
+			next_resync = now + ctl->resync_ms;
+			continue;
+		}
+		rc = tau_workqueue_get(ctl->queue, &key, wait);
+		if (rc == -TAU_ETIMEOUT)
+			continue;
+		if (rc == -TAU_EAGAIN)
+			break; /* the queue was shut down (free) */
+		if (rc != 0)
+			continue; /* out of memory copying a key: it stays queued */
+		if (strcmp(key, WAKE_KEY) == 0) {
+			tau_workqueue_done(ctl->queue, key);
+			free(key);
+			if (should_stop(ctl))
+				break;
+			continue;
+		}
+		if (should_stop(ctl)) {
+			/* Not leading any more: leave the key for the next leader term. */
+			tau_workqueue_done(ctl->queue, key);
+			tau_workqueue_add(ctl->queue, key);
+			free(key);
+			break;
+		}
+		process(ctl, key);
+		tau_workqueue_done(ctl->queue, key);
+		free(key);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Lifecycle                                                                                   */
+
+int tau_ctl_new(tau_ctl **out, const tau_ctl_options *opts)
+{
+	tau_ctl *ctl;
+	int rc;
+
+	if (opts == NULL || opts->name == NULL || opts->client == NULL || opts->loop == NULL ||
+	    opts->reconcile == NULL)
+		return tau_error_set(TAU_EINVAL,
+		                     "controller: name, client, loop and reconcile are required");
+	if (opts->single_key != NULL &&
+	    (opts->single_key[0] == '\0' || strlen(opts->single_key) > TAU_WORKQUEUE_KEY_MAX))
+		return tau_error_set(TAU_EINVAL, "controller %s: single key empty or too long",
+		                     opts->name);
+	ctl = calloc(1, sizeof(*ctl));
+	if (ctl == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	pthread_mutex_init(&ctl->mu, NULL);
+	pthread_cond_init(&ctl->cond, NULL);
+	ctl->client = opts->client;
+	ctl->loop = opts->loop;
+	ctl->reconcile = opts->reconcile;
+	ctl->arg = opts->arg;
+	ctl->coalesce_ms = opts->coalesce_ms;
+	ctl->resync_ms = opts->resync_ms != 0 ? opts->resync_ms : TAU_CTL_DEFAULT_RESYNC_MS;
+	ctl->on_synced = opts->on_synced;
+	ctl->name = strdup(opts->name);
+	ctl->single_key = opts->single_key != NULL ? strdup(opts->single_key) : NULL;
+	if (ctl->name == NULL || (opts->single_key != NULL && ctl->single_key == NULL)) {
+		tau_ctl_free(ctl);
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	if ((rc = tau_workqueue_new(&ctl->queue, NULL)) != 0) {
+		tau_ctl_free(ctl);
+		return rc;
+	}
+	*out = ctl;
+	return 0;
+}
+
+int tau_ctl_watch(tau_kube_informer **inf, tau_ctl *ctl, const tau_ctl_watch_opts *w)
+{
+	tau_kube_informer_options io = {0};
+	tau_kube_handlers h;
+	ctl_watch *cw, **grown;
+	bool started;
+	int rc;
+
+	pthread_mutex_lock(&ctl->mu);
+	started = ctl->informers_started;
+	pthread_mutex_unlock(&ctl->mu);
+	if (started)
+		return tau_error_set(TAU_EINVAL, "controller %s: watches are added before start",
+		                     ctl->name);
+	if (w == NULL || w->res == NULL)
+		return tau_error_set(TAU_EINVAL, "controller %s: watch without a resource",
+		                     ctl->name);
+	if (w->primary && ctl->primary != NULL)
+		return tau_error_set(TAU_EINVAL, "controller %s: a second primary watch (%s)",
+		                     ctl->name, w->res->plural);
+	if (w->primary && w->keys != TAU_CTL_KEYS_NAME && w->keys != TAU_CTL_KEYS_NS_NAME)
+		return tau_error_set(
+		        TAU_EINVAL,
+		        "controller %s: the primary watch %s needs NAME or NS_NAME keys", ctl->name,
+		        w->res->plural);
+	if (w->keys == TAU_CTL_KEYS_LABEL && (w->label == NULL || w->label[0] == '\0'))
+		return tau_error_set(TAU_EINVAL, "controller %s: label keys without a label (%s)",
+		                     ctl->name, w->res->plural);
+	if (w->keys == TAU_CTL_KEYS_CUSTOM && w->keys_fn == NULL)
+		return tau_error_set(TAU_EINVAL,
+		                     "controller %s: custom keys without a function (%s)",
+		                     ctl->name, w->res->plural);
+	if (w->keys == TAU_CTL_KEYS_ALL && ctl->primary == NULL && ctl->single_key == NULL)
+		return tau_error_set(
+		        TAU_EINVAL, "controller %s: ALL keys need a primary watch added first (%s)",
+		        ctl->name, w->res->plural);
+	cw = calloc(1, sizeof(*cw));
+	grown = realloc(ctl->watches, (ctl->n_watches + 1) * sizeof(*grown));
+	if (grown != NULL)
+		ctl->watches = grown;
+	if (cw == NULL || grown == NULL) {
+		free(cw);
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	cw->ctl = ctl;
+	cw->w = *w;
+	if (w->label != NULL && (cw->label = strdup(w->label)) == NULL) {
+		free(cw);
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	cw->w.label = cw->label;
+	io.namespace = w->namespace;
+	io.label_selector = w->label_selector;
+	io.field_selector = w->field_selector;
+	io.on_synced = h_synced;
+	io.transform = w->transform != NULL ? h_transform : NULL;
+	h = (tau_kube_handlers){h_add, h_update, h_delete, cw};
+	if ((rc = tau_kube_informer_new(&cw->inf, ctl->loop, w->res, &io, &h)) != 0) {
+		free(cw->label);
+		free(cw);
+		return tau_error_wrap("controller %s: informer for %s", ctl->name, w->res->plural);
+	}
+	ctl->watches[ctl->n_watches++] = cw;
+	if (w->primary)
+		ctl->primary = cw;
+	if (inf != NULL)
+		*inf = cw->inf;
+	return 0;
+}
+
+void tau_ctl_start_informers(tau_ctl *ctl)
+{
+	bool start;
+
+	pthread_mutex_lock(&ctl->mu);
+	start = !ctl->informers_started;
+	ctl->informers_started = true;
+	pthread_mutex_unlock(&ctl->mu);
+	if (!start)
+		return;
+	for (size_t i = 0; i < ctl->n_watches; i++)
+		tau_kube_informer_start(ctl->watches[i]->inf);
+}
+
+int tau_ctl_start_worker(tau_ctl *ctl)
+{
+	int rc = 0;
+
+	tau_ctl_start_informers(ctl);
+	pthread_mutex_lock(&ctl->mu);
+	if (!ctl->worker_running) {
+		ctl->stopping = false;
+		if (pthread_create(&ctl->worker, NULL, worker_main, ctl) != 0)
+			rc = tau_error_set(TAU_EIO, "controller %s: cannot start the worker thread",
+			                   ctl->name);
+		else
+			ctl->worker_running = true;
+	}
+	pthread_mutex_unlock(&ctl->mu);
+	if (rc == 0)
+		tau_log_info("controller worker started", "controller", ctl->name, NULL);
+	return rc;
+}
+
+void tau_ctl_stop_worker(tau_ctl *ctl)
+{
+	bool join;
+
+	if (ctl == NULL)
+		return;
+	pthread_mutex_lock(&ctl->mu);
+	join = ctl->worker_running;
+	ctl->stopping = true;
+	pthread_cond_broadcast(&ctl->cond);
+	pthread_mutex_unlock(&ctl->mu);
+	if (!join)
+		return;
+	/* Wakes a worker blocked in the queue; if the add fails the queue is shut down,
+	 * which wakes it too. */
+	if (tau_workqueue_add(ctl->queue, WAKE_KEY) != 0)
+		tau_workqueue_shutdown(ctl->queue);
+	pthread_join(ctl->worker, NULL);
+	pthread_mutex_lock(&ctl->mu);
+	ctl->worker_running = false;
+	pthread_mutex_unlock(&ctl->mu);
+	tau_log_info("controller worker stopped", "controller", ctl->name, NULL);
+}
+
+bool tau_ctl_worker_running(tau_ctl *ctl)
+{
+	bool r;
+
+	pthread_mutex_lock(&ctl->mu);
+	r = ctl->worker_running;
+	pthread_mutex_unlock(&ctl->mu);
+	return r;
+}
+
+void tau_ctl_free(tau_ctl *ctl)
+{
+	if (ctl == NULL)
+		return;
+	tau_ctl_stop_worker(ctl);
+	for (size_t i = 0; i < ctl->n_watches; i++) {
+		tau_kube_informer_free(ctl->watches[i]->inf);
+		free(ctl->watches[i]->label);
+		free(ctl->watches[i]);
+	}
+	free(ctl->watches);
+	tau_workqueue_free(ctl->queue);
+	free(ctl->name);
+	free(ctl->single_key);
+	pthread_cond_destroy(&ctl->cond);
+	pthread_mutex_destroy(&ctl->mu);
+	free(ctl);
+}
+
+bool tau_ctl_synced(tau_ctl *ctl)
+{
+	bool s;
+
+	pthread_mutex_lock(&ctl->mu);
+	s = ctl->n_synced == ctl->n_watches;
+	pthread_mutex_unlock(&ctl->mu);
+	return s;
+}
+
+int tau_ctl_wait_synced(tau_ctl *ctl, uint64_t timeout_ms)
+{
+	struct timespec ts;
+	char missing[512] = "";
+	size_t used = 0;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(timeout_ms / 1000);
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&ctl->mu);
+	while (ctl->n_synced < ctl->n_watches && rc == 0)
+		rc = pthread_cond_timedwait(&ctl->cond, &ctl->mu, &ts);
+	if (ctl->n_synced < ctl->n_watches) {
+		for (size_t i = 0; i < ctl->n_watches; i++) {
+			int n;
+
+			if (ctl->watches[i]->synced)
+				continue;
+			n = snprintf(missing + used, sizeof(missing) - used, "%s%s",
+			             used ? ", " : "", ctl->watches[i]->w.res->plural);
+			if (n < 0 || (size_t)n >= sizeof(missing) - used)
+				break;
+			used += (size_t)n;
+		}
+		rc = -1;
+	} else {
+		rc = 0;
+	}
+	pthread_mutex_unlock(&ctl->mu);
+	if (rc != 0)
+		return tau_error_set(TAU_ETIMEOUT, "controller %s: not synced after %llu ms: %s",
+		                     ctl->name, (unsigned long long)timeout_ms, missing);
+	return 0;
+}
+
+tau_kube_client *tau_ctl_client(tau_ctl *ctl)
+{
+	return ctl->client;
+}
+
+const char *tau_ctl_name(const tau_ctl *ctl)
+{
+	return ctl->name;
+}
+
+void tau_ctl_stats_get(tau_ctl *ctl, tau_ctl_stats *out)
+{
+	out->reconciles = atomic_load(&ctl->reconciles);
+	out->failures = atomic_load(&ctl->failures);
+	out->conflicts = atomic_load(&ctl->conflicts);
+	out->resyncs = atomic_load(&ctl->resyncs);
+	out->enqueue_failures = atomic_load(&ctl->enqueue_failures);
+}
