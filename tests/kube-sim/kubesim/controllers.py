@@ -1,11 +1,13 @@
 """Background controllers that a real control plane runs: garbage collector
 (ownerReferences; background/foreground/orphan), namespace deletion, CRD
-instance cleanup, and the node "unschedulable" taint."""
+instance cleanup, the node "unschedulable" taint, and Kueue's finalizer
+handling on ClusterQueues and ResourceFlavors (kubesim/kueue.py)."""
 import queue
 import threading
 import time
 
 from . import kinds
+from . import kueue
 from . import util
 from .store import DELETED
 from .util import ApiError
@@ -19,6 +21,7 @@ class Controllers:
         self.q = queue.Queue()
         self.log = log or (lambda m: None)
         self.stop = threading.Event()
+        self.kueue_pending = False
         store.listeners.append(self.on_event)
         self.thread = threading.Thread(target=self.run, name="controllers", daemon=True)
 
@@ -30,6 +33,8 @@ class Controllers:
         m = ev.new.obj.get("metadata") or {}
         uid = m.get("uid")
         key = ev.rt.key
+        if kueue.watches(ev.rt):
+            self._kueue_wake()
         if ev.type == DELETED:
             if uid and uid in self.store.dependents:
                 self.q.put(("owner_gone", uid))
@@ -55,6 +60,12 @@ class Controllers:
             self.q.put(("dependent", uid))
         if key == kinds.NODE_KEY:
             self.q.put(("node", m.get("name")))
+
+    def _kueue_wake(self):
+        # one queued pass covers any number of events (it looks at everything)
+        if not self.kueue_pending:
+            self.kueue_pending = True
+            self.q.put(("kueue", None))
 
     def run(self):
         last_tick = 0.0
@@ -84,6 +95,8 @@ class Controllers:
             for uid, deps in list(st.dependents.items()):
                 if uid not in st.uid_index:
                     self.q.put(("owner_gone", uid))
+            if any(kueue.watches(rt) for rt in st.types.values()):
+                self._kueue_wake()
 
     def handle(self, item):
         kind, arg = item
@@ -101,6 +114,9 @@ class Controllers:
             self.crd(arg)
         elif kind == "node":
             self.node(arg)
+        elif kind == "kueue":
+            self.kueue_pending = False
+            kueue.reconcile(self.store, self._safe)
 
     # -- helpers --------------------------------------------------------------
     def _lookup(self, uid):

@@ -17,6 +17,7 @@ try:  # written by another engineer; optional at runtime
     from . import schema as _schema
 except ImportError:  # pragma: no cover
     _schema = None
+from . import kueue as _kueue
 
 
 class Entry:
@@ -302,10 +303,12 @@ class Store:
         if rt.status and not seeding and not kinds.keeps_status_on_create(rt):
             obj.pop("status", None)
             kinds.default_status(rt, obj)
+        _kueue.admit_decode(rt, obj, create=True)
         obj = self._schema_check(rt, obj, opts, create=True)
         causes = kinds.validate(rt, obj, None, self)
         if causes:
             raise util.invalid(rt.kind, rt.group, name, causes)
+        _kueue.admit(rt, obj, None, opts.get("version"))
         if self.crd_hook and rt.key == kinds.CRD_KEY:
             kinds.crd_status(obj, self)
         return obj
@@ -322,7 +325,7 @@ class Store:
                                    "\"%s\" does not match the expected kind \"%s\""
                                    % (rt.kind, version or rt.version, rt.kind, k, rt.kind))
 
-    def _schema_check(self, rt, obj, opts, create):
+    def _schema_check(self, rt, obj, opts, create, old=None):
         if rt.builtin or _schema is None:
             return obj
         version = opts.get("version") or rt.version
@@ -336,6 +339,7 @@ class Store:
         meta = obj.get("metadata")
         res = _schema.validate(sch, obj, fv)
         pruned, causes, warnings = res[0], res[1], res[2]
+        causes = list(causes) + _kueue.cel_causes(rt, sch, pruned, old, causes)
         strict = res[3] if len(res) > 3 else []
         if strict:
             fn = getattr(_schema, "strict_decoding_message", None)
@@ -488,11 +492,12 @@ class Store:
                     "finalizers []string{%s}" % ", ".join(json.dumps(f) for f in newf)))
         if causes:
             raise util.invalid(rt.kind, rt.group, name, causes)
-        result = self._schema_check(rt, result, opts, create=False)
+        result = self._schema_check(rt, result, opts, create=False, old=old)
         causes = self._transition_check(rt, old, result, opts)
         causes += kinds.validate(rt, result, old, self)
         if causes:
             raise util.invalid(rt.kind, rt.group, name, causes)
+        _kueue.admit(rt, result, old, opts.get("version"), sub)
         if rt.key == kinds.CRD_KEY and self.crd_hook:
             kinds.crd_status(result, self)
         if rt.generation and sub is None:
