@@ -121,14 +121,24 @@ static int opt_list(const cJSON **out, const cJSON *obj, const char *path, const
 	return 0;
 }
 
+static const char *node_name(const tau_budget_node *node)
+{
+	if (node->name != NULL)
+		return node->name;
+	return node->facts != NULL && node->facts->name != NULL ? node->facts->name : "";
+}
+
 /* Does a node carry every one of the RF's nodeLabels? */
-static bool node_selected(const cJSON *node_labels, const cJSON *rf_labels)
+static bool node_selected(const tau_budget_node *node, const cJSON *rf_labels)
 {
 	const cJSON *l;
 
 	cJSON_ArrayForEach(l, rf_labels)
 	{
-		const char *have = str_member(node_labels, l->string);
+		const char *have = node->labels != NULL ? str_member(node->labels, l->string)
+		                   : node->facts != NULL
+		                           ? tau_node_facts_label(node->facts, l->string)
+		                           : NULL;
 
 		if (have == NULL || strcmp(have, l->valuestring) != 0)
 			return false;
@@ -167,11 +177,11 @@ static int check_flavors(tau_budget_conflicts *list, const tau_budget_conflict_i
 				        name, l->string);
 		}
 		for (size_t n = 0; n < in->n_nodes; n++) {
-			if (!node_selected(in->nodes[n].labels, labels))
+			if (!node_selected(&in->nodes[n], labels))
 				continue;
 			matched++;
-			if (first == NULL || strcmp(in->nodes[n].name, first) < 0)
-				first = in->nodes[n].name;
+			if (first == NULL || strcmp(node_name(&in->nodes[n]), first) < 0)
+				first = node_name(&in->nodes[n]);
 		}
 		if (matched == 0)
 			continue;

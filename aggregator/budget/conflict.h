@@ -13,6 +13,8 @@
 #ifndef TAU_AGGREGATOR_BUDGET_CONFLICT_H
 #define TAU_AGGREGATOR_BUDGET_CONFLICT_H
 
+#include "tau/nodefacts.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -38,10 +40,14 @@ typedef enum tau_budget_conflict_reason {
 	TAU_BUDGET_CONFLICT_TEAM_NOT_FOUND,
 } tau_budget_conflict_reason;
 
-/** A counted pool node: its name and labels (metadata.labels, borrowed). */
+/**
+ * A counted pool node and its labels, given either as JSON (metadata.labels)
+ * or as the inventory's facts (when `labels` is NULL).  Borrowed.
+ */
 typedef struct tau_budget_node {
-	const char *name;
-	const cJSON *labels;
+	const char *name;            /**< NULL: facts->name */
+	const cJSON *labels;         /**< metadata.labels, or NULL to use facts */
+	const tau_node_facts *facts; /**< used when labels is NULL; NULL too: no labels */
 } tau_budget_node;
 
 /** A workspace of the capacity team (include those being deleted).  Borrowed. */
@@ -101,9 +107,10 @@ typedef struct tau_budget_conflicts {
  * @param out  receives the list (possibly empty; tau_budget_conflicts_free);
  *             untouched on failure.
  * @param in   the inputs.
- * @return 0; -TAU_EINVAL (NULL input or arrays); -TAU_ETYPE for an observed
- *         object whose fields cannot be read (message names it; the
- *         controller treats that as an unvalidated pool, P5); -TAU_ENOMEM.
+ * @return 0; -TAU_EINVAL (NULL input or arrays, or a quantity that does not
+ *         parse); -TAU_ETYPE for an observed object whose fields cannot be
+ *         read.  The message names the object; the controller treats either
+ *         as a pool that cannot be validated (P5).  -TAU_ENOMEM.
  */
 int tau_budget_conflicts_find(tau_budget_conflicts **out, const tau_budget_conflict_input *in);
 

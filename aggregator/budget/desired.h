@@ -140,7 +140,8 @@ typedef struct tau_budget_plan {
  *          covered resources or TAU_BUDGET_MAX_FLAVORS flavors), or a quota
  *          that does not fit the int64 Kueue counts in (milli-units for cpu);
  *         -TAU_EINVAL for a resource name Kueue refuses (not a qualified
- *          name), two classes mapping to one flavor name, or a negative quota;
+ *          name), two classes mapping to one flavor name, a negative quota,
+ *          or an observed flavor name that is not a DNS-1123 subdomain;
  *         -TAU_ETYPE for an observed Cohort whose resourceGroups cannot be read;
  *         -TAU_ENOMEM.  Every error has a message naming the cause.
  */

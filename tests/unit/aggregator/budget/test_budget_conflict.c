@@ -397,12 +397,56 @@ static void test_unreadable_input(void **state)
 	}
 }
 
+/* Nodes given as the inventory's facts instead of JSON labels. */
+static void test_nodes_as_facts(void **state)
+{
+	static const char *const node_json[] = {
+	        "{\"metadata\":{\"name\":\"gpu-b\",\"labels\":{\"kubernetes.io/os\":\"linux\","
+	        "\"tau.azure.com/gpu-class\":\"a100\",\"zone\":\"2\"}}}",
+	        "{\"metadata\":{\"name\":\"gpu-a\",\"labels\":{\"kubernetes.io/os\":\"linux\","
+	        "\"tau.azure.com/gpu-class\":\"a100\",\"zone\":\"1\"}}}",
+	};
+	tau_node_facts facts[2];
+	tau_budget_node nodes[2];
+	cJSON *rf = parse("{\"metadata\":{\"name\":\"zone1\"},\"spec\":{\"nodeLabels\":{"
+	                  "\"zone\":\"1\"}}}");
+	const cJSON *rfs[1] = {rf};
+	tau_budget_conflict_input in;
+	tau_budget_conflicts *list = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		cJSON *n = parse(node_json[i]);
+
+		memset(&facts[i], 0, sizeof(facts[i]));
+		assert_int_equal(tau_node_facts_from_json(&facts[i], n), 0);
+		nodes[i] = (tau_budget_node){NULL, NULL, &facts[i]};
+		cJSON_Delete(n);
+	}
+	memset(&in, 0, sizeof(in));
+	in.nodes = nodes;
+	in.n_nodes = 2;
+	in.flavors = rfs;
+	in.n_flavors = 1;
+	in.team = "research";
+	in.team_exists = true;
+	assert_int_equal(tau_budget_conflicts_find(&list, &in), 0);
+	assert_int_equal(list->n, 1);
+	assert_string_equal(list->items[0].name, "zone1");
+	assert_non_null(strstr(list->items[0].message, "select 1 pool node, e.g. gpu-a:"));
+	tau_budget_conflicts_free(list);
+	cJSON_Delete(rf);
+	tau_node_facts_clear(&facts[0]);
+	tau_node_facts_clear(&facts[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_conflict_table),
 	        cmocka_unit_test(test_summary),
 	        cmocka_unit_test(test_unreadable_input),
+	        cmocka_unit_test(test_nodes_as_facts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/nodefacts.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -783,6 +784,69 @@ static void test_ownership(void **state)
 	                 TAU_BUDGET_FOREIGN);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Snapshot from the inventory pool                                                            */
+
+static void upsert_node(tau_pool *inv, const char *name, const char *cls, const char *alloc)
+{
+	char text[1024];
+	tau_node_facts facts;
+	cJSON *node;
+
+	snprintf(text, sizeof(text),
+	         "{\"metadata\":{\"name\":\"%s\",\"uid\":\"u-%s\",\"labels\":{"
+	         "\"kubernetes.io/os\":\"linux\",\"tau.azure.com/gpu-class\":\"%s\"}},"
+	         "\"spec\":{},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":"
+	         "\"True\"}],\"allocatable\":%s}}",
+	         name, name, cls, alloc);
+	node = parse(text);
+	memset(&facts, 0, sizeof(facts));
+	if (tau_node_facts_from_json(&facts, node) != 0 || tau_pool_upsert_node(inv, &facts) != 0)
+		fail_msg("node %s: %s", name, tau_error_last()->msg);
+	tau_node_facts_clear(&facts);
+	cJSON_Delete(node);
+}
+
+static void test_snapshot_from_inventory(void **state)
+{
+	tau_pool *inv = NULL;
+	tau_budget_pool *pool = NULL;
+	tau_budget_plan *plan;
+	cJSON *cohort = NULL;
+
+	(void)state;
+	assert_int_equal(tau_pool_new(&inv), 0);
+	upsert_node(inv, "n2", "a100",
+	            "{\"cpu\":\"48\",\"memory\":\"512Gi\",\"nvidia.com/gpu\":\"4\"}");
+	upsert_node(inv, "n1", "a100",
+	            "{\"cpu\":\"47500m\",\"memory\":\"512Gi\",\"nvidia.com/gpu\":\"4\"}");
+	upsert_node(inv, "n3", "h100", "{\"cpu\":\"96\",\"rdma/ib\":\"1k\"}");
+	assert_int_equal(tau_budget_pool_from_inventory(&pool, inv), 0);
+	tau_pool_free(inv);
+	assert_int_equal(pool->n_classes, 2);
+	assert_string_equal(pool->classes[0].name, "a100");
+	assert_int_equal(pool->classes[0].n_resources, 3);
+	plan = plan_of(pool, NULL);
+	assert_int_equal(tau_budget_desired_cohort(&cohort, plan, "research", "team-uid-1", false),
+	                 0);
+	assert_json(cohort,
+	            "{" META_COHORT ",\"spec\":{\"resourceGroups\":[{"
+	            "\"coveredResources\":[\"cpu\",\"memory\",\"nvidia.com/gpu\",\"rdma/ib\"],"
+	            "\"flavors\":[{\"name\":\"taugrid-gpu-a100\",\"resources\":["
+	            "{\"name\":\"cpu\",\"nominalQuota\":\"95500m\"},"
+	            "{\"name\":\"memory\",\"nominalQuota\":\"1Ti\"},"
+	            "{\"name\":\"nvidia.com/gpu\",\"nominalQuota\":\"8\"},"
+	            "{\"name\":\"rdma/ib\",\"nominalQuota\":\"0\"}]},"
+	            "{\"name\":\"taugrid-gpu-h100\",\"resources\":["
+	            "{\"name\":\"cpu\",\"nominalQuota\":\"96\"},"
+	            "{\"name\":\"memory\",\"nominalQuota\":\"0\"},"
+	            "{\"name\":\"nvidia.com/gpu\",\"nominalQuota\":\"0\"},"
+	            "{\"name\":\"rdma/ib\",\"nominalQuota\":\"1k\"}]}]}]}}");
+	cJSON_Delete(cohort);
+	tau_budget_plan_free(plan);
+	tau_budget_pool_free(pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -800,6 +864,7 @@ int main(void)
 	        cmocka_unit_test(test_cluster_queue_and_flavor_owned_equal),
 	        cmocka_unit_test(test_merge_keeps_what_is_not_ours),
 	        cmocka_unit_test(test_ownership),
+	        cmocka_unit_test(test_snapshot_from_inventory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
