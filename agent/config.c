@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "tau/error.h"
+#include "tau/parse.h"
 
 #include <getopt.h>
 #include <limits.h>
@@ -71,90 +72,6 @@ static const char *env_lookup(const char *name)
 	return getenv(name);
 }
 
-/* "1", "true", "yes", "on" / "0", "false", "no", "off", "" -> bool. */
-static int parse_bool(bool *out, const char *what, const char *value)
-{
-	static const char *const yes[] = {"1", "true", "yes", "on"};
-	static const char *const no[] = {"0", "false", "no", "off", ""};
-
-	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		if (strcasecmp(value, yes[i]) == 0) {
-			*out = true;
-			return 0;
-		}
-	}
-	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
-		if (strcasecmp(value, no[i]) == 0) {
-			*out = false;
-			return 0;
-		}
-	}
-	return tau_error_set(TAU_EINVAL, "%s=%s: expected true or false", what, value);
-}
-
-static int parse_seconds(int *out, const char *what, const char *value)
-{
-	char *end = NULL;
-	long v;
-
-	if (value[0] < '0' || value[0] > '9')
-		return tau_error_set(TAU_EINVAL, "%s %s: expected whole seconds", what, value);
-	v = strtol(value, &end, 10);
-	if (*end != '\0' || v < 1 || v > TAU_AGENT_MAX_PROBE_INTERVAL_S)
-		return tau_error_set(TAU_EINVAL, "%s %s: expected 1..%d seconds", what, value,
-		                     TAU_AGENT_MAX_PROBE_INTERVAL_S);
-	*out = (int)v;
-	return 0;
-}
-
-static int parse_port(int *port, const char *text)
-{
-	char *end = NULL;
-	long v;
-
-	if (text[0] < '0' || text[0] > '9')
-		return -TAU_EINVAL;
-	v = strtol(text, &end, 10);
-	if (*end != '\0' || v < 0 || v > 65535)
-		return -TAU_EINVAL;
-	*port = (int)v;
-	return 0;
-}
-
-int tau_agent_parse_listen(char *host, size_t host_cap, int *port, const char *addr)
-{
-	const char *colon;
-	const char *h = addr;
-	size_t hlen;
-
-	if (addr == NULL || host_cap == 0)
-		return tau_error_set(TAU_EINVAL, "no listen address");
-	if (addr[0] == '[') {
-		const char *close = strchr(addr, ']');
-
-		if (close == NULL || close[1] != ':')
-			return tau_error_set(TAU_EINVAL, "%s: expected [ADDRESS]:PORT", addr);
-		h = addr + 1;
-		hlen = (size_t)(close - h);
-		colon = close + 1;
-	} else {
-		colon = strrchr(addr, ':');
-		if (colon == NULL)
-			return tau_error_set(TAU_EINVAL, "%s: expected HOST:PORT or :PORT", addr);
-		hlen = (size_t)(colon - addr);
-		if (memchr(addr, ':', hlen) != NULL)
-			return tau_error_set(TAU_EINVAL, "%s: put an IPv6 address in brackets",
-			                     addr);
-	}
-	if (hlen >= host_cap)
-		return tau_error_set(TAU_EINVAL, "%s: host too long", addr);
-	if (parse_port(port, colon + 1) < 0)
-		return tau_error_set(TAU_EINVAL, "%s: port must be 0..65535", addr);
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	return 0;
-}
-
 /* HOST:PORT with a port 1..65535, or a gRPC target with a scheme (unix:, dns:, ipv4:). */
 static int check_aggregator(const char *addr)
 {
@@ -166,8 +83,7 @@ static int check_aggregator(const char *addr)
 	if (strncmp(addr, "unix:", 5) == 0 || strncmp(addr, "dns:", 4) == 0 ||
 	    strncmp(addr, "ipv4:", 5) == 0 || strncmp(addr, "ipv6:", 5) == 0)
 		return 0;
-	if (tau_agent_parse_listen(host, sizeof(host), &port, addr) < 0 || host[0] == '\0' ||
-	    port == 0)
+	if (tau_parse_listen(host, sizeof(host), &port, addr) < 0 || host[0] == '\0' || port == 0)
 		return tau_error_set(TAU_EINVAL,
 		                     "--aggregator %s: expected HOST:PORT (port 1..65535)", addr);
 	return 0;
@@ -207,16 +123,17 @@ static int from_env(tau_agent_config *cfg, tau_agent_env_fn env)
 	if ((v = env("TAU_CA_FILE")) != NULL && v[0] != '\0')
 		cfg->ca_file = v;
 	if ((v = env("TAU_INSECURE")) != NULL &&
-	    (rc = parse_bool(&cfg->insecure, "TAU_INSECURE", v)) < 0)
+	    (rc = tau_parse_bool(&cfg->insecure, "TAU_INSECURE", v)) < 0)
 		return rc;
-	if ((v = env("TAU_ONCE")) != NULL && (rc = parse_bool(&cfg->once, "TAU_ONCE", v)) < 0)
+	if ((v = env("TAU_ONCE")) != NULL && (rc = tau_parse_bool(&cfg->once, "TAU_ONCE", v)) < 0)
 		return rc;
 	if ((v = env("TAU_OUTPUT")) != NULL && v[0] != '\0')
 		cfg->output = v;
 	if ((v = env("TAU_HTTP_LISTEN")) != NULL && v[0] != '\0')
 		cfg->http_listen = v;
 	if ((v = env("TAU_PROBE_INTERVAL")) != NULL && v[0] != '\0' &&
-	    (rc = parse_seconds(&cfg->probe_interval_s, "TAU_PROBE_INTERVAL", v)) < 0)
+	    (rc = tau_parse_int(&cfg->probe_interval_s, "TAU_PROBE_INTERVAL", v, 1,
+	                        TAU_AGENT_MAX_PROBE_INTERVAL_S)) < 0)
 		return rc;
 	if ((v = env("TAU_LOG_LEVEL")) != NULL && v[0] != '\0' &&
 	    (rc = apply_log_level(cfg, "TAU_LOG_LEVEL", v)) < 0)
@@ -243,9 +160,8 @@ static int validate(tau_agent_config *cfg)
 	if (cfg->output != NULL && !cfg->once)
 		return tau_error_set(TAU_EINVAL, "-o only applies to --once");
 	if (cfg->http_listen != NULL &&
-	    tau_agent_parse_listen(host, sizeof(host), &port, cfg->http_listen) < 0)
-		return tau_error_set(TAU_EINVAL, "--http-listen %s: expected [HOST]:PORT",
-		                     cfg->http_listen);
+	    tau_parse_listen(host, sizeof(host), &port, cfg->http_listen) < 0)
+		return tau_error_wrap("--http-listen");
 	if (cfg->once)
 		return 0;
 	if (cfg->aggregator == NULL)
@@ -337,7 +253,8 @@ int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_age
 			cfg->http_listen = optarg;
 			break;
 		case OPT_PROBE_INTERVAL:
-			rc = parse_seconds(&cfg->probe_interval_s, "--probe-interval", optarg);
+			rc = tau_parse_int(&cfg->probe_interval_s, "--probe-interval", optarg, 1,
+			                   TAU_AGENT_MAX_PROBE_INTERVAL_S);
 			if (rc < 0)
 				return rc;
 			break;
@@ -357,12 +274,8 @@ int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_age
 		case OPT_VERSION:
 			cfg->version = true;
 			break;
-		case ':':
-			return tau_error_set(TAU_EINVAL, "%s needs a value", argv[optind - 1]);
 		default:
-			if (optopt != 0 && optopt < 256)
-				return tau_error_set(TAU_EINVAL, "unknown option -%c", optopt);
-			return tau_error_set(TAU_EINVAL, "unknown option %s", argv[optind - 1]);
+			return tau_parse_getopt_error(c, argv);
 		}
 	}
 	if (optind < argc)

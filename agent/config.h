@@ -51,13 +51,6 @@ typedef const char *(*tau_agent_env_fn)(const char *name);
  */
 int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_agent_env_fn env);
 
-/**
- * Split a listen address "HOST:PORT", ":PORT" or "[V6]:PORT" (port 0..65535).
- * @param host  receives the host ("" for any), NUL-terminated
- * @return 0 or -TAU_EINVAL.
- */
-int tau_agent_parse_listen(char *host, size_t host_cap, int *port, const char *addr);
-
 /** Print the usage text. */
 void tau_agent_config_usage(FILE *out);
 

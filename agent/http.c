@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "tau/error.h"
+#include "tau/parse.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -142,7 +143,7 @@ int tau_agent_http_start(tau_agent_http **out, const char *addr, tau_agent_metri
 	int port = 0;
 	int rc;
 
-	rc = tau_agent_parse_listen(host, sizeof(host), &port, addr);
+	rc = tau_parse_listen(host, sizeof(host), &port, addr);
 	if (rc < 0)
 		return rc;
 	memset(&ss, 0, sizeof(ss));

@@ -2,18 +2,18 @@
  * tau-aggregator - authenticates agents, keeps the inventory and the pool,
  * and answers queries.
  *
- * main() only wires the parts together: flags (each with an environment
- * twin), the Kubernetes client, the rpc server with the Report and query
- * services plus grpc.health.v1, the Node/TauCluster informers, optional
- * leader election and the HTTP endpoints.  Every replica ingests reports
- * and serves queries from its own store (agents may reach any replica
- * behind a Service); only the leader may write to the API, so the
- * TauWorkspace controller, which writes, is built (and its options
- * checked) at start-up but started only on the leader, on a kube loop and
- * thread of its own.  The main thread then waits for a signal and shuts
- * down in reverse order: the workspace controller first (so it stops
- * writing before the Lease is released), then the rpc server.
+ * main() only wires the parts together: the options (options.c parses and
+ * checks every flag and its environment twin), the Kubernetes client, the rpc server with the
+ * Report and query services plus grpc.health.v1, the Node/TauCluster informers, optional leader
+ * election and the HTTP endpoints.  Every replica ingests reports and serves queries from its own
+ * store (agents may reach any replica behind a Service); only the leader may write to the API, so
+ * the TauWorkspace controller, which writes, is built (and its options checked) at start-up but
+ * started only on the leader, on a kube loop and thread of its own.  The main thread then waits for
+ * a signal and shuts down in reverse order: the workspace controller first (so it stops writing
+ * before the Lease is released), then the rpc server.
  */
+#include "options.h"
+
 #include "inventory/http.h"
 #include "inventory/kubewatch.h"
 #include "inventory/service.h"
@@ -27,7 +27,6 @@
 #include "tau/log.h"
 #include "tau/rpc.h"
 
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -39,17 +38,6 @@
 
 /* Certificate and key files: a PEM chain is far below 1 MiB; a larger file is a wrong path. */
 #define TLS_PEM_MAX_BYTES (1u << 20)
-
-typedef struct options {
-	const char *kubeconfig, *context, *grpc_listen, *http_listen, *system_namespace;
-	const char *tls_cert, *tls_key, *token_audience, *agent_sa, *sync_timeout, *log_level;
-	const char *heartbeat;
-	/* workspace controller */
-	const char *namespace_mode, *allowlist_selector, *allowlist_file, *namespace_map_file;
-	const char *researcher_role;
-	bool leader_elect;
-	bool no_workspace_controller;
-} options;
 
 /* The workspace controller and its loop; ws_mu orders a start (leader thread) against
  * shutdown (main thread). */
@@ -74,77 +62,6 @@ typedef struct reviewer {
 	tau_kube_client *client;
 	const char *audience;
 } reviewer;
-
-static void usage(FILE *out)
-{
-	fputs("Usage: tau-aggregator --grpc-listen ADDR --http-listen ADDR [options]\n"
-	      "\n"
-	      "Keep the GPU inventory and capacity pool of the cluster and answer queries.\n"
-	      "\n"
-	      "Options (environment twin in brackets):\n"
-	      "  --kubeconfig FILE            kubeconfig (default: $KUBECONFIG, in-cluster "
-	      "config)\n"
-	      "  --context NAME               kubeconfig context [TAU_CONTEXT]\n"
-	      "  --grpc-listen ADDR           gRPC address for agents and queries "
-	      "[TAU_GRPC_LISTEN]\n"
-	      "  --http-listen ADDR           HTTP address for /healthz /readyz /metrics "
-	      "[TAU_HTTP_LISTEN]\n"
-	      "  --system-namespace NS        namespace of the leader Lease and the TauWorkspaces\n"
-	      "                               (default tau-system) [TAU_SYSTEM_NAMESPACE]\n"
-	      "  --leader-elect               elect one writing replica with a Lease "
-	      "[TAU_LEADER_ELECT=1]\n"
-	      "  --tls-cert F --tls-key F     serve gRPC over TLS [TAU_TLS_CERT, TAU_TLS_KEY]\n"
-	      "  --token-audience A           audience agent tokens must carry (default taugrid)\n"
-	      "                               [TAU_TOKEN_AUDIENCE]\n"
-	      "  --agent-service-account NS:NAME  the agents' ServiceAccount\n"
-	      "                               (default tau-system:tau-node-agent) "
-	      "[TAU_AGENT_SERVICE_ACCOUNT]\n"
-	      "  --initial-sync-timeout DUR   wait this long for every GPU node's agent (default "
-	      "60s)\n"
-	      "                               [TAU_INITIAL_SYNC_TIMEOUT]\n"
-	      "  --heartbeat-interval DUR     heartbeat interval told to agents (default 30s)\n"
-	      "                               [TAU_HEARTBEAT_INTERVAL]\n"
-	      "  --log-level LEVEL            debug|info|warn|error [TAU_LOG_LEVEL]\n"
-	      "\n"
-	      "Workspace controller (runs on the leader; reconciles TauWorkspaces):\n"
-	      "  --namespace-mode MODE        Managed|Operator (default: the TauCluster's\n"
-	      "                               spec.workspaces.namespaceMode) [TAU_NAMESPACE_MODE]\n"
-	      "  --allowlist-selector SEL     Operator mode: namespaces with these labels\n"
-	      "                               [TAU_ALLOWLIST_SELECTOR]\n"
-	      "  --allowlist-file F           Operator mode: a JSON array of namespace names,\n"
-	      "                               reloaded on change (not with --allowlist-selector)\n"
-	      "                               [TAU_ALLOWLIST_FILE]\n"
-	      "  --namespace-map-file F       a JSON object {workspace: namespace}\n"
-	      "                               [TAU_NAMESPACE_MAP_FILE]\n"
-	      "  --researcher-role NAME       ClusterRole bound for researchers (default\n"
-	      "                               tau-researcher) [TAU_RESEARCHER_ROLE]\n"
-	      "  --no-workspace-controller    serve the inventory only "
-	      "[TAU_WORKSPACE_CONTROLLER=0]\n"
-	      "  --help                       show this help\n"
-	      "  --version                    print the version\n"
-	      "\n"
-	      "Prints \"ready grpc=PORT http=PORT\" on stdout once serving.\n",
-	      out);
-}
-
-/* "60s", "500ms", "2m", "1h", or plain seconds.  Returns ms, or -1. */
-static int64_t parse_duration_ms(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || v < 0)
-		return -1;
-	if (*end == '\0' || strcmp(end, "s") == 0)
-		return (int64_t)(v * 1000);
-	if (strcmp(end, "ms") == 0)
-		return (int64_t)v;
-	if (strcmp(end, "m") == 0)
-		return (int64_t)(v * 60000);
-	if (strcmp(end, "h") == 0)
-		return (int64_t)(v * 3600000);
-	return -1;
-}
 
 static int review_token(void *ud, const char *token, tau_auth_review *out)
 {
@@ -233,7 +150,7 @@ static void ws_shutdown(runtime *rt)
 
 /* Build the controller without starting it, so a bad option fails at start-up.
  * @return 0, or < 0 (-TAU_EINVAL: a configuration error). */
-static int ws_prepare(runtime *rt, const options *o, tau_kube_client *client)
+static int ws_prepare(runtime *rt, const tau_agg_options *o, tau_kube_client *client)
 {
 	tau_ws_controller_opts wo = {0};
 	int rc;
@@ -247,10 +164,10 @@ static int ws_prepare(runtime *rt, const options *o, tau_kube_client *client)
 	wo.namespace_map_file = o->namespace_map_file;
 	wo.researcher_cluster_role = o->researcher_role;
 	rt->ws.mode = "from TauCluster";
-	if (o->namespace_mode != NULL) {
+	if (o->namespace_mode != TAU_AGG_NS_MODE_FROM_CLUSTER) {
 		wo.ns_mode_set = true;
-		wo.ns_mode = strcasecmp(o->namespace_mode, "operator") == 0 ? TAU_WS_NS_OPERATOR
-		                                                            : TAU_WS_NS_MANAGED;
+		wo.ns_mode = o->namespace_mode == TAU_AGG_NS_MODE_OPERATOR ? TAU_WS_NS_OPERATOR
+		                                                           : TAU_WS_NS_MANAGED;
 		rt->ws.mode = wo.ns_mode == TAU_WS_NS_OPERATOR ? "Operator" : "Managed";
 	}
 	rt->ws.system_namespace = o->system_namespace;
@@ -284,193 +201,9 @@ static void on_stopped_leading(void *arg)
 		kill(getpid(), SIGUSR1);
 }
 
-static const char *env_or(const char *cur, const char *name)
-{
-	const char *v = getenv(name);
-
-	return cur != NULL ? cur : (v != NULL && v[0] != '\0' ? v : NULL);
-}
-
-static int parse_args(options *o, int argc, char **argv)
-{
-	enum {
-		O_KUBECONFIG = 256,
-		O_CONTEXT,
-		O_GRPC,
-		O_HTTP,
-		O_NS,
-		O_LEADER,
-		O_CERT,
-		O_KEY,
-		O_AUD,
-		O_SA,
-		O_SYNC,
-		O_LOG,
-		O_HB,
-		O_MODE,
-		O_ALLOW_SEL,
-		O_ALLOW_FILE,
-		O_MAP,
-		O_ROLE,
-		O_NO_WS
-	};
-	static const struct option opts[] = {
-	        {"help", no_argument, NULL, 'h'},
-	        {"version", no_argument, NULL, 'V'},
-	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
-	        {"context", required_argument, NULL, O_CONTEXT},
-	        {"grpc-listen", required_argument, NULL, O_GRPC},
-	        {"http-listen", required_argument, NULL, O_HTTP},
-	        {"system-namespace", required_argument, NULL, O_NS},
-	        {"leader-elect", no_argument, NULL, O_LEADER},
-	        {"tls-cert", required_argument, NULL, O_CERT},
-	        {"tls-key", required_argument, NULL, O_KEY},
-	        {"token-audience", required_argument, NULL, O_AUD},
-	        {"agent-service-account", required_argument, NULL, O_SA},
-	        {"initial-sync-timeout", required_argument, NULL, O_SYNC},
-	        {"heartbeat-interval", required_argument, NULL, O_HB},
-	        {"log-level", required_argument, NULL, O_LOG},
-	        {"namespace-mode", required_argument, NULL, O_MODE},
-	        {"allowlist-selector", required_argument, NULL, O_ALLOW_SEL},
-	        {"allowlist-file", required_argument, NULL, O_ALLOW_FILE},
-	        {"namespace-map-file", required_argument, NULL, O_MAP},
-	        {"researcher-role", required_argument, NULL, O_ROLE},
-	        {"no-workspace-controller", no_argument, NULL, O_NO_WS},
-	        {NULL, 0, NULL, 0},
-	};
-	int c;
-
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 1;
-		case 'V':
-			printf("tau-aggregator %s\n", TAU_VERSION_STRING);
-			return 1;
-		case O_KUBECONFIG:
-			o->kubeconfig = optarg;
-			break;
-		case O_CONTEXT:
-			o->context = optarg;
-			break;
-		case O_GRPC:
-			o->grpc_listen = optarg;
-			break;
-		case O_HTTP:
-			o->http_listen = optarg;
-			break;
-		case O_NS:
-			o->system_namespace = optarg;
-			break;
-		case O_LEADER:
-			o->leader_elect = true;
-			break;
-		case O_CERT:
-			o->tls_cert = optarg;
-			break;
-		case O_KEY:
-			o->tls_key = optarg;
-			break;
-		case O_AUD:
-			o->token_audience = optarg;
-			break;
-		case O_SA:
-			o->agent_sa = optarg;
-			break;
-		case O_SYNC:
-			o->sync_timeout = optarg;
-			break;
-		case O_HB:
-			o->heartbeat = optarg;
-			break;
-		case O_LOG:
-			o->log_level = optarg;
-			break;
-		case O_MODE:
-			o->namespace_mode = optarg;
-			break;
-		case O_ALLOW_SEL:
-			o->allowlist_selector = optarg;
-			break;
-		case O_ALLOW_FILE:
-			o->allowlist_file = optarg;
-			break;
-		case O_MAP:
-			o->namespace_map_file = optarg;
-			break;
-		case O_ROLE:
-			o->researcher_role = optarg;
-			break;
-		case O_NO_WS:
-			o->no_workspace_controller = true;
-			break;
-		default:
-			usage(stderr);
-			return -1;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "tau-aggregator: unexpected argument \"%s\"\n", argv[optind]);
-		return -1;
-	}
-	o->context = env_or(o->context, "TAU_CONTEXT");
-	o->grpc_listen = env_or(o->grpc_listen, "TAU_GRPC_LISTEN");
-	o->http_listen = env_or(o->http_listen, "TAU_HTTP_LISTEN");
-	o->system_namespace = env_or(o->system_namespace, "TAU_SYSTEM_NAMESPACE");
-	o->tls_cert = env_or(o->tls_cert, "TAU_TLS_CERT");
-	o->tls_key = env_or(o->tls_key, "TAU_TLS_KEY");
-	o->token_audience = env_or(o->token_audience, "TAU_TOKEN_AUDIENCE");
-	o->agent_sa = env_or(o->agent_sa, "TAU_AGENT_SERVICE_ACCOUNT");
-	o->sync_timeout = env_or(o->sync_timeout, "TAU_INITIAL_SYNC_TIMEOUT");
-	o->heartbeat = env_or(o->heartbeat, "TAU_HEARTBEAT_INTERVAL");
-	o->namespace_mode = env_or(o->namespace_mode, "TAU_NAMESPACE_MODE");
-	o->allowlist_selector = env_or(o->allowlist_selector, "TAU_ALLOWLIST_SELECTOR");
-	o->allowlist_file = env_or(o->allowlist_file, "TAU_ALLOWLIST_FILE");
-	o->namespace_map_file = env_or(o->namespace_map_file, "TAU_NAMESPACE_MAP_FILE");
-	o->researcher_role = env_or(o->researcher_role, "TAU_RESEARCHER_ROLE");
-	if (!o->leader_elect) {
-		const char *v = getenv("TAU_LEADER_ELECT");
-
-		o->leader_elect = v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
-	}
-	if (!o->no_workspace_controller) {
-		const char *v = getenv("TAU_WORKSPACE_CONTROLLER");
-
-		o->no_workspace_controller =
-		        v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "false") == 0);
-	}
-	if (o->namespace_mode != NULL && strcasecmp(o->namespace_mode, "managed") != 0 &&
-	    strcasecmp(o->namespace_mode, "operator") != 0) {
-		fprintf(stderr,
-		        "tau-aggregator: --namespace-mode is Managed or Operator, not \"%s\"\n",
-		        o->namespace_mode);
-		return -1;
-	}
-	if (o->system_namespace == NULL)
-		o->system_namespace = "tau-system";
-	if (o->token_audience == NULL)
-		o->token_audience = "taugrid";
-	if (o->agent_sa == NULL)
-		o->agent_sa = "tau-system:tau-node-agent";
-	if (o->sync_timeout == NULL)
-		o->sync_timeout = "60s";
-	if (o->heartbeat == NULL)
-		o->heartbeat = "30s";
-	if (o->grpc_listen == NULL || o->http_listen == NULL) {
-		fprintf(stderr, "tau-aggregator: --grpc-listen and --http-listen are required\n");
-		return -1;
-	}
-	if ((o->tls_cert == NULL) != (o->tls_key == NULL)) {
-		fprintf(stderr, "tau-aggregator: --tls-cert and --tls-key go together\n");
-		return -1;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
-	options o = {0};
+	tau_agg_options o;
 	runtime rt = {0};
 	reviewer rv = {0};
 	tau_kube_config *kcfg = NULL;
@@ -484,33 +217,25 @@ int main(int argc, char **argv)
 	tau_rpc_server_tls tls = {0};
 	char agent_user[512], identity[300], host[256];
 	char *cert_pem = NULL, *key_pem = NULL;
-	int64_t sync_ms, hb_ms;
 	int grpc_port = 0, http_port = 0, sig = 0, exit_code = 1, rc;
 	sigset_t sigs;
 
 	tau_log_init_from_env();
 	pthread_mutex_init(&rt.ws.mu, NULL);
-	rc = parse_args(&o, argc, argv);
-	if (rc != 0)
-		return rc > 0 ? 0 : 2;
-	if (o.log_level != NULL) {
-		tau_log_level lvl;
-
-		if (tau_log_level_parse(&lvl, o.log_level) < 0) {
-			fprintf(stderr, "tau-aggregator: %s\n", tau_error_last()->msg);
-			return 2;
-		}
-		tau_log_set_level(lvl);
-	}
-	sync_ms = parse_duration_ms(o.sync_timeout);
-	hb_ms = parse_duration_ms(o.heartbeat);
-	if (sync_ms < 0 || hb_ms < 1000) {
-		fprintf(stderr,
-		        "tau-aggregator: bad duration (--initial-sync-timeout %s, "
-		        "--heartbeat-interval %s; e.g. 60s, 2m)\n",
-		        o.sync_timeout, o.heartbeat);
+	if (tau_agg_options_parse(&o, argc, argv, NULL) < 0) {
+		fprintf(stderr, "tau-aggregator: %s (see --help)\n", tau_error_last()->msg);
 		return 2;
 	}
+	if (o.help) {
+		tau_agg_options_usage(stdout);
+		return 0;
+	}
+	if (o.version) {
+		printf("tau-aggregator %s\n", TAU_VERSION_STRING);
+		return 0;
+	}
+	if (o.log_level_set)
+		tau_log_set_level(o.log_level);
 	if (tau_auth_sa_user(agent_user, sizeof(agent_user), o.agent_sa) < 0) {
 		fprintf(stderr, "tau-aggregator: %s\n", tau_error_last()->msg);
 		return 2;
@@ -550,8 +275,8 @@ int main(int argc, char **argv)
 	acfg.agent_user = agent_user;
 	acfg.review = review_token;
 	acfg.review_ud = &rv;
-	acfg.sync_timeout_ms = sync_ms;
-	acfg.heartbeat_interval_s = (int)(hb_ms / 1000);
+	acfg.sync_timeout_ms = o.sync_timeout_ms;
+	acfg.heartbeat_interval_s = (int)(o.heartbeat_ms / 1000);
 	if (tau_agg_new(&rt.agg, &acfg) < 0)
 		goto fail;
 	rt.leader_elect = o.leader_elect;

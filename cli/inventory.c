@@ -13,6 +13,7 @@
 
 #include "tau/error.h"
 #include "tau/file.h"
+#include "tau/parse.h"
 #include "tau/rpc.h"
 
 #include <cjson/cJSON.h>
@@ -25,6 +26,8 @@
 #define DEFAULT_AGGREGATOR "localhost:50051"
 /* A CA bundle larger than this is a wrong path, not a bundle. */
 #define TAU_CLI_CA_MAX_BYTES (1u << 20)
+/* --timeout: a bare number is seconds; an hour is past any sane query. */
+#define TIMEOUT_MAX_MS (3600 * 1000)
 
 static int json_out(char **out, cJSON *root)
 {
@@ -262,7 +265,7 @@ static void usage(FILE *out)
 	      "  --ca-file F         TLS, trusting the CA in F\n"
 	      "  --insecure          plaintext gRPC (the default without --ca-file)\n"
 	      "  -o table|json       output format (default table)\n"
-	      "  --timeout SECONDS   per request (default 10)\n"
+	      "  --timeout DURATION  per request: seconds or 500ms, 1m (default 10)\n"
 	      "\n"
 	      "`explain` exits 1 when the node does not count.\n",
 	      out);
@@ -308,7 +311,8 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	const char *addr = NULL, *ca_file = NULL, *cls = NULL, *what, *node = NULL;
 	bool insecure = false, counted_only = false;
 	tau_cli_format fmt = TAU_CLI_TABLE;
-	int timeout_ms = 10000, c, rc = TAU_CLI_FAILED;
+	int64_t timeout_ms = 10000;
+	int c, rc = TAU_CLI_FAILED;
 	const char *target = NULL;
 	tau_rpc_channel *ch = NULL;
 	tau_rpc_status status = {0};
@@ -337,9 +341,9 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 			counted_only = true;
 			break;
 		case O_TIMEOUT:
-			timeout_ms = atoi(optarg) * 1000;
-			if (timeout_ms <= 0) {
-				fprintf(stderr, "tau inventory: bad --timeout %s\n", optarg);
+			if (tau_parse_duration_ms(&timeout_ms, "--timeout", optarg, 1,
+			                          TIMEOUT_MAX_MS) < 0) {
+				fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
 				return TAU_CLI_USAGE;
 			}
 			break;

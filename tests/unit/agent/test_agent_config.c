@@ -190,28 +190,6 @@ static void test_usage_errors(void **state)
 	                   "--host-root");
 }
 
-static void test_parse_listen(void **state)
-{
-	char host[64];
-	int port = -1;
-
-	(void)state;
-	assert_int_equal(tau_agent_parse_listen(host, sizeof(host), &port, ":9102"), 0);
-	assert_string_equal(host, "");
-	assert_int_equal(port, 9102);
-	assert_int_equal(tau_agent_parse_listen(host, sizeof(host), &port, "127.0.0.1:0"), 0);
-	assert_string_equal(host, "127.0.0.1");
-	assert_int_equal(port, 0);
-	assert_int_equal(tau_agent_parse_listen(host, sizeof(host), &port, "[::1]:80"), 0);
-	assert_string_equal(host, "::1");
-	assert_int_equal(port, 80);
-	assert_int_equal(tau_agent_parse_listen(host, sizeof(host), &port, "::1:80"), -TAU_EINVAL);
-	assert_int_equal(tau_agent_parse_listen(host, sizeof(host), &port, "h:"), -TAU_EINVAL);
-	assert_int_equal(tau_agent_parse_listen(host, sizeof(host), &port, "h:x1"), -TAU_EINVAL);
-	assert_int_equal(tau_agent_parse_listen(host, sizeof(host), &port, "h:65536"), -TAU_EINVAL);
-	assert_int_equal(tau_agent_parse_listen(host, 4, &port, "longhost:1"), -TAU_EINVAL);
-}
-
 static void test_metrics_text(void **state)
 {
 	tau_agent_metrics m;
@@ -245,7 +223,6 @@ int main(void)
 	        cmocka_unit_test(test_env_and_precedence),
 	        cmocka_unit_test(test_defaults_and_once),
 	        cmocka_unit_test(test_usage_errors),
-	        cmocka_unit_test(test_parse_listen),
 	        cmocka_unit_test(test_metrics_text),
 	};
 

@@ -1,14 +1,17 @@
 /* Unit tests of `tau inventory` rendering: the stable JSON shapes and the aligned tables. */
+#include "cli.h"
 #include "inventory.h"
 #include "table.h"
 
 #include <cjson/cJSON.h>
+#include <getopt.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -212,6 +215,66 @@ static void table_alignment(void **state)
 	tau_table_free(t);
 }
 
+/* Run `tau inventory ARGS...` with stderr captured into err. */
+static int run_inventory(char *err, size_t cap, const char **argv)
+{
+	tau_cli_globals g = {0};
+	FILE *tmp = tmpfile();
+	int saved = dup(2), argc = 0, rc;
+	size_t n;
+
+	assert_non_null(tmp);
+	while (argv[argc] != NULL)
+		argc++;
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	optind = 0;
+	rc = tau_cli_inventory(argc, (char **)argv, &g);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(err, 1, cap - 1, tmp);
+	err[n] = '\0';
+	fclose(tmp);
+	return rc;
+}
+
+/* --timeout used to be atoi(optarg) * 1000: junk, overflow and negatives are usage errors now. */
+static void timeout_refused(void **state)
+{
+	static const struct {
+		const char *value, *msg;
+	} bad[] = {
+	        {"1e300",
+	         "tau inventory: --timeout 1e300: not a duration (e.g. 500ms, 60s, 2m, 1h30m)\n"},
+	        {"nan",
+	         "tau inventory: --timeout nan: not a duration (e.g. 500ms, 60s, 2m, 1h30m)\n"},
+	        {"3000000", "tau inventory: --timeout 3000000: out of range (1ms..1h)\n"},
+	        {"-5", "tau inventory: --timeout -5: must not be negative\n"},
+	        {"0", "tau inventory: --timeout 0: out of range (1ms..1h)\n"},
+	        {"5x",
+	         "tau inventory: --timeout 5x: not a duration (e.g. 500ms, 60s, 2m, 1h30m)\n"},
+	};
+	char err[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *argv[] = {"inventory",  "--aggregator", "127.0.0.1:1", "--timeout",
+		                      bad[i].value, "pool",         NULL};
+
+		assert_int_equal(run_inventory(err, sizeof(err), argv), TAU_CLI_USAGE);
+		assert_string_equal(err, bad[i].msg);
+	}
+	{
+		/* A sane value gets as far as the (absent) aggregator. */
+		const char *argv[] = {"inventory", "--aggregator", "127.0.0.1:1", "--timeout",
+		                      "0.5",       "pool",         NULL};
+
+		assert_int_equal(run_inventory(err, sizeof(err), argv), TAU_CLI_FAILED);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -220,6 +283,7 @@ int main(void)
 	        cmocka_unit_test(nodes_json_and_table),
 	        cmocka_unit_test(explain),
 	        cmocka_unit_test(table_alignment),
+	        cmocka_unit_test(timeout_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
