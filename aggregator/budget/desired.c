@@ -970,6 +970,17 @@ int tau_budget_owned_equal(bool *out, char *what, size_t what_len, const cJSON *
 	return 0;
 }
 
+int tau_budget_diff(bool *differs, char *what, size_t what_len, const cJSON *desired,
+                    const cJSON *observed)
+{
+	bool equal = false;
+	int rc = tau_budget_owned_equal(&equal, what, what_len, desired, observed);
+
+	if (rc == 0 && differs != NULL)
+		*differs = !equal;
+	return rc;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Merge                                                                                       */
 

@@ -225,6 +225,14 @@ int tau_budget_owned_equal(bool *out, char *what, size_t what_len, const cJSON *
                            const cJSON *observed);
 
 /**
+ * tau_budget_owned_equal with the result inverted (*differs), in the shape
+ * of the controller runtime's tau_apply_diff_fn, so it can be a kind's
+ * `diff` callback.
+ */
+int tau_budget_diff(bool *differs, char *what, size_t what_len, const cJSON *desired,
+                    const cJSON *observed);
+
+/**
  * The PUT body: a copy of `observed` (resourceVersion, finalizers, other
  * labels and annotations, admissionChecksStrategy, ... kept) with our
  * labels, annotations and owned spec fields taken from `desired`, and

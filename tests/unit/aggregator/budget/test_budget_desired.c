@@ -695,6 +695,10 @@ static void test_merge_keeps_what_is_not_ours(void **state)
 	        "\"pendingWorkloads\":1}}");
 	assert_int_equal(tau_budget_owned_equal(&eq, NULL, 0, desired, body), 0);
 	assert_true(eq);
+	assert_int_equal(tau_budget_diff(&eq, NULL, 0, desired, obs), 0);
+	assert_true(eq); /* the observed CQ differs */
+	assert_int_equal(tau_budget_diff(&eq, NULL, 0, desired, body), 0);
+	assert_false(eq);
 	cJSON_Delete(body);
 	cJSON_Delete(desired);
 	cJSON_Delete(obs);
