@@ -37,6 +37,9 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g);
 /** `tau workspace list|status NAME|check NAME ...` (cli/workspace.c). */
 int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g);
 
+/** `tau team list|status NAME ...` (cli/team.c). */
+int tau_cli_team(int argc, char **argv, const tau_cli_globals *g);
+
 /** `tau storage check --driver NAME [--selector SEL]` (cli/storage.c). */
 int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g);
 

@@ -20,6 +20,10 @@ static const tau_cli_command commands[] = {
          "workspace list|status NAME|check NAME [-o table|json]\n"
          "                                          TauWorkspace state",
          tau_cli_workspace},
+        {"team",
+         "team list|status NAME [-o table|json]\n"
+         "                                          TauTeam budget, pool and queues",
+         tau_cli_team},
         {"inventory",
          "inventory nodes|pool|explain NODE [--aggregator ADDR] [-o table|json]\n"
          "                                          GPU inventory from the aggregator",

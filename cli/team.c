@@ -1,0 +1,941 @@
+/*
+ * team.c - `tau team list` and `tau team status NAME`.
+ *
+ * The one idea: the command reads what the aggregator's budget controller
+ * wrote (docs/budget.md) straight from the Kubernetes API - the TauTeam's
+ * status, its root Cohort `tau-team-<team>`, the ClusterQueues drawing from
+ * it, the TauCluster `cluster` - and never recomputes the budget.  Pure
+ * functions turn those objects into one JSON document (the stable interface,
+ * docs/cli.md); the table form is printed from that document.  Quantities
+ * go through libtau's exact parser and canonical printer, never a double.
+ *
+ * Exit codes (DESIGN.md §3): status exits 0 when the team is Ready for its
+ * current generation, 1 when not (or the API cannot answer), 2 for usage and
+ * input errors: an invalid team name (refused before any request) or a team
+ * that does not exist.
+ */
+#include "team.h"
+
+#include "workspace.h"
+
+#include "tau/error.h"
+#include "tau/json.h"
+#include "tau/kube.h"
+#include "tau/names.h"
+#include "tau/quantity.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const tau_kube_resource res_teams = {"tau.azure.com", "v1alpha1", "teams", true};
+static const tau_kube_resource res_clusters = {"tau.azure.com", "v1alpha1", "clusters", false};
+static const tau_kube_resource res_team_workspaces = {"tau.azure.com", "v1alpha1", "workspaces",
+                                                      true};
+static const tau_kube_resource res_cohorts = {"kueue.x-k8s.io", "v1beta2", "cohorts", false};
+static const tau_kube_resource res_cqs = {"kueue.x-k8s.io", "v1beta2", "clusterqueues", false};
+
+#define CLUSTER_NAME   "cluster"
+#define COHORT_PREFIX  "tau-team-"
+#define CQ_PREFIX      "tau-ws-"
+#define FLAVOR_PREFIX  "taugrid-gpu-"
+#define LABEL_TEAM     "tau.azure.com/team"
+#define LABEL_WS       "tau.azure.com/workspace"
+#define NONE           "<none>"
+#define NAME_BUF       (TAU_NAMES_DNS1123_SUBDOMAIN_MAX + 1)
+#define COND_QUOTA     "QuotaReady"
+#define SRC_DISCOVERED "discoveredCapacity"
+#define SRC_SPEC_QUOTA "spec.quota"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Small readers and writers                                                                   */
+
+static const char *str_at(const cJSON *o, const char *path)
+{
+	const char *s = NULL;
+
+	return o != NULL && tau_json_get_string(&s, o, path) == 0 ? s : NULL;
+}
+
+/* A label's value: label keys hold dots, so they are not dotted paths. */
+static const char *label_of(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(tau_json_find(o, "metadata.labels"), key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool same(const char *a, const char *b)
+{
+	return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+static const char *or_none(const char *s)
+{
+	return s != NULL ? s : NONE;
+}
+
+/* Add a string member, or null when v is NULL. */
+static void put(cJSON *o, const char *key, const char *v)
+{
+	cJSON_AddItemToObject(o, key, v != NULL ? cJSON_CreateString(v) : cJSON_CreateNull());
+}
+
+/* Add the integer at `path` of src, or null when it is absent or not an exact integer. */
+static void put_int(cJSON *o, const char *key, const cJSON *src, const char *path)
+{
+	int64_t v = 0;
+
+	if (src != NULL && tau_json_get_int(&v, src, path) == 0)
+		cJSON_AddNumberToObject(o, key, (double)v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+static void warn(cJSON *doc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void warn(cJSON *doc, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(doc, "warnings"),
+	                     cJSON_CreateString(msg));
+}
+
+/*
+ * Add the canonical form of the quantity `v` (a string, or a bare JSON number as
+ * Quantity.UnmarshalJSON takes it) as member `key`: null when absent; null and a warning
+ * naming `where` when it is not a valid quantity.
+ */
+static void put_quantity(cJSON *o, const char *key, const cJSON *v, cJSON *doc, const char *where)
+{
+	char canon[TAU_QUANTITY_STR_MAX];
+	tau_quantity q;
+	int rc;
+
+	if (v == NULL || cJSON_IsNull(v)) {
+		cJSON_AddNullToObject(o, key);
+		return;
+	}
+	if (cJSON_IsString(v)) {
+		rc = tau_quantity_parse_str(&q, v->valuestring);
+	} else if (cJSON_IsNumber(v)) {
+		char *raw = cJSON_PrintUnformatted(v);
+
+		rc = raw != NULL ? tau_quantity_parse_json_value(&q, raw, strlen(raw))
+		                 : tau_error_set(TAU_ENOMEM, "out of memory");
+		free(raw);
+	} else {
+		rc = tau_error_set(TAU_ETYPE, "neither a string nor a number");
+	}
+	if (rc == 0)
+		rc = tau_quantity_format(canon, sizeof(canon), &q);
+	if (rc != 0) {
+		warn(doc, "%s: %s", where, tau_error_last()->msg);
+		cJSON_AddNullToObject(o, key);
+		return;
+	}
+	cJSON_AddStringToObject(o, key, canon);
+}
+
+static const cJSON *items_of(const cJSON *list)
+{
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
+
+	return cJSON_IsArray(items) ? items : NULL;
+}
+
+/* The team's Cohort: status.cohort as the aggregator wrote it, else tau-team-<team>. */
+static void cohort_name_of(char buf[NAME_BUF], const cJSON *team, const char *name)
+{
+	const char *sc = str_at(team, "status.cohort");
+
+	snprintf(buf, NAME_BUF, "%s%s", sc != NULL ? "" : COHORT_PREFIX, sc != NULL ? sc : name);
+}
+
+static const cJSON *condition(const cJSON *obj, const char *type)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, tau_json_find(obj, "status.conditions"))
+	{
+		if (same(str_at(c, "type"), type))
+			return c;
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Verdicts                                                                                    */
+
+const char *tau_cli_team_mode(const cJSON *team, const cJSON *cluster)
+{
+	return same(str_at(cluster, "spec.queues.capacityTeamRef.name"),
+	            str_at(team, "metadata.name"))
+	               ? "capacity"
+	               : "explicit";
+}
+
+bool tau_cli_team_ready(const cJSON *team)
+{
+	int64_t gen = 0, obs = -1;
+
+	tau_json_get_int(&gen, team, "metadata.generation");
+	if (team == NULL || tau_json_get_int(&obs, team, "status.observedGeneration") != 0)
+		return false;
+	return same(str_at(team, "status.phase"), "Ready") && gen == obs;
+}
+
+static size_t count_workspaces(const cJSON *workspaces, const char *team)
+{
+	const cJSON *w;
+	size_t n = 0;
+
+	cJSON_ArrayForEach(w, items_of(workspaces))
+	{
+		n += same(str_at(w, "spec.teamRef.name"), team);
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* list                                                                                        */
+
+cJSON *tau_cli_team_list_doc(const cJSON *teams, const cJSON *cluster, const cJSON *workspaces)
+{
+	const cJSON *items = items_of(teams), *t;
+	cJSON *doc, *arr;
+
+	if (items == NULL) {
+		tau_error_set(TAU_EINVAL, "team list: no items");
+		return NULL;
+	}
+	doc = cJSON_CreateObject();
+	arr = cJSON_AddArrayToObject(doc, "items");
+	if (arr == NULL) {
+		cJSON_Delete(doc);
+		tau_error_set(TAU_ENOMEM, "out of memory");
+		return NULL;
+	}
+	cJSON_ArrayForEach(t, items)
+	{
+		const char *name = str_at(t, "metadata.name");
+		cJSON *o = cJSON_CreateObject();
+
+		put(o, "name", name);
+		put(o, "mode", tau_cli_team_mode(t, cluster));
+		put(o, "phase", str_at(t, "status.phase"));
+		put(o, "cohort", str_at(t, "status.cohort"));
+		cJSON_AddNumberToObject(o, "workspaces",
+		                        name != NULL ? (double)count_workspaces(workspaces, name)
+		                                     : 0);
+		put(o, "reason", str_at(condition(t, COND_QUOTA), "reason"));
+		cJSON_AddBoolToObject(o, "ready", tau_cli_team_ready(t));
+		cJSON_AddItemToArray(arr, o);
+	}
+	return doc;
+}
+
+static int emit_json(FILE *out, const cJSON *doc)
+{
+	char *s = cJSON_Print(doc);
+
+	if (s == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	fputs(s, out);
+	fputc('\n', out);
+	free(s);
+	return 0;
+}
+
+/*
+ * Print the objects of `arr` as a table, one column per key (a string, a number, or
+ * "<none>"), under "heading:"; an empty array prints "label:" and "<none>" aligned with the
+ * status block.
+ */
+static int print_objects(FILE *out, const char *label, const char *heading, const cJSON *arr,
+                         const char *const *headers, const char *const *keys, size_t n_cols)
+{
+	size_t n = (size_t)cJSON_GetArraySize(arr), r = 1;
+	const char **cells;
+	char(*nums)[24];
+	const cJSON *it;
+
+	if (n == 0) {
+		fprintf(out, "%s:%*s%s\n", label, (int)(20 - strlen(label)), "", NONE);
+		return 0;
+	}
+	cells = calloc((n + 1) * n_cols, sizeof(*cells));
+	nums = calloc((n + 1) * n_cols, sizeof(*nums));
+	if (cells == NULL || nums == NULL) {
+		free(cells);
+		free(nums);
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	for (size_t c = 0; c < n_cols; c++)
+		cells[c] = headers[c];
+	cJSON_ArrayForEach(it, arr)
+	{
+		for (size_t c = 0; c < n_cols; c++) {
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(it, keys[c]);
+			size_t k = r * n_cols + c;
+
+			int64_t num = 0;
+
+			if (tau_json_get_int(&num, it, keys[c]) == 0) {
+				snprintf(nums[k], sizeof(nums[k]), "%lld", (long long)num);
+				cells[k] = nums[k];
+			} else {
+				cells[k] = cJSON_IsString(v) ? v->valuestring : NULL;
+			}
+		}
+		r++;
+	}
+	if (heading != NULL)
+		fprintf(out, "%s:\n", heading);
+	tau_cli_print_table(out, cells, r, n_cols);
+	free(cells);
+	free(nums);
+	return 0;
+}
+
+int tau_cli_team_print_list(FILE *out, const cJSON *doc, tau_cli_format fmt)
+{
+	static const char *const headers[] = {"NAME",   "MODE",       "PHASE",
+	                                      "COHORT", "WORKSPACES", "REASON"};
+	static const char *const keys[] = {"name",   "mode",       "phase",
+	                                   "cohort", "workspaces", "reason"};
+	const cJSON *items = items_of(doc);
+
+	if (items == NULL)
+		return tau_error_set(TAU_EINVAL, "team list: no items");
+	if (fmt == TAU_CLI_JSON)
+		return emit_json(out, doc);
+	if (cJSON_GetArraySize(items) == 0) {
+		fprintf(out, "No teams found.\n");
+		return 0;
+	}
+	return print_objects(out, "Teams", NULL, items, headers, keys, 6);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* status: the budget beside the pool                                                          */
+
+typedef struct budget_row {
+	const char *flavor;   /* borrowed from the inputs */
+	const char *resource; /* borrowed */
+	const cJSON *budget;  /* Cohort nominalQuota, or NULL */
+	const cJSON *pool;    /* discoveredCapacity / spec.quota value, or NULL */
+} budget_row;
+
+typedef struct budget_rows {
+	budget_row *v;
+	size_t n, cap;
+} budget_rows;
+
+static budget_row *row_find(budget_rows *rows, const char *flavor, const char *resource)
+{
+	for (size_t i = 0; i < rows->n; i++)
+		if (same(rows->v[i].flavor, flavor) && same(rows->v[i].resource, resource))
+			return &rows->v[i];
+	return NULL;
+}
+
+static budget_row *row_add(budget_rows *rows, const char *flavor, const char *resource)
+{
+	budget_row *r = row_find(rows, flavor, resource);
+
+	if (r != NULL)
+		return r;
+	if (rows->n == rows->cap) {
+		size_t cap = rows->cap != 0 ? rows->cap * 2 : 16;
+		budget_row *v = realloc(rows->v, cap * sizeof(*v));
+
+		if (v == NULL)
+			return NULL;
+		rows->v = v;
+		rows->cap = cap;
+	}
+	r = &rows->v[rows->n++];
+	*r = (budget_row){flavor, resource, NULL, NULL};
+	return r;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const budget_row *x = a, *y = b;
+	int c = strcmp(x->flavor, y->flavor);
+
+	return c != 0 ? c : strcmp(x->resource, y->resource);
+}
+
+/*
+ * The Cohort flavor a pool entry's flavor stands for: the same name, else
+ * taugrid-gpu-<flavor> when the Cohort holds that (discoveredCapacity may name the GPU
+ * class), else the name itself.
+ */
+static const char *cohort_flavor(const budget_rows *rows, const char *flavor)
+{
+	size_t plen = strlen(FLAVOR_PREFIX);
+
+	for (size_t i = 0; i < rows->n; i++)
+		if (same(rows->v[i].flavor, flavor))
+			return rows->v[i].flavor;
+	for (size_t i = 0; i < rows->n; i++)
+		if (strncmp(rows->v[i].flavor, FLAVOR_PREFIX, plen) == 0 &&
+		    strcmp(rows->v[i].flavor + plen, flavor) == 0)
+			return rows->v[i].flavor;
+	return flavor;
+}
+
+static int collect_budget(budget_rows *rows, const cJSON *cohort, const cJSON *pool,
+                          const char *value_key)
+{
+	const cJSON *rg, *fl, *res, *p;
+
+	cJSON_ArrayForEach(rg, tau_json_find(cohort, "spec.resourceGroups"))
+	{
+		cJSON_ArrayForEach(fl, cJSON_GetObjectItemCaseSensitive(rg, "flavors"))
+		{
+			const char *flavor = str_at(fl, "name");
+
+			cJSON_ArrayForEach(res, cJSON_GetObjectItemCaseSensitive(fl, "resources"))
+			{
+				const char *rname = str_at(res, "name");
+				budget_row *r;
+
+				if (flavor == NULL || rname == NULL)
+					continue;
+				if ((r = row_add(rows, flavor, rname)) == NULL)
+					return -TAU_ENOMEM;
+				r->budget = cJSON_GetObjectItemCaseSensitive(res, "nominalQuota");
+			}
+		}
+	}
+	cJSON_ArrayForEach(p, pool)
+	{
+		const char *flavor = str_at(p, "flavor"), *rname = str_at(p, "resource");
+		budget_row *r;
+
+		if (flavor == NULL || rname == NULL)
+			continue;
+		if ((r = row_add(rows, cohort_flavor(rows, flavor), rname)) == NULL)
+			return -TAU_ENOMEM;
+		r->pool = cJSON_GetObjectItemCaseSensitive(p, value_key);
+	}
+	if (rows->n > 1)
+		qsort(rows->v, rows->n, sizeof(*rows->v), row_cmp);
+	return 0;
+}
+
+static int add_budget(cJSON *doc, const tau_cli_team_input *in, bool capacity,
+                      const char *cohort_name)
+{
+	const cJSON *pool = capacity ? tau_json_find(in->cluster, "status.discoveredCapacity")
+	                             : tau_json_find(in->team, "spec.quota");
+	const char *value_key = capacity ? "capacity" : "nominalQuota";
+	budget_rows rows = {0};
+	char where[1024];
+	cJSON *arr;
+
+	put(doc, "poolSource", capacity ? SRC_DISCOVERED : SRC_SPEC_QUOTA);
+	arr = cJSON_AddArrayToObject(doc, "budget");
+	if (collect_budget(&rows, in->cohort, pool, value_key) != 0) {
+		free(rows.v);
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < rows.n; i++) {
+		const budget_row *r = &rows.v[i];
+		cJSON *o = cJSON_CreateObject();
+
+		put(o, "flavor", r->flavor);
+		put(o, "resource", r->resource);
+		snprintf(where, sizeof(where), "Cohort %s flavor %s resource %s nominalQuota",
+		         cohort_name, r->flavor, r->resource);
+		put_quantity(o, "budget", r->budget, doc, where);
+		snprintf(where, sizeof(where), "%s flavor %s resource %s",
+		         capacity ? "TauCluster " CLUSTER_NAME " status.discoveredCapacity"
+		                  : "TauTeam spec.quota",
+		         r->flavor, r->resource);
+		put_quantity(o, "pool", r->pool, doc, where);
+		cJSON_AddItemToArray(arr, o);
+	}
+	free(rows.v);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* status: the queues drawing from the budget                                                  */
+
+static cJSON *queue_entry(cJSON *doc, const char *ws, const char *cq_name, const cJSON *cq)
+{
+	cJSON *o = cJSON_CreateObject(), *resv;
+	const cJSON *fl, *res;
+	char where[1024];
+
+	put(o, "workspace", ws);
+	put(o, "clusterQueue", cq != NULL ? str_at(cq, "metadata.name") : cq_name);
+	cJSON_AddBoolToObject(o, "found", cq != NULL);
+	put(o, "cohort", str_at(cq, "spec.cohortName"));
+	put_int(o, "admittedWorkloads", cq, "status.admittedWorkloads");
+	put_int(o, "reservingWorkloads", cq, "status.reservingWorkloads");
+	put_int(o, "pendingWorkloads", cq, "status.pendingWorkloads");
+	resv = cJSON_AddArrayToObject(o, "reservations");
+	cJSON_ArrayForEach(fl, tau_json_find(cq, "status.flavorsReservation"))
+	{
+		const char *flavor = str_at(fl, "name");
+
+		cJSON_ArrayForEach(res, cJSON_GetObjectItemCaseSensitive(fl, "resources"))
+		{
+			cJSON *r = cJSON_CreateObject();
+			const char *rname = str_at(res, "name");
+
+			put(r, "flavor", flavor);
+			put(r, "resource", rname);
+			for (size_t k = 0; k < 2; k++) {
+				const char *field = k == 0 ? "total" : "borrowed";
+
+				snprintf(where, sizeof(where),
+				         "ClusterQueue %s flavor %s resource %s %s",
+				         str_at(cq, "metadata.name"), or_none(flavor),
+				         or_none(rname), field);
+				put_quantity(r, field, cJSON_GetObjectItemCaseSensitive(res, field),
+				             doc, where);
+			}
+			cJSON_AddItemToArray(resv, r);
+		}
+	}
+	return o;
+}
+
+/*
+ * One entry per TauWorkspace of the team (its ClusterQueue: the one labelled with the
+ * workspace, else tau-ws-<workspace>; found false when there is none), then every other
+ * ClusterQueue labelled with the team or naming the team's Cohort in spec.cohortName.
+ */
+static int add_queues(cJSON *doc, const tau_cli_team_input *in, const char *team,
+                      const char *cohort_name)
+{
+	const cJSON *qitems = items_of(in->queues), *w, *q;
+	size_t nq = (size_t)cJSON_GetArraySize(qitems), i;
+	cJSON *arr = cJSON_AddArrayToObject(doc, "queues");
+	bool *used = calloc(nq + 1, sizeof(*used));
+
+	if (used == NULL || arr == NULL) {
+		free(used);
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	cJSON_ArrayForEach(w, items_of(in->workspaces))
+	{
+		const char *ws = str_at(w, "metadata.name");
+		const cJSON *match = NULL;
+		char cq_name[NAME_BUF];
+
+		if (ws == NULL || !same(str_at(w, "spec.teamRef.name"), team))
+			continue;
+		snprintf(cq_name, sizeof(cq_name), CQ_PREFIX "%s", ws);
+		i = 0;
+		cJSON_ArrayForEach(q, qitems)
+		{
+			bool labelled = same(label_of(q, LABEL_WS), ws) &&
+			                same(label_of(q, LABEL_TEAM), team);
+
+			if (!used[i] && (labelled || same(str_at(q, "metadata.name"), cq_name))) {
+				used[i] = true;
+				match = q;
+				break;
+			}
+			i++;
+		}
+		cJSON_AddItemToArray(arr, queue_entry(doc, ws, cq_name, match));
+	}
+	i = 0;
+	cJSON_ArrayForEach(q, qitems)
+	{
+		if (!used[i] && (same(label_of(q, LABEL_TEAM), team) ||
+		                 same(str_at(q, "spec.cohortName"), cohort_name)))
+			cJSON_AddItemToArray(arr, queue_entry(doc, label_of(q, LABEL_WS), NULL, q));
+		i++;
+	}
+	free(used);
+	return 0;
+}
+
+/* The team's conditions, each with exactly these string fields (null when unset). */
+static void add_conditions(cJSON *doc, const cJSON *team)
+{
+	static const char *const fields[] = {"type", "status", "reason", "message",
+	                                     "lastTransitionTime"};
+	cJSON *arr = cJSON_AddArrayToObject(doc, "conditions");
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, tau_json_find(team, "status.conditions"))
+	{
+		cJSON *o = cJSON_CreateObject();
+
+		for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++)
+			put(o, fields[k], str_at(c, fields[k]));
+		cJSON_AddItemToArray(arr, o);
+	}
+}
+
+cJSON *tau_cli_team_status_doc(const tau_cli_team_input *in)
+{
+	const char *name = str_at(in->team, "metadata.name"), *uid, *found_uid;
+	char cohort_name[NAME_BUF];
+	bool capacity;
+	cJSON *doc, *co;
+
+	if (name == NULL) {
+		tau_error_set(TAU_EINVAL, "not a team: no metadata.name");
+		return NULL;
+	}
+	cohort_name_of(cohort_name, in->team, name);
+	capacity = strcmp(tau_cli_team_mode(in->team, in->cluster), "capacity") == 0;
+	if ((doc = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddArrayToObject(doc, "warnings") == NULL) {
+		cJSON_Delete(doc);
+		tau_error_set(TAU_ENOMEM, "out of memory");
+		return NULL;
+	}
+	put(doc, "name", name);
+	put(doc, "systemNamespace", str_at(in->team, "metadata.namespace"));
+	put(doc, "mode", capacity ? "capacity" : "explicit");
+	put(doc, "phase", str_at(in->team, "status.phase"));
+	cJSON_AddBoolToObject(doc, "ready", tau_cli_team_ready(in->team));
+	put_int(doc, "generation", in->team, "metadata.generation");
+	put_int(doc, "observedGeneration", in->team, "status.observedGeneration");
+	put(doc, "reason", str_at(condition(in->team, COND_QUOTA), "reason"));
+	co = cJSON_AddObjectToObject(doc, "cohort");
+	put(co, "name", cohort_name);
+	uid = str_at(in->team, "status.cohortUID");
+	put(co, "uid", uid);
+	cJSON_AddBoolToObject(co, "found", in->cohort != NULL);
+	found_uid = str_at(in->cohort, "metadata.uid");
+	if (in->cohort == NULL)
+		warn(doc, "Cohort %s does not exist", cohort_name);
+	else if (uid != NULL && found_uid != NULL && strcmp(uid, found_uid) != 0)
+		warn(doc, "Cohort %s has UID %s, not status.cohortUID %s (recreated since?)",
+		     cohort_name, found_uid, uid);
+	if (add_budget(doc, in, capacity, cohort_name) != 0 ||
+	    add_queues(doc, in, name, cohort_name) != 0) {
+		cJSON_Delete(doc);
+		return NULL;
+	}
+	add_conditions(doc, in->team);
+	/* "warnings" last in the printed document, so readers meet the facts first. */
+	cJSON_AddItemToObject(doc, "warnings", cJSON_DetachItemFromObject(doc, "warnings"));
+	return doc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* status: printing                                                                            */
+
+static int print_budget(FILE *out, const cJSON *doc)
+{
+	bool spec = same(str_at(doc, "poolSource"), SRC_SPEC_QUOTA);
+	const char *headers[] = {"FLAVOR", "RESOURCE", "BUDGET", spec ? "SPEC.QUOTA" : "POOL"};
+	static const char *const keys[] = {"flavor", "resource", "budget", "pool"};
+
+	return print_objects(out, "Budget",
+	                     spec ? "Budget (Cohort nominalQuota) beside the team's spec.quota"
+	                          : "Budget (Cohort nominalQuota) beside the pool (TauCluster "
+	                            "discoveredCapacity)",
+	                     cJSON_GetObjectItemCaseSensitive(doc, "budget"), headers, keys, 4);
+}
+
+/* One row per reservation of each queue (one row for a queue without any), then the table. */
+static int print_queues(FILE *out, const cJSON *doc)
+{
+	static const char *const headers[] = {"WORKSPACE", "CLUSTERQUEUE", "ADMITTED", "PENDING",
+	                                      "FLAVOR",    "RESOURCE",     "RESERVED", "BORROWED"};
+	static const char *const keys[] = {
+	        "workspace", "clusterQueue", "admittedWorkloads", "pendingWorkloads", "flavor",
+	        "resource",  "total",        "borrowed"};
+	cJSON *rows = cJSON_CreateArray();
+	const cJSON *q;
+	int rc;
+
+	cJSON_ArrayForEach(q, cJSON_GetObjectItemCaseSensitive(doc, "queues"))
+	{
+		const cJSON *resv = cJSON_GetObjectItemCaseSensitive(q, "reservations");
+		bool found = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(q, "found"));
+		size_t k = 0, n = (size_t)cJSON_GetArraySize(resv);
+
+		do {
+			cJSON *row = cJSON_Duplicate(cJSON_GetArrayItem(resv, (int)k), true);
+
+			if (row == NULL) /* no reservation: "-" for a queue, "<none>" for none */
+				row = cJSON_CreateObject();
+			put(row, "workspace", str_at(q, "workspace"));
+			put(row, "clusterQueue", found ? str_at(q, "clusterQueue") : "<not found>");
+			for (size_t c = 2; c < 4; c++)
+				cJSON_AddItemToObject(
+				        row, keys[c],
+				        cJSON_Duplicate(
+				                cJSON_GetObjectItemCaseSensitive(q, keys[c]),
+				                true));
+			for (size_t c = 4; n == 0 && found && c < 8; c++)
+				put(row, keys[c], "-");
+			cJSON_AddItemToArray(rows, row);
+		} while (++k < n);
+	}
+	rc = print_objects(out, "Queues", "Queues (ClusterQueue reservations and borrowing)", rows,
+	                   headers, keys, 8);
+	cJSON_Delete(rows);
+	return rc;
+}
+
+int tau_cli_team_print_status(FILE *out, const cJSON *doc, tau_cli_format fmt)
+{
+	const char *name = str_at(doc, "name"), *phase = str_at(doc, "phase");
+	const cJSON *co = cJSON_GetObjectItemCaseSensitive(doc, "cohort"), *w;
+	int64_t gen = 0, obs = 0;
+
+	if (name == NULL)
+		return tau_error_set(TAU_EINVAL, "team status: no name");
+	if (fmt == TAU_CLI_JSON)
+		return emit_json(out, doc);
+	tau_json_get_int(&gen, doc, "generation");
+	fprintf(out, "Name:                %s\n", name);
+	fprintf(out, "System namespace:    %s\n", or_none(str_at(doc, "systemNamespace")));
+	fprintf(out, "Mode:                %s\n", or_none(str_at(doc, "mode")));
+	fprintf(out, "Phase:               %s\n", or_none(phase));
+	if (tau_json_get_int(&obs, doc, "observedGeneration") == 0)
+		fprintf(out, "Generation:          %lld (observed %lld)\n", (long long)gen,
+		        (long long)obs);
+	else
+		fprintf(out, "Generation:          %lld (not observed yet)\n", (long long)gen);
+	fprintf(out, "Cohort:              %s%s\n", or_none(str_at(co, "name")),
+	        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(co, "found")) ? "" : " (not found)");
+	static const char *const cond_headers[] = {"TYPE", "STATUS", "REASON", "MESSAGE"};
+	static const char *const cond_keys[] = {"type", "status", "reason", "message"};
+
+	if (print_budget(out, doc) != 0 || print_queues(out, doc) != 0 ||
+	    print_objects(out, "Conditions", "Conditions",
+	                  cJSON_GetObjectItemCaseSensitive(doc, "conditions"), cond_headers,
+	                  cond_keys, 4) != 0)
+		return -TAU_ENOMEM;
+	cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(doc, "warnings"))
+	{
+		if (cJSON_IsString(w))
+			fprintf(out, "Warning: %s\n", w->valuestring);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* I/O                                                                                         */
+
+static const char *kube_message(void)
+{
+	const tau_kube_api_error *e = tau_kube_api_error_last();
+
+	return e->http_code != 0 && e->message[0] != '\0' ? e->message : tau_error_last()->msg;
+}
+
+/* GET or LIST what may be absent: 0 with *out NULL on 404; <0 (message printed) otherwise. */
+static int read_optional(cJSON **out, tau_kube_client *c, const tau_kube_resource *res,
+                         const char *ns, const char *name, const char *verb)
+{
+	int rc = name != NULL ? tau_kube_get(out, c, res, ns, name)
+	                      : tau_kube_list_all(out, c, res, ns, NULL);
+
+	if (rc == -TAU_ENOTFOUND) {
+		*out = NULL;
+		return 0;
+	}
+	if (rc != 0)
+		fprintf(stderr, "tau team %s: reading %s%s%s: %s\n", verb, res->plural,
+		        name != NULL ? " " : "", name != NULL ? name : "", kube_message());
+	return rc;
+}
+
+static void team_usage(FILE *out)
+{
+	fputs("Usage: tau team list [-o table|json]\n"
+	      "       tau team status NAME [-o table|json]\n"
+	      "Options: --context C  --system-namespace NS  --kubeconfig F\n"
+	      "status shows the team's Cohort budget per flavor and resource beside the pool\n"
+	      "(capacity team) or its spec.quota (explicit team), each workspace ClusterQueue's\n"
+	      "reservation and borrowing, and the team's conditions.\n"
+	      "Exit codes: 0 success (status: the team is Ready), 1 not Ready or API failure,\n"
+	      "2 usage error, invalid team name, or no such team.\n",
+	      out);
+}
+
+/* Parse argv; fills *verb, *name, *fmt, *gl.  @return -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, const char **verb, const char **name,
+                      tau_cli_format *fmt, tau_cli_globals *gl)
+{
+	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG };
+	static const struct option lopts[] = {
+	        {"help", no_argument, NULL, 'h'},
+	        {"output", required_argument, NULL, 'o'},
+	        {"context", required_argument, NULL, O_CONTEXT},
+	        {"system-namespace", required_argument, NULL, O_NS},
+	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+	        {NULL, 0, NULL, 0},
+	};
+	int c;
+
+	optind = 0; /* 0: glibc re-initialises (permuting again after main's "+" parse) */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
+		if (c == 'h') {
+			team_usage(stdout);
+			return TAU_CLI_OK;
+		} else if (c == 'o' && strcmp(optarg, "json") == 0) {
+			*fmt = TAU_CLI_JSON;
+		} else if (c == 'o' && strcmp(optarg, "table") == 0) {
+			*fmt = TAU_CLI_TABLE;
+		} else if (c == 'o') {
+			fprintf(stderr, "tau team: -o must be table or json, not \"%s\"\n", optarg);
+			return TAU_CLI_USAGE;
+		} else if (c == O_CONTEXT) {
+			gl->context = optarg;
+		} else if (c == O_NS) {
+			gl->system_namespace = optarg;
+		} else if (c == O_KUBECONFIG) {
+			gl->kubeconfig = optarg;
+		} else {
+			fprintf(stderr, "tau team: unknown option or missing value: %s\n",
+			        argv[optind - 1]);
+			team_usage(stderr);
+			return TAU_CLI_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		team_usage(stderr);
+		return TAU_CLI_USAGE;
+	}
+	*verb = argv[optind++];
+	if (strcmp(*verb, "list") != 0 && strcmp(*verb, "status") != 0) {
+		fprintf(stderr, "tau team: unknown command %s\n", *verb);
+		team_usage(stderr);
+		return TAU_CLI_USAGE;
+	}
+	if (strcmp(*verb, "status") == 0) {
+		if (optind >= argc) {
+			fprintf(stderr, "tau team status: NAME is required\n");
+			return TAU_CLI_USAGE;
+		}
+		*name = argv[optind++];
+		/* A TauTeam name is a DNS-1123 label (its CRD says so): refuse before any request.
+		 */
+		if (tau_names_check_dns1123_label(*name) != 0) {
+			fprintf(stderr, "tau team status: invalid team name: %s\n",
+			        tau_error_last()->msg);
+			return TAU_CLI_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "tau team %s: unexpected argument %s\n", *verb, argv[optind]);
+		return TAU_CLI_USAGE;
+	}
+	return -1;
+}
+
+static int run_list(tau_kube_client *client, const char *sysns, tau_cli_format fmt)
+{
+	cJSON *teams = NULL, *cluster = NULL, *wss = NULL, *doc = NULL;
+	int rc = TAU_CLI_FAILED;
+
+	if (tau_kube_list_all(&teams, client, &res_teams, sysns, NULL) != 0) {
+		fprintf(stderr, "tau team list: %s\n", kube_message());
+		goto out;
+	}
+	if (read_optional(&cluster, client, &res_clusters, NULL, CLUSTER_NAME, "list") != 0 ||
+	    read_optional(&wss, client, &res_team_workspaces, sysns, NULL, "list") != 0)
+		goto out;
+	doc = tau_cli_team_list_doc(teams, cluster, wss);
+	if (doc == NULL || tau_cli_team_print_list(stdout, doc, fmt) != 0) {
+		fprintf(stderr, "tau team list: %s\n", tau_error_last()->msg);
+		goto out;
+	}
+	rc = TAU_CLI_OK;
+out:
+	cJSON_Delete(doc);
+	cJSON_Delete(teams);
+	cJSON_Delete(cluster);
+	cJSON_Delete(wss);
+	return rc;
+}
+
+static int run_status(tau_kube_client *client, const char *sysns, const char *name,
+                      tau_cli_format fmt)
+{
+	cJSON *team = NULL, *cluster = NULL, *cohort = NULL, *cqs = NULL, *wss = NULL, *doc = NULL;
+	char cohort_name[NAME_BUF];
+	int rc;
+
+	rc = tau_kube_get(&team, client, &res_teams, sysns, name);
+	if (rc == -TAU_ENOTFOUND) {
+		fprintf(stderr, "tau team status: team %s/%s not found: %s\n", sysns, name,
+		        kube_message());
+		return TAU_CLI_USAGE;
+	}
+	if (rc != 0) {
+		fprintf(stderr, "tau team status: team %s/%s: %s\n", sysns, name, kube_message());
+		return TAU_CLI_FAILED;
+	}
+	rc = TAU_CLI_FAILED;
+	cohort_name_of(cohort_name, team, name);
+	if (read_optional(&cluster, client, &res_clusters, NULL, CLUSTER_NAME, "status") != 0 ||
+	    read_optional(&cohort, client, &res_cohorts, NULL, cohort_name, "status") != 0 ||
+	    read_optional(&cqs, client, &res_cqs, NULL, NULL, "status") != 0 ||
+	    read_optional(&wss, client, &res_team_workspaces, sysns, NULL, "status") != 0)
+		goto out;
+	{
+		tau_cli_team_input in = {team, cluster, cohort, cqs, wss};
+
+		doc = tau_cli_team_status_doc(&in);
+	}
+	if (doc == NULL || tau_cli_team_print_status(stdout, doc, fmt) != 0) {
+		fprintf(stderr, "tau team status: %s\n", tau_error_last()->msg);
+		goto out;
+	}
+	rc = tau_cli_team_ready(team) ? TAU_CLI_OK : TAU_CLI_FAILED;
+out:
+	cJSON_Delete(doc);
+	cJSON_Delete(team);
+	cJSON_Delete(cluster);
+	cJSON_Delete(cohort);
+	cJSON_Delete(cqs);
+	cJSON_Delete(wss);
+	return rc;
+}
+
+int tau_cli_team(int argc, char **argv, const tau_cli_globals *g)
+{
+	tau_kube_config_options o = {NULL, NULL, NULL};
+	tau_cli_format fmt = TAU_CLI_TABLE;
+	const char *verb = NULL, *name = NULL, *sysns;
+	tau_kube_client *client = NULL;
+	tau_kube_config *cfg = NULL;
+	tau_cli_globals gl = {0};
+	int rc;
+
+	if (g != NULL)
+		gl = *g;
+	if ((rc = parse_args(argc, argv, &verb, &name, &fmt, &gl)) >= 0)
+		return rc;
+	sysns = gl.system_namespace != NULL ? gl.system_namespace : "tau-system";
+	o.kubeconfig = gl.kubeconfig;
+	o.context = gl.context;
+	if (tau_kube_config_load(&cfg, &o) != 0 || tau_kube_client_new(&client, cfg) != 0) {
+		fprintf(stderr, "tau team: %s\n", tau_error_last()->msg);
+		tau_kube_config_free(cfg);
+		return TAU_CLI_USAGE;
+	}
+	tau_kube_config_free(cfg);
+	rc = strcmp(verb, "list") == 0 ? run_list(client, sysns, fmt)
+	                               : run_status(client, sysns, name, fmt);
+	tau_kube_client_free(client);
+	return rc;
+}
