@@ -78,8 +78,12 @@ int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cl
 		cJSON *root = cJSON_CreateObject();
 		cJSON *missing, *flavors;
 
-		/* The documented key order: established, missingNodes, flavors. */
+		/* The documented key order: established, valid, invalidReason, missingNodes,
+		 * flavors. */
 		cJSON_AddBoolToObject(root, "established", pool->established);
+		cJSON_AddBoolToObject(root, "valid", pool->valid);
+		cJSON_AddStringToObject(root, "invalidReason",
+		                        pool->invalid_reason != NULL ? pool->invalid_reason : "");
 		missing = cJSON_AddArrayToObject(root, "missingNodes");
 		for (size_t i = 0; i < pool->n_missing_nodes; i++)
 			cJSON_AddItemToArray(missing, cJSON_CreateString(pool->missing_nodes[i]));
@@ -122,9 +126,17 @@ int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cl
 				}
 			}
 		}
-		off = (size_t)snprintf(footer, sizeof(footer), "\nEstablished: %s\nMissing nodes: ",
+		off = (size_t)snprintf(footer, sizeof(footer), "\nEstablished: %s\n",
 		                       pool->established ? "yes"
 		                                         : "no (budgets are not shrunk yet)");
+		if (pool->valid)
+			off += (size_t)snprintf(footer + off, sizeof(footer) - off, "Valid: yes\n");
+		else
+			off += (size_t)snprintf(
+			        footer + off, sizeof(footer) - off,
+			        "Valid: no, nothing counts (budget zeroed): %.1500s\n",
+			        pool->invalid_reason != NULL ? pool->invalid_reason : "");
+		off += (size_t)snprintf(footer + off, sizeof(footer) - off, "Missing nodes: ");
 		for (size_t i = 0; i < pool->n_missing_nodes && off < sizeof(footer) - 64; i++)
 			off += (size_t)snprintf(footer + off, sizeof(footer) - off, "%s%s",
 			                        i ? ", " : "", pool->missing_nodes[i]);

@@ -5,7 +5,7 @@
  * becomes tau_node_facts inside tau_agg_node_upsert, the TauCluster becomes
  * a node selector.  The Node informer's cache holds pruned objects only
  * (tau_node_facts_prune as its transform), so whole Nodes are never kept.  Whether
- * the Node list has been applied is asked by the state's own periodic tick
+ * the Node and TauCluster lists have been applied is asked by the state's own periodic tick
  * (tau_agg_set_sync_probe), so no extra timer thread is needed here.
  */
 #include "kubewatch.h"
@@ -68,9 +68,15 @@ static void prune_node(void *arg, cJSON *obj)
 	tau_node_facts_prune(obj);
 }
 
-static bool nodes_synced(void *ud)
+/*
+ * The pool depends on both lists: every Node, and the TauCluster whose
+ * selector filters them.  Counting before the TauCluster is known would
+ * count every node for a moment, so the gate waits for both.
+ */
+static bool inputs_synced(void *ud)
 {
-	return tau_kube_informer_has_synced(((tau_agg_kube *)ud)->nodes);
+	return tau_kube_informer_has_synced(((tau_agg_kube *)ud)->nodes) &&
+	       tau_kube_informer_has_synced(((tau_agg_kube *)ud)->clusters);
 }
 
 int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg)
@@ -95,7 +101,7 @@ int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg
 	    (rc = tau_kube_informer_new(&k->clusters, k->loop, &tau_agg_res_clusters, &copts,
 	                                &ch)) < 0)
 		goto fail;
-	tau_agg_set_sync_probe(agg, nodes_synced, k);
+	tau_agg_set_sync_probe(agg, inputs_synced, k);
 	tau_kube_informer_start(k->nodes);
 	tau_kube_informer_start(k->clusters);
 	if ((rc = tau_kube_loop_start_thread(k->loop)) < 0)

@@ -130,6 +130,10 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	scalar(&b, "tau_aggregator_pool_established", "gauge",
 	       "1 once the sync gate opened (every GPU node reported or the timeout passed).",
 	       m->established ? 1 : 0);
+	scalar(&b, "tau_aggregator_pool_valid", "gauge",
+	       "1 while every input the pool depends on is usable (0: nothing counts; see "
+	       "GetPool.invalid_reason).",
+	       m->valid ? 1 : 0);
 	scalar(&b, "tau_aggregator_pool_missing_nodes", "gauge",
 	       "GPU nodes known from the API whose agent has not reported.", m->missing_nodes);
 	scalar(&b, "tau_aggregator_pool_generation", "counter",

@@ -41,6 +41,7 @@ typedef struct tau_metrics {
 	uint64_t token_reviews;          /**< TokenReviews sent (cache misses) */
 	uint64_t pool_watchers;          /**< open WatchPool calls */
 	bool established;
+	bool valid; /**< every input the pool depends on is usable */
 	uint64_t missing_nodes;
 	uint64_t pool_generation;
 	bool leader;

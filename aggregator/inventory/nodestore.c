@@ -98,6 +98,11 @@ int tau_nodestore_set_selector(tau_nodestore *s, tau_selector *sel)
 	return tau_pool_set_selector(s->pool, sel);
 }
 
+int tau_nodestore_set_selector_error(tau_nodestore *s, const char *reason)
+{
+	return tau_pool_set_selector_error(s->pool, reason);
+}
+
 static size_t find(const tau_nodestore *s, const char *name, bool *found)
 {
 	return tau_sorted_index(s->recs, s->n, sizeof(*s->recs), name, found);

@@ -72,6 +72,9 @@ const tau_pool *tau_nodestore_pool(const tau_nodestore *store);
 /** Replace the TauCluster node selector (ownership moves; NULL: all nodes). */
 int tau_nodestore_set_selector(tau_nodestore *store, tau_selector *sel);
 
+/** The TauCluster's node selector is unusable: nothing counts (tau_pool_set_selector_error). */
+int tau_nodestore_set_selector_error(tau_nodestore *store, const char *reason);
+
 /** A Node was added or changed in the API (facts copied). */
 int tau_nodestore_api_upsert(tau_nodestore *store, const tau_node_facts *facts);
 

@@ -24,6 +24,7 @@ typedef struct stored_node {
 
 struct tau_pool {
 	tau_selector *selector; /* NULL: everything */
+	char *selector_error;   /* the TauCluster's selector is unusable (why): nothing matches */
 	stored_node **buckets;
 	size_t n_buckets;
 	size_t n_nodes;
@@ -96,6 +97,7 @@ void tau_pool_free(tau_pool *pool)
 		flavor_clear(&pool->flavors[i]);
 	free(pool->flavors);
 	tau_selector_free(pool->selector);
+	free(pool->selector_error);
 	free(pool);
 }
 
@@ -145,10 +147,11 @@ bool tau_pool_evaluate(const tau_pool *pool, const tau_node_facts *node,
 {
 	const char *os = node->os;
 	const char *cls = tau_node_facts_label(node, TAU_GPU_CLASS_LABEL);
-	bool sel_ok =
-	        pool->selector == NULL ||
-	        tau_selector_matches_pairs(pool->selector, (const char *const *)node->label_keys,
-	                                   (const char *const *)node->label_values, node->n_labels);
+	bool sel_ok = pool->selector_error == NULL &&
+	              (pool->selector == NULL ||
+	               tau_selector_matches_pairs(
+	                       pool->selector, (const char *const *)node->label_keys,
+	                       (const char *const *)node->label_values, node->n_labels));
 	bool counted = true;
 
 	if (os != NULL && strcmp(os, "linux") == 0)
@@ -162,9 +165,14 @@ bool tau_pool_evaluate(const tau_pool *pool, const tau_node_facts *node,
 	else
 		set_rule(&rules[TAU_POOL_RULE_GPU_CLASS], "gpu-class", false,
 		         "no " TAU_GPU_CLASS_LABEL " label");
-	set_rule(&rules[TAU_POOL_RULE_SELECTOR], "selector", sel_ok, "%s",
-	         sel_ok ? "matches the TauCluster node selector"
-	                : "does not match the TauCluster node selector");
+	if (pool->selector_error != NULL)
+		set_rule(&rules[TAU_POOL_RULE_SELECTOR], "selector", false,
+		         "the TauCluster node selector is unusable, so no node counts: %s",
+		         pool->selector_error);
+	else
+		set_rule(&rules[TAU_POOL_RULE_SELECTOR], "selector", sel_ok, "%s",
+		         sel_ok ? "matches the TauCluster node selector"
+		                : "does not match the TauCluster node selector");
 	set_rule(&rules[TAU_POOL_RULE_READY], "ready", node->ready, "%s",
 	         node->ready ? "Ready condition is True" : "Ready condition is not True");
 	set_rule(&rules[TAU_POOL_RULE_SCHEDULABLE], "schedulable", node->schedulable, "%s",
@@ -410,12 +418,11 @@ int tau_pool_remove_node(tau_pool *pool, const char *name)
 	return 0;
 }
 
-int tau_pool_set_selector(tau_pool *pool, tau_selector *sel)
+/* Re-evaluate every node after the selector changed. */
+static int recompute(tau_pool *pool)
 {
 	tau_pool_rule rules[TAU_POOL_RULE_COUNT];
 
-	tau_selector_free(pool->selector);
-	pool->selector = sel;
 	for (size_t i = 0; i < pool->n_flavors; i++)
 		flavor_clear(&pool->flavors[i]);
 	pool->n_flavors = 0;
@@ -432,6 +439,33 @@ int tau_pool_set_selector(tau_pool *pool, tau_selector *sel)
 		}
 	}
 	return 0;
+}
+
+int tau_pool_set_selector(tau_pool *pool, tau_selector *sel)
+{
+	tau_selector_free(pool->selector);
+	pool->selector = sel;
+	free(pool->selector_error);
+	pool->selector_error = NULL;
+	return recompute(pool);
+}
+
+int tau_pool_set_selector_error(tau_pool *pool, const char *reason)
+{
+	char *copy = strdup(reason != NULL && reason[0] != '\0' ? reason : "unusable");
+
+	if (copy == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	tau_selector_free(pool->selector);
+	pool->selector = NULL;
+	free(pool->selector_error);
+	pool->selector_error = copy;
+	return recompute(pool);
+}
+
+const char *tau_pool_invalid_reason(const tau_pool *pool)
+{
+	return pool->selector_error;
 }
 
 int tau_pool_explain(const tau_pool *pool, const char *name,

@@ -63,10 +63,25 @@ int tau_pool_new(tau_pool **out);
 void tau_pool_free(tau_pool *pool);
 
 /**
- * Replace the TauCluster node selector and recompute the whole pool.
- * Takes ownership of `sel`; NULL means every node matches.
+ * Replace the TauCluster node selector and recompute the whole pool; the
+ * pool is valid again.  Takes ownership of `sel`; NULL means every node matches.
  */
 int tau_pool_set_selector(tau_pool *pool, tau_selector *sel);
+
+/**
+ * The TauCluster's node selector is unusable (e.g. a value the CRD accepts
+ * but a label selector cannot hold): fail closed.  No node matches, the
+ * selector rule of every node says `reason`, and the pool is invalid
+ * (tau_pool_invalid_reason) until tau_pool_set_selector is called.
+ * @return 0 or -TAU_ENOMEM.
+ */
+int tau_pool_set_selector_error(tau_pool *pool, const char *reason);
+
+/**
+ * Why the pool cannot be trusted now (an input it depends on is unusable),
+ * or NULL when it is valid.  Lends the text; valid until the next change.
+ */
+const char *tau_pool_invalid_reason(const tau_pool *pool);
 
 /**
  * Add or replace a node's facts (copied).  Validates them first

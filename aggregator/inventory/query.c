@@ -371,6 +371,10 @@ int tau_query_pool(Tau__Inventory__V1__Pool **out, const tau_nodestore *store)
 		return OOM();
 	tau__inventory__v1__pool__init(p);
 	p->established = tau_nodestore_established(store);
+	p->valid = tau_pool_invalid_reason(tau_nodestore_pool(store)) == NULL;
+	p->invalid_reason = dup_str(tau_pool_invalid_reason(tau_nodestore_pool(store)));
+	if (p->invalid_reason == NULL)
+		goto oom;
 	missing = tau_nodestore_missing(store, NULL, 0);
 	if (missing > 0) {
 		const char **names = calloc(missing, sizeof(*names));

@@ -23,6 +23,7 @@
 #include "nodestore.h"
 #include "query.h"
 #include "report.h"
+#include "snapshot.h"
 
 #include "tau/error.h"
 #include "tau/log.h"
@@ -44,6 +45,7 @@
 #define PENDING_MAX     16 /* reports held per stream while its token is reviewed */
 #define WATCH_QUEUE_MAX 4  /* a watcher further behind gets the newest pool later */
 #define PEER_LOG_MAX    4096
+#define SUBSCRIBERS_MAX 16 /* pool-change callbacks (snapshot.h) */
 
 typedef enum auth_state { AUTH_PENDING = 0, AUTH_OK, AUTH_FAILED } auth_state;
 
@@ -120,6 +122,15 @@ struct tau_agg {
 	atomic_uint_fast64_t reports_inventory, reports_heartbeat, reports_stopping;
 	atomic_uint_fast64_t reports_rejected, reports_resend;
 	atomic_uint_fast64_t auth_unauth, auth_denied, auth_unavail, token_reviews;
+	/* pool-change subscribers (snapshot.h); subs_mu is never taken while mu is held */
+	pthread_mutex_t subs_mu;
+	tau_pool_changed_fn sub_fn[SUBSCRIBERS_MAX];
+	void *sub_ud[SUBSCRIBERS_MAX];
+	size_t n_subs;
+	/* what subscribers were last told about (guarded by mu) */
+	bool notify_pending;
+	uint64_t notified_gen;
+	bool notified_established, notified_valid;
 	/* the workspace controller whose cache ListWorkspaces/GetWorkspace read; NULL: none */
 	pthread_mutex_t ws_mu;
 	tau_ws_controller *workspaces;
@@ -712,7 +723,7 @@ static void tick_locked(tau_agg *a)
 	if (!a->nodes_synced && a->sync_probe != NULL && a->sync_probe(a->sync_probe_ud)) {
 		a->nodes_synced = true;
 		tau_nodestore_api_synced(a->store);
-		tau_log_info("node watch synced", NULL);
+		tau_log_info("Node and TauCluster watches synced", NULL);
 	}
 	tau_nodestore_tick(a->store, tau_agg_now_ms());
 	if (!was && tau_nodestore_established(a->store)) {
@@ -734,6 +745,81 @@ static void tick_locked(tau_agg *a)
 	}
 	if (gen != tau_pool_generation(tau_nodestore_pool(a->store)))
 		a->dirty = true;
+}
+
+/* True (and the news marked as told) when subscribers must hear of a pool change. */
+static bool take_pool_news_locked(tau_agg *a)
+{
+	const tau_pool *pool = tau_nodestore_pool(a->store);
+	uint64_t gen = tau_pool_generation(pool);
+	bool established = tau_nodestore_established(a->store);
+	bool valid = tau_pool_invalid_reason(pool) == NULL;
+
+	if (!a->notify_pending && gen == a->notified_gen &&
+	    established == a->notified_established && valid == a->notified_valid)
+		return false;
+	a->notify_pending = false;
+	a->notified_gen = gen;
+	a->notified_established = established;
+	a->notified_valid = valid;
+	return true;
+}
+
+/* Call every subscriber; no state lock held (they take snapshots). */
+static void notify_subscribers(tau_agg *a)
+{
+	pthread_mutex_lock(&a->subs_mu);
+	for (size_t i = 0; i < a->n_subs; i++)
+		a->sub_fn[i](a->sub_ud[i]);
+	pthread_mutex_unlock(&a->subs_mu);
+}
+
+int tau_agg_pool_subscribe(tau_agg *a, tau_pool_changed_fn fn, void *ud)
+{
+	pthread_mutex_lock(&a->subs_mu);
+	if (a->n_subs == SUBSCRIBERS_MAX) {
+		pthread_mutex_unlock(&a->subs_mu);
+		return tau_error_set(TAU_ETOOBIG, "more than %d pool subscribers", SUBSCRIBERS_MAX);
+	}
+	a->sub_fn[a->n_subs] = fn;
+	a->sub_ud[a->n_subs] = ud;
+	a->n_subs++;
+	pthread_mutex_unlock(&a->subs_mu);
+	pthread_mutex_lock(&a->mu);
+	a->notify_pending = true;
+	mark_dirty_locked(a);
+	pthread_mutex_unlock(&a->mu);
+	return 0;
+}
+
+int tau_agg_pool_unsubscribe(tau_agg *a, tau_pool_changed_fn fn, void *ud)
+{
+	int rc = tau_error_set(TAU_ENOTFOUND, "no such pool subscriber");
+
+	pthread_mutex_lock(&a->subs_mu);
+	for (size_t i = 0; i < a->n_subs; i++) {
+		if (a->sub_fn[i] == fn && a->sub_ud[i] == ud) {
+			memmove(&a->sub_fn[i], &a->sub_fn[i + 1],
+			        (a->n_subs - i - 1) * sizeof(a->sub_fn[0]));
+			memmove(&a->sub_ud[i], &a->sub_ud[i + 1],
+			        (a->n_subs - i - 1) * sizeof(a->sub_ud[0]));
+			a->n_subs--;
+			rc = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&a->subs_mu);
+	return rc;
+}
+
+int tau_agg_pool_snapshot(tau_agg *a, tau_pool_snapshot **out)
+{
+	int rc;
+
+	pthread_mutex_lock(&a->mu);
+	rc = tau_pool_snapshot_build(out, a->store);
+	pthread_mutex_unlock(&a->mu);
+	return rc;
 }
 
 static void add_ms(struct timespec *ts, int64_t ms)
@@ -792,6 +878,11 @@ static void *publisher(void *arg)
 		if (a->dirty)
 			rebuild_pool_locked(a);
 		send_to_watchers_locked(a);
+		if (take_pool_news_locked(a)) {
+			pthread_mutex_unlock(&a->mu);
+			notify_subscribers(a);
+			pthread_mutex_lock(&a->mu);
+		}
 	}
 	pthread_mutex_unlock(&a->mu);
 	return NULL;
@@ -1116,37 +1207,70 @@ void tau_agg_nodes_synced(tau_agg *a)
 	pthread_mutex_unlock(&a->mu);
 }
 
+/*
+ * Read the node selector of a TauCluster: 0 with *out (NULL: every node), or
+ * -1 with `why` filled when it is present but unusable.
+ */
+static int cluster_selector(tau_selector **out, char *why, size_t cap, const cJSON *cluster)
+{
+	const cJSON *spec, *nodes, *sel_map;
+	cJSON *ls;
+	int rc;
+
+	*out = NULL;
+	if (cluster == NULL)
+		return 0;
+	spec = cJSON_GetObjectItemCaseSensitive(cluster, "spec");
+	nodes = cJSON_GetObjectItemCaseSensitive(spec, "nodes");
+	sel_map = cJSON_GetObjectItemCaseSensitive(nodes, "selector");
+	if ((spec != NULL && !cJSON_IsNull(spec) && !cJSON_IsObject(spec)) ||
+	    (nodes != NULL && !cJSON_IsNull(nodes) && !cJSON_IsObject(nodes))) {
+		snprintf(why, cap, "spec.nodes: not an object");
+		return -1;
+	}
+	if (sel_map == NULL || cJSON_IsNull(sel_map))
+		return 0;
+	if (!cJSON_IsObject(sel_map)) {
+		snprintf(why, cap, "spec.nodes.selector: not a map of label keys to values");
+		return -1;
+	}
+	ls = cJSON_CreateObject();
+	if (ls == NULL || !cJSON_AddItemToObject(ls, "matchLabels", cJSON_Duplicate(sel_map, 1))) {
+		cJSON_Delete(ls);
+		snprintf(why, cap, "out of memory reading spec.nodes.selector");
+		return -1;
+	}
+	rc = tau_selector_from_json(out, ls);
+	cJSON_Delete(ls);
+	if (rc < 0) {
+		snprintf(why, cap, "spec.nodes.selector: %.400s", tau_error_last()->msg);
+		return -1;
+	}
+	return 0;
+}
+
 void tau_agg_cluster(tau_agg *a, const cJSON *cluster)
 {
-	const cJSON *sel_map = NULL;
 	tau_selector *sel = NULL;
+	char why[TAU_ERROR_MSG_MAX];
+	bool usable = cluster_selector(&sel, why, sizeof(why), cluster) == 0;
+	int rc;
 
-	if (cluster != NULL)
-		sel_map = cJSON_GetObjectItemCaseSensitive(
-		        cJSON_GetObjectItemCaseSensitive(
-		                cJSON_GetObjectItemCaseSensitive(cluster, "spec"), "nodes"),
-		        "selector");
-	if (cJSON_IsObject(sel_map)) {
-		cJSON *ls = cJSON_CreateObject();
-
-		if (ls == NULL ||
-		    !cJSON_AddItemToObject(ls, "matchLabels", cJSON_Duplicate(sel_map, 1))) {
-			cJSON_Delete(ls);
-			return;
-		}
-		if (tau_selector_from_json(&sel, ls) < 0) {
-			tau_log_warn("TauCluster node selector ignored", "reason",
-			             tau_error_last()->msg, NULL);
-			sel = NULL;
-		}
-		cJSON_Delete(ls);
-	}
 	pthread_mutex_lock(&a->mu);
-	(void)tau_nodestore_set_selector(a->store, sel);
+	/* Fail closed: an unusable selector counts nothing, never "every node". */
+	rc = usable ? tau_nodestore_set_selector(a->store, sel)
+	            : tau_nodestore_set_selector_error(a->store, why);
 	mark_dirty_locked(a);
 	pthread_mutex_unlock(&a->mu);
-	tau_log_info("TauCluster node selector", "selector",
-	             sel != NULL ? "set" : "none (every node)", NULL);
+	if (rc < 0)
+		tau_log_error("TauCluster node selector not applied", "reason",
+		              tau_error_last()->msg, NULL);
+	else if (!usable)
+		tau_log_warn("TauCluster node selector unusable: no node counts until it is fixed",
+		             "reason", why, NULL);
+	else
+		tau_log_info("TauCluster node selector", "selector",
+		             sel != NULL ? "set" : "none (every node)", NULL);
 }
 
 void tau_agg_set_workspaces(tau_agg *a, tau_ws_controller *ctl)
@@ -1198,6 +1322,7 @@ int tau_agg_metrics(tau_agg *a, char **out)
 	m.agents_connected = a->n_bound;
 	m.pool_watchers = a->n_watchers;
 	m.established = tau_nodestore_established(a->store);
+	m.valid = tau_pool_invalid_reason(pool) == NULL;
 	m.missing_nodes = tau_nodestore_missing(a->store, NULL, 0);
 	m.pool_generation = a->pool_gen;
 	m.leader = a->leader;
@@ -1295,6 +1420,8 @@ int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
 	pthread_mutex_init(&a->jobs_mu, NULL);
 	pthread_mutex_init(&a->peers_mu, NULL);
 	pthread_mutex_init(&a->ws_mu, NULL);
+	pthread_mutex_init(&a->subs_mu, NULL);
+	a->notified_valid = true;
 	pthread_cond_init(&a->jobs_cond, NULL);
 	{
 		pthread_condattr_t ca;
@@ -1398,6 +1525,7 @@ void tau_agg_free(tau_agg *a)
 	pthread_mutex_destroy(&a->jobs_mu);
 	pthread_mutex_destroy(&a->peers_mu);
 	pthread_mutex_destroy(&a->ws_mu);
+	pthread_mutex_destroy(&a->subs_mu);
 	pthread_cond_destroy(&a->cond);
 	pthread_cond_destroy(&a->jobs_cond);
 	free(a);

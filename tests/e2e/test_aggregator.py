@@ -380,6 +380,7 @@ class AggregatorE2E(unittest.TestCase):
                 self.assertIn(text, err.details())
         p = self.agg.pool()
         self.assertFalse(p.established)
+        self.assertTrue(p.valid)
         self.assertEqual(len(p.flavors), 0)
         self.assertEqual(sorted(p.missing_nodes),
                          sorted(n["metadata"]["name"] for n in gpu_nodes(self.nodes)))
@@ -489,8 +490,11 @@ class AggregatorE2E(unittest.TestCase):
         r = run("pool", "-o", "json")
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
-        self.assertEqual(list(doc.keys()), ["established", "missingNodes", "flavors"])
+        self.assertEqual(list(doc.keys()),
+                         ["established", "valid", "invalidReason", "missingNodes", "flavors"])
         self.assertTrue(doc["established"])
+        self.assertTrue(doc["valid"])
+        self.assertEqual(doc["invalidReason"], "")
         self.assertEqual(doc["missingNodes"], [])
         exp = expected_pool(self.current_nodes())
         self.assertEqual({f["name"]: (f["nodes"], {k: qparse(v) for k, v in f["resources"].items()})
@@ -830,6 +834,48 @@ class TrustE2E(unittest.TestCase):
         # Uncordoned, it counts again, still without its agent.
         self.patch_node(name, {"spec": {"unschedulable": False}})
         wait_for(lambda: self.t4_nodes() == before, msg="trust-b back in the pool")
+
+    def test_03_unusable_selector_counts_nothing_and_says_why(self):
+        counted = self.t4_nodes()
+        self.assertGreater(counted, 0)
+        # The CRD accepts any string up to 63 characters; a label value cannot hold a space.
+        cluster = {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster",
+                   "metadata": {"name": "cluster"},
+                   "spec": {"nodes": {"selector": {"tau.azure.com/pool": "not a value"}}}}
+        self.kube("POST", "/apis/tau.azure.com/v1alpha1/clusters", cluster)
+        p = wait_for(lambda: (lambda q: q if not q.valid else None)(self.agg.pool()),
+                     msg="pool marked invalid")
+        self.assertEqual(list(p.flavors), [], "an unusable selector must count nothing")
+        self.assertIn("spec.nodes.selector", p.invalid_reason)
+        self.assertIn("not a value", p.invalid_reason)
+        ex, rules = self.explain("trust-c")
+        self.assertFalse(ex.counted)
+        self.assertFalse(rules["P1.selector"][0])
+        self.assertIn("the TauCluster node selector is unusable, so no node counts",
+                      rules["P1.selector"][1])
+        _, m = self.agg.http("/metrics")
+        self.assertIn("tau_aggregator_pool_valid 0\n", m)
+        self.assertIn("tau_aggregator_nodes_counted 0\n", m)
+        with open(self.agg.proc.log_path) as f:
+            self.assertIn("TauCluster node selector unusable", f.read())
+        if os.access(CLI_BIN, os.X_OK):
+            r = subprocess.run([CLI_BIN, "inventory", "pool", "-o", "json", "--aggregator",
+                                self.agg.addr], capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            doc = json.loads(r.stdout)
+            self.assertFalse(doc["valid"])
+            self.assertEqual(doc["invalidReason"], p.invalid_reason)
+            self.assertEqual(doc["flavors"], [])
+        # Fixed (a usable selector every node matches): valid again, the same nodes count.
+        self.kube("PATCH", "/apis/tau.azure.com/v1alpha1/clusters/cluster",
+                  {"spec": {"nodes": {"selector": {"tau.azure.com/pool": None,
+                                                   "kubernetes.io/os": "linux"}}}},
+                  "application/merge-patch+json")
+        p = wait_for(lambda: (lambda q: q if q.valid and flavor_of(q, "t4") else None)(
+            self.agg.pool()), msg="pool valid again")
+        self.assertEqual(p.invalid_reason, "")
+        self.assertEqual(self.t4_nodes(), counted)
+        self.kube("DELETE", "/apis/tau.azure.com/v1alpha1/clusters/cluster")
 
 
 if __name__ == "__main__":

@@ -56,6 +56,8 @@ static void build_pool(pool_fixture *f)
 	f->fl[1].resources = f->rep1;
 	f->missing[0] = (char *)"d";
 	f->pool.established = false;
+	f->pool.valid = false;
+	f->pool.invalid_reason = (char *)"spec.nodes.selector: bad value";
 	f->pool.n_missing_nodes = 1;
 	f->pool.missing_nodes = f->missing;
 	f->pool.n_flavors = 2;
@@ -77,6 +79,12 @@ static void pool_json(void **state)
 	item = doc->child;
 	assert_string_equal(item->string, "established");
 	assert_true(cJSON_IsFalse(item));
+	item = item->next;
+	assert_string_equal(item->string, "valid");
+	assert_true(cJSON_IsFalse(item));
+	item = item->next;
+	assert_string_equal(item->string, "invalidReason");
+	assert_string_equal(item->valuestring, "spec.nodes.selector: bad value");
 	item = item->next;
 	assert_string_equal(item->string, "missingNodes");
 	assert_string_equal(cJSON_GetArrayItem(item, 0)->valuestring, "d");
@@ -107,6 +115,8 @@ static void pool_table(void **state)
 	                         "a100-long-name   1       nvidia.com/gpu   8\n"
 	                         "\n"
 	                         "Established: no (budgets are not shrunk yet)\n"
+	                         "Valid: no, nothing counts (budget zeroed): spec.nodes.selector: "
+	                         "bad value\n"
 	                         "Missing nodes: d\n");
 	free(out);
 }

@@ -50,6 +50,7 @@ static void renders_families(void **state)
 	contains(text, "tau_aggregator_auth_failures_total{code=\"PERMISSION_DENIED\"} 3\n");
 	contains(text, "tau_aggregator_nodes_stale 1\n");
 	contains(text, "tau_aggregator_pool_established 1\n");
+	contains(text, "tau_aggregator_pool_valid 0\n");
 	contains(text, "tau_aggregator_pool_flavor_nodes{flavor=\"h100\"} 2\n");
 	contains(text,
 	         "tau_aggregator_pool_resource{flavor=\"h100\",resource=\"nvidia.com/gpu\"} 16\n");

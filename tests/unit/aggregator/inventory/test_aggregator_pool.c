@@ -179,6 +179,37 @@ static void test_selector_change_recomputes(void **state)
 	tau_pool_free(p);
 }
 
+/* Issue 12 item 2: an unusable selector fails closed (nothing counts) and says why. */
+static void test_unusable_selector_counts_nothing(void **state)
+{
+	tau_pool *p = NULL;
+	tau_selector *sel = NULL;
+	tau_pool_rule rules[TAU_POOL_RULE_COUNT];
+	test_node a = gpu_node("a", "h100"), b = gpu_node("b", "h100");
+
+	(void)state;
+	assert_int_equal(tau_pool_new(&p), 0);
+	upsert(p, &a);
+	assert_null(tau_pool_invalid_reason(p));
+	assert_int_equal(tau_pool_set_selector_error(p, "spec.nodes.selector: bad value"), 0);
+	assert_string_equal(tau_pool_invalid_reason(p), "spec.nodes.selector: bad value");
+	assert_int_equal(tau_pool_flavor_count(p), 0);
+	assert_int_equal(tau_pool_explain(p, "a", rules), 0);
+	assert_false(rules[TAU_POOL_RULE_SELECTOR].pass);
+	assert_string_equal(rules[TAU_POOL_RULE_SELECTOR].detail,
+	                    "the TauCluster node selector is unusable, so no node counts: "
+	                    "spec.nodes.selector: bad value");
+	/* a node arriving meanwhile does not count either */
+	upsert(p, &b);
+	assert_int_equal(tau_pool_flavor_count(p), 0);
+	/* a usable selector makes the pool valid again */
+	assert_int_equal(tau_selector_parse(&sel, ""), 0);
+	assert_int_equal(tau_pool_set_selector(p, sel), 0);
+	assert_null(tau_pool_invalid_reason(p));
+	assert_int_equal(tau_pool_flavor_at(p, 0)->nodes, 2);
+	tau_pool_free(p);
+}
+
 /* P2: missing resources are zero; mixed notations sum exactly. */
 static void test_missing_resources_and_mixed_formats(void **state)
 {
@@ -314,6 +345,7 @@ int main(void)
 	        cmocka_unit_test(test_counts_ready_linux_gpu_nodes),
 	        cmocka_unit_test(test_rules_table),
 	        cmocka_unit_test(test_selector_change_recomputes),
+	        cmocka_unit_test(test_unusable_selector_counts_nothing),
 	        cmocka_unit_test(test_missing_resources_and_mixed_formats),
 	        cmocka_unit_test(test_invalid_input_changes_nothing),
 	        cmocka_unit_test(test_incremental_equals_recompute),

@@ -1,0 +1,109 @@
+/*
+ * snapshot.h - the inventory's public read API: what the budget controller
+ * (and any other in-process reader) takes the pool from.
+ *
+ * A snapshot is a deep copy of the pool at one instant, taken under the
+ * aggregator's state lock and owned by the caller afterwards, so it can be
+ * read on any thread for as long as needed:
+ *
+ *   tau_pool_snapshot *snap;
+ *   if (tau_agg_pool_snapshot(agg, &snap) == 0) {
+ *           if (!snap->established)  -> wait, write nothing (P5: never shrink early)
+ *           else if (!snap->valid)   -> zero the budget, condition says snap->invalid_reason
+ *           else                     -> budget = snap->flavors; P4 checks use snap->nodes
+ *           tau_pool_snapshot_free(snap);
+ *   }
+ *
+ * Change notification: tau_agg_pool_subscribe registers a callback that the
+ * aggregator's publisher thread calls, with no lock held, after any change
+ * of what a snapshot holds (the counted nodes, their labels or allocatable,
+ * established, valid).  Changes are coalesced (one call per publisher
+ * window, 20 ms by default), so the callback says "take a new snapshot",
+ * not what changed; it must be quick (e.g. wake the caller's loop).
+ */
+#ifndef TAU_AGGREGATOR_SNAPSHOT_H
+#define TAU_AGGREGATOR_SNAPSHOT_H
+
+#include "nodestore.h"
+
+#include "tau/nodefacts.h"
+#include "tau/quantity.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** One GPU class of the pool: the exact sums over its counted nodes. */
+typedef struct tau_pool_snapshot_flavor {
+	char *name;                   /**< the GPU class */
+	size_t nodes;                 /**< counted nodes in it */
+	tau_node_resource *resources; /**< resource -> exact sum, sorted by name */
+	size_t n_resources;
+} tau_pool_snapshot_flavor;
+
+/** The pool at one instant; everything is owned by the snapshot. */
+typedef struct tau_pool_snapshot {
+	/** The sync gate opened: the pool may be trusted and budgets may shrink.  Never goes back.
+	 */
+	bool established;
+	/**
+	 * Every input the pool depends on is usable.  False (fail closed) when one
+	 * is not (e.g. an unusable TauCluster spec.nodes.selector): then nothing
+	 * counts and the budget must be zero (rule P5).
+	 */
+	bool valid;
+	/** Why the pool is not valid (e.g. "spec.nodes.selector: ..."); NULL when valid. */
+	char *invalid_reason;
+	/** Bumped by every change of the counted nodes or sums (not comparable across restarts). */
+	uint64_t generation;
+	/** GPU nodes whose agent has not reported (they count from their Node after the timeout).
+	 */
+	size_t missing_nodes;
+	/** Flavors with at least one counted node, sorted by name. */
+	tau_pool_snapshot_flavor *flavors;
+	size_t n_flavors;
+	/**
+	 * The counted nodes, sorted by name: the Node object's facts (name,
+	 * gpu_class, labels sorted by key, allocatable sorted by name, ...).
+	 */
+	tau_node_facts *nodes;
+	size_t n_nodes;
+} tau_pool_snapshot;
+
+/**
+ * Build a snapshot of `store`'s pool (the caller holds whatever guards the
+ * store).  @return 0 or -TAU_ENOMEM (*out untouched).
+ */
+int tau_pool_snapshot_build(tau_pool_snapshot **out, const tau_nodestore *store);
+
+/** Free a snapshot; NULL is a no-op. */
+void tau_pool_snapshot_free(tau_pool_snapshot *snap);
+
+typedef struct tau_agg tau_agg;
+
+/**
+ * The aggregator's pool now, as a snapshot the caller owns.  Thread-safe.
+ * O(counted nodes): take one per notification, not per read.
+ * @return 0 or -TAU_ENOMEM.
+ */
+int tau_agg_pool_snapshot(tau_agg *agg, tau_pool_snapshot **out);
+
+/** Called after the pool changed (see the file comment); `ud` as registered. */
+typedef void (*tau_pool_changed_fn)(void *ud);
+
+/**
+ * Call `fn(ud)` after every change of the pool, from the aggregator's
+ * publisher thread with no lock held, until unsubscribed.  Also called once
+ * soon after subscribing, so a reader starts from a fresh snapshot.
+ * @return 0, -TAU_ENOMEM, -TAU_ETOOBIG (more than 16 subscribers).
+ */
+int tau_agg_pool_subscribe(tau_agg *agg, tau_pool_changed_fn fn, void *ud);
+
+/**
+ * Remove a subscription (same fn and ud).  On return no call to it is
+ * running or will start, so `ud` may be freed.  Must not be called from the
+ * callback itself.  @return 0 or -TAU_ENOTFOUND.
+ */
+int tau_agg_pool_unsubscribe(tau_agg *agg, tau_pool_changed_fn fn, void *ud);
+
+#endif /* TAU_AGGREGATOR_SNAPSHOT_H */

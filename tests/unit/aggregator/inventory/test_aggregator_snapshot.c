@@ -1,0 +1,233 @@
+/* Unit tests of the inventory's read API: pool snapshots for the budget controller. */
+#include "inventory/service.h"
+#include "inventory/snapshot.h"
+#include "tau/error.h"
+#include "tau/json.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* A Ready Linux node of class `cls` with `gpus` GPUs and label pool=`pool`. */
+static void api(tau_nodestore *s, const char *name, const char *cls, int gpus, const char *pool)
+{
+	char json[1024];
+	cJSON *root = NULL;
+	tau_node_facts f = {0};
+
+	snprintf(json, sizeof(json),
+	         "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"kubernetes.io/os\":\"linux\","
+	         "\"tau.azure.com/gpu-class\":\"%s\",\"pool\":\"%s\"}},"
+	         "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"%d\",\"cpu\":\"1500m\"},"
+	         "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+	         name, cls, pool, gpus);
+	assert_int_equal(tau_json_parse(&root, json, strlen(json), 0), 0);
+	assert_int_equal(tau_node_facts_from_json(&f, root), 0);
+	cJSON_Delete(root);
+	assert_int_equal(tau_nodestore_api_upsert(s, &f), 0);
+	tau_node_facts_clear(&f);
+}
+
+static tau_nodestore *store_with_nodes(void)
+{
+	tau_nodestore *s = NULL;
+
+	/* a grace period of 0: nodes count from their Node object at the first tick */
+	assert_int_equal(tau_nodestore_new(&s, 0, 0), 0);
+	api(s, "b-node", "h100", 8, "research");
+	api(s, "a-node", "h100", 4, "batch");
+	api(s, "c-node", "a100", 2, "research");
+	tau_nodestore_api_synced(s);
+	tau_nodestore_tick(s, 1);
+	assert_true(tau_nodestore_established(s));
+	return s;
+}
+
+static void snapshot_holds_flavors_and_counted_nodes(void **state)
+{
+	tau_nodestore *s = store_with_nodes();
+	tau_pool_snapshot *snap = NULL;
+	int64_t v;
+
+	(void)state;
+	assert_int_equal(tau_pool_snapshot_build(&snap, s), 0);
+	assert_true(snap->established);
+	assert_true(snap->valid);
+	assert_null(snap->invalid_reason);
+	assert_int_equal(snap->n_flavors, 2);
+	assert_string_equal(snap->flavors[0].name, "a100");
+	assert_string_equal(snap->flavors[1].name, "h100");
+	assert_int_equal(snap->flavors[1].nodes, 2);
+	assert_int_equal(snap->flavors[1].n_resources, 2);
+	assert_string_equal(snap->flavors[1].resources[0].name, "cpu");
+	assert_int_equal(tau_quantity_milli_value(&v, &snap->flavors[1].resources[0].value), 0);
+	assert_int_equal(v, 3000);
+	assert_string_equal(snap->flavors[1].resources[1].name, "nvidia.com/gpu");
+	assert_int_equal(tau_quantity_value(&v, &snap->flavors[1].resources[1].value), 0);
+	assert_int_equal(v, 12);
+	/* counted nodes by name, with their labels */
+	assert_int_equal(snap->n_nodes, 3);
+	assert_string_equal(snap->nodes[0].name, "a-node");
+	assert_string_equal(snap->nodes[1].name, "b-node");
+	assert_string_equal(snap->nodes[2].name, "c-node");
+	assert_string_equal(tau_node_facts_label(&snap->nodes[0], "pool"), "batch");
+	/* the snapshot is a copy: the store may change or go */
+	tau_nodestore_free(s);
+	assert_string_equal(snap->nodes[1].gpu_class, "h100");
+	tau_pool_snapshot_free(snap);
+}
+
+static void snapshot_of_an_invalid_pool(void **state)
+{
+	tau_nodestore *s = store_with_nodes();
+	tau_pool_snapshot *snap = NULL;
+	tau_selector *sel = NULL;
+	uint64_t gen;
+
+	(void)state;
+	assert_int_equal(tau_pool_snapshot_build(&snap, s), 0);
+	gen = snap->generation;
+	tau_pool_snapshot_free(snap);
+	assert_int_equal(tau_nodestore_set_selector_error(s, "spec.nodes.selector: bad"), 0);
+	assert_int_equal(tau_pool_snapshot_build(&snap, s), 0);
+	assert_true(snap->established);
+	assert_false(snap->valid);
+	assert_string_equal(snap->invalid_reason, "spec.nodes.selector: bad");
+	assert_int_equal(snap->n_flavors, 0);
+	assert_int_equal(snap->n_nodes, 0);
+	assert_true(snap->generation != gen);
+	tau_pool_snapshot_free(snap);
+	/* a usable selector: valid again, only matching nodes */
+	assert_int_equal(tau_selector_parse(&sel, "pool=research"), 0);
+	assert_int_equal(tau_nodestore_set_selector(s, sel), 0);
+	assert_int_equal(tau_pool_snapshot_build(&snap, s), 0);
+	assert_true(snap->valid);
+	assert_int_equal(snap->n_nodes, 2);
+	assert_string_equal(snap->nodes[0].name, "b-node");
+	tau_pool_snapshot_free(snap);
+	tau_pool_snapshot_free(NULL);
+	tau_nodestore_free(s);
+}
+
+/* ---- through the aggregator state: thread-safe snapshot and change callback ---- */
+
+typedef struct watch {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	int calls;
+	tau_agg *agg;
+	bool last_valid; /* what a snapshot taken in the callback said */
+	size_t last_nodes;
+} watch;
+
+static void on_change(void *ud)
+{
+	watch *w = ud;
+	tau_pool_snapshot *snap = NULL;
+
+	/* The callback runs without the state lock: taking a snapshot here must work. */
+	assert_int_equal(tau_agg_pool_snapshot(w->agg, &snap), 0);
+	pthread_mutex_lock(&w->mu);
+	w->calls++;
+	w->last_valid = snap->valid;
+	w->last_nodes = snap->n_nodes;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->mu);
+	tau_pool_snapshot_free(snap);
+}
+
+/* Wait (at most 10 s) until a callback saw `valid` with `nodes` counted nodes. */
+static void wait_for_news(watch *w, bool valid, size_t nodes)
+{
+	struct timespec deadline;
+	bool seen;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 10;
+	pthread_mutex_lock(&w->mu);
+	while (!(w->calls > 0 && w->last_valid == valid && w->last_nodes == nodes) &&
+	       pthread_cond_timedwait(&w->cond, &w->mu, &deadline) == 0)
+		;
+	seen = w->calls > 0 && w->last_valid == valid && w->last_nodes == nodes;
+	pthread_mutex_unlock(&w->mu);
+	assert_true(seen);
+}
+
+static int no_review(void *ud, const char *token, tau_auth_review *out)
+{
+	(void)ud;
+	(void)token;
+	(void)out;
+	return tau_error_set(TAU_EIO, "not in this test");
+}
+
+static void agg_node(tau_agg *a, const char *name)
+{
+	char json[512];
+	cJSON *root = NULL;
+
+	snprintf(json, sizeof(json),
+	         "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"kubernetes.io/os\":\"linux\","
+	         "\"tau.azure.com/gpu-class\":\"h100\"}},"
+	         "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"},"
+	         "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+	         name);
+	assert_int_equal(tau_json_parse(&root, json, strlen(json), 0), 0);
+	tau_agg_node_upsert(a, root);
+	cJSON_Delete(root);
+}
+
+static void aggregator_notifies_subscribers(void **state)
+{
+	tau_agg_config cfg = {.agent_user = "system:serviceaccount:tau-system:agent",
+	                      .review = no_review,
+	                      .sync_timeout_ms = 1,
+	                      .auth_threads = 1};
+	watch w = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+	const char *bad = "{\"spec\":{\"nodes\":{\"selector\":{\"pool\":\"not a label value\"}}}}";
+	cJSON *cluster = NULL;
+
+	(void)state;
+	assert_int_equal(tau_agg_new(&w.agg, &cfg), 0);
+	assert_int_equal(tau_agg_start(w.agg), 0);
+	assert_int_equal(tau_agg_pool_subscribe(w.agg, on_change, &w), 0);
+	agg_node(w.agg, "n1");
+	agg_node(w.agg, "n2");
+	tau_agg_nodes_synced(w.agg);
+	wait_for_news(&w, true, 2);
+	/* an unusable selector: the callback hears of it, and the snapshot says why */
+	assert_int_equal(tau_json_parse(&cluster, bad, strlen(bad), 0), 0);
+	tau_agg_cluster(w.agg, cluster);
+	wait_for_news(&w, false, 0);
+	{
+		tau_pool_snapshot *snap = NULL;
+
+		assert_int_equal(tau_agg_pool_snapshot(w.agg, &snap), 0);
+		assert_non_null(strstr(snap->invalid_reason, "spec.nodes.selector"));
+		tau_pool_snapshot_free(snap);
+	}
+	tau_agg_cluster(w.agg, NULL);
+	wait_for_news(&w, true, 2);
+	assert_int_equal(tau_agg_pool_unsubscribe(w.agg, on_change, &w), 0);
+	assert_int_equal(tau_agg_pool_unsubscribe(w.agg, on_change, &w), -TAU_ENOTFOUND);
+	cJSON_Delete(cluster);
+	tau_agg_free(w.agg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(snapshot_holds_flavors_and_counted_nodes),
+	        cmocka_unit_test(snapshot_of_an_invalid_pool),
+	        cmocka_unit_test(aggregator_notifies_subscribers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
