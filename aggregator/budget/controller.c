@@ -1,0 +1,454 @@
+/*
+ * controller.c - the budget controller on the shared runtime: gather what is
+ * observed, decide (decide.c), carry the decision out.
+ *
+ * The one idea: a pass never keeps state of its own between runs except
+ * whether the inventory was ever established in this process (P5: a new
+ * leader writes nothing before its own inventory is established) and the
+ * last summary it logged (so a steady cluster logs nothing).
+ */
+#include "controller.h"
+
+#include "decide.h"
+
+#include "controller/runtime.h"
+
+#include "tau/conditions.h"
+#include "tau/error.h"
+#include "tau/json.h"
+#include "tau/log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define KEY                 "budget"
+#define DEFAULT_COALESCE_MS 200u
+
+static const tau_kube_resource res_clusters = {"tau.azure.com", "v1alpha1", "clusters", false};
+static const tau_kube_resource res_teams = {"tau.azure.com", "v1alpha1", "teams", true};
+static const tau_kube_resource res_workspaces = {"tau.azure.com", "v1alpha1", "workspaces", true};
+static const tau_kube_resource res_flavors = {"kueue.x-k8s.io", "v1beta2", "resourceflavors",
+                                              false};
+static const tau_kube_resource res_cohorts = {"kueue.x-k8s.io", "v1beta2", "cohorts", false};
+static const tau_kube_resource res_cluster_queues = {"kueue.x-k8s.io", "v1beta2", "clusterqueues",
+                                                     false};
+static const tau_kube_resource res_events = {"", "v1", "events", true};
+
+struct tau_budget_controller {
+	tau_ctl *ctl;
+	tau_kube_informer *clusters, *teams, *workspaces, *flavors, *cohorts, *cluster_queues;
+	char *system_namespace;
+	bool multiple_workspaces;
+	tau_budget_inventory_fn inventory;
+	void *inventory_arg;
+	atomic_bool ever_established;
+	char *last_summary; /* worker thread only */
+	pthread_mutex_t lock;
+	tau_budget_stats stats;
+};
+
+void tau_budget_inventory_clear(tau_budget_inventory *inv)
+{
+	if (inv == NULL)
+		return;
+	free(inv->problem);
+	tau_budget_pool_free(inv->pool);
+	free(inv->nodes);
+	cJSON_Delete(inv->store);
+	memset(inv, 0, sizeof(*inv));
+}
+
+static const tau_kube_resource *resource_of(tau_budget_kind kind)
+{
+	switch (kind) {
+	case TAU_BUDGET_RESOURCE_FLAVOR:
+		return &res_flavors;
+	case TAU_BUDGET_COHORT:
+		return &res_cohorts;
+	case TAU_BUDGET_CLUSTER_QUEUE:
+		return &res_cluster_queues;
+	}
+	return NULL;
+}
+
+static const char *kind_name(tau_budget_kind kind)
+{
+	switch (kind) {
+	case TAU_BUDGET_RESOURCE_FLAVOR:
+		return "ResourceFlavor";
+	case TAU_BUDGET_COHORT:
+		return "Cohort";
+	case TAU_BUDGET_CLUSTER_QUEUE:
+		return "ClusterQueue";
+	}
+	return "?";
+}
+
+static const char *str_at(const cJSON *obj, const char *path)
+{
+	const char *s = NULL;
+
+	return tau_json_get_string(&s, obj, path) == 0 ? s : NULL;
+}
+
+/* Pointers to the items of a JSON array (borrowed).  *n = count. */
+static const cJSON **items_of(const cJSON *arr, size_t *n)
+{
+	const cJSON **v, *it;
+	size_t i = 0;
+
+	*n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 0;
+	v = calloc(*n + 1, sizeof(*v));
+	if (v == NULL)
+		return NULL;
+	cJSON_ArrayForEach(it, arr)
+	{
+		v[i++] = it;
+	}
+	return v;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Carrying a decision out                                                                     */
+
+static int do_write(tau_budget_controller *b, const tau_budget_write *w)
+{
+	tau_kube_client *c = tau_ctl_client(b->ctl);
+	const tau_kube_resource *res = resource_of(w->kind);
+	const char *verb = w->remove ? "deleted" : w->create ? "created" : "updated";
+	int rc;
+
+	if (w->remove) {
+		tau_kube_delete_options o = {.uid = w->uid,
+		                             .propagation_policy = "Background",
+		                             .grace_period_seconds = -1};
+
+		rc = tau_kube_delete(NULL, c, res, NULL, w->name, &o);
+		if (rc == -TAU_ENOTFOUND)
+			rc = 0;
+	} else if (w->create) {
+		rc = tau_kube_create(NULL, c, res, NULL, w->body); /* 409: the cache was behind */
+	} else {
+		rc = tau_kube_update(NULL, c, res, NULL, w->body);
+		if (rc == -TAU_ENOTFOUND)
+			rc = -TAU_ECONFLICT;
+	}
+	if (rc == 0) {
+		tau_log_info("budget object written", "kind", kind_name(w->kind), "name", w->name,
+		             "action", verb, "why", w->why, NULL);
+		pthread_mutex_lock(&b->lock);
+		b->stats.writes++;
+		pthread_mutex_unlock(&b->lock);
+	} else if (rc != -TAU_ECONFLICT) {
+		tau_log_warn("budget write failed", "kind", kind_name(w->kind), "name", w->name,
+		             "action", verb, "error", tau_error_last()->msg, NULL);
+	}
+	return rc;
+}
+
+static const tau_kube_resource *resource_of_object(const cJSON *obj)
+{
+	const char *kind = str_at(obj, "kind");
+
+	if (kind != NULL && strcmp(kind, "TauTeam") == 0)
+		return &res_teams;
+	return &res_clusters;
+}
+
+static int do_status(tau_budget_controller *b, const tau_budget_status *s)
+{
+	cJSON *obj = cJSON_Duplicate(s->object, true), *st;
+	int rc;
+
+	if (obj == NULL || (st = cJSON_Duplicate(s->status, true)) == NULL) {
+		cJSON_Delete(obj);
+		return tau_error_set(TAU_ENOMEM, "budget status: out of memory");
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+	cJSON_AddItemToObject(obj, "status", st);
+	rc = tau_kube_update_status(NULL, tau_ctl_client(b->ctl), resource_of_object(obj),
+	                            str_at(obj, "metadata.namespace"), obj);
+	if (rc == -TAU_ENOTFOUND)
+		rc = 0; /* deleted meanwhile: nothing to report on */
+	if (rc == 0) {
+		pthread_mutex_lock(&b->lock);
+		b->stats.status_writes++;
+		pthread_mutex_unlock(&b->lock);
+	} else if (rc != -TAU_ECONFLICT) {
+		tau_log_warn("budget status write failed", "kind", str_at(obj, "kind"), "name",
+		             str_at(obj, "metadata.name"), "error", tau_error_last()->msg, NULL);
+	}
+	cJSON_Delete(obj);
+	return rc;
+}
+
+/* A core/v1 Event about `obj`, in its namespace ("default" for cluster-scoped objects). */
+static void do_event(tau_budget_controller *b, const tau_budget_event *e, const char *now)
+{
+	const char *ns = str_at(e->object, "metadata.namespace");
+	const char *name = str_at(e->object, "metadata.name");
+	cJSON *ev = cJSON_CreateObject(), *meta, *inv, *src;
+	char gen[300];
+
+	if (ns == NULL)
+		ns = "default";
+	snprintf(gen, sizeof(gen), "%.250s.", name != NULL ? name : "tau");
+	if (ev == NULL || cJSON_AddStringToObject(ev, "apiVersion", "v1") == NULL ||
+	    cJSON_AddStringToObject(ev, "kind", "Event") == NULL ||
+	    (meta = cJSON_AddObjectToObject(ev, "metadata")) == NULL ||
+	    cJSON_AddStringToObject(meta, "generateName", gen) == NULL ||
+	    cJSON_AddStringToObject(meta, "namespace", ns) == NULL ||
+	    (inv = cJSON_AddObjectToObject(ev, "involvedObject")) == NULL ||
+	    cJSON_AddStringToObject(inv, "apiVersion", "tau.azure.com/v1alpha1") == NULL ||
+	    cJSON_AddStringToObject(inv, "kind", str_at(e->object, "kind")) == NULL ||
+	    cJSON_AddStringToObject(inv, "name", name) == NULL ||
+	    (str_at(e->object, "metadata.namespace") != NULL &&
+	     cJSON_AddStringToObject(inv, "namespace", ns) == NULL) ||
+	    cJSON_AddStringToObject(inv, "uid", str_at(e->object, "metadata.uid")) == NULL ||
+	    cJSON_AddStringToObject(ev, "reason", e->reason) == NULL ||
+	    cJSON_AddStringToObject(ev, "message", e->message) == NULL ||
+	    cJSON_AddStringToObject(ev, "type", e->type) == NULL ||
+	    cJSON_AddStringToObject(ev, "firstTimestamp", now) == NULL ||
+	    cJSON_AddStringToObject(ev, "lastTimestamp", now) == NULL ||
+	    cJSON_AddNumberToObject(ev, "count", 1) == NULL ||
+	    (src = cJSON_AddObjectToObject(ev, "source")) == NULL ||
+	    cJSON_AddStringToObject(src, "component", "tau-aggregator") == NULL ||
+	    cJSON_AddStringToObject(ev, "reportingComponent", "tau-aggregator") == NULL) {
+		cJSON_Delete(ev);
+		return;
+	}
+	tau_log_info("budget event", "object", name, "reason", e->reason, "message", e->message,
+	             NULL);
+	/* An Event is best effort: a failure is logged, never retried. */
+	if (tau_kube_create(NULL, tau_ctl_client(b->ctl), &res_events, ns, ev) < 0)
+		tau_log_warn("budget event not recorded", "reason", e->reason, "error",
+		             tau_error_last()->msg, NULL);
+	cJSON_Delete(ev);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* One pass                                                                                    */
+
+typedef struct gathered {
+	cJSON *cluster, *teams, *workspaces, *flavors, *cohorts, *cqs;
+	const cJSON **v_teams, **v_ws, **v_flavors, **v_cohorts, **v_cqs;
+	tau_budget_inventory inv;
+} gathered;
+
+static void gathered_free(gathered *g)
+{
+	cJSON_Delete(g->cluster);
+	cJSON_Delete(g->teams);
+	cJSON_Delete(g->workspaces);
+	cJSON_Delete(g->flavors);
+	cJSON_Delete(g->cohorts);
+	cJSON_Delete(g->cqs);
+	free(g->v_teams);
+	free(g->v_ws);
+	free(g->v_flavors);
+	free(g->v_cohorts);
+	free(g->v_cqs);
+	tau_budget_inventory_clear(&g->inv);
+}
+
+static int gather(tau_budget_controller *b, gathered *g, tau_budget_observed *o, char *problem,
+                  size_t problem_len)
+{
+	int rc;
+
+	rc = b->inventory(b->inventory_arg, &g->inv);
+	if (rc < 0) {
+		snprintf(problem, problem_len, "reading the inventory failed: %s",
+		         tau_error_last()->msg);
+		tau_budget_inventory_clear(&g->inv);
+	}
+	if (g->inv.pool == NULL && (rc = tau_budget_pool_new(&g->inv.pool)) < 0)
+		return rc;
+	rc = tau_kube_informer_get(&g->cluster, b->clusters, NULL, "cluster");
+	if (rc < 0 && rc != -TAU_ENOTFOUND)
+		return rc;
+	if ((rc = tau_kube_informer_snapshot(&g->teams, b->teams)) < 0 ||
+	    (rc = tau_kube_informer_snapshot(&g->workspaces, b->workspaces)) < 0 ||
+	    (rc = tau_kube_informer_snapshot(&g->flavors, b->flavors)) < 0 ||
+	    (rc = tau_kube_informer_snapshot(&g->cohorts, b->cohorts)) < 0 ||
+	    (rc = tau_kube_informer_snapshot(&g->cqs, b->cluster_queues)) < 0)
+		return rc;
+	g->v_teams = items_of(g->teams, &o->n_teams);
+	g->v_ws = items_of(g->workspaces, &o->n_workspaces);
+	g->v_flavors = items_of(g->flavors, &o->n_flavors);
+	g->v_cohorts = items_of(g->cohorts, &o->n_cohorts);
+	g->v_cqs = items_of(g->cqs, &o->n_cluster_queues);
+	if (g->v_teams == NULL || g->v_ws == NULL || g->v_flavors == NULL || g->v_cohorts == NULL ||
+	    g->v_cqs == NULL)
+		return tau_error_set(TAU_ENOMEM, "budget: out of memory");
+	if (g->inv.established)
+		atomic_store(&b->ever_established, true);
+	o->established = g->inv.established && problem[0] == '\0';
+	o->ever_established = atomic_load(&b->ever_established);
+	o->pool_problem = g->inv.problem;
+	o->pool = g->inv.pool;
+	o->nodes = g->inv.nodes;
+	o->n_nodes = g->inv.n_nodes;
+	o->nodes_observed = g->inv.nodes_observed;
+	o->nodes_counted = g->inv.n_nodes;
+	o->read_problem = problem[0] != '\0' ? problem : NULL;
+	o->cluster = g->cluster;
+	o->teams = g->v_teams;
+	o->workspaces = g->v_ws;
+	o->flavors = g->v_flavors;
+	o->cohorts = g->v_cohorts;
+	o->cluster_queues = g->v_cqs;
+	o->multiple_workspaces = b->multiple_workspaces;
+	return 0;
+}
+
+static int reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *res)
+{
+	tau_budget_controller *b = arg;
+	tau_budget_observed o = {0};
+	tau_budget_decision *d = NULL;
+	gathered g = {0};
+	char now[TAU_RFC3339_LEN], problem[1024] = "";
+	int rc, first = 0;
+
+	(void)ctl;
+	(void)key;
+	(void)res;
+	if ((rc = tau_rfc3339(now, time(NULL))) < 0)
+		return rc;
+	o.now = now;
+	rc = gather(b, &g, &o, problem, sizeof(problem));
+	if (rc == 0)
+		rc = tau_budget_decide(&d, &o);
+	if (rc < 0) {
+		gathered_free(&g);
+		return rc;
+	}
+	/* Writes in order; a conflict stops the pass (the next one starts from fresh state). */
+	for (size_t i = 0; i < d->n_writes && first == 0; i++)
+		first = do_write(b, &d->writes[i]);
+	for (size_t i = 0; i < d->n_statuses && first == 0; i++)
+		first = do_status(b, &d->statuses[i]);
+	if (first == 0)
+		for (size_t i = 0; i < d->n_events; i++)
+			do_event(b, &d->events[i], now);
+	if (d->summary != NULL &&
+	    (b->last_summary == NULL || strcmp(b->last_summary, d->summary) != 0)) {
+		tau_log_info("budget reconciled", "state", d->state, "summary", d->summary, NULL);
+		free(b->last_summary);
+		b->last_summary = strdup(d->summary);
+	}
+	pthread_mutex_lock(&b->lock);
+	b->stats.passes++;
+	b->stats.zeroed = strcmp(d->state, TAU_BUDGET_REASON_ZEROED) == 0 ||
+	                  strcmp(d->state, TAU_BUDGET_REASON_CONFLICT) == 0;
+	pthread_mutex_unlock(&b->lock);
+	tau_budget_decision_free(d);
+	gathered_free(&g);
+	return first;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Life cycle                                                                                  */
+
+int tau_budget_controller_new(tau_budget_controller **out, const tau_budget_controller_config *cfg)
+{
+	tau_budget_controller *b;
+	tau_ctl_options o = {0};
+	tau_ctl_watch_opts w = {0};
+	int rc;
+
+	if (out == NULL || cfg == NULL || cfg->client == NULL || cfg->loop == NULL ||
+	    cfg->system_namespace == NULL || cfg->inventory == NULL)
+		return tau_error_set(TAU_EINVAL, "budget controller: missing configuration");
+	b = calloc(1, sizeof(*b));
+	if (b == NULL || (b->system_namespace = strdup(cfg->system_namespace)) == NULL) {
+		free(b);
+		return tau_error_set(TAU_ENOMEM, "budget controller: out of memory");
+	}
+	pthread_mutex_init(&b->lock, NULL);
+	atomic_init(&b->ever_established, false);
+	b->multiple_workspaces = cfg->multiple_workspaces;
+	b->inventory = cfg->inventory;
+	b->inventory_arg = cfg->inventory_arg;
+	o.name = "team-budget";
+	o.client = cfg->client;
+	o.loop = cfg->loop;
+	o.reconcile = reconcile;
+	o.arg = b;
+	o.single_key = KEY;
+	o.coalesce_ms = cfg->coalesce_ms != 0 ? cfg->coalesce_ms : DEFAULT_COALESCE_MS;
+	o.resync_ms = cfg->resync_ms;
+	rc = tau_ctl_new(&b->ctl, &o);
+	if (rc < 0)
+		goto fail;
+	w.res = &res_clusters;
+	if ((rc = tau_ctl_watch(&b->clusters, b->ctl, &w)) < 0)
+		goto fail;
+	w.res = &res_teams;
+	w.namespace = b->system_namespace;
+	if ((rc = tau_ctl_watch(&b->teams, b->ctl, &w)) < 0)
+		goto fail;
+	w.res = &res_workspaces;
+	if ((rc = tau_ctl_watch(&b->workspaces, b->ctl, &w)) < 0)
+		goto fail;
+	w.namespace = NULL;
+	w.res = &res_flavors;
+	if ((rc = tau_ctl_watch(&b->flavors, b->ctl, &w)) < 0)
+		goto fail;
+	w.res = &res_cohorts;
+	if ((rc = tau_ctl_watch(&b->cohorts, b->ctl, &w)) < 0)
+		goto fail;
+	w.res = &res_cluster_queues;
+	if ((rc = tau_ctl_watch(&b->cluster_queues, b->ctl, &w)) < 0)
+		goto fail;
+	*out = b;
+	return 0;
+fail:
+	tau_budget_controller_free(b);
+	return rc;
+}
+
+void tau_budget_controller_start_informers(tau_budget_controller *b)
+{
+	tau_ctl_start_informers(b->ctl);
+}
+
+int tau_budget_controller_start(tau_budget_controller *b)
+{
+	return tau_ctl_start_worker(b->ctl);
+}
+
+void tau_budget_controller_stop(tau_budget_controller *b)
+{
+	if (b != NULL)
+		tau_ctl_stop_worker(b->ctl);
+}
+
+void tau_budget_controller_trigger(tau_budget_controller *b)
+{
+	if (b != NULL)
+		(void)tau_ctl_trigger(b->ctl, NULL); /* a failure is counted; the resync heals */
+}
+
+void tau_budget_controller_stats(tau_budget_controller *b, tau_budget_stats *out)
+{
+	pthread_mutex_lock(&b->lock);
+	*out = b->stats;
+	pthread_mutex_unlock(&b->lock);
+}
+
+void tau_budget_controller_free(tau_budget_controller *b)
+{
+	if (b == NULL)
+		return;
+	tau_ctl_free(b->ctl);
+	free(b->system_namespace);
+	free(b->last_summary);
+	pthread_mutex_destroy(&b->lock);
+	free(b);
+}

@@ -1,0 +1,1061 @@
+/*
+ * decide.c - one reconcile of the team capacity budget (docs/budget.md).
+ *
+ * The one idea: from the observed world alone, say which Kueue objects to
+ * write or remove, what each TauTeam and the TauCluster should report, and
+ * which Events tell the story.  The state of the capacity team is decided
+ * first, in a fixed order of causes (never established, owner conflicts,
+ * P4 conflicts, pool not valid, limits), so one root cause shows one reason;
+ * every write then follows from that state and the plan.
+ */
+#include "decide.h"
+
+#include "tau/conditions.h"
+#include "tau/error.h"
+#include "tau/json.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Most conflicts or workspaces named in one message before "and N more". */
+#define NAMED_MAX 5
+#define MSG_MAX   1024
+
+typedef struct builder {
+	tau_budget_decision *d;
+	size_t cap_writes, cap_statuses, cap_events;
+	int rc;
+} builder;
+
+static int nomem(void)
+{
+	return tau_error_set(TAU_ENOMEM, "budget decision: out of memory");
+}
+
+static bool grow(void **items, size_t *cap, size_t need, size_t size)
+{
+	size_t ncap = *cap == 0 ? 8 : *cap;
+	void *p;
+
+	if (need <= *cap)
+		return true;
+	while (ncap < need)
+		ncap *= 2;
+	p = realloc(*items, ncap * size);
+	if (p == NULL)
+		return false;
+	*items = p;
+	*cap = ncap;
+	return true;
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+
+static char *fmt(const char *f, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, f);
+	if (vasprintf(&s, f, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+/* snprintf that may truncate: messages are shortened, never overflowed. */
+static void say(char *buf, size_t len, const char *f, ...) __attribute__((format(printf, 3, 4)));
+
+static void say(char *buf, size_t len, const char *f, ...)
+{
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(buf, len, f, ap);
+	va_end(ap);
+}
+
+static const char *str_at(const cJSON *obj, const char *path)
+{
+	const char *s = NULL;
+
+	return tau_json_get_string(&s, obj, path) == 0 ? s : NULL;
+}
+
+static const char *label(const cJSON *obj, const char *key)
+{
+	const cJSON *labels = tau_json_find(obj, "metadata.labels");
+	const cJSON *v =
+	        cJSON_IsObject(labels) ? cJSON_GetObjectItemCaseSensitive(labels, key) : NULL;
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *annotation(const cJSON *obj, const char *key)
+{
+	const cJSON *ann = tau_json_find(obj, "metadata.annotations");
+	const cJSON *v = cJSON_IsObject(ann) ? cJSON_GetObjectItemCaseSensitive(ann, key) : NULL;
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool streq(const char *a, const char *b)
+{
+	return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+static int64_t generation(const cJSON *obj)
+{
+	int64_t g = 0;
+
+	return tau_json_get_int(&g, obj, "metadata.generation") == 0 ? g : 0;
+}
+
+static const cJSON *find_named(const cJSON *const *objs, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (streq(str_at(objs[i], "metadata.name"), name))
+			return objs[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Output                                                                                      */
+
+static void add_write(builder *b, tau_budget_kind kind, const char *name, bool remove, bool create,
+                      cJSON *body, const char *uid, char *why)
+{
+	tau_budget_write *w;
+
+	if (b->rc < 0 || !grow((void **)&b->d->writes, &b->cap_writes, b->d->n_writes + 1,
+	                       sizeof(*b->d->writes))) {
+		cJSON_Delete(body);
+		free(why);
+		if (b->rc == 0)
+			b->rc = nomem();
+		return;
+	}
+	w = &b->d->writes[b->d->n_writes];
+	memset(w, 0, sizeof(*w));
+	w->kind = kind;
+	w->name = strdup(name);
+	w->remove = remove;
+	w->create = create;
+	w->body = body;
+	w->uid = uid != NULL ? strdup(uid) : NULL;
+	w->why = why;
+	b->d->n_writes++;
+	if (w->name == NULL || why == NULL || (uid != NULL && w->uid == NULL))
+		b->rc = nomem();
+}
+
+static void add_status(builder *b, const cJSON *object, cJSON *status)
+{
+	if (b->rc < 0 || status == NULL ||
+	    !grow((void **)&b->d->statuses, &b->cap_statuses, b->d->n_statuses + 1,
+	          sizeof(*b->d->statuses))) {
+		cJSON_Delete(status);
+		if (b->rc == 0)
+			b->rc = nomem();
+		return;
+	}
+	b->d->statuses[b->d->n_statuses].object = object;
+	b->d->statuses[b->d->n_statuses].status = status;
+	b->d->n_statuses++;
+}
+
+static void add_event(builder *b, const cJSON *object, const char *type, const char *reason,
+                      const char *message)
+{
+	tau_budget_event *e;
+
+	if (b->rc < 0 || object == NULL)
+		return;
+	if (!grow((void **)&b->d->events, &b->cap_events, b->d->n_events + 1,
+	          sizeof(*b->d->events))) {
+		b->rc = nomem();
+		return;
+	}
+	e = &b->d->events[b->d->n_events];
+	e->object = object;
+	e->type = type;
+	e->reason = reason;
+	e->message = strdup(message);
+	b->d->n_events++;
+	if (e->message == NULL)
+		b->rc = nomem();
+}
+
+void tau_budget_decision_free(tau_budget_decision *d)
+{
+	if (d == NULL)
+		return;
+	for (size_t i = 0; i < d->n_writes; i++) {
+		free(d->writes[i].name);
+		cJSON_Delete(d->writes[i].body);
+		free(d->writes[i].uid);
+		free(d->writes[i].why);
+	}
+	for (size_t i = 0; i < d->n_statuses; i++)
+		cJSON_Delete(d->statuses[i].status);
+	for (size_t i = 0; i < d->n_events; i++)
+		free(d->events[i].message);
+	free(d->writes);
+	free(d->statuses);
+	free(d->events);
+	free(d->summary);
+	free(d);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Teams and workspaces                                                                        */
+
+static const char *team_of(const cJSON *ws)
+{
+	return str_at(ws, "spec.teamRef.name");
+}
+
+/* Names of the workspaces linked to `team`, "a, b and N more"; count in *n. */
+static void team_workspaces(char *buf, size_t len, size_t *n, const tau_budget_observed *in,
+                            const char *team)
+{
+	size_t named = 0, used = 0;
+
+	*n = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < in->n_workspaces; i++) {
+		const char *name = str_at(in->workspaces[i], "metadata.name");
+
+		if (!streq(team_of(in->workspaces[i]), team) || name == NULL)
+			continue;
+		(*n)++;
+		if (named < NAMED_MAX && used < len) {
+			int k = snprintf(buf + used, len - used, "%s%s", named > 0 ? ", " : "",
+			                 name);
+
+			if (k > 0)
+				used += (size_t)k;
+			named++;
+		}
+	}
+	if (*n > named && used < len)
+		snprintf(buf + used, len - used, " and %zu more", *n - named);
+}
+
+/*
+ * Whether the workspace gets a ClusterQueue: its namespace is resolved (the
+ * workspace controller wrote status.target.resolvedNamespace) and, unless
+ * MultipleWorkspaces is on, it is not blocked by the v0 rule.
+ */
+static const char *eligible_namespace(const cJSON *ws, bool multiple)
+{
+	const char *ns = str_at(ws, "status.target.resolvedNamespace");
+	const cJSON *conds = tau_json_find(ws, "status.conditions");
+	const cJSON *c;
+
+	if (ns == NULL || ns[0] == '\0')
+		return NULL;
+	if (!multiple && cJSON_IsArray(conds))
+		cJSON_ArrayForEach(c, conds)
+		{
+			if (streq(str_at(c, "reason"), "BlockedByActiveWorkspace"))
+				return NULL;
+		}
+	return ns;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The capacity team's state                                                                   */
+
+typedef struct team_state {
+	const char *reason; /* QuotaReady reason */
+	const char *status; /* "True", "False", "Unknown" */
+	const char *phase;  /* Pending, Ready, Degraded */
+	bool zeroed;        /* write every root quota as 0 */
+	bool write_cohort;  /* the Cohort (and flavors) may be written */
+	bool write_queues;  /* workspace ClusterQueues may be written */
+	char message[MSG_MAX];
+} team_state;
+
+static void set_state(team_state *s, const char *reason, const char *status, const char *phase,
+                      const char *f, ...) __attribute__((format(printf, 5, 6)));
+
+static void set_state(team_state *s, const char *reason, const char *status, const char *phase,
+                      const char *f, ...)
+{
+	va_list ap;
+
+	s->reason = reason;
+	s->status = status;
+	s->phase = phase;
+	va_start(ap, f);
+	vsnprintf(s->message, sizeof(s->message), f, ap);
+	va_end(ap);
+}
+
+static bool is_zeroing(const char *reason)
+{
+	return streq(reason, TAU_BUDGET_REASON_ZEROED) || streq(reason, TAU_BUDGET_REASON_CONFLICT);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Status objects                                                                              */
+
+static cJSON *conditions_of(const cJSON *obj)
+{
+	return (cJSON *)tau_json_find(obj, "status.conditions");
+}
+
+/* Whether the new status differs from obj's .status on the fields we write. */
+static bool status_differs(const cJSON *obj, const cJSON *st, const char *const *fields)
+{
+	const cJSON *old = tau_json_find(obj, "status");
+
+	if (!cJSON_IsObject(old))
+		return true;
+	for (size_t i = 0; fields[i] != NULL; i++) {
+		const cJSON *a = cJSON_GetObjectItemCaseSensitive(st, fields[i]);
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(old, fields[i]);
+
+		if (a == NULL && b == NULL)
+			continue;
+		if (a == NULL || b == NULL || !cJSON_Compare(a, b, true))
+			return true;
+	}
+	return !tau_conditions_equal(cJSON_GetObjectItemCaseSensitive(st, "conditions"),
+	                             cJSON_GetObjectItemCaseSensitive(old, "conditions"));
+}
+
+static const char *const TEAM_FIELDS[] = {"phase", "observedGeneration", "cohort", "cohortUID",
+                                          NULL};
+static const char *const CLUSTER_FIELDS[] = {"phase", "observedGeneration", "discoveredCapacity",
+                                             "managedResources", NULL};
+
+static void team_status(builder *b, const tau_budget_observed *in, const cJSON *team,
+                        const team_state *s, const char *cohort, const char *cohort_uid)
+{
+	cJSON *st = cJSON_CreateObject(), *conds = cJSON_CreateArray();
+	int64_t gen = generation(team);
+
+	if (st == NULL || conds == NULL || cJSON_AddStringToObject(st, "phase", s->phase) == NULL ||
+	    cJSON_AddNumberToObject(st, "observedGeneration", (double)gen) == NULL ||
+	    (cohort != NULL && cJSON_AddStringToObject(st, "cohort", cohort) == NULL) ||
+	    (cohort_uid != NULL && cJSON_AddStringToObject(st, "cohortUID", cohort_uid) == NULL)) {
+		cJSON_Delete(st);
+		cJSON_Delete(conds);
+		b->rc = b->rc < 0 ? b->rc : nomem();
+		return;
+	}
+	cJSON_AddItemToObject(st, "conditions", conds);
+	if (tau_conditions_set(conds, conditions_of(team), "QuotaReady", s->status, s->reason,
+	                       s->message, gen, in->now) < 0) {
+		cJSON_Delete(st);
+		b->rc = b->rc < 0 ? b->rc : -TAU_ENOMEM;
+		return;
+	}
+	if (status_differs(team, st, TEAM_FIELDS))
+		add_status(b, team, st);
+	else
+		cJSON_Delete(st);
+}
+
+/* The capacity per flavor and resource, as the pool sums it. */
+static int discovered_capacity(cJSON *arr, const tau_budget_pool *pool)
+{
+	char fname[TAU_BUDGET_NAME_BUF], q[TAU_QUANTITY_STR_MAX];
+
+	for (size_t i = 0; i < pool->n_classes; i++) {
+		const tau_budget_class *c = &pool->classes[i];
+
+		if (tau_budget_flavor_name(fname, sizeof(fname), c->name) < 0)
+			continue; /* reported by the plan */
+		for (size_t j = 0; j < c->n_resources; j++) {
+			cJSON *e = cJSON_CreateObject();
+
+			if (e == NULL ||
+			    tau_quantity_format(q, sizeof(q), &c->resources[j].total) < 0 ||
+			    cJSON_AddStringToObject(e, "flavor", fname) == NULL ||
+			    cJSON_AddStringToObject(e, "resource", c->resources[j].name) == NULL ||
+			    cJSON_AddStringToObject(e, "capacity", q) == NULL) {
+				cJSON_Delete(e);
+				return nomem();
+			}
+			cJSON_AddItemToArray(arr, e);
+		}
+	}
+	return 0;
+}
+
+static int managed_add(cJSON *arr, const char *kind, const char *name)
+{
+	cJSON *e = cJSON_CreateObject();
+
+	if (e == NULL || cJSON_AddStringToObject(e, "kind", kind) == NULL ||
+	    cJSON_AddStringToObject(e, "name", name) == NULL) {
+		cJSON_Delete(e);
+		return nomem();
+	}
+	cJSON_AddItemToArray(arr, e);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Writes                                                                                      */
+
+static const char *kind_name(tau_budget_kind k)
+{
+	switch (k) {
+	case TAU_BUDGET_RESOURCE_FLAVOR:
+		return "ResourceFlavor";
+	case TAU_BUDGET_COHORT:
+		return "Cohort";
+	case TAU_BUDGET_CLUSTER_QUEUE:
+		return "ClusterQueue";
+	}
+	return "?";
+}
+
+/*
+ * Create `desired` when nothing is observed, update it when ours and different,
+ * and report (in *problem, returning false) an object of that name we do not own.
+ */
+static bool ensure(builder *b, tau_budget_kind kind, cJSON *desired, const cJSON *observed,
+                   const char *owner_uid, bool allowed, char *problem, size_t problem_len)
+{
+	const char *name = str_at(desired, "metadata.name");
+	char why[512];
+	bool equal = false;
+	cJSON *body = NULL;
+
+	if (observed == NULL) {
+		if (allowed)
+			add_write(b, kind, name, false, true, desired, NULL,
+			          fmt("%s %s does not exist", kind_name(kind), name));
+		else
+			cJSON_Delete(desired);
+		return true;
+	}
+	if (tau_budget_ownership_of(observed, kind, owner_uid, why, sizeof(why)) !=
+	    TAU_BUDGET_OWNED) {
+		say(problem, problem_len, "%s %s exists but is not ours: %s", kind_name(kind), name,
+		    why);
+		cJSON_Delete(desired);
+		return false;
+	}
+	if (tau_budget_owned_equal(&equal, why, sizeof(why), desired, observed) < 0) {
+		b->rc = b->rc < 0 ? b->rc : -TAU_EINVAL;
+		cJSON_Delete(desired);
+		return true;
+	}
+	if (!equal && allowed) {
+		if (tau_budget_merge(&body, observed, desired) < 0)
+			b->rc = b->rc < 0 ? b->rc : -TAU_ENOMEM;
+		else
+			add_write(b, kind, name, false, false, body, NULL, fmt("%s", why));
+	}
+	cJSON_Delete(desired);
+	return true;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The decision                                                                                */
+
+typedef struct ctx {
+	const tau_budget_observed *in;
+	builder *b;
+	bool reconcile;      /* managementMode Reconcile */
+	bool writes_allowed; /* reconcile and the pool was established in this process */
+	const char *capacity;
+	const char *cluster_uid;
+	const char *effective;    /* the team whose budget is kept now */
+	const char *blocked_team; /* the previous team that cannot leave yet */
+	bool retiring;            /* a previous team's budget is being removed */
+	char blocked_ws[MSG_MAX]; /* its workspaces */
+} ctx;
+
+/* P7: owned automatic Cohorts of teams that are no longer the capacity team. */
+static void previous_teams(ctx *c)
+{
+	const tau_budget_observed *in = c->in;
+
+	for (size_t i = 0; i < in->n_cohorts; i++) {
+		const cJSON *co = in->cohorts[i];
+		const char *t = label(co, TAU_BUDGET_LABEL_TEAM),
+		           *name = str_at(co, "metadata.name");
+		const cJSON *team;
+		const char *uid;
+		size_t n = 0;
+		char ws[MSG_MAX];
+
+		if (!streq(label(co, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY) ||
+		    t == NULL || name == NULL || streq(t, c->capacity))
+			continue;
+		team = find_named(in->teams, in->n_teams, t);
+		/* A deleted team still owns what carries its annotation. */
+		uid = team != NULL ? str_at(team, "metadata.uid")
+		                   : annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID);
+		if (tau_budget_ownership_of(co, TAU_BUDGET_COHORT, uid, NULL, 0) !=
+		    TAU_BUDGET_OWNED)
+			continue;
+		if (team != NULL && tau_json_find(team, "spec.quota") != NULL)
+			continue; /* an explicit-quota team's Cohort */
+		team_workspaces(ws, sizeof(ws), &n, in, t);
+		if (n > 0) {
+			if (c->blocked_team == NULL) {
+				c->blocked_team = t;
+				say(c->blocked_ws, sizeof(c->blocked_ws), "%s", ws);
+			}
+			continue;
+		}
+		c->retiring = true;
+		if (c->writes_allowed)
+			add_write(
+			        c->b, TAU_BUDGET_COHORT, name, true, false, NULL,
+			        str_at(co, "metadata.uid"),
+			        fmt("team %s is no longer the capacity team and has no workspaces: "
+			            "its automatic budget goes before another team takes the pool",
+			            t));
+	}
+	c->effective = c->blocked_team != NULL ? c->blocked_team : c->retiring ? NULL : c->capacity;
+}
+
+/* Remove owned workspace ClusterQueues that no workspace wants any more. */
+static void orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted)
+{
+	const tau_budget_observed *in = c->in;
+
+	for (size_t i = 0; i < in->n_cluster_queues && c->writes_allowed; i++) {
+		const cJSON *cq = in->cluster_queues[i];
+		const char *name = str_at(cq, "metadata.name");
+		const char *w = label(cq, TAU_BUDGET_LABEL_WORKSPACE);
+		const char *ann = annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID);
+		const cJSON *ws;
+		bool keep = false;
+
+		if (!streq(label(cq, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY) ||
+		    label(cq, TAU_BUDGET_LABEL_TEAM) == NULL || w == NULL || ann == NULL ||
+		    name == NULL || tau_json_find(cq, "metadata.deletionTimestamp") != NULL)
+			continue;
+		for (size_t j = 0; j < n_wanted && !keep; j++)
+			keep = streq(wanted[j], name);
+		ws = find_named(in->workspaces, in->n_workspaces, w);
+		if (keep || (ws != NULL && !streq(str_at(ws, "metadata.uid"), ann)))
+			continue;
+		add_write(c->b, TAU_BUDGET_CLUSTER_QUEUE, name, true, false, NULL,
+		          str_at(cq, "metadata.uid"),
+		          fmt(ws == NULL ? "workspace %s no longer exists"
+		                         : "workspace %s no longer takes part in the team budget",
+		              w));
+	}
+}
+
+/* The capacity team's state, before any write is planned. */
+static void decide_state(team_state *s, ctx *c, const cJSON *team, int plan_rc,
+                         const char *plan_error, const char *owner_problem, const char *cohort,
+                         const char *conflicts, const char *read_problem)
+{
+	const tau_budget_observed *in = c->in;
+
+	if (!in->ever_established) {
+		set_state(s, TAU_BUDGET_REASON_WAITING, "False", "Pending",
+		          "the inventory was not established yet (%zu of the labelled nodes "
+		          "counted so far); nothing is written before it is",
+		          in->nodes_counted);
+	} else if (owner_problem != NULL && owner_problem[0] != '\0') {
+		set_state(s, TAU_BUDGET_REASON_OWNERSHIP, "False", "Degraded",
+		          "%s; it is never changed or adopted: remove it through its owner",
+		          owner_problem);
+	} else if (conflicts[0] != '\0') {
+		set_state(s, TAU_BUDGET_REASON_CONFLICT, "False", "Degraded",
+		          "root quota is 0 until these conflicts are removed through their owners: "
+		          "%s",
+		          conflicts);
+		s->zeroed = true;
+	} else if (read_problem != NULL) {
+		set_state(s, TAU_BUDGET_REASON_ZEROED, "False", "Degraded", "root quota is 0: %s",
+		          read_problem);
+		s->zeroed = true;
+	} else if (in->pool_problem != NULL) {
+		set_state(s, TAU_BUDGET_REASON_ZEROED, "False", "Degraded",
+		          "root quota is 0: the pool cannot be validated: %s", in->pool_problem);
+		s->zeroed = true;
+	} else if (!in->established) {
+		set_state(s, TAU_BUDGET_REASON_ZEROED, "False", "Degraded",
+		          "root quota is 0: the inventory is no longer established (%zu of %zu "
+		          "labelled nodes counted)",
+		          in->nodes_counted, in->nodes_observed);
+		s->zeroed = true;
+	} else if (plan_rc == -TAU_ERANGE) {
+		set_state(s, TAU_BUDGET_REASON_LIMITS, "False", "Degraded",
+		          "%s; no partial budget is written and the root quota is 0", plan_error);
+		s->zeroed = true;
+	} else if (plan_rc < 0) {
+		set_state(s, TAU_BUDGET_REASON_ZEROED, "False", "Degraded",
+		          "root quota is 0: the budget cannot be planned: %s", plan_error);
+		s->zeroed = true;
+	} else {
+		set_state(s, TAU_BUDGET_REASON_APPLIED, "True", "Ready",
+		          "Cohort %s holds the pool of %zu counted nodes", cohort,
+		          in->nodes_counted);
+	}
+	s->write_cohort =
+	        c->writes_allowed && team != NULL && !streq(s->reason, TAU_BUDGET_REASON_OWNERSHIP);
+	s->write_queues = s->write_cohort && !streq(s->reason, TAU_BUDGET_REASON_LIMITS);
+}
+
+/* Events: what changed between the observed condition and the new one. */
+static void budget_events(builder *b, const cJSON *obj, const char *cond_type, const team_state *s)
+{
+	const cJSON *old = tau_conditions_find(conditions_of(obj), cond_type);
+	const char *old_reason = old != NULL ? str_at(old, "reason") : NULL;
+
+	if (is_zeroing(s->reason) && !is_zeroing(old_reason))
+		add_event(b, obj, "Warning", "BudgetZeroed", s->message);
+	else if (streq(s->reason, TAU_BUDGET_REASON_APPLIED) && is_zeroing(old_reason))
+		add_event(b, obj, "Normal", "BudgetRestored", s->message);
+	if (streq(s->reason, TAU_BUDGET_REASON_LEAVE_BLOCKED) &&
+	    !streq(old_reason, TAU_BUDGET_REASON_LEAVE_BLOCKED))
+		add_event(b, obj, "Warning", "LeaveRefused", s->message);
+}
+
+static void conflict_events(builder *b, const cJSON *obj, bool now, const char *message)
+{
+	const cJSON *old = tau_conditions_find(conditions_of(obj), "ConflictDetected");
+	bool was = old != NULL && streq(str_at(old, "status"), "True");
+	const char *old_msg = old != NULL ? str_at(old, "message") : NULL;
+
+	if (now && (!was || !streq(old_msg, message)))
+		add_event(b, obj, "Warning", "ConflictDetected", message);
+	else if (!now && was)
+		add_event(b, obj, "Normal", "ConflictCleared", "no conflicting budget remains");
+}
+
+static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bool conflict,
+                           const char *conflict_msg)
+{
+	const tau_budget_observed *in = c->in;
+	const cJSON *cl = in->cluster;
+	const cJSON *old = tau_json_find(cl, "status");
+	cJSON *st = cJSON_IsObject(old) ? cJSON_Duplicate(old, true) : cJSON_CreateObject();
+	cJSON *conds = cJSON_CreateArray(), *cap = cJSON_CreateArray();
+	cJSON *prev = conditions_of(cl);
+	int64_t gen = generation(cl);
+	bool no_team = c->capacity == NULL && c->effective == NULL && !c->retiring;
+	const char *phase = no_team ? (in->established ? "Ready" : "Pending") : s->phase;
+	builder *b = c->b;
+	int rc = 0;
+
+	if (st == NULL || conds == NULL || cap == NULL) {
+		cJSON_Delete(st);
+		cJSON_Delete(conds);
+		cJSON_Delete(cap);
+		b->rc = b->rc < 0 ? b->rc : nomem();
+		return;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(st, "phase");
+	cJSON_DeleteItemFromObjectCaseSensitive(st, "observedGeneration");
+	cJSON_DeleteItemFromObjectCaseSensitive(st, "discoveredCapacity");
+	cJSON_DeleteItemFromObjectCaseSensitive(st, "managedResources");
+	cJSON_DeleteItemFromObjectCaseSensitive(st, "conditions");
+	cJSON_AddStringToObject(st, "phase", phase);
+	cJSON_AddNumberToObject(st, "observedGeneration", (double)gen);
+	cJSON_AddItemToObject(st, "discoveredCapacity", cap);
+	cJSON_AddItemToObject(st, "managedResources", cJSON_Duplicate(managed, true));
+	cJSON_AddItemToObject(st, "conditions", conds);
+	if (in->ever_established)
+		rc = discovered_capacity(cap, in->pool);
+	if (rc == 0)
+		rc = tau_conditions_set(
+		        conds, prev, "InventoryEstablished", in->established ? "True" : "False",
+		        in->established ? "Established" : "WaitingForNodes",
+		        in->established ? "every labelled node reported or the grace period passed"
+		                        : "the inventory's sync gate is not open",
+		        gen, in->now);
+	if (rc == 0)
+		rc = tau_conditions_set(
+		        conds, prev, "PoolValid", in->pool_problem == NULL ? "True" : "False",
+		        in->pool_problem == NULL ? "Valid" : "Invalid",
+		        in->pool_problem != NULL ? in->pool_problem : "", gen, in->now);
+	if (rc == 0 && no_team)
+		rc = tau_conditions_set(
+		        conds, prev, "BudgetReady", "False", TAU_BUDGET_REASON_NO_TEAM,
+		        "spec.queues.capacityTeamRef is not set: explicit quotas and "
+		        "external queues apply",
+		        gen, in->now);
+	else if (rc == 0)
+		rc = tau_conditions_set(conds, prev, "BudgetReady", s->status, s->reason,
+		                        s->message, gen, in->now);
+	if (rc == 0)
+		rc = tau_conditions_set(conds, prev, "ConflictDetected",
+		                        conflict ? "True" : "False",
+		                        conflict ? "ConflictDetected" : "NoConflict",
+		                        conflict ? conflict_msg : "", gen, in->now);
+	if (rc < 0) {
+		cJSON_Delete(st);
+		b->rc = b->rc < 0 ? b->rc : rc;
+		return;
+	}
+	if (!no_team)
+		budget_events(b, cl, "BudgetReady", s);
+	conflict_events(b, cl, conflict, conflict_msg);
+	if (status_differs(cl, st, CLUSTER_FIELDS))
+		add_status(b, cl, st);
+	else
+		cJSON_Delete(st);
+}
+
+/* Plan the Cohort; on a planning error, a zeroed plan of what was written before. */
+static int plan_budget(tau_budget_plan **plan, int *plan_rc, char *err, size_t err_len,
+                       const tau_budget_observed *in, const cJSON *cohort, const char *cluster_uid)
+{
+	tau_budget_pool *empty = NULL;
+	int rc;
+
+	*plan = NULL;
+	*plan_rc = tau_budget_plan_build(plan, in->pool, cohort, in->flavors, in->n_flavors,
+	                                 cluster_uid);
+	if (*plan_rc == 0)
+		return 0;
+	if (*plan_rc == -TAU_ENOMEM)
+		return *plan_rc;
+	say(err, err_len, "%s", tau_error_last()->msg);
+	rc = tau_budget_pool_new(&empty);
+	if (rc < 0)
+		return rc;
+	rc = tau_budget_plan_build(plan, empty, cohort, in->flavors, in->n_flavors, cluster_uid);
+	tau_budget_pool_free(empty);
+	if (rc == -TAU_ENOMEM)
+		return rc;
+	if (rc < 0)
+		*plan = NULL; /* nothing safe to write */
+	return 0;
+}
+
+/*
+ * P4: the conflicts as one message ("" when none).  An object whose fields
+ * cannot be read fills `unreadable` instead (the pool cannot be validated).
+ */
+static int find_conflicts(char *buf, size_t len, char *unreadable, size_t unreadable_len, ctx *c,
+                          const cJSON *team, const tau_budget_plan *plan)
+{
+	const tau_budget_observed *in = c->in;
+	tau_budget_conflict_input ci = {0};
+	tau_budget_conflicts *list = NULL;
+	tau_budget_workspace *ws = NULL;
+	const char **own = NULL;
+	char(*names)[TAU_BUDGET_NAME_BUF] = NULL;
+	size_t n_own = 0, n_ws = 0;
+	int rc;
+
+	buf[0] = '\0';
+	ws = calloc(in->n_workspaces + 1, sizeof(*ws));
+	own = calloc((plan != NULL ? plan->n_flavors : 0) + in->pool->n_classes + 1, sizeof(*own));
+	names = calloc(in->pool->n_classes + 1, sizeof(*names));
+	if (ws == NULL || own == NULL || names == NULL) {
+		rc = nomem();
+		goto out;
+	}
+	for (size_t f = 0; plan != NULL && f < plan->n_flavors; f++)
+		own[n_own++] = plan->flavors[f].name;
+	for (size_t i = 0; plan == NULL && i < in->pool->n_classes; i++)
+		if (tau_budget_flavor_name(names[i], sizeof(names[i]), in->pool->classes[i].name) ==
+		    0)
+			own[n_own++] = names[i];
+	for (size_t i = 0; i < in->n_workspaces; i++) {
+		const cJSON *w = in->workspaces[i];
+
+		if (!streq(team_of(w), c->effective))
+			continue;
+		ws[n_ws].name = str_at(w, "metadata.name");
+		ws[n_ws].uid = str_at(w, "metadata.uid");
+		ws[n_ws].quota = tau_json_find(w, "spec.quota");
+		n_ws++;
+	}
+	ci.nodes = in->nodes;
+	ci.n_nodes = in->n_nodes;
+	ci.own_flavors = own;
+	ci.n_own_flavors = n_own;
+	ci.cluster_uid = c->cluster_uid;
+	ci.flavors = in->flavors;
+	ci.n_flavors = in->n_flavors;
+	ci.cluster_queues = in->cluster_queues;
+	ci.n_cluster_queues = in->n_cluster_queues;
+	ci.cohorts = in->cohorts;
+	ci.n_cohorts = in->n_cohorts;
+	ci.team = c->effective;
+	ci.team_exists = team != NULL;
+	ci.team_uid = str_at(team, "metadata.uid");
+	ci.team_quota = tau_json_find(team, "spec.quota");
+	ci.workspaces = ws;
+	ci.n_workspaces = n_ws;
+	rc = tau_budget_conflicts_find(&list, &ci);
+	if (rc == -TAU_ETYPE || rc == -TAU_EINVAL) {
+		say(unreadable, unreadable_len, "%s", tau_error_last()->msg);
+		rc = 0;
+	} else if (rc == 0) {
+		tau_budget_conflicts_summary(buf, len, list);
+	}
+out:
+	tau_budget_conflicts_free(list);
+	free(ws);
+	free(own);
+	free(names);
+	return rc;
+}
+
+static int decide_team(ctx *c, cJSON *managed)
+{
+	const tau_budget_observed *in = c->in;
+	builder *b = c->b;
+	const cJSON *team =
+	        c->effective != NULL ? find_named(in->teams, in->n_teams, c->effective) : NULL;
+	const char *team_uid = str_at(team, "metadata.uid");
+	char cohort_name[TAU_BUDGET_NAME_BUF] = "", problem[MSG_MAX] = "", err[MSG_MAX] = "";
+	char conflict_msg[MSG_MAX], read_problem[MSG_MAX] = "";
+	const cJSON *cohort = NULL, *owned_cohort = NULL;
+	const char **wanted = NULL;
+	size_t n_wanted = 0;
+	tau_budget_plan *plan = NULL;
+	team_state s = {0};
+	int plan_rc = 0, rc;
+
+	if (c->effective != NULL) {
+		rc = tau_budget_cohort_name(cohort_name, sizeof(cohort_name), c->effective);
+		if (rc < 0)
+			return rc;
+		cohort = find_named(in->cohorts, in->n_cohorts, cohort_name);
+		if (cohort != NULL) {
+			char why[512];
+
+			if (tau_budget_ownership_of(cohort, TAU_BUDGET_COHORT, team_uid, why,
+			                            sizeof(why)) == TAU_BUDGET_OWNED)
+				owned_cohort = cohort;
+			else if (team != NULL)
+				say(problem, sizeof(problem),
+				    "Cohort %s exists but is not ours: %s", cohort_name, why);
+		}
+	}
+	rc = plan_budget(&plan, &plan_rc, err, sizeof(err), in, owned_cohort, c->cluster_uid);
+	if (rc < 0)
+		return rc;
+
+	/* Flavors we would own: an RF of that name that is not ours is an owner conflict. */
+	for (size_t f = 0; plan != NULL && f < plan->n_flavors && problem[0] == '\0'; f++) {
+		const cJSON *rf = find_named(in->flavors, in->n_flavors, plan->flavors[f].name);
+		char why[512];
+
+		if (rf != NULL && plan->flavors[f].gpu_class != NULL &&
+		    tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, c->cluster_uid, why,
+		                            sizeof(why)) != TAU_BUDGET_OWNED)
+			say(problem, sizeof(problem),
+			    "ResourceFlavor %s exists but is not ours: %s", plan->flavors[f].name,
+			    why);
+	}
+	rc = find_conflicts(conflict_msg, sizeof(conflict_msg), read_problem, sizeof(read_problem),
+	                    c, team, plan);
+	if (rc < 0) {
+		tau_budget_plan_free(plan);
+		return rc;
+	}
+	decide_state(&s, c, team, plan_rc, err, problem, cohort_name, conflict_msg,
+	             read_problem[0] != '\0' ? read_problem : in->read_problem);
+
+	/* ResourceFlavors, then the Cohort. */
+	for (size_t f = 0; plan != NULL && f < plan->n_flavors; f++) {
+		cJSON *rf = NULL;
+
+		if (plan->flavors[f].gpu_class == NULL || c->cluster_uid == NULL)
+			continue;
+		if ((rc = tau_budget_desired_flavor(&rf, plan->flavors[f].gpu_class,
+		                                    c->cluster_uid)) < 0) {
+			b->rc = b->rc < 0 ? b->rc : rc;
+			break;
+		}
+		managed_add(managed, "ResourceFlavor", plan->flavors[f].name);
+		ensure(b, TAU_BUDGET_RESOURCE_FLAVOR, rf,
+		       find_named(in->flavors, in->n_flavors, plan->flavors[f].name),
+		       c->cluster_uid, s.write_cohort, problem, sizeof(problem));
+	}
+	if (plan != NULL && team != NULL && c->effective != NULL) {
+		cJSON *co = NULL;
+
+		if ((rc = tau_budget_desired_cohort(&co, plan, c->effective, team_uid, s.zeroed)) <
+		    0) {
+			b->rc = b->rc < 0 ? b->rc : rc;
+		} else {
+			managed_add(managed, "Cohort", cohort_name);
+			ensure(b, TAU_BUDGET_COHORT, co, cohort, team_uid, s.write_cohort, problem,
+			       sizeof(problem));
+		}
+	}
+
+	/* Workspace ClusterQueues. */
+	wanted = calloc(in->n_workspaces + 1, sizeof(*wanted));
+	if (wanted == NULL) {
+		tau_budget_plan_free(plan);
+		return nomem();
+	}
+	for (size_t i = 0; c->effective != NULL && i < in->n_workspaces; i++) {
+		const cJSON *ws = in->workspaces[i];
+		const char *wname = str_at(ws, "metadata.name"), *ns;
+		char cq_name[TAU_BUDGET_NAME_BUF], ws_problem[MSG_MAX] = "";
+		cJSON *cq = NULL;
+
+		if (!streq(team_of(ws), c->effective) || wname == NULL ||
+		    (ns = eligible_namespace(ws, in->multiple_workspaces)) == NULL ||
+		    tau_json_find(ws, "spec.quota") != NULL ||
+		    tau_budget_cluster_queue_name(cq_name, sizeof(cq_name), wname) < 0)
+			continue;
+		/* The queue is wanted even when it cannot be written now: never an orphan. */
+		wanted[n_wanted] =
+		        str_at(find_named(in->cluster_queues, in->n_cluster_queues, cq_name),
+		               "metadata.name");
+		if (wanted[n_wanted] != NULL)
+			n_wanted++;
+		if (plan == NULL || team == NULL)
+			continue;
+		if ((rc = tau_budget_desired_cluster_queue(&cq, plan, c->effective, wname,
+		                                           str_at(ws, "metadata.uid"), ns)) < 0) {
+			b->rc = b->rc < 0 ? b->rc : rc;
+			break;
+		}
+		managed_add(managed, "ClusterQueue", cq_name);
+		if (!ensure(b, TAU_BUDGET_CLUSTER_QUEUE, cq,
+		            find_named(in->cluster_queues, in->n_cluster_queues, cq_name),
+		            str_at(ws, "metadata.uid"), s.write_queues, ws_problem,
+		            sizeof(ws_problem)) &&
+		    streq(s.reason, TAU_BUDGET_REASON_APPLIED)) {
+			set_state(&s, TAU_BUDGET_REASON_OWNERSHIP, "False", "Degraded",
+			          "%s; it is never changed or adopted: remove it through its owner",
+			          ws_problem);
+		}
+	}
+	orphan_queues(c, wanted, n_wanted);
+	free(wanted);
+
+	/* Leaving the mode and Observe override what the team is told. */
+	if (c->blocked_team != NULL) {
+		char keep[MSG_MAX];
+
+		say(keep, sizeof(keep), "%s", s.message);
+		set_state(
+		        &s, TAU_BUDGET_REASON_LEAVE_BLOCKED, "False", "Degraded",
+		        "spec.queues.capacityTeamRef %s%s, but team %s still has workspaces (%s): "
+		        "drain and delete them first; the budget is kept (%s)",
+		        c->capacity != NULL ? "now names " : "was removed",
+		        c->capacity != NULL ? c->capacity : "", c->blocked_team, c->blocked_ws,
+		        keep);
+	} else if (!c->reconcile && c->effective != NULL) {
+		char would[MSG_MAX];
+
+		say(would, sizeof(would), "%s: %s", s.reason, s.message);
+		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
+		          "managementMode is Observe: nothing is written (%s)", would);
+	}
+	if (c->effective == NULL) {
+		/* The previous capacity team's budget goes first (P7). */
+		set_state(&s, TAU_BUDGET_REASON_LEAVE_BLOCKED, "False", "Pending",
+		          "removing the previous capacity team's budget before team %s takes the "
+		          "pool",
+		          c->capacity != NULL ? c->capacity : "(none)");
+	}
+	b->d->state = s.reason;
+	b->d->summary = fmt("team %s: %s: %s", c->effective != NULL ? c->effective : "(none)",
+	                    s.reason, s.message);
+	if (team != NULL) {
+		team_status(b, in, team, &s, cohort_name,
+		            owned_cohort != NULL ? str_at(owned_cohort, "metadata.uid") : NULL);
+		budget_events(b, team, "QuotaReady", &s);
+		conflict_events(b, team, conflict_msg[0] != '\0', conflict_msg);
+	}
+	cluster_status(c, &s, managed, conflict_msg[0] != '\0', conflict_msg);
+	tau_budget_plan_free(plan);
+	return 0;
+}
+
+/* Teams other than the one whose budget is kept. */
+static void other_teams(ctx *c)
+{
+	const tau_budget_observed *in = c->in;
+
+	for (size_t i = 0; i < in->n_teams; i++) {
+		const cJSON *t = in->teams[i];
+		const char *name = str_at(t, "metadata.name");
+		team_state s = {0};
+
+		if (name == NULL || streq(name, c->effective))
+			continue;
+		if (streq(name, c->capacity)) {
+			set_state(&s, TAU_BUDGET_REASON_LEAVE_BLOCKED, "False", "Pending",
+			          c->blocked_team != NULL ? "waiting for team %s to leave: it "
+			                                    "still has workspaces (%s)"
+			                                  : "waiting for the previous capacity "
+			                                    "team's budget%s%s to be "
+			                                    "removed",
+			          c->blocked_team != NULL ? c->blocked_team : "",
+			          c->blocked_team != NULL ? c->blocked_ws : "");
+		} else {
+			set_state(&s, TAU_BUDGET_REASON_EXPLICIT, "False", "Pending",
+			          "team %s is not the capacity team; explicit quotas (spec.quota) "
+			          "are "
+			          "not reconciled by this version, so nothing is written for it",
+			          name);
+		}
+		team_status(c->b, in, t, &s, NULL, NULL);
+	}
+}
+
+int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
+{
+	builder b = {0};
+	ctx c = {0};
+	cJSON *managed = NULL;
+	team_state none = {0};
+	int rc;
+
+	if (out == NULL || in == NULL || in->pool == NULL || in->now == NULL)
+		return tau_error_set(TAU_EINVAL, "budget decision: missing input");
+	b.d = calloc(1, sizeof(*b.d));
+	managed = cJSON_CreateArray();
+	if (b.d == NULL || managed == NULL) {
+		free(b.d);
+		cJSON_Delete(managed);
+		return nomem();
+	}
+	b.d->state = TAU_BUDGET_REASON_NO_TEAM;
+	c.in = in;
+	c.b = &b;
+	if (in->cluster == NULL) {
+		b.d->summary = fmt("no TauCluster %s: nothing to do", "cluster");
+		goto done;
+	}
+	c.reconcile = streq(str_at(in->cluster, "spec.managementMode"), "Reconcile");
+	c.writes_allowed = c.reconcile && in->ever_established;
+	c.capacity = str_at(in->cluster, "spec.queues.capacityTeamRef.name");
+	if (c.capacity != NULL && c.capacity[0] == '\0')
+		c.capacity = NULL;
+	c.cluster_uid = str_at(in->cluster, "metadata.uid");
+	previous_teams(&c);
+	if (c.effective != NULL || c.capacity != NULL || c.retiring) {
+		rc = decide_team(&c, managed);
+		if (rc < 0 && b.rc == 0)
+			b.rc = rc;
+	} else {
+		set_state(&none, TAU_BUDGET_REASON_NO_TEAM, "False", "Ready", "no capacity team");
+		orphan_queues(&c, NULL, 0);
+		cluster_status(&c, &none, managed, false, "");
+		b.d->summary =
+		        fmt("no capacity team: %zu workspace queues to remove", b.d->n_writes);
+	}
+	other_teams(&c);
+done:
+	cJSON_Delete(managed);
+	if (b.rc < 0) {
+		tau_budget_decision_free(b.d);
+		return b.rc;
+	}
+	*out = b.d;
+	return 0;
+}

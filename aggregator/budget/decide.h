@@ -1,0 +1,116 @@
+/*
+ * budget/decide.h - one reconcile of the team capacity budget, as a pure
+ * function from everything observed to everything to do (docs/budget.md).
+ *
+ * The controller (budget/controller.c) gathers the inputs from its informer
+ * caches and the inventory, calls tau_budget_decide, then carries out the
+ * decision: the writes in order (ResourceFlavors, the Cohort, the workspace
+ * ClusterQueues, then removals), the status of the TauCluster and of each
+ * TauTeam that changed, and the Events.  Nothing here reads a clock, a cache
+ * or the network, so every rule (P1-P8) is a table test.
+ */
+#ifndef TAU_AGGREGATOR_BUDGET_DECIDE_H
+#define TAU_AGGREGATOR_BUDGET_DECIDE_H
+
+#include "budget/conflict.h"
+#include "budget/desired.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+/* QuotaReady / BudgetReady reasons (docs/budget.md). */
+#define TAU_BUDGET_REASON_APPLIED       "BudgetApplied"
+#define TAU_BUDGET_REASON_WAITING       "WaitingForInventory"
+#define TAU_BUDGET_REASON_ZEROED        "BudgetZeroed"
+#define TAU_BUDGET_REASON_CONFLICT      "ConflictDetected"
+#define TAU_BUDGET_REASON_LIMITS        "LimitsExceeded"
+#define TAU_BUDGET_REASON_OWNERSHIP     "OwnershipConflict"
+#define TAU_BUDGET_REASON_LEAVE_BLOCKED "LeaveBlocked"
+#define TAU_BUDGET_REASON_OBSERVE_ONLY  "ObserveOnly"
+#define TAU_BUDGET_REASON_EXPLICIT      "ExplicitQuotaUnsupported"
+#define TAU_BUDGET_REASON_NO_TEAM       "NoCapacityTeam"
+
+/** What one reconcile sees.  Everything is borrowed. */
+typedef struct tau_budget_observed {
+	/* The inventory. */
+	bool established;         /**< the pool's sync gate is open now */
+	bool ever_established;    /**< it was open at least once in this process */
+	const char *pool_problem; /**< why the pool cannot be validated now; NULL when valid */
+	const tau_budget_pool *pool;
+	size_t nodes_observed; /**< labelled nodes the inventory knows */
+	size_t nodes_counted;  /**< of those, counted in the pool */
+	/* The counted pool nodes, for P4's flavor overlap check. */
+	const tau_budget_node *nodes;
+	size_t n_nodes;
+	/** An error reading flavors, queues or teams (an informer not synced, ...). */
+	const char *read_problem;
+	/* The API (borrowed objects as the caches hold them). */
+	const cJSON *cluster; /**< the TauCluster "cluster"; NULL when absent */
+	const cJSON *const *teams;
+	size_t n_teams;
+	const cJSON *const *workspaces;
+	size_t n_workspaces;
+	const cJSON *const *flavors;
+	size_t n_flavors;
+	const cJSON *const *cohorts;
+	size_t n_cohorts;
+	const cJSON *const *cluster_queues;
+	size_t n_cluster_queues;
+	bool multiple_workspaces; /**< feature gate MultipleWorkspaces */
+	const char *now;          /**< RFC 3339, for condition transition times */
+} tau_budget_observed;
+
+/** One write to the API, in the order given. */
+typedef struct tau_budget_write {
+	tau_budget_kind kind;
+	char *name;
+	bool remove; /**< delete, with `uid` as precondition */
+	bool create; /**< create `body`; else update (PUT) `body` */
+	cJSON *body; /**< NULL for a removal */
+	char *uid;   /**< removal precondition */
+	char *why;   /**< for the log: what differed, or why it goes */
+} tau_budget_write;
+
+/** A status to write (only when it differs from the observed one). */
+typedef struct tau_budget_status {
+	const cJSON *object; /**< the TauTeam or TauCluster it belongs to (borrowed from input) */
+	cJSON *status;       /**< the whole new .status */
+} tau_budget_status;
+
+/** A Kubernetes Event to record. */
+typedef struct tau_budget_event {
+	const cJSON *object; /**< regarding (borrowed from input) */
+	const char *type;    /**< "Normal" or "Warning" */
+	const char *reason;  /**< BudgetZeroed, BudgetRestored, ConflictDetected, ConflictCleared,
+	                        LeaveRefused */
+	char *message;
+} tau_budget_event;
+
+/** Everything one reconcile decided. */
+typedef struct tau_budget_decision {
+	tau_budget_write *writes;
+	size_t n_writes;
+	tau_budget_status *statuses;
+	size_t n_statuses;
+	tau_budget_event *events;
+	size_t n_events;
+	const char *state; /**< the capacity team's QuotaReady reason (static) */
+	char *summary;     /**< one line for the log */
+} tau_budget_decision;
+
+/**
+ * Decide one reconcile (docs/budget.md, rules P1-P8).
+ *
+ * @param out  receives a new decision (tau_budget_decision_free); untouched on failure.
+ * @return 0; -TAU_EINVAL (missing input); -TAU_ENOMEM.  A budget that cannot
+ *         be planned is not an error: it is a decision with a condition.
+ */
+int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in);
+
+/** Free a decision; NULL is a no-op. */
+void tau_budget_decision_free(tau_budget_decision *d);
+
+#endif /* TAU_AGGREGATOR_BUDGET_DECIDE_H */
