@@ -1,0 +1,665 @@
+"""End-to-end scenarios of the team capacity budget (docs/budget.md, rules P1-P8).
+
+Run with the system interpreter (python3-grpcio lives there), from tests/e2e:
+    TAU_AGGREGATOR=build/tau-aggregator TAU_CLI=build/tau \
+    /usr/bin/python3 -m unittest -v test_budget
+
+What runs: kube-sim with `--authz rbac`, the real Kueue CRDs (and kube-sim's Kueue admission
+rules, so every object the controller writes must pass them), the taugrid CRDs and the chart's
+RBAC; the real tau-aggregator with only its ServiceAccount's token; fake agents over grpcio
+where a scenario needs reports (budget/harness.py says where each piece comes from).
+
+  SharedClusterTest  one kube-sim + one aggregator (MultipleWorkspaces=true, --budget-resync
+                     3600s so that every change below is picked up by its event, P8; the sync
+                     gate opens on its 1 s timeout, nodes count with their Node's allocatable):
+                     P1/P2 exact Cohort, ResourceFlavors and status; P3 workspace ClusterQueues;
+                     P8 triggers; P4 conflicts; P5 an unusable selector; kube-sim faults; P6
+                     shrink; P7 leaving and another team taking the pool.  In order: each case
+                     leaves the cluster as the next one expects it.
+  GateObserveV0Test  agents and a 600 s gate: nothing written before the pool is established
+                     (P5), Observe mode, v0 (one active workspace), a steady cluster makes zero
+                     writes in a measured 30 s window (--budget-resync 2s).
+  LeaderStormTest    two aggregators with --leader-elect; the leader is SIGKILLed during a node
+                     storm; every Cohort version seen on a watch holds at least the true pool,
+                     and the new leader writes the exact pool once its own inventory is
+                     established.
+
+Expected objects are exact (quantities compared by value); waits are wait-for-condition loops
+with deadlines, never fixed sleeps.
+"""
+import os
+import sys
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+import simtest  # noqa: E402
+
+import test_aggregator_workspaces as taw  # noqa: E402
+import test_workspace as wst  # noqa: E402
+from budget import harness as h  # noqa: E402
+from budget.harness import (CLUSTER, COHORTS, CQS, KUEUE, NODES, RFS, TAU, TEAMS,  # noqa: E402
+                            WORKSPACES, cohort_diffs, cond_diffs, cq_diffs, rf_diffs)
+
+STEADY_WINDOW_S = 30.0
+
+
+def setUpModule():
+    taw.setUpModule()
+
+
+def tearDownModule():
+    taw.tearDownModule()
+
+
+def fixture_nodes():
+    """P1/P2: two GPU classes plus every kind of node that must not count."""
+    return [
+        h.node("h100-1", "h100", h.H100, labels={"tau.test/rack": "r1"}),
+        h.node("h100-2", "h100", h.H100_B, labels={"tau.test/rack": "r2"}),
+        h.node("a100-1", "a100", h.A100, labels={"tau.test/rack": "r1"}),
+        h.node("cpu-1", None, h.CPU, labels={"tau.test/rack": "cpu"}),
+        h.node("win-1", "h100", h.H100, os_name="windows"),
+        h.node("notready-1", "h100", h.H100, ready=False),
+        h.node("cordoned-1", "h100", h.H100, cordoned=True),
+        h.node("deleting-1", "h100", h.H100, finalizers=["tau.test/hold"]),
+    ]
+
+
+def quota(cohort, cls, resource):
+    for g in h.norm_groups((cohort or {}).get("spec", {}).get("resourceGroups")):
+        for f in g["flavors"]:
+            if f["name"] == h.flavor_name(cls):
+                for r in f["resources"]:
+                    if r["name"] == resource:
+                        return r["nominalQuota"]
+    return None
+
+
+class OneClusterTest(unittest.TestCase):
+    """Cases of a subclass share one kube-sim and one aggregator (AGG_ARGS), set up with
+    populate(), a TauTeam research and a TauCluster in Reconcile mode naming it."""
+    AGENT_NODES = ()
+    AGG_ARGS = ()
+
+    @classmethod
+    def populate(cls, c):
+        pass
+
+    @classmethod
+    def setUpClass(cls):
+        c = cls.c = h.Cluster(agent_nodes=cls.AGENT_NODES)
+        try:
+            cls.populate(c)
+            c.create(h.team("research"), TEAMS)
+            c.create(h.tau_cluster(), TAU + "/clusters")
+            cls.agg = c.start_aggregator("aggregator", *cls.AGG_ARGS)
+        except BaseException:
+            c.stop()
+            raise
+        cls.shape = h.Shape()
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.agg.stop() if cls.agg.p.poll() is None else cls.agg.p.returncode
+        log = cls.agg.log()
+        cls.c.stop()
+        assert rc == 0, "aggregator exit code %s after SIGTERM:\n%s" % (rc, log[-3000:])
+
+
+class SharedClusterTest(OneClusterTest):
+    WS = {"alpha": "ml-alpha", "beta": "ml-beta"}
+    AGG_ARGS = ("--feature-gates", "MultipleWorkspaces=true", "--budget-resync", "3600s")
+
+    @classmethod
+    def populate(cls, c):
+        for n in fixture_nodes():
+            c.create(n, NODES)
+        c.delete(NODES + "/deleting-1")  # held by its finalizer: deletionTimestamp set
+
+    # -- helpers --
+
+    def uid(self, path):
+        return self.c.get(path)["metadata"]["uid"]
+
+    def want(self, selector=None, zero=False):
+        return self.shape.groups(self.c.pool(selector), zero=zero)
+
+    def wait_budget(self, msg, selector=None, zero=False):
+        """Wait until the research Cohort holds exactly the pool (or zeros on its shape)."""
+        team_uid = self.uid(TEAMS + "/research")
+        want = self.want(selector, zero)
+        self.c.wait_ok(lambda: cohort_diffs(self.c.cohort("research"), "research", team_uid,
+                                            want), msg)
+        return self.c.cohort("research")
+
+    def queue_diffs(self, workspaces=None):
+        """Every team workspace's ClusterQueue against the Cohort's current shape."""
+        cohort = self.c.cohort("research")
+        groups = h.norm_groups((cohort or {}).get("spec", {}).get("resourceGroups"))
+        d = []
+        for ws, ns in sorted((workspaces or self.WS).items()):
+            d += cq_diffs(self.c.get(CQS + "/" + h.cq_name(ws)), ws,
+                          self.uid(WORKSPACES + "/" + ws), "research", ns, groups)
+        return d
+
+    def wait_conflict(self, names, team_text=None):
+        """P4: TauCluster ConflictDetected and TauTeam QuotaReady ConflictDetected name the
+        objects, the team is Degraded and the Cohort keeps its shape at zero (P5)."""
+        team_uid = self.uid(TEAMS + "/research")
+        want = self.want(zero=True)
+        c = self.c
+
+        def check():
+            t = c.team("research")
+            d = cond_diffs(c.cluster(), "ConflictDetected", "True", None, names)
+            d += cond_diffs(t, "QuotaReady", "False", "ConflictDetected", team_text or names)
+            if ((t or {}).get("status") or {}).get("phase") != "Degraded":
+                d.append("TauTeam phase %r, want Degraded" % ((t or {}).get("status") or {}).get(
+                    "phase"))
+            return d + cohort_diffs(c.cohort("research"), "research", team_uid, want)
+        c.wait_ok(check, "conflict %s reported and the budget zeroed" % names)
+
+    def wait_restored(self, msg):
+        self.wait_budget(msg)
+        self.c.wait_ok(lambda: self.c.team_ready_diffs("research") +
+                       cond_diffs(self.c.cluster(), "ConflictDetected", "False"),
+                       msg + ": team Ready, no conflict")
+
+    def assert_untouched(self, path, created):
+        now = self.c.get(path)
+        self.assertIsNotNone(now, path)
+        for k in ("resourceVersion", "labels", "annotations", "finalizers"):
+            self.assertEqual(now["metadata"].get(k), created["metadata"].get(k),
+                             "%s metadata.%s changed" % (path, k))
+        self.assertEqual(now.get("spec"), created.get("spec"), path + " spec changed")
+
+    # -- P1, P2 --
+
+    def test_01_pool_is_the_budget(self):
+        c = self.c
+        pool = c.pool()
+        # The oracle counts the two Ready, schedulable Linux h100 nodes and the a100 node; the
+        # CPU-only, Windows, NotReady, cordoned and deleting nodes are out.
+        self.assertEqual({k: v["nodes"] for k, v in pool.items()},
+                         {"a100": ["a100-1"], "h100": ["h100-1", "h100-2"]})
+        cohort = self.wait_budget("Cohort tau-team-research holds the pool")
+        self.assertEqual(h.qty("191500m"), quota(cohort, "h100", "cpu"))
+        self.assertEqual(h.qty("3786Gi"), quota(cohort, "h100", "memory"))
+        self.assertEqual(h.qty("16"), quota(cohort, "h100", "nvidia.com/gpu"))
+        self.assertEqual(h.qty("1536Mi"), quota(cohort, "h100", "hugepages-2Mi"))
+        self.assertEqual(0, quota(cohort, "a100", "rdma/ib"))
+        self.assertEqual(0, quota(cohort, "a100", "hugepages-2Mi"))
+        cluster_uid = self.uid(CLUSTER)
+        c.wait_ok(lambda: rf_diffs(c.get(RFS + "/taugrid-gpu-a100"), "a100", cluster_uid) +
+                  rf_diffs(c.get(RFS + "/taugrid-gpu-h100"), "h100", cluster_uid),
+                  "one ResourceFlavor per class")
+        self.assertEqual(c.ours(RFS), ["taugrid-gpu-a100", "taugrid-gpu-h100"])
+        self.assertEqual(c.names(COHORTS), ["tau-team-research"])
+        self.assertEqual(c.items(CQS), [])
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "TauTeam research Ready")
+        managed = [("Cohort", "tau-team-research"), ("ResourceFlavor", "taugrid-gpu-a100"),
+                   ("ResourceFlavor", "taugrid-gpu-h100")]
+        c.wait_ok(lambda: c.cluster_ready_diffs(pool, managed), "TauCluster status")
+
+    # -- P3 --
+
+    def test_02_workspace_queues_borrow_from_the_cohort(self):
+        c = self.c
+        for ws, ns in sorted(self.WS.items()):
+            c.create(wst.workspace(ws, ns=ns, team="research"), WORKSPACES)
+        for ws in sorted(self.WS):
+            c.env.wait_phase(ws, "Ready")
+        self.wait_budget("the Cohort still holds the pool")
+        c.wait_ok(self.queue_diffs, "a zero-quota ClusterQueue per workspace")
+        self.assertEqual(c.ours(CQS), ["tau-ws-alpha", "tau-ws-beta"])
+        for ws, ns in sorted(self.WS.items()):
+            st = c.get(WORKSPACES + "/" + ws)["status"]
+            self.assertEqual(st["target"]["resolvedNamespace"], ns)
+            self.assertEqual(st["queue"]["clusterQueue"], h.cq_name(ws))
+            self.assertEqual(wst.cond(c.get(WORKSPACES + "/" + ws), "QueueReady")["status"],
+                             "True")
+            lq = c.get("%s/namespaces/%s/localqueues/%s" % (KUEUE, ns, st["queue"]["localQueue"]))
+            self.assertEqual(lq["spec"]["clusterQueue"], h.cq_name(ws))
+        managed = [("Cohort", "tau-team-research"), ("ResourceFlavor", "taugrid-gpu-a100"),
+                   ("ResourceFlavor", "taugrid-gpu-h100"), ("ClusterQueue", "tau-ws-alpha"),
+                   ("ClusterQueue", "tau-ws-beta")]
+        c.wait_ok(lambda: c.team_ready_diffs("research") +
+                  c.cluster_ready_diffs(c.pool(), managed), "team and cluster status")
+
+    # -- P8 --
+
+    def test_03_each_change_triggers_a_reconcile(self):
+        """The aggregator runs with --budget-resync 3600s: each change is seen by its event."""
+        c = self.c
+        # A node label change: cpu-1 becomes an a100 node, then not again.
+        c.merge(NODES + "/cpu-1", {"metadata": {"labels": {h.GPU_CLASS: "a100"}}})
+        cohort = self.wait_budget("label change: cpu-1 counts in a100")
+        self.assertEqual(quota(cohort, "a100", "cpu"), 80)
+        c.merge(NODES + "/cpu-1", {"metadata": {"labels": {h.GPU_CLASS: None}}})
+        self.wait_budget("label removed: cpu-1 out again")
+        # An allocatable change.
+        c.merge(NODES + "/a100-1/status", {"status": {"allocatable": {"nvidia.com/gpu": "6"}}})
+        cohort = self.wait_budget("allocatable change")
+        self.assertEqual(quota(cohort, "a100", "nvidia.com/gpu"), 6)
+        c.merge(NODES + "/a100-1/status", {"status": {"allocatable": {"nvidia.com/gpu": "4"}}})
+        self.wait_budget("allocatable back")
+        # A TauCluster change: the node selector keeps rack r1 only.
+        sel = {"tau.test/rack": "r1"}
+        c.merge(CLUSTER, {"spec": {"nodes": {"selector": sel}}})
+        cohort = self.wait_budget("TauCluster selector narrows the pool", selector=sel)
+        self.assertEqual(quota(cohort, "h100", "nvidia.com/gpu"), 8)
+        c.merge(CLUSTER, {"spec": {"nodes": None}})
+        self.wait_budget("selector removed")
+        # A team change: spec.quota on the capacity team zeroes the budget, removing it restores.
+        c.merge(TEAMS + "/research", {"spec": {"quota": [
+            {"flavor": "taugrid-gpu-h100", "resource": "nvidia.com/gpu", "nominalQuota": "4"}]}})
+        self.wait_budget("team change: spec.quota zeroes the budget", zero=True)
+        c.merge(TEAMS + "/research", {"spec": {"quota": None}})
+        self.wait_budget("spec.quota removed")
+        # Our Cohort deleted by someone: written again, and the team follows the new UID.
+        old_uid = self.uid(COHORTS + "/tau-team-research")
+        c.delete(COHORTS + "/tau-team-research")
+        self.wait_budget("Cohort re-created")
+        self.assertNotEqual(self.uid(COHORTS + "/tau-team-research"), old_uid)
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "team cohortUID follows")
+        # Our ClusterQueue and ResourceFlavor edited by hand: put back.
+        c.merge(CQS + "/tau-ws-alpha", {"spec": {"namespaceSelector": {
+            "matchLabels": {"kubernetes.io/metadata.name": "elsewhere"}}}})
+        c.wait_ok(self.queue_diffs, "ClusterQueue drift corrected")
+        c.merge(RFS + "/taugrid-gpu-a100", {"spec": {"nodeLabels": {"tau.test/extra": "x"}}})
+        cluster_uid = self.uid(CLUSTER)
+        c.wait_ok(lambda: rf_diffs(c.get(RFS + "/taugrid-gpu-a100"), "a100", cluster_uid),
+                  "ResourceFlavor drift corrected")
+        c.wait_ok(lambda: c.team_ready_diffs("research") + c.cluster_ready_diffs(c.pool()),
+                  "status settles")
+
+    # -- P4 --
+
+    def test_04_conflicts_zero_the_budget_and_touch_nothing(self):
+        c = self.c
+        rf = lambda name, labels: {"apiVersion": "kueue.x-k8s.io/v1beta2",  # noqa: E731
+                                   "kind": "ResourceFlavor", "metadata": {"name": name},
+                                   "spec": {"nodeLabels": labels}}
+        # A foreign ResourceFlavor whose nodeLabels select counted pool nodes (rack r1).
+        created = c.create(rf("other-h100", {"tau.test/rack": "r1"}), RFS)
+        self.wait_conflict(["other-h100"])
+        self.assert_untouched(RFS + "/other-h100", created)
+        c.delete(RFS + "/other-h100")
+        c.wait_gone(RFS + "/other-h100")
+        self.wait_restored("foreign ResourceFlavor removed")
+
+        # Foreign flavors selecting no node, or only a node that does not count: no conflict.
+        # A later pool change is applied, so the controller has looked at them.
+        nowhere = c.create(rf("other-nowhere", {"tau.test/rack": "nowhere"}), RFS)
+        cpu = c.create(rf("other-cpu", {"tau.test/rack": "cpu"}), RFS)
+        c.merge(NODES + "/a100-1/status", {"status": {"allocatable": {"nvidia.com/gpu": "5"}}})
+        self.wait_restored("flavors that select no counted node are no conflict")
+        # Evaluated against the nodes, not the names: cpu-1 becomes a counted a100 node.
+        c.merge(NODES + "/cpu-1", {"metadata": {"labels": {h.GPU_CLASS: "a100"}}})
+        self.wait_conflict(["other-cpu"])
+        c.merge(NODES + "/cpu-1", {"metadata": {"labels": {h.GPU_CLASS: None}}})
+        c.merge(NODES + "/a100-1/status", {"status": {"allocatable": {"nvidia.com/gpu": "4"}}})
+        self.wait_restored("cpu-1 out of the pool again")
+        self.assert_untouched(RFS + "/other-nowhere", nowhere)
+        self.assert_untouched(RFS + "/other-cpu", cpu)
+        for name in ("other-nowhere", "other-cpu"):
+            c.delete(RFS + "/" + name)
+            c.wait_gone(RFS + "/" + name)
+
+        # A foreign ClusterQueue holding a reservation on a pool flavor (status as Kueue sets it).
+        c.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                  "metadata": {"name": "other-cq"},
+                  "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                      "coveredResources": ["nvidia.com/gpu"],
+                      "flavors": [{"name": "taugrid-gpu-h100", "resources": [
+                          {"name": "nvidia.com/gpu", "nominalQuota": "0"}]}]}]}}, CQS)
+        created = c.merge(CQS + "/other-cq/status", {"status": {"flavorsReservation": [
+            {"name": "taugrid-gpu-h100", "resources": [
+                {"name": "nvidia.com/gpu", "total": "4", "borrowed": "0"}]}]}})
+        self.wait_conflict(["other-cq"])
+        self.assert_untouched(CQS + "/other-cq", created)
+        self.assertEqual(c.get(CQS + "/other-cq")["status"], created["status"])
+        c.merge(CQS + "/other-cq/status", {"status": {"flavorsReservation": None}})
+        self.wait_restored("the reservation is released")
+        c.delete(CQS + "/other-cq")
+        c.wait_gone(CQS + "/other-cq")
+
+        # Legacy GPU discovery on a ClusterQueue.
+        created = c.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                            "metadata": {"name": "legacy-cq", "labels": {h.LEGACY_LABEL: "true"}},
+                            "spec": {"namespaceSelector": {}}}, CQS)
+        self.wait_conflict(["legacy-cq"])
+        self.assert_untouched(CQS + "/legacy-cq", created)
+        c.delete(CQS + "/legacy-cq")
+        c.wait_gone(CQS + "/legacy-cq")
+        self.wait_restored("legacy discovery removed")
+
+        # spec.quota on the capacity team.
+        created = c.merge(TEAMS + "/research", {"spec": {"quota": [
+            {"flavor": "taugrid-gpu-h100", "resource": "nvidia.com/gpu", "nominalQuota": "4"}]}})
+        self.wait_conflict(["research"], team_text=["quota"])
+        self.assertEqual(c.get(TEAMS + "/research")["spec"], created["spec"])
+        c.merge(TEAMS + "/research", {"spec": {"quota": None}})
+        self.wait_restored("spec.quota removed")
+
+        for reason in ("ConflictDetected", "ConflictCleared"):
+            self.assertTrue(c.events(reason), "no %s Event on the TauCluster or TauTeam; "
+                            "events: %s" % (reason, c.events()))
+
+    # -- P5 --
+
+    def test_05_unusable_selector_zeroes_then_restores(self):
+        c = self.c
+        # The CRD takes any string keys; "Bad Key!" is no label key, so no node can match it.
+        c.merge(CLUSTER, {"spec": {"nodes": {"selector": {"Bad Key!": "x"}}}})
+        team_uid = self.uid(TEAMS + "/research")
+        want = self.want(zero=True)
+
+        def zeroed():
+            t = c.team("research")
+            return (cohort_diffs(c.cohort("research"), "research", team_uid, want) +
+                    cond_diffs(c.cluster(), "NodeSelectorValid", "False", None, "Bad Key!") +
+                    cond_diffs(t, "QuotaReady", "False", "BudgetZeroed") +
+                    cond_diffs(c.cluster(), "BudgetReady", "False", "BudgetZeroed") +
+                    ([] if ((t or {}).get("status") or {}).get("phase") == "Degraded"
+                     else ["TauTeam not Degraded"]))
+        c.wait_ok(zeroed, "an unusable selector zeroes the budget, saying why")
+        msg = wst.cond(c.team("research"), "QuotaReady")["message"]
+        self.assertIn("selector", msg)
+        c.merge(CLUSTER, {"spec": {"nodes": None}})
+        self.wait_restored("selector removed")
+        c.wait_ok(lambda: c.cluster_ready_diffs(c.pool()), "TauCluster Ready again")
+        for reason in ("BudgetZeroed", "BudgetRestored"):
+            self.assertTrue(c.events(reason), "no %s Event; events: %s" % (reason, c.events()))
+
+    # -- kube-sim faults --
+
+    def test_06_faults_during_reconcile_end_in_the_right_state(self):
+        c = self.c
+        c.faults("PUT", {"rules": [
+            {"verb": "update,patch", "resource": "cohorts", "status": 500, "count": 2},
+            {"verb": "update,patch", "resource": "cohorts", "status": 429, "retryAfter": 1,
+             "count": 1},
+            {"verb": "list", "resource": "resourceflavors,clusterqueues,cohorts", "status": 500,
+             "count": 3},
+            {"verb": "update,patch,create", "resource": "clusterqueues", "status": 503,
+             "count": 1},
+        ]})
+        self.addCleanup(c.faults, "DELETE")
+        c.faults("POST", {"closeWatches": True})
+        c.merge(NODES + "/h100-2", {"spec": {"unschedulable": True}})
+        self.wait_budget("cordon applied through 500s, a 429 and closed watches")
+        left = [r for r in c.faults("GET")["rules"] if r["resource"] == "cohorts"]
+        self.assertEqual(left, [], "the Cohort writes never met the faults")
+        c.merge(NODES + "/h100-2", {"spec": {"unschedulable": None}})
+        self.wait_restored("uncordoned")
+        c.wait_ok(self.queue_diffs, "workspace queues intact")
+        c.wait_ok(lambda: c.cluster_ready_diffs(c.pool()), "TauCluster Ready")
+
+    # -- P6 --
+
+    def test_07_shrink_below_reservations_and_keep_empty_flavors(self):
+        c = self.c
+        reservation = [{"name": "taugrid-gpu-h100", "resources": [
+            {"name": "nvidia.com/gpu", "total": "16", "borrowed": "16"}]}]
+        c.merge(CQS + "/tau-ws-alpha/status", {"status": {"flavorsReservation": reservation,
+                                                          "flavorsUsage": reservation}})
+        c.merge(NODES + "/h100-1", {"spec": {"unschedulable": True}})
+        cohort = self.wait_budget("cordon shrinks the Cohort below the reservation")
+        self.assertEqual(quota(cohort, "h100", "nvidia.com/gpu"), 8)
+        st = c.get(CQS + "/tau-ws-alpha")["status"]
+        self.assertEqual(h.qty(st["flavorsReservation"][0]["resources"][0]["total"]), 16)
+        # Every h100 node gone: the flavor stays in the Cohort at 0, its ResourceFlavor stays.
+        saved = {n: c.get(NODES + "/" + n) for n in ("h100-1", "h100-2")}
+        for n in saved:
+            c.delete(NODES + "/" + n)
+        self.assertNotIn("h100", c.pool())
+        cohort = self.wait_budget("no h100 node left")
+        self.assertEqual(quota(cohort, "h100", "nvidia.com/gpu"), 0)
+        self.assertEqual(quota(cohort, "h100", "rdma/ib"), 0)
+        c.wait_ok(self.queue_diffs, "queues keep the flavor too")
+        self.assertEqual(rf_diffs(c.get(RFS + "/taugrid-gpu-h100"), "h100", self.uid(CLUSTER)),
+                         [])
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready at zero h100")
+        for n, obj in saved.items():
+            obj = h.node(n, "h100", obj["status"]["allocatable"],
+                         labels={"tau.test/rack": obj["metadata"]["labels"]["tau.test/rack"]})
+            c.create(obj, NODES)
+        self.wait_restored("nodes back")
+        c.merge(CQS + "/tau-ws-alpha/status", {"status": {"flavorsReservation": None,
+                                                          "flavorsUsage": None}})
+
+    # -- P7 --
+
+    def test_08_leaving_the_mode(self):
+        c = self.c
+        full = self.want()
+        team_uid = self.uid(TEAMS + "/research")
+        c.merge(CLUSTER, {"spec": {"queues": {"capacityTeamRef": None}}})
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False", "LeaveBlocked"),
+                  "leaving refused while workspaces remain")
+        self.assertEqual(cohort_diffs(c.cohort("research"), "research", team_uid, full), [],
+                         "the budget must be kept while leaving is refused")
+        self.assertTrue(c.events("LeaveRefused"), "no LeaveRefused Event: %s" % c.events())
+        for ws in sorted(self.WS):
+            c.delete(WORKSPACES + "/" + ws)
+        for ws in sorted(self.WS):
+            c.wait_gone(WORKSPACES + "/" + ws)
+        c.wait_gone(COHORTS + "/tau-team-research")
+        for ws in sorted(self.WS):
+            c.wait_gone(CQS + "/" + h.cq_name(ws))
+        # A capacityTeamRef naming a missing team: reported, nothing written for it.
+        c.merge(CLUSTER, {"spec": {"queues": {"capacityTeamRef": {"name": "platform"}}}})
+        c.wait_ok(lambda: cond_diffs(c.cluster(), "ConflictDetected", "True", None, "platform"),
+                  "missing capacity team reported")
+        self.assertEqual(c.names(COHORTS), [])
+        # The team appears: it gets the pool.
+        uid = c.create(h.team("platform"), TEAMS)["metadata"]["uid"]
+        want = h.Shape().groups(c.pool())
+        c.wait_ok(lambda: cohort_diffs(c.cohort("platform"), "platform", uid, want),
+                  "tau-team-platform holds the pool")
+        c.wait_ok(lambda: c.team_ready_diffs("platform"), "TauTeam platform Ready")
+        self.assertEqual(c.names(COHORTS), ["tau-team-platform"])
+        self.assertEqual(c.ours(RFS), ["taugrid-gpu-a100", "taugrid-gpu-h100"])
+
+
+class GateObserveV0Test(OneClusterTest):
+    AGENT_NODES = ("gpu-a", "gpu-b")
+    AGG_ARGS = ("--initial-sync-timeout", "600s", "--budget-resync", "2s")
+
+    @classmethod
+    def populate(cls, c):
+        cls.nodes = {n: c.create(h.node(n, "h100", h.H100), NODES) for n in cls.AGENT_NODES}
+
+    def wait_budget(self, msg):
+        uid = self.c.team("research")["metadata"]["uid"]
+        want = self.shape.groups(self.c.pool())
+        self.c.wait_ok(lambda: cohort_diffs(self.c.cohort("research"), "research", uid, want),
+                       msg)
+
+    def test_01_nothing_written_before_the_pool_is_established(self):
+        c = self.c
+        c.start_agent(self.agg, self.nodes["gpu-a"])
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False",
+                                     "WaitingForInventory") +
+                  cond_diffs(c.cluster(), "InventoryEstablished", "False"),
+                  "the controller waits for the inventory")
+        pool = self.agg.unary("GetPool", taw.qpb.GetPoolRequest(), taw.qpb.Pool)
+        self.assertFalse(pool.established)
+        self.assertEqual(list(pool.missing_nodes), ["gpu-b"])
+        self.assertEqual(c.team("research")["status"].get("phase"), "Pending")
+        self.assertEqual((c.items(COHORTS), c.items(RFS), c.items(CQS)), ([], [], []))
+        self.assertEqual(c.writes(h.KUEUE_KINDS), {})
+        c.start_agent(self.agg, self.nodes["gpu-b"])
+        self.wait_budget("established: the Cohort holds the pool")
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready")
+
+    def test_02_observe_reports_and_writes_nothing(self):
+        c = self.c
+        c.merge(CLUSTER, {"spec": {"managementMode": "Observe"}})
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "Unknown", "ObserveOnly"),
+                  "Observe mode reported")
+        before = c.cohort("research")
+        c.reset_stats()
+        node_b = c.merge(NODES + "/gpu-b/status",
+                         {"status": {"allocatable": {"nvidia.com/gpu": "4"}}})
+        c.report(node_b)
+        want = h.pool_capacity(c.pool())
+        self.assertEqual(want[("h100", "nvidia.com/gpu")], 12)
+        c.wait_ok(lambda: [] if h.capacity_of(c.cluster()) == want else
+                  ["discoveredCapacity %s" % h.dump(sorted(h.capacity_of(c.cluster()).items()))],
+                  "status follows the pool in Observe mode")
+        self.assertEqual(c.writes(h.KUEUE_KINDS), {})
+        self.assertEqual(c.cohort("research")["metadata"]["resourceVersion"],
+                         before["metadata"]["resourceVersion"])
+        c.merge(CLUSTER, {"spec": {"managementMode": "Reconcile"}})
+        self.wait_budget("Reconcile again: the Cohort follows")
+
+    def test_03_v0_one_active_workspace_and_a_steady_cluster_writes_nothing(self):
+        c = self.c
+        c.create(wst.workspace("alpha", ns="ml-alpha", team="research"), WORKSPACES)
+        c.env.wait_phase("alpha", "Ready")
+        c.create(wst.workspace("beta", ns="ml-beta", team="research"), WORKSPACES)
+        c.env.wait_cond("beta", "QueueReady", "False", "BlockedByActiveWorkspace")
+        groups = h.norm_groups(c.cohort("research")["spec"]["resourceGroups"])
+        ws_uid = c.get(WORKSPACES + "/alpha")["metadata"]["uid"]
+        c.wait_ok(lambda: cq_diffs(c.get(CQS + "/tau-ws-alpha"), "alpha", ws_uid, "research",
+                                   "ml-alpha", groups), "the active workspace's queue")
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready")
+        # A measured window (not a wait): with --budget-resync 2s about 15 full reconciles run
+        # in it, and none may write.
+        c.reset_stats()
+        start = time.monotonic()
+        writes = {}
+        while time.monotonic() - start < STEADY_WINDOW_S and not writes:
+            time.sleep(1)
+            writes = c.writes(h.KUEUE_KINDS + h.TAU_KINDS)
+        self.assertEqual(writes, {}, "a steady cluster wrote after %.1f s" % (
+            time.monotonic() - start))
+        self.assertEqual(c.ours(CQS), ["tau-ws-alpha"], "v0: only the active workspace")
+
+
+class Storm(threading.Thread):
+    """Adds and removes h100 nodes (at most 3 extra at a time) until stopped; while `leader`
+    is set, each new node's agent reports to it."""
+    NAMES = 16
+
+    def __init__(self, c, leader):
+        super().__init__(daemon=True)
+        self.c, self.leader = c, leader
+        self.ops = 0
+        self.live = []
+        self.agents = {}
+        self.halt = threading.Event()
+        self.error = None
+
+    def run(self):
+        i = 0
+        try:
+            while not self.halt.is_set():
+                name = "storm-%d" % (i % self.NAMES)
+                i += 1
+                obj = self.c.create(h.node(name, "h100", h.H100), NODES)
+                leader = self.leader
+                if leader is not None:
+                    self.agents[name] = h.FakeAgent(taw.ipb, leader.channel, "tok-" + name,
+                                                    h.inventory_from_node(taw.ipb, obj))
+                self.live.append(name)
+                self.ops += 1
+                if len(self.live) > 3:
+                    self._remove(self.live.pop(0))
+                self.halt.wait(0.05)  # the storm's pace, about 20 changes a second
+        except Exception as e:  # reported by finish()
+            self.error = e
+
+    def _remove(self, name):
+        self.c.delete(NODES + "/" + name)
+        a = self.agents.pop(name, None)
+        if a is not None and not a.done:
+            a.cancel()
+        self.ops += 1
+
+    def finish(self):
+        self.halt.set()
+        self.join(30)
+        while self.live:
+            self._remove(self.live.pop(0))
+        if self.error is not None:
+            raise self.error
+
+
+def storm_names():
+    return ["storm-%d" % i for i in range(Storm.NAMES)]
+
+
+class LeaderStormTest(unittest.TestCase):
+    def test_new_leader_never_writes_a_smaller_budget_before_established(self):
+        base = [h.node("lead-%d" % i, "h100", h.H100) for i in (1, 2, 3)]
+        base.append(h.node("lead-4", "a100", h.A100))
+        names = [n["metadata"]["name"] for n in base]
+        c = h.Cluster(agent_nodes=names + storm_names())
+        self.addCleanup(c.stop)
+        c.create(h.leader_election_binding(),
+                 "/apis/rbac.authorization.k8s.io/v1/namespaces/tau-system/rolebindings")
+        nodes = [c.create(n, NODES) for n in base]
+        team_uid = c.create(h.team("research"), TEAMS)["metadata"]["uid"]
+        c.create(h.tau_cluster(), TAU + "/clusters")
+        args = ("--leader-elect", "--initial-sync-timeout", "600s")
+        a1 = c.start_aggregator("agg1", *args)
+        simtest.wait_for(a1.is_leader, timeout=60, msg="agg1 leads")
+        for n in nodes:
+            c.start_agent(a1, n)
+        shape = h.Shape()
+        base_pool = c.pool()
+        want = shape.groups(base_pool)
+        c.wait_ok(lambda: cohort_diffs(c.cohort("research"), "research", team_uid, want),
+                  "the first leader writes the pool")
+        a2 = c.start_aggregator("agg2", *args)
+        self.assertFalse(a2.is_leader())
+        rec = h.Recorder(c.sim, COHORTS)
+        self.addCleanup(rec.close)
+
+        storm = Storm(c, a1)
+        storm.start()
+        self.addCleanup(lambda: storm.halt.set())
+        gpus = lambda: quota(c.cohort("research"), "h100", "nvidia.com/gpu") or 0  # noqa: E731
+        c.wait_ok(lambda: [] if gpus() > 24 else ["h100 GPUs %s" % gpus()],
+                  "the leader counts storm nodes")
+        a1.p.kill()
+        a1.p.wait(30)
+        storm.leader = None
+        simtest.wait_for(a2.is_leader, timeout=60, msg="agg2 takes over")
+        # The storm goes on under the new leader, whose own inventory is not established.
+        ops = storm.ops
+        simtest.wait_for(lambda: storm.ops >= ops + 20, timeout=30, msg="storm under agg2")
+        storm.finish()
+        pool = a2.unary("GetPool", taw.qpb.GetPoolRequest(), taw.qpb.Pool)
+        self.assertFalse(pool.established, "agg2's gate must still be closed here")
+        for n in nodes:
+            c.start_agent(a2, c.get(NODES + "/" + n["metadata"]["name"]))
+        final = shape.groups(c.pool())
+        self.assertEqual(final, want)
+        c.wait_ok(lambda: cohort_diffs(c.cohort("research"), "research", team_uid, final),
+                  "the new leader writes the exact pool once established")
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready under agg2")
+
+        floor = {(f["name"], r["name"]): r["nominalQuota"]
+                 for f in want[0]["flavors"] for r in f["resources"]}
+        versions = [o for _, typ, o in rec.snapshot() if typ in ("ADDED", "MODIFIED")]
+        self.assertTrue(versions, "no Cohort write seen during the storm")
+        for o in versions:
+            got = {(f["name"], r["name"]): r["nominalQuota"]
+                   for g in h.norm_groups(o["spec"].get("resourceGroups"))
+                   for f in g["flavors"] for r in f["resources"]}
+            small = {k: (got.get(k), v) for k, v in floor.items() if not got.get(k, 0) >= v}
+            self.assertEqual(small, {}, "Cohort resourceVersion %s is smaller than the pool "
+                             "(got, pool): %s" % (o["metadata"]["resourceVersion"], small))
+
+
+if __name__ == "__main__":
+    unittest.main()
