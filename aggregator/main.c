@@ -14,6 +14,8 @@
  */
 #include "options.h"
 
+#include "budget/controller.h"
+#include "inventory/snapshot.h"
 #include "inventory/http.h"
 #include "inventory/kubewatch.h"
 #include "inventory/service.h"
@@ -49,6 +51,14 @@ typedef struct ws_runtime {
 	bool running, closed;
 } ws_runtime;
 
+/* The budget controller and its loop, on the leader only; mu orders start against shutdown. */
+typedef struct budget_runtime {
+	pthread_mutex_t mu;
+	tau_budget_controller *ctl;
+	tau_kube_loop *loop;
+	bool running, closed;
+} budget_runtime;
+
 typedef struct runtime {
 	tau_agg *agg;
 	tau_kube_leader *leader;
@@ -56,6 +66,7 @@ typedef struct runtime {
 	atomic_bool serving;
 	atomic_bool ws_failed; /* the controller could not start on the leader: restart */
 	ws_runtime ws;
+	budget_runtime budget;
 } runtime;
 
 typedef struct reviewer {
@@ -177,14 +188,101 @@ static int ws_prepare(runtime *rt, const tau_agg_options *o, tau_kube_client *cl
 	return tau_ws_controller_new(&rt->ws.ctl, &wo);
 }
 
+/* The budget's view of the inventory: a pool snapshot, copied. */
+static int budget_inventory(void *arg, tau_budget_inventory *out)
+{
+	runtime *rt = arg;
+	tau_pool_snapshot *snap = NULL;
+	int rc = tau_agg_pool_snapshot(rt->agg, &snap);
+
+	if (rc == 0)
+		rc = tau_budget_inventory_from_snapshot(out, snap);
+	tau_pool_snapshot_free(snap);
+	return rc;
+}
+
+static void budget_pool_changed(void *arg)
+{
+	runtime *rt = arg;
+
+	tau_budget_controller_trigger(rt->budget.ctl);
+}
+
+/* Build the budget controller without starting it.  @return 0 or < 0. */
+static int budget_prepare(runtime *rt, const tau_agg_options *o, tau_kube_client *client)
+{
+	tau_budget_controller_config bc = {0};
+	int rc;
+
+	if ((rc = tau_kube_loop_new(&rt->budget.loop, client)) < 0)
+		return rc;
+	bc.client = client;
+	bc.loop = rt->budget.loop;
+	bc.system_namespace = o->system_namespace;
+	bc.coalesce_ms = (uint64_t)o->budget_coalesce_ms;
+	bc.resync_ms = (uint64_t)o->budget_resync_ms;
+	bc.multiple_workspaces = o->gates.multiple_workspaces;
+	bc.inventory = budget_inventory;
+	bc.inventory_arg = rt;
+	return tau_budget_controller_new(&rt->budget.ctl, &bc);
+}
+
+/* Start the budget controller on the leader (informers, loop, worker, pool trigger). */
+static int budget_start(runtime *rt)
+{
+	budget_runtime *b = &rt->budget;
+	int rc = 0;
+
+	pthread_mutex_lock(&b->mu);
+	if (b->ctl == NULL || b->closed || b->running)
+		goto out;
+	tau_budget_controller_start_informers(b->ctl);
+	if ((rc = tau_kube_loop_start_thread(b->loop)) < 0 ||
+	    (rc = tau_budget_controller_start(b->ctl)) < 0 ||
+	    (rc = tau_agg_pool_subscribe(rt->agg, budget_pool_changed, rt)) < 0) {
+		tau_log_error("cannot start the budget controller", "reason", tau_error_last()->msg,
+		              NULL);
+		goto out;
+	}
+	b->running = true;
+	tau_log_info("budget controller started", NULL);
+out:
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
+/* Stop and free the budget controller; it never starts again.  Idempotent. */
+static void budget_shutdown(runtime *rt)
+{
+	budget_runtime *b = &rt->budget;
+
+	pthread_mutex_lock(&b->mu);
+	b->closed = true;
+	if (b->running && rt->agg != NULL)
+		tau_agg_pool_unsubscribe(rt->agg, budget_pool_changed, rt);
+	tau_budget_controller_stop(b->ctl);
+	if (b->loop != NULL) {
+		tau_kube_loop_stop(b->loop);
+		tau_kube_loop_join(b->loop);
+	}
+	if (b->running)
+		tau_log_info("budget controller stopped", NULL);
+	b->running = false;
+	tau_budget_controller_free(b->ctl);
+	b->ctl = NULL;
+	tau_kube_loop_free(b->loop);
+	b->loop = NULL;
+	pthread_mutex_unlock(&b->mu);
+}
+
 static void on_started_leading(void *arg)
 {
 	runtime *rt = arg;
 
 	tau_agg_set_leader(rt->agg, true);
 	tau_log_info("became leader", NULL);
-	if (ws_start(rt) < 0) {
-		/* A leader that cannot reconcile workspaces should hand over: restart. */
+	if (ws_start(rt) < 0 || budget_start(rt) < 0) {
+		/* A leader that cannot reconcile should hand over: restart. */
 		atomic_store(&rt->ws_failed, true);
 		kill(getpid(), SIGUSR1);
 	}
@@ -222,6 +320,7 @@ int main(int argc, char **argv)
 
 	tau_log_init_from_env();
 	pthread_mutex_init(&rt.ws.mu, NULL);
+	pthread_mutex_init(&rt.budget.mu, NULL);
 	if (tau_agg_options_parse(&o, argc, argv, NULL) < 0) {
 		fprintf(stderr, "tau-aggregator: %s (see --help)\n", tau_error_last()->msg);
 		return 2;
@@ -270,6 +369,10 @@ int main(int argc, char **argv)
 		exit_code = rc == -TAU_EINVAL ? 2 : 1;
 		goto out;
 	}
+	if (budget_prepare(&rt, &o, client) < 0) {
+		fprintf(stderr, "tau-aggregator: %s\n", tau_error_last()->msg);
+		goto out;
+	}
 	rv.client = client;
 	rv.audience = o.token_audience;
 	acfg.agent_user = agent_user;
@@ -295,8 +398,8 @@ int main(int argc, char **argv)
 		goto fail;
 	if (tau_agg_kube_start(&kube, client, rt.agg) < 0)
 		goto fail;
-	if (!o.leader_elect && ws_start(&rt) < 0)
-		goto out; /* ws_start logged why */
+	if (!o.leader_elect && (ws_start(&rt) < 0 || budget_start(&rt) < 0))
+		goto out; /* they logged why */
 	if (o.leader_elect) {
 		tau_kube_leader_config lc = {.namespace = o.system_namespace,
 		                             .name = "tau-aggregator",
@@ -347,6 +450,7 @@ out:
 	if (health != NULL)
 		tau_rpc_health_set_all_not_serving(health);
 	ws_shutdown(&rt); /* before the leader releases the Lease: stop writing first */
+	budget_shutdown(&rt);
 	if (rt.leader != NULL)
 		tau_kube_leader_stop(rt.leader);
 	if (srv != NULL)
@@ -364,5 +468,6 @@ out:
 	free(cert_pem);
 	free(key_pem);
 	pthread_mutex_destroy(&rt.ws.mu);
+	pthread_mutex_destroy(&rt.budget.mu);
 	return exit_code;
 }
