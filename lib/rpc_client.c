@@ -18,6 +18,8 @@
 
 #include "tau/error.h"
 
+#include "rpc_internal.h"
+
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -25,7 +27,6 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
-#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -43,12 +44,6 @@
 #define BACKOFF_MULTIPLIER      1.6
 #define BACKOFF_JITTER          0.2
 
-struct tag {
-	void (*fn)(struct tag *t, bool ok);
-};
-
-#define CONTAINER_OF(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
-
 struct tau_rpc_channel {
 	grpc_channel *channel;
 	size_t max_message;
@@ -62,11 +57,11 @@ struct tau_rpc_channel {
 };
 
 struct tau_rpc_stream {
-	struct tag start_tag;
-	struct tag recv_tag;
-	struct tag send_tag;
-	struct tag close_send_tag;
-	struct tag status_tag;
+	struct tau_rpc_tag start_tag;
+	struct tau_rpc_tag recv_tag;
+	struct tau_rpc_tag send_tag;
+	struct tau_rpc_tag close_send_tag;
+	struct tau_rpc_tag status_tag;
 	tau_rpc_channel *ch;
 	tau_rpc_stream_opts o;
 	char *path;
@@ -85,8 +80,7 @@ struct tau_rpc_stream {
 	bool send_busy;
 	bool half_close_wanted;
 	bool half_close_sent;
-	grpc_byte_buffer **queue;
-	size_t q_head, q_len, q_cap;
+	tau_rpc_send_ring sendq;
 	grpc_byte_buffer *sending;
 	grpc_byte_buffer *recv_buf;
 	grpc_metadata_array init_md;
@@ -113,31 +107,6 @@ static int64_t now_ms(void)
 static gpr_timespec ms_from_now(int64_t ms)
 {
 	return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(ms, GPR_TIMESPAN));
-}
-
-static void set_arg_int(grpc_arg *a, const char *key, int value)
-{
-	a->type = GRPC_ARG_INTEGER;
-	a->key = (char *)key;
-	a->value.integer = value;
-}
-
-static int pack_message(grpc_byte_buffer **out, const ProtobufCMessage *msg, size_t max)
-{
-	size_t len = protobuf_c_message_get_packed_size(msg);
-	grpc_slice slice;
-	int rc = tau_rpc_message_check_utf8(msg);
-
-	if (rc < 0)
-		return rc;
-	if (len > max)
-		return tau_error_set(TAU_ETOOBIG, "%s: %zu bytes exceeds the message cap %zu",
-		                     msg->descriptor->name, len, max);
-	slice = grpc_slice_malloc(len);
-	protobuf_c_message_pack(msg, GRPC_SLICE_START_PTR(slice));
-	*out = grpc_raw_byte_buffer_create(&slice, 1);
-	grpc_slice_unref(slice);
-	return 0;
 }
 
 static grpc_byte_buffer *bytes_to_buffer(const uint8_t *data, size_t len)
@@ -265,23 +234,27 @@ int tau_rpc_channel_new(tau_rpc_channel **out, const tau_rpc_channel_opts *opts)
 	pthread_mutex_init(&ch->auth_mu, NULL);
 	grpc_init();
 
-	set_arg_int(&args[n++], GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, (int)max);
-	set_arg_int(&args[n++], GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, (int)max);
-	set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_TIME_MS,
-	            opts->keepalive_time_ms > 0 ? opts->keepalive_time_ms : DEFAULT_KEEPALIVE_MS);
-	set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
-	            opts->keepalive_timeout_ms > 0 ? opts->keepalive_timeout_ms
-	                                           : DEFAULT_KA_TIMEOUT_MS);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, (int)max);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, (int)max);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_TIME_MS,
+	                    opts->keepalive_time_ms > 0 ? opts->keepalive_time_ms
+	                                                : DEFAULT_KEEPALIVE_MS);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+	                    opts->keepalive_timeout_ms > 0 ? opts->keepalive_timeout_ms
+	                                                   : DEFAULT_KA_TIMEOUT_MS);
 	/* Keep pinging idle long-lived streams: that is how a dead aggregator is noticed. */
-	set_arg_int(&args[n++], GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-	set_arg_int(&args[n++], GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
-	            opts->reconnect_min_ms > 0 ? opts->reconnect_min_ms : DEFAULT_RECONNECT_MIN);
-	set_arg_int(&args[n++], GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
-	            opts->reconnect_min_ms > 0 ? opts->reconnect_min_ms : DEFAULT_RECONNECT_MIN);
-	set_arg_int(&args[n++], GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
-	            opts->reconnect_max_ms > 0 ? opts->reconnect_max_ms : DEFAULT_RECONNECT_MAX);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+	                    opts->reconnect_min_ms > 0 ? opts->reconnect_min_ms
+	                                               : DEFAULT_RECONNECT_MIN);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+	                    opts->reconnect_min_ms > 0 ? opts->reconnect_min_ms
+	                                               : DEFAULT_RECONNECT_MIN);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+	                    opts->reconnect_max_ms > 0 ? opts->reconnect_max_ms
+	                                               : DEFAULT_RECONNECT_MAX);
 	if (opts->own_connection)
-		set_arg_int(&args[n++], GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+		tau_rpc_set_arg_int(&args[n++], GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
 	if (opts->server_name_override != NULL) {
 		args[n].type = GRPC_ARG_STRING;
 		args[n].key = (char *)GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
@@ -341,11 +314,22 @@ int tau_rpc_channel_set_bearer_token(tau_rpc_channel *ch, const char *token)
 	return 0;
 }
 
-void tau_rpc_channel_free(tau_rpc_channel *ch)
+int tau_rpc_channel_free(tau_rpc_channel *ch)
 {
+	bool busy;
+
 	if (ch == NULL)
-		return;
-	assert(ch->streams == NULL && "free every stream before its channel");
+		return 0;
+	/* Checked in every build: freeing under live streams is a use-after-free on the CQ thread.
+	 */
+	pthread_mutex_lock(&ch->mu);
+	busy = ch->streams != NULL;
+	pthread_mutex_unlock(&ch->mu);
+	if (busy)
+		return tau_error_set(
+		        TAU_EINVAL,
+		        "tau_rpc_channel_free: the channel still has streams; free them "
+		        "first (the channel is left as it was)");
 	if (ch->cq != NULL) {
 		grpc_completion_queue_shutdown(ch->cq);
 		if (ch->thread_started)
@@ -359,6 +343,7 @@ void tau_rpc_channel_free(tau_rpc_channel *ch)
 	pthread_mutex_destroy(&ch->auth_mu);
 	free(ch);
 	grpc_shutdown();
+	return 0;
 }
 
 /* ---- unary -------------------------------------------------------------------------------- */
@@ -535,34 +520,15 @@ static int next_backoff_ms(tau_rpc_stream *s)
 
 static void drop_queue_locked(tau_rpc_stream *s)
 {
-	while (s->q_len > 0) {
-		grpc_byte_buffer_destroy(s->queue[s->q_head]);
-		s->q_head = (s->q_head + 1) % s->q_cap;
-		s->q_len--;
-	}
+	tau_rpc_ring_clear(&s->sendq);
 }
 
 static int enqueue_locked(tau_rpc_stream *s, grpc_byte_buffer *bb)
 {
-	if (s->q_len >= s->o.max_send_queue)
+	if (s->sendq.len >= s->o.max_send_queue)
 		return tau_error_set(TAU_EAGAIN, "%s: send queue full (%zu messages)", s->path,
-		                     s->q_len);
-	if (s->q_len == s->q_cap) {
-		size_t ncap = s->q_cap ? s->q_cap * 2 : 8;
-		grpc_byte_buffer **nq = calloc(ncap, sizeof(*nq));
-
-		if (nq == NULL)
-			return tau_error_set(TAU_ENOMEM, "send queue");
-		for (size_t i = 0; i < s->q_len; i++)
-			nq[i] = s->queue[(s->q_head + i) % s->q_cap];
-		free(s->queue);
-		s->queue = nq;
-		s->q_cap = ncap;
-		s->q_head = 0;
-	}
-	s->queue[(s->q_head + s->q_len) % s->q_cap] = bb;
-	s->q_len++;
-	return 0;
+		                     s->sendq.len);
+	return tau_rpc_ring_push(&s->sendq, bb);
 }
 
 static void pump_send_locked(tau_rpc_stream *s)
@@ -572,10 +538,8 @@ static void pump_send_locked(tau_rpc_stream *s)
 	if (s->call == NULL || s->send_busy || s->status_seen)
 		return;
 	memset(&op, 0, sizeof(op));
-	if (s->q_len > 0) {
-		s->sending = s->queue[s->q_head];
-		s->q_head = (s->q_head + 1) % s->q_cap;
-		s->q_len--;
+	if (s->sendq.len > 0) {
+		s->sending = tau_rpc_ring_pop(&s->sendq);
 		op.op = GRPC_OP_SEND_MESSAGE;
 		op.data.send_message.send_message = s->sending;
 		if (grpc_call_start_batch(s->call, &op, 1, &s->send_tag, NULL) != GRPC_CALL_OK) {
@@ -658,7 +622,7 @@ static void maybe_end_unlock(tau_rpc_stream *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
-static void on_start_done(struct tag *t, bool ok)
+static void on_start_done(struct tau_rpc_tag *t, bool ok)
 {
 	tau_rpc_stream *s = CONTAINER_OF(t, tau_rpc_stream, start_tag);
 
@@ -673,7 +637,7 @@ static void on_start_done(struct tag *t, bool ok)
 	maybe_end_unlock(s);
 }
 
-static void on_recv_done(struct tag *t, bool ok)
+static void on_recv_done(struct tau_rpc_tag *t, bool ok)
 {
 	tau_rpc_stream *s = CONTAINER_OF(t, tau_rpc_stream, recv_tag);
 	grpc_byte_buffer *bb;
@@ -716,7 +680,7 @@ static void on_recv_done(struct tag *t, bool ok)
 	maybe_end_unlock(s);
 }
 
-static void on_send_done(struct tag *t, bool ok)
+static void on_send_done(struct tau_rpc_tag *t, bool ok)
 {
 	tau_rpc_stream *s = CONTAINER_OF(t, tau_rpc_stream, send_tag);
 
@@ -732,7 +696,7 @@ static void on_send_done(struct tag *t, bool ok)
 	maybe_end_unlock(s);
 }
 
-static void on_close_send_done(struct tag *t, bool ok)
+static void on_close_send_done(struct tau_rpc_tag *t, bool ok)
 {
 	tau_rpc_stream *s = CONTAINER_OF(t, tau_rpc_stream, close_send_tag);
 
@@ -742,7 +706,7 @@ static void on_close_send_done(struct tag *t, bool ok)
 	maybe_end_unlock(s);
 }
 
-static void on_status_done(struct tag *t, bool ok)
+static void on_status_done(struct tau_rpc_tag *t, bool ok)
 {
 	tau_rpc_stream *s = CONTAINER_OF(t, tau_rpc_stream, status_tag);
 
@@ -839,7 +803,7 @@ static void *stream_thread(void *arg)
 		if (ev.type == GRPC_QUEUE_SHUTDOWN)
 			break;
 		if (ev.type == GRPC_OP_COMPLETE) {
-			struct tag *t = ev.tag;
+			struct tau_rpc_tag *t = ev.tag;
 
 			t->fn(t, ev.success != 0);
 		}
@@ -900,7 +864,7 @@ int tau_rpc_stream_open(tau_rpc_stream **out, tau_rpc_channel *ch, const tau_rpc
 	if (opts->request != NULL) {
 		grpc_byte_buffer *bb = NULL;
 
-		rc = pack_message(&bb, opts->request, ch->max_message);
+		rc = tau_rpc_pack_message(&bb, opts->request, ch->max_message);
 		if (rc < 0)
 			goto fail;
 		rc = buffer_to_bytes(&s->request, &s->request_len, bb);
@@ -949,7 +913,7 @@ fail:
 int tau_rpc_stream_send(tau_rpc_stream *s, const ProtobufCMessage *msg)
 {
 	grpc_byte_buffer *bb = NULL;
-	int rc = pack_message(&bb, msg, s->ch->max_message);
+	int rc = tau_rpc_pack_message(&bb, msg, s->ch->max_message);
 
 	if (rc < 0)
 		return rc;
@@ -1001,21 +965,31 @@ size_t tau_rpc_stream_send_queue_len(tau_rpc_stream *s)
 	size_t n;
 
 	pthread_mutex_lock(&s->mu);
-	n = s->q_len + (s->send_busy ? 1 : 0);
+	n = s->sendq.len + (s->send_busy ? 1 : 0);
 	pthread_mutex_unlock(&s->mu);
 	return n;
 }
 
-void tau_rpc_stream_free(tau_rpc_stream *s)
+int tau_rpc_stream_free(tau_rpc_stream *s)
 {
 	tau_rpc_channel *ch;
 
 	if (s == NULL)
-		return;
+		return 0;
 	ch = s->ch;
-	assert(!(ch->thread_started && pthread_equal(ch->thread, pthread_self())) &&
-	       "tau_rpc_stream_free from a stream callback");
 	pthread_mutex_lock(&ch->mu);
+	/*
+	 * From a callback, the wait below would wait for this very thread: a deadlock. Checked in
+	 * every build (callbacks run without ch->mu, so taking it here is safe).
+	 */
+	if (ch->thread_started && pthread_equal(ch->thread, pthread_self())) {
+		pthread_mutex_unlock(&ch->mu);
+		return tau_error_set(
+		        TAU_EINVAL,
+		        "%s: tau_rpc_stream_free from a callback of the stream's channel "
+		        "would deadlock; the stream is left open",
+		        s->path);
+	}
 	for (tau_rpc_stream **pp = &ch->streams; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == s) {
 			*pp = s->next;
@@ -1031,8 +1005,7 @@ void tau_rpc_stream_free(tau_rpc_stream *s)
 	while (s->call != NULL || s->in_callback)
 		pthread_cond_wait(&s->cond, &s->mu);
 	pthread_mutex_unlock(&s->mu);
-	drop_queue_locked(s);
-	free(s->queue);
+	tau_rpc_ring_free(&s->sendq);
 	grpc_slice_unref(s->details);
 	grpc_metadata_array_destroy(&s->init_md);
 	grpc_metadata_array_destroy(&s->trail_md);
@@ -1041,4 +1014,5 @@ void tau_rpc_stream_free(tau_rpc_stream *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cond);
 	free(s);
+	return 0;
 }

@@ -2,8 +2,8 @@
  * rpc_server.c - gRPC server over the C core: registered methods, per-call state machines.
  *
  * One completion queue (CQ), one thread pumping it. Every operation we start carries a tag
- * (struct tag: a function pointer) embedded in the object it belongs to; the CQ thread calls
- * it with the completion's success bit. Each call owns four tags (close, recv, send, status),
+ * (struct tau_rpc_tag: a function pointer) embedded in the object it belongs to; the CQ thread
+ * calls it with the completion's success bit. Each call owns four tags (close, recv, send, status),
  * because the core allows only one operation of each kind in flight per call, and counts its
  * batches in flight. The call is finished with the core (on_done, grpc_call_unref) only when
  * the close has been seen AND that count is zero: tags can complete in any order, and freeing
@@ -24,6 +24,8 @@
 
 #include "tau/error.h"
 
+#include "rpc_internal.h"
+
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -31,7 +33,6 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
-#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -57,12 +58,6 @@
 #define DEADLINE_SLACK_MIN_MS 50
 #define DEADLINE_SLACK_MAX_MS 1000
 
-struct tag {
-	void (*fn)(struct tag *t, bool ok);
-};
-
-#define CONTAINER_OF(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
-
 struct method_entry {
 	tau_rpc_method m;
 	char *path;
@@ -71,7 +66,7 @@ struct method_entry {
 
 /* One armed grpc_server_request_(registered_)call. NULL method: the catch-all. */
 struct request_slot {
-	struct tag tag;
+	struct tau_rpc_tag tag;
 	tau_rpc_server *srv;
 	struct method_entry *method;
 	grpc_call *call;
@@ -83,7 +78,7 @@ struct request_slot {
 
 /* A call to an unknown method: answered UNIMPLEMENTED in one batch, then dropped. */
 struct unimplemented_call {
-	struct tag tag;
+	struct tau_rpc_tag tag;
 	tau_rpc_server *srv;
 	grpc_call *call;
 	grpc_slice details;
@@ -96,10 +91,10 @@ struct md_pair {
 };
 
 struct tau_rpc_call {
-	struct tag close_tag;
-	struct tag recv_tag;
-	struct tag send_tag;
-	struct tag status_tag;
+	struct tau_rpc_tag close_tag;
+	struct tau_rpc_tag recv_tag;
+	struct tau_rpc_tag send_tag;
+	struct tau_rpc_tag status_tag;
 	tau_rpc_server *srv;
 	struct method_entry *method;
 	grpc_call *call;
@@ -115,8 +110,8 @@ struct tau_rpc_call {
 	bool reading_stopped;
 	int close_cancelled; /* written by the core */
 
-	grpc_byte_buffer **queue; /* ring of packed messages */
-	size_t q_head, q_len, q_cap, q_max;
+	tau_rpc_send_ring sendq; /* packed messages waiting to be sent */
+	size_t q_max;
 	grpc_byte_buffer *sending;
 	grpc_byte_buffer *recv_buf;
 
@@ -154,7 +149,7 @@ struct tau_rpc_server {
 	size_t live_slots; /* armed requests + unimplemented answers in flight */
 	bool shutdown_notified;
 	bool shutting_down;
-	struct tag shutdown_tag;
+	struct tau_rpc_tag shutdown_tag;
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -169,24 +164,6 @@ static char *dup_slice(grpc_slice s)
 	memcpy(p, GRPC_SLICE_START_PTR(s), n);
 	p[n] = '\0';
 	return p;
-}
-
-static int pack_message(grpc_byte_buffer **out, const ProtobufCMessage *msg, size_t max)
-{
-	size_t len = protobuf_c_message_get_packed_size(msg);
-	grpc_slice slice;
-	int rc = tau_rpc_message_check_utf8(msg);
-
-	if (rc < 0)
-		return rc;
-	if (len > max)
-		return tau_error_set(TAU_ETOOBIG, "%s: %zu bytes exceeds the message cap %zu",
-		                     msg->descriptor->name, len, max);
-	slice = grpc_slice_malloc(len);
-	protobuf_c_message_pack(msg, GRPC_SLICE_START_PTR(slice));
-	*out = grpc_raw_byte_buffer_create(&slice, 1);
-	grpc_slice_unref(slice);
-	return 0;
 }
 
 /* Decode a received buffer; returns 0 or a gRPC status code with detail in tau_error_last. */
@@ -241,12 +218,7 @@ static void server_slot_gone(tau_rpc_server *srv)
 
 static void call_free(tau_rpc_call *c)
 {
-	while (c->q_len > 0) {
-		grpc_byte_buffer_destroy(c->queue[c->q_head]);
-		c->q_head = (c->q_head + 1) % c->q_cap;
-		c->q_len--;
-	}
-	free(c->queue);
+	tau_rpc_ring_free(&c->sendq);
 	for (size_t i = 0; i < c->n_md; i++) {
 		free(c->md[i].key);
 		free(c->md[i].value);
@@ -273,11 +245,7 @@ void tau_rpc_call_unref(tau_rpc_call *call)
 
 static void drop_queue_locked(tau_rpc_call *c)
 {
-	while (c->q_len > 0) {
-		grpc_byte_buffer_destroy(c->queue[c->q_head]);
-		c->q_head = (c->q_head + 1) % c->q_cap;
-		c->q_len--;
-	}
+	tau_rpc_ring_clear(&c->sendq);
 }
 
 static tau_rpc_end end_reason(tau_rpc_call *c)
@@ -345,11 +313,9 @@ static void start_send_locked(tau_rpc_call *c)
 {
 	grpc_op op;
 
-	if (c->send_busy || c->q_len == 0 || c->closed)
+	if (c->send_busy || c->sendq.len == 0 || c->closed)
 		return;
-	c->sending = c->queue[c->q_head];
-	c->q_head = (c->q_head + 1) % c->q_cap;
-	c->q_len--;
+	c->sending = tau_rpc_ring_pop(&c->sendq);
 	memset(&op, 0, sizeof(op));
 	op.op = GRPC_OP_SEND_MESSAGE;
 	op.data.send_message.send_message = c->sending;
@@ -363,7 +329,7 @@ static void start_send_locked(tau_rpc_call *c)
 	c->pending++;
 }
 
-static void on_send_done(struct tag *t, bool ok)
+static void on_send_done(struct tau_rpc_tag *t, bool ok)
 {
 	tau_rpc_call *c = CONTAINER_OF(t, tau_rpc_call, send_tag);
 
@@ -376,12 +342,13 @@ static void on_send_done(struct tag *t, bool ok)
 		drop_queue_locked(c);
 	else
 		start_send_locked(c);
-	if (!c->send_busy && c->q_len == 0 && c->finish_wanted && !c->status_started && !c->closed)
+	if (!c->send_busy && c->sendq.len == 0 && c->finish_wanted && !c->status_started &&
+	    !c->closed)
 		start_status_locked(c);
 	maybe_done_unlock(c);
 }
 
-static void on_status_done(struct tag *t, bool ok)
+static void on_status_done(struct tau_rpc_tag *t, bool ok)
 {
 	tau_rpc_call *c = CONTAINER_OF(t, tau_rpc_call, status_tag);
 
@@ -403,7 +370,7 @@ int tau_rpc_call_send(tau_rpc_call *c, const ProtobufCMessage *msg)
 	if (c->method->m.response != NULL && msg->descriptor != c->method->m.response)
 		return tau_error_set(TAU_EINVAL, "%s: sends %s, got %s", c->method->path,
 		                     c->method->m.response->name, msg->descriptor->name);
-	rc = pack_message(&bb, msg, c->srv->opts.max_message_bytes);
+	rc = tau_rpc_pack_message(&bb, msg, c->srv->opts.max_message_bytes);
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&c->mu);
@@ -411,28 +378,14 @@ int tau_rpc_call_send(tau_rpc_call *c, const ProtobufCMessage *msg)
 		rc = tau_error_set(TAU_EIO, "%s: call is finished or cancelled", c->method->path);
 		goto out;
 	}
-	if (c->q_len >= c->q_max) {
+	if (c->sendq.len >= c->q_max) {
 		rc = tau_error_set(TAU_EAGAIN, "%s: send queue full (%zu messages)",
-		                   c->method->path, c->q_len);
+		                   c->method->path, c->sendq.len);
 		goto out;
 	}
-	if (c->q_len == c->q_cap) {
-		size_t ncap = c->q_cap ? c->q_cap * 2 : 8;
-		grpc_byte_buffer **nq = calloc(ncap, sizeof(*nq));
-
-		if (nq == NULL) {
-			rc = tau_error_set(TAU_ENOMEM, "send queue");
-			goto out;
-		}
-		for (size_t i = 0; i < c->q_len; i++)
-			nq[i] = c->queue[(c->q_head + i) % c->q_cap];
-		free(c->queue);
-		c->queue = nq;
-		c->q_cap = ncap;
-		c->q_head = 0;
-	}
-	c->queue[(c->q_head + c->q_len) % c->q_cap] = bb;
-	c->q_len++;
+	rc = tau_rpc_ring_push(&c->sendq, bb);
+	if (rc < 0)
+		goto out;
 	bb = NULL;
 	start_send_locked(c);
 	rc = 0;
@@ -464,7 +417,7 @@ int tau_rpc_call_finish(tau_rpc_call *c, tau_rpc_code code, const char *message)
 			        grpc_slice_from_copied_string("(invalid UTF-8 message)");
 		c->have_details = true;
 	}
-	if (!c->send_busy && c->q_len == 0)
+	if (!c->send_busy && c->sendq.len == 0)
 		start_status_locked(c);
 out:
 	pthread_mutex_unlock(&c->mu);
@@ -491,7 +444,7 @@ size_t tau_rpc_call_send_queue_len(tau_rpc_call *c)
 	size_t n;
 
 	pthread_mutex_lock(&c->mu);
-	n = c->q_len + (c->send_busy ? 1 : 0);
+	n = c->sendq.len + (c->send_busy ? 1 : 0);
 	pthread_mutex_unlock(&c->mu);
 	return n;
 }
@@ -533,7 +486,7 @@ static bool deliver(tau_rpc_call *c, grpc_byte_buffer *bb)
 	return true;
 }
 
-static void on_recv_done(struct tag *t, bool ok)
+static void on_recv_done(struct tau_rpc_tag *t, bool ok)
 {
 	tau_rpc_call *c = CONTAINER_OF(t, tau_rpc_call, recv_tag);
 	grpc_byte_buffer *bb;
@@ -570,7 +523,7 @@ static void on_recv_done(struct tag *t, bool ok)
 	maybe_done_unlock(c);
 }
 
-static void on_close_done(struct tag *t, bool ok)
+static void on_close_done(struct tau_rpc_tag *t, bool ok)
 {
 	tau_rpc_call *c = CONTAINER_OF(t, tau_rpc_call, close_tag);
 
@@ -753,7 +706,7 @@ unpend:
 	maybe_done_unlock(c);
 }
 
-static void on_unimplemented_done(struct tag *t, bool ok)
+static void on_unimplemented_done(struct tau_rpc_tag *t, bool ok)
 {
 	struct unimplemented_call *u = CONTAINER_OF(t, struct unimplemented_call, tag);
 	tau_rpc_server *srv = u->srv;
@@ -816,7 +769,7 @@ static void free_slot(struct request_slot *slot)
 	server_slot_gone(srv);
 }
 
-static void on_request_done(struct tag *t, bool ok)
+static void on_request_done(struct tau_rpc_tag *t, bool ok)
 {
 	struct request_slot *slot = CONTAINER_OF(t, struct request_slot, tag);
 
@@ -886,7 +839,7 @@ static int new_slot(tau_rpc_server *srv, struct method_entry *me)
 
 /* ---- server ------------------------------------------------------------------------------- */
 
-static void on_shutdown_done(struct tag *t, bool ok)
+static void on_shutdown_done(struct tau_rpc_tag *t, bool ok)
 {
 	tau_rpc_server *srv = CONTAINER_OF(t, tau_rpc_server, shutdown_tag);
 
@@ -904,7 +857,7 @@ static void *cq_thread(void *arg)
 	for (;;) {
 		grpc_event ev = grpc_completion_queue_next(
 		        srv->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-		struct tag *t;
+		struct tau_rpc_tag *t;
 
 		if (ev.type == GRPC_QUEUE_SHUTDOWN)
 			break;
@@ -914,13 +867,6 @@ static void *cq_thread(void *arg)
 		t->fn(t, ev.success != 0);
 	}
 	return NULL;
-}
-
-static void set_arg_int(grpc_arg *a, const char *key, int value)
-{
-	a->type = GRPC_ARG_INTEGER;
-	a->key = (char *)key;
-	a->value.integer = value;
 }
 
 int tau_rpc_server_new(tau_rpc_server **out, const tau_rpc_server_opts *opts)
@@ -955,22 +901,24 @@ int tau_rpc_server_new(tau_rpc_server **out, const tau_rpc_server_opts *opts)
 	srv->shutdown_tag.fn = on_shutdown_done;
 
 	grpc_init();
-	set_arg_int(&args[n++], GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-	            (int)srv->opts.max_message_bytes);
-	set_arg_int(&args[n++], GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, (int)srv->opts.max_message_bytes);
-	set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_TIME_MS, srv->opts.keepalive_time_ms);
-	set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_TIMEOUT_MS, srv->opts.keepalive_timeout_ms);
-	set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-	set_arg_int(&args[n++], GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-	            srv->opts.min_client_ping_interval_ms);
-	set_arg_int(&args[n++], GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+	                    (int)srv->opts.max_message_bytes);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
+	                    (int)srv->opts.max_message_bytes);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_TIME_MS, srv->opts.keepalive_time_ms);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+	                    srv->opts.keepalive_timeout_ms);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+	                    srv->opts.min_client_ping_interval_ms);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
 	/* Without BDP probing the receive window stays at the lookahead: bounded memory. */
-	set_arg_int(&args[n++], GRPC_ARG_HTTP2_BDP_PROBE, 0);
-	set_arg_int(&args[n++], GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
-	            srv->opts.stream_window_bytes);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_BDP_PROBE, 0);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
+	                    srv->opts.stream_window_bytes);
 	if (srv->opts.max_concurrent_streams > 0)
-		set_arg_int(&args[n++], GRPC_ARG_MAX_CONCURRENT_STREAMS,
-		            srv->opts.max_concurrent_streams);
+		tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_CONCURRENT_STREAMS,
+		                    srv->opts.max_concurrent_streams);
 	cargs.num_args = n;
 	cargs.args = args;
 	srv->server = grpc_server_create(&cargs, NULL);

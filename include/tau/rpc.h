@@ -356,8 +356,12 @@ int tau_rpc_channel_new(tau_rpc_channel **out, const tau_rpc_channel_opts *opts)
  */
 int tau_rpc_channel_set_bearer_token(tau_rpc_channel *ch, const char *token);
 
-/** Free the channel. Every stream on it must be freed first. NULL is a no-op. */
-void tau_rpc_channel_free(tau_rpc_channel *ch);
+/**
+ * Free the channel. Every stream on it must be freed first. NULL is a no-op.
+ * @return 0; -TAU_EINVAL when streams are still open (nothing is freed: a use-after-free
+ *         refused in every build).
+ */
+int tau_rpc_channel_free(tau_rpc_channel *ch);
 
 /**
  * Blocking unary call with a deadline of `timeout_ms` (<= 0: 30 s). Safe from any thread.
@@ -441,7 +445,9 @@ size_t tau_rpc_stream_send_queue_len(tau_rpc_stream *s);
 /**
  * Cancel the stream, wait for its last callback (on_closed with retry -1 may run meanwhile, on
  * the CQ thread) and free it. Never from one of the stream's channel callbacks. NULL: no-op.
+ * @return 0; -TAU_EINVAL when called from a callback of the stream's channel (that would wait
+ *         for itself; the stream is left open, checked in every build).
  */
-void tau_rpc_stream_free(tau_rpc_stream *s);
+int tau_rpc_stream_free(tau_rpc_stream *s);
 
 #endif /* TAU_RPC_H */

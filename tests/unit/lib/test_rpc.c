@@ -910,6 +910,51 @@ static void test_bad_setup(void **state)
 	assert_int_equal(tau_rpc_channel_new(&ch, &copts), -TAU_EINVAL);
 }
 
+/* What a stream callback that tries to free its own stream got back; guarded by mu. */
+static struct {
+	int rc;
+	char msg[TAU_ERROR_MSG_MAX];
+	bool done;
+} self_free;
+
+static void s_connected_frees_itself(tau_rpc_stream *s, void *ud)
+{
+	int rc = tau_rpc_stream_free(s);
+
+	(void)ud;
+	pthread_mutex_lock(&mu);
+	self_free.rc = rc;
+	snprintf(self_free.msg, sizeof(self_free.msg), "%s", tau_error_last()->msg);
+	self_free.done = true;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+/* Freeing a stream from its own callback would wait for itself: refused in every build. */
+static void test_free_from_callback_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct stream_seen seen = {0};
+	tau_rpc_stream_opts o = report_opts(&seen);
+	tau_rpc_stream *s = NULL;
+
+	o.on_connected = s_connected_frees_itself;
+	memset(&self_free, 0, sizeof(self_free));
+	assert_int_equal(tau_rpc_stream_open(&s, f->ch, &o), 0);
+	WAIT_UNTIL(self_free.done, 5000);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(self_free.rc, -TAU_EINVAL);
+	assert_string_equal(self_free.msg,
+	                    REPORT ": tau_rpc_stream_free from a callback of the stream's channel "
+	                           "would deadlock; the stream is left open");
+	pthread_mutex_unlock(&mu);
+	/* The stream still works, and a channel with a live stream is not freed under it. */
+	assert_int_equal(send_report(s, 1), 0);
+	WAIT_UNTIL(seen.messages == 1, 5000);
+	assert_int_equal(tau_rpc_channel_free(f->ch), -TAU_EINVAL);
+	assert_int_equal(tau_rpc_stream_free(s), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -931,6 +976,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_shutdown_in_flight, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_reconnect, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_dead_server_never_connects, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_free_from_callback_refused, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
