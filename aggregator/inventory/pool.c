@@ -6,6 +6,16 @@
  * Sums are exact quantities (no floating point), and each sum also counts
  * how many contributors wrote it in each notation so the printed format does
  * not depend on event order: the incremental pool equals a full recompute.
+ *
+ * Kueue counts every resource in int64 (cpu in milli-units) and saturates,
+ * so nothing beyond that may reach a budget.  A node whose allocatable Kueue
+ * cannot represent is not eligible at all (its own rule says why).  A flavor
+ * sum must fit as well: the eligible nodes of a flavor are admitted in name
+ * order, each one that would take a sum beyond int64 is left out (greedy,
+ * skip and continue).  The result depends only on the set of nodes, never
+ * on arrival order.  In the normal case every node fits and an update stays
+ * O(one node); only a flavor that has left a node out (absurd quantities) is
+ * recomputed, O(its nodes), on each change that could let one back in.
  */
 #include "pool.h"
 #include "sorted.h"
@@ -18,7 +28,8 @@
 
 typedef struct stored_node {
 	tau_node_facts facts;
-	bool counted;
+	bool eligible;            /* passes every per-node rule */
+	bool counted;             /* eligible and fits its flavor's sums (see the file comment) */
 	struct stored_node *next; /* hash chain */
 } stored_node;
 
@@ -142,6 +153,42 @@ static int grow_buckets(tau_pool *pool)
 		snprintf((r)->detail, sizeof((r)->detail), __VA_ARGS__);                           \
 	} while (0)
 
+/* Kueue's unit for a resource: milli-units for cpu, base units for the rest. */
+static int32_t kueue_scale(const char *resource)
+{
+	return strcmp(resource, "cpu") == 0 ? -3 : 0;
+}
+
+/* True when Kueue can count `q` of `resource` (int64 in its unit, rounded up). */
+static bool kueue_can_count(const char *resource, const tau_quantity *q)
+{
+	int64_t v;
+
+	return tau_quantity_scaled_value(&v, q, kueue_scale(resource)) == 0;
+}
+
+static void kueue_range_rule(const tau_node_facts *node, tau_pool_rule *rule)
+{
+	rule->name = "kueue-int64";
+	rule->pass = true;
+	snprintf(rule->detail, sizeof(rule->detail), "%s",
+	         "every allocatable quantity fits Kueue's int64");
+	for (size_t i = 0; i < node->n_allocatable; i++) {
+		const tau_node_resource *r = &node->allocatable[i];
+		char q[TAU_QUANTITY_STR_MAX];
+
+		if (kueue_can_count(r->name, &r->value))
+			continue;
+		if (tau_quantity_format(q, sizeof(q), &r->value) < 0)
+			snprintf(q, sizeof(q), "?");
+		rule->pass = false;
+		snprintf(rule->detail, sizeof(rule->detail),
+		         "allocatable %.63s %.63s is more than Kueue can count (int64 %s)", r->name,
+		         q, kueue_scale(r->name) < 0 ? "milli-units" : "units");
+		return;
+	}
+}
+
 bool tau_pool_evaluate(const tau_pool *pool, const tau_node_facts *node,
                        tau_pool_rule rules[TAU_POOL_RULE_COUNT])
 {
@@ -179,6 +226,9 @@ bool tau_pool_evaluate(const tau_pool *pool, const tau_node_facts *node,
 	         node->schedulable ? "schedulable" : "cordoned (spec.unschedulable)");
 	set_rule(&rules[TAU_POOL_RULE_NOT_DELETING], "not-deleting", !node->deleting, "%s",
 	         node->deleting ? "being deleted" : "not being deleted");
+	kueue_range_rule(node, &rules[TAU_POOL_RULE_KUEUE_RANGE]);
+	set_rule(&rules[TAU_POOL_RULE_FLAVOR_SUM], "flavor-sum", true, "%s",
+	         "the flavor's sums stay within what Kueue can count");
 	for (int i = 0; i < TAU_POOL_RULE_COUNT; i++)
 		counted = counted && rules[i].pass;
 	return counted;
@@ -252,41 +302,56 @@ static void vote(tau_pool_sum *s, const tau_quantity *q, int dir)
 	}
 }
 
-/*
- * Check that adding (dir=+1) or subtracting (dir=-1) a node's resources
- * cannot fail, before anything is changed, so a refused update leaves the
- * pool exactly as it was.
- */
-static int check_apply(const tau_pool *pool, const stored_node *n, int dir)
+static const char *class_of(const stored_node *n)
+{
+	return tau_node_facts_label(&n->facts, TAU_GPU_CLASS_LABEL);
+}
+
+static tau_pool_flavor *flavor_of(tau_pool *pool, const char *cls)
 {
 	bool found;
-	size_t fi =
-	        flavor_index(pool, tau_node_facts_label(&n->facts, TAU_GPU_CLASS_LABEL), &found);
+	size_t i = flavor_index(pool, cls, &found);
+
+	return found ? &pool->flavors[i] : NULL;
+}
+
+/*
+ * Whether adding eligible node `n` keeps every sum of its flavor within what
+ * Kueue can count.  When it does not, *over names the first resource that
+ * would go beyond (lent from the node).
+ */
+static bool fits(const tau_pool *pool, const stored_node *n, const char **over)
+{
+	bool found;
+	size_t fi = flavor_index(pool, class_of(n), &found);
 
 	for (size_t r = 0; r < n->facts.n_allocatable; r++) {
-		tau_quantity tmp;
+		const tau_node_resource *res = &n->facts.allocatable[r];
+		tau_quantity sum = res->value;
 
 		if (found) {
 			const tau_pool_flavor *f = &pool->flavors[fi];
 			bool sfound;
-			size_t si = sum_index(f, n->facts.allocatable[r].name, &sfound);
+			size_t si = sum_index(f, res->name, &sfound);
 
-			if (sfound) {
-				int rc = dir > 0 ? tau_quantity_add(&tmp, &f->resources[si].total,
-				                                    &n->facts.allocatable[r].value)
-				                 : tau_quantity_sub(&tmp, &f->resources[si].total,
-				                                    &n->facts.allocatable[r].value);
-				if (rc < 0)
-					return tau_error_wrap("resource %s of node %s",
-					                      n->facts.allocatable[r].name,
-					                      n->facts.name);
+			if (sfound &&
+			    tau_quantity_add(&sum, &f->resources[si].total, &res->value) < 0) {
+				*over = res->name;
+				return false;
 			}
 		}
+		if (!kueue_can_count(res->name, &sum)) {
+			*over = res->name;
+			return false;
+		}
 	}
-	return 0;
+	return true;
 }
 
-/* Apply a counted node's contribution; check_apply() ran first. */
+/*
+ * Add (dir=+1) or take away (dir=-1) a node's contribution.  Adding only
+ * happens after fits(), so no sum can overflow; taking away cannot.
+ */
 static int apply(tau_pool *pool, const stored_node *n, int dir)
 {
 	tau_pool_flavor *f;
@@ -355,11 +420,112 @@ static int apply(tau_pool *pool, const stored_node *n, int dir)
 	return 0;
 }
 
+static int by_name(const void *a, const void *b)
+{
+	const stored_node *x = *(const stored_node *const *)a, *y = *(const stored_node *const *)b;
+
+	return strcmp(x->facts.name, y->facts.name);
+}
+
+/*
+ * Recount flavor `cls` from its eligible nodes: in name order, each node
+ * that fits is counted, each one that would take a sum beyond Kueue's int64
+ * is left out.  O(all nodes) to find them; only runs for a flavor that
+ * leaves, or would leave, a node out.
+ */
+static int rebalance(tau_pool *pool, const char *cls)
+{
+	stored_node **list = NULL;
+	size_t n = 0, cap = 0, left_out = 0;
+	tau_pool_flavor *f;
+	int rc = 0;
+
+	for (size_t b = 0; b < pool->n_buckets; b++) {
+		for (stored_node *nd = pool->buckets[b]; nd != NULL; nd = nd->next) {
+			if (!nd->eligible || strcmp(class_of(nd), cls) != 0)
+				continue;
+			if (n == cap) {
+				size_t ncap = cap ? cap * 2 : 16;
+				stored_node **grown = realloc(list, ncap * sizeof(*grown));
+
+				if (grown == NULL) {
+					free(list);
+					return tau_error_set(TAU_ENOMEM,
+					                     "out of memory recounting %s", cls);
+				}
+				list = grown;
+				cap = ncap;
+			}
+			list[n++] = nd;
+		}
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (list[i]->counted) {
+			rc = apply(pool, list[i], -1);
+			list[i]->counted = false;
+		}
+	}
+	if (n > 0)
+		qsort(list, n, sizeof(*list), by_name);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const char *over;
+
+		if (!fits(pool, list[i], &over)) {
+			left_out++;
+			continue;
+		}
+		rc = apply(pool, list[i], +1);
+		list[i]->counted = rc == 0;
+	}
+	f = flavor_of(pool, cls);
+	if (f != NULL)
+		f->left_out = left_out;
+	free(list);
+	return rc;
+}
+
+/* Count an eligible node that is not counted yet: O(node) unless its flavor must be recounted. */
+static int admit(tau_pool *pool, stored_node *n)
+{
+	tau_pool_flavor *f = flavor_of(pool, class_of(n));
+	const char *over;
+	int rc;
+
+	if ((f == NULL || f->left_out == 0) && fits(pool, n, &over)) {
+		rc = apply(pool, n, +1);
+		n->counted = rc == 0;
+		return rc;
+	}
+	return rebalance(pool, class_of(n));
+}
+
+/*
+ * Take a stored node's share out of its flavor.  *recount is set when the
+ * flavor had left nodes out: one of them may fit now.
+ */
+static int withdraw(tau_pool *pool, stored_node *n, bool *recount)
+{
+	tau_pool_flavor *f = n->eligible ? flavor_of(pool, class_of(n)) : NULL;
+	int rc = 0;
+
+	*recount = false;
+	if (n->counted) {
+		*recount = f != NULL && f->left_out > 0;
+		rc = apply(pool, n, -1);
+		n->counted = false;
+	} else if (f != NULL && f->left_out > 0) {
+		/* A node left out changed nothing that was counted: nothing to recount. */
+		f->left_out--;
+	}
+	return rc;
+}
+
 int tau_pool_upsert_node(tau_pool *pool, const tau_node_facts *node)
 {
 	tau_pool_rule rules[TAU_POOL_RULE_COUNT];
 	stored_node **slot;
 	stored_node *old, *fresh;
+	bool recount = false;
 	int rc = tau_node_facts_validate(node);
 
 	if (rc < 0)
@@ -369,36 +535,26 @@ int tau_pool_upsert_node(tau_pool *pool, const tau_node_facts *node)
 		free(fresh);
 		return tau_error_set(TAU_ENOMEM, "out of memory storing node %s", node->name);
 	}
-	fresh->counted = tau_pool_evaluate(pool, node, rules);
+	fresh->eligible = tau_pool_evaluate(pool, node, rules);
 
 	slot = find_slot(pool, node->name);
 	old = *slot;
-	/* Refuse before touching anything if either step could fail. */
-	if ((old != NULL && old->counted && (rc = check_apply(pool, old, -1)) < 0) ||
-	    (fresh->counted && (rc = check_apply(pool, fresh, +1)) < 0)) {
-		stored_node_free(fresh);
-		return rc;
-	}
-	if (old != NULL && old->counted && (rc = apply(pool, old, -1)) < 0)
-		goto fail;
-	if (fresh->counted && (rc = apply(pool, fresh, +1)) < 0) {
-		if (old != NULL)
-			old->counted = false; /* its share is already gone from the sums */
-		goto fail;
-	}
 	if (old != NULL) {
+		rc = withdraw(pool, old, &recount);
 		fresh->next = old->next;
-		*slot = fresh;
-		stored_node_free(old);
 	} else {
-		*slot = fresh;
 		pool->n_nodes++;
-		if (pool->n_nodes > pool->n_buckets * 2)
-			(void)grow_buckets(pool); /* a longer chain is slower, not wrong */
 	}
-	return 0;
-fail:
-	stored_node_free(fresh);
+	*slot = fresh;
+	/* A recount of the old flavor also places the new facts when the class is the same. */
+	if (rc == 0 && recount)
+		rc = rebalance(pool, class_of(old));
+	if (rc == 0 && fresh->eligible && !fresh->counted &&
+	    !(recount && strcmp(class_of(old), class_of(fresh)) == 0))
+		rc = admit(pool, fresh);
+	stored_node_free(old);
+	if (old == NULL && pool->n_nodes > pool->n_buckets * 2)
+		(void)grow_buckets(pool); /* a longer chain is slower, not wrong */
 	return rc;
 }
 
@@ -406,22 +562,27 @@ int tau_pool_remove_node(tau_pool *pool, const char *name)
 {
 	stored_node **slot = find_slot(pool, name);
 	stored_node *old = *slot;
+	bool recount = false;
 	int rc;
 
 	if (old == NULL)
 		return tau_error_set(TAU_ENOTFOUND, "node %s is not in the pool", name);
-	if (old->counted && (rc = apply(pool, old, -1)) < 0)
-		return rc;
+	rc = withdraw(pool, old, &recount);
 	*slot = old->next;
-	stored_node_free(old);
 	pool->n_nodes--;
-	return 0;
+	if (rc == 0 && recount)
+		rc = rebalance(pool, class_of(old));
+	stored_node_free(old);
+	return rc;
 }
 
 /* Re-evaluate every node after the selector changed. */
 static int recompute(tau_pool *pool)
 {
 	tau_pool_rule rules[TAU_POOL_RULE_COUNT];
+	const char **recount = NULL;
+	size_t n_recount = 0;
+	int rc = 0;
 
 	for (size_t i = 0; i < pool->n_flavors; i++)
 		flavor_clear(&pool->flavors[i]);
@@ -429,16 +590,42 @@ static int recompute(tau_pool *pool)
 	pool->generation++;
 	for (size_t b = 0; b < pool->n_buckets; b++) {
 		for (stored_node *n = pool->buckets[b]; n != NULL; n = n->next) {
-			int rc;
+			n->counted = false;
+			n->eligible = tau_pool_evaluate(pool, &n->facts, rules);
+		}
+	}
+	/* Fast pass in table order; a flavor where something does not fit is recounted after. */
+	for (size_t b = 0; b < pool->n_buckets && rc == 0; b++) {
+		for (stored_node *n = pool->buckets[b]; n != NULL && rc == 0; n = n->next) {
+			const char *over;
+			bool listed = false;
 
-			n->counted = tau_pool_evaluate(pool, &n->facts, rules);
-			if (n->counted && (rc = apply(pool, n, +1)) < 0) {
-				n->counted = false;
-				return rc;
+			if (!n->eligible)
+				continue;
+			if (fits(pool, n, &over)) {
+				rc = apply(pool, n, +1);
+				n->counted = rc == 0;
+				continue;
+			}
+			for (size_t k = 0; k < n_recount && !listed; k++)
+				listed = strcmp(recount[k], class_of(n)) == 0;
+			if (!listed) {
+				const char **grown =
+				        realloc(recount, (n_recount + 1) * sizeof(*recount));
+
+				if (grown == NULL) {
+					rc = tau_error_set(TAU_ENOMEM, "out of memory");
+					break;
+				}
+				recount = grown;
+				recount[n_recount++] = class_of(n);
 			}
 		}
 	}
-	return 0;
+	for (size_t k = 0; k < n_recount && rc == 0; k++)
+		rc = rebalance(pool, recount[k]);
+	free(recount);
+	return rc;
 }
 
 int tau_pool_set_selector(tau_pool *pool, tau_selector *sel)
@@ -472,10 +659,20 @@ int tau_pool_explain(const tau_pool *pool, const char *name,
                      tau_pool_rule rules[TAU_POOL_RULE_COUNT])
 {
 	stored_node *n = *find_slot(pool, name);
+	const char *over = "";
 
 	if (n == NULL)
 		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
-	return tau_pool_evaluate(pool, &n->facts, rules) ? 1 : 0;
+	(void)tau_pool_evaluate(pool, &n->facts, rules);
+	if (n->eligible && !n->counted) {
+		/* Sums only grow past the point where it was left out: it still does not fit. */
+		(void)fits(pool, n, &over);
+		set_rule(&rules[TAU_POOL_RULE_FLAVOR_SUM], "flavor-sum", false,
+		         "counting it would take flavor %.63s's %.63s beyond what Kueue can count "
+		         "(int64); a flavor's nodes count in name order and this one does not fit",
+		         class_of(n), over);
+	}
+	return n->counted ? 1 : 0;
 }
 
 int tau_pool_node_counted(const tau_pool *pool, const char *name)

@@ -25,14 +25,20 @@ typedef enum tau_pool_rule_id {
 	TAU_POOL_RULE_READY,
 	TAU_POOL_RULE_SCHEDULABLE,
 	TAU_POOL_RULE_NOT_DELETING,
+	/* P2: what the pool sums must fit the budget it becomes */
+	TAU_POOL_RULE_KUEUE_RANGE, /**< every allocatable quantity fits Kueue's int64 */
+	TAU_POOL_RULE_FLAVOR_SUM,  /**< adding it keeps its flavor's sums within int64 */
 	TAU_POOL_RULE_COUNT
 } tau_pool_rule_id;
+
+/** The first rule of P2 (ExplainNode names rules before it "P1.", from it "P2."). */
+#define TAU_POOL_RULE_FIRST_P2 TAU_POOL_RULE_KUEUE_RANGE
 
 /** The outcome of one rule for one node. */
 typedef struct tau_pool_rule {
 	const char *name; /**< stable id, e.g. "linux", "gpu-class" */
 	bool pass;
-	char detail[160]; /**< why, in words */
+	char detail[320]; /**< why, in words */
 } tau_pool_rule;
 
 /** A summed resource of a flavor.  Fields are read-only for callers. */
@@ -48,7 +54,8 @@ typedef struct tau_pool_sum {
 /** A GPU-class flavor and its sums, resources sorted by name.  Read-only. */
 typedef struct tau_pool_flavor {
 	char *name;
-	size_t nodes;
+	size_t nodes;    /**< counted nodes */
+	size_t left_out; /**< eligible nodes left out so that every sum fits Kueue's int64 */
 	tau_pool_sum *resources;
 	size_t n_resources;
 	size_t cap_resources;

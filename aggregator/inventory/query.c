@@ -63,15 +63,15 @@ bool tau_query_rules(const tau_nodestore *store, const tau_node_status *st,
 		         st->api_known ? "Node object exists"
 		                       : "no Node object (only an agent reported it)");
 	}
-	if (st->facts != NULL) {
-		(void)tau_pool_evaluate(pool, st->facts, p1);
-	} else {
+	/* The pool's own explanation when it holds the node (it knows what was left out). */
+	if (tau_pool_explain(pool, st->name, p1) < 0) {
 		tau_node_facts none = {0};
 
-		(void)tau_pool_evaluate(pool, &none, p1);
+		(void)tau_pool_evaluate(pool, st->facts != NULL ? st->facts : &none, p1);
 	}
 	for (int i = 0; i < TAU_POOL_RULE_COUNT; i++) {
-		snprintf(rules[k].name, sizeof(rules[k].name), "P1.%s", p1[i].name);
+		snprintf(rules[k].name, sizeof(rules[k].name), "%s.%s",
+		         i < TAU_POOL_RULE_FIRST_P2 ? "P1" : "P2", p1[i].name);
 		rules[k].pass = p1[i].pass;
 		snprintf(rules[k].detail, sizeof(rules[k].detail), "%s", p1[i].detail);
 		k++;
@@ -158,7 +158,7 @@ int tau_query_node_status(Tau__Inventory__V1__NodeStatus **out, const tau_nodest
 
 			if (rules[i].pass)
 				continue;
-			snprintf(line, sizeof(line), "%.31s: %.191s", rules[i].name,
+			snprintf(line, sizeof(line), "%.31s: %.383s", rules[i].name,
 			         rules[i].detail);
 			ns->reasons[ns->n_reasons] = strdup(line);
 			if (ns->reasons[ns->n_reasons] == NULL)

@@ -32,7 +32,7 @@ typedef struct tau_query_opts {
 typedef struct tau_query_rule {
 	char name[32];
 	bool pass;
-	char detail[192];
+	char detail[384];
 } tau_query_rule;
 
 /**

@@ -877,6 +877,44 @@ class TrustE2E(unittest.TestCase):
         self.assertEqual(self.t4_nodes(), counted)
         self.kube("DELETE", "/apis/tau.azure.com/v1alpha1/clusters/cluster")
 
+    def add_node_with_agent(self, node):
+        """Create the Node, wait until the aggregator knows it, then start its real agent."""
+        name = node["metadata"]["name"]
+        self.kube("POST", "/api/v1/nodes", node)
+        wait_for(lambda: [n for n in self.agg.nodes() if n.name == name], msg=name + " known")
+        self.agents[name] = RealAgent(name, self.agg.addr, self.kubeconfig)
+        wait_for(lambda: self.agg.unary("GetNode", qpb.GetNodeRequest(name=name),
+                                        qpb.GetNodeResponse).HasField("inventory"),
+                 msg=name + "'s agent reported")
+
+    def test_04_absurd_node_next_to_a_sane_one_in_both_orders(self):
+        # Class x5: the absurd node arrives first; class x6: the sane one does.
+        cases = [("x5", "absurd-0", "1e999", "sane-0", True),
+                 ("x6", "absurd-1", "100E", "sane-1", False)]
+        for cls, bad, qty, good, bad_first in cases:
+            nodes = [_node(bad, cls, {"cpu": "8", "nvidia.com/gpu": qty}),
+                     _node(good, cls, {"cpu": "8", "nvidia.com/gpu": "8"})]
+            for n in (nodes if bad_first else nodes[::-1]):
+                self.add_node_with_agent(n)
+        for cls, bad, qty, good, _ in cases:
+            with self.subTest(cls=cls):
+                f = wait_for(lambda: flavor_of(self.agg.pool(), cls), msg="flavor " + cls)
+                self.assertEqual(list(f.nodes), [good])
+                self.assertEqual(dict(f.resources), {"cpu": "8", "nvidia.com/gpu": "8"})
+                ex, rules = self.explain(bad)
+                self.assertFalse(ex.counted)
+                self.assertEqual(rules["P2.kueue-int64"],
+                                 (False, "allocatable nvidia.com/gpu %s is more than Kueue can "
+                                  "count (int64 units)" % qty))
+                # Not refused: the absurd node's agent report was accepted like any other.
+                self.assertTrue(rules["agent.reported"][0])
+                ex, _ = self.explain(good)
+                self.assertTrue(ex.counted)
+        _, m = self.agg.http("/metrics")
+        self.assertIn('tau_aggregator_pool_resource{flavor="x5",resource="nvidia.com/gpu"} 8\n', m)
+        self.assertIn('tau_aggregator_pool_resource{flavor="x6",resource="nvidia.com/gpu"} 8\n', m)
+        self.assertIn("tau_aggregator_reports_rejected_total 0\n", m)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -285,8 +285,9 @@ static uint64_t rnd(void)
 static void test_incremental_equals_recompute(void **state)
 {
 	static const char *const classes[] = {"h100", "a100", "l40"};
-	static const char *const quantities[] = {"8",   "1Gi", "512Mi", "1500m", "2",
-	                                         "3e3", "1k",  "0",     "7Ki",   "100m"};
+	/* The last ones are absurd: beyond int64 alone, or summing beyond it in a flavor. */
+	static const char *const quantities[] = {"8", "1Gi", "512Mi", "1500m", "2",  "3e3", "1k",
+	                                         "0", "7Ki", "100m",  "1e999", "4E", "6E",  "3E"};
 	static const char *const resources[] = {"nvidia.com/gpu", "memory", "cpu", "rdma/ib",
 	                                        "pods"};
 	char names[PROP_NODES][16];
@@ -321,7 +322,8 @@ static void test_incremental_equals_recompute(void **state)
 			for (size_t r = 0; r < 5; r++) {
 				if (rnd() % 4 == 0)
 					continue;
-				add_res(&nodes[i], resources[r], quantities[rnd() % 10]);
+				add_res(&nodes[i], resources[r],
+				        quantities[rnd() % (round % 2 ? 14 : 10)]);
 			}
 			upsert(inc, &nodes[i]);
 			present[i] = true;
@@ -339,6 +341,117 @@ static void test_incremental_equals_recompute(void **state)
 	}
 }
 
+/* A node of class h100 with the given GPU and cpu quantities (cpu NULL: none). */
+static test_node sized_node(const char *name, const char *gpus, const char *cpu)
+{
+	test_node n = {.name = name, .ready = true, .schedulable = true};
+
+	add_label(&n, "kubernetes.io/os", "linux");
+	add_label(&n, TAU_GPU_CLASS_LABEL, "h100");
+	if (cpu != NULL)
+		add_res(&n, "cpu", cpu);
+	add_res(&n, "nvidia.com/gpu", gpus);
+	return n;
+}
+
+/* Issue 12 item 5: an absurd node does not count, whatever the order; its class is unaffected. */
+static void test_absurd_quantity_does_not_poison_its_class(void **state)
+{
+	static const char *const absurd[] = {"1e999", "100E", "9223372036854775808"};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(absurd) / sizeof(absurd[0]); k++) {
+		for (int order = 0; order < 2; order++) {
+			tau_pool *p = NULL;
+			tau_pool_rule rules[TAU_POOL_RULE_COUNT];
+			test_node bad = sized_node("absurd", absurd[k], NULL);
+			test_node good = sized_node("sane", "8", NULL);
+			char want[160];
+
+			assert_int_equal(tau_pool_new(&p), 0);
+			upsert(p, order ? &good : &bad);
+			upsert(p, order ? &bad : &good);
+			assert_string_equal(render(p), "h100(1):nvidia.com/gpu=8,;");
+			assert_int_equal(tau_pool_node_counted(p, "sane"), 1);
+			assert_int_equal(tau_pool_explain(p, "absurd", rules), 0);
+			assert_false(rules[TAU_POOL_RULE_KUEUE_RANGE].pass);
+			snprintf(
+			        want, sizeof(want),
+			        "allocatable nvidia.com/gpu %s is more than Kueue can count (int64 "
+			        "units)",
+			        absurd[k]);
+			assert_string_equal(rules[TAU_POOL_RULE_KUEUE_RANGE].detail, want);
+			assert_true(rules[TAU_POOL_RULE_FLAVOR_SUM].pass);
+			tau_pool_free(p);
+		}
+	}
+}
+
+/* cpu counts in milli-units: 9223372036854775.807 is the most Kueue can hold. */
+static void test_cpu_counts_in_milli_units(void **state)
+{
+	tau_pool *p = NULL;
+	tau_pool_rule rules[TAU_POOL_RULE_COUNT];
+	test_node edge = sized_node("edge", "1", "9223372036854775807m");
+	test_node over = sized_node("over", "1", "9223372036854776");
+
+	(void)state;
+	assert_int_equal(tau_pool_new(&p), 0);
+	upsert(p, &edge);
+	upsert(p, &over);
+	assert_int_equal(tau_pool_node_counted(p, "edge"), 1);
+	assert_int_equal(tau_pool_explain(p, "over", rules), 0);
+	assert_string_equal(rules[TAU_POOL_RULE_KUEUE_RANGE].detail,
+	                    "allocatable cpu 9223372036854776 is more than Kueue can count (int64 "
+	                    "milli-units)");
+	tau_pool_free(p);
+}
+
+/*
+ * A flavor's sum never goes beyond int64: in name order each node that would
+ * take it beyond is left out, and the others still count; order never matters.
+ */
+static void test_flavor_sum_stays_within_int64(void **state)
+{
+	static const int orders[][3] = {{0, 1, 2}, {2, 1, 0}, {1, 2, 0}, {2, 0, 1}};
+	tau_pool_rule rules[TAU_POOL_RULE_COUNT];
+
+	(void)state;
+	for (size_t o = 0; o < sizeof(orders) / sizeof(orders[0]); o++) {
+		tau_pool *p = NULL;
+		test_node n[3] = {sized_node("a", "4E", NULL), sized_node("b", "6E", NULL),
+		                  sized_node("c", "1E", NULL)};
+
+		assert_int_equal(tau_pool_new(&p), 0);
+		for (int i = 0; i < 3; i++)
+			upsert(p, &n[orders[o][i]]);
+		/* a fits, b would make 10E (> 9.22E): left out; c fits after a: 5E */
+		assert_string_equal(render(p), "h100(2):nvidia.com/gpu=5E,;");
+		assert_int_equal(tau_pool_flavor_at(p, 0)->left_out, 1);
+		assert_int_equal(tau_pool_explain(p, "b", rules), 0);
+		assert_true(rules[TAU_POOL_RULE_KUEUE_RANGE].pass);
+		assert_false(rules[TAU_POOL_RULE_FLAVOR_SUM].pass);
+		assert_string_equal(
+		        rules[TAU_POOL_RULE_FLAVOR_SUM].detail,
+		        "counting it would take flavor h100's nvidia.com/gpu beyond what "
+		        "Kueue can count (int64); a flavor's nodes count in name order and "
+		        "this one does not fit");
+		/* a goes: b fits now (6E + 1E) */
+		assert_int_equal(tau_pool_remove_node(p, "a"), 0);
+		assert_string_equal(render(p), "h100(2):nvidia.com/gpu=7E,;");
+		assert_int_equal(tau_pool_flavor_at(p, 0)->left_out, 0);
+		/* a comes back: by name it is first, so b is left out again */
+		upsert(p, &n[0]);
+		assert_string_equal(render(p), "h100(2):nvidia.com/gpu=5E,;");
+		/* b shrinks: everything fits */
+		n[1] = sized_node("b", "1E", NULL);
+		upsert(p, &n[1]);
+		assert_string_equal(render(p), "h100(3):nvidia.com/gpu=6E,;");
+		assert_int_equal(tau_pool_flavor_at(p, 0)->left_out, 0);
+		tau_pool_free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +462,9 @@ int main(void)
 	        cmocka_unit_test(test_missing_resources_and_mixed_formats),
 	        cmocka_unit_test(test_invalid_input_changes_nothing),
 	        cmocka_unit_test(test_incremental_equals_recompute),
+	        cmocka_unit_test(test_absurd_quantity_does_not_poison_its_class),
+	        cmocka_unit_test(test_cpu_counts_in_milli_units),
+	        cmocka_unit_test(test_flavor_sum_stays_within_int64),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,9 +62,10 @@ static void explain_rules(void **state)
 {
 	tau_nodestore *s = store();
 	Tau__Inventory__V1__ExplainNodeResponse *ex = NULL;
-	static const char *const names[] = {"api.node",        "P1.linux",      "P1.gpu-class",
-	                                    "P1.selector",     "P1.ready",      "P1.schedulable",
-	                                    "P1.not-deleting", "agent.reported"};
+	static const char *const names[] = {"api.node",        "P1.linux",       "P1.gpu-class",
+	                                    "P1.selector",     "P1.ready",       "P1.schedulable",
+	                                    "P1.not-deleting", "P2.kueue-int64", "P2.flavor-sum",
+	                                    "agent.reported"};
 
 	(void)state;
 	assert_int_equal(tau_query_explain(&ex, s, "c"), 0);
