@@ -675,7 +675,7 @@ static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bo
 		        gen, in->now);
 	if (rc == 0)
 		rc = tau_conditions_set(
-		        conds, prev, "PoolValid", in->pool_problem == NULL ? "True" : "False",
+		        conds, prev, "NodeSelectorValid", in->pool_problem == NULL ? "True" : "False",
 		        in->pool_problem == NULL ? "Valid" : "Invalid",
 		        in->pool_problem != NULL ? in->pool_problem : "", gen, in->now);
 	if (rc == 0 && no_team)
