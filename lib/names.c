@@ -74,23 +74,20 @@ static void reasons_add_maxlen(struct reasons *r, const char *prefix, int max)
 	reasons_add(r, prefix, msg);
 }
 
-/*
- * Quote s like Go's %q for ASCII: backslash-escape '"' and '\\', show
- * \t \n \r, other control and non-ASCII bytes as \xNN.  Long values are cut.
- */
-static void quote(char *out, size_t cap, const char *s)
+const char *tau_names_quote(char *out, size_t cap, const char *p, size_t len, bool quotes)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t o = 0;
 
 	assert(cap >= 8);
-	out[o++] = '"';
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
-		char esc[5];
+	if (quotes)
+		out[o++] = '"';
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)p[i];
+		char esc[4];
 		size_t n = 0;
 
-		if (c == '"' || c == '\\') {
+		if (quotes && (c == '"' || c == '\\')) {
 			esc[n++] = '\\';
 			esc[n++] = (char)c;
 		} else if (c == '\t' || c == '\n' || c == '\r') {
@@ -113,15 +110,17 @@ static void quote(char *out, size_t cap, const char *s)
 		memcpy(out + o, esc, n);
 		o += n;
 	}
-	out[o++] = '"';
+	if (quotes)
+		out[o++] = '"';
 	out[o] = '\0';
+	return out;
 }
 
 static int fail(const char *value, const struct reasons *r)
 {
 	char quoted[QUOTE_MAX];
 
-	quote(quoted, sizeof(quoted), value);
+	tau_names_quote(quoted, sizeof(quoted), value, strlen(value), true);
 	return tau_error_set(TAU_EINVAL, "%s: %s", quoted, r->text);
 }
 

@@ -60,48 +60,6 @@ struct span {
 
 /* ---- small helpers ---------------------------------------------------- */
 
-/*
- * Write p[0..len) into out for a message: with Go-%q-style quotes and
- * escapes when `quoted`, otherwise as is except non-printable bytes as
- * \xNN.  Long input ends in "...".
- */
-static void show(char *out, size_t cap, const char *p, size_t len, bool quoted)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t o = 0;
-
-	assert(cap >= 8);
-	if (quoted)
-		out[o++] = '"';
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)p[i];
-		char esc[4];
-		size_t n = 0;
-
-		if (quoted && (c == '"' || c == '\\')) {
-			esc[n++] = '\\';
-			esc[n++] = (char)c;
-		} else if (c < 0x20 || c >= 0x7f) {
-			esc[n++] = '\\';
-			esc[n++] = 'x';
-			esc[n++] = hex[c >> 4];
-			esc[n++] = hex[c & 0xf];
-		} else {
-			esc[n++] = (char)c;
-		}
-		if (o + n + 5 > cap) {
-			memcpy(out + o, "...", 3);
-			o += 3;
-			break;
-		}
-		memcpy(out + o, esc, n);
-		o += n;
-	}
-	if (quoted)
-		out[o++] = '"';
-	out[o] = '\0';
-}
-
 static char *dup_span(struct span s)
 {
 	char *d = malloc(s.len + 1);
@@ -421,7 +379,7 @@ static int unexpected(struct token t, const char *what)
 {
 	char lit[SHOW_MAX];
 
-	show(lit, sizeof(lit), t.lit.p, t.lit.len, false);
+	tau_names_quote(lit, sizeof(lit), t.lit.p, t.lit.len, false);
 	return tau_error_set(TAU_EINVAL, "found '%s'%s", lit, what);
 }
 
@@ -531,7 +489,8 @@ static int check_parsed_values(struct requirement *r)
 
 	if (r->op == OP_GREATER_THAN || r->op == OP_LESS_THAN) {
 		if (!parse_int64(r->values[0], &r->bound)) {
-			show(shown, sizeof(shown), r->values[0], strlen(r->values[0]), true);
+			tau_names_quote(shown, sizeof(shown), r->values[0], strlen(r->values[0]),
+			                true);
 			return tau_error_set(
 			        TAU_EINVAL,
 			        "values[0]: Invalid value: %s: for 'Gt', 'Lt' operators, "
@@ -762,7 +721,7 @@ static int from_match_labels(tau_selector *sel, const cJSON *labels)
 		if (value == NULL) {
 			char shown[SHOW_MAX];
 
-			show(shown, sizeof(shown), m->string, strlen(m->string), true);
+			tau_names_quote(shown, sizeof(shown), m->string, strlen(m->string), true);
 			return tau_error_set(
 			        TAU_ETYPE, "matchLabels: the value of %s must be a string", shown);
 		}
@@ -845,7 +804,7 @@ static int from_match_expression(tau_selector *sel, const cJSON *expr, size_t id
 	} else {
 		char shown[SHOW_MAX];
 
-		show(shown, sizeof(shown), opname, strlen(opname), true);
+		tau_names_quote(shown, sizeof(shown), opname, strlen(opname), true);
 		return tau_error_set(
 		        TAU_EINVAL,
 		        "matchExpressions[%zu].operator: Invalid value: %s: not a valid "

@@ -19,6 +19,9 @@
 #ifndef TAU_NAMES_H
 #define TAU_NAMES_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 /** Longest DNS-1123 label (namespace names), in bytes. */
 #define TAU_NAMES_DNS1123_LABEL_MAX 63
 /** Longest DNS-1123 subdomain (most object names), in bytes. */
@@ -68,5 +71,22 @@ int tau_names_check_label_key(const char *s);
  * @return 0 if valid, -TAU_EINVAL otherwise.
  */
 int tau_names_check_label_value(const char *s);
+
+/**
+ * Show bytes in a message the way Go's %q does for ASCII: in double quotes, '"' and '\\'
+ * escaped, tab, newline and carriage return as \\t \\n \\r, other control and non-ASCII
+ * bytes as \\xNN.  With `quotes` false there are no surrounding quotes and '"' and '\\' stay
+ * as they are (a token shown inside '...').  Output that would pass `cap` is cut and ends in
+ * "..." (before the closing quote).  The one quoting function of libtau: every message that
+ * shows a value from outside uses it.
+ *
+ * @param out     receives the NUL-terminated text.
+ * @param cap     size of out; at least 8.
+ * @param p       the bytes (need not be NUL-terminated); may be NULL when len is 0.
+ * @param len     how many.
+ * @param quotes  true for Go's %q, false for the bare form.
+ * @return out.
+ */
+const char *tau_names_quote(char *out, size_t cap, const char *p, size_t len, bool quotes);
 
 #endif /* TAU_NAMES_H */

@@ -394,9 +394,27 @@ static void test_error_slot(void **state)
 	assert_string_equal(tau_error_name(tau_error_last()->code), "EINVAL");
 }
 
+/* The one quoting function: Go's %q for ASCII, the bare form, and the cut. */
+static void test_quote(void **state)
+{
+	char out[16];
+	const char raw[] = {'a', '"', 'b', '\\', '\t', '\n', '\r', 0x01, (char)0xff};
+
+	(void)state;
+	assert_string_equal(tau_names_quote(out, sizeof(out), raw, sizeof(raw), true),
+	                    "\"a\\\"b\\\\\\t\\n...\"");
+	assert_string_equal(tau_names_quote(out, sizeof(out), "x\"\\\x01", 4, false), "x\"\\\\x01");
+	assert_string_equal(tau_names_quote(out, sizeof(out), NULL, 0, true), "\"\"");
+	assert_string_equal(tau_names_quote(out, sizeof(out), "0123456789abcdef", 16, true),
+	                    "\"0123456789...\"");
+	/* Bytes past len are not read: no NUL needed. */
+	assert_string_equal(tau_names_quote(out, sizeof(out), "abc", 2, true), "\"ab\"");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_quote),
 	        cmocka_unit_test(test_dns1123_label_tables),
 	        cmocka_unit_test(test_dns1123_label_length),
 	        cmocka_unit_test(test_dns1123_label_messages),
