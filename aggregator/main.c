@@ -174,6 +174,7 @@ static int ws_prepare(runtime *rt, const tau_agg_options *o, tau_kube_client *cl
 	wo.allowlist_file = o->allowlist_file;
 	wo.namespace_map_file = o->namespace_map_file;
 	wo.researcher_cluster_role = o->researcher_role;
+	wo.multiple_workspaces = o->gates.multiple_workspaces;
 	rt->ws.mode = "from TauCluster";
 	if (o->namespace_mode != TAU_AGG_NS_MODE_FROM_CLUSTER) {
 		wo.ns_mode_set = true;

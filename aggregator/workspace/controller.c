@@ -81,6 +81,7 @@ struct tau_ws_controller {
 	tau_kube_loop *loop;
 	char *system_namespace;
 	bool ns_mode_set;
+	bool multiple_workspaces; /* feature gate: lifts the v0 block */
 	tau_ws_ns_mode ns_mode;
 	char *allowlist_file;
 	tau_selector *allowlist_selector; /* from the flag */
@@ -1145,8 +1146,8 @@ static int reconcile(tau_ws_controller *ctl, const char *name, uint64_t *requeue
 		goto out;
 	}
 
-	/* v0: one active workspace. */
-	{
+	/* v0: one active workspace, unless the MultipleWorkspaces gate lifts it. */
+	if (!ctl->multiple_workspaces) {
 		size_t n = (size_t)cJSON_GetArraySize(all), self = n, i = 0;
 		const cJSON *it;
 
@@ -1591,6 +1592,7 @@ int tau_ws_controller_new(tau_ws_controller **out, const tau_ws_controller_opts 
 	        strdup(opts->system_namespace != NULL ? opts->system_namespace
 	                                              : TAU_WS_DEFAULT_SYSTEM_NAMESPACE);
 	ctl->ns_mode_set = opts->ns_mode_set;
+	ctl->multiple_workspaces = opts->multiple_workspaces;
 	ctl->ns_mode = opts->ns_mode;
 	ctl->allowlist_file = xstrdup(opts->allowlist_file);
 	ctl->researcher_role = xstrdup(opts->researcher_cluster_role);

@@ -48,6 +48,8 @@ typedef struct tau_ws_controller_opts {
 	const char *researcher_cluster_role;
 	uint64_t resync_ms;     /**< 0 = TAU_WS_DEFAULT_RESYNC_MS */
 	uint64_t drain_poll_ms; /**< requeue while draining; 0 = 2000 */
+	/** Feature gate MultipleWorkspaces (Alpha): no v0 block, every workspace may be active. */
+	bool multiple_workspaces;
 } tau_ws_controller_opts;
 
 typedef struct tau_ws_controller tau_ws_controller;
