@@ -97,7 +97,15 @@ JOB_SPEC = {1: ("parallelism", "i"), 2: ("completions", "i"), 3: ("activeDeadlin
 RESOURCE_ATTRS = {1: ("namespace", "s"), 2: ("verb", "s"), 3: ("group", "s"), 4: ("version", "s"),
                   5: ("resource", "s"), 6: ("subresource", "s"), 7: ("name", "s")}
 
+DELETE_OPTIONS = {1: ("gracePeriodSeconds", "i"),
+                  2: ("preconditions", "m", {1: ("uid", "s"), 2: ("resourceVersion", "s")}),
+                  3: ("orphanDependents", "b"), 4: ("propagationPolicy", "s"),
+                  5: ("dryRun", "ls")}
+
 KINDS = {
+    # client-go's typed clients (helm's release storage among them) send DELETE bodies so.
+    ("v1", "DeleteOptions"): DELETE_OPTIONS,
+    ("meta.k8s.io/v1", "DeleteOptions"): DELETE_OPTIONS,
     ("v1", "Namespace"): {1: ("metadata", "m", OBJECT_META),
                           2: ("spec", "m", {1: ("finalizers", "ls")})},
     ("v1", "ConfigMap"): {1: ("metadata", "m", OBJECT_META), 2: ("data", "ms"),

@@ -647,7 +647,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if method == "DELETE":
             raw = self.read_body()
             dopts = {}
-            if raw.strip():
+            if raw.strip() and "protobuf" in (self.headers.get("Content-Type") or "").lower():
+                dopts = self.decode_body(raw)
+                if dopts.get("kind") != "DeleteOptions":
+                    raise util.bad_request("invalid DeleteOptions body")
+                dopts.pop("apiVersion", None)
+                dopts.pop("kind", None)
+            elif raw.strip():
                 try:
                     dopts = json.loads(raw)
                 except ValueError:
