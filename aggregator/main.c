@@ -42,13 +42,14 @@
 #define TLS_PEM_MAX_BYTES (1u << 20)
 
 /* The workspace controller and its loop; ws_mu orders a start (leader thread) against
- * shutdown (main thread). */
+ * shutdown (main thread).  The loop (informers, read API) runs on every replica; the
+ * controller reconciles only while leading. */
 typedef struct ws_runtime {
 	pthread_mutex_t mu;
 	tau_ws_controller *ctl;
 	tau_kube_loop *loop;
 	const char *system_namespace, *mode;
-	bool running, closed;
+	bool loop_running, running, closed;
 } ws_runtime;
 
 /* The budget controller and its loop, on the leader only; mu orders start against shutdown. */
@@ -111,8 +112,32 @@ static bool readiness(void *ud, char *reason, size_t cap)
 	return established;
 }
 
-/* Start the workspace controller (main thread without --leader-elect, else the
- * leader thread).  Once per process: a lost lease ends the process.  @return 0 or < 0. */
+/* Open the workspace controller's caches on every replica (main thread): the informers
+ * and their loop start, and workspace queries answer from them, leader or not.
+ * @return 0 or < 0. */
+static int ws_open(runtime *rt)
+{
+	ws_runtime *ws = &rt->ws;
+	int rc = 0;
+
+	pthread_mutex_lock(&ws->mu);
+	if (ws->ctl == NULL || ws->closed || ws->loop_running)
+		goto out;
+	if ((rc = tau_ws_controller_start_informers(ws->ctl)) < 0 ||
+	    (rc = tau_kube_loop_start_thread(ws->loop)) < 0) {
+		tau_log_error("cannot start the workspace informers", "reason",
+		              tau_error_last()->msg, NULL);
+		goto out;
+	}
+	ws->loop_running = true;
+	tau_agg_set_workspaces(rt->agg, ws->ctl);
+out:
+	pthread_mutex_unlock(&ws->mu);
+	return rc;
+}
+
+/* Start reconciling (main thread without --leader-elect, else the leader thread).
+ * Once per process: a lost lease ends the process.  @return 0 or < 0. */
 static int ws_start(runtime *rt)
 {
 	ws_runtime *ws = &rt->ws;
@@ -121,14 +146,12 @@ static int ws_start(runtime *rt)
 	pthread_mutex_lock(&ws->mu);
 	if (ws->ctl == NULL || ws->closed || ws->running)
 		goto out;
-	if ((rc = tau_ws_controller_start(ws->ctl)) < 0 ||
-	    (rc = tau_kube_loop_start_thread(ws->loop)) < 0) {
+	if ((rc = tau_ws_controller_start(ws->ctl)) < 0) {
 		tau_log_error("cannot start the workspace controller", "reason",
 		              tau_error_last()->msg, NULL);
 		goto out;
 	}
 	ws->running = true;
-	tau_agg_set_workspaces(rt->agg, ws->ctl);
 	tau_log_info("workspace controller started", "system_namespace", ws->system_namespace,
 	             "namespace_mode", ws->mode, NULL);
 out:
@@ -399,6 +422,8 @@ int main(int argc, char **argv)
 		goto fail;
 	if (tau_agg_kube_start(&kube, client, rt.agg) < 0)
 		goto fail;
+	if (ws_open(&rt) < 0)
+		goto out; /* ws_open logged why */
 	if (!o.leader_elect && (ws_start(&rt) < 0 || budget_start(&rt) < 0))
 		goto out; /* they logged why */
 	if (o.leader_elect) {

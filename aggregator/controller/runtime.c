@@ -428,11 +428,11 @@ int tau_ctl_watch(tau_kube_informer **inf, tau_ctl *ctl, const tau_ctl_watch_opt
 	if (w->primary && ctl->primary != NULL)
 		return tau_error_set(TAU_EINVAL, "controller %s: a second primary watch (%s)",
 		                     ctl->name, w->res->plural);
-	if (w->primary && w->keys != TAU_CTL_KEYS_NAME && w->keys != TAU_CTL_KEYS_NS_NAME)
+	if (w->primary && (w->keys == TAU_CTL_KEYS_LABEL || w->keys == TAU_CTL_KEYS_ALL))
 		return tau_error_set(
 		        TAU_EINVAL,
-		        "controller %s: the primary watch %s needs NAME or NS_NAME keys", ctl->name,
-		        w->res->plural);
+		        "controller %s: the primary watch %s cannot have LABEL or ALL keys",
+		        ctl->name, w->res->plural);
 	if (w->keys == TAU_CTL_KEYS_LABEL && (w->label == NULL || w->label[0] == '\0'))
 		return tau_error_set(TAU_EINVAL, "controller %s: label keys without a label (%s)",
 		                     ctl->name, w->res->plural);

@@ -128,8 +128,8 @@ typedef struct tau_ctl_watch_opts {
 	/** TAU_CTL_KEYS_CUSTOM: `old_obj` is NULL except for updates. */
 	void (*keys_fn)(void *arg, tau_ctl *ctl, tau_ctl_event ev, const cJSON *old_obj,
 	                const cJSON *obj);
-	/** Resync (and KEYS_ALL) enqueue every object of this watch by its `keys` rule
-	 *  (NAME or NS_NAME).  At most one watch is primary. */
+	/** Resync (and KEYS_ALL) enqueue every object of this watch: "namespace/name" with
+	 *  NS_NAME keys, else the name (NAME or CUSTOM).  At most one watch is primary. */
 	bool primary;
 	/** Optional pruning of cached objects (tau_kube_informer_options.transform). */
 	void (*transform)(void *arg, cJSON *obj);

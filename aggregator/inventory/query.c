@@ -437,6 +437,7 @@ int tau_query_workspace(Tau__Inventory__V1__WorkspaceSummary **out, const tau_ws
 		c->status = dup_str(sc->status);
 		c->reason = dup_str(sc->reason);
 		c->message = dup_str(sc->message);
+		c->last_transition_unix_ms = sc->last_transition_unix_ms;
 		if (c->type == NULL || c->status == NULL || c->reason == NULL || c->message == NULL)
 			goto out;
 	}

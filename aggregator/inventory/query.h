@@ -10,7 +10,7 @@
 #define TAU_AGGREGATOR_QUERY_H
 
 #include "nodestore.h"
-#include "workspace/controller.h"
+#include "workspace/summary.h"
 
 #include "tau/inventory/v1/query.pb-c.h"
 

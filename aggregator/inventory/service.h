@@ -16,7 +16,7 @@
 #define TAU_AGGREGATOR_SERVICE_H
 
 #include "auth.h"
-#include "workspace/controller.h"
+#include "workspace/summary.h"
 
 #include "tau/rpc.h"
 

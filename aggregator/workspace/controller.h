@@ -1,19 +1,21 @@
 /*
- * wscontroller.h - the TauWorkspace reconcile loop (the I/O side of
- * wsnamespace/wsdesired/wsstatus/wsdrain).
+ * workspace/controller.h - the TauWorkspace controller (the I/O side of the
+ * pure modules namespace, desired, drain and status), built on the shared
+ * controller runtime (controller/runtime.h).
  *
  * Informers on the caller's kube loop watch TauWorkspaces in the system
  * namespace, the TauCluster `cluster`, Namespaces, ClusterQueues and the
  * objects the aggregator owns (RoleBindings, LocalQueues, ServiceAccounts
  * carrying app.kubernetes.io/managed-by=taugrid); every event queues the
- * workspace names it concerns, and one worker thread reconciles them,
- * level-triggered.  A read API lends the query service workspace summaries
- * from the informer cache.
+ * workspace names it concerns, and the runtime's worker reconciles them,
+ * level-triggered, only on the leader.  The informers run on every replica,
+ * so summary.h answers reads everywhere.
  */
-#ifndef TAU_AGGREGATOR_WSCONTROLLER_H
-#define TAU_AGGREGATOR_WSCONTROLLER_H
+#ifndef TAU_AGGREGATOR_WORKSPACE_CONTROLLER_H
+#define TAU_AGGREGATOR_WORKSPACE_CONTROLLER_H
 
-#include "namespace.h"
+#include "workspace/namespace.h"
+#include "workspace/summary.h"
 
 #include "tau/kube.h"
 #include "tau/kube_informer.h"
@@ -28,6 +30,8 @@
 #define TAU_WS_DEFAULT_SYSTEM_NAMESPACE "tau-system"
 /** Default resync period: every workspace is reconciled at least this often. */
 #define TAU_WS_DEFAULT_RESYNC_MS (5u * 60u * 1000u)
+/** Reason on every Operator-mode workspace while two allowlist sources are set. */
+#define TAU_WS_REASON_ALLOWLIST_CONFLICT "AllowlistSourceConflict"
 
 /** Controller options.  Strings are copied by tau_ws_controller_new. */
 typedef struct tau_ws_controller_opts {
@@ -40,7 +44,9 @@ typedef struct tau_ws_controller_opts {
 	/** Operator allowlist source: a namespace label selector (followed live) ... */
 	const char *allowlist_selector;
 	/** ... or a file holding a JSON array of names, reloaded when its folder changes.
-	 *  Both set is an error.  Neither: TauCluster's namespaceAllowlist.selector. */
+	 *  Both set is an error.  Neither: TauCluster's namespaceAllowlist (selector or
+	 *  file, followed the same way); a flag and a TauCluster source at once is refused
+	 *  with the AllowlistSourceConflict reason on every Operator-mode workspace. */
 	const char *allowlist_file;
 	/** A JSON object {"workspace": "namespace"}; overrides TauCluster's namespaceMap. */
 	const char *namespace_map_file;
@@ -52,8 +58,6 @@ typedef struct tau_ws_controller_opts {
 	bool multiple_workspaces;
 } tau_ws_controller_opts;
 
-typedef struct tau_ws_controller tau_ws_controller;
-
 /**
  * Make a controller and its informers (not started).
  * @return 0; -TAU_EINVAL (no client/loop, both allowlist sources, a bad
@@ -63,68 +67,32 @@ typedef struct tau_ws_controller tau_ws_controller;
 int tau_ws_controller_new(tau_ws_controller **out, const tau_ws_controller_opts *opts);
 
 /**
- * Start the informers, the worker thread and (with an allowlist file) the
- * file watcher.  The caller runs the kube loop.
- * @return 0, -TAU_EIO (thread or inotify failure).
+ * Start the informers (every replica: the read API answers from them) and,
+ * with an allowlist file flag, the file watcher.  The caller runs the kube
+ * loop.  Idempotent.  @return 0, -TAU_EIO (watcher thread failure).
+ */
+int tau_ws_controller_start_informers(tau_ws_controller *ctl);
+
+/**
+ * Start reconciling (the leader): starts the informers if needed and the
+ * worker, which waits for the caches to sync.  @return 0, -TAU_EIO.
  */
 int tau_ws_controller_start(tau_ws_controller *ctl);
 
-/** Stop the worker and watcher and wait for them.  Idempotent. */
+/** Stop reconciling and wait for a pass in progress.  Idempotent. */
 void tau_ws_controller_stop(tau_ws_controller *ctl);
 
 /** Free the controller (stops it first).  Call with the kube loop not running.  NULL: no-op. */
 void tau_ws_controller_free(tau_ws_controller *ctl);
 
-/** True once every informer has synced. */
-bool tau_ws_controller_synced(tau_ws_controller *ctl);
+/**
+ * Wait until every informer has listed once, at most `timeout_ms`.
+ * @return 0 or -TAU_ETIMEOUT (the thread error names what is missing).
+ */
+int tau_ws_controller_wait_synced(tau_ws_controller *ctl, uint64_t timeout_ms);
 
 /** Reconcile passes run so far (tests). */
 uint64_t tau_ws_controller_passes(tau_ws_controller *ctl);
-
-/** One condition of a summary. */
-typedef struct tau_ws_summary_condition {
-	char *type, *status, *reason, *message;
-} tau_ws_summary_condition;
-
-/** What the query service shows for a workspace.  Every string is owned (may be NULL). */
-typedef struct tau_ws_summary {
-	char *name;
-	char *phase;          /**< status.phase; NULL before the first status */
-	char *namespace_name; /**< status.target.resolvedNamespace */
-	char *local_queue;    /**< status.queue.localQueue */
-	char *cluster_queue;  /**< status.queue.clusterQueue */
-	int64_t generation;
-	int64_t observed_generation;
-	bool deleting;
-	tau_ws_summary_condition *conditions;
-	size_t n_conditions;
-} tau_ws_summary;
-
-/**
- * Summarise a TauWorkspace object (pure; used by the read API).
- * @return 0, -TAU_EINVAL (no metadata.name), -TAU_ENOMEM.  out untouched on failure.
- */
-int tau_ws_summary_from_json(tau_ws_summary *out, const cJSON *obj);
-
-/** Free what a summary owns (not the struct itself). */
-void tau_ws_summary_clear(tau_ws_summary *s);
-
-/** Free an array from tau_ws_controller_list; NULL is a no-op. */
-void tau_ws_summaries_free(tau_ws_summary *s, size_t n);
-
-/**
- * Every workspace in the cache, sorted by name.  Thread-safe.
- * @param out  receives a new array (tau_ws_summaries_free), NULL when n is 0.
- * @return 0 or -TAU_ENOMEM.
- */
-int tau_ws_controller_list(tau_ws_summary **out, size_t *n, tau_ws_controller *ctl);
-
-/**
- * One workspace from the cache.  Thread-safe.
- * @param out  filled (tau_ws_summary_clear); untouched on failure.
- * @return 0, -TAU_ENOTFOUND, -TAU_ENOMEM.
- */
-int tau_ws_controller_get(tau_ws_summary *out, tau_ws_controller *ctl, const char *name);
 
 /**
  * Parse a namespace map file: one JSON object of workspace -> namespace
@@ -133,4 +101,4 @@ int tau_ws_controller_get(tau_ws_summary *out, tau_ws_controller *ctl, const cha
  */
 int tau_ws_map_parse(cJSON **out, const char *buf, size_t len);
 
-#endif /* TAU_AGGREGATOR_WSCONTROLLER_H */
+#endif /* TAU_AGGREGATOR_WORKSPACE_CONTROLLER_H */

@@ -11,6 +11,8 @@
  */
 #include "desired.h"
 
+#include "controller/apply.h"
+
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/names.h"
@@ -552,43 +554,14 @@ int tau_ws_drifted(bool *out, char *what, size_t what_len, const cJSON *desired,
 bool tau_ws_owned(const cJSON *observed, const char *workspace, const char *uid, char *why,
                   size_t why_len)
 {
-	const char *mb = NULL, *ws = NULL, *owner_uid = NULL;
-	const cJSON *labels = tau_json_find(observed, "metadata.labels");
-	const cJSON *ann = tau_json_find(observed, "metadata.annotations");
-	const cJSON *v;
-	char d[210];
+	tau_apply_owner owner = {.managed_by_label = TAU_WS_LABEL_MANAGED_BY,
+	                         .managed_by = TAU_WS_MANAGED_BY,
+	                         .owner_label = TAU_WS_LABEL_WORKSPACE,
+	                         .owner = workspace,
+	                         .uid_annotation = TAU_WS_ANNOTATION_OWNER_UID,
+	                         .uid = uid};
 
-	/* Label keys hold dots and slashes, so look them up directly, not by path. */
-	if (cJSON_IsObject(labels)) {
-		v = cJSON_GetObjectItemCaseSensitive(labels, TAU_WS_LABEL_MANAGED_BY);
-		mb = cJSON_IsString(v) ? v->valuestring : NULL;
-		v = cJSON_GetObjectItemCaseSensitive(labels, TAU_WS_LABEL_WORKSPACE);
-		ws = cJSON_IsString(v) ? v->valuestring : NULL;
-	}
-	if (cJSON_IsObject(ann)) {
-		v = cJSON_GetObjectItemCaseSensitive(ann, TAU_WS_ANNOTATION_OWNER_UID);
-		owner_uid = cJSON_IsString(v) ? v->valuestring : NULL;
-	}
-	say(why, why_len, "%s", "");
-	if (!same(mb, TAU_WS_MANAGED_BY)) {
-		describe(d, sizeof(d), mb);
-		say(why, why_len, "label %s is %s, not \"%s\"", TAU_WS_LABEL_MANAGED_BY, d,
-		    TAU_WS_MANAGED_BY);
-		return false;
-	}
-	if (workspace == NULL || !same(ws, workspace)) {
-		describe(d, sizeof(d), ws);
-		say(why, why_len, "label %s is %s, not \"%s\"", TAU_WS_LABEL_WORKSPACE, d,
-		    workspace != NULL ? workspace : "");
-		return false;
-	}
-	if (uid != NULL && !same(owner_uid, uid)) {
-		describe(d, sizeof(d), owner_uid);
-		say(why, why_len, "annotation %s is %s, not \"%s\"", TAU_WS_ANNOTATION_OWNER_UID, d,
-		    uid);
-		return false;
-	}
-	return true;
+	return tau_apply_owned(observed, &owner, uid, why, why_len);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -325,6 +325,17 @@ static bool parse_rfc3339(const char *s, int64_t *sec, int32_t *nsec)
 	return true;
 }
 
+int tau_ws_time_unix_ms(int64_t *out, const char *rfc3339)
+{
+	int64_t sec;
+	int32_t nsec;
+
+	if (!parse_rfc3339(rfc3339, &sec, &nsec))
+		return tau_error_set(TAU_EINVAL, "not an RFC 3339 time");
+	*out = sec * 1000 + nsec / 1000000;
+	return 0;
+}
+
 int tau_ws_compare_age(const char *ts_a, const char *name_a, const char *ts_b, const char *name_b)
 {
 	int64_t sa = 0, sb = 0;

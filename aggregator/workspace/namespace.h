@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -241,5 +242,11 @@ int tau_ws_ns_observe(tau_ws_ns_observed *out, const cJSON *ns);
  * unparseable one sorts after every valid one.  Ties go by name (strcmp).
  */
 int tau_ws_compare_age(const char *ts_a, const char *name_a, const char *ts_b, const char *name_b);
+
+/**
+ * An RFC 3339 time (fraction and offset accepted) as milliseconds since the
+ * epoch.  @return 0, or -TAU_EINVAL (NULL or not RFC 3339; *out untouched).
+ */
+int tau_ws_time_unix_ms(int64_t *out, const char *rfc3339);
 
 #endif /* TAU_AGGREGATOR_WSNAMESPACE_H */

@@ -68,6 +68,14 @@ static void rbac_condition(tau_ws_condition *c, const tau_ws_status_input *in, c
 	const tau_ws_spec *ws = in->spec;
 	char rb[TAU_WS_NAMESPACE_BUF + 80];
 
+	if (ws->authz == TAU_WS_AUTHZ_CLUSTER_WIDE && in->rolebinding.state == TAU_WS_OBJ_ERROR) {
+		/* A binding from workspace-rbac days could not be removed: access stays. */
+		set(c, TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_ERROR,
+		    "cluster-wide authorization, but a researcher RoleBinding written before "
+		    "still grants access in namespace %s: %s",
+		    ns, in->rolebinding.detail != NULL ? in->rolebinding.detail : "unknown error");
+		return;
+	}
 	if (ws->authz == TAU_WS_AUTHZ_CLUSTER_WIDE) {
 		set(c, TAU_WS_TRUE, TAU_WS_REASON_CLUSTER_WIDE,
 		    "cluster-wide authorization: the platform grants researcher access to "

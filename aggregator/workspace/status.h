@@ -94,8 +94,9 @@ typedef struct tau_ws_status_input {
 	/** status.target.resolvedNamespace override (the retained namespace while a retarget
 	 *  drains); NULL: ns->namespace_name when resolved, else omitted. */
 	const char *resolved_namespace;
-	tau_ws_obj_check rolebinding;  /**< ignored for cluster-wide */
-	bool revocation_pending;       /**< obsolete identity not yet confirmed revoked */
+	tau_ws_obj_check
+	        rolebinding;     /**< cluster-wide: only ERROR counts (a stale binding stayed) */
+	bool revocation_pending; /**< obsolete identity not yet confirmed revoked */
 	const char *revocation_detail; /**< e.g. "ServiceAccount ml-alpha/old is terminating" */
 	const char *local_queue;       /**< effective LocalQueue name */
 	const char *cluster_queue;     /**< ClusterQueue it should point at */

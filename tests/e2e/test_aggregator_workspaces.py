@@ -214,6 +214,11 @@ class AggregatorWorkspacesTest(unittest.TestCase):
         self.assertEqual(conds["QueueReady"].status, "True")
         self.assertTrue(all(c.status == "True" for c in conds.values()
                             if c.type.endswith("Ready")), conds)
+        # lastTransitionTime travels: written during this test, so within the last 10 minutes.
+        now_ms = int(time.time() * 1000)
+        for c in conds.values():
+            self.assertGreater(c.last_transition_unix_ms, now_ms - 600000, c)
+            self.assertLessEqual(c.last_transition_unix_ms, now_ms + 5000, c)
 
     def test_workspace_reconciled_and_served(self):
         agg = self.start()
@@ -238,7 +243,7 @@ class AggregatorWorkspacesTest(unittest.TestCase):
         self.assertIn("tau-system", log)
         self.assertEqual(agg.stop(), 0, agg.log()[-3000:])
 
-    def test_leader_runs_the_controller_follower_answers_unavailable(self):
+    def test_leader_runs_the_controller_follower_answers_from_its_cache(self):
         self.env.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
                          "metadata": {"name": "tau-aggregator-leader-election",
                                       "namespace": "tau-system"},
@@ -255,11 +260,14 @@ class AggregatorWorkspacesTest(unittest.TestCase):
         self.wait_checked("alpha", leader)
         self.wait_served(leader)
         self.assert_alpha(leader.get_workspace("alpha"))
-        for call in (follower.list_workspaces, lambda: follower.get_workspace("alpha")):
-            err = follower.rpc_error(call)
-            self.assertIsNotNone(err)
-            self.assertEqual(err.code(), grpc.StatusCode.UNAVAILABLE)
-            self.assertIn("not running on this replica", err.details())
+        # The follower reconciles nothing but answers from its own informer cache.
+        ws = wait_for(lambda: [w for w in follower.list_workspaces() if w.phase == "Ready"],
+                      msg="alpha Ready in the follower's ListWorkspaces")
+        self.assertEqual(len(ws), 1)
+        self.assert_alpha(ws[0])
+        self.assert_alpha(follower.get_workspace("alpha"))
+        err = follower.rpc_error(follower.get_workspace, "nope")
+        self.assertEqual(err.code(), grpc.StatusCode.NOT_FOUND)
         self.assertNotIn("workspace controller started", follower.log())
         # The leader releases the Lease on SIGTERM; the follower starts its controller.
         self.assertEqual(leader.stop(), 0, leader.log()[-3000:])

@@ -4,7 +4,8 @@
  *
  * One kube loop thread runs the informers; the controller's worker does the
  * writes; main waits for SIGINT/SIGTERM with sigwait, so no polling.
- * Prints "ready" on stdout once every informer has synced.
+ * Prints "ready" on stdout once every informer has synced; exits 1 with the
+ * watches that never synced when that takes more than 60 s.
  */
 #include "workspace/controller.h"
 
@@ -19,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static void usage(FILE *out)
 {
@@ -143,16 +143,16 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	tau_log_info("workspace controller started", NULL);
-	{
-		/* A test driver: a short bounded wait for the caches, then sit in sigwait. */
-		struct timespec ts = {0, 50 * 1000 * 1000};
-		int waited = 0;
-
-		while (!tau_ws_controller_synced(ctl) && waited++ < 1200)
-			nanosleep(&ts, NULL);
-		printf("ready\n");
-		fflush(stdout);
+	/* "ready" only once every informer has listed: a driver that sees no "ready"
+	 * (the process exits 1 instead) knows the caches never synced, and why. */
+	if (tau_ws_controller_wait_synced(ctl, 60000) != 0) {
+		fprintf(stderr, "ws_controller: %s\n", tau_error_last()->msg);
+		tau_ws_controller_stop(ctl);
+		tau_kube_loop_join(loop);
+		goto out;
 	}
+	printf("ready\n");
+	fflush(stdout);
 	sigwait(&set, &sig);
 	tau_log_info("workspace controller stopping", NULL);
 	tau_ws_controller_stop(ctl);

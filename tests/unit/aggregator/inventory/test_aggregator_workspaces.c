@@ -57,7 +57,9 @@ static void ready_workspace(void **state)
 	assert_string_equal(ws->conditions[0]->status, "True");
 	assert_string_equal(ws->conditions[0]->reason, "Bound");
 	assert_string_equal(ws->conditions[0]->message, "ok");
-	assert_int_equal(ws->conditions[0]->last_transition_unix_ms, 0);
+	/* 2024-05-01T10:00:00Z */
+	assert_int_equal(ws->conditions[0]->last_transition_unix_ms, 1714557600000LL);
+	assert_int_equal(ws->conditions[1]->last_transition_unix_ms, 0); /* absent */
 	assert_string_equal(ws->conditions[1]->type, "QueueReady");
 	assert_string_equal(ws->conditions[1]->status, "False");
 	assert_string_equal(ws->conditions[1]->message, ""); /* absent -> empty */
