@@ -283,6 +283,14 @@ static int load_client(tau_kube_client **out, const tau_agent_config *cfg)
 	}
 	free(kcfg->user_agent);
 	kcfg->user_agent = strdup("tau-node-agent/" TAU_VERSION_STRING);
+	if (kcfg->user_agent == NULL) {
+		/* NULL would silently send the library's user agent instead of ours. */
+		tau_kube_config_free(kcfg);
+		rc = tau_error_set(TAU_ENOMEM, "out of memory setting the user agent");
+		tau_log_error("cannot make the Kubernetes client", "error", tau_error_last()->msg,
+		              NULL);
+		return rc;
+	}
 	rc = tau_kube_client_new(out, kcfg);
 	if (rc < 0)
 		tau_log_error("cannot make the Kubernetes client", "error", tau_error_last()->msg,

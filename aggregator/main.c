@@ -84,11 +84,8 @@ static int review_token(void *ud, const char *token, tau_auth_review *out)
 
 	if (rc < 0)
 		return rc;
-	memset(out, 0, sizeof(*out));
-	out->authenticated = tr->authenticated;
-	snprintf(out->username, sizeof(out->username), "%s", tr->username ? tr->username : "");
-	snprintf(out->node_name, sizeof(out->node_name), "%s", tr->node_name ? tr->node_name : "");
-	snprintf(out->error, sizeof(out->error), "%s", tr->error ? tr->error : "");
+	/* A name too long to hold is refused, not cut: the review is then unauthenticated. */
+	(void)tau_auth_review_set(out, tr->authenticated, tr->username, tr->node_name, tr->error);
 	tau_kube_token_review_free(tr);
 	return 0;
 }

@@ -7,9 +7,11 @@
  */
 #include "table.h"
 
+#include "tau/buf.h"
 #include "tau/error.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +44,11 @@ int tau_table_add(tau_table *t, const char *const *cells)
 {
 	if (t->n_rows == t->cap_rows) {
 		size_t cap = t->cap_rows ? t->cap_rows * 2 : 16;
-		char **grown = realloc(t->cells, cap * t->n_cols * sizeof(char *));
+		char **grown;
+
+		if (cap > SIZE_MAX / sizeof(char *) / t->n_cols)
+			return tau_error_set(TAU_ENOMEM, "table: too many rows");
+		grown = realloc(t->cells, cap * t->n_cols * sizeof(char *));
 
 		if (grown == NULL)
 			return tau_error_set(TAU_ENOMEM, "out of memory");
@@ -63,11 +69,24 @@ int tau_table_add(tau_table *t, const char *const *cells)
 	return 0;
 }
 
+/* n blanks. */
+static void pad(tau_buf *b, size_t n)
+{
+	static const char blanks[] = "                                ";
+
+	while (n > 0) {
+		size_t k = n < sizeof(blanks) - 1 ? n : sizeof(blanks) - 1;
+
+		tau_buf_append(b, blanks, k);
+		n -= k;
+	}
+}
+
 int tau_table_render(char **out, const tau_table *t)
 {
 	size_t width[TAU_TABLE_MAX_COLS] = {0};
-	size_t total = 1;
-	char *buf, *p;
+	tau_buf b = TAU_BUF_INIT(TAU_TABLE_MAX_BYTES);
+	char *text;
 
 	for (size_t r = 0; r < t->n_rows; r++) {
 		for (size_t c = 0; c < t->n_cols; c++) {
@@ -77,28 +96,35 @@ int tau_table_render(char **out, const tau_table *t)
 				width[c] = w;
 		}
 	}
-	for (size_t c = 0; c < t->n_cols; c++)
-		total += width[c] + 3;
-	total = total * t->n_rows + 1;
-	buf = malloc(total);
-	if (buf == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory");
-	p = buf;
-	for (size_t r = 0; r < t->n_rows; r++) {
+	/* Appends into a capped buffer: no size is computed ahead, so none can wrap. */
+	for (size_t r = 0; r < t->n_rows && tau_buf_error(&b) == 0; r++) {
+		size_t line = b.len;
+
 		for (size_t c = 0; c < t->n_cols; c++) {
 			const char *cell = t->cells[r * t->n_cols + c];
-			bool last = c + 1 == t->n_cols;
-			int n = last ? sprintf(p, "%s", cell)
-			             : sprintf(p, "%-*s   ", (int)width[c], cell);
+			size_t len = strlen(cell);
 
-			p += n;
+			tau_buf_append(&b, cell, len);
+			if (c + 1 < t->n_cols)
+				pad(&b, width[c] - len + 3);
 		}
-		while (p > buf && p[-1] == ' ')
-			p--;
-		*p++ = '\n';
+		while (b.len > line && b.p[b.len - 1] == ' ')
+			tau_buf_truncate(&b, b.len - 1);
+		tau_buf_append(&b, "\n", 1);
 	}
-	*p = '\0';
-	*out = buf;
+	if (tau_buf_error(&b) < 0) {
+		int rc = tau_buf_error(&b);
+
+		tau_buf_free(&b);
+		if (rc == -TAU_ETOOBIG)
+			return tau_error_set(TAU_ETOOBIG, "table larger than %u bytes",
+			                     TAU_TABLE_MAX_BYTES);
+		return rc;
+	}
+	text = tau_buf_take(&b, NULL);
+	if (text == NULL)
+		return -TAU_ENOMEM;
+	*out = text;
 	return 0;
 }
 

@@ -95,6 +95,14 @@ void tau_buf_consume(tau_buf *b, size_t n)
 		b->p[b->len] = '\0';
 }
 
+void tau_buf_truncate(tau_buf *b, size_t len)
+{
+	if (len >= b->len)
+		return;
+	b->len = len;
+	b->p[len] = '\0';
+}
+
 int tau_buf_error(const tau_buf *b)
 {
 	return b->err;

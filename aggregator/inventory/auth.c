@@ -18,6 +18,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+int tau_auth_review_set(tau_auth_review *out, bool authenticated, const char *username,
+                        const char *node_name, const char *error)
+{
+	size_t lu = username != NULL ? strlen(username) : 0;
+	size_t ln = node_name != NULL ? strlen(node_name) : 0;
+
+	memset(out, 0, sizeof(*out));
+	if (lu >= sizeof(out->username) || ln >= sizeof(out->node_name)) {
+		int rc = tau_error_set(
+		        TAU_EINVAL, "TokenReview answered a %s of %zu bytes (at most %zu); refused",
+		        lu >= sizeof(out->username) ? "user name" : "node name",
+		        lu >= sizeof(out->username) ? lu : ln,
+		        lu >= sizeof(out->username) ? sizeof(out->username) - 1
+		                                    : sizeof(out->node_name) - 1);
+
+		snprintf(out->error, sizeof(out->error), "%.*s", (int)sizeof(out->error) - 1,
+		         tau_error_last()->msg);
+		return rc;
+	}
+	out->authenticated = authenticated;
+	if (lu != 0)
+		memcpy(out->username, username, lu + 1);
+	if (ln != 0)
+		memcpy(out->node_name, node_name, ln + 1);
+	snprintf(out->error, sizeof(out->error), "%s", error != NULL ? error : "");
+	return 0;
+}
+
 int tau_auth_sa_user(char *out, size_t cap, const char *ns_name)
 {
 	const char *colon = ns_name != NULL ? strchr(ns_name, ':') : NULL;

@@ -36,6 +36,16 @@ typedef struct tau_auth_review {
 typedef int (*tau_auth_review_fn)(void *ud, const char *token, tau_auth_review *out);
 
 /**
+ * Fill `out` from a TokenReview's answer (NULL strings count as "").  A user or node name
+ * that does not fit its field is never cut, because a cut name could equal the expected
+ * one: the review becomes unauthenticated, `error` saying which name was too long.  The
+ * error text, only ever shown, is cut to fit.
+ * @return 0; -TAU_EINVAL (review refused as described, message set).
+ */
+int tau_auth_review_set(tau_auth_review *out, bool authenticated, const char *username,
+                        const char *node_name, const char *error);
+
+/**
  * Build the ServiceAccount user name from "NS:NAME" into `out`
  * ("system:serviceaccount:NS:NAME").  @return 0 or -TAU_EINVAL.
  */

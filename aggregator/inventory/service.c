@@ -202,25 +202,30 @@ static void grow_bindings(tau_agg *a)
 	a->n_bindings_buckets = n;
 }
 
-/* Make `s` the stream of `node`; returns the call of the stream it replaced (referenced). */
-static tau_rpc_call *bind_stream(tau_agg *a, stream *s, const char *node)
+/*
+ * Make `s` the stream of `node`; *replaced gets the call of the stream it replaced
+ * (referenced) or NULL.  @return 0, or -TAU_ENOMEM with `s` left unbound (its heartbeats are
+ * then answered RESEND_FULL, so the agent's next full inventory binds it).
+ */
+static int bind_stream(tau_agg *a, stream *s, const char *node, tau_rpc_call **replaced)
 {
 	binding **slot = binding_slot(a, node);
-	tau_rpc_call *old = NULL;
 
+	*replaced = NULL;
 	if (*slot != NULL) {
 		if ((*slot)->s == s)
-			return NULL;
+			return 0;
 		(*slot)->s->bound = false;
 		atomic_store(&(*slot)->s->replaced, true);
-		old = tau_rpc_call_ref((*slot)->s->call);
+		*replaced = tau_rpc_call_ref((*slot)->s->call);
 		(*slot)->s = s;
 	} else {
 		binding *b = calloc(1, sizeof(*b));
 
 		if (b == NULL || (b->node = strdup(node)) == NULL) {
 			free(b);
-			return NULL;
+			return tau_error_set(TAU_ENOMEM,
+			                     "out of memory binding the stream of node %s", node);
 		}
 		b->s = s;
 		*slot = b;
@@ -229,7 +234,7 @@ static tau_rpc_call *bind_stream(tau_agg *a, stream *s, const char *node)
 			grow_bindings(a);
 	}
 	s->bound = true;
-	return old;
+	return 0;
 }
 
 static void unbind_stream(tau_agg *a, stream *s)
@@ -347,9 +352,12 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 	mismatch[0] = '\0';
 	(void)tau_nodestore_take_mismatch(a->store, facts->name, mismatch, sizeof(mismatch));
 	if (rc == 0) {
-		(void)tau_nodestore_set_inventory(a->store, facts->name, bytes, len);
-		replaced = bind_stream(a, s, facts->name);
+		/* The facts are stored whatever follows; a failure below is refused to the agent.
+		 */
 		mark_dirty_locked(a);
+		rc = tau_nodestore_set_inventory(a->store, facts->name, bytes, len);
+		if (rc == 0)
+			rc = bind_stream(a, s, facts->name, &replaced);
 	}
 	pthread_mutex_unlock(&a->mu);
 	free(bytes);

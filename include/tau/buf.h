@@ -50,6 +50,9 @@ int tau_buf_printf(tau_buf *b, const char *fmt, ...) __attribute__((format(print
 /** Drop the first n bytes (all of them when n >= len). */
 void tau_buf_consume(tau_buf *b, size_t n);
 
+/** Keep only the first len bytes (no-op when len >= b->len). */
+void tau_buf_truncate(tau_buf *b, size_t len);
+
 /** 0, or the sticky error of the first failed append. */
 int tau_buf_error(const tau_buf *b);
 

@@ -3,6 +3,8 @@
 #include "inventory.h"
 #include "table.h"
 
+#include "tau/error.h"
+
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <setjmp.h>
@@ -225,6 +227,43 @@ static void table_alignment(void **state)
 	tau_table_free(t);
 }
 
+/* Rendering appends into a capped buffer: wide cells align, an oversized table is refused. */
+static void table_wide_and_capped(void **state)
+{
+	static const char *const hdr[] = {"A", "B"};
+	const char *row[2];
+	size_t big = TAU_TABLE_MAX_BYTES;
+	char *wide = malloc(big + 1), *out = NULL;
+	tau_table *t = NULL;
+
+	(void)state;
+	assert_non_null(wide);
+	memset(wide, 'w', 100);
+	wide[100] = '\0';
+	row[0] = wide;
+	row[1] = "x";
+	assert_int_equal(tau_table_new(&t, 2, hdr), 0);
+	assert_int_equal(tau_table_add(t, row), 0);
+	assert_int_equal(tau_table_render(&out, t), 0);
+	assert_int_equal(strlen(out), 2 * 105);
+	assert_int_equal(strncmp(out, "A   ", 4), 0);
+	assert_int_equal(out[103], 'B');
+	assert_int_equal(out[2 * 105 - 2], 'x');
+	free(out);
+	out = NULL;
+	tau_table_free(t);
+
+	memset(wide, 'w', big);
+	wide[big] = '\0';
+	assert_int_equal(tau_table_new(&t, 2, hdr), 0);
+	assert_int_equal(tau_table_add(t, row), 0);
+	assert_int_equal(tau_table_render(&out, t), -TAU_ETOOBIG);
+	assert_string_equal(tau_error_last()->msg, "table larger than 268435456 bytes");
+	assert_null(out);
+	tau_table_free(t);
+	free(wide);
+}
+
 /* Run `tau inventory ARGS...` with stderr captured into err. */
 static int run_inventory(char *err, size_t cap, const char **argv)
 {
@@ -293,6 +332,7 @@ int main(void)
 	        cmocka_unit_test(nodes_json_and_table),
 	        cmocka_unit_test(explain),
 	        cmocka_unit_test(table_alignment),
+	        cmocka_unit_test(table_wide_and_capped),
 	        cmocka_unit_test(timeout_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

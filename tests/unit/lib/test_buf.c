@@ -33,6 +33,10 @@ static void test_append_and_printf(void **state)
 	tau_buf_consume(&b, 6);
 	assert_int_equal(b.len, sizeof(big) - 1);
 	assert_int_equal(b.p[0], 'x');
+	tau_buf_truncate(&b, 3);
+	assert_string_equal(b.p, "xxx");
+	tau_buf_truncate(&b, 10);
+	assert_int_equal(b.len, 3);
 	tau_buf_consume(&b, 99999);
 	assert_int_equal(b.len, 0);
 	assert_string_equal(b.p, "");

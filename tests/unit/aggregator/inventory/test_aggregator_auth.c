@@ -18,11 +18,7 @@ static tau_auth_review review(bool ok, const char *user, const char *node, const
 {
 	tau_auth_review r;
 
-	memset(&r, 0, sizeof(r));
-	r.authenticated = ok;
-	snprintf(r.username, sizeof(r.username), "%s", user);
-	snprintf(r.node_name, sizeof(r.node_name), "%s", node);
-	snprintf(r.error, sizeof(r.error), "%s", err);
+	assert_int_equal(tau_auth_review_set(&r, ok, user, node, err), 0);
 	return r;
 }
 
@@ -136,6 +132,46 @@ static void cache(void **state)
 	tau_auth_cache_free(c);
 }
 
+/* A name too long for its field is refused, never cut to something that could match. */
+static void long_names_refused(void **state)
+{
+	char node[400], user[400], msg[512];
+	tau_auth_review r;
+
+	(void)state;
+	/* A node name of 253 bytes fits; one byte more would have been cut to it. */
+	memset(node, 'a', 253);
+	node[253] = '\0';
+	assert_int_equal(tau_auth_review_set(&r, true, AGENT, node, NULL), 0);
+	assert_true(r.authenticated);
+	assert_string_equal(r.node_name, node);
+	assert_int_equal(tau_auth_decide_node(msg, sizeof(msg), &r, node), TAU_RPC_OK);
+
+	memcpy(node + 253, "-b", 3);
+	assert_int_equal(tau_auth_review_set(&r, true, AGENT, node, NULL), -TAU_EINVAL);
+	assert_false(r.authenticated);
+	assert_string_equal(r.node_name, "");
+	assert_string_equal(r.error,
+	                    "TokenReview answered a node name of 255 bytes (at most 253); refused");
+	assert_int_equal(tau_auth_decide_user(msg, sizeof(msg), true, false, &r, AGENT),
+	                 TAU_RPC_UNAUTHENTICATED);
+	assert_non_null(strstr(msg, "node name of 255 bytes"));
+
+	memset(user, 'u', 300);
+	user[300] = '\0';
+	assert_int_equal(tau_auth_review_set(&r, true, user, "n1", NULL), -TAU_EINVAL);
+	assert_false(r.authenticated);
+	assert_string_equal(r.username, "");
+	assert_string_equal(r.error,
+	                    "TokenReview answered a user name of 300 bytes (at most 255); refused");
+
+	/* The error text is only shown: cut to fit. */
+	memset(user, 'e', 399);
+	user[399] = '\0';
+	assert_int_equal(tau_auth_review_set(&r, false, NULL, NULL, user), 0);
+	assert_int_equal(strlen(r.error), sizeof(r.error) - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -143,6 +179,7 @@ int main(void)
 	        cmocka_unit_test(decision_table),
 	        cmocka_unit_test(token_expiry),
 	        cmocka_unit_test(cache),
+	        cmocka_unit_test(long_names_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
