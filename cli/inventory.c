@@ -18,12 +18,16 @@
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define QUERY              TAU_CLI_QUERY
 #define DEFAULT_AGGREGATOR "localhost:50051"
+/* Nodes asked per ListNodes page (the aggregator may send fewer). */
+#define TAU_CLI_NODES_PAGE 500
 /* A CA bundle larger than this is a wrong path, not a bundle. */
 #define TAU_CLI_CA_MAX_BYTES (1u << 20)
 /* --timeout: a bare number is seconds; an hour is past any sane query. */
@@ -87,6 +91,7 @@ int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cl
 		missing = cJSON_AddArrayToObject(root, "missingNodes");
 		for (size_t i = 0; i < pool->n_missing_nodes; i++)
 			cJSON_AddItemToArray(missing, cJSON_CreateString(pool->missing_nodes[i]));
+		cJSON_AddNumberToObject(root, "missingCount", (double)pool->missing_count);
 		flavors = cJSON_AddArrayToObject(root, "flavors");
 		for (size_t i = 0; i < pool->n_flavors; i++) {
 			const Tau__Inventory__V1__Flavor *f = pool->flavors[i];
@@ -95,7 +100,7 @@ int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cl
 
 			cJSON_AddItemToArray(flavors, fo);
 			cJSON_AddStringToObject(fo, "name", f->name);
-			cJSON_AddNumberToObject(fo, "nodes", (double)f->n_nodes);
+			cJSON_AddNumberToObject(fo, "nodes", (double)f->node_count);
 			res = cJSON_AddObjectToObject(fo, "resources");
 			for (size_t r = 0; r < f->n_resources; r++)
 				cJSON_AddStringToObject(res, f->resources[r]->key,
@@ -115,7 +120,7 @@ int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cl
 			const Tau__Inventory__V1__Flavor *f = pool->flavors[i];
 			char nodes[32];
 
-			snprintf(nodes, sizeof(nodes), "%zu", f->n_nodes);
+			snprintf(nodes, sizeof(nodes), "%" PRIu32, f->node_count);
 			for (size_t r = 0; r < f->n_resources; r++) {
 				const char *row[4] = {f->name, nodes, f->resources[r]->key,
 				                      f->resources[r]->value};
@@ -140,10 +145,11 @@ int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cl
 		for (size_t i = 0; i < pool->n_missing_nodes && off < sizeof(footer) - 64; i++)
 			off += (size_t)snprintf(footer + off, sizeof(footer) - off, "%s%s",
 			                        i ? ", " : "", pool->missing_nodes[i]);
-		if (pool->n_missing_nodes == 0)
+		if (pool->n_missing_nodes == 0 && pool->missing_count == 0)
 			off += (size_t)snprintf(footer + off, sizeof(footer) - off, "none");
-		else if (off >= sizeof(footer) - 64)
-			off += (size_t)snprintf(footer + off, sizeof(footer) - off, ", ...");
+		else if (off >= sizeof(footer) - 64 || pool->missing_count > pool->n_missing_nodes)
+			off += (size_t)snprintf(footer + off, sizeof(footer) - off,
+			                        ", ... (%" PRIu32 " in all)", pool->missing_count);
 		snprintf(footer + off, sizeof(footer) - off, "\n");
 		return table_out(out, t, footer);
 	}
@@ -306,6 +312,90 @@ int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const
 	return rc;
 }
 
+/* Every page of a ListNodes answer, and one response lending all their nodes. */
+typedef struct tau_cli_node_pages {
+	ProtobufCMessage **pages;
+	size_t n_pages;
+	Tau__Inventory__V1__ListNodesResponse all; /* nodes lent from the pages */
+} tau_cli_node_pages;
+
+static void node_pages_clear(tau_cli_node_pages *p)
+{
+	for (size_t i = 0; i < p->n_pages; i++)
+		tau_rpc_message_free(p->pages[i]);
+	free(p->pages);
+	free(p->all.nodes);
+	memset(p, 0, sizeof(*p));
+}
+
+/*
+ * Follow ListNodes pages until the aggregator says there are no more.  Each
+ * token must move forward (names are sorted), so a broken server cannot make
+ * this loop forever.  @return 0, or < 0 with `status` set on an rpc failure.
+ */
+static int list_all_nodes(tau_cli_node_pages *out, tau_rpc_channel *ch, const char *cls,
+                          bool counted_only, int timeout_ms, tau_rpc_status *status)
+{
+	Tau__Inventory__V1__ListNodesRequest req = TAU__INVENTORY__V1__LIST_NODES_REQUEST__INIT;
+	char *token = strdup("");
+	int rc = 0;
+
+	tau__inventory__v1__list_nodes_response__init(&out->all);
+	if (token == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	req.gpu_class = (char *)(cls != NULL ? cls : "");
+	req.counted_only = counted_only;
+	req.page_size = TAU_CLI_NODES_PAGE;
+	while (rc == 0 && token != NULL) {
+		ProtobufCMessage *msg = NULL;
+		const Tau__Inventory__V1__ListNodesResponse *page;
+		ProtobufCMessage **grown;
+		Tau__Inventory__V1__NodeStatus **all;
+		const char *next;
+
+		req.page_token = token;
+		if ((rc = tau_rpc_unary(&msg, ch, QUERY "ListNodes", &req.base,
+		                        &tau__inventory__v1__list_nodes_response__descriptor,
+		                        timeout_ms, status)) < 0)
+			break;
+		grown = realloc(out->pages, (out->n_pages + 1) * sizeof(*grown));
+		if (grown == NULL) {
+			tau_rpc_message_free(msg);
+			rc = tau_error_set(TAU_ENOMEM, "out of memory");
+			break;
+		}
+		out->pages = grown;
+		out->pages[out->n_pages++] = msg;
+		page = (const Tau__Inventory__V1__ListNodesResponse *)msg;
+		if (page->n_nodes > SIZE_MAX / sizeof(*all) - out->all.n_nodes ||
+		    (all = realloc(out->all.nodes,
+		                   (out->all.n_nodes + page->n_nodes) * sizeof(*all))) == NULL) {
+			rc = tau_error_set(TAU_ENOMEM, "out of memory");
+			break;
+		}
+		memcpy(all + out->all.n_nodes, page->nodes, page->n_nodes * sizeof(*all));
+		out->all.nodes = all;
+		out->all.n_nodes += page->n_nodes;
+		next = page->next_page_token != NULL ? page->next_page_token : "";
+		if (next[0] == '\0') {
+			free(token);
+			token = NULL;
+		} else if (strcmp(next, token) <= 0) {
+			rc = tau_error_set(TAU_EINVAL,
+			                   "the aggregator's next_page_token \"%.64s\" "
+			                   "does not move forward",
+			                   next);
+		} else {
+			free(token);
+			token = strdup(next);
+			if (token == NULL)
+				rc = tau_error_set(TAU_ENOMEM, "out of memory");
+		}
+	}
+	free(token);
+	return rc;
+}
+
 int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 {
 	enum { O_AGG = 256, O_CA, O_INSECURE, O_CLASS, O_COUNTED, O_TIMEOUT };
@@ -410,18 +500,19 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 			goto render_failed;
 		rc = TAU_CLI_OK;
 	} else if (strcmp(what, "nodes") == 0) {
-		Tau__Inventory__V1__ListNodesRequest req =
-		        TAU__INVENTORY__V1__LIST_NODES_REQUEST__INIT;
+		tau_cli_node_pages pages = {0};
 
-		req.gpu_class = (char *)(cls != NULL ? cls : "");
-		req.counted_only = counted_only;
-		if (tau_rpc_unary(&resp, ch, QUERY "ListNodes", &req.base,
-		                  &tau__inventory__v1__list_nodes_response__descriptor, timeout_ms,
-		                  &status) < 0)
-			goto rpc_failed;
-		if (tau_cli_render_nodes(&text, (Tau__Inventory__V1__ListNodesResponse *)resp,
-		                         fmt) < 0)
+		if (list_all_nodes(&pages, ch, cls, counted_only, timeout_ms, &status) < 0) {
+			node_pages_clear(&pages);
+			if (status.code != TAU_RPC_OK)
+				goto rpc_failed;
 			goto render_failed;
+		}
+		if (tau_cli_render_nodes(&text, &pages.all, fmt) < 0) {
+			node_pages_clear(&pages);
+			goto render_failed;
+		}
+		node_pages_clear(&pages);
 		rc = TAU_CLI_OK;
 	} else {
 		Tau__Inventory__V1__ExplainNodeRequest req =

@@ -471,6 +471,14 @@ int tau_nodestore_at(const tau_nodestore *s, size_t i, tau_node_status *out)
 	return 0;
 }
 
+size_t tau_nodestore_index_after(const tau_nodestore *s, const char *name)
+{
+	bool found;
+	size_t i = find(s, name, &found);
+
+	return found ? i + 1 : i;
+}
+
 int tau_nodestore_get(const tau_nodestore *s, const char *name, tau_node_status *out)
 {
 	bool found;

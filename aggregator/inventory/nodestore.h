@@ -137,6 +137,9 @@ bool tau_nodestore_take_mismatch(tau_nodestore *store, const char *name, char *b
  */
 int tau_nodestore_at(const tau_nodestore *store, size_t i, tau_node_status *out);
 
+/** Index of the first record whose name sorts after `name` (count when none). */
+size_t tau_nodestore_index_after(const tau_nodestore *store, const char *name);
+
 /** Status by name.  @return 0 or -TAU_ENOTFOUND. */
 int tau_nodestore_get(const tau_nodestore *store, const char *name, tau_node_status *out);
 

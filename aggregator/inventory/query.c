@@ -11,6 +11,7 @@
 #include "query.h"
 
 #include "tau/error.h"
+#include "tau/names.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,18 +183,29 @@ int tau_query_list_nodes(Tau__Inventory__V1__ListNodesResponse **out, const tau_
                          const Tau__Inventory__V1__ListNodesRequest *req,
                          const tau_query_opts *opts)
 {
-	Tau__Inventory__V1__ListNodesResponse *resp = malloc(sizeof(*resp));
-	size_t n = tau_nodestore_count(store);
+	Tau__Inventory__V1__ListNodesResponse *resp;
+	size_t n = tau_nodestore_count(store), start = 0, want = TAU_QUERY_PAGE_DEFAULT, bytes = 0;
 	const char *want_class = req != NULL && req->gpu_class != NULL && req->gpu_class[0] != '\0'
 	                                 ? req->gpu_class
 	                                 : NULL;
+	const char *token = req != NULL && req->page_token != NULL ? req->page_token : "";
+	size_t i;
 
+	if (req != NULL && req->page_size > 0)
+		want = req->page_size < TAU_QUERY_PAGE_MAX ? req->page_size : TAU_QUERY_PAGE_MAX;
+	if (token[0] != '\0') {
+		/* The token is the name of the last node of the previous page. */
+		if (tau_names_check_dns1123_subdomain(token) < 0)
+			return tau_error_set(TAU_EINVAL, "invalid page_token \"%.64s\"", token);
+		start = tau_nodestore_index_after(store, token);
+	}
+	resp = malloc(sizeof(*resp));
 	if (resp == NULL)
 		return OOM();
 	tau__inventory__v1__list_nodes_response__init(resp);
-	if (n > 0 && (resp->nodes = calloc(n, sizeof(*resp->nodes))) == NULL)
+	if (n > start && (resp->nodes = calloc(want, sizeof(*resp->nodes))) == NULL)
 		goto oom;
-	for (size_t i = 0; i < n; i++) {
+	for (i = start; i < n && resp->n_nodes < want && bytes < TAU_QUERY_PAGE_BYTES; i++) {
 		tau_node_status st;
 		Tau__Inventory__V1__NodeStatus *ns = NULL;
 
@@ -214,7 +226,14 @@ int tau_query_list_nodes(Tau__Inventory__V1__ListNodesResponse **out, const tau_
 			free_msg(ns);
 			continue;
 		}
+		/* Field overhead: tag, length prefix (at most 5 bytes for < 1 MiB). */
+		bytes += protobuf_c_message_get_packed_size(&ns->base) + 6;
 		resp->nodes[resp->n_nodes++] = ns;
+	}
+	if (i < n && resp->n_nodes > 0) {
+		resp->next_page_token = dup_str(resp->nodes[resp->n_nodes - 1]->name);
+		if (resp->next_page_token == NULL)
+			goto oom;
 	}
 	*out = resp;
 	return 0;
@@ -314,8 +333,7 @@ static int pool_flavors(Tau__Inventory__V1__Pool *p, const tau_nodestore *store)
 		fl->name = dup_str(f->name);
 		if (fl->name == NULL)
 			return OOM();
-		if (f->nodes > 0 && (fl->nodes = calloc(f->nodes, sizeof(char *))) == NULL)
-			return OOM();
+		fl->node_count = (uint32_t)f->nodes;
 		if (f->n_resources > 0 &&
 		    (fl->resources = calloc(f->n_resources, sizeof(*fl->resources))) == NULL)
 			return OOM();
@@ -335,30 +353,6 @@ static int pool_flavors(Tau__Inventory__V1__Pool *p, const tau_nodestore *store)
 				return OOM();
 		}
 	}
-	/* Node names: one pass over the name-sorted records keeps each flavor's list sorted. */
-	for (size_t i = 0; i < tau_nodestore_count(store); i++) {
-		tau_node_status st;
-		const char *cls;
-
-		if (tau_nodestore_at(store, i, &st) < 0 || st.source == TAU_NODE_SOURCE_NONE ||
-		    tau_pool_node_counted(pool, st.name) != 1 || st.facts == NULL)
-			continue;
-		/* Facts from a Node or a validated report carry the label's value here: no scan. */
-		cls = st.facts->gpu_class;
-		for (size_t k = 0; cls != NULL && k < p->n_flavors; k++) {
-			Tau__Inventory__V1__Flavor *fl = p->flavors[k];
-
-			if (strcmp(fl->name, cls) != 0)
-				continue;
-			if (fl->n_nodes < tau_pool_flavor_at(pool, k)->nodes) {
-				fl->nodes[fl->n_nodes] = dup_str(st.name);
-				if (fl->nodes[fl->n_nodes] == NULL)
-					return OOM();
-				fl->n_nodes++;
-			}
-			break;
-		}
-	}
 	return 0;
 }
 
@@ -376,6 +370,10 @@ int tau_query_pool(Tau__Inventory__V1__Pool **out, const tau_nodestore *store)
 	if (p->invalid_reason == NULL)
 		goto oom;
 	missing = tau_nodestore_missing(store, NULL, 0);
+	p->missing_count = (uint32_t)missing;
+	if (missing > TAU_QUERY_POOL_MISSING_MAX)
+		missing = TAU_QUERY_POOL_MISSING_MAX; /* the Pool's size must not grow with the
+		                                         cluster */
 	if (missing > 0) {
 		const char **names = calloc(missing, sizeof(*names));
 

@@ -22,6 +22,13 @@
 /** Rules per explanation: api.node, the P1 rules, agent.reported. */
 #define TAU_QUERY_RULE_COUNT (TAU_POOL_RULE_COUNT + 2)
 
+/** ListNodes pages: default and largest number of nodes, and the byte budget of one page. */
+#define TAU_QUERY_PAGE_DEFAULT 500
+#define TAU_QUERY_PAGE_MAX     1000
+#define TAU_QUERY_PAGE_BYTES   (768 * 1024)
+/** Most missing node names a Pool carries (missing_count has the total). */
+#define TAU_QUERY_POOL_MISSING_MAX 64
+
 /** How queries judge liveness. */
 typedef struct tau_query_opts {
 	int64_t now_ms;
@@ -48,7 +55,13 @@ bool tau_query_is_stale(const tau_node_status *st, const tau_query_opts *opts);
 int tau_query_node_status(Tau__Inventory__V1__NodeStatus **out, const tau_nodestore *store,
                           const tau_node_status *st, const tau_query_opts *opts);
 
-/** ListNodes, filtered by `req` (may be NULL).  @return 0 or -TAU_ENOMEM. */
+/**
+ * One page of ListNodes, filtered by `req` (may be NULL): at most
+ * req->page_size nodes (0: TAU_QUERY_PAGE_DEFAULT, capped at
+ * TAU_QUERY_PAGE_MAX) and about TAU_QUERY_PAGE_BYTES, after req->page_token.
+ * next_page_token is set when more records follow.  O(log n + page).
+ * @return 0, -TAU_EINVAL (malformed page_token), -TAU_ENOMEM.
+ */
 int tau_query_list_nodes(Tau__Inventory__V1__ListNodesResponse **out, const tau_nodestore *store,
                          const Tau__Inventory__V1__ListNodesRequest *req,
                          const tau_query_opts *opts);

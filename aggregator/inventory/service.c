@@ -101,6 +101,8 @@ struct tau_agg {
 	bool dirty;
 	bool leader;
 	bool nodes_synced;
+	int64_t sync_deadline_ms; /* past it, an input list still unread is worth a warning */
+	bool warned_unsynced;
 	bool (*sync_probe)(void *ud);
 	void *sync_probe_ud;
 	bool stop;
@@ -732,6 +734,12 @@ static void tick_locked(tau_agg *a)
 		a->nodes_synced = true;
 		tau_nodestore_api_synced(a->store);
 		tau_log_info("Node and TauCluster watches synced", NULL);
+	} else if (!a->nodes_synced && !a->warned_unsynced &&
+	           tau_agg_now_ms() >= a->sync_deadline_ms) {
+		a->warned_unsynced = true;
+		tau_log_warn("pool not established: the Node or TauCluster list has not been read "
+		             "yet (is the TauCluster CRD installed? can the aggregator list both?)",
+		             NULL);
 	}
 	tau_nodestore_tick(a->store, tau_agg_now_ms());
 	if (!was && tau_nodestore_established(a->store)) {
@@ -907,7 +915,10 @@ static tau_query_opts query_opts(const tau_agg *a)
 
 static void finish_error(tau_rpc_call *call, int rc)
 {
-	tau_rpc_call_finish(call, rc == -TAU_ENOTFOUND ? TAU_RPC_NOT_FOUND : TAU_RPC_INTERNAL,
+	tau_rpc_call_finish(call,
+	                    rc == -TAU_ENOTFOUND ? TAU_RPC_NOT_FOUND
+	                    : rc == -TAU_EINVAL  ? TAU_RPC_INVALID_ARGUMENT
+	                                         : TAU_RPC_INTERNAL,
 	                    tau_error_last()->msg);
 }
 
@@ -1421,6 +1432,7 @@ int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
 		rc = tau_error_set(TAU_ENOMEM, "out of memory");
 		goto fail;
 	}
+	a->sync_deadline_ms = tau_agg_now_ms() + a->cfg.sync_timeout_ms;
 	if ((rc = tau_nodestore_new(&a->store, tau_agg_now_ms(), a->cfg.sync_timeout_ms)) < 0 ||
 	    (rc = tau_auth_cache_new(&a->cache, a->cfg.auth_cache_max)) < 0)
 		goto fail;

@@ -159,7 +159,7 @@ static void get_node(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 static void fill_pool(Tau__Inventory__V1__Pool *pool, Tau__Inventory__V1__Flavor **flavors,
                       Tau__Inventory__V1__Flavor *fl,
                       Tau__Inventory__V1__Flavor__ResourcesEntry **res,
-                      Tau__Inventory__V1__Flavor__ResourcesEntry *r, char **nodes)
+                      Tau__Inventory__V1__Flavor__ResourcesEntry *r)
 {
 	tau__inventory__v1__flavor__init(fl);
 	tau__inventory__v1__flavor__resources_entry__init(&r[0]);
@@ -170,11 +170,8 @@ static void fill_pool(Tau__Inventory__V1__Pool *pool, Tau__Inventory__V1__Flavor
 	r[1].value = (char *)"16";
 	res[0] = &r[0];
 	res[1] = &r[1];
-	nodes[0] = (char *)"gpu-node-1";
-	nodes[1] = (char *)"gpu-node-2";
 	fl->name = (char *)"h100";
-	fl->n_nodes = 2;
-	fl->nodes = nodes;
+	fl->node_count = 2;
 	fl->n_resources = 2;
 	fl->resources = res;
 	flavors[0] = fl;
@@ -190,11 +187,10 @@ static void get_pool(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	Tau__Inventory__V1__Pool pool = TAU__INVENTORY__V1__POOL__INIT;
 	Tau__Inventory__V1__Flavor *flavors[1], fl;
 	Tau__Inventory__V1__Flavor__ResourcesEntry *res[2], r[2];
-	char *nodes[2];
 
 	(void)ud;
 	tau_rpc_message_free(msg);
-	fill_pool(&pool, flavors, &fl, res, r, nodes);
+	fill_pool(&pool, flavors, &fl, res, r);
 	tau_rpc_call_reply(call, &pool.base);
 }
 
@@ -203,11 +199,10 @@ static void watch_pool(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	Tau__Inventory__V1__Pool pool = TAU__INVENTORY__V1__POOL__INIT;
 	Tau__Inventory__V1__Flavor *flavors[1], fl;
 	Tau__Inventory__V1__Flavor__ResourcesEntry *res[2], r[2];
-	char *nodes[2];
 
 	(void)ud;
 	tau_rpc_message_free(msg);
-	fill_pool(&pool, flavors, &fl, res, r, nodes);
+	fill_pool(&pool, flavors, &fl, res, r);
 	for (uint64_t g = 1; g <= 3; g++) {
 		pool.generation = g;
 		tau_rpc_call_send(call, &pool.base);

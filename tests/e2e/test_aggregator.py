@@ -120,8 +120,9 @@ def expected_pool(nodes, selector=None):
 
 
 def pool_values(p):
-    """The same shape from a Pool message (values parsed back exactly)."""
-    return {f.name: {"nodes": list(f.nodes),
+    """The same shape from a Pool message (values parsed back exactly; node counts, since a Pool
+    does not name its nodes: ListNodes does)."""
+    return {f.name: {"nodes": f.node_count,
                      "resources": {k: qparse(v) for k, v in f.resources.items()}}
             for f in p.flavors}
 
@@ -238,7 +239,15 @@ class Aggregator:
         return self.unary("GetPool", qpb.GetPoolRequest(), qpb.Pool)
 
     def nodes(self, **kw):
-        return self.unary("ListNodes", qpb.ListNodesRequest(**kw), qpb.ListNodesResponse).nodes
+        """Every node, following ListNodes pages."""
+        out, token = [], ""
+        while True:
+            r = self.unary("ListNodes", qpb.ListNodesRequest(page_token=token, **kw),
+                           qpb.ListNodesResponse)
+            out += r.nodes
+            if not r.next_page_token:
+                return out
+            token = r.next_page_token
 
     def http(self, path):
         c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
@@ -353,7 +362,12 @@ class AggregatorE2E(unittest.TestCase):
         return [n for n in self.nodes if not n.get("_deleted")]
 
     def assert_pool_matches(self, p, selector=None):
-        self.assertEqual(pool_values(p), expected_pool(self.current_nodes(), selector))
+        exp = expected_pool(self.current_nodes(), selector)
+        self.assertEqual(pool_values(p), {k: {"nodes": len(v["nodes"]), "resources": v["resources"]}
+                                          for k, v in exp.items()})
+        for cls, v in exp.items():
+            self.assertEqual([n.name for n in self.agg.nodes(gpu_class=cls, counted_only=True)],
+                             v["nodes"])
 
     # -- cases, in order --
 
@@ -491,7 +505,9 @@ class AggregatorE2E(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
         self.assertEqual(list(doc.keys()),
-                         ["established", "valid", "invalidReason", "missingNodes", "flavors"])
+                         ["established", "valid", "invalidReason", "missingNodes", "missingCount",
+                          "flavors"])
+        self.assertEqual(doc["missingCount"], 0)
         self.assertTrue(doc["established"])
         self.assertTrue(doc["valid"])
         self.assertEqual(doc["invalidReason"], "")
@@ -560,9 +576,9 @@ class AggregatorE2E(unittest.TestCase):
         for n in self.nodes:
             if n["metadata"]["name"] == name:
                 n["_deleted"] = True
-        p = wait_for(lambda: (lambda q: q if "gpu-ib-2" not in
-                              [x for f in q.flavors for x in f.nodes] else None)(self.agg.pool()),
-                     msg="pool without the deleted node")
+        wait_for(lambda: name not in [n.name for n in self.agg.nodes(counted_only=True)],
+                 msg="the deleted node no longer counted")
+        p = self.agg.pool()
         self.assert_pool_matches(p)
         self.assertNotIn(name, [n.name for n in self.agg.nodes()])
         self.agents.pop(name).cancel()
@@ -765,7 +781,7 @@ class TrustE2E(unittest.TestCase):
         cls.agents = {n["metadata"]["name"]: RealAgent(n["metadata"]["name"], cls.agg.addr,
                                                        cls.kubeconfig) for n in cls.nodes}
         wait_for(lambda: (lambda p: p.established and flavor_of(p, "t4") is not None
-                          and len(flavor_of(p, "t4").nodes) == 3)(cls.agg.pool()),
+                          and flavor_of(p, "t4").node_count == 3)(cls.agg.pool()),
                  timeout=60, msg="every real agent reported")
 
     @classmethod
@@ -791,7 +807,7 @@ class TrustE2E(unittest.TestCase):
 
     def t4_nodes(self):
         f = flavor_of(self.agg.pool(), "t4")
-        return len(f.nodes) if f else 0
+        return f.node_count if f else 0
 
     def kill_agent_and_wait_stale(self, name):
         self.agents[name].kill()
@@ -899,7 +915,9 @@ class TrustE2E(unittest.TestCase):
         for cls, bad, qty, good, _ in cases:
             with self.subTest(cls=cls):
                 f = wait_for(lambda: flavor_of(self.agg.pool(), cls), msg="flavor " + cls)
-                self.assertEqual(list(f.nodes), [good])
+                self.assertEqual(f.node_count, 1)
+                self.assertEqual([n.name for n in self.agg.nodes(gpu_class=cls, counted_only=True)],
+                                 [good])
                 self.assertEqual(dict(f.resources), {"cpu": "8", "nvidia.com/gpu": "8"})
                 ex, rules = self.explain(bad)
                 self.assertFalse(ex.counted)
@@ -914,6 +932,103 @@ class TrustE2E(unittest.TestCase):
         self.assertIn('tau_aggregator_pool_resource{flavor="x5",resource="nvidia.com/gpu"} 8\n', m)
         self.assertIn('tau_aggregator_pool_resource{flavor="x6",resource="nvidia.com/gpu"} 8\n', m)
         self.assertIn("tau_aggregator_reports_rejected_total 0\n", m)
+
+
+class ScaleE2E(unittest.TestCase):
+    """Issue 12 item 10: queries hold at 50,000 nodes (ListNodes pages, GetPool/WatchPool bounded)."""
+
+    N = 50000
+
+    @classmethod
+    def setUpClass(cls):
+        d = os.path.join(WORK, "scale")
+        os.makedirs(d, exist_ok=True)
+        cls.names = ["scale-%05d" % i for i in range(cls.N)]
+        # Four classes; every tenth node is not Ready.
+        nodes = [_node(n, "c%d" % (i % 4), {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8"},
+                       ready=i % 10 != 0) for i, n in enumerate(cls.names)]
+        cls.counted = {"c%d" % k: sum(1 for i in range(cls.N) if i % 4 == k and i % 10 != 0)
+                       for k in range(4)}
+        real = cls.names[1]
+        tokens = {"tok-" + real: {"username": AGENT_USER, "audiences": ["taugrid"],
+                                  "extra": {"authentication.kubernetes.io/node-name": [real]}}}
+        with open(os.path.join(d, "tokens.json"), "w") as f:
+            json.dump(tokens, f)
+        with open(os.path.join(d, "seed.json"), "w") as f:
+            json.dump({"kind": "List", "items": nodes}, f)
+        cls.kubeconfig = os.path.join(d, "kubeconfig")
+        cls.sim = Proc([SIM_PYTHON, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+                        cls.kubeconfig, "--tokens", os.path.join(d, "tokens.json"),
+                        "--seed", os.path.join(d, "seed.json"),
+                        "--crds", os.path.join(ROOT, "charts/taugrid/crds")], "kube-sim-scale")
+        cls.sim.wait_line("ready ", timeout=180)
+        cls.agg = Aggregator(cls.kubeconfig, sync_timeout="1s")
+        cls.agent = RealAgent(real, cls.agg.addr, cls.kubeconfig)
+        wait_for(lambda: "tau_aggregator_nodes %d\n" % cls.N in cls.agg.http("/metrics")[1]
+                 and cls.agg.pool().established, timeout=180, msg="50,000 nodes known, established")
+        wait_for(lambda: cls.agg.unary("GetNode", qpb.GetNodeRequest(name=real),
+                                       qpb.GetNodeResponse).HasField("inventory"),
+                 timeout=60, msg="the real agent reported")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.agent.stop()
+        rc = cls.agg.stop()
+        cls.sim.stop()
+        assert rc == 0, "aggregator exit code %d after SIGTERM" % rc
+
+    def check_pool(self, p):
+        self.assertTrue(p.established)
+        self.assertTrue(p.valid)
+        self.assertEqual({f.name: f.node_count for f in p.flavors}, self.counted)
+        self.assertEqual({k: qparse(v) for k, v in p.flavors[0].resources.items()},
+                         {"cpu": 96 * self.counted["c0"],
+                          "memory": self.counted["c0"] * 2**40,
+                          "nvidia.com/gpu": 8 * self.counted["c0"]})
+        # Every GPU node but the one with a real agent is missing its agent: a sample is named.
+        self.assertEqual(p.missing_count, self.N - 1)
+        self.assertEqual(list(p.missing_nodes), self.names[:1] + self.names[2:65])
+        # A few hundred bytes, not 64 bytes a node.
+        self.assertLess(p.ByteSize(), 4096)
+
+    def test_01_get_pool_and_watch_pool_stay_small(self):
+        self.check_pool(self.agg.pool())
+        w = PoolWatcher(self.agg.channel)
+        try:
+            self.check_pool(w.wait(lambda q: q.established, timeout=60))
+        finally:
+            w.cancel()
+
+    def test_02_list_nodes_pages(self):
+        r = self.agg.unary("ListNodes", qpb.ListNodesRequest(), qpb.ListNodesResponse)
+        self.assertEqual([n.name for n in r.nodes], self.names[:500])
+        self.assertEqual(r.next_page_token, self.names[499])
+        r = self.agg.unary("ListNodes", qpb.ListNodesRequest(page_size=100000,
+                                                             page_token=r.next_page_token),
+                           qpb.ListNodesResponse)
+        self.assertEqual([n.name for n in r.nodes], self.names[500:1500])
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.agg.unary("ListNodes", qpb.ListNodesRequest(page_token="Not A Token!"),
+                           qpb.ListNodesResponse)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("invalid page_token", cm.exception.details())
+
+    def test_03_cli_lists_all_50000_nodes(self):
+        if not os.access(CLI_BIN, os.X_OK):
+            raise AssertionError("tau CLI not built (%s)" % CLI_BIN)
+        r = subprocess.run([CLI_BIN, "inventory", "nodes", "-o", "json", "--aggregator",
+                            self.agg.addr], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        nodes = json.loads(r.stdout)
+        self.assertEqual([n["name"] for n in nodes], self.names)
+        self.assertEqual(sum(1 for n in nodes if n["counted"]), sum(self.counted.values()))
+        real = nodes[1]
+        self.assertTrue(real["connected"], real)
+        r = subprocess.run([CLI_BIN, "inventory", "nodes", "-o", "json", "--counted",
+                            "--gpu-class", "c0", "--aggregator", self.agg.addr],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(json.loads(r.stdout)), self.counted["c0"])
 
 
 if __name__ == "__main__":

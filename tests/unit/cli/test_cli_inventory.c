@@ -21,7 +21,7 @@ typedef struct pool_fixture {
 	Tau__Inventory__V1__Pool pool;
 	Tau__Inventory__V1__Flavor fl[2], *flp[2];
 	Tau__Inventory__V1__Flavor__ResourcesEntry re[3], *rep0[2], *rep1[1];
-	char *nodes0[2], *nodes1[1], *missing[1];
+	char *missing[1];
 } pool_fixture;
 
 static void build_pool(pool_fixture *f)
@@ -43,17 +43,12 @@ static void build_pool(pool_fixture *f)
 	f->rep0[0] = &f->re[0];
 	f->rep0[1] = &f->re[1];
 	f->rep1[0] = &f->re[2];
-	f->nodes0[0] = (char *)"a";
-	f->nodes0[1] = (char *)"b";
-	f->nodes1[0] = (char *)"c";
 	f->fl[0].name = (char *)"h100";
-	f->fl[0].n_nodes = 2;
-	f->fl[0].nodes = f->nodes0;
+	f->fl[0].node_count = 2;
 	f->fl[0].n_resources = 2;
 	f->fl[0].resources = f->rep0;
 	f->fl[1].name = (char *)"a100-long-name";
-	f->fl[1].n_nodes = 1;
-	f->fl[1].nodes = f->nodes1;
+	f->fl[1].node_count = 1;
 	f->fl[1].n_resources = 1;
 	f->fl[1].resources = f->rep1;
 	f->missing[0] = (char *)"d";
@@ -61,6 +56,7 @@ static void build_pool(pool_fixture *f)
 	f->pool.valid = false;
 	f->pool.invalid_reason = (char *)"spec.nodes.selector: bad value";
 	f->pool.n_missing_nodes = 1;
+	f->pool.missing_count = 70; /* the aggregator names the first 64 only */
 	f->pool.missing_nodes = f->missing;
 	f->pool.n_flavors = 2;
 	f->pool.flavors = f->flp;
@@ -91,6 +87,9 @@ static void pool_json(void **state)
 	assert_string_equal(item->string, "missingNodes");
 	assert_string_equal(cJSON_GetArrayItem(item, 0)->valuestring, "d");
 	item = item->next;
+	assert_string_equal(item->string, "missingCount");
+	assert_int_equal(item->valueint, 70);
+	item = item->next;
 	assert_string_equal(item->string, "flavors");
 	assert_null(item->next);
 	item = cJSON_GetArrayItem(item, 0);
@@ -119,7 +118,7 @@ static void pool_table(void **state)
 	                         "Established: no (budgets are not shrunk yet)\n"
 	                         "Valid: no, nothing counts (budget zeroed): spec.nodes.selector: "
 	                         "bad value\n"
-	                         "Missing nodes: d\n");
+	                         "Missing nodes: d, ... (70 in all)\n");
 	free(out);
 }
 
