@@ -614,7 +614,7 @@ static void test_v0_table(void **state)
 				assert_null(r.reason);
 				continue;
 			}
-			assert_string_equal(r.reason, TAU_WS_REASON_BLOCKED_BY_ACTIVE);
+			assert_string_equal(r.reason, "BlockedByActiveWorkspace");
 			assert_true(r.retryable);
 			if (strstr(r.message, c->msg_has) == NULL)
 				fail_msg("%s: \"%s\" lacks \"%s\"", c->rule, r.message, c->msg_has);

@@ -120,7 +120,7 @@ static tau_ws_ns_result ns_not_allowed, ns_owned_by_other;
 
 static void s_invalid_spec(tau_ws_status_input *in)
 {
-	tau_ws_refuse(&invalid_spec, TAU_WS_REASON_INVALID_SPEC, false,
+	tau_ws_refuse(&invalid_spec, "InvalidSpec", false,
 	              "spec.role: Unsupported value: \"admin\"");
 	in->refusal = &invalid_spec;
 	in->spec = NULL;
@@ -129,7 +129,7 @@ static void s_invalid_spec(tau_ws_status_input *in)
 
 static void s_v0_blocked(tau_ws_status_input *in)
 {
-	tau_ws_refuse(&blocked, TAU_WS_REASON_BLOCKED_BY_ACTIVE, true,
+	tau_ws_refuse(&blocked, "BlockedByActiveWorkspace", true,
 	              "v0 activates one workspace at a time: workspace zeta is active");
 	in->refusal = &blocked;
 }
@@ -138,7 +138,7 @@ static void s_not_allowed(tau_ws_status_input *in)
 {
 	memset(&ns_not_allowed, 0, sizeof(ns_not_allowed));
 	snprintf(ns_not_allowed.namespace_name, sizeof(ns_not_allowed.namespace_name), "ml-alpha");
-	tau_ws_refuse(&ns_not_allowed.refusal, TAU_WS_REASON_NAMESPACE_NOT_ALLOWED, true,
+	tau_ws_refuse(&ns_not_allowed.refusal, "NamespaceNotAllowed", true,
 	              "namespace ml-alpha is not on the operator namespace allowlist yet");
 	in->ns = &ns_not_allowed;
 }
@@ -150,7 +150,7 @@ static void s_owned_by_other_no_wi(tau_ws_status_input *in)
 	no_wi = rbac_spec;
 	no_wi.has_workload_identity = false;
 	memset(&ns_owned_by_other, 0, sizeof(ns_owned_by_other));
-	tau_ws_refuse(&ns_owned_by_other.refusal, TAU_WS_REASON_NAMESPACE_OWNED_BY_OTHER, true,
+	tau_ws_refuse(&ns_owned_by_other.refusal, "NamespaceOwnedByOtherWorkspace", true,
 	              "namespace ml-alpha is owned by workspace beta");
 	in->ns = &ns_owned_by_other;
 	in->spec = &no_wi;
@@ -282,72 +282,72 @@ static void s_drift_open_and_pending(tau_ws_status_input *in)
 
 #define OK_RBAC                                                                                    \
 	{                                                                                          \
-		TAU_WS_TRUE, TAU_WS_REASON_ROLEBINDING_READY,                                      \
+		TAU_WS_TRUE, "RoleBindingReady",                                                   \
 		        "RoleBinding ml-alpha/tau-workspace-alpha binds Group \"g-1\" to "         \
 		        "ClusterRole tau-researcher"                                               \
 	}
 #define OK_QUEUE                                                                                   \
 	{                                                                                          \
-		TAU_WS_TRUE, TAU_WS_REASON_LQ_READY,                                               \
+		TAU_WS_TRUE, "LocalQueueReady",                                                    \
 		        "LocalQueue ml-alpha/alpha submits to ClusterQueue tau-ws-alpha"           \
 	}
 #define OK_WI                                                                                      \
 	{                                                                                          \
-		TAU_WS_TRUE, TAU_WS_REASON_SA_READY, "ServiceAccount ml-alpha/alpha-workload"      \
+		TAU_WS_TRUE, "ServiceAccountReady", "ServiceAccount ml-alpha/alpha-workload"       \
 	}
 #define NO_WI                                                                                      \
 	{                                                                                          \
-		TAU_WS_TRUE, TAU_WS_REASON_WI_NOT_CONFIGURED, "spec.workloadIdentity is unset"     \
+		TAU_WS_TRUE, "NotConfigured", "spec.workloadIdentity is unset"                     \
 	}
 #define NO_DRIFT                                                                                   \
 	{                                                                                          \
-		TAU_WS_FALSE, TAU_WS_REASON_NO_DRIFT, NULL                                         \
+		TAU_WS_FALSE, "NoDrift", NULL                                                      \
 	}
 #define NOT_EVAL                                                                                   \
 	{                                                                                          \
-		TAU_WS_UNKNOWN, TAU_WS_REASON_NOT_EVALUATED, NULL                                  \
+		TAU_WS_UNKNOWN, "NotEvaluated", NULL                                               \
 	}
 
 static const cond_case cond_cases[] = {
         {"everything in order", s_none, {OK_RBAC, OK_QUEUE, OK_WI, NO_DRIFT}, "Ready"},
         {"invalid spec refuses everything",
          s_invalid_spec,
-         {{TAU_WS_FALSE, TAU_WS_REASON_INVALID_SPEC, "spec.role"},
-          {TAU_WS_FALSE, TAU_WS_REASON_INVALID_SPEC, "spec.role"},
+         {{TAU_WS_FALSE, "InvalidSpec", "spec.role"},
+          {TAU_WS_FALSE, "InvalidSpec", "spec.role"},
           NO_WI,
           NOT_EVAL},
          "Pending"},
         {"v0 blocked",
          s_v0_blocked,
-         {{TAU_WS_FALSE, TAU_WS_REASON_BLOCKED_BY_ACTIVE, "workspace zeta is active"},
-          {TAU_WS_FALSE, TAU_WS_REASON_BLOCKED_BY_ACTIVE, "workspace zeta is active"},
-          {TAU_WS_FALSE, TAU_WS_REASON_BLOCKED_BY_ACTIVE, NULL},
+         {{TAU_WS_FALSE, "BlockedByActiveWorkspace", "workspace zeta is active"},
+          {TAU_WS_FALSE, "BlockedByActiveWorkspace", "workspace zeta is active"},
+          {TAU_WS_FALSE, "BlockedByActiveWorkspace", NULL},
           NOT_EVAL},
          "Pending"},
         {"namespace not allowed yet: QueueReady and RBACReady False",
          s_not_allowed,
-         {{TAU_WS_FALSE, TAU_WS_REASON_NAMESPACE_NOT_ALLOWED, "not on the operator"},
-          {TAU_WS_FALSE, TAU_WS_REASON_NAMESPACE_NOT_ALLOWED, "not on the operator"},
-          {TAU_WS_FALSE, TAU_WS_REASON_NAMESPACE_NOT_ALLOWED, NULL},
+         {{TAU_WS_FALSE, "NamespaceNotAllowed", "not on the operator"},
+          {TAU_WS_FALSE, "NamespaceNotAllowed", "not on the operator"},
+          {TAU_WS_FALSE, "NamespaceNotAllowed", NULL},
           NOT_EVAL},
          "Pending"},
         {"namespace owned by another workspace",
          s_owned_by_other_no_wi,
-         {{TAU_WS_FALSE, TAU_WS_REASON_NAMESPACE_OWNED_BY_OTHER, "workspace beta"},
-          {TAU_WS_FALSE, TAU_WS_REASON_NAMESPACE_OWNED_BY_OTHER, "workspace beta"},
+         {{TAU_WS_FALSE, "NamespaceOwnedByOtherWorkspace", "workspace beta"},
+          {TAU_WS_FALSE, "NamespaceOwnedByOtherWorkspace", "workspace beta"},
           NO_WI,
           NOT_EVAL},
          "Pending"},
         {"cluster-wide needs no binding",
          s_cluster_wide,
-         {{TAU_WS_TRUE, TAU_WS_REASON_CLUSTER_WIDE, "no RoleBinding is written"},
+         {{TAU_WS_TRUE, "ClusterWideAuthorization", "no RoleBinding is written"},
           OK_QUEUE,
           NO_WI,
           NO_DRIFT},
          "Ready"},
         {"RoleBinding missing",
          s_rb_missing,
-         {{TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_MISSING,
+         {{TAU_WS_FALSE, "RoleBindingMissing",
            "RoleBinding ml-alpha/tau-workspace-alpha does not exist yet"},
           OK_QUEUE,
           OK_WI,
@@ -355,25 +355,22 @@ static const cond_case cond_cases[] = {
          "Pending"},
         {"RoleBinding differs",
          s_rb_mismatch,
-         {{TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_MISMATCH, "roleRef.name is \"admin\""},
+         {{TAU_WS_FALSE, "RoleBindingMismatch", "roleRef.name is \"admin\""},
           OK_QUEUE,
           OK_WI,
           NO_DRIFT},
          "Pending"},
         {"RoleBinding not ours",
          s_rb_not_owned,
-         {{TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_NOT_OWNED, "left alone"},
-          OK_QUEUE,
-          OK_WI,
-          NO_DRIFT},
+         {{TAU_WS_FALSE, "RoleBindingNotOwned", "left alone"}, OK_QUEUE, OK_WI, NO_DRIFT},
          "Pending"},
         {"RoleBinding API error",
          s_rb_error,
-         {{TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_ERROR, "forbidden"}, OK_QUEUE, OK_WI, NO_DRIFT},
+         {{TAU_WS_FALSE, "RoleBindingError", "forbidden"}, OK_QUEUE, OK_WI, NO_DRIFT},
          "Pending"},
         {"identity revocation pending withholds access",
          s_revocation,
-         {{TAU_WS_FALSE, TAU_WS_REASON_REVOCATION_PENDING, "old-wi is terminating"},
+         {{TAU_WS_FALSE, "IdentityRevocationPending", "old-wi is terminating"},
           OK_QUEUE,
           OK_WI,
           NO_DRIFT},
@@ -381,30 +378,30 @@ static const cond_case cond_cases[] = {
         {"LocalQueue missing",
          s_lq_missing,
          {OK_RBAC,
-          {TAU_WS_FALSE, TAU_WS_REASON_LQ_MISSING, "LocalQueue ml-alpha/alpha does not exist"},
+          {TAU_WS_FALSE, "LocalQueueMissing", "LocalQueue ml-alpha/alpha does not exist"},
           OK_WI,
           NO_DRIFT},
          "Pending"},
         {"LocalQueue points elsewhere",
          s_lq_mismatch,
          {OK_RBAC,
-          {TAU_WS_FALSE, TAU_WS_REASON_LQ_MISMATCH,
+          {TAU_WS_FALSE, "LocalQueueMismatch",
            "does not submit to ClusterQueue tau-ws-alpha: it points at ClusterQueue legacy"},
           OK_WI,
           NO_DRIFT},
          "Pending"},
         {"LocalQueue not ours",
          s_lq_not_owned,
-         {OK_RBAC, {TAU_WS_FALSE, TAU_WS_REASON_LQ_NOT_OWNED, "left alone"}, OK_WI, NO_DRIFT},
+         {OK_RBAC, {TAU_WS_FALSE, "LocalQueueNotOwned", "left alone"}, OK_WI, NO_DRIFT},
          "Pending"},
         {"LocalQueue API error",
          s_lq_error,
-         {OK_RBAC, {TAU_WS_FALSE, TAU_WS_REASON_LQ_ERROR, "could not find"}, OK_WI, NO_DRIFT},
+         {OK_RBAC, {TAU_WS_FALSE, "LocalQueueError", "could not find"}, OK_WI, NO_DRIFT},
          "Pending"},
         {"ClusterQueue missing",
          s_cq_missing,
          {OK_RBAC,
-          {TAU_WS_FALSE, TAU_WS_REASON_CQ_NOT_FOUND,
+          {TAU_WS_FALSE, "ClusterQueueNotFound",
            "ClusterQueue tau-ws-alpha, which LocalQueue ml-alpha/alpha submits to, does not "
            "exist"},
           OK_WI,
@@ -412,53 +409,53 @@ static const cond_case cond_cases[] = {
          "Pending"},
         {"ClusterQueue unreadable",
          s_cq_error,
-         {OK_RBAC, {TAU_WS_FALSE, TAU_WS_REASON_CQ_ERROR, "timeout"}, OK_WI, NO_DRIFT},
+         {OK_RBAC, {TAU_WS_FALSE, "ClusterQueueError", "timeout"}, OK_WI, NO_DRIFT},
          "Pending"},
         {"workloadIdentity unset is not a failure",
          s_no_wi,
-         {{TAU_WS_TRUE, TAU_WS_REASON_CLUSTER_WIDE, NULL}, OK_QUEUE, NO_WI, NO_DRIFT},
+         {{TAU_WS_TRUE, "ClusterWideAuthorization", NULL}, OK_QUEUE, NO_WI, NO_DRIFT},
          "Ready"},
         {"ServiceAccount missing does not gate the phase",
          s_sa_missing,
          {OK_RBAC,
           OK_QUEUE,
-          {TAU_WS_FALSE, TAU_WS_REASON_SA_MISSING, "alpha-workload does not exist yet"},
+          {TAU_WS_FALSE, "ServiceAccountMissing", "alpha-workload does not exist yet"},
           NO_DRIFT},
          "Ready"},
         {"ServiceAccount annotations differ",
          s_sa_mismatch,
-         {OK_RBAC, OK_QUEUE, {TAU_WS_FALSE, TAU_WS_REASON_SA_MISMATCH, "c-9"}, NO_DRIFT},
+         {OK_RBAC, OK_QUEUE, {TAU_WS_FALSE, "ServiceAccountMismatch", "c-9"}, NO_DRIFT},
          "Ready"},
         {"ServiceAccount not ours",
          s_sa_not_owned,
-         {OK_RBAC, OK_QUEUE, {TAU_WS_FALSE, TAU_WS_REASON_SA_NOT_OWNED, NULL}, NO_DRIFT},
+         {OK_RBAC, OK_QUEUE, {TAU_WS_FALSE, "ServiceAccountNotOwned", NULL}, NO_DRIFT},
          "Ready"},
         {"ServiceAccount API error",
          s_sa_error,
-         {OK_RBAC, OK_QUEUE, {TAU_WS_FALSE, TAU_WS_REASON_SA_ERROR, NULL}, NO_DRIFT},
+         {OK_RBAC, OK_QUEUE, {TAU_WS_FALSE, "ServiceAccountError", NULL}, NO_DRIFT},
          "Ready"},
         {"corrected drift is reported but not Degraded",
          s_drift_fixed,
          {OK_RBAC,
           OK_QUEUE,
           OK_WI,
-          {TAU_WS_FALSE, TAU_WS_REASON_DRIFT_CORRECTED, "LocalQueue ml-alpha/alpha (spec."}},
+          {TAU_WS_FALSE, "DriftCorrected", "LocalQueue ml-alpha/alpha (spec."}},
          "Ready"},
         {"drift that could not be corrected: Degraded, objects named",
          s_drift_open,
          {OK_RBAC,
           OK_QUEUE,
           OK_WI,
-          {TAU_WS_TRUE, TAU_WS_REASON_OBJECT_DRIFTED,
+          {TAU_WS_TRUE, "ObjectDrifted",
            "RoleBinding ml-alpha/tau-workspace-alpha (roleRef.name is \"admin\"); "
            "ServiceAccount ml-alpha/a (client-id); Namespace ml-alpha (labels); and 2 more"}},
          "Degraded"},
         {"drift wins over Pending",
          s_drift_open_and_pending,
          {OK_RBAC,
-          {TAU_WS_FALSE, TAU_WS_REASON_LQ_MISSING, NULL},
+          {TAU_WS_FALSE, "LocalQueueMissing", NULL},
           OK_WI,
-          {TAU_WS_TRUE, TAU_WS_REASON_OBJECT_DRIFTED, NULL}},
+          {TAU_WS_TRUE, "ObjectDrifted", NULL}},
          "Degraded"},
 };
 
@@ -798,34 +795,34 @@ static void test_idempotent(void **state)
 static void test_docs_list_every_reason(void **state)
 {
 	static const char *const reasons[] = {
-	        TAU_WS_REASON_INVALID_SPEC,
-	        TAU_WS_REASON_BLOCKED_BY_ACTIVE,
-	        TAU_WS_REASON_CLUSTER_WIDE,
-	        TAU_WS_REASON_ROLEBINDING_READY,
-	        TAU_WS_REASON_ROLEBINDING_MISSING,
-	        TAU_WS_REASON_ROLEBINDING_MISMATCH,
-	        TAU_WS_REASON_ROLEBINDING_NOT_OWNED,
-	        TAU_WS_REASON_ROLEBINDING_ERROR,
-	        TAU_WS_REASON_REVOCATION_PENDING,
-	        TAU_WS_REASON_LQ_READY,
-	        TAU_WS_REASON_LQ_MISSING,
-	        TAU_WS_REASON_LQ_MISMATCH,
-	        TAU_WS_REASON_LQ_NOT_OWNED,
-	        TAU_WS_REASON_LQ_ERROR,
-	        TAU_WS_REASON_CQ_NOT_FOUND,
-	        TAU_WS_REASON_CQ_ERROR,
-	        TAU_WS_REASON_WI_NOT_CONFIGURED,
-	        TAU_WS_REASON_SA_READY,
-	        TAU_WS_REASON_SA_MISSING,
-	        TAU_WS_REASON_SA_MISMATCH,
-	        TAU_WS_REASON_SA_NOT_OWNED,
-	        TAU_WS_REASON_SA_ERROR,
-	        TAU_WS_REASON_NO_DRIFT,
-	        TAU_WS_REASON_DRIFT_CORRECTED,
-	        TAU_WS_REASON_OBJECT_DRIFTED,
-	        TAU_WS_REASON_NOT_EVALUATED,
-	        TAU_WS_REASON_DRAIN_PENDING,
-	        TAU_WS_REASON_DISCOVERY_FAILED,
+	        "InvalidSpec",
+	        "BlockedByActiveWorkspace",
+	        "ClusterWideAuthorization",
+	        "RoleBindingReady",
+	        "RoleBindingMissing",
+	        "RoleBindingMismatch",
+	        "RoleBindingNotOwned",
+	        "RoleBindingError",
+	        "IdentityRevocationPending",
+	        "LocalQueueReady",
+	        "LocalQueueMissing",
+	        "LocalQueueMismatch",
+	        "LocalQueueNotOwned",
+	        "LocalQueueError",
+	        "ClusterQueueNotFound",
+	        "ClusterQueueError",
+	        "NotConfigured",
+	        "ServiceAccountReady",
+	        "ServiceAccountMissing",
+	        "ServiceAccountMismatch",
+	        "ServiceAccountNotOwned",
+	        "ServiceAccountError",
+	        "NoDrift",
+	        "DriftCorrected",
+	        "ObjectDrifted",
+	        "NotEvaluated",
+	        "DrainPending",
+	        "SourceDiscoveryFailed",
 	};
 	char path[4096];
 	FILE *f;
