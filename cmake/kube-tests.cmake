@@ -4,8 +4,8 @@
 #   kube_crud, kube_watch, kube_tls  cmocka suites run against kube-sim (tests/e2e/kube_*.c)
 #   kube_elector                     one leader-election candidate (two run at once)
 #   tau-kube-demo                    examples/tau-kube-demo.c: list nodes from a kubeconfig
-#   e2e/kube-client                  tests/e2e/test_kube_client.py: starts kube-sim per test
-#                                    and runs the programs above
+#   e2e/kube-client                  tests/e2e/test_kube_client.py (run_suite.py): starts
+#                                    kube-sim per test and runs the programs above
 # bench/bench_informer.c is built by the top-level bench glob.
 
 foreach(_kube_prog IN ITEMS kube_crud kube_watch kube_tls kube_elector)
@@ -23,17 +23,18 @@ target_link_libraries(tau-kube-demo PRIVATE tau)
 set_target_properties(tau-kube-demo PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/e2e)
 add_test(NAME examples/tau-kube-demo-help COMMAND tau-kube-demo --help)
 
-if(NOT DEFINED TAU_PYTHON_TESTS OR TAU_PYTHON_TESTS)
+if(TAU_PYTHON_TESTS)
   if(TAU_SANITIZE)
     set(_kube_slowdown 3)
   else()
     set(_kube_slowdown 1)
   endif()
-  add_test(NAME e2e/kube-client
-           COMMAND ${PYTHON3} -m unittest -v test_kube_client
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e)
-  set_tests_properties(e2e/kube-client PROPERTIES
+  tau_add_python_suite(e2e/kube-client
+      PYTHON ${PYTHON3}
+      TESTS test_kube_client
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 1800
-      LABELS "e2e;python"
-      ENVIRONMENT "KUBE_E2E_BIN_DIR=${CMAKE_BINARY_DIR}/tests/e2e;KUBE_E2E_SLOWDOWN=${_kube_slowdown}")
+      LABELS e2e python
+      ENVIRONMENT "KUBE_E2E_BIN_DIR=${CMAKE_BINARY_DIR}/tests/e2e"
+                  "KUBE_E2E_SLOWDOWN=${_kube_slowdown}")
 endif()

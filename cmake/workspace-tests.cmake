@@ -12,39 +12,27 @@ target_link_libraries(ws_controller PRIVATE tau_aggregator)
 set_target_properties(ws_controller PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/e2e)
 
 if(TAU_PYTHON_TESTS)
-  add_test(NAME e2e/workspace
-           COMMAND ${PYTHON3} -m unittest -v test_workspace
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e)
-  set_tests_properties(e2e/workspace PROPERTIES
+  tau_add_python_suite(e2e/workspace
+      PYTHON ${PYTHON3}
+      TESTS test_workspace
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 900
-      LABELS "e2e;python"
-      ENVIRONMENT "TAU_WS_CONTROLLER=$<TARGET_FILE:ws_controller>;TAU_WS_CLI=$<TARGET_FILE:tau-cli>")
-endif()
-
-if(TAU_PYTHON_TESTS)
-  add_test(NAME e2e/storage
-           COMMAND ${PYTHON3} -m unittest -v test_storage
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e)
-  set_tests_properties(e2e/storage PROPERTIES
+      LABELS e2e python
+      ENVIRONMENT "TAU_WS_CONTROLLER=$<TARGET_FILE:ws_controller>" "TAU_WS_CLI=$<TARGET_FILE:tau-cli>")
+  tau_add_python_suite(e2e/storage
+      PYTHON ${PYTHON3}
+      TESTS test_storage
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 300
-      LABELS "e2e;python"
+      LABELS e2e python
       ENVIRONMENT "TAU_WS_CLI=$<TARGET_FILE:tau-cli>")
-endif()
-
-# e2e/aggregator-workspaces: the real tau-aggregator running the workspace controller, checked
-# with the real `tau` and over gRPC (grpcio: the system interpreter, and protoc).
-if(NOT DEFINED SYSTEM_PYTHON3 OR NOT SYSTEM_PYTHON3)
-  find_program(SYSTEM_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
-endif()
-find_program(TAU_WS_PROTOC NAMES protoc)
-if(TAU_PYTHON_TESTS AND SYSTEM_PYTHON3 AND TAU_WS_PROTOC)
-  add_test(NAME e2e/aggregator-workspaces
-           COMMAND ${SYSTEM_PYTHON3} -m unittest -v test_aggregator_workspaces
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e)
-  set_tests_properties(e2e/aggregator-workspaces PROPERTIES
+  # The real tau-aggregator running the workspace controller, checked with the real `tau` and
+  # over gRPC (grpcio: the system interpreter, and protoc).
+  tau_add_python_suite(e2e/aggregator-workspaces
+      TESTS test_aggregator_workspaces
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 600
-      LABELS "e2e;python"
-      ENVIRONMENT "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>;TAU_CLI=$<TARGET_FILE:tau-cli>;TAU_PROTOC=${TAU_WS_PROTOC}")
-elseif(TAU_PYTHON_TESTS)
-  message(STATUS "e2e/aggregator-workspaces skipped: needs /usr/bin/python3 with grpcio and protoc")
+      LABELS e2e python
+      ENVIRONMENT "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
+                  "TAU_PROTOC=${TAU_PROTOC}")
 endif()

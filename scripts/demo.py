@@ -28,6 +28,7 @@ KUBE_SIM = os.path.join(ROOT, "tests", "kube-sim", "kube-sim")
 AGENT_SA = "system:serviceaccount:tau-system:tau-node-agent"
 
 procs = []
+STOP_TIMEOUT_S = 30  # sanitizer builds are slow to exit
 
 
 def say(msg):
@@ -64,15 +65,44 @@ def start(cmd, name, log_dir, env=None):
     return p
 
 
-def stop_all():
-    for p, _ in reversed(procs):
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p, _ in reversed(procs):
+def describe_exit(code):
+    if code < 0:
         try:
-            p.wait(timeout=5)
+            return "killed by %s" % signal.Signals(-code).name
+        except ValueError:
+            return "killed by signal %d" % -code
+    return "exit status %d" % code
+
+
+def stop_all(work):
+    """Stops every daemon, newest first, and returns what went wrong (empty: nothing).
+
+    Each must still be running and must exit 0 on its stop signal within STOP_TIMEOUT_S: our
+    daemons on SIGTERM, kube-sim on SIGINT (it ends its serve loop on KeyboardInterrupt). A
+    sanitizer report at shutdown, a crash or a hang is a failure of the demo.
+    """
+    problems = []
+    for p, name in reversed(procs):
+        log = os.path.join(work, name + ".log")
+        if p.poll() is not None:
+            problems.append("%s had already stopped (%s); see %s" %
+                            (name, describe_exit(p.returncode), log))
+            continue
+        sig = signal.SIGINT if name == "kube-sim" else signal.SIGTERM
+        p.send_signal(sig)
+        try:
+            p.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             p.kill()
+            p.wait()
+            problems.append("%s did not exit within %d s of %s; killed; see %s" %
+                            (name, STOP_TIMEOUT_S, sig.name, log))
+            continue
+        if p.returncode != 0:
+            problems.append("%s ended with %s after %s, not 0; see %s" %
+                            (name, describe_exit(p.returncode), sig.name, log))
+    del procs[:]
+    return problems
 
 
 def load(name):
@@ -149,6 +179,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="taugrid-demo-")
     sockets = []
+    completed = False
     try:
         say("A simulated GPU cluster (kube-sim) with six GPU nodes and one CPU node")
         shapes = [("node-nd-h100-v5.json", "csinode-nd-h100-v5.json"),
@@ -286,13 +317,24 @@ def main():
                      60, "workspace alpha to be Ready")
             run(ws + ["list"])
             run(ws + ["status", "alpha"])
-        print("\nDemo done. Logs: %s" % work)
+        completed = True
     finally:
-        stop_all()
+        problems = stop_all(work)
         for s in sockets:
             s.close()
-        if not args.keep:
+        for p in problems:
+            print("demo: %s" % p, file=sys.stderr, flush=True)
+        # Keep the logs whenever something went wrong: they are what explains it.
+        keep = args.keep or problems or not completed
+        if not keep:
             shutil.rmtree(work, ignore_errors=True)
+        elif not completed:
+            print("demo: logs kept in %s" % work, file=sys.stderr, flush=True)
+    if problems:
+        sys.exit("demo: FAILED at shutdown (%d daemon(s) did not stop cleanly); logs kept in %s"
+                 % (len(problems), work))
+    print("\nDemo done: every step and every daemon's exit status checked.%s" %
+          (" Logs: %s" % work if keep else ""))
 
 
 if __name__ == "__main__":

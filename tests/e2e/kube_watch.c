@@ -227,6 +227,57 @@ static bool synced(void *arg)
 	return tau_kube_informer_has_synced(arg);
 }
 
+/* ---- waiting for the informer and the writer to make progress ---- */
+
+typedef struct progress {
+	tau_kube_informer *inf;
+	writer *w;
+	tau_kube_informer_stats min; /* every counter must reach at least this */
+	int min_ops;                 /* and the writer at least this many operations */
+} progress;
+
+static bool progressed(void *arg)
+{
+	progress *p = arg;
+	tau_kube_informer_stats st;
+
+	tau_kube_informer_stats_get(p->inf, &st);
+	return st.lists >= p->min.lists && st.watches >= p->min.watches &&
+	       st.expired >= p->min.expired && st.failures >= p->min.failures &&
+	       st.synthetic_deletes >= p->min.synthetic_deletes &&
+	       atomic_load(&p->w->ops) >= p->min_ops;
+}
+
+/*
+ * Wait until the informer's counters have grown by at least `more` since now and the writer
+ * has made `more_ops` more writes (so the phase interleaves writes with what the informer does).
+ */
+static void await_progress(tau_kube_informer *inf, writer *w, tau_kube_informer_stats more,
+                           int more_ops, const char *what)
+{
+	progress p = {.inf = inf, .w = w};
+	tau_kube_informer_stats st;
+
+	tau_kube_informer_stats_get(inf, &p.min);
+	p.min.lists += more.lists;
+	p.min.watches += more.watches;
+	p.min.expired += more.expired;
+	p.min.failures += more.failures;
+	p.min.synthetic_deletes += more.synthetic_deletes;
+	p.min_ops = atomic_load(&w->ops) + more_ops;
+	if (e2e_wait(progressed, &p, 60000))
+		return;
+	tau_kube_informer_stats_get(inf, &st);
+	fail_msg("%s: not within 60 s (lists %llu/%llu watches %llu/%llu expired %llu/%llu "
+	         "failures %llu/%llu synthetic deletes %llu/%llu writer ops %d/%d)",
+	         what, (unsigned long long)st.lists, (unsigned long long)p.min.lists,
+	         (unsigned long long)st.watches, (unsigned long long)p.min.watches,
+	         (unsigned long long)st.expired, (unsigned long long)p.min.expired,
+	         (unsigned long long)st.failures, (unsigned long long)p.min.failures,
+	         (unsigned long long)st.synthetic_deletes,
+	         (unsigned long long)p.min.synthetic_deletes, atomic_load(&w->ops), p.min_ops);
+}
+
 static void test_exact_cache_under_faults(void **state)
 {
 	tau_kube_client *c = e2e_client(-1, 5);
@@ -279,10 +330,12 @@ static void test_exact_cache_under_faults(void **state)
 		fail_msg("initial sync: %s", cv.why);
 
 	pthread_create(&w.th, NULL, writer_main, &w);
-	/* 1: watches closed under the informer, repeatedly. */
+	/* 1: watches closed under the informer, repeatedly; each time it watches again while
+	 * the writer goes on. */
 	for (int i = 0; i < 5; i++) {
 		assert_int_equal(e2e_faults(c, "POST", "{\"closeWatches\":true}"), 0);
-		tau_backoff_sleep_ms(300);
+		await_progress(inf, &w, (tau_kube_informer_stats){.watches = 1}, 10,
+		               "a new watch after closeWatches");
 	}
 	/* 2: lists and watches fail with 500, 503 and 429 some of the time. */
 	assert_int_equal(
@@ -293,9 +346,12 @@ static void test_exact_cache_under_faults(void **state)
 	                   "watch\",\"resource\":\"configmaps\",\"status\":429,\"count\":3,"
 	                   "\"retryAfter\":1}],\"closeWatches\":true}"),
 	        0);
-	tau_backoff_sleep_ms(1500);
+	/* At least the three 429s fail (list or watch), and a watch starts again regardless. */
+	await_progress(inf, &w, (tau_kube_informer_stats){.failures = 3, .watches = 1}, 10,
+	               "failed requests under 500/503/429");
 	assert_int_equal(e2e_faults(c, "POST", "{\"closeWatches\":true}"), 0);
-	tau_backoff_sleep_ms(1500);
+	await_progress(inf, &w, (tau_kube_informer_stats){.watches = 1}, 10,
+	               "a new watch after closeWatches under faults");
 	/* 3: no watch can start; objects vanish meanwhile; then the watch cache is compacted,
 	 * so the informer's next watch gets 410 and it must relist. */
 	assert_int_equal(e2e_faults(c, "PUT",
@@ -309,11 +365,16 @@ static void test_exact_cache_under_faults(void **state)
 		assert_int_equal(
 		        tau_kube_delete(NULL, c, &tau_kube_res_configmaps, "watch", name, NULL), 0);
 	}
-	tau_backoff_sleep_ms(1000);
+	/* The informer keeps trying to watch and is refused: it cannot have seen the deletes. */
+	await_progress(inf, &w, (tau_kube_informer_stats){.failures = 2}, 10,
+	               "refused watches after the deletes");
 	assert_int_equal(e2e_faults(c, "POST", "{\"compact\":true}"), 0);
-	tau_backoff_sleep_ms(500);
+	await_progress(inf, &w, (tau_kube_informer_stats){.failures = 1}, 0,
+	               "a refused watch after the compaction");
 	assert_int_equal(e2e_faults(c, "DELETE", NULL), 0);
-	tau_backoff_sleep_ms(1000);
+	/* Its next watch is too old (410): it relists, and the relist delivers the deletes. */
+	await_progress(inf, &w, (tau_kube_informer_stats){.expired = 1, .synthetic_deletes = 6}, 10,
+	               "a 410 and a relist that delivers the deletes");
 	/* 4: quiet. */
 	atomic_store(&w.stop, true);
 	pthread_join(w.th, NULL);

@@ -20,6 +20,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent"))
 import harness  # noqa: E402
+import require  # noqa: E402
 from harness import ND_NODE  # noqa: E402
 
 WORK = None
@@ -28,14 +29,10 @@ pb = None
 
 def setUpModule():
     global WORK, pb
-    if not os.access(harness.AGENT_BIN, os.X_OK):
-        raise unittest.SkipTest("tau-node-agent not built (%s); set TAU_AGENT_BIN" % harness.AGENT_BIN)
-    if not harness.PROTOC or not harness.KUBECTL:
-        raise unittest.SkipTest("needs protoc and kubectl")
-    try:
-        import grpc  # noqa: F401
-    except ImportError:
-        raise unittest.SkipTest("needs python3-grpcio (run with /usr/bin/python3)")
+    require.binary(harness.AGENT_BIN, "TAU_AGENT_BIN")
+    require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
+    require.tool("kubectl", "kubernetes-client", "KUBECTL")
+    require.module("grpc", "python3-grpcio")
     WORK = tempfile.mkdtemp(prefix="tau-agent-e2e-")
     pb = harness.load_messages(WORK)
 

@@ -31,6 +31,8 @@ import tempfile
 import time
 import unittest
 
+import require
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHART = os.path.join(ROOT, "charts", "taugrid")
 CRD_DIR = os.path.join(CHART, "crds")
@@ -49,12 +51,9 @@ try:
 except ImportError:
     _pyyaml = None
 
-_yamlmini = None
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
 try:
     from kubesim import yamlmini as _yamlmini
-except ImportError:
-    _yamlmini = None
 finally:
     sys.path.pop(0)
 
@@ -64,9 +63,7 @@ def load_all(path):
         text = f.read()
     if _pyyaml is not None:
         return [d for d in _pyyaml.safe_load_all(text) if d is not None]
-    if _yamlmini is not None:
-        return _yamlmini.load_all(text)
-    raise unittest.SkipTest("no YAML loader: neither PyYAML nor tests/kube-sim/kubesim/yamlmini.py")
+    return _yamlmini.load_all(text)
 
 
 def load_one(path):
@@ -384,15 +381,14 @@ class CrdFilesTest(unittest.TestCase):
                 self.assertEqual(v["subresources"], {"status": {}})
 
     def test_loaders_agree(self):
-        if _pyyaml is None or _yamlmini is None:
-            self.skipTest("needs both PyYAML and kube-sim's yamlmini to compare")
+        pyyaml = require.module("yaml", "python3-yaml")
         files = (yaml_files(CRD_DIR) + yaml_files(SAMPLES_DIR) + yaml_files(RBAC_DIR)
                  + [os.path.join(CHART, "values.yaml"), os.path.join(CHART, "Chart.yaml")])
         for path in files:
             with self.subTest(file=os.path.relpath(path, ROOT)):
                 with open(path, encoding="utf-8") as f:
                     text = f.read()
-                a = [d for d in _pyyaml.safe_load_all(text) if d is not None]
+                a = [d for d in pyyaml.safe_load_all(text) if d is not None]
                 self.assertEqual(a, _yamlmini.load_all(text))
 
 
@@ -528,16 +524,6 @@ class StructuralSchemaTest(unittest.TestCase):
 # --- tests: manifests against the schemas ------------------------------------------------------
 
 class PublishedSamplesTest(unittest.TestCase):
-    def test_fixture_copies_match_shared(self):
-        shared = os.path.join(os.path.dirname(ROOT), "shared", "fixtures", "taugrid-crds")
-        if not os.path.isdir(shared):
-            self.skipTest("shared/fixtures/taugrid-crds is not next to the checkout")
-        for name in PUBLISHED_SAMPLES:
-            with self.subTest(sample=name):
-                with open(os.path.join(shared, name), "rb") as a, \
-                        open(os.path.join(PUBLISHED_DIR, name), "rb") as b:
-                    self.assertEqual(a.read(), b.read())
-
     def test_every_field_is_declared(self):
         for name in PUBLISHED_SAMPLES:
             obj = load_one(os.path.join(PUBLISHED_DIR, name))
@@ -877,9 +863,8 @@ class KubeSimApplyTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not os.access(KUBE_SIM, os.X_OK):
-            raise unittest.SkipTest("tests/kube-sim/kube-sim is not there yet (or not executable)")
-        if shutil.which("kubectl") is None:
-            raise unittest.SkipTest("kubectl is not installed")
+            raise require.MissingRequirement("%s is missing or not executable" % KUBE_SIM)
+        require.tool("kubectl", "kubernetes-client")
         cls.tmp = tempfile.mkdtemp(prefix="tau-crds-")
         cls.sims = []
         try:

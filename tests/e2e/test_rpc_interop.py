@@ -24,6 +24,8 @@ import unittest
 
 import grpc
 
+import require
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SERVER_BIN = os.environ.get("TAU_RPC_TEST_SERVER", os.path.join(ROOT, "build/tests/e2e/rpc_test_server"))
@@ -78,11 +80,10 @@ def _read(path):
 
 def setUpModule():
     global pb, qpb, hpb, WORK
-    for what, path in (("rpc_test_server", SERVER_BIN), ("rpc_test_client", CLIENT_BIN)):
-        if not os.access(path, os.X_OK):
-            raise unittest.SkipTest("%s not built (%s); set TAU_RPC_TEST_SERVER/CLIENT" % (what, path))
-    if not PROTOC or not OPENSSL:
-        raise unittest.SkipTest("needs protoc (protobuf-compiler) and openssl")
+    require.binary(SERVER_BIN, "TAU_RPC_TEST_SERVER")
+    require.binary(CLIENT_BIN, "TAU_RPC_TEST_CLIENT")
+    require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
+    require.tool("openssl", "openssl", "TAU_OPENSSL")
     WORK = tempfile.mkdtemp(prefix="tau-rpc-interop-")
     gen = os.path.join(WORK, "gen")
     hgen = os.path.join(WORK, "hgen")

@@ -12,7 +12,9 @@
 #include "tau/inventory/v1/inventory.pb-c.h"
 #include "tau/inventory/v1/query.pb-c.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -30,7 +34,9 @@
 #define TOKEN      "s3cret-token"
 #define POOL_MSGS  5
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* Error-checking, so teardown can release it when a failed assertion (cmocka longjmps) left it
+ * held by the test's thread: otherwise the server thread blocks on it and the test hangs. */
+static pthread_mutex_t mu = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
 /* What the server saw; guarded by mu. */
@@ -113,15 +119,44 @@ static void handler_failed(const char *what, const char *why)
 
 /* ---- test service ------------------------------------------------------------------------- */
 
+/* The server's port, for reply_later to see when the server stops accepting; guarded by mu. */
+static int delayed_port;
+
+/* True once nothing listens on 127.0.0.1:port any more (the server began its shutdown). */
+static bool port_refuses(int port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool refused;
+
+	if (fd < 0)
+		handler_failed("socket", strerror(errno));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	refused = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == ECONNREFUSED;
+	close(fd);
+	return refused;
+}
+
 static void *reply_later(void *arg)
 {
 	tau_rpc_call *call = arg;
 	Tau__Inventory__V1__GetNodeResponse resp = TAU__INVENTORY__V1__GET_NODE_RESPONSE__INIT;
 	Tau__Inventory__V1__NodeStatus st = TAU__INVENTORY__V1__NODE_STATUS__INIT;
-	struct timespec ts = {0, 150 * 1000000L};
+	struct timespec slice = {0, 5 * 1000000L};
+	int port, waited_ms = 0;
 
-	/* The point is a reply from another thread while shutdown waits for it. */
-	nanosleep(&ts, NULL);
+	/* The point is a reply from another thread while shutdown waits for it: reply once the
+	 * server has closed its listener, i.e. tau_rpc_server_shutdown is under way. */
+	pthread_mutex_lock(&mu);
+	port = delayed_port;
+	pthread_mutex_unlock(&mu);
+	while (!port_refuses(port)) {
+		if (waited_ms >= 5000)
+			handler_failed("reply_later",
+			               "the server did not start shutting down in 5 s");
+		nanosleep(&slice, NULL);
+		waited_ms += 5;
+	}
 	st.name = (char *)"delayed";
 	resp.status = &st;
 	tau_rpc_call_reply(call, &resp.base);
@@ -296,6 +331,7 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
+	(void)pthread_mutex_unlock(&mu); /* EPERM unless a failed assertion left it held here */
 	tau_rpc_channel_free(f->ch);
 	tau_rpc_server_free(f->srv);
 	tau_rpc_health_free(f->health);
@@ -800,6 +836,9 @@ static void test_shutdown_in_flight(void **state)
 		assert_int_equal(tau_rpc_stream_open(&s[i], f->ch, &o), 0);
 	}
 	WAIT_UNTIL(srv_seen.started == 3, 5000);
+	pthread_mutex_lock(&mu);
+	delayed_port = f->port;
+	pthread_mutex_unlock(&mu);
 	pthread_create(&t_slow, NULL, unary_thread, &slow);
 	pthread_create(&t_delayed, NULL, unary_thread, &delayed);
 	WAIT_UNTIL(srv_seen.started == 5, 5000);

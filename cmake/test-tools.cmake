@@ -1,0 +1,91 @@
+# test-tools.cmake - the tools the test suites need, and how a Python suite is registered.
+#
+# Included from the top-level CMakeLists.txt before the suites (cmake/*-tests.cmake). With
+# TAU_PYTHON_TESTS on (the default), every tool a registered suite needs must be here: a missing
+# one is a configure error naming the Debian package to install (scripts/install-deps installs
+# them all), never a suite that quietly drops out. -DTAU_PYTHON_TESTS=OFF builds without the
+# Python suites, on purpose.
+#
+#   TAU_PROTOC      protoc (protobuf-compiler): the Python suites make message classes with it
+#   TAU_OPENSSL     openssl: throwaway CAs and certificates
+#   TAU_KUBECTL     kubectl (kubernetes-client): suites drive kube-sim with it
+#   SYSTEM_PYTHON3  /usr/bin/python3 with grpc, google.protobuf and yaml (python3-grpcio,
+#                   python3-protobuf, python3-yaml: Debian installs them for it only)
+#   TAU_SHARED_DIR  the shared contract directory (optional; e2e/shared-fixtures skips without)
+#
+# tau_add_python_suite(<name> [PYTHON <interpreter>] (TESTS <unittest name>... | DISCOVER <dir>)
+#                      WORKING_DIRECTORY <dir> TIMEOUT <s> LABELS <label>...
+#                      [ENVIRONMENT <VAR=value>...])
+#   registers a ctest test that runs tests/e2e/run_suite.py: a suite with a skipped test exits
+#   77, which ctest shows as skipped (SKIP_RETURN_CODE), not as passed. PYTHON defaults to
+#   SYSTEM_PYTHON3.
+
+set(TAU_SKIP_RETURN_CODE 77)
+set(TAU_RUN_SUITE ${PROJECT_SOURCE_DIR}/tests/e2e/run_suite.py)
+
+set(TAU_SHARED_DIR_DEFAULT "")
+if(EXISTS "${PROJECT_SOURCE_DIR}/../shared/fixtures")
+  get_filename_component(TAU_SHARED_DIR_DEFAULT "${PROJECT_SOURCE_DIR}/../shared" ABSOLUTE)
+endif()
+set(TAU_SHARED_DIR "${TAU_SHARED_DIR_DEFAULT}" CACHE PATH
+    "The shared contract directory (holds fixtures/taugrid-crds); empty: e2e/shared-fixtures skips")
+
+# tau_require_program(<var> <program> <debian package>)
+function(tau_require_program var program package)
+  find_program(${var} NAMES ${program})
+  if(NOT ${var})
+    message(FATAL_ERROR
+        "The test suites need `${program}`: install the Debian package ${package} "
+        "(scripts/install-deps installs every test tool), or configure with "
+        "-DTAU_PYTHON_TESTS=OFF to build without the Python suites.")
+  endif()
+endfunction()
+
+# tau_require_python_module(<module> <debian package>): SYSTEM_PYTHON3 must import it.
+function(tau_require_python_module module package)
+  execute_process(COMMAND ${SYSTEM_PYTHON3} -c "import ${module}"
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR
+        "The test suites need the Python module ${module} for ${SYSTEM_PYTHON3}: install the "
+        "Debian package ${package} (scripts/install-deps installs every test tool), or "
+        "configure with -DTAU_PYTHON_TESTS=OFF. ${err}")
+  endif()
+endfunction()
+
+if(TAU_PYTHON_TESTS)
+  if(NOT SYSTEM_PYTHON3)
+    message(FATAL_ERROR "The test suites need /usr/bin/python3: install the Debian package "
+                        "python3, or configure with -DTAU_PYTHON_TESTS=OFF.")
+  endif()
+  tau_require_program(TAU_PROTOC protoc protobuf-compiler)
+  tau_require_program(TAU_OPENSSL openssl openssl)
+  tau_require_program(TAU_KUBECTL kubectl kubernetes-client)
+  tau_require_python_module(grpc python3-grpcio)
+  tau_require_python_module(google.protobuf python3-protobuf)
+  tau_require_python_module(yaml python3-yaml)
+endif()
+
+function(tau_add_python_suite name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PYTHON;DISCOVER;WORKING_DIRECTORY;TIMEOUT"
+                        "TESTS;LABELS;ENVIRONMENT")
+  if(NOT arg_PYTHON)
+    set(arg_PYTHON ${SYSTEM_PYTHON3})
+  endif()
+  if(arg_DISCOVER)
+    set(what --discover ${arg_DISCOVER})
+  elseif(arg_TESTS)
+    set(what ${arg_TESTS})
+  else()
+    message(FATAL_ERROR "tau_add_python_suite(${name}): give TESTS or DISCOVER")
+  endif()
+  add_test(NAME ${name} COMMAND ${arg_PYTHON} ${TAU_RUN_SUITE} ${what}
+           WORKING_DIRECTORY ${arg_WORKING_DIRECTORY})
+  set_tests_properties(${name} PROPERTIES
+      TIMEOUT ${arg_TIMEOUT}
+      LABELS "${arg_LABELS}"
+      SKIP_RETURN_CODE ${TAU_SKIP_RETURN_CODE})
+  if(arg_ENVIRONMENT)
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "${arg_ENVIRONMENT}")
+  endif()
+endfunction()
