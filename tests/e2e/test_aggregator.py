@@ -934,6 +934,32 @@ class TrustE2E(unittest.TestCase):
         self.assertIn("tau_aggregator_reports_rejected_total 0\n", m)
 
 
+    def test_05_pool_waits_for_the_taucluster_list(self):
+        # Without the TauCluster CRD the selector can never be known: nothing may count as an
+        # established pool, and the log says why once the sync timeout has passed.
+        d = os.path.join(WORK, "no-crd")
+        os.makedirs(d, exist_ok=True)
+        seed = os.path.join(d, "seed.json")
+        with open(seed, "w") as f:
+            json.dump({"kind": "List", "items": [_node("lone", "t4", {"nvidia.com/gpu": "1"})]}, f)
+        kubeconfig = os.path.join(d, "kubeconfig")
+        sim = Proc([SIM_PYTHON, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+                    kubeconfig, "--seed", seed], "kube-sim-no-crd")
+        sim.wait_line("ready ")
+        agg = Aggregator(kubeconfig, sync_timeout="1s", extra=("--no-workspace-controller",))
+        try:
+            def warned():
+                with open(agg.proc.log_path) as f:
+                    return "the Node or TauCluster list has not been read yet" in f.read()
+            wait_for(warned, msg="the unread-list warning")
+            self.assertEqual([n.name for n in agg.nodes()], ["lone"])
+            self.assertFalse(agg.pool().established)
+            self.assertEqual(agg.http("/readyz")[0], 503)
+        finally:
+            self.assertEqual(agg.stop(), 0)
+            sim.stop()
+
+
 class ScaleE2E(unittest.TestCase):
     """Issue 12 item 10: queries hold at 50,000 nodes (ListNodes pages, GetPool/WatchPool bounded)."""
 
