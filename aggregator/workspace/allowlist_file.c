@@ -5,7 +5,8 @@
  * current file's folder and an eventfd; following another path (or stopping)
  * writes the eventfd, and the thread re-watches the new folder.  The first
  * read of a new path happens in the caller, so a reconcile that starts
- * following a file sees its content in the same pass.
+ * following a file sees its content in the same pass; the thread reads it
+ * again once its watch is in place, so a change in between is not lost.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "allowlist_file.h"
@@ -129,6 +130,10 @@ static void *watcher_main(void *arg)
 					        "namespace allowlist: cannot watch its folder; "
 					        "changes are not followed",
 					        "folder", dir, "error", strerror(errno), NULL);
+				/* A change between the caller's first read and this watch would
+				 * otherwise be missed: read once more now that we watch. */
+				else if (reload(f, path, gen, false) == 0 && f->changed != NULL)
+					f->changed(f->arg);
 			}
 		}
 		pfd[1].fd = wd >= 0 ? ino : -1;
