@@ -9,7 +9,8 @@ FUZZ_SECONDS ?= 60
 
 SOURCES = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null)
 
-.PHONY: all build asan deps test test-normal test-asan format format-check bench fuzz demo clean
+.PHONY: all build asan deps test test-normal test-asan format format-check bench fuzz demo clean \
+        charts-check charts-sync
 
 all: build
 
@@ -46,6 +47,14 @@ format:
 
 format-check:
 	@clang-format --dry-run --Werror $(SOURCES) && echo "format-check: clean"
+
+# The Helm charts with the pinned helm and kubectl (.tools/bin) against kube-sim; also part of
+# `make test` (ctest e2e/charts). charts-sync rewrites the charts' shared copies from their source.
+charts-check: deps
+	python3 tests/e2e/test_charts.py
+
+charts-sync:
+	scripts/sync-charts
 
 bench: build
 	@scripts/run-bench $(BUILD)

@@ -10,11 +10,3 @@ helm.sh/chart: {{ printf "%s-%s" .ctx.Chart.Name .ctx.Chart.Version | replace "+
 app.kubernetes.io/component: {{ . }}
 {{- end }}
 {{- end -}}
-
-{{- define "taugrid.aggregatorServiceAccountName" -}}
-{{- .Values.aggregator.serviceAccount.name | default "tau-aggregator" -}}
-{{- end -}}
-
-{{- define "taugrid.nodeAgentServiceAccountName" -}}
-{{- .Values.nodeAgent.serviceAccount.name | default "tau-node-agent" -}}
-{{- end -}}

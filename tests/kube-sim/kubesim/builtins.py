@@ -443,6 +443,11 @@ def builtin_types():
           categories=["all"], printer=_deployment_printer, fields=REPLICA_FIELDS),
         T("apps", "v1", "DaemonSet", "daemonsets", True, ["ds"], status=True, generation=True,
           categories=["all"], printer=_daemonset_printer),
+        # Stored as given (no cluster IP allocation, no disruption accounting): enough for
+        # helm install/upgrade/rollback/uninstall of charts/* and kubectl apply --dry-run=server.
+        T("", "v1", "Service", "services", True, ["svc"], status=True, categories=["all"]),
+        T("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ["pdb"],
+          status=True, generation=True),
         T("batch", "v1", "Job", "jobs", True, [], status=True, generation=True,
           categories=["all"], printer=_job_printer, fields=JOB_FIELDS,
           default_propagation="Orphan"),

@@ -1,0 +1,324 @@
+{{- /*
+tau-aggregator: every object the aggregator component owns. Shared by the standalone
+tau-aggregator chart and the taugrid umbrella chart (charts/taugrid/templates/_aggregator.tpl is
+a copy; tests/e2e/test_charts.py proves them identical, scripts/sync-charts copies).
+
+Call with (dict "ctx" $ "v" <component values> "agentSA" <node-agent ServiceAccount name>).
+Names are fixed (tau-aggregator, ...): the ClusterRoles are cluster-wide, so one installation
+per cluster. The release namespace is the system namespace (--system-namespace).
+*/ -}}
+{{- define "tau.aggregator.labels" -}}
+app.kubernetes.io/name: tau-aggregator
+app.kubernetes.io/component: aggregator
+app.kubernetes.io/part-of: taugrid
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .ctx.Chart.Name .ctx.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
+{{- define "tau.aggregator.selector" -}}
+app.kubernetes.io/name: tau-aggregator
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+{{- end -}}
+
+{{- define "tau.image" -}}
+{{- $tag := .image.tag | default .ctx.Chart.AppVersion -}}
+{{- if .image.digest -}}
+{{ .image.repository }}@{{ .image.digest }}
+{{- else -}}
+{{ .image.repository }}:{{ $tag }}
+{{- end -}}
+{{- end -}}
+
+{{- /* --feature-gates value: sorted Name=bool pairs; empty when no gate is set. */ -}}
+{{- define "tau.aggregator.featureGates" -}}
+{{- $gates := list -}}
+{{- range $name, $on := .v.featureGates -}}
+{{- $gates = append $gates (printf "%s=%t" $name $on) -}}
+{{- end -}}
+{{- join "," $gates -}}
+{{- end -}}
+
+{{- define "tau.aggregator.manifests" -}}
+{{- $ctx := .ctx -}}
+{{- $v := .v -}}
+{{- $ns := $ctx.Release.Namespace -}}
+{{- $sa := $v.serviceAccount.name | default "tau-aggregator" -}}
+{{- $labels := include "tau.aggregator.labels" . -}}
+{{- if and (gt (int $v.replicas) 1) (not $v.leaderElection.enabled) -}}
+{{- fail (printf "replicas is %d but leaderElection.enabled is false: more than one replica needs leader election (only the leader writes to the API)" (int $v.replicas)) -}}
+{{- end -}}
+{{- if and $v.tls.enabled (not $v.tls.secretName) (not $v.tls.certManager.enabled) -}}
+{{- fail "tls.enabled needs tls.secretName (a kubernetes.io/tls Secret) or tls.certManager.enabled" -}}
+{{- end -}}
+{{- $tlsSecret := $v.tls.secretName | default "tau-aggregator-tls" -}}
+{{- if $v.rbac.create }}
+---
+{{ $ctx.Files.Get "rbac/aggregator-clusterrole.yaml" }}
+---
+{{ $ctx.Files.Get "rbac/researcher-clusterrole.yaml" }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: tau-aggregator
+  labels:
+    {{- $labels | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: tau-aggregator
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ $ns }}
+---
+# Leader election (lib/lease.c): the Lease tau-aggregator in the system namespace only.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: tau-aggregator-leader-election
+  namespace: {{ $ns }}
+  labels:
+    {{- $labels | nindent 4 }}
+rules:
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    verbs: [get, create, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: tau-aggregator-leader-election
+  namespace: {{ $ns }}
+  labels:
+    {{- $labels | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: tau-aggregator-leader-election
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ $ns }}
+{{- end }}
+{{- if $v.serviceAccount.create }}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ $sa }}
+  namespace: {{ $ns }}
+  labels:
+    {{- $labels | nindent 4 }}
+  {{- with $v.serviceAccount.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+---
+# gRPC (agents' Report streams, queries, grpc.health.v1) and HTTP (/healthz, /readyz,
+# /metrics). Only Ready replicas receive traffic (/readyz, docs/aggregator.md).
+apiVersion: v1
+kind: Service
+metadata:
+  name: tau-aggregator
+  namespace: {{ $ns }}
+  labels:
+    {{- $labels | nindent 4 }}
+spec:
+  type: {{ $v.service.type }}
+  selector:
+    {{- include "tau.aggregator.selector" . | nindent 4 }}
+  ports:
+    - name: grpc
+      port: {{ $v.grpcPort }}
+      targetPort: grpc
+      protocol: TCP
+      appProtocol: grpc
+    - name: http
+      port: {{ $v.httpPort }}
+      targetPort: http
+      protocol: TCP
+{{- if $v.podDisruptionBudget.enabled }}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: tau-aggregator
+  namespace: {{ $ns }}
+  labels:
+    {{- $labels | nindent 4 }}
+spec:
+  maxUnavailable: {{ $v.podDisruptionBudget.maxUnavailable }}
+  selector:
+    matchLabels:
+      {{- include "tau.aggregator.selector" . | nindent 6 }}
+{{- end }}
+{{- if and $v.tls.enabled $v.tls.certManager.enabled }}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata:
+  name: tau-aggregator
+  namespace: {{ $ns }}
+  labels:
+    {{- $labels | nindent 4 }}
+spec:
+  secretName: {{ $tlsSecret }}
+  dnsNames:
+    - tau-aggregator
+    - tau-aggregator.{{ $ns }}
+    - tau-aggregator.{{ $ns }}.svc
+    - tau-aggregator.{{ $ns }}.svc.cluster.local
+  issuerRef:
+    {{- toYaml $v.tls.certManager.issuerRef | nindent 4 }}
+{{- end }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: tau-aggregator
+  namespace: {{ $ns }}
+  labels:
+    {{- $labels | nindent 4 }}
+spec:
+  replicas: {{ $v.replicas }}
+  revisionHistoryLimit: 3
+  selector:
+    matchLabels:
+      {{- include "tau.aggregator.selector" . | nindent 6 }}
+  strategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxUnavailable: 0
+      maxSurge: 1
+  template:
+    metadata:
+      labels:
+        {{- $labels | nindent 8 }}
+      {{- with $v.podAnnotations }}
+      annotations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+    spec:
+      serviceAccountName: {{ $sa }}
+      automountServiceAccountToken: true
+      {{- with $v.priorityClassName }}
+      priorityClassName: {{ . }}
+      {{- end }}
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        runAsGroup: 65532
+        seccompProfile:
+          type: RuntimeDefault
+      {{- if $v.topologySpread.enabled }}
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: kubernetes.io/hostname
+          whenUnsatisfiable: {{ $v.topologySpread.whenUnsatisfiable }}
+          labelSelector:
+            matchLabels:
+              {{- include "tau.aggregator.selector" . | nindent 14 }}
+      {{- end }}
+      {{- with $v.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $v.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $v.affinity }}
+      affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      terminationGracePeriodSeconds: 30
+      containers:
+        - name: tau-aggregator
+          image: {{ include "tau.image" (dict "ctx" $ctx "image" $v.image) }}
+          imagePullPolicy: {{ $v.image.pullPolicy }}
+          command: [/usr/bin/tau-aggregator]
+          args:
+            - --grpc-listen=0.0.0.0:{{ $v.grpcPort }}
+            - --http-listen=0.0.0.0:{{ $v.httpPort }}
+            - --system-namespace={{ $ns }}
+            {{- if $v.leaderElection.enabled }}
+            - --leader-elect
+            {{- end }}
+            - --token-audience={{ $v.tokenAudience }}
+            - --agent-service-account={{ $ns }}:{{ .agentSA }}
+            - --initial-sync-timeout={{ $v.initialSyncTimeout }}
+            - --heartbeat-interval={{ $v.heartbeatInterval }}
+            - --log-level={{ $v.logLevel }}
+            {{- $gates := include "tau.aggregator.featureGates" . }}
+            {{- if $gates }}
+            - --feature-gates={{ $gates }}
+            {{- end }}
+            {{- if not $v.workspaceController }}
+            - --no-workspace-controller
+            {{- end }}
+            {{- if $v.tls.enabled }}
+            - --tls-cert=/etc/tau/tls/tls.crt
+            - --tls-key=/etc/tau/tls/tls.key
+            {{- end }}
+            {{- range $v.extraArgs }}
+            - {{ . | quote }}
+            {{- end }}
+          {{- if eq $v.logFormat "json" }}
+          env:
+            - name: TAU_LOG_FORMAT
+              value: json
+          {{- end }}
+          ports:
+            - name: grpc
+              containerPort: {{ $v.grpcPort }}
+              protocol: TCP
+            - name: http
+              containerPort: {{ $v.httpPort }}
+              protocol: TCP
+          {{- if $v.tls.enabled }}
+          # The kubelet's gRPC probe speaks plaintext only; with TLS on the gRPC port liveness
+          # uses /livez, which answers 200 while the process serves (docs/aggregator.md).
+          livenessProbe:
+            httpGet:
+              path: /livez
+              port: http
+          {{- else }}
+          livenessProbe:
+            grpc:
+              port: {{ $v.grpcPort }}
+          {{- end }}
+            periodSeconds: 10
+            timeoutSeconds: 5
+            failureThreshold: 3
+          readinessProbe:
+            httpGet:
+              path: /readyz
+              port: http
+            periodSeconds: 2
+            timeoutSeconds: 2
+            failureThreshold: 2
+          resources:
+            {{- toYaml $v.resources | nindent 12 }}
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            privileged: false
+            capabilities:
+              drop: [ALL]
+          {{- if $v.tls.enabled }}
+          volumeMounts:
+            - name: tls
+              mountPath: /etc/tau/tls
+              readOnly: true
+          {{- end }}
+      {{- if $v.tls.enabled }}
+      volumes:
+        - name: tls
+          secret:
+            secretName: {{ $tlsSecret }}
+      {{- end }}
+{{- end -}}

@@ -1,0 +1,16 @@
+# charts-tests.cmake - the Helm charts (charts/*) with the real helm v4 and kubectl that
+# scripts/install-tools puts in .tools/bin (make deps), against kube-sim:
+#   e2e/charts  tests/e2e/test_charts.py: copies identical to their source, helm lint, helm template
+#               with every ci/*-values.yaml accepted by a server-side dry run, schema refusals,
+#               install/upgrade/rollback/list/uninstall, umbrella vs standalone ownership.
+# Without .tools/bin/helm the suite fails naming scripts/install-deps (it is not a configure
+# error: `make test` runs install-deps after configuring may already have happened).
+# It runs none of our binaries, so it carries the label pure-python (the sanitizer tree skips it).
+# `make charts-check` runs the same suite alone.
+if(TAU_PYTHON_TESTS)
+  tau_add_python_suite(e2e/charts
+      TESTS test_charts
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
+      TIMEOUT 300
+      LABELS python pure-python)
+endif()

@@ -1,0 +1,431 @@
+"""The Helm charts (charts/taugrid, charts/tau-aggregator, charts/tau-node-agent) with the real
+helm v4 and kubectl that scripts/install-tools puts in .tools/bin, against kube-sim.
+
+- the shared files are identical to their one source (scripts/sync-charts --check);
+- `helm lint` passes for every chart;
+- `helm template` with the defaults and with every charts/*/ci/*-values.yaml renders, and a
+  server-side dry run (`kubectl apply --dry-run=server`) against kube-sim accepts every object;
+  the rendered objects carry what docs/install.md promises (leader election, probes,
+  restricted security, the DaemonSet's placement, token and read-only host mounts, flags);
+- values that break a chart's values.schema.json are refused with helm's message;
+- `helm install`, `upgrade`, `rollback`, `list` and `uninstall` of the umbrella and of the
+  standalone charts work against kube-sim; the umbrella refuses to render a component that a
+  standalone release owns, and installs beside it with that component disabled.
+
+Environment: HELM and KUBECTL override the binaries (default: .tools/bin/helm, .tools/bin/kubectl;
+missing ones are an error naming scripts/install-deps). Standard library only.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+from simtest import SimProcess  # noqa: E402
+
+CHARTS = os.path.join(ROOT, "charts")
+UMBRELLA = os.path.join(CHARTS, "taugrid")
+AGG = os.path.join(CHARTS, "tau-aggregator")
+AGENT = os.path.join(CHARTS, "tau-node-agent")
+ALL_CHARTS = (UMBRELLA, AGG, AGENT)
+TOOLS = os.path.join(ROOT, ".tools", "bin")
+HELM = os.environ.get("HELM") or os.path.join(TOOLS, "helm")
+KUBECTL = os.environ.get("KUBECTL_CHARTS") or os.path.join(TOOLS, "kubectl")
+KUEUE_CRDS = os.path.join(ROOT, "tests", "fixtures", "kueue")
+TAU_CRDS = os.path.join(UMBRELLA, "crds")
+TEST_CRDS = os.path.join(HERE, "charts")
+NS = "tau-system"
+
+
+def ci_values(chart):
+    d = os.path.join(chart, "ci")
+    if not os.path.isdir(d):
+        return []
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith("-values.yaml"))
+
+
+def by_kind(objs, kind, name=None):
+    found = [o for o in objs if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    if not found:
+        raise AssertionError("no %s %s among %s" % (kind, name or "", [
+            (o["kind"], o["metadata"]["name"]) for o in objs]))
+    return found[0]
+
+
+class Tools:
+    """helm and kubectl against one kube-sim, with their own HOME and helm directories."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.env = sim.kenv()
+        for var, sub in (("HELM_CACHE_HOME", "cache"), ("HELM_CONFIG_HOME", "config"),
+                         ("HELM_DATA_HOME", "data")):
+            self.env[var] = os.path.join(sim.home, "helm", sub)
+
+    def run(self, binary, args, check=True):
+        r = subprocess.run([binary] + list(args), env=self.env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        if check and r.returncode != 0:
+            raise AssertionError("%s %s failed (%d):\n%s\n%s" % (
+                os.path.basename(binary), " ".join(args), r.returncode, r.stdout, r.stderr))
+        return r
+
+    def helm(self, *args, check=True):
+        return self.run(HELM, args, check)
+
+    def kubectl(self, *args, check=True):
+        return self.run(KUBECTL, args, check)
+
+    def dry_run(self, manifest):
+        """Server-side dry run of a rendered manifest; the objects as the server returned them."""
+        path = os.path.join(self.sim.tmp, "rendered.yaml")
+        with open(path, "w") as f:
+            f.write(manifest)
+        r = self.kubectl("apply", "--dry-run=server", "-o", "json", "-f", path)
+        out = json.loads(r.stdout)
+        return out["items"] if out.get("kind") == "List" else [out]
+
+
+def require_tools():
+    missing = [b for b in (HELM, KUBECTL) if not os.access(b, os.X_OK)]
+    if missing:
+        raise AssertionError("missing %s: run scripts/install-deps (it puts helm and kubectl "
+                             "in .tools/bin)" % ", ".join(missing))
+
+
+def start_sim(*crd_dirs):
+    args = []
+    for d in crd_dirs:
+        args += ["--crds", d]
+    return SimProcess(args)
+
+
+class StaticTest(unittest.TestCase):
+    """No cluster: the copies, lint, schema refusals, template-time refusals."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_tools()
+        cls.tmp = tempfile.mkdtemp(prefix="tau-charts-")
+        cls.env = dict(os.environ, HOME=cls.tmp, HELM_CACHE_HOME=cls.tmp + "/c",
+                       HELM_CONFIG_HOME=cls.tmp + "/f", HELM_DATA_HOME=cls.tmp + "/d")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def helm(self, *args):
+        return subprocess.run([HELM] + list(args), env=self.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+
+    def template(self, chart, *args):
+        return self.helm("template", "t", chart, "-n", NS, *args)
+
+    def test_copies_identical_to_their_source(self):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "sync-charts"), "--check"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        # The check compares byte for byte; prove it on the CRDs directly as well.
+        for name in os.listdir(TAU_CRDS):
+            with open(os.path.join(TAU_CRDS, name), "rb") as f:
+                src = f.read()
+            for chart in (AGG, AGENT):
+                with open(os.path.join(chart, "crds", name), "rb") as f:
+                    self.assertEqual(f.read(), src, "%s/crds/%s" % (chart, name))
+
+    def test_sync_check_names_a_drifted_copy(self):
+        tmp = os.path.join(self.tmp, "tree")
+        shutil.copytree(os.path.join(ROOT, "charts"), os.path.join(tmp, "charts"))
+        shutil.copytree(os.path.join(ROOT, "scripts"), os.path.join(tmp, "scripts"))
+        crd = sorted(os.listdir(TAU_CRDS))[0]
+        with open(os.path.join(tmp, "charts", "tau-node-agent", "crds", crd), "a") as f:
+            f.write("# drift\n")
+        r = subprocess.run([sys.executable, os.path.join(tmp, "scripts", "sync-charts"), "--check"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("charts/tau-node-agent/crds/%s differs from its source" % crd, r.stdout)
+
+    def test_lint(self):
+        for chart in ALL_CHARTS:
+            for values in [None] + ci_values(chart):
+                with self.subTest(chart=os.path.basename(chart), values=values):
+                    args = ["lint", "--strict", chart, "-n", NS]
+                    if values:
+                        args += ["-f", values]
+                    r = self.helm(*args)
+                    self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                    self.assertIn("1 chart(s) linted, 0 chart(s) failed", r.stdout)
+
+    def test_schema_refuses_bad_values(self):
+        cases = [
+            (AGG, ["--set", "replicas=0"], "at '/replicas': minimum: got 0, want 1"),
+            (AGG, ["--set", "featureGates.NoSuchGate=true"],
+             "at '/featureGates': additional properties 'NoSuchGate' not allowed"),
+            (AGG, ["--set", "initialSyncTimeout=soon"], "at '/initialSyncTimeout'"),
+            (AGG, ["--set", "logLevel=loud"], "at '/logLevel'"),
+            (AGENT, ["--set", "tokenExpirationSeconds=60"],
+             "at '/tokenExpirationSeconds': minimum: got 60, want 600"),
+            (AGENT, ["--set", "gpuClasLabel=x"], "additional properties 'gpuClasLabel' not allowed"),
+            (UMBRELLA, ["--set", "components.aggregator.replicas=two"],
+             "at '/components/aggregator/replicas': got string, want integer"),
+            (UMBRELLA, ["--set", "components.aggregator.featureGates.Bogus=true"],
+             "at '/components/aggregator/featureGates': additional properties 'Bogus' not allowed"),
+            (UMBRELLA, ["--set", "tauCluster.managementMode=Sometimes"],
+             "at '/tauCluster/managementMode': value must be one of 'Observe', 'Reconcile'"),
+            (UMBRELLA, ["--set", "tauCluster.queues.capacityTeamRef.nam=x"],
+             "additional properties 'nam' not allowed"),
+            (UMBRELLA, ["--set", "components.nodeAgent.enabled=maybe"],
+             "at '/components/nodeAgent/enabled': got string, want boolean"),
+        ]
+        for chart, args, message in cases:
+            with self.subTest(chart=os.path.basename(chart), args=args):
+                r = self.template(chart, *args)
+                self.assertNotEqual(r.returncode, 0, r.stdout)
+                self.assertIn("values don't meet the specifications of the schema", r.stderr)
+                self.assertIn(message, r.stderr)
+
+    def test_template_refusals(self):
+        cases = [
+            (AGG, ["--set", "leaderElection.enabled=false"],
+             "replicas is 2 but leaderElection.enabled is false"),
+            (AGG, ["--set", "tls.enabled=true"], "tls.enabled needs tls.secretName"),
+            (AGENT, ["--set", "tls.enabled=true"], "tls.enabled needs tls.caSecretName"),
+            (UMBRELLA, ["--set", "teams[0].name=r", "--set",
+                        "tauCluster.queues.capacityTeamRef.name=r", "--set",
+                        "teams[0].quota[0].flavor=a"], "r is the capacity team"),
+        ]
+        for chart, args, message in cases:
+            with self.subTest(chart=os.path.basename(chart), args=args):
+                r = self.template(chart, *args)
+                self.assertNotEqual(r.returncode, 0, r.stdout)
+                self.assertIn(message, r.stderr)
+        r = self.helm("template", "t", UMBRELLA, "-n", "default")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('installs into the system namespace "tau-system", not "default"', r.stderr)
+
+
+class RenderTest(unittest.TestCase):
+    """helm template | kubectl apply --dry-run=server against kube-sim, and what it renders."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_tools()
+        cls.sim = start_sim(KUEUE_CRDS, TAU_CRDS, TEST_CRDS)
+        try:
+            cls.t = Tools(cls.sim)
+            cls.t.kubectl("create", "namespace", NS)
+        except BaseException:
+            cls.sim.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sim.stop()
+
+    def render(self, chart, *args):
+        return self.t.helm("template", "t", chart, "-n", NS, *args).stdout
+
+    def test_every_values_file_renders_and_the_server_accepts_it(self):
+        for chart in ALL_CHARTS:
+            for values in [None] + ci_values(chart):
+                with self.subTest(chart=os.path.basename(chart), values=values):
+                    args = ["-f", values] if values else []
+                    objs = self.t.dry_run(self.render(chart, *args))
+                    self.assertGreater(len(objs), 3)
+                    kinds = {o["kind"] for o in objs}
+                    if chart is not AGENT:
+                        self.assertIn("Deployment", kinds)
+                    if chart is not AGG:
+                        self.assertIn("DaemonSet", kinds)
+
+    def test_aggregator_deployment(self):
+        objs = self.t.dry_run(self.render(UMBRELLA))
+        dep = by_kind(objs, "Deployment", "tau-aggregator")
+        self.assertEqual(dep["spec"]["replicas"], 2)
+        pod = dep["spec"]["template"]["spec"]
+        c = pod["containers"][0]
+        args = c["args"]
+        for want in ("--leader-elect", "--system-namespace=tau-system",
+                     "--grpc-listen=0.0.0.0:50051", "--http-listen=0.0.0.0:8080",
+                     "--token-audience=taugrid",
+                     "--agent-service-account=tau-system:tau-node-agent"):
+            self.assertIn(want, args)
+        self.assertFalse([a for a in args if a.startswith("--feature-gates")], args)
+        self.assertEqual(c["livenessProbe"]["grpc"], {"port": 50051})
+        self.assertEqual(c["readinessProbe"]["httpGet"]["path"], "/readyz")
+        self.assertEqual(pod["securityContext"]["seccompProfile"], {"type": "RuntimeDefault"})
+        self.assertIs(pod["securityContext"]["runAsNonRoot"], True)
+        sc = c["securityContext"]
+        self.assertIs(sc["readOnlyRootFilesystem"], True)
+        self.assertIs(sc["allowPrivilegeEscalation"], False)
+        self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
+        self.assertIn("memory", c["resources"]["limits"])
+        self.assertIn("cpu", c["resources"]["requests"])
+        self.assertEqual(pod["topologySpreadConstraints"][0]["topologyKey"], "kubernetes.io/hostname")
+        svc = by_kind(objs, "Service", "tau-aggregator")
+        self.assertEqual(sorted(p["name"] for p in svc["spec"]["ports"]), ["grpc", "http"])
+        self.assertNotIn("publishNotReadyAddresses", svc["spec"])
+        pdb = by_kind(objs, "PodDisruptionBudget", "tau-aggregator")
+        self.assertEqual(pdb["spec"]["maxUnavailable"], 1)
+
+    def test_aggregator_values_reach_the_flags(self):
+        objs = self.t.dry_run(self.render(
+            UMBRELLA, "-f", os.path.join(UMBRELLA, "ci", "capacity-team-values.yaml")))
+        dep = by_kind(objs, "Deployment", "tau-aggregator")
+        self.assertEqual(dep["spec"]["replicas"], 3)
+        self.assertIn("--feature-gates=MultipleWorkspaces=true",
+                      dep["spec"]["template"]["spec"]["containers"][0]["args"])
+        tc = by_kind(objs, "TauCluster", "cluster")
+        self.assertEqual(tc["spec"]["queues"]["capacityTeamRef"], {"name": "research"})
+        teams = sorted(o["metadata"]["name"] for o in objs if o["kind"] == "TauTeam")
+        self.assertEqual(teams, ["research", "vision"])
+        # TLS from cert-manager: the Certificate, the Secret mounted, liveness over HTTP (the
+        # kubelet's gRPC probe has no TLS), agents given the CA instead of --insecure.
+        objs = self.t.dry_run(self.render(
+            UMBRELLA, "-f", os.path.join(UMBRELLA, "ci", "tls-cert-manager-values.yaml")))
+        cert = by_kind(objs, "Certificate", "tau-aggregator")
+        self.assertIn("tau-aggregator.tau-system.svc", cert["spec"]["dnsNames"])
+        c = by_kind(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+        self.assertIn("--tls-cert=/etc/tau/tls/tls.crt", c["args"])
+        self.assertEqual(c["livenessProbe"]["httpGet"]["path"], "/livez")
+        a = by_kind(objs, "DaemonSet")["spec"]["template"]["spec"]["containers"][0]
+        self.assertIn("--ca-file=/etc/tau/ca/ca.crt", a["args"])
+        self.assertNotIn("--insecure", a["args"])
+
+    def test_node_agent_daemonset(self):
+        objs = self.t.dry_run(self.render(AGENT))
+        ds = by_kind(objs, "DaemonSet", "tau-node-agent")
+        self.assertEqual(ds["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"], "10%")
+        pod = ds["spec"]["template"]["spec"]
+        terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        exprs = terms["nodeSelectorTerms"][0]["matchExpressions"]
+        self.assertIn({"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}, exprs)
+        self.assertIn({"key": "tau.azure.com/gpu-class", "operator": "Exists"}, exprs)
+        self.assertIn({"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+                      pod["tolerations"])
+        self.assertIn({"key": "nvidia.com/gpu", "operator": "Exists"}, pod["tolerations"])
+        self.assertEqual(pod["priorityClassName"], "system-node-critical")
+        c = pod["containers"][0]
+        self.assertIn({"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                      c["env"])
+        self.assertIn("--aggregator=tau-aggregator.tau-system.svc:50051", c["args"])
+        self.assertIn("--host-root=/host", c["args"])
+        token = [v for v in pod["volumes"] if v["name"] == "token"][0]
+        sat = token["projected"]["sources"][0]["serviceAccountToken"]
+        self.assertEqual(sat["audience"], "taugrid")
+        self.assertLessEqual(sat["expirationSeconds"], 3600)
+        self.assertIn("--token-file=/var/run/secrets/tau/" + sat["path"], c["args"])
+        # Exactly the host paths the agent probes, all read-only.
+        host = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+        self.assertEqual(sorted(host.values()), ["/dev", "/sys", "/var/lib/kubelet/plugins_registry"])
+        mounts = {m["name"]: m for m in c["volumeMounts"]}
+        for name, path in host.items():
+            self.assertIs(mounts[name].get("readOnly"), True, name)
+            self.assertEqual(mounts[name]["mountPath"], "/host" + path)
+        sc = c["securityContext"]
+        self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
+        self.assertIs(sc["readOnlyRootFilesystem"], True)
+        self.assertIs(sc["allowPrivilegeEscalation"], False)
+        self.assertLessEqual(int(c["resources"]["requests"]["cpu"].rstrip("m")), 10)
+
+    def test_priority_class_is_configurable(self):
+        objs = self.t.dry_run(self.render(AGENT, "--set", "priorityClassName=gpu-daemons"))
+        self.assertEqual(by_kind(objs, "DaemonSet")["spec"]["template"]["spec"]
+                         ["priorityClassName"], "gpu-daemons")
+
+
+class InstallTest(unittest.TestCase):
+    """helm install/upgrade/rollback/list/uninstall against a fresh kube-sim per test (helm
+    installs the CRDs from crds/ itself)."""
+
+    def setUp(self):
+        require_tools()
+        self.sim = start_sim(KUEUE_CRDS)
+        self.addCleanup(self.sim.stop)
+        self.t = Tools(self.sim)
+        self.t.kubectl("create", "namespace", NS)
+
+    def releases(self):
+        out = json.loads(self.t.helm("list", "-A", "-o", "json").stdout)
+        return {r["name"]: (r["chart"], r["revision"], r["status"]) for r in out}
+
+    def get(self, *args):
+        return json.loads(self.t.kubectl("get", "-o", "json", *args).stdout)
+
+    def test_umbrella_round_trip(self):
+        # Client-side apply (three-way merge patches): kube-sim's server-side apply merges the
+        # applied configuration without field ownership, so it cannot remove a field a later
+        # revision dropped (see docs/install.md, "Tested").
+        self.t.helm("install", "tg", UMBRELLA, "-n", NS, "--server-side=false")
+        self.assertEqual(self.releases(), {"tg": ("taugrid-0.1.0", "1", "deployed")})
+        self.assertEqual(self.get("crd", "clusters.tau.azure.com")["spec"]["group"], "tau.azure.com")
+        self.assertEqual(self.get("deployment", "tau-aggregator", "-n", NS)["spec"]["replicas"], 2)
+        self.get("daemonset", "tau-node-agent", "-n", NS)
+        self.get("clusterrole", "tau-aggregator")
+        self.assertNotIn("capacityTeamRef", self.get("clusters.tau.azure.com", "cluster")["spec"]["queues"])
+
+        self.t.helm("upgrade", "tg", UMBRELLA, "-n", NS, "-f",
+                    os.path.join(UMBRELLA, "ci", "capacity-team-values.yaml"))
+        self.assertEqual(self.releases()["tg"][1:], ("2", "deployed"))
+        self.assertEqual(self.get("clusters.tau.azure.com", "cluster")["spec"]["queues"]["capacityTeamRef"],
+                         {"name": "research"})
+        self.assertEqual(self.get("deployment", "tau-aggregator", "-n", NS)["spec"]["replicas"], 3)
+        self.get("teams.tau.azure.com", "vision", "-n", NS)
+
+        self.t.helm("rollback", "tg", "1", "-n", NS)
+        self.assertEqual(self.releases()["tg"][1:], ("3", "deployed"))
+        self.assertNotIn("capacityTeamRef", self.get("clusters.tau.azure.com", "cluster")["spec"]["queues"])
+        self.assertEqual(self.get("deployment", "tau-aggregator", "-n", NS)["spec"]["replicas"], 2)
+        r = self.t.kubectl("get", "teams.tau.azure.com", "vision", "-n", NS, check=False)
+        self.assertNotEqual(r.returncode, 0)
+
+        self.t.helm("uninstall", "tg", "-n", NS)
+        self.assertEqual(self.releases(), {})
+        for kind in ("deployment", "daemonset", "service", "serviceaccount"):
+            self.assertEqual(self.get(kind, "-n", NS)["items"], [], kind)
+        self.assertEqual(self.t.kubectl("get", "clusterrole", "tau-aggregator",
+                                        check=False).returncode, 1)
+        # CRDs stay (Helm never deletes crds/ objects): workspaces survive an uninstall.
+        self.get("crd", "workspaces.tau.azure.com")
+
+    def test_standalone_charts_own_their_components(self):
+        self.t.helm("install", "agg", AGG, "-n", NS)
+        self.t.helm("install", "agents", AGENT, "-n", NS)
+        # The umbrella with its components on would take them over: refused, with the way out.
+        r = self.t.helm("install", "tg", UMBRELLA, "-n", NS, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('Deployment tau-system/tau-aggregator is owned by release "agg" '
+                      '(tau-aggregator-0.1.0), not by "tg"', r.stderr)
+        self.assertIn("--set components.aggregator.enabled=false", r.stderr)
+        r = self.t.helm("install", "tg", UMBRELLA, "-n", NS, "--set",
+                        "components.aggregator.enabled=false", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('DaemonSet tau-system/tau-node-agent is owned by release "agents"', r.stderr)
+        self.assertIn("--set components.nodeAgent.enabled=false", r.stderr)
+        self.t.helm("install", "tg", UMBRELLA, "-n", NS, "--set",
+                    "components.aggregator.enabled=false", "--set",
+                    "components.nodeAgent.enabled=false")
+        self.assertEqual(sorted(self.releases()), ["agents", "agg", "tg"])
+        dep = self.get("deployment", "tau-aggregator", "-n", NS)
+        self.assertEqual(dep["metadata"]["annotations"]["meta.helm.sh/release-name"], "agg")
+        self.get("clusters.tau.azure.com", "cluster")
+        # And the other way round: a standalone chart refuses what the umbrella renders.
+        for rel in ("tg", "agg", "agents"):
+            self.t.helm("uninstall", rel, "-n", NS)
+        self.t.helm("install", "tg", UMBRELLA, "-n", NS)
+        r = self.t.helm("install", "agg", AGG, "-n", NS, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('Deployment tau-system/tau-aggregator is owned by release "tg" '
+                      '(taugrid-0.1.0), not by "agg"', r.stderr)
+        self.assertIn("components.aggregator.enabled=false there", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
