@@ -112,7 +112,8 @@ class OneClusterTest(unittest.TestCase):
 
 
 class SharedClusterTest(OneClusterTest):
-    WS = {"alpha": "ml-alpha", "beta": "ml-beta"}
+    # The workspace every later case keeps; test_02 adds a second one and removes it again.
+    WS = {"alpha": "ml-alpha"}
     AGG_ARGS = ("--feature-gates", "MultipleWorkspaces=true", "--budget-resync", "3600s")
 
     @classmethod
@@ -170,6 +171,14 @@ class SharedClusterTest(OneClusterTest):
                        cond_diffs(self.c.cluster(), "ConflictDetected", "False"),
                        msg + ": team Ready, no conflict")
 
+    def undo_merge(self, path, patch):
+        """When the case ends, pass or fail, apply `patch` (so one failure does not cascade)."""
+        self.addCleanup(self.c.sim.req, "PATCH", path, patch, "application/merge-patch+json")
+
+    def undo_create(self, path):
+        """When the case ends, delete `path` if it still exists."""
+        self.addCleanup(self.c.sim.req, "DELETE", path)
+
     def assert_untouched(self, path, created):
         now = self.c.get(path)
         self.assertIsNotNone(now, path)
@@ -209,15 +218,18 @@ class SharedClusterTest(OneClusterTest):
     # -- P3 --
 
     def test_02_workspace_queues_borrow_from_the_cohort(self):
+        """MultipleWorkspaces=true: two workspaces, two queues sharing the one Cohort."""
         c = self.c
-        for ws, ns in sorted(self.WS.items()):
+        both = dict(self.WS, beta="ml-beta")
+        self.undo_create(WORKSPACES + "/beta")
+        for ws, ns in sorted(both.items()):
             c.create(wst.workspace(ws, ns=ns, team="research"), WORKSPACES)
-        for ws in sorted(self.WS):
+        for ws in sorted(both):
             c.env.wait_phase(ws, "Ready")
         self.wait_budget("the Cohort still holds the pool")
-        c.wait_ok(self.queue_diffs, "a zero-quota ClusterQueue per workspace")
+        c.wait_ok(lambda: self.queue_diffs(both), "a zero-quota ClusterQueue per workspace")
         self.assertEqual(c.ours(CQS), ["tau-ws-alpha", "tau-ws-beta"])
-        for ws, ns in sorted(self.WS.items()):
+        for ws, ns in sorted(both.items()):
             st = c.get(WORKSPACES + "/" + ws)["status"]
             self.assertEqual(st["target"]["resolvedNamespace"], ns)
             self.assertEqual(st["queue"]["clusterQueue"], h.cq_name(ws))
@@ -230,12 +242,23 @@ class SharedClusterTest(OneClusterTest):
                    ("ClusterQueue", "tau-ws-beta")]
         c.wait_ok(lambda: c.team_ready_diffs("research") +
                   c.cluster_ready_diffs(c.pool(), managed), "team and cluster status")
+        # A workspace that goes takes its queue with it; the other one stays.
+        c.delete(WORKSPACES + "/beta")
+        c.wait_gone(WORKSPACES + "/beta")
+        c.wait_gone(CQS + "/tau-ws-beta")
+        c.wait_ok(self.queue_diffs, "alpha's queue stays")
+        self.wait_budget("the Cohort still holds the pool")
 
     # -- P8 --
 
     def test_03_each_change_triggers_a_reconcile(self):
         """The aggregator runs with --budget-resync 3600s: each change is seen by its event."""
         c = self.c
+        self.undo_merge(NODES + "/cpu-1", {"metadata": {"labels": {h.GPU_CLASS: None}}})
+        self.undo_merge(NODES + "/a100-1/status",
+                        {"status": {"allocatable": {"nvidia.com/gpu": "4"}}})
+        self.undo_merge(CLUSTER, {"spec": {"nodes": None}})
+        self.undo_merge(TEAMS + "/research", {"spec": {"quota": None}})
         # A node label change: cpu-1 becomes an a100 node, then not again.
         c.merge(NODES + "/cpu-1", {"metadata": {"labels": {h.GPU_CLASS: "a100"}}})
         cohort = self.wait_budget("label change: cpu-1 counts in a100")
@@ -282,6 +305,14 @@ class SharedClusterTest(OneClusterTest):
 
     def test_04_conflicts_zero_the_budget_and_touch_nothing(self):
         c = self.c
+        for path in (RFS + "/other-h100", RFS + "/other-nowhere", RFS + "/other-cpu",
+                     CQS + "/other-cq", CQS + "/legacy-cq"):
+            self.undo_create(path)
+        self.undo_merge(CQS + "/other-cq/status", {"status": {"flavorsReservation": None}})
+        self.undo_merge(NODES + "/cpu-1", {"metadata": {"labels": {h.GPU_CLASS: None}}})
+        self.undo_merge(NODES + "/a100-1/status",
+                        {"status": {"allocatable": {"nvidia.com/gpu": "4"}}})
+        self.undo_merge(TEAMS + "/research", {"spec": {"quota": None}})
         rf = lambda name, labels: {"apiVersion": "kueue.x-k8s.io/v1beta2",  # noqa: E731
                                    "kind": "ResourceFlavor", "metadata": {"name": name},
                                    "spec": {"nodeLabels": labels}}
@@ -355,6 +386,7 @@ class SharedClusterTest(OneClusterTest):
 
     def test_05_unusable_selector_zeroes_then_restores(self):
         c = self.c
+        self.undo_merge(CLUSTER, {"spec": {"nodes": None}})
         # The CRD takes any string keys; "Bad Key!" is no label key, so no node can match it.
         c.merge(CLUSTER, {"spec": {"nodes": {"selector": {"Bad Key!": "x"}}}})
         team_uid = self.uid(TEAMS + "/research")
@@ -391,6 +423,7 @@ class SharedClusterTest(OneClusterTest):
              "count": 1},
         ]})
         self.addCleanup(c.faults, "DELETE")
+        self.undo_merge(NODES + "/h100-2", {"spec": {"unschedulable": None}})
         c.faults("POST", {"closeWatches": True})
         c.merge(NODES + "/h100-2", {"spec": {"unschedulable": True}})
         self.wait_budget("cordon applied through 500s, a 429 and closed watches")
@@ -405,6 +438,11 @@ class SharedClusterTest(OneClusterTest):
 
     def test_07_shrink_below_reservations_and_keep_empty_flavors(self):
         c = self.c
+        saved = {n: c.get(NODES + "/" + n) for n in ("h100-1", "h100-2")}
+        self.addCleanup(self.recreate, saved)
+        self.undo_merge(CQS + "/tau-ws-alpha/status", {"status": {"flavorsReservation": None,
+                                                                 "flavorsUsage": None}})
+        self.undo_merge(NODES + "/h100-1", {"spec": {"unschedulable": None}})
         reservation = [{"name": "taugrid-gpu-h100", "resources": [
             {"name": "nvidia.com/gpu", "total": "16", "borrowed": "16"}]}]
         c.merge(CQS + "/tau-ws-alpha/status", {"status": {"flavorsReservation": reservation,
@@ -415,7 +453,6 @@ class SharedClusterTest(OneClusterTest):
         st = c.get(CQS + "/tau-ws-alpha")["status"]
         self.assertEqual(h.qty(st["flavorsReservation"][0]["resources"][0]["total"]), 16)
         # Every h100 node gone: the flavor stays in the Cohort at 0, its ResourceFlavor stays.
-        saved = {n: c.get(NODES + "/" + n) for n in ("h100-1", "h100-2")}
         for n in saved:
             c.delete(NODES + "/" + n)
         self.assertNotIn("h100", c.pool())
@@ -426,13 +463,15 @@ class SharedClusterTest(OneClusterTest):
         self.assertEqual(rf_diffs(c.get(RFS + "/taugrid-gpu-h100"), "h100", self.uid(CLUSTER)),
                          [])
         c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready at zero h100")
-        for n, obj in saved.items():
-            obj = h.node(n, "h100", obj["status"]["allocatable"],
-                         labels={"tau.test/rack": obj["metadata"]["labels"]["tau.test/rack"]})
-            c.create(obj, NODES)
+        self.recreate(saved)
         self.wait_restored("nodes back")
-        c.merge(CQS + "/tau-ws-alpha/status", {"status": {"flavorsReservation": None,
-                                                          "flavorsUsage": None}})
+
+    def recreate(self, saved):
+        """Create the saved Nodes again (uncordoned) where they are missing."""
+        for n, obj in saved.items():
+            if self.c.sim.req("GET", NODES + "/" + n)[0] == 404:
+                self.c.create(h.node(n, "h100", obj["status"]["allocatable"], labels={
+                    "tau.test/rack": obj["metadata"]["labels"]["tau.test/rack"]}), NODES)
 
     # -- P7 --
 
