@@ -144,8 +144,12 @@ class SharedClusterTest(OneClusterTest):
         groups = h.norm_groups((cohort or {}).get("spec", {}).get("resourceGroups"))
         d = []
         for ws, ns in sorted((workspaces or self.WS).items()):
-            d += cq_diffs(self.c.get(CQS + "/" + h.cq_name(ws)), ws,
-                          self.uid(WORKSPACES + "/" + ws), "research", ns, groups)
+            obj = self.c.get(WORKSPACES + "/" + ws)
+            if obj is None:
+                d.append("TauWorkspace %s does not exist" % ws)
+                continue
+            d += cq_diffs(self.c.get(CQS + "/" + h.cq_name(ws)), ws, obj["metadata"]["uid"],
+                          "research", ns, groups)
         return d
 
     def wait_conflict(self, names, team_text=None):

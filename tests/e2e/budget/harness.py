@@ -13,8 +13,10 @@ kubeconfig), test_aggregator_workspaces.Aggregator (the real tau-aggregator, its
 gRPC, /metrics) and its agent-token kube-sim, aggregator/agent.FakeAgent, simtest.wait_for and
 simtest.WatchStream.  The importer puts tests/e2e and tests/kube-sim on sys.path first.
 """
+import http.client
 import json
 import os
+import socket
 import threading
 import time
 from fractions import Fraction
@@ -494,12 +496,18 @@ class Recorder:
                     return
                 with self.lock:
                     self.events.append((time.monotonic(), ev.get("type"), ev.get("object")))
-        except (OSError, ValueError):
-            return
+        except (OSError, ValueError, http.client.HTTPException):
+            return  # closed
 
     def snapshot(self):
         with self.lock:
             return list(self.events)
 
     def close(self):
+        # Shut the socket first: closing the response would wait for the reader's lock.
+        try:
+            self.w.c.sock.shutdown(socket.SHUT_RDWR)
+        except (AttributeError, OSError):
+            pass
+        self.t.join(10)
         self.w.close()
