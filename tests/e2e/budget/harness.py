@@ -310,8 +310,7 @@ class Cluster:
             if not a.done:
                 a.cancel()
         for a in self.aggs:
-            if a.p.poll() is None:
-                a.stop()
+            a.stop()  # a killed one is only reaped
         self.env.stop()
 
     # -- processes --

@@ -1,0 +1,16 @@
+# budget-tests.cmake - the team capacity budget's end-to-end suite (docs/budget.md, P1-P8).
+#
+# Included from the top-level CMakeLists.txt after the aggregator and tau-cli exist.
+#   e2e/budget  tests/e2e/test_budget.py (run_suite.py, /usr/bin/python3): kube-sim with
+#               --authz rbac, the Kueue and taugrid CRDs and kube-sim's Kueue admission rules,
+#               the real tau-aggregator (one, or two with --leader-elect), fake agents over
+#               grpcio; its tools are required by cmake/test-tools.cmake.
+if(TAU_PYTHON_TESTS)
+  tau_add_python_suite(e2e/budget
+      TESTS test_budget
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
+      TIMEOUT 600
+      LABELS e2e python
+      ENVIRONMENT "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
+                  "TAU_PROTOC=${TAU_PROTOC}")
+endif()
