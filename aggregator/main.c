@@ -7,8 +7,9 @@
  * Report and query services plus grpc.health.v1, the Node/TauCluster informers, optional leader
  * election and the HTTP endpoints.  Every replica ingests reports and serves queries from its own
  * store (agents may reach any replica behind a Service); only the leader may write to the API, so
- * the TauWorkspace controller, which writes, is built (and its options checked) at start-up but
- * started only on the leader, on a kube loop and thread of its own.  The main thread then waits for
+ * the TauWorkspace controller is built (and its options checked) at start-up, its informers run on
+ * every replica (on a kube loop and thread of its own, so followers answer workspace queries), and
+ * its worker, which writes, starts only on the leader.  The main thread then waits for
  * a signal and shuts down in reverse order: the workspace controller first (so it stops writing
  * before the Lease is released), then the rpc server.
  */

@@ -13,9 +13,10 @@
  * content (without generation and time) differs from the last published one.
  *
  * ListWorkspaces and GetWorkspace read the workspace controller's informer
- * cache.  The controller runs only on the leader, so the pointer to it has
- * its own mutex (held across a cache read, so it cannot be freed under a
- * query) and is NULL on a follower, where those queries answer UNAVAILABLE.
+ * cache, which every replica fills (only the leader reconciles).  The pointer
+ * to it has its own mutex (held across a cache read, so it cannot be freed
+ * under a query) and is NULL with --no-workspace-controller, where those
+ * queries answer UNAVAILABLE.
  */
 #include "service.h"
 

@@ -311,6 +311,35 @@ class HappyPathTest(WorkspaceTestBase):
         e.wait_gone("/api/v1/namespaces/ml-alpha")
 
 
+class AuthorizationModeSwitchTest(WorkspaceTestBase):
+    def test_switch_to_cluster_wide_deletes_the_binding(self):
+        e = self.env
+        self.ready_workspace(subject=("Group", "alpha-researchers"))
+        rb_path = ("/apis/rbac.authorization.k8s.io/v1/namespaces/ml-alpha/rolebindings/"
+                   "tau-workspace-alpha")
+        self.assertIsNotNone(e.get(rb_path))
+        self.assertTrue(e.sar("alice", ["alpha-researchers"], "ml-alpha"))
+        obj = e.ws("alpha")
+        obj["spec"]["authorization"] = {"mode": "cluster-wide"}
+        del obj["spec"]["kubernetesSubject"]
+        del obj["spec"]["role"]
+        e.sim.ok("PUT", WS_API + "/alpha", obj)
+        e.wait_gone(rb_path)
+        o = e.wait_cond("alpha", "RBACReady", "True", "ClusterWideAuthorization")
+        self.assertEqual(o["status"]["phase"], "Ready")
+        # Access the spec no longer grants is gone.
+        self.assertFalse(e.sar("alice", ["alpha-researchers"], "ml-alpha"))
+        self.assertIn("cluster-wide authorization: no researcher binding", e.log())
+        # Back to workspace-rbac: the binding returns.
+        obj = e.ws("alpha")
+        obj["spec"]["authorization"] = {"mode": "workspace-rbac"}
+        obj["spec"]["kubernetesSubject"] = {"kind": "Group", "name": "alpha-researchers"}
+        obj["spec"]["role"] = "researcher"
+        e.sim.ok("PUT", WS_API + "/alpha", obj)
+        e.wait_cond("alpha", "RBACReady", "True", "RoleBindingReady")
+        self.assertTrue(e.sar("alice", ["alpha-researchers"], "ml-alpha"))
+
+
 class ConditionReasonsTest(WorkspaceTestBase):
     def test_cluster_queue_missing_then_created(self):
         e = self.env
@@ -346,13 +375,25 @@ class ConditionReasonsTest(WorkspaceTestBase):
         self.assertEqual(rb["subjects"][0]["name"], "mallory")  # left alone
 
     def test_invalid_spec(self):
+        # The shipped CRD rejects this spec; an older CRD without the schema (as after a
+        # partial upgrade) lets it through, and the controller must refuse it itself.
         e = self.env
         bad = workspace("alpha", ns="ml-alpha", queue="alpha")
         bad["spec"]["workloadIdentity"] = {"serviceAccountName": "Bad_Name", "clientId": "x"}
         st, _ = e.sim.req("POST", WS_API, bad)
-        if st not in (200, 201):
-            self.skipTest("the CRD schema already rejects it")
-        e.wait_cond("alpha", "RBACReady", "False", "InvalidSpec")
+        self.assertEqual(st, 422, "the shipped CRD schema should reject the spec")
+        crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/workspaces.tau.azure.com"
+        crd = e.get(crd_path)
+        for v in crd["spec"]["versions"]:
+            v["schema"] = {"openAPIV3Schema": {"type": "object",
+                                               "x-kubernetes-preserve-unknown-fields": True}}
+        e.sim.ok("PUT", crd_path, crd)
+        wait_for(lambda: e.sim.req("POST", WS_API, bad)[0] in (200, 201), timeout=TIMEOUT,
+                 msg="the schema-less CRD accepts the spec")
+        o = e.wait_cond("alpha", "RBACReady", "False", "InvalidSpec")
+        self.assertIn("serviceAccountName", cond(o, "RBACReady")["message"])
+        self.assertEqual(cond(o, "QueueReady")["reason"], "InvalidSpec")
+        self.assertIsNone(e.get("/api/v1/namespaces/ml-alpha"))
 
     def test_reserved_and_foreign_namespaces_refused(self):
         e = self.env
@@ -454,6 +495,58 @@ class OperatorFileTest(unittest.TestCase):
         with open(path + ".tmp", "w") as f:
             f.write('["ml-alpha"]')
         os.replace(path + ".tmp", path)
+        env.wait_phase("alpha", "Ready")
+
+
+def tau_cluster(workspaces):
+    return {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster",
+            "metadata": {"name": "cluster"}, "spec": {"workspaces": workspaces}}
+
+
+class TauClusterAllowlistTest(unittest.TestCase):
+    def write(self, path, text):
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+
+    def test_allowlist_file_from_taucluster_followed_like_the_flag(self):
+        tmp = tempfile.mkdtemp(prefix="ws-allow-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        path = os.path.join(tmp, "allowlist.json")
+        self.write(path, "[]")
+        env = Env()
+        self.addCleanup(env.stop)
+        env.create(tau_cluster({"namespaceMode": "Operator",
+                                "namespaceAllowlist": {"file": path}}))
+        env.create(cluster_queue("alpha"))
+        env.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml-alpha"}})
+        env.create(workspace("alpha", ns="ml-alpha", queue="alpha", create_ns=False))
+        env.wait_cond("alpha", "QueueReady", "False", "NamespaceNotAllowed")
+        self.write(path, '["ml-alpha"]')
+        env.wait_phase("alpha", "Ready")
+        self.assertIn("namespace allowlist: following a file", env.log())
+        self.write(path, '["ml-other"]')
+        env.wait_cond("alpha", "QueueReady", "False", "NamespaceNotAllowed")
+
+    def test_flag_and_taucluster_sources_at_once_refused(self):
+        env = Env(("--namespace-mode", "Operator",
+                   "--allowlist-selector", "tau.azure.com/allowed=true"))
+        self.addCleanup(env.stop)
+        env.create(tau_cluster({"namespaceMode": "Operator",
+                                "namespaceAllowlist": {"file": "/nonexistent/allow.json"}}))
+        env.create(cluster_queue("alpha"))
+        env.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": "ml-alpha", "labels": {"tau.azure.com/allowed": "true"}}})
+        env.create(workspace("alpha", ns="ml-alpha", queue="alpha", create_ns=False))
+        o = env.wait_cond("alpha", "QueueReady", "False", "AllowlistSourceConflict")
+        msg = cond(o, "QueueReady")["message"]
+        self.assertIn("--allowlist-selector", msg)
+        self.assertIn("namespaceAllowlist.file", msg)
+        self.assertIsNone(env.get(KUEUE + "/namespaces/ml-alpha/localqueues/alpha"))
+        # Removing the TauCluster's source resolves it: the flags alone decide.
+        c = env.get("/apis/tau.azure.com/v1alpha1/clusters/cluster")
+        c["spec"]["workspaces"] = {}
+        env.sim.ok("PUT", "/apis/tau.azure.com/v1alpha1/clusters/cluster", c)
         env.wait_phase("alpha", "Ready")
 
 
