@@ -102,6 +102,7 @@ class OneClusterTest(unittest.TestCase):
             c.stop()
             raise
         cls.shape = h.Shape()
+        cls.fault_spans = []  # where in the log writes failed on purpose
 
     @classmethod
     def tearDownClass(cls):
@@ -109,6 +110,13 @@ class OneClusterTest(unittest.TestCase):
         log = cls.agg.log()
         cls.c.stop()
         assert rc == 0, "aggregator exit code %s after SIGTERM:\n%s" % (rc, log[-3000:])
+        # Every object it wrote passed kube-sim's Kueue admission rules and the CRD schemas:
+        # no write failed but those the fault case made fail on purpose.
+        for start, end in reversed(cls.fault_spans):
+            log = log[:start] + log[end:]
+        refused = [line for line in log.splitlines()
+                   if "budget write failed" in line or "admission webhook" in line]
+        assert not refused, "writes refused:\n" + "\n".join(refused[:20])
 
 
 class SharedClusterTest(OneClusterTest):
@@ -310,8 +318,10 @@ class SharedClusterTest(OneClusterTest):
     def test_04_conflicts_zero_the_budget_and_touch_nothing(self):
         c = self.c
         for path in (RFS + "/other-h100", RFS + "/other-nowhere", RFS + "/other-cpu",
-                     CQS + "/other-cq", CQS + "/legacy-cq"):
+                     CQS + "/other-cq", CQS + "/legacy-cq", CQS + "/quota-cq",
+                     COHORTS + "/other-cohort"):
             self.undo_create(path)
+        self.undo_merge(WORKSPACES + "/alpha", {"spec": {"quota": None}})
         self.undo_merge(CQS + "/other-cq/status", {"status": {"flavorsReservation": None}})
         self.undo_merge(NODES + "/cpu-1", {"metadata": {"labels": {h.GPU_CLASS: None}}})
         self.undo_merge(NODES + "/a100-1/status",
@@ -364,6 +374,26 @@ class SharedClusterTest(OneClusterTest):
         c.delete(CQS + "/other-cq")
         c.wait_gone(CQS + "/other-cq")
 
+        # A foreign ClusterQueue and a foreign Cohort with non-zero quota on pool flavors.
+        groups = lambda fl, res, q: [{"coveredResources": [res], "flavors": [  # noqa: E731
+            {"name": fl, "resources": [{"name": res, "nominalQuota": q}]}]}]
+        for path, obj in (
+                (CQS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                       "metadata": {"name": "quota-cq"},
+                       "spec": {"namespaceSelector": {},
+                                "resourceGroups": groups("taugrid-gpu-h100", "nvidia.com/gpu",
+                                                         "2")}}),
+                (COHORTS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                           "metadata": {"name": "other-cohort"},
+                           "spec": {"resourceGroups": groups("taugrid-gpu-a100", "cpu", "1")}})):
+            name = obj["metadata"]["name"]
+            created = c.create(obj, path)
+            self.wait_conflict([name])
+            self.assert_untouched(path + "/" + name, created)
+            c.delete(path + "/" + name)
+            c.wait_gone(path + "/" + name)
+            self.wait_restored("%s removed" % name)
+
         # Legacy GPU discovery on a ClusterQueue.
         created = c.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
                             "metadata": {"name": "legacy-cq", "labels": {h.LEGACY_LABEL: "true"}},
@@ -381,6 +411,15 @@ class SharedClusterTest(OneClusterTest):
         self.assertEqual(c.get(TEAMS + "/research")["spec"], created["spec"])
         c.merge(TEAMS + "/research", {"spec": {"quota": None}})
         self.wait_restored("spec.quota removed")
+
+        # spec.quota on a workspace of the capacity team.
+        created = c.merge(WORKSPACES + "/alpha", {"spec": {"quota": [
+            {"flavor": "taugrid-gpu-h100", "resource": "nvidia.com/gpu", "nominalQuota": "1"}]}})
+        self.wait_conflict(["alpha"])
+        self.assertEqual(c.get(WORKSPACES + "/alpha")["spec"], created["spec"])
+        c.merge(WORKSPACES + "/alpha", {"spec": {"quota": None}})
+        self.wait_restored("the workspace's spec.quota removed")
+        c.wait_ok(self.queue_diffs, "alpha's queue unchanged")
 
         for reason in ("ConflictDetected", "ConflictCleared"):
             self.assertTrue(c.events(reason), "no %s Event on the TauCluster or TauTeam; "
@@ -417,6 +456,8 @@ class SharedClusterTest(OneClusterTest):
 
     def test_06_faults_during_reconcile_end_in_the_right_state(self):
         c = self.c
+        start = len(self.agg.log())
+        self.addCleanup(lambda: self.fault_spans.append((start, len(self.agg.log()))))
         c.faults("PUT", {"rules": [
             {"verb": "update,patch", "resource": "cohorts", "status": 500, "count": 2},
             {"verb": "update,patch", "resource": "cohorts", "status": 429, "retryAfter": 1,
@@ -553,7 +594,7 @@ class GateObserveV0Test(OneClusterTest):
                          {"status": {"allocatable": {"nvidia.com/gpu": "4"}}})
         c.report(node_b)
         want = h.pool_capacity(c.pool())
-        self.assertEqual(want[("h100", "nvidia.com/gpu")], 12)
+        self.assertEqual(want[("taugrid-gpu-h100", "nvidia.com/gpu")], 12)
         c.wait_ok(lambda: [] if h.capacity_of(c.cluster()) == want else
                   ["discoveredCapacity %s" % h.dump(sorted(h.capacity_of(c.cluster()).items()))],
                   "status follows the pool in Observe mode")

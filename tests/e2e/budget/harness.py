@@ -266,20 +266,20 @@ def _name(obj):
 
 
 def capacity_of(cluster_obj):
-    """TauCluster status.discoveredCapacity as {(class, resource): Fraction} (flavor given as
-    the class or as its ResourceFlavor name), zero entries left out."""
+    """TauCluster status.discoveredCapacity as {(flavor, resource): Fraction}, zero entries
+    left out (a class lacking a resource may list it at 0 or not at all)."""
     out = {}
     for e in ((cluster_obj or {}).get("status") or {}).get("discoveredCapacity") or []:
-        fl = e.get("flavor", "")
-        cls = fl[len("taugrid-gpu-"):] if fl.startswith("taugrid-gpu-") else fl
         v = qty(e.get("capacity"))
         if v != 0:
-            out[(cls, e.get("resource"))] = v
+            out[(e.get("flavor"), e.get("resource"))] = v
     return out
 
 
 def pool_capacity(pool):
-    return {(cls, r): v for cls, f in pool.items() for r, v in f["resources"].items() if v != 0}
+    """The same shape from the oracle's pool: flavors by their ResourceFlavor name."""
+    return {(flavor_name(cls), r): v for cls, f in pool.items()
+            for r, v in f["resources"].items() if v != 0}
 
 
 # -- the harness -----------------------------------------------------------------------------
