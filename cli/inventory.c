@@ -367,15 +367,18 @@ static int list_all_nodes(tau_cli_node_pages *out, tau_rpc_channel *ch, const ch
 		out->pages = grown;
 		out->pages[out->n_pages++] = msg;
 		page = (const Tau__Inventory__V1__ListNodesResponse *)msg;
-		if (page->n_nodes > SIZE_MAX / sizeof(*all) - out->all.n_nodes ||
-		    (all = realloc(out->all.nodes,
-		                   (out->all.n_nodes + page->n_nodes) * sizeof(*all))) == NULL) {
+		if (page->n_nodes == 0) {
+			/* e.g. the last page of a filtered list: nothing to add */
+		} else if (page->n_nodes > SIZE_MAX / sizeof(*all) - out->all.n_nodes ||
+		           (all = realloc(out->all.nodes, (out->all.n_nodes + page->n_nodes) *
+		                                                  sizeof(*all))) == NULL) {
 			rc = tau_error_set(TAU_ENOMEM, "out of memory");
 			break;
+		} else {
+			memcpy(all + out->all.n_nodes, page->nodes, page->n_nodes * sizeof(*all));
+			out->all.nodes = all;
+			out->all.n_nodes += page->n_nodes;
 		}
-		memcpy(all + out->all.n_nodes, page->nodes, page->n_nodes * sizeof(*all));
-		out->all.nodes = all;
-		out->all.n_nodes += page->n_nodes;
 		next = page->next_page_token != NULL ? page->next_page_token : "";
 		if (next[0] == '\0') {
 			free(token);

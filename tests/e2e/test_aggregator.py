@@ -952,7 +952,7 @@ class TrustE2E(unittest.TestCase):
                 with open(agg.proc.log_path) as f:
                     return "the Node or TauCluster list has not been read yet" in f.read()
             wait_for(warned, msg="the unread-list warning")
-            self.assertEqual([n.name for n in agg.nodes()], ["lone"])
+            wait_for(lambda: [n.name for n in agg.nodes()] == ["lone"], msg="the Node known")
             self.assertFalse(agg.pool().established)
             self.assertEqual(agg.http("/readyz")[0], 503)
         finally:
