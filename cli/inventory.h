@@ -58,10 +58,13 @@ const char *tau_cli_ws_csi_driver(const cJSON *pvc, const cJSON *pv, const cJSON
 /**
  * The CSI report for `driver` over the eligible (counted) nodes, one GetNode answer each
  * (a node without an inventory has not registered anything).  A node passes when its agent
- * lists the driver with in_csi_node and socket_present both true.  Gives a new object
- * {"driver", "nodes": [{"name", "inCSINode", "socketPresent"}], "eligible": count,
- * "missing": count, "ok"} (the counts as in `tau storage check`); ok is false when a node
- * misses the driver or none is eligible.
+ * lists the driver with in_csi_node and socket_present both true and the node does not rely
+ * on the AKS-managed addon for it while not being an AKS agent-pool node (the Flex rule,
+ * tau_cli_csi_addon_unsupported).  Gives a new object {"driver", "nodes": [{"name",
+ * "inCSINode", "socketPresent", "nodeKind", "managedBy", "supported"}], "problems": [text],
+ * "eligible": count, "missing": count, "unsupported": count, "ok"} (the counts as in `tau
+ * storage check`); ok is false when a node misses the driver, relies on an unsupported
+ * addon, or none is eligible.
  * @return the object (cJSON_Delete), or NULL when out of memory.
  */
 cJSON *tau_cli_ws_csi_report(const char *driver,

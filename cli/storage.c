@@ -1,6 +1,6 @@
 /*
  * storage.c - `tau storage check --driver NAME [--selector SEL]`: is a CSI
- * driver registered on every eligible node?
+ * driver registered on every eligible node, and usable there?
  *
  * The one idea: registration is what the kubelet wrote into each node's
  * CSINode object (the same evidence as `kubectl get csinode NODE`), read
@@ -8,8 +8,17 @@
  * matching --selector (default: every node labelled tau.azure.com/gpu-class).
  * A node without a CSINode object, or whose CSINode lacks the driver, fails
  * the check (exit 1); no eligible node at all fails it too.
+ *
+ * The Flex rule of the reference: TauGrid does not support relying on the
+ * AKS-managed CSI addons on Flex or other externally registered nodes (any
+ * node that is not an AKS agent-pool node).  On such a node the check reads
+ * the pods there and decides who deployed the driver exactly as the node
+ * agent does (agent/inventory.c: node kind, pod labels and arguments); a
+ * driver that is the AKS-managed addon fails the check, naming the node.
  */
 #include "workspace.h"
+
+#include "agent/inventory.h"
 
 #include "tau/error.h"
 #include "tau/json.h"
@@ -23,6 +32,7 @@
 static const tau_kube_resource res_csidrivers = {"storage.k8s.io", "v1", "csidrivers", false};
 
 #define DEFAULT_SELECTOR "tau.azure.com/gpu-class"
+#define STORAGE_COLS     4
 
 static const char *jstr(const cJSON *obj, const char *path)
 {
@@ -60,11 +70,70 @@ static bool csinode_has(const cJSON *csinode, const char *driver)
 	return false;
 }
 
+bool tau_cli_csi_addon_unsupported(char *msg, size_t cap, const char *node, const char *node_kind,
+                                   const char *managed_by, const char *driver)
+{
+	if (managed_by == NULL || strcmp(managed_by, "AKSAddon") != 0 ||
+	    (node_kind != NULL && strcmp(node_kind, "AgentPool") == 0))
+		return false;
+	snprintf(msg, cap,
+	         "node %s (%s) relies on the AKS-managed addon for %s: TauGrid does not support "
+	         "relying on managed addons on Flex or other externally registered nodes; a "
+	         "deployment-managed driver is required there",
+	         node, node_kind != NULL ? node_kind : "kind unknown", driver);
+	return true;
+}
+
+/*
+ * Who deployed `driver` on this node and what kind of node it is, read as the node agent reads
+ * them (Node, CSINode, the pods on the node).  Pods are listed only where it matters: on a node
+ * that is not an AKS agent-pool node.  *kind and *managed_by get static names.
+ * Returns 0, or <0 when the pods cannot be listed (error set).
+ */
+static int driver_origin(tau_kube_client *client, const cJSON *node, const cJSON *csinode,
+                         const char *driver, const char **kind, const char **managed_by)
+{
+	tau_agent_inventory inv;
+	const tau_agent_csi_driver *d;
+	tau_kube_list_options lo = {0};
+	cJSON *pods = NULL;
+	char field[300];
+	int rc;
+
+	*kind = NULL;
+	*managed_by = NULL;
+	tau_agent_inventory_init(&inv);
+	rc = tau_agent_inventory_from_node(&inv, node);
+	if (rc == 0 && csinode != NULL)
+		rc = tau_agent_inventory_apply_csinode(&inv, csinode);
+	if (rc < 0)
+		goto out;
+	*kind = tau_agent_node_kind_name(inv.kind);
+	if (inv.kind == TAU_AGENT_KIND_AGENT_POOL)
+		goto out;
+	snprintf(field, sizeof(field), "spec.nodeName=%s", inv.node_name);
+	lo.field_selector = field;
+	rc = tau_kube_list_all(&pods, client, &tau_kube_res_pods, NULL, &lo);
+	if (rc == 0)
+		rc = tau_agent_inventory_apply_pods(&inv, pods);
+	if (rc < 0)
+		goto out;
+	d = tau_agent_inventory_find_driver(&inv, driver);
+	*managed_by =
+	        tau_agent_managed_by_name(d != NULL ? d->managed_by : TAU_AGENT_MANAGED_UNKNOWN);
+out:
+	cJSON_Delete(pods);
+	tau_agent_inventory_free(&inv);
+	return rc;
+}
+
 static void storage_usage(FILE *out)
 {
 	fputs("Usage: tau storage check --driver NAME [--selector SEL] [-o table|json]\n"
 	      "  Checks that the CSI driver is registered (CSINode) on every Ready, schedulable\n"
-	      "  node matching SEL (default: nodes labelled " DEFAULT_SELECTOR ").\n",
+	      "  node matching SEL (default: nodes labelled " DEFAULT_SELECTOR "), and that no\n"
+	      "  Flex or other externally registered node relies on the AKS-managed addon for it\n"
+	      "  (a deployment-managed driver is required there).\n",
 	      out);
 }
 
@@ -86,11 +155,11 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	tau_kube_client *client = NULL;
 	tau_kube_list_options lo = {0};
 	const char *driver = NULL, *sel = DEFAULT_SELECTOR;
-	cJSON *nodes = NULL, *doc = NULL, *arr, *drv = NULL;
+	cJSON *nodes = NULL, *doc = NULL, *arr, *drv = NULL, *problems = NULL;
 	const cJSON *n;
 	const char **cells = NULL;
-	size_t rows = 1, eligible = 0, missing = 0;
-	bool json = false;
+	size_t rows = 1, eligible = 0, missing = 0, n_unsupported = 0;
+	bool json = false, ok;
 	int c, rc = TAU_CLI_USAGE;
 
 	if (g != NULL)
@@ -154,56 +223,95 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	cJSON_AddBoolToObject(doc, "csiDriverObject",
 	                      tau_kube_get(&drv, client, &res_csidrivers, NULL, driver) == 0);
 	arr = cJSON_AddArrayToObject(doc, "nodes");
-	cells = calloc(((size_t)cJSON_GetArraySize(cJSON_GetObjectItem(nodes, "items")) + 1) * 2,
+	cells = calloc(((size_t)cJSON_GetArraySize(cJSON_GetObjectItem(nodes, "items")) + 1) *
+	                       STORAGE_COLS,
 	               sizeof(*cells));
-	if (cells == NULL)
+	problems = cJSON_CreateArray();
+	if (cells == NULL || problems == NULL) {
+		fprintf(stderr, "tau storage check: out of memory\n");
 		goto out;
+	}
 	cells[0] = "NODE";
 	cells[1] = "REGISTERED";
+	cells[2] = "KIND";
+	cells[3] = "MANAGED-BY";
 	cJSON_ArrayForEach(n, cJSON_GetObjectItem(nodes, "items"))
 	{
-		const char *name = jstr(n, "metadata.name");
+		const char *name = jstr(n, "metadata.name"), *kind = NULL, *mb = NULL;
 		cJSON *csinode = NULL, *o;
-		bool has;
+		char why[512];
+		bool has, unsupported = false;
 
 		if (name == NULL || !node_eligible(n))
 			continue;
 		eligible++;
-		has = tau_kube_get(&csinode, client, &tau_kube_res_csinodes, NULL, name) == 0 &&
-		      csinode_has(csinode, driver);
+		if (tau_kube_get(&csinode, client, &tau_kube_res_csinodes, NULL, name) != 0)
+			csinode = NULL;
+		has = csinode != NULL && csinode_has(csinode, driver);
+		if (driver_origin(client, n, csinode, driver, &kind, &mb) < 0) {
+			const tau_kube_api_error *e = tau_kube_api_error_last();
+
+			fprintf(stderr,
+			        "tau storage check: node %s: cannot tell who deployed %s there: "
+			        "%s\n",
+			        name, driver,
+			        e->http_code != 0 ? e->message : tau_error_last()->msg);
+			cJSON_Delete(csinode);
+			goto out;
+		}
 		cJSON_Delete(csinode);
 		if (!has)
 			missing++;
+		else if (tau_cli_csi_addon_unsupported(why, sizeof(why), name, kind, mb, driver)) {
+			unsupported = true;
+			n_unsupported++;
+			cJSON_AddItemToArray(problems, cJSON_CreateString(why));
+		}
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "name", name);
 		cJSON_AddBoolToObject(o, "registered", has);
+		cJSON_AddItemToObject(o, "nodeKind",
+		                      kind != NULL ? cJSON_CreateString(kind) : cJSON_CreateNull());
+		cJSON_AddItemToObject(o, "managedBy",
+		                      mb != NULL ? cJSON_CreateString(mb) : cJSON_CreateNull());
+		cJSON_AddBoolToObject(o, "supported", !unsupported);
 		cJSON_AddItemToArray(arr, o);
-		cells[rows * 2] = name;
-		cells[rows * 2 + 1] = has ? "yes" : "no";
+		cells[rows * STORAGE_COLS] = name;
+		cells[rows * STORAGE_COLS + 1] = has ? "yes" : "no";
+		cells[rows * STORAGE_COLS + 2] = kind != NULL ? kind : "Unknown";
+		cells[rows * STORAGE_COLS + 3] = mb != NULL ? mb : "-";
 		rows++;
 	}
 	cJSON_AddNumberToObject(doc, "eligible", (double)eligible);
 	cJSON_AddNumberToObject(doc, "missing", (double)missing);
-	cJSON_AddBoolToObject(doc, "ok", eligible > 0 && missing == 0);
+	cJSON_AddNumberToObject(doc, "unsupported", (double)n_unsupported);
+	cJSON_AddItemToObject(doc, "problems", problems);
+	ok = eligible > 0 && missing == 0 && n_unsupported == 0;
+	cJSON_AddBoolToObject(doc, "ok", ok);
 	if (json) {
-		char *s = cJSON_Print(doc);
+		char *text = cJSON_Print(doc);
 
-		if (s != NULL)
-			printf("%s\n", s);
-		free(s);
+		if (text != NULL)
+			printf("%s\n", text);
+		free(text);
 	} else {
+		const cJSON *p;
+
 		if (rows > 1)
-			tau_cli_print_table(stdout, cells, rows, 2);
+			tau_cli_print_table(stdout, cells, rows, STORAGE_COLS);
 		if (eligible == 0)
 			printf("no eligible node matches %s\n", sel);
-		else if (missing == 0)
+		else if (missing == 0 && n_unsupported == 0)
 			printf("%s is registered on all %zu eligible nodes\n", driver, eligible);
-		else
+		else if (missing > 0)
 			printf("%s is missing on %zu of %zu eligible nodes\n", driver, missing,
 			       eligible);
+		cJSON_ArrayForEach(p, problems) printf("%s\n", p->valuestring);
 	}
-	rc = eligible > 0 && missing == 0 ? TAU_CLI_OK : TAU_CLI_FAILED;
+	problems = NULL; /* owned by doc */
+	rc = ok ? TAU_CLI_OK : TAU_CLI_FAILED;
 out:
+	cJSON_Delete(problems);
 	free(cells);
 	cJSON_Delete(drv);
 	cJSON_Delete(doc);

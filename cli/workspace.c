@@ -298,18 +298,46 @@ static const Tau__Inventory__V1__CsiDriver *find_csi(const Tau__Inventory__V1__N
 	return NULL;
 }
 
+/* The agent's names for what it reported (agent/inventory.c), as `tau storage check` shows. */
+static const char *node_kind_name(Tau__Inventory__V1__NodeKind kind)
+{
+	switch (kind) {
+	case TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_AGENT_POOL:
+		return "AgentPool";
+	case TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_FLEX:
+		return "Flex";
+	case TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_OTHER:
+		return "Other";
+	default:
+		return NULL;
+	}
+}
+
+static const char *managed_by_name(Tau__Inventory__V1__CsiManagedBy managed_by)
+{
+	switch (managed_by) {
+	case TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_AKS_ADDON:
+		return "AKSAddon";
+	case TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_DEPLOYMENT:
+		return "Deployment";
+	default:
+		return "Unknown";
+	}
+}
+
 cJSON *tau_cli_ws_csi_report(const char *driver,
                              const Tau__Inventory__V1__GetNodeResponse *const *nodes,
                              size_t n_nodes)
 {
-	cJSON *rep = cJSON_CreateObject(), *arr;
-	size_t n_missing = 0;
+	cJSON *rep = cJSON_CreateObject(), *arr, *problems;
+	size_t n_missing = 0, n_unsupported = 0;
 
 	if (rep == NULL)
 		return NULL;
 	add_str(rep, "driver", driver);
 	arr = cJSON_AddArrayToObject(rep, "nodes");
-	if (arr == NULL) {
+	problems = cJSON_AddArrayToObject(rep, "problems");
+	if (arr == NULL || problems == NULL) {
 		cJSON_Delete(rep);
 		return NULL;
 	}
@@ -320,20 +348,33 @@ cJSON *tau_cli_ws_csi_report(const char *driver,
 		                   : r->inventory != NULL ? r->inventory->node_name
 		                                          : "";
 		bool in_csinode = d != NULL && d->in_csi_node,
-		     socket = d != NULL && d->socket_present;
+		     socket = d != NULL && d->socket_present, unsupported = false;
+		const char *kind = r->inventory != NULL ? node_kind_name(r->inventory->kind) : NULL,
+		           *mb = managed_by_name(d != NULL ? d->managed_by : 0);
 		cJSON *o = cJSON_CreateObject();
+		char why[512];
 
 		add_str(o, "name", name);
 		cJSON_AddBoolToObject(o, "inCSINode", in_csinode);
 		cJSON_AddBoolToObject(o, "socketPresent", socket);
-		cJSON_AddItemToArray(arr, o);
-		if (!in_csinode || !socket)
+		if (!in_csinode || !socket) {
 			n_missing++;
+		} else if (tau_cli_csi_addon_unsupported(why, sizeof(why), name, kind, mb,
+		                                         driver)) {
+			unsupported = true;
+			n_unsupported++;
+			cJSON_AddItemToArray(problems, cJSON_CreateString(why));
+		}
+		add_str(o, "nodeKind", kind);
+		add_str(o, "managedBy", mb);
+		cJSON_AddBoolToObject(o, "supported", !unsupported);
+		cJSON_AddItemToArray(arr, o);
 	}
 	/* The same counts as `tau storage check`. */
 	cJSON_AddNumberToObject(rep, "eligible", (double)n_nodes);
 	cJSON_AddNumberToObject(rep, "missing", (double)n_missing);
-	cJSON_AddBoolToObject(rep, "ok", n_nodes > 0 && n_missing == 0);
+	cJSON_AddNumberToObject(rep, "unsupported", (double)n_unsupported);
+	cJSON_AddBoolToObject(rep, "ok", n_nodes > 0 && n_missing == 0 && n_unsupported == 0);
 	return rep;
 }
 
@@ -346,6 +387,7 @@ static bool csi_node_ok(const cJSON *n)
 void tau_cli_ws_print_csi(FILE *out, const cJSON *csi)
 {
 	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(csi, "nodes"), *n;
+	const cJSON *problems = cJSON_GetObjectItemCaseSensitive(csi, "problems");
 	const char *driver = jstr(csi, "driver");
 	size_t rows = (size_t)cJSON_GetArraySize(nodes), r = 1, n_missing = 0;
 	const char **cells;
@@ -376,18 +418,27 @@ void tau_cli_ws_print_csi(FILE *out, const cJSON *csi)
 	}
 	tau_cli_print_table(out, cells, r, 3);
 	free(cells);
-	if (n_missing == 0) {
+	if (n_missing == 0 && cJSON_GetArraySize(problems) == 0) {
 		fprintf(out, "CSI driver %s: registered on all %zu eligible nodes\n", driver, rows);
 		return;
 	}
-	fprintf(out, "CSI driver %s: missing on %zu of %zu eligible nodes:", driver, n_missing,
-	        rows);
-	cJSON_ArrayForEach(n, nodes)
-	{
-		if (!csi_node_ok(n))
-			fprintf(out, " %s", jstr(n, "name") != NULL ? jstr(n, "name") : NONE);
+	if (n_missing > 0) {
+		fprintf(out, "CSI driver %s: missing on %zu of %zu eligible nodes:", driver,
+		        n_missing, rows);
+		cJSON_ArrayForEach(n, nodes)
+		{
+			if (!csi_node_ok(n))
+				fprintf(out, " %s",
+				        jstr(n, "name") != NULL ? jstr(n, "name") : NONE);
+		}
+		fprintf(out, "\n");
 	}
-	fprintf(out, "\n");
+	/* The Flex rule: each node relying on the AKS-managed addon where it is unsupported. */
+	cJSON_ArrayForEach(n, problems)
+	{
+		if (cJSON_IsString(n))
+			fprintf(out, "CSI driver %s: %s\n", driver, n->valuestring);
+	}
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -580,7 +631,9 @@ static void ws_usage(FILE *out)
 	      "[--ca-file F | --insecure]]] [-o table|json]\n"
 	      "Options: --context C  --system-namespace NS  --kubeconfig F\n"
 	      "With --aggregator, check also requires the PVC's CSI driver to be registered\n"
-	      "on every node that counts in the pool (ADDR defaults to env TAU_AGGREGATOR).\n"
+	      "on every node that counts in the pool (ADDR defaults to env TAU_AGGREGATOR),\n"
+	      "and not to be the AKS-managed addon on a Flex or other externally registered\n"
+	      "node (a deployment-managed driver is required there).\n"
 	      "Exit codes: 0 success, 1 not Ready, PVC or CSI check failed, or API failure,\n"
 	      "2 usage error.\n",
 	      out);

@@ -31,6 +31,17 @@ int tau_cli_ws_print_status(FILE *out, const cJSON *ws, tau_cli_format fmt);
  */
 bool tau_cli_ws_ready(const cJSON *ws);
 
+/**
+ * The Flex rule of the reference: TauGrid does not support relying on the AKS-managed CSI
+ * addons on Flex or other externally registered nodes, i.e. on any node that is not an AKS
+ * agent-pool node.  `node_kind` and `managed_by` are the agent's names ("AgentPool", "Flex",
+ * "Other", NULL when unknown; "AKSAddon", "Deployment", "Unknown").
+ * @return true when `node` relies on the addon for `driver` where it is not supported; `msg`
+ *         then names the node and says that a deployment-managed driver is required there.
+ */
+bool tau_cli_csi_addon_unsupported(char *msg, size_t cap, const char *node, const char *node_kind,
+                                   const char *managed_by, const char *driver);
+
 /** One aligned table: rows of n_cols strings (NULL prints "<none>"); row 0 is the header. */
 void tau_cli_print_table(FILE *out, const char *const *cells, size_t n_rows, size_t n_cols);
 

@@ -1,7 +1,8 @@
 /*
  * test_cli_workspace.c - `tau workspace` output from canned JSON: table
  * alignment, JSON shape, the check verdict (exit code), usage errors, and the
- * CSI verdict of `check --data-pvc --aggregator` from canned GetNode answers.
+ * CSI verdict of `check --data-pvc --aggregator` from canned GetNode answers, and the Flex
+ * rule both CSI checks share.
  */
 #include "workspace.h"
 
@@ -253,7 +254,8 @@ static void test_csi_report_names_missing_nodes(void **state)
 	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(rep, "ok")));
 	n = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "nodes"), 1);
 	s = cJSON_PrintUnformatted(n);
-	assert_string_equal(s, "{\"name\":\"gpu-b\",\"inCSINode\":true,\"socketPresent\":false}");
+	assert_string_equal(s, "{\"name\":\"gpu-b\",\"inCSINode\":true,\"socketPresent\":false,"
+	                       "\"nodeKind\":null,\"managedBy\":\"Unknown\",\"supported\":true}");
 	free(s);
 	text = print_csi(rep);
 	assert_non_null(strstr(text, "NODE    REGISTERED   SOCKET\n"
@@ -332,6 +334,166 @@ static void test_csi_usage_errors_exit_2(void **state)
 	assert_int_equal(tau_cli_workspace(4, on_list, NULL), TAU_CLI_USAGE);
 }
 
+/* ---- the Flex rule: TauGrid does not support relying on the AKS-managed CSI addons on Flex or
+ * other externally registered nodes.  tau_cli_csi_addon_unsupported decides it (shared by
+ * `tau storage check` and `tau workspace check --data-pvc --aggregator`); the messages are
+ * pinned with literals: they are what an operator reads. ---- */
+
+#define BLOB "blob.csi.azure.com"
+
+static void test_rule(void **state)
+{
+	char msg[512];
+
+	(void)state;
+	/* On AKS agent-pool nodes the addon is supported and expected. */
+	assert_false(tau_cli_csi_addon_unsupported(msg, sizeof(msg), "aks-1", "AgentPool",
+	                                           "AKSAddon", BLOB));
+	/* A deployment-managed driver is fine anywhere; unknown provenance is not the addon. */
+	assert_false(tau_cli_csi_addon_unsupported(msg, sizeof(msg), "flex-1", "Flex", "Deployment",
+	                                           BLOB));
+	assert_false(
+	        tau_cli_csi_addon_unsupported(msg, sizeof(msg), "flex-1", "Flex", "Unknown", BLOB));
+	assert_false(tau_cli_csi_addon_unsupported(msg, sizeof(msg), "flex-1", "Flex", NULL, BLOB));
+
+	assert_true(tau_cli_csi_addon_unsupported(msg, sizeof(msg), "edge-gpu-01", "Flex",
+	                                          "AKSAddon", BLOB));
+	assert_string_equal(msg, "node edge-gpu-01 (Flex) relies on the AKS-managed addon for "
+	                         "blob.csi.azure.com: TauGrid does not support relying on managed "
+	                         "addons on Flex or other externally registered nodes; a "
+	                         "deployment-managed driver is required there");
+	/* Other externally registered nodes, and nodes whose kind the agent could not tell. */
+	assert_true(tau_cli_csi_addon_unsupported(msg, sizeof(msg), "metal-7", "Other", "AKSAddon",
+	                                          BLOB));
+	assert_non_null(strstr(msg, "node metal-7 (Other) relies on the AKS-managed addon"));
+	assert_true(tau_cli_csi_addon_unsupported(msg, sizeof(msg), "n-9", NULL, "AKSAddon", BLOB));
+	assert_non_null(strstr(msg, "node n-9 (kind unknown) relies on the AKS-managed addon"));
+}
+
+/* GetNode answers: an agent-pool node and a Flex node, both with the driver registered. */
+typedef struct flex_fixture {
+	Tau__Inventory__V1__CsiDriver pool_drv, flex_drv;
+	Tau__Inventory__V1__CsiDriver *pool_drvs[1], *flex_drvs[1];
+	Tau__Inventory__V1__NodeInventory inv[2];
+	Tau__Inventory__V1__NodeStatus st[2];
+	Tau__Inventory__V1__GetNodeResponse resp[2];
+	const Tau__Inventory__V1__GetNodeResponse *nodes[2];
+} flex_fixture;
+
+static void flex_fixture_init(flex_fixture *f, Tau__Inventory__V1__CsiManagedBy flex_managed_by)
+{
+	static const char *const names[] = {"aks-ndh100-0", "edge-gpu-01"};
+	static const Tau__Inventory__V1__CsiDriver drv0 = TAU__INVENTORY__V1__CSI_DRIVER__INIT;
+	static const Tau__Inventory__V1__NodeInventory inv0 =
+	        TAU__INVENTORY__V1__NODE_INVENTORY__INIT;
+	static const Tau__Inventory__V1__NodeStatus st0 = TAU__INVENTORY__V1__NODE_STATUS__INIT;
+	static const Tau__Inventory__V1__GetNodeResponse resp0 =
+	        TAU__INVENTORY__V1__GET_NODE_RESPONSE__INIT;
+
+	f->pool_drv = drv0;
+	f->pool_drv.name = (char *)BLOB;
+	f->pool_drv.in_csi_node = true;
+	f->pool_drv.socket_present = true;
+	f->pool_drv.managed_by = TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_AKS_ADDON;
+	f->flex_drv = f->pool_drv;
+	f->flex_drv.managed_by = flex_managed_by;
+	f->pool_drvs[0] = &f->pool_drv;
+	f->flex_drvs[0] = &f->flex_drv;
+	for (size_t i = 0; i < 2; i++) {
+		f->st[i] = st0;
+		f->st[i].name = (char *)names[i];
+		f->st[i].counted = true;
+		f->inv[i] = inv0;
+		f->inv[i].node_name = (char *)names[i];
+		f->inv[i].n_csi_drivers = 1;
+		f->resp[i] = resp0;
+		f->resp[i].status = &f->st[i];
+		f->resp[i].inventory = &f->inv[i];
+		f->nodes[i] = &f->resp[i];
+	}
+	f->inv[0].kind = TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_AGENT_POOL;
+	f->inv[0].csi_drivers = f->pool_drvs;
+	f->inv[1].kind = TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_FLEX;
+	f->inv[1].csi_drivers = f->flex_drvs;
+}
+
+static int number(const cJSON *o, const char *key)
+{
+	return (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+static void test_report_fails_addon_on_flex_node(void **state)
+{
+	flex_fixture f;
+	cJSON *rep;
+	char *text, *s;
+
+	(void)state;
+	flex_fixture_init(&f, TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_AKS_ADDON);
+	rep = tau_cli_ws_csi_report(BLOB, f.nodes, 2);
+	assert_non_null(rep);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(rep, "ok")));
+	assert_int_equal(number(rep, "eligible"), 2);
+	assert_int_equal(number(rep, "missing"), 0);
+	assert_int_equal(number(rep, "unsupported"), 1);
+	s = cJSON_PrintUnformatted(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "nodes"), 0));
+	assert_string_equal(s, "{\"name\":\"aks-ndh100-0\",\"inCSINode\":true,"
+	                       "\"socketPresent\":true,\"nodeKind\":\"AgentPool\","
+	                       "\"managedBy\":\"AKSAddon\",\"supported\":true}");
+	free(s);
+	s = cJSON_PrintUnformatted(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "nodes"), 1));
+	assert_string_equal(s, "{\"name\":\"edge-gpu-01\",\"inCSINode\":true,"
+	                       "\"socketPresent\":true,\"nodeKind\":\"Flex\","
+	                       "\"managedBy\":\"AKSAddon\",\"supported\":false}");
+	free(s);
+	text = print_csi(rep);
+	assert_null(strstr(text, "registered on all"));
+	assert_non_null(strstr(text,
+	                       "CSI driver blob.csi.azure.com: node edge-gpu-01 (Flex) relies "
+	                       "on the AKS-managed addon for blob.csi.azure.com: TauGrid does "
+	                       "not support relying on managed addons on Flex or other "
+	                       "externally registered nodes; a deployment-managed driver is "
+	                       "required there\n"));
+	assert_null(strstr(text, "node aks-ndh100-0"));
+	free(text);
+	cJSON_Delete(rep);
+}
+
+static void test_report_passes_deployment_on_flex_node(void **state)
+{
+	flex_fixture f;
+	cJSON *rep;
+	char *text;
+
+	(void)state;
+	flex_fixture_init(&f, TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_DEPLOYMENT);
+	rep = tau_cli_ws_csi_report(BLOB, f.nodes, 2);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")));
+	assert_int_equal(number(rep, "unsupported"), 0);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(rep, "problems")), 0);
+	text = print_csi(rep);
+	assert_non_null(strstr(text, "CSI driver blob.csi.azure.com: registered on all 2 eligible "
+	                             "nodes\n"));
+	free(text);
+	cJSON_Delete(rep);
+}
+
+static void test_missing_driver_counts_once(void **state)
+{
+	flex_fixture f;
+	cJSON *rep;
+
+	(void)state;
+	/* Not registered on the Flex node: it is missing, not also unsupported. */
+	flex_fixture_init(&f, TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_AKS_ADDON);
+	f.flex_drv.in_csi_node = false;
+	rep = tau_cli_ws_csi_report(BLOB, f.nodes, 2);
+	assert_int_equal(number(rep, "missing"), 1);
+	assert_int_equal(number(rep, "unsupported"), 0);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(rep, "ok")));
+	cJSON_Delete(rep);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +506,10 @@ int main(void)
 	        cmocka_unit_test(test_csi_report_ok_and_empty),
 	        cmocka_unit_test(test_usage_errors_exit_2),
 	        cmocka_unit_test(test_csi_usage_errors_exit_2),
+	        cmocka_unit_test(test_rule),
+	        cmocka_unit_test(test_report_fails_addon_on_flex_node),
+	        cmocka_unit_test(test_report_passes_deployment_on_flex_node),
+	        cmocka_unit_test(test_missing_driver_counts_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
