@@ -4,9 +4,13 @@
 Starts kube-sim seeded with GPU nodes shaped like the fixtures in tests/fixtures/kube/ (ND H100
 v5 with InfiniBand, NC A100 v4 with MIG, an AKS Flex H100 host), one tau-node-agent per node with
 a fake host root (device nodes, plugin-registry sockets, InfiniBand ports), one tau-aggregator,
-then shows `tau inventory pool`, `tau inventory nodes`, cordons a node to show the pool follow,
-and (when the workspace controller is built in) applies a TauWorkspace and shows
-`tau workspace list`. Everything runs on 127.0.0.1 and is stopped on exit.
+then shows `tau inventory pool` and `tau inventory nodes`.  It then applies a TauCluster in
+Reconcile mode naming the capacity team `research`, that TauTeam and a TauWorkspace of the team
+(no hand-made Kueue object: the aggregator writes the ResourceFlavors, the team's root Cohort
+holding the exact pool and the workspace's ClusterQueue), shows `tau workspace list|status`,
+`tau team status research` and the Cohort as YAML, and cordons an H100 node: the pool and the
+Cohort's nominalQuota shrink, and `tau team status` shows it.  Every step waits for its
+condition.  Everything runs on 127.0.0.1 and is stopped on exit.
 
 Usage: scripts/demo.py [--build DIR] [--keep]   (make demo runs it)
 """
@@ -26,6 +30,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "kube")
 KUBE_SIM = os.path.join(ROOT, "tests", "kube-sim", "kube-sim")
 AGENT_SA = "system:serviceaccount:tau-system:tau-node-agent"
+TEAM = "research"
+COHORT = "tau-team-" + TEAM
+# The singleton TauCluster: the aggregator manages Kueue objects (Reconcile) and the pool is the
+# budget of the capacity team.  Every Ready, schedulable Linux node with a GPU class counts.
+TAU_CLUSTER = {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster",
+               "metadata": {"name": "cluster"},
+               "spec": {"managementMode": "Reconcile",
+                        "queues": {"capacityTeamRef": {"name": TEAM}}}}
 
 procs = []
 STOP_TIMEOUT_S = 30  # sanitizer builds are slow to exit
@@ -154,6 +166,15 @@ def add_socket(reg, driver):
     return s  # kept open for the demo's lifetime
 
 
+def apply(kubectl, obj, work):
+    """Show one object and `kubectl apply` it from a file in the work dir."""
+    path = os.path.join(work, obj["kind"].lower() + ".json")
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=2)
+    print("%s:\n%s" % (os.path.basename(path), json.dumps(obj, indent=2)), flush=True)
+    run(kubectl + ["apply", "-f", path])
+
+
 def run(cmd, check=True):
     print("$ " + " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd),
           flush=True)
@@ -275,48 +296,71 @@ def main():
         run(tau + ["pool"] + aggr)
         run(tau + ["nodes"] + aggr)
 
-        say("Cordon one H100 node: it leaves the pool")
+        kubectl = ["kubectl", "--kubeconfig", kubeconfig]
+        team = [tau_bin, "--kubeconfig", kubeconfig, "team"]
+        ws = [tau_bin, "--kubeconfig", kubeconfig, "workspace"]
+
+        def ok(cmd):
+            return subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  stdin=subprocess.DEVNULL).returncode == 0
+
+        def gpu_budget(flavor):
+            """(budget, pool) of nvidia.com/gpu for `flavor` from `tau team status -o json`;
+            None while the team is not Ready or has no such row."""
+            r = subprocess.run(team + ["status", TEAM, "-o", "json"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, universal_newlines=True)
+            try:
+                view = json.loads(r.stdout)
+            except ValueError:
+                return None
+            for row in view.get("budget") or []:
+                if (view.get("ready") and row.get("flavor") == flavor and
+                        row.get("resource") == "nvidia.com/gpu"):
+                    return row.get("budget"), row.get("pool")
+            return None
+
+        # The Cohort's nvidia.com/gpu nominalQuota per flavor, as kubectl reads it.
+        cohort_gpus = kubectl + [
+            "get", "cohort", COHORT, "-o",
+            'jsonpath={range .spec.resourceGroups[0].flavors[*]}{.name}{"\\t"}'
+            '{.resources[?(@.name=="nvidia.com/gpu")].nominalQuota}{"\\n"}{end}']
+
+        say("Team capacity budget: a TauCluster in Reconcile mode makes team %s the capacity "
+            "team; one workspace joins it" % TEAM)
+        print("No ClusterQueue, Cohort or ResourceFlavor is made by hand: the aggregator writes "
+              "them.", flush=True)
+        run(kubectl + ["apply", "-f", os.path.join(ROOT, "charts", "taugrid", "rbac")])
+        apply(kubectl, TAU_CLUSTER, work)
+        samples = os.path.join(ROOT, "charts", "taugrid", "samples")
+        run(kubectl + ["apply", "-f", os.path.join(samples, "tauteam.yaml")])
+        run(kubectl + ["apply", "-f", os.path.join(samples, "tauworkspace.yaml")])
+        wait_for(lambda: ok(team + ["status", TEAM]), 60, "team %s to be Ready" % TEAM)
+        wait_for(lambda: ok(ws + ["check", "alpha"]), 60, "workspace alpha to be Ready")
+        run(ws + ["list"])
+        run(ws + ["status", "alpha"])
+
+        say("The team's budget: its root Cohort holds the exact pool, per GPU class")
+        run(team + ["status", TEAM])
+        run(kubectl + ["get", "resourceflavors,cohorts,clusterqueues"])
+        run(kubectl + ["get", "cohort", COHORT, "-o", "yaml"])
+
+        cordoned = nodes[0]["metadata"]["name"]
+        flavor = "taugrid-gpu-" + nodes[0]["metadata"]["labels"]["tau.azure.com/gpu-class"]
+        say("Cordon one H100 node: it leaves the pool, and the Cohort shrinks with it")
         before = pool()
-        run(["kubectl", "--kubeconfig", kubeconfig, "cordon", nodes[0]["metadata"]["name"]])
+        gpus = wait_for(lambda: gpu_budget(flavor), 30, "the %s budget" % flavor)
+        run(cohort_gpus)
+        print("", flush=True)
+        run(kubectl + ["cordon", cordoned])
         wait_for(lambda: pool() != before, 30, "the pool to change")
         run(tau + ["pool"] + aggr)
-        run(tau + ["explain", nodes[0]["metadata"]["name"]] + aggr, check=False)
-
-        help_text = subprocess.run([aggr_bin, "--help"], stdout=subprocess.PIPE,
-                                   universal_newlines=True).stdout
-        if "--namespace-mode" in help_text:
-            say("A workspace: namespace, RBAC, LocalQueue and identity reconciled by the aggregator")
-            kubectl = ["kubectl", "--kubeconfig", kubeconfig]
-            run(kubectl + ["apply", "-f", os.path.join(ROOT, "charts", "taugrid", "rbac")])
-            run(kubectl + ["apply", "-f", os.path.join(ROOT, "charts", "taugrid", "samples",
-                                                        "tauworkspace.yaml")])
-            ws = [tau_bin, "--kubeconfig", kubeconfig, "workspace"]
-            def phase():
-                r = subprocess.run(ws + ["status", "alpha", "-o", "json"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                   universal_newlines=True)
-                try:
-                    return json.loads(r.stdout).get("phase")
-                except ValueError:
-                    return None
-
-            wait_for(phase, 30, "the workspace's first status")
-            run(ws + ["status", "alpha"], check=False)
-            print("The team's ClusterQueue does not exist yet (the budget controller writes it);"
-                  " creating it by hand:")
-            cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-                  "metadata": {"name": "tau-ws-alpha"},
-                  "spec": {"namespaceSelector": {}, "resourceGroups": [
-                      {"coveredResources": ["nvidia.com/gpu"], "flavors": [
-                          {"name": "h100-ib", "resources": [
-                              {"name": "nvidia.com/gpu", "nominalQuota": 0}]}]}]}}
-            subprocess.run(kubectl + ["apply", "-f", "-"], input=json.dumps(cq),
-                           universal_newlines=True, check=True)
-            wait_for(lambda: subprocess.run(ws + ["check", "alpha"], stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL).returncode == 0,
-                     60, "workspace alpha to be Ready")
-            run(ws + ["list"])
-            run(ws + ["status", "alpha"])
+        run(tau + ["explain", cordoned] + aggr, check=False)
+        # Shrunk: the Cohort's quota and the TauCluster's pool both moved, and they agree.
+        wait_for(lambda: (lambda g: g and g != gpus and g[0] == g[1])(gpu_budget(flavor)), 30,
+                 "the Cohort's %s nvidia.com/gpu to shrink with the pool" % flavor)
+        run(cohort_gpus)
+        print("", flush=True)
+        run(team + ["status", TEAM])
         completed = True
     finally:
         problems = stop_all(work)
