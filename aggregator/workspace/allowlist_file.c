@@ -50,7 +50,7 @@ static int reload(tau_ws_allowlist_file *f, const char *path, uint64_t gen, bool
 
 	rc = tau_file_read(&buf, &len, path, TAU_WS_ALLOWLIST_MAX_BYTES, "namespace allowlist");
 	if (rc == 0)
-		rc = tau_ws_allowlist_parse(&list, buf, len);
+		rc = tau_ws_namespace_allowlist_parse(&list, buf, len);
 	free(buf);
 	if (rc != 0) {
 		tau_log_warn(first ? "namespace allowlist unreadable; nothing allowed until it is"
@@ -58,17 +58,17 @@ static int reload(tau_ws_allowlist_file *f, const char *path, uint64_t gen, bool
 		             "file", path, "error", tau_error_last()->msg, NULL);
 		return rc;
 	}
-	snprintf(count, sizeof(count), "%zu", tau_ws_allowlist_count(list));
+	snprintf(count, sizeof(count), "%zu", tau_ws_namespace_allowlist_count(list));
 	pthread_mutex_lock(&f->mu);
 	if (f->path_gen == gen) {
-		tau_ws_allowlist_free(f->list);
+		tau_ws_namespace_allowlist_free(f->list);
 		f->list = list;
 		f->loaded = true;
 		list = NULL;
 	}
 	pthread_mutex_unlock(&f->mu);
 	if (list != NULL) { /* the path changed while reading */
-		tau_ws_allowlist_free(list);
+		tau_ws_namespace_allowlist_free(list);
 		return 0;
 	}
 	tau_log_info("namespace allowlist loaded", "file", path, "namespaces", count, NULL);
@@ -206,7 +206,7 @@ int tau_ws_allowlist_file_follow(tau_ws_allowlist_file *f, const char *path)
 	free(f->path);
 	f->path = copy;
 	gen = ++f->path_gen;
-	tau_ws_allowlist_free(f->list);
+	tau_ws_namespace_allowlist_free(f->list);
 	f->list = NULL;
 	f->loaded = false;
 	if (path != NULL && !f->thread_running) {
@@ -232,15 +232,15 @@ int tau_ws_allowlist_file_copy(tau_ws_allowlist **out, bool *loaded, tau_ws_allo
 	int rc;
 
 	pthread_mutex_lock(&f->mu);
-	n = tau_ws_allowlist_count(f->list);
+	n = tau_ws_namespace_allowlist_count(f->list);
 	names = calloc(n + 1, sizeof(*names));
 	if (names == NULL) {
 		pthread_mutex_unlock(&f->mu);
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n; i++)
-		names[i] = tau_ws_allowlist_name(f->list, i);
-	rc = tau_ws_allowlist_from_names(out, names, n);
+		names[i] = tau_ws_namespace_allowlist_name(f->list, i);
+	rc = tau_ws_namespace_allowlist_from_names(out, names, n);
 	if (loaded != NULL)
 		*loaded = f->loaded;
 	pthread_mutex_unlock(&f->mu);
@@ -264,7 +264,7 @@ void tau_ws_allowlist_file_free(tau_ws_allowlist_file *f)
 	}
 	if (f->wake_fd >= 0)
 		close(f->wake_fd);
-	tau_ws_allowlist_free(f->list);
+	tau_ws_namespace_allowlist_free(f->list);
 	free(f->path);
 	pthread_mutex_destroy(&f->mu);
 	free(f);

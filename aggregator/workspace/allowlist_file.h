@@ -1,7 +1,7 @@
 /*
  * workspace/allowlist_file.h - follow a namespace allowlist file.
  *
- * The file (a JSON array of namespace names, tau_ws_allowlist_parse) is
+ * The file (a JSON array of namespace names, tau_ws_namespace_allowlist_parse) is
  * read when followed and again whenever its folder changes (a ConfigMap
  * update swaps a symlink there, so the folder is watched, not the file).
  * A file that cannot be read or parsed keeps the previous list.  The path
@@ -33,7 +33,7 @@ int tau_ws_allowlist_file_new(tau_ws_allowlist_file **out, void (*changed)(void 
 int tau_ws_allowlist_file_follow(tau_ws_allowlist_file *f, const char *path);
 
 /**
- * A copy of the current list (tau_ws_allowlist_free).  Thread-safe.
+ * A copy of the current list (tau_ws_namespace_allowlist_free).  Thread-safe.
  * @param loaded  set false when no read of the current file has succeeded
  *                yet (the copy is then empty: nothing allowed); may be NULL.
  * @return 0 or -TAU_ENOMEM.

@@ -34,7 +34,7 @@ static const char *str_at(const cJSON *obj, const char *path)
 void tau_ws_config_clear(ws_config *c)
 {
 	free(c->map);
-	tau_ws_allowlist_free(c->allowlist);
+	tau_ws_namespace_allowlist_free(c->allowlist);
 	cJSON_Delete(c->cluster);
 	cJSON_Delete(c->namespaces);
 	memset(c, 0, sizeof(*c));
@@ -123,7 +123,7 @@ static int selector_allowlist(ws_config *c, tau_ws_controller *ctl, const tau_se
 		    tau_selector_matches(sel, cJSON_GetObjectItemCaseSensitive(md, "labels")))
 			names[n++] = name;
 	}
-	rc = tau_ws_allowlist_from_names(&c->allowlist, names, n);
+	rc = tau_ws_namespace_allowlist_from_names(&c->allowlist, names, n);
 	free(names);
 	return rc;
 }

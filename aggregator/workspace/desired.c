@@ -1,5 +1,5 @@
 /*
- * wsdesired.c - desired objects of a TauWorkspace, drift, ownership, and
+ * desired.c - desired objects of a TauWorkspace, drift, ownership, and
  * the v0 single-active-workspace rule.
  *
  * The one idea: we own a short, explicit list of fields per object (our
@@ -69,7 +69,7 @@ static int check_name(int (*check)(const char *), const char *value, const char 
 	return 0;
 }
 
-int tau_ws_spec_from_json(tau_ws_spec *out, const cJSON *obj)
+int tau_ws_desired_spec_from_json(tau_ws_spec *out, const cJSON *obj)
 {
 	tau_ws_spec s;
 	const char *mode = NULL;
@@ -139,7 +139,7 @@ int tau_ws_spec_from_json(tau_ws_spec *out, const cJSON *obj)
 		    (rc = check_name(tau_names_check_dns1123_subdomain, s.subject_name,
 		                     "spec.kubernetesSubject.name")) < 0)
 			return rc;
-		if (tau_ws_cluster_role(s.role) == NULL)
+		if (tau_ws_desired_cluster_role(s.role) == NULL)
 			return tau_error_set(
 			        TAU_EINVAL,
 			        "spec.role: Unsupported value: \"%s\": supported values: "
@@ -174,7 +174,7 @@ int tau_ws_spec_from_json(tau_ws_spec *out, const cJSON *obj)
 	return 0;
 }
 
-const char *tau_ws_cluster_role(const char *role)
+const char *tau_ws_desired_cluster_role(const char *role)
 {
 	if (role == NULL || strcmp(role, "researcher") == 0 ||
 	    strcmp(role, "tau-researcher-v1") == 0)
@@ -182,7 +182,7 @@ const char *tau_ws_cluster_role(const char *role)
 	return NULL;
 }
 
-const char *tau_ws_local_queue_name(const tau_ws_spec *ws, const char *default_queue)
+const char *tau_ws_desired_local_queue_name(const tau_ws_spec *ws, const char *default_queue)
 {
 	if (ws != NULL && ws->queue != NULL && ws->queue[0] != '\0')
 		return ws->queue;
@@ -191,15 +191,15 @@ const char *tau_ws_local_queue_name(const tau_ws_spec *ws, const char *default_q
 	return TAU_WS_DEFAULT_QUEUE;
 }
 
-int tau_ws_cluster_queue_name(char *out, size_t len, const tau_ws_spec *ws,
-                              const char *default_queue)
+int tau_ws_desired_cluster_queue_name(char *out, size_t len, const tau_ws_spec *ws,
+                                      const char *default_queue)
 {
 	int n;
 
 	if (ws != NULL && ws->team != NULL)
 		n = snprintf(out, len, "%s%s", TAU_WS_CLUSTER_QUEUE_PREFIX, ws->name);
 	else
-		n = snprintf(out, len, "%s", tau_ws_local_queue_name(ws, default_queue));
+		n = snprintf(out, len, "%s", tau_ws_desired_local_queue_name(ws, default_queue));
 	if (n < 0 || (size_t)n >= len)
 		return tau_error_set(TAU_ERANGE, "ClusterQueue name does not fit %zu bytes", len);
 	return 0;
@@ -269,7 +269,7 @@ int tau_ws_desired_rolebinding(cJSON **out, const tau_ws_spec *ws, const char *n
 		*out = NULL;
 		return 0;
 	}
-	role = tau_ws_cluster_role(ws->role);
+	role = tau_ws_desired_cluster_role(ws->role);
 	if (role == NULL || ws->subject_kind == NULL || ws->subject_name == NULL)
 		return tau_error_set(TAU_EINVAL, "desired RoleBinding: no subject or unknown role");
 	snprintf(name, sizeof(name), "%s%s", TAU_WS_ROLEBINDING_PREFIX, ws->name);
@@ -317,11 +317,11 @@ int tau_ws_desired_local_queue(cJSON **out, const tau_ws_spec *ws, const char *n
 
 	if (out == NULL || ws == NULL || ns == NULL)
 		return tau_error_set(TAU_EINVAL, "desired LocalQueue: missing input");
-	rc = tau_ws_cluster_queue_name(cq, sizeof(cq), ws, default_queue);
+	rc = tau_ws_desired_cluster_queue_name(cq, sizeof(cq), ws, default_queue);
 	if (rc < 0)
 		return rc;
 	obj = new_object(TAU_WS_KUEUE_API_VERSION, "LocalQueue",
-	                 tau_ws_local_queue_name(ws, default_queue), ns, ws);
+	                 tau_ws_desired_local_queue_name(ws, default_queue), ns, ws);
 	if (obj == NULL)
 		return nomem("LocalQueue");
 	spec = cJSON_AddObjectToObject(obj, "spec");
@@ -521,8 +521,8 @@ static bool subjects_drifted(const cJSON *desired, const cJSON *observed, char *
 	return false;
 }
 
-int tau_ws_drifted(bool *out, char *what, size_t what_len, const cJSON *desired,
-                   const cJSON *observed)
+int tau_ws_desired_drifted(bool *out, char *what, size_t what_len, const cJSON *desired,
+                           const cJSON *observed)
 {
 	const char *kind;
 	bool d = false;
@@ -551,8 +551,8 @@ int tau_ws_drifted(bool *out, char *what, size_t what_len, const cJSON *desired,
 	return 0;
 }
 
-bool tau_ws_owned(const cJSON *observed, const char *workspace, const char *uid, char *why,
-                  size_t why_len)
+bool tau_ws_desired_owned(const cJSON *observed, const char *workspace, const char *uid, char *why,
+                          size_t why_len)
 {
 	tau_apply_owner owner = {.managed_by_label = TAU_WS_LABEL_MANAGED_BY,
 	                         .managed_by = TAU_WS_MANAGED_BY,
@@ -567,21 +567,22 @@ bool tau_ws_owned(const cJSON *observed, const char *workspace, const char *uid,
 /* ------------------------------------------------------------------------------------------ */
 /* v0                                                                                          */
 
-int tau_ws_v0_active(size_t *active, const tau_ws_v0_entry *all, size_t n)
+int tau_ws_desired_v0_active(size_t *active, const tau_ws_v0_entry *all, size_t n)
 {
 	size_t best = 0;
 
 	if (active == NULL || all == NULL || n == 0)
 		return tau_error_set(TAU_ENOTFOUND, "v0: no workspaces");
 	for (size_t i = 1; i < n; i++)
-		if (tau_ws_compare_age(all[i].creation_timestamp, all[i].name,
-		                       all[best].creation_timestamp, all[best].name) < 0)
+		if (tau_ws_namespace_compare_age(all[i].creation_timestamp, all[i].name,
+		                                 all[best].creation_timestamp, all[best].name) < 0)
 			best = i;
 	*active = best;
 	return 0;
 }
 
-int tau_ws_v0_decide(tau_ws_refusal *refusal, const tau_ws_v0_entry *all, size_t n, size_t self)
+int tau_ws_desired_v0_decide(tau_ws_refusal *refusal, const tau_ws_v0_entry *all, size_t n,
+                             size_t self)
 {
 	const tau_ws_v0_entry *a;
 	size_t active = 0;
@@ -590,22 +591,24 @@ int tau_ws_v0_decide(tau_ws_refusal *refusal, const tau_ws_v0_entry *all, size_t
 	if (refusal == NULL || all == NULL || self >= n)
 		return tau_error_set(TAU_EINVAL, "v0: workspace index %zu out of range", self);
 	memset(refusal, 0, sizeof(*refusal));
-	rc = tau_ws_v0_active(&active, all, n);
+	rc = tau_ws_desired_v0_active(&active, all, n);
 	if (rc < 0)
 		return rc;
 	if (active == self)
 		return 0;
 	a = &all[active];
 	if (a->deletion_timestamp != NULL && a->deletion_timestamp[0] != '\0')
-		tau_ws_refuse(refusal, TAU_WS_REASON_BLOCKED_BY_ACTIVE, true,
-		              "v0 activates one workspace at a time: workspace %s is active and "
-		              "being deleted; this workspace is blocked until %s is removed",
-		              a->name, a->name);
+		tau_ws_namespace_refuse(
+		        refusal, TAU_WS_REASON_BLOCKED_BY_ACTIVE, true,
+		        "v0 activates one workspace at a time: workspace %s is active and "
+		        "being deleted; this workspace is blocked until %s is removed",
+		        a->name, a->name);
 	else
-		tau_ws_refuse(refusal, TAU_WS_REASON_BLOCKED_BY_ACTIVE, true,
-		              "v0 activates one workspace at a time: workspace %s (created %s) is "
-		              "active; this workspace is blocked until %s is removed",
-		              a->name, a->creation_timestamp != NULL ? a->creation_timestamp : "?",
-		              a->name);
+		tau_ws_namespace_refuse(
+		        refusal, TAU_WS_REASON_BLOCKED_BY_ACTIVE, true,
+		        "v0 activates one workspace at a time: workspace %s (created %s) is "
+		        "active; this workspace is blocked until %s is removed",
+		        a->name, a->creation_timestamp != NULL ? a->creation_timestamp : "?",
+		        a->name);
 	return 0;
 }

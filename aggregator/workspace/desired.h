@@ -1,16 +1,16 @@
 /*
- * wsdesired.h - what a TauWorkspace should own, as Kubernetes JSON, and
+ * workspace/desired.h - what a TauWorkspace should own, as Kubernetes JSON, and
  * whether what exists still matches.
  *
  * From a parsed workspace and its resolved namespace this builds the
  * Namespace (Managed mode), the researcher RoleBinding, the Kueue LocalQueue
- * and the workload-identity ServiceAccount.  tau_ws_drifted compares only
+ * and the workload-identity ServiceAccount.  tau_ws_desired_drifted compares only
  * the fields the aggregator sets, so server defaults, status and other
  * controllers' labels never count as drift.  The v0 rule (one active
  * workspace) lives here too.  No I/O.
  */
-#ifndef TAU_AGGREGATOR_WSDESIRED_H
-#define TAU_AGGREGATOR_WSDESIRED_H
+#ifndef TAU_AGGREGATOR_WORKSPACE_DESIRED_H
+#define TAU_AGGREGATOR_WORKSPACE_DESIRED_H
 
 #include "namespace.h"
 
@@ -83,20 +83,20 @@ typedef struct tau_ws_spec {
  * @param obj  the TauWorkspace JSON, borrowed.
  * @return 0; -TAU_EINVAL or -TAU_ETYPE with a message naming the field.
  */
-int tau_ws_spec_from_json(tau_ws_spec *out, const cJSON *obj);
+int tau_ws_desired_spec_from_json(tau_ws_spec *out, const cJSON *obj);
 
 /**
  * The ClusterRole a spec.role binds: "tau-researcher" for "researcher",
  * "tau-researcher-v1" and unset (NULL); NULL for anything else.
  */
-const char *tau_ws_cluster_role(const char *role);
+const char *tau_ws_desired_cluster_role(const char *role);
 
 /**
  * Effective LocalQueue name: spec.queue, else the TauCluster default
  * (default_queue), else TAU_WS_DEFAULT_QUEUE.  Lends one of its inputs or
  * the constant.
  */
-const char *tau_ws_local_queue_name(const tau_ws_spec *ws, const char *default_queue);
+const char *tau_ws_desired_local_queue_name(const tau_ws_spec *ws, const char *default_queue);
 
 /**
  * ClusterQueue the LocalQueue points at: "tau-ws-<workspace>" for a
@@ -106,8 +106,8 @@ const char *tau_ws_local_queue_name(const tau_ws_spec *ws, const char *default_q
  * @param out  buffer of `len` bytes.
  * @return 0, or -TAU_ERANGE when the name does not fit.
  */
-int tau_ws_cluster_queue_name(char *out, size_t len, const tau_ws_spec *ws,
-                              const char *default_queue);
+int tau_ws_desired_cluster_queue_name(char *out, size_t len, const tau_ws_spec *ws,
+                                      const char *default_queue);
 
 /**
  * The desired Namespace: only in Managed mode when the resolution says the
@@ -133,7 +133,7 @@ int tau_ws_desired_rolebinding(cJSON **out, const tau_ws_spec *ws, const char *n
 
 /**
  * The desired LocalQueue (kueue.x-k8s.io/v1beta2) in `ns`, named by
- * tau_ws_local_queue_name, spec.clusterQueue by tau_ws_cluster_queue_name.
+ * tau_ws_desired_local_queue_name, spec.clusterQueue by tau_ws_desired_cluster_queue_name.
  *
  * @param out  a new object (always wanted).
  * @return 0, -TAU_ERANGE, -TAU_ENOMEM.
@@ -167,8 +167,8 @@ int tau_ws_desired_service_account(cJSON **out, const tau_ws_spec *ws, const cha
  * @param observed  the object read back.
  * @return 0; -TAU_EINVAL when either is NULL or desired has no kind.
  */
-int tau_ws_drifted(bool *out, char *what, size_t what_len, const cJSON *desired,
-                   const cJSON *observed);
+int tau_ws_desired_drifted(bool *out, char *what, size_t what_len, const cJSON *desired,
+                           const cJSON *observed);
 
 /**
  * May the aggregator touch this existing object?  Only when its ownership
@@ -183,8 +183,8 @@ int tau_ws_drifted(bool *out, char *what, size_t what_len, const cJSON *desired,
  *                 is \"beta\", not \"alpha\""), "" when owned; may be NULL.
  * @return true when owned.
  */
-bool tau_ws_owned(const cJSON *observed, const char *workspace, const char *uid, char *why,
-                  size_t why_len);
+bool tau_ws_desired_owned(const cJSON *observed, const char *workspace, const char *uid, char *why,
+                          size_t why_len);
 
 /* ------------------------------------------------------------------------------------------ */
 /* v0: one active workspace                                                                    */
@@ -205,7 +205,7 @@ typedef struct tau_ws_v0_entry {
  * @param active  receives the index of the active entry; untouched when n == 0.
  * @return 0, or -TAU_ENOTFOUND when n == 0.
  */
-int tau_ws_v0_active(size_t *active, const tau_ws_v0_entry *all, size_t n);
+int tau_ws_desired_v0_active(size_t *active, const tau_ws_v0_entry *all, size_t n);
 
 /**
  * Decide for entry `self`: refusal->reason NULL when it is the active one,
@@ -214,6 +214,7 @@ int tau_ws_v0_active(size_t *active, const tau_ws_v0_entry *all, size_t n);
  *
  * @return 0, or -TAU_EINVAL when self >= n.
  */
-int tau_ws_v0_decide(tau_ws_refusal *refusal, const tau_ws_v0_entry *all, size_t n, size_t self);
+int tau_ws_desired_v0_decide(tau_ws_refusal *refusal, const tau_ws_v0_entry *all, size_t n,
+                             size_t self);
 
-#endif /* TAU_AGGREGATOR_WSDESIRED_H */
+#endif /* TAU_AGGREGATOR_WORKSPACE_DESIRED_H */

@@ -1,5 +1,5 @@
 /*
- * wsdrain.c - drain decision and old-namespace plan for TauWorkspace
+ * drain.c - drain decision and old-namespace plan for TauWorkspace
  * deletion and retargeting.
  *
  * The one idea: routing objects outlive the workspace's wish to leave as
@@ -66,7 +66,7 @@ static bool condition_true(const cJSON *obj, const char *type_a, const char *typ
 	return false;
 }
 
-int tau_ws_source_from_json(tau_ws_source *out, tau_ws_source_kind kind, const cJSON *obj)
+int tau_ws_drain_source_from_json(tau_ws_source *out, tau_ws_source_kind kind, const cJSON *obj)
 {
 	tau_ws_source s;
 	int rc;
@@ -119,7 +119,7 @@ int tau_ws_source_from_json(tau_ws_source *out, tau_ws_source_kind kind, const c
 	return 0;
 }
 
-bool tau_ws_source_finished(const tau_ws_source *src)
+bool tau_ws_drain_source_finished(const tau_ws_source *src)
 {
 	const char *st;
 
@@ -198,13 +198,13 @@ int tau_ws_drain_decide(tau_ws_drain_decision *out, const tau_ws_drain_input *in
 
 		if (!blocks)
 			continue;
-		tau_ws_refuse(&out->refusal, TAU_WS_REASON_DISCOVERY_FAILED, true,
-		              "cleanup of namespace %s waits until %s can be listed: %s",
-		              in->namespace_name, kind_plurals[k],
-		              in->api[k] == TAU_WS_API_ABSENT
-		                      ? "the API is not served"
-		                      : (in->api_error[k] != NULL ? in->api_error[k]
-		                                                  : "the list failed"));
+		tau_ws_namespace_refuse(&out->refusal, TAU_WS_REASON_DISCOVERY_FAILED, true,
+		                        "cleanup of namespace %s waits until %s can be listed: %s",
+		                        in->namespace_name, kind_plurals[k],
+		                        in->api[k] == TAU_WS_API_ABSENT
+		                                ? "the API is not served"
+		                                : (in->api_error[k] != NULL ? in->api_error[k]
+		                                                            : "the list failed"));
 		return 0;
 	}
 
@@ -215,17 +215,18 @@ int tau_ws_drain_decide(tau_ws_drain_decision *out, const tau_ws_drain_input *in
 			continue;
 		if (in->api[s->kind] != TAU_WS_API_LISTED)
 			continue;
-		if (routed(in, s) && !tau_ws_source_finished(s))
+		if (routed(in, s) && !tau_ws_drain_source_finished(s))
 			out->n_blocking++;
 	}
 	if (out->n_blocking == 0) {
 		out->may_cleanup = true;
 		return 0;
 	}
-	tau_ws_refuse(&out->refusal, TAU_WS_REASON_DRAIN_PENDING, true,
-	              "cleanup of namespace %s waits for %zu source%s still routed through the "
-	              "workspace queue: ",
-	              in->namespace_name, out->n_blocking, out->n_blocking == 1 ? "" : "s");
+	tau_ws_namespace_refuse(
+	        &out->refusal, TAU_WS_REASON_DRAIN_PENDING, true,
+	        "cleanup of namespace %s waits for %zu source%s still routed through the "
+	        "workspace queue: ",
+	        in->namespace_name, out->n_blocking, out->n_blocking == 1 ? "" : "s");
 	used = strlen(msg);
 	for (size_t i = 0; i < in->n_sources && named < NAMED_MAX && used + 1 < len; i++) {
 		const tau_ws_source *s = &in->sources[i];
@@ -233,7 +234,7 @@ int tau_ws_drain_decide(tau_ws_drain_decision *out, const tau_ws_drain_input *in
 
 		if ((int)s->kind < 0 || s->kind >= TAU_WS_SRC_KINDS || s->name == NULL ||
 		    in->api[s->kind] != TAU_WS_API_LISTED || !routed(in, s) ||
-		    tau_ws_source_finished(s))
+		    tau_ws_drain_source_finished(s))
 			continue;
 		describe_source(d, sizeof(d), in, s);
 		n = snprintf(msg + used, len - used, "%s%s", named > 0 ? "; " : "", d);
@@ -260,7 +261,7 @@ static const char *const step_names[] = {"revoke-service-account",
                                          "release-namespace",
                                          "remove-finalizer"};
 
-const char *tau_ws_step_name(tau_ws_step_kind kind)
+const char *tau_ws_drain_step_name(tau_ws_step_kind kind)
 {
 	if ((int)kind < 0 || (size_t)kind >= sizeof(step_names) / sizeof(step_names[0]))
 		return "unknown";
@@ -274,7 +275,7 @@ static bool differs(const char *a, const char *b)
 	return strcmp(a, b) != 0;
 }
 
-bool tau_ws_identity_changed(const tau_ws_old_ns_input *in)
+bool tau_ws_drain_identity_changed(const tau_ws_old_ns_input *in)
 {
 	if (in == NULL || in->sa_name == NULL)
 		return false;
@@ -305,7 +306,7 @@ static void add(tau_ws_plan *p, tau_ws_step_kind kind, tau_ws_step_when when, co
 	s->name = name;
 }
 
-int tau_ws_old_ns_plan(tau_ws_plan *out, const tau_ws_old_ns_input *in)
+int tau_ws_drain_plan(tau_ws_plan *out, const tau_ws_old_ns_input *in)
 {
 	const char *ns;
 	bool changed, revoke = false, cleanup;
@@ -321,7 +322,7 @@ int tau_ws_old_ns_plan(tau_ws_plan *out, const tau_ws_old_ns_input *in)
 		                     in->n_local_queues);
 	memset(out, 0, sizeof(*out));
 	ns = in->namespace_name;
-	changed = tau_ws_identity_changed(in);
+	changed = tau_ws_drain_identity_changed(in);
 	cleanup = in->drain->may_cleanup;
 
 	if (changed && in->sa_terminating) {

@@ -1,17 +1,17 @@
 /*
- * wsdrain.h - may a TauWorkspace's old namespace be cleaned up yet, and in
+ * workspace/drain.h - may a TauWorkspace's old namespace be cleaned up yet, and in
  * what order identity and access change while it drains.
  *
  * On deletion or retargeting, unfinished work that still routes through the
  * workspace's LocalQueue keeps the routing objects alive (reference,
  * "Workspace readiness and recovery").  tau_ws_drain_decide says whether
- * cleanup may proceed and names what blocks it; tau_ws_old_ns_plan turns
+ * cleanup may proceed and names what blocks it; tau_ws_drain_plan turns
  * that plus the identity state into an ordered list of steps for the
  * reconcile loop, so the obsolete ServiceAccount is always revoked before
  * the researcher is granted access to the old namespace.  No I/O.
  */
-#ifndef TAU_AGGREGATOR_WSDRAIN_H
-#define TAU_AGGREGATOR_WSDRAIN_H
+#ifndef TAU_AGGREGATOR_WORKSPACE_DRAIN_H
+#define TAU_AGGREGATOR_WORKSPACE_DRAIN_H
 
 #include "namespace.h"
 
@@ -65,7 +65,7 @@ typedef struct tau_ws_source {
  * Read a source from its Kubernetes JSON.  Strings are lent from obj.
  * @return 0; -TAU_EINVAL (no metadata.name, kind out of range); -TAU_ETYPE.
  */
-int tau_ws_source_from_json(tau_ws_source *out, tau_ws_source_kind kind, const cJSON *obj);
+int tau_ws_drain_source_from_json(tau_ws_source *out, tau_ws_source_kind kind, const cJSON *obj);
 
 /** Inputs of the drain decision.  All pointers borrowed. */
 typedef struct tau_ws_drain_input {
@@ -88,7 +88,7 @@ typedef struct tau_ws_drain_decision {
 } tau_ws_drain_decision;
 
 /** True if this source finished and no longer holds its route (RayService/Deployment never). */
-bool tau_ws_source_finished(const tau_ws_source *src);
+bool tau_ws_drain_source_finished(const tau_ws_source *src);
 
 /**
  * Decide whether cleanup of the old namespace's routing objects may
@@ -145,7 +145,7 @@ typedef struct tau_ws_step {
 /** Most steps in a plan; bounds the LocalQueues it can delete. */
 #define TAU_WS_PLAN_MAX 24
 
-/** The plan: execute steps in order (see tau_ws_old_ns_plan for the contract). */
+/** The plan: execute steps in order (see tau_ws_drain_plan for the contract). */
 typedef struct tau_ws_plan {
 	tau_ws_step steps[TAU_WS_PLAN_MAX];
 	size_t n;
@@ -179,7 +179,7 @@ typedef struct tau_ws_old_ns_input {
  * True when the ServiceAccount in the old namespace is obsolete: it exists
  * and workloadIdentity was removed or its name or client ID changed.
  */
-bool tau_ws_identity_changed(const tau_ws_old_ns_input *in);
+bool tau_ws_drain_identity_changed(const tau_ws_old_ns_input *in);
 
 /**
  * Plan the old namespace.  Contract for the loop: run the steps in order,
@@ -202,9 +202,9 @@ bool tau_ws_identity_changed(const tau_ws_old_ns_input *in);
  * @return 0; -TAU_EINVAL on NULL input or drain; -TAU_ETOOBIG when the
  *         LocalQueues do not fit TAU_WS_PLAN_MAX.
  */
-int tau_ws_old_ns_plan(tau_ws_plan *out, const tau_ws_old_ns_input *in);
+int tau_ws_drain_plan(tau_ws_plan *out, const tau_ws_old_ns_input *in);
 
 /** A stable name for a step kind ("revoke-service-account"). */
-const char *tau_ws_step_name(tau_ws_step_kind kind);
+const char *tau_ws_drain_step_name(tau_ws_step_kind kind);
 
-#endif /* TAU_AGGREGATOR_WSDRAIN_H */
+#endif /* TAU_AGGREGATOR_WORKSPACE_DRAIN_H */

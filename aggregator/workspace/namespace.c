@@ -1,5 +1,5 @@
 /*
- * wsnamespace.c - namespace resolution for TauWorkspaces, and the operator
+ * namespace.c - namespace resolution for TauWorkspaces, and the operator
  * allowlist.
  *
  * The one idea: there is exactly one place that turns a workspace into a
@@ -27,7 +27,8 @@ struct tau_ws_allowlist {
 	size_t n;
 };
 
-void tau_ws_refuse(tau_ws_refusal *r, const char *reason, bool retryable, const char *fmt, ...)
+void tau_ws_namespace_refuse(tau_ws_refusal *r, const char *reason, bool retryable, const char *fmt,
+                             ...)
 {
 	va_list ap;
 
@@ -117,7 +118,8 @@ out:
 	return rc;
 }
 
-int tau_ws_allowlist_from_names(tau_ws_allowlist **out, const char *const *names, size_t n)
+int tau_ws_namespace_allowlist_from_names(tau_ws_allowlist **out, const char *const *names,
+                                          size_t n)
 {
 	if (out == NULL || (names == NULL && n > 0))
 		return tau_error_set(TAU_EINVAL, "namespace allowlist: no names");
@@ -145,7 +147,7 @@ static const char *json_type_name(const cJSON *v)
 	return "an unknown JSON value";
 }
 
-int tau_ws_allowlist_parse(tau_ws_allowlist **out, const char *buf, size_t len)
+int tau_ws_namespace_allowlist_parse(tau_ws_allowlist **out, const char *buf, size_t len)
 {
 	cJSON *doc = NULL;
 	const char **names = NULL;
@@ -203,7 +205,7 @@ out:
 	return rc;
 }
 
-bool tau_ws_allowlist_contains(const tau_ws_allowlist *list, const char *ns)
+bool tau_ws_namespace_allowlist_contains(const tau_ws_allowlist *list, const char *ns)
 {
 	size_t lo = 0, hi;
 
@@ -224,19 +226,19 @@ bool tau_ws_allowlist_contains(const tau_ws_allowlist *list, const char *ns)
 	return false;
 }
 
-size_t tau_ws_allowlist_count(const tau_ws_allowlist *list)
+size_t tau_ws_namespace_allowlist_count(const tau_ws_allowlist *list)
 {
 	return list == NULL ? 0 : list->n;
 }
 
-const char *tau_ws_allowlist_name(const tau_ws_allowlist *list, size_t i)
+const char *tau_ws_namespace_allowlist_name(const tau_ws_allowlist *list, size_t i)
 {
 	if (list == NULL || i >= list->n)
 		return NULL;
 	return list->names[i];
 }
 
-void tau_ws_allowlist_free(tau_ws_allowlist *list)
+void tau_ws_namespace_allowlist_free(tau_ws_allowlist *list)
 {
 	if (list == NULL)
 		return;
@@ -325,7 +327,7 @@ static bool parse_rfc3339(const char *s, int64_t *sec, int32_t *nsec)
 	return true;
 }
 
-int tau_ws_time_unix_ms(int64_t *out, const char *rfc3339)
+int tau_ws_namespace_time_ms(int64_t *out, const char *rfc3339)
 {
 	int64_t sec;
 	int32_t nsec;
@@ -336,7 +338,8 @@ int tau_ws_time_unix_ms(int64_t *out, const char *rfc3339)
 	return 0;
 }
 
-int tau_ws_compare_age(const char *ts_a, const char *name_a, const char *ts_b, const char *name_b)
+int tau_ws_namespace_compare_age(const char *ts_a, const char *name_a, const char *ts_b,
+                                 const char *name_b)
 {
 	int64_t sa = 0, sb = 0;
 	int32_t na = 0, nb = 0;
@@ -388,8 +391,9 @@ static int candidate(const char **out, const char **attempt, tau_ws_refusal *why
 
 	/* The workspace name is the default namespace and a label value: a DNS-1123 label. */
 	if (tau_names_check_dns1123_label(in->workspace) < 0) {
-		tau_ws_refuse(why, TAU_WS_REASON_INVALID_WORKSPACE_NAME, false,
-		              "workspace name is not a DNS-1123 label: %s", names_detail());
+		tau_ws_namespace_refuse(why, TAU_WS_REASON_INVALID_WORKSPACE_NAME, false,
+		                        "workspace name is not a DNS-1123 label: %s",
+		                        names_detail());
 		goto refused;
 	}
 	if (in->map_set) {
@@ -401,7 +405,7 @@ static int candidate(const char **out, const char **attempt, tau_ws_refusal *why
 			}
 		}
 		if (ns == NULL) {
-			tau_ws_refuse(
+			tau_ws_namespace_refuse(
 			        why, TAU_WS_REASON_WORKSPACE_NOT_MAPPED, false,
 			        "workspace %s has no entry in TauCluster "
 			        "spec.workspaces.namespaceMap; with a namespace map configured "
@@ -411,7 +415,7 @@ static int candidate(const char **out, const char **attempt, tau_ws_refusal *why
 			goto refused;
 		}
 		if (nonempty(in->target_namespace) && strcmp(in->target_namespace, ns) != 0) {
-			tau_ws_refuse(
+			tau_ws_namespace_refuse(
 			        why, TAU_WS_REASON_NAMESPACE_MAP_MISMATCH, false,
 			        "spec.target.namespace is %s but TauCluster "
 			        "spec.workspaces.namespaceMap maps workspace %s to %s; remove "
@@ -427,21 +431,22 @@ static int candidate(const char **out, const char **attempt, tau_ws_refusal *why
 		source = "the workspace name (default namespace)";
 	}
 	if (tau_names_check_dns1123_label(ns) < 0) {
-		tau_ws_refuse(why, TAU_WS_REASON_INVALID_NAMESPACE_NAME, false,
-		              "namespace from %s is not a DNS-1123 label: %s", source,
-		              names_detail());
+		tau_ws_namespace_refuse(why, TAU_WS_REASON_INVALID_NAMESPACE_NAME, false,
+		                        "namespace from %s is not a DNS-1123 label: %s", source,
+		                        names_detail());
 		goto refused;
 	}
 	*attempt = ns;
 	if (strcmp(ns, in->system_namespace) == 0) {
-		tau_ws_refuse(why, TAU_WS_REASON_NAMESPACE_RESERVED, false,
-		              "namespace %s is the TauGrid system namespace and cannot host a "
-		              "workspace",
-		              ns);
+		tau_ws_namespace_refuse(
+		        why, TAU_WS_REASON_NAMESPACE_RESERVED, false,
+		        "namespace %s is the TauGrid system namespace and cannot host a "
+		        "workspace",
+		        ns);
 		goto refused;
 	}
 	if (strcmp(ns, "default") == 0 || strncmp(ns, "kube-", 5) == 0) {
-		tau_ws_refuse(
+		tau_ws_namespace_refuse(
 		        why, TAU_WS_REASON_NAMESPACE_RESERVED, false,
 		        "namespace %s is reserved (default and kube-* cannot host a workspace)",
 		        ns);
@@ -453,7 +458,7 @@ refused:
 	return tau_error_set(TAU_EINVAL, "%s", why->message);
 }
 
-int tau_ws_ns_candidate(const char **out, tau_ws_refusal *why, const tau_ws_ns_input *in)
+int tau_ws_namespace_candidate(const char **out, tau_ws_refusal *why, const tau_ws_ns_input *in)
 {
 	const char *attempt = NULL;
 
@@ -471,7 +476,7 @@ static bool claim_before(bool est_a, const char *ts_a, const char *name_a, bool 
 {
 	if (est_a != est_b)
 		return est_a;
-	return tau_ws_compare_age(ts_a, name_a, ts_b, name_b) < 0;
+	return tau_ws_namespace_compare_age(ts_a, name_a, ts_b, name_b) < 0;
 }
 
 static const tau_ws_claim *find_claim(const tau_ws_ns_input *in, const char *workspace)
@@ -495,7 +500,7 @@ static void copy_name(char dst[TAU_WS_NAMESPACE_BUF], const char *src)
 	dst[n] = '\0';
 }
 
-int tau_ws_ns_resolve(tau_ws_ns_result *out, const tau_ws_ns_input *in)
+int tau_ws_namespace_resolve(tau_ws_ns_result *out, const tau_ws_ns_input *in)
 {
 	const tau_ws_ns_observed *obs;
 	const tau_ws_claim *winner = NULL;
@@ -516,11 +521,12 @@ int tau_ws_ns_resolve(tau_ws_ns_result *out, const tau_ws_ns_input *in)
 	managed = in->mode == TAU_WS_NS_MANAGED;
 
 	/* Operator mode: fail closed until the platform lists the namespace. */
-	if (!managed && !tau_ws_allowlist_contains(in->allowlist, ns)) {
-		tau_ws_refuse(&out->refusal, TAU_WS_REASON_NAMESPACE_NOT_ALLOWED, true,
-		              "namespace %s is not on the operator namespace allowlist yet; the "
-		              "workspace becomes ready once the platform allows it",
-		              ns);
+	if (!managed && !tau_ws_namespace_allowlist_contains(in->allowlist, ns)) {
+		tau_ws_namespace_refuse(
+		        &out->refusal, TAU_WS_REASON_NAMESPACE_NOT_ALLOWED, true,
+		        "namespace %s is not on the operator namespace allowlist yet; the "
+		        "workspace becomes ready once the platform allows it",
+		        ns);
 		return 0;
 	}
 
@@ -530,7 +536,7 @@ int tau_ws_ns_resolve(tau_ws_ns_result *out, const tau_ws_ns_input *in)
 		const tau_ws_claim *other = find_claim(in, obs->workspace);
 
 		if (other == NULL) {
-			tau_ws_refuse(
+			tau_ws_namespace_refuse(
 			        &out->refusal, TAU_WS_REASON_NAMESPACE_OWNED_BY_OTHER, true,
 			        "namespace %s is labelled %s=%s for workspace %s, which no "
 			        "longer exists; a namespace labelled for another workspace is "
@@ -540,9 +546,10 @@ int tau_ws_ns_resolve(tau_ws_ns_result *out, const tau_ws_ns_input *in)
 		}
 		if (!in->allow_shared || other->namespace_name == NULL ||
 		    strcmp(other->namespace_name, ns) != 0) {
-			tau_ws_refuse(&out->refusal, TAU_WS_REASON_NAMESPACE_OWNED_BY_OTHER, true,
-			              "namespace %s is owned by workspace %s (label %s=%s)", ns,
-			              obs->workspace, TAU_WS_LABEL_WORKSPACE, obs->workspace);
+			tau_ws_namespace_refuse(
+			        &out->refusal, TAU_WS_REASON_NAMESPACE_OWNED_BY_OTHER, true,
+			        "namespace %s is owned by workspace %s (label %s=%s)", ns,
+			        obs->workspace, TAU_WS_LABEL_WORKSPACE, obs->workspace);
 			return 0;
 		}
 		/* Shared with the labelled owner: use it, never own it. */
@@ -573,17 +580,19 @@ int tau_ws_ns_resolve(tau_ws_ns_result *out, const tau_ws_ns_input *in)
 			winner = c;
 	}
 	if (winner != NULL) {
-		tau_ws_refuse(&out->refusal, TAU_WS_REASON_NAMESPACE_CLAIMED, true,
-		              "namespace %s is already claimed by workspace %s and TauCluster "
-		              "spec.workspaces.allowSharedNamespaces is false",
-		              ns, winner->workspace);
+		tau_ws_namespace_refuse(
+		        &out->refusal, TAU_WS_REASON_NAMESPACE_CLAIMED, true,
+		        "namespace %s is already claimed by workspace %s and TauCluster "
+		        "spec.workspaces.allowSharedNamespaces is false",
+		        ns, winner->workspace);
 		return 0;
 	}
 
 	if (obs != NULL && obs->exists && obs->terminating) {
-		tau_ws_refuse(&out->refusal, TAU_WS_REASON_NAMESPACE_TERMINATING, true,
-		              "namespace %s is being deleted; waiting for it to go before %s", ns,
-		              managed && in->create_namespace ? "creating it again" : "using it");
+		tau_ws_namespace_refuse(
+		        &out->refusal, TAU_WS_REASON_NAMESPACE_TERMINATING, true,
+		        "namespace %s is being deleted; waiting for it to go before %s", ns,
+		        managed && in->create_namespace ? "creating it again" : "using it");
 		return 0;
 	}
 	if (obs == NULL || !obs->exists) {
@@ -593,7 +602,7 @@ int tau_ws_ns_resolve(tau_ws_ns_result *out, const tau_ws_ns_input *in)
 			out->resolved = true;
 			return 0;
 		}
-		tau_ws_refuse(
+		tau_ws_namespace_refuse(
 		        &out->refusal, TAU_WS_REASON_NAMESPACE_NOT_FOUND, true,
 		        managed ? "namespace %s does not exist and spec.target.createNamespace "
 		                  "is false; create it or set createNamespace"
@@ -615,7 +624,7 @@ int tau_ws_ns_resolve(tau_ws_ns_result *out, const tau_ws_ns_input *in)
 	/* Exists without a workspace label. */
 	if (managed && in->create_namespace) {
 		if (!in->adopt) {
-			tau_ws_refuse(
+			tau_ws_namespace_refuse(
 			        &out->refusal, TAU_WS_REASON_NAMESPACE_NOT_OWNED, false,
 			        "namespace %s already exists without ownership labels (%s=%s, "
 			        "%s=%s); it is not adopted unless spec.target.adopt is true",
@@ -635,7 +644,7 @@ int tau_ws_ns_resolve(tau_ws_ns_result *out, const tau_ws_ns_input *in)
 	return 0;
 }
 
-int tau_ws_ns_observe(tau_ws_ns_observed *out, const cJSON *ns)
+int tau_ws_namespace_observe(tau_ws_ns_observed *out, const cJSON *ns)
 {
 	tau_ws_ns_observed o = {0};
 	const cJSON *labels = NULL;

@@ -1,6 +1,6 @@
 /*
- * wsnamespace.h - the one function that decides a TauWorkspace's namespace
- * (spec/workspace-namespace-mapping.md), the operator allowlist, and the
+ * workspace/namespace.h - the one function that decides a TauWorkspace's namespace
+ * (docs/workspaces.md), the operator allowlist, and the
  * ownership labels every workspace-owned object carries.
  *
  * Everything here is pure: the caller hands in what it observed (the
@@ -11,8 +11,8 @@
  * permanent (the TauWorkspace spec or the TauCluster configuration has to
  * change).
  */
-#ifndef TAU_AGGREGATOR_WSNAMESPACE_H
-#define TAU_AGGREGATOR_WSNAMESPACE_H
+#ifndef TAU_AGGREGATOR_WORKSPACE_NAMESPACE_H
+#define TAU_AGGREGATOR_WORKSPACE_NAMESPACE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -70,8 +70,8 @@ typedef struct tau_ws_refusal {
  * Fill `r` with a refusal (message printf-style, truncated to fit).  A
  * helper for every ws* module; `reason` must be a static string.
  */
-void tau_ws_refuse(tau_ws_refusal *r, const char *reason, bool retryable, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+void tau_ws_namespace_refuse(tau_ws_refusal *r, const char *reason, bool retryable, const char *fmt,
+                             ...) __attribute__((format(printf, 4, 5)));
 
 /* ------------------------------------------------------------------------------------------ */
 /* Operator allowlist                                                                          */
@@ -95,7 +95,7 @@ typedef struct tau_ws_allowlist tau_ws_allowlist;
  * that does not parse must not empty the allowlist), and starts with an
  * empty list when the first load fails, as the mapping spec requires.
  *
- * @param out  receives the new list (free with tau_ws_allowlist_free);
+ * @param out  receives the new list (free with tau_ws_namespace_allowlist_free);
  *             untouched on failure.
  * @param buf  the file's bytes (need not be NUL-terminated).
  * @param len  their length.
@@ -104,7 +104,7 @@ typedef struct tau_ws_allowlist tau_ws_allowlist;
  *         non-array document or an invalid name; -TAU_ETYPE for an element
  *         that is not a string; -TAU_ENOMEM.
  */
-int tau_ws_allowlist_parse(tau_ws_allowlist **out, const char *buf, size_t len);
+int tau_ws_namespace_allowlist_parse(tau_ws_allowlist **out, const char *buf, size_t len);
 
 /**
  * Build an allowlist from names (the label-selector source: the names of
@@ -114,19 +114,20 @@ int tau_ws_allowlist_parse(tau_ws_allowlist **out, const char *buf, size_t len);
  * @param names  n NUL-terminated names (may be NULL when n == 0), borrowed.
  * @return 0, -TAU_EINVAL, -TAU_ETOOBIG or -TAU_ENOMEM.
  */
-int tau_ws_allowlist_from_names(tau_ws_allowlist **out, const char *const *names, size_t n);
+int tau_ws_namespace_allowlist_from_names(tau_ws_allowlist **out, const char *const *names,
+                                          size_t n);
 
 /** True if `ns` is on the list.  A NULL list is empty. */
-bool tau_ws_allowlist_contains(const tau_ws_allowlist *list, const char *ns);
+bool tau_ws_namespace_allowlist_contains(const tau_ws_allowlist *list, const char *ns);
 
 /** Number of names on the list (0 for NULL). */
-size_t tau_ws_allowlist_count(const tau_ws_allowlist *list);
+size_t tau_ws_namespace_allowlist_count(const tau_ws_allowlist *list);
 
 /** The i-th name in sorted order; lends it (valid while the list lives).  i < count. */
-const char *tau_ws_allowlist_name(const tau_ws_allowlist *list, size_t i);
+const char *tau_ws_namespace_allowlist_name(const tau_ws_allowlist *list, size_t i);
 
 /** Free a list; NULL is a no-op. */
-void tau_ws_allowlist_free(tau_ws_allowlist *list);
+void tau_ws_namespace_allowlist_free(tau_ws_allowlist *list);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Resolution                                                                                  */
@@ -142,8 +143,8 @@ typedef struct tau_ws_ns_map_entry {
  * namespace until drained).  Strings are borrowed.
  */
 typedef struct tau_ws_claim {
-	const char *workspace;          /**< its metadata.name */
-	const char *namespace_name;     /**< its candidate (tau_ws_ns_candidate); NULL if none */
+	const char *workspace;      /**< its metadata.name */
+	const char *namespace_name; /**< its candidate (tau_ws_namespace_candidate); NULL if none */
 	const char *creation_timestamp; /**< RFC 3339; NULL sorts as newest */
 	bool established;               /**< its status.target.resolvedNamespace names it */
 } tau_ws_claim;
@@ -210,7 +211,7 @@ typedef struct tau_ws_ns_result {
  *             map and n_map are read.
  * @return 0, or -TAU_EINVAL when refused (the thread error holds the message too).
  */
-int tau_ws_ns_candidate(const char **out, tau_ws_refusal *why, const tau_ws_ns_input *in);
+int tau_ws_namespace_candidate(const char **out, tau_ws_refusal *why, const tau_ws_ns_input *in);
 
 /**
  * Decide the namespace for everything the workspace owns (RBAC, LocalQueue,
@@ -224,7 +225,7 @@ int tau_ws_ns_candidate(const char **out, tau_ws_refusal *why, const tau_ws_ns_i
  * @return 0 (a refusal is a result: out->resolved false), or -TAU_EINVAL
  *         when in, workspace or system_namespace is NULL.
  */
-int tau_ws_ns_resolve(tau_ws_ns_result *out, const tau_ws_ns_input *in);
+int tau_ws_namespace_resolve(tau_ws_ns_result *out, const tau_ws_ns_input *in);
 
 /**
  * Read a Namespace object's existence, deletion and ownership labels.
@@ -233,7 +234,7 @@ int tau_ws_ns_resolve(tau_ws_ns_result *out, const tau_ws_ns_input *in);
  *
  * @return 0; -TAU_ETYPE when metadata or a label has the wrong JSON type.
  */
-int tau_ws_ns_observe(tau_ws_ns_observed *out, const cJSON *ns);
+int tau_ws_namespace_observe(tau_ws_ns_observed *out, const cJSON *ns);
 
 /**
  * Order two objects by age: negative when (ts_a, name_a) is older than
@@ -241,12 +242,13 @@ int tau_ws_ns_observe(tau_ws_ns_observed *out, const cJSON *ns);
  * "2024-05-01T10:00:00Z"; offsets and fractions are accepted); a missing or
  * unparseable one sorts after every valid one.  Ties go by name (strcmp).
  */
-int tau_ws_compare_age(const char *ts_a, const char *name_a, const char *ts_b, const char *name_b);
+int tau_ws_namespace_compare_age(const char *ts_a, const char *name_a, const char *ts_b,
+                                 const char *name_b);
 
 /**
  * An RFC 3339 time (fraction and offset accepted) as milliseconds since the
  * epoch.  @return 0, or -TAU_EINVAL (NULL or not RFC 3339; *out untouched).
  */
-int tau_ws_time_unix_ms(int64_t *out, const char *rfc3339);
+int tau_ws_namespace_time_ms(int64_t *out, const char *rfc3339);
 
-#endif /* TAU_AGGREGATOR_WSNAMESPACE_H */
+#endif /* TAU_AGGREGATOR_WORKSPACE_NAMESPACE_H */

@@ -158,7 +158,8 @@ static const char *const sa_owned_annotations[] = {TAU_WS_ANNOTATION_WI_TENANT_I
 
 static tau_apply_kind kind_of(const tau_kube_resource *res)
 {
-	tau_apply_kind k = {.res = res, .diff = tau_ws_drifted, .must_replace = must_replace};
+	tau_apply_kind k = {
+	        .res = res, .diff = tau_ws_desired_drifted, .must_replace = must_replace};
 
 	if (res == &tau_ws_res_serviceaccounts) {
 		k.owned_annotations = sa_owned_annotations;
@@ -342,8 +343,8 @@ static int routes_observe(ws_routes *r, ws_pass *p, const char *ns, const char *
 		{
 			if (r->n_src >= sizeof(r->src) / sizeof(r->src[0]))
 				break;
-			if (tau_ws_source_from_json(&r->src[r->n_src], (tau_ws_source_kind)k, it) ==
-			    0)
+			if (tau_ws_drain_source_from_json(&r->src[r->n_src], (tau_ws_source_kind)k,
+			                                  it) == 0)
 				r->n_src++;
 		}
 	}
@@ -445,7 +446,7 @@ static int old_ns_observe(ws_pass *p, const char *old, bool deleting)
 			v->in.namespace_shared = true;
 	}
 	v->in.drain = &v->routes.decision;
-	return tau_ws_old_ns_plan(&v->plan, &v->in);
+	return tau_ws_drain_plan(&v->plan, &v->in);
 }
 
 static bool has_finalizer(const cJSON *ws)
@@ -599,8 +600,8 @@ static int run_plan(ws_pass *p, bool *complete)
 			rc = 0; /* not ours: left alone and reported, cleanup goes on */
 		if (rc != 0) {
 			tau_log_warn("workspace cleanup step failed", "workspace", p->name, "step",
-			             tau_ws_step_name(s->kind), "namespace", s->namespace_name,
-			             "error", last_error_text(), NULL);
+			             tau_ws_drain_step_name(s->kind), "namespace",
+			             s->namespace_name, "error", last_error_text(), NULL);
 			return rc;
 		}
 	}
@@ -634,10 +635,10 @@ int tau_ws_pass_begin(ws_pass *p, tau_ws_controller *ctl, const char *name)
 	if (rc != 0)
 		return tau_error_wrap("reading workspace %s", name);
 	p->status = cJSON_GetObjectItemCaseSensitive(p->ws, "status");
-	p->spec_ok = tau_ws_spec_from_json(&p->spec, p->ws) == 0;
+	p->spec_ok = tau_ws_desired_spec_from_json(&p->spec, p->ws) == 0;
 	if (!p->spec_ok)
-		tau_ws_refuse(&p->refusal, TAU_WS_REASON_INVALID_SPEC, false, "workspace %s: %s",
-		              name, tau_error_last()->msg);
+		tau_ws_namespace_refuse(&p->refusal, TAU_WS_REASON_INVALID_SPEC, false,
+		                        "workspace %s: %s", name, tau_error_last()->msg);
 	if ((rc = tau_ws_config_load(&p->cfg, ctl)) != 0)
 		return rc;
 	if ((rc = tau_kube_informer_snapshot(&p->all, ctl->inf[WS_INF_WORKSPACES])) != 0)
@@ -767,7 +768,7 @@ int tau_ws_phase_finalizer(ws_pass *p)
 		p->ws = out;
 		p->status = cJSON_GetObjectItemCaseSensitive(p->ws, "status");
 		p->sin.previous = p->status;
-		if (p->spec_ok && tau_ws_spec_from_json(&p->spec, p->ws) != 0)
+		if (p->spec_ok && tau_ws_desired_spec_from_json(&p->spec, p->ws) != 0)
 			p->spec_ok = false;
 	}
 	if (p->spec_ok)
@@ -804,7 +805,7 @@ int tau_ws_phase_v0(ws_pass *p)
 		v0[n].creation_timestamp = p->spec.creation_timestamp;
 		self = n++;
 	}
-	rc = tau_ws_v0_decide(&p->refusal, v0, n, self);
+	rc = tau_ws_desired_v0_decide(&p->refusal, v0, n, self);
 	free(v0);
 	if (rc != 0)
 		return rc;
@@ -838,7 +839,7 @@ static int build_claims(tau_ws_claim **out, size_t *n, const ws_pass *p)
 		ci.map_set = p->cfg.map_set;
 		ci.map = p->cfg.map;
 		ci.n_map = p->cfg.n_map;
-		if (tau_ws_ns_candidate(&cand, &why, &ci) != 0)
+		if (tau_ws_namespace_candidate(&cand, &why, &ci) != 0)
 			cand = NULL;
 		claims[*n] = (tau_ws_claim){
 		        name, cand, jstr(it, "metadata.creationTimestamp"),
@@ -862,8 +863,8 @@ int tau_ws_phase_namespace(ws_pass *p)
 
 	if (p->cfg.mode == TAU_WS_NS_OPERATOR && p->cfg.conflict[0] != '\0') {
 		/* Contradicting allowlist sources: nothing is written until one goes. */
-		tau_ws_refuse(&p->refusal, TAU_WS_REASON_ALLOWLIST_CONFLICT, true, "%s",
-		              p->cfg.conflict);
+		tau_ws_namespace_refuse(&p->refusal, TAU_WS_REASON_ALLOWLIST_CONFLICT, true, "%s",
+		                        p->cfg.conflict);
 		p->sin.refusal = &p->refusal;
 		p->sin.resolved_namespace = p->prev_ns;
 		tau_log_warn("workspace refused", "workspace", p->name, "reason", p->cfg.conflict,
@@ -888,21 +889,21 @@ int tau_ws_phase_namespace(ws_pass *p)
 	in.allow_shared = p->cfg.allow_shared;
 	in.claims = claims;
 	in.n_claims = n_claims;
-	if (tau_ws_ns_candidate(&cand, &why, &in) == 0) {
+	if (tau_ws_namespace_candidate(&cand, &why, &in) == 0) {
 		in.established = same_str(p->prev_ns, cand);
 		if (tau_kube_informer_get(&ns_obj, p->ctl->inf[WS_INF_NAMESPACES], NULL, cand) ==
 		            0 &&
-		    tau_ws_ns_observe(&p->observed, ns_obj) == 0)
+		    tau_ws_namespace_observe(&p->observed, ns_obj) == 0)
 			in.observed = &p->observed;
 	}
-	rc = tau_ws_ns_resolve(&p->nsr, &in);
+	rc = tau_ws_namespace_resolve(&p->nsr, &in);
 	free(claims);
 	if (rc != 0)
 		goto out;
 	p->sin.ns = &p->nsr;
-	p->sin.local_queue = tau_ws_local_queue_name(&p->spec, p->cfg.default_queue);
-	if ((rc = tau_ws_cluster_queue_name(p->cq_name, sizeof(p->cq_name), &p->spec,
-	                                    p->cfg.default_queue)) != 0)
+	p->sin.local_queue = tau_ws_desired_local_queue_name(&p->spec, p->cfg.default_queue);
+	if ((rc = tau_ws_desired_cluster_queue_name(p->cq_name, sizeof(p->cq_name), &p->spec,
+	                                            p->cfg.default_queue)) != 0)
 		goto out;
 	p->sin.cluster_queue = p->cq_name;
 	if (!p->nsr.resolved) {

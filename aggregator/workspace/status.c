@@ -1,5 +1,5 @@
 /*
- * wsstatus.c - conditions, phase and status object of a TauWorkspace.
+ * status.c - conditions, phase and status object of a TauWorkspace.
  *
  * The one idea: the status is a pure function of what the reconcile pass
  * found plus the previous status, and the previous status contributes only
@@ -41,7 +41,7 @@ static const char *detail_or(const tau_ws_obj_check *chk, const char *fallback)
 	return chk->detail != NULL && chk->detail[0] != '\0' ? chk->detail : fallback;
 }
 
-const char *tau_ws_cond_status_name(tau_ws_cond_status s)
+const char *tau_ws_status_cond_name(tau_ws_cond_status s)
 {
 	switch (s) {
 	case TAU_WS_TRUE:
@@ -53,8 +53,8 @@ const char *tau_ws_cond_status_name(tau_ws_cond_status s)
 	}
 }
 
-const char *tau_ws_phase(tau_ws_cond_status rbac, tau_ws_cond_status queue,
-                         tau_ws_cond_status drift)
+const char *tau_ws_status_phase(tau_ws_cond_status rbac, tau_ws_cond_status queue,
+                                tau_ws_cond_status drift)
 {
 	if (drift == TAU_WS_TRUE)
 		return TAU_WS_PHASE_DEGRADED;
@@ -249,7 +249,8 @@ static void drift_condition(tau_ws_condition *c, const tau_ws_status_input *in)
 	}
 }
 
-int tau_ws_conditions(tau_ws_condition out[TAU_WS_N_CONDITIONS], const tau_ws_status_input *in)
+int tau_ws_status_conditions(tau_ws_condition out[TAU_WS_N_CONDITIONS],
+                             const tau_ws_status_input *in)
 {
 	const tau_ws_refusal *why = NULL;
 	const char *ns;
@@ -324,7 +325,7 @@ static const char *transition_time(const cJSON *previous, const tau_ws_condition
 	const char *st = NULL, *ltt = NULL;
 
 	if (old != NULL && tau_json_get_string(&st, old, "status") == 0 &&
-	    strcmp(st, tau_ws_cond_status_name(c->status)) == 0 &&
+	    strcmp(st, tau_ws_status_cond_name(c->status)) == 0 &&
 	    tau_json_get_string(&ltt, old, "lastTransitionTime") == 0 && ltt[0] != '\0')
 		return ltt;
 	return now;
@@ -339,16 +340,16 @@ int tau_ws_status_build(cJSON **out, const tau_ws_status_input *in)
 
 	if (out == NULL || in == NULL || in->now == NULL)
 		return tau_error_set(TAU_EINVAL, "workspace status: missing input or time");
-	rc = tau_ws_conditions(conds, in);
+	rc = tau_ws_status_conditions(conds, in);
 	if (rc < 0)
 		return rc;
 	st = cJSON_CreateObject();
 	if (st == NULL)
 		goto oom;
 	if (cJSON_AddStringToObject(st, "phase",
-	                            tau_ws_phase(conds[TAU_WS_RBAC].status,
-	                                         conds[TAU_WS_QUEUE].status,
-	                                         conds[TAU_WS_DRIFT].status)) == NULL ||
+	                            tau_ws_status_phase(conds[TAU_WS_RBAC].status,
+	                                                conds[TAU_WS_QUEUE].status,
+	                                                conds[TAU_WS_DRIFT].status)) == NULL ||
 	    cJSON_AddNumberToObject(st, "observedGeneration", (double)in->generation) == NULL)
 		goto oom;
 	if (in->resolved_namespace != NULL)
@@ -384,7 +385,7 @@ int tau_ws_status_build(cJSON **out, const tau_ws_status_input *in)
 		cJSON_AddItemToArray(arr, c);
 		if (cJSON_AddStringToObject(c, "type", conds[i].type) == NULL ||
 		    cJSON_AddStringToObject(c, "status",
-		                            tau_ws_cond_status_name(conds[i].status)) == NULL ||
+		                            tau_ws_status_cond_name(conds[i].status)) == NULL ||
 		    cJSON_AddStringToObject(c, "reason", conds[i].reason) == NULL ||
 		    cJSON_AddStringToObject(c, "message", conds[i].message) == NULL ||
 		    cJSON_AddStringToObject(c, "lastTransitionTime",

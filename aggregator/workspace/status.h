@@ -1,5 +1,5 @@
 /*
- * wsstatus.h - TauWorkspace conditions, phase and the status object.
+ * workspace/status.h - TauWorkspace conditions, phase and the status object.
  *
  * The reconcile loop records what each step found (namespace resolution,
  * RoleBinding, LocalQueue, ClusterQueue, ServiceAccount, drift) in a
@@ -9,8 +9,8 @@
  * the previous status while a condition's status stays the same.
  * tau_ws_status_changed tells the loop whether /status needs a write.
  */
-#ifndef TAU_AGGREGATOR_WSSTATUS_H
-#define TAU_AGGREGATOR_WSSTATUS_H
+#ifndef TAU_AGGREGATOR_WORKSPACE_STATUS_H
+#define TAU_AGGREGATOR_WORKSPACE_STATUS_H
 
 #include "desired.h"
 #include "namespace.h"
@@ -73,7 +73,7 @@ typedef struct tau_ws_obj_check {
 	const char *detail;
 } tau_ws_obj_check;
 
-/** One object found changed out of band (from tau_ws_drifted).  Strings borrowed. */
+/** One object found changed out of band (from tau_ws_desired_drifted).  Strings borrowed. */
 typedef struct tau_ws_drift_item {
 	const char *object; /**< "RoleBinding ml-alpha/tau-workspace-alpha" */
 	const char *what;   /**< the first difference */
@@ -115,7 +115,7 @@ typedef enum tau_ws_cond_status {
 	TAU_WS_UNKNOWN
 } tau_ws_cond_status;
 
-/** Index of each condition in tau_ws_conditions. */
+/** Index of each condition in tau_ws_status_conditions. */
 enum { TAU_WS_RBAC = 0, TAU_WS_QUEUE, TAU_WS_WI, TAU_WS_DRIFT, TAU_WS_N_CONDITIONS };
 
 /** One computed condition (reason static; message owned here). */
@@ -134,18 +134,19 @@ typedef struct tau_ws_condition {
  *
  * @return 0, or -TAU_EINVAL when the input lacks spec/ns without a refusal.
  */
-int tau_ws_conditions(tau_ws_condition out[TAU_WS_N_CONDITIONS], const tau_ws_status_input *in);
+int tau_ws_status_conditions(tau_ws_condition out[TAU_WS_N_CONDITIONS],
+                             const tau_ws_status_input *in);
 
 /**
  * The phase: Ready when RBACReady and QueueReady are True and DriftDetected
  * is not True; Degraded when DriftDetected is True; Pending otherwise.
  * WorkloadIdentityReady never counts.  Returns a static string.
  */
-const char *tau_ws_phase(tau_ws_cond_status rbac, tau_ws_cond_status queue,
-                         tau_ws_cond_status drift);
+const char *tau_ws_status_phase(tau_ws_cond_status rbac, tau_ws_cond_status queue,
+                                tau_ws_cond_status drift);
 
 /** "True", "False" or "Unknown". */
-const char *tau_ws_cond_status_name(tau_ws_cond_status s);
+const char *tau_ws_status_cond_name(tau_ws_cond_status s);
 
 /**
  * Build the whole `status` object: phase, observedGeneration,
@@ -155,7 +156,7 @@ const char *tau_ws_cond_status_name(tau_ws_cond_status s);
  * that condition's status is unchanged, else in->now.
  *
  * @param out  receives a new object (cJSON_Delete); untouched on failure.
- * @return 0, -TAU_EINVAL (see tau_ws_conditions; or now is NULL), -TAU_ENOMEM.
+ * @return 0, -TAU_EINVAL (see tau_ws_status_conditions; or now is NULL), -TAU_ENOMEM.
  */
 int tau_ws_status_build(cJSON **out, const tau_ws_status_input *in);
 
@@ -168,4 +169,4 @@ int tau_ws_status_build(cJSON **out, const tau_ws_status_input *in);
  */
 bool tau_ws_status_changed(const cJSON *desired, const cJSON *current);
 
-#endif /* TAU_AGGREGATOR_WSSTATUS_H */
+#endif /* TAU_AGGREGATOR_WORKSPACE_STATUS_H */

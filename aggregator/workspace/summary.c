@@ -90,8 +90,8 @@ int tau_ws_summary_from_json(tau_ws_summary *out, const cJSON *obj)
 			     dup_ok(&sc->status, jstr(c, "status")) &&
 			     dup_ok(&sc->reason, jstr(c, "reason")) &&
 			     dup_ok(&sc->message, jstr(c, "message"));
-			if (tau_ws_time_unix_ms(&sc->last_transition_unix_ms,
-			                        jstr(c, "lastTransitionTime")) != 0)
+			if (tau_ws_namespace_time_ms(&sc->last_transition_unix_ms,
+			                             jstr(c, "lastTransitionTime")) != 0)
 				sc->last_transition_unix_ms = 0;
 		}
 	}

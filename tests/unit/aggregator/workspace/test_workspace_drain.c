@@ -1,5 +1,5 @@
 /*
- * test_aggregator_wsdrain.c - the drain decision per kind of work and per
+ * test_workspace_drain.c - the drain decision per kind of work and per
  * discovery state, reading sources from JSON, and the ordered plan for the
  * old namespace (identity revoked before access is granted).
  */
@@ -325,7 +325,7 @@ typedef struct json_case {
 	const char *json;
 	int rc;
 	const char *queue;
-	bool finished; /* tau_ws_source_finished */
+	bool finished; /* tau_ws_drain_source_finished */
 } json_case;
 
 static const json_case json_cases[] = {
@@ -383,13 +383,13 @@ static void test_source_from_json(void **state)
 		tau_ws_source s;
 
 		assert_non_null(obj);
-		assert_int_equal(tau_ws_source_from_json(&s, c->kind, obj), c->rc);
+		assert_int_equal(tau_ws_drain_source_from_json(&s, c->kind, obj), c->rc);
 		if (c->rc == 0) {
 			if (c->queue == NULL)
 				assert_null(s.queue);
 			else
 				assert_string_equal(s.queue, c->queue);
-			assert_int_equal(tau_ws_source_finished(&s), c->finished);
+			assert_int_equal(tau_ws_drain_source_finished(&s), c->finished);
 		}
 		cJSON_Delete(obj);
 	}
@@ -397,10 +397,11 @@ static void test_source_from_json(void **state)
 		cJSON *d = cJSON_Parse(json_cases[10].json);
 		tau_ws_source s;
 
-		assert_int_equal(tau_ws_source_from_json(&s, TAU_WS_SRC_DEPLOYMENT, d), 0);
+		assert_int_equal(tau_ws_drain_source_from_json(&s, TAU_WS_SRC_DEPLOYMENT, d), 0);
 		assert_string_equal(s.template_queue, "alpha");
 		assert_string_equal(s.template_managed, "true");
-		assert_int_equal(tau_ws_source_from_json(&s, TAU_WS_SRC_KINDS, d), -TAU_EINVAL);
+		assert_int_equal(tau_ws_drain_source_from_json(&s, TAU_WS_SRC_KINDS, d),
+		                 -TAU_EINVAL);
 		cJSON_Delete(d);
 	}
 }
@@ -516,8 +517,9 @@ static void test_plan_table(void **state)
 	tau_ws_drain_decision drained = {.may_cleanup = true};
 
 	(void)state;
-	tau_ws_refuse(&pending.refusal, "DrainPending", true,
-	              "cleanup of namespace ml-alpha waits for 1 source: Job ml-alpha/train");
+	tau_ws_namespace_refuse(
+	        &pending.refusal, "DrainPending", true,
+	        "cleanup of namespace ml-alpha waits for 1 source: Job ml-alpha/train");
 	for (size_t i = 0; i < ARRAY_LEN(plan_cases); i++) {
 		const plan_case *c = &plan_cases[i];
 		tau_ws_old_ns_input in = {.namespace_name = "ml-alpha",
@@ -539,10 +541,11 @@ static void test_plan_table(void **state)
 		tau_ws_plan p;
 
 		print_message("plan: %s\n", c->rule);
-		assert_int_equal(tau_ws_old_ns_plan(&p, &in), 0);
+		assert_int_equal(tau_ws_drain_plan(&p, &in), 0);
 		for (size_t k = 0; k < p.n; k++)
-			print_message("  %zu %s when=%d %s\n", k, tau_ws_step_name(p.steps[k].kind),
-			              p.steps[k].when, p.steps[k].name ? p.steps[k].name : "-");
+			print_message("  %zu %s when=%d %s\n", k,
+			              tau_ws_drain_step_name(p.steps[k].kind), p.steps[k].when,
+			              p.steps[k].name ? p.steps[k].name : "-");
 		assert_int_equal(p.n, c->n_steps);
 		for (size_t k = 0; k < p.n; k++) {
 			assert_int_equal(p.steps[k].kind, c->steps[k].kind);
@@ -582,11 +585,11 @@ static void test_never_grant_before_revoke(void **state)
 		        .namespace_owned = true,
 		        .drain = &states[(bits >> 7) & 1],
 		};
-		bool changed = tau_ws_identity_changed(&in);
+		bool changed = tau_ws_drain_identity_changed(&in);
 		bool revoke_seen = false;
 		tau_ws_plan p;
 
-		assert_int_equal(tau_ws_old_ns_plan(&p, &in), 0);
+		assert_int_equal(tau_ws_drain_plan(&p, &in), 0);
 		for (size_t k = 0; k < p.n; k++) {
 			const tau_ws_step *s = &p.steps[k];
 
@@ -619,14 +622,15 @@ static void test_plan_bad_input(void **state)
 		many[i] = "q";
 	in.local_queues = many;
 	in.n_local_queues = ARRAY_LEN(many);
-	assert_int_equal(tau_ws_old_ns_plan(&p, &in), -TAU_ETOOBIG);
+	assert_int_equal(tau_ws_drain_plan(&p, &in), -TAU_ETOOBIG);
 	in.drain = NULL;
-	assert_int_equal(tau_ws_old_ns_plan(&p, &in), -TAU_EINVAL);
-	assert_string_equal(tau_ws_step_name(TAU_WS_STEP_REVOKE_SERVICE_ACCOUNT),
+	assert_int_equal(tau_ws_drain_plan(&p, &in), -TAU_EINVAL);
+	assert_string_equal(tau_ws_drain_step_name(TAU_WS_STEP_REVOKE_SERVICE_ACCOUNT),
 	                    "revoke-service-account");
-	assert_string_equal(tau_ws_step_name(TAU_WS_STEP_REMOVE_FINALIZER), "remove-finalizer");
-	assert_string_equal(tau_ws_step_name((tau_ws_step_kind)99), "unknown");
-	assert_false(tau_ws_identity_changed(NULL));
+	assert_string_equal(tau_ws_drain_step_name(TAU_WS_STEP_REMOVE_FINALIZER),
+	                    "remove-finalizer");
+	assert_string_equal(tau_ws_drain_step_name((tau_ws_step_kind)99), "unknown");
+	assert_false(tau_ws_drain_identity_changed(NULL));
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * test_aggregator_wscontroller.c - the controller's pure pieces: workspace
+ * test_workspace_controller.c - the controller's pure pieces: workspace
  * summaries for the query service, the namespace map file, option checks.
  * The reconcile loop itself is exercised against kube-sim by
  * tests/e2e/test_workspace.py.

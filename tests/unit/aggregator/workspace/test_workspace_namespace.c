@@ -1,5 +1,5 @@
 /*
- * test_aggregator_wsnamespace.c - namespace resolution, one table row per
+ * test_workspace_namespace.c - namespace resolution, one table row per
  * rule of spec/workspace-namespace-mapping.md, plus the allowlist parser and
  * the age order.
  */
@@ -479,10 +479,12 @@ static void test_resolve_table(void **state)
 		while (n_allow < ARRAY_LEN(c->allow) && c->allow[n_allow] != NULL)
 			n_allow++;
 		if (!c->allow_null)
-			assert_int_equal(tau_ws_allowlist_from_names(&allow, c->allow, n_allow), 0);
+			assert_int_equal(
+			        tau_ws_namespace_allowlist_from_names(&allow, c->allow, n_allow),
+			        0);
 		in.allowlist = allow;
 		print_message("rule: %s\n", c->rule);
-		assert_int_equal(tau_ws_ns_resolve(&r, &in), 0);
+		assert_int_equal(tau_ws_namespace_resolve(&r, &in), 0);
 		if (c->resolved != r.resolved)
 			fail_msg("%s: resolved=%d (%s: %s)", c->rule, r.resolved,
 			         r.refusal.reason ? r.refusal.reason : "-", r.refusal.message);
@@ -505,7 +507,7 @@ static void test_resolve_table(void **state)
 		if (c->msg_has != NULL && strstr(r.refusal.message, c->msg_has) == NULL)
 			fail_msg("%s: message \"%s\" lacks \"%s\"", c->rule, r.refusal.message,
 			         c->msg_has);
-		tau_ws_allowlist_free(allow);
+		tau_ws_namespace_allowlist_free(allow);
 	}
 }
 
@@ -565,21 +567,21 @@ static void test_candidate_is_shared_rule(void **state)
 	const char *ns = NULL;
 
 	(void)state;
-	assert_int_equal(tau_ws_ns_candidate(&ns, &why, &in), 0);
+	assert_int_equal(tau_ws_namespace_candidate(&ns, &why, &in), 0);
 	assert_string_equal(ns, "alpha");
 	assert_null(why.reason);
 	in.target_namespace = "ml-alpha";
-	assert_int_equal(tau_ws_ns_candidate(&ns, &why, &in), 0);
+	assert_int_equal(tau_ws_namespace_candidate(&ns, &why, &in), 0);
 	assert_string_equal(ns, "ml-alpha");
 	in.target_namespace = NULL;
 	in.map_set = true;
 	in.map = map;
 	in.n_map = 1;
-	assert_int_equal(tau_ws_ns_candidate(&ns, &why, &in), 0);
+	assert_int_equal(tau_ws_namespace_candidate(&ns, &why, &in), 0);
 	assert_string_equal(ns, "m-alpha");
 	in.workspace = "beta";
 	ns = "untouched";
-	assert_int_equal(tau_ws_ns_candidate(&ns, &why, &in), -TAU_EINVAL);
+	assert_int_equal(tau_ws_namespace_candidate(&ns, &why, &in), -TAU_EINVAL);
 	assert_string_equal(ns, "untouched");
 	assert_string_equal(why.reason, "WorkspaceNotMapped");
 	assert_non_null(strstr(tau_error_last()->msg, "namespaceMap"));
@@ -591,9 +593,9 @@ static void test_resolve_bad_input(void **state)
 	tau_ws_ns_result r;
 
 	(void)state;
-	assert_int_equal(tau_ws_ns_resolve(&r, &in), -TAU_EINVAL);
-	assert_int_equal(tau_ws_ns_resolve(&r, NULL), -TAU_EINVAL);
-	assert_int_equal(tau_ws_ns_resolve(NULL, &in), -TAU_EINVAL);
+	assert_int_equal(tau_ws_namespace_resolve(&r, &in), -TAU_EINVAL);
+	assert_int_equal(tau_ws_namespace_resolve(&r, NULL), -TAU_EINVAL);
+	assert_int_equal(tau_ws_namespace_resolve(NULL, &in), -TAU_EINVAL);
 }
 
 static void test_observe(void **state)
@@ -607,15 +609,15 @@ static void test_observe(void **state)
 	tau_ws_ns_observed o;
 
 	(void)state;
-	assert_int_equal(tau_ws_ns_observe(&o, ns), 0);
+	assert_int_equal(tau_ws_namespace_observe(&o, ns), 0);
 	assert_true(o.exists);
 	assert_true(o.terminating);
 	assert_string_equal(o.managed_by, "taugrid");
 	assert_string_equal(o.workspace, "alpha");
-	assert_int_equal(tau_ws_ns_observe(&o, NULL), 0);
+	assert_int_equal(tau_ws_namespace_observe(&o, NULL), 0);
 	assert_false(o.exists);
 	assert_null(o.workspace);
-	assert_int_equal(tau_ws_ns_observe(&o, bad), -TAU_ETYPE);
+	assert_int_equal(tau_ws_namespace_observe(&o, bad), -TAU_ETYPE);
 	cJSON_Delete(ns);
 	cJSON_Delete(bad);
 }
@@ -653,7 +655,7 @@ static void test_allowlist_parse_table(void **state)
 	for (size_t i = 0; i < ARRAY_LEN(allow_cases); i++) {
 		const allow_case *c = &allow_cases[i];
 		tau_ws_allowlist *l = (tau_ws_allowlist *)&allow_cases; /* sentinel */
-		int rc = tau_ws_allowlist_parse(&l, c->text, strlen(c->text));
+		int rc = tau_ws_namespace_allowlist_parse(&l, c->text, strlen(c->text));
 
 		print_message("allowlist: %s\n", c->text);
 		assert_int_equal(rc, c->rc);
@@ -664,16 +666,17 @@ static void test_allowlist_parse_table(void **state)
 				         c->msg_has);
 			continue;
 		}
-		assert_int_equal(tau_ws_allowlist_count(l), c->count);
+		assert_int_equal(tau_ws_namespace_allowlist_count(l), c->count);
 		if (c->count > 0) {
-			assert_string_equal(tau_ws_allowlist_name(l, 0), c->first);
-			assert_string_equal(tau_ws_allowlist_name(l, c->count - 1), c->last);
-			assert_true(tau_ws_allowlist_contains(l, c->first));
-			assert_true(tau_ws_allowlist_contains(l, c->last));
+			assert_string_equal(tau_ws_namespace_allowlist_name(l, 0), c->first);
+			assert_string_equal(tau_ws_namespace_allowlist_name(l, c->count - 1),
+			                    c->last);
+			assert_true(tau_ws_namespace_allowlist_contains(l, c->first));
+			assert_true(tau_ws_namespace_allowlist_contains(l, c->last));
 		}
-		assert_false(tau_ws_allowlist_contains(l, "zzz"));
-		assert_null(tau_ws_allowlist_name(l, c->count));
-		tau_ws_allowlist_free(l);
+		assert_false(tau_ws_namespace_allowlist_contains(l, "zzz"));
+		assert_null(tau_ws_namespace_allowlist_name(l, c->count));
+		tau_ws_namespace_allowlist_free(l);
 	}
 }
 
@@ -689,15 +692,15 @@ static void test_allowlist_caps(void **state)
 	for (size_t i = 0; i < n; i++)
 		used += (size_t)snprintf(buf + used, cap - used, "%s\"n%zu\"", i ? "," : "", i);
 	buf[used++] = ']';
-	assert_int_equal(tau_ws_allowlist_parse(&l, buf, used), -TAU_ETOOBIG);
+	assert_int_equal(tau_ws_namespace_allowlist_parse(&l, buf, used), -TAU_ETOOBIG);
 	assert_null(l);
 	assert_non_null(strstr(tau_error_last()->msg, "exceed the limit"));
-	assert_int_equal(tau_ws_allowlist_parse(&l, buf, TAU_WS_ALLOWLIST_MAX_BYTES + 1),
+	assert_int_equal(tau_ws_namespace_allowlist_parse(&l, buf, TAU_WS_ALLOWLIST_MAX_BYTES + 1),
 	                 -TAU_ETOOBIG);
 	free(buf);
-	assert_int_equal(tau_ws_allowlist_parse(NULL, "[]", 2), -TAU_EINVAL);
-	assert_int_equal(tau_ws_allowlist_parse(&l, NULL, 3), -TAU_EINVAL);
-	assert_int_equal(tau_ws_allowlist_parse(&l, NULL, 0), -TAU_EINVAL);
+	assert_int_equal(tau_ws_namespace_allowlist_parse(NULL, "[]", 2), -TAU_EINVAL);
+	assert_int_equal(tau_ws_namespace_allowlist_parse(&l, NULL, 3), -TAU_EINVAL);
+	assert_int_equal(tau_ws_namespace_allowlist_parse(&l, NULL, 0), -TAU_EINVAL);
 }
 
 static void test_allowlist_from_names(void **state)
@@ -707,49 +710,49 @@ static void test_allowlist_from_names(void **state)
 	tau_ws_allowlist *l = NULL;
 
 	(void)state;
-	assert_int_equal(tau_ws_allowlist_from_names(&l, good, 4), 0);
-	assert_int_equal(tau_ws_allowlist_count(l), 3);
-	assert_true(tau_ws_allowlist_contains(l, "b"));
-	assert_false(tau_ws_allowlist_contains(l, "d"));
-	assert_false(tau_ws_allowlist_contains(l, NULL));
-	tau_ws_allowlist_free(l);
+	assert_int_equal(tau_ws_namespace_allowlist_from_names(&l, good, 4), 0);
+	assert_int_equal(tau_ws_namespace_allowlist_count(l), 3);
+	assert_true(tau_ws_namespace_allowlist_contains(l, "b"));
+	assert_false(tau_ws_namespace_allowlist_contains(l, "d"));
+	assert_false(tau_ws_namespace_allowlist_contains(l, NULL));
+	tau_ws_namespace_allowlist_free(l);
 	l = NULL;
-	assert_int_equal(tau_ws_allowlist_from_names(&l, bad, 2), -TAU_EINVAL);
+	assert_int_equal(tau_ws_namespace_allowlist_from_names(&l, bad, 2), -TAU_EINVAL);
 	assert_null(l);
 	assert_non_null(strstr(tau_error_last()->msg, "element 1"));
-	assert_int_equal(tau_ws_allowlist_from_names(&l, NULL, 0), 0);
-	assert_int_equal(tau_ws_allowlist_count(l), 0);
-	tau_ws_allowlist_free(l);
-	assert_false(tau_ws_allowlist_contains(NULL, "a"));
-	assert_int_equal(tau_ws_allowlist_count(NULL), 0);
-	tau_ws_allowlist_free(NULL);
+	assert_int_equal(tau_ws_namespace_allowlist_from_names(&l, NULL, 0), 0);
+	assert_int_equal(tau_ws_namespace_allowlist_count(l), 0);
+	tau_ws_namespace_allowlist_free(l);
+	assert_false(tau_ws_namespace_allowlist_contains(NULL, "a"));
+	assert_int_equal(tau_ws_namespace_allowlist_count(NULL), 0);
+	tau_ws_namespace_allowlist_free(NULL);
 }
 
 static void test_compare_age(void **state)
 {
 	(void)state;
-	assert_true(tau_ws_compare_age(T0, "b", T1, "a") < 0);
-	assert_true(tau_ws_compare_age(T1, "a", T0, "b") > 0);
-	assert_true(tau_ws_compare_age(T0, "a", T0, "b") < 0);
-	assert_int_equal(tau_ws_compare_age(T0, "a", T0, "a"), 0);
+	assert_true(tau_ws_namespace_compare_age(T0, "b", T1, "a") < 0);
+	assert_true(tau_ws_namespace_compare_age(T1, "a", T0, "b") > 0);
+	assert_true(tau_ws_namespace_compare_age(T0, "a", T0, "b") < 0);
+	assert_int_equal(tau_ws_namespace_compare_age(T0, "a", T0, "a"), 0);
 	/* Fractions and offsets compare by instant. */
-	assert_true(tau_ws_compare_age("2024-05-01T10:00:00.5Z", "a", "2024-05-01T10:00:00.25Z",
-	                               "b") > 0);
-	assert_true(tau_ws_compare_age("2024-05-01T12:00:00+02:00", "b", "2024-05-01T10:00:01Z",
-	                               "a") < 0);
-	assert_true(tau_ws_compare_age("2024-05-01T09:00:00-02:00", "a", "2024-05-01T10:00:00Z",
-	                               "b") > 0);
+	assert_true(tau_ws_namespace_compare_age("2024-05-01T10:00:00.5Z", "a",
+	                                         "2024-05-01T10:00:00.25Z", "b") > 0);
+	assert_true(tau_ws_namespace_compare_age("2024-05-01T12:00:00+02:00", "b",
+	                                         "2024-05-01T10:00:01Z", "a") < 0);
+	assert_true(tau_ws_namespace_compare_age("2024-05-01T09:00:00-02:00", "a",
+	                                         "2024-05-01T10:00:00Z", "b") > 0);
 	/* Across a leap day and a year. */
-	assert_true(tau_ws_compare_age("2024-02-29T23:59:59Z", "b", "2024-03-01T00:00:00Z", "a") <
-	            0);
-	assert_true(tau_ws_compare_age("1999-12-31T23:59:59Z", "b", "2000-01-01T00:00:00Z", "a") <
-	            0);
+	assert_true(tau_ws_namespace_compare_age("2024-02-29T23:59:59Z", "b",
+	                                         "2024-03-01T00:00:00Z", "a") < 0);
+	assert_true(tau_ws_namespace_compare_age("1999-12-31T23:59:59Z", "b",
+	                                         "2000-01-01T00:00:00Z", "a") < 0);
 	/* Missing or malformed timestamps sort last. */
-	assert_true(tau_ws_compare_age(NULL, "a", T1, "b") > 0);
-	assert_true(tau_ws_compare_age("yesterday", "a", T1, "b") > 0);
-	assert_true(tau_ws_compare_age("2024-13-01T00:00:00Z", "a", T1, "b") > 0);
-	assert_true(tau_ws_compare_age("2024-05-01T10:00:00", "a", T1, "b") > 0);
-	assert_true(tau_ws_compare_age(NULL, "a", NULL, "b") < 0);
+	assert_true(tau_ws_namespace_compare_age(NULL, "a", T1, "b") > 0);
+	assert_true(tau_ws_namespace_compare_age("yesterday", "a", T1, "b") > 0);
+	assert_true(tau_ws_namespace_compare_age("2024-13-01T00:00:00Z", "a", T1, "b") > 0);
+	assert_true(tau_ws_namespace_compare_age("2024-05-01T10:00:00", "a", T1, "b") > 0);
+	assert_true(tau_ws_namespace_compare_age(NULL, "a", NULL, "b") < 0);
 }
 
 int main(void)

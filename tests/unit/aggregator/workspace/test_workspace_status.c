@@ -1,5 +1,5 @@
 /*
- * test_aggregator_wsstatus.c - TauWorkspace conditions, phase, the status
+ * test_workspace_status.c - TauWorkspace conditions, phase, the status
  * object's shape, lastTransitionTime preservation and the write-skipping
  * comparison.
  */
@@ -85,11 +85,11 @@ static void test_phase_table(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_LEN(rows); i++)
-		assert_string_equal(tau_ws_phase(rows[i].rbac, rows[i].queue, rows[i].drift),
+		assert_string_equal(tau_ws_status_phase(rows[i].rbac, rows[i].queue, rows[i].drift),
 		                    rows[i].phase);
-	assert_string_equal(tau_ws_cond_status_name(TAU_WS_TRUE), "True");
-	assert_string_equal(tau_ws_cond_status_name(TAU_WS_FALSE), "False");
-	assert_string_equal(tau_ws_cond_status_name(TAU_WS_UNKNOWN), "Unknown");
+	assert_string_equal(tau_ws_status_cond_name(TAU_WS_TRUE), "True");
+	assert_string_equal(tau_ws_status_cond_name(TAU_WS_FALSE), "False");
+	assert_string_equal(tau_ws_status_cond_name(TAU_WS_UNKNOWN), "Unknown");
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -120,8 +120,8 @@ static tau_ws_ns_result ns_not_allowed, ns_owned_by_other;
 
 static void s_invalid_spec(tau_ws_status_input *in)
 {
-	tau_ws_refuse(&invalid_spec, "InvalidSpec", false,
-	              "spec.role: Unsupported value: \"admin\"");
+	tau_ws_namespace_refuse(&invalid_spec, "InvalidSpec", false,
+	                        "spec.role: Unsupported value: \"admin\"");
 	in->refusal = &invalid_spec;
 	in->spec = NULL;
 	in->ns = NULL;
@@ -129,8 +129,8 @@ static void s_invalid_spec(tau_ws_status_input *in)
 
 static void s_v0_blocked(tau_ws_status_input *in)
 {
-	tau_ws_refuse(&blocked, "BlockedByActiveWorkspace", true,
-	              "v0 activates one workspace at a time: workspace zeta is active");
+	tau_ws_namespace_refuse(&blocked, "BlockedByActiveWorkspace", true,
+	                        "v0 activates one workspace at a time: workspace zeta is active");
 	in->refusal = &blocked;
 }
 
@@ -138,8 +138,9 @@ static void s_not_allowed(tau_ws_status_input *in)
 {
 	memset(&ns_not_allowed, 0, sizeof(ns_not_allowed));
 	snprintf(ns_not_allowed.namespace_name, sizeof(ns_not_allowed.namespace_name), "ml-alpha");
-	tau_ws_refuse(&ns_not_allowed.refusal, "NamespaceNotAllowed", true,
-	              "namespace ml-alpha is not on the operator namespace allowlist yet");
+	tau_ws_namespace_refuse(
+	        &ns_not_allowed.refusal, "NamespaceNotAllowed", true,
+	        "namespace ml-alpha is not on the operator namespace allowlist yet");
 	in->ns = &ns_not_allowed;
 }
 
@@ -150,8 +151,8 @@ static void s_owned_by_other_no_wi(tau_ws_status_input *in)
 	no_wi = rbac_spec;
 	no_wi.has_workload_identity = false;
 	memset(&ns_owned_by_other, 0, sizeof(ns_owned_by_other));
-	tau_ws_refuse(&ns_owned_by_other.refusal, "NamespaceOwnedByOtherWorkspace", true,
-	              "namespace ml-alpha is owned by workspace beta");
+	tau_ws_namespace_refuse(&ns_owned_by_other.refusal, "NamespaceOwnedByOtherWorkspace", true,
+	                        "namespace ml-alpha is owned by workspace beta");
 	in->ns = &ns_owned_by_other;
 	in->spec = &no_wi;
 }
@@ -471,13 +472,13 @@ static void test_conditions_table(void **state)
 
 		c->setup(&in);
 		print_message("conditions: %s\n", c->rule);
-		assert_int_equal(tau_ws_conditions(got, &in), 0);
+		assert_int_equal(tau_ws_status_conditions(got, &in), 0);
 		for (size_t k = 0; k < TAU_WS_N_CONDITIONS; k++) {
 			if (got[k].status != c->e[k].status ||
 			    strcmp(got[k].reason, c->e[k].reason) != 0)
 				fail_msg("%s: %s is %s/%s, want %s/%s (%s)", c->rule, got[k].type,
-				         tau_ws_cond_status_name(got[k].status), got[k].reason,
-				         tau_ws_cond_status_name(c->e[k].status), c->e[k].reason,
+				         tau_ws_status_cond_name(got[k].status), got[k].reason,
+				         tau_ws_status_cond_name(c->e[k].status), c->e[k].reason,
 				         got[k].message);
 			if (c->e[k].msg_has != NULL &&
 			    strstr(got[k].message, c->e[k].msg_has) == NULL)
@@ -504,13 +505,13 @@ static void test_conditions_bad_input(void **state)
 
 	(void)state;
 	in.ns = NULL;
-	assert_int_equal(tau_ws_conditions(got, &in), -TAU_EINVAL);
+	assert_int_equal(tau_ws_status_conditions(got, &in), -TAU_EINVAL);
 	assert_int_equal(tau_ws_status_build(&st, &in), -TAU_EINVAL);
 	assert_ptr_equal(st, (cJSON *)&in);
 	in = healthy();
 	in.now = NULL;
 	assert_int_equal(tau_ws_status_build(&st, &in), -TAU_EINVAL);
-	assert_int_equal(tau_ws_conditions(got, NULL), -TAU_EINVAL);
+	assert_int_equal(tau_ws_status_conditions(got, NULL), -TAU_EINVAL);
 }
 
 /* ------------------------------------------------------------------------------------------ */

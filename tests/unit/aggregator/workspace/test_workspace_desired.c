@@ -1,5 +1,5 @@
 /*
- * test_aggregator_wsdesired.c - TauWorkspace spec reading, desired owned
+ * test_workspace_desired.c - TauWorkspace spec reading, desired owned
  * objects, drift on owned fields only, ownership, and the v0 rule.
  */
 #include "workspace/desired.h"
@@ -122,7 +122,7 @@ static void test_spec_table(void **state)
 		snprintf(text, sizeof(text), "{\"metadata\":{\"name\":\"ws\"},\"spec\":%s}",
 		         spec_cases[i].spec);
 		obj = parse(text);
-		rc = tau_ws_spec_from_json(&s, obj);
+		rc = tau_ws_desired_spec_from_json(&s, obj);
 		print_message("spec %s -> %d %s\n", spec_cases[i].spec, rc,
 		              rc < 0 ? tau_error_last()->msg : "");
 		assert_int_equal(rc, spec_cases[i].rc);
@@ -144,7 +144,7 @@ static void test_spec_sample(void **state)
 	tau_ws_spec s;
 
 	(void)state;
-	assert_int_equal(tau_ws_spec_from_json(&s, obj), 0);
+	assert_int_equal(tau_ws_desired_spec_from_json(&s, obj), 0);
 	assert_string_equal(s.name, "alpha");
 	assert_string_equal(s.uid, "u-1");
 	assert_int_equal(s.generation, 3);
@@ -156,10 +156,10 @@ static void test_spec_sample(void **state)
 	assert_true(s.has_workload_identity);
 	assert_string_equal(s.wi_tenant_id, "t-1");
 	assert_null(s.deletion_timestamp);
-	assert_int_equal(tau_ws_spec_from_json(&s, noname), -TAU_EINVAL);
-	assert_int_equal(tau_ws_spec_from_json(&s, badname), -TAU_EINVAL);
+	assert_int_equal(tau_ws_desired_spec_from_json(&s, noname), -TAU_EINVAL);
+	assert_int_equal(tau_ws_desired_spec_from_json(&s, badname), -TAU_EINVAL);
 	assert_non_null(strstr(tau_error_last()->msg, "metadata.name: Invalid value"));
-	assert_int_equal(tau_ws_spec_from_json(&s, NULL), -TAU_EINVAL);
+	assert_int_equal(tau_ws_desired_spec_from_json(&s, NULL), -TAU_EINVAL);
 	cJSON_Delete(obj);
 	cJSON_Delete(noname);
 	cJSON_Delete(badname);
@@ -171,22 +171,22 @@ static void test_roles_and_queue_names(void **state)
 	char cq[64];
 
 	(void)state;
-	assert_string_equal(tau_ws_cluster_role(NULL), "tau-researcher");
-	assert_string_equal(tau_ws_cluster_role("researcher"), "tau-researcher");
-	assert_string_equal(tau_ws_cluster_role("tau-researcher-v1"), "tau-researcher");
-	assert_null(tau_ws_cluster_role("cluster-admin"));
+	assert_string_equal(tau_ws_desired_cluster_role(NULL), "tau-researcher");
+	assert_string_equal(tau_ws_desired_cluster_role("researcher"), "tau-researcher");
+	assert_string_equal(tau_ws_desired_cluster_role("tau-researcher-v1"), "tau-researcher");
+	assert_null(tau_ws_desired_cluster_role("cluster-admin"));
 	/* LocalQueue: spec.queue, else the TauCluster default, else jobqueue. */
-	assert_string_equal(tau_ws_local_queue_name(&s, NULL), "jobqueue");
-	assert_string_equal(tau_ws_local_queue_name(&s, "batch"), "batch");
+	assert_string_equal(tau_ws_desired_local_queue_name(&s, NULL), "jobqueue");
+	assert_string_equal(tau_ws_desired_local_queue_name(&s, "batch"), "batch");
 	s.queue = "alpha-q";
-	assert_string_equal(tau_ws_local_queue_name(&s, "batch"), "alpha-q");
+	assert_string_equal(tau_ws_desired_local_queue_name(&s, "batch"), "alpha-q");
 	/* ClusterQueue: same name without teamRef, tau-ws-<workspace> with it. */
-	assert_int_equal(tau_ws_cluster_queue_name(cq, sizeof(cq), &s, "batch"), 0);
+	assert_int_equal(tau_ws_desired_cluster_queue_name(cq, sizeof(cq), &s, "batch"), 0);
 	assert_string_equal(cq, "alpha-q");
 	s.team = "research";
-	assert_int_equal(tau_ws_cluster_queue_name(cq, sizeof(cq), &s, "batch"), 0);
+	assert_int_equal(tau_ws_desired_cluster_queue_name(cq, sizeof(cq), &s, "batch"), 0);
 	assert_string_equal(cq, "tau-ws-alpha");
-	assert_int_equal(tau_ws_cluster_queue_name(cq, 5, &s, NULL), -TAU_ERANGE);
+	assert_int_equal(tau_ws_desired_cluster_queue_name(cq, 5, &s, NULL), -TAU_ERANGE);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -207,7 +207,7 @@ static void test_desired_objects(void **state)
 	cJSON *o = NULL;
 
 	(void)state;
-	assert_int_equal(tau_ws_spec_from_json(&s, obj), 0);
+	assert_int_equal(tau_ws_desired_spec_from_json(&s, obj), 0);
 
 	assert_int_equal(tau_ws_desired_namespace(&o, &s, &ns), 0);
 	assert_json(o, META("v1", "Namespace", "ml-alpha", "") "}}}");
@@ -258,7 +258,7 @@ static void test_desired_variants(void **state)
 	cJSON *o = (cJSON *)obj;
 
 	(void)state;
-	assert_int_equal(tau_ws_spec_from_json(&s, obj), 0);
+	assert_int_equal(tau_ws_desired_spec_from_json(&s, obj), 0);
 	/* Pre-provisioned, not owned: no Namespace object. */
 	assert_int_equal(tau_ws_desired_namespace(&o, &s, &used), 0);
 	assert_null(o);
@@ -277,7 +277,7 @@ static void test_desired_variants(void **state)
 	cJSON_Delete(o);
 
 	/* A ServiceAccount subject carries its namespace and no apiGroup; no tenant. */
-	assert_int_equal(tau_ws_spec_from_json(&s, sa_obj), 0);
+	assert_int_equal(tau_ws_desired_spec_from_json(&s, sa_obj), 0);
 	assert_int_equal(tau_ws_desired_rolebinding(&o, &s, "gamma"), 0);
 	assert_json(cJSON_GetObjectItem(o, "subjects"),
 	            "[{\"kind\":\"ServiceAccount\",\"name\":\"bot\",\"namespace\":\"gamma\"}]");
@@ -459,7 +459,7 @@ static void test_drift_table(void **state)
 	tau_ws_spec s;
 
 	(void)state;
-	assert_int_equal(tau_ws_spec_from_json(&s, obj), 0);
+	assert_int_equal(tau_ws_desired_spec_from_json(&s, obj), 0);
 	for (size_t i = 0; i < ARRAY_LEN(drift_cases); i++) {
 		const drift_case *c = &drift_cases[i];
 		tau_ws_spec sd = s;
@@ -473,7 +473,8 @@ static void test_drift_table(void **state)
 		desired = build(c->kind, &sd);
 		c->mutate(observed);
 		print_message("drift: %s\n", c->rule);
-		assert_int_equal(tau_ws_drifted(&d, what, sizeof(what), desired, observed), 0);
+		assert_int_equal(tau_ws_desired_drifted(&d, what, sizeof(what), desired, observed),
+		                 0);
 		assert_int_equal(d, c->drifted);
 		if (c->drifted) {
 			if (strstr(what, c->what_has) == NULL)
@@ -494,8 +495,8 @@ static void test_drift_bad_input(void **state)
 	bool d;
 
 	(void)state;
-	assert_int_equal(tau_ws_drifted(&d, NULL, 0, nokind, nokind), -TAU_EINVAL);
-	assert_int_equal(tau_ws_drifted(&d, NULL, 0, NULL, nokind), -TAU_EINVAL);
+	assert_int_equal(tau_ws_desired_drifted(&d, NULL, 0, nokind, nokind), -TAU_EINVAL);
+	assert_int_equal(tau_ws_desired_drifted(&d, NULL, 0, NULL, nokind), -TAU_EINVAL);
 	cJSON_Delete(nokind);
 }
 
@@ -541,8 +542,9 @@ static void test_owned_table(void **state)
 
 		snprintf(text, sizeof(text), "{\"metadata\":%s}", owned_cases[i].metadata);
 		o = parse(text);
-		assert_int_equal(tau_ws_owned(o, "alpha", owned_cases[i].uid, why, sizeof(why)),
-		                 owned_cases[i].owned);
+		assert_int_equal(
+		        tau_ws_desired_owned(o, "alpha", owned_cases[i].uid, why, sizeof(why)),
+		        owned_cases[i].owned);
 		if (owned_cases[i].why_has != NULL && strstr(why, owned_cases[i].why_has) == NULL)
 			fail_msg("why \"%s\" lacks \"%s\"", why, owned_cases[i].why_has);
 		cJSON_Delete(o);
@@ -604,12 +606,12 @@ static void test_v0_table(void **state)
 		size_t active = 99;
 
 		print_message("v0: %s\n", c->rule);
-		assert_int_equal(tau_ws_v0_active(&active, c->all, c->n), 0);
+		assert_int_equal(tau_ws_desired_v0_active(&active, c->all, c->n), 0);
 		assert_int_equal(active, c->active);
 		for (size_t j = 0; j < c->n; j++) {
 			tau_ws_refusal r;
 
-			assert_int_equal(tau_ws_v0_decide(&r, c->all, c->n, j), 0);
+			assert_int_equal(tau_ws_desired_v0_decide(&r, c->all, c->n, j), 0);
 			if (j == c->active) {
 				assert_null(r.reason);
 				continue;
@@ -629,9 +631,9 @@ static void test_v0_bad_input(void **state)
 	size_t active = 7;
 
 	(void)state;
-	assert_int_equal(tau_ws_v0_active(&active, NULL, 0), -TAU_ENOTFOUND);
+	assert_int_equal(tau_ws_desired_v0_active(&active, NULL, 0), -TAU_ENOTFOUND);
 	assert_int_equal(active, 7);
-	assert_int_equal(tau_ws_v0_decide(&r, &one, 1, 1), -TAU_EINVAL);
+	assert_int_equal(tau_ws_desired_v0_decide(&r, &one, 1, 1), -TAU_EINVAL);
 }
 
 int main(void)
