@@ -216,11 +216,12 @@ out:
 }
 
 /*
- * Bring the pool in line with this record: it counts with the Node object's
+ * Bring the pool in line with this record (`api_changed`: its Node's facts
+ * are new): it counts with the Node object's
  * facts once its agent has reported, or once the gate opened on time-out;
  * it is out of the pool's input when the Node is unknown or unreadable.
  */
-static int refresh(tau_nodestore *s, record *r)
+static int refresh(tau_nodestore *s, record *r, bool api_changed)
 {
 	tau_node_source want = TAU_NODE_SOURCE_NONE;
 	int rc = 0;
@@ -229,10 +230,13 @@ static int refresh(tau_nodestore *s, record *r)
 		want = TAU_NODE_SOURCE_AGENT;
 	else if (api_readable(r) && s->timed_out)
 		want = TAU_NODE_SOURCE_API;
-	if (want != TAU_NODE_SOURCE_NONE)
+	/* The pool holds the Node's facts already unless they changed: a report changes no sum. */
+	if (want == TAU_NODE_SOURCE_NONE) {
+		if (r->source != TAU_NODE_SOURCE_NONE)
+			rc = tau_pool_remove_node(s->pool, r->name);
+	} else if (api_changed || r->source == TAU_NODE_SOURCE_NONE) {
 		rc = tau_pool_upsert_node(s->pool, &r->api);
-	else if (r->source != TAU_NODE_SOURCE_NONE)
-		rc = tau_pool_remove_node(s->pool, r->name);
+	}
 	if (rc < 0)
 		return rc;
 	r->source = want;
@@ -272,7 +276,7 @@ int tau_nodestore_api_upsert(tau_nodestore *s, const tau_node_facts *facts)
 	r->api_known = true;
 	free(r->api_error);
 	r->api_error = NULL;
-	rc = refresh(s, r);
+	rc = refresh(s, r, true);
 	update_gate(s);
 	return rc;
 }
@@ -291,7 +295,7 @@ int tau_nodestore_api_unreadable(tau_nodestore *s, const char *name, const char 
 	r->api_error = copy;
 	r->api_known = true;
 	tau_node_facts_clear(&r->api);
-	rc = refresh(s, r);
+	rc = refresh(s, r, true);
 	update_gate(s);
 	return rc;
 }
@@ -342,7 +346,7 @@ int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t 
 		bool was_reported = r->reported;
 
 		r->reported = true;
-		rc = refresh(s, r);
+		rc = refresh(s, r, false);
 		if (rc < 0) {
 			/* The pool could not take the Node's facts (out of memory): keep the old
 			 * state. */
@@ -414,7 +418,7 @@ void tau_nodestore_tick(tau_nodestore *s, int64_t now_ms)
 		return;
 	s->timed_out = true;
 	for (size_t i = 0; i < s->n; i++)
-		(void)refresh(s, &s->recs[i]);
+		(void)refresh(s, &s->recs[i], false);
 	update_gate(s);
 }
 

@@ -303,6 +303,23 @@ static void test_mismatch_reported_not_trusted(void **state)
 	tau_nodestore_free(s);
 }
 
+/* A report changes no sum, so it does not bump the pool's generation (no budget churn). */
+static void test_report_leaves_the_pool_unchanged(void **state)
+{
+	tau_nodestore *s = two_reported_nodes();
+	uint64_t gen = tau_pool_generation(tau_nodestore_pool(s));
+
+	(void)state;
+	report(s, "g1", "h100", 8, 5);
+	report(s, "g1", "h100", 4, 6); /* differs from the Node: reported, not counted */
+	assert_int_equal(tau_pool_generation(tau_nodestore_pool(s)), gen);
+	assert_int_equal(gpus_in(s, "h100"), 16);
+	api(s, "g1", "h100", 4);
+	assert_true(tau_pool_generation(tau_nodestore_pool(s)) != gen);
+	assert_int_equal(gpus_in(s, "h100"), 12);
+	tau_nodestore_free(s);
+}
+
 /* A Node that can no longer be read stops counting (fail closed) and says why. */
 static void test_unreadable_node_stops_counting(void **state)
 {
@@ -334,6 +351,7 @@ int main(void)
 	        cmocka_unit_test(test_node_follows_api_after_agent_died),
 	        cmocka_unit_test(test_mismatch_reported_not_trusted),
 	        cmocka_unit_test(test_unreadable_node_stops_counting),
+	        cmocka_unit_test(test_report_leaves_the_pool_unchanged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
