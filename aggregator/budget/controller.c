@@ -71,6 +71,8 @@ static const tau_kube_resource *resource_of(tau_budget_kind kind)
 		return &res_cohorts;
 	case TAU_BUDGET_CLUSTER_QUEUE:
 		return &res_cluster_queues;
+	case TAU_BUDGET_TEAM:
+		return &res_teams;
 	}
 	return NULL;
 }
@@ -84,6 +86,8 @@ static const char *kind_name(tau_budget_kind kind)
 		return "Cohort";
 	case TAU_BUDGET_CLUSTER_QUEUE:
 		return "ClusterQueue";
+	case TAU_BUDGET_TEAM:
+		return "TauTeam";
 	}
 	return "?";
 }
@@ -120,6 +124,8 @@ static int do_write(tau_budget_controller *b, const tau_budget_write *w)
 	tau_kube_client *c = tau_ctl_client(b->ctl);
 	const tau_kube_resource *res = resource_of(w->kind);
 	const char *verb = w->remove ? "deleted" : w->create ? "created" : "updated";
+	/* Kueue objects are cluster-scoped; a TauTeam lives in the system namespace. */
+	const char *ns = w->kind == TAU_BUDGET_TEAM ? b->system_namespace : NULL;
 	int rc;
 
 	if (w->remove) {
@@ -127,13 +133,13 @@ static int do_write(tau_budget_controller *b, const tau_budget_write *w)
 		                             .propagation_policy = "Background",
 		                             .grace_period_seconds = -1};
 
-		rc = tau_kube_delete(NULL, c, res, NULL, w->name, &o);
+		rc = tau_kube_delete(NULL, c, res, ns, w->name, &o);
 		if (rc == -TAU_ENOTFOUND)
 			rc = 0;
 	} else if (w->create) {
-		rc = tau_kube_create(NULL, c, res, NULL, w->body); /* 409: the cache was behind */
+		rc = tau_kube_create(NULL, c, res, ns, w->body); /* 409: the cache was behind */
 	} else {
-		rc = tau_kube_update(NULL, c, res, NULL, w->body);
+		rc = tau_kube_update(NULL, c, res, ns, w->body);
 		if (rc == -TAU_ENOTFOUND)
 			rc = -TAU_ECONFLICT;
 	}

@@ -10,6 +10,8 @@
  */
 #include "decide.h"
 
+#include "explicit.h"
+
 #include "tau/conditions.h"
 #include "tau/error.h"
 #include "tau/json.h"
@@ -244,28 +246,6 @@ static void team_workspaces(char *buf, size_t len, size_t *n, const tau_budget_o
 		snprintf(buf + used, len - used, " and %zu more", *n - named);
 }
 
-/*
- * Whether the workspace gets a ClusterQueue: its namespace is resolved (the
- * workspace controller wrote status.target.resolvedNamespace) and, unless
- * MultipleWorkspaces is on, it is not blocked by the v0 rule.
- */
-static const char *eligible_namespace(const cJSON *ws, bool multiple)
-{
-	const char *ns = str_at(ws, "status.target.resolvedNamespace");
-	const cJSON *conds = tau_json_find(ws, "status.conditions");
-	const cJSON *c;
-
-	if (ns == NULL || ns[0] == '\0')
-		return NULL;
-	if (!multiple && cJSON_IsArray(conds))
-		cJSON_ArrayForEach(c, conds)
-		{
-			if (streq(str_at(c, "reason"), "BlockedByActiveWorkspace"))
-				return NULL;
-		}
-	return ns;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* The capacity team's state                                                                   */
 
@@ -413,6 +393,8 @@ static const char *kind_name(tau_budget_kind k)
 		return "Cohort";
 	case TAU_BUDGET_CLUSTER_QUEUE:
 		return "ClusterQueue";
+	case TAU_BUDGET_TEAM:
+		return "TauTeam";
 	}
 	return "?";
 }
@@ -473,6 +455,9 @@ typedef struct ctx {
 	const char *blocked_team; /* the previous team that cannot leave yet */
 	bool retiring;            /* a previous team's budget is being removed */
 	char blocked_ws[MSG_MAX]; /* its workspaces */
+	const char **xwanted; /* ClusterQueues explicit teams keep (names borrowed from input) */
+	size_t n_xwanted;
+	char *xsummary; /* explicit teams, for the log */
 } ctx;
 
 /* P7: owned automatic Cohorts of teams that are no longer the capacity team. */
@@ -499,7 +484,8 @@ static void previous_teams(ctx *c)
 		if (tau_budget_ownership_of(co, TAU_BUDGET_COHORT, uid, NULL, 0) !=
 		    TAU_BUDGET_OWNED)
 			continue;
-		if (team != NULL && tau_json_find(team, "spec.quota") != NULL)
+		if ((team != NULL && tau_json_find(team, "spec.quota") != NULL) ||
+		    streq(label(co, TAU_BUDGET_LABEL_QUOTA_MODE), TAU_BUDGET_QUOTA_MODE_EXPLICIT))
 			continue; /* an explicit-quota team's Cohort */
 		team_workspaces(ws, sizeof(ws), &n, in, t);
 		if (n > 0) {
@@ -540,6 +526,8 @@ static void orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted)
 			continue;
 		for (size_t j = 0; j < n_wanted && !keep; j++)
 			keep = streq(wanted[j], name);
+		for (size_t j = 0; j < c->n_xwanted && !keep; j++)
+			keep = streq(c->xwanted[j], name);
 		ws = find_named(in->workspaces, in->n_workspaces, w);
 		if (keep || (ws != NULL && !streq(str_at(ws, "metadata.uid"), ann)))
 			continue;
@@ -674,10 +662,11 @@ static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bo
 		                        : "the inventory's sync gate is not open",
 		        gen, in->now);
 	if (rc == 0)
-		rc = tau_conditions_set(
-		        conds, prev, "NodeSelectorValid", in->pool_problem == NULL ? "True" : "False",
-		        in->pool_problem == NULL ? "Valid" : "Invalid",
-		        in->pool_problem != NULL ? in->pool_problem : "", gen, in->now);
+		rc = tau_conditions_set(conds, prev, "NodeSelectorValid",
+		                        in->pool_problem == NULL ? "True" : "False",
+		                        in->pool_problem == NULL ? "Valid" : "Invalid",
+		                        in->pool_problem != NULL ? in->pool_problem : "", gen,
+		                        in->now);
 	if (rc == 0 && no_team)
 		rc = tau_conditions_set(
 		        conds, prev, "BudgetReady", "False", TAU_BUDGET_REASON_NO_TEAM,
@@ -904,7 +893,7 @@ static int decide_team(ctx *c, cJSON *managed)
 		cJSON *cq = NULL;
 
 		if (!streq(team_of(ws), c->effective) || wname == NULL ||
-		    (ns = eligible_namespace(ws, in->multiple_workspaces)) == NULL ||
+		    (ns = tau_budget_workspace_namespace(ws, in->multiple_workspaces)) == NULL ||
 		    tau_json_find(ws, "spec.quota") != NULL ||
 		    tau_budget_cluster_queue_name(cq_name, sizeof(cq_name), wname) < 0)
 			continue;
@@ -975,6 +964,139 @@ static int decide_team(ctx *c, cJSON *managed)
 	return 0;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Explicit-quota teams (E1-E10, explicit.c)                                                   */
+
+/* A PUT body of the team with our finalizer added or removed (E9). */
+static void team_finalizer(builder *b, const cJSON *team, bool add)
+{
+	cJSON *body = cJSON_Duplicate(team, true), *meta, *fins, *f, *keep;
+	const char *name = str_at(team, "metadata.name");
+
+	if (body == NULL || (keep = cJSON_CreateArray()) == NULL) {
+		cJSON_Delete(body);
+		b->rc = b->rc < 0 ? b->rc : nomem();
+		return;
+	}
+	meta = cJSON_GetObjectItemCaseSensitive(body, "metadata");
+	fins = cJSON_GetObjectItemCaseSensitive(meta, "finalizers");
+	cJSON_ArrayForEach(f, fins)
+	{
+		if (!cJSON_IsString(f) || strcmp(f->valuestring, TAU_BUDGET_TEAM_FINALIZER) != 0)
+			cJSON_AddItemToArray(keep, cJSON_Duplicate(f, true));
+	}
+	if (add)
+		cJSON_AddItemToArray(keep, cJSON_CreateString(TAU_BUDGET_TEAM_FINALIZER));
+	cJSON_DeleteItemFromObjectCaseSensitive(meta, "finalizers");
+	cJSON_AddItemToObject(meta, "finalizers", keep);
+	cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
+	add_write(b, TAU_BUDGET_TEAM, name, false, false, body, NULL,
+	          fmt(add ? "finalizer %s added: deleting team %s waits for its workspace queues"
+	                  : "finalizer %s removed: no ClusterQueue is applied to team %s's Cohort",
+	              TAU_BUDGET_TEAM_FINALIZER, name));
+}
+
+/* Carry out one explicit team's decision: writes in order, then its status. */
+static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON *managed)
+{
+	const tau_budget_observed *in = c->in;
+	builder *b = c->b;
+	const char *uid = str_at(team, "metadata.uid");
+	char problem[MSG_MAX] = "";
+	team_state s = {0};
+	bool w = c->writes_allowed,
+	     has_cohort = x->desired_cohort != NULL || x->owned_cohort != NULL;
+
+	if (w && x->add_finalizer)
+		team_finalizer(b, team, true);
+	for (size_t i = 0; i < x->n_queues; i++) {
+		tau_budget_xqueue *q = &x->queues[i];
+
+		if (q->desired == NULL)
+			continue;
+		managed_add(managed, "ClusterQueue", q->name);
+		ensure(b, TAU_BUDGET_CLUSTER_QUEUE, q->desired, q->observed,
+		       str_at(q->workspace, "metadata.uid"), w, problem, sizeof(problem));
+		q->desired = NULL; /* ensure took it */
+	}
+	if (x->desired_cohort != NULL) {
+		managed_add(managed, "Cohort", x->cohort);
+		ensure(b, TAU_BUDGET_COHORT, x->desired_cohort,
+		       find_named(in->cohorts, in->n_cohorts, x->cohort), uid, w, problem,
+		       sizeof(problem));
+		x->desired_cohort = NULL;
+	}
+	if (w && x->delete_cohort && x->owned_cohort != NULL)
+		add_write(
+		        b, TAU_BUDGET_COHORT, x->cohort, true, false, NULL,
+		        str_at(x->owned_cohort, "metadata.uid"),
+		        fmt("team %s is being deleted and no ClusterQueue is applied to its Cohort",
+		            str_at(team, "metadata.name")));
+	if (w && x->remove_finalizer)
+		team_finalizer(b, team, false);
+	set_state(&s, x->reason, x->status, x->phase, "%s", x->message);
+	if (!c->reconcile) {
+		char would[MSG_MAX];
+
+		say(would, sizeof(would), "%s: %s", s.reason, s.message);
+		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
+		          "managementMode is Observe: nothing is written (%s)", would);
+	}
+	team_status(b, in, team, &s, has_cohort ? x->cohort : NULL,
+	            x->owned_cohort != NULL ? str_at(x->owned_cohort, "metadata.uid") : NULL);
+}
+
+/* Every team that is neither the kept budget nor the capacity team has an explicit quota. */
+static void explicit_teams(ctx *c, cJSON *managed)
+{
+	const tau_budget_observed *in = c->in;
+	tau_budget_explicit_input xi = {0};
+
+	c->xwanted = calloc(in->n_cluster_queues + 1, sizeof(*c->xwanted));
+	if (c->xwanted == NULL) {
+		c->b->rc = c->b->rc < 0 ? c->b->rc : nomem();
+		return;
+	}
+	xi.capacity = in->ever_established ? in->pool : NULL;
+	xi.cluster_uid = c->cluster_uid;
+	xi.workspaces = in->workspaces;
+	xi.n_workspaces = in->n_workspaces;
+	xi.flavors = in->flavors;
+	xi.n_flavors = in->n_flavors;
+	xi.cohorts = in->cohorts;
+	xi.n_cohorts = in->n_cohorts;
+	xi.cluster_queues = in->cluster_queues;
+	xi.n_cluster_queues = in->n_cluster_queues;
+	xi.multiple_workspaces = in->multiple_workspaces;
+	for (size_t i = 0; i < in->n_teams && c->b->rc == 0; i++) {
+		const cJSON *t = in->teams[i];
+		const char *name = str_at(t, "metadata.name");
+		tau_budget_xteam *x = NULL;
+		int rc;
+
+		if (name == NULL || streq(name, c->effective) || streq(name, c->capacity))
+			continue;
+		xi.team = t;
+		if ((rc = tau_budget_explicit_decide(&x, &xi)) < 0) {
+			c->b->rc = rc;
+			break;
+		}
+		for (size_t q = 0; q < x->n_queues; q++)
+			if (x->queues[q].observed != NULL && c->n_xwanted < in->n_cluster_queues)
+				c->xwanted[c->n_xwanted++] =
+				        str_at(x->queues[q].observed, "metadata.name");
+		explicit_apply(c, t, x, managed);
+		{
+			char *sum = fmt("%s%s%s", c->xsummary != NULL ? c->xsummary : "",
+			                c->xsummary != NULL ? "; " : "", x->summary);
+
+			free(c->xsummary);
+			c->xsummary = sum;
+		}
+		tau_budget_xteam_free(x);
+	}
+}
+
 /* Teams other than the one whose budget is kept. */
 static void other_teams(ctx *c)
 {
@@ -985,9 +1107,9 @@ static void other_teams(ctx *c)
 		const char *name = str_at(t, "metadata.name");
 		team_state s = {0};
 
-		if (name == NULL || streq(name, c->effective))
-			continue;
-		if (streq(name, c->capacity)) {
+		if (name == NULL || streq(name, c->effective) || !streq(name, c->capacity))
+			continue; /* the kept budget, or an explicit team (explicit_teams) */
+		{
 			set_state(&s, TAU_BUDGET_REASON_LEAVE_BLOCKED, "False", "Pending",
 			          c->blocked_team != NULL ? "waiting for team %s to leave: it "
 			                                    "still has workspaces (%s)"
@@ -996,12 +1118,6 @@ static void other_teams(ctx *c)
 			                                    "removed",
 			          c->blocked_team != NULL ? c->blocked_team : "",
 			          c->blocked_team != NULL ? c->blocked_ws : "");
-		} else {
-			set_state(&s, TAU_BUDGET_REASON_EXPLICIT, "False", "Pending",
-			          "team %s is not the capacity team; explicit quotas (spec.quota) "
-			          "are "
-			          "not reconciled by this version, so nothing is written for it",
-			          name);
 		}
 		team_status(c->b, in, t, &s, NULL, NULL);
 	}
@@ -1038,6 +1154,7 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 		c.capacity = NULL;
 	c.cluster_uid = str_at(in->cluster, "metadata.uid");
 	previous_teams(&c);
+	explicit_teams(&c, managed);
 	if (c.effective != NULL || c.capacity != NULL || c.retiring) {
 		rc = decide_team(&c, managed);
 		if (rc < 0 && b.rc == 0)
@@ -1050,7 +1167,15 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 		        fmt("no capacity team: %zu workspace queues to remove", b.d->n_writes);
 	}
 	other_teams(&c);
+	if (c.xsummary != NULL && b.d->summary != NULL) {
+		char *sum = fmt("%s; %s", b.d->summary, c.xsummary);
+
+		free(b.d->summary);
+		b.d->summary = sum;
+	}
 done:
+	free(c.xwanted);
+	free(c.xsummary);
 	cJSON_Delete(managed);
 	if (b.rc < 0) {
 		tau_budget_decision_free(b.d);

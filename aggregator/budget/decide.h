@@ -30,7 +30,6 @@
 #define TAU_BUDGET_REASON_OWNERSHIP     "OwnershipConflict"
 #define TAU_BUDGET_REASON_LEAVE_BLOCKED "LeaveBlocked"
 #define TAU_BUDGET_REASON_OBSERVE_ONLY  "ObserveOnly"
-#define TAU_BUDGET_REASON_EXPLICIT      "ExplicitQuotaUnsupported"
 #define TAU_BUDGET_REASON_NO_TEAM       "NoCapacityTeam"
 
 /** What one reconcile sees.  Everything is borrowed. */

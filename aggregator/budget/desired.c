@@ -1097,6 +1097,7 @@ const char *tau_budget_owner_annotation(tau_budget_kind kind)
 	case TAU_BUDGET_COHORT:
 		return TAU_BUDGET_ANNOTATION_TEAM_UID;
 	case TAU_BUDGET_CLUSTER_QUEUE:
+	case TAU_BUDGET_TEAM:
 		return TAU_BUDGET_ANNOTATION_WORKSPACE_UID;
 	}
 	return TAU_BUDGET_ANNOTATION_WORKSPACE_UID;

@@ -254,7 +254,8 @@ int tau_budget_quantity_of(tau_quantity *out, const cJSON *v);
 typedef enum tau_budget_kind {
 	TAU_BUDGET_RESOURCE_FLAVOR = 0, /**< owner UID: the TauCluster's */
 	TAU_BUDGET_COHORT,              /**< owner UID: the TauTeam's */
-	TAU_BUDGET_CLUSTER_QUEUE        /**< owner UID: the TauWorkspace's */
+	TAU_BUDGET_CLUSTER_QUEUE,       /**< owner UID: the TauWorkspace's */
+	TAU_BUDGET_TEAM /**< a TauTeam metadata update (its finalizer, E9); not an owned kind */
 } tau_budget_kind;
 
 /** Ownership of an existing object. */

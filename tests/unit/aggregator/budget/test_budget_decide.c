@@ -399,16 +399,28 @@ static void test_missing_team_is_a_conflict(void **state)
 	assert_null(find_write(f, "tau-team-research"));
 }
 
-static void test_explicit_team_is_reported(void **state)
+/* A team beside the capacity team is an explicit team (explicit.c): an empty quota and no
+ * workspaces hold nothing, so no Cohort; it gets its cleanup finalizer (E9, E10). */
+static void test_explicit_team_beside_the_capacity_team(void **state)
 {
 	fixture *f = *state;
 	cJSON *other =
 	        parse("{\"kind\":\"TauTeam\",\"metadata\":{\"name\":\"vision\","
 	              "\"namespace\":\"tau-system\",\"uid\":\"v\"},\"spec\":{\"quota\":[]}}");
+	const tau_budget_write *w;
 
 	f->teams[f->in.n_teams++] = keep(f, other);
 	decide(f);
-	assert_string_equal(reason_of(f, other, "QuotaReady"), "ExplicitQuotaUnsupported");
+	assert_string_equal(reason_of(f, other, "QuotaReady"), "QuotaApplied");
+	assert_null(find_write(f, "tau-team-vision"));
+	w = find_write(f, "vision");
+	assert_non_null(w);
+	assert_int_equal(w->kind, TAU_BUDGET_TEAM);
+	assert_string_equal(
+	        cJSON_GetArrayItem(tau_json_find(w->body, "metadata.finalizers"), 0)->valuestring,
+	        "tau.azure.com/team-cleanup");
+	/* The capacity team's budget is decided as before. */
+	assert_string_equal(reason_of(f, f->team, "QuotaReady"), "BudgetApplied");
 }
 
 int main(void)
@@ -428,7 +440,7 @@ int main(void)
 	        T(test_leave_after_workspaces_removed_deletes_cohort),
 	        T(test_shrink_and_retained_flavor),
 	        T(test_missing_team_is_a_conflict),
-	        T(test_explicit_team_is_reported),
+	        T(test_explicit_team_beside_the_capacity_team),
 	};
 #undef T
 

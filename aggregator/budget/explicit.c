@@ -1,0 +1,1330 @@
+/*
+ * explicit.c - explicit-quota teams (E1-E10, docs/budget.md).
+ *
+ * The one idea: a team's quota is the total it may hold in Kueue; the
+ * workspace guarantees become ClusterQueue nominal quota and the team Cohort
+ * holds the rest.  Every queue whose change is refused keeps what it has, and
+ * the Cohort is computed from what the queues will really hold, so the
+ * team's total never exceeds its quota because of a refusal.  Growth is
+ * checked against the discovered capacity (other teams counted as applied);
+ * reductions never go below active reservations.
+ */
+#include "explicit.h"
+
+#include "tau/error.h"
+#include "tau/json.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MSG_MAX          2048
+#define REASON_OWNERSHIP "OwnershipConflict"
+#define REASON_WAITING   "WaitingForInventory"
+
+static int nomem(void)
+{
+	return tau_error_set(TAU_ENOMEM, "explicit quota: out of memory");
+}
+
+static const char *str_at(const cJSON *obj, const char *path)
+{
+	const char *s = NULL;
+
+	return tau_json_get_string(&s, obj, path) == 0 ? s : NULL;
+}
+
+static bool streq(const char *a, const char *b)
+{
+	return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+static const char *label(const cJSON *obj, const char *key)
+{
+	const cJSON *l = tau_json_find(obj, "metadata.labels");
+	const cJSON *v = cJSON_IsObject(l) ? cJSON_GetObjectItemCaseSensitive(l, key) : NULL;
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool managed(const cJSON *obj)
+{
+	return streq(label(obj, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY);
+}
+
+static const cJSON *find_named(const cJSON *const *objs, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (streq(str_at(objs[i], "metadata.name"), name))
+			return objs[i];
+	return NULL;
+}
+
+/* Append to a bounded message: "a; b; c". */
+static void append(char *buf, size_t len, const char *f, ...) __attribute__((format(printf, 3, 4)));
+
+static void append(char *buf, size_t len, const char *f, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+
+	if (used > 0 && used + 2 < len) {
+		memcpy(buf + used, "; ", 3);
+		used += 2;
+	}
+	if (used >= len)
+		return;
+	va_start(ap, f);
+	vsnprintf(buf + used, len - used, f, ap);
+	va_end(ap);
+}
+
+static void fmtq(char *buf, size_t len, const tau_quantity *q)
+{
+	if (tau_quantity_format(buf, len, q) < 0)
+		snprintf(buf, len, "?");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Cells                                                                                       */
+
+void tau_budget_cells_clear(tau_budget_cells *c)
+{
+	if (c == NULL)
+		return;
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->items[i].flavor);
+		free(c->items[i].resource);
+	}
+	free(c->items);
+	memset(c, 0, sizeof(*c));
+}
+
+static int cell_cmp(const tau_budget_cell *a, const char *flavor, const char *resource)
+{
+	int k = strcmp(a->flavor, flavor);
+
+	return k != 0 ? k : strcmp(a->resource, resource);
+}
+
+/* Index of the cell, or where it would go (*found false). */
+static size_t cell_find(const tau_budget_cells *c, const char *flavor, const char *resource,
+                        bool *found)
+{
+	size_t lo = 0, hi = c->n;
+
+	*found = false;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int k = cell_cmp(&c->items[mid], flavor, resource);
+
+		if (k == 0) {
+			*found = true;
+			return mid;
+		}
+		if (k < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int tau_budget_cells_add(tau_budget_cells *c, const char *flavor, const char *resource,
+                         const tau_quantity *q)
+{
+	bool found;
+	size_t at;
+	tau_budget_cell *cell;
+
+	if (c == NULL || flavor == NULL || resource == NULL || q == NULL || flavor[0] == '\0' ||
+	    resource[0] == '\0')
+		return tau_error_set(TAU_EINVAL,
+		                     "explicit quota: a cell needs flavor and resource");
+	at = cell_find(c, flavor, resource, &found);
+	if (found)
+		return tau_quantity_add(&c->items[at].q, &c->items[at].q, q);
+	if (c->n == c->cap) {
+		size_t ncap = c->cap == 0 ? 8 : c->cap * 2;
+		tau_budget_cell *p = realloc(c->items, ncap * sizeof(*p));
+
+		if (p == NULL)
+			return nomem();
+		c->items = p;
+		c->cap = ncap;
+	}
+	memmove(&c->items[at + 1], &c->items[at], (c->n - at) * sizeof(*c->items));
+	cell = &c->items[at];
+	cell->flavor = strdup(flavor);
+	cell->resource = strdup(resource);
+	cell->q = *q;
+	c->n++;
+	if (cell->flavor == NULL || cell->resource == NULL)
+		return nomem();
+	return 0;
+}
+
+tau_quantity tau_budget_cells_get(const tau_budget_cells *c, const char *flavor,
+                                  const char *resource)
+{
+	bool found = false;
+	size_t at = c != NULL && flavor != NULL && resource != NULL
+	                    ? cell_find(c, flavor, resource, &found)
+	                    : 0;
+
+	return found ? c->items[at].q : tau_quantity_zero();
+}
+
+/* Add every cell of `src` (scaled by sign: +1 or -1) into `dst`. */
+static int cells_merge(tau_budget_cells *dst, const tau_budget_cells *src, int sign)
+{
+	for (size_t i = 0; i < src->n; i++) {
+		tau_quantity q = src->items[i].q, z = tau_quantity_zero();
+		int rc;
+
+		if (sign < 0 && (rc = tau_quantity_sub(&q, &z, &src->items[i].q)) < 0)
+			return rc;
+		if ((rc = tau_budget_cells_add(dst, src->items[i].flavor, src->items[i].resource,
+		                               &q)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Make sure dst has every cell of shape (at zero when new). */
+static int cells_cover(tau_budget_cells *dst, const tau_budget_cells *shape)
+{
+	tau_quantity z = tau_quantity_zero();
+
+	for (size_t i = 0; i < shape->n; i++) {
+		int rc = tau_budget_cells_add(dst, shape->items[i].flavor, shape->items[i].resource,
+		                              &z);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int quantity_of(tau_quantity *q, const cJSON *v, const char *owner, const char *what,
+                       char *err, size_t err_len)
+{
+	char *text;
+
+	if (tau_budget_quantity_of(q, v) == 0 && tau_quantity_sign(q) >= 0)
+		return 0;
+	tau_error_clear();
+	text = cJSON_PrintUnformatted(v);
+	snprintf(err, err_len, "%s: %s %s is not a non-negative quantity", owner, what,
+	         text != NULL ? text : "?");
+	free(text);
+	return tau_error_set(TAU_EINVAL, "%s", err);
+}
+
+int tau_budget_quota_parse(tau_budget_cells *nominal, tau_budget_cells *borrowing,
+                           tau_budget_cells *lending, const cJSON *quota, const char *owner,
+                           char *err, size_t err_len)
+{
+	const cJSON *e;
+	size_t i = 0;
+
+	if (err_len > 0)
+		err[0] = '\0';
+	if (quota == NULL || cJSON_IsNull(quota))
+		return 0;
+	if (!cJSON_IsArray(quota)) {
+		snprintf(err, err_len, "%s: spec.quota is not a list", owner);
+		return tau_error_set(TAU_EINVAL, "%s", err);
+	}
+	cJSON_ArrayForEach(e, quota)
+	{
+		const char *flavor = str_at(e, "flavor"), *resource = str_at(e, "resource");
+		const char *keys[] = {"nominalQuota", "borrowingLimit", "lendingLimit"};
+		tau_budget_cells *dst[] = {nominal, borrowing, lending};
+		char what[128];
+		bool found = false;
+		int rc;
+
+		if (flavor == NULL || flavor[0] == '\0' || resource == NULL ||
+		    resource[0] == '\0' ||
+		    cJSON_GetObjectItemCaseSensitive(e, "nominalQuota") == NULL) {
+			snprintf(err, err_len,
+			         "%s: spec.quota[%zu] needs flavor, resource and nominalQuota",
+			         owner, i);
+			return tau_error_set(TAU_EINVAL, "%s", err);
+		}
+		(void)cell_find(nominal, flavor, resource, &found);
+		if (found) {
+			snprintf(err, err_len, "%s: spec.quota lists flavor %s resource %s twice",
+			         owner, flavor, resource);
+			return tau_error_set(TAU_EINVAL, "%s", err);
+		}
+		for (size_t k = 0; k < 3; k++) {
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, keys[k]);
+			tau_quantity q = tau_quantity_zero();
+
+			snprintf(what, sizeof(what), "spec.quota[%zu].%s", i, keys[k]);
+			if (v != NULL && !cJSON_IsNull(v) &&
+			    (rc = quantity_of(&q, v, owner, what, err, err_len)) < 0)
+				return rc;
+			if (dst[k] != NULL &&
+			    (rc = tau_budget_cells_add(dst[k], flavor, resource, &q)) < 0)
+				return rc;
+		}
+		i++;
+	}
+	return 0;
+}
+
+/* Visit list[].name + list[].resources[].name / field of a flavors list. */
+static int flavors_read(tau_budget_cells *out, const cJSON *flavors, const char *field,
+                        const char *owner)
+{
+	const cJSON *f, *r;
+	char err[256];
+
+	cJSON_ArrayForEach(f, flavors)
+	{
+		const char *fname = str_at(f, "name");
+
+		cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
+		{
+			const char *rname = str_at(r, "name");
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, field);
+			tau_quantity q;
+			int rc;
+
+			if (fname == NULL || rname == NULL || v == NULL || cJSON_IsNull(v))
+				continue;
+			if ((rc = quantity_of(&q, v, owner, field, err, sizeof(err))) < 0 ||
+			    (rc = tau_budget_cells_add(out, fname, rname, &q)) < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int tau_budget_groups_read(tau_budget_cells *out, const cJSON *obj, const char *field)
+{
+	const cJSON *g;
+	const char *name = str_at(obj, "metadata.name");
+	int rc;
+
+	if (out == NULL || field == NULL)
+		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
+	cJSON_ArrayForEach(g, tau_json_find(obj, "spec.resourceGroups"))
+	{
+		if ((rc = flavors_read(out, cJSON_GetObjectItemCaseSensitive(g, "flavors"), field,
+		                       name != NULL ? name : "?")) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int tau_budget_reservations_read(tau_budget_cells *out, const cJSON *cq)
+{
+	const char *name = str_at(cq, "metadata.name");
+
+	if (out == NULL)
+		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
+	return flavors_read(out, tau_json_find(cq, "status.flavorsReservation"), "total",
+	                    name != NULL ? name : "?");
+}
+
+int tau_budget_remainder(tau_budget_cells *out, const tau_budget_cells *team,
+                         const tau_budget_cells *guarantees, char *err, size_t err_len)
+{
+	int rc;
+
+	if (err_len > 0)
+		err[0] = '\0';
+	if ((rc = cells_merge(out, team, 1)) < 0 || (rc = cells_merge(out, guarantees, -1)) < 0)
+		return rc;
+	for (size_t i = 0; i < out->n; i++) {
+		if (tau_quantity_sign(&out->items[i].q) < 0) {
+			tau_quantity g = tau_budget_cells_get(guarantees, out->items[i].flavor,
+			                                      out->items[i].resource),
+			             t = tau_budget_cells_get(team, out->items[i].flavor,
+			                                      out->items[i].resource);
+			char gs[TAU_QUANTITY_STR_MAX], ts[TAU_QUANTITY_STR_MAX];
+
+			fmtq(gs, sizeof(gs), &g);
+			fmtq(ts, sizeof(ts), &t);
+			snprintf(err, err_len,
+			         "workspace guarantees %s exceed team quota %s for flavor %s "
+			         "resource %s",
+			         gs, ts, out->items[i].flavor, out->items[i].resource);
+			return tau_error_set(TAU_ERANGE, "%s", err);
+		}
+	}
+	return 0;
+}
+
+int tau_budget_applied(tau_budget_cells *out, const char *cohort, const cJSON *const *cohorts,
+                       size_t n_cohorts, const cJSON *const *cqs, size_t n_cqs)
+{
+	int rc;
+
+	if (out == NULL || cohort == NULL)
+		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
+	for (size_t i = 0; i < n_cohorts; i++)
+		if (streq(str_at(cohorts[i], "metadata.name"), cohort) &&
+		    (rc = tau_budget_groups_read(out, cohorts[i], "nominalQuota")) < 0)
+			return rc;
+	for (size_t i = 0; i < n_cqs; i++)
+		if (managed(cqs[i]) && streq(str_at(cqs[i], "spec.cohortName"), cohort) &&
+		    (rc = tau_budget_groups_read(out, cqs[i], "nominalQuota")) < 0)
+			return rc;
+	return 0;
+}
+
+int tau_budget_new_maximum(tau_budget_cells *out, const tau_budget_cells *nominal,
+                           const tau_budget_cells *borrowing)
+{
+	int rc;
+
+	if (out == NULL || nominal == NULL || borrowing == NULL)
+		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
+	if ((rc = cells_merge(out, nominal, 1)) < 0 || (rc = cells_merge(out, borrowing, 1)) < 0)
+		return rc;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Desired objects                                                                             */
+
+/* A plan (desired.h) of the shape's full flavor x resource grid, quotas from `q`. */
+static int plan_of(tau_budget_plan **out, const tau_budget_cells *shape, const tau_budget_cells *q)
+{
+	tau_budget_plan *p = calloc(1, sizeof(*p));
+	size_t nf = 0, nr = 0;
+
+	if (p == NULL)
+		return nomem();
+	p->resources = calloc(shape->n + 1, sizeof(*p->resources));
+	p->flavors = calloc(shape->n + 1, sizeof(*p->flavors));
+	if (p->resources == NULL || p->flavors == NULL)
+		goto oom;
+	for (size_t i = 0; i < shape->n; i++) {
+		const char *f = shape->items[i].flavor, *r = shape->items[i].resource;
+		bool have_r = false;
+		size_t at;
+
+		if (nf == 0 || strcmp(p->flavors[nf - 1].name, f) != 0)
+			if ((p->flavors[nf++].name = strdup(f)) == NULL)
+				goto oom;
+		for (at = 0; at < nr && !have_r; at++)
+			have_r = strcmp(p->resources[at], r) == 0;
+		if (have_r)
+			continue;
+		for (at = 0; at < nr && strcmp(p->resources[at], r) < 0; at++)
+			;
+		memmove(&p->resources[at + 1], &p->resources[at], (nr - at) * sizeof(char *));
+		nr++;
+		if ((p->resources[at] = strdup(r)) == NULL)
+			goto oom;
+	}
+	p->n_flavors = nf;
+	p->n_resources = nr;
+	p->quota = calloc(nf * nr + 1, sizeof(*p->quota));
+	if (p->quota == NULL)
+		goto oom;
+	for (size_t f = 0; f < nf; f++)
+		for (size_t r = 0; r < nr; r++)
+			p->quota[f * nr + r] =
+			        tau_budget_cells_get(q, p->flavors[f].name, p->resources[r]);
+	*out = p;
+	return 0;
+oom:
+	p->n_flavors = nf;
+	p->n_resources = nr;
+	tau_budget_plan_free(p);
+	return nomem();
+}
+
+static int set_qty(cJSON *obj, const char *key, const tau_quantity *q)
+{
+	char text[TAU_QUANTITY_STR_MAX];
+
+	if (tau_quantity_format(text, sizeof(text), q) < 0)
+		return tau_error_set(TAU_ERANGE, "explicit quota: quantity cannot be written");
+	cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+	return cJSON_AddStringToObject(obj, key, text) != NULL ? 0 : nomem();
+}
+
+static int add_label(cJSON *obj, const char *key, const char *value)
+{
+	cJSON *labels = (cJSON *)tau_json_find(obj, "metadata.labels");
+
+	if (!cJSON_IsObject(labels) || cJSON_AddStringToObject(labels, key, value) == NULL)
+		return nomem();
+	return 0;
+}
+
+static int desired_cohort(cJSON **out, const char *team, const char *uid,
+                          const tau_budget_cells *shape, const tau_budget_cells *quota)
+{
+	tau_budget_plan *plan = NULL;
+	int rc = plan_of(&plan, shape, quota);
+
+	if (rc == 0)
+		rc = tau_budget_desired_cohort(out, plan, team, uid, false);
+	if (rc == 0 &&
+	    (rc = add_label(*out, TAU_BUDGET_LABEL_QUOTA_MODE, TAU_BUDGET_QUOTA_MODE_EXPLICIT)) < 0)
+		cJSON_Delete(*out);
+	tau_budget_plan_free(plan);
+	return rc;
+}
+
+/* E2: the workspace queue (desired.c's, zero quota) with nominal, borrowingLimit and
+ * lendingLimit per cell. */
+static int desired_queue(cJSON **out, const char *team, const cJSON *ws, const char *ns,
+                         const tau_budget_cells *shape, const tau_budget_cells *nominal,
+                         const tau_budget_cells *borrowing, const tau_budget_cells *lending)
+{
+	tau_budget_plan *plan = NULL;
+	cJSON *g, *f, *r;
+	int rc = plan_of(&plan, shape, nominal);
+
+	if (rc == 0)
+		rc = tau_budget_desired_cluster_queue(out, plan, team, str_at(ws, "metadata.name"),
+		                                      str_at(ws, "metadata.uid"), ns);
+	tau_budget_plan_free(plan);
+	if (rc < 0)
+		return rc;
+	cJSON_ArrayForEach(g, (cJSON *)tau_json_find(*out, "spec.resourceGroups"))
+	{
+		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(g, "flavors"))
+		{
+			const char *fname = str_at(f, "name");
+
+			cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
+			{
+				const char *rname = str_at(r, "name");
+				tau_quantity n = tau_budget_cells_get(nominal, fname, rname),
+				             b = tau_budget_cells_get(borrowing, fname, rname),
+				             l = tau_budget_cells_get(lending, fname, rname);
+
+				if ((rc = set_qty(r, "nominalQuota", &n)) < 0 ||
+				    (rc = set_qty(r, "borrowingLimit", &b)) < 0 ||
+				    (rc = set_qty(r, "lendingLimit", &l)) < 0) {
+					cJSON_Delete(*out);
+					*out = NULL;
+					return rc;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The decision                                                                                */
+
+/* What is known of one linked workspace. */
+typedef struct wsinfo {
+	const cJSON *ws;
+	const char *name;
+	const char *ns; /* NULL: gets no queue */
+	char cq[TAU_BUDGET_NAME_BUF];
+	const cJSON *observed;
+	bool owned;
+	tau_budget_ownership ownership;
+	char owner_why[512];
+	bool migrating_in; /* its owned queue names another Cohort */
+	tau_budget_cells nominal, borrowing, lending, applied, reserved;
+} wsinfo;
+
+typedef struct team_ctx {
+	const tau_budget_explicit_input *in;
+	const char *name, *uid;
+	char cohort[TAU_BUDGET_NAME_BUF];
+	tau_budget_cells quota, shape;
+	tau_budget_cells outgoing;     /* applied nominal of managed queues in our Cohort whose
+	                                  workspace is not ours now */
+	tau_budget_cells out_reserved; /* their reservations */
+	wsinfo *ws;
+	size_t n_ws;
+	tau_budget_xteam *t;
+	char team_msg[MSG_MAX]; /* team-level refusal */
+	const char *team_reason;
+} team_ctx;
+
+static void ctx_free(team_ctx *c)
+{
+	tau_budget_cells_clear(&c->quota);
+	tau_budget_cells_clear(&c->shape);
+	tau_budget_cells_clear(&c->outgoing);
+	tau_budget_cells_clear(&c->out_reserved);
+	for (size_t i = 0; i < c->n_ws; i++) {
+		tau_budget_cells_clear(&c->ws[i].nominal);
+		tau_budget_cells_clear(&c->ws[i].borrowing);
+		tau_budget_cells_clear(&c->ws[i].lending);
+		tau_budget_cells_clear(&c->ws[i].applied);
+		tau_budget_cells_clear(&c->ws[i].reserved);
+	}
+	free(c->ws);
+}
+
+void tau_budget_xteam_free(tau_budget_xteam *t)
+{
+	if (t == NULL)
+		return;
+	for (size_t i = 0; i < t->n_queues; i++) {
+		cJSON_Delete(t->queues[i].desired);
+		free(t->queues[i].refusal);
+	}
+	free(t->queues);
+	cJSON_Delete(t->desired_cohort);
+	free(t->message);
+	free(t->summary);
+	free(t);
+}
+
+const char *tau_budget_workspace_namespace(const cJSON *ws, bool multiple)
+{
+	const char *ns = str_at(ws, "status.target.resolvedNamespace");
+	const cJSON *conds = tau_json_find(ws, "status.conditions"), *c;
+
+	if (ns == NULL || ns[0] == '\0')
+		return NULL;
+	if (!multiple && cJSON_IsArray(conds))
+		cJSON_ArrayForEach(c, conds)
+		{
+			if (streq(str_at(c, "reason"), "BlockedByActiveWorkspace"))
+				return NULL;
+		}
+	return ns;
+}
+
+/* E8 in the words. */
+static void ownership_message(char *buf, size_t len, const char *kind, const char *name,
+                              tau_budget_ownership o, const char *why)
+{
+	switch (o) {
+	case TAU_BUDGET_OTHER_OWNER:
+		snprintf(buf, len,
+		         "%s \"%s\" has a different owner UID (%s); it is not adopted: remove it "
+		         "through its owner",
+		         kind, name, why);
+		break;
+	case TAU_BUDGET_LEGACY_OWNER:
+		snprintf(buf, len,
+		         "%s \"%s\" has legacy ownership metadata (%s); it is not adopted: remove "
+		         "it "
+		         "or add the owner annotation through its owner",
+		         kind, name, why);
+		break;
+	default:
+		snprintf(buf, len,
+		         "%s \"%s\" is not managed by TauGrid (%s); it is not adopted: remove it "
+		         "through its owner",
+		         kind, name, why);
+		break;
+	}
+}
+
+static int set_team(tau_budget_xteam *t, const char *reason, const char *status, const char *phase,
+                    const char *message)
+{
+	free(t->message);
+	t->reason = reason;
+	t->status = status;
+	t->phase = phase;
+	t->message = strdup(message);
+	return t->message != NULL ? 0 : nomem();
+}
+
+/* Queues the team keeps: every linked workspace that gets a queue. */
+static int list_queues(team_ctx *c)
+{
+	tau_budget_xteam *t = c->t;
+
+	t->queues = calloc(c->n_ws + 1, sizeof(*t->queues));
+	if (t->queues == NULL)
+		return nomem();
+	for (size_t i = 0; i < c->n_ws; i++) {
+		if (c->ws[i].ns == NULL)
+			continue;
+		t->queues[t->n_queues].workspace = c->ws[i].ws;
+		memcpy(t->queues[t->n_queues].name, c->ws[i].cq, sizeof(c->ws[i].cq));
+		t->queues[t->n_queues].observed = c->ws[i].observed;
+		t->n_queues++;
+	}
+	return 0;
+}
+
+static tau_budget_xqueue *queue_of(team_ctx *c, const wsinfo *w)
+{
+	for (size_t i = 0; i < c->t->n_queues; i++)
+		if (c->t->queues[i].workspace == w->ws)
+			return &c->t->queues[i];
+	return NULL;
+}
+
+static int refuse(team_ctx *c, const wsinfo *w, const char *reason, const char *msg)
+{
+	tau_budget_xqueue *q = queue_of(c, w);
+
+	if (q == NULL)
+		return 0;
+	free(q->refusal);
+	q->reason = reason;
+	q->refusal = strdup(msg);
+	return q->refusal != NULL ? 0 : nomem();
+}
+
+/* Gather the team's quota, its workspaces and the queues leaving it. */
+static int gather(team_ctx *c, char *err, size_t err_len)
+{
+	const tau_budget_explicit_input *in = c->in;
+	char owner[TAU_BUDGET_NAME_BUF + 32];
+	int rc;
+
+	snprintf(owner, sizeof(owner), "TauTeam \"%s\"", c->name);
+	if ((rc = tau_budget_quota_parse(&c->quota, NULL, NULL,
+	                                 tau_json_find(in->team, "spec.quota"), owner, err,
+	                                 err_len)) < 0)
+		return rc == -TAU_ENOMEM ? rc : 1;
+	c->ws = calloc(in->n_workspaces + 1, sizeof(*c->ws));
+	if (c->ws == NULL)
+		return nomem();
+	for (size_t i = 0; i < in->n_workspaces; i++) {
+		const cJSON *ws = in->workspaces[i];
+		wsinfo *w;
+
+		if (!streq(str_at(ws, "spec.teamRef.name"), c->name) ||
+		    str_at(ws, "metadata.name") == NULL)
+			continue;
+		w = &c->ws[c->n_ws++];
+		w->ws = ws;
+		w->name = str_at(ws, "metadata.name");
+		w->ns = tau_budget_workspace_namespace(ws, in->multiple_workspaces);
+		if ((rc = tau_budget_cluster_queue_name(w->cq, sizeof(w->cq), w->name)) < 0)
+			return rc;
+		w->observed = find_named(in->cluster_queues, in->n_cluster_queues, w->cq);
+		snprintf(owner, sizeof(owner), "TauWorkspace \"%s\"", w->name);
+		if ((rc = tau_budget_quota_parse(&w->nominal, &w->borrowing, &w->lending,
+		                                 tau_json_find(ws, "spec.quota"), owner, err,
+		                                 err_len)) < 0)
+			return rc == -TAU_ENOMEM ? rc : 1;
+		if (w->observed != NULL) {
+			w->ownership = tau_budget_ownership_of(
+			        w->observed, TAU_BUDGET_CLUSTER_QUEUE, str_at(ws, "metadata.uid"),
+			        w->owner_why, sizeof(w->owner_why));
+			w->owned = w->ownership == TAU_BUDGET_OWNED;
+		}
+		if (w->owned) {
+			const char *cn = str_at(w->observed, "spec.cohortName");
+
+			w->migrating_in = cn != NULL && cn[0] != '\0' && !streq(cn, c->cohort);
+			if ((rc = tau_budget_groups_read(&w->applied, w->observed,
+			                                 "nominalQuota")) < 0 ||
+			    (rc = tau_budget_reservations_read(&w->reserved, w->observed)) < 0) {
+				snprintf(err, err_len, "ClusterQueue \"%s\": %s", w->cq,
+				         tau_error_last()->msg);
+				return rc == -TAU_ENOMEM ? rc : 1;
+			}
+		}
+	}
+	/* E6: managed queues still in our Cohort whose workspace is not ours now stay charged. */
+	for (size_t i = 0; i < in->n_cluster_queues; i++) {
+		const cJSON *cq = in->cluster_queues[i];
+		bool ours = false;
+
+		if (!managed(cq) || !streq(str_at(cq, "spec.cohortName"), c->cohort))
+			continue;
+		for (size_t k = 0; k < c->n_ws && !ours; k++)
+			ours = c->ws[k].observed == cq && c->ws[k].owned && c->ws[k].ns != NULL;
+		if (ours)
+			continue;
+		if ((rc = tau_budget_groups_read(&c->outgoing, cq, "nominalQuota")) < 0 ||
+		    (rc = tau_budget_reservations_read(&c->out_reserved, cq)) < 0) {
+			snprintf(err, err_len, "ClusterQueue \"%s\": %s",
+			         str_at(cq, "metadata.name"), tau_error_last()->msg);
+			return rc == -TAU_ENOMEM ? rc : 1;
+		}
+	}
+	return 0;
+}
+
+/* E3, E10 and Kueue's limits: the quota as written makes sense.  1 with err set when not. */
+static int validate(team_ctx *c, const char **reason, char *err, size_t err_len)
+{
+	const tau_budget_explicit_input *in = c->in;
+	tau_budget_cells guarantees = {0}, rem = {0};
+	size_t nf = 0, nr = 0;
+	int rc = 0;
+
+	*reason = TAU_BUDGET_REASON_QUOTA_INVALID;
+	for (size_t i = 0; i < c->n_ws && rc == 0; i++) {
+		const wsinfo *w = &c->ws[i];
+
+		rc = cells_merge(&guarantees, &w->nominal, 1);
+		for (size_t k = 0; k < w->lending.n && rc == 0; k++) {
+			tau_quantity n =
+			        tau_budget_cells_get(&w->nominal, w->lending.items[k].flavor,
+			                             w->lending.items[k].resource);
+			char ls[TAU_QUANTITY_STR_MAX], ns[TAU_QUANTITY_STR_MAX];
+
+			if (tau_quantity_cmp(&w->lending.items[k].q, &n) <= 0)
+				continue;
+			fmtq(ls, sizeof(ls), &w->lending.items[k].q);
+			fmtq(ns, sizeof(ns), &n);
+			snprintf(err, err_len,
+			         "TauWorkspace \"%s\": lendingLimit %s exceeds its nominalQuota %s "
+			         "for flavor %s resource %s",
+			         w->name, ls, ns, w->lending.items[k].flavor,
+			         w->lending.items[k].resource);
+			rc = 1;
+		}
+	}
+	if (rc == 0 && (rc = cells_merge(&c->shape, &c->quota, 1)) == 0)
+		rc = cells_cover(&c->shape, &guarantees);
+	if (rc == 0) {
+		rc = tau_budget_remainder(&rem, &c->quota, &guarantees, err, err_len);
+		if (rc == -TAU_ERANGE) {
+			char msg[MSG_MAX];
+
+			snprintf(msg, sizeof(msg), "%s", err);
+			snprintf(err, err_len, "team \"%.200s\": %.1500s", c->name, msg);
+			rc = 1;
+		}
+	}
+	for (size_t i = 0; rc == 0 && i < c->shape.n; i++) {
+		const char *f = c->shape.items[i].flavor;
+
+		if (i == 0 || strcmp(f, c->shape.items[i - 1].flavor) != 0) {
+			nf++;
+			if (find_named(in->flavors, in->n_flavors, f) == NULL) {
+				snprintf(err, err_len,
+				         "ResourceFlavor \"%s\" named in the quota of team \"%s\" "
+				         "does "
+				         "not exist",
+				         f, c->name);
+				*reason = TAU_BUDGET_REASON_FLAVOR_NOT_READY;
+				rc = 1;
+			}
+		}
+	}
+	for (size_t i = 0; rc == 0 && i < c->shape.n; i++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = strcmp(c->shape.items[k].resource, c->shape.items[i].resource) == 0;
+		nr += seen ? 0 : 1;
+	}
+	if (rc == 0 && (nf > TAU_BUDGET_MAX_FLAVORS || nr > TAU_BUDGET_MAX_RESOURCES)) {
+		snprintf(err, err_len,
+		         "team \"%s\": %zu flavors and %zu resources exceed Kueue's limits of %d "
+		         "and %d in one resource group",
+		         c->name, nf, nr, TAU_BUDGET_MAX_FLAVORS, TAU_BUDGET_MAX_RESOURCES);
+		rc = 1;
+	}
+	tau_budget_cells_clear(&guarantees);
+	tau_budget_cells_clear(&rem);
+	return rc;
+}
+
+/* The discovered capacity of a cell; false when the flavor is not a pool flavor. */
+static bool capacity_of(const team_ctx *c, const char *flavor, const char *resource,
+                        tau_quantity *out)
+{
+	const tau_budget_pool *pool = c->in->capacity;
+	const cJSON *rf;
+	char fname[TAU_BUDGET_NAME_BUF];
+	bool known = false;
+
+	*out = tau_quantity_zero();
+	for (size_t i = 0; pool != NULL && i < pool->n_classes; i++) {
+		const tau_budget_class *k = &pool->classes[i];
+
+		if (tau_budget_flavor_name(fname, sizeof(fname), k->name) < 0 ||
+		    strcmp(fname, flavor) != 0)
+			continue;
+		known = true;
+		for (size_t r = 0; r < k->n_resources; r++)
+			if (strcmp(k->resources[r].name, resource) == 0)
+				*out = k->resources[r].total;
+	}
+	rf = find_named(c->in->flavors, c->in->n_flavors, flavor);
+	if (!known && rf != NULL && c->in->cluster_uid != NULL &&
+	    tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, c->in->cluster_uid, NULL, 0) ==
+	            TAU_BUDGET_OWNED)
+		known = true; /* a pool flavor whose nodes are gone: capacity 0 */
+	return known;
+}
+
+/* Everything managed that is applied, except our Cohort and the queues in it. */
+static int others_applied(team_ctx *c, tau_budget_cells *out)
+{
+	const tau_budget_explicit_input *in = c->in;
+	int rc;
+
+	for (size_t i = 0; i < in->n_cohorts; i++)
+		if (managed(in->cohorts[i]) &&
+		    !streq(str_at(in->cohorts[i], "metadata.name"), c->cohort) &&
+		    (rc = tau_budget_groups_read(out, in->cohorts[i], "nominalQuota")) < 0)
+			return rc;
+	for (size_t i = 0; i < in->n_cluster_queues; i++) {
+		const cJSON *cq = in->cluster_queues[i];
+		bool moving = false;
+
+		for (size_t k = 0; k < c->n_ws && !moving; k++)
+			moving = c->ws[k].observed == cq && c->ws[k].migrating_in;
+		if (managed(cq) && !moving && !streq(str_at(cq, "spec.cohortName"), c->cohort) &&
+		    (rc = tau_budget_groups_read(out, cq, "nominalQuota")) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Whether any cell of a is above the same cell of b. */
+static bool any_above(const tau_budget_cells *a, const tau_budget_cells *b, size_t *at)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		tau_quantity v = tau_budget_cells_get(b, a->items[i].flavor, a->items[i].resource);
+
+		if (tau_quantity_cmp(&a->items[i].q, &v) > 0) {
+			*at = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * E6: a queue moving in from another Cohort must fit with its reservations
+ * (those of the queues already charged here plus its own) within the team's
+ * quota; a Degraded team takes no queue with a guarantee.  msg is left empty
+ * when the move may go ahead.
+ */
+static int migration_check(team_ctx *c, const wsinfo *w, bool ready,
+                           const tau_budget_cells *reserved, char *msg, size_t len)
+{
+	const tau_budget_cells none = {0};
+	const char *from = str_at(w->observed, "spec.cohortName");
+	tau_budget_cells need = {0};
+	size_t at = 0;
+	int rc;
+
+	msg[0] = '\0';
+	rc = cells_merge(&need, reserved, 1);
+	if (rc == 0)
+		rc = cells_merge(&need, &w->reserved, 1);
+	for (size_t k = 0; rc == 0 && k < w->reserved.n && msg[0] == '\0'; k++) {
+		const char *f = w->reserved.items[k].flavor, *r = w->reserved.items[k].resource;
+		tau_quantity has = tau_budget_cells_get(&c->quota, f, r),
+		             n = tau_budget_cells_get(&need, f, r);
+		char ns[TAU_QUANTITY_STR_MAX], hs[TAU_QUANTITY_STR_MAX];
+
+		if (tau_quantity_cmp(&has, &n) >= 0)
+			continue;
+		fmtq(ns, sizeof(ns), &n);
+		fmtq(hs, sizeof(hs), &has);
+		snprintf(
+		        msg, len,
+		        "refusing workspace migration of \"%s\" from Cohort \"%s\" to team \"%s\": "
+		        "its quota %s of flavor %s resource %s would be below active reservations "
+		        "%s; the queue keeps its Cohort",
+		        w->name, from, c->name, hs, f, r, ns);
+	}
+	tau_budget_cells_clear(&need);
+	if (rc == 0 && msg[0] == '\0' && !ready && any_above(&w->nominal, &none, &at))
+		snprintf(
+		        msg, len,
+		        "refusing workspace migration of \"%s\" from Cohort \"%s\" to team \"%s\": "
+		        "team \"%s\" is not Ready; the queue keeps its Cohort",
+		        w->name, from, c->name, c->name);
+	return rc;
+}
+
+/*
+ * One pass over the queues in a mode: `ready` (the team may grow to its quota)
+ * or not (E7: only shrinks converge).  Fills the queues' desired objects and
+ * refusals and *charged with what the team's queues will hold.
+ */
+static int plan_queues(team_ctx *c, bool ready, tau_budget_cells *charged,
+                       tau_budget_cells *reserved)
+{
+	const tau_budget_cells none = {0};
+	char msg[MSG_MAX];
+	int rc;
+
+	if ((rc = cells_merge(charged, &c->outgoing, 1)) < 0 ||
+	    (rc = cells_merge(reserved, &c->out_reserved, 1)) < 0)
+		return rc;
+	for (size_t i = 0; i < c->n_ws; i++) {
+		wsinfo *w = &c->ws[i];
+		tau_budget_xqueue *q = queue_of(c, w);
+		tau_budget_cells max = {0};
+		size_t at = 0;
+
+		msg[0] = '\0';
+		if (q == NULL) { /* no namespace yet: its guarantee is still set aside */
+			if ((rc = cells_merge(charged, &w->nominal, 1)) < 0)
+				return rc;
+			continue;
+		}
+		cJSON_Delete(q->desired);
+		q->desired = NULL;
+		free(q->refusal);
+		q->refusal = NULL;
+		q->reason = NULL;
+		if (w->observed != NULL && !w->owned) {
+			ownership_message(msg, sizeof(msg), "ClusterQueue", w->cq, w->ownership,
+			                  w->owner_why);
+			if ((rc = refuse(c, w, REASON_OWNERSHIP, msg)) < 0 ||
+			    (rc = cells_merge(charged, &w->nominal, 1)) < 0)
+				return rc;
+			continue;
+		}
+		if (w->migrating_in) {
+			if ((rc = migration_check(c, w, ready, reserved, msg, sizeof(msg))) < 0)
+				return rc;
+			if (msg[0] != '\0') {
+				if ((rc = refuse(c, w, TAU_BUDGET_REASON_MIGRATION_BLOCKED, msg)) <
+				    0)
+					return rc;
+				continue; /* stays in its old Cohort, charged there */
+			}
+		} else if (!ready && any_above(&w->nominal, &w->applied, &at)) {
+			/* E7: a Degraded team takes nothing from its Cohort. */
+			snprintf(msg, sizeof(msg),
+			         "refusing to raise the nominal quota of ClusterQueue \"%s\" "
+			         "(workspace \"%s\"): team \"%s\" is not Ready",
+			         w->cq, w->name, c->name);
+			if ((rc = refuse(c, w, TAU_BUDGET_REASON_TEAM_NOT_READY, msg)) < 0 ||
+			    (rc = cells_merge(charged, &w->applied, 1)) < 0 ||
+			    (rc = cells_merge(reserved, &w->reserved, 1)) < 0)
+				return rc;
+			continue;
+		}
+		/* E5: the new maximum must hold the queue's own reservation. */
+		rc = tau_budget_new_maximum(&max, &w->nominal, &w->borrowing);
+		if (rc == 0 && any_above(&w->reserved, &max, &at)) {
+			tau_quantity m = tau_budget_cells_get(&max, w->reserved.items[at].flavor,
+			                                      w->reserved.items[at].resource);
+			char ns[TAU_QUANTITY_STR_MAX], ms[TAU_QUANTITY_STR_MAX];
+
+			fmtq(ns, sizeof(ns), &w->reserved.items[at].q);
+			fmtq(ms, sizeof(ms), &m);
+			snprintf(msg, sizeof(msg),
+			         "refusing to reduce ClusterQueue \"%s\" below active reservation "
+			         "%s "
+			         "(new maximum %s) for flavor %s resource %s",
+			         w->cq, ns, ms, w->reserved.items[at].flavor,
+			         w->reserved.items[at].resource);
+			tau_budget_cells_clear(&max);
+			/* It keeps what it has: charged where it is applied now. */
+			if ((rc = refuse(c, w, TAU_BUDGET_REASON_REDUCTION_BLOCKED, msg)) < 0 ||
+			    (rc = cells_merge(charged, w->migrating_in ? &none : &w->applied, 1)) <
+			            0 ||
+			    (rc = cells_merge(reserved, w->migrating_in ? &none : &w->reserved,
+			                      1)) < 0)
+				return rc;
+			continue;
+		}
+		tau_budget_cells_clear(&max);
+		if (rc < 0)
+			return rc;
+		if ((rc = desired_queue(&q->desired, c->name, w->ws, w->ns, &c->shape, &w->nominal,
+		                        &w->borrowing, &w->lending)) < 0 ||
+		    (rc = cells_merge(charged, &w->nominal, 1)) < 0 ||
+		    (rc = cells_merge(reserved, &w->reserved, 1)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The Cohort's quota: target − charged, at least 0, on the shape. */
+static int cohort_quota(tau_budget_cells *out, const tau_budget_cells *target,
+                        const tau_budget_cells *charged, const tau_budget_cells *shape)
+{
+	int rc;
+
+	if ((rc = cells_cover(out, shape)) < 0 || (rc = cells_merge(out, target, 1)) < 0 ||
+	    (rc = cells_merge(out, charged, -1)) < 0)
+		return rc;
+	for (size_t i = 0; i < out->n; i++)
+		if (tau_quantity_sign(&out->items[i].q) < 0)
+			out->items[i].q = tau_quantity_zero();
+	return 0;
+}
+
+/* E4 and E5 at the team level; sets c->team_reason / team_msg when the team may not change. */
+static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budget_cells *applied,
+                       const tau_budget_cells *reserved)
+{
+	tau_budget_cells others = {0};
+	int rc = others_applied(c, &others);
+
+	for (size_t i = 0; rc == 0 && i < next->n && c->team_reason == NULL; i++) {
+		const char *f = next->items[i].flavor, *r = next->items[i].resource;
+		tau_quantity was = tau_budget_cells_get(applied, f, r), cap, total,
+		             o = tau_budget_cells_get(&others, f, r),
+		             res = tau_budget_cells_get(reserved, f, r);
+		char a[TAU_QUANTITY_STR_MAX], b[TAU_QUANTITY_STR_MAX];
+
+		if (tau_quantity_cmp(&next->items[i].q, &was) > 0 && capacity_of(c, f, r, &cap)) {
+			/* Growing: everything applied elsewhere plus our new allocation must fit.
+			 */
+			if ((rc = tau_quantity_add(&total, &next->items[i].q, &o)) < 0)
+				break;
+			if (tau_quantity_cmp(&total, &cap) > 0) {
+				fmtq(a, sizeof(a), &total);
+				fmtq(b, sizeof(b), &cap);
+				c->team_reason = TAU_BUDGET_REASON_CAPACITY;
+				snprintf(c->team_msg, sizeof(c->team_msg),
+				         "team allocations %s exceed discovered capacity %s for "
+				         "flavor "
+				         "%s resource %s; team \"%s\" keeps its applied allocation",
+				         a, b, f, r, c->name);
+			}
+		} else if (tau_quantity_cmp(&next->items[i].q, &was) < 0 &&
+		           tau_quantity_cmp(&next->items[i].q, &res) < 0) {
+			fmtq(a, sizeof(a), &res);
+			fmtq(b, sizeof(b), &next->items[i].q);
+			c->team_reason = TAU_BUDGET_REASON_REDUCTION_BLOCKED;
+			snprintf(c->team_msg, sizeof(c->team_msg),
+			         "refusing to reduce team \"%s\" below active reservations %s (new "
+			         "allocation %s) for flavor %s resource %s",
+			         c->name, a, b, f, r);
+		}
+	}
+	tau_budget_cells_clear(&others);
+	return rc;
+}
+
+/* Plan the queues and the Cohort in one mode; *next receives the team's new allocation. */
+static int plan_mode(team_ctx *c, bool ready, const tau_budget_cells *applied,
+                     tau_budget_cells *next, tau_budget_cells *reserved, tau_budget_cells *cohort_q)
+{
+	tau_budget_cells charged = {0}, shape = {0};
+	int rc;
+
+	tau_budget_cells_clear(next);
+	tau_budget_cells_clear(reserved);
+	tau_budget_cells_clear(cohort_q);
+	rc = plan_queues(c, ready, &charged, reserved);
+	if (rc == 0)
+		rc = cells_merge(&shape, &c->shape, 1);
+	if (rc == 0 && !ready) /* keep what the Cohort holds now: nothing shrinks by shape */
+		for (size_t i = 0; rc == 0 && i < applied->n; i++)
+			rc = tau_budget_cells_add(&shape, applied->items[i].flavor,
+			                          applied->items[i].resource, &(tau_quantity){0});
+	if (rc == 0)
+		rc = cohort_quota(cohort_q, ready ? &c->quota : applied, &charged, &shape);
+	if (rc == 0)
+		rc = cells_merge(next, cohort_q, 1);
+	if (rc == 0)
+		rc = cells_merge(next, &charged, 1);
+	if (rc == 0) {
+		/* The Cohort's shape is the plan's (E1): rebuild c->shape to include retained. */
+		tau_budget_cells_clear(&c->shape);
+		rc = cells_merge(&c->shape, &shape, 1);
+		if (rc == 0) {
+			for (size_t i = 0; i < c->shape.n; i++)
+				c->shape.items[i].q = tau_quantity_zero();
+		}
+	}
+	tau_budget_cells_clear(&charged);
+	tau_budget_cells_clear(&shape);
+	return rc;
+}
+
+static int finish(team_ctx *c, const tau_budget_cells *cohort_q)
+{
+	tau_budget_xteam *t = c->t;
+	char msg[MSG_MAX] = "";
+	const char *reason = c->team_reason;
+	int rc;
+
+	if ((rc = desired_cohort(&t->desired_cohort, c->name, c->uid, &c->shape, cohort_q)) < 0)
+		return rc;
+	if (c->team_reason != NULL)
+		append(msg, sizeof(msg), "%s", c->team_msg);
+	for (size_t i = 0; i < t->n_queues; i++) {
+		if (t->queues[i].refusal == NULL)
+			continue;
+		append(msg, sizeof(msg), "%s", t->queues[i].refusal);
+		if (reason == NULL)
+			reason = t->queues[i].reason;
+	}
+	if (reason == NULL) {
+		snprintf(msg, sizeof(msg),
+		         "Cohort \"%s\" holds team \"%s\"'s quota less the guarantees of %zu "
+		         "workspace queue%s",
+		         c->cohort, c->name, t->n_queues, t->n_queues == 1 ? "" : "s");
+		rc = set_team(t, TAU_BUDGET_REASON_QUOTA_APPLIED, "True", "Ready", msg);
+	} else {
+		rc = set_team(t, reason, "False", "Degraded", msg);
+	}
+	return rc;
+}
+
+/* E9: a team being deleted waits for every queue applied to its Cohort. */
+static int deleting(team_ctx *c)
+{
+	const tau_budget_explicit_input *in = c->in;
+	tau_budget_xteam *t = c->t;
+	char msg[MSG_MAX] = "";
+	size_t n = 0;
+
+	for (size_t i = 0; i < in->n_cluster_queues; i++) {
+		const cJSON *cq = in->cluster_queues[i];
+		const char *ws = label(cq, TAU_BUDGET_LABEL_WORKSPACE);
+
+		if (!streq(str_at(cq, "spec.cohortName"), c->cohort))
+			continue;
+		if (n++ == 0)
+			snprintf(msg, sizeof(msg), "team \"%s\" is being deleted but ", c->name);
+		else
+			append(msg, sizeof(msg), "%s", "");
+		snprintf(
+		        msg + strlen(msg), sizeof(msg) - strlen(msg),
+		        "ClusterQueue \"%s\" of workspace \"%s\" is still applied to Cohort \"%s\"",
+		        str_at(cq, "metadata.name"), ws != NULL ? ws : "?", c->cohort);
+	}
+	if (n > 0) {
+		append(msg, sizeof(msg), "%s",
+		       "move the workspaces to another team or delete them first");
+		return set_team(t, TAU_BUDGET_REASON_DELETION_BLOCKED, "False", "Degraded", msg);
+	}
+	t->delete_cohort = t->owned_cohort != NULL;
+	t->remove_finalizer = true;
+	snprintf(msg, sizeof(msg),
+	         "team \"%s\" is being deleted and no ClusterQueue is applied to Cohort \"%s\": "
+	         "cleaning up",
+	         c->name, c->cohort);
+	return set_team(t, TAU_BUDGET_REASON_DELETION_BLOCKED, "False", "Pending", msg);
+}
+
+static bool has_finalizer(const cJSON *team)
+{
+	const cJSON *f;
+
+	cJSON_ArrayForEach(f, tau_json_find(team, "metadata.finalizers"))
+	{
+		if (cJSON_IsString(f) && strcmp(f->valuestring, TAU_BUDGET_TEAM_FINALIZER) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int decide(team_ctx *c)
+{
+	const tau_budget_explicit_input *in = c->in;
+	tau_budget_xteam *t = c->t;
+	const cJSON *co = find_named(in->cohorts, in->n_cohorts, c->cohort);
+	tau_budget_cells applied = {0}, next = {0}, reserved = {0}, cohort_q = {0};
+	const char *reason = NULL;
+	char err[MSG_MAX] = "", why[512] = "";
+	tau_budget_ownership own = TAU_BUDGET_FOREIGN;
+	int rc;
+
+	if (co != NULL) {
+		own = tau_budget_ownership_of(co, TAU_BUDGET_COHORT, c->uid, why, sizeof(why));
+		if (own == TAU_BUDGET_OWNED)
+			t->owned_cohort = co;
+	}
+	int invalid;
+
+	if ((invalid = gather(c, err, sizeof(err))) < 0)
+		return invalid;
+	if ((rc = list_queues(c)) < 0)
+		return rc;
+	if (tau_json_find(in->team, "metadata.deletionTimestamp") != NULL) {
+		t->remove_finalizer = false;
+		return has_finalizer(in->team) ? deleting(c)
+		                               : set_team(t, TAU_BUDGET_REASON_DELETION_BLOCKED,
+		                                          "False", "Pending", "being deleted");
+	}
+	t->add_finalizer = !has_finalizer(in->team);
+	if (invalid == 1)
+		return set_team(t, TAU_BUDGET_REASON_QUOTA_INVALID, "False", "Degraded", err);
+	if (t->owned_cohort != NULL &&
+	    !streq(label(co, TAU_BUDGET_LABEL_QUOTA_MODE), TAU_BUDGET_QUOTA_MODE_EXPLICIT) &&
+	    tau_json_find(in->team, "spec.quota") == NULL) {
+		snprintf(err, sizeof(err),
+		         "Cohort \"%s\" is the automatic budget team \"%s\" held as the capacity "
+		         "team: it is removed first (P7)",
+		         c->cohort, c->name);
+		return set_team(t, "LeaveBlocked", "False", "Pending", err);
+	}
+	if ((rc = validate(c, &reason, err, sizeof(err))) < 0)
+		return rc;
+	if (rc == 1)
+		return set_team(t, reason, "False", "Degraded", err);
+	if (co != NULL && own != TAU_BUDGET_OWNED) {
+		ownership_message(err, sizeof(err), "Cohort", c->cohort, own, why);
+		return set_team(t, REASON_OWNERSHIP, "False", "Degraded", err);
+	}
+	if (c->quota.n == 0 && c->n_ws == 0 && co == NULL)
+		return set_team(t, TAU_BUDGET_REASON_QUOTA_APPLIED, "True", "Ready",
+		                "no spec.quota and no workspaces: the team holds nothing, so no "
+		                "Cohort is written");
+	if (in->capacity == NULL)
+		return set_team(t, REASON_WAITING, "False", "Pending",
+		                "the inventory was not established yet: the discovered capacity "
+		                "is unknown, so nothing is written");
+	rc = tau_budget_applied(&applied, c->cohort, in->cohorts, in->n_cohorts, in->cluster_queues,
+	                        in->n_cluster_queues);
+	if (rc == -TAU_EINVAL) {
+		snprintf(err, sizeof(err), "applied quota of team \"%s\" cannot be read: %s",
+		         c->name, tau_error_last()->msg);
+		rc = set_team(t, TAU_BUDGET_REASON_QUOTA_INVALID, "False", "Degraded", err);
+		goto out;
+	}
+	if (rc == 0)
+		rc = plan_mode(c, true, &applied, &next, &reserved, &cohort_q);
+	if (rc == 0)
+		rc = team_checks(c, &next, &applied, &reserved);
+	if (rc == 0 && c->team_reason != NULL)
+		rc = plan_mode(c, false, &applied, &next, &reserved, &cohort_q);
+	if (rc == 0)
+		rc = finish(c, &cohort_q);
+out:
+	tau_budget_cells_clear(&applied);
+	tau_budget_cells_clear(&next);
+	tau_budget_cells_clear(&reserved);
+	tau_budget_cells_clear(&cohort_q);
+	return rc;
+}
+
+int tau_budget_explicit_decide(tau_budget_xteam **out, const tau_budget_explicit_input *in)
+{
+	team_ctx c = {0};
+	int rc;
+
+	if (out == NULL || in == NULL || in->team == NULL)
+		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
+	c.in = in;
+	c.name = str_at(in->team, "metadata.name");
+	c.uid = str_at(in->team, "metadata.uid");
+	if (c.name == NULL || c.uid == NULL)
+		return tau_error_set(TAU_EINVAL, "explicit quota: TauTeam without name or uid");
+	if ((rc = tau_budget_cohort_name(c.cohort, sizeof(c.cohort), c.name)) < 0)
+		return rc;
+	c.t = calloc(1, sizeof(*c.t));
+	if (c.t == NULL)
+		return nomem();
+	memcpy(c.t->cohort, c.cohort, sizeof(c.cohort));
+	rc = decide(&c);
+	if (rc == 0) {
+		c.t->summary = malloc(MSG_MAX);
+		if (c.t->summary == NULL)
+			rc = nomem();
+		else
+			snprintf(c.t->summary, MSG_MAX, "team %s (explicit): %s: %s", c.name,
+			         c.t->reason, c.t->message);
+	}
+	ctx_free(&c);
+	if (rc < 0) {
+		tau_budget_xteam_free(c.t);
+		return rc;
+	}
+	*out = c.t;
+	return 0;
+}

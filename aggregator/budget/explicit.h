@@ -1,0 +1,182 @@
+/*
+ * budget/explicit.h - explicit-quota teams (docs/budget.md "Explicit-quota
+ * teams", rules E1-E10 of docs/api.md): a TauTeam whose spec.quota is split
+ * into workspace guarantees (ClusterQueue nominal quota) and a remainder (the
+ * team's root Cohort), checked against the discovered capacity, never
+ * reduced below active reservations.
+ *
+ * Pure: inputs are the observed objects, outputs the desired objects, the
+ * refusals and the team's state.  decide.c turns them into writes and
+ * statuses.  Quantities are exact (tau_quantity), keyed by flavor and
+ * resource ("cells").
+ */
+#ifndef TAU_AGGREGATOR_BUDGET_EXPLICIT_H
+#define TAU_AGGREGATOR_BUDGET_EXPLICIT_H
+
+#include "budget/desired.h"
+
+#include "tau/quantity.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+/* QuotaReady reasons of an explicit team (docs/budget.md). */
+#define TAU_BUDGET_REASON_QUOTA_APPLIED     "QuotaApplied"
+#define TAU_BUDGET_REASON_QUOTA_INVALID     "QuotaInvalid"
+#define TAU_BUDGET_REASON_CAPACITY          "CapacityExceeded"
+#define TAU_BUDGET_REASON_FLAVOR_NOT_READY  "FlavorNotReady"
+#define TAU_BUDGET_REASON_DELETION_BLOCKED  "DeletionBlocked"
+#define TAU_BUDGET_REASON_REDUCTION_BLOCKED "ReductionBlocked"
+#define TAU_BUDGET_REASON_MIGRATION_BLOCKED "MigrationBlocked"
+#define TAU_BUDGET_REASON_TEAM_NOT_READY    "TeamNotReady"
+
+/** The finalizer on TauTeams (E9). */
+#define TAU_BUDGET_TEAM_FINALIZER "tau.azure.com/team-cleanup"
+/** Label that marks an explicit team's Cohort (never retired as an automatic budget, P7). */
+#define TAU_BUDGET_LABEL_QUOTA_MODE    "tau.azure.com/quota-mode"
+#define TAU_BUDGET_QUOTA_MODE_EXPLICIT "explicit"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Cells: quantities keyed by (flavor, resource)                                               */
+
+typedef struct tau_budget_cell {
+	char *flavor;
+	char *resource;
+	tau_quantity q;
+} tau_budget_cell;
+
+/** Sorted by flavor, then resource.  Zero-initialise; free with tau_budget_cells_clear. */
+typedef struct tau_budget_cells {
+	tau_budget_cell *items;
+	size_t n;
+	size_t cap; /**< private */
+} tau_budget_cells;
+
+void tau_budget_cells_clear(tau_budget_cells *c);
+
+/**
+ * Add q to the cell (flavor, resource), creating it at q when absent.
+ * @return 0; -TAU_EINVAL (NULL/empty names); -TAU_ERANGE (overflow); -TAU_ENOMEM.
+ */
+int tau_budget_cells_add(tau_budget_cells *c, const char *flavor, const char *resource,
+                         const tau_quantity *q);
+
+/** The cell's quantity; zero when absent. */
+tau_quantity tau_budget_cells_get(const tau_budget_cells *c, const char *flavor,
+                                  const char *resource);
+
+/**
+ * Parse a spec.quota list ([{flavor, resource, nominalQuota, borrowingLimit?,
+ * lendingLimit?}]) into three cell sets; omitted limits are recorded as 0
+ * (E2).  JSON null or absent gives empty sets (E10: zero, never unlimited).
+ *
+ * @param owner  names the object in messages, e.g. "TauTeam \"ml\"".
+ * @param err    receives the cause on failure.
+ * @return 0; -TAU_EINVAL for a list that is not one, an entry without
+ *         flavor, resource or nominalQuota, a quantity that does not parse or
+ *         is negative, or a (flavor, resource) listed twice; -TAU_ENOMEM.
+ *         The cell sets hold what was read so far on failure.
+ */
+int tau_budget_quota_parse(tau_budget_cells *nominal, tau_budget_cells *borrowing,
+                           tau_budget_cells *lending, const cJSON *quota, const char *owner,
+                           char *err, size_t err_len);
+
+/**
+ * Read `field` ("nominalQuota", "borrowingLimit", "lendingLimit") of every
+ * flavor and resource of a Cohort's or ClusterQueue's spec.resourceGroups
+ * (absent fields are skipped).  @return 0; -TAU_EINVAL (unparsable); -TAU_ENOMEM.
+ */
+int tau_budget_groups_read(tau_budget_cells *out, const cJSON *obj, const char *field);
+
+/** A ClusterQueue's status.flavorsReservation totals.  @return as tau_budget_groups_read. */
+int tau_budget_reservations_read(tau_budget_cells *out, const cJSON *cq);
+
+/**
+ * The remainder (E1): team − guarantees, for every cell of either.
+ * @param err  on -TAU_ERANGE: "workspace guarantees G exceed team quota Q for
+ *             flavor F resource R" (the first cell, in order).
+ * @return 0; -TAU_ERANGE (a guarantee above the team's quota: E3); -TAU_ENOMEM.
+ */
+int tau_budget_remainder(tau_budget_cells *out, const tau_budget_cells *team,
+                         const tau_budget_cells *guarantees, char *err, size_t err_len);
+
+/**
+ * The applied allocation of the team whose Cohort is `cohort` (E4): that
+ * Cohort's nominalQuota plus the nominalQuota of every TauGrid-managed
+ * ClusterQueue whose spec.cohortName is `cohort`, as written.
+ * @return 0; -TAU_EINVAL (a quantity does not parse); -TAU_ENOMEM.
+ */
+int tau_budget_applied(tau_budget_cells *out, const char *cohort, const cJSON *const *cohorts,
+                       size_t n_cohorts, const cJSON *const *cqs, size_t n_cqs);
+
+/** New maximum of a ClusterQueue (E5): nominal + borrowingLimit per cell. */
+int tau_budget_new_maximum(tau_budget_cells *out, const tau_budget_cells *nominal,
+                           const tau_budget_cells *borrowing);
+
+/**
+ * The namespace a workspace's ClusterQueue selects: its resolved namespace
+ * (status.target.resolvedNamespace), or NULL when it gets no queue (not
+ * resolved yet, or blocked by the v0 rule unless `multiple`).
+ */
+const char *tau_budget_workspace_namespace(const cJSON *ws, bool multiple);
+
+/* ------------------------------------------------------------------------------------------ */
+/* One explicit team                                                                           */
+
+/** Everything the decision for one team looks at.  All borrowed. */
+typedef struct tau_budget_explicit_input {
+	const cJSON *team;               /**< the TauTeam (not the capacity team) */
+	const tau_budget_pool *capacity; /**< the discovered pool; NULL: not established */
+	const char *cluster_uid;         /**< owner of our ResourceFlavors */
+	const cJSON *const *workspaces;
+	size_t n_workspaces;
+	const cJSON *const *flavors;
+	size_t n_flavors;
+	const cJSON *const *cohorts;
+	size_t n_cohorts;
+	const cJSON *const *cluster_queues;
+	size_t n_cluster_queues;
+	bool multiple_workspaces; /**< feature gate: else blocked v0 workspaces get no queue */
+} tau_budget_explicit_input;
+
+/** A workspace ClusterQueue of the team (or leaving it). */
+typedef struct tau_budget_xqueue {
+	const cJSON *workspace; /**< borrowed TauWorkspace */
+	char name[TAU_BUDGET_NAME_BUF];
+	const cJSON *observed; /**< borrowed; NULL when absent */
+	cJSON *desired;        /**< to write (create or merge); NULL: no write */
+	const char *reason;    /**< refusal reason; NULL when none */
+	char *refusal;         /**< refusal message (condition on the workspace and the team) */
+} tau_budget_xqueue;
+
+/** The decision for one explicit team. */
+typedef struct tau_budget_xteam {
+	const char *reason; /**< QuotaReady reason (static) */
+	const char *status; /**< "True", "False" */
+	const char *phase;  /**< Ready, Degraded, Pending */
+	char *message;
+	char cohort[TAU_BUDGET_NAME_BUF];
+	const cJSON *owned_cohort; /**< the observed Cohort when ours (cohortUID) */
+	cJSON *desired_cohort;     /**< to write; NULL: no write */
+	bool delete_cohort;        /**< E9: remove the owned Cohort */
+	bool add_finalizer;        /**< E9 */
+	bool remove_finalizer;     /**< E9 */
+	tau_budget_xqueue *queues; /**< every queue the team keeps (desired or not) */
+	size_t n_queues;
+	char *summary; /**< one line for the log */
+} tau_budget_xteam;
+
+/**
+ * Decide one explicit team (E1-E10).
+ * @param out  receives a new decision (tau_budget_xteam_free); untouched on failure.
+ * @return 0; -TAU_EINVAL (missing input); -TAU_ENOMEM.  Invalid quotas and
+ *         refusals are decisions, not errors.
+ */
+int tau_budget_explicit_decide(tau_budget_xteam **out, const tau_budget_explicit_input *in);
+
+/** Free a decision; NULL is a no-op. */
+void tau_budget_xteam_free(tau_budget_xteam *t);
+
+#endif /* TAU_AGGREGATOR_BUDGET_EXPLICIT_H */
