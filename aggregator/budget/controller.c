@@ -162,6 +162,8 @@ static const tau_kube_resource *resource_of_object(const cJSON *obj)
 
 	if (kind != NULL && strcmp(kind, "TauTeam") == 0)
 		return &res_teams;
+	if (kind != NULL && strcmp(kind, "TauWorkspace") == 0)
+		return &res_workspaces; /* QuotaReady of an explicit team's workspace */
 	return &res_clusters;
 }
 

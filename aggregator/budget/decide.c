@@ -996,6 +996,48 @@ static void team_finalizer(builder *b, const cJSON *team, bool add)
 	              TAU_BUDGET_TEAM_FINALIZER, name));
 }
 
+/* The workspace's QuotaReady condition (E5-E8 refusals), its other conditions kept. */
+static void workspace_status(builder *b, const tau_budget_observed *in, const char *team,
+                             const tau_budget_xteam *x, const tau_budget_xqueue *q)
+{
+	const cJSON *ws = q->workspace, *old = tau_json_find(ws, "status");
+	const cJSON *prev = tau_json_find(ws, "status.conditions");
+	cJSON *st = cJSON_IsObject(old) ? cJSON_Duplicate(old, true) : cJSON_CreateObject();
+	cJSON *conds = cJSON_IsArray(prev) ? cJSON_Duplicate(prev, true) : cJSON_CreateArray();
+	char msg[MSG_MAX];
+	int rc;
+
+	if (st == NULL || conds == NULL) {
+		cJSON_Delete(st);
+		cJSON_Delete(conds);
+		b->rc = b->rc < 0 ? b->rc : nomem();
+		return;
+	}
+	if (q->refusal != NULL)
+		rc = tau_conditions_set(conds, prev, "QuotaReady", "False", q->reason, q->refusal,
+		                        generation(ws), in->now);
+	else if (streq(x->status, "True"))
+		rc = tau_conditions_set(conds, prev, "QuotaReady", "True",
+		                        TAU_BUDGET_REASON_QUOTA_APPLIED,
+		                        "its ClusterQueue holds the workspace's guarantee",
+		                        generation(ws), in->now);
+	else {
+		say(msg, sizeof(msg), "team \"%s\" is not Ready: %s", team, x->message);
+		rc = tau_conditions_set(conds, prev, "QuotaReady", "False", x->reason, msg,
+		                        generation(ws), in->now);
+	}
+	if (rc < 0 || tau_conditions_equal(conds, prev)) {
+		if (rc < 0)
+			b->rc = b->rc < 0 ? b->rc : rc;
+		cJSON_Delete(st);
+		cJSON_Delete(conds);
+		return;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(st, "conditions");
+	cJSON_AddItemToObject(st, "conditions", conds);
+	add_status(b, ws, st);
+}
+
 /* Carry out one explicit team's decision: writes in order, then its status. */
 static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON *managed)
 {
@@ -1042,6 +1084,8 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
 		          "managementMode is Observe: nothing is written (%s)", would);
 	}
+	for (size_t i = 0; i < x->n_queues; i++)
+		workspace_status(b, in, str_at(team, "metadata.name"), x, &x->queues[i]);
 	team_status(b, in, team, &s, has_cohort ? x->cohort : NULL,
 	            x->owned_cohort != NULL ? str_at(x->owned_cohort, "metadata.uid") : NULL);
 }

@@ -75,8 +75,9 @@ typedef struct tau_budget_write {
 
 /** A status to write (only when it differs from the observed one). */
 typedef struct tau_budget_status {
-	const cJSON *object; /**< the TauTeam or TauCluster it belongs to (borrowed from input) */
-	cJSON *status;       /**< the whole new .status */
+	const cJSON
+	        *object; /**< the TauTeam, TauWorkspace or TauCluster it belongs to (borrowed) */
+	cJSON *status;   /**< the whole new .status */
 } tau_budget_status;
 
 /** A Kubernetes Event to record. */

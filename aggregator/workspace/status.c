@@ -335,6 +335,7 @@ int tau_ws_status_build(cJSON **out, const tau_ws_status_input *in)
 {
 	tau_ws_condition conds[TAU_WS_N_CONDITIONS];
 	const char *resolved = NULL;
+	const cJSON *prev = NULL, *pc;
 	cJSON *st = NULL, *obj, *arr;
 	int rc;
 
@@ -395,6 +396,20 @@ int tau_ws_status_build(cJSON **out, const tau_ws_status_input *in)
 		            NULL)
 			goto oom;
 	}
+	/* Conditions another controller owns (the budget's QuotaReady) are kept as they are. */
+	if (in->previous != NULL && tau_json_get_array(&prev, in->previous, "conditions") == 0)
+		cJSON_ArrayForEach(pc, prev)
+		{
+			const char *type = NULL;
+			bool own = false;
+
+			if (tau_json_get_string(&type, pc, "type") < 0)
+				continue;
+			for (size_t i = 0; i < TAU_WS_N_CONDITIONS && !own; i++)
+				own = strcmp(type, conds[i].type) == 0;
+			if (!own && !cJSON_AddItemToArray(arr, cJSON_Duplicate(pc, true)))
+				goto oom;
+		}
 	*out = st;
 	return 0;
 oom:

@@ -153,7 +153,9 @@ const char *tau_ws_status_cond_name(tau_ws_cond_status s);
  * target.resolvedNamespace, queue{localQueue, clusterQueue[, clusterQueueUID]},
  * conditions[] (type, status, reason, message, lastTransitionTime,
  * observedGeneration).  lastTransitionTime comes from in->previous when
- * that condition's status is unchanged, else in->now.
+ * that condition's status is unchanged, else in->now.  Conditions of other
+ * types in in->previous (another controller's, e.g. the budget's QuotaReady)
+ * are copied unchanged, so two writers never undo each other.
  *
  * @param out  receives a new object (cJSON_Delete); untouched on failure.
  * @return 0, -TAU_EINVAL (see tau_ws_status_conditions; or now is NULL), -TAU_ENOMEM.

@@ -558,6 +558,39 @@ static void test_status_shape(void **state)
 	cJSON_Delete(st);
 }
 
+/* Another controller's condition (the budget's QuotaReady) survives a rebuild unchanged, so
+ * the two writers never undo each other; ours are rebuilt. */
+static void test_status_keeps_foreign_conditions(void **state)
+{
+	tau_ws_status_input in = healthy();
+	cJSON *prev = cJSON_Parse(
+	        "{\"conditions\":[{\"type\":\"QuotaReady\",\"status\":\"False\","
+	        "\"reason\":\"ReductionBlocked\",\"message\":\"refusing\","
+	        "\"lastTransitionTime\":\"2020-01-01T00:00:00Z\",\"observedGeneration\":3},"
+	        "{\"type\":\"QueueReady\",\"status\":\"False\",\"reason\":\"Old\","
+	        "\"message\":\"old\"}]}");
+	cJSON *st = NULL, *again = NULL;
+	const cJSON *c;
+
+	(void)state;
+	assert_non_null(prev);
+	in.previous = prev;
+	assert_int_equal(tau_ws_status_build(&st, &in), 0);
+	assert_int_equal(cJSON_GetArraySize(tau_json_find(st, "conditions")), 5);
+	c = cJSON_GetArrayItem(tau_json_find(st, "conditions"), 4);
+	assert_true(
+	        cJSON_Compare(c, cJSON_GetArrayItem(tau_json_find(prev, "conditions"), 0), true));
+	c = cJSON_GetArrayItem(tau_json_find(st, "conditions"), 1);
+	assert_string_equal(cJSON_GetObjectItem(c, "reason")->valuestring, "LocalQueueReady");
+	/* Steady: the rebuilt status compared with itself changes nothing. */
+	in.previous = st;
+	assert_int_equal(tau_ws_status_build(&again, &in), 0);
+	assert_false(tau_ws_status_changed(again, st));
+	cJSON_Delete(again);
+	cJSON_Delete(st);
+	cJSON_Delete(prev);
+}
+
 static void test_status_refused_omits_target(void **state)
 {
 	tau_ws_status_input in = healthy();
@@ -866,6 +899,7 @@ int main(void)
 	        cmocka_unit_test(test_conditions_table),
 	        cmocka_unit_test(test_conditions_bad_input),
 	        cmocka_unit_test(test_status_shape),
+	        cmocka_unit_test(test_status_keeps_foreign_conditions),
 	        cmocka_unit_test(test_status_refused_omits_target),
 	        cmocka_unit_test(test_transitions_preserve_time),
 	        cmocka_unit_test(test_previous_without_time),

@@ -1,0 +1,410 @@
+"""End-to-end scenarios of explicit-quota teams (issue 14, rules E1-E10 of docs/api.md).
+
+Run with the system interpreter (python3-grpcio lives there), from tests/e2e:
+    TAU_AGGREGATOR=build/tau-aggregator TAU_CLI=build/tau \
+    /usr/bin/python3 -m unittest -v test_budget_explicit
+
+What runs: the team budget's harness (budget/harness.py: kube-sim with `--authz rbac`, the real
+Kueue CRDs and kube-sim's Kueue admission rules, the taugrid CRDs and the chart's RBAC, the real
+tau-aggregator with only its ServiceAccount's token).  The TauCluster names no capacity team, so
+every TauTeam is an explicit-quota team.  The pool is three Ready Linux nodes (h100: 16 GPUs,
+a100: 4 GPUs), counted from their Node objects once the sync gate's timeout passes.
+
+One aggregator runs with --budget-resync 3600s, so every step below is picked up by its event.
+Reservations are set on ClusterQueue status by the test, as Kueue would.  The cases run in order
+and each leaves the cluster as the next expects it.  Expected objects are exact (quantities
+compared by value) and messages are matched in full where the contract fixes them.
+"""
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+
+import test_aggregator_workspaces as taw  # noqa: E402
+import test_workspace as wst  # noqa: E402
+from budget import harness as h  # noqa: E402
+from budget.harness import (COHORTS, CQS, NODES, RFS, TAU, TEAMS, WORKSPACES,  # noqa: E402
+                            cond_diffs)
+
+H100 = "taugrid-gpu-h100"
+GPU = "nvidia.com/gpu"
+CPU = "cpu"
+FINALIZER = "tau.azure.com/team-cleanup"
+QUOTA_MODE = "tau.azure.com/quota-mode"
+
+
+def setUpModule():
+    taw.setUpModule()
+
+
+def tearDownModule():
+    taw.tearDownModule()
+
+
+def entry(flavor, resource, nominal, borrowing=None, lending=None):
+    e = {"flavor": flavor, "resource": resource, "nominalQuota": nominal}
+    if borrowing is not None:
+        e["borrowingLimit"] = borrowing
+    if lending is not None:
+        e["lendingLimit"] = lending
+    return e
+
+
+def want_groups(cells, queue=False):
+    """resourceGroups as our contract writes them, from {(flavor, resource): nominal} (Cohort)
+    or {(flavor, resource): (nominal, borrowing, lending)} (ClusterQueue): one group, resources
+    and flavors sorted, every flavor listing every covered resource ("0" where not given)."""
+    if not cells:
+        return []
+    resources = sorted({r for _, r in cells})
+    flavors = sorted({f for f, _ in cells})
+    out = []
+    for f in flavors:
+        rs = []
+        for r in resources:
+            v = cells.get((f, r), ("0", "0", "0") if queue else "0")
+            if queue:
+                rs.append({"name": r, "nominalQuota": h.qty(v[0]), "borrowingLimit": h.qty(v[1]),
+                           "lendingLimit": h.qty(v[2])})
+            else:
+                rs.append({"name": r, "nominalQuota": h.qty(v)})
+        out.append({"name": f, "resources": rs})
+    return [{"coveredResources": resources, "flavors": out}]
+
+
+class ExplicitTest(unittest.TestCase):
+    AGG_ARGS = ("--feature-gates", "MultipleWorkspaces=true", "--budget-resync", "3600s")
+
+    @classmethod
+    def setUpClass(cls):
+        c = cls.c = h.Cluster()
+        try:
+            for n in (h.node("h100-1", "h100", h.H100), h.node("h100-2", "h100", h.H100_B),
+                      h.node("a100-1", "a100", h.A100)):
+                c.create(n, NODES)
+            c.create(h.tau_cluster(capacity_team=None), TAU + "/clusters")
+            cls.agg = c.start_aggregator("aggregator", *cls.AGG_ARGS)
+        except BaseException:
+            c.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.agg.stop() if cls.agg.p.poll() is None else cls.agg.p.returncode
+        log = cls.agg.log()
+        cls.c.stop()
+        assert rc == 0, "aggregator exit code %s after SIGTERM:\n%s" % (rc, log[-3000:])
+
+    # -- helpers --
+
+    def uid(self, path):
+        return self.c.get(path)["metadata"]["uid"]
+
+    def set_team_quota(self, team, quota):
+        self.c.merge(TEAMS + "/" + team, {"spec": {"quota": quota}})
+
+    def set_ws_quota(self, ws, quota):
+        self.c.merge(WORKSPACES + "/" + ws, {"spec": {"quota": quota}})
+
+    def reserve(self, ws, total):
+        res = None if total is None else [{"name": H100, "resources": [
+            {"name": GPU, "total": total, "borrowed": "0"}]}]
+        self.c.merge(CQS + "/" + h.cq_name(ws) + "/status",
+                     {"status": {"flavorsReservation": res}})
+
+    def cohort_diffs(self, team, cells):
+        """The explicit team Cohort: ownership, the explicit mark, exactly `cells`, no limits."""
+        obj = self.c.cohort(team)
+        if obj is None:
+            return ["Cohort %s does not exist" % h.cohort_name(team)]
+        d = h._owner_diffs(obj, {h.MANAGED_BY: "taugrid", h.TEAM_LABEL: team,
+                                 QUOTA_MODE: "explicit"},
+                           {h.TEAM_UID: self.uid(TEAMS + "/" + team)})
+        spec = obj.get("spec") or {}
+        if "parentName" in spec:
+            d.append("Cohort has parentName")
+        got, want = h.norm_groups(spec.get("resourceGroups")), want_groups(cells)
+        if got != want:
+            d.append("Cohort %s resourceGroups\n  %s\nwant\n  %s" % (team, h.dump(got),
+                                                                    h.dump(want)))
+        return d
+
+    def cq_diffs(self, ws, team, cells):
+        obj = self.c.get(CQS + "/" + h.cq_name(ws))
+        if obj is None:
+            return ["ClusterQueue %s does not exist" % h.cq_name(ws)]
+        d = h._owner_diffs(obj, {h.MANAGED_BY: "taugrid", h.TEAM_LABEL: team, h.WS_LABEL: ws},
+                           {h.WS_UID: self.uid(WORKSPACES + "/" + ws)})
+        spec = obj.get("spec") or {}
+        if spec.get("cohortName") != h.cohort_name(team):
+            d.append("ClusterQueue %s cohortName %r, want %r" % (
+                h.cq_name(ws), spec.get("cohortName"), h.cohort_name(team)))
+        sel = {"matchLabels": {"kubernetes.io/metadata.name": "ns-" + ws}}
+        if spec.get("namespaceSelector") != sel:
+            d.append("ClusterQueue %s namespaceSelector %s" % (h.cq_name(ws),
+                                                               h.dump(spec.get("namespaceSelector"))))
+        got, want = h.norm_groups(spec.get("resourceGroups")), want_groups(cells, queue=True)
+        if got != want:
+            d.append("ClusterQueue %s resourceGroups\n  %s\nwant\n  %s" % (
+                h.cq_name(ws), h.dump(got), h.dump(want)))
+        return d
+
+    def team_diffs(self, team, status, reason, text=None, phase=None):
+        t = self.c.team(team)
+        d = cond_diffs(t, "QuotaReady", status, reason, text)
+        st = (t or {}).get("status") or {}
+        want_phase = phase or ("Ready" if status == "True" else "Degraded")
+        if st.get("phase") != want_phase:
+            d.append("TauTeam %s phase %r, want %s" % (team, st.get("phase"), want_phase))
+        return d
+
+    def ws_diffs(self, ws, status, reason, text=None):
+        """The budget's QuotaReady condition on the workspace (refusals are reported there)."""
+        return cond_diffs(self.c.get(WORKSPACES + "/" + ws), "QuotaReady", status, reason, text)
+
+    def wait(self, check, msg):
+        self.c.wait_ok(check, msg)
+
+    def create_ws(self, name, team, quota=None):
+        w = wst.workspace(name, ns="ns-" + name, team=team)
+        if quota is not None:
+            w["spec"]["quota"] = quota
+        return self.c.create(w, WORKSPACES)
+
+    # -- E10 (flavors), E1, E2, E9 (finalizer) --
+
+    def test_01_flavor_not_ready_then_cohort_and_queues(self):
+        c = self.c
+        c.create(h.team("ml", [entry(H100, GPU, "10"), entry(H100, CPU, "64")]), TEAMS)
+        self.create_ws("a", "ml", [entry(H100, GPU, "4", borrowing="2")])
+        self.create_ws("b", "ml")
+        self.wait(lambda: self.team_diffs(
+            "ml", "False", "FlavorNotReady",
+            'ResourceFlavor "%s" named in the quota of team "ml" does not exist' % H100),
+            "E10: a flavor that does not exist")
+        self.assertEqual(c.names(COHORTS), [])
+        self.assertEqual(c.names(CQS), [])
+        # The platform creates the flavor (no capacity team: TauGrid does not).
+        c.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                  "metadata": {"name": H100},
+                  "spec": {"nodeLabels": {h.GPU_CLASS: "h100"}}}, RFS)
+        self.wait(lambda: self.cohort_diffs("ml", {(H100, GPU): "6", (H100, CPU): "64"}),
+                  "E1: Cohort = team quota - guarantees")
+        self.wait(lambda: self.cq_diffs("a", "ml", {(H100, GPU): ("4", "2", "0"),
+                                                    (H100, CPU): ("0", "0", "0")}) +
+                  self.cq_diffs("b", "ml", {(H100, GPU): ("0", "0", "0"),
+                                            (H100, CPU): ("0", "0", "0")}),
+                  "E2: guarantees as nominal quota, omitted limits as 0")
+        self.wait(lambda: self.team_diffs("ml", "True", "QuotaApplied", "tau-team-ml"),
+                  "team Ready")
+        t = c.team("ml")
+        self.assertEqual(t["status"]["cohort"], "tau-team-ml")
+        self.assertEqual(t["status"]["cohortUID"], self.uid(COHORTS + "/tau-team-ml"))
+        self.assertIn(FINALIZER, t["metadata"].get("finalizers") or [])
+        for ws in ("a", "b"):
+            c.env.wait_phase(ws, "Ready")
+
+    # -- E3 --
+
+    def test_02_guarantees_above_the_quota_write_nothing(self):
+        c = self.c
+        before = c.cohort("ml")["metadata"]["resourceVersion"]
+        self.create_ws("c", "ml", [entry(H100, GPU, "7")])
+        self.wait(lambda: self.team_diffs(
+            "ml", "False", "QuotaInvalid",
+            'team "ml": workspace guarantees 11 exceed team quota 10 for flavor %s resource %s'
+            % (H100, GPU)), "E3: QuotaInvalid names flavor and resource")
+        self.assertEqual(c.cohort("ml")["metadata"]["resourceVersion"], before)
+        self.assertIsNone(c.get(CQS + "/tau-ws-c"))
+        c.delete(WORKSPACES + "/c")
+        c.wait_gone(WORKSPACES + "/c")
+        self.wait(lambda: self.team_diffs("ml", "True", "QuotaApplied"), "valid again")
+        self.assertEqual(c.cohort("ml")["metadata"]["resourceVersion"], before)
+
+    # -- E4 --
+
+    def test_03_capacity_counts_other_teams_as_applied(self):
+        c = self.c
+        c.create(h.team("cv", [entry(H100, GPU, "8")]), TEAMS)
+        self.wait(lambda: self.team_diffs(
+            "cv", "False", "CapacityExceeded",
+            "team allocations 18 exceed discovered capacity 16 for flavor %s resource %s"
+            % (H100, GPU)), "E4: 10 applied by ml + 8 > 16")
+        self.wait(lambda: self.cohort_diffs("cv", {(H100, GPU): "0"}),
+                  "cv holds nothing while it does not fit")
+        # ml shrinks (never blocked by capacity); then cv fits.
+        self.set_team_quota("ml", [entry(H100, GPU, "8"), entry(H100, CPU, "64")])
+        self.wait(lambda: self.cohort_diffs("ml", {(H100, GPU): "4", (H100, CPU): "64"}),
+                  "ml reduced")
+        self.wait(lambda: self.cohort_diffs("cv", {(H100, GPU): "8"}) +
+                  self.team_diffs("cv", "True", "QuotaApplied"), "cv fits now")
+        self.wait(lambda: self.team_diffs("ml", "True", "QuotaApplied"), "ml Ready")
+
+    # -- E5 --
+
+    def test_04_reductions_never_go_below_reservations(self):
+        c = self.c
+        self.reserve("a", "5")
+        # Queue guard: guarantee 4 -> 2 with borrowing 2 leaves a maximum of 4 < 5.
+        self.set_ws_quota("a", [entry(H100, GPU, "2", borrowing="2")])
+        msg = ('refusing to reduce ClusterQueue "tau-ws-a" below active reservation 5 '
+               '(new maximum 4) for flavor %s resource %s' % (H100, GPU))
+        self.wait(lambda: self.team_diffs("ml", "False", "ReductionBlocked", msg) +
+                  self.ws_diffs("a", "False", "ReductionBlocked", msg),
+                  "E5: the queue's reduction is refused, on the team and the workspace")
+        self.assertEqual(self.cq_diffs("a", "ml", {(H100, GPU): ("4", "2", "0"),
+                                                   (H100, CPU): ("0", "0", "0")}), [])
+        self.assertEqual(self.cohort_diffs("ml", {(H100, GPU): "4", (H100, CPU): "64"}), [],
+                         "the Cohort does not grow by the blocked amount")
+        # A shrink that keeps the reservation goes through and releases quota to the Cohort.
+        self.set_ws_quota("a", [entry(H100, GPU, "2", borrowing="4")])
+        self.wait(lambda: self.cq_diffs("a", "ml", {(H100, GPU): ("2", "4", "0"),
+                                                    (H100, CPU): ("0", "0", "0")}) +
+                  self.cohort_diffs("ml", {(H100, GPU): "6", (H100, CPU): "64"}) +
+                  self.team_diffs("ml", "True", "QuotaApplied") +
+                  self.ws_diffs("a", "True", "QuotaApplied"),
+                  "E5: a successful shrink releases its quota to the Cohort")
+        # Team guard: 8 -> 4 with 5 reserved.
+        before = c.cohort("ml")["metadata"]["resourceVersion"]
+        self.set_team_quota("ml", [entry(H100, GPU, "4"), entry(H100, CPU, "64")])
+        self.wait(lambda: self.team_diffs(
+            "ml", "False", "ReductionBlocked",
+            'refusing to reduce team "ml" below active reservations 5 (new allocation 4) for '
+            'flavor %s resource %s' % (H100, GPU)), "E5: the team's reduction is refused")
+        self.assertEqual(c.cohort("ml")["metadata"]["resourceVersion"], before)
+        self.set_team_quota("ml", [entry(H100, GPU, "8"), entry(H100, CPU, "64")])
+        self.reserve("a", None)
+        self.wait(lambda: self.team_diffs("ml", "True", "QuotaApplied"), "ml Ready again")
+
+    # -- E6 --
+
+    def test_05_migration_keeps_the_old_charge_until_the_queue_moves(self):
+        c = self.c
+        self.set_ws_quota("b", [entry(H100, GPU, "2", borrowing="8")])
+        self.wait(lambda: self.cohort_diffs("ml", {(H100, GPU): "4", (H100, CPU): "64"}),
+                  "ml: 8 - 2 - 2")
+        self.reserve("b", "9")
+        c.merge(WORKSPACES + "/b", {"spec": {"teamRef": {"name": "cv"}}})
+        mig = ('refusing workspace migration of "b" from Cohort "tau-team-ml" to team "cv": its '
+               'quota 8 of flavor %s resource %s would be below active reservations 9; the queue '
+               'keeps its Cohort' % (H100, GPU))
+        self.wait(lambda: self.team_diffs("cv", "False", "MigrationBlocked", mig) +
+                  self.ws_diffs("b", "False", "MigrationBlocked", mig),
+                  "E6: the destination cannot hold the reservations")
+        cq = c.get(CQS + "/tau-ws-b")
+        self.assertEqual(cq["spec"]["cohortName"], "tau-team-ml", "the queue keeps its Cohort")
+        self.assertEqual(self.cohort_diffs("ml", {(H100, GPU): "4", (H100, CPU): "64"}), [],
+                         "still charged to the old team")
+        self.assertEqual(self.cohort_diffs("cv", {(H100, GPU): "8"}), [])
+        self.reserve("b", "3")
+        self.wait(lambda: self.cq_diffs("b", "cv", {(H100, GPU): ("2", "8", "0")}) +
+                  self.cohort_diffs("cv", {(H100, GPU): "6"}) +
+                  self.team_diffs("cv", "True", "QuotaApplied"), "the queue moved to cv")
+        self.wait(lambda: self.cohort_diffs("ml", {(H100, GPU): "6", (H100, CPU): "64"}),
+                  "ml gets the guarantee back once the queue left")
+        self.reserve("b", None)
+
+    # -- E7 --
+
+    def test_06_degraded_team_lets_shrinks_converge(self):
+        self.set_team_quota("cv", [entry(H100, GPU, "12")])
+        self.wait(lambda: self.team_diffs("cv", "False", "CapacityExceeded",
+                                          "team allocations 20 exceed discovered capacity 16"),
+                  "cv Degraded")
+        self.set_ws_quota("b", [entry(H100, GPU, "1", borrowing="8")])
+        self.wait(lambda: self.cq_diffs("b", "cv", {(H100, GPU): ("1", "8", "0")}) +
+                  self.cohort_diffs("cv", {(H100, GPU): "7"}),
+                  "E7: the shrink converges and releases to the Cohort")
+        self.set_ws_quota("b", [entry(H100, GPU, "3", borrowing="6")])
+        raise_msg = ('refusing to raise the nominal quota of ClusterQueue "tau-ws-b" (workspace '
+                     '"b"): team "cv" is not Ready')
+        self.wait(lambda: self.team_diffs("cv", "False", "CapacityExceeded", raise_msg) +
+                  self.ws_diffs("b", "False", "TeamNotReady", raise_msg),
+                  "E7: a raise traded against borrowing is refused")
+        self.assertEqual(self.cq_diffs("b", "cv", {(H100, GPU): ("1", "8", "0")}), [])
+        self.set_team_quota("cv", [entry(H100, GPU, "8")])
+        self.wait(lambda: self.cq_diffs("b", "cv", {(H100, GPU): ("3", "6", "0")}) +
+                  self.cohort_diffs("cv", {(H100, GPU): "5"}) +
+                  self.team_diffs("cv", "True", "QuotaApplied"), "Ready: the raise goes through")
+
+    # -- E8 --
+
+    def test_07_objects_of_another_owner_are_never_adopted(self):
+        c = self.c
+        created = c.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                            "metadata": {"name": "tau-team-owned",
+                                         "labels": {h.MANAGED_BY: "taugrid"},
+                                         "annotations": {h.TEAM_UID: "someone-else"}},
+                            "spec": {}}, COHORTS)
+        c.create(h.team("owned", [entry(H100, GPU, "0")]), TEAMS)
+        self.wait(lambda: self.team_diffs(
+            "owned", "False", "OwnershipConflict",
+            'Cohort "tau-team-owned" has a different owner UID'), "E8: different owner UID")
+        c.merge(COHORTS + "/tau-team-owned", {"metadata": {"annotations": {h.TEAM_UID: None}}})
+        self.wait(lambda: self.team_diffs(
+            "owned", "False", "OwnershipConflict",
+            'Cohort "tau-team-owned" has legacy ownership metadata'), "E8: legacy ownership")
+        now = c.cohort("owned")
+        self.assertEqual(now["spec"], created["spec"])
+        self.assertNotIn(QUOTA_MODE, now["metadata"].get("labels") or {})
+        # A ClusterQueue with our labels but no owner annotation, for a new workspace of ml.
+        legacy = c.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                           "metadata": {"name": "tau-ws-d", "labels": {h.MANAGED_BY: "taugrid"}},
+                           "spec": {"namespaceSelector": {}}}, CQS)
+        self.create_ws("d", "ml")
+        self.wait(lambda: self.team_diffs(
+            "ml", "False", "OwnershipConflict",
+            'ClusterQueue "tau-ws-d" has legacy ownership metadata'), "E8: a legacy queue")
+        self.wait(lambda: self.ws_diffs("d", "False", "OwnershipConflict",
+                                        'ClusterQueue "tau-ws-d" has legacy ownership metadata'),
+                  "E8: reported on the workspace")
+        now = c.get(CQS + "/tau-ws-d")
+        self.assertEqual(now["spec"], legacy["spec"])
+        self.assertEqual(now["metadata"]["resourceVersion"], legacy["metadata"]["resourceVersion"])
+        c.delete(WORKSPACES + "/d")
+        c.wait_gone(WORKSPACES + "/d")
+        c.delete(CQS + "/tau-ws-d")
+        c.wait_gone(CQS + "/tau-ws-d")
+        c.delete(TEAMS + "/owned")
+        c.delete(COHORTS + "/tau-team-owned")
+        c.wait_gone(COHORTS + "/tau-team-owned")
+        self.wait(lambda: self.team_diffs("ml", "True", "QuotaApplied"), "ml Ready again")
+
+    # -- E9 --
+
+    def test_08_deleting_a_team_waits_for_its_queues(self):
+        c = self.c
+        c.delete(TEAMS + "/cv")
+        self.wait(lambda: self.team_diffs(
+            "cv", "False", "DeletionBlocked",
+            'team "cv" is being deleted but ClusterQueue "tau-ws-b" of workspace "b" is still '
+            'applied to Cohort "tau-team-cv"'), "E9: deletion waits")
+        t = c.team("cv")
+        self.assertIn(FINALIZER, t["metadata"]["finalizers"])
+        self.assertIsNotNone(c.cohort("cv"))
+        c.delete(WORKSPACES + "/b")
+        c.wait_gone(CQS + "/tau-ws-b")
+        c.wait_gone(TEAMS + "/cv")
+        c.wait_gone(COHORTS + "/tau-team-cv")
+
+    # -- E10 --
+
+    def test_09_empty_quota_is_zero(self):
+        c = self.c
+        c.create(h.team("empty"), TEAMS)
+        self.create_ws("e", "empty")
+        self.wait(lambda: self.cohort_diffs("empty", {}) + self.cq_diffs("e", "empty", {}),
+                  "E10: no quota: an empty Cohort and queue, never unlimited")
+        self.set_ws_quota("e", [entry(H100, GPU, "1")])
+        self.wait(lambda: self.team_diffs(
+            "empty", "False", "QuotaInvalid",
+            'team "empty": workspace guarantees 1 exceed team quota 0 for flavor %s resource %s'
+            % (H100, GPU)), "E10: a guarantee of a team without quota")
+
+
+if __name__ == "__main__":
+    unittest.main()
