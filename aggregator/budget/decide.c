@@ -662,11 +662,10 @@ static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bo
 		                        : "the inventory's sync gate is not open",
 		        gen, in->now);
 	if (rc == 0)
-		rc = tau_conditions_set(conds, prev, "NodeSelectorValid",
-		                        in->pool_problem == NULL ? "True" : "False",
-		                        in->pool_problem == NULL ? "Valid" : "Invalid",
-		                        in->pool_problem != NULL ? in->pool_problem : "", gen,
-		                        in->now);
+		rc = tau_conditions_set(
+		        conds, prev, "NodeSelectorValid", in->pool_problem == NULL ? "True" : "False",
+		        in->pool_problem == NULL ? "Valid" : "Invalid",
+		        in->pool_problem != NULL ? in->pool_problem : "", gen, in->now);
 	if (rc == 0 && no_team)
 		rc = tau_conditions_set(
 		        conds, prev, "BudgetReady", "False", TAU_BUDGET_REASON_NO_TEAM,
