@@ -127,6 +127,130 @@ out:
 	return rc;
 }
 
+int tau_cli_csi_check_nodes(cJSON *doc, tau_kube_client *client, const cJSON *items,
+                            const char *driver, const char *cmd)
+{
+	cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "nodes");
+	cJSON *problems = cJSON_GetObjectItemCaseSensitive(doc, "problems");
+	const cJSON *n;
+
+	if (arr == NULL)
+		arr = cJSON_AddArrayToObject(doc, "nodes");
+	if (problems == NULL)
+		problems = cJSON_AddArrayToObject(doc, "problems");
+	if (arr == NULL || problems == NULL) {
+		fprintf(stderr, "%s: out of memory\n", cmd);
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	cJSON_ArrayForEach(n, items)
+	{
+		const char *name = jstr(n, "metadata.name"), *kind = NULL, *mb = NULL;
+		cJSON *csinode = NULL, *o;
+		const cJSON *seen;
+		char why[512];
+		bool has, unsupported = false, dup = false;
+
+		if (name == NULL || !node_eligible(n))
+			continue;
+		cJSON_ArrayForEach(seen, arr) dup = dup || strcmp(jstr(seen, "name"), name) == 0;
+		if (dup)
+			continue; /* matched by two selectors (two flavors) */
+		if (tau_kube_get(&csinode, client, &tau_kube_res_csinodes, NULL, name) != 0)
+			csinode = NULL;
+		has = csinode != NULL && csinode_has(csinode, driver);
+		if (driver_origin(client, n, csinode, driver, &kind, &mb) < 0) {
+			const tau_kube_api_error *e = tau_kube_api_error_last();
+
+			fprintf(stderr, "%s: node %s: cannot tell who deployed %s there: %s\n", cmd,
+			        name, driver,
+			        e->http_code != 0 ? e->message : tau_error_last()->msg);
+			cJSON_Delete(csinode);
+			return -TAU_EIO;
+		}
+		cJSON_Delete(csinode);
+		if (has &&
+		    tau_cli_csi_addon_unsupported(why, sizeof(why), name, kind, mb, driver)) {
+			unsupported = true;
+			cJSON_AddItemToArray(problems, cJSON_CreateString(why));
+		}
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", name);
+		cJSON_AddBoolToObject(o, "registered", has);
+		cJSON_AddItemToObject(o, "nodeKind",
+		                      kind != NULL ? cJSON_CreateString(kind) : cJSON_CreateNull());
+		cJSON_AddItemToObject(o, "managedBy",
+		                      mb != NULL ? cJSON_CreateString(mb) : cJSON_CreateNull());
+		cJSON_AddBoolToObject(o, "supported", !unsupported);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return 0;
+}
+
+bool tau_cli_csi_finish(cJSON *doc)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "nodes"), *n;
+	size_t eligible = 0, missing = 0, unsupported = 0;
+	bool ok;
+
+	if (cJSON_GetObjectItemCaseSensitive(doc, "problems") == NULL)
+		cJSON_AddArrayToObject(doc, "problems");
+	cJSON_ArrayForEach(n, arr)
+	{
+		eligible++;
+		missing += !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "registered"));
+		unsupported += !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "supported"));
+	}
+	ok = eligible > 0 && missing == 0 && unsupported == 0;
+	cJSON_AddNumberToObject(doc, "eligible", (double)eligible);
+	cJSON_AddNumberToObject(doc, "missing", (double)missing);
+	cJSON_AddNumberToObject(doc, "unsupported", (double)unsupported);
+	cJSON_AddBoolToObject(doc, "ok", ok);
+	return ok;
+}
+
+void tau_cli_csi_print(FILE *out, const cJSON *doc, const char *none)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "nodes"), *n;
+	const char *driver = jstr(doc, "driver");
+	size_t rows = 1, eligible = (size_t)cJSON_GetArraySize(arr), missing = 0;
+	const char **cells = calloc((eligible + 1) * STORAGE_COLS, sizeof(*cells));
+
+	if (cells == NULL)
+		return;
+	cells[0] = "NODE";
+	cells[1] = "REGISTERED";
+	cells[2] = "KIND";
+	cells[3] = "MANAGED-BY";
+	cJSON_ArrayForEach(n, arr)
+	{
+		bool has = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "registered"));
+		const char *kind = jstr(n, "nodeKind"), *mb = jstr(n, "managedBy");
+
+		missing += !has;
+		cells[rows * STORAGE_COLS] = jstr(n, "name");
+		cells[rows * STORAGE_COLS + 1] = has ? "yes" : "no";
+		cells[rows * STORAGE_COLS + 2] = kind != NULL ? kind : "Unknown";
+		cells[rows * STORAGE_COLS + 3] = mb != NULL ? mb : "-";
+		rows++;
+	}
+	if (rows > 1)
+		tau_cli_print_table(out, cells, rows, STORAGE_COLS);
+	free(cells);
+	if (eligible == 0)
+		fprintf(out, "%s\n", none);
+	else if (missing == 0 &&
+	         cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "problems")) == 0)
+		fprintf(out, "%s is registered on all %zu eligible nodes\n", driver, eligible);
+	else if (missing > 0)
+		fprintf(out, "%s is missing on %zu of %zu eligible nodes\n", driver, missing,
+		        eligible);
+	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(doc, "problems"))
+	{
+		if (cJSON_IsString(n))
+			fprintf(out, "%s\n", n->valuestring);
+	}
+}
+
 static void storage_usage(FILE *out)
 {
 	fputs("Usage: tau storage check --driver NAME [--selector SEL] [-o table|json]\n"
@@ -155,10 +279,8 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	tau_kube_client *client = NULL;
 	tau_kube_list_options lo = {0};
 	const char *driver = NULL, *sel = DEFAULT_SELECTOR;
-	cJSON *nodes = NULL, *doc = NULL, *arr, *drv = NULL, *problems = NULL;
-	const cJSON *n;
-	const char **cells = NULL;
-	size_t rows = 1, eligible = 0, missing = 0, n_unsupported = 0;
+	cJSON *nodes = NULL, *doc = NULL, *drv = NULL;
+	char none[300];
 	bool json = false, ok;
 	int c, rc = TAU_CLI_USAGE;
 
@@ -222,72 +344,10 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	cJSON_AddStringToObject(doc, "selector", sel);
 	cJSON_AddBoolToObject(doc, "csiDriverObject",
 	                      tau_kube_get(&drv, client, &res_csidrivers, NULL, driver) == 0);
-	arr = cJSON_AddArrayToObject(doc, "nodes");
-	cells = calloc(((size_t)cJSON_GetArraySize(cJSON_GetObjectItem(nodes, "items")) + 1) *
-	                       STORAGE_COLS,
-	               sizeof(*cells));
-	problems = cJSON_CreateArray();
-	if (cells == NULL || problems == NULL) {
-		fprintf(stderr, "tau storage check: out of memory\n");
+	if (tau_cli_csi_check_nodes(doc, client, cJSON_GetObjectItem(nodes, "items"), driver,
+	                            "tau storage check") < 0)
 		goto out;
-	}
-	cells[0] = "NODE";
-	cells[1] = "REGISTERED";
-	cells[2] = "KIND";
-	cells[3] = "MANAGED-BY";
-	cJSON_ArrayForEach(n, cJSON_GetObjectItem(nodes, "items"))
-	{
-		const char *name = jstr(n, "metadata.name"), *kind = NULL, *mb = NULL;
-		cJSON *csinode = NULL, *o;
-		char why[512];
-		bool has, unsupported = false;
-
-		if (name == NULL || !node_eligible(n))
-			continue;
-		eligible++;
-		if (tau_kube_get(&csinode, client, &tau_kube_res_csinodes, NULL, name) != 0)
-			csinode = NULL;
-		has = csinode != NULL && csinode_has(csinode, driver);
-		if (driver_origin(client, n, csinode, driver, &kind, &mb) < 0) {
-			const tau_kube_api_error *e = tau_kube_api_error_last();
-
-			fprintf(stderr,
-			        "tau storage check: node %s: cannot tell who deployed %s there: "
-			        "%s\n",
-			        name, driver,
-			        e->http_code != 0 ? e->message : tau_error_last()->msg);
-			cJSON_Delete(csinode);
-			goto out;
-		}
-		cJSON_Delete(csinode);
-		if (!has)
-			missing++;
-		else if (tau_cli_csi_addon_unsupported(why, sizeof(why), name, kind, mb, driver)) {
-			unsupported = true;
-			n_unsupported++;
-			cJSON_AddItemToArray(problems, cJSON_CreateString(why));
-		}
-		o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "name", name);
-		cJSON_AddBoolToObject(o, "registered", has);
-		cJSON_AddItemToObject(o, "nodeKind",
-		                      kind != NULL ? cJSON_CreateString(kind) : cJSON_CreateNull());
-		cJSON_AddItemToObject(o, "managedBy",
-		                      mb != NULL ? cJSON_CreateString(mb) : cJSON_CreateNull());
-		cJSON_AddBoolToObject(o, "supported", !unsupported);
-		cJSON_AddItemToArray(arr, o);
-		cells[rows * STORAGE_COLS] = name;
-		cells[rows * STORAGE_COLS + 1] = has ? "yes" : "no";
-		cells[rows * STORAGE_COLS + 2] = kind != NULL ? kind : "Unknown";
-		cells[rows * STORAGE_COLS + 3] = mb != NULL ? mb : "-";
-		rows++;
-	}
-	cJSON_AddNumberToObject(doc, "eligible", (double)eligible);
-	cJSON_AddNumberToObject(doc, "missing", (double)missing);
-	cJSON_AddNumberToObject(doc, "unsupported", (double)n_unsupported);
-	cJSON_AddItemToObject(doc, "problems", problems);
-	ok = eligible > 0 && missing == 0 && n_unsupported == 0;
-	cJSON_AddBoolToObject(doc, "ok", ok);
+	ok = tau_cli_csi_finish(doc);
 	if (json) {
 		char *text = cJSON_Print(doc);
 
@@ -295,24 +355,11 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 			printf("%s\n", text);
 		free(text);
 	} else {
-		const cJSON *p;
-
-		if (rows > 1)
-			tau_cli_print_table(stdout, cells, rows, STORAGE_COLS);
-		if (eligible == 0)
-			printf("no eligible node matches %s\n", sel);
-		else if (missing == 0 && n_unsupported == 0)
-			printf("%s is registered on all %zu eligible nodes\n", driver, eligible);
-		else if (missing > 0)
-			printf("%s is missing on %zu of %zu eligible nodes\n", driver, missing,
-			       eligible);
-		cJSON_ArrayForEach(p, problems) printf("%s\n", p->valuestring);
+		snprintf(none, sizeof(none), "no eligible node matches %s", sel);
+		tau_cli_csi_print(stdout, doc, none);
 	}
-	problems = NULL; /* owned by doc */
 	rc = ok ? TAU_CLI_OK : TAU_CLI_FAILED;
 out:
-	cJSON_Delete(problems);
-	free(cells);
 	cJSON_Delete(drv);
 	cJSON_Delete(doc);
 	cJSON_Delete(nodes);

@@ -31,6 +31,9 @@ static const tau_kube_resource res_pvcs = {"", "v1", "persistentvolumeclaims", t
 static const tau_kube_resource res_storageclasses = {"storage.k8s.io", "v1", "storageclasses",
                                                      false};
 static const tau_kube_resource res_pvs = {"", "v1", "persistentvolumes", false};
+static const tau_kube_resource res_cqs = {"kueue.x-k8s.io", "v1beta2", "clusterqueues", false};
+static const tau_kube_resource res_flavors = {"kueue.x-k8s.io", "v1beta2", "resourceflavors",
+                                              false};
 
 #define CSI_TIMEOUT_MS 10000
 
@@ -623,6 +626,96 @@ out:
 	return rc;
 }
 
+/*
+ * The nodes the workspace's queue can place work on, from Kubernetes: those its ClusterQueue's
+ * flavors select (ResourceFlavor spec.nodeLabels; a flavor without labels selects every node),
+ * Ready, schedulable and not deleting.  Checks `driver` on them as `tau storage check` does
+ * (registration and the Flex rule).  Returns TAU_CLI_OK or TAU_CLI_FAILED.
+ */
+static int check_csi_kube(FILE *out, cJSON *doc, tau_kube_client *c, const cJSON *ws,
+                          const char *driver)
+{
+	const char *cq_name = jstr(ws, "status.queue.clusterQueue"), *err = NULL;
+	cJSON *rep = cJSON_CreateObject(), *cq = NULL;
+	const cJSON *rg, *fl;
+	char none[300];
+	bool ok = false;
+
+	if (rep == NULL)
+		return TAU_CLI_FAILED;
+	add_str(rep, "driver", driver);
+	add_str(rep, "clusterQueue", cq_name);
+	cJSON_AddItemToObject(doc, "csi", rep);
+	if (cq_name == NULL) {
+		err = "the workspace's status names no ClusterQueue yet, so its eligible nodes "
+		      "cannot be told";
+		goto failed;
+	}
+	if (tau_kube_get(&cq, c, &res_cqs, NULL, cq_name) != 0) {
+		err = api_message();
+		goto failed;
+	}
+	cJSON_ArrayForEach(rg, tau_json_find(cq, "spec.resourceGroups"))
+	{
+		cJSON_ArrayForEach(fl, cJSON_GetObjectItemCaseSensitive(rg, "flavors"))
+		{
+			tau_kube_list_options lo = {0};
+			cJSON *rf = NULL, *nodes = NULL;
+			const cJSON *l;
+			char sel[2048] = "";
+			size_t used = 0;
+			int rc;
+
+			if (jstr(fl, "name") == NULL ||
+			    tau_kube_get(&rf, c, &res_flavors, NULL, jstr(fl, "name")) != 0) {
+				err = jstr(fl, "name") == NULL
+				              ? "a flavor of the ClusterQueue has no name"
+				              : api_message();
+				goto failed;
+			}
+			cJSON_ArrayForEach(l, tau_json_find(rf, "spec.nodeLabels"))
+			{
+				int n = snprintf(sel + used, sizeof(sel) - used, "%s%s=%s",
+				                 used > 0 ? "," : "", l->string,
+				                 cJSON_IsString(l) ? l->valuestring : "");
+
+				if (n < 0 || (size_t)n >= sizeof(sel) - used) {
+					cJSON_Delete(rf);
+					err = "a ResourceFlavor's nodeLabels are too long to "
+					      "select by";
+					goto failed;
+				}
+				used += (size_t)n;
+			}
+			cJSON_Delete(rf);
+			lo.label_selector = used > 0 ? sel : NULL;
+			rc = tau_kube_list_all(&nodes, c, &tau_kube_res_nodes, NULL, &lo);
+			if (rc == 0)
+				rc = tau_cli_csi_check_nodes(rep, c,
+				                             cJSON_GetObjectItem(nodes, "items"),
+				                             driver, "tau workspace check");
+			cJSON_Delete(nodes);
+			if (rc < 0) {
+				err = api_message();
+				goto failed;
+			}
+		}
+	}
+	ok = tau_cli_csi_finish(rep);
+	snprintf(none, sizeof(none), "no node is eligible for ClusterQueue %s", cq_name);
+	tau_cli_csi_print(out, rep, none);
+	cJSON_Delete(cq);
+	return ok ? TAU_CLI_OK : TAU_CLI_FAILED;
+failed:
+	fprintf(out,
+	        "CSI driver %s: the nodes ClusterQueue %s can place work on cannot be read: %s\n",
+	        driver, cq_name != NULL ? cq_name : NONE, err);
+	add_str(rep, "error", err);
+	cJSON_AddBoolToObject(rep, "ok", false);
+	cJSON_Delete(cq);
+	return TAU_CLI_FAILED;
+}
+
 static void ws_usage(FILE *out)
 {
 	fputs("Usage: tau workspace list [-o table|json]\n"
@@ -633,7 +726,9 @@ static void ws_usage(FILE *out)
 	      "With --aggregator, check also requires the PVC's CSI driver to be registered\n"
 	      "on every node that counts in the pool (ADDR defaults to env TAU_AGGREGATOR),\n"
 	      "and not to be the AKS-managed addon on a Flex or other externally registered\n"
-	      "node (a deployment-managed driver is required there).\n"
+	      "node (a deployment-managed driver is required there). Without --aggregator the\n"
+	      "same is checked from Kubernetes (CSINode, pods) on the nodes the workspace's\n"
+	      "ClusterQueue can place work on.\n"
 	      "Exit codes: 0 success, 1 not Ready, PVC or CSI check failed, or API failure,\n"
 	      "2 usage error.\n",
 	      out);
@@ -831,6 +926,8 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 			csi_rc = TAU_CLI_FAILED;
 		} else if (agg.addr != NULL) {
 			csi_rc = check_csi(human, doc, driver, &agg);
+		} else if (driver != NULL) {
+			csi_rc = check_csi_kube(human, doc, client, obj, driver);
 		}
 		if (fmt == TAU_CLI_JSON)
 			print_json(stdout, doc);

@@ -42,6 +42,26 @@ bool tau_cli_ws_ready(const cJSON *ws);
 bool tau_cli_csi_addon_unsupported(char *msg, size_t cap, const char *node, const char *node_kind,
                                    const char *managed_by, const char *driver);
 
+/**
+ * The Kubernetes side of a CSI check (`tau storage check`, `tau workspace check --data-pvc`
+ * without --aggregator).  For each eligible node among `items` (Node objects: Ready,
+ * schedulable, not deleting; a name already in doc's "nodes" is skipped) it reads the CSINode
+ * and, on a node that is not an AKS agent-pool node, the pods there, and appends {"name",
+ * "registered", "nodeKind", "managedBy", "supported"} to doc's "nodes" and any Flex-rule
+ * message to doc's "problems" (both made when absent).  `cmd` prefixes errors on stderr.
+ * @return 0, or <0 when a node's pods cannot be listed (fail closed) or out of memory.
+ */
+struct tau_kube_client;
+int tau_cli_csi_check_nodes(cJSON *doc, struct tau_kube_client *client, const cJSON *items,
+                            const char *driver, const char *cmd);
+
+/** Add "eligible", "missing", "unsupported" and "ok" to a checked doc; @return ok. */
+bool tau_cli_csi_finish(cJSON *doc);
+
+/** Print a finished doc: NODE REGISTERED KIND MANAGED-BY, the verdict, each problem;
+ * `none` is the line printed when no node is eligible. */
+void tau_cli_csi_print(FILE *out, const cJSON *doc, const char *none);
+
 /** One aligned table: rows of n_cols strings (NULL prints "<none>"); row 0 is the header. */
 void tau_cli_print_table(FILE *out, const char *const *cells, size_t n_rows, size_t n_cols);
 

@@ -111,6 +111,45 @@ def driver_pod(name, node, driver, labels, user_agent):
         "status": {"phase": "Running"}}
 
 
+BLOB = "blob.csi.azure.com"
+TAU_SYSTEM = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tau-system"}}
+
+
+def flavor(gpu_class):
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": gpu_class},
+            "spec": {"nodeLabels": {"tau.azure.com/gpu-class": gpu_class}}}
+
+
+def workspace(name, flavors):
+    """A Ready TauWorkspace (status as the controller writes it), its ClusterQueue drawing on
+    `flavors`, and a Bound PVC "data" of storage class azureblob in its namespace."""
+    ns, cq = "ml-" + name, "tau-ws-" + name
+    return [
+        {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauWorkspace",
+         "metadata": {"name": name, "namespace": "tau-system", "generation": 1},
+         "spec": {"authorization": {"mode": "workspace-rbac"},
+                  "principalRef": {"provider": "entra", "name": name},
+                  "kubernetesSubject": {"kind": "Group", "name": name},
+                  "role": "researcher", "target": {"namespace": ns}, "queue": name,
+                  "teamRef": {"name": "research"}},
+         "status": {"phase": "Ready", "observedGeneration": 1,
+                    "target": {"resolvedNamespace": ns},
+                    "queue": {"localQueue": name, "clusterQueue": cq}}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+         "metadata": {"name": cq},
+         "spec": {"namespaceSelector": {}, "resourceGroups": [
+             {"coveredResources": ["nvidia.com/gpu"], "flavors": [
+                 {"name": f, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 0}]}
+                 for f in flavors]}]}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+         "metadata": {"name": "data", "namespace": ns},
+         "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "azureblob",
+                  "resources": {"requests": {"storage": "1Gi"}}},
+         "status": {"phase": "Bound"}}]
+
+
 KUBE_SYSTEM = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}}
 AKS_ADDON = {"addonmanager.kubernetes.io/mode": "Reconcile",
              "kubernetes.io/cluster-service": "true"}
@@ -146,12 +185,22 @@ class FlexRule(unittest.TestCase):
         # One DaemonSet per app name stands for the two of each kind (AKS's and Helm's).
         owners = [daemonset(a, dict(AKS_ADDON, app=a)) for a in ("csi-blob-node",
                                                                   "csi-azurefile-node")]
+        # Two workspaces for `tau workspace check --data-pvc`: alpha's ClusterQueue can place
+        # work on both GPU classes, beta's on the agent-pool class only.
+        workspaces = (workspace("alpha", ["h100-ib", "h100-flex"]) +
+                      workspace("beta", ["h100-ib"]) +
+                      [flavor("h100-ib"), flavor("h100-flex"), TAU_SYSTEM,
+                       {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                        "metadata": {"name": "azureblob"}, "provisioner": BLOB}])
         cls.tmp = tempfile.mkdtemp(prefix="tau-storage-flex-")
         seed = os.path.join(cls.tmp, "seed.json")
         with open(seed, "w") as f:
             json.dump({"kind": "List",
-                       "items": [nd, nd_csi, flex, flex_csi, KUBE_SYSTEM] + owners + pods}, f)
-        cls.sim = SimProcess(["--seed", seed])
+                       "items": [nd, nd_csi, flex, flex_csi, KUBE_SYSTEM] + owners + pods +
+                       workspaces}, f)
+        cls.sim = SimProcess(["--seed", seed,
+                              "--crds", os.path.join(ROOT, "charts", "taugrid", "crds"),
+                              "--crds", os.path.join(ROOT, "tests", "fixtures", "kueue")])
 
     @classmethod
     def tearDownClass(cls):
@@ -180,6 +229,34 @@ class FlexRule(unittest.TestCase):
                          (2, 0, 1, False))
         self.assertEqual(len(out["problems"]), 1)
         self.assertIn(FLEX, out["problems"][0])
+
+    def ws_check(self, name, *extra):
+        return subprocess.run([CLI, "--kubeconfig", self.sim.kubeconfig, "workspace", "check",
+                               name, "--data-pvc", "data"] + list(extra),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=60)
+
+    def test_workspace_check_fails_addon_on_flex_node_its_queue_uses(self):
+        r = self.ws_check("alpha")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("node %s (Flex) relies on the AKS-managed addon for %s" % (FLEX, BLOB),
+                      r.stdout)
+        self.assertIn("a deployment-managed driver is required there", r.stdout)
+        r = self.ws_check("alpha", "-o", "json")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        csi = json.loads(r.stdout)["csi"]
+        self.assertEqual(csi["clusterQueue"], "tau-ws-alpha")
+        self.assertEqual(sorted(n["name"] for n in csi["nodes"]), sorted([ND, FLEX]))
+        self.assertEqual((csi["eligible"], csi["missing"], csi["unsupported"], csi["ok"]),
+                         (2, 0, 1, False))
+
+    def test_workspace_check_ignores_nodes_its_queue_cannot_use(self):
+        # beta's queue places work on the agent-pool class only: the Flex node is not eligible
+        r = self.ws_check("beta", "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        csi = json.loads(r.stdout)["csi"]
+        self.assertEqual([n["name"] for n in csi["nodes"]], [ND])
+        self.assertTrue(csi["ok"])
 
     def test_deployment_managed_driver_on_flex_node_passes(self):
         r = self.tau("--driver", "file.csi.azure.com", "-o", "json")
