@@ -311,6 +311,7 @@ static int gather(tau_budget_controller *b, gathered *g, tau_budget_observed *o,
 	o->cohorts = g->v_cohorts;
 	o->cluster_queues = g->v_cqs;
 	o->multiple_workspaces = b->multiple_workspaces;
+	o->system_namespace = b->system_namespace;
 	return 0;
 }
 

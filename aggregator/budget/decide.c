@@ -310,8 +310,9 @@ static bool status_differs(const cJSON *obj, const cJSON *st, const char *const 
 
 static const char *const TEAM_FIELDS[] = {"phase", "observedGeneration", "cohort", "cohortUID",
                                           NULL};
-static const char *const CLUSTER_FIELDS[] = {"phase", "observedGeneration", "discoveredCapacity",
-                                             "managedResources", NULL};
+static const char *const CLUSTER_FIELDS[] = {
+        "phase", "observedGeneration", "discoveredCapacity", "managedResources", "systemNamespace",
+        NULL};
 
 static void team_status(builder *b, const tau_budget_observed *in, const cJSON *team,
                         const team_state *s, const char *cohort, const char *cohort_uid)
@@ -647,6 +648,9 @@ static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bo
 	cJSON_DeleteItemFromObjectCaseSensitive(st, "discoveredCapacity");
 	cJSON_DeleteItemFromObjectCaseSensitive(st, "managedResources");
 	cJSON_DeleteItemFromObjectCaseSensitive(st, "conditions");
+	cJSON_DeleteItemFromObjectCaseSensitive(st, "systemNamespace");
+	if (in->system_namespace != NULL)
+		cJSON_AddStringToObject(st, "systemNamespace", in->system_namespace);
 	cJSON_AddStringToObject(st, "phase", phase);
 	cJSON_AddNumberToObject(st, "observedGeneration", (double)gen);
 	cJSON_AddItemToObject(st, "discoveredCapacity", cap);
@@ -662,10 +666,11 @@ static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bo
 		                        : "the inventory's sync gate is not open",
 		        gen, in->now);
 	if (rc == 0)
-		rc = tau_conditions_set(
-		        conds, prev, "NodeSelectorValid", in->pool_problem == NULL ? "True" : "False",
-		        in->pool_problem == NULL ? "Valid" : "Invalid",
-		        in->pool_problem != NULL ? in->pool_problem : "", gen, in->now);
+		rc = tau_conditions_set(conds, prev, "NodeSelectorValid",
+		                        in->pool_problem == NULL ? "True" : "False",
+		                        in->pool_problem == NULL ? "Valid" : "Invalid",
+		                        in->pool_problem != NULL ? in->pool_problem : "", gen,
+		                        in->now);
 	if (rc == 0 && no_team)
 		rc = tau_conditions_set(
 		        conds, prev, "BudgetReady", "False", TAU_BUDGET_REASON_NO_TEAM,

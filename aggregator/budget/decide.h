@@ -59,7 +59,10 @@ typedef struct tau_budget_observed {
 	const cJSON *const *cluster_queues;
 	size_t n_cluster_queues;
 	bool multiple_workspaces; /**< feature gate MultipleWorkspaces */
-	const char *now;          /**< RFC 3339, for condition transition times */
+	/** Where this aggregator runs (TauCluster status.systemNamespace, for `tau`); may be NULL.
+	 */
+	const char *system_namespace;
+	const char *now; /**< RFC 3339, for condition transition times */
 } tau_budget_observed;
 
 /** One write to the API, in the order given. */

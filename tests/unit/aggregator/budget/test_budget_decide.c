@@ -85,6 +85,7 @@ static int setup(void **state)
 	f->in.cohorts = f->cohorts;
 	f->in.cluster_queues = f->cqs;
 	f->in.now = NOW;
+	f->in.system_namespace = "tau-system";
 	*state = f;
 	return 0;
 }
@@ -216,6 +217,12 @@ static void test_applied_writes_flavors_cohort_queue(void **state)
 	assert_string_equal(quota_text(co->body, 1, 1), "16");
 	assert_string_equal(reason_of(f, f->team, "QuotaReady"), "BudgetApplied");
 	assert_string_equal(reason_of(f, f->cluster, "BudgetReady"), "BudgetApplied");
+	for (size_t i = 0; i < f->d->n_statuses; i++)
+		if (f->d->statuses[i].object == f->cluster)
+			assert_string_equal(
+			        cJSON_GetObjectItem(f->d->statuses[i].status, "systemNamespace")
+			                ->valuestring,
+			        "tau-system");
 }
 
 static void test_steady_state_writes_nothing(void **state)
