@@ -391,7 +391,7 @@ typedef struct agent {
 	tau_kube_informer *node_inf, *csinode_inf, *pods_inf;
 	tau_agent_registry_watch *regw;
 	tau_agent_stream *stream;
-	tau_agent_http *http;
+	tau_http_server *http;
 	tau_agent_metrics metrics;
 	tau_agent_session session;
 	int sig_fd;
@@ -836,7 +836,7 @@ fail:
 
 static void teardown(agent *a)
 {
-	tau_agent_http_stop(a->http);
+	tau_http_server_stop(a->http);
 	tau_agent_stream_free(a->stream);
 	if (a->loop_started)
 		tau_kube_loop_join(a->loop);

@@ -8,6 +8,8 @@
 #ifndef TAU_AGENT_HTTP_H
 #define TAU_AGENT_HTTP_H
 
+#include "tau/http.h"
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,18 +36,13 @@ typedef struct tau_agent_metrics {
  */
 int tau_agent_metrics_format(char *buf, size_t cap, const tau_agent_metrics *m);
 
-typedef struct tau_agent_http tau_agent_http;
-
 /**
  * Serve on `addr` ([HOST]:PORT; port 0 picks one) on a thread of its own.
- * `m` is borrowed and must outlive the server.
+ * `m` is borrowed and must outlive the server; stop with tau_http_server_stop.
  * @param port_out  receives the bound port (may be NULL)
  * @return 0, -TAU_EINVAL (address), -TAU_EIO (cannot bind).
  */
-int tau_agent_http_start(tau_agent_http **out, const char *addr, tau_agent_metrics *m,
+int tau_agent_http_start(tau_http_server **out, const char *addr, tau_agent_metrics *m,
                          int *port_out);
-
-/** Stop serving and free.  NULL is a no-op. */
-void tau_agent_http_stop(tau_agent_http *h);
 
 #endif /* TAU_AGENT_HTTP_H */

@@ -1,7 +1,7 @@
 /*
- * http.h - the aggregator's plain HTTP endpoints on libmicrohttpd:
- * /healthz (the process serves), /readyz (the readiness callback says so),
- * /metrics (Prometheus text from tau_agg_metrics).
+ * http.h - the aggregator's plain HTTP endpoints, served by libtau's HTTP server
+ * (tau/http.h): /healthz and /livez (the process serves), /readyz (the readiness
+ * callback says so), /metrics (Prometheus text from tau_agg_metrics).
  */
 #ifndef TAU_AGGREGATOR_HTTP_H
 #define TAU_AGGREGATOR_HTTP_H
@@ -25,11 +25,5 @@ int tau_agg_http_start(tau_agg_http **out, const char *addr, tau_agg *agg, tau_a
 
 /** Stop serving and free; NULL is a no-op. */
 void tau_agg_http_stop(tau_agg_http *h);
-
-/**
- * Split "HOST:PORT" / "[V6]:PORT" / ":PORT" into host (may be "") and port.
- * @return 0 or -TAU_EINVAL.
- */
-int tau_agg_split_hostport(char *host, size_t cap, int *port, const char *addr);
 
 #endif /* TAU_AGGREGATOR_HTTP_H */
