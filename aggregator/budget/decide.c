@@ -971,14 +971,15 @@ static int decide_team(ctx *c, cJSON *managed)
 /* ------------------------------------------------------------------------------------------ */
 /* Explicit-quota teams (E1-E10, explicit.c)                                                   */
 
-/* A PUT body of the team with our finalizer added or removed (E9). */
-static void team_finalizer(builder *b, const cJSON *team, bool add)
+/* A PUT body of the team with our finalizer added or removed (E9); `why` is taken. */
+static void team_finalizer(builder *b, const cJSON *team, bool add, char *why)
 {
 	cJSON *body = cJSON_Duplicate(team, true), *meta, *fins, *f, *keep;
 	const char *name = str_at(team, "metadata.name");
 
 	if (body == NULL || (keep = cJSON_CreateArray()) == NULL) {
 		cJSON_Delete(body);
+		free(why);
 		b->rc = b->rc < 0 ? b->rc : nomem();
 		return;
 	}
@@ -994,10 +995,7 @@ static void team_finalizer(builder *b, const cJSON *team, bool add)
 	cJSON_DeleteItemFromObjectCaseSensitive(meta, "finalizers");
 	cJSON_AddItemToObject(meta, "finalizers", keep);
 	cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
-	add_write(b, TAU_BUDGET_TEAM, name, false, false, body, NULL,
-	          fmt(add ? "finalizer %s added: deleting team %s waits for its workspace queues"
-	                  : "finalizer %s removed: no ClusterQueue is applied to team %s's Cohort",
-	              TAU_BUDGET_TEAM_FINALIZER, name));
+	add_write(b, TAU_BUDGET_TEAM, name, false, false, body, NULL, why);
 }
 
 /* The workspace's QuotaReady condition (E5-E8 refusals), its other conditions kept. */
@@ -1054,7 +1052,10 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 	     has_cohort = x->desired_cohort != NULL || x->owned_cohort != NULL;
 
 	if (w && x->add_finalizer)
-		team_finalizer(b, team, true);
+		team_finalizer(b, team, true,
+		               fmt("finalizer %s added: deleting team %s waits for its workspace "
+		                   "queues",
+		                   TAU_BUDGET_TEAM_FINALIZER, str_at(team, "metadata.name")));
 	for (size_t i = 0; i < x->n_queues; i++) {
 		tau_budget_xqueue *q = &x->queues[i];
 
@@ -1079,7 +1080,10 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 		        fmt("team %s is being deleted and no ClusterQueue is applied to its Cohort",
 		            str_at(team, "metadata.name")));
 	if (w && x->remove_finalizer)
-		team_finalizer(b, team, false);
+		team_finalizer(b, team, false,
+		               fmt("finalizer %s removed: no ClusterQueue is applied to team %s's "
+		                   "Cohort",
+		                   TAU_BUDGET_TEAM_FINALIZER, str_at(team, "metadata.name")));
 	set_state(&s, x->reason, x->status, x->phase, "%s", x->message);
 	if (!c->reconcile) {
 		char would[MSG_MAX];
@@ -1157,17 +1161,43 @@ static void other_teams(ctx *c)
 
 		if (name == NULL || streq(name, c->effective) || !streq(name, c->capacity))
 			continue; /* the kept budget, or an explicit team (explicit_teams) */
-		{
-			set_state(&s, TAU_BUDGET_REASON_LEAVE_BLOCKED, "False", "Pending",
-			          c->blocked_team != NULL ? "waiting for team %s to leave: it "
-			                                    "still has workspaces (%s)"
-			                                  : "waiting for the previous capacity "
-			                                    "team's budget%s%s to be "
-			                                    "removed",
-			          c->blocked_team != NULL ? c->blocked_team : "",
-			          c->blocked_team != NULL ? c->blocked_ws : "");
-		}
+		set_state(&s, TAU_BUDGET_REASON_LEAVE_BLOCKED, "False", "Pending",
+		          c->blocked_team != NULL ? "waiting for team %s to leave: it "
+		                                    "still has workspaces (%s)"
+		                                  : "waiting for the previous capacity "
+		                                    "team's budget%s%s to be "
+		                                    "removed",
+		          c->blocked_team != NULL ? c->blocked_team : "",
+		          c->blocked_team != NULL ? c->blocked_ws : "");
 		team_status(c->b, in, t, &s, NULL, NULL);
+	}
+}
+
+/*
+ * The cleanup finalizer is explicit teams' only (E9): one left on a team that is now the
+ * capacity team (or the kept budget's) is removed, so deleting that team never hangs.
+ */
+static void capacity_finalizers(ctx *c)
+{
+	const tau_budget_observed *in = c->in;
+
+	for (size_t i = 0; i < in->n_teams && c->writes_allowed; i++) {
+		const cJSON *t = in->teams[i], *f;
+		const char *name = str_at(t, "metadata.name");
+		bool ours = false;
+
+		if (!streq(name, c->effective) && !streq(name, c->capacity))
+			continue;
+		cJSON_ArrayForEach(f, tau_json_find(t, "metadata.finalizers"))
+		{
+			ours = ours || (cJSON_IsString(f) &&
+			                strcmp(f->valuestring, TAU_BUDGET_TEAM_FINALIZER) == 0);
+		}
+		if (ours)
+			team_finalizer(c->b, t, false,
+			               fmt("finalizer %s removed: team %s is the capacity team, "
+			                   "whose deletion does not wait",
+			                   TAU_BUDGET_TEAM_FINALIZER, name));
 	}
 }
 
@@ -1215,6 +1245,7 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 		        fmt("no capacity team: %zu workspace queues to remove", b.d->n_writes);
 	}
 	other_teams(&c);
+	capacity_finalizers(&c);
 	if (c.xsummary != NULL && b.d->summary != NULL) {
 		char *sum = fmt("%s; %s", b.d->summary, c.xsummary);
 

@@ -430,6 +430,25 @@ static void test_explicit_team_beside_the_capacity_team(void **state)
 	assert_string_equal(reason_of(f, f->team, "QuotaReady"), "BudgetApplied");
 }
 
+/* The capacity team carries no cleanup finalizer: one left from an explicit past is removed. */
+static void test_capacity_team_finalizer_removed(void **state)
+{
+	fixture *f = *state;
+	const tau_budget_write *w;
+
+	cJSON_AddItemToObject(cJSON_GetObjectItem(f->team, "metadata"), "finalizers",
+	                      cJSON_Parse("[\"other/keep\",\"tau.azure.com/team-cleanup\"]"));
+	decide(f);
+	w = find_write(f, "research");
+	assert_non_null(w);
+	assert_int_equal(w->kind, TAU_BUDGET_TEAM);
+	assert_int_equal(cJSON_GetArraySize(tau_json_find(w->body, "metadata.finalizers")), 1);
+	assert_string_equal(
+	        cJSON_GetArrayItem(tau_json_find(w->body, "metadata.finalizers"), 0)->valuestring,
+	        "other/keep");
+	assert_null(tau_json_find(w->body, "status"));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -448,6 +467,7 @@ int main(void)
 	        T(test_shrink_and_retained_flavor),
 	        T(test_missing_team_is_a_conflict),
 	        T(test_explicit_team_beside_the_capacity_team),
+	        T(test_capacity_team_finalizer_removed),
 	};
 #undef T
 
