@@ -100,13 +100,23 @@ static bool readiness(void *ud, char *reason, size_t cap)
 		snprintf(reason, cap, "starting");
 		return false;
 	}
-	if (rt->leader_elect && !tau_kube_leader_is_leader(rt->leader)) {
-		snprintf(reason, cap, "follower serving queries (pool %s)",
-		         established ? "established" : "not established");
+	/* With --leader-elect only the leader is Ready, so a Service (Ready endpoints only)
+	 * routes every agent and every query to it: one store, one answer.  The leader is Ready
+	 * as soon as it leads, before its pool is established, because the agents can only reach
+	 * it once it is Ready; queries say established=false until then (docs/install.md, HA). */
+	if (rt->leader_elect) {
+		if (!tau_kube_leader_is_leader(rt->leader)) {
+			snprintf(reason, cap,
+			         "follower: not Ready, so the Service routes agents and queries to "
+			         "the leader");
+			return false;
+		}
+		snprintf(reason, cap, "%s",
+		         established ? "leader, pool established"
+		                     : "leader, waiting for the sync gate");
 		return true;
 	}
-	snprintf(reason, cap, "%s",
-	         established ? "leader, pool established" : "leader, waiting for the sync gate");
+	snprintf(reason, cap, "%s", established ? "pool established" : "waiting for the sync gate");
 	return established;
 }
 

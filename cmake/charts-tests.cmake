@@ -14,3 +14,18 @@ if(TAU_PYTHON_TESTS)
       TIMEOUT 300
       LABELS python pure-python)
 endif()
+
+# e2e/aggregator-ha  tests/e2e/test_aggregator_ha.py: two tau-aggregators with --leader-elect,
+# real agents and queries through a Service stand-in that routes to Ready endpoints only; SIGKILL
+# of the leader, failover measured (docs/install.md, "High availability").
+if(TAU_PYTHON_TESTS)
+  tau_add_python_suite(e2e/aggregator-ha
+      TESTS test_aggregator_ha
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
+      TIMEOUT 300
+      LABELS e2e python
+      ENVIRONMENT "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>"
+                  "TAU_AGENT_BIN=$<TARGET_FILE:tau-node-agent>" "TAU_CLI_BIN=$<TARGET_FILE:tau-cli>"
+                  "TAU_PROTOC=${TAU_PROTOC}" "TAU_PROTO_DIR=${PROJECT_SOURCE_DIR}/proto"
+                  "TAU_GRPC_PROTO_DIR=${TAU_GRPC_PROTO_DIR}" "TAU_SIM_PYTHON=${PYTHON3}")
+endif()

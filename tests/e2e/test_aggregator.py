@@ -705,9 +705,9 @@ class AggregatorE2E(unittest.TestCase):
             first = wait_for(lambda: [a for a in (a1, a2) if leader_of(a)], msg="a leader")
             self.assertEqual(len(first), 1)
             leader, follower = first[0], (a2 if first[0] is a1 else a1)
-            # Both serve: the follower is ready as soon as it serves, the leader once established.
+            # Only the leader is Ready (a Service routes agents and queries to it alone).
             wait_for(lambda: leader.http("/readyz")[0] == 200, msg="leader ready")
-            self.assertEqual(follower.http("/readyz")[0], 200, follower.http("/readyz")[1])
+            self.assertEqual(follower.http("/readyz")[0], 503, follower.http("/readyz")[1])
             self.assertIn("follower", follower.http("/readyz")[1])
             self.assertEqual(len(follower.nodes()), len(self.current_nodes()))
             # The leader hands the Lease back on SIGTERM: the follower takes over.

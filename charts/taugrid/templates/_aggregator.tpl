@@ -119,7 +119,8 @@ metadata:
 {{- end }}
 ---
 # gRPC (agents' Report streams, queries, grpc.health.v1) and HTTP (/healthz, /readyz,
-# /metrics). Only Ready replicas receive traffic (/readyz, docs/aggregator.md).
+# /metrics). Only Ready replicas receive traffic, and with leader election only the leader is
+# Ready (/readyz): one store answers (docs/install.md, "High availability").
 apiVersion: v1
 kind: Service
 metadata:
