@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 60
 SOURCES = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null)
 
 .PHONY: all build asan deps test test-normal test-asan format format-check bench fuzz demo clean \
-        charts-check charts-sync
+        charts-check charts-sync image
 
 all: build
 
@@ -55,6 +55,13 @@ charts-check: deps
 
 charts-sync:
 	scripts/sync-charts
+
+# The container image as an OCI layout in $(BUILD)/image/oci, without a container engine
+# (scripts/build-image: mmdebstrap + umoci; root and the Debian mirror), then checked by
+# unpacking it and running the binaries inside with chroot (tests/e2e/test_image.py).
+image: deps build
+	scripts/build-image $(BUILD)
+	python3 tests/e2e/test_image.py $(BUILD)/image/oci
 
 bench: build
 	@scripts/run-bench $(BUILD)
