@@ -27,6 +27,9 @@
 
 #define KEY                 "budget"
 #define DEFAULT_COALESCE_MS 200u
+/* Successive passes that write are at least this far apart: a storm of node events makes
+ * at most one Cohort write a second, while a single change still lands after coalesce_ms. */
+#define MIN_WRITE_INTERVAL_MS 1000u
 
 static const tau_kube_resource res_clusters = {"tau.azure.com", "v1alpha1", "clusters", false};
 static const tau_kube_resource res_teams = {"tau.azure.com", "v1alpha1", "teams", true};
@@ -46,7 +49,8 @@ struct tau_budget_controller {
 	tau_budget_inventory_fn inventory;
 	void *inventory_arg;
 	atomic_bool ever_established;
-	char *last_summary; /* worker thread only */
+	char *last_summary;     /* worker thread only */
+	uint64_t last_write_ms; /* worker thread only: monotonic time of the last pass that wrote */
 	pthread_mutex_t lock;
 	tau_budget_stats stats;
 };
@@ -315,6 +319,16 @@ static int gather(tau_budget_controller *b, gathered *g, tau_budget_observed *o,
 	return 0;
 }
 
+/* Monotonic milliseconds (never 0), also stored in *out. */
+static uint64_t now_ms(uint64_t *out)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	*out = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u + 1u;
+	return *out;
+}
+
 static int reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *res)
 {
 	tau_budget_controller *b = arg;
@@ -322,11 +336,11 @@ static int reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *r
 	tau_budget_decision *d = NULL;
 	gathered g = {0};
 	char now[TAU_RFC3339_LEN], problem[1024] = "";
+	uint64_t mono = 0;
 	int rc, first = 0;
 
 	(void)ctl;
 	(void)key;
-	(void)res;
 	if ((rc = tau_rfc3339(now, time(NULL))) < 0)
 		return rc;
 	o.now = now;
@@ -337,6 +351,17 @@ static int reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *r
 		gathered_free(&g);
 		return rc;
 	}
+	/* A pass that would write soon after the last one waits for its turn (decided again then).
+	 */
+	if ((d->n_writes > 0 || d->n_statuses > 0) && b->last_write_ms != 0 &&
+	    now_ms(&mono) - b->last_write_ms < MIN_WRITE_INTERVAL_MS) {
+		res->requeue_after_ms = MIN_WRITE_INTERVAL_MS - (mono - b->last_write_ms);
+		tau_budget_decision_free(d);
+		gathered_free(&g);
+		return 0;
+	}
+	if (d->n_writes > 0 || d->n_statuses > 0)
+		b->last_write_ms = now_ms(&mono);
 	/* Writes in order; a conflict stops the pass (the next one starts from fresh state). */
 	for (size_t i = 0; i < d->n_writes && first == 0; i++)
 		first = do_write(b, &d->writes[i]);
