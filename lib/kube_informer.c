@@ -19,6 +19,7 @@
 #include "kube_internal.h"
 #include "tau/backoff.h"
 #include "tau/error.h"
+#include "tau/hmap.h"
 #include "tau/json.h"
 #include "tau/log.h"
 
@@ -36,8 +37,7 @@ typedef enum inf_state {
 } inf_state;
 
 typedef struct cache_entry {
-	struct cache_entry *next;
-	uint64_t hash;
+	tau_hmap_node node; /* in the informer's cache, keyed by key */
 	cJSON *obj;
 	bool seen; /* relist marking */
 	char key[];
@@ -80,8 +80,7 @@ struct tau_kube_informer {
 
 	/* shared with readers */
 	pthread_mutex_t lock;
-	cache_entry **buckets;
-	size_t n_buckets, n_entries;
+	tau_hmap cache; /* cache_entry by "ns/name" */
 	char last_rv[128];
 	atomic_bool synced;
 	tau_kube_informer_stats stats;
@@ -101,79 +100,44 @@ struct tau_kube_loop {
 /* ------------------------------------------------------------------ */
 /* Cache                                                               */
 
-static uint64_t hash_key(const char *s)
+static cache_entry *cache_find(tau_kube_informer *inf, const char *key)
 {
-	uint64_t h = 1469598103934665603ull;
+	tau_hmap_node *n = tau_hmap_get(&inf->cache, key);
 
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
-static cache_entry *cache_find(tau_kube_informer *inf, const char *key, uint64_t h)
-{
-	for (cache_entry *e = inf->buckets[h & (inf->n_buckets - 1)]; e; e = e->next)
-		if (e->hash == h && strcmp(e->key, key) == 0)
-			return e;
-	return NULL;
-}
-
-static int cache_grow(tau_kube_informer *inf)
-{
-	size_t n = inf->n_buckets * 2;
-	cache_entry **b = calloc(n, sizeof(*b));
-
-	if (b == NULL)
-		return -1;
-	for (size_t i = 0; i < inf->n_buckets; i++) {
-		for (cache_entry *e = inf->buckets[i], *next; e; e = next) {
-			next = e->next;
-			e->next = b[e->hash & (n - 1)];
-			b[e->hash & (n - 1)] = e;
-		}
-	}
-	free(inf->buckets);
-	inf->buckets = b;
-	inf->n_buckets = n;
-	return 0;
+	return n != NULL ? TAU_HMAP_ENTRY(n, cache_entry, node) : NULL;
 }
 
 /* Insert a new entry owning `obj`; caller holds the lock and checked absence. */
-static cache_entry *cache_insert(tau_kube_informer *inf, const char *key, uint64_t h, cJSON *obj)
+static cache_entry *cache_insert(tau_kube_informer *inf, const char *key, cJSON *obj)
 {
 	size_t len = strlen(key);
-	cache_entry *e;
+	cache_entry *e = malloc(sizeof(*e) + len + 1);
 
-	if (inf->n_entries >= inf->n_buckets && cache_grow(inf) < 0)
-		return NULL;
-	e = malloc(sizeof(*e) + len + 1);
 	if (e == NULL)
 		return NULL;
 	memcpy(e->key, key, len + 1);
-	e->hash = h;
 	e->obj = obj;
 	e->seen = true;
-	e->next = inf->buckets[h & (inf->n_buckets - 1)];
-	inf->buckets[h & (inf->n_buckets - 1)] = e;
-	inf->n_entries++;
+	tau_hmap_insert(&inf->cache, &e->node, e->key);
 	return e;
 }
 
 /* Unlink `e`; returns its object (caller frees). */
 static cJSON *cache_remove(tau_kube_informer *inf, cache_entry *e)
 {
-	cache_entry **pp = &inf->buckets[e->hash & (inf->n_buckets - 1)];
 	cJSON *obj = e->obj;
 
-	while (*pp && *pp != e)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = e->next;
-	inf->n_entries--;
+	tau_hmap_remove(&inf->cache, &e->node);
 	free(e);
 	return obj;
+}
+
+/* Every entry, one by one: `while ((e = cache_next(&it)) != NULL)`; removal is allowed. */
+static cache_entry *cache_next(tau_hmap_iter *it)
+{
+	tau_hmap_node *n = tau_hmap_iter_next(it);
+
+	return n != NULL ? TAU_HMAP_ENTRY(n, cache_entry, node) : NULL;
 }
 
 /* "ns/name" or "name"; @return 0 or -1 when the object has no name. */
@@ -217,7 +181,6 @@ static void apply_upsert(tau_kube_informer *inf, cJSON *obj)
 	char key[600];
 	cache_entry *e;
 	cJSON *old = NULL;
-	uint64_t h;
 	bool added = false;
 
 	if (inf->opts.transform != NULL)
@@ -226,14 +189,13 @@ static void apply_upsert(tau_kube_informer *inf, cJSON *obj)
 		cJSON_Delete(obj);
 		return;
 	}
-	h = hash_key(key);
 	pthread_mutex_lock(&inf->lock);
-	e = cache_find(inf, key, h);
+	e = cache_find(inf, key);
 	if (e) {
 		old = e->obj;
 		e->obj = obj;
 		e->seen = true;
-	} else if (cache_insert(inf, key, h, obj) != NULL) {
+	} else if (cache_insert(inf, key, obj) != NULL) {
 		added = true;
 	} else {
 		pthread_mutex_unlock(&inf->lock);
@@ -262,7 +224,7 @@ static void apply_delete(tau_kube_informer *inf, cJSON *obj)
 		return;
 	}
 	pthread_mutex_lock(&inf->lock);
-	e = cache_find(inf, key, hash_key(key));
+	e = cache_find(inf, key);
 	if (e)
 		old = cache_remove(inf, e);
 	pthread_mutex_unlock(&inf->lock);
@@ -276,16 +238,17 @@ static void apply_delete(tau_kube_informer *inf, cJSON *obj)
 static void apply_replace(tau_kube_informer *inf)
 {
 	cJSON *items = inf->staging;
+	tau_hmap_iter it;
+	cache_entry *e;
 
 	pthread_mutex_lock(&inf->lock);
-	for (size_t i = 0; i < inf->n_buckets; i++)
-		for (cache_entry *e = inf->buckets[i]; e; e = e->next)
-			e->seen = false;
+	tau_hmap_iter_init(&it, &inf->cache);
+	while ((e = cache_next(&it)) != NULL)
+		e->seen = false;
 	pthread_mutex_unlock(&inf->lock);
 	while (items && items->child) {
 		cJSON *obj = cJSON_DetachItemViaPointer(items, items->child);
 		char key[600];
-		cache_entry *e;
 		const char *nrv, *orv;
 		bool same = false;
 
@@ -294,7 +257,7 @@ static void apply_replace(tau_kube_informer *inf)
 			continue;
 		}
 		pthread_mutex_lock(&inf->lock);
-		e = cache_find(inf, key, hash_key(key));
+		e = cache_find(inf, key);
 		if (e) {
 			e->seen = true;
 			nrv = object_rv(obj);
@@ -313,22 +276,18 @@ static void apply_replace(tau_kube_informer *inf)
 		cJSON **gone = NULL;
 		size_t n_gone = 0;
 
+		size_t held;
+
 		pthread_mutex_lock(&inf->lock);
-		gone = inf->n_entries ? malloc(inf->n_entries * sizeof(*gone)) : NULL;
-		for (size_t i = 0; gone && i < inf->n_buckets; i++) {
-			cache_entry *e = inf->buckets[i];
-
-			while (e) {
-				cache_entry *next = e->next;
-
-				if (!e->seen)
-					gone[n_gone++] = cache_remove(inf, e);
-				e = next;
-			}
-		}
+		held = inf->cache.len;
+		gone = held ? malloc(held * sizeof(*gone)) : NULL;
+		tau_hmap_iter_init(&it, &inf->cache);
+		while (gone != NULL && (e = cache_next(&it)) != NULL)
+			if (!e->seen)
+				gone[n_gone++] = cache_remove(inf, e);
 		inf->stats.synthetic_deletes += n_gone;
 		pthread_mutex_unlock(&inf->lock);
-		if (inf->n_entries && gone == NULL)
+		if (held && gone == NULL)
 			inf->need_relist = true; /* out of memory: try again later */
 		for (size_t i = 0; i < n_gone; i++) {
 			if (inf->handlers.on_delete)
@@ -822,10 +781,10 @@ int tau_kube_informer_new(tau_kube_informer **out, tau_kube_loop *loop,
 	inf->res.version = inf->version;
 	inf->res.plural = inf->plural;
 	inf->res.namespaced = res->namespaced;
-	inf->n_buckets = 1024;
-	inf->buckets = calloc(inf->n_buckets, sizeof(*inf->buckets));
-	if (bad || inf->buckets == NULL) {
-		free(inf->buckets);
+	if (!bad && tau_hmap_init(&inf->cache, 1024) < 0)
+		bad = true;
+	if (bad) {
+		tau_hmap_destroy(&inf->cache);
 		free(inf->group);
 		free(inf->version);
 		free(inf->plural);
@@ -871,14 +830,17 @@ void tau_kube_informer_free(tau_kube_informer *inf)
 	pthread_mutex_unlock(&loop->lock);
 	transfer_free(loop, inf->xfer);
 	reset_list_state(inf);
-	for (size_t i = 0; i < inf->n_buckets; i++) {
-		for (cache_entry *e = inf->buckets[i], *next; e; e = next) {
-			next = e->next;
+	{
+		tau_hmap_iter it;
+		cache_entry *e;
+
+		tau_hmap_iter_init(&it, &inf->cache);
+		while ((e = cache_next(&it)) != NULL) {
 			cJSON_Delete(e->obj);
 			free(e);
 		}
 	}
-	free(inf->buckets);
+	tau_hmap_destroy(&inf->cache);
 	pthread_mutex_destroy(&inf->lock);
 	free(inf->group);
 	free(inf->version);
@@ -899,7 +861,7 @@ size_t tau_kube_informer_count(tau_kube_informer *inf)
 	size_t n;
 
 	pthread_mutex_lock(&inf->lock);
-	n = inf->n_entries;
+	n = inf->cache.len;
 	pthread_mutex_unlock(&inf->lock);
 	return n;
 }
@@ -918,7 +880,7 @@ int tau_kube_informer_get(cJSON **out, tau_kube_informer *inf, const char *ns, c
 	if (n < 0 || (size_t)n >= sizeof(key))
 		return tau_error_set(TAU_ENOTFOUND, "no such object (name too long)");
 	pthread_mutex_lock(&inf->lock);
-	e = cache_find(inf, key, hash_key(key));
+	e = cache_find(inf, key);
 	if (e)
 		copy = cJSON_Duplicate(e->obj, 1);
 	pthread_mutex_unlock(&inf->lock);
@@ -948,13 +910,16 @@ int tau_kube_informer_snapshot(cJSON **out, tau_kube_informer *inf)
 	if (arr == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	pthread_mutex_lock(&inf->lock);
-	all = malloc((inf->n_entries + 1) * sizeof(*all));
+	all = malloc((inf->cache.len + 1) * sizeof(*all));
 	if (all == NULL) {
 		rc = tau_error_set(TAU_ENOMEM, "out of memory");
 	} else {
-		for (size_t i = 0; i < inf->n_buckets; i++)
-			for (cache_entry *e = inf->buckets[i]; e; e = e->next)
-				all[n++] = e;
+		tau_hmap_iter it;
+		cache_entry *e;
+
+		tau_hmap_iter_init(&it, &inf->cache);
+		while ((e = cache_next(&it)) != NULL)
+			all[n++] = e;
 		qsort(all, n, sizeof(*all), cmp_entries);
 		for (size_t i = 0; i < n && rc == 0; i++) {
 			cJSON *d = cJSON_Duplicate(all[i]->obj, 1);

@@ -12,6 +12,7 @@
 
 #include "tau/backoff.h"
 #include "tau/error.h"
+#include "tau/hmap.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -21,13 +22,12 @@
 #include <time.h>
 
 typedef struct wq_entry {
-	struct wq_entry *next; /* hash chain */
-	uint64_t hash;
-	bool dirty;        /* queued or to be queued when processing ends */
-	bool queued;       /* in the FIFO */
-	bool processing;   /* handed to a worker */
-	unsigned failures; /* rate-limiter count */
-	uint64_t ready_ms; /* delayed until (monotonic); valid when heap_idx != SIZE_MAX */
+	tau_hmap_node node; /* in tau_workqueue.entries, keyed by key */
+	bool dirty;         /* queued or to be queued when processing ends */
+	bool queued;        /* in the FIFO */
+	bool processing;    /* handed to a worker */
+	unsigned failures;  /* rate-limiter count */
+	uint64_t ready_ms;  /* delayed until (monotonic); valid when heap_idx != SIZE_MAX */
 	size_t heap_idx;
 	char key[];
 } wq_entry;
@@ -37,101 +37,50 @@ struct tau_workqueue {
 	pthread_cond_t cond;
 	tau_workqueue_options opts;
 	tau_backoff_bucket bucket;
-	wq_entry **buckets;
-	size_t n_buckets, n_entries;
-	wq_entry **fifo; /* ring */
+	tau_hmap entries; /* every key with state */
+	wq_entry **fifo;  /* ring */
 	size_t fifo_cap, fifo_head, fifo_len;
 	wq_entry **heap;
 	size_t heap_len, heap_cap;
 	bool shutting_down;
 };
 
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static uint64_t clock_ms(tau_workqueue *q)
 {
 	return q->opts.now_ms ? q->opts.now_ms(q->opts.clock_arg) : tau_backoff_now_ms();
 }
 
-static wq_entry *lookup(tau_workqueue *q, const char *key, uint64_t h)
+static wq_entry *lookup(tau_workqueue *q, const char *key)
 {
-	for (wq_entry *e = q->buckets[h & (q->n_buckets - 1)]; e; e = e->next)
-		if (e->hash == h && strcmp(e->key, key) == 0)
-			return e;
-	return NULL;
-}
+	tau_hmap_node *n = tau_hmap_get(&q->entries, key);
 
-static int rehash(tau_workqueue *q)
-{
-	size_t n = q->n_buckets * 2;
-	wq_entry **b = calloc(n, sizeof(*b));
-
-	if (b == NULL)
-		return -1;
-	for (size_t i = 0; i < q->n_buckets; i++) {
-		wq_entry *e = q->buckets[i];
-
-		while (e) {
-			wq_entry *next = e->next;
-
-			e->next = b[e->hash & (n - 1)];
-			b[e->hash & (n - 1)] = e;
-			e = next;
-		}
-	}
-	free(q->buckets);
-	q->buckets = b;
-	q->n_buckets = n;
-	return 0;
+	return n != NULL ? TAU_HMAP_ENTRY(n, wq_entry, node) : NULL;
 }
 
 static wq_entry *lookup_or_add(tau_workqueue *q, const char *key)
 {
-	uint64_t h = fnv1a(key);
-	wq_entry *e = lookup(q, key, h);
+	wq_entry *e = lookup(q, key);
 	size_t len;
 
 	if (e)
 		return e;
-	if (q->n_entries >= q->n_buckets && rehash(q) < 0)
-		return NULL;
 	len = strlen(key);
 	e = calloc(1, sizeof(*e) + len + 1);
 	if (e == NULL)
 		return NULL;
 	memcpy(e->key, key, len + 1);
-	e->hash = h;
 	e->heap_idx = SIZE_MAX;
-	e->next = q->buckets[h & (q->n_buckets - 1)];
-	q->buckets[h & (q->n_buckets - 1)] = e;
-	q->n_entries++;
+	tau_hmap_insert(&q->entries, &e->node, e->key);
 	return e;
 }
 
 /* Free `e` if it holds no state any more. */
 static void maybe_drop(tau_workqueue *q, wq_entry *e)
 {
-	wq_entry **pp;
-
 	if (e->dirty || e->queued || e->processing || e->failures || e->heap_idx != SIZE_MAX)
 		return;
-	for (pp = &q->buckets[e->hash & (q->n_buckets - 1)]; *pp; pp = &(*pp)->next) {
-		if (*pp == e) {
-			*pp = e->next;
-			q->n_entries--;
-			free(e);
-			return;
-		}
-	}
+	tau_hmap_remove(&q->entries, &e->node);
+	free(e);
 }
 
 /* ---- delay heap (min by ready_ms) ---- */
@@ -274,11 +223,9 @@ int tau_workqueue_new(tau_workqueue **out, const tau_workqueue_options *opts)
 		q->opts.qps = 10;
 	if (q->opts.burst == 0)
 		q->opts.burst = 100;
-	q->n_buckets = 64;
-	q->buckets = calloc(q->n_buckets, sizeof(*q->buckets));
-	if (q->buckets == NULL) {
+	if (tau_hmap_init(&q->entries, 64) < 0) {
 		free(q);
-		return tau_error_set(TAU_ENOMEM, "out of memory");
+		return -TAU_ENOMEM;
 	}
 	tau_backoff_bucket_init(&q->bucket, q->opts.qps, q->opts.burst, clock_ms(q));
 	pthread_mutex_init(&q->lock, NULL);
@@ -294,17 +241,15 @@ void tau_workqueue_free(tau_workqueue *q)
 {
 	if (q == NULL)
 		return;
-	for (size_t i = 0; i < q->n_buckets; i++) {
-		wq_entry *e = q->buckets[i];
+	{
+		tau_hmap_iter it;
+		tau_hmap_node *n;
 
-		while (e) {
-			wq_entry *next = e->next;
-
-			free(e);
-			e = next;
-		}
+		tau_hmap_iter_init(&it, &q->entries);
+		while ((n = tau_hmap_iter_next(&it)) != NULL)
+			free(TAU_HMAP_ENTRY(n, wq_entry, node));
 	}
-	free(q->buckets);
+	tau_hmap_destroy(&q->entries);
 	free(q->fifo);
 	free(q->heap);
 	pthread_cond_destroy(&q->cond);
@@ -437,7 +382,7 @@ void tau_workqueue_forget(tau_workqueue *q, const char *key)
 	if (check_key(key) < 0)
 		return;
 	pthread_mutex_lock(&q->lock);
-	e = lookup(q, key, fnv1a(key));
+	e = lookup(q, key);
 	if (e) {
 		e->failures = 0;
 		maybe_drop(q, e);
@@ -453,7 +398,7 @@ unsigned tau_workqueue_requeues(tau_workqueue *q, const char *key)
 	if (check_key(key) < 0)
 		return 0;
 	pthread_mutex_lock(&q->lock);
-	e = lookup(q, key, fnv1a(key));
+	e = lookup(q, key);
 	if (e)
 		n = e->failures;
 	pthread_mutex_unlock(&q->lock);
@@ -526,7 +471,7 @@ void tau_workqueue_done(tau_workqueue *q, const char *key)
 	if (check_key(key) < 0)
 		return;
 	pthread_mutex_lock(&q->lock);
-	e = lookup(q, key, fnv1a(key));
+	e = lookup(q, key);
 	if (e != NULL && e->processing) {
 		e->processing = false;
 		if (e->dirty && fifo_push(q, e) == 0)
