@@ -29,3 +29,15 @@ if(TAU_PYTHON_TESTS)
                   "TAU_PROTOC=${TAU_PROTOC}" "TAU_PROTO_DIR=${PROJECT_SOURCE_DIR}/proto"
                   "TAU_GRPC_PROTO_DIR=${TAU_GRPC_PROTO_DIR}" "TAU_SIM_PYTHON=${PYTHON3}")
 endif()
+
+# e2e/rbac-rules  tests/e2e/test_rbac_rules.py: the tau-node-agent ClusterRole the chart renders,
+# under kube-sim --authz rbac: the agent (--once) works with it, and without any single rule it
+# fails or reports the read as forbidden.
+if(TAU_PYTHON_TESTS)
+  tau_add_python_suite(e2e/rbac-rules
+      TESTS test_rbac_rules
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
+      TIMEOUT 120
+      LABELS e2e python
+      ENVIRONMENT "TAU_AGENT_BIN=$<TARGET_FILE:tau-node-agent>")
+endif()
