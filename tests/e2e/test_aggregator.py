@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+import require  # noqa: E402
 import simtest  # noqa: E402
 
 from aggregator.agent import FakeAgent, inventory_from_node  # noqa: E402
@@ -40,7 +41,7 @@ from aggregator.quantity import parse as qparse  # noqa: E402
 AGG_BIN = os.environ.get("TAU_AGGREGATOR_BIN", os.path.join(ROOT, "build/tau-aggregator"))
 CLI_BIN = os.environ.get("TAU_CLI_BIN", os.path.join(ROOT, "build/tau"))
 AGENT_BIN = os.environ.get("TAU_AGENT_BIN", os.path.join(ROOT, "build/tau-node-agent"))
-PROTOC = os.environ.get("TAU_PROTOC") or shutil.which("protoc")
+PROTOC = None  # setUpModule: require.tool
 PROTO_DIR = os.environ.get("TAU_PROTO_DIR", os.path.join(ROOT, "proto"))
 GRPC_PROTO_DIR = os.environ.get("TAU_GRPC_PROTO_DIR", "/usr/share/grpc-proto")
 KUBE_SIM = os.path.join(ROOT, "tests/kube-sim/kube-sim")
@@ -128,11 +129,12 @@ def pool_values(p):
 
 
 def setUpModule():
-    global pb, qpb, hpb, WORK
-    if not os.access(AGG_BIN, os.X_OK):
-        raise unittest.SkipTest("tau-aggregator not built (%s); set TAU_AGGREGATOR_BIN" % AGG_BIN)
-    if not PROTOC:
-        raise unittest.SkipTest("needs protoc (protobuf-compiler)")
+    global pb, qpb, hpb, WORK, PROTOC
+    require.binary(AGG_BIN, "TAU_AGGREGATOR_BIN")
+    require.binary(CLI_BIN, "TAU_CLI_BIN")
+    require.binary(AGENT_BIN, "TAU_AGENT_BIN")
+    PROTOC = require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
+    require.tool("openssl", "openssl", "TAU_OPENSSL")
     WORK = tempfile.mkdtemp(prefix="tau-agg-e2e-")
     gen, hgen = os.path.join(WORK, "gen"), os.path.join(WORK, "hgen")
     os.makedirs(gen)
@@ -497,8 +499,6 @@ class AggregatorE2E(unittest.TestCase):
                          hpb.HealthCheckResponse.SERVING)
 
     def test_05_cli(self):
-        if not os.access(CLI_BIN, os.X_OK):
-            self.skipTest("tau CLI not built")
         run = lambda *a: subprocess.run([CLI_BIN, "inventory", *a, "--aggregator", self.agg.addr],  # noqa: E731
                                         capture_output=True, text=True, timeout=30)
         r = run("pool", "-o", "json")
@@ -627,9 +627,7 @@ class AggregatorE2E(unittest.TestCase):
         self.assertEqual(status, 200)
 
     def test_11_tls_and_initial_sync_timeout(self):
-        openssl = os.environ.get("TAU_OPENSSL") or shutil.which("openssl")
-        if not openssl:
-            self.skipTest("needs openssl")
+        openssl = require.tool("openssl", "openssl", "TAU_OPENSSL")
         d = os.path.join(WORK, "tls")
         os.makedirs(d, exist_ok=True)
         ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
@@ -652,23 +650,20 @@ class AggregatorE2E(unittest.TestCase):
             self.assertEqual(sorted(p.missing_nodes), sorted(n["metadata"]["name"] for n in live[1:]))
             # Silent nodes count with their Node's allocatable: the same pool as before.
             self.assert_pool_matches(p)
-            if os.access(CLI_BIN, os.X_OK):
-                # By IP (the certificate names 127.0.0.1): no DNS resolver in the picture.
-                r = subprocess.run([CLI_BIN, "inventory", "pool", "-o", "json", "--aggregator",
-                                    agg.addr, "--ca-file", ca],
-                                   capture_output=True, text=True, timeout=30)
-                self.assertEqual(r.returncode, 0, r.stderr)
-                self.assertEqual(sorted(json.loads(r.stdout)["missingNodes"]), sorted(p.missing_nodes))
-                r = subprocess.run([CLI_BIN, "inventory", "pool", "--aggregator", agg.addr,
-                                    "--timeout", "3"], capture_output=True, text=True, timeout=30)
-                self.assertEqual(r.returncode, 1, "plaintext to a TLS port must fail")
+            # By IP (the certificate names 127.0.0.1): no DNS resolver in the picture.
+            r = subprocess.run([CLI_BIN, "inventory", "pool", "-o", "json", "--aggregator",
+                                agg.addr, "--ca-file", ca],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(sorted(json.loads(r.stdout)["missingNodes"]), sorted(p.missing_nodes))
+            r = subprocess.run([CLI_BIN, "inventory", "pool", "--aggregator", agg.addr,
+                                "--timeout", "3"], capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 1, "plaintext to a TLS port must fail")
             a.cancel()
         finally:
             self.assertEqual(agg.stop(), 0)
 
     def test_12_real_agent_replaces_the_fake_one(self):
-        if not os.access(AGENT_BIN, os.X_OK):
-            self.skipTest("tau-node-agent not built (%s)" % AGENT_BIN)
         name = "gpu-ib-3"
         fake = self.agents.pop(name)
         before = pool_values(self.agg.pool())
@@ -874,14 +869,13 @@ class TrustE2E(unittest.TestCase):
         self.assertIn("tau_aggregator_nodes_counted 0\n", m)
         with open(self.agg.proc.log_path) as f:
             self.assertIn("TauCluster node selector unusable", f.read())
-        if os.access(CLI_BIN, os.X_OK):
-            r = subprocess.run([CLI_BIN, "inventory", "pool", "-o", "json", "--aggregator",
-                                self.agg.addr], capture_output=True, text=True, timeout=30)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            doc = json.loads(r.stdout)
-            self.assertFalse(doc["valid"])
-            self.assertEqual(doc["invalidReason"], p.invalid_reason)
-            self.assertEqual(doc["flavors"], [])
+        r = subprocess.run([CLI_BIN, "inventory", "pool", "-o", "json", "--aggregator",
+                            self.agg.addr], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertFalse(doc["valid"])
+        self.assertEqual(doc["invalidReason"], p.invalid_reason)
+        self.assertEqual(doc["flavors"], [])
         # Fixed (a usable selector every node matches): valid again, the same nodes count.
         self.kube("PATCH", "/apis/tau.azure.com/v1alpha1/clusters/cluster",
                   {"spec": {"nodes": {"selector": {"tau.azure.com/pool": None,
@@ -1040,8 +1034,6 @@ class ScaleE2E(unittest.TestCase):
         self.assertIn("invalid page_token", cm.exception.details())
 
     def test_03_cli_lists_all_50000_nodes(self):
-        if not os.access(CLI_BIN, os.X_OK):
-            raise AssertionError("tau CLI not built (%s)" % CLI_BIN)
         r = subprocess.run([CLI_BIN, "inventory", "nodes", "-o", "json", "--aggregator",
                             self.agg.addr], capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)

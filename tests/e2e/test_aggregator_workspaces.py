@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+import require  # noqa: E402
 import simtest  # noqa: E402
 
 import test_workspace as wst  # noqa: E402
@@ -39,7 +40,7 @@ from aggregator.agent import FakeAgent, inventory_from_node  # noqa: E402
 
 AGG_BIN = os.environ.get("TAU_AGGREGATOR", os.path.join(ROOT, "build", "tau-aggregator"))
 CLI_BIN = os.environ.get("TAU_CLI", os.path.join(ROOT, "build", "tau"))
-PROTOC = os.environ.get("TAU_PROTOC") or shutil.which("protoc")
+PROTOC = None  # setUpModule: require.tool
 PROTO_DIR = os.path.join(ROOT, "proto")
 QRY = "/tau.inventory.v1.QueryService/"
 TIMEOUT = float(os.environ.get("TAU_WS_E2E_TIMEOUT", "30"))
@@ -52,12 +53,10 @@ BLOB = "blob.csi.azure.com"
 
 
 def setUpModule():
-    global qpb, ipb, WORK
-    for path, env in ((AGG_BIN, "TAU_AGGREGATOR"), (CLI_BIN, "TAU_CLI")):
-        if not os.access(path, os.X_OK):
-            raise unittest.SkipTest("%s not built; set %s" % (path, env))
-    if not PROTOC:
-        raise unittest.SkipTest("needs protoc (protobuf-compiler)")
+    global qpb, ipb, WORK, PROTOC
+    require.binary(AGG_BIN, "TAU_AGGREGATOR")
+    require.binary(CLI_BIN, "TAU_CLI")
+    PROTOC = require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
     WORK = tempfile.mkdtemp(prefix="tau-aggws-e2e-")
     gen = os.path.join(WORK, "gen")
     os.makedirs(gen)
