@@ -248,7 +248,15 @@ class ExplicitTest(unittest.TestCase):
 
     def test_04_reductions_never_go_below_reservations(self):
         c = self.c
+        # The controller's caches must hold the reservation before the spec changes; a refusal
+        # that appears (7 > maximum 6) and clears (5) shows it saw 5.
+        self.reserve("a", "7")
+        self.wait(lambda: self.ws_diffs("a", "False", "ReductionBlocked",
+                                        "active reservation 7 (new maximum 6)"),
+                  "the reservation is seen")
         self.reserve("a", "5")
+        self.wait(lambda: self.ws_diffs("a", "True", "QuotaApplied") +
+                  self.team_diffs("ml", "True", "QuotaApplied"), "reservation 5 fits")
         # Queue guard: guarantee 4 -> 2 with borrowing 2 leaves a maximum of 4 < 5.
         self.set_ws_quota("a", [entry(H100, GPU, "2", borrowing="2")])
         msg = ('refusing to reduce ClusterQueue "tau-ws-a" below active reservation 5 '
@@ -284,10 +292,17 @@ class ExplicitTest(unittest.TestCase):
 
     def test_05_migration_keeps_the_old_charge_until_the_queue_moves(self):
         c = self.c
-        self.set_ws_quota("b", [entry(H100, GPU, "2", borrowing="8")])
-        self.wait(lambda: self.cohort_diffs("ml", {(H100, GPU): "4", (H100, CPU): "64"}),
-                  "ml: 8 - 2 - 2")
+        # The reservation first, seen by the controller (b's maximum is 0 until its quota
+        # lets it hold 9), then b's quota, then the move.
         self.reserve("b", "9")
+        self.wait(lambda: self.ws_diffs("b", "False", "ReductionBlocked",
+                                        "active reservation 9 (new maximum 0)"),
+                  "the reservation is seen")
+        self.set_ws_quota("b", [entry(H100, GPU, "2", borrowing="8")])
+        self.wait(lambda: self.cohort_diffs("ml", {(H100, GPU): "4", (H100, CPU): "64"}) +
+                  self.cq_diffs("b", "ml", {(H100, GPU): ("2", "8", "0"),
+                                            (H100, CPU): ("0", "0", "0")}),
+                  "ml: 8 - 2 - 2")
         c.merge(WORKSPACES + "/b", {"spec": {"teamRef": {"name": "cv"}}})
         mig = ('refusing workspace migration of "b" from Cohort "tau-team-ml" to team "cv": its '
                'quota 8 of flavor %s resource %s would be below active reservations 9; the queue '
