@@ -7,6 +7,9 @@
 #ifndef TAU_CLI_CLI_H
 #define TAU_CLI_CLI_H
 
+#include "tau/json.h"
+#include "tau/kube.h"
+
 #include <stdio.h>
 
 /** Exit codes of DESIGN.md §3. */
@@ -17,7 +20,13 @@
 /** Output format of -o, shared by every command group. */
 typedef enum tau_cli_format { TAU_CLI_TABLE = 0, TAU_CLI_JSON } tau_cli_format;
 
-/** Options given before the command. */
+/** The TauCluster singleton's name and where TauGrid installs by default. */
+#define TAU_CLI_CLUSTER_NAME             "cluster"
+#define TAU_CLI_DEFAULT_SYSTEM_NAMESPACE "tau-system"
+/** Room for a namespace name (and a too-long one, so it is refused rather than cut). */
+#define TAU_CLI_NS_BUF 256
+
+/** Options given before the command (NULL: not given). */
 typedef struct tau_cli_globals {
 	const char *kubeconfig;
 	const char *context;
@@ -42,5 +51,30 @@ int tau_cli_team(int argc, char **argv, const tau_cli_globals *g);
 
 /** `tau storage check --driver NAME [--selector SEL]` (cli/storage.c). */
 int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g);
+
+/* Shared by the command groups (cli/session.c). */
+
+/** TauCluster (cluster-scoped, one object named TAU_CLI_CLUSTER_NAME). */
+extern const tau_kube_resource tau_cli_res_clusters;
+
+/** Load the kubeconfig (g's --kubeconfig, --context) and make a client.  0 or <0 (error set). */
+int tau_cli_connect(tau_kube_client **out, const tau_cli_globals *g);
+
+/**
+ * The system namespace: `explicit_ns` when given, else `cluster`'s (a TauCluster, may be NULL)
+ * status.systemNamespace when set, else TAU_CLI_DEFAULT_SYSTEM_NAMESPACE.  Pure.
+ */
+const char *tau_cli_system_namespace_pick(const char *explicit_ns, const cJSON *cluster);
+
+/**
+ * tau_cli_system_namespace_pick with TauCluster `cluster` read through `c` (only when no
+ * explicit namespace is given; an unreadable TauCluster counts as absent).  Copies the
+ * answer into buf and returns buf.
+ */
+const char *tau_cli_system_namespace(char *buf, size_t cap, tau_kube_client *c,
+                                     const char *explicit_ns);
+
+/** The API server's message for the last failed request, else the last libtau error. */
+const char *tau_cli_api_message(void);
 
 #endif /* TAU_CLI_CLI_H */

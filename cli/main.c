@@ -41,7 +41,10 @@ static void usage(FILE *out)
 		fprintf(out, "  %s\n", commands[i].usage);
 	fputs("\n"
 	      "Global options:\n"
-	      "  --kubeconfig FILE  --context NAME  --system-namespace NS\n"
+	      "  --kubeconfig FILE  --context NAME\n"
+	      "  --system-namespace NS  where TauWorkspaces and TauTeams live (default: the\n"
+	      "                      installed one, TauCluster status.systemNamespace, else\n"
+	      "                      tau-system)\n"
 	      "  --help             show this help\n"
 	      "  --version          print the version\n"
 	      "\n"
@@ -88,8 +91,6 @@ int main(int argc, char **argv)
 			return TAU_CLI_USAGE;
 		}
 	}
-	if (g.system_namespace == NULL)
-		g.system_namespace = "tau-system";
 	if (optind >= argc) {
 		usage(stderr);
 		return TAU_CLI_USAGE;

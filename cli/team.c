@@ -30,13 +30,11 @@
 #include <string.h>
 
 static const tau_kube_resource res_teams = {"tau.azure.com", "v1alpha1", "teams", true};
-static const tau_kube_resource res_clusters = {"tau.azure.com", "v1alpha1", "clusters", false};
 static const tau_kube_resource res_team_workspaces = {"tau.azure.com", "v1alpha1", "workspaces",
                                                       true};
 static const tau_kube_resource res_cohorts = {"kueue.x-k8s.io", "v1beta2", "cohorts", false};
 static const tau_kube_resource res_cqs = {"kueue.x-k8s.io", "v1beta2", "clusterqueues", false};
 
-#define CLUSTER_NAME   "cluster"
 #define COHORT_PREFIX  "tau-team-"
 #define CQ_PREFIX      "tau-ws-"
 #define FLAVOR_PREFIX  "taugrid-gpu-"
@@ -459,7 +457,7 @@ static int add_budget(cJSON *doc, const tau_cli_team_input *in, bool capacity,
 		         cohort_name, r->flavor, r->resource);
 		put_quantity(o, "budget", r->budget, doc, where);
 		snprintf(where, sizeof(where), "%s flavor %s resource %s",
-		         capacity ? "TauCluster " CLUSTER_NAME " status.discoveredCapacity"
+		         capacity ? "TauCluster " TAU_CLI_CLUSTER_NAME " status.discoveredCapacity"
 		                  : "TauTeam spec.quota",
 		         r->flavor, r->resource);
 		put_quantity(o, "pool", r->pool, doc, where);
@@ -732,13 +730,6 @@ int tau_cli_team_print_status(FILE *out, const cJSON *doc, tau_cli_format fmt)
 /* ------------------------------------------------------------------------------------------ */
 /* I/O                                                                                         */
 
-static const char *kube_message(void)
-{
-	const tau_kube_api_error *e = tau_kube_api_error_last();
-
-	return e->http_code != 0 && e->message[0] != '\0' ? e->message : tau_error_last()->msg;
-}
-
 /* GET or LIST what may be absent: 0 with *out NULL on 404; <0 (message printed) otherwise. */
 static int read_optional(cJSON **out, tau_kube_client *c, const tau_kube_resource *res,
                          const char *ns, const char *name, const char *verb)
@@ -752,7 +743,7 @@ static int read_optional(cJSON **out, tau_kube_client *c, const tau_kube_resourc
 	}
 	if (rc != 0)
 		fprintf(stderr, "tau team %s: reading %s%s%s: %s\n", verb, res->plural,
-		        name != NULL ? " " : "", name != NULL ? name : "", kube_message());
+		        name != NULL ? " " : "", name != NULL ? name : "", tau_cli_api_message());
 	return rc;
 }
 
@@ -847,10 +838,11 @@ static int run_list(tau_kube_client *client, const char *sysns, tau_cli_format f
 	int rc = TAU_CLI_FAILED;
 
 	if (tau_kube_list_all(&teams, client, &res_teams, sysns, NULL) != 0) {
-		fprintf(stderr, "tau team list: %s\n", kube_message());
+		fprintf(stderr, "tau team list: %s\n", tau_cli_api_message());
 		goto out;
 	}
-	if (read_optional(&cluster, client, &res_clusters, NULL, CLUSTER_NAME, "list") != 0 ||
+	if (read_optional(&cluster, client, &tau_cli_res_clusters, NULL, TAU_CLI_CLUSTER_NAME,
+	                  "list") != 0 ||
 	    read_optional(&wss, client, &res_team_workspaces, sysns, NULL, "list") != 0)
 		goto out;
 	doc = tau_cli_team_list_doc(teams, cluster, wss);
@@ -877,16 +869,18 @@ static int run_status(tau_kube_client *client, const char *sysns, const char *na
 	rc = tau_kube_get(&team, client, &res_teams, sysns, name);
 	if (rc == -TAU_ENOTFOUND) {
 		fprintf(stderr, "tau team status: team %s/%s not found: %s\n", sysns, name,
-		        kube_message());
+		        tau_cli_api_message());
 		return TAU_CLI_USAGE;
 	}
 	if (rc != 0) {
-		fprintf(stderr, "tau team status: team %s/%s: %s\n", sysns, name, kube_message());
+		fprintf(stderr, "tau team status: team %s/%s: %s\n", sysns, name,
+		        tau_cli_api_message());
 		return TAU_CLI_FAILED;
 	}
 	rc = TAU_CLI_FAILED;
 	cohort_name_of(cohort_name, team, name);
-	if (read_optional(&cluster, client, &res_clusters, NULL, CLUSTER_NAME, "status") != 0 ||
+	if (read_optional(&cluster, client, &tau_cli_res_clusters, NULL, TAU_CLI_CLUSTER_NAME,
+	                  "status") != 0 ||
 	    read_optional(&cohort, client, &res_cohorts, NULL, cohort_name, "status") != 0 ||
 	    read_optional(&cqs, client, &res_cqs, NULL, NULL, "status") != 0 ||
 	    read_optional(&wss, client, &res_team_workspaces, sysns, NULL, "status") != 0)
@@ -913,11 +907,10 @@ out:
 
 int tau_cli_team(int argc, char **argv, const tau_cli_globals *g)
 {
-	tau_kube_config_options o = {NULL, NULL, NULL};
 	tau_cli_format fmt = TAU_CLI_TABLE;
 	const char *verb = NULL, *name = NULL, *sysns;
+	char sysns_buf[TAU_CLI_NS_BUF];
 	tau_kube_client *client = NULL;
-	tau_kube_config *cfg = NULL;
 	tau_cli_globals gl = {0};
 	int rc;
 
@@ -925,15 +918,12 @@ int tau_cli_team(int argc, char **argv, const tau_cli_globals *g)
 		gl = *g;
 	if ((rc = parse_args(argc, argv, &verb, &name, &fmt, &gl)) >= 0)
 		return rc;
-	sysns = gl.system_namespace != NULL ? gl.system_namespace : "tau-system";
-	o.kubeconfig = gl.kubeconfig;
-	o.context = gl.context;
-	if (tau_kube_config_load(&cfg, &o) != 0 || tau_kube_client_new(&client, cfg) != 0) {
+	if (tau_cli_connect(&client, &gl) != 0) {
 		fprintf(stderr, "tau team: %s\n", tau_error_last()->msg);
-		tau_kube_config_free(cfg);
+		tau_kube_client_free(client);
 		return TAU_CLI_USAGE;
 	}
-	tau_kube_config_free(cfg);
+	sysns = tau_cli_system_namespace(sysns_buf, sizeof(sysns_buf), client, gl.system_namespace);
 	rc = strcmp(verb, "list") == 0 ? run_list(client, sysns, fmt)
 	                               : run_status(client, sysns, name, fmt);
 	tau_kube_client_free(client);

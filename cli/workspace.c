@@ -21,6 +21,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/kube.h"
+#include "tau/names.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -447,27 +448,6 @@ void tau_cli_ws_print_csi(FILE *out, const cJSON *csi)
 /* ------------------------------------------------------------------------------------------ */
 /* I/O                                                                                         */
 
-static int connect_client(tau_kube_client **out, const tau_cli_globals *g)
-{
-	tau_kube_config_options o = {g != NULL ? g->kubeconfig : NULL,
-	                             g != NULL ? g->context : NULL, NULL};
-	tau_kube_config *cfg = NULL;
-	int rc;
-
-	if ((rc = tau_kube_config_load(&cfg, &o)) != 0)
-		return rc;
-	rc = tau_kube_client_new(out, cfg);
-	tau_kube_config_free(cfg);
-	return rc;
-}
-
-static const char *api_message(void)
-{
-	const tau_kube_api_error *e = tau_kube_api_error_last();
-
-	return e->http_code != 0 && e->message[0] != '\0' ? e->message : tau_error_last()->msg;
-}
-
 /*
  * Report the PVC: existence, phase, storage class and its CSI provisioner.  Returns ok.
  * *driver gets the CSI driver serving it (new string) or stays NULL with *why set.
@@ -490,9 +470,9 @@ static bool check_pvc(FILE *out, cJSON *doc, tau_kube_client *c, const char *ns,
 	}
 	rc = tau_kube_get(&obj, c, &res_pvcs, ns, pvc);
 	if (rc != 0) {
-		add_str(rep, "error", api_message());
+		add_str(rep, "error", tau_cli_api_message());
 		fprintf(out, "PVC %s/%s: %s\n", ns, pvc,
-		        rc == -TAU_ENOTFOUND ? "not found" : api_message());
+		        rc == -TAU_ENOTFOUND ? "not found" : tau_cli_api_message());
 		goto done;
 	}
 	cls = jstr(obj, "spec.storageClassName");
@@ -652,7 +632,7 @@ static int check_csi_kube(FILE *out, cJSON *doc, tau_kube_client *c, const cJSON
 		goto failed;
 	}
 	if (tau_kube_get(&cq, c, &res_cqs, NULL, cq_name) != 0) {
-		err = api_message();
+		err = tau_cli_api_message();
 		goto failed;
 	}
 	cJSON_ArrayForEach(rg, tau_json_find(cq, "spec.resourceGroups"))
@@ -670,7 +650,7 @@ static int check_csi_kube(FILE *out, cJSON *doc, tau_kube_client *c, const cJSON
 			    tau_kube_get(&rf, c, &res_flavors, NULL, jstr(fl, "name")) != 0) {
 				err = jstr(fl, "name") == NULL
 				              ? "a flavor of the ClusterQueue has no name"
-				              : api_message();
+				              : tau_cli_api_message();
 				goto failed;
 			}
 			cJSON_ArrayForEach(l, tau_json_find(rf, "spec.nodeLabels"))
@@ -696,7 +676,7 @@ static int check_csi_kube(FILE *out, cJSON *doc, tau_kube_client *c, const cJSON
 				                             driver, "tau workspace check");
 			cJSON_Delete(nodes);
 			if (rc < 0) {
-				err = api_message();
+				err = tau_cli_api_message();
 				goto failed;
 			}
 		}
@@ -752,6 +732,7 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 	tau_cli_globals gl = {0};
 	tau_cli_format fmt = TAU_CLI_TABLE;
 	const char *verb, *name = NULL, *pvc = NULL, *sysns;
+	char sysns_buf[TAU_CLI_NS_BUF];
 	ws_aggregator agg = {NULL, NULL, false};
 	tau_kube_client *client = NULL;
 	cJSON *obj = NULL;
@@ -848,15 +829,15 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		        "tau workspace check: --ca-file and --insecure exclude each other\n");
 		return TAU_CLI_USAGE;
 	}
-	sysns = gl.system_namespace != NULL ? gl.system_namespace : "tau-system";
-	if (connect_client(&client, &gl) != 0) {
+	if (tau_cli_connect(&client, &gl) != 0) {
 		fprintf(stderr, "tau workspace: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}
+	sysns = tau_cli_system_namespace(sysns_buf, sizeof(sysns_buf), client, gl.system_namespace);
 	rc = TAU_CLI_FAILED;
 	if (strcmp(verb, "list") == 0) {
 		if (tau_kube_list_all(&obj, client, &res_workspaces, sysns, NULL) != 0) {
-			fprintf(stderr, "tau workspace list: %s\n", api_message());
+			fprintf(stderr, "tau workspace list: %s\n", tau_cli_api_message());
 			goto out;
 		}
 		rc = tau_cli_ws_print_list(stdout, obj, fmt) == 0 ? TAU_CLI_OK : TAU_CLI_FAILED;
@@ -868,11 +849,11 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 
 			add_str(doc, "name", name);
 			cJSON_AddBoolToObject(doc, "ready", false);
-			add_str(doc, "error", api_message());
+			add_str(doc, "error", tau_cli_api_message());
 			print_json(stdout, doc);
 		}
 		fprintf(stderr, "tau workspace %s: workspace %s/%s: %s\n", verb, sysns, name,
-		        api_message());
+		        tau_cli_api_message());
 		goto out;
 	}
 	if (strcmp(verb, "status") == 0) {
