@@ -74,7 +74,8 @@ subjects:
     name: {{ $sa }}
     namespace: {{ $ns }}
 ---
-# Leader election (lib/lease.c): the Lease tau-aggregator in the system namespace only.
+# Leader election (lib/kube_leader.c: get, create, update): the Lease tau-aggregator in the
+# system namespace only.
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
