@@ -22,15 +22,6 @@
 
 #define MAP_FILE_MAX (1024u * 1024u)
 
-static const char *str_at(const cJSON *obj, const char *path)
-{
-	const char *s = NULL;
-
-	if (obj == NULL || tau_json_get_string(&s, obj, path) != 0)
-		return NULL;
-	return s;
-}
-
 void tau_ws_config_clear(ws_config *c)
 {
 	free(c->map);
@@ -117,7 +108,7 @@ static int selector_allowlist(ws_config *c, tau_ws_controller *ctl, const tau_se
 	cJSON_ArrayForEach(it, c->namespaces)
 	{
 		const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "metadata");
-		const char *name = str_at(it, "metadata.name");
+		const char *name = tau_ws_str(it, "metadata.name");
 
 		if (name != NULL &&
 		    tau_selector_matches(sel, cJSON_GetObjectItemCaseSensitive(md, "labels")))
@@ -133,7 +124,8 @@ static int allowlist_load(ws_config *c, tau_ws_controller *ctl, const cJSON *spe
 {
 	const cJSON *tc_sel =
 	        spec_ws != NULL ? tau_json_find(spec_ws, "namespaceAllowlist.selector") : NULL;
-	const char *tc_file = spec_ws != NULL ? str_at(spec_ws, "namespaceAllowlist.file") : NULL;
+	const char *tc_file =
+	        spec_ws != NULL ? tau_ws_str(spec_ws, "namespaceAllowlist.file") : NULL;
 	const char *flag = ctl->allowlist_selector != NULL    ? "--allowlist-selector"
 	                   : ctl->flag_allowlist_file != NULL ? "--allowlist-file"
 	                                                      : NULL;
@@ -194,7 +186,7 @@ int tau_ws_config_load(ws_config *c, tau_ws_controller *ctl)
 		c->cluster = NULL;
 	if (c->cluster != NULL)
 		tau_json_get_object(&spec_ws, c->cluster, "spec.workspaces");
-	mode = spec_ws != NULL ? str_at(spec_ws, "namespaceMode") : NULL;
+	mode = spec_ws != NULL ? tau_ws_str(spec_ws, "namespaceMode") : NULL;
 	if (ctl->ns_mode_set)
 		c->mode = ctl->ns_mode;
 	else
@@ -205,7 +197,7 @@ int tau_ws_config_load(ws_config *c, tau_ws_controller *ctl)
 		        cJSON_GetObjectItemCaseSensitive(spec_ws, "allowSharedNamespaces"));
 		map = cJSON_GetObjectItemCaseSensitive(spec_ws, "namespaceMap");
 	}
-	c->default_queue = str_at(c->cluster, "spec.workspaceDefaults.defaultQueue");
+	c->default_queue = tau_ws_str(c->cluster, "spec.workspaceDefaults.defaultQueue");
 	if (ctl->map != NULL)
 		map = ctl->map;
 	if (cJSON_IsObject(map) && (rc = map_entries(c, map)) != 0)

@@ -1,8 +1,9 @@
 /*
  * workspace/internal.h - what the workspace controller's files share
  * (controller.c: wiring and lifecycle; config.c: flags and TauCluster;
- * reconcile.c: one function per phase; summary.c: the read API).  Not for
- * other folders; unit tests of the phases include it.
+ * reconcile.c: the pass and its phases; objects.c: writing owned objects;
+ * cleanup.c: draining a namespace left behind; summary.c: the read API).
+ * Not for other folders; unit tests of the phases include it.
  */
 #ifndef TAU_AGGREGATOR_WORKSPACE_INTERNAL_H
 #define TAU_AGGREGATOR_WORKSPACE_INTERNAL_H
@@ -151,6 +152,58 @@ int tau_ws_phase_access(ws_pass *p);            /* the researcher RoleBinding, o
 int tau_ws_phase_queue(ws_pass *p);             /* LocalQueue and its ClusterQueue */
 int tau_ws_phase_workload_identity(ws_pass *p); /* the ServiceAccount */
 int tau_ws_phase_status(ws_pass *p);            /* write status when it changed */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Owned objects (objects.c)                                                                   */
+
+/** A string member by path, or NULL. */
+const char *tau_ws_str(const cJSON *obj, const char *path);
+/** Equal strings; NULL equals only NULL. */
+bool tau_ws_same(const char *a, const char *b);
+/** metadata.<section>[key] (labels or annotations) as a string, or NULL. */
+const char *tau_ws_label(const cJSON *obj, const char *section, const char *key);
+/** The API's message for this thread's last failure, else the libtau error. */
+const char *tau_ws_last_error(void);
+/** "plural ns/name" for logs. */
+void tau_ws_describe(char *buf, size_t len, const tau_kube_resource *res, const char *ns,
+                     const char *name);
+/** A text buffer of TAU_WS_MESSAGE_MAX bytes living as long as the pass. */
+char *tau_ws_pass_text(ws_pass *p);
+/** Come back after `ms` (the earliest request wins). */
+void tau_ws_pass_requeue(ws_pass *p, uint64_t ms);
+/** The previous status's condition `type`: its `field`, or NULL. */
+const char *tau_ws_pass_condition(const ws_pass *p, const char *type, const char *field);
+/** Whether the previous status had condition `type` True. */
+bool tau_ws_pass_was_true(const ws_pass *p, const char *type);
+/** Make `desired` exist as desired; `was_ready`: a re-create is drift.  Fills *check. */
+void tau_ws_pass_ensure(ws_pass *p, const tau_kube_resource *res, const cJSON *desired,
+                        bool was_ready, tau_ws_obj_check *check);
+/** Delete an owned object.  @return 0, -TAU_EPERM (not ours, logged), or the API error. */
+int tau_ws_pass_delete(ws_pass *p, const tau_kube_resource *res, const char *ns, const char *name,
+                       const char *why);
+
+typedef struct ws_prune_ctx {
+	ws_pass *p;
+	const tau_kube_resource *res;
+	const char *why;
+	char failed[TAU_WS_MESSAGE_MAX]; /* the last object that could not go, and why */
+} ws_prune_ctx;
+
+/** Delete every owned object of `res` in `ns` but `keep` (may be NULL).  @return as prune. */
+int tau_ws_pass_prune(ws_pass *p, const tau_kube_resource *res, const char *ns, const char *keep,
+                      const char *why, ws_prune_ctx *ctx);
+/** List the objects of `res` in `ns` labelled as this workspace's. */
+int tau_ws_pass_list_owned(cJSON **out, ws_pass *p, const tau_kube_resource *res, const char *ns);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Cleanup (cleanup.c)                                                                         */
+
+/** Whether the workspace carries our finalizer. */
+bool tau_ws_has_finalizer(const cJSON *ws);
+/** Free an old-namespace view; NULL is a no-op. */
+void tau_ws_old_view_free(ws_old_view *v);
+/** Delete LocalQueues we own in the namespace under another name than `lq_name`, once drained. */
+void tau_ws_prune_stale_queues(ws_pass *p, const char *lq_name);
 
 /** The runtime's reconcile function: every phase in order. */
 int tau_ws_reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *res);

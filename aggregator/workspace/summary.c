@@ -14,15 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *jstr(const cJSON *obj, const char *path)
-{
-	const char *s = NULL;
-
-	if (obj == NULL || tau_json_get_string(&s, obj, path) != 0)
-		return NULL;
-	return s;
-}
-
 /* Read API                                                                                    */
 
 void tau_ws_summary_clear(tau_ws_summary *s)
@@ -65,16 +56,16 @@ int tau_ws_summary_from_json(tau_ws_summary *out, const cJSON *obj)
 	const cJSON *conds, *c;
 	bool ok;
 
-	if (jstr(obj, "metadata.name") == NULL)
+	if (tau_ws_str(obj, "metadata.name") == NULL)
 		return tau_error_set(TAU_EINVAL, "workspace without metadata.name");
 	tau_json_get_int(&s.generation, obj, "metadata.generation");
 	tau_json_get_int(&s.observed_generation, obj, "status.observedGeneration");
-	s.deleting = jstr(obj, "metadata.deletionTimestamp") != NULL;
-	ok = dup_ok(&s.name, jstr(obj, "metadata.name")) &&
-	     dup_ok(&s.phase, jstr(obj, "status.phase")) &&
-	     dup_ok(&s.namespace_name, jstr(obj, "status.target.resolvedNamespace")) &&
-	     dup_ok(&s.local_queue, jstr(obj, "status.queue.localQueue")) &&
-	     dup_ok(&s.cluster_queue, jstr(obj, "status.queue.clusterQueue"));
+	s.deleting = tau_ws_str(obj, "metadata.deletionTimestamp") != NULL;
+	ok = dup_ok(&s.name, tau_ws_str(obj, "metadata.name")) &&
+	     dup_ok(&s.phase, tau_ws_str(obj, "status.phase")) &&
+	     dup_ok(&s.namespace_name, tau_ws_str(obj, "status.target.resolvedNamespace")) &&
+	     dup_ok(&s.local_queue, tau_ws_str(obj, "status.queue.localQueue")) &&
+	     dup_ok(&s.cluster_queue, tau_ws_str(obj, "status.queue.clusterQueue"));
 	conds = tau_json_find(obj, "status.conditions");
 	if (ok && cJSON_IsArray(conds) && cJSON_GetArraySize(conds) > 0) {
 		s.conditions = calloc((size_t)cJSON_GetArraySize(conds), sizeof(*s.conditions));
@@ -86,12 +77,12 @@ int tau_ws_summary_from_json(tau_ws_summary *out, const cJSON *obj)
 			if (!ok)
 				break;
 			sc = &s.conditions[s.n_conditions++];
-			ok = dup_ok(&sc->type, jstr(c, "type")) &&
-			     dup_ok(&sc->status, jstr(c, "status")) &&
-			     dup_ok(&sc->reason, jstr(c, "reason")) &&
-			     dup_ok(&sc->message, jstr(c, "message"));
+			ok = dup_ok(&sc->type, tau_ws_str(c, "type")) &&
+			     dup_ok(&sc->status, tau_ws_str(c, "status")) &&
+			     dup_ok(&sc->reason, tau_ws_str(c, "reason")) &&
+			     dup_ok(&sc->message, tau_ws_str(c, "message"));
 			if (tau_ws_namespace_time_ms(&sc->last_transition_unix_ms,
-			                             jstr(c, "lastTransitionTime")) != 0)
+			                             tau_ws_str(c, "lastTransitionTime")) != 0)
 				sc->last_transition_unix_ms = 0;
 		}
 	}
