@@ -10,6 +10,7 @@
 #include "auth.h"
 
 #include "tau/error.h"
+#include "tau/hmap.h"
 #include "tau/json.h"
 
 #include <openssl/evp.h>
@@ -175,14 +176,14 @@ void tau_auth_token_hash(char out[65], const char *token)
 	out[64] = '\0';
 }
 
-/* ---- cache: open addressing would need tombstones; a small chained table is simpler ---- */
+/* ---- cache: a tau_hmap keyed by the token hash ---- */
 
 /* Compact: the review's strings are stored back to back in `text` (user, node, error). */
 typedef struct cache_entry {
+	tau_hmap_node node; /* keyed by hash */
 	char hash[65];
 	bool authenticated;
 	int64_t expires_ms;
-	struct cache_entry *next;
 	char text[];
 } cache_entry;
 
@@ -209,18 +210,20 @@ static void entry_review(const cache_entry *e, tau_auth_review *out)
 	const char *user = e->text, *node = user + strlen(user) + 1;
 	const char *err = node + strlen(node) + 1;
 
-	memset(out, 0, sizeof(*out));
-	out->authenticated = e->authenticated;
-	snprintf(out->username, sizeof(out->username), "%s", user);
-	snprintf(out->node_name, sizeof(out->node_name), "%s", node);
-	snprintf(out->error, sizeof(out->error), "%s", err);
+	/* Stored from a review that fit, so it fits again. */
+	(void)tau_auth_review_set(out, e->authenticated, user, node, err);
 }
 
 struct tau_auth_cache {
 	pthread_mutex_t mu;
-	cache_entry **buckets;
-	size_t n_buckets, n, max;
+	tau_hmap entries; /* cache_entry by token hash */
+	size_t max;
 };
+
+static cache_entry *entry_of(tau_hmap_node *n)
+{
+	return n != NULL ? TAU_HMAP_ENTRY(n, cache_entry, node) : NULL;
+}
 
 int tau_auth_cache_new(tau_auth_cache **out, size_t max_entries)
 {
@@ -229,13 +232,9 @@ int tau_auth_cache_new(tau_auth_cache **out, size_t max_entries)
 	if (c == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	c->max = max_entries > 0 ? max_entries : 1;
-	c->n_buckets = 1024;
-	while (c->n_buckets < c->max)
-		c->n_buckets *= 2;
-	c->buckets = calloc(c->n_buckets, sizeof(*c->buckets));
-	if (c->buckets == NULL) {
+	if (tau_hmap_init(&c->entries, c->max > 1024 ? c->max : 1024) < 0) {
 		free(c);
-		return tau_error_set(TAU_ENOMEM, "out of memory");
+		return -TAU_ENOMEM;
 	}
 	pthread_mutex_init(&c->mu, NULL);
 	*out = c;
@@ -244,46 +243,29 @@ int tau_auth_cache_new(tau_auth_cache **out, size_t max_entries)
 
 void tau_auth_cache_free(tau_auth_cache *c)
 {
+	tau_hmap_iter it;
+	cache_entry *e;
+
 	if (c == NULL)
 		return;
-	for (size_t b = 0; b < c->n_buckets; b++) {
-		cache_entry *e = c->buckets[b];
-
-		while (e != NULL) {
-			cache_entry *next = e->next;
-
-			free(e);
-			e = next;
-		}
-	}
-	free(c->buckets);
+	tau_hmap_iter_init(&it, &c->entries);
+	while ((e = entry_of(tau_hmap_iter_next(&it))) != NULL)
+		free(e);
+	tau_hmap_destroy(&c->entries);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
-}
-
-static size_t bucket_of(const tau_auth_cache *c, const char *hash)
-{
-	/* The key is already a uniform hash: its first 16 hex digits index the table. */
-	uint64_t v = 0;
-
-	for (int i = 0; i < 16; i++)
-		v = (v << 4) | (uint64_t)(hash[i] <= '9' ? hash[i] - '0' : hash[i] - 'a' + 10);
-	return (size_t)(v & (c->n_buckets - 1));
 }
 
 bool tau_auth_cache_get(tau_auth_cache *c, const char *hash, int64_t now_ms, tau_auth_review *out)
 {
 	bool found = false;
+	cache_entry *e;
 
 	pthread_mutex_lock(&c->mu);
-	for (cache_entry *e = c->buckets[bucket_of(c, hash)]; e != NULL; e = e->next) {
-		if (strcmp(e->hash, hash) == 0) {
-			if (e->expires_ms > now_ms) {
-				entry_review(e, out);
-				found = true;
-			}
-			break;
-		}
+	e = entry_of(tau_hmap_get(&c->entries, hash));
+	if (e != NULL && e->expires_ms > now_ms) {
+		entry_review(e, out);
+		found = true;
 	}
 	pthread_mutex_unlock(&c->mu);
 	return found;
@@ -292,38 +274,28 @@ bool tau_auth_cache_get(tau_auth_cache *c, const char *hash, int64_t now_ms, tau
 /* Drop expired entries; if none was, the one closest to expiry.  Lock held. */
 static void evict(tau_auth_cache *c, int64_t now_ms)
 {
-	cache_entry **victim = NULL;
+	cache_entry *victim = NULL, *e;
+	tau_hmap_iter it;
 
-	for (size_t b = 0; b < c->n_buckets; b++) {
-		cache_entry **pe = &c->buckets[b];
-
-		while (*pe != NULL) {
-			if ((*pe)->expires_ms <= now_ms) {
-				cache_entry *dead = *pe;
-
-				*pe = dead->next;
-				free(dead);
-				c->n--;
-				continue;
-			}
-			if (victim == NULL || (*pe)->expires_ms < (*victim)->expires_ms)
-				victim = pe;
-			pe = &(*pe)->next;
+	tau_hmap_iter_init(&it, &c->entries);
+	while ((e = entry_of(tau_hmap_iter_next(&it))) != NULL) {
+		if (e->expires_ms <= now_ms) {
+			tau_hmap_remove(&c->entries, &e->node);
+			free(e);
+		} else if (victim == NULL || e->expires_ms < victim->expires_ms) {
+			victim = e;
 		}
 	}
-	if (c->n >= c->max && victim != NULL) {
-		cache_entry *dead = *victim;
-
-		*victim = dead->next;
-		free(dead);
-		c->n--;
+	if (c->entries.len >= c->max && victim != NULL) {
+		tau_hmap_remove(&c->entries, &victim->node);
+		free(victim);
 	}
 }
 
 void tau_auth_cache_put(tau_auth_cache *c, const char *hash, const tau_auth_review *review,
                         int64_t expires_ms, int64_t now_ms)
 {
-	cache_entry **pe, *fresh;
+	cache_entry *fresh, *old;
 
 	if (expires_ms <= now_ms)
 		return;
@@ -331,22 +303,14 @@ void tau_auth_cache_put(tau_auth_cache *c, const char *hash, const tau_auth_revi
 	if (fresh == NULL)
 		return; /* not cached: the next stream asks again */
 	pthread_mutex_lock(&c->mu);
-	pe = &c->buckets[bucket_of(c, hash)];
-	while (*pe != NULL && strcmp((*pe)->hash, fresh->hash) != 0)
-		pe = &(*pe)->next;
-	if (*pe != NULL) {
-		/* Replace in place. */
-		fresh->next = (*pe)->next;
-		free(*pe);
-		*pe = fresh;
-	} else {
-		if (c->n >= c->max)
-			evict(c, now_ms);
-		pe = &c->buckets[bucket_of(c, hash)];
-		fresh->next = *pe;
-		*pe = fresh;
-		c->n++;
+	old = entry_of(tau_hmap_get(&c->entries, fresh->hash));
+	if (old != NULL) {
+		tau_hmap_remove(&c->entries, &old->node);
+		free(old);
+	} else if (c->entries.len >= c->max) {
+		evict(c, now_ms);
 	}
+	tau_hmap_insert(&c->entries, &fresh->node, fresh->hash);
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -355,7 +319,7 @@ size_t tau_auth_cache_size(tau_auth_cache *c)
 	size_t n;
 
 	pthread_mutex_lock(&c->mu);
-	n = c->n;
+	n = c->entries.len;
 	pthread_mutex_unlock(&c->mu);
 	return n;
 }

@@ -27,6 +27,7 @@
 #include "snapshot.h"
 
 #include "tau/error.h"
+#include "tau/hmap.h"
 #include "tau/log.h"
 #include "tau/names.h"
 #include "tau/nodefacts.h"
@@ -73,9 +74,9 @@ typedef struct stream {
 } stream;
 
 typedef struct binding {
-	char *node;
+	tau_hmap_node hnode; /* in tau_agg.bindings, keyed by node */
 	stream *s;
-	struct binding *next;
+	char node[];
 } binding;
 
 typedef struct watcher {
@@ -89,8 +90,7 @@ struct tau_agg {
 	pthread_mutex_t mu;
 	pthread_cond_t cond; /* publisher wake-up: dirty, stop */
 	tau_nodestore *store;
-	binding **bindings;
-	size_t n_bindings_buckets, n_bound;
+	tau_hmap bindings; /* binding by node name; .len streams are bound */
 	watcher *watchers;
 	size_t n_watchers, cap_watchers;
 	Tau__Inventory__V1__Pool *pool_msg;
@@ -163,46 +163,11 @@ static void stream_unref(stream *s)
 
 /* ---- node -> stream binding (state mutex held) ---- */
 
-static uint64_t hash_str(const char *s)
+static binding *binding_of(tau_agg *a, const char *node)
 {
-	uint64_t h = 1469598103934665603ULL;
+	tau_hmap_node *n = tau_hmap_get(&a->bindings, node);
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
-static binding **binding_slot(tau_agg *a, const char *node)
-{
-	binding **b = &a->bindings[hash_str(node) & (a->n_bindings_buckets - 1)];
-
-	while (*b != NULL && strcmp((*b)->node, node) != 0)
-		b = &(*b)->next;
-	return b;
-}
-
-static void grow_bindings(tau_agg *a)
-{
-	size_t n = a->n_bindings_buckets * 2;
-	binding **nb = calloc(n, sizeof(*nb));
-
-	if (nb == NULL)
-		return; /* longer chains, still correct */
-	for (size_t i = 0; i < a->n_bindings_buckets; i++) {
-		binding *b = a->bindings[i];
-
-		while (b != NULL) {
-			binding *next = b->next;
-			size_t k = hash_str(b->node) & (n - 1);
-
-			b->next = nb[k];
-			nb[k] = b;
-			b = next;
-		}
-	}
-	free(a->bindings);
-	a->bindings = nb;
-	a->n_bindings_buckets = n;
+	return n != NULL ? TAU_HMAP_ENTRY(n, binding, hnode) : NULL;
 }
 
 /*
@@ -212,29 +177,26 @@ static void grow_bindings(tau_agg *a)
  */
 static int bind_stream(tau_agg *a, stream *s, const char *node, tau_rpc_call **replaced)
 {
-	binding **slot = binding_slot(a, node);
+	binding *b = binding_of(a, node);
 
 	*replaced = NULL;
-	if (*slot != NULL) {
-		if ((*slot)->s == s)
+	if (b != NULL) {
+		if (b->s == s)
 			return 0;
-		(*slot)->s->bound = false;
-		atomic_store(&(*slot)->s->replaced, true);
-		*replaced = tau_rpc_call_ref((*slot)->s->call);
-		(*slot)->s = s;
+		b->s->bound = false;
+		atomic_store(&b->s->replaced, true);
+		*replaced = tau_rpc_call_ref(b->s->call);
+		b->s = s;
 	} else {
-		binding *b = calloc(1, sizeof(*b));
+		size_t len = strlen(node);
 
-		if (b == NULL || (b->node = strdup(node)) == NULL) {
-			free(b);
+		b = calloc(1, sizeof(*b) + len + 1);
+		if (b == NULL)
 			return tau_error_set(TAU_ENOMEM,
 			                     "out of memory binding the stream of node %s", node);
-		}
+		memcpy(b->node, node, len + 1);
 		b->s = s;
-		*slot = b;
-		a->n_bound++;
-		if (a->n_bound > a->n_bindings_buckets * 2)
-			grow_bindings(a);
+		tau_hmap_insert(&a->bindings, &b->hnode, b->node);
 	}
 	s->bound = true;
 	return 0;
@@ -242,18 +204,14 @@ static int bind_stream(tau_agg *a, stream *s, const char *node, tau_rpc_call **r
 
 static void unbind_stream(tau_agg *a, stream *s)
 {
-	binding **slot;
 	binding *b;
 
 	if (!s->bound)
 		return;
-	slot = binding_slot(a, s->review.node_name);
-	b = *slot;
+	b = binding_of(a, s->review.node_name);
 	if (b != NULL && b->s == s) {
-		*slot = b->next;
-		free(b->node);
+		tau_hmap_remove(&a->bindings, &b->hnode);
 		free(b);
-		a->n_bound--;
 	}
 	s->bound = false;
 }
@@ -1339,7 +1297,7 @@ int tau_agg_metrics(tau_agg *a, char **out)
 		m.nodes_counted += tau_pool_node_counted(pool, st.name) == 1 ? 1 : 0;
 	}
 	m.nodes_mismatch = tau_nodestore_mismatch_count(a->store);
-	m.agents_connected = a->n_bound;
+	m.agents_connected = a->bindings.len;
 	m.pool_watchers = a->n_watchers;
 	m.established = tau_nodestore_established(a->store);
 	m.valid = tau_pool_invalid_reason(pool) == NULL;
@@ -1426,10 +1384,8 @@ int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
 	if (a->cfg.auth_cache_max == 0)
 		a->cfg.auth_cache_max = 65536;
 	a->agent_user = strdup(cfg->agent_user);
-	a->n_bindings_buckets = 1024;
-	a->bindings = calloc(a->n_bindings_buckets, sizeof(*a->bindings));
 	a->peers = calloc(PEER_LOG_MAX, sizeof(*a->peers));
-	if (a->agent_user == NULL || a->bindings == NULL || a->peers == NULL) {
+	if (a->agent_user == NULL || a->peers == NULL || tau_hmap_init(&a->bindings, 1024) < 0) {
 		rc = tau_error_set(TAU_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -1458,7 +1414,7 @@ int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
 fail:
 	tau_nodestore_free(a->store);
 	free(a->agent_user);
-	free(a->bindings);
+	tau_hmap_destroy(&a->bindings);
 	free(a->peers);
 	free(a);
 	return rc;
@@ -1521,18 +1477,15 @@ void tau_agg_free(tau_agg *a)
 	for (size_t i = 0; i < a->n_watchers; i++)
 		tau_rpc_call_unref(a->watchers[i].call);
 	free(a->watchers);
-	for (size_t i = 0; i < a->n_bindings_buckets; i++) {
-		binding *b = a->bindings[i];
+	{
+		tau_hmap_iter it;
+		tau_hmap_node *n;
 
-		while (b != NULL) {
-			binding *next = b->next;
-
-			free(b->node);
-			free(b);
-			b = next;
-		}
+		tau_hmap_iter_init(&it, &a->bindings);
+		while ((n = tau_hmap_iter_next(&it)) != NULL)
+			free(TAU_HMAP_ENTRY(n, binding, hnode));
 	}
-	free(a->bindings);
+	tau_hmap_destroy(&a->bindings);
 	for (size_t i = 0; i < a->n_peers; i++)
 		free(a->peers[i]);
 	free(a->peers);
