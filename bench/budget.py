@@ -13,7 +13,8 @@ each node counts with its Node's allocatable, so every change below goes through
   (a) latency: --changes single node changes, one at a time, alternately an allocatable change
       (nvidia.com/gpu 8 <-> 4) and a cordon/uncordon; for each, the time from sending the
       request until a watch on cohorts delivers a Cohort whose h100 nvidia.com/gpu nominalQuota
-      is the new pool sum.  Each change is sent --gap (the coalescing window + 0.2 s) after
+      is the new pool sum.  Each change is sent --gap (the larger of the coalescing window and
+      the budget's 1 s spacing of writes, + 0.2 s) after
       the previous Cohort write, once the controller's own follow-up reconcile (one window after
       its write) is over.
   (c) floor, measured on the same changes: the time until a trivial watcher (a watch on nodes
@@ -452,7 +453,7 @@ def main():
     ap.add_argument("--changes", type=int, default=200)
     ap.add_argument("--gap", type=float,
                     help="seconds from one Cohort write to the next single change (default: "
-                    "the coalescing window + 0.2 s)")
+                    "the larger of the coalescing window and the 1 s write spacing, + 0.2 s)")
     ap.add_argument("--storm-rate", type=int, default=1000)
     ap.add_argument("--storm-seconds", type=float, default=10)
     ap.add_argument("--steady-seconds", type=float, default=10)
@@ -468,7 +469,8 @@ def main():
     except ValueError:
         ap.error("--coalesce: want a duration such as 200ms or 1s, not %r" % a.coalesce)
     if a.gap is None:
-        a.gap = coalesce_s + 0.2
+        # An isolated change: past the coalescing window and the budget's 1 s spacing of writes.
+        a.gap = max(coalesce_s, 1.0) + 0.2
     taw.AGG_BIN = os.path.join(a.build, "tau-aggregator")
     if not os.access(taw.AGG_BIN, os.X_OK):
         print("bench/budget: %s is not built" % taw.AGG_BIN, file=sys.stderr)
