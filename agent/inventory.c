@@ -13,7 +13,9 @@
  *  - Quantities are re-emitted in canonical form (tau_quantity_format), so
  *    "1024Mi" in a Node becomes "1Gi", as the API server would print it.
  *  - Who deployed a CSI driver is read from the labels and args of its node
- *    pod; unmarked pods give "Unknown" rather than a guess.
+ *    pod, and the node kind from its labels, by libtau's rules (tau/csiorigin.h,
+ *    tau/nodekind.h) that `tau storage check` shares; unmarked pods give
+ *    "Unknown" rather than a guess.
  *  - The digest hashes the JSON form minus resourceVersion, which changes on
  *    every status heartbeat without changing anything we report.
  */
@@ -28,96 +30,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define LABEL_MIG_STRATEGY  "nvidia.com/mig.strategy"
 #define LABEL_GPU_REPLICAS  "nvidia.com/gpu.replicas"
 #define RESOURCE_MIG_PREFIX "nvidia.com/mig-"
 #define RESOURCE_RDMA_IB    "rdma/ib"
 #define DRIVER_AZURE_DISK   "disk.csi.azure.com"
-/* Drivers one pod may serve before we stop listening to it. */
-#define MAX_DRIVERS_PER_POD 8
-
-/* ------------------------------------------------------------ small names */
-
-const char *tau_agent_node_kind_name(tau_agent_node_kind kind)
-{
-	switch (kind) {
-	case TAU_AGENT_KIND_AGENT_POOL:
-		return "AgentPool";
-	case TAU_AGENT_KIND_FLEX:
-		return "Flex";
-	case TAU_AGENT_KIND_OTHER:
-		return "Other";
-	case TAU_AGENT_KIND_UNKNOWN:
-		break;
-	}
-	return NULL;
-}
-
-const char *tau_agent_managed_by_name(tau_agent_managed_by managed_by)
-{
-	switch (managed_by) {
-	case TAU_AGENT_MANAGED_AKS_ADDON:
-		return "AKSAddon";
-	case TAU_AGENT_MANAGED_DEPLOYMENT:
-		return "Deployment";
-	case TAU_AGENT_MANAGED_UNKNOWN:
-		break;
-	}
-	return "Unknown";
-}
-
-/* ------------------------------------------------------------ node kind */
-
-/* Case-insensitive search for needle in hay; returns the match or NULL. */
-static const char *find_nocase(const char *hay, const char *needle)
-{
-	size_t n = strlen(needle);
-
-	for (; *hay != '\0'; hay++)
-		if (strncasecmp(hay, needle, n) == 0)
-			return hay;
-	return NULL;
-}
-
-bool tau_agent_provider_id_is_azure_compute(const char *provider_id)
-{
-	static const char prefix[] = "azure:///subscriptions/";
-	const char *rg;
-
-	if (provider_id == NULL || strncasecmp(provider_id, prefix, sizeof(prefix) - 1) != 0)
-		return false;
-	rg = find_nocase(provider_id + sizeof(prefix) - 1, "/resourceGroups/");
-	if (rg == NULL)
-		return false;
-	return find_nocase(rg, "/providers/Microsoft.Compute/") != NULL;
-}
-
-tau_agent_node_kind tau_agent_classify_kind(const tau_agent_kind_signals *s)
-{
-	bool virtual_node, unmanaged, azure_vm;
-
-	if (s == NULL)
-		return TAU_AGENT_KIND_OTHER;
-	if (s->nodepool_type != NULL && strcmp(s->nodepool_type, "FlexNodes") == 0)
-		return TAU_AGENT_KIND_FLEX;
-	virtual_node = s->virtual_type != NULL && strcmp(s->virtual_type, "virtual-kubelet") == 0;
-	unmanaged = s->managed != NULL && strcmp(s->managed, "false") == 0;
-	azure_vm = tau_agent_provider_id_is_azure_compute(s->provider_id);
-	if (unmanaged && !virtual_node && !azure_vm)
-		return TAU_AGENT_KIND_FLEX;
-	if (!unmanaged && !virtual_node && (s->agentpool != NULL || azure_vm))
-		return TAU_AGENT_KIND_AGENT_POOL;
-	return TAU_AGENT_KIND_OTHER;
-}
 
 /* ------------------------------------------------------- init, free, problems */
 
 void tau_agent_inventory_init(tau_agent_inventory *inv)
 {
 	memset(inv, 0, sizeof(*inv));
-	inv->kind = TAU_AGENT_KIND_UNKNOWN;
+	inv->kind = TAU_NODE_KIND_UNKNOWN;
 	inv->ready = TAU_AGENT_UNKNOWN;
 	inv->schedulable = TAU_AGENT_UNKNOWN;
 	inv->deleting = TAU_AGENT_UNKNOWN;
@@ -480,7 +405,7 @@ static int copy_label(tau_agent_inventory *inv, const char *key, char **dst)
 
 int tau_agent_inventory_from_node(tau_agent_inventory *inv, const cJSON *node)
 {
-	tau_agent_kind_signals signals;
+	tau_node_kind_signals signals;
 	int rc;
 
 	if (inv == NULL)
@@ -517,12 +442,12 @@ int tau_agent_inventory_from_node(tau_agent_inventory *inv, const cJSON *node)
 	    (rc = take_deleting(inv, node)) < 0)
 		return rc;
 
-	signals.nodepool_type = tau_agent_inventory_label(inv, TAU_AGENT_LABEL_NODEPOOL_TYPE);
-	signals.managed = tau_agent_inventory_label(inv, TAU_AGENT_LABEL_MANAGED);
-	signals.agentpool = tau_agent_inventory_label(inv, TAU_AGENT_LABEL_AGENTPOOL);
-	signals.virtual_type = tau_agent_inventory_label(inv, TAU_AGENT_LABEL_VIRTUAL_TYPE);
+	signals.nodepool_type = tau_agent_inventory_label(inv, TAU_NODE_LABEL_NODEPOOL_TYPE);
+	signals.managed = tau_agent_inventory_label(inv, TAU_NODE_LABEL_MANAGED);
+	signals.agentpool = tau_agent_inventory_label(inv, TAU_NODE_LABEL_AGENTPOOL);
+	signals.virtual_type = tau_agent_inventory_label(inv, TAU_NODE_LABEL_VIRTUAL_TYPE);
 	signals.provider_id = inv->provider_id;
-	inv->kind = tau_agent_classify_kind(&signals);
+	inv->kind = tau_node_kind_classify(&signals);
 
 	if (inv->node_uid == NULL && (rc = problem(inv, "Node has no metadata.uid")) < 0)
 		return rc;
@@ -591,7 +516,7 @@ static int driver_get(tau_agent_inventory *inv, const char *name, tau_agent_csi_
 	memset(&inv->csi_drivers[pos], 0, sizeof(*inv->csi_drivers));
 	inv->csi_drivers[pos].name = copy;
 	inv->csi_drivers[pos].socket = TAU_AGENT_UNKNOWN;
-	inv->csi_drivers[pos].managed_by = TAU_AGENT_MANAGED_UNKNOWN;
+	inv->csi_drivers[pos].managed_by = TAU_CSI_MANAGED_UNKNOWN;
 	inv->n_csi_drivers++;
 	*out = &inv->csi_drivers[pos];
 	return 0;
@@ -600,9 +525,9 @@ static int driver_get(tau_agent_inventory *inv, const char *name, tau_agent_csi_
 bool tau_agent_csi_driver_supported(const tau_agent_inventory *inv,
                                     const tau_agent_csi_driver *driver)
 {
-	if (inv == NULL || driver == NULL || inv->kind != TAU_AGENT_KIND_FLEX)
+	if (inv == NULL || driver == NULL || inv->kind != TAU_NODE_KIND_FLEX)
 		return true;
-	if (driver->managed_by == TAU_AGENT_MANAGED_AKS_ADDON)
+	if (driver->managed_by == TAU_CSI_MANAGED_AKS_ADDON)
 		return false;
 	return strcmp(driver->name, DRIVER_AZURE_DISK) != 0;
 }
@@ -682,468 +607,53 @@ int tau_agent_inventory_apply_csinode(tau_agent_inventory *inv, const cJSON *csi
 
 /* ----------------------------------------------------------------- pods */
 
-typedef int (*driver_visit_fn)(void *ctx, const char *driver);
-
-static bool label_is(const cJSON *labels, const char *key, const char *value)
+static bool driver_known(void *ctx, const char *driver)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, key);
-
-	if (!cJSON_IsString(v) || v->valuestring == NULL)
-		return false;
-	return value == NULL || strcasecmp(v->valuestring, value) == 0;
+	return tau_agent_inventory_find_driver(ctx, driver) != NULL;
 }
 
-/*
- * Expand Kubernetes $(VAR) references from the container env ("$$" is a
- * literal '$'; unknown names stay as written).  Output is truncated to cap.
- */
-static void expand_env(char *out, size_t cap, const char *in, const cJSON *env)
+static int add_problem_text(void *ctx, const char *text)
 {
-	size_t o = 0;
+	tau_agent_inventory *inv = ctx;
 
-	while (*in != '\0' && o + 1 < cap) {
-		if (in[0] == '$' && in[1] == '$') {
-			out[o++] = '$';
-			in += 2;
-			continue;
-		}
-		if (in[0] == '$' && in[1] == '(') {
-			const char *close = strchr(in + 2, ')');
-			const cJSON *e;
-
-			if (close != NULL) {
-				size_t nlen = (size_t)(close - (in + 2));
-				const char *val = NULL;
-
-				cJSON_ArrayForEach(e, env)
-				{
-					const cJSON *n =
-					        cJSON_GetObjectItemCaseSensitive(e, "name");
-					const cJSON *v =
-					        cJSON_GetObjectItemCaseSensitive(e, "value");
-
-					if (cJSON_IsString(n) && cJSON_IsString(v) &&
-					    strlen(n->valuestring) == nlen &&
-					    memcmp(n->valuestring, in + 2, nlen) == 0)
-						val = v->valuestring;
-				}
-				if (val != NULL) {
-					while (*val != '\0' && o + 1 < cap)
-						out[o++] = *val++;
-					in = close + 1;
-					continue;
-				}
-			}
-		}
-		out[o++] = *in++;
-	}
-	out[o] = '\0';
-}
-
-/* The driver directory in ".../plugins/<driver>/csi.sock", copied to out; false if none. */
-static bool driver_from_registration_path(char *out, size_t cap, const char *path)
-{
-	const char *p = strstr(path, "/plugins/");
-	const char *end;
-	size_t len;
-
-	if (p == NULL)
-		return false;
-	p += strlen("/plugins/");
-	end = strchr(p, '/');
-	if (end == NULL || end == p)
-		return false;
-	len = (size_t)(end - p);
-	if (len >= cap)
-		return false;
-	memcpy(out, p, len);
-	out[len] = '\0';
-	return true;
-}
-
-/* Value of "--flag=value" or "--flag value" at args[i]; NULL if args[i] is not the flag. */
-static const char *flag_value(const cJSON *arg, const cJSON *next, const char *flag)
-{
-	size_t flen = strlen(flag);
-	const char *s;
-
-	if (!cJSON_IsString(arg) || arg->valuestring == NULL)
-		return NULL;
-	s = arg->valuestring;
-	if (strncmp(s, flag, flen) != 0)
-		return NULL;
-	if (s[flen] == '=')
-		return s + flen + 1;
-	if (s[flen] == '\0' && cJSON_IsString(next))
-		return next->valuestring;
-	return NULL;
-}
-
-/*
- * A registration path's directory is the driver name in the usual layout
- * (.../plugins/disk.csi.azure.com/csi.sock) but not always
- * (.../plugins/csi-nfsplugin/csi.sock).  Accept it when the driver is already
- * known, or when it has the domain-name form CSI requires of driver names.
- */
-static bool plausible_driver(const tau_agent_inventory *inv, const char *name)
-{
-	return tau_agent_inventory_find_driver(inv, name) != NULL || strchr(name, '.') != NULL;
-}
-
-/* The AKS add-on and the upstream manifests name their node DaemonSets alike. */
-static const char *driver_of_app_label(const char *app)
-{
-	static const struct {
-		const char *app;
-		const char *driver;
-	} known[] = {
-	        {"csi-azuredisk-node", "disk.csi.azure.com"},
-	        {"csi-azurefile-node", "file.csi.azure.com"},
-	        {"csi-blob-node", "blob.csi.azure.com"},
-	};
-
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (strcmp(app, known[i].app) == 0)
-			return known[i].driver;
-	return NULL;
-}
-
-typedef struct pod_scan {
-	const tau_agent_inventory *inv;
-	bool daemonset_pod;
-	driver_visit_fn fn;
-	void *ctx;
-	size_t visited;
-} pod_scan;
-
-static int scan_visit(pod_scan *scan, const char *driver)
-{
-	if (scan->visited >= MAX_DRIVERS_PER_POD)
-		return 0;
-	scan->visited++;
-	return scan->fn(scan->ctx, driver);
-}
-
-/* Visit the args of one argv array (command or args) of a container. */
-static int visit_argv(pod_scan *scan, const cJSON *argv, const cJSON *env)
-{
-	const cJSON *a;
-	size_t i = 0;
-
-	if (!cJSON_IsArray(argv))
-		return 0;
-	for (a = argv->child; a != NULL && i < TAU_AGENT_MAX_CONTAINER_ARGS; a = a->next, i++) {
-		char expanded[TAU_AGENT_MAX_STRING + 1];
-		char driver[TAU_AGENT_MAX_STRING + 1];
-		const char *v;
-		int rc;
-
-		v = flag_value(a, a->next, "--kubelet-registration-path");
-		if (v != NULL) {
-			expand_env(expanded, sizeof(expanded), v, env);
-			if (driver_from_registration_path(driver, sizeof(driver), expanded) &&
-			    plausible_driver(scan->inv, driver)) {
-				rc = scan_visit(scan, driver);
-				if (rc < 0)
-					return rc;
-			}
-			continue;
-		}
-		/* Controller Deployments pass --drivername too; only node pods count. */
-		if (!scan->daemonset_pod)
-			continue;
-		v = flag_value(a, a->next, "--drivername");
-		if (v == NULL)
-			v = flag_value(a, a->next, "--driver-name");
-		if (v != NULL) {
-			expand_env(expanded, sizeof(expanded), v, env);
-			if (expanded[0] != '\0' && strchr(expanded, '$') == NULL) {
-				rc = scan_visit(scan, expanded);
-				if (rc < 0)
-					return rc;
-			}
-		}
-	}
-	return 0;
-}
-
-/* Call fn for each CSI driver a pod serves on this node (a driver may come twice). */
-static int pod_for_each_driver(const tau_agent_inventory *inv, const cJSON *pod, driver_visit_fn fn,
-                               void *ctx)
-{
-	pod_scan scan = {.inv = inv, .fn = fn, .ctx = ctx};
-	const cJSON *owners = NULL, *containers = NULL;
-	const cJSON *o, *c;
-	const char *app = NULL;
-	size_t nc = 0;
-	int rc;
-
-	if (tau_json_get_array(&owners, pod, "metadata.ownerReferences") == 0) {
-		cJSON_ArrayForEach(o, owners)
-		{
-			const char *kind = NULL;
-
-			if (tau_json_get_string(&kind, o, "kind") == 0 &&
-			    strcmp(kind, "DaemonSet") == 0)
-				scan.daemonset_pod = true;
-		}
-	}
-	if (scan.daemonset_pod) {
-		const cJSON *labels = tau_json_find(pod, "metadata.labels");
-		const cJSON *v = cJSON_IsObject(labels)
-		                         ? cJSON_GetObjectItemCaseSensitive(labels, "app")
-		                         : NULL;
-
-		if (cJSON_IsString(v) && v->valuestring != NULL)
-			app = driver_of_app_label(v->valuestring);
-		if (app != NULL && (rc = scan_visit(&scan, app)) < 0)
-			return rc;
-	}
-	if (tau_json_get_array(&containers, pod, "spec.containers") < 0)
-		return 0;
-	for (c = containers->child; c != NULL && nc < TAU_AGENT_MAX_POD_CONTAINERS;
-	     c = c->next, nc++) {
-		const cJSON *env = cJSON_GetObjectItemCaseSensitive(c, "env");
-
-		if (!cJSON_IsObject(c))
-			continue;
-		if (!cJSON_IsArray(env))
-			env = NULL;
-		rc = visit_argv(&scan, cJSON_GetObjectItemCaseSensitive(c, "command"), env);
-		if (rc == 0)
-			rc = visit_argv(&scan, cJSON_GetObjectItemCaseSensitive(c, "args"), env);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* Does any container arg say --user-agent-suffix=<prefix>...? */
-static bool pod_has_user_agent_suffix(const cJSON *pod, const char *prefix, bool exact)
-{
-	const cJSON *containers = NULL;
-	const cJSON *c;
-
-	if (tau_json_get_array(&containers, pod, "spec.containers") < 0)
-		return false;
-	cJSON_ArrayForEach(c, containers)
-	{
-		static const char *const lists[] = {"command", "args"};
-
-		for (size_t l = 0; l < 2; l++) {
-			const cJSON *argv = cJSON_GetObjectItemCaseSensitive(c, lists[l]);
-			const cJSON *a;
-			size_t i = 0;
-
-			if (!cJSON_IsArray(argv))
-				continue;
-			for (a = argv->child; a != NULL && i < TAU_AGENT_MAX_CONTAINER_ARGS;
-			     a = a->next, i++) {
-				const char *v = flag_value(a, a->next, "--user-agent-suffix");
-
-				if (v == NULL)
-					continue;
-				if (exact ? strcmp(v, prefix) == 0
-				          : strncmp(v, prefix, strlen(prefix)) == 0)
-					return true;
-			}
-		}
-	}
-	return false;
-}
-
-/* Who deployed this pod, from its labels and args; *conflict when both marks are there. */
-static tau_agent_managed_by classify_pod(const cJSON *pod, bool *conflict)
-{
-	const cJSON *labels = tau_json_find(pod, "metadata.labels");
-	bool addon = false, deployment = false;
-
-	if (!cJSON_IsObject(labels))
-		labels = NULL;
-	if (labels != NULL) {
-		addon = label_is(labels, "kubernetes.azure.com/managedby", "aks") ||
-		        label_is(labels, "addonmanager.kubernetes.io/mode", NULL) ||
-		        label_is(labels, "kubernetes.io/cluster-service", "true") ||
-		        label_is(labels, "app.kubernetes.io/managed-by", "aks");
-		deployment = (label_is(labels, "app.kubernetes.io/managed-by", NULL) &&
-		              !label_is(labels, "app.kubernetes.io/managed-by", "aks")) ||
-		             label_is(labels, "helm.sh/chart", NULL);
-	}
-	if (pod_has_user_agent_suffix(pod, "AKS", true))
-		addon = true;
-	if (pod_has_user_agent_suffix(pod, "OSS-", false))
-		deployment = true;
-	*conflict = addon && deployment;
-	if (*conflict || (!addon && !deployment))
-		return TAU_AGENT_MANAGED_UNKNOWN;
-	return addon ? TAU_AGENT_MANAGED_AKS_ADDON : TAU_AGENT_MANAGED_DEPLOYMENT;
-}
-
-/* Per-driver evidence gathered from the pods (indexed like inv->csi_drivers). */
-typedef struct pod_vote {
-	const char *addon_pod;      /* first pod saying AKS add-on (lent from the list) */
-	const char *deployment_pod; /* first pod saying self-deployed */
-} pod_vote;
-
-typedef struct pod_pass {
-	tau_agent_inventory *inv;
-	pod_vote *votes; /* NULL in the first pass */
-	const char *pod_name;
-	tau_agent_managed_by verdict;
-} pod_pass;
-
-/* First pass: make sure each served driver has an entry. */
-static int visit_add(void *ctx, const char *driver)
-{
-	pod_pass *pass = ctx;
-	tau_agent_csi_driver *entry = NULL;
-	int rc = driver_get(pass->inv, driver, &entry);
-
-	if (rc == -TAU_ETOOBIG)
-		return 0;
-	if (rc < 0)
-		return rc;
-	entry->has_node_pod = true;
-	return 0;
-}
-
-/* Second pass: record the pod's verdict for each driver it serves. */
-static int visit_vote(void *ctx, const char *driver)
-{
-	pod_pass *pass = ctx;
-
-	for (size_t i = 0; i < pass->inv->n_csi_drivers; i++) {
-		if (strcmp(pass->inv->csi_drivers[i].name, driver) != 0)
-			continue;
-		if (pass->verdict == TAU_AGENT_MANAGED_AKS_ADDON &&
-		    pass->votes[i].addon_pod == NULL)
-			pass->votes[i].addon_pod = pass->pod_name;
-		if (pass->verdict == TAU_AGENT_MANAGED_DEPLOYMENT &&
-		    pass->votes[i].deployment_pod == NULL)
-			pass->votes[i].deployment_pod = pass->pod_name;
-	}
-	return 0;
-}
-
-/* Is this pod one to look at?  A pod of another node adds a problem (*rc < 0 on ENOMEM). */
-static bool pod_counts(tau_agent_inventory *inv, const cJSON *pod, int *rc)
-{
-	const char *node = NULL, *phase = NULL, *name = NULL;
-
-	*rc = 0;
-	if (!cJSON_IsObject(pod))
-		return false;
-	if (tau_json_get_string(&node, pod, "spec.nodeName") < 0)
-		return false; /* not scheduled: not on this node */
-	if (inv->node_name != NULL && strcmp(node, inv->node_name) != 0) {
-		(void)tau_json_get_string(&name, pod, "metadata.name");
-		*rc = problem(inv, "pod %.128s runs on node %.128s, not on %s; ignored",
-		              name != NULL ? name : "(unnamed)", node, inv->node_name);
-		return false;
-	}
-	if (tau_json_get_string(&phase, pod, "status.phase") == 0 &&
-	    (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0))
-		return false;
-	return true;
+	return tau_agent_problem_add_text(&inv->problems, text);
 }
 
 int tau_agent_inventory_apply_pods(tau_agent_inventory *inv, const cJSON *pod_list)
 {
-	const cJSON *items = NULL;
-	const cJSON *pod;
-	pod_pass pass = {.inv = inv};
-	pod_vote votes[TAU_AGENT_MAX_CSI_DRIVERS];
-	size_t n;
+	tau_csi_origin *origins = NULL;
+	size_t n = 0;
 	int rc;
 
 	if (inv == NULL)
 		return tau_error_set(TAU_EINVAL, "no inventory");
 	for (size_t i = 0; i < inv->n_csi_drivers; i++) {
 		inv->csi_drivers[i].has_node_pod = false;
-		inv->csi_drivers[i].managed_by = TAU_AGENT_MANAGED_UNKNOWN;
+		inv->csi_drivers[i].managed_by = TAU_CSI_MANAGED_UNKNOWN;
 	}
 	if (pod_list == NULL)
 		return 0;
-	if (cJSON_IsArray(pod_list)) {
-		items = pod_list;
-	} else if (cJSON_IsObject(pod_list)) {
-		rc = tau_json_get_array(&items, pod_list, "items");
-		if (rc == -TAU_ENOTFOUND)
-			return 0;
-		if (rc < 0)
-			items = NULL;
-	}
-	if (items == NULL) {
+	rc = tau_csi_origins_from_pods(&origins, &n, pod_list, inv->node_name, driver_known, inv,
+	                               add_problem_text, inv);
+	if (rc == -TAU_EINVAL) {
 		rc = problem(inv, "pod list is malformed; who deployed the CSI drivers is unknown");
 		return rc < 0 ? rc : tau_error_set(TAU_EINVAL, "pod list is malformed");
 	}
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		tau_agent_csi_driver *d = NULL;
 
-	/* Pass 1: entries for every served driver (no insertions after this). */
-	n = 0;
-	for (pod = items->child; pod != NULL; pod = pod->next) {
-		if (n++ == TAU_AGENT_MAX_PODS) {
-			rc = problem(inv, "more than %d pods on this node; the rest are ignored",
-			             TAU_AGENT_MAX_PODS);
-			if (rc < 0)
-				return rc;
-			break;
-		}
-		if (!pod_counts(inv, pod, &rc)) {
-			if (rc < 0)
-				return rc;
+		rc = driver_get(inv, origins[i].name, &d);
+		if (rc == -TAU_ETOOBIG) {
+			rc = 0;
 			continue;
 		}
-		rc = pod_for_each_driver(inv, pod, visit_add, &pass);
-		if (rc < 0)
-			return rc;
-	}
-
-	/* Pass 2: each pod's verdict for the drivers it serves. */
-	memset(votes, 0, sizeof(votes));
-	pass.votes = votes;
-	n = 0;
-	for (pod = items->child; pod != NULL && n < TAU_AGENT_MAX_PODS; pod = pod->next, n++) {
-		bool conflict = false;
-
-		if (!pod_counts(inv, pod, &rc))
-			continue;
-		pass.pod_name = NULL;
-		(void)tau_json_get_string(&pass.pod_name, pod, "metadata.name");
-		if (pass.pod_name == NULL)
-			pass.pod_name = "(unnamed)";
-		pass.verdict = classify_pod(pod, &conflict);
-		if (conflict) {
-			rc = problem(
-			        inv,
-			        "pod %.128s carries both AKS add-on and self-deployment marks; "
-			        "who deployed it is unknown",
-			        pass.pod_name);
-			if (rc < 0)
-				return rc;
-		}
-		rc = pod_for_each_driver(inv, pod, visit_vote, &pass);
-		if (rc < 0)
-			return rc;
-	}
-
-	for (size_t i = 0; i < inv->n_csi_drivers; i++) {
-		tau_agent_csi_driver *d = &inv->csi_drivers[i];
-
-		if (votes[i].addon_pod != NULL && votes[i].deployment_pod != NULL) {
-			rc = problem(
-			        inv,
-			        "CSI driver %s: pod %.128s is the AKS add-on but pod %.128s is "
-			        "self-deployed; who deployed it is unknown",
-			        d->name, votes[i].addon_pod, votes[i].deployment_pod);
-			if (rc < 0)
-				return rc;
-		} else if (votes[i].addon_pod != NULL) {
-			d->managed_by = TAU_AGENT_MANAGED_AKS_ADDON;
-		} else if (votes[i].deployment_pod != NULL) {
-			d->managed_by = TAU_AGENT_MANAGED_DEPLOYMENT;
+		if (rc == 0) {
+			d->has_node_pod = true;
+			d->managed_by = origins[i].managed_by;
 		}
 	}
-	return 0;
+	tau_csi_origins_free(origins, n);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ host */
@@ -1335,7 +845,7 @@ static int check_drivers(tau_agent_inventory *inv)
 		if (rc == 0 && !tau_agent_csi_driver_supported(inv, d))
 			rc = problem(inv, "CSI driver %s is not supported on a Flex node (%s)",
 			             d->name,
-			             d->managed_by == TAU_AGENT_MANAGED_AKS_ADDON
+			             d->managed_by == TAU_CSI_MANAGED_AKS_ADDON
 			                     ? "provided by the AKS add-on"
 			                     : "Azure managed disks attach only to Azure VMs");
 	}
@@ -1408,7 +918,7 @@ static bool add_drivers(cJSON *obj, const tau_agent_inventory *inv)
 		    cJSON_AddBoolToObject(e, "inCSINode", d->in_csinode) == NULL ||
 		    !add_tristate(e, "socketPresent", d->socket) ||
 		    cJSON_AddStringToObject(e, "managedBy",
-		                            tau_agent_managed_by_name(d->managed_by)) == NULL ||
+		                            tau_csi_managed_by_name(d->managed_by)) == NULL ||
 		    cJSON_AddBoolToObject(e, "supported", tau_agent_csi_driver_supported(inv, d)) ==
 		            NULL)
 			return false;
@@ -1457,7 +967,7 @@ int tau_agent_inventory_to_json(cJSON **out, const tau_agent_inventory *inv)
 	     add_string_or_null(root, "providerID", inv->provider_id) &&
 	     add_string_or_null(root, "gpuClass", inv->gpu_class) &&
 	     add_string_or_null(root, "os", inv->os) &&
-	     add_string_or_null(root, "kind", tau_agent_node_kind_name(inv->kind)) &&
+	     add_string_or_null(root, "kind", tau_node_kind_name(inv->kind)) &&
 	     add_tristate(root, "ready", inv->ready) &&
 	     add_tristate(root, "schedulable", inv->schedulable) &&
 	     add_tristate(root, "deleting", inv->deleting) &&

@@ -27,6 +27,9 @@
 
 #include "hostprobe.h"
 
+#include "tau/csiorigin.h"
+#include "tau/nodekind.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,18 +42,10 @@
 #define TAU_AGENT_MAX_CSI_DRIVERS 64
 /** Longest label key/value, resource name, driver name or ID we keep (bytes). */
 #define TAU_AGENT_MAX_STRING 1024
-/** Most pods and containers per pod looked at by tau_agent_inventory_apply_pods. */
-#define TAU_AGENT_MAX_PODS           2048
-#define TAU_AGENT_MAX_POD_CONTAINERS 64
-#define TAU_AGENT_MAX_CONTAINER_ARGS 256
 
 /** Well-known names. */
 #define TAU_AGENT_LABEL_GPU_CLASS     "tau.azure.com/gpu-class"
 #define TAU_AGENT_LABEL_OS            "kubernetes.io/os"
-#define TAU_AGENT_LABEL_NODEPOOL_TYPE "kubernetes.azure.com/nodepool-type"
-#define TAU_AGENT_LABEL_MANAGED       "kubernetes.azure.com/managed"
-#define TAU_AGENT_LABEL_AGENTPOOL     "kubernetes.azure.com/agentpool"
-#define TAU_AGENT_LABEL_VIRTUAL_TYPE  "type"
 #define TAU_AGENT_TAINT_FLEX_DELETING "kubernetes.azure.com/flex-node-deleting"
 #define TAU_AGENT_RESOURCE_GPU        "nvidia.com/gpu"
 
@@ -61,21 +56,6 @@ typedef enum tau_agent_tristate {
 	TAU_AGENT_TRUE = 1
 } tau_agent_tristate;
 
-/** What kind of node this is (DESIGN.md §4). */
-typedef enum tau_agent_node_kind {
-	TAU_AGENT_KIND_UNKNOWN = 0, /**< no readable Node yet (JSON null) */
-	TAU_AGENT_KIND_AGENT_POOL,  /**< an AKS agent-pool VM ("AgentPool") */
-	TAU_AGENT_KIND_FLEX,        /**< an AKS Flex node ("Flex") */
-	TAU_AGENT_KIND_OTHER        /**< anything else, e.g. a virtual node ("Other") */
-} tau_agent_node_kind;
-
-/** Who deployed a CSI driver's node pod on this node. */
-typedef enum tau_agent_managed_by {
-	TAU_AGENT_MANAGED_UNKNOWN = 0, /**< no node pod found, or no telling sign ("Unknown") */
-	TAU_AGENT_MANAGED_AKS_ADDON,   /**< the AKS-managed add-on ("AKSAddon") */
-	TAU_AGENT_MANAGED_DEPLOYMENT   /**< self-deployed: Helm, kubectl manifests ("Deployment") */
-} tau_agent_managed_by;
-
 /** One label or one allocatable entry; both strings owned. */
 typedef struct tau_agent_kv {
 	char *key;
@@ -84,11 +64,11 @@ typedef struct tau_agent_kv {
 
 /** One CSI driver known from CSINode, a node pod, or the host probe. */
 typedef struct tau_agent_csi_driver {
-	char *name;                      /**< owned */
-	bool in_csinode;                 /**< listed in CSINode spec.drivers (kubelet's truth) */
-	bool has_node_pod;               /**< a pod on this node serves it */
-	tau_agent_tristate socket;       /**< registration socket present; UNKNOWN if not probed */
-	tau_agent_managed_by managed_by; /**< from the node pod's labels and args */
+	char *name;                    /**< owned */
+	bool in_csinode;               /**< listed in CSINode spec.drivers (kubelet's truth) */
+	bool has_node_pod;             /**< a pod on this node serves it */
+	tau_agent_tristate socket;     /**< registration socket present; UNKNOWN if not probed */
+	tau_csi_managed_by managed_by; /**< from the node pod's labels and args */
 } tau_agent_csi_driver;
 
 /** Local devices as the host probe saw them; -1 means unknown. */
@@ -114,7 +94,7 @@ typedef struct tau_agent_inventory {
 	char *provider_id;
 	char *gpu_class; /**< label tau.azure.com/gpu-class */
 	char *os;        /**< label kubernetes.io/os, else status.nodeInfo.operatingSystem */
-	tau_agent_node_kind kind;
+	tau_node_kind kind;
 	tau_agent_tristate ready;       /**< Ready condition True/False; UNKNOWN otherwise */
 	tau_agent_tristate schedulable; /**< !spec.unschedulable */
 	tau_agent_tristate deleting;    /**< deletionTimestamp set, or Flex deleting taint */
@@ -129,39 +109,6 @@ typedef struct tau_agent_inventory {
 	tau_agent_devices devices;
 	tau_agent_problem_list problems;
 } tau_agent_inventory;
-
-/** Signals used to classify a node; any may be NULL (absent). */
-typedef struct tau_agent_kind_signals {
-	const char *nodepool_type; /**< label kubernetes.azure.com/nodepool-type */
-	const char *managed;       /**< label kubernetes.azure.com/managed */
-	const char *agentpool;     /**< label kubernetes.azure.com/agentpool */
-	const char *virtual_type;  /**< label type (virtual-kubelet on ACI virtual nodes) */
-	const char *provider_id;   /**< spec.providerID */
-} tau_agent_kind_signals;
-
-/**
- * Classify a node:
- *  - Flex when nodepool-type is "FlexNodes"; or when managed is "false", the
- *    node is not a virtual node (type != "virtual-kubelet") and providerID is
- *    not an Azure compute ID;
- *  - AgentPool when not Flex, managed is not "false", not a virtual node, and
- *    it has an agentpool label or an Azure compute providerID;
- *  - Other otherwise.  Never returns TAU_AGENT_KIND_UNKNOWN.
- */
-tau_agent_node_kind tau_agent_classify_kind(const tau_agent_kind_signals *signals);
-
-/**
- * True when provider_id names an Azure compute resource
- * ("azure:///subscriptions/<s>/resourceGroups/<g>/providers/Microsoft.Compute/..."),
- * matched case-insensitively like Azure resource IDs.
- */
-bool tau_agent_provider_id_is_azure_compute(const char *provider_id);
-
-/** "AgentPool", "Flex", "Other"; NULL for UNKNOWN. */
-const char *tau_agent_node_kind_name(tau_agent_node_kind kind);
-
-/** "AKSAddon", "Deployment", "Unknown". */
-const char *tau_agent_managed_by_name(tau_agent_managed_by managed_by);
 
 /** Make an empty inventory (everything unknown).  Pairs with tau_agent_inventory_free. */
 void tau_agent_inventory_init(tau_agent_inventory *inv);
@@ -200,22 +147,11 @@ int tau_agent_inventory_apply_csinode(tau_agent_inventory *inv, const cJSON *csi
 
 /**
  * Decide who deployed each CSI driver, from the pods on this node (a PodList
- * object with "items", or a bare array of pods; pods of other nodes, and
- * Succeeded or Failed pods, are skipped).  A pod serves a driver when:
- *  - a container passes --kubelet-registration-path=.../plugins/<dir>/...
- *    ($(VAR) expanded from the container env) and <dir> is a driver already
- *    known or has the domain-name form CSI requires ("csi-nfsplugin" is not);
- *  - a DaemonSet pod passes --drivername or --driver-name=<driver>;
- *  - a DaemonSet pod is labelled app=csi-azuredisk-node, csi-azurefile-node
- *    or csi-blob-node (disk, file, blob.csi.azure.com).
- * The pod is AKSAddon when it carries kubernetes.azure.com/managedby=aks,
- * addonmanager.kubernetes.io/mode, kubernetes.io/cluster-service=true or
- * app.kubernetes.io/managed-by=aks, or an arg --user-agent-suffix=AKS;
- * Deployment when it carries another app.kubernetes.io/managed-by or
- * helm.sh/chart, or --user-agent-suffix=OSS-*; otherwise Unknown.  Drivers
- * seen only here are added (not in CSINode).  Pods that disagree leave the
- * driver Unknown with a problem.  Calling it again replaces the previous
- * decision (NULL: no pods known).
+ * object with "items", or a bare array of pods), by libtau's rules
+ * (tau_csi_origins_from_pods in tau/csiorigin.h; drivers registered in CSINode
+ * count as known).  Drivers seen only here are added (not in CSINode); the
+ * rules' problems become the inventory's.  Calling it again replaces the
+ * previous decision (NULL: no pods known).
  * @return 0; -TAU_EINVAL when pod_list is neither (recorded as a problem); -TAU_ENOMEM.
  */
 int tau_agent_inventory_apply_pods(tau_agent_inventory *inv, const cJSON *pod_list);

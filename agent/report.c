@@ -80,29 +80,29 @@ char *tau_agent_utf8_dup(const char *s)
 
 /* ------------------------------------------------------ to protobuf */
 
-static Tau__Inventory__V1__NodeKind kind_to_proto(tau_agent_node_kind kind)
+static Tau__Inventory__V1__NodeKind kind_to_proto(tau_node_kind kind)
 {
 	switch (kind) {
-	case TAU_AGENT_KIND_AGENT_POOL:
+	case TAU_NODE_KIND_AGENT_POOL:
 		return TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_AGENT_POOL;
-	case TAU_AGENT_KIND_FLEX:
+	case TAU_NODE_KIND_FLEX:
 		return TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_FLEX;
-	case TAU_AGENT_KIND_OTHER:
+	case TAU_NODE_KIND_OTHER:
 		return TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_OTHER;
-	case TAU_AGENT_KIND_UNKNOWN:
+	case TAU_NODE_KIND_UNKNOWN:
 		break;
 	}
 	return TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_UNSPECIFIED;
 }
 
-static Tau__Inventory__V1__CsiManagedBy managed_to_proto(tau_agent_managed_by m)
+static Tau__Inventory__V1__CsiManagedBy managed_to_proto(tau_csi_managed_by m)
 {
 	switch (m) {
-	case TAU_AGENT_MANAGED_AKS_ADDON:
+	case TAU_CSI_MANAGED_AKS_ADDON:
 		return TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_AKS_ADDON;
-	case TAU_AGENT_MANAGED_DEPLOYMENT:
+	case TAU_CSI_MANAGED_DEPLOYMENT:
 		return TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_DEPLOYMENT;
-	case TAU_AGENT_MANAGED_UNKNOWN:
+	case TAU_CSI_MANAGED_UNKNOWN:
 		break;
 	}
 	return TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_UNKNOWN;
@@ -122,7 +122,7 @@ static const char *driver_detail(const tau_agent_inventory *inv, const tau_agent
                                  bool supported)
 {
 	if (!supported)
-		return d->managed_by == TAU_AGENT_MANAGED_AKS_ADDON
+		return d->managed_by == TAU_CSI_MANAGED_AKS_ADDON
 		               ? "not supported on a Flex node (AKS add-on)"
 		               : "not supported on a Flex node";
 	if (d->in_csinode && d->socket == TAU_AGENT_FALSE)

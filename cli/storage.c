@@ -13,19 +13,21 @@
  * AKS-managed CSI addons on Flex or other externally registered nodes (any
  * node that is not an AKS agent-pool node).  On such a node the check reads
  * the pods there and decides who deployed the driver exactly as the node
- * agent does (agent/inventory.c: node kind, pod labels and arguments); a
- * driver that is the AKS-managed addon fails the check, naming the node.
+ * agent does (libtau's tau/nodekind.h and tau/csiorigin.h: node kind, pod
+ * labels and arguments); a driver that is the AKS-managed addon fails the
+ * check, naming the node.
  */
 #include "workspace.h"
 
-#include "agent/inventory.h"
-
+#include "tau/csiorigin.h"
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/kube.h"
+#include "tau/nodekind.h"
 #include "tau/nodefacts.h"
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,46 +86,47 @@ bool tau_cli_csi_addon_unsupported(char *msg, size_t cap, const char *node, cons
 	return true;
 }
 
+static bool csinode_knows(void *csinode, const char *driver)
+{
+	return csinode != NULL && csinode_has(csinode, driver);
+}
+
 /*
  * Who deployed `driver` on this node and what kind of node it is, read as the node agent reads
  * them (Node, CSINode, the pods on the node).  Pods are listed only where it matters: on a node
  * that is not an AKS agent-pool node.  *kind and *managed_by get static names.
- * Returns 0, or <0 when the pods cannot be listed (error set).
+ * Returns 0, or <0 when the pods cannot be listed or read (error set).
  */
-static int driver_origin(tau_kube_client *client, const cJSON *node, const cJSON *csinode,
-                         const char *driver, const char **kind, const char **managed_by)
+static int driver_origin(tau_kube_client *client, const cJSON *node, const char *name,
+                         const cJSON *csinode, const char *driver, const char **kind,
+                         const char **managed_by)
 {
-	tau_agent_inventory inv;
-	const tau_agent_csi_driver *d;
+	tau_node_kind k = tau_node_kind_of(node);
 	tau_kube_list_options lo = {0};
+	tau_csi_origin *origins = NULL;
+	const tau_csi_origin *o;
+	size_t n = 0;
 	cJSON *pods = NULL;
 	char field[300];
 	int rc;
 
-	*kind = NULL;
+	*kind = tau_node_kind_name(k);
 	*managed_by = NULL;
-	tau_agent_inventory_init(&inv);
-	rc = tau_agent_inventory_from_node(&inv, node);
-	if (rc == 0 && csinode != NULL)
-		rc = tau_agent_inventory_apply_csinode(&inv, csinode);
-	if (rc < 0)
-		goto out;
-	*kind = tau_agent_node_kind_name(inv.kind);
-	if (inv.kind == TAU_AGENT_KIND_AGENT_POOL)
-		goto out;
-	snprintf(field, sizeof(field), "spec.nodeName=%s", inv.node_name);
+	if (k == TAU_NODE_KIND_AGENT_POOL)
+		return 0;
+	snprintf(field, sizeof(field), "spec.nodeName=%s", name);
 	lo.field_selector = field;
 	rc = tau_kube_list_all(&pods, client, &tau_kube_res_pods, NULL, &lo);
 	if (rc == 0)
-		rc = tau_agent_inventory_apply_pods(&inv, pods);
-	if (rc < 0)
-		goto out;
-	d = tau_agent_inventory_find_driver(&inv, driver);
-	*managed_by =
-	        tau_agent_managed_by_name(d != NULL ? d->managed_by : TAU_AGENT_MANAGED_UNKNOWN);
-out:
+		rc = tau_csi_origins_from_pods(&origins, &n, pods, name, csinode_knows,
+		                               (void *)(uintptr_t)csinode, NULL, NULL);
+	if (rc == 0) {
+		o = tau_csi_origins_find(origins, n, driver);
+		*managed_by = tau_csi_managed_by_name(o != NULL ? o->managed_by
+		                                                : TAU_CSI_MANAGED_UNKNOWN);
+	}
+	tau_csi_origins_free(origins, n);
 	cJSON_Delete(pods);
-	tau_agent_inventory_free(&inv);
 	return rc;
 }
 
@@ -158,7 +161,7 @@ int tau_cli_csi_check_nodes(cJSON *doc, tau_kube_client *client, const cJSON *it
 		if (tau_kube_get(&csinode, client, &tau_kube_res_csinodes, NULL, name) != 0)
 			csinode = NULL;
 		has = csinode != NULL && csinode_has(csinode, driver);
-		if (driver_origin(client, n, csinode, driver, &kind, &mb) < 0) {
+		if (driver_origin(client, n, name, csinode, driver, &kind, &mb) < 0) {
 			const tau_kube_api_error *e = tau_kube_api_error_last();
 
 			fprintf(stderr, "%s: node %s: cannot tell who deployed %s there: %s\n", cmd,

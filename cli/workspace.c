@@ -18,10 +18,12 @@
 
 #include "inventory.h"
 
+#include "tau/csiorigin.h"
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/kube.h"
 #include "tau/names.h"
+#include "tau/nodekind.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -302,18 +304,19 @@ static const Tau__Inventory__V1__CsiDriver *find_csi(const Tau__Inventory__V1__N
 	return NULL;
 }
 
-/* The agent's names for what it reported (agent/inventory.c), as `tau storage check` shows. */
+/* The names of what the agent reported (libtau's tau/nodekind.h, tau/csiorigin.h), as
+ * `tau storage check` shows them. */
 static const char *node_kind_name(Tau__Inventory__V1__NodeKind kind)
 {
 	switch (kind) {
 	case TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_AGENT_POOL:
-		return "AgentPool";
+		return tau_node_kind_name(TAU_NODE_KIND_AGENT_POOL);
 	case TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_FLEX:
-		return "Flex";
+		return tau_node_kind_name(TAU_NODE_KIND_FLEX);
 	case TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_OTHER:
-		return "Other";
+		return tau_node_kind_name(TAU_NODE_KIND_OTHER);
 	default:
-		return NULL;
+		return tau_node_kind_name(TAU_NODE_KIND_UNKNOWN);
 	}
 }
 
@@ -321,11 +324,11 @@ static const char *managed_by_name(Tau__Inventory__V1__CsiManagedBy managed_by)
 {
 	switch (managed_by) {
 	case TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_AKS_ADDON:
-		return "AKSAddon";
+		return tau_csi_managed_by_name(TAU_CSI_MANAGED_AKS_ADDON);
 	case TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_DEPLOYMENT:
-		return "Deployment";
+		return tau_csi_managed_by_name(TAU_CSI_MANAGED_DEPLOYMENT);
 	default:
-		return "Unknown";
+		return tau_csi_managed_by_name(TAU_CSI_MANAGED_UNKNOWN);
 	}
 }
 

@@ -214,7 +214,7 @@ static void test_nd_h100_node(void **state)
 	                    "virtualMachines/0");
 	assert_string_equal(inv.gpu_class, "h100-ib");
 	assert_string_equal(inv.os, "linux");
-	assert_int_equal(inv.kind, TAU_AGENT_KIND_AGENT_POOL);
+	assert_int_equal(inv.kind, TAU_NODE_KIND_AGENT_POOL);
 	assert_int_equal(inv.ready, TAU_AGENT_TRUE);
 	assert_int_equal(inv.schedulable, TAU_AGENT_TRUE);
 	assert_int_equal(inv.deleting, TAU_AGENT_FALSE);
@@ -268,7 +268,7 @@ static void test_nc_a100_mig_cordoned(void **state)
 	inventory_from_fixtures(&inv, "node-nc-a100-v4-mig.json", "csinode-nc-a100-v4-mig.json");
 	assert_string_equal(inv.node_name, NC_NAME);
 	assert_string_equal(inv.gpu_class, "a100-mig");
-	assert_int_equal(inv.kind, TAU_AGENT_KIND_AGENT_POOL);
+	assert_int_equal(inv.kind, TAU_NODE_KIND_AGENT_POOL);
 	assert_int_equal(inv.ready, TAU_AGENT_TRUE);
 	assert_int_equal(inv.schedulable, TAU_AGENT_FALSE);
 	assert_int_equal(inv.deleting, TAU_AGENT_FALSE);
@@ -344,7 +344,7 @@ static void test_flex_node_full_json(void **state)
 
 	(void)state;
 	inventory_from_fixtures(&inv, "node-flex-h100.json", "csinode-flex-h100.json");
-	assert_int_equal(inv.kind, TAU_AGENT_KIND_FLEX);
+	assert_int_equal(inv.kind, TAU_NODE_KIND_FLEX);
 	assert_null(inv.provider_id);
 	assert_int_equal(tau_agent_inventory_apply_pods(&inv, pods), 0);
 	cJSON_Delete(pods);
@@ -428,70 +428,6 @@ static void test_flex_azure_disk_unsupported_even_self_deployed(void **state)
 	tau_agent_inventory_free(&inv);
 }
 
-/* ------------------------------------------------------------- node kind */
-
-static void test_kind_table(void **state)
-{
-	static const char *const vmss =
-	        "azure:///subscriptions/0b6f2c44-7d1e-4a3b-9c55-2f1e8d7a6b90/resourceGroups/"
-	        "mc_rg_aks_eastus/providers/Microsoft.Compute/virtualMachineScaleSets/"
-	        "aks-np-1-vmss/"
-	        "virtualMachines/0";
-	static const struct {
-		tau_agent_kind_signals s;
-		tau_agent_node_kind want;
-	} cases[] = {
-	        /* nodepool-type, managed, agentpool, type, providerID */
-	        {{"FlexNodes", "false", "flexgpu", NULL, NULL}, TAU_AGENT_KIND_FLEX},
-	        {{"FlexNodes", NULL, NULL, NULL, NULL}, TAU_AGENT_KIND_FLEX},
-	        {{"FlexNodes", "false", "flexgpu", NULL, vmss}, TAU_AGENT_KIND_FLEX},
-	        {{NULL, "false", "flexgpu", NULL, NULL}, TAU_AGENT_KIND_FLEX},
-	        {{NULL, "false", NULL, NULL, "kind://docker/kind/kind-worker"},
-	         TAU_AGENT_KIND_FLEX},
-	        {{NULL, "false", NULL, NULL,
-	          "azure:///subscriptions/s/resourceGroups/g/providers/Microsoft.HybridCompute/"
-	          "machines/m1"},
-	         TAU_AGENT_KIND_FLEX},
-	        {{NULL, "false", NULL, "virtual-kubelet", NULL}, TAU_AGENT_KIND_OTHER},
-	        {{NULL, "false", "aci", "virtual-kubelet", vmss}, TAU_AGENT_KIND_OTHER},
-	        {{NULL, "false", NULL, NULL, vmss}, TAU_AGENT_KIND_OTHER},
-	        {{"VirtualMachineScaleSets", NULL, "ndh100", NULL, vmss},
-	         TAU_AGENT_KIND_AGENT_POOL},
-	        {{"VirtualMachines", NULL, "np", NULL, NULL}, TAU_AGENT_KIND_AGENT_POOL},
-	        {{NULL, "true", "np", NULL, NULL}, TAU_AGENT_KIND_AGENT_POOL},
-	        {{NULL, NULL, NULL, NULL, vmss}, TAU_AGENT_KIND_AGENT_POOL},
-	        {{NULL, NULL, NULL, NULL,
-	          "azure:///subscriptions/s/resourcegroups/g/providers/microsoft.compute/"
-	          "virtualmachines/vm1"},
-	         TAU_AGENT_KIND_AGENT_POOL},
-	        {{NULL, NULL, "np", "virtual-kubelet", NULL}, TAU_AGENT_KIND_OTHER},
-	        {{NULL, NULL, NULL, NULL, "aws:///us-east-1a/i-0123456789"}, TAU_AGENT_KIND_OTHER},
-	        {{"VirtualMachineScaleSets", NULL, NULL, NULL, NULL}, TAU_AGENT_KIND_OTHER},
-	        {{NULL, NULL, NULL, NULL, NULL}, TAU_AGENT_KIND_OTHER},
-	        {{"flexnodes", NULL, NULL, NULL, NULL}, TAU_AGENT_KIND_OTHER},
-	};
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		tau_agent_node_kind got = tau_agent_classify_kind(&cases[i].s);
-
-		if (got != cases[i].want)
-			fail_msg("case %zu: got %s, want %s", i, tau_agent_node_kind_name(got),
-			         tau_agent_node_kind_name(cases[i].want));
-	}
-	assert_int_equal(tau_agent_classify_kind(NULL), TAU_AGENT_KIND_OTHER);
-	assert_string_equal(tau_agent_node_kind_name(TAU_AGENT_KIND_AGENT_POOL), "AgentPool");
-	assert_string_equal(tau_agent_node_kind_name(TAU_AGENT_KIND_FLEX), "Flex");
-	assert_string_equal(tau_agent_node_kind_name(TAU_AGENT_KIND_OTHER), "Other");
-	assert_null(tau_agent_node_kind_name(TAU_AGENT_KIND_UNKNOWN));
-	assert_false(tau_agent_provider_id_is_azure_compute(NULL));
-	assert_false(tau_agent_provider_id_is_azure_compute(""));
-	assert_false(tau_agent_provider_id_is_azure_compute("azure:///subscriptions/s"));
-	assert_false(tau_agent_provider_id_is_azure_compute(
-	        "azure:///subscriptions/s/providers/Microsoft.Compute/resourceGroups/g"));
-	assert_true(tau_agent_provider_id_is_azure_compute(vmss));
-}
-
 static void test_flex_deleting_taint(void **state)
 {
 	tau_agent_inventory inv;
@@ -505,7 +441,7 @@ static void test_flex_deleting_taint(void **state)
 	(void)state;
 	tau_agent_inventory_init(&inv);
 	assert_int_equal(tau_agent_inventory_from_node(&inv, node), 0);
-	assert_int_equal(inv.kind, TAU_AGENT_KIND_FLEX);
+	assert_int_equal(inv.kind, TAU_NODE_KIND_FLEX);
 	assert_null(inv.os);
 	assert_int_equal(inv.deleting, TAU_AGENT_TRUE);
 	assert_int_equal(inv.ready, TAU_AGENT_FALSE);
@@ -594,13 +530,13 @@ static void test_pods_managed_by(void **state)
 	/* Applying again gives the same answer; an empty list resets it. */
 	assert_int_equal(tau_agent_inventory_apply_pods(&inv, pods), 0);
 	assert_int_equal(tau_agent_inventory_find_driver(&inv, "disk.csi.azure.com")->managed_by,
-	                 TAU_AGENT_MANAGED_AKS_ADDON);
+	                 TAU_CSI_MANAGED_AKS_ADDON);
 	assert_problems(&inv, 1);
 	cJSON_Delete(pods);
 	pods = parse_text("{\"kind\":\"PodList\",\"items\":[]}");
 	assert_int_equal(tau_agent_inventory_apply_pods(&inv, pods), 0);
 	assert_int_equal(tau_agent_inventory_find_driver(&inv, "disk.csi.azure.com")->managed_by,
-	                 TAU_AGENT_MANAGED_UNKNOWN);
+	                 TAU_CSI_MANAGED_UNKNOWN);
 	assert_false(tau_agent_inventory_find_driver(&inv, "blob.csi.azure.com")->has_node_pod);
 	cJSON_Delete(pods);
 
@@ -637,9 +573,9 @@ static void test_pods_disagree(void **state)
 	inventory_from_fixtures(&inv, "node-nd-h100-v5.json", NULL);
 	assert_int_equal(tau_agent_inventory_apply_pods(&inv, pods), 0);
 	assert_int_equal(tau_agent_inventory_find_driver(&inv, "nfs.csi.k8s.io")->managed_by,
-	                 TAU_AGENT_MANAGED_UNKNOWN);
+	                 TAU_CSI_MANAGED_UNKNOWN);
 	assert_int_equal(tau_agent_inventory_find_driver(&inv, "x.example.com")->managed_by,
-	                 TAU_AGENT_MANAGED_UNKNOWN);
+	                 TAU_CSI_MANAGED_UNKNOWN);
 	assert_problems(&inv, 2);
 	assert_string_equal(inv.problems.items[0],
 	                    "pod both carries both AKS add-on and self-deployment marks; who "
@@ -935,7 +871,7 @@ static void test_malformed_fields(void **state)
 	assert_int_equal(inv.ready, TAU_AGENT_UNKNOWN);
 	assert_int_equal(inv.schedulable, TAU_AGENT_UNKNOWN);
 	assert_int_equal(inv.deleting, TAU_AGENT_UNKNOWN);
-	assert_int_equal(inv.kind, TAU_AGENT_KIND_OTHER);
+	assert_int_equal(inv.kind, TAU_NODE_KIND_OTHER);
 	assert_json(&inv, "labels", "{\"b\":\"x\"}");
 	/* Canonical quantity strings, exactly as the API server would print them. */
 	assert_json(&inv, "allocatable",
@@ -1183,7 +1119,6 @@ int main(void)
 	        cmocka_unit_test(test_nc_a100_mig_cordoned),
 	        cmocka_unit_test(test_flex_node_full_json),
 	        cmocka_unit_test(test_flex_azure_disk_unsupported_even_self_deployed),
-	        cmocka_unit_test(test_kind_table),
 	        cmocka_unit_test(test_flex_deleting_taint),
 	        cmocka_unit_test(test_pods_managed_by),
 	        cmocka_unit_test(test_pods_disagree),
