@@ -1098,6 +1098,41 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 	            x->owned_cohort != NULL ? str_at(x->owned_cohort, "metadata.uid") : NULL);
 }
 
+/*
+ * An explicit Cohort whose team is gone without its finalizer (removed by hand) is ours by its
+ * annotation; once no ClusterQueue is applied to it, it is deleted, as E9 would have.
+ */
+static void explicit_leftovers(ctx *c)
+{
+	const tau_budget_observed *in = c->in;
+
+	for (size_t i = 0; i < in->n_cohorts && c->writes_allowed; i++) {
+		const cJSON *co = in->cohorts[i];
+		const char *t = label(co, TAU_BUDGET_LABEL_TEAM),
+		           *name = str_at(co, "metadata.name");
+		bool applied = false;
+
+		if (t == NULL || name == NULL ||
+		    !streq(label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+		           TAU_BUDGET_QUOTA_MODE_EXPLICIT) ||
+		    find_named(in->teams, in->n_teams, t) != NULL ||
+		    tau_json_find(co, "metadata.deletionTimestamp") != NULL ||
+		    tau_budget_ownership_of(co, TAU_BUDGET_COHORT,
+		                            annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID), NULL,
+		                            0) != TAU_BUDGET_OWNED)
+			continue;
+		for (size_t k = 0; k < in->n_cluster_queues && !applied; k++)
+			applied = streq(str_at(in->cluster_queues[k], "spec.cohortName"), name);
+		if (!applied)
+			add_write(c->b, TAU_BUDGET_COHORT, name, true, false, NULL,
+			          str_at(co, "metadata.uid"),
+			          fmt("team %s no longer exists and no ClusterQueue is applied to "
+			              "its "
+			              "explicit Cohort",
+			              t));
+	}
+}
+
 /* Every team that is neither the kept budget nor the capacity team has an explicit quota. */
 static void explicit_teams(ctx *c, cJSON *managed)
 {
@@ -1147,6 +1182,7 @@ static void explicit_teams(ctx *c, cJSON *managed)
 		}
 		tau_budget_xteam_free(x);
 	}
+	explicit_leftovers(c);
 }
 
 /* Teams other than the one whose budget is kept. */

@@ -449,6 +449,31 @@ static void test_capacity_team_finalizer_removed(void **state)
 	assert_null(tau_json_find(w->body, "status"));
 }
 
+/* An explicit Cohort whose team is gone (finalizer bypassed) is removed once no queue uses it. */
+static void test_explicit_leftover_cohort_removed(void **state)
+{
+	fixture *f = *state;
+	cJSON *co = parse("{\"kind\":\"Cohort\",\"metadata\":{\"name\":\"tau-team-gone\","
+	                  "\"uid\":\"co-gone\",\"labels\":{\"app.kubernetes.io/managed-by\":"
+	                  "\"taugrid\",\"tau.azure.com/team\":\"gone\","
+	                  "\"tau.azure.com/quota-mode\":\"explicit\"},\"annotations\":{"
+	                  "\"tau.azure.com/team-uid\":\"g-uid\"}},\"spec\":{}}");
+	cJSON *cq = parse("{\"kind\":\"ClusterQueue\",\"metadata\":{\"name\":\"x\"},"
+	                  "\"spec\":{\"cohortName\":\"tau-team-gone\"}}");
+	const tau_budget_write *w;
+
+	f->cohorts[f->in.n_cohorts++] = keep(f, co);
+	f->cqs[f->in.n_cluster_queues++] = keep(f, cq);
+	decide(f);
+	assert_null(find_write(f, "tau-team-gone")); /* still used by a queue */
+	f->in.n_cluster_queues = 0;
+	decide(f);
+	w = find_write(f, "tau-team-gone");
+	assert_non_null(w);
+	assert_true(w->remove);
+	assert_string_equal(w->uid, "co-gone");
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -468,6 +493,7 @@ int main(void)
 	        T(test_missing_team_is_a_conflict),
 	        T(test_explicit_team_beside_the_capacity_team),
 	        T(test_capacity_team_finalizer_removed),
+	        T(test_explicit_leftover_cohort_removed),
 	};
 #undef T
 
