@@ -6,11 +6,14 @@ answers 200), as kube-proxy does with the endpoints the kubelet's readiness prob
 Proves: only the leader is Ready, so every path the Service can take answers the same pool as
 the leader itself, the full pool; after SIGKILL of the leader the other replica takes the Lease,
 becomes the only Ready endpoint, the agents reconnect to it through the Service and its pool is
-established again, equal to the full pool, and never shown established with less. The failover
-time (leader killed -> pool established again through the Service) is printed.
+established again, equal to the full pool, and never shown established with less; the budget
+(the capacity team's Cohort, written by the leader's budget controller) is never written smaller
+than the full pool during the failover (every version of it, from a watch). The failover time
+(leader killed -> pool established again through the Service) is printed.
 
 Reuses tests/e2e/test_aggregator.py's helpers (kube-sim seed, Aggregator, RealAgent).
 """
+import http.client
 import json
 import os
 import socket
@@ -125,6 +128,49 @@ class ViaService(ta.Aggregator):
             ch.close()
 
 
+COHORT = "/apis/kueue.x-k8s.io/v1beta2/cohorts"
+TEAM = "research"
+
+
+def gpu_quotas(cohort):
+    """{flavor: nvidia.com/gpu nominalQuota as a number} of a Cohort object."""
+    out = {}
+    for g in (cohort.get("spec") or {}).get("resourceGroups") or []:
+        for f in g.get("flavors") or []:
+            for r in f.get("resources") or []:
+                if r.get("name") == "nvidia.com/gpu":
+                    out[f["name"]] = ta.qparse(str(r["nominalQuota"]))
+    return out
+
+
+class CohortWatch:
+    """Every ADDED/MODIFIED version of one Cohort from a kube-sim watch, in a thread."""
+
+    def __init__(self, port, token, name, rv):
+        self.versions = []
+        self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        self.c.request("GET", "%s?watch=1&fieldSelector=metadata.name%%3D%s&resourceVersion=%s"
+                       % (COHORT, name, rv), headers={"Authorization": "Bearer " + token})
+        self.r = self.c.getresponse()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        try:
+            for line in self.r:
+                ev = json.loads(line)
+                if ev.get("type") in ("ADDED", "MODIFIED"):
+                    self.versions.append(ev["object"])
+        except Exception:  # the stream ends when close() shuts the socket
+            pass
+
+    def close(self):
+        try:
+            self.c.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.c.close()
+
+
 class HighAvailabilityE2E(unittest.TestCase):
     def setUp(self):
         self.nodes = ta.make_nodes()
@@ -144,9 +190,24 @@ class HighAvailabilityE2E(unittest.TestCase):
                             "--kubeconfig-out", self.kubeconfig, "--tokens",
                             os.path.join(work, "tokens.json"), "--seed",
                             os.path.join(work, "seed.json"), "--crds",
-                            os.path.join(ta.ROOT, "charts/taugrid/crds")], "kube-sim-ha")
+                            os.path.join(ta.ROOT, "charts/taugrid/crds"), "--crds",
+                            os.path.join(ta.ROOT, "tests/fixtures/kueue")], "kube-sim-ha")
         self.addCleanup(self.sim.stop)
-        self.sim.wait_line("ready ")
+        self.sim_port = int(self.sim.wait_line("ready ").split()[1])
+        with open(self.kubeconfig) as f:
+            self.admin = json.load(f)["users"][0]["user"]["token"]
+        # The capacity team: the leader's budget controller writes the pool into its Cohort.
+        for path, obj in (
+                ("/apis/tau.azure.com/v1alpha1/clusters", {
+                    "apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster",
+                    "metadata": {"name": "cluster"},
+                    "spec": {"managementMode": "Reconcile",
+                             "queues": {"capacityTeamRef": {"name": TEAM}}}}),
+                ("/apis/tau.azure.com/v1alpha1/namespaces/kube-system/teams", {
+                    "apiVersion": "tau.azure.com/v1alpha1", "kind": "TauTeam",
+                    "metadata": {"name": TEAM, "namespace": "kube-system"}, "spec": {}})):
+            st, body = ta.kube_request(self.sim_port, self.admin, "POST", path, obj)
+            self.assertEqual(st, 201, body)
         extra = ("--leader-elect", "--system-namespace", "kube-system",
                  "--no-workspace-controller")
         self.aggs = [ta.Aggregator(self.kubeconfig, sync_timeout="60s", extra=extra)
@@ -192,6 +253,21 @@ class HighAvailabilityE2E(unittest.TestCase):
         self.assertEqual(len(leader.nodes(counted_only=True)),
                          sum(v["nodes"] for v in self.full.values()))
 
+        # The budget of the full pool, as the leader wrote it; from here on every version of
+        # the Cohort is recorded.
+        want = sorted(v["resources"].get("nvidia.com/gpu", 0) for v in self.full.values())
+
+        def cohort_full():
+            st, c = ta.kube_request(self.sim_port, self.admin, "GET",
+                                    COHORT + "/tau-team-" + TEAM)
+            return c if st == 200 and sorted(gpu_quotas(c).values()) == want else None
+
+        cohort = ta.wait_for(cohort_full, timeout=60, msg="the Cohort holding the full pool")
+        budget = gpu_quotas(cohort)
+        watch = CohortWatch(self.sim_port, self.admin, "tau-team-" + TEAM,
+                            cohort["metadata"]["resourceVersion"])
+        self.addCleanup(watch.close)
+
         # SIGKILL: no Lease release; the follower waits for it to expire.
         killed = time.monotonic()
         leader.proc.p.kill()
@@ -214,8 +290,28 @@ class HighAvailabilityE2E(unittest.TestCase):
             if q.established:
                 self.assertEqual(ta.pool_values(q), self.full, "established with less than the pool")
         self.assertEqual(ta.pool_values(follower.pool()), self.full)
+        # The Cohort still holds the full pool; no version written meanwhile held less.
+        self.assertEqual(gpu_quotas(ta.wait_for(cohort_full, msg="the Cohort after failover")),
+                         budget)
+        during = list(watch.versions)
+        # The watch sees writes and the new leader's budget controller is live: a cordon
+        # shrinks the pool, and the Cohort follows.
+        victim = follower.nodes(counted_only=True)[0].name
+        st, body = ta.kube_request(self.sim_port, self.admin, "PATCH", "/api/v1/nodes/" + victim,
+                                   {"spec": {"unschedulable": True}},
+                                   ctype="application/merge-patch+json")
+        self.assertEqual(st, 200, body)
+        ta.wait_for(lambda: [v for v in watch.versions[len(during):]
+                             if sum(gpu_quotas(v).values()) < sum(budget.values())],
+                    msg="the new leader writing the smaller Cohort after a cordon")
+        for v in during:
+            got = gpu_quotas(v)
+            small = {f: (got.get(f), q) for f, q in budget.items() if got.get(f, 0) < q}
+            self.assertEqual(small, {}, "Cohort resourceVersion %s below the pool (got, pool)"
+                             % v["metadata"]["resourceVersion"])
         print("\nHA failover with %d agents: leader SIGKILLed -> pool established through the "
-              "Service in %.1f s (Lease 15 s)" % (len(self.agents), failover), file=sys.stderr)
+              "Service in %.1f s (Lease 15 s); %d Cohort writes during it, none below the pool"
+              % (len(self.agents), failover, len(during)), file=sys.stderr)
         for a in self.agents:
             self.assertIsNone(a.proc.p.poll(), "an agent exited")
 
