@@ -702,6 +702,7 @@ failed:
 static void ws_usage(FILE *out)
 {
 	fputs("Usage: tau workspace list [-o table|json]\n"
+	      "       tau workspace create NAME [...]   (tau workspace create --help)\n"
 	      "       tau workspace status NAME [-o table|json]\n"
 	      "       tau workspace check NAME [--data-pvc PVC [--aggregator ADDR "
 	      "[--ca-file F | --insecure]]] [-o table|json]\n"
@@ -744,6 +745,9 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 
 	if (g != NULL)
 		gl = *g;
+	/* create and delete have their own options: the verb comes first there. */
+	if (argc > 1 && strcmp(argv[1], "create") == 0)
+		return tau_cli_ws_create(argc - 1, argv + 1, g);
 	optind = 0; /* 0: glibc re-initialises (permuting again after main's "+" parse) */
 	opterr = 0;
 	/* argv[0] is "workspace"; options may follow the verb and the name. */

@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
@@ -61,6 +62,58 @@ bool tau_cli_csi_finish(cJSON *doc);
 /** Print a finished doc: NODE REGISTERED KIND MANAGED-BY, the verdict, each problem;
  * `none` is the line printed when no node is eligible. */
 void tau_cli_csi_print(FILE *out, const cJSON *doc, const char *none);
+
+/* ------------------------------------------------------------------------------------------ */
+/* tau workspace create|delete (cli/wscreate.c, cli/wsdelete.c)                                */
+
+/** The annotation that marks a TauWorkspace written by `tau workspace create`. */
+#define TAU_CLI_CREATED_BY     "tau.azure.com/created-by"
+#define TAU_CLI_CREATED_BY_TAU "tau"
+
+/** The flags of `tau workspace create`; NULL / false = not given (the defaults apply). */
+typedef struct tau_cli_ws_spec {
+	const char *name;
+	const char *system_namespace; /**< required: where the TauWorkspace lives */
+	const char *namespace;        /**< default: name */
+	const char *team;
+	const char *authorization;      /**< default workspace-rbac */
+	const char *principal_provider; /**< default entra (workspace-rbac only) */
+	const char *principal;
+	const char *subject_kind; /**< default Group (workspace-rbac only) */
+	const char *subject;
+	const char *queue;
+	const char *wi_service_account;
+	const char *client_id;
+	bool create_namespace;
+	bool adopt;
+} tau_cli_ws_spec;
+
+/**
+ * The TauWorkspace `create` writes, with the reference's defaults and the created-by
+ * annotation, or NULL with `err` saying what the CRD or the controller would refuse (the
+ * name, the namespaces, the enums, workspace-rbac needing a principal and a subject,
+ * cluster-wide refusing them, lengths and patterns, the workload identity pair).  Pure.
+ */
+cJSON *tau_cli_ws_build(const tau_cli_ws_spec *s, char *err, size_t cap);
+
+/** True when `ws` carries TAU_CLI_CREATED_BY = TAU_CLI_CREATED_BY_TAU. */
+bool tau_cli_ws_created_by_tau(const cJSON *ws);
+
+/** The first condition that keeps `ws` from Ready (DriftDetected True, any other not True). */
+const cJSON *tau_cli_ws_first_failing(const cJSON *ws);
+
+/** --wait's verdict on one read: 1 Ready for its generation, -1 Degraded for its generation or
+ * being deleted, 0 keep waiting. */
+int tau_cli_ws_wait_verdict(const cJSON *ws);
+
+/** Follow NAME until Ready (TAU_CLI_OK) or failed / timed out (TAU_CLI_FAILED), printing the
+ * phase and each condition as it changes. */
+struct tau_kube_client;
+int tau_cli_ws_follow(struct tau_kube_client *c, const char *sysns, const char *name,
+                      int64_t timeout_ms);
+
+/** `tau workspace create NAME ...`; argv starts at "create". */
+int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g);
 
 /** One aligned table: rows of n_cols strings (NULL prints "<none>"); row 0 is the header. */
 void tau_cli_print_table(FILE *out, const char *const *cells, size_t n_rows, size_t n_cols);

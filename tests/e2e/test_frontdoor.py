@@ -4,22 +4,36 @@
   records it), `tau workspace` and `tau team` find the objects there without
   --system-namespace; an explicit flag wins; without a TauCluster, tau-system.
 
-Binary: TAU_CLI (cmake/frontdoor-tests.cmake sets it), else build/tau. Standard library only.
+- WorkspaceCreateTest: a real tau-aggregator (--system-namespace ml-platform) records its
+  namespace; `tau workspace create` without --system-namespace writes there with the reference's
+  defaults and --wait follows it to Ready; every flag; --dry-run -o yaml applied by kubectl gives
+  the object -o json prints (and what create writes); an existing workspace tau did not create
+  is never overwritten; values the CRD or the controller would refuse exit 2 and write nothing;
+  --wait ends with the first failing condition when the controller refuses the workspace.
+
+Binaries: TAU_CLI and TAU_AGGREGATOR (cmake/frontdoor-tests.cmake sets them), else build/.
+kubectl: KUBECTL, else .tools/bin/kubectl (scripts/install-deps). Standard library only.
+Waits are wait-for-condition loops with deadlines, never fixed sleeps.
 """
 import json
 import os
 import subprocess
 import sys
+import threading
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-from simtest import SimProcess  # noqa: E402
+from simtest import SimProcess, wait_for  # noqa: E402
 
 KUEUE_CRDS = os.path.join(ROOT, "tests", "fixtures", "kueue")
 TAU_CRDS = os.path.join(ROOT, "charts", "taugrid", "crds")
 CLI = os.environ.get("TAU_CLI") or os.path.join(ROOT, "build", "tau")
+AGG = os.environ.get("TAU_AGGREGATOR") or os.path.join(ROOT, "build", "tau-aggregator")
+TOOLS = os.path.join(ROOT, ".tools", "bin")
+KUBECTL = os.environ.get("KUBECTL") or os.path.join(TOOLS, "kubectl")
+SYSNS = "ml-platform"
 
 TAU = "/apis/tau.azure.com/v1alpha1"
 MERGE = "application/merge-patch+json"
@@ -40,6 +54,52 @@ def run_tau(sim, *args, env=None, timeout=60):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                        universal_newlines=True, timeout=timeout)
     return r.returncode, r.stdout, r.stderr
+
+
+def require(path, what):
+    if not os.access(path, os.X_OK):
+        raise AssertionError("missing %s (%s): build it, or run scripts/install-deps" % (
+            path, what))
+
+
+class Aggregator:
+    """The real tau-aggregator against kube-sim; its "ready" line is awaited."""
+
+    def __init__(self, sim, sysns, extra=()):
+        require(AGG, "TAU_AGGREGATOR")
+        self.log_path = os.path.join(sim.tmp, "aggregator-%s.log" % sysns)
+        log = open(self.log_path, "a")
+        self.p = subprocess.Popen(
+            [AGG, "--kubeconfig", sim.kubeconfig, "--grpc-listen", "127.0.0.1:0",
+             "--http-listen", "127.0.0.1:0", "--system-namespace", sysns,
+             "--initial-sync-timeout", "1s", "--budget-coalesce", "50ms",
+             "--feature-gates", "MultipleWorkspaces=true", "--log-level", "info"] + list(extra),
+            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+            universal_newlines=True)
+        log.close()
+        line = []
+        t = threading.Thread(target=lambda: line.append(self.p.stdout.readline()), daemon=True)
+        t.start()
+        t.join(60)
+        if not line or not line[0].startswith("ready "):
+            self.stop()
+            raise AssertionError("tau-aggregator did not start:\n" + self.log())
+        self.ports = dict(kv.split("=") for kv in line[0].split()[1:])
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(30)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        if self.p.stdout:
+            self.p.stdout.close()
 
 
 class SystemNamespaceTest(unittest.TestCase):
@@ -104,6 +164,211 @@ class SystemNamespaceTest(unittest.TestCase):
             rc, out, err = self.tau(*(args + ["-o", "json"]))
             self.assertEqual(rc, 0, err)
             self.assertEqual(self.names(out), ["in-default"], args)
+
+
+EVERY_FLAG = ["--namespace", "ml-gamma", "--team", "research",
+              "--authorization", "workspace-rbac", "--principal-provider", "github",
+              "--principal", "org/gamma-team", "--subject-kind", "User",
+              "--subject", "gamma@example.com", "--queue", "gamma.q",
+              "--workload-identity-sa", "gamma-wl",
+              "--client-id", "00000000-0000-0000-0000-00000000c11d", "--create-namespace"]
+EVERY_FLAG_SPEC = {
+    "authorization": {"mode": "workspace-rbac"},
+    "principalRef": {"provider": "github", "name": "org/gamma-team"},
+    "kubernetesSubject": {"kind": "User", "name": "gamma@example.com"},
+    "role": "researcher",
+    "target": {"namespace": "ml-gamma", "createNamespace": True, "adopt": False},
+    "queue": "gamma.q", "teamRef": {"name": "research"},
+    "workloadIdentity": {"serviceAccountName": "gamma-wl",
+                         "clientId": "00000000-0000-0000-0000-00000000c11d"}}
+
+
+class WorkspaceCreateTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require(KUBECTL, "KUBECTL")
+        cls.sim = SimProcess(["--crds", KUEUE_CRDS, "--crds", TAU_CRDS])
+        cls.agg = None
+        try:
+            cls.sim.ok("POST", "/api/v1/namespaces", namespace(SYSNS))
+            cls.sim.ok("POST", TAU + "/clusters", {
+                "apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster",
+                "metadata": {"name": "cluster"}, "spec": {}})
+            cls.sim.ok("POST", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", {
+                "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                "metadata": {"name": "alpha"}, "spec": {"namespaceSelector": {}}})
+            cls.sim.ok("POST", TAU + "/namespaces/%s/teams" % SYSNS, {
+                "apiVersion": "tau.azure.com/v1alpha1", "kind": "TauTeam",
+                "metadata": {"name": "research", "namespace": SYSNS}, "spec": {}})
+            cls.agg = Aggregator(cls.sim, SYSNS)
+            wait_for(lambda: cls.get(TAU + "/clusters/cluster").get("status", {}).get(
+                "systemNamespace") == SYSNS, msg="TauCluster status.systemNamespace recorded")
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.agg is not None:
+            cls.agg.stop()
+        cls.sim.stop()
+
+    @classmethod
+    def get(cls, path):
+        st, obj = cls.sim.req("GET", path)
+        return obj if st == 200 else {}
+
+    def ws(self, name):
+        return self.get(TAU + "/namespaces/%s/workspaces/%s" % (SYSNS, name))
+
+    def tau(self, *args, timeout=60):
+        return run_tau(self.sim, *args, timeout=timeout)
+
+    def kubectl(self, *args):
+        return subprocess.run([KUBECTL] + list(args), env=self.sim.kenv(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=60)
+
+    def test_defaults_and_wait_until_ready(self):
+        rc, out, err = self.tau("workspace", "create", "alpha", "--principal",
+                                "alpha-researchers", "--subject", "grp-alpha", "--queue",
+                                "alpha", "--create-namespace", "--wait", "--timeout", "60s")
+        self.assertEqual(rc, 0, out + err + self.agg.log()[-3000:])
+        self.assertIn("workspace %s/alpha created" % SYSNS, out)
+        self.assertIn("workspace alpha: Ready (namespace alpha, queue alpha)", out)
+        self.assertIn("QueueReady=True", out)
+        ws = self.ws("alpha")
+        self.assertEqual(ws["metadata"]["annotations"]["tau.azure.com/created-by"], "tau")
+        self.assertEqual(ws["spec"], {
+            "authorization": {"mode": "workspace-rbac"},
+            "principalRef": {"provider": "entra", "name": "alpha-researchers"},
+            "kubernetesSubject": {"kind": "Group", "name": "grp-alpha"},
+            "role": "researcher",
+            "target": {"namespace": "alpha", "createNamespace": True, "adopt": False},
+            "queue": "alpha"})
+        rc, out, err = self.tau("workspace", "check", "alpha")
+        self.assertEqual(rc, 0, out + err)
+
+    def test_every_flag_and_dry_run_applied_by_kubectl(self):
+        rc, js, err = self.tau("workspace", "create", "gamma", "--dry-run", "-o", "json",
+                               *EVERY_FLAG)
+        self.assertEqual(rc, 0, err)
+        want = json.loads(js)
+        self.assertEqual(want["metadata"], {"name": "gamma", "namespace": SYSNS,
+                                            "annotations": {"tau.azure.com/created-by": "tau"}})
+        rc, yml, err = self.tau("workspace", "create", "gamma", "--dry-run", *EVERY_FLAG)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.ws("gamma"), {}, "a dry run writes nothing")
+        path = os.path.join(self.sim.tmp, "gamma.yaml")
+        with open(path, "w") as f:
+            f.write(yml)
+        r = self.kubectl("apply", "-f", path)
+        self.assertEqual(r.returncode, 0, r.stderr + yml)
+        got = self.ws("gamma")
+        self.assertEqual(got["spec"], EVERY_FLAG_SPEC)
+        self.assertEqual(got["spec"], dict(want["spec"], target=dict(want["spec"]["target"],
+                                                                     adopt=False)))
+        self.assertEqual(got["metadata"]["annotations"]["tau.azure.com/created-by"], "tau")
+        # kubectl applied what tau marks as its own: create again replaces the spec in place.
+        rc, out, err = self.tau("workspace", "create", "gamma", *EVERY_FLAG)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("workspace %s/gamma updated" % SYSNS, out)
+        self.assertEqual(self.ws("gamma")["spec"], EVERY_FLAG_SPEC)
+        # And the same flags without --dry-run write the same spec.
+        flags = [f.replace("gamma", "delta") for f in EVERY_FLAG]
+        rc, out, err = self.tau("workspace", "create", "delta", *flags)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.ws("delta")["spec"], json.loads(json.dumps(
+            EVERY_FLAG_SPEC).replace("gamma", "delta")))
+
+    def test_refuses_to_overwrite_a_workspace_it_did_not_create(self):
+        self.sim.ok("POST", TAU + "/namespaces/%s/workspaces" % SYSNS, {
+            "apiVersion": "tau.azure.com/v1alpha1", "kind": "TauWorkspace",
+            "metadata": {"name": "manual", "namespace": SYSNS},
+            "spec": {"authorization": {"mode": "cluster-wide"},
+                     "target": {"namespace": "ml-manual"}}})
+        before = self.ws("manual")
+        rc, out, err = self.tau("workspace", "create", "manual", "--authorization",
+                                "cluster-wide", "--create-namespace")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("workspace %s/manual exists and was not created by tau (no annotation "
+                      "tau.azure.com/created-by=tau); refusing to overwrite it" % SYSNS, err)
+        self.assertEqual(self.ws("manual")["metadata"]["resourceVersion"],
+                         before["metadata"]["resourceVersion"])
+
+    def test_invalid_values_exit_2_and_write_nothing(self):
+        cases = [
+            (["Bad"], "workspace name: \"Bad\": a lowercase RFC 1123 label"),
+            (["x", "--namespace", "kube-x", "--authorization", "cluster-wide"],
+             "--namespace kube-x: default and kube-* namespaces cannot host a workspace"),
+            (["x", "--namespace", SYSNS, "--authorization", "cluster-wide"],
+             "--namespace %s: it is the TauGrid system namespace" % SYSNS),
+            (["x"], "authorization workspace-rbac (the default) needs --principal"),
+            (["x", "--authorization", "cluster-wide", "--subject", "s"],
+             "--authorization cluster-wide must leave --principal"),
+            (["x", "--authorization", "open"], "--authorization open: must be"),
+            (["x", "--principal", "p", "--subject", "s", "--principal-provider", "okta"],
+             "--principal-provider okta: must be entra or github"),
+            (["x", "--principal", "p", "--subject", "Not_A_Name", "--subject-kind",
+              "ServiceAccount"], "--subject (a ServiceAccount in the workspace namespace)"),
+            (["x", "--authorization", "cluster-wide", "--queue", "-q"], "--queue -q: at most"),
+            (["x", "--authorization", "cluster-wide", "--team", "Team"], "--team: \"Team\""),
+            (["x", "--authorization", "cluster-wide", "--client-id", "c"],
+             "--workload-identity-sa and --client-id go together"),
+            (["x", "--authorization", "cluster-wide", "-o", "yaml"], "-o belongs to --dry-run"),
+            (["x", "--authorization", "cluster-wide", "--wait", "--timeout", "soon"],
+             "--timeout soon"),
+            ([], "NAME is required"),
+        ]
+        for args, msg in cases:
+            rc, out, err = self.tau("workspace", "create", *args)
+            self.assertEqual(rc, 2, (args, out, err))
+            self.assertIn(msg, err, args)
+        self.assertEqual(self.ws("x"), {})
+
+    def test_cluster_state_refusals(self):
+        self.sim.ok("POST", "/api/v1/namespaces", {
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "taken", "labels": {"tau.azure.com/workspace": "other"}}})
+        rc, out, err = self.tau("workspace", "create", "eps", "--namespace", "taken",
+                                "--authorization", "cluster-wide")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("namespace taken belongs to workspace other", err)
+        rc, out, err = self.tau("workspace", "create", "eps", "--namespace", "nowhere",
+                                "--authorization", "cluster-wide")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("namespace nowhere does not exist; create it, or give --create-namespace",
+                      err)
+        rc, out, err = self.tau("workspace", "create", "eps", "--team", "nobody",
+                                "--authorization", "cluster-wide", "--create-namespace")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("TauTeam %s/nobody: not found" % SYSNS, err)
+        self.assertEqual(self.ws("eps"), {})
+
+    def test_unowned_namespace_needs_adopt(self):
+        self.sim.ok("POST", "/api/v1/namespaces", namespace("unowned"))
+        rc, out, err = self.tau("workspace", "create", "eta", "--namespace", "unowned",
+                                "--authorization", "cluster-wide", "--create-namespace")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("namespace unowned already exists without ownership labels; the "
+                      "aggregator takes it over only with --adopt", err)
+        self.assertEqual(self.ws("eta"), {})
+        rc, out, err = self.tau("workspace", "create", "eta", "--namespace", "unowned",
+                                "--authorization", "cluster-wide", "--create-namespace",
+                                "--adopt")
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(self.ws("eta")["spec"]["target"],
+                         {"namespace": "unowned", "createNamespace": True, "adopt": True})
+
+    def test_wait_prints_the_failing_condition(self):
+        # The queue's ClusterQueue does not exist: QueueReady stays False, and --wait ends at
+        # its deadline with that condition's reason and message.
+        rc, out, err = self.tau("workspace", "create", "zeta", "--authorization",
+                                "cluster-wide", "--create-namespace", "--queue", "no-such-cq",
+                                "--wait", "--timeout", "3s")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("workspace zeta: not Ready after 3 s (phase Pending)", out)
+        self.assertRegex(out, r"failing: QueueReady=False \w+: .*no-such-cq")
 
 
 if __name__ == "__main__":
