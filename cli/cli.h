@@ -74,6 +74,9 @@ const char *tau_cli_system_namespace_pick(const char *explicit_ns, const cJSON *
 const char *tau_cli_system_namespace(char *buf, size_t cap, tau_kube_client *c,
                                      const char *explicit_ns);
 
+/** The string at dotted `path` in obj, or NULL (absent, not a string, obj NULL). */
+const char *tau_cli_str(const cJSON *obj, const char *path);
+
 /** The API server's message for the last failed request, else the last libtau error. */
 const char *tau_cli_api_message(void);
 

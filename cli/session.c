@@ -79,3 +79,12 @@ const char *tau_cli_api_message(void)
 
 	return e->http_code != 0 && e->message[0] != '\0' ? e->message : tau_error_last()->msg;
 }
+
+const char *tau_cli_str(const cJSON *obj, const char *path)
+{
+	const char *s = NULL;
+
+	if (obj == NULL || tau_json_get_string(&s, obj, path) != 0)
+		return NULL;
+	return s;
+}

@@ -703,6 +703,7 @@ static void ws_usage(FILE *out)
 {
 	fputs("Usage: tau workspace list [-o table|json]\n"
 	      "       tau workspace create NAME [...]   (tau workspace create --help)\n"
+	      "       tau workspace delete NAME [--wait [--timeout D]]\n"
 	      "       tau workspace status NAME [-o table|json]\n"
 	      "       tau workspace check NAME [--data-pvc PVC [--aggregator ADDR "
 	      "[--ca-file F | --insecure]]] [-o table|json]\n"
@@ -748,6 +749,8 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 	/* create and delete have their own options: the verb comes first there. */
 	if (argc > 1 && strcmp(argv[1], "create") == 0)
 		return tau_cli_ws_create(argc - 1, argv + 1, g);
+	if (argc > 1 && strcmp(argv[1], "delete") == 0)
+		return tau_cli_ws_delete(argc - 1, argv + 1, g);
 	optind = 0; /* 0: glibc re-initialises (permuting again after main's "+" parse) */
 	opterr = 0;
 	/* argv[0] is "workspace"; options may follow the verb and the name. */
@@ -906,7 +909,9 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		if (agg.addr != NULL && driver == NULL) {
 			cJSON *rep = cJSON_CreateObject();
 
-			fprintf(human, "CSI driver of PVC %s cannot be told: %s\n", pvc, why);
+			/* --aggregator needs --data-pvc (checked above): pvc and why are set. */
+			fprintf(human, "CSI driver of PVC %s cannot be told: %s\n",
+			        pvc != NULL ? pvc : NONE, why != NULL ? why : NONE);
 			add_str(rep, "driver", NULL);
 			add_str(rep, "error", why);
 			cJSON_AddBoolToObject(rep, "ok", false);

@@ -115,6 +115,19 @@ int tau_cli_ws_follow(struct tau_kube_client *c, const char *sysns, const char *
 /** `tau workspace create NAME ...`; argv starts at "create". */
 int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g);
 
+/**
+ * What holds a deleted workspace's drain in namespace `ns`: an array of descriptions ("Job
+ * NS/NAME (unfinished)", ...) of the sources among `lists` (each kind's List, NULL when the
+ * API is absent; indexed by tau_drain_kind) that route through `queues` and have not
+ * finished, plus "<Kinds> in NS cannot be listed: ..." for each kind with an error (which
+ * the controller also waits on).  Pure; NULL when out of memory.
+ */
+cJSON *tau_cli_ws_drain_holders(const char *ns, const char *const *queues, size_t n_queues,
+                                const cJSON *const lists[], const char *const errors[]);
+
+/** `tau workspace delete NAME [--wait]`; argv starts at "delete". */
+int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g);
+
 /** One aligned table: rows of n_cols strings (NULL prints "<none>"); row 0 is the header. */
 void tau_cli_print_table(FILE *out, const char *const *cells, size_t n_rows, size_t n_cols);
 

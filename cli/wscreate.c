@@ -40,15 +40,6 @@ static const tau_kube_resource res_teams = {"tau.azure.com", "v1alpha1", "teams"
 #define WAIT_POLL_MS       250
 #define DEFAULT_TIMEOUT_MS (5 * 60 * 1000)
 
-static const char *jstr(const cJSON *obj, const char *path)
-{
-	const char *s = NULL;
-
-	if (obj == NULL || tau_json_get_string(&s, obj, path) != 0)
-		return NULL;
-	return s;
-}
-
 static bool one_of(const char *s, const char *a, const char *b, const char *c)
 {
 	return s != NULL &&
@@ -233,7 +224,7 @@ const cJSON *tau_cli_ws_first_failing(const cJSON *ws)
 
 	cJSON_ArrayForEach(c, tau_json_find(ws, "status.conditions"))
 	{
-		const char *t = jstr(c, "type"), *st = jstr(c, "status");
+		const char *t = tau_cli_str(c, "type"), *st = tau_cli_str(c, "status");
 
 		if (t == NULL || st == NULL)
 			continue;
@@ -248,9 +239,9 @@ const cJSON *tau_cli_ws_first_failing(const cJSON *ws)
 int tau_cli_ws_wait_verdict(const cJSON *ws)
 {
 	int64_t gen = 0, obs = -1;
-	const char *phase = jstr(ws, "status.phase");
+	const char *phase = tau_cli_str(ws, "status.phase");
 
-	if (jstr(ws, "metadata.deletionTimestamp") != NULL)
+	if (tau_cli_str(ws, "metadata.deletionTimestamp") != NULL)
 		return -1;
 	if (tau_cli_ws_ready(ws))
 		return 1;
@@ -289,9 +280,9 @@ static void create_usage(FILE *out)
 
 static void print_condition(FILE *out, const char *prefix, const cJSON *c)
 {
-	fprintf(out, "%s%s=%s %s: %s\n", prefix, jstr(c, "type"), jstr(c, "status"),
-	        jstr(c, "reason") != NULL ? jstr(c, "reason") : "<none>",
-	        jstr(c, "message") != NULL ? jstr(c, "message") : "");
+	fprintf(out, "%s%s=%s %s: %s\n", prefix, tau_cli_str(c, "type"), tau_cli_str(c, "status"),
+	        tau_cli_str(c, "reason") != NULL ? tau_cli_str(c, "reason") : "<none>",
+	        tau_cli_str(c, "message") != NULL ? tau_cli_str(c, "message") : "");
 }
 
 static bool same(const char *a, const char *b)
@@ -310,10 +301,10 @@ static void print_changes(const cJSON *ws, const cJSON *prev)
 
 		cJSON_ArrayForEach(pc, tau_json_find(prev, "status.conditions"))
 		{
-			if (same(jstr(pc, "type"), jstr(c, "type")) &&
-			    same(jstr(pc, "status"), jstr(c, "status")) &&
-			    same(jstr(pc, "reason"), jstr(c, "reason")) &&
-			    same(jstr(pc, "message"), jstr(c, "message")))
+			if (same(tau_cli_str(pc, "type"), tau_cli_str(c, "type")) &&
+			    same(tau_cli_str(pc, "status"), tau_cli_str(c, "status")) &&
+			    same(tau_cli_str(pc, "reason"), tau_cli_str(c, "reason")) &&
+			    same(tau_cli_str(pc, "message"), tau_cli_str(c, "message")))
 				seen = true;
 		}
 		if (!seen)
@@ -354,7 +345,7 @@ int tau_cli_ws_follow(tau_kube_client *c, const char *sysns, const char *name, i
 			fprintf(stderr, "tau workspace: reading %s/%s: %s\n", sysns, name,
 			        tau_cli_api_message());
 		} else {
-			const char *p = jstr(ws, "status.phase");
+			const char *p = tau_cli_str(ws, "status.phase");
 
 			if (strcmp(phase, p != NULL ? p : "") != 0) {
 				snprintf(phase, sizeof(phase), "%s", p != NULL ? p : "");
@@ -366,8 +357,8 @@ int tau_cli_ws_follow(tau_kube_client *c, const char *sysns, const char *name, i
 			v = tau_cli_ws_wait_verdict(ws);
 			if (v > 0) {
 				fprintf(stdout, "workspace %s: Ready (namespace %s, queue %s)\n",
-				        name, jstr(ws, "status.target.resolvedNamespace"),
-				        jstr(ws, "status.queue.localQueue"));
+				        name, tau_cli_str(ws, "status.target.resolvedNamespace"),
+				        tau_cli_str(ws, "status.queue.localQueue"));
 				rc = TAU_CLI_OK;
 				break;
 			}
@@ -375,7 +366,7 @@ int tau_cli_ws_follow(tau_kube_client *c, const char *sysns, const char *name, i
 				const cJSON *f = tau_cli_ws_first_failing(ws);
 
 				fprintf(stdout, "workspace %s: %s\n", name,
-				        jstr(ws, "metadata.deletionTimestamp") != NULL
+				        tau_cli_str(ws, "metadata.deletionTimestamp") != NULL
 				                ? "being deleted"
 				                : "Degraded");
 				if (f != NULL)
@@ -408,8 +399,9 @@ int tau_cli_ws_follow(tau_kube_client *c, const char *sysns, const char *name, i
 static int cluster_refusals(tau_kube_client *c, const cJSON *obj, const char *sysns,
                             bool create_namespace)
 {
-	const char *name = jstr(obj, "metadata.name"), *ns = jstr(obj, "spec.target.namespace");
-	const char *team = jstr(obj, "spec.teamRef.name"), *owner;
+	const char *name = tau_cli_str(obj, "metadata.name"),
+	           *ns = tau_cli_str(obj, "spec.target.namespace");
+	const char *team = tau_cli_str(obj, "spec.teamRef.name"), *owner;
 	cJSON *nsobj = NULL, *list = NULL, *t = NULL, *cluster = NULL;
 	bool shared = false, adopt = false;
 	const cJSON *w;
@@ -468,14 +460,15 @@ static int cluster_refusals(tau_kube_client *c, const cJSON *obj, const char *sy
 	}
 	cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(list, "items"))
 	{
-		const char *wn = jstr(w, "metadata.name"), *wns = jstr(w, "metadata.namespace");
-		const char *tgt = jstr(w, "status.target.resolvedNamespace");
+		const char *wn = tau_cli_str(w, "metadata.name"),
+		           *wns = tau_cli_str(w, "metadata.namespace");
+		const char *tgt = tau_cli_str(w, "status.target.resolvedNamespace");
 
 		if (wn == NULL || (strcmp(wn, name) == 0 && same(wns, sysns)))
 			continue;
 		if (tgt == NULL)
-			tgt = jstr(w, "spec.target.namespace") != NULL
-			              ? jstr(w, "spec.target.namespace")
+			tgt = tau_cli_str(w, "spec.target.namespace") != NULL
+			              ? tau_cli_str(w, "spec.target.namespace")
 			              : wn;
 		if (strcmp(tgt, ns) == 0 && !shared) {
 			fprintf(stderr,
@@ -532,7 +525,7 @@ static int write_workspace(tau_kube_client *c, cJSON *obj, const char *sysns, co
 		        sysns, name, TAU_CLI_CREATED_BY, TAU_CLI_CREATED_BY_TAU);
 		goto out;
 	}
-	if (jstr(cur, "metadata.deletionTimestamp") != NULL) {
+	if (tau_cli_str(cur, "metadata.deletionTimestamp") != NULL) {
 		fprintf(stderr,
 		        "tau workspace create: workspace %s/%s is being deleted; wait until it is "
 		        "gone (tau workspace delete %s --wait)\n",

@@ -32,13 +32,6 @@ const tau_kube_resource tau_ws_res_serviceaccounts = {"", "v1", "serviceaccounts
 const tau_kube_resource tau_ws_res_localqueues = {"kueue.x-k8s.io", "v1beta2", "localqueues", true};
 const tau_kube_resource tau_ws_res_clusterqueues = {"kueue.x-k8s.io", "v1beta2", "clusterqueues",
                                                     false};
-const tau_kube_resource tau_ws_res_sources[TAU_WS_SRC_KINDS] = {
-        [TAU_WS_SRC_WORKLOAD] = {"kueue.x-k8s.io", "v1beta2", "workloads", true},
-        [TAU_WS_SRC_JOB] = {"batch", "v1", "jobs", true},
-        [TAU_WS_SRC_RAYJOB] = {"ray.io", "v1", "rayjobs", true},
-        [TAU_WS_SRC_RAYSERVICE] = {"ray.io", "v1", "rayservices", true},
-        [TAU_WS_SRC_DEPLOYMENT] = {"apps", "v1", "deployments", true},
-};
 
 #define OWNED_SELECTOR TAU_WS_LABEL_MANAGED_BY "=" TAU_WS_MANAGED_BY
 

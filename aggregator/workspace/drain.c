@@ -23,159 +23,20 @@
 /* Blocking sources named in one message before "and N more". */
 #define NAMED_MAX 4
 
-static const char *const kind_names[TAU_WS_SRC_KINDS] = {"Workload", "Job", "RayJob", "RayService",
-                                                         "Deployment"};
-static const char *const kind_plurals[TAU_WS_SRC_KINDS] = {"Workloads", "Jobs", "RayJobs",
-                                                           "RayServices", "Deployments"};
-
-/* Absent APIs that are tolerated: Kueue (no Workloads can exist) and the optional Ray APIs. */
-static bool absent_tolerated(tau_ws_source_kind k)
-{
-	return k == TAU_WS_SRC_WORKLOAD || k == TAU_WS_SRC_RAYJOB || k == TAU_WS_SRC_RAYSERVICE;
-}
-
-static const char *label(const cJSON *obj, const char *labels_path, const char *key)
-{
-	const cJSON *labels = tau_json_find(obj, labels_path);
-	const cJSON *v;
-
-	if (!cJSON_IsObject(labels))
-		return NULL;
-	v = cJSON_GetObjectItemCaseSensitive(labels, key);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* True if status.conditions holds one of the types with status "True". */
-static bool condition_true(const cJSON *obj, const char *type_a, const char *type_b)
-{
-	const cJSON *conds = NULL, *c;
-
-	if (tau_json_get_array(&conds, obj, "status.conditions") < 0)
-		return false;
-	cJSON_ArrayForEach(c, conds)
-	{
-		const char *t = NULL, *s = NULL;
-
-		if (tau_json_get_string(&t, c, "type") < 0 ||
-		    tau_json_get_string(&s, c, "status") < 0)
-			continue;
-		if (strcmp(s, "True") == 0 &&
-		    (strcmp(t, type_a) == 0 || (type_b != NULL && strcmp(t, type_b) == 0)))
-			return true;
-	}
-	return false;
-}
-
 int tau_ws_drain_source_from_json(tau_ws_source *out, tau_ws_source_kind kind, const cJSON *obj)
 {
-	tau_ws_source s;
-	int rc;
-
-	memset(&s, 0, sizeof(s));
-	if (out == NULL || obj == NULL || (int)kind < 0 || kind >= TAU_WS_SRC_KINDS)
-		return tau_error_set(TAU_EINVAL, "drain source: bad arguments");
-	s.kind = kind;
-	rc = tau_json_get_string(&s.name, obj, "metadata.name");
-	if (rc < 0)
-		return tau_error_set(rc == -TAU_ETYPE ? TAU_ETYPE : TAU_EINVAL,
-		                     "%s: metadata.name missing or not a string", kind_names[kind]);
-	switch (kind) {
-	case TAU_WS_SRC_WORKLOAD:
-		rc = tau_json_get_string(&s.queue, obj, "spec.queueName");
-		if (rc < 0 && rc != -TAU_ENOTFOUND)
-			return tau_error_set(TAU_ETYPE,
-			                     "Workload %s: spec.queueName is not a string", s.name);
-		if (rc < 0)
-			s.queue = NULL;
-		s.finished = condition_true(obj, "Finished", NULL);
-		break;
-	case TAU_WS_SRC_JOB:
-		s.queue = label(obj, "metadata.labels", TAU_WS_LABEL_QUEUE_NAME);
-		s.finished = condition_true(obj, "Complete", "Failed");
-		break;
-	case TAU_WS_SRC_RAYJOB:
-		s.queue = label(obj, "metadata.labels", TAU_WS_LABEL_QUEUE_NAME);
-		rc = tau_json_get_string(&s.job_deployment_status, obj,
-		                         "status.jobDeploymentStatus");
-		if (rc < 0 && rc != -TAU_ENOTFOUND)
-			return tau_error_set(
-			        TAU_ETYPE, "RayJob %s: status.jobDeploymentStatus is not a string",
-			        s.name);
-		if (rc < 0)
-			s.job_deployment_status = NULL;
-		break;
-	case TAU_WS_SRC_RAYSERVICE:
-		s.queue = label(obj, "metadata.labels", TAU_WS_LABEL_QUEUE_NAME);
-		break;
-	default:
-		s.queue = label(obj, "metadata.labels", TAU_WS_LABEL_QUEUE_NAME);
-		s.template_queue =
-		        label(obj, "spec.template.metadata.labels", TAU_WS_LABEL_QUEUE_NAME);
-		s.template_managed =
-		        label(obj, "spec.template.metadata.labels", TAU_WS_LABEL_KUEUE_MANAGED);
-		break;
-	}
-	*out = s;
-	return 0;
+	return tau_drain_source_from_json(out, kind, obj);
 }
 
 bool tau_ws_drain_source_finished(const tau_ws_source *src)
 {
-	const char *st;
-
-	switch (src->kind) {
-	case TAU_WS_SRC_WORKLOAD:
-	case TAU_WS_SRC_JOB:
-		return src->finished;
-	case TAU_WS_SRC_RAYJOB:
-		/* As Kueue: only these two are terminal; a failed driver awaiting retry is not. */
-		st = src->job_deployment_status;
-		return st != NULL && (strcmp(st, "Complete") == 0 || strcmp(st, "Failed") == 0);
-	default:
-		/* RayServices and Deployments have no terminal state. */
-		return false;
-	}
-}
-
-static bool in_queues(const tau_ws_drain_input *in, const char *q)
-{
-	if (q == NULL || q[0] == '\0')
-		return false;
-	for (size_t i = 0; i < in->n_queues; i++)
-		if (in->queues[i] != NULL && strcmp(in->queues[i], q) == 0)
-			return true;
-	return false;
+	return tau_drain_source_finished(src);
 }
 
 /* Does the source route through one of the workspace's queues? */
 static bool routed(const tau_ws_drain_input *in, const tau_ws_source *s)
 {
-	if (in_queues(in, s->queue))
-		return true;
-	/* Kueue copies the queue label into the pod template and marks it managed. */
-	return s->kind == TAU_WS_SRC_DEPLOYMENT && s->template_managed != NULL &&
-	       strcmp(s->template_managed, "true") == 0 && in_queues(in, s->template_queue);
-}
-
-static void describe_source(char *buf, size_t len, const tau_ws_drain_input *in,
-                            const tau_ws_source *s)
-{
-	const char *ns = in->namespace_name;
-
-	switch (s->kind) {
-	case TAU_WS_SRC_RAYJOB:
-		snprintf(buf, len, "RayJob %s/%s (jobDeploymentStatus %s)", ns, s->name,
-		         s->job_deployment_status != NULL ? s->job_deployment_status : "unset");
-		break;
-	case TAU_WS_SRC_RAYSERVICE:
-	case TAU_WS_SRC_DEPLOYMENT:
-		snprintf(buf, len, "%s %s/%s (no terminal state: delete it)", kind_names[s->kind],
-		         ns, s->name);
-		break;
-	default:
-		snprintf(buf, len, "%s %s/%s (unfinished)", kind_names[s->kind], ns, s->name);
-		break;
-	}
+	return tau_drain_source_routed(s, in->queues, in->n_queues);
 }
 
 int tau_ws_drain_decide(tau_ws_drain_decision *out, const tau_ws_drain_input *in)
@@ -194,13 +55,13 @@ int tau_ws_drain_decide(tau_ws_drain_decision *out, const tau_ws_drain_input *in
 	/* A kind we cannot list blocks: we cannot prove it holds no route. */
 	for (int k = 0; k < TAU_WS_SRC_KINDS; k++) {
 		bool blocks = in->api[k] == TAU_WS_API_UNREADABLE ||
-		              (in->api[k] == TAU_WS_API_ABSENT && !absent_tolerated(k));
+		              (in->api[k] == TAU_WS_API_ABSENT && !tau_drain_absent_tolerated(k));
 
 		if (!blocks)
 			continue;
 		tau_ws_namespace_refuse(&out->refusal, TAU_WS_REASON_DISCOVERY_FAILED, true,
 		                        "cleanup of namespace %s waits until %s can be listed: %s",
-		                        in->namespace_name, kind_plurals[k],
+		                        in->namespace_name, tau_drain_kind_plural(k),
 		                        in->api[k] == TAU_WS_API_ABSENT
 		                                ? "the API is not served"
 		                                : (in->api_error[k] != NULL ? in->api_error[k]
@@ -236,7 +97,7 @@ int tau_ws_drain_decide(tau_ws_drain_decision *out, const tau_ws_drain_input *in
 		    in->api[s->kind] != TAU_WS_API_LISTED || !routed(in, s) ||
 		    tau_ws_drain_source_finished(s))
 			continue;
-		describe_source(d, sizeof(d), in, s);
+		tau_drain_describe(d, sizeof(d), in->namespace_name, s);
 		n = snprintf(msg + used, len - used, "%s%s", named > 0 ? "; " : "", d);
 		if (n > 0)
 			used += (size_t)n < len - used ? (size_t)n : len - used - 1;

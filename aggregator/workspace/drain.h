@@ -15,28 +15,29 @@
 
 #include "namespace.h"
 
+#include "tau/drain.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
 
-/** Kueue's routing labels. */
-#define TAU_WS_LABEL_QUEUE_NAME    "kueue.x-k8s.io/queue-name"
-#define TAU_WS_LABEL_KUEUE_MANAGED "kueue.x-k8s.io/managed"
+/* The sources and their rules are libtau's (tau/drain.h), shared with `tau workspace delete`;
+ * these names are the controller's for them. */
+#define TAU_WS_LABEL_QUEUE_NAME    TAU_DRAIN_LABEL_QUEUE_NAME
+#define TAU_WS_LABEL_KUEUE_MANAGED TAU_DRAIN_LABEL_KUEUE_MANAGED
 
 /* Reasons of this module. */
 #define TAU_WS_REASON_DRAIN_PENDING    "DrainPending"          /**< retryable */
 #define TAU_WS_REASON_DISCOVERY_FAILED "SourceDiscoveryFailed" /**< retryable */
 
-/** Kinds of work that can hold a route. */
-typedef enum tau_ws_source_kind {
-	TAU_WS_SRC_WORKLOAD = 0, /**< kueue.x-k8s.io Workload (spec.queueName) */
-	TAU_WS_SRC_JOB,          /**< batch/v1 Job */
-	TAU_WS_SRC_RAYJOB,       /**< ray.io RayJob (optional API) */
-	TAU_WS_SRC_RAYSERVICE,   /**< ray.io RayService (optional API) */
-	TAU_WS_SRC_DEPLOYMENT,   /**< apps/v1 Deployment managed by Kueue */
-	TAU_WS_SRC_KINDS
-} tau_ws_source_kind;
+typedef tau_drain_kind tau_ws_source_kind;
+#define TAU_WS_SRC_WORKLOAD   TAU_DRAIN_WORKLOAD
+#define TAU_WS_SRC_JOB        TAU_DRAIN_JOB
+#define TAU_WS_SRC_RAYJOB     TAU_DRAIN_RAYJOB
+#define TAU_WS_SRC_RAYSERVICE TAU_DRAIN_RAYSERVICE
+#define TAU_WS_SRC_DEPLOYMENT TAU_DRAIN_DEPLOYMENT
+#define TAU_WS_SRC_KINDS      TAU_DRAIN_KINDS
 
 /** How listing one kind went. */
 typedef enum tau_ws_api_state {
@@ -45,21 +46,7 @@ typedef enum tau_ws_api_state {
 	TAU_WS_API_UNREADABLE  /**< the list failed: blocks cleanup until it can be read */
 } tau_ws_api_state;
 
-/** One observed object in the old namespace.  Strings borrowed. */
-typedef struct tau_ws_source {
-	tau_ws_source_kind kind;
-	const char *name;
-	/** Workload: spec.queueName; others: metadata.labels[kueue.x-k8s.io/queue-name]. */
-	const char *queue;
-	/** Deployment: spec.template.metadata.labels[kueue.x-k8s.io/queue-name]. */
-	const char *template_queue;
-	/** Deployment: spec.template.metadata.labels[kueue.x-k8s.io/managed]. */
-	const char *template_managed;
-	/** Workload: condition Finished=True; Job: condition Complete or Failed True. */
-	bool finished;
-	/** RayJob: status.jobDeploymentStatus (NULL when unset). */
-	const char *job_deployment_status;
-} tau_ws_source;
+typedef tau_drain_source tau_ws_source;
 
 /**
  * Read a source from its Kubernetes JSON.  Strings are lent from obj.

@@ -33,8 +33,8 @@ extern const tau_kube_resource tau_ws_res_rolebindings;
 extern const tau_kube_resource tau_ws_res_serviceaccounts;
 extern const tau_kube_resource tau_ws_res_localqueues;
 extern const tau_kube_resource tau_ws_res_clusterqueues;
-/** Sources that hold a route during a drain, indexed by tau_ws_source_kind. */
-extern const tau_kube_resource tau_ws_res_sources[TAU_WS_SRC_KINDS];
+/** Sources that hold a route during a drain, indexed by tau_ws_source_kind (tau/drain.h). */
+#define tau_ws_res_sources tau_drain_resources
 
 enum {
 	WS_INF_WORKSPACES = 0,

@@ -10,6 +10,9 @@
   the object -o json prints (and what create writes); an existing workspace tau did not create
   is never overwritten; values the CRD or the controller would refuse exit 2 and write nothing;
   --wait ends with the first failing condition when the controller refuses the workspace.
+- WorkspaceDeleteTest (same aggregator): `tau workspace delete --wait` shows the drain held by
+  an unfinished Job routed through the workspace's LocalQueue, by name, and finishes when the
+  Job completes.
 
 Binaries: TAU_CLI and TAU_AGGREGATOR (cmake/frontdoor-tests.cmake sets them), else build/.
 kubectl: KUBECTL, else .tools/bin/kubectl (scripts/install-deps). Standard library only.
@@ -183,7 +186,10 @@ EVERY_FLAG_SPEC = {
                          "clientId": "00000000-0000-0000-0000-00000000c11d"}}
 
 
-class WorkspaceCreateTest(unittest.TestCase):
+class AggregatorCase(unittest.TestCase):
+    """kube-sim with the CRDs, TauCluster `cluster`, ClusterQueue alpha, TauTeam research, and
+    the real aggregator in SYSNS (which records SYSNS in the TauCluster's status)."""
+
     @classmethod
     def setUpClass(cls):
         require(KUBECTL, "KUBECTL")
@@ -229,6 +235,8 @@ class WorkspaceCreateTest(unittest.TestCase):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               universal_newlines=True, timeout=60)
 
+
+class WorkspaceCreateTest(AggregatorCase):
     def test_defaults_and_wait_until_ready(self):
         rc, out, err = self.tau("workspace", "create", "alpha", "--principal",
                                 "alpha-researchers", "--subject", "grp-alpha", "--queue",
@@ -369,6 +377,87 @@ class WorkspaceCreateTest(unittest.TestCase):
         self.assertEqual(rc, 1, out + err)
         self.assertIn("workspace zeta: not Ready after 3 s (phase Pending)", out)
         self.assertRegex(out, r"failing: QueueReady=False \w+: .*no-such-cq")
+
+
+class LineReader:
+    """A process's stdout, read line by line in a thread, so a test can wait for a line."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.lines = []
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def text(self):
+        return "".join(self.lines)
+
+
+class WorkspaceDeleteTest(AggregatorCase):
+    def test_delete_shows_the_held_drain_and_finishes_when_the_job_completes(self):
+        rc, out, err = self.tau("workspace", "create", "del", "--authorization", "cluster-wide",
+                                "--create-namespace", "--queue", "alpha", "--wait",
+                                "--timeout", "60s")
+        self.assertEqual(rc, 0, out + err)
+        job = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "train", "namespace": "del",
+                            "labels": {"kueue.x-k8s.io/queue-name": "alpha"}},
+               "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+                   {"name": "main", "image": "busybox"}]}}}}
+        self.sim.ok("POST", "/apis/batch/v1/namespaces/del/jobs", job)
+        # Another Job on another queue does not hold the drain.
+        other = json.loads(json.dumps(job))
+        other["metadata"].update(name="elsewhere", labels={"kueue.x-k8s.io/queue-name": "x"})
+        self.sim.ok("POST", "/apis/batch/v1/namespaces/del/jobs", other)
+        p = subprocess.Popen([CLI, "--kubeconfig", self.sim.kubeconfig, "workspace", "delete",
+                              "del", "--wait", "--timeout", "60s"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, universal_newlines=True)
+        r = LineReader(p)
+        self.addCleanup(self.reap, p, r)
+        wait_for(lambda: "Job del/train (unfinished)" in r.text(), timeout=30,
+                 msg="delete names the unfinished Job")
+        self.assertIn("workspace %s/del: deletion requested" % SYSNS, r.text())
+        self.assertIn("finalizer tau.azure.com/workspace-cleanup holds it (namespace del)",
+                      r.text())
+        self.assertIn("the drain waits for 1 unfinished source routed through its queue",
+                      r.text())
+        self.assertNotIn("elsewhere", r.text())
+        self.assertIn("deletionTimestamp", self.ws("del")["metadata"])
+        self.assertIsNone(p.poll())
+        # The Job completes: the drain ends, the finalizer goes, delete --wait returns 0.
+        self.sim.ok("PATCH", "/apis/batch/v1/namespaces/del/jobs/train/status", {
+            "status": {"conditions": [{"type": "Complete", "status": "True"}]}}, MERGE)
+        rc = p.wait(60)
+        r.t.join(10)
+        self.assertEqual(rc, 0, r.text() + p.stderr.read())
+        self.assertIn("workspace %s/del deleted" % SYSNS, r.text())
+        self.assertEqual(self.ws("del"), {})
+
+    @staticmethod
+    def reap(p, r):
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        r.t.join(10)
+        p.stdout.close()
+        p.stderr.close()
+
+    def test_delete_without_wait_and_not_found(self):
+        rc, out, err = self.tau("workspace", "create", "quick", "--authorization",
+                                "cluster-wide", "--create-namespace")
+        self.assertEqual(rc, 0, out + err)
+        rc, out, err = self.tau("workspace", "delete", "quick")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("workspace %s/quick: deletion requested" % SYSNS, out)
+        wait_for(lambda: self.ws("quick") == {}, timeout=30, msg="quick gone")
+        rc, out, err = self.tau("workspace", "delete", "quick")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("workspace %s/quick: not found" % SYSNS, err)
+        rc, out, err = self.tau("workspace", "delete")
+        self.assertEqual((rc, err), (2, "tau workspace delete: NAME is required\n"))
 
 
 if __name__ == "__main__":

@@ -3,11 +3,13 @@
  * the reference's defaults and with every flag, each refusal the CRD or the
  * controller would make, the created-by mark, the --wait verdict and the
  * first failing condition, and the YAML writer's quoting (a string that a
- * YAML reader would take for a bool, a number or null is quoted).
+ * YAML reader would take for a bool, a number or null is quoted); and
+ * `tau workspace delete`'s listing of what holds the drain.
  */
 #include "workspace.h"
 #include "yaml.h"
 
+#include "tau/drain.h"
 #include "tau/json.h"
 
 #include <setjmp.h>
@@ -312,13 +314,53 @@ static void test_yaml(void **state)
 	free(y);
 }
 
+static void test_drain_holders(void **state)
+{
+	cJSON *wl = parse("{'items':[{'metadata':{'name':'w1'},'spec':{'queueName':'q'}},"
+	                  "{'metadata':{'name':'w2'},'spec':{'queueName':'q'},'status':{"
+	                  "'conditions':[{'type':'Finished','status':'True'}]}}]}");
+	cJSON *jobs =
+	        parse("{'items':[{'metadata':{'name':'train','labels':{"
+	              "'kueue.x-k8s.io/queue-name':'q'}}},"
+	              "{'metadata':{'name':'done','labels':{'kueue.x-k8s.io/queue-name':'q'}},"
+	              "'status':{'conditions':[{'type':'Failed','status':'True'}]}},"
+	              "{'metadata':{'name':'other','labels':{"
+	              "'kueue.x-k8s.io/queue-name':'x'}}}]}");
+	cJSON *rayjobs = parse("{'items':[{'metadata':{'name':'rj','labels':{"
+	                       "'kueue.x-k8s.io/queue-name':'q'}},'status':{"
+	                       "'jobDeploymentStatus':'Running'}}]}");
+	cJSON *deps = parse("{'items':[{'metadata':{'name':'serve'},'spec':{'template':{"
+	                    "'metadata':{'labels':{'kueue.x-k8s.io/queue-name':'q',"
+	                    "'kueue.x-k8s.io/managed':'true'}}}}},"
+	                    "{'metadata':{'name':'plain'},'spec':{'template':{}}}]}");
+	const cJSON *lists[TAU_DRAIN_KINDS] = {wl, jobs, rayjobs, NULL, deps};
+	const char *errors[TAU_DRAIN_KINDS] = {NULL, NULL, NULL, "forbidden", NULL};
+	const char *queues[] = {"q"};
+	cJSON *h = tau_cli_ws_drain_holders("ml", queues, 1, lists, errors);
+
+	(void)state;
+	assert_json(h, "['Workload ml/w1 (unfinished)','Job ml/train (unfinished)',"
+	               "'RayJob ml/rj (jobDeploymentStatus Running)',"
+	               "'RayServices in ml cannot be listed: forbidden',"
+	               "'Deployment ml/serve (no terminal state: delete it)']");
+	cJSON_Delete(h);
+	/* No queue of the workspace there: nothing is routed through it. */
+	h = tau_cli_ws_drain_holders("ml", NULL, 0, lists, NULL);
+	assert_json(h, "[]");
+	cJSON_Delete(h);
+	cJSON_Delete(wl);
+	cJSON_Delete(jobs);
+	cJSON_Delete(rayjobs);
+	cJSON_Delete(deps);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_defaults),   cmocka_unit_test(test_every_flag),
 	        cmocka_unit_test(test_refusals),   cmocka_unit_test(test_queue_pattern),
 	        cmocka_unit_test(test_created_by), cmocka_unit_test(test_wait_verdict),
-	        cmocka_unit_test(test_yaml),
+	        cmocka_unit_test(test_yaml),       cmocka_unit_test(test_drain_holders),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

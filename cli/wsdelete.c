@@ -1,0 +1,307 @@
+/*
+ * wsdelete.c - `tau workspace delete NAME [--wait]`: delete a TauWorkspace
+ * and show what its drain waits for.
+ *
+ * The aggregator's finalizer (tau.azure.com/workspace-cleanup) keeps a
+ * deleted workspace while unfinished work still routes through its
+ * LocalQueues (docs/api.md).  The CLI reads the same objects the controller
+ * reads - the workspace's LocalQueues in its namespace (ownership labels) and
+ * the Jobs, RayJobs, RayServices, Deployments and Workloads there - and
+ * applies the same rules (libtau tau/drain.h) to name what holds it.  The
+ * listing is made by a pure function over the lists (tau_cli_ws_drain_holders)
+ * so it is unit tested.
+ */
+#include "workspace.h"
+
+#include "tau/drain.h"
+#include "tau/error.h"
+#include "tau/json.h"
+#include "tau/kube.h"
+#include "tau/parse.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const tau_kube_resource res_workspaces = {"tau.azure.com", "v1alpha1", "workspaces", true};
+static const tau_kube_resource res_localqueues = {"kueue.x-k8s.io", "v1beta2", "localqueues", true};
+
+#define FINALIZER       "tau.azure.com/workspace-cleanup"
+#define POLL_MS         500
+#define DEFAULT_TIMEOUT (10 * 60 * 1000)
+#define MAX_QUEUES      64
+
+cJSON *tau_cli_ws_drain_holders(const char *ns, const char *const *queues, size_t n_queues,
+                                const cJSON *const lists[], const char *const errors[])
+{
+	cJSON *out = cJSON_CreateArray();
+	const cJSON *it;
+	char d[600];
+
+	if (out == NULL)
+		return NULL;
+	for (int k = 0; k < TAU_DRAIN_KINDS; k++) {
+		if (errors != NULL && errors[k] != NULL) {
+			snprintf(d, sizeof(d), "%s in %s cannot be listed: %s",
+			         tau_drain_kind_plural((tau_drain_kind)k), ns, errors[k]);
+			cJSON_AddItemToArray(out, cJSON_CreateString(d));
+			continue;
+		}
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(lists[k], "items"))
+		{
+			tau_drain_source s;
+
+			if (tau_drain_source_from_json(&s, (tau_drain_kind)k, it) != 0 ||
+			    !tau_drain_source_routed(&s, queues, n_queues) ||
+			    tau_drain_source_finished(&s))
+				continue;
+			tau_drain_describe(d, sizeof(d), ns, &s);
+			cJSON_AddItemToArray(out, cJSON_CreateString(d));
+		}
+	}
+	return out;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* I/O                                                                                         */
+
+/* What holds NAME's drain in namespace ns now: a new array of descriptions, or NULL. */
+static cJSON *read_holders(tau_kube_client *c, const char *name, const char *ns)
+{
+	tau_kube_list_options lo = {0};
+	cJSON *lqs = NULL, *lists[TAU_DRAIN_KINDS] = {0}, *out = NULL;
+	const char *queues[MAX_QUEUES], *errors[TAU_DRAIN_KINDS] = {0};
+	char sel[400], errbuf[TAU_DRAIN_KINDS][300];
+	size_t nq = 0;
+	const cJSON *it;
+
+	snprintf(sel, sizeof(sel),
+	         "app.kubernetes.io/managed-by=taugrid,tau.azure.com/workspace=%s", name);
+	lo.label_selector = sel;
+	if (tau_kube_list_all(&lqs, c, &res_localqueues, ns, &lo) != 0)
+		lqs = NULL; /* no Kueue or no namespace: nothing can route through the workspace */
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(lqs, "items"))
+	{
+		if (nq < MAX_QUEUES && tau_cli_str(it, "metadata.name") != NULL)
+			queues[nq++] = tau_cli_str(it, "metadata.name");
+	}
+	for (int k = 0; k < TAU_DRAIN_KINDS && nq > 0; k++) {
+		int rc = tau_kube_list_all(&lists[k], c, &tau_drain_resources[k], ns, NULL);
+
+		if (rc == -TAU_ENOTFOUND && tau_drain_absent_tolerated((tau_drain_kind)k)) {
+			lists[k] = NULL;
+		} else if (rc != 0) {
+			snprintf(errbuf[k], sizeof(errbuf[k]), "%s", tau_cli_api_message());
+			errors[k] = errbuf[k];
+			lists[k] = NULL;
+		}
+	}
+	out = tau_cli_ws_drain_holders(ns, queues, nq, (const cJSON *const *)lists, errors);
+	for (int k = 0; k < TAU_DRAIN_KINDS; k++)
+		cJSON_Delete(lists[k]);
+	cJSON_Delete(lqs);
+	return out;
+}
+
+static bool has_finalizer(const cJSON *ws)
+{
+	const cJSON *f;
+
+	cJSON_ArrayForEach(f, tau_json_find(ws, "metadata.finalizers"))
+	{
+		if (cJSON_IsString(f) && strcmp(f->valuestring, FINALIZER) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void print_holders(const cJSON *holders)
+{
+	const cJSON *h;
+
+	if (cJSON_GetArraySize(holders) == 0) {
+		fprintf(stdout, "  the drain waits for nothing: the aggregator is cleaning up\n");
+		return;
+	}
+	fprintf(stdout, "  the drain waits for %d unfinished source%s routed through its queue:\n",
+	        cJSON_GetArraySize(holders), cJSON_GetArraySize(holders) == 1 ? "" : "s");
+	cJSON_ArrayForEach(h, holders)
+	{
+		fprintf(stdout, "    %s\n", h->valuestring);
+	}
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void delete_usage(FILE *out)
+{
+	fputs("Usage: tau workspace delete NAME [--wait [--timeout D]] [--system-namespace NS]\n"
+	      "Deletes TauWorkspace NAME. While the aggregator's finalizer\n"
+	      "(" FINALIZER ") holds it, prints what the drain waits for:\n"
+	      "unfinished Jobs, RayJobs and Workloads, and RayServices and Kueue-managed\n"
+	      "Deployments, routed through the workspace's LocalQueues. --wait follows it\n"
+	      "until it is gone (timeout 10m), printing each change.\n"
+	      "Exit codes: 0 deleted (gone with --wait), 1 not found, still held at the\n"
+	      "timeout or API failure, 2 usage error.\n",
+	      out);
+}
+
+int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g)
+{
+	enum { O_CONTEXT = 256, O_SYSNS, O_KUBECONFIG, O_WAIT, O_TIMEOUT };
+	static const struct option lopts[] = {
+	        {"help", no_argument, NULL, 'h'},
+	        {"context", required_argument, NULL, O_CONTEXT},
+	        {"system-namespace", required_argument, NULL, O_SYSNS},
+	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+	        {"wait", no_argument, NULL, O_WAIT},
+	        {"timeout", required_argument, NULL, O_TIMEOUT},
+	        {NULL, 0, NULL, 0},
+	};
+	tau_cli_globals gl = {0};
+	const char *name, *timeout = NULL;
+	bool wait = false;
+	int64_t timeout_ms = DEFAULT_TIMEOUT, deadline;
+	tau_kube_client *client = NULL;
+	char sysns[TAU_CLI_NS_BUF], ns[TAU_CLI_NS_BUF], *shown = NULL;
+	cJSON *ws = NULL;
+	int c, rc = TAU_CLI_FAILED, gr;
+
+	if (g != NULL)
+		gl = *g;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		if (c == 'h') {
+			delete_usage(stdout);
+			return TAU_CLI_OK;
+		} else if (c == O_CONTEXT) {
+			gl.context = optarg;
+		} else if (c == O_SYSNS) {
+			gl.system_namespace = optarg;
+		} else if (c == O_KUBECONFIG) {
+			gl.kubeconfig = optarg;
+		} else if (c == O_WAIT) {
+			wait = true;
+		} else if (c == O_TIMEOUT) {
+			timeout = optarg;
+		} else {
+			fprintf(stderr,
+			        "tau workspace delete: unknown option or missing value: %s\n",
+			        argv[optind - 1]);
+			delete_usage(stderr);
+			return TAU_CLI_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, optind >= argc ? "tau workspace delete: NAME is required\n"
+		                               : "tau workspace delete: one NAME only\n");
+		return TAU_CLI_USAGE;
+	}
+	name = argv[optind];
+	if (timeout != NULL && (!wait || tau_parse_duration_ms(&timeout_ms, "--timeout", timeout, 1,
+	                                                       INT64_C(86400000)) != 0)) {
+		fprintf(stderr, "tau workspace delete: %s\n",
+		        wait ? tau_error_last()->msg : "--timeout belongs to --wait");
+		return TAU_CLI_USAGE;
+	}
+	if (tau_cli_connect(&client, &gl) != 0) {
+		fprintf(stderr, "tau workspace delete: %s\n", tau_error_last()->msg);
+		return TAU_CLI_USAGE;
+	}
+	tau_cli_system_namespace(sysns, sizeof(sysns), client, gl.system_namespace);
+	gr = tau_kube_get(&ws, client, &res_workspaces, sysns, name);
+	if (gr != 0) {
+		fprintf(stderr, "tau workspace delete: workspace %s/%s: %s\n", sysns, name,
+		        gr == -TAU_ENOTFOUND ? "not found" : tau_cli_api_message());
+		goto out;
+	}
+	{
+		const char *t = tau_cli_str(ws, "status.target.resolvedNamespace");
+
+		if (t == NULL)
+			t = tau_cli_str(ws, "spec.target.namespace");
+		snprintf(ns, sizeof(ns), "%s", t != NULL ? t : name);
+	}
+	if (tau_cli_str(ws, "metadata.deletionTimestamp") == NULL) {
+		gr = tau_kube_delete(NULL, client, &res_workspaces, sysns, name, NULL);
+		if (gr != 0 && gr != -TAU_ENOTFOUND) {
+			fprintf(stderr, "tau workspace delete: deleting %s/%s: %s\n", sysns, name,
+			        tau_cli_api_message());
+			goto out;
+		}
+		fprintf(stdout, "workspace %s/%s: deletion requested\n", sysns, name);
+	} else {
+		fprintf(stdout, "workspace %s/%s: already being deleted\n", sysns, name);
+	}
+	deadline = mono_ms() + timeout_ms;
+	for (;;) {
+		cJSON *holders;
+		char *now;
+
+		cJSON_Delete(ws);
+		ws = NULL;
+		gr = tau_kube_get(&ws, client, &res_workspaces, sysns, name);
+		if (gr == -TAU_ENOTFOUND) {
+			fprintf(stdout, "workspace %s/%s deleted\n", sysns, name);
+			rc = TAU_CLI_OK;
+			break;
+		}
+		if (gr != 0) {
+			fprintf(stderr, "tau workspace delete: reading %s/%s: %s\n", sysns, name,
+			        tau_cli_api_message());
+			break;
+		}
+		if (!has_finalizer(ws)) {
+			/* Nothing holds it any more; the API server removes it shortly. */
+			if (!wait) {
+				rc = TAU_CLI_OK;
+				break;
+			}
+		} else {
+			holders = read_holders(client, name, ns);
+			now = holders != NULL ? cJSON_PrintUnformatted(holders) : NULL;
+			if (now != NULL && (shown == NULL || strcmp(now, shown) != 0)) {
+				fprintf(stdout,
+				        "workspace %s: finalizer %s holds it (namespace %s)\n",
+				        name, FINALIZER, ns);
+				print_holders(holders);
+				fflush(stdout);
+				free(shown);
+				shown = now;
+				now = NULL;
+			}
+			free(now);
+			cJSON_Delete(holders);
+			if (!wait) {
+				fprintf(stdout,
+				        "run `tau workspace delete %s --wait` to follow it\n",
+				        name);
+				rc = TAU_CLI_OK;
+				break;
+			}
+		}
+		if (mono_ms() >= deadline) {
+			fprintf(stdout, "workspace %s: still held after %lld s\n", name,
+			        (long long)(timeout_ms / 1000));
+			break;
+		}
+		{
+			struct timespec ts = {0, POLL_MS * 1000000L};
+
+			nanosleep(&ts, NULL);
+		}
+	}
+out:
+	free(shown);
+	cJSON_Delete(ws);
+	tau_kube_client_free(client);
+	return rc;
+}
