@@ -91,6 +91,34 @@ static int review_token(void *ud, const char *token, tau_auth_review *out)
 	return 0;
 }
 
+/* A query's token: TokenReview with the API server's own audiences, then a SubjectAccessReview. */
+static int review_query(void *ud, const char *token, const char *resource, tau_auth_review *out)
+{
+	reviewer *r = ud;
+	tau_kube_token_review *tr = NULL;
+	char reason[256];
+	bool allowed = false;
+	int rc = tau_kube_token_review_submit(&tr, r->client, token, NULL, 0);
+
+	if (rc < 0)
+		return rc;
+	if (tau_auth_review_set(out, tr->authenticated, tr->username, NULL, tr->error) < 0 ||
+	    !out->authenticated || tr->username == NULL) {
+		out->authenticated = false;
+		tau_kube_token_review_free(tr);
+		return 0;
+	}
+	rc = tau_kube_subject_access_review(&allowed, reason, sizeof(reason), r->client, tr,
+	                                    TAU_QAUTH_VERB, TAU_QAUTH_GROUP, resource);
+	tau_kube_token_review_free(tr);
+	if (rc < 0)
+		return rc;
+	if (!allowed)
+		snprintf(out->error, sizeof(out->error), "%s",
+		         reason[0] != '\0' ? reason : "no RBAC rule allows it");
+	return 0;
+}
+
 static bool readiness(void *ud, char *reason, size_t cap)
 {
 	runtime *rt = ud;
@@ -343,6 +371,8 @@ int main(int argc, char **argv)
 	tau_agg_kube *kube = NULL;
 	tau_agg_http *http = NULL;
 	tau_agg_config acfg = {0};
+	tau_qauth_config qcfg = {0};
+	tau_qauth *qauth = NULL;
 	tau_kube_config_options kopts = {0};
 	tau_rpc_server_tls tls = {0};
 	char agent_user[512], identity[300], host[256];
@@ -412,6 +442,18 @@ int main(int argc, char **argv)
 	acfg.review_ud = &rv;
 	acfg.sync_timeout_ms = o.sync_timeout_ms;
 	acfg.heartbeat_interval_s = (int)(o.heartbeat_ms / 1000);
+	if (o.allow_anonymous_queries) {
+		tau_log_warn("queries are not authenticated: anyone who reaches the gRPC port may "
+		             "read the inventory and workspaces",
+		             "flag", "--allow-anonymous-queries", NULL);
+	} else {
+		qcfg.review = review_query;
+		qcfg.review_ud = &rv;
+		qcfg.max_pending = (size_t)o.max_pending_reviews;
+		if (tau_qauth_new(&qauth, &qcfg) < 0)
+			goto fail;
+		acfg.qauth = qauth;
+	}
 	if (tau_agg_new(&rt.agg, &acfg) < 0)
 		goto fail;
 	rt.leader_elect = o.leader_elect;
@@ -494,6 +536,7 @@ out:
 		tau_agg_stop(rt.agg);
 	tau_agg_http_stop(http);
 	tau_rpc_server_free(srv);
+	tau_qauth_free(qauth); /* after the server: no call is left to review */
 	tau_rpc_health_free(health);
 	tau_kube_leader_free(rt.leader);
 	tau_agg_free(rt.agg);

@@ -46,6 +46,13 @@ void tau_agg_options_usage(FILE *out)
 	      "                               [TAU_INITIAL_SYNC_TIMEOUT]\n"
 	      "  --heartbeat-interval DUR     heartbeat interval told to agents (default 30s)\n"
 	      "                               [TAU_HEARTBEAT_INTERVAL]\n"
+	      "  --allow-anonymous-queries    answer QueryService calls without a bearer token\n"
+	      "                               (logged; default: TokenReview + "
+	      "SubjectAccessReview)\n"
+	      "                               [TAU_ALLOW_ANONYMOUS_QUERIES=1]\n"
+	      "  --max-pending-reviews N      query token reviews queued before "
+	      "RESOURCE_EXHAUSTED\n"
+	      "                               (default 256) [TAU_MAX_PENDING_REVIEWS]\n"
 	      "  --log-level LEVEL            debug|info|warn|error [TAU_LOG_LEVEL]\n"
 	      "  --feature-gates LIST         Name=true|false,... (known: MultipleWorkspaces)\n"
 	      "                               [TAU_FEATURE_GATES]\n"
@@ -205,13 +212,16 @@ enum {
 	O_ROLE,
 	O_NO_WS,
 	O_COALESCE,
-	O_RESYNC
+	O_RESYNC,
+	O_ANON,
+	O_PENDING
 };
 
 /* Flags whose text is parsed after the environment is merged. */
 typedef struct raw_flags {
 	const char *sync, *heartbeat, *log_level, *gates, *ns_mode, *coalesce, *resync;
-	bool leader_elect, no_ws;
+	const char *max_pending;
+	bool leader_elect, no_ws, anonymous;
 } raw_flags;
 
 static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
@@ -241,6 +251,8 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 	        {"no-workspace-controller", no_argument, NULL, O_NO_WS},
 	        {"budget-coalesce", required_argument, NULL, O_COALESCE},
 	        {"budget-resync", required_argument, NULL, O_RESYNC},
+	        {"allow-anonymous-queries", no_argument, NULL, O_ANON},
+	        {"max-pending-reviews", required_argument, NULL, O_PENDING},
 	        {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -321,6 +333,12 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 		case O_RESYNC:
 			r->resync = optarg;
 			break;
+		case O_ANON:
+			r->anonymous = true;
+			break;
+		case O_PENDING:
+			r->max_pending = optarg;
+			break;
 		default:
 			return tau_parse_getopt_error(c, argv);
 		}
@@ -375,7 +393,14 @@ static int parse_values(tau_agg_options *o, const raw_flags *r, tau_agg_env_fn e
 	                   "TAU_BUDGET_RESYNC", TAU_AGG_BUDGET_RESYNC_MIN_MS,
 	                   TAU_AGG_BUDGET_RESYNC_MAX_MS)) < 0)
 		return rc;
-	if ((rc = flag_or_env_bool(&o->leader_elect, r->leader_elect, env, "TAU_LEADER_ELECT")) < 0)
+	if ((rc = flag_or_env_bool(&o->leader_elect, r->leader_elect, env, "TAU_LEADER_ELECT")) <
+	            0 ||
+	    (rc = flag_or_env_bool(&o->allow_anonymous_queries, r->anonymous, env,
+	                           "TAU_ALLOW_ANONYMOUS_QUERIES")) < 0)
+		return rc;
+	if ((v = pick(r->max_pending, "--max-pending-reviews", env, "TAU_MAX_PENDING_REVIEWS",
+	              &from)) != NULL &&
+	    (rc = tau_parse_int(&o->max_pending_reviews, from, v, 1, 1000000)) < 0)
 		return rc;
 	if (r->no_ws) {
 		o->no_workspace_controller = true;
@@ -422,6 +447,7 @@ int tau_agg_options_parse(tau_agg_options *o, int argc, char **argv, tau_agg_env
 	o->budget_coalesce_ms = 200;
 	o->budget_resync_ms = 5 * 60 * 1000;
 	o->log_level = TAU_LOG_INFO;
+	o->max_pending_reviews = 256;
 	if (env == NULL)
 		env = real_getenv;
 	if ((rc = read_flags(o, &r, argc, argv)) < 0)

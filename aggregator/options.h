@@ -53,6 +53,9 @@ typedef struct tau_agg_options {
 	int64_t sync_timeout_ms; /**< --initial-sync-timeout / TAU_INITIAL_SYNC_TIMEOUT; 60s */
 	int64_t heartbeat_ms;    /**< --heartbeat-interval / TAU_HEARTBEAT_INTERVAL; 30s */
 	bool log_level_set;      /**< --log-level / TAU_LOG_LEVEL given */
+	/** --allow-anonymous-queries / TAU_ALLOW_ANONYMOUS_QUERIES: no query authentication */
+	bool allow_anonymous_queries;
+	int max_pending_reviews; /**< --max-pending-reviews / TAU_MAX_PENDING_REVIEWS; 256 */
 	tau_log_level log_level;
 	/* workspace controller */
 	tau_agg_ns_mode namespace_mode; /**< --namespace-mode / TAU_NAMESPACE_MODE */

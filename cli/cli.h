@@ -31,6 +31,7 @@ typedef struct tau_cli_globals {
 	const char *kubeconfig;
 	const char *context;
 	const char *system_namespace;
+	const char *token; /**< --token: bearer token for the aggregator, else the kubeconfig's */
 } tau_cli_globals;
 
 /** A command group: `tau NAME ...`.  `run` gets argv starting at NAME. */

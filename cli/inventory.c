@@ -13,6 +13,7 @@
 
 #include "tau/error.h"
 #include "tau/file.h"
+#include "tau/kube.h"
 #include "tau/parse.h"
 #include "tau/rpc.h"
 
@@ -289,14 +290,66 @@ static void usage(FILE *out)
 	      out);
 }
 
-int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const char *addr,
-                               const char *ca_file, bool insecure)
+/* Largest bearer token accepted from --token or a token file. */
+#define TAU_CLI_TOKEN_MAX_BYTES (16u * 1024u)
+
+int tau_cli_bearer_token(char **out, const tau_cli_globals *g)
 {
-	tau_rpc_channel_opts copts = {0};
-	char *ca_pem = NULL;
+	tau_kube_config_options o = {g != NULL ? g->kubeconfig : NULL,
+	                             g != NULL ? g->context : NULL, NULL};
+	tau_kube_config *cfg = NULL;
+	char *text = NULL;
+	size_t len = 0;
 	int rc;
 
-	if (addr == NULL || addr[0] == '\0')
+	*out = NULL;
+	if (g != NULL && g->token != NULL) {
+		if (g->token[0] == '\0')
+			return tau_error_set(TAU_EINVAL, "--token is empty");
+		if (strlen(g->token) > TAU_CLI_TOKEN_MAX_BYTES)
+			return tau_error_set(TAU_EINVAL, "--token is longer than %u bytes",
+			                     TAU_CLI_TOKEN_MAX_BYTES);
+		*out = strdup(g->token);
+		return *out != NULL ? 0 : tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	rc = tau_kube_config_load(&cfg, &o);
+	if (rc < 0) {
+		/* Asked for a kubeconfig or context that cannot be used: say so. */
+		if (g != NULL && (g->kubeconfig != NULL || g->context != NULL))
+			return tau_error_wrap("kubeconfig (for the aggregator's bearer token)");
+		tau_error_clear();
+		return 0; /* no kubeconfig at all: the call goes without a token */
+	}
+	if (cfg->token != NULL && cfg->token[0] != '\0') {
+		text = strdup(cfg->token);
+		rc = text != NULL ? 0 : tau_error_set(TAU_ENOMEM, "out of memory");
+	} else if (cfg->token_file != NULL) {
+		rc = tau_file_read(&text, &len, cfg->token_file, TAU_CLI_TOKEN_MAX_BYTES,
+		                   "token file");
+		while (rc == 0 && len > 0 &&
+		       (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ' ||
+		        text[len - 1] == '\t'))
+			text[--len] = '\0';
+	}
+	tau_kube_config_free(cfg);
+	if (rc < 0) {
+		free(text);
+		return rc;
+	}
+	*out = text;
+	return 0;
+}
+
+int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const char *addr,
+                               const char *ca_file, bool insecure, const tau_cli_globals *g)
+{
+	tau_rpc_channel_opts copts = {0};
+	char *ca_pem = NULL, *token = NULL;
+	int rc;
+
+	if (addr != NULL && addr[0] == '\0')
+		return tau_error_set(TAU_EINVAL, "--aggregator is empty");
+	if (addr == NULL)
 		addr = getenv("TAU_AGGREGATOR");
 	copts.target = addr != NULL && addr[0] != '\0' ? addr : DEFAULT_AGGREGATOR;
 	if (ca_file != NULL && insecure)
@@ -305,8 +358,20 @@ int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const
 	    (rc = tau_file_read(&ca_pem, NULL, ca_file, TAU_CLI_CA_MAX_BYTES, "--ca-file")) < 0)
 		return rc;
 	copts.ca_pem = ca_pem;
+	if ((rc = tau_cli_bearer_token(&token, g)) < 0) {
+		free(ca_pem);
+		return rc;
+	}
 	rc = tau_rpc_channel_new(out, &copts);
 	free(ca_pem); /* the channel's credentials hold their own copy */
+	if (rc == 0 && token != NULL && (rc = tau_rpc_channel_set_bearer_token(*out, token)) < 0) {
+		tau_rpc_channel_free(*out);
+		*out = NULL;
+	}
+	if (token != NULL) {
+		memset(token, 0, strlen(token));
+		free(token);
+	}
 	if (rc == 0)
 		*target = copts.target;
 	return rc;
@@ -424,7 +489,6 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	ProtobufCMessage *resp = NULL;
 	char *text = NULL;
 
-	(void)g;
 	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
@@ -489,7 +553,7 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 		        argv[optind]);
 		return TAU_CLI_USAGE;
 	}
-	if (tau_cli_aggregator_channel(&ch, &target, addr, ca_file, insecure) < 0) {
+	if (tau_cli_aggregator_channel(&ch, &target, addr, ca_file, insecure, g) < 0) {
 		fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}

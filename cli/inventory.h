@@ -30,7 +30,18 @@
  *         which), -TAU_ENOMEM.
  */
 int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const char *addr,
-                               const char *ca_file, bool insecure);
+                               const char *ca_file, bool insecure, const tau_cli_globals *g);
+
+/**
+ * The bearer token the aggregator gets: the global --token, else the token (or token file) of
+ * the kubeconfig context in use (`--kubeconfig`/`--context`, $KUBECONFIG, in-cluster,
+ * ~/.kube/config, as kubectl finds it).  *out is NULL when there is no kubeconfig at all or
+ * its user has no token (the aggregator then answers UNAUTHENTICATED, unless it runs with
+ * --allow-anonymous-queries).  Free *out with free().
+ * @return 0; -TAU_EINVAL (an empty or oversized --token); the errors of loading an explicitly
+ *         named kubeconfig or context, or of reading its token file.
+ */
+int tau_cli_bearer_token(char **out, const tau_cli_globals *g);
 
 /** @return 0 or -TAU_ENOMEM. */
 int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cli_format fmt);

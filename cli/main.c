@@ -45,6 +45,8 @@ static void usage(FILE *out)
 	      "  --system-namespace NS  where TauWorkspaces and TauTeams live (default: the\n"
 	      "                      installed one, TauCluster status.systemNamespace, else\n"
 	      "                      tau-system)\n"
+	      "  --token TOKEN      bearer token for the aggregator (default: the kubeconfig\n"
+	      "                     context's token)\n"
 	      "  --help             show this help\n"
 	      "  --version          print the version\n"
 	      "\n"
@@ -55,13 +57,14 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-	enum { O_KUBECONFIG = 256, O_CONTEXT, O_NS };
+	enum { O_KUBECONFIG = 256, O_CONTEXT, O_NS, O_TOKEN };
 	static const struct option opts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"version", no_argument, NULL, 'V'},
 	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
 	        {"context", required_argument, NULL, O_CONTEXT},
 	        {"system-namespace", required_argument, NULL, O_NS},
+	        {"token", required_argument, NULL, O_TOKEN},
 	        {NULL, 0, NULL, 0},
 	};
 	tau_cli_globals g = {0};
@@ -85,6 +88,9 @@ int main(int argc, char **argv)
 			break;
 		case O_NS:
 			g.system_namespace = optarg;
+			break;
+		case O_TOKEN:
+			g.token = optarg;
 			break;
 		default:
 			usage(stderr);

@@ -517,6 +517,7 @@ typedef struct ws_aggregator {
 	const char *addr;
 	const char *ca_file;
 	bool insecure;
+	const tau_cli_globals *g; /* kubeconfig and --token: the bearer token */
 } ws_aggregator;
 
 /*
@@ -538,7 +539,8 @@ static int check_csi(FILE *out, cJSON *doc, const char *driver, const ws_aggrega
 	char err[1024];
 	int rc = TAU_CLI_FAILED;
 
-	if (tau_cli_aggregator_channel(&ch, &target, agg->addr, agg->ca_file, agg->insecure) < 0) {
+	if (tau_cli_aggregator_channel(&ch, &target, agg->addr, agg->ca_file, agg->insecure,
+	                               agg->g) < 0) {
 		fprintf(stderr, "tau workspace check: %s\n", tau_error_last()->msg);
 		snprintf(err, sizeof(err), "%s", tau_error_last()->msg);
 		rc = TAU_CLI_USAGE;
@@ -738,7 +740,7 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 	tau_cli_format fmt = TAU_CLI_TABLE;
 	const char *verb, *name = NULL, *pvc = NULL, *sysns;
 	char sysns_buf[TAU_CLI_NS_BUF];
-	ws_aggregator agg = {NULL, NULL, false};
+	ws_aggregator agg = {NULL, NULL, false, NULL};
 	tau_kube_client *client = NULL;
 	cJSON *obj = NULL;
 	char *driver = NULL;
@@ -824,6 +826,7 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		                "belong to check\n");
 		return TAU_CLI_USAGE;
 	}
+	agg.g = &gl;
 	if ((agg.ca_file != NULL || agg.insecure) && agg.addr == NULL) {
 		fprintf(stderr,
 		        "tau workspace check: --ca-file and --insecure need --aggregator\n");

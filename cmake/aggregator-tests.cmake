@@ -3,10 +3,11 @@
 # Included from the top-level CMakeLists.txt.
 #   e2e/aggregator  tests/e2e/test_aggregator.py (run_suite.py, /usr/bin/python3): kube-sim, the
 #                   real tau-aggregator, fake agents over grpcio, the tau CLI; its tools are
-#                   required by cmake/test-tools.cmake.
+#                   required by cmake/test-tools.cmake; and tests/e2e/test_query_auth.py:
+#                   QueryService TokenReview + SubjectAccessReview under kube-sim's RBAC.
 if(TAU_PYTHON_TESTS)
   tau_add_python_suite(e2e/aggregator
-      TESTS test_aggregator
+      TESTS test_aggregator test_query_auth
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 600
       LABELS e2e python

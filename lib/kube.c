@@ -44,6 +44,8 @@ const tau_kube_resource tau_kube_res_crds = {"apiextensions.k8s.io", "v1",
                                              "customresourcedefinitions", false};
 const tau_kube_resource tau_kube_res_tokenreviews = {"authentication.k8s.io", "v1", "tokenreviews",
                                                      false};
+const tau_kube_resource tau_kube_res_subjectaccessreviews = {"authorization.k8s.io", "v1",
+                                                             "subjectaccessreviews", false};
 
 #define POOL_MAX 8
 
@@ -1561,5 +1563,99 @@ out:
 	cJSON_Delete(req);
 	cJSON_Delete(resp);
 	tau_kube_token_review_free(r);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* SubjectAccessReview                                                 */
+
+/* spec.user/uid/groups/extra of a SubjectAccessReview, from a TokenReview's user. */
+static int sar_user(cJSON *spec, const tau_kube_token_review *user)
+{
+	cJSON *groups, *extra;
+
+	if (!cJSON_AddStringToObject(spec, "user", user->username))
+		return -1;
+	if (user->uid != NULL && !cJSON_AddStringToObject(spec, "uid", user->uid))
+		return -1;
+	if ((groups = cJSON_AddArrayToObject(spec, "groups")) == NULL)
+		return -1;
+	for (size_t i = 0; i < user->n_groups; i++) {
+		cJSON *g = cJSON_CreateString(user->groups[i]);
+
+		if (g == NULL)
+			return -1;
+		cJSON_AddItemToArray(groups, g);
+	}
+	if (user->n_extra == 0)
+		return 0;
+	if ((extra = cJSON_AddObjectToObject(spec, "extra")) == NULL)
+		return -1;
+	for (size_t i = 0; i < user->n_extra; i++) {
+		cJSON *vals = cJSON_AddArrayToObject(extra, user->extra[i].key);
+
+		if (vals == NULL)
+			return -1;
+		for (size_t j = 0; j < user->extra[i].n_values; j++) {
+			cJSON *v = cJSON_CreateString(user->extra[i].values[j]);
+
+			if (v == NULL)
+				return -1;
+			cJSON_AddItemToArray(vals, v);
+		}
+	}
+	return 0;
+}
+
+int tau_kube_subject_access_review(bool *allowed, char *reason, size_t cap, tau_kube_client *c,
+                                   const tau_kube_token_review *user, const char *verb,
+                                   const char *group, const char *resource)
+{
+	cJSON *req = NULL, *resp = NULL, *spec, *attrs;
+	char *path = NULL, *body = NULL;
+	const char *s;
+	bool b = false;
+	int rc;
+
+	*allowed = false;
+	if (cap > 0)
+		reason[0] = '\0';
+	if (user == NULL || !user->authenticated || user->username == NULL)
+		return tau_error_set(TAU_EINVAL, "SubjectAccessReview: no authenticated user");
+	req = cJSON_CreateObject();
+	if (req == NULL || !cJSON_AddStringToObject(req, "apiVersion", "authorization.k8s.io/v1") ||
+	    !cJSON_AddStringToObject(req, "kind", "SubjectAccessReview") ||
+	    (spec = cJSON_AddObjectToObject(req, "spec")) == NULL || sar_user(spec, user) < 0 ||
+	    (attrs = cJSON_AddObjectToObject(spec, "resourceAttributes")) == NULL ||
+	    !cJSON_AddStringToObject(attrs, "verb", verb) ||
+	    !cJSON_AddStringToObject(attrs, "group", group) ||
+	    !cJSON_AddStringToObject(attrs, "resource", resource)) {
+		rc = tau_error_set(TAU_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = tau_kube_path(&path, &tau_kube_res_subjectaccessreviews, NULL, NULL, NULL);
+	if (rc == 0)
+		rc = tau_json_print(&body, req);
+	if (rc == 0)
+		rc = do_json(&resp, c, "POST", path, NULL, body, "application/json");
+	if (rc < 0)
+		goto out;
+	rc = tau_json_get_bool(&b, resp, "status.allowed");
+	if (rc == -TAU_ETYPE) {
+		rc = tau_error_set(TAU_EINVAL,
+		                   "SubjectAccessReview: status.allowed is not a boolean");
+		goto out;
+	}
+	rc = 0;
+	*allowed = b;
+	if (tau_json_get_string(&s, resp, "status.reason") == 0 && cap > 0)
+		snprintf(reason, cap, "%s", s);
+	else if (tau_json_get_string(&s, resp, "status.evaluationError") == 0 && cap > 0)
+		snprintf(reason, cap, "%s", s);
+out:
+	free(body);
+	free(path);
+	cJSON_Delete(req);
+	cJSON_Delete(resp);
 	return rc;
 }

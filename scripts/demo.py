@@ -270,7 +270,7 @@ def main():
                   "agent-" + name, work, env)
         print("%d agents started" % len(nodes))
 
-        tau = [tau_bin, "inventory"]
+        tau = [tau_bin, "--kubeconfig", kubeconfig, "inventory"]  # its token authorizes queries
         aggr = ["--aggregator", grpc_addr, "--insecure"]
 
         def pool():

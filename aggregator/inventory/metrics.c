@@ -127,6 +127,23 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	       "TokenReviews sent to the API server (review cache misses).", m->token_reviews);
 	scalar(&b, "tau_aggregator_pool_watchers", "gauge", "Open WatchPool streams.",
 	       m->pool_watchers);
+	family(&b, "tau_aggregator_query_auth_total", "counter",
+	       "QueryService calls by authentication/authorization outcome.");
+	put(&b, "tau_aggregator_query_auth_total{code=\"OK\"} %" PRIu64 "\n", m->query_allowed);
+	put(&b, "tau_aggregator_query_auth_total{code=\"UNAUTHENTICATED\"} %" PRIu64 "\n",
+	    m->query_unauthenticated);
+	put(&b, "tau_aggregator_query_auth_total{code=\"PERMISSION_DENIED\"} %" PRIu64 "\n",
+	    m->query_denied);
+	put(&b, "tau_aggregator_query_auth_total{code=\"UNAVAILABLE\"} %" PRIu64 "\n",
+	    m->query_unavailable);
+	put(&b, "tau_aggregator_query_auth_total{code=\"RESOURCE_EXHAUSTED\"} %" PRIu64 "\n",
+	    m->query_overloaded);
+	scalar(&b, "tau_aggregator_query_reviews_total", "counter",
+	       "TokenReview and SubjectAccessReview pairs sent for queries (cache misses).",
+	       m->query_reviews);
+	scalar(&b, "tau_aggregator_query_reviews_pending", "gauge",
+	       "Query token reviews waiting for a worker (capped by --max-pending-reviews).",
+	       m->query_reviews_pending);
 	scalar(&b, "tau_aggregator_pool_established", "gauge",
 	       "1 once the sync gate opened (every GPU node reported or the timeout passed).",
 	       m->established ? 1 : 0);

@@ -40,6 +40,11 @@ typedef struct tau_metrics {
 	uint64_t auth_unavailable;       /**< streams refused because TokenReview failed */
 	uint64_t token_reviews;          /**< TokenReviews sent (cache misses) */
 	uint64_t pool_watchers;          /**< open WatchPool calls */
+	/** QueryService decisions by outcome (qauth.h); all 0 with anonymous queries. */
+	uint64_t query_allowed, query_unauthenticated, query_denied, query_unavailable;
+	uint64_t query_overloaded; /**< refused RESOURCE_EXHAUSTED (review queue full) */
+	uint64_t query_reviews;    /**< TokenReview + SubjectAccessReview pairs (cache misses) */
+	uint64_t query_reviews_pending; /**< reviews waiting for a worker now */
 	bool established;
 	bool valid; /**< every input the pool depends on is usable */
 	uint64_t missing_nodes;

@@ -970,7 +970,6 @@ static void q_watch_pool(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	a->watchers[a->n_watchers].call = tau_rpc_call_ref(call);
 	a->watchers[a->n_watchers].sent_generation = 0;
 	a->n_watchers++;
-	tau_rpc_call_set_user(call, a);
 	ensure_pool_locked(a);
 	send_to_watchers_locked(a);
 	pthread_mutex_unlock(&a->mu);
@@ -981,8 +980,7 @@ static void q_watch_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
 	tau_agg *a = ud;
 
 	(void)end;
-	if (tau_rpc_call_user(call) == NULL)
-		return;
+	/* The call user is not ours (the query guard owns it): look the call up. */
 	pthread_mutex_lock(&a->mu);
 	for (size_t i = 0; i < a->n_watchers; i++) {
 		if (a->watchers[i].call == call) {
@@ -1105,8 +1103,14 @@ int tau_agg_register(tau_agg *a, tau_rpc_server *srv)
 #undef QUERY
 	methods[5].on_done = q_watch_done;
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-		int rc = tau_rpc_server_add_method(srv, &methods[i]);
+		int rc = 0;
 
+		/* Every query but Report (its own agent auth) is guarded unless anonymous. */
+		if (i > 0 && a->cfg.qauth != NULL)
+			rc = tau_qauth_guard(a->cfg.qauth, &methods[i],
+			                     i >= 6 ? "workspaces" : "inventory");
+		if (rc == 0)
+			rc = tau_rpc_server_add_method(srv, &methods[i]);
 		if (rc < 0)
 			return rc;
 	}
@@ -1345,6 +1349,18 @@ int tau_agg_metrics(tau_agg *a, char **out)
 	m.auth_permission_denied = atomic_load(&a->auth_denied);
 	m.auth_unavailable = atomic_load(&a->auth_unavail);
 	m.token_reviews = atomic_load(&a->token_reviews);
+	{
+		tau_qauth_counts qc;
+
+		tau_qauth_counts_get(a->cfg.qauth, &qc);
+		m.query_allowed = qc.allowed;
+		m.query_unauthenticated = qc.unauthenticated;
+		m.query_denied = qc.denied;
+		m.query_unavailable = qc.unavailable;
+		m.query_overloaded = qc.overloaded;
+		m.query_reviews = qc.reviews;
+		m.query_reviews_pending = qc.pending;
+	}
 	/* Names are lent from the pool: render before letting go of the lock. */
 	rc = tau_metrics_render(out, &m);
 unlock:

@@ -16,6 +16,7 @@
 #define TAU_AGGREGATOR_SERVICE_H
 
 #include "auth.h"
+#include "qauth.h"
 #include "workspace/summary.h"
 
 #include "tau/rpc.h"
@@ -38,6 +39,8 @@ typedef struct tau_agg_config {
 	int64_t negative_ttl_ms;  /**< cache time of a refused token [10000] */
 	int coalesce_ms;          /**< WatchPool coalescing window [20] */
 	size_t auth_cache_max;    /**< cached reviews [65536] */
+	/** Guards QueryService (borrowed, outlives the state); NULL: anonymous queries. */
+	tau_qauth *qauth;
 } tau_agg_config;
 
 /** Create the state.  @return 0, -TAU_EINVAL (config), -TAU_ENOMEM. */

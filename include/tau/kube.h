@@ -41,6 +41,7 @@ extern const tau_kube_resource tau_kube_res_configmaps;
 extern const tau_kube_resource tau_kube_res_leases;
 extern const tau_kube_resource tau_kube_res_crds;
 extern const tau_kube_resource tau_kube_res_tokenreviews;
+extern const tau_kube_resource tau_kube_res_subjectaccessreviews;
 extern const tau_kube_resource tau_kube_res_csinodes;
 
 /**
@@ -350,5 +351,20 @@ int tau_kube_token_review_submit(tau_kube_token_review **out, tau_kube_client *c
 
 /** Free a review; NULL is a no-op. */
 void tau_kube_token_review_free(tau_kube_token_review *r);
+
+/* ------------------------------------------------------------------ */
+/* SubjectAccessReview                                                 */
+
+/**
+ * POST a SubjectAccessReview: may the user of the authenticated review `user`
+ * (name, uid, groups, extra) `verb` the cluster-scoped `resource` of API
+ * `group`?  *allowed is true only when the API server said status.allowed.
+ * `reason` (cap bytes) gets status.reason or status.evaluationError, "" when none.
+ * @return 0; -TAU_EINVAL (no authenticated user, or a malformed answer); the
+ *         errors of a request (-TAU_EIO, -TAU_EPERM, ...), -TAU_ENOMEM.
+ */
+int tau_kube_subject_access_review(bool *allowed, char *reason, size_t cap, tau_kube_client *c,
+                                   const tau_kube_token_review *user, const char *verb,
+                                   const char *group, const char *resource);
 
 #endif /* TAU_KUBE_H */

@@ -225,6 +225,9 @@ class Aggregator:
         parts = dict(kv.split("=") for kv in line.split()[1:])
         self.grpc_port, self.http_port = int(parts["grpc"]), int(parts["http"])
         self.addr = "127.0.0.1:%d" % self.grpc_port
+        # Queries carry the kubeconfig's (admin) token: TokenReview + SubjectAccessReview.
+        with open(kubeconfig) as f:
+            self.md = (("authorization", "Bearer " + json.load(f)["users"][0]["user"]["token"]),)
         if ca:
             with open(ca, "rb") as f:
                 creds = grpc.ssl_channel_credentials(root_certificates=f.read())
@@ -235,7 +238,7 @@ class Aggregator:
     def unary(self, method, req, resp_cls, timeout=10):
         fn = self.channel.unary_unary(QRY + method, request_serializer=lambda m: m.SerializeToString(),
                                       response_deserializer=resp_cls.FromString)
-        return fn(req, timeout=timeout)
+        return fn(req, timeout=timeout, metadata=self.md)
 
     def pool(self):
         return self.unary("GetPool", qpb.GetPoolRequest(), qpb.Pool)
@@ -267,10 +270,10 @@ class Aggregator:
 class PoolWatcher:
     """Collects every Pool pushed by WatchPool."""
 
-    def __init__(self, channel):
+    def __init__(self, channel, metadata):
         fn = channel.unary_stream(QRY + "WatchPool", request_serializer=lambda m: m.SerializeToString(),
                                   response_deserializer=qpb.Pool.FromString)
-        self.call = fn(qpb.WatchPoolRequest())
+        self.call = fn(qpb.WatchPoolRequest(), metadata=metadata)
         self.pools = []
         self.cond = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
@@ -432,7 +435,7 @@ class AggregatorE2E(unittest.TestCase):
         self.assertFalse(st.HasField("inventory"))
 
     def test_03_gate_opens_when_every_gpu_node_reported(self):
-        watcher = PoolWatcher(self.agg.channel)
+        watcher = PoolWatcher(self.agg.channel, self.agg.md)
         gpus = gpu_nodes(self.nodes)
         for i, node in enumerate(gpus):
             self.agents[node["metadata"]["name"]] = self.start_agent(node)
@@ -499,7 +502,7 @@ class AggregatorE2E(unittest.TestCase):
                          hpb.HealthCheckResponse.SERVING)
 
     def test_05_cli(self):
-        run = lambda *a: subprocess.run([CLI_BIN, "inventory", *a, "--aggregator", self.agg.addr],  # noqa: E731
+        run = lambda *a: subprocess.run([CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", *a, "--aggregator", self.agg.addr],  # noqa: E731
                                         capture_output=True, text=True, timeout=30)
         r = run("pool", "-o", "json")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -606,7 +609,7 @@ class AggregatorE2E(unittest.TestCase):
         self.agents.clear()
         self.assertEqual(self.agg.stop(), 0)
         type(self).agg = agg = Aggregator(self.kubeconfig)
-        watcher = PoolWatcher(agg.channel)
+        watcher = PoolWatcher(agg.channel, agg.md)
         observed = [agg.pool()]
         live = [n for n in gpu_nodes(self.current_nodes())]
         for node in live:
@@ -651,12 +654,12 @@ class AggregatorE2E(unittest.TestCase):
             # Silent nodes count with their Node's allocatable: the same pool as before.
             self.assert_pool_matches(p)
             # By IP (the certificate names 127.0.0.1): no DNS resolver in the picture.
-            r = subprocess.run([CLI_BIN, "inventory", "pool", "-o", "json", "--aggregator",
+            r = subprocess.run([CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "pool", "-o", "json", "--aggregator",
                                 agg.addr, "--ca-file", ca],
                                capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(sorted(json.loads(r.stdout)["missingNodes"]), sorted(p.missing_nodes))
-            r = subprocess.run([CLI_BIN, "inventory", "pool", "--aggregator", agg.addr,
+            r = subprocess.run([CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "pool", "--aggregator", agg.addr,
                                 "--timeout", "3"], capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 1, "plaintext to a TLS port must fail")
             a.cancel()
@@ -871,7 +874,7 @@ class TrustE2E(unittest.TestCase):
         self.assertIn("tau_aggregator_nodes_counted 0\n", m)
         with open(self.agg.proc.log_path) as f:
             self.assertIn("TauCluster node selector unusable", f.read())
-        r = subprocess.run([CLI_BIN, "inventory", "pool", "-o", "json", "--aggregator",
+        r = subprocess.run([CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "pool", "-o", "json", "--aggregator",
                             self.agg.addr], capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
@@ -1015,7 +1018,7 @@ class ScaleE2E(unittest.TestCase):
 
     def test_01_get_pool_and_watch_pool_stay_small(self):
         self.check_pool(self.agg.pool())
-        w = PoolWatcher(self.agg.channel)
+        w = PoolWatcher(self.agg.channel, self.agg.md)
         try:
             self.check_pool(w.wait(lambda q: q.established, timeout=60))
         finally:
@@ -1036,7 +1039,7 @@ class ScaleE2E(unittest.TestCase):
         self.assertIn("invalid page_token", cm.exception.details())
 
     def test_03_cli_lists_all_50000_nodes(self):
-        r = subprocess.run([CLI_BIN, "inventory", "nodes", "-o", "json", "--aggregator",
+        r = subprocess.run([CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "nodes", "-o", "json", "--aggregator",
                             self.agg.addr], capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
         nodes = json.loads(r.stdout)
@@ -1044,7 +1047,7 @@ class ScaleE2E(unittest.TestCase):
         self.assertEqual(sum(1 for n in nodes if n["counted"]), sum(self.counted.values()))
         real = nodes[1]
         self.assertTrue(real["connected"], real)
-        r = subprocess.run([CLI_BIN, "inventory", "nodes", "-o", "json", "--counted",
+        r = subprocess.run([CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "nodes", "-o", "json", "--counted",
                             "--gpu-class", "c0", "--aggregator", self.agg.addr],
                            capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)

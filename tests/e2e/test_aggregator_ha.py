@@ -115,15 +115,16 @@ class ViaService(ta.Aggregator):
     """Queries through the Service: a fresh channel per call, so each call is a new connection
     the Service routes (a long-lived channel would stick to one endpoint)."""
 
-    def __init__(self, addr):
+    def __init__(self, addr, md):
         self.addr = addr
+        self.md = md  # the bearer token metadata of the replicas' own Aggregator objects
 
     def unary(self, method, req, resp_cls, timeout=10):
         ch = ta.grpc.insecure_channel(self.addr)
         try:
             fn = ch.unary_unary(ta.QRY + method, request_serializer=lambda m: m.SerializeToString(),
                                 response_deserializer=resp_cls.FromString)
-            return fn(req, timeout=timeout)
+            return fn(req, timeout=timeout, metadata=self.md)
         finally:
             ch.close()
 
@@ -220,7 +221,7 @@ class HighAvailabilityE2E(unittest.TestCase):
         self.addCleanup(lambda: [a.stop() for a in self.agents])
         self.full = {k: {"nodes": len(v["nodes"]), "resources": v["resources"]}
                      for k, v in ta.expected_pool(self.nodes).items()}
-        self.via = ViaService(self.svc.addr)
+        self.via = ViaService(self.svc.addr, self.aggs[0].md)
 
     def stop_aggs(self):
         for a in self.aggs:

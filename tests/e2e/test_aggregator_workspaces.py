@@ -103,6 +103,8 @@ class Aggregator:
         self.http_port = int(ports["http"])
         self.addr = "127.0.0.1:%s" % ports["grpc"]
         self.channel = grpc.insecure_channel(self.addr)
+        # Queries carry the admin token: TokenReview + SubjectAccessReview allow it.
+        self.md = (("authorization", "Bearer " + env.sim.token),)
 
     def log(self):
         with open(self.log_path) as f:
@@ -112,7 +114,7 @@ class Aggregator:
         fn = self.channel.unary_unary(QRY + method,
                                       request_serializer=lambda m: m.SerializeToString(),
                                       response_deserializer=resp_cls.FromString)
-        return fn(req, timeout=10)
+        return fn(req, timeout=10, metadata=self.md)
 
     def list_workspaces(self):
         return self.unary("ListWorkspaces", qpb.ListWorkspacesRequest(),

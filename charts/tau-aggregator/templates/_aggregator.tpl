@@ -59,6 +59,8 @@ app.kubernetes.io/instance: {{ .ctx.Release.Name }}
 ---
 {{ $ctx.Files.Get "rbac/researcher-clusterrole.yaml" }}
 ---
+{{ $ctx.Files.Get "rbac/inventory-reader-clusterrole.yaml" }}
+---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata:

@@ -74,6 +74,34 @@ static void test_defaults(void **state)
 	assert_null(o.tls_cert);
 	assert_null(o.kubeconfig);
 	assert_null(o.researcher_role);
+	assert_false(o.allow_anonymous_queries);
+	assert_int_equal(o.max_pending_reviews, 256);
+}
+
+static void test_query_auth_options(void **state)
+{
+	static const char *const env[] = {"TAU_ALLOW_ANONYMOUS_QUERIES", "true",
+	                                  "TAU_MAX_PENDING_REVIEWS", "7", NULL};
+	static const char *const env_bad[] = {"TAU_ALLOW_ANONYMOUS_QUERIES", "sometimes", NULL};
+	tau_agg_options o;
+
+	(void)state;
+	assert_int_equal(
+	        parse(&o, ARGV(LISTEN, "--allow-anonymous-queries", "--max-pending-reviews", "3"),
+	              NULL),
+	        0);
+	assert_true(o.allow_anonymous_queries);
+	assert_int_equal(o.max_pending_reviews, 3);
+	assert_int_equal(parse(&o, ARGV(LISTEN), env), 0);
+	assert_true(o.allow_anonymous_queries);
+	assert_int_equal(o.max_pending_reviews, 7);
+	assert_int_equal(parse(&o, ARGV(LISTEN, "--max-pending-reviews", "9"), env), 0);
+	assert_int_equal(o.max_pending_reviews, 9);
+	expect_error(ARGV(LISTEN), env_bad,
+	             "TAU_ALLOW_ANONYMOUS_QUERIES sometimes: expected true or false");
+	assert_int_not_equal(parse(&o, ARGV(LISTEN, "--max-pending-reviews", "0"), NULL), 0);
+	assert_int_not_equal(parse(&o, ARGV(LISTEN, "--max-pending-reviews", "x"), NULL), 0);
+	assert_non_null(strstr(tau_error_last()->msg, "--max-pending-reviews"));
 }
 
 static void test_flags(void **state)
@@ -271,7 +299,7 @@ int main(void)
 	        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_flags),
 	        cmocka_unit_test(test_environment),   cmocka_unit_test(test_help_and_version),
 	        cmocka_unit_test(test_bad_durations), cmocka_unit_test(test_bad_values),
-	        cmocka_unit_test(test_feature_gates),
+	        cmocka_unit_test(test_feature_gates), cmocka_unit_test(test_query_auth_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
