@@ -201,9 +201,12 @@ class ExplicitTest(unittest.TestCase):
                   "E2: guarantees as nominal quota, omitted limits as 0")
         self.wait(lambda: self.team_diffs("ml", "True", "QuotaApplied", "tau-team-ml"),
                   "team Ready")
+        # cohortUID follows on the pass after the Cohort's creation event (writes are >= 1 s apart).
+        cohort_uid = self.uid(COHORTS + "/tau-team-ml")
+        self.wait(lambda: [] if (c.team("ml").get("status") or {}).get("cohortUID") == cohort_uid
+                  else ["status.cohortUID is not %s" % cohort_uid], "team status names the Cohort UID")
         t = c.team("ml")
         self.assertEqual(t["status"]["cohort"], "tau-team-ml")
-        self.assertEqual(t["status"]["cohortUID"], self.uid(COHORTS + "/tau-team-ml"))
         self.assertIn(FINALIZER, t["metadata"].get("finalizers") or [])
         for ws in ("a", "b"):
             c.env.wait_phase(ws, "Ready")
