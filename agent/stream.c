@@ -17,6 +17,7 @@
 
 #include "tau/error.h"
 #include "tau/file.h"
+#include "tau/pem.h"
 #include "tau/rpc.h"
 
 #include <ctype.h>
@@ -213,7 +214,11 @@ int tau_agent_stream_open(tau_agent_stream **out, const tau_agent_stream_opts *o
 	s->o.ca_file = NULL;
 
 	if (opts->ca_file != NULL) {
-		rc = tau_file_read(&ca, NULL, opts->ca_file, TAU_AGENT_CA_MAX, "CA file");
+		size_t ca_len = 0;
+
+		rc = tau_file_read(&ca, &ca_len, opts->ca_file, TAU_AGENT_CA_MAX, "CA file");
+		if (rc == 0 && (rc = tau_pem_check_certificates(ca, ca_len, "CA file")) > 0)
+			rc = 0;
 		if (rc < 0)
 			goto out;
 	}

@@ -372,6 +372,7 @@ int main(int argc, char **argv)
 	tau_agg_http *http = NULL;
 	tau_agg_config acfg = {0};
 	tau_qauth_config qcfg = {0};
+	tau_rpc_server_opts sopts = {0};
 	tau_qauth *qauth = NULL;
 	tau_kube_config_options kopts = {0};
 	tau_rpc_server_tls tls = {0};
@@ -422,7 +423,13 @@ int main(int argc, char **argv)
 
 	kopts.kubeconfig = o.kubeconfig;
 	kopts.context = o.context;
-	if (tau_kube_config_load(&kcfg, &kopts) < 0 || tau_kube_client_new(&client, kcfg) < 0) {
+	if (tau_kube_config_load(&kcfg, &kopts) < 0) {
+		/* A kubeconfig that is missing, malformed or names no usable context: configuration. */
+		fprintf(stderr, "tau-aggregator: kubeconfig: %s\n", tau_error_last()->msg);
+		exit_code = 2;
+		goto out;
+	}
+	if (tau_kube_client_new(&client, kcfg) < 0) {
 		tau_log_error("cannot reach Kubernetes", "reason", tau_error_last()->msg, NULL);
 		goto out;
 	}
@@ -442,6 +449,8 @@ int main(int argc, char **argv)
 	acfg.review_ud = &rv;
 	acfg.sync_timeout_ms = o.sync_timeout_ms;
 	acfg.heartbeat_interval_s = (int)(o.heartbeat_ms / 1000);
+	acfg.max_pool_watchers = (size_t)o.max_pool_watchers;
+	sopts.max_concurrent_streams = o.max_concurrent_streams;
 	if (o.allow_anonymous_queries) {
 		tau_log_warn("queries are not authenticated: anyone who reaches the gRPC port may "
 		             "read the inventory and workspaces",
@@ -460,7 +469,7 @@ int main(int argc, char **argv)
 	if (!o.leader_elect)
 		tau_agg_set_leader(rt.agg, true);
 
-	if (tau_rpc_server_new(&srv, NULL) < 0 || tau_rpc_health_new(&health) < 0 ||
+	if (tau_rpc_server_new(&srv, &sopts) < 0 || tau_rpc_health_new(&health) < 0 ||
 	    tau_rpc_health_register(health, srv) < 0 || tau_agg_register(rt.agg, srv) < 0)
 		goto fail;
 	if (tau_rpc_server_listen(srv, o.grpc_listen, o.tls_cert ? &tls : NULL, &grpc_port) < 0) {

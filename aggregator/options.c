@@ -53,6 +53,10 @@ void tau_agg_options_usage(FILE *out)
 	      "  --max-pending-reviews N      query token reviews queued before "
 	      "RESOURCE_EXHAUSTED\n"
 	      "                               (default 256) [TAU_MAX_PENDING_REVIEWS]\n"
+	      "  --max-pool-watchers N        open WatchPool streams before RESOURCE_EXHAUSTED\n"
+	      "                               (default 1024) [TAU_MAX_POOL_WATCHERS]\n"
+	      "  --max-concurrent-streams N   HTTP/2 streams per connection (default 1000)\n"
+	      "                               [TAU_MAX_CONCURRENT_STREAMS]\n"
 	      "  --log-level LEVEL            debug|info|warn|error [TAU_LOG_LEVEL]\n"
 	      "  --feature-gates LIST         Name=true|false,... (known: MultipleWorkspaces)\n"
 	      "                               [TAU_FEATURE_GATES]\n"
@@ -214,13 +218,15 @@ enum {
 	O_COALESCE,
 	O_RESYNC,
 	O_ANON,
-	O_PENDING
+	O_PENDING,
+	O_WATCHERS,
+	O_STREAMS
 };
 
 /* Flags whose text is parsed after the environment is merged. */
 typedef struct raw_flags {
 	const char *sync, *heartbeat, *log_level, *gates, *ns_mode, *coalesce, *resync;
-	const char *max_pending;
+	const char *max_pending, *max_watchers, *max_streams;
 	bool leader_elect, no_ws, anonymous;
 } raw_flags;
 
@@ -253,6 +259,8 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 	        {"budget-resync", required_argument, NULL, O_RESYNC},
 	        {"allow-anonymous-queries", no_argument, NULL, O_ANON},
 	        {"max-pending-reviews", required_argument, NULL, O_PENDING},
+	        {"max-pool-watchers", required_argument, NULL, O_WATCHERS},
+	        {"max-concurrent-streams", required_argument, NULL, O_STREAMS},
 	        {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -339,6 +347,12 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 		case O_PENDING:
 			r->max_pending = optarg;
 			break;
+		case O_WATCHERS:
+			r->max_watchers = optarg;
+			break;
+		case O_STREAMS:
+			r->max_streams = optarg;
+			break;
 		default:
 			return tau_parse_getopt_error(c, argv);
 		}
@@ -402,6 +416,14 @@ static int parse_values(tau_agg_options *o, const raw_flags *r, tau_agg_env_fn e
 	              &from)) != NULL &&
 	    (rc = tau_parse_int(&o->max_pending_reviews, from, v, 1, 1000000)) < 0)
 		return rc;
+	if ((v = pick(r->max_watchers, "--max-pool-watchers", env, "TAU_MAX_POOL_WATCHERS",
+	              &from)) != NULL &&
+	    (rc = tau_parse_int(&o->max_pool_watchers, from, v, 1, 1000000)) < 0)
+		return rc;
+	if ((v = pick(r->max_streams, "--max-concurrent-streams", env, "TAU_MAX_CONCURRENT_STREAMS",
+	              &from)) != NULL &&
+	    (rc = tau_parse_int(&o->max_concurrent_streams, from, v, 1, 1000000)) < 0)
+		return rc;
 	if (r->no_ws) {
 		o->no_workspace_controller = true;
 	} else if ((v = env("TAU_WORKSPACE_CONTROLLER")) != NULL && v[0] != '\0') {
@@ -431,6 +453,11 @@ static int parse_values(tau_agg_options *o, const raw_flags *r, tau_agg_env_fn e
 		return tau_error_set(TAU_EINVAL, "--grpc-listen and --http-listen are required");
 	if (tau_parse_listen(host, sizeof(host), &port, o->http_listen) < 0)
 		return tau_error_wrap("--http-listen");
+	/* gRPC also listens on "unix:PATH"; anything else is HOST:PORT, checked here so the gRPC
+	 * core never sees (and logs) a malformed address. */
+	if (strncmp(o->grpc_listen, "unix:", 5) != 0 &&
+	    tau_parse_listen(host, sizeof(host), &port, o->grpc_listen) < 0)
+		return tau_error_wrap("--grpc-listen");
 	if ((o->tls_cert == NULL) != (o->tls_key == NULL))
 		return tau_error_set(TAU_EINVAL, "--tls-cert and --tls-key go together");
 	return 0;
@@ -448,6 +475,8 @@ int tau_agg_options_parse(tau_agg_options *o, int argc, char **argv, tau_agg_env
 	o->budget_resync_ms = 5 * 60 * 1000;
 	o->log_level = TAU_LOG_INFO;
 	o->max_pending_reviews = 256;
+	o->max_pool_watchers = 1024;
+	o->max_concurrent_streams = 1000;
 	if (env == NULL)
 		env = real_getenv;
 	if ((rc = read_flags(o, &r, argc, argv)) < 0)

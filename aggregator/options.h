@@ -56,6 +56,10 @@ typedef struct tau_agg_options {
 	/** --allow-anonymous-queries / TAU_ALLOW_ANONYMOUS_QUERIES: no query authentication */
 	bool allow_anonymous_queries;
 	int max_pending_reviews; /**< --max-pending-reviews / TAU_MAX_PENDING_REVIEWS; 256 */
+	int max_pool_watchers;   /**< --max-pool-watchers / TAU_MAX_POOL_WATCHERS; 1024 */
+	/** --max-concurrent-streams / TAU_MAX_CONCURRENT_STREAMS: HTTP/2 streams per connection;
+	 * 1000 */
+	int max_concurrent_streams;
 	tau_log_level log_level;
 	/* workspace controller */
 	tau_agg_ns_mode namespace_mode; /**< --namespace-mode / TAU_NAMESPACE_MODE */

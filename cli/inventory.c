@@ -14,6 +14,7 @@
 #include "tau/error.h"
 #include "tau/file.h"
 #include "tau/kube.h"
+#include "tau/pem.h"
 #include "tau/parse.h"
 #include "tau/rpc.h"
 
@@ -354,9 +355,19 @@ int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const
 	copts.target = addr != NULL && addr[0] != '\0' ? addr : DEFAULT_AGGREGATOR;
 	if (ca_file != NULL && insecure)
 		return tau_error_set(TAU_EINVAL, "--ca-file and --insecure exclude each other");
-	if (ca_file != NULL &&
-	    (rc = tau_file_read(&ca_pem, NULL, ca_file, TAU_CLI_CA_MAX_BYTES, "--ca-file")) < 0)
-		return rc;
+	if (ca_file != NULL) {
+		size_t ca_len = 0;
+		char what[300];
+
+		if ((rc = tau_file_read(&ca_pem, &ca_len, ca_file, TAU_CLI_CA_MAX_BYTES,
+		                        "--ca-file")) < 0)
+			return rc;
+		snprintf(what, sizeof(what), "--ca-file %.250s", ca_file);
+		if ((rc = tau_pem_check_certificates(ca_pem, ca_len, what)) < 0) {
+			free(ca_pem);
+			return rc;
+		}
+	}
 	copts.ca_pem = ca_pem;
 	if ((rc = tau_cli_bearer_token(&token, g)) < 0) {
 		free(ca_pem);

@@ -127,6 +127,9 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	       "TokenReviews sent to the API server (review cache misses).", m->token_reviews);
 	scalar(&b, "tau_aggregator_pool_watchers", "gauge", "Open WatchPool streams.",
 	       m->pool_watchers);
+	scalar(&b, "tau_aggregator_pool_watchers_refused_total", "counter",
+	       "WatchPool calls refused RESOURCE_EXHAUSTED (--max-pool-watchers reached).",
+	       m->pool_watchers_refused);
 	family(&b, "tau_aggregator_query_auth_total", "counter",
 	       "QueryService calls by authentication/authorization outcome.");
 	put(&b, "tau_aggregator_query_auth_total{code=\"OK\"} %" PRIu64 "\n", m->query_allowed);

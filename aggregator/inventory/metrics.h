@@ -40,6 +40,7 @@ typedef struct tau_metrics {
 	uint64_t auth_unavailable;       /**< streams refused because TokenReview failed */
 	uint64_t token_reviews;          /**< TokenReviews sent (cache misses) */
 	uint64_t pool_watchers;          /**< open WatchPool calls */
+	uint64_t pool_watchers_refused;  /**< WatchPool calls refused over the cap */
 	/** QueryService decisions by outcome (qauth.h); all 0 with anonymous queries. */
 	uint64_t query_allowed, query_unauthenticated, query_denied, query_unavailable;
 	uint64_t query_overloaded; /**< refused RESOURCE_EXHAUSTED (review queue full) */

@@ -125,6 +125,7 @@ struct tau_agg {
 	atomic_uint_fast64_t reports_inventory, reports_heartbeat, reports_stopping;
 	atomic_uint_fast64_t reports_rejected, reports_resend;
 	atomic_uint_fast64_t auth_unauth, auth_denied, auth_unavail, token_reviews;
+	atomic_uint_fast64_t watchers_refused; /* WatchPool calls over max_pool_watchers */
 	/* pool-change subscribers (snapshot.h); subs_mu is never taken while mu is held */
 	pthread_mutex_t subs_mu;
 	tau_pool_changed_fn sub_fn[SUBSCRIBERS_MAX];
@@ -955,6 +956,27 @@ static void q_watch_pool(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 
 	tau_rpc_message_free(msg);
 	pthread_mutex_lock(&a->mu);
+	if (a->n_watchers >= a->cfg.max_pool_watchers) {
+		char text[160];
+
+		pthread_mutex_unlock(&a->mu);
+		atomic_fetch_add(&a->watchers_refused, 1);
+		snprintf(text, sizeof(text),
+		         "too many WatchPool streams (%zu, --max-pool-watchers); poll GetPool or "
+		         "retry later",
+		         a->cfg.max_pool_watchers);
+		{
+			char key[160];
+
+			peer_host(key, sizeof(key), tau_rpc_call_peer_address(call));
+			strncat(key, "|watchpool-cap", sizeof(key) - strlen(key) - 1);
+			if (first_time(a, key)) /* once per peer host */
+				tau_log_warn("WatchPool refused: watcher cap reached", "peer",
+				             tau_rpc_call_peer_address(call), "reason", text, NULL);
+		}
+		tau_rpc_call_finish(call, TAU_RPC_RESOURCE_EXHAUSTED, text);
+		return;
+	}
 	if (a->n_watchers == a->cap_watchers) {
 		size_t cap = a->cap_watchers ? a->cap_watchers * 2 : 16;
 		watcher *grown = realloc(a->watchers, cap * sizeof(*grown));
@@ -1352,6 +1374,7 @@ int tau_agg_metrics(tau_agg *a, char **out)
 	{
 		tau_qauth_counts qc;
 
+		m.pool_watchers_refused = atomic_load(&a->watchers_refused);
 		tau_qauth_counts_get(a->cfg.qauth, &qc);
 		m.query_allowed = qc.allowed;
 		m.query_unauthenticated = qc.unauthenticated;
@@ -1399,6 +1422,8 @@ int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
 		a->cfg.coalesce_ms = 20;
 	if (a->cfg.auth_cache_max == 0)
 		a->cfg.auth_cache_max = 65536;
+	if (a->cfg.max_pool_watchers == 0)
+		a->cfg.max_pool_watchers = 1024;
 	a->agent_user = strdup(cfg->agent_user);
 	a->peers = calloc(PEER_LOG_MAX, sizeof(*a->peers));
 	if (a->agent_user == NULL || a->peers == NULL || tau_hmap_init(&a->bindings, 1024) < 0) {

@@ -39,6 +39,7 @@ typedef struct tau_agg_config {
 	int64_t negative_ttl_ms;  /**< cache time of a refused token [10000] */
 	int coalesce_ms;          /**< WatchPool coalescing window [20] */
 	size_t auth_cache_max;    /**< cached reviews [65536] */
+	size_t max_pool_watchers; /**< open WatchPool streams; more are RESOURCE_EXHAUSTED [1024] */
 	/** Guards QueryService (borrowed, outlives the state); NULL: anonymous queries. */
 	tau_qauth *qauth;
 } tau_agg_config;

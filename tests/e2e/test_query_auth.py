@@ -293,6 +293,53 @@ class QueryAuthE2E(unittest.TestCase):
         finally:
             self.sim.ok("DELETE", "/sim/faults")
 
+    def test_06_pool_watcher_cap(self):
+        w = Agg(self.tmp, self.kubeconfigs["sa"], "watch-capped", ("--max-pool-watchers", "1"))
+        self.aggs.append(w)
+        fn = w.channel.unary_stream(ta.QRY + "WatchPool", request_serializer=lambda m: m.SerializeToString(),
+                                    response_deserializer=ta.qpb.Pool.FromString)
+        md = (("authorization", "Bearer alice-tok"),)
+        first = fn(ta.qpb.WatchPoolRequest(), metadata=md)
+        self.assertIsNotNone(next(iter(first)))
+        with self.assertRaises(grpc.RpcError) as cm:
+            next(iter(fn(ta.qpb.WatchPoolRequest(), timeout=10, metadata=md)))
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("too many WatchPool streams (1, --max-pool-watchers)", cm.exception.details())
+        self.assertEqual(w.metric("tau_aggregator_pool_watchers_refused_total"), 1)
+        self.assertIn("WatchPool refused: watcher cap reached", w.log())
+        first.cancel()
+        # The slot is free again once the first watcher is gone.
+        simtest.wait_for(lambda: w.metric("tau_aggregator_pool_watchers") == 0, msg="slot freed")
+        again = fn(ta.qpb.WatchPoolRequest(), metadata=md)
+        self.assertIsNotNone(next(iter(again)))
+        again.cancel()
+
+    def test_07_configuration_errors_exit_2_with_one_line(self):
+        bad = os.path.join(self.tmp, "bad-kubeconfig")
+        with open(bad, "w") as f:
+            f.write("apiVersion: v1\nclusters: {not: [a list\n")
+        notpem = os.path.join(self.tmp, "not-a-ca.pem")
+        with open(notpem, "w") as f:
+            f.write("hello\n")
+        base = [ta.AGG_BIN, "--http-listen", "127.0.0.1:0"]
+        for argv, text in (
+                (base + ["--kubeconfig", bad, "--grpc-listen", "127.0.0.1:0"], "kubeconfig"),
+                (base + ["--kubeconfig", os.path.join(self.tmp, "absent"), "--grpc-listen",
+                         "127.0.0.1:0"], "kubeconfig"),
+                (base + ["--kubeconfig", self.kubeconfigs["sa"], "--grpc-listen", "x:y:z"],
+                 "--grpc-listen: listen address x:y:z")):
+            with self.subTest(argv=argv):
+                r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(text, r.stderr)
+                self.assertNotIn("grpc", r.stderr.lower().replace("--grpc-listen", ""))
+        r = self.tau("--token", "alice-tok", "inventory", "pool", "--aggregator", self.agg.addr,
+                     "--ca-file", notpem)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.strip().splitlines(),
+                         ["tau inventory: --ca-file %s: no PEM certificate in it (expected "
+                          "-----BEGIN CERTIFICATE-----)" % notpem])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -76,6 +76,8 @@ static void test_defaults(void **state)
 	assert_null(o.researcher_role);
 	assert_false(o.allow_anonymous_queries);
 	assert_int_equal(o.max_pending_reviews, 256);
+	assert_int_equal(o.max_pool_watchers, 1024);
+	assert_int_equal(o.max_concurrent_streams, 1000);
 }
 
 static void test_query_auth_options(void **state)
@@ -102,6 +104,14 @@ static void test_query_auth_options(void **state)
 	assert_int_not_equal(parse(&o, ARGV(LISTEN, "--max-pending-reviews", "0"), NULL), 0);
 	assert_int_not_equal(parse(&o, ARGV(LISTEN, "--max-pending-reviews", "x"), NULL), 0);
 	assert_non_null(strstr(tau_error_last()->msg, "--max-pending-reviews"));
+	assert_int_equal(
+	        parse(&o,
+	              ARGV(LISTEN, "--max-pool-watchers", "2", "--max-concurrent-streams", "50"),
+	              NULL),
+	        0);
+	assert_int_equal(o.max_pool_watchers, 2);
+	assert_int_equal(o.max_concurrent_streams, 50);
+	assert_int_not_equal(parse(&o, ARGV(LISTEN, "--max-pool-watchers", "-1"), NULL), 0);
 }
 
 static void test_flags(void **state)
@@ -248,6 +258,8 @@ static void test_bad_values(void **state)
 	             "--grpc-listen and --http-listen are required");
 	expect_error(ARGV("--grpc-listen", ":1", "--http-listen", "9102"), NULL,
 	             "--http-listen: listen address 9102: expected HOST:PORT or :PORT");
+	expect_error(ARGV("--grpc-listen", "x:y:z", "--http-listen", ":1"), NULL,
+	             "--grpc-listen: listen address x:y:z: put an IPv6 address in brackets");
 	expect_error(ARGV(LISTEN, "--tls-cert", "/c"), NULL,
 	             "--tls-cert and --tls-key go together");
 	expect_error(ARGV(LISTEN, "--namespace-mode", "shared"), NULL,
