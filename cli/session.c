@@ -82,9 +82,5 @@ const char *tau_cli_api_message(void)
 
 const char *tau_cli_str(const cJSON *obj, const char *path)
 {
-	const char *s = NULL;
-
-	if (obj == NULL || tau_json_get_string(&s, obj, path) != 0)
-		return NULL;
-	return s;
+	return tau_json_str(obj, path);
 }

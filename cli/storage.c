@@ -36,15 +36,6 @@ static const tau_kube_resource res_csidrivers = {"storage.k8s.io", "v1", "csidri
 #define DEFAULT_SELECTOR "tau.azure.com/gpu-class"
 #define STORAGE_COLS     4
 
-static const char *jstr(const cJSON *obj, const char *path)
-{
-	const char *s = NULL;
-
-	if (obj == NULL || tau_json_get_string(&s, obj, path) != 0)
-		return NULL;
-	return s;
-}
-
 /* Ready, schedulable, not being deleted: read by the one Node parser of libtau. */
 static bool node_eligible(const cJSON *node)
 {
@@ -64,7 +55,7 @@ static bool csinode_has(const cJSON *csinode, const char *driver)
 
 	cJSON_ArrayForEach(d, tau_json_find(csinode, "spec.drivers"))
 	{
-		const char *n = jstr(d, "name");
+		const char *n = tau_json_str(d, "name");
 
 		if (n != NULL && strcmp(n, driver) == 0)
 			return true;
@@ -147,7 +138,7 @@ int tau_cli_csi_check_nodes(cJSON *doc, tau_kube_client *client, const cJSON *it
 	}
 	cJSON_ArrayForEach(n, items)
 	{
-		const char *name = jstr(n, "metadata.name"), *kind = NULL, *mb = NULL;
+		const char *name = tau_json_str(n, "metadata.name"), *kind = NULL, *mb = NULL;
 		cJSON *csinode = NULL, *o;
 		const cJSON *seen;
 		char why[512];
@@ -155,7 +146,8 @@ int tau_cli_csi_check_nodes(cJSON *doc, tau_kube_client *client, const cJSON *it
 
 		if (name == NULL || !node_eligible(n))
 			continue;
-		cJSON_ArrayForEach(seen, arr) dup = dup || strcmp(jstr(seen, "name"), name) == 0;
+		cJSON_ArrayForEach(seen, arr) dup =
+		        dup || strcmp(tau_json_str(seen, "name"), name) == 0;
 		if (dup)
 			continue; /* matched by two selectors (two flavors) */
 		if (tau_kube_get(&csinode, client, &tau_kube_res_csinodes, NULL, name) != 0)
@@ -214,7 +206,7 @@ bool tau_cli_csi_finish(cJSON *doc)
 void tau_cli_csi_print(FILE *out, const cJSON *doc, const char *none)
 {
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "nodes"), *n;
-	const char *driver = jstr(doc, "driver");
+	const char *driver = tau_json_str(doc, "driver");
 	size_t rows = 1, eligible = (size_t)cJSON_GetArraySize(arr), missing = 0;
 	const char **cells = calloc((eligible + 1) * STORAGE_COLS, sizeof(*cells));
 
@@ -227,10 +219,10 @@ void tau_cli_csi_print(FILE *out, const cJSON *doc, const char *none)
 	cJSON_ArrayForEach(n, arr)
 	{
 		bool has = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "registered"));
-		const char *kind = jstr(n, "nodeKind"), *mb = jstr(n, "managedBy");
+		const char *kind = tau_json_str(n, "nodeKind"), *mb = tau_json_str(n, "managedBy");
 
 		missing += !has;
-		cells[rows * STORAGE_COLS] = jstr(n, "name");
+		cells[rows * STORAGE_COLS] = tau_json_str(n, "name");
 		cells[rows * STORAGE_COLS + 1] = has ? "yes" : "no";
 		cells[rows * STORAGE_COLS + 2] = kind != NULL ? kind : "Unknown";
 		cells[rows * STORAGE_COLS + 3] = mb != NULL ? mb : "-";

@@ -49,21 +49,6 @@ static const tau_kube_resource res_cqs = {"kueue.x-k8s.io", "v1beta2", "clusterq
 /* ------------------------------------------------------------------------------------------ */
 /* Small readers and writers                                                                   */
 
-static const char *str_at(const cJSON *o, const char *path)
-{
-	const char *s = NULL;
-
-	return o != NULL && tau_json_get_string(&s, o, path) == 0 ? s : NULL;
-}
-
-/* A label's value: label keys hold dots, so they are not dotted paths. */
-static const char *label_of(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(tau_json_find(o, "metadata.labels"), key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static bool same(const char *a, const char *b)
 {
 	return a != NULL && b != NULL && strcmp(a, b) == 0;
@@ -151,7 +136,7 @@ static const cJSON *items_of(const cJSON *list)
 /* The team's Cohort: status.cohort as the aggregator wrote it, else tau-team-<team>. */
 static void cohort_name_of(char buf[NAME_BUF], const cJSON *team, const char *name)
 {
-	const char *sc = str_at(team, "status.cohort");
+	const char *sc = tau_json_str(team, "status.cohort");
 
 	snprintf(buf, NAME_BUF, "%s%s", sc != NULL ? "" : COHORT_PREFIX, sc != NULL ? sc : name);
 }
@@ -162,7 +147,7 @@ static const cJSON *condition(const cJSON *obj, const char *type)
 
 	cJSON_ArrayForEach(c, tau_json_find(obj, "status.conditions"))
 	{
-		if (same(str_at(c, "type"), type))
+		if (same(tau_json_str(c, "type"), type))
 			return c;
 	}
 	return NULL;
@@ -173,8 +158,8 @@ static const cJSON *condition(const cJSON *obj, const char *type)
 
 const char *tau_cli_team_mode(const cJSON *team, const cJSON *cluster)
 {
-	return same(str_at(cluster, "spec.queues.capacityTeamRef.name"),
-	            str_at(team, "metadata.name"))
+	return same(tau_json_str(cluster, "spec.queues.capacityTeamRef.name"),
+	            tau_json_str(team, "metadata.name"))
 	               ? "capacity"
 	               : "explicit";
 }
@@ -186,7 +171,7 @@ bool tau_cli_team_ready(const cJSON *team)
 	tau_json_get_int(&gen, team, "metadata.generation");
 	if (team == NULL || tau_json_get_int(&obs, team, "status.observedGeneration") != 0)
 		return false;
-	return same(str_at(team, "status.phase"), "Ready") && gen == obs;
+	return same(tau_json_str(team, "status.phase"), "Ready") && gen == obs;
 }
 
 static size_t count_workspaces(const cJSON *workspaces, const char *team)
@@ -196,7 +181,7 @@ static size_t count_workspaces(const cJSON *workspaces, const char *team)
 
 	cJSON_ArrayForEach(w, items_of(workspaces))
 	{
-		n += same(str_at(w, "spec.teamRef.name"), team);
+		n += same(tau_json_str(w, "spec.teamRef.name"), team);
 	}
 	return n;
 }
@@ -222,17 +207,17 @@ cJSON *tau_cli_team_list_doc(const cJSON *teams, const cJSON *cluster, const cJS
 	}
 	cJSON_ArrayForEach(t, items)
 	{
-		const char *name = str_at(t, "metadata.name");
+		const char *name = tau_json_str(t, "metadata.name");
 		cJSON *o = cJSON_CreateObject();
 
 		put(o, "name", name);
 		put(o, "mode", tau_cli_team_mode(t, cluster));
-		put(o, "phase", str_at(t, "status.phase"));
-		put(o, "cohort", str_at(t, "status.cohort"));
+		put(o, "phase", tau_json_str(t, "status.phase"));
+		put(o, "cohort", tau_json_str(t, "status.cohort"));
 		cJSON_AddNumberToObject(o, "workspaces",
 		                        name != NULL ? (double)count_workspaces(workspaces, name)
 		                                     : 0);
-		put(o, "reason", str_at(condition(t, COND_QUOTA), "reason"));
+		put(o, "reason", tau_json_str(condition(t, COND_QUOTA), "reason"));
 		cJSON_AddBoolToObject(o, "ready", tau_cli_team_ready(t));
 		cJSON_AddItemToArray(arr, o);
 	}
@@ -400,11 +385,11 @@ static int collect_budget(budget_rows *rows, const cJSON *cohort, const cJSON *p
 	{
 		cJSON_ArrayForEach(fl, cJSON_GetObjectItemCaseSensitive(rg, "flavors"))
 		{
-			const char *flavor = str_at(fl, "name");
+			const char *flavor = tau_json_str(fl, "name");
 
 			cJSON_ArrayForEach(res, cJSON_GetObjectItemCaseSensitive(fl, "resources"))
 			{
-				const char *rname = str_at(res, "name");
+				const char *rname = tau_json_str(res, "name");
 				budget_row *r;
 
 				if (flavor == NULL || rname == NULL)
@@ -417,7 +402,8 @@ static int collect_budget(budget_rows *rows, const cJSON *cohort, const cJSON *p
 	}
 	cJSON_ArrayForEach(p, pool)
 	{
-		const char *flavor = str_at(p, "flavor"), *rname = str_at(p, "resource");
+		const char *flavor = tau_json_str(p, "flavor"),
+		           *rname = tau_json_str(p, "resource");
 		budget_row *r;
 
 		if (flavor == NULL || rname == NULL)
@@ -477,21 +463,21 @@ static cJSON *queue_entry(cJSON *doc, const char *ws, const char *cq_name, const
 	char where[1024];
 
 	put(o, "workspace", ws);
-	put(o, "clusterQueue", cq != NULL ? str_at(cq, "metadata.name") : cq_name);
+	put(o, "clusterQueue", cq != NULL ? tau_json_str(cq, "metadata.name") : cq_name);
 	cJSON_AddBoolToObject(o, "found", cq != NULL);
-	put(o, "cohort", str_at(cq, "spec.cohortName"));
+	put(o, "cohort", tau_json_str(cq, "spec.cohortName"));
 	put_int(o, "admittedWorkloads", cq, "status.admittedWorkloads");
 	put_int(o, "reservingWorkloads", cq, "status.reservingWorkloads");
 	put_int(o, "pendingWorkloads", cq, "status.pendingWorkloads");
 	resv = cJSON_AddArrayToObject(o, "reservations");
 	cJSON_ArrayForEach(fl, tau_json_find(cq, "status.flavorsReservation"))
 	{
-		const char *flavor = str_at(fl, "name");
+		const char *flavor = tau_json_str(fl, "name");
 
 		cJSON_ArrayForEach(res, cJSON_GetObjectItemCaseSensitive(fl, "resources"))
 		{
 			cJSON *r = cJSON_CreateObject();
-			const char *rname = str_at(res, "name");
+			const char *rname = tau_json_str(res, "name");
 
 			put(r, "flavor", flavor);
 			put(r, "resource", rname);
@@ -500,7 +486,7 @@ static cJSON *queue_entry(cJSON *doc, const char *ws, const char *cq_name, const
 
 				snprintf(where, sizeof(where),
 				         "ClusterQueue %s flavor %s resource %s %s",
-				         str_at(cq, "metadata.name"), or_none(flavor),
+				         tau_json_str(cq, "metadata.name"), or_none(flavor),
 				         or_none(rname), field);
 				put_quantity(r, field, cJSON_GetObjectItemCaseSensitive(res, field),
 				             doc, where);
@@ -530,20 +516,21 @@ static int add_queues(cJSON *doc, const tau_cli_team_input *in, const char *team
 	}
 	cJSON_ArrayForEach(w, items_of(in->workspaces))
 	{
-		const char *ws = str_at(w, "metadata.name");
+		const char *ws = tau_json_str(w, "metadata.name");
 		const cJSON *match = NULL;
 		char cq_name[NAME_BUF];
 
-		if (ws == NULL || !same(str_at(w, "spec.teamRef.name"), team))
+		if (ws == NULL || !same(tau_json_str(w, "spec.teamRef.name"), team))
 			continue;
 		snprintf(cq_name, sizeof(cq_name), CQ_PREFIX "%s", ws);
 		i = 0;
 		cJSON_ArrayForEach(q, qitems)
 		{
-			bool labelled = same(label_of(q, LABEL_WS), ws) &&
-			                same(label_of(q, LABEL_TEAM), team);
+			bool labelled = same(tau_json_label(q, LABEL_WS), ws) &&
+			                same(tau_json_label(q, LABEL_TEAM), team);
 
-			if (!used[i] && (labelled || same(str_at(q, "metadata.name"), cq_name))) {
+			if (!used[i] &&
+			    (labelled || same(tau_json_str(q, "metadata.name"), cq_name))) {
 				used[i] = true;
 				match = q;
 				break;
@@ -555,9 +542,10 @@ static int add_queues(cJSON *doc, const tau_cli_team_input *in, const char *team
 	i = 0;
 	cJSON_ArrayForEach(q, qitems)
 	{
-		if (!used[i] && (same(label_of(q, LABEL_TEAM), team) ||
-		                 same(str_at(q, "spec.cohortName"), cohort_name)))
-			cJSON_AddItemToArray(arr, queue_entry(doc, label_of(q, LABEL_WS), NULL, q));
+		if (!used[i] && (same(tau_json_label(q, LABEL_TEAM), team) ||
+		                 same(tau_json_str(q, "spec.cohortName"), cohort_name)))
+			cJSON_AddItemToArray(
+			        arr, queue_entry(doc, tau_json_label(q, LABEL_WS), NULL, q));
 		i++;
 	}
 	free(used);
@@ -577,14 +565,14 @@ static void add_conditions(cJSON *doc, const cJSON *team)
 		cJSON *o = cJSON_CreateObject();
 
 		for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++)
-			put(o, fields[k], str_at(c, fields[k]));
+			put(o, fields[k], tau_json_str(c, fields[k]));
 		cJSON_AddItemToArray(arr, o);
 	}
 }
 
 cJSON *tau_cli_team_status_doc(const tau_cli_team_input *in)
 {
-	const char *name = str_at(in->team, "metadata.name"), *uid, *found_uid;
+	const char *name = tau_json_str(in->team, "metadata.name"), *uid, *found_uid;
 	char cohort_name[NAME_BUF];
 	bool capacity;
 	cJSON *doc, *co;
@@ -602,19 +590,19 @@ cJSON *tau_cli_team_status_doc(const tau_cli_team_input *in)
 		return NULL;
 	}
 	put(doc, "name", name);
-	put(doc, "systemNamespace", str_at(in->team, "metadata.namespace"));
+	put(doc, "systemNamespace", tau_json_str(in->team, "metadata.namespace"));
 	put(doc, "mode", capacity ? "capacity" : "explicit");
-	put(doc, "phase", str_at(in->team, "status.phase"));
+	put(doc, "phase", tau_json_str(in->team, "status.phase"));
 	cJSON_AddBoolToObject(doc, "ready", tau_cli_team_ready(in->team));
 	put_int(doc, "generation", in->team, "metadata.generation");
 	put_int(doc, "observedGeneration", in->team, "status.observedGeneration");
-	put(doc, "reason", str_at(condition(in->team, COND_QUOTA), "reason"));
+	put(doc, "reason", tau_json_str(condition(in->team, COND_QUOTA), "reason"));
 	co = cJSON_AddObjectToObject(doc, "cohort");
 	put(co, "name", cohort_name);
-	uid = str_at(in->team, "status.cohortUID");
+	uid = tau_json_str(in->team, "status.cohortUID");
 	put(co, "uid", uid);
 	cJSON_AddBoolToObject(co, "found", in->cohort != NULL);
-	found_uid = str_at(in->cohort, "metadata.uid");
+	found_uid = tau_json_str(in->cohort, "metadata.uid");
 	if (in->cohort == NULL)
 		warn(doc, "Cohort %s does not exist", cohort_name);
 	else if (uid != NULL && found_uid != NULL && strcmp(uid, found_uid) != 0)
@@ -636,7 +624,7 @@ cJSON *tau_cli_team_status_doc(const tau_cli_team_input *in)
 
 static int print_budget(FILE *out, const cJSON *doc)
 {
-	bool spec = same(str_at(doc, "poolSource"), SRC_SPEC_QUOTA);
+	bool spec = same(tau_json_str(doc, "poolSource"), SRC_SPEC_QUOTA);
 	const char *headers[] = {"FLAVOR", "RESOURCE", "BUDGET", spec ? "SPEC.QUOTA" : "POOL"};
 	static const char *const keys[] = {"flavor", "resource", "budget", "pool"};
 
@@ -670,8 +658,9 @@ static int print_queues(FILE *out, const cJSON *doc)
 
 			if (row == NULL) /* no reservation: "-" for a queue, "<none>" for none */
 				row = cJSON_CreateObject();
-			put(row, "workspace", str_at(q, "workspace"));
-			put(row, "clusterQueue", found ? str_at(q, "clusterQueue") : "<not found>");
+			put(row, "workspace", tau_json_str(q, "workspace"));
+			put(row, "clusterQueue",
+			    found ? tau_json_str(q, "clusterQueue") : "<not found>");
 			for (size_t c = 2; c < 4; c++)
 				cJSON_AddItemToObject(
 				        row, keys[c],
@@ -691,7 +680,7 @@ static int print_queues(FILE *out, const cJSON *doc)
 
 int tau_cli_team_print_status(FILE *out, const cJSON *doc, tau_cli_format fmt)
 {
-	const char *name = str_at(doc, "name"), *phase = str_at(doc, "phase");
+	const char *name = tau_json_str(doc, "name"), *phase = tau_json_str(doc, "phase");
 	const cJSON *co = cJSON_GetObjectItemCaseSensitive(doc, "cohort"), *w;
 	int64_t gen = 0, obs = 0;
 
@@ -701,15 +690,15 @@ int tau_cli_team_print_status(FILE *out, const cJSON *doc, tau_cli_format fmt)
 		return emit_json(out, doc);
 	tau_json_get_int(&gen, doc, "generation");
 	fprintf(out, "Name:                %s\n", name);
-	fprintf(out, "System namespace:    %s\n", or_none(str_at(doc, "systemNamespace")));
-	fprintf(out, "Mode:                %s\n", or_none(str_at(doc, "mode")));
+	fprintf(out, "System namespace:    %s\n", or_none(tau_json_str(doc, "systemNamespace")));
+	fprintf(out, "Mode:                %s\n", or_none(tau_json_str(doc, "mode")));
 	fprintf(out, "Phase:               %s\n", or_none(phase));
 	if (tau_json_get_int(&obs, doc, "observedGeneration") == 0)
 		fprintf(out, "Generation:          %lld (observed %lld)\n", (long long)gen,
 		        (long long)obs);
 	else
 		fprintf(out, "Generation:          %lld (not observed yet)\n", (long long)gen);
-	fprintf(out, "Cohort:              %s%s\n", or_none(str_at(co, "name")),
+	fprintf(out, "Cohort:              %s%s\n", or_none(tau_json_str(co, "name")),
 	        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(co, "found")) ? "" : " (not found)");
 	static const char *const cond_headers[] = {"TYPE", "STATUS", "REASON", "MESSAGE"};
 	static const char *const cond_keys[] = {"type", "status", "reason", "message"};

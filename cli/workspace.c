@@ -42,15 +42,6 @@ static const tau_kube_resource res_flavors = {"kueue.x-k8s.io", "v1beta2", "reso
 
 #define NONE "<none>"
 
-static const char *jstr(const cJSON *obj, const char *path)
-{
-	const char *s = NULL;
-
-	if (obj == NULL || tau_json_get_string(&s, obj, path) != 0)
-		return NULL;
-	return s;
-}
-
 void tau_cli_print_table(FILE *out, const char *const *cells, size_t n_rows, size_t n_cols)
 {
 	size_t width[16] = {0};
@@ -114,11 +105,12 @@ int tau_cli_ws_print_list(FILE *out, const cJSON *list, tau_cli_format fmt)
 		{
 			cJSON *w = cJSON_CreateObject();
 
-			add_str(w, "name", jstr(it, "metadata.name"));
-			add_str(w, "phase", jstr(it, "status.phase"));
-			add_str(w, "namespace", jstr(it, "status.target.resolvedNamespace"));
-			add_str(w, "queue", jstr(it, "status.queue.localQueue"));
-			add_str(w, "clusterQueue", jstr(it, "status.queue.clusterQueue"));
+			add_str(w, "name", tau_json_str(it, "metadata.name"));
+			add_str(w, "phase", tau_json_str(it, "status.phase"));
+			add_str(w, "namespace",
+			        tau_json_str(it, "status.target.resolvedNamespace"));
+			add_str(w, "queue", tau_json_str(it, "status.queue.localQueue"));
+			add_str(w, "clusterQueue", tau_json_str(it, "status.queue.clusterQueue"));
 			cJSON_AddItemToArray(arr, w);
 		}
 		return print_json(out, doc);
@@ -137,10 +129,10 @@ int tau_cli_ws_print_list(FILE *out, const cJSON *list, tau_cli_format fmt)
 	cells[3] = "QUEUE";
 	cJSON_ArrayForEach(it, items)
 	{
-		cells[r * 4 + 0] = jstr(it, "metadata.name");
-		cells[r * 4 + 1] = jstr(it, "status.phase");
-		cells[r * 4 + 2] = jstr(it, "status.target.resolvedNamespace");
-		cells[r * 4 + 3] = jstr(it, "status.queue.localQueue");
+		cells[r * 4 + 0] = tau_json_str(it, "metadata.name");
+		cells[r * 4 + 1] = tau_json_str(it, "status.phase");
+		cells[r * 4 + 2] = tau_json_str(it, "status.target.resolvedNamespace");
+		cells[r * 4 + 3] = tau_json_str(it, "status.queue.localQueue");
 		r++;
 	}
 	tau_cli_print_table(out, cells, r, 4);
@@ -151,7 +143,7 @@ int tau_cli_ws_print_list(FILE *out, const cJSON *list, tau_cli_format fmt)
 bool tau_cli_ws_ready(const cJSON *ws)
 {
 	int64_t gen = 0, obs = -1;
-	const char *phase = jstr(ws, "status.phase");
+	const char *phase = tau_json_str(ws, "status.phase");
 
 	tau_json_get_int(&gen, ws, "metadata.generation");
 	if (tau_json_get_int(&obs, ws, "status.observedGeneration") != 0)
@@ -165,31 +157,32 @@ static cJSON *status_doc(const cJSON *ws)
 	const cJSON *c;
 	int64_t gen = 0, obs = 0;
 
-	add_str(doc, "name", jstr(ws, "metadata.name"));
-	add_str(doc, "systemNamespace", jstr(ws, "metadata.namespace"));
-	add_str(doc, "phase", jstr(ws, "status.phase"));
+	add_str(doc, "name", tau_json_str(ws, "metadata.name"));
+	add_str(doc, "systemNamespace", tau_json_str(ws, "metadata.namespace"));
+	add_str(doc, "phase", tau_json_str(ws, "status.phase"));
 	tau_json_get_int(&gen, ws, "metadata.generation");
 	cJSON_AddNumberToObject(doc, "generation", (double)gen);
 	if (tau_json_get_int(&obs, ws, "status.observedGeneration") == 0)
 		cJSON_AddNumberToObject(doc, "observedGeneration", (double)obs);
 	else
 		cJSON_AddNullToObject(doc, "observedGeneration");
-	add_str(doc, "namespace", jstr(ws, "status.target.resolvedNamespace"));
+	add_str(doc, "namespace", tau_json_str(ws, "status.target.resolvedNamespace"));
 	q = cJSON_AddObjectToObject(doc, "queue");
-	add_str(q, "localQueue", jstr(ws, "status.queue.localQueue"));
-	add_str(q, "clusterQueue", jstr(ws, "status.queue.clusterQueue"));
-	cJSON_AddBoolToObject(doc, "deleting", jstr(ws, "metadata.deletionTimestamp") != NULL);
+	add_str(q, "localQueue", tau_json_str(ws, "status.queue.localQueue"));
+	add_str(q, "clusterQueue", tau_json_str(ws, "status.queue.clusterQueue"));
+	cJSON_AddBoolToObject(doc, "deleting",
+	                      tau_json_str(ws, "metadata.deletionTimestamp") != NULL);
 	cJSON_AddBoolToObject(doc, "ready", tau_cli_ws_ready(ws));
 	conds = cJSON_AddArrayToObject(doc, "conditions");
 	cJSON_ArrayForEach(c, tau_json_find(ws, "status.conditions"))
 	{
 		cJSON *o = cJSON_CreateObject();
 
-		add_str(o, "type", jstr(c, "type"));
-		add_str(o, "status", jstr(c, "status"));
-		add_str(o, "reason", jstr(c, "reason"));
-		add_str(o, "message", jstr(c, "message"));
-		add_str(o, "lastTransitionTime", jstr(c, "lastTransitionTime"));
+		add_str(o, "type", tau_json_str(c, "type"));
+		add_str(o, "status", tau_json_str(c, "status"));
+		add_str(o, "reason", tau_json_str(c, "reason"));
+		add_str(o, "message", tau_json_str(c, "message"));
+		add_str(o, "lastTransitionTime", tau_json_str(c, "lastTransitionTime"));
 		cJSON_AddItemToArray(conds, o);
 	}
 	return doc;
@@ -214,10 +207,10 @@ static void print_conditions(FILE *out, const cJSON *ws)
 	cells[3] = "MESSAGE";
 	cJSON_ArrayForEach(c, conds)
 	{
-		cells[r * 4 + 0] = jstr(c, "type");
-		cells[r * 4 + 1] = jstr(c, "status");
-		cells[r * 4 + 2] = jstr(c, "reason");
-		cells[r * 4 + 3] = jstr(c, "message");
+		cells[r * 4 + 0] = tau_json_str(c, "type");
+		cells[r * 4 + 1] = tau_json_str(c, "status");
+		cells[r * 4 + 2] = tau_json_str(c, "reason");
+		cells[r * 4 + 3] = tau_json_str(c, "message");
 		r++;
 	}
 	fprintf(out, "Conditions:\n");
@@ -228,7 +221,7 @@ static void print_conditions(FILE *out, const cJSON *ws)
 int tau_cli_ws_print_status(FILE *out, const cJSON *ws, tau_cli_format fmt)
 {
 	int64_t gen = 0, obs = 0;
-	const char *v = jstr(ws, "metadata.name");
+	const char *v = tau_json_str(ws, "metadata.name");
 
 	if (v == NULL)
 		return tau_error_set(TAU_EINVAL, "not a workspace: no metadata.name");
@@ -236,21 +229,21 @@ int tau_cli_ws_print_status(FILE *out, const cJSON *ws, tau_cli_format fmt)
 		return print_json(out, status_doc(ws));
 	tau_json_get_int(&gen, ws, "metadata.generation");
 	fprintf(out, "Name:                %s\n", v);
-	v = jstr(ws, "metadata.namespace");
+	v = tau_json_str(ws, "metadata.namespace");
 	fprintf(out, "System namespace:    %s\n", v != NULL ? v : NONE);
-	v = jstr(ws, "status.phase");
+	v = tau_json_str(ws, "status.phase");
 	fprintf(out, "Phase:               %s%s\n", v != NULL ? v : NONE,
-	        jstr(ws, "metadata.deletionTimestamp") != NULL ? " (deleting)" : "");
+	        tau_json_str(ws, "metadata.deletionTimestamp") != NULL ? " (deleting)" : "");
 	if (tau_json_get_int(&obs, ws, "status.observedGeneration") == 0)
 		fprintf(out, "Generation:          %lld (observed %lld)\n", (long long)gen,
 		        (long long)obs);
 	else
 		fprintf(out, "Generation:          %lld (not observed yet)\n", (long long)gen);
-	v = jstr(ws, "status.target.resolvedNamespace");
+	v = tau_json_str(ws, "status.target.resolvedNamespace");
 	fprintf(out, "Namespace:           %s\n", v != NULL ? v : NONE);
-	v = jstr(ws, "status.queue.localQueue");
+	v = tau_json_str(ws, "status.queue.localQueue");
 	fprintf(out, "LocalQueue:          %s\n", v != NULL ? v : NONE);
-	v = jstr(ws, "status.queue.clusterQueue");
+	v = tau_json_str(ws, "status.queue.clusterQueue");
 	fprintf(out, "ClusterQueue:        %s\n", v != NULL ? v : NONE);
 	print_conditions(out, ws);
 	return 0;
@@ -262,10 +255,10 @@ int tau_cli_ws_print_status(FILE *out, const cJSON *ws, tau_cli_format fmt)
 const char *tau_cli_ws_csi_driver(const cJSON *pvc, const cJSON *pv, const cJSON *sc,
                                   const char **why)
 {
-	const char *cls = jstr(pvc, "spec.storageClassName"), *prov;
+	const char *cls = tau_json_str(pvc, "spec.storageClassName"), *prov;
 
 	if (pv != NULL) {
-		const char *d = jstr(pv, "spec.csi.driver");
+		const char *d = tau_json_str(pv, "spec.csi.driver");
 
 		if (d != NULL && d[0] != '\0')
 			return d;
@@ -280,7 +273,7 @@ const char *tau_cli_ws_csi_driver(const cJSON *pvc, const cJSON *pv, const cJSON
 		*why = "its storage class could not be read";
 		return NULL;
 	}
-	prov = jstr(sc, "provisioner");
+	prov = tau_json_str(sc, "provisioner");
 	if (prov == NULL || prov[0] == '\0') {
 		*why = "its storage class has no provisioner";
 		return NULL;
@@ -395,7 +388,7 @@ void tau_cli_ws_print_csi(FILE *out, const cJSON *csi)
 {
 	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(csi, "nodes"), *n;
 	const cJSON *problems = cJSON_GetObjectItemCaseSensitive(csi, "problems");
-	const char *driver = jstr(csi, "driver");
+	const char *driver = tau_json_str(csi, "driver");
 	size_t rows = (size_t)cJSON_GetArraySize(nodes), r = 1, n_missing = 0;
 	const char **cells;
 
@@ -413,7 +406,7 @@ void tau_cli_ws_print_csi(FILE *out, const cJSON *csi)
 	cells[2] = "SOCKET";
 	cJSON_ArrayForEach(n, nodes)
 	{
-		cells[r * 3 + 0] = jstr(n, "name");
+		cells[r * 3 + 0] = tau_json_str(n, "name");
 		cells[r * 3 + 1] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "inCSINode"))
 		                           ? "yes"
 		                           : "no";
@@ -436,7 +429,8 @@ void tau_cli_ws_print_csi(FILE *out, const cJSON *csi)
 		{
 			if (!csi_node_ok(n))
 				fprintf(out, " %s",
-				        jstr(n, "name") != NULL ? jstr(n, "name") : NONE);
+				        tau_json_str(n, "name") != NULL ? tau_json_str(n, "name")
+				                                        : NONE);
 		}
 		fprintf(out, "\n");
 	}
@@ -478,14 +472,14 @@ static bool check_pvc(FILE *out, cJSON *doc, tau_kube_client *c, const char *ns,
 		        rc == -TAU_ENOTFOUND ? "not found" : tau_cli_api_message());
 		goto done;
 	}
-	cls = jstr(obj, "spec.storageClassName");
-	phase = jstr(obj, "status.phase");
-	vol = jstr(obj, "spec.volumeName");
+	cls = tau_json_str(obj, "spec.storageClassName");
+	phase = tau_json_str(obj, "status.phase");
+	vol = tau_json_str(obj, "spec.volumeName");
 	add_str(rep, "phase", phase);
 	add_str(rep, "storageClass", cls);
 	if (cls != NULL && cls[0] != '\0' &&
 	    tau_kube_get(&sc, c, &res_storageclasses, NULL, cls) == 0)
-		prov = jstr(sc, "provisioner");
+		prov = tau_json_str(sc, "provisioner");
 	/* A bound PV names the driver that actually mounts the volume. */
 	if (vol != NULL && vol[0] != '\0' && tau_kube_get(&pv, c, &res_pvs, NULL, vol) != 0)
 		pv = NULL;
@@ -620,7 +614,7 @@ out:
 static int check_csi_kube(FILE *out, cJSON *doc, tau_kube_client *c, const cJSON *ws,
                           const char *driver)
 {
-	const char *cq_name = jstr(ws, "status.queue.clusterQueue"), *err = NULL;
+	const char *cq_name = tau_json_str(ws, "status.queue.clusterQueue"), *err = NULL;
 	cJSON *rep = cJSON_CreateObject(), *cq = NULL;
 	const cJSON *rg, *fl;
 	char none[300];
@@ -651,9 +645,10 @@ static int check_csi_kube(FILE *out, cJSON *doc, tau_kube_client *c, const cJSON
 			size_t used = 0;
 			int rc;
 
-			if (jstr(fl, "name") == NULL ||
-			    tau_kube_get(&rf, c, &res_flavors, NULL, jstr(fl, "name")) != 0) {
-				err = jstr(fl, "name") == NULL
+			if (tau_json_str(fl, "name") == NULL ||
+			    tau_kube_get(&rf, c, &res_flavors, NULL, tau_json_str(fl, "name")) !=
+			            0) {
+				err = tau_json_str(fl, "name") == NULL
 				              ? "a flavor of the ClusterQueue has no name"
 				              : tau_cli_api_message();
 				goto failed;
@@ -883,13 +878,14 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		const cJSON *cnd;
 
 		if (fmt != TAU_CLI_JSON) {
-			const char *phase = jstr(obj, "status.phase");
+			const char *phase = tau_json_str(obj, "status.phase");
 
 			fprintf(stdout, "workspace %s: %s\n", name,
 			        ready ? "Ready" : (phase != NULL ? phase : "no status yet"));
 			cJSON_ArrayForEach(cnd, tau_json_find(obj, "status.conditions"))
 			{
-				const char *st = jstr(cnd, "status"), *ty = jstr(cnd, "type");
+				const char *st = tau_json_str(cnd, "status"),
+				           *ty = tau_json_str(cnd, "type");
 				bool bad = ty != NULL && st != NULL &&
 				           ((strcmp(ty, "DriftDetected") == 0 &&
 				             strcmp(st, "True") == 0) ||
@@ -898,17 +894,18 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 
 				if (bad)
 					fprintf(stdout, "  %s=%s %s: %s\n", ty, st,
-					        jstr(cnd, "reason"), jstr(cnd, "message"));
+					        tau_json_str(cnd, "reason"),
+					        tau_json_str(cnd, "message"));
 			}
-			if (!ready && jstr(obj, "status.phase") != NULL &&
-			    strcmp(jstr(obj, "status.phase"), "Ready") == 0)
+			if (!ready && tau_json_str(obj, "status.phase") != NULL &&
+			    strcmp(tau_json_str(obj, "status.phase"), "Ready") == 0)
 				fprintf(stdout, "  status is for an older generation; wait for the "
 				                "controller\n");
 		}
 		if (pvc != NULL)
 			pvc_ok = check_pvc(human, doc, client,
-			                   jstr(obj, "status.target.resolvedNamespace"), pvc,
-			                   &driver, &why);
+			                   tau_json_str(obj, "status.target.resolvedNamespace"),
+			                   pvc, &driver, &why);
 		if (agg.addr != NULL && driver == NULL) {
 			cJSON *rep = cJSON_CreateObject();
 

@@ -40,17 +40,6 @@ bool tau_drain_absent_tolerated(tau_drain_kind k)
 	return k == TAU_DRAIN_WORKLOAD || k == TAU_DRAIN_RAYJOB || k == TAU_DRAIN_RAYSERVICE;
 }
 
-static const char *label(const cJSON *obj, const char *labels_path, const char *key)
-{
-	const cJSON *labels = tau_json_find(obj, labels_path);
-	const cJSON *v;
-
-	if (!cJSON_IsObject(labels))
-		return NULL;
-	v = cJSON_GetObjectItemCaseSensitive(labels, key);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* True if status.conditions holds one of the types with status "True". */
 static bool condition_true(const cJSON *obj, const char *type_a, const char *type_b)
 {
@@ -96,11 +85,11 @@ int tau_drain_source_from_json(tau_drain_source *out, tau_drain_kind kind, const
 		s.finished = condition_true(obj, "Finished", NULL);
 		break;
 	case TAU_DRAIN_JOB:
-		s.queue = label(obj, "metadata.labels", TAU_DRAIN_LABEL_QUEUE_NAME);
+		s.queue = tau_json_label(obj, TAU_DRAIN_LABEL_QUEUE_NAME);
 		s.finished = condition_true(obj, "Complete", "Failed");
 		break;
 	case TAU_DRAIN_RAYJOB:
-		s.queue = label(obj, "metadata.labels", TAU_DRAIN_LABEL_QUEUE_NAME);
+		s.queue = tau_json_label(obj, TAU_DRAIN_LABEL_QUEUE_NAME);
 		rc = tau_json_get_string(&s.job_deployment_status, obj,
 		                         "status.jobDeploymentStatus");
 		if (rc < 0 && rc != -TAU_ENOTFOUND)
@@ -111,14 +100,16 @@ int tau_drain_source_from_json(tau_drain_source *out, tau_drain_kind kind, const
 			s.job_deployment_status = NULL;
 		break;
 	case TAU_DRAIN_RAYSERVICE:
-		s.queue = label(obj, "metadata.labels", TAU_DRAIN_LABEL_QUEUE_NAME);
+		s.queue = tau_json_label(obj, TAU_DRAIN_LABEL_QUEUE_NAME);
 		break;
 	default:
-		s.queue = label(obj, "metadata.labels", TAU_DRAIN_LABEL_QUEUE_NAME);
+		s.queue = tau_json_label(obj, TAU_DRAIN_LABEL_QUEUE_NAME);
 		s.template_queue =
-		        label(obj, "spec.template.metadata.labels", TAU_DRAIN_LABEL_QUEUE_NAME);
+		        tau_json_member_str(tau_json_find(obj, "spec.template.metadata.labels"),
+		                            TAU_DRAIN_LABEL_QUEUE_NAME);
 		s.template_managed =
-		        label(obj, "spec.template.metadata.labels", TAU_DRAIN_LABEL_KUEUE_MANAGED);
+		        tau_json_member_str(tau_json_find(obj, "spec.template.metadata.labels"),
+		                            TAU_DRAIN_LABEL_KUEUE_MANAGED);
 		break;
 	}
 	*out = s;

@@ -142,6 +142,33 @@ int tau_json_get_string(const char **out, const cJSON *root, const char *path)
 	return 0;
 }
 
+const char *tau_json_str(const cJSON *root, const char *path)
+{
+	const cJSON *it = tau_json_find(root, path);
+
+	return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+const char *tau_json_member_str(const cJSON *map, const char *key)
+{
+	const cJSON *v;
+
+	if (!cJSON_IsObject(map) || key == NULL)
+		return NULL;
+	v = cJSON_GetObjectItemCaseSensitive(map, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+const char *tau_json_label(const cJSON *obj, const char *key)
+{
+	return tau_json_member_str(tau_json_find(obj, "metadata.labels"), key);
+}
+
+const char *tau_json_annotation(const cJSON *obj, const char *key)
+{
+	return tau_json_member_str(tau_json_find(obj, "metadata.annotations"), key);
+}
+
 int tau_json_get_int(int64_t *out, const cJSON *root, const char *path)
 {
 	const cJSON *it = NULL;

@@ -67,14 +67,6 @@ tau_node_kind tau_node_kind_classify(const tau_node_kind_signals *s)
 	return TAU_NODE_KIND_OTHER;
 }
 
-/* A string label of the Node, or NULL. */
-static const char *label(const cJSON *labels, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 tau_node_kind tau_node_kind_of(const cJSON *node)
 {
 	const cJSON *labels;
@@ -84,10 +76,10 @@ tau_node_kind tau_node_kind_of(const cJSON *node)
 		return TAU_NODE_KIND_UNKNOWN;
 	labels = tau_json_find(node, "metadata.labels");
 	if (cJSON_IsObject(labels)) {
-		s.nodepool_type = label(labels, TAU_NODE_LABEL_NODEPOOL_TYPE);
-		s.managed = label(labels, TAU_NODE_LABEL_MANAGED);
-		s.agentpool = label(labels, TAU_NODE_LABEL_AGENTPOOL);
-		s.virtual_type = label(labels, TAU_NODE_LABEL_VIRTUAL_TYPE);
+		s.nodepool_type = tau_json_member_str(labels, TAU_NODE_LABEL_NODEPOOL_TYPE);
+		s.managed = tau_json_member_str(labels, TAU_NODE_LABEL_MANAGED);
+		s.agentpool = tau_json_member_str(labels, TAU_NODE_LABEL_AGENTPOOL);
+		s.virtual_type = tau_json_member_str(labels, TAU_NODE_LABEL_VIRTUAL_TYPE);
 	}
 	(void)tau_json_get_string(&s.provider_id, node, "spec.providerID");
 	return tau_node_kind_classify(&s);

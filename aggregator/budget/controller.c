@@ -96,13 +96,6 @@ static const char *kind_name(tau_budget_kind kind)
 	return "?";
 }
 
-static const char *str_at(const cJSON *obj, const char *path)
-{
-	const char *s = NULL;
-
-	return tau_json_get_string(&s, obj, path) == 0 ? s : NULL;
-}
-
 /* Pointers to the items of a JSON array (borrowed).  *n = count. */
 static const cJSON **items_of(const cJSON *arr, size_t *n)
 {
@@ -162,7 +155,7 @@ static int do_write(tau_budget_controller *b, const tau_budget_write *w)
 
 static const tau_kube_resource *resource_of_object(const cJSON *obj)
 {
-	const char *kind = str_at(obj, "kind");
+	const char *kind = tau_json_str(obj, "kind");
 
 	if (kind != NULL && strcmp(kind, "TauTeam") == 0)
 		return &res_teams;
@@ -183,7 +176,7 @@ static int do_status(tau_budget_controller *b, const tau_budget_status *s)
 	cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
 	cJSON_AddItemToObject(obj, "status", st);
 	rc = tau_kube_update_status(NULL, tau_ctl_client(b->ctl), resource_of_object(obj),
-	                            str_at(obj, "metadata.namespace"), obj);
+	                            tau_json_str(obj, "metadata.namespace"), obj);
 	if (rc == -TAU_ENOTFOUND)
 		rc = 0; /* deleted meanwhile: nothing to report on */
 	if (rc == 0) {
@@ -191,8 +184,9 @@ static int do_status(tau_budget_controller *b, const tau_budget_status *s)
 		b->stats.status_writes++;
 		pthread_mutex_unlock(&b->lock);
 	} else if (rc != -TAU_ECONFLICT) {
-		tau_log_warn("budget status write failed", "kind", str_at(obj, "kind"), "name",
-		             str_at(obj, "metadata.name"), "error", tau_error_last()->msg, NULL);
+		tau_log_warn("budget status write failed", "kind", tau_json_str(obj, "kind"),
+		             "name", tau_json_str(obj, "metadata.name"), "error",
+		             tau_error_last()->msg, NULL);
 	}
 	cJSON_Delete(obj);
 	return rc;
@@ -201,8 +195,8 @@ static int do_status(tau_budget_controller *b, const tau_budget_status *s)
 /* A core/v1 Event about `obj`, in its namespace ("default" for cluster-scoped objects). */
 static void do_event(tau_budget_controller *b, const tau_budget_event *e, const char *now)
 {
-	const char *ns = str_at(e->object, "metadata.namespace");
-	const char *name = str_at(e->object, "metadata.name");
+	const char *ns = tau_json_str(e->object, "metadata.namespace");
+	const char *name = tau_json_str(e->object, "metadata.name");
 	cJSON *ev = cJSON_CreateObject(), *meta, *inv, *src;
 	char gen[300];
 
@@ -216,11 +210,11 @@ static void do_event(tau_budget_controller *b, const tau_budget_event *e, const 
 	    cJSON_AddStringToObject(meta, "namespace", ns) == NULL ||
 	    (inv = cJSON_AddObjectToObject(ev, "involvedObject")) == NULL ||
 	    cJSON_AddStringToObject(inv, "apiVersion", "tau.azure.com/v1alpha1") == NULL ||
-	    cJSON_AddStringToObject(inv, "kind", str_at(e->object, "kind")) == NULL ||
+	    cJSON_AddStringToObject(inv, "kind", tau_json_str(e->object, "kind")) == NULL ||
 	    cJSON_AddStringToObject(inv, "name", name) == NULL ||
-	    (str_at(e->object, "metadata.namespace") != NULL &&
+	    (tau_json_str(e->object, "metadata.namespace") != NULL &&
 	     cJSON_AddStringToObject(inv, "namespace", ns) == NULL) ||
-	    cJSON_AddStringToObject(inv, "uid", str_at(e->object, "metadata.uid")) == NULL ||
+	    cJSON_AddStringToObject(inv, "uid", tau_json_str(e->object, "metadata.uid")) == NULL ||
 	    cJSON_AddStringToObject(ev, "reason", e->reason) == NULL ||
 	    cJSON_AddStringToObject(ev, "message", e->message) == NULL ||
 	    cJSON_AddStringToObject(ev, "type", e->type) == NULL ||

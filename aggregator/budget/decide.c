@@ -79,30 +79,6 @@ static void say(char *buf, size_t len, const char *f, ...)
 	va_end(ap);
 }
 
-static const char *str_at(const cJSON *obj, const char *path)
-{
-	const char *s = NULL;
-
-	return tau_json_get_string(&s, obj, path) == 0 ? s : NULL;
-}
-
-static const char *label(const cJSON *obj, const char *key)
-{
-	const cJSON *labels = tau_json_find(obj, "metadata.labels");
-	const cJSON *v =
-	        cJSON_IsObject(labels) ? cJSON_GetObjectItemCaseSensitive(labels, key) : NULL;
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static const char *annotation(const cJSON *obj, const char *key)
-{
-	const cJSON *ann = tau_json_find(obj, "metadata.annotations");
-	const cJSON *v = cJSON_IsObject(ann) ? cJSON_GetObjectItemCaseSensitive(ann, key) : NULL;
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static bool streq(const char *a, const char *b)
 {
 	return a != NULL && b != NULL && strcmp(a, b) == 0;
@@ -118,7 +94,7 @@ static int64_t generation(const cJSON *obj)
 static const cJSON *find_named(const cJSON *const *objs, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
-		if (streq(str_at(objs[i], "metadata.name"), name))
+		if (streq(tau_json_str(objs[i], "metadata.name"), name))
 			return objs[i];
 	return NULL;
 }
@@ -216,7 +192,7 @@ void tau_budget_decision_free(tau_budget_decision *d)
 
 static const char *team_of(const cJSON *ws)
 {
-	return str_at(ws, "spec.teamRef.name");
+	return tau_json_str(ws, "spec.teamRef.name");
 }
 
 /* Names of the workspaces linked to `team`, "a, b and N more"; count in *n. */
@@ -228,7 +204,7 @@ static void team_workspaces(char *buf, size_t len, size_t *n, const tau_budget_o
 	*n = 0;
 	buf[0] = '\0';
 	for (size_t i = 0; i < in->n_workspaces; i++) {
-		const char *name = str_at(in->workspaces[i], "metadata.name");
+		const char *name = tau_json_str(in->workspaces[i], "metadata.name");
 
 		if (!streq(team_of(in->workspaces[i]), team) || name == NULL)
 			continue;
@@ -407,7 +383,7 @@ static const char *kind_name(tau_budget_kind k)
 static bool ensure(builder *b, tau_budget_kind kind, cJSON *desired, const cJSON *observed,
                    const char *owner_uid, bool allowed, char *problem, size_t problem_len)
 {
-	const char *name = str_at(desired, "metadata.name");
+	const char *name = tau_json_str(desired, "metadata.name");
 	char why[512];
 	bool equal = false;
 	cJSON *body = NULL;
@@ -468,25 +444,27 @@ static void previous_teams(ctx *c)
 
 	for (size_t i = 0; i < in->n_cohorts; i++) {
 		const cJSON *co = in->cohorts[i];
-		const char *t = label(co, TAU_BUDGET_LABEL_TEAM),
-		           *name = str_at(co, "metadata.name");
+		const char *t = tau_json_label(co, TAU_BUDGET_LABEL_TEAM),
+		           *name = tau_json_str(co, "metadata.name");
 		const cJSON *team;
 		const char *uid;
 		size_t n = 0;
 		char ws[MSG_MAX];
 
-		if (!streq(label(co, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY) ||
+		if (!streq(tau_json_label(co, TAU_BUDGET_LABEL_MANAGED_BY),
+		           TAU_BUDGET_MANAGED_BY) ||
 		    t == NULL || name == NULL || streq(t, c->capacity))
 			continue;
 		team = find_named(in->teams, in->n_teams, t);
 		/* A deleted team still owns what carries its annotation. */
-		uid = team != NULL ? str_at(team, "metadata.uid")
-		                   : annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID);
+		uid = team != NULL ? tau_json_str(team, "metadata.uid")
+		                   : tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID);
 		if (tau_budget_ownership_of(co, TAU_BUDGET_COHORT, uid, NULL, 0) !=
 		    TAU_BUDGET_OWNED)
 			continue;
 		if ((team != NULL && tau_json_find(team, "spec.quota") != NULL) ||
-		    streq(label(co, TAU_BUDGET_LABEL_QUOTA_MODE), TAU_BUDGET_QUOTA_MODE_EXPLICIT))
+		    streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+		          TAU_BUDGET_QUOTA_MODE_EXPLICIT))
 			continue; /* an explicit-quota team's Cohort */
 		team_workspaces(ws, sizeof(ws), &n, in, t);
 		if (n > 0) {
@@ -500,7 +478,7 @@ static void previous_teams(ctx *c)
 		if (c->writes_allowed)
 			add_write(
 			        c->b, TAU_BUDGET_COHORT, name, true, false, NULL,
-			        str_at(co, "metadata.uid"),
+			        tau_json_str(co, "metadata.uid"),
 			        fmt("team %s is no longer the capacity team and has no workspaces: "
 			            "its automatic budget goes before another team takes the pool",
 			            t));
@@ -515,14 +493,15 @@ static void orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted)
 
 	for (size_t i = 0; i < in->n_cluster_queues && c->writes_allowed; i++) {
 		const cJSON *cq = in->cluster_queues[i];
-		const char *name = str_at(cq, "metadata.name");
-		const char *w = label(cq, TAU_BUDGET_LABEL_WORKSPACE);
-		const char *ann = annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID);
+		const char *name = tau_json_str(cq, "metadata.name");
+		const char *w = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
+		const char *ann = tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID);
 		const cJSON *ws;
 		bool keep = false;
 
-		if (!streq(label(cq, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY) ||
-		    label(cq, TAU_BUDGET_LABEL_TEAM) == NULL || w == NULL || ann == NULL ||
+		if (!streq(tau_json_label(cq, TAU_BUDGET_LABEL_MANAGED_BY),
+		           TAU_BUDGET_MANAGED_BY) ||
+		    tau_json_label(cq, TAU_BUDGET_LABEL_TEAM) == NULL || w == NULL || ann == NULL ||
 		    name == NULL || tau_json_find(cq, "metadata.deletionTimestamp") != NULL)
 			continue;
 		for (size_t j = 0; j < n_wanted && !keep; j++)
@@ -530,10 +509,10 @@ static void orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted)
 		for (size_t j = 0; j < c->n_xwanted && !keep; j++)
 			keep = streq(c->xwanted[j], name);
 		ws = find_named(in->workspaces, in->n_workspaces, w);
-		if (keep || (ws != NULL && !streq(str_at(ws, "metadata.uid"), ann)))
+		if (keep || (ws != NULL && !streq(tau_json_str(ws, "metadata.uid"), ann)))
 			continue;
 		add_write(c->b, TAU_BUDGET_CLUSTER_QUEUE, name, true, false, NULL,
-		          str_at(cq, "metadata.uid"),
+		          tau_json_str(cq, "metadata.uid"),
 		          fmt(ws == NULL ? "workspace %s no longer exists"
 		                         : "workspace %s no longer takes part in the team budget",
 		              w));
@@ -598,7 +577,7 @@ static void decide_state(team_state *s, ctx *c, const cJSON *team, int plan_rc,
 static void budget_events(builder *b, const cJSON *obj, const char *cond_type, const team_state *s)
 {
 	const cJSON *old = tau_conditions_find(conditions_of(obj), cond_type);
-	const char *old_reason = old != NULL ? str_at(old, "reason") : NULL;
+	const char *old_reason = old != NULL ? tau_json_str(old, "reason") : NULL;
 
 	if (is_zeroing(s->reason) && !is_zeroing(old_reason))
 		add_event(b, obj, "Warning", "BudgetZeroed", s->message);
@@ -612,8 +591,8 @@ static void budget_events(builder *b, const cJSON *obj, const char *cond_type, c
 static void conflict_events(builder *b, const cJSON *obj, bool now, const char *message)
 {
 	const cJSON *old = tau_conditions_find(conditions_of(obj), "ConflictDetected");
-	bool was = old != NULL && streq(str_at(old, "status"), "True");
-	const char *old_msg = old != NULL ? str_at(old, "message") : NULL;
+	bool was = old != NULL && streq(tau_json_str(old, "status"), "True");
+	const char *old_msg = old != NULL ? tau_json_str(old, "message") : NULL;
 
 	if (now && (!was || !streq(old_msg, message)))
 		add_event(b, obj, "Warning", "ConflictDetected", message);
@@ -761,8 +740,8 @@ static int find_conflicts(char *buf, size_t len, char *unreadable, size_t unread
 
 		if (!streq(team_of(w), c->effective))
 			continue;
-		ws[n_ws].name = str_at(w, "metadata.name");
-		ws[n_ws].uid = str_at(w, "metadata.uid");
+		ws[n_ws].name = tau_json_str(w, "metadata.name");
+		ws[n_ws].uid = tau_json_str(w, "metadata.uid");
 		ws[n_ws].quota = tau_json_find(w, "spec.quota");
 		n_ws++;
 	}
@@ -779,7 +758,7 @@ static int find_conflicts(char *buf, size_t len, char *unreadable, size_t unread
 	ci.n_cohorts = in->n_cohorts;
 	ci.team = c->effective;
 	ci.team_exists = team != NULL;
-	ci.team_uid = str_at(team, "metadata.uid");
+	ci.team_uid = tau_json_str(team, "metadata.uid");
 	ci.team_quota = tau_json_find(team, "spec.quota");
 	ci.workspaces = ws;
 	ci.n_workspaces = n_ws;
@@ -804,7 +783,7 @@ static int decide_team(ctx *c, cJSON *managed)
 	builder *b = c->b;
 	const cJSON *team =
 	        c->effective != NULL ? find_named(in->teams, in->n_teams, c->effective) : NULL;
-	const char *team_uid = str_at(team, "metadata.uid");
+	const char *team_uid = tau_json_str(team, "metadata.uid");
 	char cohort_name[TAU_BUDGET_NAME_BUF] = "", problem[MSG_MAX] = "", err[MSG_MAX] = "";
 	char conflict_msg[MSG_MAX], read_problem[MSG_MAX] = "";
 	const cJSON *cohort = NULL, *owned_cohort = NULL;
@@ -892,7 +871,7 @@ static int decide_team(ctx *c, cJSON *managed)
 	}
 	for (size_t i = 0; c->effective != NULL && i < in->n_workspaces; i++) {
 		const cJSON *ws = in->workspaces[i];
-		const char *wname = str_at(ws, "metadata.name"), *ns;
+		const char *wname = tau_json_str(ws, "metadata.name"), *ns;
 		char cq_name[TAU_BUDGET_NAME_BUF], ws_problem[MSG_MAX] = "";
 		cJSON *cq = NULL;
 
@@ -903,21 +882,22 @@ static int decide_team(ctx *c, cJSON *managed)
 			continue;
 		/* The queue is wanted even when it cannot be written now: never an orphan. */
 		wanted[n_wanted] =
-		        str_at(find_named(in->cluster_queues, in->n_cluster_queues, cq_name),
-		               "metadata.name");
+		        tau_json_str(find_named(in->cluster_queues, in->n_cluster_queues, cq_name),
+		                     "metadata.name");
 		if (wanted[n_wanted] != NULL)
 			n_wanted++;
 		if (plan == NULL || team == NULL)
 			continue;
 		if ((rc = tau_budget_desired_cluster_queue(&cq, plan, c->effective, wname,
-		                                           str_at(ws, "metadata.uid"), ns)) < 0) {
+		                                           tau_json_str(ws, "metadata.uid"), ns)) <
+		    0) {
 			b->rc = b->rc < 0 ? b->rc : rc;
 			break;
 		}
 		managed_add(managed, "ClusterQueue", cq_name);
 		if (!ensure(b, TAU_BUDGET_CLUSTER_QUEUE, cq,
 		            find_named(in->cluster_queues, in->n_cluster_queues, cq_name),
-		            str_at(ws, "metadata.uid"), s.write_queues, ws_problem,
+		            tau_json_str(ws, "metadata.uid"), s.write_queues, ws_problem,
 		            sizeof(ws_problem)) &&
 		    streq(s.reason, TAU_BUDGET_REASON_APPLIED)) {
 			set_state(&s, TAU_BUDGET_REASON_OWNERSHIP, "False", "Degraded",
@@ -959,7 +939,8 @@ static int decide_team(ctx *c, cJSON *managed)
 	                    s.reason, s.message);
 	if (team != NULL) {
 		team_status(b, in, team, &s, cohort_name,
-		            owned_cohort != NULL ? str_at(owned_cohort, "metadata.uid") : NULL);
+		            owned_cohort != NULL ? tau_json_str(owned_cohort, "metadata.uid")
+		                                 : NULL);
 		budget_events(b, team, "QuotaReady", &s);
 		conflict_events(b, team, conflict_msg[0] != '\0', conflict_msg);
 	}
@@ -975,7 +956,7 @@ static int decide_team(ctx *c, cJSON *managed)
 static void team_finalizer(builder *b, const cJSON *team, bool add, char *why)
 {
 	cJSON *body = cJSON_Duplicate(team, true), *meta, *fins, *f, *keep;
-	const char *name = str_at(team, "metadata.name");
+	const char *name = tau_json_str(team, "metadata.name");
 
 	if (body == NULL || (keep = cJSON_CreateArray()) == NULL) {
 		cJSON_Delete(body);
@@ -1045,7 +1026,7 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 {
 	const tau_budget_observed *in = c->in;
 	builder *b = c->b;
-	const char *uid = str_at(team, "metadata.uid");
+	const char *uid = tau_json_str(team, "metadata.uid");
 	char problem[MSG_MAX] = "";
 	team_state s = {0};
 	bool w = c->writes_allowed,
@@ -1055,7 +1036,7 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 		team_finalizer(b, team, true,
 		               fmt("finalizer %s added: deleting team %s waits for its workspace "
 		                   "queues",
-		                   TAU_BUDGET_TEAM_FINALIZER, str_at(team, "metadata.name")));
+		                   TAU_BUDGET_TEAM_FINALIZER, tau_json_str(team, "metadata.name")));
 	for (size_t i = 0; i < x->n_queues; i++) {
 		tau_budget_xqueue *q = &x->queues[i];
 
@@ -1063,7 +1044,7 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 			continue;
 		managed_add(managed, "ClusterQueue", q->name);
 		ensure(b, TAU_BUDGET_CLUSTER_QUEUE, q->desired, q->observed,
-		       str_at(q->workspace, "metadata.uid"), w, problem, sizeof(problem));
+		       tau_json_str(q->workspace, "metadata.uid"), w, problem, sizeof(problem));
 		q->desired = NULL; /* ensure took it */
 	}
 	if (x->desired_cohort != NULL) {
@@ -1076,14 +1057,14 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 	if (w && x->delete_cohort && x->owned_cohort != NULL)
 		add_write(
 		        b, TAU_BUDGET_COHORT, x->cohort, true, false, NULL,
-		        str_at(x->owned_cohort, "metadata.uid"),
+		        tau_json_str(x->owned_cohort, "metadata.uid"),
 		        fmt("team %s is being deleted and no ClusterQueue is applied to its Cohort",
-		            str_at(team, "metadata.name")));
+		            tau_json_str(team, "metadata.name")));
 	if (w && x->remove_finalizer)
 		team_finalizer(b, team, false,
 		               fmt("finalizer %s removed: no ClusterQueue is applied to team %s's "
 		                   "Cohort",
-		                   TAU_BUDGET_TEAM_FINALIZER, str_at(team, "metadata.name")));
+		                   TAU_BUDGET_TEAM_FINALIZER, tau_json_str(team, "metadata.name")));
 	set_state(&s, x->reason, x->status, x->phase, "%s", x->message);
 	if (!c->reconcile) {
 		char would[MSG_MAX];
@@ -1093,9 +1074,9 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 		          "managementMode is Observe: nothing is written (%s)", would);
 	}
 	for (size_t i = 0; i < x->n_queues; i++)
-		workspace_status(b, in, str_at(team, "metadata.name"), x, &x->queues[i]);
+		workspace_status(b, in, tau_json_str(team, "metadata.name"), x, &x->queues[i]);
 	team_status(b, in, team, &s, has_cohort ? x->cohort : NULL,
-	            x->owned_cohort != NULL ? str_at(x->owned_cohort, "metadata.uid") : NULL);
+	            x->owned_cohort != NULL ? tau_json_str(x->owned_cohort, "metadata.uid") : NULL);
 }
 
 /*
@@ -1108,24 +1089,25 @@ static void explicit_leftovers(ctx *c)
 
 	for (size_t i = 0; i < in->n_cohorts && c->writes_allowed; i++) {
 		const cJSON *co = in->cohorts[i];
-		const char *t = label(co, TAU_BUDGET_LABEL_TEAM),
-		           *name = str_at(co, "metadata.name");
+		const char *t = tau_json_label(co, TAU_BUDGET_LABEL_TEAM),
+		           *name = tau_json_str(co, "metadata.name");
 		bool applied = false;
 
 		if (t == NULL || name == NULL ||
-		    !streq(label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+		    !streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
 		           TAU_BUDGET_QUOTA_MODE_EXPLICIT) ||
 		    find_named(in->teams, in->n_teams, t) != NULL ||
 		    tau_json_find(co, "metadata.deletionTimestamp") != NULL ||
 		    tau_budget_ownership_of(co, TAU_BUDGET_COHORT,
-		                            annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID), NULL,
-		                            0) != TAU_BUDGET_OWNED)
+		                            tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID),
+		                            NULL, 0) != TAU_BUDGET_OWNED)
 			continue;
 		for (size_t k = 0; k < in->n_cluster_queues && !applied; k++)
-			applied = streq(str_at(in->cluster_queues[k], "spec.cohortName"), name);
+			applied =
+			        streq(tau_json_str(in->cluster_queues[k], "spec.cohortName"), name);
 		if (!applied)
 			add_write(c->b, TAU_BUDGET_COHORT, name, true, false, NULL,
-			          str_at(co, "metadata.uid"),
+			          tau_json_str(co, "metadata.uid"),
 			          fmt("team %s no longer exists and no ClusterQueue is applied to "
 			              "its "
 			              "explicit Cohort",
@@ -1157,7 +1139,7 @@ static void explicit_teams(ctx *c, cJSON *managed)
 	xi.multiple_workspaces = in->multiple_workspaces;
 	for (size_t i = 0; i < in->n_teams && c->b->rc == 0; i++) {
 		const cJSON *t = in->teams[i];
-		const char *name = str_at(t, "metadata.name");
+		const char *name = tau_json_str(t, "metadata.name");
 		tau_budget_xteam *x = NULL;
 		int rc;
 
@@ -1171,7 +1153,7 @@ static void explicit_teams(ctx *c, cJSON *managed)
 		for (size_t q = 0; q < x->n_queues; q++)
 			if (x->queues[q].observed != NULL && c->n_xwanted < in->n_cluster_queues)
 				c->xwanted[c->n_xwanted++] =
-				        str_at(x->queues[q].observed, "metadata.name");
+				        tau_json_str(x->queues[q].observed, "metadata.name");
 		explicit_apply(c, t, x, managed);
 		{
 			char *sum = fmt("%s%s%s", c->xsummary != NULL ? c->xsummary : "",
@@ -1192,7 +1174,7 @@ static void other_teams(ctx *c)
 
 	for (size_t i = 0; i < in->n_teams; i++) {
 		const cJSON *t = in->teams[i];
-		const char *name = str_at(t, "metadata.name");
+		const char *name = tau_json_str(t, "metadata.name");
 		team_state s = {0};
 
 		if (name == NULL || streq(name, c->effective) || !streq(name, c->capacity))
@@ -1219,7 +1201,7 @@ static void capacity_finalizers(ctx *c)
 
 	for (size_t i = 0; i < in->n_teams && c->writes_allowed; i++) {
 		const cJSON *t = in->teams[i], *f;
-		const char *name = str_at(t, "metadata.name");
+		const char *name = tau_json_str(t, "metadata.name");
 		bool ours = false;
 
 		if (!streq(name, c->effective) && !streq(name, c->capacity))
@@ -1261,12 +1243,12 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 		b.d->summary = fmt("no TauCluster %s: nothing to do", "cluster");
 		goto done;
 	}
-	c.reconcile = streq(str_at(in->cluster, "spec.managementMode"), "Reconcile");
+	c.reconcile = streq(tau_json_str(in->cluster, "spec.managementMode"), "Reconcile");
 	c.writes_allowed = c.reconcile && in->ever_established;
-	c.capacity = str_at(in->cluster, "spec.queues.capacityTeamRef.name");
+	c.capacity = tau_json_str(in->cluster, "spec.queues.capacityTeamRef.name");
 	if (c.capacity != NULL && c.capacity[0] == '\0')
 		c.capacity = NULL;
-	c.cluster_uid = str_at(in->cluster, "metadata.uid");
+	c.cluster_uid = tau_json_str(in->cluster, "metadata.uid");
 	previous_teams(&c);
 	explicit_teams(&c, managed);
 	if (c.effective != NULL || c.capacity != NULL || c.retiring) {

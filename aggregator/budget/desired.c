@@ -66,24 +66,6 @@ static bool grow(void **items, size_t *cap, size_t need, size_t size)
 	return true;
 }
 
-/* The string value of key in a JSON map, or NULL. */
-static const char *map_str(const cJSON *map, const char *key)
-{
-	const cJSON *v = cJSON_IsObject(map) ? cJSON_GetObjectItemCaseSensitive(map, key) : NULL;
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static const char *label_of(const cJSON *obj, const char *key)
-{
-	return map_str(tau_json_find(obj, "metadata.labels"), key);
-}
-
-static const char *annotation_of(const cJSON *obj, const char *key)
-{
-	return map_str(tau_json_find(obj, "metadata.annotations"), key);
-}
-
 static const char *name_of(const cJSON *obj)
 {
 	const char *s = NULL;
@@ -362,7 +344,7 @@ static int plan_observed(strset *res, flavor_list *fl, const cJSON *cohort)
 		}
 		cJSON_ArrayForEach(f, flavors)
 		{
-			const char *name = map_str(f, "name");
+			const char *name = tau_json_member_str(f, "name");
 
 			if (name == NULL)
 				return tau_error_set(
@@ -392,7 +374,7 @@ static int retained_class(tau_budget_flavor *f, const cJSON *const *rfs, size_t 
 		    tau_budget_ownership_of(rfs[i], TAU_BUDGET_RESOURCE_FLAVOR, cluster_uid, NULL,
 		                            0) != TAU_BUDGET_OWNED)
 			continue;
-		c = label_of(rfs[i], TAU_BUDGET_LABEL_GPU_CLASS);
+		c = tau_json_label(rfs[i], TAU_BUDGET_LABEL_GPU_CLASS);
 		if (c != NULL && tau_budget_flavor_name(name, sizeof(name), c) == 0 &&
 		    strcmp(name, f->name) == 0)
 			cls = c;
@@ -722,7 +704,7 @@ static bool map_subset(const cJSON *want, const cJSON *have, const char *path, c
 
 	cJSON_ArrayForEach(item, want)
 	{
-		const char *got = map_str(have, item->string);
+		const char *got = tau_json_member_str(have, item->string);
 
 		if (cJSON_IsString(item) && !same(got, item->valuestring)) {
 			say(what, what_len, "%s[%s] is %s%.120s%s, want \"%.120s\"", path,
@@ -744,7 +726,7 @@ static bool map_equal(const cJSON *want, const cJSON *have, const char *path, ch
 		return false;
 	cJSON_ArrayForEach(item, all)
 	{
-		if (map_str(want, item->string) == NULL) {
+		if (tau_json_member_str(want, item->string) == NULL) {
 			say(what, what_len, "%s has %s, which we do not set", path, item->string);
 			return false;
 		}
@@ -910,7 +892,7 @@ typedef enum kind_id { KIND_UNKNOWN = -1, KIND_RF, KIND_COHORT, KIND_CQ } kind_i
 
 static kind_id kind_of(const cJSON *obj)
 {
-	const char *k = map_str(obj, "kind");
+	const char *k = tau_json_member_str(obj, "kind");
 
 	if (same(k, "ResourceFlavor"))
 		return KIND_RF;
@@ -1122,8 +1104,8 @@ tau_budget_ownership tau_budget_ownership_of(const cJSON *observed, tau_budget_k
                                              const char *expected_uid, char *why, size_t why_len)
 {
 	const char *key = tau_budget_owner_annotation(kind);
-	const char *mb = label_of(observed, TAU_BUDGET_LABEL_MANAGED_BY);
-	const char *uid = annotation_of(observed, key);
+	const char *mb = tau_json_label(observed, TAU_BUDGET_LABEL_MANAGED_BY);
+	const char *uid = tau_json_annotation(observed, key);
 
 	say(why, why_len, "%s", "");
 	if (!same(mb, TAU_BUDGET_MANAGED_BY)) {

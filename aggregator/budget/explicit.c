@@ -28,35 +28,20 @@ static int nomem(void)
 	return tau_error_set(TAU_ENOMEM, "explicit quota: out of memory");
 }
 
-static const char *str_at(const cJSON *obj, const char *path)
-{
-	const char *s = NULL;
-
-	return tau_json_get_string(&s, obj, path) == 0 ? s : NULL;
-}
-
 static bool streq(const char *a, const char *b)
 {
 	return a != NULL && b != NULL && strcmp(a, b) == 0;
 }
 
-static const char *label(const cJSON *obj, const char *key)
-{
-	const cJSON *l = tau_json_find(obj, "metadata.labels");
-	const cJSON *v = cJSON_IsObject(l) ? cJSON_GetObjectItemCaseSensitive(l, key) : NULL;
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static bool managed(const cJSON *obj)
 {
-	return streq(label(obj, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY);
+	return streq(tau_json_label(obj, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY);
 }
 
 static const cJSON *find_named(const cJSON *const *objs, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
-		if (streq(str_at(objs[i], "metadata.name"), name))
+		if (streq(tau_json_str(objs[i], "metadata.name"), name))
 			return objs[i];
 	return NULL;
 }
@@ -239,7 +224,8 @@ int tau_budget_quota_parse(tau_budget_cells *nominal, tau_budget_cells *borrowin
 	}
 	cJSON_ArrayForEach(e, quota)
 	{
-		const char *flavor = str_at(e, "flavor"), *resource = str_at(e, "resource");
+		const char *flavor = tau_json_str(e, "flavor"),
+		           *resource = tau_json_str(e, "resource");
 		const char *keys[] = {"nominalQuota", "borrowingLimit", "lendingLimit"};
 		tau_budget_cells *dst[] = {nominal, borrowing, lending};
 		char what[128];
@@ -286,11 +272,11 @@ static int flavors_read(tau_budget_cells *out, const cJSON *flavors, const char 
 
 	cJSON_ArrayForEach(f, flavors)
 	{
-		const char *fname = str_at(f, "name");
+		const char *fname = tau_json_str(f, "name");
 
 		cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
 		{
-			const char *rname = str_at(r, "name");
+			const char *rname = tau_json_str(r, "name");
 			const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, field);
 			tau_quantity q;
 			int rc;
@@ -308,7 +294,7 @@ static int flavors_read(tau_budget_cells *out, const cJSON *flavors, const char 
 int tau_budget_groups_read(tau_budget_cells *out, const cJSON *obj, const char *field)
 {
 	const cJSON *g;
-	const char *name = str_at(obj, "metadata.name");
+	const char *name = tau_json_str(obj, "metadata.name");
 	int rc;
 
 	if (out == NULL || field == NULL)
@@ -324,7 +310,7 @@ int tau_budget_groups_read(tau_budget_cells *out, const cJSON *obj, const char *
 
 int tau_budget_reservations_read(tau_budget_cells *out, const cJSON *cq)
 {
-	const char *name = str_at(cq, "metadata.name");
+	const char *name = tau_json_str(cq, "metadata.name");
 
 	if (out == NULL)
 		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
@@ -369,11 +355,11 @@ int tau_budget_applied(tau_budget_cells *out, const char *cohort, const cJSON *c
 	if (out == NULL || cohort == NULL)
 		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
 	for (size_t i = 0; i < n_cohorts; i++)
-		if (streq(str_at(cohorts[i], "metadata.name"), cohort) &&
+		if (streq(tau_json_str(cohorts[i], "metadata.name"), cohort) &&
 		    (rc = tau_budget_groups_read(out, cohorts[i], "nominalQuota")) < 0)
 			return rc;
 	for (size_t i = 0; i < n_cqs; i++)
-		if (managed(cqs[i]) && streq(str_at(cqs[i], "spec.cohortName"), cohort) &&
+		if (managed(cqs[i]) && streq(tau_json_str(cqs[i], "spec.cohortName"), cohort) &&
 		    (rc = tau_budget_groups_read(out, cqs[i], "nominalQuota")) < 0)
 			return rc;
 	return 0;
@@ -488,8 +474,9 @@ static int desired_queue(cJSON **out, const char *team, const cJSON *ws, const c
 	int rc = plan_of(&plan, shape, nominal);
 
 	if (rc == 0)
-		rc = tau_budget_desired_cluster_queue(out, plan, team, str_at(ws, "metadata.name"),
-		                                      str_at(ws, "metadata.uid"), ns);
+		rc = tau_budget_desired_cluster_queue(out, plan, team,
+		                                      tau_json_str(ws, "metadata.name"),
+		                                      tau_json_str(ws, "metadata.uid"), ns);
 	tau_budget_plan_free(plan);
 	if (rc < 0)
 		return rc;
@@ -497,11 +484,11 @@ static int desired_queue(cJSON **out, const char *team, const cJSON *ws, const c
 	{
 		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(g, "flavors"))
 		{
-			const char *fname = str_at(f, "name");
+			const char *fname = tau_json_str(f, "name");
 
 			cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
 			{
-				const char *rname = str_at(r, "name");
+				const char *rname = tau_json_str(r, "name");
 				tau_quantity n = tau_budget_cells_get(nominal, fname, rname),
 				             b = tau_budget_cells_get(borrowing, fname, rname),
 				             l = tau_budget_cells_get(lending, fname, rname);
@@ -584,7 +571,7 @@ void tau_budget_xteam_free(tau_budget_xteam *t)
 
 const char *tau_budget_workspace_namespace(const cJSON *ws, bool multiple)
 {
-	const char *ns = str_at(ws, "status.target.resolvedNamespace");
+	const char *ns = tau_json_str(ws, "status.target.resolvedNamespace");
 	const cJSON *conds = tau_json_find(ws, "status.conditions"), *c;
 
 	if (ns == NULL || ns[0] == '\0')
@@ -592,7 +579,7 @@ const char *tau_budget_workspace_namespace(const cJSON *ws, bool multiple)
 	if (!multiple && cJSON_IsArray(conds))
 		cJSON_ArrayForEach(c, conds)
 		{
-			if (streq(str_at(c, "reason"), "BlockedByActiveWorkspace"))
+			if (streq(tau_json_str(c, "reason"), "BlockedByActiveWorkspace"))
 				return NULL;
 		}
 	return ns;
@@ -694,12 +681,12 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		const cJSON *ws = in->workspaces[i];
 		wsinfo *w;
 
-		if (!streq(str_at(ws, "spec.teamRef.name"), c->name) ||
-		    str_at(ws, "metadata.name") == NULL)
+		if (!streq(tau_json_str(ws, "spec.teamRef.name"), c->name) ||
+		    tau_json_str(ws, "metadata.name") == NULL)
 			continue;
 		w = &c->ws[c->n_ws++];
 		w->ws = ws;
-		w->name = str_at(ws, "metadata.name");
+		w->name = tau_json_str(ws, "metadata.name");
 		w->ns = tau_budget_workspace_namespace(ws, in->multiple_workspaces);
 		if ((rc = tau_budget_cluster_queue_name(w->cq, sizeof(w->cq), w->name)) < 0)
 			return rc;
@@ -710,13 +697,14 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		                                 err_len)) < 0)
 			return rc == -TAU_ENOMEM ? rc : 1;
 		if (w->observed != NULL) {
-			w->ownership = tau_budget_ownership_of(
-			        w->observed, TAU_BUDGET_CLUSTER_QUEUE, str_at(ws, "metadata.uid"),
-			        w->owner_why, sizeof(w->owner_why));
+			w->ownership =
+			        tau_budget_ownership_of(w->observed, TAU_BUDGET_CLUSTER_QUEUE,
+			                                tau_json_str(ws, "metadata.uid"),
+			                                w->owner_why, sizeof(w->owner_why));
 			w->owned = w->ownership == TAU_BUDGET_OWNED;
 		}
 		if (w->owned) {
-			const char *cn = str_at(w->observed, "spec.cohortName");
+			const char *cn = tau_json_str(w->observed, "spec.cohortName");
 
 			w->migrating_in = cn != NULL && cn[0] != '\0' && !streq(cn, c->cohort);
 			if ((rc = tau_budget_groups_read(&w->applied, w->observed,
@@ -733,7 +721,7 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		const cJSON *cq = in->cluster_queues[i];
 		bool ours = false;
 
-		if (!managed(cq) || !streq(str_at(cq, "spec.cohortName"), c->cohort))
+		if (!managed(cq) || !streq(tau_json_str(cq, "spec.cohortName"), c->cohort))
 			continue;
 		for (size_t k = 0; k < c->n_ws && !ours; k++)
 			ours = c->ws[k].observed == cq && c->ws[k].owned && c->ws[k].ns != NULL;
@@ -742,7 +730,7 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		if ((rc = tau_budget_groups_read(&c->outgoing, cq, "nominalQuota")) < 0 ||
 		    (rc = tau_budget_reservations_read(&c->out_reserved, cq)) < 0) {
 			snprintf(err, err_len, "ClusterQueue \"%s\": %s",
-			         str_at(cq, "metadata.name"), tau_error_last()->msg);
+			         tau_json_str(cq, "metadata.name"), tau_error_last()->msg);
 			return rc == -TAU_ENOMEM ? rc : 1;
 		}
 	}
@@ -864,7 +852,7 @@ static int others_applied(team_ctx *c, tau_budget_cells *out)
 
 	for (size_t i = 0; i < in->n_cohorts; i++)
 		if (managed(in->cohorts[i]) &&
-		    !streq(str_at(in->cohorts[i], "metadata.name"), c->cohort) &&
+		    !streq(tau_json_str(in->cohorts[i], "metadata.name"), c->cohort) &&
 		    (rc = tau_budget_groups_read(out, in->cohorts[i], "nominalQuota")) < 0)
 			return rc;
 	for (size_t i = 0; i < in->n_cluster_queues; i++) {
@@ -873,7 +861,8 @@ static int others_applied(team_ctx *c, tau_budget_cells *out)
 
 		for (size_t k = 0; k < c->n_ws && !moving; k++)
 			moving = c->ws[k].observed == cq && c->ws[k].migrating_in;
-		if (managed(cq) && !moving && !streq(str_at(cq, "spec.cohortName"), c->cohort) &&
+		if (managed(cq) && !moving &&
+		    !streq(tau_json_str(cq, "spec.cohortName"), c->cohort) &&
 		    (rc = tau_budget_groups_read(out, cq, "nominalQuota")) < 0)
 			return rc;
 	}
@@ -904,7 +893,7 @@ static int migration_check(team_ctx *c, const wsinfo *w, bool ready,
                            const tau_budget_cells *reserved, char *msg, size_t len)
 {
 	const tau_budget_cells none = {0};
-	const char *from = str_at(w->observed, "spec.cohortName");
+	const char *from = tau_json_str(w->observed, "spec.cohortName");
 	tau_budget_cells need = {0};
 	size_t at = 0;
 	int rc;
@@ -1174,9 +1163,9 @@ static int deleting(team_ctx *c)
 
 	for (size_t i = 0; i < in->n_cluster_queues; i++) {
 		const cJSON *cq = in->cluster_queues[i];
-		const char *ws = label(cq, TAU_BUDGET_LABEL_WORKSPACE);
+		const char *ws = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
 
-		if (!streq(str_at(cq, "spec.cohortName"), c->cohort))
+		if (!streq(tau_json_str(cq, "spec.cohortName"), c->cohort))
 			continue;
 		if (n++ == 0)
 			snprintf(msg, sizeof(msg), "team \"%s\" is being deleted but ", c->name);
@@ -1185,7 +1174,7 @@ static int deleting(team_ctx *c)
 		snprintf(
 		        msg + strlen(msg), sizeof(msg) - strlen(msg),
 		        "ClusterQueue \"%s\" of workspace \"%s\" is still applied to Cohort \"%s\"",
-		        str_at(cq, "metadata.name"), ws != NULL ? ws : "?", c->cohort);
+		        tau_json_str(cq, "metadata.name"), ws != NULL ? ws : "?", c->cohort);
 	}
 	if (n > 0) {
 		append(msg, sizeof(msg), "%s",
@@ -1245,7 +1234,8 @@ static int decide(team_ctx *c)
 	if (invalid == 1)
 		return set_team(t, TAU_BUDGET_REASON_QUOTA_INVALID, "False", "Degraded", err);
 	if (t->owned_cohort != NULL &&
-	    !streq(label(co, TAU_BUDGET_LABEL_QUOTA_MODE), TAU_BUDGET_QUOTA_MODE_EXPLICIT) &&
+	    !streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+	           TAU_BUDGET_QUOTA_MODE_EXPLICIT) &&
 	    tau_json_find(in->team, "spec.quota") == NULL) {
 		snprintf(err, sizeof(err),
 		         "Cohort \"%s\" is the automatic budget team \"%s\" held as the capacity "
@@ -1301,8 +1291,8 @@ int tau_budget_explicit_decide(tau_budget_xteam **out, const tau_budget_explicit
 	if (out == NULL || in == NULL || in->team == NULL)
 		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
 	c.in = in;
-	c.name = str_at(in->team, "metadata.name");
-	c.uid = str_at(in->team, "metadata.uid");
+	c.name = tau_json_str(in->team, "metadata.name");
+	c.uid = tau_json_str(in->team, "metadata.uid");
 	if (c.name == NULL || c.uid == NULL)
 		return tau_error_set(TAU_EINVAL, "explicit quota: TauTeam without name or uid");
 	if ((rc = tau_budget_cohort_name(c.cohort, sizeof(c.cohort), c.name)) < 0)

@@ -34,15 +34,6 @@ static void say(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-static const char *str_at(const cJSON *obj, const char *path)
-{
-	const char *s = NULL;
-
-	if (obj == NULL || tau_json_get_string(&s, obj, path) != 0)
-		return NULL;
-	return s;
-}
-
 /* metadata.<section>[key] as a string; keys hold dots, so no path lookup. */
 static const char *meta_str(const cJSON *obj, const char *section, const char *key)
 {
@@ -338,7 +329,7 @@ static int create(tau_apply_result *out, tau_kube_client *c, const tau_apply_kin
 static int replace(tau_apply_result *out, tau_kube_client *c, const tau_apply_kind *kind,
                    const char *ns, const char *name, const cJSON *obs, const cJSON *desired)
 {
-	tau_kube_delete_options d = {.uid = str_at(obs, "metadata.uid"),
+	tau_kube_delete_options d = {.uid = tau_json_str(obs, "metadata.uid"),
 	                             .grace_period_seconds = -1};
 	bool exists;
 	int rc = tau_kube_delete(NULL, c, kind->res, ns, name, &d);
@@ -358,8 +349,8 @@ static int replace(tau_apply_result *out, tau_kube_client *c, const tau_apply_ki
 int tau_apply_ensure(tau_apply_result *out, tau_kube_client *c, const tau_apply_kind *kind,
                      const cJSON *desired, const tau_apply_owner *owner)
 {
-	const char *ns = kind->res->namespaced ? str_at(desired, "metadata.namespace") : NULL;
-	const char *name = str_at(desired, "metadata.name");
+	const char *ns = kind->res->namespaced ? tau_json_str(desired, "metadata.namespace") : NULL;
+	const char *name = tau_json_str(desired, "metadata.name");
 	char what[TAU_APPLY_DETAIL_MAX] = "";
 	cJSON *obs = NULL;
 	bool exists = false, differs = false;
@@ -457,11 +448,11 @@ int tau_apply_delete_owned(tau_apply_result *out, tau_kube_client *c, const tau_
 		                   ns != NULL ? ns : "", ns != NULL ? "/" : "", name, out->detail);
 		goto out;
 	}
-	if (str_at(obs, "metadata.deletionTimestamp") != NULL) {
+	if (tau_json_str(obs, "metadata.deletionTimestamp") != NULL) {
 		out->outcome = TAU_APPLY_DELETING;
 		goto out;
 	}
-	d.uid = str_at(obs, "metadata.uid");
+	d.uid = tau_json_str(obs, "metadata.uid");
 	rc = tau_kube_delete(NULL, c, res, res->namespaced ? ns : NULL, name, &d);
 	if (rc == 0) {
 		out->outcome = TAU_APPLY_DELETED;
@@ -508,8 +499,8 @@ int tau_apply_prune(size_t *deleted, tau_kube_client *c, const tau_kube_resource
 		return tau_error_wrap("listing owned %s", res->plural);
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items"))
 	{
-		const char *name = str_at(it, "metadata.name");
-		const char *ons = str_at(it, "metadata.namespace");
+		const char *name = tau_json_str(it, "metadata.name");
+		const char *ons = tau_json_str(it, "metadata.namespace");
 		tau_apply_result r;
 
 		if (name == NULL || kept(name, keep, n_keep))

@@ -100,19 +100,11 @@ int tau_ctl_enqueue_event(tau_ctl *ctl, const char *key)
 	return add_key(ctl, key, ctl->coalesce_ms);
 }
 
-static const char *str_at(const cJSON *obj, const char *path)
-{
-	const char *s = NULL;
-
-	if (obj == NULL || tau_json_get_string(&s, obj, path) != 0)
-		return NULL;
-	return s;
-}
-
 /* The key of `obj` by a NAME or NS_NAME rule, into buf; NULL when it has no name. */
 static const char *object_key(char *buf, size_t cap, const ctl_watch *cw, const cJSON *obj)
 {
-	const char *name = str_at(obj, "metadata.name"), *ns = str_at(obj, "metadata.namespace");
+	const char *name = tau_json_str(obj, "metadata.name"),
+	           *ns = tau_json_str(obj, "metadata.namespace");
 	int n;
 
 	if (name == NULL)
@@ -121,15 +113,6 @@ static const char *object_key(char *buf, size_t cap, const ctl_watch *cw, const 
 		return name;
 	n = snprintf(buf, cap, "%s/%s", ns, name);
 	return n > 0 && (size_t)n < cap ? buf : NULL;
-}
-
-static const char *label_value(const cJSON *obj, const char *key)
-{
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 /* Every key of the primary watch (or the single key), after `delay_ms`. */
@@ -188,9 +171,9 @@ static void on_event(ctl_watch *cw, tau_ctl_event ev, const cJSON *old_obj, cons
 		break;
 	case TAU_CTL_KEYS_LABEL:
 		/* A label moved from one owner to another concerns both. */
-		if (old_obj != NULL && (key = label_value(old_obj, cw->label)) != NULL)
+		if (old_obj != NULL && (key = tau_json_label(old_obj, cw->label)) != NULL)
 			add_key(ctl, key, ctl->coalesce_ms);
-		if ((key = label_value(obj, cw->label)) != NULL)
+		if ((key = tau_json_label(obj, cw->label)) != NULL)
 			add_key(ctl, key, ctl->coalesce_ms);
 		break;
 	case TAU_CTL_KEYS_ALL:

@@ -376,16 +376,6 @@ static void say(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* String member or NULL (absent, null or another type). */
-static const char *str_at(const cJSON *obj, const char *path)
-{
-	const char *s = NULL;
-
-	if (tau_json_get_string(&s, obj, path) < 0)
-		return NULL;
-	return s;
-}
-
 static bool same(const char *a, const char *b)
 {
 	if (a == NULL || b == NULL)
@@ -451,8 +441,8 @@ static bool owned_key_extra(const cJSON *desired, const cJSON *observed, const c
 static bool field_drifted(const cJSON *desired, const cJSON *observed, const char *path, char *what,
                           size_t what_len)
 {
-	const char *want = str_at(desired, path);
-	const char *have = str_at(observed, path);
+	const char *want = tau_json_str(desired, path);
+	const char *have = tau_json_str(observed, path);
 	char d[210];
 
 	if (same(want, have))
@@ -465,8 +455,8 @@ static bool field_drifted(const cJSON *desired, const cJSON *observed, const cha
 /* A subject's apiGroup as the API server defaults it. */
 static const char *subject_group(const cJSON *s)
 {
-	const char *g = str_at(s, "apiGroup");
-	const char *kind = str_at(s, "kind");
+	const char *g = tau_json_str(s, "apiGroup");
+	const char *kind = tau_json_str(s, "kind");
 
 	if (g != NULL && g[0] != '\0')
 		return g;
@@ -482,9 +472,10 @@ static const char *or_empty(const char *s)
 
 static bool subject_equal(const cJSON *a, const cJSON *b)
 {
-	return same(str_at(a, "kind"), str_at(b, "kind")) &&
-	       same(str_at(a, "name"), str_at(b, "name")) &&
-	       strcmp(or_empty(str_at(a, "namespace")), or_empty(str_at(b, "namespace"))) == 0 &&
+	return same(tau_json_str(a, "kind"), tau_json_str(b, "kind")) &&
+	       same(tau_json_str(a, "name"), tau_json_str(b, "name")) &&
+	       strcmp(or_empty(tau_json_str(a, "namespace")),
+	              or_empty(tau_json_str(b, "namespace"))) == 0 &&
 	       strcmp(subject_group(a), subject_group(b)) == 0;
 }
 
@@ -514,7 +505,7 @@ static bool subjects_drifted(const cJSON *desired, const cJSON *observed, char *
 		}
 		if (!found) {
 			say(what, what_len, "subjects lacks %s \"%.200s\"",
-			    or_empty(str_at(w, "kind")), or_empty(str_at(w, "name")));
+			    or_empty(tau_json_str(w, "kind")), or_empty(tau_json_str(w, "name")));
 			return true;
 		}
 	}
@@ -529,7 +520,7 @@ int tau_ws_desired_drifted(bool *out, char *what, size_t what_len, const cJSON *
 
 	if (out == NULL || desired == NULL || observed == NULL)
 		return tau_error_set(TAU_EINVAL, "drift check: missing object");
-	kind = str_at(desired, "kind");
+	kind = tau_json_str(desired, "kind");
 	if (kind == NULL)
 		return tau_error_set(TAU_EINVAL, "drift check: desired object has no kind");
 	say(what, what_len, "%s", "");

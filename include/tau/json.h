@@ -46,6 +46,26 @@ const cJSON *tau_json_find(const cJSON *root, const char *path);
 int tau_json_get_string(const char **out, const cJSON *root, const char *path);
 
 /**
+ * The string at a dotted path, or NULL when root is NULL or the member is
+ * absent, JSON null or not a string.  Lends it.  Sets no error: for readers
+ * to whom "no string there" is an answer, not a failure.
+ */
+const char *tau_json_str(const cJSON *root, const char *path);
+
+/**
+ * The string member `key` of an object (the key taken whole, not as a dotted
+ * path: label keys hold dots), or NULL when map is not an object or the
+ * member is absent or not a string.  Lends it.
+ */
+const char *tau_json_member_str(const cJSON *map, const char *key);
+
+/** The label `key` of a Kubernetes object (metadata.labels), or NULL.  Lends it. */
+const char *tau_json_label(const cJSON *obj, const char *key);
+
+/** The annotation `key` of a Kubernetes object (metadata.annotations), or NULL.  Lends it. */
+const char *tau_json_annotation(const cJSON *obj, const char *key);
+
+/**
  * Get an integer at a dotted path.  Accepts JSON numbers that are exact integers
  * within int64 range.
  * @return 0, -TAU_ENOTFOUND, -TAU_ETYPE (not a number), -TAU_ERANGE (not an exact int64).

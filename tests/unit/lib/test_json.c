@@ -122,6 +122,43 @@ static void test_getters(void **state)
 	cJSON_Delete(root);
 }
 
+static void test_string_readers(void **state)
+{
+	cJSON *root =
+	        parse_ok("{\"metadata\":{\"name\":\"n1\",\"namespace\":null,\"generation\":7,"
+	                 "\"labels\":{\"tau.azure.com/team\":\"ml\",\"n\":3,\"a.b\":\"dotted\"},"
+	                 "\"annotations\":{\"tau.azure.com/owner-uid\":\"u-1\",\"x\":null}},"
+	                 "\"spec\":{\"labels\":[\"not\",\"a\",\"map\"]}}");
+
+	(void)state;
+	assert_string_equal(tau_json_str(root, "metadata.name"), "n1");
+	assert_null(tau_json_str(root, "metadata.namespace"));  /* JSON null */
+	assert_null(tau_json_str(root, "metadata.generation")); /* a number */
+	assert_null(tau_json_str(root, "metadata.uid"));        /* absent */
+	assert_null(tau_json_str(root, "metadata.name.x"));     /* through a string */
+	assert_null(tau_json_str(NULL, "metadata.name"));
+
+	/* Member keys are whole, dots and all. */
+	assert_string_equal(tau_json_member_str(tau_json_find(root, "metadata.labels"), "a.b"),
+	                    "dotted");
+	assert_null(tau_json_member_str(tau_json_find(root, "metadata.labels"), "a"));
+	assert_null(tau_json_member_str(tau_json_find(root, "metadata.labels"), "n"));
+	assert_null(tau_json_member_str(tau_json_find(root, "spec.labels"), "0"));
+	assert_null(tau_json_member_str(NULL, "a.b"));
+	assert_null(tau_json_member_str(root, NULL));
+
+	assert_string_equal(tau_json_label(root, "tau.azure.com/team"), "ml");
+	assert_null(tau_json_label(root, "n"));
+	assert_null(tau_json_label(root, "missing"));
+	assert_string_equal(tau_json_annotation(root, "tau.azure.com/owner-uid"), "u-1");
+	assert_null(tau_json_annotation(root, "x"));
+	assert_null(tau_json_annotation(root, "tau.azure.com/team"));
+	assert_null(tau_json_label(tau_json_find(root, "spec"), "0")); /* no metadata */
+	assert_null(tau_json_label(NULL, "k"));
+	assert_null(tau_json_annotation(NULL, "k"));
+	cJSON_Delete(root);
+}
+
 static void test_print(void **state)
 {
 	cJSON *root = parse_ok("{ \"a\" : [1, 2] }");
@@ -141,6 +178,7 @@ int main(void)
 	        cmocka_unit_test(test_parse_rejects_malformed),
 	        cmocka_unit_test(test_parse_caps),
 	        cmocka_unit_test(test_getters),
+	        cmocka_unit_test(test_string_readers),
 	        cmocka_unit_test(test_print),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
