@@ -120,7 +120,8 @@ static int b64url_value(char c)
 	return -1;
 }
 
-int tau_auth_token_expiry(int64_t *exp_s, const char *token)
+/* The unverified claims (payload) of a JWT.  @return 0 and *out, or -TAU_ENOTFOUND. */
+static int token_claims(cJSON **out, const char *token)
 {
 	const char *p1 = strchr(token, '.');
 	const char *p2 = p1 != NULL ? strchr(p1 + 1, '.') : NULL;
@@ -129,8 +130,6 @@ int tau_auth_token_expiry(int64_t *exp_s, const char *token)
 	uint32_t acc = 0;
 	int bits = 0;
 	cJSON *claims = NULL;
-	const cJSON *exp;
-	int rc = -TAU_ENOTFOUND;
 
 	if (p2 == NULL)
 		return -TAU_ENOTFOUND;
@@ -152,6 +151,39 @@ int tau_auth_token_expiry(int64_t *exp_s, const char *token)
 		}
 	}
 	if (tau_json_parse(&claims, (const char *)buf, n, sizeof(buf)) < 0)
+		return -TAU_ENOTFOUND;
+	if (!cJSON_IsObject(claims)) {
+		cJSON_Delete(claims);
+		return -TAU_ENOTFOUND;
+	}
+	*out = claims;
+	return 0;
+}
+
+int tau_auth_token_subject(char *out, size_t cap, const char *token)
+{
+	cJSON *claims = NULL;
+	const cJSON *sub;
+	int rc = -TAU_ENOTFOUND;
+
+	if (token_claims(&claims, token) < 0)
+		return -TAU_ENOTFOUND;
+	sub = cJSON_GetObjectItemCaseSensitive(claims, "sub");
+	if (cJSON_IsString(sub) && sub->valuestring[0] != '\0') {
+		snprintf(out, cap, "%s", sub->valuestring);
+		rc = 0;
+	}
+	cJSON_Delete(claims);
+	return rc;
+}
+
+int tau_auth_token_expiry(int64_t *exp_s, const char *token)
+{
+	cJSON *claims = NULL;
+	const cJSON *exp;
+	int rc = -TAU_ENOTFOUND;
+
+	if (token_claims(&claims, token) < 0)
 		return -TAU_ENOTFOUND;
 	exp = cJSON_GetObjectItemCaseSensitive(claims, "exp");
 	if (cJSON_IsNumber(exp) && exp->valuedouble > 0 && exp->valuedouble < 1e15) {

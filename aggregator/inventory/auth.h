@@ -76,6 +76,14 @@ tau_rpc_code tau_auth_decide_node(char *msg, size_t cap, const tau_auth_review *
  */
 int tau_auth_token_expiry(int64_t *exp_s, const char *token);
 
+/**
+ * Read the `sub` claim of a JWT without verifying it, into `out` (cut to `cap`).  Only ever
+ * used to refuse a token early: a token whose own claims name another user than the agent
+ * ServiceAccount cannot pass the TokenReview, so it costs no API request.
+ * @return 0, -TAU_ENOTFOUND (not a JWT, or no string sub).
+ */
+int tau_auth_token_subject(char *out, size_t cap, const char *token);
+
 /** SHA-256 of the token as 64 lower-case hex digits plus NUL. */
 void tau_auth_token_hash(char out[65], const char *token);
 

@@ -521,7 +521,7 @@ static int report_start(tau_rpc_call *call, void *ud)
 	stream *s = calloc(1, sizeof(*s));
 	tau_auth_review review;
 	int64_t exp_s;
-	char msg[512];
+	char msg[512], sub[256];
 
 	if (s == NULL)
 		return TAU_RPC_RESOURCE_EXHAUSTED;
@@ -537,6 +537,17 @@ static int report_start(tau_rpc_call *call, void *ud)
 		s->auth = AUTH_FAILED;
 		refuse(s, TAU_RPC_UNAUTHENTICATED, msg);
 		return TAU_RPC_UNAUTHENTICATED;
+	}
+	/* A JWT whose own (unverified) subject is another user cannot pass: no API request. */
+	if (tau_auth_token_subject(sub, sizeof(sub), token) == 0 &&
+	    strcmp(sub, a->agent_user) != 0) {
+		snprintf(msg, sizeof(msg),
+		         "user %.200s is not the agent service account %.200s (the token's own "
+		         "claims; no TokenReview made)",
+		         sub, a->agent_user);
+		s->auth = AUTH_FAILED;
+		refuse(s, TAU_RPC_PERMISSION_DENIED, msg);
+		return TAU_RPC_PERMISSION_DENIED;
 	}
 	tau_auth_token_hash(s->token_hash, token);
 	if ((tau_auth_token_expiry(&exp_s, token) < 0 || exp_s * 1000 > tau_agg_now_ms()) &&

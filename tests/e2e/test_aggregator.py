@@ -386,6 +386,9 @@ class AggregatorE2E(unittest.TestCase):
             ("tok-wrong-aud", inv, grpc.StatusCode.UNAUTHENTICATED, "audience"),
             (EXPIRED_TOKEN, inv, grpc.StatusCode.UNAUTHENTICATED, "expired"),
             ("tok-wrong-user", inv, grpc.StatusCode.PERMISSION_DENIED, "not the agent service account"),
+            # A JWT whose own claims name another user: refused without a TokenReview.
+            (_jwt({"sub": "system:serviceaccount:default:intruder"}), inv,
+             grpc.StatusCode.PERMISSION_DENIED, "no TokenReview made"),
             ("tok-no-node", inv, grpc.StatusCode.PERMISSION_DENIED, "not bound to a node"),
             ("tok-" + first["metadata"]["name"], other, grpc.StatusCode.PERMISSION_DENIED,
              "may not report for node"),
@@ -408,7 +411,7 @@ class AggregatorE2E(unittest.TestCase):
             self.assertEqual(n.last_heard_unix_ms, 0, n.name)
         _, metrics = self.agg.http("/metrics")
         self.assertIn('tau_aggregator_auth_failures_total{code="UNAUTHENTICATED"} 4', metrics)
-        self.assertIn('tau_aggregator_auth_failures_total{code="PERMISSION_DENIED"} 3', metrics)
+        self.assertIn('tau_aggregator_auth_failures_total{code="PERMISSION_DENIED"} 4', metrics)
 
     def test_02_invalid_report_rejected(self):
         node = self.nodes[0]

@@ -4,7 +4,8 @@
  * Any bytes, as a bearer token an agent (or anyone reaching the gRPC port) sends, go to
  * tau_auth_token_expiry (aggregator/inventory/auth.c), which base64url-decodes the payload
  * into a fixed buffer and parses it as JSON before any TokenReview.  It must either find no
- * expiry or return one in its documented range, and never read or write out of bounds.
+ * expiry or return one in its documented range, and never read or write out of bounds.  The
+ * same bytes go to tau_auth_token_subject (the early refusal of another user's JWT).
  */
 #include "inventory/auth.h"
 
@@ -21,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *token = malloc(size + 1);
 	int64_t exp_s = -1;
+	char sub[64];
 	int rc;
 
 	if (token == NULL)
@@ -34,6 +36,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (rc != 0 && rc != -TAU_ENOTFOUND) {
 		fprintf(stderr, "fuzz_jwt_expiry: undocumented return %d\n", rc);
+		abort();
+	}
+	/* The subject reader shares the decoder; its answer must fit and be NUL-terminated. */
+	rc = tau_auth_token_subject(sub, sizeof(sub), token);
+	if ((rc != 0 && rc != -TAU_ENOTFOUND) || (rc == 0 && strlen(sub) >= sizeof(sub))) {
+		fprintf(stderr, "fuzz_jwt_expiry: subject reader returned %d\n", rc);
 		abort();
 	}
 	free(token);

@@ -102,6 +102,27 @@ static void token_expiry(void **state)
 	assert_int_equal(tau_auth_token_expiry(&exp, "e30.eyJzdWIiOiJ4In0.c2ln"), -TAU_ENOTFOUND);
 }
 
+static void token_subject(void **state)
+{
+	char sub[8];
+
+	(void)state;
+	/* {"alg":"none"} . {"exp":1700000000,"sub":"x"} . sig */
+	assert_int_equal(tau_auth_token_subject(sub, sizeof(sub),
+	                                        "eyJhbGciOiJub25lIn0."
+	                                        "eyJleHAiOjE3MDAwMDAwMDAsInN1YiI6IngifQ.c2ln"),
+	                 0);
+	assert_string_equal(sub, "x");
+	assert_int_equal(tau_auth_token_subject(sub, sizeof(sub), "opaque-token"), -TAU_ENOTFOUND);
+	/* {} : no sub */
+	assert_int_equal(tau_auth_token_subject(sub, sizeof(sub), "e30.e30.c2ln"), -TAU_ENOTFOUND);
+	/* {"sub":5}: not a string */
+	assert_int_equal(tau_auth_token_subject(sub, sizeof(sub), "e30.eyJzdWIiOjV9.c2ln"),
+	                 -TAU_ENOTFOUND);
+	/* [1]: claims that are not an object */
+	assert_int_equal(tau_auth_token_subject(sub, sizeof(sub), "e30.WzFd.c2ln"), -TAU_ENOTFOUND);
+}
+
 static void cache(void **state)
 {
 	tau_auth_cache *c = NULL;
@@ -175,11 +196,9 @@ static void long_names_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(sa_user),
-	        cmocka_unit_test(decision_table),
-	        cmocka_unit_test(token_expiry),
-	        cmocka_unit_test(cache),
-	        cmocka_unit_test(long_names_refused),
+	        cmocka_unit_test(sa_user),      cmocka_unit_test(decision_table),
+	        cmocka_unit_test(token_expiry), cmocka_unit_test(token_subject),
+	        cmocka_unit_test(cache),        cmocka_unit_test(long_names_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
