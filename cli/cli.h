@@ -50,6 +50,9 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g);
 /** `tau team list|status NAME ...` (cli/team.c). */
 int tau_cli_team(int argc, char **argv, const tau_cli_globals *g);
 
+/** `tau cluster install|uninstall|status ...` (cli/cluster.c). */
+int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g);
+
 /** `tau storage check --driver NAME [--selector SEL]` (cli/storage.c). */
 int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g);
 

@@ -16,6 +16,11 @@
 #include <string.h>
 
 static const tau_cli_command commands[] = {
+        {"cluster",
+         "cluster install|status|uninstall [...]\n"
+         "                                          install the umbrella chart and wait on\n"
+         "                                          the readiness gate",
+         tau_cli_cluster},
         {"workspace",
          "workspace list|status NAME|check NAME [-o table|json]\n"
          "                                          TauWorkspace state",

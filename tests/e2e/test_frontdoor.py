@@ -13,6 +13,13 @@
 - WorkspaceDeleteTest (same aggregator): `tau workspace delete --wait` shows the drain held by
   an unfinished Job routed through the workspace's LocalQueue, by name, and finishes when the
   Job completes.
+- ClusterTest: `tau cluster install --namespace ml-platform` with the real helm (.tools/bin)
+  installs the umbrella chart; its gate passes step 1 and fails at step 2 (kube-sim runs no
+  pods); once the Deployment reports an available replica (written as the deployment
+  controller would) and a real tau-aggregator leads in ml-platform, `tau cluster status` and a
+  second `tau cluster install` pass every step, found without flags, and the workspace and
+  team commands find ml-platform too; with the aggregator stopped the gate fails at step 2
+  (no leader); uninstall keeps the CRDs. The umbrella/standalone conflict both ways.
 
 Binaries: TAU_CLI and TAU_AGGREGATOR (cmake/frontdoor-tests.cmake sets them), else build/.
 kubectl: KUBECTL, else .tools/bin/kubectl (scripts/install-deps). Standard library only.
@@ -36,6 +43,8 @@ CLI = os.environ.get("TAU_CLI") or os.path.join(ROOT, "build", "tau")
 AGG = os.environ.get("TAU_AGGREGATOR") or os.path.join(ROOT, "build", "tau-aggregator")
 TOOLS = os.path.join(ROOT, ".tools", "bin")
 KUBECTL = os.environ.get("KUBECTL") or os.path.join(TOOLS, "kubectl")
+HELM = os.environ.get("TAU_HELM") or os.path.join(TOOLS, "helm")
+CHARTS = os.path.join(ROOT, "charts")
 SYSNS = "ml-platform"
 
 TAU = "/apis/tau.azure.com/v1alpha1"
@@ -458,6 +467,131 @@ class WorkspaceDeleteTest(AggregatorCase):
         self.assertIn("workspace %s/quick: not found" % SYSNS, err)
         rc, out, err = self.tau("workspace", "delete")
         self.assertEqual((rc, err), (2, "tau workspace delete: NAME is required\n"))
+
+
+class ClusterTest(unittest.TestCase):
+    def setUp(self):
+        require(HELM, "TAU_HELM")
+        self.sim = SimProcess(["--crds", KUEUE_CRDS])
+        self.addCleanup(self.sim.stop)
+        self.env = self.sim.kenv()
+        for var, sub in (("HELM_CACHE_HOME", "cache"), ("HELM_CONFIG_HOME", "config"),
+                         ("HELM_DATA_HOME", "data")):
+            self.env[var] = os.path.join(self.sim.home, "helm", sub)
+        self.env["TAU_HELM"] = HELM
+        self.agg = None
+
+    def tearDown(self):
+        if self.agg is not None:
+            self.agg.stop()
+
+    def tau(self, *args, timeout=120):
+        return run_tau(self.sim, *args, env=self.env, timeout=timeout)
+
+    def helm(self, *args):
+        return subprocess.run([HELM] + list(args), env=self.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+
+    def steps(self, out):
+        return [l.split(":")[0].split() for l in out.splitlines() if l.startswith("[")]
+
+    def make_available(self, ns):
+        self.sim.ok("PATCH", "/apis/apps/v1/namespaces/%s/deployments/tau-aggregator/status"
+                    % ns, {"status": {"replicas": 1, "readyReplicas": 1,
+                                      "availableReplicas": 1}}, MERGE)
+
+    def test_install_custom_namespace_gate_and_commands(self):
+        ns = "ml-platform"
+        rc, out, err = self.tau("cluster", "install", "--namespace", ns, "--timeout", "2s")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("helm from $TAU_HELM", err)
+        self.assertIn("release taugrid installed in %s" % ns, out)
+        self.assertIn("[ok]      1/4 CRDs established", out)
+        self.assertIn("[FAILED]  2/4 aggregator available with a leader: Deployment "
+                      "%s/tau-aggregator has no available replica" % ns, out)
+        self.assertNotIn("3/4", out)
+        rel = json.loads(self.helm("list", "-n", ns, "-o", "json").stdout)
+        self.assertEqual([(r["name"], r["chart"]) for r in rel], [("taugrid", "taugrid-0.1.0")])
+        # What the deployment controller and the aggregator's pod would do: an available
+        # replica, and the real aggregator leading in ns (Lease, TauCluster status).
+        self.make_available(ns)
+        self.agg = Aggregator(self.sim, ns, extra=("--leader-elect",))
+        wait_for(lambda: self.tau("cluster", "status")[0] == 0, timeout=60,
+                 msg="tau cluster status passes (found without flags)")
+        rc, out, err = self.tau("cluster", "status")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("TauGrid readiness gate in namespace %s" % ns, out)
+        self.assertEqual(self.steps(out), [["[ok]", "1/4", "CRDs", "established"],
+                                           ["[ok]", "2/4", "aggregator", "available", "with",
+                                            "a", "leader"],
+                                           ["[ok]", "3/4", "inventory", "established"],
+                                           ["[ok]", "4/4", "TauCluster", "conditions"]])
+        self.assertIn("InventoryEstablished=True", out)
+        # Upgrade through tau again, no flags: the namespace is the installed one.
+        rc, out, err = self.tau("cluster", "install", "--timeout", "60s")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("release taugrid installed in %s" % ns, out)
+        self.assertIn("TauGrid in %s is ready" % ns, out)
+        # Every command finds the install without --system-namespace.
+        rc, out, err = self.tau("workspace", "create", "w1", "--authorization", "cluster-wide",
+                                "--create-namespace")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("workspace %s/w1 created" % ns, out)
+        rc, out, err = self.tau("workspace", "list", "-o", "json")
+        self.assertEqual([w["name"] for w in json.loads(out)["items"]], ["w1"], err)
+        rc, out, err = self.tau("team", "list")
+        self.assertEqual(rc, 0, err)
+        rc, out, err = self.tau("workspace", "delete", "w1", "--wait", "--timeout", "30s")
+        self.assertEqual(rc, 0, out + err)
+        # The aggregator stops (its Lease is released): the gate fails at step 2.
+        self.agg.stop()
+        self.agg = None
+        rc, out, err = self.tau("cluster", "status")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("[ok]      1/4", out)
+        self.assertRegex(out, r"\[FAILED\]  2/4 aggregator available with a leader: no leader: "
+                              r"Lease %s/tau-aggregator" % ns)
+        # Uninstall keeps the CRDs and says so.
+        rc, out, err = self.tau("cluster", "uninstall")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("release taugrid uninstalled from %s" % ns, out)
+        self.assertIn("kept: the CRDs clusters.tau.azure.com", out)
+        st, _ = self.sim.req("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                             "workspaces.tau.azure.com")
+        self.assertEqual(st, 200)
+        self.assertEqual(json.loads(self.helm("list", "-A", "-o", "json").stdout), [])
+
+    def test_umbrella_and_standalone_refuse_each_other(self):
+        self.sim.ok("POST", "/api/v1/namespaces", namespace("tau-system"))
+        r = self.helm("install", "agg", os.path.join(CHARTS, "tau-aggregator"), "-n",
+                      "tau-system")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rc, out, err = self.tau("cluster", "install", "--timeout", "1s")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn('Deployment tau-system/tau-aggregator is owned by release "agg"', err)
+        self.assertIn("tau cluster install: helm upgrade --install of release taugrid in "
+                      "tau-system failed", err)
+        self.assertNotIn("readiness gate", out)
+        r = self.helm("uninstall", "agg", "-n", "tau-system")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # The other way: the umbrella installed by tau, then a standalone chart is refused.
+        rc, out, err = self.tau("cluster", "install", "--timeout", "1s")
+        self.assertIn("release taugrid installed in tau-system", out, err)
+        r = self.helm("install", "agg", os.path.join(CHARTS, "tau-aggregator"), "-n",
+                      "tau-system")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('Deployment tau-system/tau-aggregator is owned by release "taugrid"',
+                      r.stderr)
+
+    def test_usage_errors(self):
+        for args, msg in ((["cluster"], "Usage: tau cluster install"),
+                          (["cluster", "deploy"], "unknown command deploy"),
+                          (["cluster", "status", "--set", "a=b"], "belong to install"),
+                          (["cluster", "install", "--namespace", "Bad"], "--namespace"),
+                          (["cluster", "install", "--timeout", "x"], "--timeout x")):
+            rc, out, err = self.tau(*args)
+            self.assertEqual(rc, 2, (args, out, err))
+            self.assertIn(msg, err, args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,768 @@
+/*
+ * cluster.c - `tau cluster install|uninstall|status`.
+ *
+ * install runs helm (upgrade --install of the umbrella chart charts/taugrid
+ * into NS, with systemNamespace=NS) and then waits on the readiness gate;
+ * status prints the gate and changes nothing; uninstall removes the release
+ * and says what it keeps.  The gate, in order, each step printed as it passes:
+ *   1. CRDs Established (clusters, teams, workspaces .tau.azure.com);
+ *   2. the aggregator Deployment NS/tau-aggregator available, with a leader
+ *      (Lease NS/tau-aggregator held and renewed);
+ *   3. the inventory established (TauCluster condition InventoryEstablished,
+ *      which the aggregator writes from its inventory; with --aggregator ADDR
+ *      also GetPool, naming the nodes it still waits for);
+ *   4. the TauCluster's conditions, observed for its generation.
+ * Exit 0 only when all pass; 1 with the failing step and its reason.
+ *
+ * Which helm: $TAU_HELM, else .tools/bin/helm of the source tree the binary
+ * was built in (scripts/install-deps puts the pinned helm there), else helm on
+ * PATH.  Which chart: --chart, else $TAU_CHART, else charts/taugrid next to
+ * the binary's tree (build/../charts/taugrid) or an installed
+ * share/taugrid/charts/taugrid.
+ *
+ * An umbrella release never takes over a component a standalone release owns,
+ * and a standalone chart never takes over what the umbrella owns: the charts
+ * refuse it at render time (docs/install.md); tau passes that refusal on and
+ * says what to do.
+ */
+#include "cluster.h"
+
+#include "inventory.h"
+
+#include "tau/error.h"
+#include "tau/json.h"
+#include "tau/kube.h"
+#include "tau/names.h"
+#include "tau/parse.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *const tau_cli_crd_names[3] = {"clusters.tau.azure.com", "teams.tau.azure.com",
+                                          "workspaces.tau.azure.com"};
+
+static const tau_kube_resource res_crds = {"apiextensions.k8s.io", "v1",
+                                           "customresourcedefinitions", false};
+static const tau_kube_resource res_deployments = {"apps", "v1", "deployments", true};
+static const tau_kube_resource res_leases = {"coordination.k8s.io", "v1", "leases", true};
+
+#define AGGREGATOR_NAME    "tau-aggregator"
+#define DEFAULT_RELEASE    "taugrid"
+#define DEFAULT_TIMEOUT_MS (5 * 60 * 1000)
+#define GATE_POLL_MS       500
+#define MAX_HELM_ARGS      128
+
+#define S tau_cli_str
+
+/* The condition `type` of obj's status.conditions, or NULL. */
+static const cJSON *condition(const cJSON *obj, const char *type)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, tau_json_find(obj, "status.conditions"))
+	{
+		if (S(c, "type") != NULL && strcmp(S(c, "type"), type) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+static bool cond_is(const cJSON *obj, const char *type, const char *status)
+{
+	const cJSON *c = condition(obj, type);
+
+	return c != NULL && S(c, "status") != NULL && strcmp(S(c, "status"), status) == 0;
+}
+
+bool tau_cli_gate_crds(char *msg, size_t cap, const cJSON *const crds[3])
+{
+	for (int i = 0; i < 3; i++) {
+		if (crds[i] == NULL) {
+			snprintf(msg, cap, "CRD %s not found", tau_cli_crd_names[i]);
+			return false;
+		}
+		if (!cond_is(crds[i], "Established", "True")) {
+			snprintf(msg, cap, "CRD %s is not Established yet", tau_cli_crd_names[i]);
+			return false;
+		}
+	}
+	snprintf(msg, cap, "%s, %s, %s", tau_cli_crd_names[0], tau_cli_crd_names[1],
+	         tau_cli_crd_names[2]);
+	return true;
+}
+
+/* RFC 3339 (UTC, optional fraction) to time_t; -1 when it is not one. */
+static time_t parse_time(const char *s)
+{
+	struct tm tm = {0};
+	int n = 0;
+
+	if (s == NULL || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+	                        &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return timegm(&tm);
+}
+
+bool tau_cli_gate_aggregator(char *msg, size_t cap, const char *ns, const cJSON *deploy,
+                             const cJSON *lease, time_t now)
+{
+	int64_t avail = 0, dur = 0;
+	const char *holder = S(lease, "spec.holderIdentity");
+	time_t renew = parse_time(S(lease, "spec.renewTime"));
+
+	if (deploy == NULL) {
+		snprintf(msg, cap,
+		         "Deployment %s/%s not found (is the aggregator disabled, or owned "
+		         "by a standalone release in another namespace?)",
+		         ns, AGGREGATOR_NAME);
+		return false;
+	}
+	tau_json_get_int(&avail, deploy, "status.availableReplicas");
+	if (avail < 1 && !cond_is(deploy, "Available", "True")) {
+		snprintf(msg, cap, "Deployment %s/%s has no available replica", ns,
+		         AGGREGATOR_NAME);
+		return false;
+	}
+	if (lease == NULL || holder == NULL || holder[0] == '\0') {
+		snprintf(msg, cap, "no leader: Lease %s/%s %s", ns, AGGREGATOR_NAME,
+		         lease == NULL ? "not found" : "has no holder");
+		return false;
+	}
+	tau_json_get_int(&dur, lease, "spec.leaseDurationSeconds");
+	if (renew < 0 || renew + (time_t)dur < now) {
+		snprintf(msg, cap, "no leader: Lease %s/%s held by %s has lapsed (renewed %s)", ns,
+		         AGGREGATOR_NAME, holder,
+		         S(lease, "spec.renewTime") ? S(lease, "spec.renewTime") : "never");
+		return false;
+	}
+	snprintf(msg, cap, "Deployment %s/%s available (%lld), leader %s", ns, AGGREGATOR_NAME,
+	         (long long)avail, holder);
+	return true;
+}
+
+/* The TauCluster's status is for its current generation. */
+static bool observed(char *msg, size_t cap, const cJSON *cluster)
+{
+	int64_t gen = 0, obs = -1;
+
+	if (cluster == NULL) {
+		snprintf(msg, cap, "TauCluster %s not found", TAU_CLI_CLUSTER_NAME);
+		return false;
+	}
+	tau_json_get_int(&gen, cluster, "metadata.generation");
+	if (tau_json_get_int(&obs, cluster, "status.observedGeneration") != 0 || obs != gen) {
+		snprintf(
+		        msg, cap,
+		        "TauCluster %s: status not written for generation %lld yet (the aggregator "
+		        "leader writes it)",
+		        TAU_CLI_CLUSTER_NAME, (long long)gen);
+		return false;
+	}
+	return true;
+}
+
+bool tau_cli_gate_inventory(char *msg, size_t cap, const cJSON *cluster)
+{
+	const cJSON *c;
+
+	if (!observed(msg, cap, cluster))
+		return false;
+	c = condition(cluster, "InventoryEstablished");
+	if (c == NULL || !cond_is(cluster, "InventoryEstablished", "True")) {
+		snprintf(msg, cap, "InventoryEstablished=%s %s: %s",
+		         c != NULL && S(c, "status") ? S(c, "status") : "<unset>",
+		         c != NULL && S(c, "reason") ? S(c, "reason") : "",
+		         c != NULL && S(c, "message") ? S(c, "message") : "not reported yet");
+		return false;
+	}
+	snprintf(msg, cap, "%s", S(c, "message") ? S(c, "message") : "established");
+	return true;
+}
+
+bool tau_cli_gate_conditions(char *msg, size_t cap, const cJSON *cluster)
+{
+	const cJSON *c;
+	size_t used = 0;
+
+	if (!observed(msg, cap, cluster))
+		return false;
+	cJSON_ArrayForEach(c, tau_json_find(cluster, "status.conditions"))
+	{
+		const char *t = S(c, "type"), *st = S(c, "status"), *r = S(c, "reason");
+		bool bad;
+
+		if (t == NULL || st == NULL)
+			continue;
+		if (strcmp(t, "ConflictDetected") == 0)
+			bad = strcmp(st, "True") == 0;
+		else if (strcmp(t, "BudgetReady") == 0)
+			bad = strcmp(st, "True") != 0 &&
+			      !(r != NULL && strcmp(r, "NoCapacityTeam") == 0);
+		else
+			bad = strcmp(st, "True") != 0;
+		if (bad) {
+			snprintf(msg, cap, "%s=%s %s: %s", t, st, r != NULL ? r : "",
+			         S(c, "message") ? S(c, "message") : "");
+			return false;
+		}
+		if (used < cap) {
+			int n = snprintf(msg + used, cap - used, "%s%s=%s", used ? ", " : "", t,
+			                 st);
+
+			used += n > 0 ? (size_t)n : 0;
+		}
+	}
+	if (used == 0)
+		snprintf(msg, cap, "no conditions reported");
+	return used > 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* I/O: the gate                                                                               */
+
+typedef struct gate_ctx {
+	tau_kube_client *c;
+	const char *ns;
+	const char *aggregator;   /* --aggregator: also GetPool */
+	const tau_cli_globals *g; /* the token GetPool sends */
+} gate_ctx;
+
+static const char *const step_names[4] = {"CRDs established", "aggregator available with a leader",
+                                          "inventory established", "TauCluster conditions"};
+
+static cJSON *get_or_null(tau_kube_client *c, const tau_kube_resource *res, const char *ns,
+                          const char *name)
+{
+	cJSON *o = NULL;
+
+	return tau_kube_get(&o, c, res, ns, name) == 0 ? o : NULL;
+}
+
+/* GetPool's missing nodes, appended to msg; false when the aggregator cannot answer. */
+static bool pool_missing(char *msg, size_t cap, const char *addr, const tau_cli_globals *g)
+{
+	Tau__Inventory__V1__GetPoolRequest req = TAU__INVENTORY__V1__GET_POOL_REQUEST__INIT;
+	ProtobufCMessage *resp = NULL;
+	tau_rpc_status st = {0};
+	tau_rpc_channel *ch = NULL;
+	const char *target = NULL;
+	size_t used = strlen(msg);
+	bool ok = false;
+
+	if (tau_cli_aggregator_channel(&ch, &target, addr, NULL, false, g) < 0 ||
+	    tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "GetPool", &req.base,
+	                  &tau__inventory__v1__pool__descriptor, 5000, &st) < 0) {
+		snprintf(msg + used, cap - used, "; aggregator %s: GetPool failed: %s",
+		         target != NULL ? target : addr,
+		         st.message[0] ? st.message : tau_error_last()->msg);
+	} else {
+		const Tau__Inventory__V1__Pool *p = (const Tau__Inventory__V1__Pool *)resp;
+
+		ok = p->established;
+		if (!p->established) {
+			int n = snprintf(msg + used, cap - used,
+			                 "; waiting for %u node%s:", p->missing_count,
+			                 p->missing_count == 1 ? "" : "s");
+
+			used += n > 0 && (size_t)n < cap - used ? (size_t)n : 0;
+			for (size_t i = 0; i < p->n_missing_nodes && used + 1 < cap; i++) {
+				n = snprintf(msg + used, cap - used, " %s", p->missing_nodes[i]);
+				used += n > 0 && (size_t)n < cap - used ? (size_t)n : 0;
+			}
+		}
+	}
+	tau_rpc_message_free(resp);
+	tau_rpc_channel_free(ch);
+	return ok;
+}
+
+static bool run_step(gate_ctx *g, int step, char *msg, size_t cap)
+{
+	bool ok = false;
+
+	if (step == 0) {
+		cJSON *crds[3];
+
+		for (int i = 0; i < 3; i++)
+			crds[i] = get_or_null(g->c, &res_crds, NULL, tau_cli_crd_names[i]);
+		ok = tau_cli_gate_crds(msg, cap, (const cJSON *const *)crds);
+		for (int i = 0; i < 3; i++)
+			cJSON_Delete(crds[i]);
+	} else if (step == 1) {
+		cJSON *d = get_or_null(g->c, &res_deployments, g->ns, AGGREGATOR_NAME);
+		cJSON *l = get_or_null(g->c, &res_leases, g->ns, AGGREGATOR_NAME);
+
+		ok = tau_cli_gate_aggregator(msg, cap, g->ns, d, l, time(NULL));
+		cJSON_Delete(d);
+		cJSON_Delete(l);
+	} else {
+		cJSON *cl = get_or_null(g->c, &tau_cli_res_clusters, NULL, TAU_CLI_CLUSTER_NAME);
+
+		ok = step == 2 ? tau_cli_gate_inventory(msg, cap, cl)
+		               : tau_cli_gate_conditions(msg, cap, cl);
+		if (step == 2 && g->aggregator != NULL)
+			ok = pool_missing(msg, cap, g->aggregator, g->g) && ok;
+		cJSON_Delete(cl);
+	}
+	return ok;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Walk the gate; with timeout_ms > 0 wait for each step.  TAU_CLI_OK or TAU_CLI_FAILED. */
+static int gate(gate_ctx *g, int64_t timeout_ms)
+{
+	int64_t deadline = mono_ms() + timeout_ms;
+	char msg[2048], shown[2048] = "";
+
+	for (int step = 0; step < 4;) {
+		if (run_step(g, step, msg, sizeof(msg))) {
+			fprintf(stdout, "[ok]      %d/4 %s: %s\n", step + 1, step_names[step], msg);
+			fflush(stdout);
+			step++;
+			shown[0] = '\0';
+			continue;
+		}
+		if (timeout_ms <= 0 || mono_ms() >= deadline) {
+			fprintf(stdout, "[FAILED]  %d/4 %s: %s\n", step + 1, step_names[step], msg);
+			return TAU_CLI_FAILED;
+		}
+		if (strcmp(msg, shown) != 0) {
+			fprintf(stdout, "[waiting] %d/4 %s: %s\n", step + 1, step_names[step], msg);
+			fflush(stdout);
+			snprintf(shown, sizeof(shown), "%s", msg);
+		}
+		{
+			struct timespec ts = {0, GATE_POLL_MS * 1000000L};
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	fprintf(stdout, "TauGrid in %s is ready\n", g->ns);
+	return TAU_CLI_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* I/O: helm                                                                                   */
+
+static bool executable(const char *p)
+{
+	return access(p, X_OK) == 0;
+}
+
+/* The directory of the running binary. */
+static bool exe_dir(char *out, size_t cap)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (slash == NULL)
+		return false;
+	*slash = '\0';
+	if (strlen(buf) >= cap)
+		return false;
+	memcpy(out, buf, strlen(buf) + 1);
+	return true;
+}
+
+/* First of `rel` (relative to the binary's directory, its parent, grandparent) that exists. */
+static bool find_near_binary(char *out, size_t cap, const char *rel, bool want_exec)
+{
+	static const char *const ups[] = {"", "/..", "/../.."};
+	char dir[PATH_MAX / 2];
+
+	if (!exe_dir(dir, sizeof(dir)))
+		return false;
+	for (size_t i = 0; i < sizeof(ups) / sizeof(ups[0]); i++) {
+		int n = snprintf(out, cap, "%s%s/%s", dir, ups[i], rel);
+
+		if (n < 0 || (size_t)n >= cap)
+			continue;
+		if (want_exec ? executable(out) : access(out, R_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Which helm; *why says how it was found. */
+static bool find_helm(char *out, size_t cap, const char **why)
+{
+	const char *env = getenv("TAU_HELM"), *path = getenv("PATH");
+
+	if (env != NULL && env[0] != '\0') {
+		snprintf(out, cap, "%s", env);
+		*why = "$TAU_HELM";
+		return true;
+	}
+	if (find_near_binary(out, cap, ".tools/bin/helm", true)) {
+		*why = "the project's .tools/bin";
+		return true;
+	}
+	for (const char *p = path; p != NULL && *p != '\0';) {
+		const char *end = strchr(p, ':');
+		size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+
+		snprintf(out, cap, "%.*s/helm", (int)len, p);
+		if (len > 0 && executable(out)) {
+			*why = "PATH";
+			return true;
+		}
+		p = end != NULL ? end + 1 : NULL;
+	}
+	return false;
+}
+
+static bool find_chart(char *out, size_t cap, const char *flag)
+{
+	const char *env = getenv("TAU_CHART");
+
+	if (flag != NULL || (env != NULL && env[0] != '\0')) {
+		snprintf(out, cap, "%s", flag != NULL ? flag : env);
+		return true;
+	}
+	return find_near_binary(out, cap, "charts/taugrid/Chart.yaml", false) ||
+	       find_near_binary(out, cap, "share/taugrid/charts/taugrid/Chart.yaml", false);
+}
+
+/* Run argv; returns the exit status (or -1 when it could not run). */
+static int run(char *const *argv)
+{
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		execv(argv[0], argv);
+		fprintf(stderr, "tau: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The command                                                                                 */
+
+static void cluster_usage(FILE *out)
+{
+	fputs("Usage: tau cluster install [--namespace NS] [-f values.yaml]... [--set k=v]...\n"
+	      "                           [--context C] [--timeout D] [--dry-run]\n"
+	      "                           [--release NAME] [--chart DIR] [--aggregator ADDR]\n"
+	      "       tau cluster status [--namespace NS] [--aggregator ADDR]\n"
+	      "       tau cluster uninstall [--namespace NS] [--release NAME] [--delete-crds]\n"
+	      "install: helm upgrade --install of the umbrella chart (release taugrid) into NS\n"
+	      "(default: the installed system namespace, else tau-system) with "
+	      "systemNamespace=NS,\n"
+	      "then waits (--timeout, default 5m) on the readiness gate, printing each step:\n"
+	      "  1 CRDs Established  2 Deployment NS/tau-aggregator available with a leader\n"
+	      "  (Lease NS/tau-aggregator)  3 inventory established (TauCluster\n"
+	      "  InventoryEstablished; with --aggregator ADDR also GetPool, naming the nodes it\n"
+	      "  waits for)  4 the TauCluster's conditions.\n"
+	      "--dry-run renders against the cluster (helm --dry-run=server) and installs "
+	      "nothing.\n"
+	      "status: the same gate, once, changing nothing.\n"
+	      "uninstall: helm uninstall; keeps the CRDs (and so every TauWorkspace and TauTeam)\n"
+	      "unless --delete-crds.\n"
+	      "helm: $TAU_HELM, else .tools/bin/helm of this build's source tree\n"
+	      "(scripts/install-deps), else helm on PATH. Chart: --chart, else $TAU_CHART, else\n"
+	      "charts/taugrid of this build's source tree or share/taugrid/charts/taugrid.\n"
+	      "Exit codes: 0 ready (or done), 1 helm refused or a gate step failed (named),\n"
+	      "2 usage error.\n",
+	      out);
+}
+
+int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
+{
+	enum {
+		O_NS = 256,
+		O_SET,
+		O_CONTEXT,
+		O_KUBECONFIG,
+		O_TIMEOUT,
+		O_DRY_RUN,
+		O_RELEASE,
+		O_CHART,
+		O_AGG,
+		O_DELETE_CRDS,
+		O_SYSNS
+	};
+	static const struct option lopts[] = {
+	        {"help", no_argument, NULL, 'h'},
+	        {"namespace", required_argument, NULL, O_NS},
+	        {"system-namespace", required_argument, NULL, O_SYSNS},
+	        {"values", required_argument, NULL, 'f'},
+	        {"set", required_argument, NULL, O_SET},
+	        {"context", required_argument, NULL, O_CONTEXT},
+	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+	        {"timeout", required_argument, NULL, O_TIMEOUT},
+	        {"dry-run", no_argument, NULL, O_DRY_RUN},
+	        {"release", required_argument, NULL, O_RELEASE},
+	        {"chart", required_argument, NULL, O_CHART},
+	        {"aggregator", required_argument, NULL, O_AGG},
+	        {"delete-crds", no_argument, NULL, O_DELETE_CRDS},
+	        {NULL, 0, NULL, 0},
+	};
+	tau_cli_globals gl = {0};
+	const char *verb, *ns_flag = NULL, *timeout = NULL, *release = DEFAULT_RELEASE,
+	                  *chart_flag = NULL, *helm_why = "", *values[32], *sets[64];
+	size_t n_values = 0, n_sets = 0;
+	bool dry_run = false, delete_crds = false;
+	int64_t timeout_ms = DEFAULT_TIMEOUT_MS;
+	char ns[TAU_CLI_NS_BUF], helm[PATH_MAX], chart[PATH_MAX], nsset[TAU_CLI_NS_BUF + 32],
+	        tmo[32];
+	char *hargv[MAX_HELM_ARGS];
+	size_t h = 0;
+	tau_kube_client *client = NULL;
+	gate_ctx gc = {0};
+	int c, rc = TAU_CLI_USAGE;
+
+	if (g != NULL)
+		gl = *g;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "hf:", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			cluster_usage(stdout);
+			return TAU_CLI_OK;
+		case O_NS:
+		case O_SYSNS:
+			ns_flag = optarg;
+			break;
+		case 'f':
+			if (n_values == sizeof(values) / sizeof(values[0])) {
+				fprintf(stderr, "tau cluster: at most 32 -f files\n");
+				return TAU_CLI_USAGE;
+			}
+			values[n_values++] = optarg;
+			break;
+		case O_SET:
+			if (n_sets == sizeof(sets) / sizeof(sets[0])) {
+				fprintf(stderr, "tau cluster: at most 64 --set values\n");
+				return TAU_CLI_USAGE;
+			}
+			sets[n_sets++] = optarg;
+			break;
+		case O_CONTEXT:
+			gl.context = optarg;
+			break;
+		case O_KUBECONFIG:
+			gl.kubeconfig = optarg;
+			break;
+		case O_TIMEOUT:
+			timeout = optarg;
+			break;
+		case O_DRY_RUN:
+			dry_run = true;
+			break;
+		case O_RELEASE:
+			release = optarg;
+			break;
+		case O_CHART:
+			chart_flag = optarg;
+			break;
+		case O_AGG:
+			gc.aggregator = optarg;
+			break;
+		case O_DELETE_CRDS:
+			delete_crds = true;
+			break;
+		default:
+			fprintf(stderr, "tau cluster: unknown option or missing value: %s\n",
+			        argv[optind - 1]);
+			cluster_usage(stderr);
+			return TAU_CLI_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		cluster_usage(stderr);
+		return TAU_CLI_USAGE;
+	}
+	verb = argv[optind];
+	if (strcmp(verb, "install") != 0 && strcmp(verb, "uninstall") != 0 &&
+	    strcmp(verb, "status") != 0) {
+		fprintf(stderr, "tau cluster: unknown command %s\n", verb);
+		return TAU_CLI_USAGE;
+	}
+	if (strcmp(verb, "install") != 0 &&
+	    (n_values > 0 || n_sets > 0 || dry_run || chart_flag != NULL || timeout != NULL)) {
+		fprintf(stderr,
+		        "tau cluster %s: -f, --set, --dry-run, --chart and --timeout belong "
+		        "to install\n",
+		        verb);
+		return TAU_CLI_USAGE;
+	}
+	if (delete_crds && strcmp(verb, "uninstall") != 0) {
+		fprintf(stderr, "tau cluster: --delete-crds belongs to uninstall\n");
+		return TAU_CLI_USAGE;
+	}
+	if (timeout != NULL &&
+	    tau_parse_duration_ms(&timeout_ms, "--timeout", timeout, 0, INT64_C(86400000)) != 0) {
+		fprintf(stderr, "tau cluster install: %s\n", tau_error_last()->msg);
+		return TAU_CLI_USAGE;
+	}
+	if (ns_flag != NULL && tau_names_check_dns1123_label(ns_flag) != 0) {
+		fprintf(stderr, "tau cluster: --namespace: %s\n", tau_error_last()->msg);
+		return TAU_CLI_USAGE;
+	}
+	if (tau_names_check_dns1123_subdomain(release) != 0) {
+		fprintf(stderr, "tau cluster: --release: %s\n", tau_error_last()->msg);
+		return TAU_CLI_USAGE;
+	}
+	if (tau_cli_connect(&client, &gl) != 0) {
+		fprintf(stderr, "tau cluster: %s\n", tau_error_last()->msg);
+		return TAU_CLI_USAGE;
+	}
+	tau_cli_system_namespace(ns, sizeof(ns), client,
+	                         ns_flag != NULL ? ns_flag : gl.system_namespace);
+	gc.c = client;
+	gc.ns = ns;
+	gc.g = &gl;
+	if (strcmp(verb, "status") == 0) {
+		fprintf(stdout, "TauGrid readiness gate in namespace %s:\n", ns);
+		rc = gate(&gc, 0);
+		goto out;
+	}
+	rc = TAU_CLI_FAILED;
+	if (!find_helm(helm, sizeof(helm), &helm_why)) {
+		fprintf(stderr,
+		        "tau cluster %s: no helm: set TAU_HELM, run scripts/install-deps "
+		        "(it puts helm in .tools/bin), or put helm on PATH\n",
+		        verb);
+		goto out;
+	}
+	hargv[h++] = helm;
+	if (strcmp(verb, "uninstall") == 0) {
+		hargv[h++] = (char *)"uninstall";
+		hargv[h++] = (char *)release;
+	} else {
+		if (!find_chart(chart, sizeof(chart), chart_flag)) {
+			fprintf(stderr,
+			        "tau cluster install: the umbrella chart was not found next to "
+			        "this binary: give --chart DIR or set TAU_CHART\n");
+			goto out;
+		}
+		{
+			char *slash = strstr(chart, "/Chart.yaml");
+
+			if (slash != NULL && slash[strlen("/Chart.yaml")] == '\0')
+				*slash = '\0';
+		}
+		snprintf(nsset, sizeof(nsset), "systemNamespace=%s", ns);
+		snprintf(tmo, sizeof(tmo), "%llds", (long long)(timeout_ms / 1000 + 1));
+		hargv[h++] = (char *)"upgrade";
+		hargv[h++] = (char *)"--install";
+		hargv[h++] = (char *)release;
+		hargv[h++] = chart;
+		hargv[h++] = (char *)"--create-namespace";
+		hargv[h++] = (char *)"--timeout";
+		hargv[h++] = tmo;
+		for (size_t i = 0; i < n_values; i++) {
+			hargv[h++] = (char *)"-f";
+			hargv[h++] = (char *)values[i];
+		}
+		for (size_t i = 0; i < n_sets; i++) {
+			hargv[h++] = (char *)"--set";
+			hargv[h++] = (char *)sets[i];
+		}
+		/* Last: the release namespace is the system namespace (the chart checks it). */
+		hargv[h++] = (char *)"--set";
+		hargv[h++] = nsset;
+		if (dry_run)
+			hargv[h++] = (char *)"--dry-run=server";
+	}
+	hargv[h++] = (char *)"--namespace";
+	hargv[h++] = ns;
+	if (gl.context != NULL) {
+		hargv[h++] = (char *)"--kube-context";
+		hargv[h++] = (char *)gl.context;
+	}
+	if (gl.kubeconfig != NULL) {
+		hargv[h++] = (char *)"--kubeconfig";
+		hargv[h++] = (char *)gl.kubeconfig;
+	}
+	hargv[h] = NULL;
+	fprintf(stderr, "tau cluster %s: running %s (helm from %s)\n", verb, helm, helm_why);
+	c = run(hargv);
+	if (c != 0) {
+		fprintf(stderr,
+		        "tau cluster %s: helm %s release %s in %s failed (exit %d); see its "
+		        "message "
+		        "above.%s\n",
+		        verb,
+		        strcmp(verb, "install") == 0 ? "upgrade --install of" : "uninstall of",
+		        release, ns, c,
+		        strcmp(verb, "install") == 0
+		                ? " A component owned by a standalone release is never taken "
+		                  "over: uninstall that release, or disable the component with "
+		                  "--set components.<name>.enabled=false as helm says."
+		                : "");
+		goto out;
+	}
+	if (strcmp(verb, "uninstall") == 0) {
+		fprintf(stdout, "release %s uninstalled from %s\n", release, ns);
+		if (!delete_crds) {
+			fprintf(stdout,
+			        "kept: the CRDs %s, %s, %s, and with them every TauWorkspace, "
+			        "TauTeam "
+			        "and the TauCluster (Helm never deletes a chart's crds/; deleting "
+			        "a "
+			        "CRD deletes all its objects). Remove them with "
+			        "`tau cluster uninstall --delete-crds`.\n",
+			        tau_cli_crd_names[0], tau_cli_crd_names[1], tau_cli_crd_names[2]);
+			fprintf(stdout, "kept: namespace %s.\n", ns);
+			rc = TAU_CLI_OK;
+			goto out;
+		}
+		rc = TAU_CLI_OK;
+		for (int i = 0; i < 3; i++) {
+			int d = tau_kube_delete(NULL, client, &res_crds, NULL, tau_cli_crd_names[i],
+			                        NULL);
+
+			if (d != 0 && d != -TAU_ENOTFOUND) {
+				fprintf(stderr, "tau cluster uninstall: deleting CRD %s: %s\n",
+				        tau_cli_crd_names[i], tau_cli_api_message());
+				rc = TAU_CLI_FAILED;
+			} else {
+				fprintf(stdout, "deleted CRD %s (and its objects)\n",
+				        tau_cli_crd_names[i]);
+			}
+		}
+		goto out;
+	}
+	if (dry_run) {
+		rc = TAU_CLI_OK;
+		goto out;
+	}
+	fprintf(stdout, "release %s installed in %s; readiness gate (timeout %s):\n", release, ns,
+	        timeout != NULL ? timeout : "5m");
+	rc = gate(&gc, timeout_ms > 0 ? timeout_ms : 1);
+out:
+	tau_kube_client_free(client);
+	return rc;
+}
