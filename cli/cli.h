@@ -37,7 +37,7 @@ typedef struct tau_cli_globals {
 /** A command group: `tau NAME ...`.  `run` gets argv starting at NAME. */
 typedef struct tau_cli_command {
 	const char *name;
-	const char *usage; /**< one line for `tau --help` */
+	const char *usage; /**< one line for `tau --help`: verbs and what the group is for */
 	int (*run)(int argc, char **argv, const tau_cli_globals *g);
 } tau_cli_command;
 
@@ -52,6 +52,9 @@ int tau_cli_team(int argc, char **argv, const tau_cli_globals *g);
 
 /** `tau cluster install|uninstall|status ...` (cli/cluster.c). */
 int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g);
+
+/** `tau completion bash` (cli/completion.c). */
+int tau_cli_completion(int argc, char **argv, const tau_cli_globals *g);
 
 /** `tau storage check --driver NAME [--selector SEL]` (cli/storage.c). */
 int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g);

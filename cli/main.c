@@ -16,40 +16,28 @@
 #include <string.h>
 
 static const tau_cli_command commands[] = {
-        {"cluster",
-         "cluster install|status|uninstall [...]\n"
-         "                                          install the umbrella chart and wait on\n"
-         "                                          the readiness gate",
+        {"cluster", "install|status|uninstall: the umbrella chart and its readiness gate",
          tau_cli_cluster},
-        {"workspace",
-         "workspace list|status NAME|check NAME [-o table|json]\n"
-         "                                          TauWorkspace state",
-         tau_cli_workspace},
-        {"team",
-         "team list|status NAME [-o table|json]\n"
-         "                                          TauTeam budget, pool and queues",
-         tau_cli_team},
-        {"inventory",
-         "inventory nodes|pool|explain NODE [--aggregator ADDR] [-o table|json]\n"
-         "                                          GPU inventory from the aggregator",
+        {"workspace", "list|status|check|create|delete: TauWorkspaces", tau_cli_workspace},
+        {"team", "list|status: TauTeam budget, pool and queues", tau_cli_team},
+        {"inventory", "nodes|pool|explain NODE: GPU inventory from the aggregator",
          tau_cli_inventory},
-        {"storage",
-         "storage check --driver NAME [--selector SEL]\n"
-         "                                          CSI registration on eligible nodes",
-         tau_cli_storage},
+        {"storage", "check --driver NAME: CSI registration on eligible nodes", tau_cli_storage},
+        {"completion", "bash: print the bash completion script", tau_cli_completion},
 };
 
 static void usage(FILE *out)
 {
 	fputs("Usage: tau [global options] COMMAND ...\n\nCommands:\n", out);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %s\n", commands[i].usage);
+		fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].usage);
 	fputs("\n"
 	      "Global options:\n"
 	      "  --kubeconfig FILE  --context NAME\n"
-	      "  --system-namespace NS  where TauWorkspaces and TauTeams live (default: the\n"
-	      "                      installed one, TauCluster status.systemNamespace, else\n"
-	      "                      tau-system)\n"
+	      "  --system-namespace NS\n"
+	      "                     where TauWorkspaces and TauTeams live (default: the\n"
+	      "                     installed one, TauCluster status.systemNamespace, else\n"
+	      "                     tau-system)\n"
 	      "  --token TOKEN      bearer token for the aggregator (default: the kubeconfig\n"
 	      "                     context's token)\n"
 	      "  --help             show this help\n"

@@ -469,6 +469,12 @@ class WorkspaceDeleteTest(AggregatorCase):
         self.assertEqual((rc, err), (2, "tau workspace delete: NAME is required\n"))
 
 
+CAPACITY_TEAM = ["--set", "tauCluster.managementMode=Reconcile",
+                 "--set", "tauCluster.queues.ownership=Manage",
+                 "--set", "tauCluster.queues.capacityTeamRef.name=research",
+                 "--set", "teams[0].name=research"]
+
+
 class ClusterTest(unittest.TestCase):
     def setUp(self):
         require(HELM, "TAU_HELM")
@@ -502,7 +508,9 @@ class ClusterTest(unittest.TestCase):
 
     def test_install_custom_namespace_gate_and_commands(self):
         ns = "ml-platform"
-        rc, out, err = self.tau("cluster", "install", "--namespace", ns, "--timeout", "2s")
+        # docs/getting-started.md: the capacity team research receives the measured pool.
+        rc, out, err = self.tau("cluster", "install", "--namespace", ns, "--timeout", "2s",
+                                *CAPACITY_TEAM)
         self.assertEqual(rc, 1, out + err)
         self.assertIn("helm from $TAU_HELM", err)
         self.assertIn("release taugrid installed in %s" % ns, out)
@@ -528,15 +536,18 @@ class ClusterTest(unittest.TestCase):
                                            ["[ok]", "4/4", "TauCluster", "conditions"]])
         self.assertIn("InventoryEstablished=True", out)
         # Upgrade through tau again, no flags: the namespace is the installed one.
-        rc, out, err = self.tau("cluster", "install", "--timeout", "60s")
+        rc, out, err = self.tau("cluster", "install", "--timeout", "60s", *CAPACITY_TEAM)
         self.assertEqual(rc, 0, out + err)
         self.assertIn("release taugrid installed in %s" % ns, out)
         self.assertIn("TauGrid in %s is ready" % ns, out)
         # Every command finds the install without --system-namespace.
-        rc, out, err = self.tau("workspace", "create", "w1", "--authorization", "cluster-wide",
-                                "--create-namespace")
-        self.assertEqual(rc, 0, out + err)
+        # And the getting-started workspace becomes Ready on the team's ClusterQueue.
+        rc, out, err = self.tau("workspace", "create", "w1", "--team", "research",
+                                "--principal", "alpha-researchers", "--subject", "grp-a1",
+                                "--create-namespace", "--wait", "--timeout", "60s")
+        self.assertEqual(rc, 0, out + err + self.agg.log()[-3000:])
         self.assertIn("workspace %s/w1 created" % ns, out)
+        self.assertIn("workspace w1: Ready (namespace w1, queue", out)
         rc, out, err = self.tau("workspace", "list", "-o", "json")
         self.assertEqual([w["name"] for w in json.loads(out)["items"]], ["w1"], err)
         rc, out, err = self.tau("team", "list")
@@ -582,6 +593,34 @@ class ClusterTest(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn('Deployment tau-system/tau-aggregator is owned by release "taugrid"',
                       r.stderr)
+
+    def test_help_and_bash_completion(self):
+        rc, out, err = self.tau("--help")
+        self.assertEqual(rc, 0, err)
+        commands = out.split("Commands:\n")[1].split("\n\n")[0].splitlines()
+        self.assertEqual([c.split()[0] for c in commands],
+                         ["cluster", "workspace", "team", "inventory", "storage", "completion"])
+        rc, script, err = self.tau("completion", "bash")
+        self.assertEqual(rc, 0, err)
+        path = os.path.join(self.sim.tmp, "tau.bash")
+        with open(path, "w") as f:
+            f.write(script)
+
+        def complete(*words):
+            line = ("source %s; COMP_WORDS=(%s); COMP_CWORD=%d; _tau; "
+                    "echo \"${COMPREPLY[*]}\"" % (path, " ".join(words), len(words) - 1))
+            r = subprocess.run(["bash", "-c", line], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stdout.split()
+        self.assertEqual(complete("tau", "cl"), ["cluster"])
+        self.assertEqual(complete("tau", "workspace", "c"), ["check", "create"])
+        self.assertIn("--principal-provider", complete("tau", "workspace", "create", "--pr"))
+        self.assertEqual(complete("tau", "workspace", "create", "x", "--authorization", ""),
+                         ["workspace-rbac", "cluster-wide"])
+        self.assertEqual(complete("tau", "cluster", "u"), ["uninstall"])
+        rc, out, err = self.tau("completion", "zsh")
+        self.assertEqual(rc, 2)
 
     def test_usage_errors(self):
         for args, msg in ((["cluster"], "Usage: tau cluster install"),
