@@ -281,6 +281,13 @@ static int load_client(tau_kube_client **out, const tau_agent_config *cfg)
 		              tau_error_last()->msg, NULL);
 		return rc;
 	}
+	if (cfg->request_timeout_ms > 0) {
+		/* --request-timeout: each request one attempt, over within the time given. */
+		kcfg->timeout_ms = (uint64_t)cfg->request_timeout_ms;
+		if (kcfg->connect_timeout_ms > kcfg->timeout_ms)
+			kcfg->connect_timeout_ms = kcfg->timeout_ms;
+		kcfg->max_retries = 0;
+	}
 	free(kcfg->user_agent);
 	kcfg->user_agent = strdup("tau-node-agent/" TAU_VERSION_STRING);
 	if (kcfg->user_agent == NULL) {

@@ -34,6 +34,7 @@ enum {
 	OPT_LOG_FORMAT,
 	OPT_HELP,
 	OPT_VERSION,
+	OPT_REQUEST_TIMEOUT,
 };
 
 void tau_agent_config_usage(FILE *out)
@@ -60,6 +61,9 @@ void tau_agent_config_usage(FILE *out)
 	      "  --http-listen ADDR      serve /healthz and /metrics on [HOST]:PORT "
 	      "(TAU_HTTP_LISTEN)\n"
 	      "  --probe-interval SEC    periodic host re-probe (TAU_PROBE_INTERVAL; 60)\n"
+	      "  --request-timeout D     --once: give up on each API request after D, one\n"
+	      "                          attempt each (1s, 2m; 0: the client's 30 s and retries)\n"
+	      "                          (TAU_REQUEST_TIMEOUT)\n"
 	      "  --log-level LEVEL       debug|info|warn|error (TAU_LOG_LEVEL; info)\n"
 	      "  --log-format FORMAT     logfmt|json (TAU_LOG_FORMAT; logfmt)\n"
 	      "  --help                  show this help\n"
@@ -135,6 +139,12 @@ static int from_env(tau_agent_config *cfg, tau_agent_env_fn env)
 	    (rc = tau_parse_int(&cfg->probe_interval_s, "TAU_PROBE_INTERVAL", v, 1,
 	                        TAU_AGENT_MAX_PROBE_INTERVAL_S)) < 0)
 		return rc;
+	if ((v = env("TAU_REQUEST_TIMEOUT")) != NULL && v[0] != '\0') {
+		if ((rc = tau_parse_duration_ms(&cfg->request_timeout_ms, "TAU_REQUEST_TIMEOUT", v,
+		                                0, TAU_AGENT_MAX_REQUEST_TIMEOUT_MS)) < 0)
+			return rc;
+		cfg->request_timeout_set = true;
+	}
 	if ((v = env("TAU_LOG_LEVEL")) != NULL && v[0] != '\0' &&
 	    (rc = apply_log_level(cfg, "TAU_LOG_LEVEL", v)) < 0)
 		return rc;
@@ -159,6 +169,9 @@ static int validate(tau_agent_config *cfg)
 		                     cfg->output);
 	if (cfg->output != NULL && !cfg->once)
 		return tau_error_set(TAU_EINVAL, "-o only applies to --once");
+	if (cfg->request_timeout_set && !cfg->once)
+		return tau_error_set(TAU_EINVAL, "--request-timeout only applies to --once (the "
+		                                 "running agent retries the API without end)");
 	if (cfg->http_listen != NULL &&
 	    tau_parse_listen(host, sizeof(host), &port, cfg->http_listen) < 0)
 		return tau_error_wrap("--http-listen");
@@ -201,6 +214,7 @@ int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_age
 	        {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
 	        {"help", no_argument, NULL, OPT_HELP},
 	        {"version", no_argument, NULL, OPT_VERSION},
+	        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -273,6 +287,13 @@ int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_age
 			break;
 		case OPT_VERSION:
 			cfg->version = true;
+			break;
+		case OPT_REQUEST_TIMEOUT:
+			rc = tau_parse_duration_ms(&cfg->request_timeout_ms, "--request-timeout",
+			                           optarg, 0, TAU_AGENT_MAX_REQUEST_TIMEOUT_MS);
+			if (rc < 0)
+				return rc;
+			cfg->request_timeout_set = true;
 			break;
 		default:
 			return tau_parse_getopt_error(c, argv);

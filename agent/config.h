@@ -12,12 +12,15 @@
 #include "tau/log.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /** Default seconds between periodic re-probes of the host (GPUs, RDMA, sockets). */
 #define TAU_AGENT_DEFAULT_PROBE_INTERVAL_S 60
 /** Largest accepted --probe-interval (one day). */
 #define TAU_AGENT_MAX_PROBE_INTERVAL_S 86400
+/** Longest --request-timeout: one hour. */
+#define TAU_AGENT_MAX_REQUEST_TIMEOUT_MS (3600LL * 1000)
 
 /** What the agent was asked to do.  Strings are lent from argv or the environment. */
 typedef struct tau_agent_config {
@@ -33,7 +36,10 @@ typedef struct tau_agent_config {
 	const char *output;      /**< -o / TAU_OUTPUT; only "json" */
 	const char *http_listen; /**< --http-listen / TAU_HTTP_LISTEN: [HOST]:PORT, NULL: off */
 	int probe_interval_s;    /**< --probe-interval / TAU_PROBE_INTERVAL */
-	tau_log_level log_level; /**< --log-level / TAU_LOG_LEVEL */
+	/** --request-timeout / TAU_REQUEST_TIMEOUT (--once only): 0 keeps the client's defaults */
+	int64_t request_timeout_ms;
+	bool request_timeout_set;
+	tau_log_level log_level;   /**< --log-level / TAU_LOG_LEVEL */
 	tau_log_format log_format; /**< --log-format / TAU_LOG_FORMAT */
 	bool help;                 /**< --help: print usage, exit 0 */
 	bool version;              /**< --version: print the version, exit 0 */

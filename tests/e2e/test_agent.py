@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent"))
@@ -321,6 +322,34 @@ class AgentOnce(unittest.TestCase):
         self.assertIsNone(got["nodeName"])
         self.assertTrue(any("no-such-node" in p for p in got["problems"]))
 
+    def test_request_timeout_bounds_an_api_that_never_answers(self):
+        # A socket that accepts connections and never answers: without --request-timeout
+        # each of the three requests would wait 30 s and retry.
+        import socket
+        lsock = socket.socket()
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen(16)
+        try:
+            with open(self.sim.kubeconfig) as f:
+                kc = json.load(f)
+            kc["clusters"][0]["cluster"]["server"] = "http://127.0.0.1:%d" % lsock.getsockname()[1]
+            kc["clusters"][0]["cluster"].pop("certificate-authority-data", None)
+            path = os.path.join(WORK, "silent-kubeconfig")
+            with open(path, "w") as f:
+                json.dump(kc, f)
+            start = time.monotonic()
+            r = subprocess.run([harness.AGENT_BIN, "--once", "-o", "json", "--node-name", ND_NODE,
+                                "--kubeconfig", path, "--host-root", self.host.root,
+                                "--request-timeout", "1s"], capture_output=True, text=True,
+                               timeout=60, env=dict(os.environ, TAU_AGENT_NVML="off"))
+            took = time.monotonic() - start
+        finally:
+            lsock.close()
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertLess(took, 10, "three 1 s attempts, not 30 s retries")
+        got = json.loads(r.stdout)
+        self.assertTrue(any("Node" in p for p in got["problems"]), got["problems"])
+
     def test_usage_errors_exit_2(self):
         for args, env, text in (
                 ([], {}, "--node-name"),
@@ -331,7 +360,10 @@ class AgentOnce(unittest.TestCase):
                 (["--node-name", "n", "--aggregator", "nocolon", "--insecure"], {}, "HOST:PORT"),
                 (["--bogus"], {"NODE_NAME": "n"}, "unknown option"),
                 (["--once", "-o", "yaml"], {"NODE_NAME": "n"}, "json"),
-                (["--once"], {"NODE_NAME": "n", "TAU_INSECURE": "maybe"}, "TAU_INSECURE")):
+                (["--once"], {"NODE_NAME": "n", "TAU_INSECURE": "maybe"}, "TAU_INSECURE"),
+                (["--once", "--request-timeout", "soon"], {"NODE_NAME": "n"}, "--request-timeout"),
+                (["--aggregator", "a:1", "--insecure", "--request-timeout", "1s"],
+                 {"NODE_NAME": "n"}, "only applies to --once")):
             env = dict({k: v for k, v in os.environ.items()
                         if k not in ("NODE_NAME", "TAU_AGGREGATOR", "TAU_INSECURE")}, **env)
             r = subprocess.run([harness.AGENT_BIN, *args], capture_output=True, text=True,

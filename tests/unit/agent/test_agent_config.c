@@ -132,6 +132,16 @@ static void test_defaults_and_once(void **state)
 	assert_int_equal(cfg.probe_interval_s, TAU_AGENT_DEFAULT_PROBE_INTERVAL_S);
 	assert_int_equal(cfg.log_level, TAU_LOG_INFO);
 	assert_null(cfg.aggregator); /* not needed for --once */
+	assert_int_equal(cfg.request_timeout_ms, 0);
+	assert_false(cfg.request_timeout_set);
+	assert_int_equal(
+	        parse(&cfg, ARGV("--node-name", "n", "--once", "--request-timeout", "1.5s"), NULL),
+	        0);
+	assert_int_equal(cfg.request_timeout_ms, 1500);
+	assert_int_equal(
+	        parse(&cfg, ARGV("--node-name", "n", "--once", "--request-timeout", "0"), NULL), 0);
+	assert_int_equal(cfg.request_timeout_ms, 0);
+	assert_true(cfg.request_timeout_set);
 	assert_int_equal(parse(&cfg, ARGV("--output=json"), env), 0);
 	assert_true(cfg.once);
 	/* --help and --version need nothing else. */
@@ -166,6 +176,11 @@ static void test_usage_errors(void **state)
 	expect_usage_error((const char *[]){"tau-node-agent", NULL}, NULL, "--node-name");
 	expect_usage_error(ARGV("--node-name", "n"), NULL, "--aggregator");
 	expect_usage_error(ARGV("--node-name", "n", "--aggregator", "a:1"), NULL, "--ca-file");
+	expect_usage_error(ARGV("--node-name", "n", "--aggregator", "a:1", "--insecure",
+	                        "--request-timeout", "2s"),
+	                   NULL, "--request-timeout only applies to --once");
+	expect_usage_error(ARGV("--node-name", "n", "--once", "--request-timeout", "2h"), NULL,
+	                   "--request-timeout");
 	expect_usage_error(ARGV("--node-name", "n", "--aggregator", "a:1"), both, "exclude");
 	expect_usage_error(ARGV("--node-name", "n", "--aggregator", "a", "--insecure"), NULL,
 	                   "HOST:PORT");
