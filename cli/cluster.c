@@ -443,22 +443,55 @@ static bool find_chart(char *out, size_t cap, const char *flag)
 	       find_near_binary(out, cap, "share/taugrid/charts/taugrid/Chart.yaml", false);
 }
 
-/* Run argv; returns the exit status (or -1 when it could not run). */
-static int run(char *const *argv)
+/*
+ * Run argv with its stdout ours; its stderr is copied to ours as it comes and its first
+ * `cap` - 1 bytes kept in `err` (for telling helm's refusals apart).  Returns the exit status
+ * (or -1 when it could not run).
+ */
+static int run(char *const *argv, char *err, size_t cap)
 {
+	int fds[2], st;
+	size_t used = 0;
 	pid_t pid;
-	int st;
+	char buf[4096];
+	ssize_t n;
 
+	err[0] = '\0';
 	fflush(stdout);
 	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
+	if (pipe(fds) != 0)
 		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
 	if (pid == 0) {
+		close(fds[0]);
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[1]);
 		execv(argv[0], argv);
 		fprintf(stderr, "tau: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	close(fds[1]);
+	while ((n = read(fds[0], buf, sizeof(buf))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		fwrite(buf, 1, (size_t)n, stderr);
+		if (used + 1 < cap) {
+			size_t k = (size_t)n < cap - 1 - used ? (size_t)n : cap - 1 - used;
+
+			memcpy(err + used, buf, k);
+			used += k;
+			err[used] = '\0';
+		}
+	}
+	close(fds[0]);
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
 			return -1;
@@ -483,8 +516,8 @@ static void cluster_usage(FILE *out)
 	      "  (Lease NS/tau-aggregator)  3 inventory established (TauCluster\n"
 	      "  InventoryEstablished; with --aggregator ADDR also GetPool, naming the nodes it\n"
 	      "  waits for)  4 the TauCluster's conditions.\n"
-	      "--dry-run renders against the cluster (helm --dry-run=server) and installs "
-	      "nothing.\n"
+	      "--dry-run renders and installs nothing (helm --dry-run=server once the CRDs\n"
+	      "exist, --dry-run=client before).\n"
 	      "status: the same gate, once, changing nothing.\n"
 	      "uninstall: helm uninstall; keeps the CRDs (and so every TauWorkspace and TauTeam)\n"
 	      "unless --delete-crds.\n"
@@ -535,7 +568,7 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 	int64_t timeout_ms = DEFAULT_TIMEOUT_MS;
 	char ns[TAU_CLI_NS_BUF], helm[PATH_MAX], chart[PATH_MAX], nsset[TAU_CLI_NS_BUF + 32],
 	        tmo[32];
-	char *hargv[MAX_HELM_ARGS];
+	char *hargv[MAX_HELM_ARGS], helm_err[16384];
 	size_t h = 0;
 	tau_kube_client *client = NULL;
 	gate_ctx gc = {0};
@@ -693,8 +726,22 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		/* Last: the release namespace is the system namespace (the chart checks it). */
 		hargv[h++] = (char *)"--set";
 		hargv[h++] = nsset;
-		if (dry_run)
-			hargv[h++] = (char *)"--dry-run=server";
+		if (dry_run) {
+			/* The server validates only what it knows: before the CRDs exist (a
+			 * fresh cluster) it cannot check the TauCluster and TauTeams. */
+			char m[512];
+
+			if (run_step(&gc, 0, m, sizeof(m))) {
+				hargv[h++] = (char *)"--dry-run=server";
+			} else {
+				hargv[h++] = (char *)"--dry-run=client";
+				fprintf(stderr,
+				        "tau cluster install: %s, so the server cannot validate "
+				        "the "
+				        "custom resources: rendering with helm --dry-run=client\n",
+				        m);
+			}
+		}
 	}
 	hargv[h++] = (char *)"--namespace";
 	hargv[h++] = ns;
@@ -708,7 +755,7 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 	}
 	hargv[h] = NULL;
 	fprintf(stderr, "tau cluster %s: running %s (helm from %s)\n", verb, helm, helm_why);
-	c = run(hargv);
+	c = run(hargv, helm_err, sizeof(helm_err));
 	if (c != 0) {
 		fprintf(stderr,
 		        "tau cluster %s: helm %s release %s in %s failed (exit %d); see its "
@@ -717,10 +764,11 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		        verb,
 		        strcmp(verb, "install") == 0 ? "upgrade --install of" : "uninstall of",
 		        release, ns, c,
-		        strcmp(verb, "install") == 0
-		                ? " A component owned by a standalone release is never taken "
-		                  "over: uninstall that release, or disable the component with "
-		                  "--set components.<name>.enabled=false as helm says."
+		        strstr(helm_err, "is owned by release") != NULL
+		                ? " A component owned by another release (standalone or umbrella) "
+		                  "is never taken over: uninstall that release, or disable the "
+		                  "component with --set components.<name>.enabled=false as helm "
+		                  "says."
 		                : "");
 		goto out;
 	}

@@ -582,6 +582,7 @@ class ClusterTest(unittest.TestCase):
         self.assertIn('Deployment tau-system/tau-aggregator is owned by release "agg"', err)
         self.assertIn("tau cluster install: helm upgrade --install of release taugrid in "
                       "tau-system failed", err)
+        self.assertIn("never taken over: uninstall that release", err)
         self.assertNotIn("readiness gate", out)
         r = self.helm("uninstall", "agg", "-n", "tau-system")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -593,6 +594,29 @@ class ClusterTest(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn('Deployment tau-system/tau-aggregator is owned by release "taugrid"',
                       r.stderr)
+
+    def test_dry_run_installs_nothing_and_finds_the_projects_helm(self):
+        env = dict(self.env)
+        del env["TAU_HELM"]
+        rc, out, err = run_tau(self.sim, "cluster", "install", "--dry-run", "--namespace",
+                               "ml-dry", env=env, timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("helm from the project's .tools/bin", err)
+        self.assertIn("CRD clusters.tau.azure.com not found, so the server cannot validate",
+                      err)
+        self.assertIn("kind: Deployment", out)
+        self.assertIn('"--system-namespace=ml-dry"', out.replace("- --system-namespace=ml-dry",
+                                                                 '"--system-namespace=ml-dry"'))
+        self.assertNotIn("readiness gate", out)
+        self.assertEqual(json.loads(self.helm("list", "-A", "-o", "json").stdout), [])
+        st, _ = self.sim.req("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                             "workspaces.tau.azure.com")
+        self.assertEqual(st, 404)
+        env["TAU_CHART"] = "/nonexistent/chart"
+        rc, out, err = run_tau(self.sim, "cluster", "install", env=env, timeout=60)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("tau cluster install: helm upgrade --install of release taugrid", err)
+        self.assertNotIn("never taken over", err)
 
     def test_help_and_bash_completion(self):
         rc, out, err = self.tau("--help")
