@@ -412,7 +412,8 @@ typedef struct agent {
 	bool built;      /* an inventory exists */
 	tau_agent_inventory inv;
 	char digest[65];
-	int64_t observed_ms; /* wall clock of the build that produced `digest` */
+	tau_agent_problem_list logged; /* the problems last logged, to log each once */
+	int64_t observed_ms;           /* wall clock of the build that produced `digest` */
 	char failed_digest[65];
 	tau_agent_probe_cache cache;
 
@@ -553,12 +554,17 @@ static void rebuild(agent *a)
 	atomic_store(&a->metrics.problems, (uint_fast64_t)a->inv.problems.n);
 	if (a->built && strcmp(digest, a->digest) == 0)
 		return;
-	if (a->inv.problems.n > 0) {
-		/* Log each problem once, where it is noticed (it stays in every report). */
-		for (size_t i = 0; i < a->inv.problems.n; i++)
+	/* Log each problem once, when it appears (it stays in every report), and once when it
+	 * goes: a new digest for another reason does not repeat the problems that stayed. */
+	for (size_t i = 0; i < a->inv.problems.n; i++)
+		if (!tau_agent_problem_list_has(&a->logged, a->inv.problems.items[i]))
 			tau_log_warn("inventory problem", "node", a->cfg->node_name, "problem",
 			             a->inv.problems.items[i], NULL);
-	}
+	for (size_t i = 0; i < a->logged.n; i++)
+		if (!tau_agent_problem_list_has(&a->inv.problems, a->logged.items[i]))
+			tau_log_info("inventory problem resolved", "node", a->cfg->node_name,
+			             "problem", a->logged.items[i], NULL);
+	(void)tau_agent_problem_list_copy(&a->logged, &a->inv.problems); /* short: re-logged */
 	memcpy(a->digest, digest, sizeof(a->digest));
 	a->observed_ms = wall_ms();
 	a->built = true;
@@ -854,6 +860,7 @@ static void teardown(agent *a)
 	tau_kube_client_free(a->kc);
 	tau_agent_registry_watch_free(a->regw);
 	tau_agent_inventory_free(&a->inv);
+	tau_agent_problem_list_free(&a->logged);
 	tau_agent_probe_cache_free(&a->cache);
 	if (a->sig_fd >= 0)
 		close(a->sig_fd);

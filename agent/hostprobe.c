@@ -105,6 +105,27 @@ void tau_agent_problem_list_free(tau_agent_problem_list *list)
 	memset(list, 0, sizeof(*list));
 }
 
+bool tau_agent_problem_list_has(const tau_agent_problem_list *list, const char *text)
+{
+	for (size_t i = 0; i < list->n; i++)
+		if (strcmp(list->items[i], text) == 0)
+			return true;
+	return false;
+}
+
+int tau_agent_problem_list_copy(tau_agent_problem_list *dst, const tau_agent_problem_list *src)
+{
+	tau_agent_problem_list_free(dst);
+	for (size_t i = 0; i < src->n; i++) {
+		dst->items[i] = strdup(src->items[i]);
+		if (dst->items[i] == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory");
+		dst->n++;
+	}
+	dst->not_shown = src->not_shown;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ paths */
 
 /* buf = root (without trailing '/') + rel; rel starts with '/'. */

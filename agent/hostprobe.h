@@ -71,6 +71,15 @@ int tau_agent_problem_add_text(tau_agent_problem_list *list, const char *text);
 /** Free the strings and empty the list (a zeroed list is empty).  NULL is a no-op. */
 void tau_agent_problem_list_free(tau_agent_problem_list *list);
 
+/** True when `list` holds a problem with exactly the text `text`. */
+bool tau_agent_problem_list_has(const tau_agent_problem_list *list, const char *text);
+
+/**
+ * Make `dst` a copy of `src` (what was there is freed).
+ * @return 0, or -TAU_ENOMEM with `dst` holding the problems copied so far.
+ */
+int tau_agent_problem_list_copy(tau_agent_problem_list *dst, const tau_agent_problem_list *src);
+
 /** State of one driver's registration socket. */
 typedef enum tau_agent_socket_state {
 	TAU_AGENT_SOCKET_UNKNOWN = 0, /**< the registry could not be read, or not probed */

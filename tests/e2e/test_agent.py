@@ -263,6 +263,13 @@ class AgentBadInput(unittest.TestCase):
             logs = agent.logs()
             self.assertIn("example.com/widgets", logs)
             self.assertIn("level=warn", logs)
+            # The problems that stayed through the second change are not logged again; the new
+            # one is logged once.
+            problem_lines = [line for line in logs.splitlines() if 'msg="inventory problem"' in line]
+            self.assertEqual(sum("mlx5_3" in line for line in problem_lines), 1, problem_lines)
+            self.assertEqual(sum("example.com/widgets" in line for line in problem_lines), 1,
+                             problem_lines)
+            self.assertEqual(sum("eight" in line for line in problem_lines), 1, problem_lines)
         finally:
             rc, _ = agent.terminate()
             rec.stop()

@@ -79,6 +79,29 @@ static void test_problem_list_caps_and_dedupes(void **state)
 	tau_agent_problem_list_free(NULL);
 }
 
+static void test_problem_list_has_and_copy(void **state)
+{
+	tau_agent_problem_list a = {0}, b = {0};
+
+	(void)state;
+	assert_int_equal(tau_agent_problem_add_text(&a, "CSINode n does not exist"), 0);
+	assert_int_equal(tau_agent_problem_add_text(&a, "65 CSI drivers, only 64 kept"), 0);
+	assert_true(tau_agent_problem_list_has(&a, "65 CSI drivers, only 64 kept"));
+	assert_false(tau_agent_problem_list_has(&a, "65 CSI drivers"));
+	assert_false(tau_agent_problem_list_has(&b, "CSINode n does not exist"));
+	assert_int_equal(tau_agent_problem_add_text(&b, "stale"), 0);
+	assert_int_equal(tau_agent_problem_list_copy(&b, &a), 0); /* replaces what b held */
+	assert_int_equal(b.n, 2);
+	assert_false(tau_agent_problem_list_has(&b, "stale"));
+	assert_true(tau_agent_problem_list_has(&b, "CSINode n does not exist"));
+	assert_ptr_not_equal(b.items[0], a.items[0]); /* a copy, not shared */
+	tau_agent_problem_list_free(&a);
+	assert_true(tau_agent_problem_list_has(&b, "65 CSI drivers, only 64 kept"));
+	assert_int_equal(tau_agent_problem_list_copy(&b, &a), 0);
+	assert_int_equal(b.n, 0);
+	tau_agent_problem_list_free(&b);
+}
+
 static void test_problem_text_is_truncated(void **state)
 {
 	tau_agent_problem_list list = {0};
@@ -510,6 +533,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_problem_list_caps_and_dedupes),
 	        cmocka_unit_test(test_problem_text_is_truncated),
+	        cmocka_unit_test(test_problem_list_has_and_copy),
 	        cmocka_unit_test(test_registry_sockets),
 	        cmocka_unit_test(test_registry_missing_means_absent),
 	        cmocka_unit_test(test_registry_unreadable_means_unknown),
