@@ -75,19 +75,33 @@ static cJSON *read_holders(tau_kube_client *c, const char *name, const char *ns)
 	char sel[400], errbuf[TAU_DRAIN_KINDS][300];
 	size_t nq = 0;
 	const cJSON *it;
+	int rc;
 
 	snprintf(sel, sizeof(sel),
 	         "app.kubernetes.io/managed-by=taugrid,tau.azure.com/workspace=%s", name);
 	lo.label_selector = sel;
-	if (tau_kube_list_all(&lqs, c, &res_localqueues, ns, &lo) != 0)
-		lqs = NULL; /* no Kueue or no namespace: nothing can route through the workspace */
+	rc = tau_kube_list_all(&lqs, c, &res_localqueues, ns, &lo);
+	if (rc != 0) {
+		lqs = NULL;
+		/* No Kueue or no namespace: nothing can route through the workspace.  Any other
+		 * failure: say so rather than claim the drain waits for nothing. */
+		if (rc != -TAU_ENOTFOUND) {
+			char d[600];
+
+			out = cJSON_CreateArray();
+			snprintf(d, sizeof(d), "LocalQueues in %s cannot be listed: %s", ns,
+			         tau_cli_api_message());
+			cJSON_AddItemToArray(out, cJSON_CreateString(d));
+			return out;
+		}
+	}
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(lqs, "items"))
 	{
 		if (nq < MAX_QUEUES && tau_cli_str(it, "metadata.name") != NULL)
 			queues[nq++] = tau_cli_str(it, "metadata.name");
 	}
 	for (int k = 0; k < TAU_DRAIN_KINDS && nq > 0; k++) {
-		int rc = tau_kube_list_all(&lists[k], c, &tau_drain_resources[k], ns, NULL);
+		rc = tau_kube_list_all(&lists[k], c, &tau_drain_resources[k], ns, NULL);
 
 		if (rc == -TAU_ENOTFOUND && tau_drain_absent_tolerated((tau_drain_kind)k)) {
 			lists[k] = NULL;

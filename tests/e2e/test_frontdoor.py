@@ -547,7 +547,7 @@ class ClusterTest(unittest.TestCase):
                                 "--create-namespace", "--wait", "--timeout", "60s")
         self.assertEqual(rc, 0, out + err + self.agg.log()[-3000:])
         self.assertIn("workspace %s/w1 created" % ns, out)
-        self.assertIn("workspace w1: Ready (namespace w1, queue", out)
+        self.assertIn("workspace w1: Ready (namespace w1, queue jobqueue)", out)
         rc, out, err = self.tau("workspace", "list", "-o", "json")
         self.assertEqual([w["name"] for w in json.loads(out)["items"]], ["w1"], err)
         rc, out, err = self.tau("team", "list")
