@@ -1,5 +1,6 @@
 /*
- * bench_swarm - N node agents against the aggregator's Report and WatchPool handlers.
+ * bench_swarm - N node agents against the aggregator's Report and WatchPool handlers, and
+ * (--compare-bare) against a bare gRPC server on the same streams, in the same run.
  *
  * The server is this program re-executed (--serve) in a child process, so its memory is the
  * aggregator's alone: the real handler code of aggregator/inventory/service.c (validation, the node
@@ -7,19 +8,26 @@
  * "node:<name>" is the agent ServiceAccount bound to <name>; reviews are cached as in
  * production, so this costs one call per agent) and N Nodes fed to the store as the Node
  * informer would (no kube-sim: the figure is the aggregator's, not the API server's).
+ * With --compare-bare a second child (--serve-bare) is the floor: the C core with
+ * lib/rpc_server.c's channel arguments, reading each report's bytes and acking it, no more.
  *
  * The parent plays N agents as N Report streams over --channels connections:
  *   1. connect: every agent opens its stream and sends its full inventory (seq 1); time until
  *      every ack is in and the pool is established; server RSS then.
- *   2. ingest: each agent sends --reports further inventories (its cpu alternates, so every
- *      report changes the pool), one outstanding per agent; reports/s acked. Compare with
- *      bench_rpc's bare-stream figure (printed by `bench/rpc --skip-idle`).
- *   3. latency: on a quiet system, one agent changes its inventory; time until WatchPool
- *      pushes the new pool (includes the 20 ms coalescing window), --samples times.
+ *   2. ingest: each agent sends --reports further full inventories (the digest alternates;
+ *      the facts match the Node, as a healthy agent's do), one outstanding per agent;
+ *      reports/s acked.
+ *   3. latency (aggregator only): on a quiet system, a Node update in the server (SIGUSR2);
+ *      time until WatchPool pushes the new pool (includes the 20 ms coalescing window).
+ *   4. every stream closed: server RSS after malloc_trim.
+ * With --compare-bare, aggregator and bare runs alternate --rounds times, the best ingest of
+ * each is kept and the last line reads "ratio R (aggregator X reports/s, bare Y reports/s)".
  * Usage: bench_swarm [--agents N] [--channels C] [--reports R] [--samples S]
+ *                    [--compare-bare [--rounds K]]
  */
 #include "inventory/service.h"
 
+#include "../lib/rpc_internal.h"
 #include "tau/error.h"
 #include "tau/log.h"
 #include "tau/rpc.h"
@@ -28,6 +36,10 @@
 #include "tau/inventory/v1/query.pb-c.h"
 
 #include <cjson/cJSON.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -42,6 +55,9 @@
 
 #define REPORT "/tau.inventory.v1.InventoryService/Report"
 #define WATCH  "/tau.inventory.v1.QueryService/WatchPool"
+
+/* Requests armed per method, in both servers. */
+#define SERVER_REQUESTS_ARMED 64
 
 static double now_s(void)
 {
@@ -89,6 +105,28 @@ static int stub_review(void *ud, const char *token, tau_auth_review *out)
 	return 0;
 }
 
+/* Node i as the Node informer delivers it, with the given cpu allocatable. */
+static void upsert_node(tau_agg *agg, int i, const char *cpu)
+{
+	char name[32], json[1024];
+	cJSON *node;
+
+	node_name(name, sizeof(name), i);
+	snprintf(json, sizeof(json),
+	         "{\"metadata\":{\"name\":\"%s\",\"uid\":\"u-%d\",\"resourceVersion\":\"1\","
+	         "\"labels\":{\"kubernetes.io/os\":\"linux\",\"kubernetes.io/hostname\":\"%s\","
+	         "\"tau.azure.com/gpu-class\":\"h100-%d\",\"kubernetes.azure.com/agentpool\":"
+	         "\"gpu\",\"node.kubernetes.io/instance-type\":\"Standard_ND96isr_H100_v5\"}},"
+	         "\"status\":{\"allocatable\":{\"cpu\":\"%s\",\"memory\":\"1977700032Ki\","
+	         "\"nvidia.com/gpu\":\"8\",\"rdma/ib\":\"8\",\"pods\":\"110\","
+	         "\"ephemeral-storage\":\"119703055367\"},"
+	         "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+	         name, i, name, i % 4, cpu);
+	node = cJSON_Parse(json);
+	tau_agg_node_upsert(agg, node);
+	cJSON_Delete(node);
+}
+
 static int serve(int agents)
 {
 	tau_agg_config cfg = {.agent_user = "system:serviceaccount:tau-system:tau-node-agent",
@@ -96,13 +134,14 @@ static int serve(int agents)
 	                      .sync_timeout_ms = 3600000};
 	tau_agg *agg = NULL;
 	tau_rpc_server *srv = NULL;
-	tau_rpc_server_opts opts = {.requests_per_method = 64};
-	int port = 0, sig;
+	tau_rpc_server_opts opts = {.requests_per_method = SERVER_REQUESTS_ARMED};
+	int port = 0, sig, probes = 0;
 	sigset_t sigs;
 
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGUSR1);
+	sigaddset(&sigs, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	tau_log_set_level(TAU_LOG_WARN);
 	if (tau_agg_new(&agg, &cfg) < 0 || tau_rpc_server_new(&srv, &opts) < 0 ||
@@ -111,35 +150,27 @@ static int serve(int agents)
 	    tau_rpc_server_start(srv) < 0)
 		die("server");
 	/* The Node informer's part: every node known from the API, then synced. */
-	for (int i = 0; i < agents; i++) {
-		char name[32], json[1024];
-		cJSON *node;
-
-		node_name(name, sizeof(name), i);
-		snprintf(
-		        json, sizeof(json),
-		        "{\"metadata\":{\"name\":\"%s\",\"uid\":\"u-%d\",\"resourceVersion\":\"1\","
-		        "\"labels\":{\"kubernetes.io/os\":\"linux\",\"kubernetes.io/"
-		        "hostname\":\"%s\","
-		        "\"tau.azure.com/gpu-class\":\"h100-%d\",\"kubernetes.azure.com/"
-		        "agentpool\":"
-		        "\"gpu\",\"node.kubernetes.io/"
-		        "instance-type\":\"Standard_ND96isr_H100_v5\"}},"
-		        "\"status\":{\"allocatable\":{\"cpu\":\"94940m\",\"memory\":"
-		        "\"1977700032Ki\","
-		        "\"nvidia.com/gpu\":\"8\",\"rdma/ib\":\"8\",\"pods\":\"110\","
-		        "\"ephemeral-storage\":\"119703055367\"},"
-		        "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
-		        name, i, name, i % 4);
-		node = cJSON_Parse(json);
-		tau_agg_node_upsert(agg, node);
-		cJSON_Delete(node);
-	}
+	for (int i = 0; i < agents; i++)
+		upsert_node(agg, i, "94940m");
 	tau_agg_nodes_synced(agg);
 	printf("port %d\n", port);
 	fflush(stdout);
-	/* SIGUSR1: give freed memory back, so the parent's RSS reading shows what is live. */
-	while (sigwait(&sigs, &sig) == 0 && sig == SIGUSR1) {
+	/*
+	 * SIGUSR1: give freed memory back, so the parent's RSS reading shows what is live.
+	 * SIGUSR2: a Node update as the informer would deliver it (node 0's cpu allocatable
+	 * changes), the latency probe: the Node is the authority, so only a Node change moves the
+	 * pool.
+	 */
+	while (sigwait(&sigs, &sig) == 0 && sig != SIGTERM) {
+		if (sig == SIGUSR2) {
+			char cpu[32];
+
+			/* The agent of node 0 now differs from its Node: expected, not news. */
+			tau_log_set_level(TAU_LOG_ERROR);
+			snprintf(cpu, sizeof(cpu), "%dm", 100000 + ++probes);
+			upsert_node(agg, 0, cpu);
+			continue;
+		}
 		malloc_trim(0);
 		printf("trimmed\n");
 		fflush(stdout);
@@ -149,6 +180,282 @@ static int serve(int agents)
 	tau_rpc_server_free(srv);
 	tau_agg_free(agg);
 	return 0;
+}
+
+/* ---- bare server (child, --compare-bare) ---------------------------------------------------- */
+
+/*
+ * The floor: a C-core server with lib/rpc_server.c's channel arguments and the same number of
+ * armed requests that only reads each report's bytes (enough to find its seq) and acks it with
+ * a ReportAck. Acks are cumulative (docs/protocol.md), so while an ack is being written only
+ * the newest seq waits. No protobuf decode, no handler, no store.
+ */
+typedef struct bare_call {
+	struct tau_rpc_tag close_tag, recv_tag, send_tag, status_tag;
+	grpc_call *call;
+	grpc_byte_buffer *recv, *sending;
+	int pending, cancelled;
+	bool closed, send_busy, status_sent;
+	uint64_t ack_wanted, ack_sent;
+} bare_call;
+
+typedef struct bare_slot {
+	struct tau_rpc_tag tag;
+	grpc_server *server;
+	void *method;
+	grpc_completion_queue *cq;
+	grpc_call *call;
+	gpr_timespec deadline;
+	grpc_metadata_array md;
+} bare_slot;
+
+static void bare_maybe_done(bare_call *c)
+{
+	if (!c->closed || c->pending > 0)
+		return;
+	if (c->sending != NULL)
+		grpc_byte_buffer_destroy(c->sending);
+	grpc_call_unref(c->call);
+	free(c);
+}
+
+static void bare_batch(bare_call *c, grpc_op *ops, size_t n, struct tau_rpc_tag *tag)
+{
+	if (grpc_call_start_batch(c->call, ops, n, tag, NULL) == GRPC_CALL_OK)
+		c->pending++;
+	else
+		grpc_call_cancel(c->call, NULL);
+}
+
+static void bare_send_ack(bare_call *c)
+{
+	Tau__Inventory__V1__ReportAck ack = TAU__INVENTORY__V1__REPORT_ACK__INIT;
+	uint8_t buf[64];
+	grpc_slice slice;
+	grpc_op op;
+
+	if (c->send_busy || c->closed || c->ack_wanted == c->ack_sent)
+		return;
+	ack.seq = c->ack_wanted;
+	ack.heartbeat_interval_seconds = 30;
+	ack.status = TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_OK;
+	slice = grpc_slice_from_copied_buffer((const char *)buf,
+	                                      tau__inventory__v1__report_ack__pack(&ack, buf));
+	c->sending = grpc_raw_byte_buffer_create(&slice, 1);
+	grpc_slice_unref(slice);
+	c->ack_sent = c->ack_wanted;
+	c->send_busy = true;
+	memset(&op, 0, sizeof(op));
+	op.op = GRPC_OP_SEND_MESSAGE;
+	op.data.send_message.send_message = c->sending;
+	bare_batch(c, &op, 1, &c->send_tag);
+}
+
+static void bare_post_recv(bare_call *c)
+{
+	grpc_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.op = GRPC_OP_RECV_MESSAGE;
+	op.data.recv_message.recv_message = &c->recv;
+	bare_batch(c, &op, 1, &c->recv_tag);
+}
+
+/* AgentReport.seq is field 1, a varint; 0 when absent. */
+static uint64_t report_seq(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+
+	if (n < 2 || p[0] != 0x08)
+		return 0;
+	for (size_t i = 1, shift = 0; i < n && shift < 64; i++, shift += 7) {
+		v |= (uint64_t)(p[i] & 0x7f) << shift;
+		if ((p[i] & 0x80) == 0)
+			break;
+	}
+	return v;
+}
+
+static void bare_on_recv(struct tau_rpc_tag *t, bool ok)
+{
+	bare_call *c = CONTAINER_OF(t, bare_call, recv_tag);
+	grpc_byte_buffer_reader reader;
+	grpc_slice all;
+
+	c->pending--;
+	if (!ok || c->recv == NULL) {
+		if (ok && !c->closed && !c->status_sent) { /* half-close: finish OK */
+			grpc_op op;
+
+			memset(&op, 0, sizeof(op));
+			op.op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+			op.data.send_status_from_server.status = GRPC_STATUS_OK;
+			c->status_sent = true;
+			bare_batch(c, &op, 1, &c->status_tag);
+		}
+		bare_maybe_done(c);
+		return;
+	}
+	if (grpc_byte_buffer_reader_init(&reader, c->recv)) {
+		all = grpc_byte_buffer_reader_readall(&reader);
+		grpc_byte_buffer_reader_destroy(&reader);
+		c->ack_wanted = report_seq(GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all));
+		grpc_slice_unref(all);
+	}
+	grpc_byte_buffer_destroy(c->recv);
+	c->recv = NULL;
+	bare_send_ack(c);
+	if (!c->closed)
+		bare_post_recv(c);
+	bare_maybe_done(c);
+}
+
+static void bare_on_send(struct tau_rpc_tag *t, bool ok)
+{
+	bare_call *c = CONTAINER_OF(t, bare_call, send_tag);
+
+	c->pending--;
+	grpc_byte_buffer_destroy(c->sending);
+	c->sending = NULL;
+	c->send_busy = false;
+	if (ok)
+		bare_send_ack(c);
+	bare_maybe_done(c);
+}
+
+static void bare_on_close(struct tau_rpc_tag *t, bool ok)
+{
+	bare_call *c = CONTAINER_OF(t, bare_call, close_tag);
+
+	(void)ok;
+	c->pending--;
+	c->closed = true;
+	bare_maybe_done(c);
+}
+
+static void bare_on_status(struct tau_rpc_tag *t, bool ok)
+{
+	bare_call *c = CONTAINER_OF(t, bare_call, status_tag);
+
+	(void)ok;
+	c->pending--;
+	bare_maybe_done(c);
+}
+
+static void bare_arm(bare_slot *slot)
+{
+	slot->call = NULL;
+	if (grpc_server_request_registered_call(slot->server, slot->method, &slot->call,
+	                                        &slot->deadline, &slot->md, NULL, slot->cq,
+	                                        slot->cq, &slot->tag) != GRPC_CALL_OK) {
+		grpc_metadata_array_destroy(&slot->md);
+		free(slot);
+	}
+}
+
+static void bare_on_request(struct tau_rpc_tag *t, bool ok)
+{
+	bare_slot *slot = CONTAINER_OF(t, bare_slot, tag);
+	bare_call *c;
+	grpc_op ops[2];
+
+	if (!ok) {
+		grpc_metadata_array_destroy(&slot->md);
+		free(slot);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		exit(1);
+	c->close_tag.fn = bare_on_close;
+	c->recv_tag.fn = bare_on_recv;
+	c->send_tag.fn = bare_on_send;
+	c->status_tag.fn = bare_on_status;
+	c->call = slot->call;
+	/* As lib/rpc: headers now, and the close whenever it comes. */
+	memset(ops, 0, sizeof(ops));
+	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	ops[1].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+	ops[1].data.recv_close_on_server.cancelled = &c->cancelled;
+	bare_batch(c, ops, 2, &c->close_tag);
+	bare_post_recv(c);
+	grpc_metadata_array_destroy(&slot->md);
+	grpc_metadata_array_init(&slot->md);
+	bare_arm(slot);
+}
+
+static void *bare_cq_thread(void *arg)
+{
+	grpc_completion_queue *cq = arg;
+
+	for (;;) {
+		grpc_event ev =
+		        grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+
+		if (ev.type == GRPC_QUEUE_SHUTDOWN)
+			break;
+		if (ev.type == GRPC_OP_COMPLETE) {
+			struct tau_rpc_tag *t = ev.tag;
+
+			t->fn(t, ev.success != 0);
+		}
+	}
+	return NULL;
+}
+
+static int serve_bare(void)
+{
+	tau_rpc_server_opts opts = {.requests_per_method = SERVER_REQUESTS_ARMED};
+	grpc_arg args[TAU_RPC_SERVER_MAX_ARGS];
+	grpc_channel_args cargs = {.args = args};
+	grpc_server *server;
+	grpc_server_credentials *creds;
+	grpc_completion_queue *cq;
+	void *method;
+	pthread_t thread;
+	int port, sig;
+	sigset_t sigs;
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	grpc_init();
+	cargs.num_args = tau_rpc_server_channel_args(args, &opts);
+	server = grpc_server_create(&cargs, NULL);
+	cq = grpc_completion_queue_create_for_next(NULL);
+	grpc_server_register_completion_queue(server, cq, NULL);
+	method = grpc_server_register_method(server, REPORT, NULL, GRPC_SRM_PAYLOAD_NONE, 0);
+	creds = grpc_insecure_server_credentials_create();
+	port = grpc_server_add_http2_port(server, "127.0.0.1:0", creds);
+	grpc_server_credentials_release(creds);
+	if (port == 0 || method == NULL) {
+		fprintf(stderr, "bench_swarm: bare server did not start\n");
+		return 1;
+	}
+	grpc_server_start(server);
+	for (int i = 0; i < opts.requests_per_method; i++) {
+		bare_slot *slot = calloc(1, sizeof(*slot));
+
+		if (slot == NULL)
+			return 1;
+		slot->tag.fn = bare_on_request;
+		slot->server = server;
+		slot->method = method;
+		slot->cq = cq;
+		grpc_metadata_array_init(&slot->md);
+		bare_arm(slot);
+	}
+	pthread_create(&thread, NULL, bare_cq_thread, cq);
+	printf("port %d\n", port);
+	fflush(stdout);
+	while (sigwait(&sigs, &sig) == 0 && sig == SIGUSR1) {
+		malloc_trim(0);
+		printf("trimmed\n");
+		fflush(stdout);
+	}
+	/* The parent has its figures; the process ends without a drain. */
+	_exit(0);
 }
 
 static long child_rss_kib(pid_t pid)
@@ -168,6 +475,37 @@ static long child_rss_kib(pid_t pid)
 	return kib;
 }
 
+/* CPU seconds (user + system) the child has used. */
+static double child_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	p = p != NULL ? strrchr(buf, ')') : NULL;
+	/* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt ut st
+	 */
+	if (p == NULL ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double self_cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 /* ---- agents (parent) ----------------------------------------------------------------------- */
 
 typedef struct agent {
@@ -176,6 +514,7 @@ typedef struct agent {
 	uint64_t seq;   /* last sent */
 	uint64_t acked; /* last acked */
 	int left;       /* reports still to send in phase 2 */
+	bool counted;   /* its first inventory was acked */
 	char name[32];
 } agent;
 
@@ -191,19 +530,14 @@ static void send_inventory(agent *a, int variant)
 	Tau__Inventory__V1__ResourceQuantity r[6], *rp[6];
 	static const char *const rn[6] = {
 	        "cpu", "ephemeral-storage", "memory", "nvidia.com/gpu", "pods", "rdma/ib"};
-	const char *rq[6] = {
-	        variant & 1 ? "94941m" : "94940m", "119703055367", "1977700032Ki", "8", "110", "8"};
-	char cls[32], cpu[32], digest[32];
+	const char *rq[6] = {"94940m", "119703055367", "1977700032Ki", "8", "110", "8"};
+	char cls[32], digest[32];
 	const char *lk[5] = {"kubernetes.azure.com/agentpool", "kubernetes.io/hostname",
 	                     "kubernetes.io/os", "node.kubernetes.io/instance-type",
 	                     "tau.azure.com/gpu-class"};
 	const char *lv[5] = {"gpu", a->name, "linux", "Standard_ND96isr_H100_v5", cls};
 
 	snprintf(cls, sizeof(cls), "h100-%d", a->index % 4);
-	if (variant >= 2) { /* latency probe: a cpu value never seen before */
-		snprintf(cpu, sizeof(cpu), "%dm", 100000 + variant);
-		rq[0] = cpu;
-	}
 	snprintf(digest, sizeof(digest), "d%d", variant);
 	for (int i = 0; i < 5; i++) {
 		tau__inventory__v1__node_inventory__labels_entry__init(&l[i]);
@@ -246,14 +580,43 @@ static void on_ack(tau_rpc_stream *s, ProtobufCMessage *msg, void *ud)
 	if (ack->status != TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_OK)
 		atomic_fetch_add(&acks_bad, 1);
 	a->acked = ack->seq;
-	if (ack->seq == 1)
+	if (ack->seq == 1 && !a->counted) {
+		a->counted = true;
 		atomic_fetch_add(&connected, 1);
+	}
 	atomic_fetch_add(&acks_total, 1);
 	if (phase2 && a->left > 0) {
 		a->left--;
 		send_inventory(a, (int)(a->seq & 1));
 	}
 	tau_rpc_message_free(msg);
+}
+
+static atomic_int closes;
+
+/*
+ * A stream that ends is reported (the first few), not hidden; it reconnects as a real agent's
+ * does (a thousand connections opened at once can time out on a loaded machine) and sends its
+ * first inventory again from on_connected. An ingest report lost with the stream stalls the
+ * run, which then says so.
+ */
+static void on_closed(tau_rpc_stream *s, const tau_rpc_status *st, int retry_ms, void *ud)
+{
+	agent *a = ud;
+
+	(void)s;
+	if (st->code != TAU_RPC_CANCELLED && atomic_fetch_add(&closes, 1) < 3)
+		fprintf(stderr, "bench_swarm: stream of %s ended (%s: %s); again in %d ms\n",
+		        a->name, tau_rpc_code_name((int)st->code), st->message, retry_ms);
+}
+
+static void on_connected(tau_rpc_stream *s, void *ud)
+{
+	agent *a = ud;
+
+	a->stream = s; /* the first attempt may connect before tau_rpc_stream_open returns */
+	a->seq = 0;    /* a new stream starts again at 1 */
+	send_inventory(a, 0);
 }
 
 typedef struct watch_state {
@@ -286,9 +649,20 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int main(int argc, char **argv)
+typedef struct run_result {
+	double connect_s;
+	double ingest_rps;
+	double cpu_us_per_report; /* the server's CPU during ingest over the reports acked */
+	long rss_empty, rss_conn, rss_after, rss_closed; /* KiB */
+} run_result;
+
+/*
+ * One run against a fresh server child: the aggregator's handlers, or (bare) the floor. The
+ * bare server has no WatchPool, so it has no pool to wait for and no latency phase.
+ */
+static int run(bool bare, int n_agents, int n_channels, int reports, int samples, run_result *r)
 {
-	int n_agents = 10000, n_channels = 8, reports = 20, samples = 20;
+	const char *who = bare ? "bare" : "aggregator";
 	int pipefd[2], port = 0;
 	pid_t child;
 	FILE *from_child;
@@ -299,59 +673,47 @@ int main(int argc, char **argv)
 	tau_rpc_stream *wstream = NULL;
 	watch_state w = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 	Tau__Inventory__V1__WatchPoolRequest wreq = TAU__INVENTORY__V1__WATCH_POOL_REQUEST__INIT;
-	double t0, t_conn, t_ingest, *lat;
-	long rss_empty, rss_conn, rss_after;
+	double t0, t_conn, t_ingest, *lat, cpu_srv, cpu_cli;
 	uint64_t base;
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--serve") == 0 && i + 1 < argc)
-			return serve(atoi(argv[i + 1]));
-		if (strcmp(argv[i], "--agents") == 0 && i + 1 < argc)
-			n_agents = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--channels") == 0 && i + 1 < argc)
-			n_channels = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--reports") == 0 && i + 1 < argc)
-			reports = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--samples") == 0 && i + 1 < argc)
-			samples = atoi(argv[++i]);
-		else {
-			fprintf(stderr,
-			        "usage: bench_swarm [--agents N] [--channels C] [--reports R] "
-			        "[--samples S]\n");
-			return 2;
-		}
-	}
-	if (n_agents < 1 || n_channels < 1 || reports < 0 || samples < 0)
-		return 2;
-	raise_nofile();
+	memset(r, 0, sizeof(*r));
+	atomic_store(&acks_total, 0);
+	atomic_store(&acks_bad, 0);
+	atomic_store(&connected, 0);
+	atomic_store(&closes, 0);
+	phase2 = 0;
 	if (pipe(pipefd) != 0)
 		return 1;
 	child = fork();
 	if (child == 0) {
 		char n[16];
 
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* no orphaned server if the parent dies */
 		dup2(pipefd[1], 1);
 		close(pipefd[0]);
 		snprintf(n, sizeof(n), "%d", n_agents);
-		execl("/proc/self/exe", argv[0], "--serve", n, (char *)NULL);
+		if (bare)
+			execl("/proc/self/exe", "bench_swarm", "--serve-bare", (char *)NULL);
+		else
+			execl("/proc/self/exe", "bench_swarm", "--serve", n, (char *)NULL);
 		_exit(127);
 	}
 	close(pipefd[1]);
 	from_child = fdopen(pipefd[0], "r");
 	if (from_child == NULL || fgets(line, sizeof(line), from_child) == NULL ||
 	    sscanf(line, "port %d", &port) != 1) {
-		fprintf(stderr, "bench_swarm: server did not start\n");
+		fprintf(stderr, "bench_swarm: %s server did not start\n", who);
 		return 1;
 	}
-	rss_empty = child_rss_kib(child);
+	r->rss_empty = child_rss_kib(child);
 	snprintf(target, sizeof(target), "127.0.0.1:%d", port);
-	printf("bench_swarm: %d agents over %d channels, %d reports each; server pid %d\n",
-	       n_agents, n_channels, reports, (int)child);
-	printf("server RSS with %d Nodes known from the API, no agent: %.1f MiB\n", n_agents,
-	       (double)rss_empty / 1024);
+	printf("[%s] %d agents over %d channels, %d reports each; server pid %d\n", who, n_agents,
+	       n_channels, reports, (int)child);
+	printf("[%s] server RSS before any agent%s: %.1f MiB\n", who,
+	       bare ? "" : " (every Node known from the API)", (double)r->rss_empty / 1024);
 
 	/* WatchPool first, to see when the pool is established. */
-	{
+	if (!bare) {
 		tau_rpc_channel_opts co = {.target = target, .own_connection = true};
 		tau_rpc_stream_opts so = {.path = WATCH,
 		                          .response = &tau__inventory__v1__pool__descriptor,
@@ -366,6 +728,8 @@ int main(int argc, char **argv)
 	chans = calloc((size_t)n_channels, sizeof(*chans));
 	agents = calloc((size_t)n_agents, sizeof(*agents));
 	lat = calloc((size_t)samples + 1, sizeof(*lat));
+	if (chans == NULL || agents == NULL || lat == NULL)
+		return 1;
 	for (int c = 0; c < n_channels; c++) {
 		tau_rpc_channel_opts co = {.target = target, .own_connection = true};
 
@@ -382,6 +746,9 @@ int main(int argc, char **argv)
 		tau_rpc_stream_opts so = {.path = REPORT,
 		                          .response = &tau__inventory__v1__report_ack__descriptor,
 		                          .on_message = on_ack,
+		                          .on_connected = on_connected,
+		                          .on_closed = on_closed,
+		                          .reconnect = true,
 		                          .ud = a};
 
 		a->index = i;
@@ -391,18 +758,17 @@ int main(int argc, char **argv)
 		tau_rpc_channel_set_bearer_token(ch, token);
 		if (tau_rpc_stream_open(&a->stream, ch, &so) < 0)
 			die("stream");
-		send_inventory(a, 0);
 	}
 	while (atomic_load(&connected) < n_agents) {
 		if (now_s() - t0 > 300) {
-			fprintf(stderr, "bench_swarm: only %d of %d agents acked\n",
+			fprintf(stderr, "bench_swarm: [%s] only %d of %d agents acked\n", who,
 			        (int)atomic_load(&connected), n_agents);
 			return 1;
 		}
 		usleep(10000); /* a benchmark driver; the product code never polls */
 	}
 	pthread_mutex_lock(&w.mu);
-	while (!w.established) {
+	while (!bare && !w.established) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -412,46 +778,59 @@ int main(int argc, char **argv)
 	}
 	pthread_mutex_unlock(&w.mu);
 	t_conn = now_s() - t0;
-	rss_conn = child_rss_kib(child);
-	printf("connect: %d streams authenticated, first inventory acked, pool %s: %.2f s "
-	       "(%.0f agents/s)\n",
-	       n_agents, w.established ? "established" : "NOT established", t_conn,
-	       n_agents / t_conn);
-	printf("server RSS at %d nodes reported and connected: %.1f MiB (%.1f KiB per node over "
-	       "the empty store)\n",
-	       n_agents, (double)rss_conn / 1024, (double)(rss_conn - rss_empty) / n_agents);
+	r->connect_s = t_conn;
+	r->rss_conn = child_rss_kib(child);
+	printf("[%s] connect: %d streams opened, first inventory acked%s: %.2f s (%.0f agents/s)\n",
+	       who, n_agents,
+	       bare            ? ""
+	       : w.established ? ", pool established"
+	                       : ", pool NOT established",
+	       t_conn, n_agents / t_conn);
+	printf("[%s] server RSS with %d agents connected: %.1f MiB (%.1f KiB per agent over the "
+	       "start)\n",
+	       who, n_agents, (double)r->rss_conn / 1024,
+	       (double)(r->rss_conn - r->rss_empty) / n_agents);
 
 	/* 2. ingest */
 	base = atomic_load(&acks_total);
 	for (int i = 0; i < n_agents; i++)
 		agents[i].left = reports > 0 ? reports - 1 : 0;
 	phase2 = 1;
+	cpu_srv = child_cpu_s(child);
+	cpu_cli = self_cpu_s();
 	t0 = now_s();
 	if (reports > 0) {
 		for (int i = 0; i < n_agents; i++)
 			send_inventory(&agents[i], 1);
 		while (atomic_load(&acks_total) - base < (uint64_t)n_agents * (uint64_t)reports) {
 			if (now_s() - t0 > 600) {
-				fprintf(stderr, "bench_swarm: ingest stalled\n");
+				fprintf(stderr, "bench_swarm: [%s] ingest stalled\n", who);
 				return 1;
 			}
-			usleep(5000);
+			usleep(2000);
 		}
 	}
 	t_ingest = now_s() - t0;
+	cpu_srv = child_cpu_s(child) - cpu_srv;
+	cpu_cli = self_cpu_s() - cpu_cli;
 	phase2 = 0;
-	rss_after = child_rss_kib(child);
-	if (reports > 0)
-		printf("ingest: %llu full inventories (%d agents x %d) in %.2f s: %.0f reports/s; "
-		       "non-OK acks %llu\n",
-		       (unsigned long long)n_agents * (unsigned long long)reports, n_agents,
-		       reports, t_ingest, (double)n_agents * reports / t_ingest,
+	r->rss_after = child_rss_kib(child);
+	if (reports > 0) {
+		r->ingest_rps = (double)n_agents * reports / t_ingest;
+		printf("[%s] ingest: %llu full inventories (%d agents x %d) in %.2f s: %.0f "
+		       "reports/s; non-OK acks %llu\n",
+		       who, (unsigned long long)n_agents * (unsigned long long)reports, n_agents,
+		       reports, t_ingest, r->ingest_rps,
 		       (unsigned long long)atomic_load(&acks_bad));
-	printf("server RSS after ingest: %.1f MiB\n", (double)rss_after / 1024);
+		r->cpu_us_per_report = 1e6 * cpu_srv / ((double)n_agents * reports);
+		printf("[%s] ingest CPU: server %.2f s (%.0f %% of a core), load generator %.2f s "
+		       "(%.0f %%)\n",
+		       who, cpu_srv, 100 * cpu_srv / t_ingest, cpu_cli, 100 * cpu_cli / t_ingest);
+	}
+	printf("[%s] server RSS after ingest: %.1f MiB\n", who, (double)r->rss_after / 1024);
 
-	/* 3. WatchPool latency on a quiet system */
-	for (int s = 0; s < samples; s++) {
-		agent *a = &agents[(s * 7919) % n_agents];
+	/* 3. WatchPool latency on a quiet system: a Node update in the server -> pool pushed. */
+	for (int s = 0; !bare && s < samples; s++) {
 		uint64_t gen;
 		double sent;
 
@@ -460,7 +839,7 @@ int main(int argc, char **argv)
 		gen = w.generation;
 		pthread_mutex_unlock(&w.mu);
 		sent = now_s();
-		send_inventory(a, 2 + s);
+		kill(child, SIGUSR2);
 		pthread_mutex_lock(&w.mu);
 		while (w.generation == gen) {
 			struct timespec ts;
@@ -470,14 +849,15 @@ int main(int argc, char **argv)
 			if (pthread_cond_timedwait(&w.cond, &w.mu, &ts) != 0)
 				break;
 		}
-		lat[s] = (w.at - sent) * 1000;
+		lat[s] = w.generation == gen ? -1 : (w.at - sent) * 1000;
 		pthread_mutex_unlock(&w.mu);
 	}
-	if (samples > 0) {
+	if (!bare && samples > 0) {
 		qsort(lat, (size_t)samples, sizeof(*lat), cmp_double);
-		printf("WatchPool latency, report sent -> new pool received (20 ms coalescing "
-		       "window included): min %.1f ms, median %.1f ms, max %.1f ms\n",
-		       lat[0], lat[samples / 2], lat[samples - 1]);
+		printf("[%s] WatchPool latency, Node update -> new pool received (20 ms coalescing "
+		       "window included; -1: none within 10 s): min %.1f ms, median %.1f ms, max "
+		       "%.1f ms\n",
+		       who, lat[0], lat[samples / 2], lat[samples - 1]);
 	}
 
 	/* 4. every agent gone: the store keeps every node (stale), gRPC's per-stream state goes. */
@@ -485,18 +865,91 @@ int main(int argc, char **argv)
 		tau_rpc_stream_free(agents[i].stream);
 	usleep(500000); /* let the server see the cancellations (benchmark pacing only) */
 	kill(child, SIGUSR1);
-	if (fgets(line, sizeof(line), from_child) != NULL)
-		printf("server RSS with %d stale nodes, no stream open (after malloc_trim): %.1f "
-		       "MiB\n",
-		       n_agents, (double)child_rss_kib(child) / 1024);
-	tau_rpc_stream_free(wstream);
+	if (fgets(line, sizeof(line), from_child) != NULL) {
+		r->rss_closed = child_rss_kib(child);
+		printf("[%s] server RSS, every stream closed%s (after malloc_trim): %.1f MiB\n",
+		       who, bare ? "" : ", every node kept (stale)", (double)r->rss_closed / 1024);
+	}
+	if (wstream != NULL)
+		tau_rpc_stream_free(wstream);
 	for (int c = 0; c < n_channels; c++)
 		tau_rpc_channel_free(chans[c]);
 	tau_rpc_channel_free(wch);
 	kill(child, SIGTERM);
 	waitpid(child, NULL, 0);
+	fclose(from_child);
 	free(chans);
 	free(agents);
 	free(lat);
+	fflush(stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int n_agents = 10000, n_channels = 64, reports = 20, samples = 20, rounds = 1;
+	bool compare = false;
+	run_result agg = {0}, bare = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--serve") == 0 && i + 1 < argc)
+			return serve(atoi(argv[i + 1]));
+		if (strcmp(argv[i], "--serve-bare") == 0)
+			return serve_bare();
+		if (strcmp(argv[i], "--agents") == 0 && i + 1 < argc)
+			n_agents = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--channels") == 0 && i + 1 < argc)
+			n_channels = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--reports") == 0 && i + 1 < argc)
+			reports = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--samples") == 0 && i + 1 < argc)
+			samples = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+			rounds = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--compare-bare") == 0)
+			compare = true;
+		else {
+			fprintf(stderr,
+			        "usage: bench_swarm [--agents N] [--channels C] [--reports R] "
+			        "[--samples S] [--compare-bare [--rounds K]]\n");
+			return 2;
+		}
+	}
+	if (n_agents < 1 || n_channels < 1 || reports < 0 || samples < 0 || rounds < 1)
+		return 2;
+	if (compare && reports < 1) {
+		fprintf(stderr, "bench_swarm: --compare-bare needs --reports >= 1\n");
+		return 2;
+	}
+	raise_nofile();
+	/* Rounds alternate aggregator and bare, so both see the same machine; best of each. */
+	for (int k = 0; k < (compare ? rounds : 1); k++) {
+		run_result a, b;
+
+		if (run(false, n_agents, n_channels, reports, samples, &a) != 0)
+			return 1;
+		if (a.ingest_rps > agg.ingest_rps)
+			agg = a;
+		if (!compare)
+			continue;
+		if (run(true, n_agents, n_channels, reports, 0, &b) != 0)
+			return 1;
+		if (b.ingest_rps > bare.ingest_rps)
+			bare = b;
+	}
+	if (compare) {
+		printf("memory with %d agents connected: aggregator %.1f MiB, bare %.1f MiB (+%.1f "
+		       "MiB)\n",
+		       n_agents, (double)agg.rss_conn / 1024, (double)bare.rss_conn / 1024,
+		       (double)(agg.rss_conn - bare.rss_conn) / 1024);
+		/* When the load generator is the limit, CPU per report still compares the servers.
+		 */
+		printf("server CPU per report: aggregator %.1f us, bare %.1f us (bare/aggregator "
+		       "%.2f)\n",
+		       agg.cpu_us_per_report, bare.cpu_us_per_report,
+		       bare.cpu_us_per_report / agg.cpu_us_per_report);
+		printf("ratio %.2f (aggregator %.0f reports/s, bare %.0f reports/s)\n",
+		       agg.ingest_rps / bare.ingest_rps, agg.ingest_rps, bare.ingest_rps);
+	}
 	return 0;
 }

@@ -9,6 +9,8 @@
 #ifndef TAU_RPC_INTERNAL_H
 #define TAU_RPC_INTERNAL_H
 
+#include "tau/rpc.h"
+
 #include <grpc/byte_buffer.h>
 #include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>
@@ -48,6 +50,16 @@ void tau_rpc_ring_free(tau_rpc_send_ring *r);
  * message cap MAX").
  */
 int tau_rpc_pack_message(grpc_byte_buffer **out, const ProtobufCMessage *msg, size_t max);
+
+/** The most arguments tau_rpc_server_channel_args fills. */
+#define TAU_RPC_SERVER_MAX_ARGS 12
+
+/**
+ * The server's channel arguments for opts (keepalive, ping policy, window, message caps), after
+ * filling opts' unset fields with their defaults. Shared with bench/swarm's bare server, so the
+ * floor it measures runs under the same transport settings. @return the number of args written.
+ */
+size_t tau_rpc_server_channel_args(grpc_arg *args, tau_rpc_server_opts *opts);
 
 /** Fill a channel or server argument with an integer value. */
 void tau_rpc_set_arg_int(grpc_arg *a, const char *key, int value);

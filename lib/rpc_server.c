@@ -869,57 +869,62 @@ static void *cq_thread(void *arg)
 	return NULL;
 }
 
+size_t tau_rpc_server_channel_args(grpc_arg *args, tau_rpc_server_opts *o)
+{
+	size_t n = 0;
+
+	if (o->max_message_bytes == 0)
+		o->max_message_bytes = TAU_RPC_DEFAULT_MAX_MESSAGE;
+	if (o->max_message_bytes > (size_t)INT32_MAX)
+		o->max_message_bytes = (size_t)INT32_MAX;
+	if (o->max_send_queue == 0)
+		o->max_send_queue = DEFAULT_SEND_QUEUE;
+	if (o->keepalive_time_ms <= 0)
+		o->keepalive_time_ms = DEFAULT_KEEPALIVE_MS;
+	if (o->keepalive_timeout_ms <= 0)
+		o->keepalive_timeout_ms = DEFAULT_KA_TIMEOUT_MS;
+	if (o->min_client_ping_interval_ms <= 0)
+		o->min_client_ping_interval_ms = DEFAULT_MIN_PING_MS;
+	if (o->stream_window_bytes <= 0)
+		o->stream_window_bytes = DEFAULT_WINDOW_BYTES;
+	if (o->requests_per_method <= 0)
+		o->requests_per_method = DEFAULT_REQUESTS_ARMED;
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+	                    (int)o->max_message_bytes);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
+	                    (int)o->max_message_bytes);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_TIME_MS, o->keepalive_time_ms);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_TIMEOUT_MS, o->keepalive_timeout_ms);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+	                    o->min_client_ping_interval_ms);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+	/* Without BDP probing the receive window stays at the lookahead: bounded memory. */
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_BDP_PROBE, 0);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
+	                    o->stream_window_bytes);
+	if (o->max_concurrent_streams > 0)
+		tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_CONCURRENT_STREAMS,
+		                    o->max_concurrent_streams);
+	return n;
+}
+
 int tau_rpc_server_new(tau_rpc_server **out, const tau_rpc_server_opts *opts)
 {
 	tau_rpc_server *srv = calloc(1, sizeof(*srv));
-	grpc_arg args[12];
+	grpc_arg args[TAU_RPC_SERVER_MAX_ARGS];
 	grpc_channel_args cargs;
-	size_t n = 0;
 
 	if (srv == NULL)
 		return tau_error_set(TAU_ENOMEM, "rpc server");
 	if (opts != NULL)
 		srv->opts = *opts;
-	if (srv->opts.max_message_bytes == 0)
-		srv->opts.max_message_bytes = TAU_RPC_DEFAULT_MAX_MESSAGE;
-	if (srv->opts.max_message_bytes > (size_t)INT32_MAX)
-		srv->opts.max_message_bytes = (size_t)INT32_MAX;
-	if (srv->opts.max_send_queue == 0)
-		srv->opts.max_send_queue = DEFAULT_SEND_QUEUE;
-	if (srv->opts.keepalive_time_ms <= 0)
-		srv->opts.keepalive_time_ms = DEFAULT_KEEPALIVE_MS;
-	if (srv->opts.keepalive_timeout_ms <= 0)
-		srv->opts.keepalive_timeout_ms = DEFAULT_KA_TIMEOUT_MS;
-	if (srv->opts.min_client_ping_interval_ms <= 0)
-		srv->opts.min_client_ping_interval_ms = DEFAULT_MIN_PING_MS;
-	if (srv->opts.stream_window_bytes <= 0)
-		srv->opts.stream_window_bytes = DEFAULT_WINDOW_BYTES;
-	if (srv->opts.requests_per_method <= 0)
-		srv->opts.requests_per_method = DEFAULT_REQUESTS_ARMED;
 	pthread_mutex_init(&srv->mu, NULL);
 	pthread_cond_init(&srv->cond, NULL);
 	srv->shutdown_tag.fn = on_shutdown_done;
 
 	grpc_init();
-	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-	                    (int)srv->opts.max_message_bytes);
-	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
-	                    (int)srv->opts.max_message_bytes);
-	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_TIME_MS, srv->opts.keepalive_time_ms);
-	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
-	                    srv->opts.keepalive_timeout_ms);
-	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-	                    srv->opts.min_client_ping_interval_ms);
-	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-	/* Without BDP probing the receive window stays at the lookahead: bounded memory. */
-	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_BDP_PROBE, 0);
-	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
-	                    srv->opts.stream_window_bytes);
-	if (srv->opts.max_concurrent_streams > 0)
-		tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_CONCURRENT_STREAMS,
-		                    srv->opts.max_concurrent_streams);
-	cargs.num_args = n;
+	cargs.num_args = tau_rpc_server_channel_args(args, &srv->opts);
 	cargs.args = args;
 	srv->server = grpc_server_create(&cargs, NULL);
 	srv->cq = grpc_completion_queue_create_for_next(NULL);
