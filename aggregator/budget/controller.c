@@ -81,21 +81,6 @@ static const tau_kube_resource *resource_of(tau_budget_kind kind)
 	return NULL;
 }
 
-static const char *kind_name(tau_budget_kind kind)
-{
-	switch (kind) {
-	case TAU_BUDGET_RESOURCE_FLAVOR:
-		return "ResourceFlavor";
-	case TAU_BUDGET_COHORT:
-		return "Cohort";
-	case TAU_BUDGET_CLUSTER_QUEUE:
-		return "ClusterQueue";
-	case TAU_BUDGET_TEAM:
-		return "TauTeam";
-	}
-	return "?";
-}
-
 /* Pointers to the items of a JSON array (borrowed).  *n = count. */
 static const cJSON **items_of(const cJSON *arr, size_t *n)
 {
@@ -141,14 +126,14 @@ static int do_write(tau_budget_controller *b, const tau_budget_write *w)
 			rc = -TAU_ECONFLICT;
 	}
 	if (rc == 0) {
-		tau_log_info("budget object written", "kind", kind_name(w->kind), "name", w->name,
-		             "action", verb, "why", w->why, NULL);
+		tau_log_info("budget object written", "kind", tau_budget_kind_name(w->kind), "name",
+		             w->name, "action", verb, "why", w->why, NULL);
 		pthread_mutex_lock(&b->lock);
 		b->stats.writes++;
 		pthread_mutex_unlock(&b->lock);
 	} else if (rc != -TAU_ECONFLICT) {
-		tau_log_warn("budget write failed", "kind", kind_name(w->kind), "name", w->name,
-		             "action", verb, "error", tau_error_last()->msg, NULL);
+		tau_log_warn("budget write failed", "kind", tau_budget_kind_name(w->kind), "name",
+		             w->name, "action", verb, "error", tau_error_last()->msg, NULL);
 	}
 	return rc;
 }

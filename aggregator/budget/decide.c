@@ -68,17 +68,6 @@ static char *fmt(const char *f, ...)
 }
 
 /* snprintf that may truncate: messages are shortened, never overflowed. */
-static void say(char *buf, size_t len, const char *f, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *buf, size_t len, const char *f, ...)
-{
-	va_list ap;
-
-	va_start(ap, f);
-	vsnprintf(buf, len, f, ap);
-	va_end(ap);
-}
-
 static bool streq(const char *a, const char *b)
 {
 	return a != NULL && b != NULL && strcmp(a, b) == 0;
@@ -361,21 +350,6 @@ static int managed_add(cJSON *arr, const char *kind, const char *name)
 /* ------------------------------------------------------------------------------------------ */
 /* Writes                                                                                      */
 
-static const char *kind_name(tau_budget_kind k)
-{
-	switch (k) {
-	case TAU_BUDGET_RESOURCE_FLAVOR:
-		return "ResourceFlavor";
-	case TAU_BUDGET_COHORT:
-		return "Cohort";
-	case TAU_BUDGET_CLUSTER_QUEUE:
-		return "ClusterQueue";
-	case TAU_BUDGET_TEAM:
-		return "TauTeam";
-	}
-	return "?";
-}
-
 /*
  * Create `desired` when nothing is observed, update it when ours and different,
  * and report (in *problem, returning false) an object of that name we do not own.
@@ -391,15 +365,15 @@ static bool ensure(builder *b, tau_budget_kind kind, cJSON *desired, const cJSON
 	if (observed == NULL) {
 		if (allowed)
 			add_write(b, kind, name, false, true, desired, NULL,
-			          fmt("%s %s does not exist", kind_name(kind), name));
+			          fmt("%s %s does not exist", tau_budget_kind_name(kind), name));
 		else
 			cJSON_Delete(desired);
 		return true;
 	}
 	if (tau_budget_ownership_of(observed, kind, owner_uid, why, sizeof(why)) !=
 	    TAU_BUDGET_OWNED) {
-		say(problem, problem_len, "%s %s exists but is not ours: %s", kind_name(kind), name,
-		    why);
+		tau_say(problem, problem_len, "%s %s exists but is not ours: %s",
+		        tau_budget_kind_name(kind), name, why);
 		cJSON_Delete(desired);
 		return false;
 	}
@@ -470,7 +444,7 @@ static void previous_teams(ctx *c)
 		if (n > 0) {
 			if (c->blocked_team == NULL) {
 				c->blocked_team = t;
-				say(c->blocked_ws, sizeof(c->blocked_ws), "%s", ws);
+				tau_say(c->blocked_ws, sizeof(c->blocked_ws), "%s", ws);
 			}
 			continue;
 		}
@@ -692,7 +666,7 @@ static int plan_budget(tau_budget_plan **plan, int *plan_rc, char *err, size_t e
 		return 0;
 	if (*plan_rc == -TAU_ENOMEM)
 		return *plan_rc;
-	say(err, err_len, "%s", tau_error_last()->msg);
+	tau_say(err, err_len, "%s", tau_error_last()->msg);
 	rc = tau_budget_pool_new(&empty);
 	if (rc < 0)
 		return rc;
@@ -764,7 +738,7 @@ static int find_conflicts(char *buf, size_t len, char *unreadable, size_t unread
 	ci.n_workspaces = n_ws;
 	rc = tau_budget_conflicts_find(&list, &ci);
 	if (rc == -TAU_ETYPE || rc == -TAU_EINVAL) {
-		say(unreadable, unreadable_len, "%s", tau_error_last()->msg);
+		tau_say(unreadable, unreadable_len, "%s", tau_error_last()->msg);
 		rc = 0;
 	} else if (rc == 0) {
 		tau_budget_conflicts_summary(buf, len, list);
@@ -805,8 +779,8 @@ static int decide_team(ctx *c, cJSON *managed)
 			                            sizeof(why)) == TAU_BUDGET_OWNED)
 				owned_cohort = cohort;
 			else if (team != NULL)
-				say(problem, sizeof(problem),
-				    "Cohort %s exists but is not ours: %s", cohort_name, why);
+				tau_say(problem, sizeof(problem),
+				        "Cohort %s exists but is not ours: %s", cohort_name, why);
 		}
 	}
 	rc = plan_budget(&plan, &plan_rc, err, sizeof(err), in, owned_cohort, c->cluster_uid);
@@ -821,9 +795,9 @@ static int decide_team(ctx *c, cJSON *managed)
 		if (rf != NULL && plan->flavors[f].gpu_class != NULL &&
 		    tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, c->cluster_uid, why,
 		                            sizeof(why)) != TAU_BUDGET_OWNED)
-			say(problem, sizeof(problem),
-			    "ResourceFlavor %s exists but is not ours: %s", plan->flavors[f].name,
-			    why);
+			tau_say(problem, sizeof(problem),
+			        "ResourceFlavor %s exists but is not ours: %s",
+			        plan->flavors[f].name, why);
 	}
 	rc = find_conflicts(conflict_msg, sizeof(conflict_msg), read_problem, sizeof(read_problem),
 	                    c, team, plan);
@@ -912,7 +886,7 @@ static int decide_team(ctx *c, cJSON *managed)
 	if (c->blocked_team != NULL) {
 		char keep[MSG_MAX];
 
-		say(keep, sizeof(keep), "%s", s.message);
+		tau_say(keep, sizeof(keep), "%s", s.message);
 		set_state(
 		        &s, TAU_BUDGET_REASON_LEAVE_BLOCKED, "False", "Degraded",
 		        "spec.queues.capacityTeamRef %s%s, but team %s still has workspaces (%s): "
@@ -923,7 +897,7 @@ static int decide_team(ctx *c, cJSON *managed)
 	} else if (!c->reconcile && c->effective != NULL) {
 		char would[MSG_MAX];
 
-		say(would, sizeof(would), "%s: %s", s.reason, s.message);
+		tau_say(would, sizeof(would), "%s: %s", s.reason, s.message);
 		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
 		          "managementMode is Observe: nothing is written (%s)", would);
 	}
@@ -1005,7 +979,7 @@ static void workspace_status(builder *b, const tau_budget_observed *in, const ch
 		                        "its ClusterQueue holds the workspace's guarantee",
 		                        generation(ws), in->now);
 	else {
-		say(msg, sizeof(msg), "team \"%s\" is not Ready: %s", team, x->message);
+		tau_say(msg, sizeof(msg), "team \"%s\" is not Ready: %s", team, x->message);
 		rc = tau_conditions_set(conds, prev, "QuotaReady", "False", x->reason, msg,
 		                        generation(ws), in->now);
 	}
@@ -1069,7 +1043,7 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 	if (!c->reconcile) {
 		char would[MSG_MAX];
 
-		say(would, sizeof(would), "%s: %s", s.reason, s.message);
+		tau_say(would, sizeof(would), "%s: %s", s.reason, s.message);
 		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
 		          "managementMode is Observe: nothing is written (%s)", would);
 	}

@@ -19,7 +19,6 @@
 #include "tau/json.h"
 #include "tau/names.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,19 +29,6 @@
 static int nomem(const char *what)
 {
 	return tau_error_set(TAU_ENOMEM, "out of memory building %s", what);
-}
-
-static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (buf == NULL || len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
 }
 
 /* Grow *items (of `size` bytes each) to hold at least `need`; false on overflow or OOM. */
@@ -78,6 +64,21 @@ static bool same(const char *a, const char *b)
 	if (a == NULL || b == NULL)
 		return a == b;
 	return strcmp(a, b) == 0;
+}
+
+const char *tau_budget_kind_name(tau_budget_kind kind)
+{
+	switch (kind) {
+	case TAU_BUDGET_RESOURCE_FLAVOR:
+		return "ResourceFlavor";
+	case TAU_BUDGET_COHORT:
+		return "Cohort";
+	case TAU_BUDGET_CLUSTER_QUEUE:
+		return "ClusterQueue";
+	case TAU_BUDGET_TEAM:
+		return "TauTeam";
+	}
+	return "?";
 }
 
 int tau_budget_quantity_of(tau_quantity *out, const cJSON *v)
@@ -707,9 +708,9 @@ static bool map_subset(const cJSON *want, const cJSON *have, const char *path, c
 		const char *got = tau_json_member_str(have, item->string);
 
 		if (cJSON_IsString(item) && !same(got, item->valuestring)) {
-			say(what, what_len, "%s[%s] is %s%.120s%s, want \"%.120s\"", path,
-			    item->string, got != NULL ? "\"" : "", got != NULL ? got : "absent",
-			    got != NULL ? "\"" : "", item->valuestring);
+			tau_say(what, what_len, "%s[%s] is %s%.120s%s, want \"%.120s\"", path,
+			        item->string, got != NULL ? "\"" : "", got != NULL ? got : "absent",
+			        got != NULL ? "\"" : "", item->valuestring);
 			return false;
 		}
 	}
@@ -727,7 +728,8 @@ static bool map_equal(const cJSON *want, const cJSON *have, const char *path, ch
 	cJSON_ArrayForEach(item, all)
 	{
 		if (tau_json_member_str(want, item->string) == NULL) {
-			say(what, what_len, "%s has %s, which we do not set", path, item->string);
+			tau_say(what, what_len, "%s has %s, which we do not set", path,
+			        item->string);
 			return false;
 		}
 	}
@@ -757,8 +759,8 @@ static bool quantity_equal(const cJSON *want, const cJSON *have, const char *pat
 		return true;
 	tau_error_clear();
 	describe(d, sizeof(d), have);
-	say(what, what_len, "%s is %s, want %s", path, d,
-	    cJSON_IsString(want) ? want->valuestring : "absent");
+	tau_say(what, what_len, "%s is %s, want %s", path, d,
+	        cJSON_IsString(want) ? want->valuestring : "absent");
 	return false;
 }
 
@@ -771,8 +773,8 @@ static bool strings_equal(const cJSON *want, const cJSON *have, const char *path
 	    strcmp(want->valuestring, have->valuestring) == 0)
 		return true;
 	describe(d, sizeof(d), have);
-	say(what, what_len, "%s is %s, want \"%.120s\"", path, d,
-	    cJSON_IsString(want) ? want->valuestring : "");
+	tau_say(what, what_len, "%s is %s, want \"%.120s\"", path, d,
+	        cJSON_IsString(want) ? want->valuestring : "");
 	return false;
 }
 
@@ -784,9 +786,9 @@ static bool list_len_equal(const cJSON *want, const cJSON *have, const char *pat
 	if (nw == nh && nh >= 0)
 		return true;
 	if (nh < 0)
-		say(what, what_len, "%s is not a list", path);
+		tau_say(what, what_len, "%s is not a list", path);
 	else
-		say(what, what_len, "%s has %d entries, want %d", path, nh, nw);
+		tau_say(what, what_len, "%s has %d entries, want %d", path, nh, nw);
 	return false;
 }
 
@@ -796,12 +798,12 @@ static bool resource_equal(const cJSON *want, const cJSON *have, const char *pat
 	static const char *const limits[] = {"nominalQuota", "borrowingLimit", "lendingLimit"};
 	char p[256];
 
-	say(p, sizeof(p), "%s.name", path);
+	tau_say(p, sizeof(p), "%s.name", path);
 	if (!strings_equal(cJSON_GetObjectItemCaseSensitive(want, "name"),
 	                   cJSON_GetObjectItemCaseSensitive(have, "name"), p, what, what_len))
 		return false;
 	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
-		say(p, sizeof(p), "%s.%s", path, limits[i]);
+		tau_say(p, sizeof(p), "%s.%s", path, limits[i]);
 		if (!quantity_equal(cJSON_GetObjectItemCaseSensitive(want, limits[i]),
 		                    cJSON_GetObjectItemCaseSensitive(have, limits[i]), p, what,
 		                    what_len))
@@ -817,15 +819,15 @@ static bool flavor_equal(const cJSON *want, const cJSON *have, const char *path,
 	const cJSON *hr = cJSON_GetObjectItemCaseSensitive(have, "resources");
 	char p[256];
 
-	say(p, sizeof(p), "%s.name", path);
+	tau_say(p, sizeof(p), "%s.name", path);
 	if (!strings_equal(cJSON_GetObjectItemCaseSensitive(want, "name"),
 	                   cJSON_GetObjectItemCaseSensitive(have, "name"), p, what, what_len))
 		return false;
-	say(p, sizeof(p), "%s.resources", path);
+	tau_say(p, sizeof(p), "%s.resources", path);
 	if (!list_len_equal(wr, hr, p, what, what_len))
 		return false;
 	for (int i = 0; i < list_size(wr); i++) {
-		say(p, sizeof(p), "%s.resources[%d]", path, i);
+		tau_say(p, sizeof(p), "%s.resources[%d]", path, i);
 		if (!resource_equal(cJSON_GetArrayItem(wr, i), cJSON_GetArrayItem(hr, i), p, what,
 		                    what_len))
 			return false;
@@ -846,20 +848,20 @@ static bool groups_equal(const cJSON *want, const cJSON *have, char *what, size_
 		const cJSON *wf = cJSON_GetObjectItemCaseSensitive(wg, "flavors");
 		const cJSON *hf = cJSON_GetObjectItemCaseSensitive(hg, "flavors");
 
-		say(p, sizeof(p), "spec.resourceGroups[%d].coveredResources", g);
+		tau_say(p, sizeof(p), "spec.resourceGroups[%d].coveredResources", g);
 		if (!list_len_equal(wc, hc, p, what, what_len))
 			return false;
 		for (int i = 0; i < list_size(wc); i++) {
-			say(p, sizeof(p), "spec.resourceGroups[%d].coveredResources[%d]", g, i);
+			tau_say(p, sizeof(p), "spec.resourceGroups[%d].coveredResources[%d]", g, i);
 			if (!strings_equal(cJSON_GetArrayItem(wc, i), cJSON_GetArrayItem(hc, i), p,
 			                   what, what_len))
 				return false;
 		}
-		say(p, sizeof(p), "spec.resourceGroups[%d].flavors", g);
+		tau_say(p, sizeof(p), "spec.resourceGroups[%d].flavors", g);
 		if (!list_len_equal(wf, hf, p, what, what_len))
 			return false;
 		for (int i = 0; i < list_size(wf); i++) {
-			say(p, sizeof(p), "spec.resourceGroups[%d].flavors[%d]", g, i);
+			tau_say(p, sizeof(p), "spec.resourceGroups[%d].flavors[%d]", g, i);
 			if (!flavor_equal(cJSON_GetArrayItem(wf, i), cJSON_GetArrayItem(hf, i), p,
 			                  what, what_len))
 				return false;
@@ -874,7 +876,7 @@ static bool selector_equal(const cJSON *want, const cJSON *have, char *what, siz
 	const cJSON *he = tau_json_find(have, "matchExpressions");
 
 	if (have == NULL || cJSON_IsNull(have)) {
-		say(what, what_len, "spec.namespaceSelector is absent");
+		tau_say(what, what_len, "spec.namespaceSelector is absent");
 		return false;
 	}
 	if (!map_equal(tau_json_find(want, "matchLabels"), tau_json_find(have, "matchLabels"),
@@ -884,7 +886,7 @@ static bool selector_equal(const cJSON *want, const cJSON *have, char *what, siz
 		return true;
 	if (we != NULL && he != NULL && cJSON_Compare(we, he, true))
 		return true;
-	say(what, what_len, "spec.namespaceSelector.matchExpressions differ");
+	tau_say(what, what_len, "spec.namespaceSelector.matchExpressions differ");
 	return false;
 }
 
@@ -916,7 +918,7 @@ int tau_budget_owned_equal(bool *out, char *what, size_t what_len, const cJSON *
 	if (kind == KIND_UNKNOWN)
 		return tau_error_set(TAU_EINVAL, "owned-fields comparison: desired kind is not "
 		                                 "ResourceFlavor, Cohort or ClusterQueue");
-	say(what, what_len, "%s", "");
+	tau_say(what, what_len, "%s", "");
 	eq = map_subset(tau_json_find(desired, "metadata.labels"),
 	                tau_json_find(observed, "metadata.labels"), "metadata.labels", what,
 	                what_len) &&
@@ -934,7 +936,7 @@ int tau_budget_owned_equal(bool *out, char *what, size_t what_len, const cJSON *
 			char d[130];
 
 			describe(d, sizeof(d), parent);
-			say(what, what_len, "spec.parentName is %s, want absent", d);
+			tau_say(what, what_len, "spec.parentName is %s, want absent", d);
 			eq = false;
 		}
 	}
@@ -1107,26 +1109,27 @@ tau_budget_ownership tau_budget_ownership_of(const cJSON *observed, tau_budget_k
 	const char *mb = tau_json_label(observed, TAU_BUDGET_LABEL_MANAGED_BY);
 	const char *uid = tau_json_annotation(observed, key);
 
-	say(why, why_len, "%s", "");
+	tau_say(why, why_len, "%s", "");
 	if (!same(mb, TAU_BUDGET_MANAGED_BY)) {
 		if (mb == NULL)
-			say(why, why_len, "label %s is absent: not managed by TauGrid",
-			    TAU_BUDGET_LABEL_MANAGED_BY);
+			tau_say(why, why_len, "label %s is absent: not managed by TauGrid",
+			        TAU_BUDGET_LABEL_MANAGED_BY);
 		else
-			say(why, why_len, "label %s is \"%.100s\", not \"%s\"",
-			    TAU_BUDGET_LABEL_MANAGED_BY, mb, TAU_BUDGET_MANAGED_BY);
+			tau_say(why, why_len, "label %s is \"%.100s\", not \"%s\"",
+			        TAU_BUDGET_LABEL_MANAGED_BY, mb, TAU_BUDGET_MANAGED_BY);
 		return TAU_BUDGET_FOREIGN;
 	}
 	if (uid == NULL) {
-		say(why, why_len,
-		    "legacy ownership metadata: labelled %s=%s but no %s annotation, so its owner "
-		    "cannot be proven",
-		    TAU_BUDGET_LABEL_MANAGED_BY, TAU_BUDGET_MANAGED_BY, key);
+		tau_say(why, why_len,
+		        "legacy ownership metadata: labelled %s=%s but no %s annotation, so its "
+		        "owner "
+		        "cannot be proven",
+		        TAU_BUDGET_LABEL_MANAGED_BY, TAU_BUDGET_MANAGED_BY, key);
 		return TAU_BUDGET_LEGACY_OWNER;
 	}
 	if (expected_uid == NULL || expected_uid[0] == '\0' || strcmp(uid, expected_uid) != 0) {
-		say(why, why_len, "annotation %s is \"%.100s\", not \"%.100s\": another owner", key,
-		    uid, expected_uid != NULL ? expected_uid : "");
+		tau_say(why, why_len, "annotation %s is \"%.100s\", not \"%.100s\": another owner",
+		        key, uid, expected_uid != NULL ? expected_uid : "");
 		return TAU_BUDGET_OTHER_OWNER;
 	}
 	return TAU_BUDGET_OWNED;

@@ -258,6 +258,9 @@ typedef enum tau_budget_kind {
 	TAU_BUDGET_TEAM /**< a TauTeam metadata update (its finalizer, E9); not an owned kind */
 } tau_budget_kind;
 
+/** "ResourceFlavor", "Cohort", "ClusterQueue", "TauTeam" ("?" for anything else). */
+const char *tau_budget_kind_name(tau_budget_kind kind);
+
 /** Ownership of an existing object. */
 typedef enum tau_budget_ownership {
 	TAU_BUDGET_OWNED = 0,    /**< managed-by taugrid and our owner UID: we may change it */

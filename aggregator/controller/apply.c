@@ -14,25 +14,11 @@
 #include "tau/error.h"
 #include "tau/json.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define UPDATE_TRIES 3
-
-static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (buf == NULL || len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
 
 /* metadata.<section>[key] as a string; keys hold dots, so no path lookup. */
 static const char *meta_str(const cJSON *obj, const char *section, const char *key)
@@ -99,11 +85,11 @@ bool tau_apply_owned(const cJSON *obs, const tau_apply_owner *owner, const char 
 	const char *mb = meta_str(obs, "labels", owner->managed_by_label);
 	char d[210];
 
-	say(why, why_len, "%s", "");
+	tau_say(why, why_len, "%s", "");
 	if (!same(mb, owner->managed_by)) {
 		quoted(d, sizeof(d), mb);
-		say(why, why_len, "label %s is %s, not \"%s\"", owner->managed_by_label, d,
-		    owner->managed_by);
+		tau_say(why, why_len, "label %s is %s, not \"%s\"", owner->managed_by_label, d,
+		        owner->managed_by);
 		return false;
 	}
 	if (owner->owner_label != NULL) {
@@ -111,8 +97,8 @@ bool tau_apply_owned(const cJSON *obs, const tau_apply_owner *owner, const char 
 
 		if (owner->owner == NULL || !same(o, owner->owner)) {
 			quoted(d, sizeof(d), o);
-			say(why, why_len, "label %s is %s, not \"%s\"", owner->owner_label, d,
-			    owner->owner != NULL ? owner->owner : "");
+			tau_say(why, why_len, "label %s is %s, not \"%s\"", owner->owner_label, d,
+			        owner->owner != NULL ? owner->owner : "");
 			return false;
 		}
 	}
@@ -121,8 +107,8 @@ bool tau_apply_owned(const cJSON *obs, const tau_apply_owner *owner, const char 
 
 		if (!same(u, uid)) {
 			quoted(d, sizeof(d), u);
-			say(why, why_len, "annotation %s is %s, not \"%s\"", owner->uid_annotation,
-			    d, uid);
+			tau_say(why, why_len, "annotation %s is %s, not \"%s\"",
+			        owner->uid_annotation, d, uid);
 			return false;
 		}
 	}
@@ -154,8 +140,8 @@ static bool section_differs(const cJSON *desired, const cJSON *observed, const c
 		if (!cJSON_IsString(it) || same(have, it->valuestring))
 			continue;
 		quoted(d, sizeof(d), have);
-		say(what, what_len, "metadata.%s[\"%s\"] is %s, want \"%.200s\"", section,
-		    it->string, d, it->valuestring);
+		tau_say(what, what_len, "metadata.%s[\"%s\"] is %s, want \"%.200s\"", section,
+		        it->string, d, it->valuestring);
 		return true;
 	}
 	return false;
@@ -178,7 +164,7 @@ static bool field_differs(const char *path, const cJSON *want, const cJSON *have
 		return false;
 	value_text(w, sizeof(w), want);
 	value_text(h, sizeof(h), have);
-	say(what, what_len, "%s is %s, want %s", path, h, w);
+	tau_say(what, what_len, "%s is %s, want %s", path, h, w);
 	return true;
 }
 
@@ -189,7 +175,7 @@ int tau_apply_diff_default(bool *differs, char *what, size_t what_len, const cJS
 
 	if (differs == NULL || desired == NULL || observed == NULL)
 		return tau_error_set(TAU_EINVAL, "apply: comparison without objects");
-	say(what, what_len, "%s", "");
+	tau_say(what, what_len, "%s", "");
 	*differs = section_differs(desired, observed, "labels", what, what_len) ||
 	           section_differs(desired, observed, "annotations", what, what_len);
 	cJSON_ArrayForEach(it, desired)
@@ -321,7 +307,7 @@ static int create(tau_apply_result *out, tau_kube_client *c, const tau_apply_kin
 	cJSON_Delete(created);
 	*exists = rc == -TAU_ECONFLICT;
 	if (rc != 0 && !*exists)
-		say(out->detail, sizeof(out->detail), "create failed: %s", last_error_text());
+		tau_say(out->detail, sizeof(out->detail), "create failed: %s", last_error_text());
 	return rc;
 }
 
@@ -338,8 +324,8 @@ static int replace(tau_apply_result *out, tau_kube_client *c, const tau_apply_ki
 		char diff[TAU_APPLY_DETAIL_MAX];
 
 		memcpy(diff, out->detail, sizeof(diff));
-		say(out->detail, sizeof(out->detail), "%.300s (replace: delete failed: %s)", diff,
-		    last_error_text());
+		tau_say(out->detail, sizeof(out->detail), "%.300s (replace: delete failed: %s)",
+		        diff, last_error_text());
 		return rc;
 	}
 	/* With finalizers the old object lingers: the create answers 409 until it is gone. */
@@ -377,7 +363,8 @@ int tau_apply_ensure(tau_apply_result *out, tau_kube_client *c, const tau_apply_
 			goto out;
 		}
 		if (rc != 0) {
-			say(out->detail, sizeof(out->detail), "read failed: %s", last_error_text());
+			tau_say(out->detail, sizeof(out->detail), "read failed: %s",
+			        last_error_text());
 			goto out;
 		}
 		if (!tau_apply_owned(obs, owner, owner->check_uid_on_update ? owner->uid : NULL,
@@ -414,8 +401,8 @@ int tau_apply_ensure(tau_apply_result *out, tau_kube_client *c, const tau_apply_
 		/* Someone wrote between our read and our update: read again. */
 	}
 	if (rc != 0)
-		say(out->detail, sizeof(out->detail), "%.300s (update failed: %s)", what,
-		    last_error_text());
+		tau_say(out->detail, sizeof(out->detail), "%.300s (update failed: %s)", what,
+		        last_error_text());
 out:
 	cJSON_Delete(obs);
 	return rc;
@@ -439,7 +426,7 @@ int tau_apply_delete_owned(tau_apply_result *out, tau_kube_client *c, const tau_
 		return 0;
 	}
 	if (rc != 0) {
-		say(out->detail, sizeof(out->detail), "read failed: %s", last_error_text());
+		tau_say(out->detail, sizeof(out->detail), "read failed: %s", last_error_text());
 		return rc;
 	}
 	if (!tau_apply_owned(obs, owner, owner->uid, out->detail, sizeof(out->detail))) {
@@ -460,7 +447,7 @@ int tau_apply_delete_owned(tau_apply_result *out, tau_kube_client *c, const tau_
 		out->outcome = TAU_APPLY_ABSENT;
 		rc = 0;
 	} else {
-		say(out->detail, sizeof(out->detail), "delete failed: %s", last_error_text());
+		tau_say(out->detail, sizeof(out->detail), "delete failed: %s", last_error_text());
 	}
 out:
 	cJSON_Delete(obs);

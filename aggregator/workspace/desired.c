@@ -17,7 +17,6 @@
 #include "tau/json.h"
 #include "tau/names.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -363,19 +362,6 @@ int tau_ws_desired_service_account(cJSON **out, const tau_ws_spec *ws, const cha
 /* ------------------------------------------------------------------------------------------ */
 /* Drift and ownership                                                                         */
 
-static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (buf == NULL || len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
-
 static bool same(const char *a, const char *b)
 {
 	if (a == NULL || b == NULL)
@@ -414,8 +400,8 @@ static bool map_drifted(const cJSON *desired, const cJSON *observed, const char 
 		if (!cJSON_IsString(item) || same(gv, item->valuestring))
 			continue;
 		describe(d, sizeof(d), gv);
-		say(what, what_len, "metadata.%s[\"%s\"] is %s, want \"%.200s\"", map, item->string,
-		    d, item->valuestring);
+		tau_say(what, what_len, "metadata.%s[\"%s\"] is %s, want \"%.200s\"", map,
+		        item->string, d, item->valuestring);
 		return true;
 	}
 	return false;
@@ -434,7 +420,7 @@ static bool owned_key_extra(const cJSON *desired, const cJSON *observed, const c
 	got = have != NULL ? cJSON_GetObjectItemCaseSensitive(have, key) : NULL;
 	if (got == NULL || cJSON_IsNull(got))
 		return false;
-	say(what, what_len, "metadata.annotations[\"%s\"] is set, want it absent", key);
+	tau_say(what, what_len, "metadata.annotations[\"%s\"] is set, want it absent", key);
 	return true;
 }
 
@@ -448,7 +434,7 @@ static bool field_drifted(const cJSON *desired, const cJSON *observed, const cha
 	if (same(want, have))
 		return false;
 	describe(d, sizeof(d), have);
-	say(what, what_len, "%s is %s, want \"%.200s\"", path, d, want != NULL ? want : "");
+	tau_say(what, what_len, "%s is %s, want \"%.200s\"", path, d, want != NULL ? want : "");
 	return true;
 }
 
@@ -489,7 +475,7 @@ static bool subjects_drifted(const cJSON *desired, const cJSON *observed, char *
 	int nh = cJSON_IsArray(have) ? cJSON_GetArraySize(have) : 0;
 
 	if (nw != nh) {
-		say(what, what_len, "subjects has %d entries, want %d", nh, nw);
+		tau_say(what, what_len, "subjects has %d entries, want %d", nh, nw);
 		return true;
 	}
 	cJSON_ArrayForEach(w, want)
@@ -504,8 +490,9 @@ static bool subjects_drifted(const cJSON *desired, const cJSON *observed, char *
 			}
 		}
 		if (!found) {
-			say(what, what_len, "subjects lacks %s \"%.200s\"",
-			    or_empty(tau_json_str(w, "kind")), or_empty(tau_json_str(w, "name")));
+			tau_say(what, what_len, "subjects lacks %s \"%.200s\"",
+			        or_empty(tau_json_str(w, "kind")),
+			        or_empty(tau_json_str(w, "name")));
 			return true;
 		}
 	}
@@ -523,7 +510,7 @@ int tau_ws_desired_drifted(bool *out, char *what, size_t what_len, const cJSON *
 	kind = tau_json_str(desired, "kind");
 	if (kind == NULL)
 		return tau_error_set(TAU_EINVAL, "drift check: desired object has no kind");
-	say(what, what_len, "%s", "");
+	tau_say(what, what_len, "%s", "");
 	d = map_drifted(desired, observed, "labels", what, what_len) ||
 	    map_drifted(desired, observed, "annotations", what, what_len);
 	if (!d && strcmp(kind, "ServiceAccount") == 0)
