@@ -23,6 +23,7 @@
 #include "stream.h"
 
 #include "tau/error.h"
+#include "tau/json.h"
 #include "tau/kube.h"
 #include "tau/kube_informer.h"
 #include "tau/log.h"
@@ -367,6 +368,9 @@ int tau_agent_once(const tau_agent_config *cfg, FILE *out)
 	rc = tau_agent_build(&inv, &in, cfg->host_root, &cache, true, NULL);
 	if (rc == 0)
 		rc = tau_agent_inventory_to_json(&json, &inv);
+	/* Host files (sysfs) may hold any bytes: print only valid UTF-8. */
+	if (rc == 0 && (rc = tau_json_fix_utf8(json)) > 0)
+		rc = 0;
 	if (rc == 0 && (text = cJSON_Print(json)) == NULL)
 		rc = -TAU_ENOMEM;
 	if (rc < 0) {

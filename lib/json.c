@@ -9,6 +9,7 @@
 #include "tau/json.h"
 
 #include "tau/error.h"
+#include "tau/rpc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -234,4 +235,85 @@ int tau_json_print(char **out, const cJSON *item)
 		return tau_error_set(TAU_ENOMEM, "out of memory serialising JSON");
 	*out = s;
 	return 0;
+}
+
+size_t tau_utf8_sequence(const char *s, size_t len)
+{
+	unsigned char c = (unsigned char)s[0];
+	size_t n = c < 0x80             ? 1
+	           : (c & 0xE0) == 0xC0 ? 2
+	           : (c & 0xF0) == 0xE0 ? 3
+	           : (c & 0xF8) == 0xF0 ? 4
+	                                : 0;
+
+	if (len == 0 || n == 0 || n > len || !tau_rpc_utf8_valid(s, n))
+		return 0;
+	return n;
+}
+
+/* A valid UTF-8 copy of `s` (invalid bytes as U+00XX), or NULL when out of memory. */
+static char *utf8_fixed(const char *s, size_t len)
+{
+	char *out = malloc(len * 2 + 1), *o = out;
+
+	if (out == NULL)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		size_t n = tau_utf8_sequence(s + i, len - i);
+
+		if (n == 0) {
+			unsigned char b = (unsigned char)s[i++];
+
+			*o++ = (char)(0xC0 | (b >> 6));
+			*o++ = (char)(0x80 | (b & 0x3F));
+			continue;
+		}
+		memcpy(o, s + i, n);
+		o += n;
+		i += n;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Replace *str with a valid copy when it is not valid UTF-8.  @return 1 changed, 0, -ENOMEM. */
+static int fix_string(char **str)
+{
+	char *fixed;
+
+	if (*str == NULL || tau_rpc_utf8_valid(*str, strlen(*str)))
+		return 0;
+	fixed = utf8_fixed(*str, strlen(*str));
+	if (fixed == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	cJSON_free(*str);
+	*str = fixed;
+	return 1;
+}
+
+/* Fix one item's own name and string value.  @return strings changed, or -TAU_ENOMEM. */
+static int fix_item(cJSON *it)
+{
+	int a = 0, b = 0;
+
+	if (!(it->type & cJSON_StringIsConst))
+		a = fix_string(&it->string);
+	if (a >= 0 && cJSON_IsString(it))
+		b = fix_string(&it->valuestring);
+	return a < 0 ? a : b < 0 ? b : a + b;
+}
+
+int tau_json_fix_utf8(cJSON *root)
+{
+	int changed;
+
+	if (root == NULL)
+		return 0;
+	changed = fix_item(root);
+	for (cJSON *it = root->child; it != NULL && changed >= 0; it = it->next) {
+		int rc = tau_json_fix_utf8(it);
+
+		changed = rc < 0 ? rc : changed + rc;
+	}
+	return changed;
 }

@@ -9,6 +9,7 @@
 #include "tau/log.h"
 
 #include "tau/error.h"
+#include "tau/json.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -163,12 +164,28 @@ static int logfmt_needs_quotes(const char *s)
 	return 0;
 }
 
-/* Escapes shared by logfmt quoted values and JSON strings. */
+/*
+ * Escapes shared by logfmt quoted values and JSON strings.  A byte that starts no valid UTF-8
+ * sequence is written as \u00XX (its Latin-1 reading), so every line is valid UTF-8.
+ */
 static void put_escaped(line_buf *b, const char *s)
 {
 	char tmp[8];
+	const unsigned char *end = (const unsigned char *)s + strlen(s);
 
 	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p >= 0x80) {
+			size_t n = tau_utf8_sequence((const char *)p, (size_t)(end - p));
+
+			if (n == 0) {
+				snprintf(tmp, sizeof(tmp), "\\u%04x", *p);
+				put_str(b, tmp);
+			} else {
+				put_bytes(b, (const char *)p, n);
+				p += n - 1;
+			}
+			continue;
+		}
 		switch (*p) {
 		case '"':
 			put_str(b, "\\\"");

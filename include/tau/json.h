@@ -90,4 +90,18 @@ int tau_json_get_array(const cJSON **out, const cJSON *root, const char *path);
  */
 int tau_json_print(char **out, const cJSON *item);
 
+/**
+ * Bytes of the valid UTF-8 sequence that starts at `s` (at most `len` bytes are looked at):
+ * 1 for ASCII, 2 to 4 for a well-formed multi-byte character, 0 when none starts there.
+ */
+size_t tau_utf8_sequence(const char *s, size_t len);
+
+/**
+ * Make every string under `root` (values and member names) valid UTF-8, for output built
+ * from untrusted bytes (sysfs, a peer): a byte that starts no valid sequence becomes U+00XX,
+ * its Latin-1 reading, so nothing is lost and nothing invalid is printed.
+ * @return the number of strings changed, or -TAU_ENOMEM.
+ */
+int tau_json_fix_utf8(cJSON *root);
+
 #endif /* TAU_JSON_H */

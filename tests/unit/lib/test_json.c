@@ -171,6 +171,34 @@ static void test_print(void **state)
 	cJSON_Delete(root);
 }
 
+static void test_fix_utf8(void **state)
+{
+	cJSON *root = cJSON_CreateObject(), *arr;
+	char *text = NULL;
+
+	(void)state;
+	assert_int_equal(tau_utf8_sequence("a", 1), 1);
+	assert_int_equal(tau_utf8_sequence("\xc3\xa9", 2), 2);
+	assert_int_equal(tau_utf8_sequence("\xc3\xa9", 1), 0); /* cut short */
+	assert_int_equal(tau_utf8_sequence("\xf0\x9f\x98\x80", 4), 4);
+	assert_int_equal(tau_utf8_sequence("\xff", 1), 0);
+	assert_int_equal(tau_utf8_sequence("\xc0\x80", 2), 0); /* overlong NUL */
+	assert_non_null(root);
+	cJSON_AddStringToObject(root, "ok", "caf\xc3\xa9");
+	cJSON_AddStringToObject(root, "bad\xfe", "x\xffy");
+	arr = cJSON_AddArrayToObject(root, "list");
+	cJSON_AddItemToArray(arr, cJSON_CreateString("\xc3"));
+	assert_int_equal(tau_json_fix_utf8(root), 3);
+	assert_int_equal(tau_json_print(&text, root), 0);
+	assert_string_equal(
+	        text,
+	        "{\"ok\":\"caf\xc3\xa9\",\"bad\xc3\xbe\":\"x\xc3\xbfy\",\"list\":[\"\xc3\x83\"]}");
+	free(text);
+	assert_int_equal(tau_json_fix_utf8(root), 0); /* already valid: nothing changes */
+	cJSON_Delete(root);
+	assert_int_equal(tau_json_fix_utf8(NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -180,6 +208,7 @@ int main(void)
 	        cmocka_unit_test(test_getters),
 	        cmocka_unit_test(test_string_readers),
 	        cmocka_unit_test(test_print),
+	        cmocka_unit_test(test_fix_utf8),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,6 +64,14 @@ static void test_escaping(void **state)
 	assert_non_null(strstr(captured(), "v=\"a\\\"b\\\\c\\nd=e\" empty=\"\" nullv=\"\"\n"));
 }
 
+static void test_invalid_utf8_escaped(void **state)
+{
+	(void)state;
+	/* A stray 0xff and a cut 2-byte sequence are escaped; a valid e-acute stays as it is. */
+	tau_log_warn("x", "v", "a\xff\xc3 \xc3\xa9", NULL);
+	assert_non_null(strstr(captured(), "v=\"a\\u00ff\\u00c3 \xc3\xa9\"\n"));
+}
+
 static void test_level_filter(void **state)
 {
 	(void)state;
@@ -145,6 +153,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_logfmt_line, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_escaping, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_invalid_utf8_escaped, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_level_filter, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_json_format, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_oversized_line_truncated_and_still_valid,
