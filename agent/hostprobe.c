@@ -80,15 +80,23 @@ static int problem_store(tau_agent_problem_list *list, const char *text)
 	return 0;
 }
 
-int tau_agent_problem_add(tau_agent_problem_list *list, const char *fmt, ...)
+int tau_agent_problem_addv(tau_agent_problem_list *list, const char *fmt, va_list ap)
 {
 	char text[TAU_AGENT_PROBLEM_MAX];
+
+	vsnprintf(text, sizeof(text), fmt, ap);
+	return problem_store(list, text);
+}
+
+int tau_agent_problem_add(tau_agent_problem_list *list, const char *fmt, ...)
+{
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	rc = tau_agent_problem_addv(list, fmt, ap);
 	va_end(ap);
-	return problem_store(list, text);
+	return rc;
 }
 
 int tau_agent_problem_add_text(tau_agent_problem_list *list, const char *text)

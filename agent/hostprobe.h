@@ -20,6 +20,7 @@
 #ifndef TAU_AGENT_HOSTPROBE_H
 #define TAU_AGENT_HOSTPROBE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +65,10 @@ typedef struct tau_agent_problem_list {
  */
 int tau_agent_problem_add(tau_agent_problem_list *list, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
+
+/** tau_agent_problem_add with a va_list (for other variadic adders). */
+int tau_agent_problem_addv(tau_agent_problem_list *list, const char *fmt, va_list ap)
+        __attribute__((format(printf, 2, 0)));
 
 /** Add a copy of an already formatted problem text.  @return as tau_agent_problem_add. */
 int tau_agent_problem_add_text(tau_agent_problem_list *list, const char *text);

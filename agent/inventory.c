@@ -84,28 +84,13 @@ void tau_agent_inventory_free(tau_agent_inventory *inv)
 
 int tau_agent_inventory_add_problem(tau_agent_inventory *inv, const char *fmt, ...)
 {
-	char text[TAU_AGENT_PROBLEM_MAX];
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	rc = tau_agent_problem_addv(&inv->problems, fmt, ap);
 	va_end(ap);
-	return tau_agent_problem_add_text(&inv->problems, text);
-}
-
-/* The same, for this file's own use; returns 0 or -TAU_ENOMEM. */
-static int problem(tau_agent_inventory *inv, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
-
-static int problem(tau_agent_inventory *inv, const char *fmt, ...)
-{
-	char text[TAU_AGENT_PROBLEM_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	return tau_agent_problem_add_text(&inv->problems, text);
+	return rc;
 }
 
 /* Copy s if it is at most TAU_AGENT_MAX_STRING bytes. */
@@ -138,11 +123,13 @@ static int take_string(tau_agent_inventory *inv, const cJSON *root, const char *
 	if (rc == -TAU_ENOTFOUND)
 		return 0;
 	if (rc < 0)
-		return problem(inv, "%s %s is not a string; unknown", what, path);
+		return tau_agent_inventory_add_problem(inv, "%s %s is not a string; unknown", what,
+		                                       path);
 	rc = copy_bounded(dst, s);
 	if (rc == -TAU_ETOOBIG)
-		return problem(inv, "%s %s is longer than %d bytes; unknown", what, path,
-		               TAU_AGENT_MAX_STRING);
+		return tau_agent_inventory_add_problem(inv,
+		                                       "%s %s is longer than %d bytes; unknown",
+		                                       what, path, TAU_AGENT_MAX_STRING);
 	return rc;
 }
 
@@ -197,7 +184,8 @@ static int take_map(tau_agent_inventory *inv, const cJSON *node, const char *pat
 	if (rc == -TAU_ENOTFOUND)
 		return 0;
 	if (rc < 0)
-		return problem(inv, "Node %s is not an object; %s unknown", path, what);
+		return tau_agent_inventory_add_problem(inv, "Node %s is not an object; %s unknown",
+		                                       path, what);
 	size = cJSON_GetArraySize(map);
 	if (size <= 0)
 		return 0;
@@ -215,8 +203,9 @@ static int take_map(tau_agent_inventory *inv, const cJSON *node, const char *pat
 		if (key == NULL)
 			continue;
 		if (strnlen(key, TAU_AGENT_MAX_STRING + 1) > TAU_AGENT_MAX_STRING) {
-			rc = problem(inv, "%s key \"%.64s...\" is longer than %d bytes; dropped",
-			             what, key, TAU_AGENT_MAX_STRING);
+			rc = tau_agent_inventory_add_problem(
+			        inv, "%s key \"%.64s...\" is longer than %d bytes; dropped", what,
+			        key, TAU_AGENT_MAX_STRING);
 			if (rc < 0)
 				goto fail;
 			continue;
@@ -224,8 +213,8 @@ static int take_map(tau_agent_inventory *inv, const cJSON *node, const char *pat
 		for (size_t i = 0; i < n && !duplicate; i++)
 			duplicate = strcmp(kvs[i].key, key) == 0;
 		if (duplicate) {
-			rc = problem(inv, "%s %s appears more than once; the first is kept", what,
-			             key);
+			rc = tau_agent_inventory_add_problem(
+			        inv, "%s %s appears more than once; the first is kept", what, key);
 			if (rc < 0)
 				goto fail;
 			continue;
@@ -236,7 +225,8 @@ static int take_map(tau_agent_inventory *inv, const cJSON *node, const char *pat
 		}
 		if (!quantities) {
 			if (!cJSON_IsString(item) || item->valuestring == NULL) {
-				rc = problem(inv, "label %s is not a string; dropped", key);
+				rc = tau_agent_inventory_add_problem(
+				        inv, "label %s is not a string; dropped", key);
 				if (rc < 0)
 					goto fail;
 				continue;
@@ -266,9 +256,9 @@ static int take_map(tau_agent_inventory *inv, const cJSON *node, const char *pat
 			if (qrc == 0)
 				qrc = tau_quantity_format(canonical, sizeof(canonical), &q);
 			if (qrc < 0) {
-				rc = problem(inv,
-				             "allocatable %s is not a valid quantity (%s); dropped",
-				             key, tau_error_last()->msg);
+				rc = tau_agent_inventory_add_problem(
+				        inv, "allocatable %s is not a valid quantity (%s); dropped",
+				        key, tau_error_last()->msg);
 				if (rc < 0)
 					goto fail;
 				continue;
@@ -284,8 +274,9 @@ static int take_map(tau_agent_inventory *inv, const cJSON *node, const char *pat
 			}
 		}
 		if (rc == -TAU_ETOOBIG) {
-			rc = problem(inv, "%s %s has a value longer than %d bytes; dropped", what,
-			             key, TAU_AGENT_MAX_STRING);
+			rc = tau_agent_inventory_add_problem(
+			        inv, "%s %s has a value longer than %d bytes; dropped", what, key,
+			        TAU_AGENT_MAX_STRING);
 			if (rc < 0)
 				goto fail;
 			continue;
@@ -295,8 +286,9 @@ static int take_map(tau_agent_inventory *inv, const cJSON *node, const char *pat
 		n++;
 	}
 	if (dropped > 0) {
-		rc = problem(inv, "Node has %zu %s entries, more than %zu; %zu dropped",
-		             n + dropped, what, cap, dropped);
+		rc = tau_agent_inventory_add_problem(
+		        inv, "Node has %zu %s entries, more than %zu; %zu dropped", n + dropped,
+		        what, cap, dropped);
 		if (rc < 0)
 			goto fail;
 	}
@@ -321,7 +313,8 @@ static int take_ready(tau_agent_inventory *inv, const cJSON *node)
 	int rc = tau_json_get_array(&conds, node, "status.conditions");
 
 	if (rc == -TAU_ETYPE)
-		return problem(inv, "Node status.conditions is not an array; readiness unknown");
+		return tau_agent_inventory_add_problem(
+		        inv, "Node status.conditions is not an array; readiness unknown");
 	if (rc == 0) {
 		cJSON_ArrayForEach(c, conds)
 		{
@@ -340,13 +333,14 @@ static int take_ready(tau_agent_inventory *inv, const cJSON *node)
 				}
 			}
 			(void)tau_json_get_string(&reason, c, "reason");
-			return problem(
+			return tau_agent_inventory_add_problem(
 			        inv, "Node Ready condition is \"%.32s\"%s%.64s; readiness unknown",
 			        status != NULL ? status : "(none)",
 			        reason != NULL ? ", reason " : "", reason != NULL ? reason : "");
 		}
 	}
-	return problem(inv, "Node has no Ready condition; readiness unknown");
+	return tau_agent_inventory_add_problem(inv,
+	                                       "Node has no Ready condition; readiness unknown");
 }
 
 static int take_schedulable(tau_agent_inventory *inv, const cJSON *node)
@@ -359,8 +353,8 @@ static int take_schedulable(tau_agent_inventory *inv, const cJSON *node)
 		return 0;
 	}
 	if (rc < 0)
-		return problem(inv,
-		               "Node spec.unschedulable is not a boolean; schedulable unknown");
+		return tau_agent_inventory_add_problem(
+		        inv, "Node spec.unschedulable is not a boolean; schedulable unknown");
 	inv->schedulable = unschedulable ? TAU_AGENT_FALSE : TAU_AGENT_TRUE;
 	return 0;
 }
@@ -377,8 +371,9 @@ static int take_deleting(tau_agent_inventory *inv, const cJSON *node)
 	} else if (rc == -TAU_ENOTFOUND) {
 		inv->deleting = TAU_AGENT_FALSE;
 	} else {
-		rc = problem(inv, "Node metadata.deletionTimestamp is not a string; deleting "
-		                  "unknown");
+		rc = tau_agent_inventory_add_problem(
+		        inv, "Node metadata.deletionTimestamp is not a string; deleting "
+		             "unknown");
 		if (rc < 0)
 			return rc;
 	}
@@ -412,7 +407,8 @@ int tau_agent_inventory_from_node(tau_agent_inventory *inv, const cJSON *node)
 		return tau_error_set(TAU_EINVAL, "no inventory");
 	tau_agent_inventory_free(inv);
 	if (!cJSON_IsObject(node)) {
-		rc = problem(inv, "Node is not a JSON object; nothing about the node is known");
+		rc = tau_agent_inventory_add_problem(
+		        inv, "Node is not a JSON object; nothing about the node is known");
 		if (rc < 0)
 			return rc;
 		return tau_error_set(TAU_EINVAL, "Node is not a JSON object");
@@ -449,10 +445,12 @@ int tau_agent_inventory_from_node(tau_agent_inventory *inv, const cJSON *node)
 	signals.provider_id = inv->provider_id;
 	inv->kind = tau_node_kind_classify(&signals);
 
-	if (inv->node_uid == NULL && (rc = problem(inv, "Node has no metadata.uid")) < 0)
+	if (inv->node_uid == NULL &&
+	    (rc = tau_agent_inventory_add_problem(inv, "Node has no metadata.uid")) < 0)
 		return rc;
 	if (inv->node_name == NULL) {
-		rc = problem(inv, "Node has no metadata.name; cannot tell which node this is");
+		rc = tau_agent_inventory_add_problem(
+		        inv, "Node has no metadata.name; cannot tell which node this is");
 		if (rc < 0)
 			return rc;
 		return tau_error_set(TAU_EINVAL, "Node has no metadata.name");
@@ -493,13 +491,15 @@ static int driver_get(tau_agent_inventory *inv, const char *name, tau_agent_csi_
 		pos++;
 	}
 	if (inv->n_csi_drivers == TAU_AGENT_MAX_CSI_DRIVERS) {
-		rc = problem(inv, "more than %d CSI drivers; %.200s dropped",
-		             TAU_AGENT_MAX_CSI_DRIVERS, name);
+		rc = tau_agent_inventory_add_problem(inv,
+		                                     "more than %d CSI drivers; %.200s dropped",
+		                                     TAU_AGENT_MAX_CSI_DRIVERS, name);
 		return rc < 0 ? rc : -TAU_ETOOBIG;
 	}
 	rc = copy_bounded(&copy, name);
 	if (rc == -TAU_ETOOBIG) {
-		rc = problem(inv, "CSI driver name \"%.64s...\" is too long; dropped", name);
+		rc = tau_agent_inventory_add_problem(
+		        inv, "CSI driver name \"%.64s...\" is too long; dropped", name);
 		return rc < 0 ? rc : -TAU_ETOOBIG;
 	}
 	if (rc < 0)
@@ -546,13 +546,15 @@ int tau_agent_inventory_apply_csinode(tau_agent_inventory *inv, const cJSON *csi
 	if (csinode == NULL)
 		return 0;
 	if (!cJSON_IsObject(csinode)) {
-		rc = problem(inv, "CSINode is not a JSON object; CSI registration unknown");
+		rc = tau_agent_inventory_add_problem(
+		        inv, "CSINode is not a JSON object; CSI registration unknown");
 		return rc < 0 ? rc : tau_error_set(TAU_EINVAL, "CSINode is not a JSON object");
 	}
 	if (tau_json_get_string(&name, csinode, "metadata.name") == 0 && inv->node_name != NULL &&
 	    strcmp(name, inv->node_name) != 0) {
-		rc = problem(inv, "CSINode %.200s is not this node's (%s); ignored", name,
-		             inv->node_name);
+		rc = tau_agent_inventory_add_problem(
+		        inv, "CSINode %.200s is not this node's (%s); ignored", name,
+		        inv->node_name);
 		return rc < 0 ? rc : tau_error_set(TAU_EINVAL, "CSINode of another node");
 	}
 	/* kubelet makes the Node its owner; another uid means a CSINode left from an old Node. */
@@ -567,7 +569,7 @@ int tau_agent_inventory_apply_csinode(tau_agent_inventory *inv, const cJSON *csi
 			if (tau_json_get_string(&kind, o, "kind") == 0 &&
 			    strcmp(kind, "Node") == 0 && tau_json_get_string(&uid, o, "uid") == 0 &&
 			    strcmp(uid, inv->node_uid) != 0) {
-				rc = problem(
+				rc = tau_agent_inventory_add_problem(
 				        inv,
 				        "CSINode is owned by Node uid %.64s, not this node's uid "
 				        "%s",
@@ -581,7 +583,8 @@ int tau_agent_inventory_apply_csinode(tau_agent_inventory *inv, const cJSON *csi
 	if (rc == -TAU_ENOTFOUND)
 		return 0;
 	if (rc < 0) {
-		rc = problem(inv, "CSINode spec.drivers is not an array; CSI registration unknown");
+		rc = tau_agent_inventory_add_problem(
+		        inv, "CSINode spec.drivers is not an array; CSI registration unknown");
 		return rc < 0 ? rc : tau_error_set(TAU_EINVAL, "CSINode spec.drivers malformed");
 	}
 	cJSON_ArrayForEach(d, drivers)
@@ -590,7 +593,8 @@ int tau_agent_inventory_apply_csinode(tau_agent_inventory *inv, const cJSON *csi
 		tau_agent_csi_driver *entry = NULL;
 
 		if (tau_json_get_string(&dname, d, "name") < 0 || dname[0] == '\0') {
-			rc = problem(inv, "CSINode lists a driver without a name; skipped");
+			rc = tau_agent_inventory_add_problem(
+			        inv, "CSINode lists a driver without a name; skipped");
 			if (rc < 0)
 				return rc;
 			continue;
@@ -636,7 +640,8 @@ int tau_agent_inventory_apply_pods(tau_agent_inventory *inv, const cJSON *pod_li
 	rc = tau_csi_origins_from_pods(&origins, &n, pod_list, inv->node_name, driver_known, inv,
 	                               add_problem_text, inv);
 	if (rc == -TAU_EINVAL) {
-		rc = problem(inv, "pod list is malformed; who deployed the CSI drivers is unknown");
+		rc = tau_agent_inventory_add_problem(
+		        inv, "pod list is malformed; who deployed the CSI drivers is unknown");
 		return rc < 0 ? rc : tau_error_set(TAU_EINVAL, "pod list is malformed");
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -743,7 +748,7 @@ static int check_gpus(tau_agent_inventory *inv)
 		if (strategy != NULL && strcmp(strategy, "single") == 0)
 			goto health;
 		if (dev->gpu_device_nodes >= 0 && gpus != dev->gpu_device_nodes * replicas) {
-			rc = problem(
+			rc = tau_agent_inventory_add_problem(
 			        inv,
 			        "allocatable nvidia.com/gpu is %s but %lld NVIDIA device nodes "
 			        "are present under /dev%s",
@@ -753,7 +758,7 @@ static int check_gpus(tau_agent_inventory *inv)
 				return rc;
 		}
 		if (dev->nvml_probed && gpus != dev->nvml_gpus * replicas) {
-			rc = problem(
+			rc = tau_agent_inventory_add_problem(
 			        inv,
 			        "allocatable nvidia.com/gpu is %s but NVML reports %lld GPUs%s",
 			        advertised, (long long)dev->nvml_gpus,
@@ -765,7 +770,7 @@ static int check_gpus(tau_agent_inventory *inv)
 		int64_t local = dev->nvml_probed ? dev->nvml_gpus : dev->gpu_device_nodes;
 
 		if (local > 0) {
-			rc = problem(
+			rc = tau_agent_inventory_add_problem(
 			        inv,
 			        "%lld NVIDIA GPUs are present locally but the node advertises no "
 			        "nvidia.com/gpu or MIG resource (is the device plugin running?)",
@@ -776,9 +781,9 @@ static int check_gpus(tau_agent_inventory *inv)
 	}
 health:
 	if (dev->nvml_probed && dev->nvml_healthy >= 0 && dev->nvml_healthy < dev->nvml_gpus) {
-		rc = problem(inv, "NVML: %lld of %lld GPUs failed the health read",
-		             (long long)(dev->nvml_gpus - dev->nvml_healthy),
-		             (long long)dev->nvml_gpus);
+		rc = tau_agent_inventory_add_problem(
+		        inv, "NVML: %lld of %lld GPUs failed the health read",
+		        (long long)(dev->nvml_gpus - dev->nvml_healthy), (long long)dev->nvml_gpus);
 		if (rc < 0)
 			return rc;
 	}
@@ -802,14 +807,15 @@ static int check_rdma(tau_agent_inventory *inv)
 		if (v <= 0)
 			continue;
 		if (dev->rdma_ports_up == 0) {
-			rc = problem(inv,
-			             "allocatable %s is %s but no RDMA port is up (%lld found)",
-			             kv->key, kv->value, (long long)dev->rdma_ports_total);
+			rc = tau_agent_inventory_add_problem(
+			        inv, "allocatable %s is %s but no RDMA port is up (%lld found)",
+			        kv->key, kv->value, (long long)dev->rdma_ports_total);
 		} else if (strcmp(kv->key, RESOURCE_RDMA_IB) == 0 && v > dev->rdma_ports_up) {
 			/* rdma/ib is one per InfiniBand VF/NIC; shared-device names count pod
 			 * slots. */
-			rc = problem(inv, "allocatable %s is %s but only %lld RDMA ports are up",
-			             kv->key, kv->value, (long long)dev->rdma_ports_up);
+			rc = tau_agent_inventory_add_problem(
+			        inv, "allocatable %s is %s but only %lld RDMA ports are up",
+			        kv->key, kv->value, (long long)dev->rdma_ports_up);
 		} else {
 			rc = 0;
 		}
@@ -827,27 +833,29 @@ static int check_drivers(tau_agent_inventory *inv)
 		const tau_agent_csi_driver *d = &inv->csi_drivers[i];
 
 		if (d->in_csinode && d->socket == TAU_AGENT_FALSE)
-			rc = problem(inv,
-			             "CSI driver %s is registered in CSINode but %s/%s-reg.sock is "
-			             "missing (driver pod gone?)",
-			             d->name, TAU_AGENT_PLUGIN_REGISTRY, d->name);
+			rc = tau_agent_inventory_add_problem(
+			        inv,
+			        "CSI driver %s is registered in CSINode but %s/%s-reg.sock is "
+			        "missing (driver pod gone?)",
+			        d->name, TAU_AGENT_PLUGIN_REGISTRY, d->name);
 		else if (!d->in_csinode && d->socket == TAU_AGENT_TRUE)
-			rc = problem(
+			rc = tau_agent_inventory_add_problem(
 			        inv,
 			        "CSI driver %s has a registration socket but is not in CSINode "
 			        "(registration failed?)",
 			        d->name);
 		else if (!d->in_csinode && d->has_node_pod)
-			rc = problem(inv,
-			             "CSI driver %s has a node pod here but kubelet has not "
-			             "registered it (not in CSINode)",
-			             d->name);
+			rc = tau_agent_inventory_add_problem(
+			        inv,
+			        "CSI driver %s has a node pod here but kubelet has not "
+			        "registered it (not in CSINode)",
+			        d->name);
 		if (rc == 0 && !tau_agent_csi_driver_supported(inv, d))
-			rc = problem(inv, "CSI driver %s is not supported on a Flex node (%s)",
-			             d->name,
-			             d->managed_by == TAU_CSI_MANAGED_AKS_ADDON
-			                     ? "provided by the AKS add-on"
-			                     : "Azure managed disks attach only to Azure VMs");
+			rc = tau_agent_inventory_add_problem(
+			        inv, "CSI driver %s is not supported on a Flex node (%s)", d->name,
+			        d->managed_by == TAU_CSI_MANAGED_AKS_ADDON
+			                ? "provided by the AKS add-on"
+			                : "Azure managed disks attach only to Azure VMs");
 	}
 	return rc;
 }
