@@ -23,7 +23,8 @@
  * With --compare-bare, aggregator and bare runs alternate --rounds times, the best ingest of
  * each is kept and the last line reads "ratio R (aggregator X reports/s, bare Y reports/s)".
  * Usage: bench_swarm [--agents N] [--channels C] [--reports R] [--samples S]
- *                    [--compare-bare [--rounds K]]
+ *                    [--server-threads T] [--compare-bare [--rounds K]]
+ * --server-threads: completion-queue threads of both servers (tau_rpc_server_opts.cq_threads).
  */
 #include "inventory/service.h"
 
@@ -127,6 +128,8 @@ static void upsert_node(tau_agg *agg, int i, const char *cpu)
 	cJSON_Delete(node);
 }
 
+static int server_threads = 1; /* --server-threads: CQ threads of both servers */
+
 static int serve(int agents)
 {
 	tau_agg_config cfg = {.agent_user = "system:serviceaccount:tau-system:tau-node-agent",
@@ -134,7 +137,8 @@ static int serve(int agents)
 	                      .sync_timeout_ms = 3600000};
 	tau_agg *agg = NULL;
 	tau_rpc_server *srv = NULL;
-	tau_rpc_server_opts opts = {.requests_per_method = SERVER_REQUESTS_ARMED};
+	tau_rpc_server_opts opts = {.requests_per_method = SERVER_REQUESTS_ARMED,
+	                            .cq_threads = server_threads};
 	int port = 0, sig, probes = 0;
 	sigset_t sigs;
 
@@ -192,6 +196,7 @@ static int serve(int agents)
  */
 typedef struct bare_call {
 	struct tau_rpc_tag close_tag, recv_tag, send_tag, status_tag;
+	pthread_mutex_t mu; /* one call's completions may run on different CQ threads */
 	grpc_call *call;
 	grpc_byte_buffer *recv, *sending;
 	int pending, cancelled;
@@ -209,13 +214,18 @@ typedef struct bare_slot {
 	grpc_metadata_array md;
 } bare_slot;
 
+/* Releases c->mu; frees the call once it is closed and nothing is in flight. */
 static void bare_maybe_done(bare_call *c)
 {
-	if (!c->closed || c->pending > 0)
+	if (!c->closed || c->pending > 0) {
+		pthread_mutex_unlock(&c->mu);
 		return;
+	}
+	pthread_mutex_unlock(&c->mu);
 	if (c->sending != NULL)
 		grpc_byte_buffer_destroy(c->sending);
 	grpc_call_unref(c->call);
+	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
 
@@ -282,6 +292,7 @@ static void bare_on_recv(struct tau_rpc_tag *t, bool ok)
 	grpc_byte_buffer_reader reader;
 	grpc_slice all;
 
+	pthread_mutex_lock(&c->mu);
 	c->pending--;
 	if (!ok || c->recv == NULL) {
 		if (ok && !c->closed && !c->status_sent) { /* half-close: finish OK */
@@ -314,6 +325,7 @@ static void bare_on_send(struct tau_rpc_tag *t, bool ok)
 {
 	bare_call *c = CONTAINER_OF(t, bare_call, send_tag);
 
+	pthread_mutex_lock(&c->mu);
 	c->pending--;
 	grpc_byte_buffer_destroy(c->sending);
 	c->sending = NULL;
@@ -328,6 +340,7 @@ static void bare_on_close(struct tau_rpc_tag *t, bool ok)
 	bare_call *c = CONTAINER_OF(t, bare_call, close_tag);
 
 	(void)ok;
+	pthread_mutex_lock(&c->mu);
 	c->pending--;
 	c->closed = true;
 	bare_maybe_done(c);
@@ -338,6 +351,7 @@ static void bare_on_status(struct tau_rpc_tag *t, bool ok)
 	bare_call *c = CONTAINER_OF(t, bare_call, status_tag);
 
 	(void)ok;
+	pthread_mutex_lock(&c->mu);
 	c->pending--;
 	bare_maybe_done(c);
 }
@@ -372,6 +386,8 @@ static void bare_on_request(struct tau_rpc_tag *t, bool ok)
 	c->send_tag.fn = bare_on_send;
 	c->status_tag.fn = bare_on_status;
 	c->call = slot->call;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_lock(&c->mu);
 	/* As lib/rpc: headers now, and the close whenever it comes. */
 	memset(ops, 0, sizeof(ops));
 	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
@@ -379,6 +395,7 @@ static void bare_on_request(struct tau_rpc_tag *t, bool ok)
 	ops[1].data.recv_close_on_server.cancelled = &c->cancelled;
 	bare_batch(c, ops, 2, &c->close_tag);
 	bare_post_recv(c);
+	pthread_mutex_unlock(&c->mu);
 	grpc_metadata_array_destroy(&slot->md);
 	grpc_metadata_array_init(&slot->md);
 	bare_arm(slot);
@@ -405,7 +422,8 @@ static void *bare_cq_thread(void *arg)
 
 static int serve_bare(void)
 {
-	tau_rpc_server_opts opts = {.requests_per_method = SERVER_REQUESTS_ARMED};
+	tau_rpc_server_opts opts = {.requests_per_method = SERVER_REQUESTS_ARMED,
+	                            .cq_threads = server_threads};
 	grpc_arg args[TAU_RPC_SERVER_MAX_ARGS];
 	grpc_channel_args cargs = {.args = args};
 	grpc_server *server;
@@ -414,6 +432,7 @@ static int serve_bare(void)
 	void *method;
 	pthread_t thread;
 	int port, sig;
+
 	sigset_t sigs;
 
 	sigemptyset(&sigs);
@@ -446,7 +465,8 @@ static int serve_bare(void)
 		grpc_metadata_array_init(&slot->md);
 		bare_arm(slot);
 	}
-	pthread_create(&thread, NULL, bare_cq_thread, cq);
+	for (int i = 0; i < opts.cq_threads; i++)
+		pthread_create(&thread, NULL, bare_cq_thread, cq);
 	printf("port %d\n", port);
 	fflush(stdout);
 	while (sigwait(&sigs, &sig) == 0 && sig == SIGUSR1) {
@@ -686,16 +706,19 @@ static int run(bool bare, int n_agents, int n_channels, int reports, int samples
 		return 1;
 	child = fork();
 	if (child == 0) {
-		char n[16];
+		char n[16], t[16];
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* no orphaned server if the parent dies */
 		dup2(pipefd[1], 1);
 		close(pipefd[0]);
 		snprintf(n, sizeof(n), "%d", n_agents);
+		snprintf(t, sizeof(t), "%d", server_threads);
 		if (bare)
-			execl("/proc/self/exe", "bench_swarm", "--serve-bare", (char *)NULL);
+			execl("/proc/self/exe", "bench_swarm", "--server-threads", t,
+			      "--serve-bare", (char *)NULL);
 		else
-			execl("/proc/self/exe", "bench_swarm", "--serve", n, (char *)NULL);
+			execl("/proc/self/exe", "bench_swarm", "--server-threads", t, "--serve", n,
+			      (char *)NULL);
 		_exit(127);
 	}
 	close(pipefd[1]);
@@ -892,6 +915,10 @@ int main(int argc, char **argv)
 	run_result agg = {0}, bare = {0};
 
 	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--server-threads") == 0 && i + 1 < argc) {
+			server_threads = atoi(argv[++i]);
+			continue;
+		}
 		if (strcmp(argv[i], "--serve") == 0 && i + 1 < argc)
 			return serve(atoi(argv[i + 1]));
 		if (strcmp(argv[i], "--serve-bare") == 0)
@@ -911,11 +938,13 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 			        "usage: bench_swarm [--agents N] [--channels C] [--reports R] "
-			        "[--samples S] [--compare-bare [--rounds K]]\n");
+			        "[--samples S] [--server-threads T] [--compare-bare [--rounds "
+			        "K]]\n");
 			return 2;
 		}
 	}
-	if (n_agents < 1 || n_channels < 1 || reports < 0 || samples < 0 || rounds < 1)
+	if (n_agents < 1 || n_channels < 1 || reports < 0 || samples < 0 || rounds < 1 ||
+	    server_threads < 1 || server_threads > TAU_RPC_MAX_CQ_THREADS)
 		return 2;
 	if (compare && reports < 1) {
 		fprintf(stderr, "bench_swarm: --compare-bare needs --reports >= 1\n");

@@ -1,13 +1,13 @@
 /*
  * rpc_server.c - gRPC server over the C core: registered methods, per-call state machines.
  *
- * One completion queue (CQ), one thread pumping it. Every operation we start carries a tag
- * (struct tau_rpc_tag: a function pointer) embedded in the object it belongs to; the CQ thread
- * calls it with the completion's success bit. Each call owns four tags (close, recv, send, status),
- * because the core allows only one operation of each kind in flight per call, and counts its
- * batches in flight. The call is finished with the core (on_done, grpc_call_unref) only when
- * the close has been seen AND that count is zero: tags can complete in any order, and freeing
- * on the first "final-looking" event is a use-after-free.
+ * One completion queue (CQ), pumped by opts.cq_threads threads (one by default). Every
+ * operation we start carries a tag (struct tau_rpc_tag: a function pointer) embedded in the object
+ * it belongs to; the CQ thread calls it with the completion's success bit. Each call owns four tags
+ * (close, recv, send, status), because the core allows only one operation of each kind in flight
+ * per call, and counts its batches in flight. The call is finished with the core (on_done,
+ * grpc_call_unref) only when the close has been seen AND that count is zero: tags can complete in
+ * any order, and freeing on the first "final-looking" event is a use-after-free.
  *
  * Threads: the per-call mutex guards the send queue and flags, so other threads may send and
  * finish (the core allows grpc_call_start_batch from any thread). Handler callbacks are called
@@ -137,6 +137,8 @@ struct tau_rpc_server {
 	grpc_completion_queue *cq;
 	pthread_t thread;
 	bool thread_started;
+	pthread_t extra[TAU_RPC_MAX_CQ_THREADS - 1]; /* opts.cq_threads - 1 more pumps */
+	int n_extra;
 	bool started;
 	bool listening;
 	bool shut;
@@ -889,6 +891,10 @@ size_t tau_rpc_server_channel_args(grpc_arg *args, tau_rpc_server_opts *o)
 		o->stream_window_bytes = DEFAULT_WINDOW_BYTES;
 	if (o->requests_per_method <= 0)
 		o->requests_per_method = DEFAULT_REQUESTS_ARMED;
+	if (o->cq_threads <= 0)
+		o->cq_threads = 1;
+	if (o->cq_threads > TAU_RPC_MAX_CQ_THREADS)
+		o->cq_threads = TAU_RPC_MAX_CQ_THREADS;
 	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
 	                    (int)o->max_message_bytes);
 	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
@@ -1049,6 +1055,12 @@ int tau_rpc_server_start(tau_rpc_server *srv)
 	if (pthread_create(&srv->thread, NULL, cq_thread, srv) != 0)
 		return tau_error_set(TAU_EIO, "cannot start the rpc thread: %s", strerror(errno));
 	srv->thread_started = true;
+	while (srv->n_extra < srv->opts.cq_threads - 1) {
+		if (pthread_create(&srv->extra[srv->n_extra], NULL, cq_thread, srv) != 0)
+			return tau_error_set(TAU_EIO, "cannot start rpc thread %d: %s",
+			                     srv->n_extra + 2, strerror(errno));
+		srv->n_extra++;
+	}
 	return 0;
 }
 
@@ -1111,6 +1123,8 @@ void tau_rpc_server_shutdown(tau_rpc_server *srv, int grace_ms)
 	}
 	if (srv->cq != NULL) {
 		grpc_completion_queue_shutdown(srv->cq);
+		for (; srv->n_extra > 0; srv->n_extra--)
+			pthread_join(srv->extra[srv->n_extra - 1], NULL);
 		if (srv->thread_started)
 			pthread_join(srv->thread, NULL);
 		else

@@ -160,7 +160,15 @@ typedef struct tau_rpc_server_opts {
 	int max_concurrent_streams;
 	/** Requests kept armed per method, so bursts of new calls need no round trip; 4. */
 	int requests_per_method;
+	/**
+	 * Threads pumping the completion queue, 1 .. TAU_RPC_MAX_CQ_THREADS; 1. With more than
+	 * one, handlers of different calls run concurrently (one call's callbacks never overlap).
+	 */
+	int cq_threads;
 } tau_rpc_server_opts;
+
+/** The most completion-queue threads a server runs. */
+#define TAU_RPC_MAX_CQ_THREADS 8
 
 /** TLS settings of a listening port. PEM strings are copied. */
 typedef struct tau_rpc_server_tls {

@@ -56,6 +56,7 @@ struct stream_seen {
 	int closed;
 	tau_rpc_status status;
 	int retry_in;
+	int out_of_order; /* acks whose seq is not the previous ack's + 1 */
 };
 
 #define WAIT_UNTIL(expr, ms)                                                                       \
@@ -269,6 +270,8 @@ struct fixture {
 	char target[64];
 };
 
+static int fixture_cq_threads; /* 0: the default (one) */
+
 static int start_server(struct fixture *f, int port)
 {
 	const tau_rpc_method methods[] = {
@@ -295,8 +298,9 @@ static int start_server(struct fixture *f, int port)
 	         .on_done = on_done},
 	};
 	char addr[64];
+	tau_rpc_server_opts so = {.cq_threads = fixture_cq_threads};
 
-	if (tau_rpc_server_new(&f->srv, NULL) < 0)
+	if (tau_rpc_server_new(&f->srv, &so) < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (tau_rpc_server_add_method(f->srv, &methods[i]) < 0)
@@ -327,6 +331,13 @@ static int setup(void **state)
 	return 0;
 }
 
+/* The same server pumped by four completion-queue threads. */
+static int setup_threads(void **state)
+{
+	fixture_cq_threads = 4;
+	return setup(state);
+}
+
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
@@ -336,6 +347,7 @@ static int teardown(void **state)
 	tau_rpc_server_free(f->srv);
 	tau_rpc_health_free(f->health);
 	free(f);
+	fixture_cq_threads = 0;
 	return 0;
 }
 
@@ -355,9 +367,13 @@ static void s_message(tau_rpc_stream *s, ProtobufCMessage *msg, void *ud)
 
 	(void)s;
 	pthread_mutex_lock(&mu);
-	if (msg->descriptor == &tau__inventory__v1__report_ack__descriptor)
-		seen->last_seq = ((Tau__Inventory__V1__ReportAck *)msg)->seq;
-	else if (msg->descriptor == &tau__inventory__v1__pool__descriptor)
+	if (msg->descriptor == &tau__inventory__v1__report_ack__descriptor) {
+		uint64_t seq = ((Tau__Inventory__V1__ReportAck *)msg)->seq;
+
+		if (seq != seen->last_seq + 1)
+			seen->out_of_order++;
+		seen->last_seq = seq;
+	} else if (msg->descriptor == &tau__inventory__v1__pool__descriptor)
 		seen->last_seq = ((Tau__Inventory__V1__Pool *)msg)->generation;
 	else if (msg->descriptor == &grpc__health__v1__health_check_response__descriptor)
 		seen->last_seq = ((Grpc__Health__V1__HealthCheckResponse *)msg)->status;
@@ -593,6 +609,46 @@ static void test_bidi_10000(void **state)
 	/* After the end, sends are refused (no attempt open, no reconnect). */
 	assert_int_equal(send_report(s, 1), -TAU_EAGAIN);
 	tau_rpc_stream_free(s);
+}
+
+/*
+ * Several CQ threads: streams are served concurrently, yet each stream's acks come back in
+ * order and complete (one call's completions never run its handler twice at once), and the
+ * server shuts down with every thread joined (teardown).
+ */
+static void test_cq_threads(void **state)
+{
+	struct fixture *f = *state;
+	enum { STREAMS = 8, REPORTS = 1000 };
+	struct stream_seen seen[STREAMS];
+	tau_rpc_stream *s[STREAMS];
+
+	memset(seen, 0, sizeof(seen));
+	for (int k = 0; k < STREAMS; k++) {
+		tau_rpc_stream_opts o = report_opts(&seen[k]);
+
+		o.max_send_queue = REPORTS;
+		assert_int_equal(tau_rpc_stream_open(&s[k], f->ch, &o), 0);
+	}
+	for (int k = 0; k < STREAMS; k++)
+		WAIT_UNTIL(seen[k].connected == 1, 5000);
+	for (int i = 1; i <= REPORTS; i++)
+		for (int k = 0; k < STREAMS; k++)
+			assert_int_equal(send_report(s[k], (uint64_t)i), 0);
+	for (int k = 0; k < STREAMS; k++) {
+		WAIT_UNTIL(seen[k].messages == REPORTS, 60000);
+		pthread_mutex_lock(&mu);
+		assert_int_equal(seen[k].last_seq, REPORTS);
+		assert_int_equal(seen[k].out_of_order, 0);
+		pthread_mutex_unlock(&mu);
+		assert_int_equal(tau_rpc_stream_close_send(s[k]), 0);
+	}
+	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_FINISHED] == STREAMS, 5000);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(srv_seen.reports, STREAMS * REPORTS);
+	pthread_mutex_unlock(&mu);
+	for (int k = 0; k < STREAMS; k++)
+		tau_rpc_stream_free(s[k]);
 }
 
 static void test_deadline(void **state)
@@ -1004,6 +1060,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_unary, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_server_stream, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_bidi_10000, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_cq_threads, setup_threads, teardown),
 	        cmocka_unit_test_setup_teardown(test_deadline, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_client_cancel, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_oversized, setup, teardown),
