@@ -3,7 +3,7 @@
  * aggregator (agent.c), or prints it once (--once -o json).
  *
  * main only parses the command line (config.c), sets up logging and picks
- * the mode; exit codes follow DESIGN.md §3: 0 success, 1 failure at run
+ * the mode; exit codes follow docs/agent.md: 0 success, 1 failure at run
  * time, 2 usage or input error.
  */
 #include "agent.h"

@@ -12,7 +12,7 @@
 
 #include <stdio.h>
 
-/** Exit codes of DESIGN.md §3. */
+/** Exit codes (docs/cli.md). */
 #define TAU_CLI_OK     0 /**< success */
 #define TAU_CLI_FAILED 1 /**< a check failed, or the answer could not be obtained */
 #define TAU_CLI_USAGE  2 /**< usage or input error */

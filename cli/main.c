@@ -4,7 +4,7 @@
  * main() parses the global options and hands the rest of argv to one entry
  * of a command table; each command group parses its own options.  Adding a
  * group (workspace, storage) is one table row and one file.  Exit codes per
- * DESIGN.md §3: 0 success, 1 check failed, 2 usage or input error.
+ * docs/cli.md: 0 success, 1 check failed, 2 usage or input error.
  */
 #include "cli.h"
 

@@ -9,7 +9,7 @@
  * docs/cli.md); the table form is printed from that document.  Quantities
  * go through libtau's exact parser and canonical printer, never a double.
  *
- * Exit codes (DESIGN.md §3): status exits 0 when the team is Ready for its
+ * Exit codes (docs/cli.md): status exits 0 when the team is Ready for its
  * current generation, 1 when not (or the API cannot answer), 2 for usage and
  * input errors: an invalid team name (refused before any request) or a team
  * that does not exist.

@@ -6,7 +6,7 @@
  * answer; the CLI never recomputes it), and everything it prints is made by
  * pure printers that take the JSON, so formats are unit-tested from canned
  * objects.  `check` exits 1 unless the phase is Ready for the current
- * generation; usage and input errors exit 2 (DESIGN.md §3).
+ * generation; usage and input errors exit 2 (docs/cli.md).
  *
  * `check --data-pvc PVC --aggregator ADDR` also asks the aggregator whether
  * the PVC's CSI driver is registered on every node that counts in the pool

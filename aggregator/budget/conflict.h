@@ -1,6 +1,6 @@
 /*
  * budget/conflict.h - P4: what stands in the way of the automatic team
- * budget (DESIGN.md §6).
+ * budget (docs/budget.md).
  *
  * One pure function looks at the pool's counted nodes and the Kueue and
  * TauGrid objects the controller observed, and lists every conflict: a

@@ -1,6 +1,6 @@
 /*
  * budget/desired.h - what the team capacity budget should look like in
- * Kueue, and whether what exists still matches (DESIGN.md §6, P1-P8).
+ * Kueue, and whether what exists still matches (docs/budget.md, rules P1-P8).
  *
  * Three steps, all pure (inputs in, structs or cJSON out; no I/O, no
  * globals):

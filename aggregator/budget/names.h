@@ -1,6 +1,6 @@
 /*
  * budget/names.h - the published names and ownership metadata of the
- * objects the team capacity budget writes (DESIGN.md §6).
+ * objects the team capacity budget writes (docs/budget.md).
  *
  * ResourceFlavor "taugrid-gpu-<class>", Cohort "tau-team-<team>",
  * ClusterQueue "tau-ws-<workspace>".  A name that would not be a valid

@@ -1,5 +1,5 @@
 /*
- * pool.h - the capacity pool per GPU class (DESIGN.md §6, rules P1-P3).
+ * pool.h - the capacity pool per GPU class (docs/aggregator.md and docs/budget.md, rules P1-P3).
  *
  * The pool holds a copy of the few facts it needs about every known node and
  * the exact sum, per GPU-class flavor, of the allocatable resources of the

@@ -4,7 +4,7 @@
  * A quantity is a signed decimal number (a 128-bit mantissa times a power of
  * ten) plus the Format it was written in, which only steers how it is printed
  * again.  Parsing, canonical formatting and arithmetic follow
- * k8s.io/apimachinery/pkg/api/resource (see shared/spec/quantity.md):
+ * k8s.io/apimachinery/pkg/api/resource (cases pinned in tests/unit/lib/test_quantity.c):
  *
  *   tau_quantity q;
  *   if (tau_quantity_parse_str(&q, "1.5Gi") == 0)
