@@ -424,7 +424,8 @@ int main(int argc, char **argv)
 	kopts.kubeconfig = o.kubeconfig;
 	kopts.context = o.context;
 	if (tau_kube_config_load(&kcfg, &kopts) < 0) {
-		/* A kubeconfig that is missing, malformed or names no usable context: configuration. */
+		/* A kubeconfig that is missing, malformed or names no usable context:
+		 * configuration. */
 		fprintf(stderr, "tau-aggregator: kubeconfig: %s\n", tau_error_last()->msg);
 		exit_code = 2;
 		goto out;
