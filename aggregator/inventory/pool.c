@@ -21,6 +21,7 @@
 #include "sorted.h"
 
 #include "tau/error.h"
+#include "tau/hmap.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,32 +29,32 @@
 
 typedef struct stored_node {
 	tau_node_facts facts;
-	bool eligible;            /* passes every per-node rule */
-	bool counted;             /* eligible and fits its flavor's sums (see the file comment) */
-	struct stored_node *next; /* hash chain */
+	bool eligible;       /* passes every per-node rule */
+	bool counted;        /* eligible and fits its flavor's sums (see the file comment) */
+	tau_hmap_node hnode; /* in tau_pool.nodes, keyed by facts.name */
 } stored_node;
 
 struct tau_pool {
 	tau_selector *selector; /* NULL: everything */
 	char *selector_error;   /* the TauCluster's selector is unusable (why): nothing matches */
-	stored_node **buckets;
-	size_t n_buckets;
-	size_t n_nodes;
+	tau_hmap nodes;         /* stored_node by name */
 	tau_pool_flavor *flavors;
 	size_t n_flavors;
 	size_t cap_flavors;
 	uint64_t generation;
 };
 
-static uint64_t hash_name(const char *s)
+static stored_node *node_of(tau_hmap_node *n)
 {
-	uint64_t h = 1469598103934665603ULL;
+	return n != NULL ? TAU_HMAP_ENTRY(n, stored_node, hnode) : NULL;
+}
 
-	for (; *s != '\0'; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
-	}
-	return h;
+/* Walk every stored node: `for (it = first(pool, &i); it; it = node_of(tau_hmap_iter_next(&i)))`.
+ */
+static stored_node *first(const tau_pool *pool, tau_hmap_iter *it)
+{
+	tau_hmap_iter_init(it, &pool->nodes);
+	return node_of(tau_hmap_iter_next(it));
 }
 
 int tau_pool_new(tau_pool **out)
@@ -62,9 +63,7 @@ int tau_pool_new(tau_pool **out)
 
 	if (p == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory creating pool");
-	p->n_buckets = 64;
-	p->buckets = calloc(p->n_buckets, sizeof(*p->buckets));
-	if (p->buckets == NULL) {
+	if (tau_hmap_init(&p->nodes, 64) < 0) {
 		free(p);
 		return tau_error_set(TAU_ENOMEM, "out of memory creating pool");
 	}
@@ -91,19 +90,13 @@ static void flavor_clear(tau_pool_flavor *f)
 
 void tau_pool_free(tau_pool *pool)
 {
+	tau_hmap_iter it;
+
 	if (pool == NULL)
 		return;
-	for (size_t b = 0; b < pool->n_buckets; b++) {
-		stored_node *n = pool->buckets[b];
-
-		while (n != NULL) {
-			stored_node *next = n->next;
-
-			stored_node_free(n);
-			n = next;
-		}
-	}
-	free(pool->buckets);
+	for (stored_node *n = first(pool, &it); n != NULL; n = node_of(tau_hmap_iter_next(&it)))
+		stored_node_free(n);
+	tau_hmap_destroy(&pool->nodes);
 	for (size_t i = 0; i < pool->n_flavors; i++)
 		flavor_clear(&pool->flavors[i]);
 	free(pool->flavors);
@@ -112,38 +105,9 @@ void tau_pool_free(tau_pool *pool)
 	free(pool);
 }
 
-static stored_node **find_slot(const tau_pool *pool, const char *name)
+static stored_node *find(const tau_pool *pool, const char *name)
 {
-	stored_node **slot = &pool->buckets[hash_name(name) & (pool->n_buckets - 1)];
-
-	while (*slot != NULL && strcmp((*slot)->facts.name, name) != 0)
-		slot = &(*slot)->next;
-	return slot;
-}
-
-static int grow_buckets(tau_pool *pool)
-{
-	size_t n = pool->n_buckets * 2;
-	stored_node **b = calloc(n, sizeof(*b));
-
-	if (b == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory growing node table");
-	for (size_t i = 0; i < pool->n_buckets; i++) {
-		stored_node *node = pool->buckets[i];
-
-		while (node != NULL) {
-			stored_node *next = node->next;
-			size_t idx = hash_name(node->facts.name) & (n - 1);
-
-			node->next = b[idx];
-			b[idx] = node;
-			node = next;
-		}
-	}
-	free(pool->buckets);
-	pool->buckets = b;
-	pool->n_buckets = n;
-	return 0;
+	return node_of(tau_hmap_get(&pool->nodes, name));
 }
 
 #define set_rule(r, rule_name, ok, ...)                                                            \
@@ -438,26 +402,26 @@ static int rebalance(tau_pool *pool, const char *cls)
 	stored_node **list = NULL;
 	size_t n = 0, cap = 0, left_out = 0;
 	tau_pool_flavor *f;
+	tau_hmap_iter it;
 	int rc = 0;
 
-	for (size_t b = 0; b < pool->n_buckets; b++) {
-		for (stored_node *nd = pool->buckets[b]; nd != NULL; nd = nd->next) {
-			if (!nd->eligible || strcmp(class_of(nd), cls) != 0)
-				continue;
-			if (n == cap) {
-				size_t ncap = cap ? cap * 2 : 16;
-				stored_node **grown = realloc(list, ncap * sizeof(*grown));
+	for (stored_node *nd = first(pool, &it); nd != NULL;
+	     nd = node_of(tau_hmap_iter_next(&it))) {
+		if (!nd->eligible || strcmp(class_of(nd), cls) != 0)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			stored_node **grown = realloc(list, ncap * sizeof(*grown));
 
-				if (grown == NULL) {
-					free(list);
-					return tau_error_set(TAU_ENOMEM,
-					                     "out of memory recounting %s", cls);
-				}
-				list = grown;
-				cap = ncap;
+			if (grown == NULL) {
+				free(list);
+				return tau_error_set(TAU_ENOMEM, "out of memory recounting %s",
+				                     cls);
 			}
-			list[n++] = nd;
+			list = grown;
+			cap = ncap;
 		}
+		list[n++] = nd;
 	}
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		if (list[i]->counted) {
@@ -523,7 +487,6 @@ static int withdraw(tau_pool *pool, stored_node *n, bool *recount)
 int tau_pool_upsert_node(tau_pool *pool, const tau_node_facts *node)
 {
 	tau_pool_rule rules[TAU_POOL_RULE_COUNT];
-	stored_node **slot;
 	stored_node *old, *fresh;
 	bool recount = false;
 	int rc = tau_node_facts_validate(node);
@@ -537,15 +500,12 @@ int tau_pool_upsert_node(tau_pool *pool, const tau_node_facts *node)
 	}
 	fresh->eligible = tau_pool_evaluate(pool, node, rules);
 
-	slot = find_slot(pool, node->name);
-	old = *slot;
+	old = find(pool, node->name);
 	if (old != NULL) {
 		rc = withdraw(pool, old, &recount);
-		fresh->next = old->next;
-	} else {
-		pool->n_nodes++;
+		tau_hmap_remove(&pool->nodes, &old->hnode);
 	}
-	*slot = fresh;
+	tau_hmap_insert(&pool->nodes, &fresh->hnode, fresh->facts.name);
 	/* A recount of the old flavor also places the new facts when the class is the same. */
 	if (rc == 0 && recount)
 		rc = rebalance(pool, class_of(old));
@@ -553,23 +513,19 @@ int tau_pool_upsert_node(tau_pool *pool, const tau_node_facts *node)
 	    !(recount && strcmp(class_of(old), class_of(fresh)) == 0))
 		rc = admit(pool, fresh);
 	stored_node_free(old);
-	if (old == NULL && pool->n_nodes > pool->n_buckets * 2)
-		(void)grow_buckets(pool); /* a longer chain is slower, not wrong */
 	return rc;
 }
 
 int tau_pool_remove_node(tau_pool *pool, const char *name)
 {
-	stored_node **slot = find_slot(pool, name);
-	stored_node *old = *slot;
+	stored_node *old = find(pool, name);
 	bool recount = false;
 	int rc;
 
 	if (old == NULL)
 		return tau_error_set(TAU_ENOTFOUND, "node %s is not in the pool", name);
 	rc = withdraw(pool, old, &recount);
-	*slot = old->next;
-	pool->n_nodes--;
+	tau_hmap_remove(&pool->nodes, &old->hnode);
 	if (rc == 0 && recount)
 		rc = rebalance(pool, class_of(old));
 	stored_node_free(old);
@@ -582,44 +538,41 @@ static int recompute(tau_pool *pool)
 	tau_pool_rule rules[TAU_POOL_RULE_COUNT];
 	const char **recount = NULL;
 	size_t n_recount = 0;
+	tau_hmap_iter it;
 	int rc = 0;
 
 	for (size_t i = 0; i < pool->n_flavors; i++)
 		flavor_clear(&pool->flavors[i]);
 	pool->n_flavors = 0;
 	pool->generation++;
-	for (size_t b = 0; b < pool->n_buckets; b++) {
-		for (stored_node *n = pool->buckets[b]; n != NULL; n = n->next) {
-			n->counted = false;
-			n->eligible = tau_pool_evaluate(pool, &n->facts, rules);
-		}
+	for (stored_node *n = first(pool, &it); n != NULL; n = node_of(tau_hmap_iter_next(&it))) {
+		n->counted = false;
+		n->eligible = tau_pool_evaluate(pool, &n->facts, rules);
 	}
 	/* Fast pass in table order; a flavor where something does not fit is recounted after. */
-	for (size_t b = 0; b < pool->n_buckets && rc == 0; b++) {
-		for (stored_node *n = pool->buckets[b]; n != NULL && rc == 0; n = n->next) {
-			const char *over;
-			bool listed = false;
+	for (stored_node *n = first(pool, &it); n != NULL && rc == 0;
+	     n = node_of(tau_hmap_iter_next(&it))) {
+		const char *over;
+		bool listed = false;
 
-			if (!n->eligible)
-				continue;
-			if (fits(pool, n, &over)) {
-				rc = apply(pool, n, +1);
-				n->counted = rc == 0;
-				continue;
-			}
-			for (size_t k = 0; k < n_recount && !listed; k++)
-				listed = strcmp(recount[k], class_of(n)) == 0;
-			if (!listed) {
-				const char **grown =
-				        realloc(recount, (n_recount + 1) * sizeof(*recount));
+		if (!n->eligible)
+			continue;
+		if (fits(pool, n, &over)) {
+			rc = apply(pool, n, +1);
+			n->counted = rc == 0;
+			continue;
+		}
+		for (size_t k = 0; k < n_recount && !listed; k++)
+			listed = strcmp(recount[k], class_of(n)) == 0;
+		if (!listed) {
+			const char **grown = realloc(recount, (n_recount + 1) * sizeof(*recount));
 
-				if (grown == NULL) {
-					rc = tau_error_set(TAU_ENOMEM, "out of memory");
-					break;
-				}
-				recount = grown;
-				recount[n_recount++] = class_of(n);
+			if (grown == NULL) {
+				rc = tau_error_set(TAU_ENOMEM, "out of memory");
+				break;
 			}
+			recount = grown;
+			recount[n_recount++] = class_of(n);
 		}
 	}
 	for (size_t k = 0; k < n_recount && rc == 0; k++)
@@ -658,7 +611,7 @@ const char *tau_pool_invalid_reason(const tau_pool *pool)
 int tau_pool_explain(const tau_pool *pool, const char *name,
                      tau_pool_rule rules[TAU_POOL_RULE_COUNT])
 {
-	stored_node *n = *find_slot(pool, name);
+	stored_node *n = find(pool, name);
 	const char *over = "";
 
 	if (n == NULL)
@@ -677,7 +630,7 @@ int tau_pool_explain(const tau_pool *pool, const char *name,
 
 int tau_pool_node_counted(const tau_pool *pool, const char *name)
 {
-	stored_node *n = *find_slot(pool, name);
+	stored_node *n = find(pool, name);
 
 	if (n == NULL)
 		return tau_error_set(TAU_ENOTFOUND, "node %s is not in the pool", name);
@@ -686,7 +639,7 @@ int tau_pool_node_counted(const tau_pool *pool, const char *name)
 
 size_t tau_pool_node_count(const tau_pool *pool)
 {
-	return pool->n_nodes;
+	return pool->nodes.len;
 }
 
 size_t tau_pool_flavor_count(const tau_pool *pool)
