@@ -503,10 +503,14 @@ static void on_recv_done(struct tau_rpc_tag *t, bool ok)
 		c->reading_stopped = true;
 		if (bb != NULL)
 			grpc_byte_buffer_destroy(bb);
+		/* Keep a reference across the unlocked callback: with several CQ threads the
+		 * status completion may otherwise finish and free the call meanwhile. */
+		c->pending++;
 		pthread_mutex_unlock(&c->mu);
 		if (half_close && c->method->m.on_half_close != NULL)
 			c->method->m.on_half_close(c, c->method->m.ud);
 		pthread_mutex_lock(&c->mu);
+		c->pending--;
 		maybe_done_unlock(c);
 		return;
 	}
