@@ -473,6 +473,59 @@ class ApiTest(unittest.TestCase):
         wait_for(lambda: self.req("GET", "/apis/test.example.com/v1/gadgets")[0] == 404, msg="CRD gone")
 
 
+class HistoryTest(unittest.TestCase):
+    """--history-events: every committed write, kept apart from the watch cache."""
+
+    def test_history_survives_compaction_and_filters(self):
+        with SimProcess(["--history-events", "6", "--watch-cache-events", "50"]) as sim:
+            t0 = time.time()
+            a = sim.ok("POST", CM, cm("h1"))
+            b = sim.ok("PUT", CM + "/h1", dict(a, data={"k": "v2"}))
+            sim.ok("POST", "/api/v1/namespaces/default/secrets",
+                   {"metadata": {"name": "s1"}, "data": {}})
+            sim.ok("DELETE", CM + "/h1")
+            sim.ok("POST", "/sim/faults", {"compact": True})
+            # The watch cache is empty now; the history is not.
+            self.assertEqual(sim.req("GET", CM + "?watch=1&resourceVersion=%s"
+                                     % a["metadata"]["resourceVersion"])[0], 200)
+            h = sim.ok("GET", "/sim/history?resource=configmaps&since=%s"
+                       % (int(a["metadata"]["resourceVersion"]) - 1))
+            self.assertTrue(h["complete"])
+            self.assertEqual([(i["type"], i["name"], i["namespace"], i["resource"])
+                              for i in h["items"]],
+                             [("ADDED", "h1", "default", "configmaps"),
+                              ("MODIFIED", "h1", "default", "configmaps"),
+                              ("DELETED", "h1", "default", "configmaps")])
+            self.assertEqual(h["items"][1]["object"]["data"], {"k": "v2"})
+            self.assertEqual(h["items"][1]["resourceVersion"],
+                             b["metadata"]["resourceVersion"])
+            self.assertEqual(h["items"][1]["object"]["metadata"]["resourceVersion"],
+                             b["metadata"]["resourceVersion"])
+            rvs = [int(i["resourceVersion"]) for i in h["items"]]
+            self.assertEqual(rvs, sorted(rvs))
+            self.assertTrue(all(t0 - 1 <= i["time"] <= time.time() + 1 for i in h["items"]))
+            # since: only later events; every resource when none is named.
+            h2 = sim.ok("GET", "/sim/history?since=%s" % b["metadata"]["resourceVersion"])
+            self.assertEqual([(i["type"], i["resource"]) for i in h2["items"]],
+                             [("ADDED", "secrets"), ("DELETED", "configmaps")])
+            # Past the window the oldest go, and `complete` says so.
+            for i in range(6):
+                sim.ok("POST", CM, cm("more%d" % i))
+            h3 = sim.ok("GET", "/sim/history?resource=configmaps&since=%s"
+                        % a["metadata"]["resourceVersion"])
+            self.assertFalse(h3["complete"])
+            self.assertEqual([i["name"] for i in h3["items"]], ["more%d" % i for i in range(6)])
+            self.assertEqual(h3["floor"], str(int(h3["items"][0]["resourceVersion"]) - 1))
+            self.assertTrue(sim.ok("GET", "/sim/history?since=" + h3["floor"])["complete"])
+            self.assertEqual(sim.req("GET", "/sim/history?since=x")[0], 400)
+
+    def test_history_off_by_default(self):
+        with SimProcess() as sim:
+            st, err = sim.req("GET", "/sim/history")
+            self.assertEqual(st, 400)
+            self.assertIn("--history-events", err["message"])
+
+
 class TlsTest(unittest.TestCase):
     def test_tls_and_client_certificates(self):
         with SimProcess(["--authz", "allow-all"], tls=True) as sim:

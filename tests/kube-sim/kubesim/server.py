@@ -41,6 +41,7 @@ class Sim:
         self.args = args
         self.verbose = args.verbose
         self.store = Store(window=args.watch_cache_events)
+        self.store.keep_history(args.history_events)
         self.store.logger = self.log
         self.store.crd_hook = self.crd_changed
         self._disc_lock = threading.Lock()
@@ -566,7 +567,35 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send_obj(200, {"resourceVersion": str(sim.store.rv),
                                            "watchCacheFloor": str(sim.store.floor),
                                            "watchCacheEvents": len(sim.store.events)})
+        if p == "/sim/history" and method == "GET":
+            return self.send_history()
         raise util.not_found_path()
+
+    def send_history(self):
+        """Committed events kept by --history-events, oldest first: `resource` (plurals, comma
+        list; default all) and `since` (a resourceVersion; only later events) filter them.
+        `complete` says whether every event after `since` is still kept."""
+        st = self.sim.store
+        if st.history is None:
+            raise util.bad_request("history is off (start kube-sim with --history-events N)")
+        want = set(r for r in (self.q.get("resource") or "").split(",") if r)
+        try:
+            since = int(self.q.get("since") or 0)
+        except ValueError:
+            raise util.bad_request("since: not a resourceVersion: %r" % self.q.get("since"))
+        with st.lock:
+            kept = [(t, ev) for t, ev in st.history
+                    if ev.rv > since and (not want or ev.rt.plural in want)]
+            head = {"resourceVersion": str(st.rv), "floor": str(st.history_floor),
+                    "complete": since >= st.history_floor}
+        parts = []
+        for t, ev in kept:
+            meta = util.dumpb({"type": ev.type, "resourceVersion": str(ev.rv),
+                               "time": round(t, 6), "resource": ev.rt.plural,
+                               "namespace": ev.ns, "name": ev.name})
+            parts.append(meta[:-1] + b',"object":' + ev.new.full_bytes() + b"}")
+        body = util.dumpb(head)[:-1] + b',"items":[' + b",".join(parts) + b"]}"
+        return self.send_bytes(200, body)
 
     # -- resources --------------------------------------------------------------------------
     def handle_resource(self, method, info):
@@ -1054,6 +1083,8 @@ def parse_args(argv):
     p.add_argument("--bookmark-interval", type=float, default=60.0,
                    help="seconds between BOOKMARK events on watches that allow them")
     p.add_argument("--fault-seed", type=int, default=None)
+    p.add_argument("--history-events", type=int, default=0,
+                   help="keep the last N committed events for GET /sim/history (0: off)")
     p.add_argument("--verbose", action="store_true")
     return p.parse_args(argv)
 

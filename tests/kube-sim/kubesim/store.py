@@ -4,6 +4,7 @@ import base64
 import bisect
 import collections
 import json
+import time
 import threading
 
 from . import kinds
@@ -111,6 +112,8 @@ class Store:
         self._sorted = {}        # (group, plural) -> sorted list of (ns, name)
         self.events = collections.deque(maxlen=max(1, window))
         self.floor = 0           # all events with rv > floor are in self.events
+        self.history = None      # (unix time, Event) of every commit, apart from the watch
+        self.history_floor = 0   # cache and its compaction (--history-events); rv > floor kept
         self.uid_index = {}      # uid -> (key, ns, name)
         self.dependents = {}     # owner uid -> set of dependent uids
         self.listeners = []      # callables(event) run under the lock
@@ -201,6 +204,10 @@ class Store:
         if len(self.events) == self.events.maxlen:
             self.floor = self.events[0].rv
         self.events.append(ev)
+        if self.history is not None:
+            if len(self.history) == self.history.maxlen:
+                self.history_floor = self.history[0][1].rv
+            self.history.append((time.time(), ev))
         self.cond.notify_all()
         for cb in self.listeners:
             try:
@@ -209,6 +216,12 @@ class Store:
                 if self.logger:
                     self.logger("listener error: %r" % e)
         return entry
+
+    def keep_history(self, n):
+        """Keep the last n committed events for /sim/history (n <= 0: none)."""
+        with self.lock:
+            self.history = collections.deque(maxlen=n) if n > 0 else None
+            self.history_floor = self.rv
 
     def compact(self):
         with self.lock:
