@@ -314,11 +314,20 @@ static bool present(const cJSON *v)
 	return v != NULL && !cJSON_IsNull(v);
 }
 
-/* Is this ClusterQueue one of the team's workspace queues, owned by that workspace? */
+/*
+ * Is this ClusterQueue one of the team's workspace queues, owned by that workspace?  A queue
+ * that carries the full ownership metadata of a workspace queue of this team (managed-by, team,
+ * workspace label and workspace-UID annotation) while the team has no workspace of that name is
+ * ours too: the queue of a workspace just deleted (or moved to another team), which the
+ * controller removes in the same pass (decide.c, orphan queues), or one already being deleted
+ * and waiting for Kueue's finalizer.  Taking it for a foreign member would zero the whole
+ * budget (P5) each time a workspace goes.
+ */
 static bool own_cluster_queue(const cJSON *cq, const char *name,
                               const tau_budget_conflict_input *in)
 {
 	char cqname[TAU_BUDGET_NAME_BUF];
+	const char *managed, *team, *wsname, *wsuid;
 
 	for (size_t w = 0; w < in->n_workspaces; w++) {
 		const tau_budget_workspace *ws = &in->workspaces[w];
@@ -330,7 +339,15 @@ static bool own_cluster_queue(const cJSON *cq, const char *name,
 		return tau_budget_ownership_of(cq, TAU_BUDGET_CLUSTER_QUEUE, ws->uid, NULL, 0) ==
 		       TAU_BUDGET_OWNED;
 	}
-	return false;
+	managed = tau_json_label(cq, TAU_BUDGET_LABEL_MANAGED_BY);
+	team = tau_json_label(cq, TAU_BUDGET_LABEL_TEAM);
+	wsname = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
+	wsuid = tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID);
+	return managed != NULL && strcmp(managed, TAU_BUDGET_MANAGED_BY) == 0 && team != NULL &&
+	       in->team != NULL && strcmp(team, in->team) == 0 && wsname != NULL && wsuid != NULL &&
+	       wsuid[0] != '\0' &&
+	       tau_budget_cluster_queue_name(cqname, sizeof(cqname), wsname) == 0 &&
+	       strcmp(cqname, name) == 0;
 }
 
 static int check_queues(tau_budget_conflicts *list, const tau_budget_conflict_input *in,

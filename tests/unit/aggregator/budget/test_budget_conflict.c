@@ -40,6 +40,11 @@ static cJSON *parse(const char *text)
 #define OURS_CQ_ALPHA                                                                              \
 	"\"labels\":{\"app.kubernetes.io/managed-by\":\"taugrid\"},\"annotations\":{"              \
 	"\"tau.azure.com/workspace-uid\":\"w-1\"}"
+/* A workspace queue's full ownership metadata: team, workspace and its UID. */
+#define ORPHAN_CQ(team, ws, uid)                                                                   \
+	"\"labels\":{\"app.kubernetes.io/managed-by\":\"taugrid\",\"tau.azure.com/team\":\"" team  \
+	"\",\"tau.azure.com/workspace\":\"" ws "\"},\"annotations\":{"                             \
+	"\"tau.azure.com/workspace-uid\":\"" uid "\"}"
 #define RESERVING(flavor, total)                                                                   \
 	"\"status\":{\"flavorsReservation\":[{\"name\":\"" flavor "\",\"resources\":[{\"name\":"   \
 	"\"cpu\",\"total\":\"0\"},{\"name\":\"nvidia.com/gpu\",\"total\":" total                   \
@@ -158,6 +163,47 @@ static const conflict_case cases[] = {
          {{"ForeignTeamCohortMember", "ClusterQueue", "sneaky",
            "its cohortName is tau-team-research"},
           {"ForeignTeamCohortMember", "Cohort", "sub", "its parentName is tau-team-research"}}},
+        {"the queue of a workspace just deleted (ours, being removed) is no member conflict",
+         NULL,
+         "[{\"metadata\":{\"name\":\"tau-ws-gone\"," ORPHAN_CQ(
+                 "research", "gone",
+                 "w-9") "},\"spec\":{\"cohortName\":\"tau-team-research\"}},"
+                        "{\"metadata\":{\"name\":\"tau-ws-going\",\"deletionTimestamp\":"
+                        "\"2026-12-03T00:00:00Z\",\"finalizers\":[\"kueue.x-k8s.io/"
+                        "resource-in-use\"]," ORPHAN_CQ("research", "going",
+                                                        "w-8") "},\"spec\":{\"cohortName\":"
+                                                               "\"tau-team-research\"}}]",
+         NULL,
+         false,
+         NULL,
+         NULL,
+         {{NULL, NULL, NULL, NULL}}},
+        {"a queue with our labels but another team, no workspace UID, another name, or the "
+         "name of a live workspace with another UID still conflicts",
+         NULL,
+         "[{\"metadata\":{\"name\":\"tau-ws-gone\"," ORPHAN_CQ(
+                 "other", "gone",
+                 "w-9") "},\"spec\":{\"cohortName\":\"tau-team-research\"}},"
+                        "{\"metadata\":{\"name\":\"tau-ws-nouid\"," ORPHAN_CQ(
+                                "research", "nouid",
+                                "") "},\"spec\":{\"cohortName\":\"tau-team-research\"}},"
+                                    "{\"metadata\":{\"name\":\"renamed\"," ORPHAN_CQ(
+                                            "research", "gone",
+                                            "w-9") "},\"spec\":{\"cohortName\":\"tau-team-"
+                                                   "research\"}},"
+                                                   "{\"metadata\":{\"name\":\"tau-ws-"
+                                                   "alpha\"," ORPHAN_CQ(
+                                                           "research", "alpha",
+                                                           "w-7") "},\"spec\":{\"cohortName\":"
+                                                                  "\"tau-team-research\"}}]",
+         NULL,
+         false,
+         NULL,
+         NULL,
+         {{"ForeignTeamCohortMember", "ClusterQueue", "renamed", NULL},
+          {"ForeignTeamCohortMember", "ClusterQueue", "tau-ws-alpha", NULL},
+          {"ForeignTeamCohortMember", "ClusterQueue", "tau-ws-gone", NULL},
+          {"ForeignTeamCohortMember", "ClusterQueue", "tau-ws-nouid", NULL}}},
         {"(c) legacy GPU discovery, even on a queue with nothing reserved",
          NULL,
          "[{\"metadata\":{\"name\":\"legacy\",\"labels\":{"
