@@ -1193,6 +1193,38 @@ static void capacity_finalizers(ctx *c)
 	}
 }
 
+/* Did a process whose inventory was established write the TauCluster's status last? */
+static bool established_before(const cJSON *cluster)
+{
+	const cJSON *c = tau_conditions_find(conditions_of(cluster), "InventoryEstablished");
+
+	return streq(tau_json_str(c, "status"), "True");
+}
+
+/*
+ * A restarted (or newly elected) aggregator whose own inventory is not established yet
+ * writes nothing (P5), and that includes status: the budget in the Cohort is still the one
+ * an established inventory wrote, so the TauTeam and TauCluster keep saying so (Ready, the
+ * discovered capacity) instead of flapping to Pending and an empty capacity on every
+ * restart.  Statuses and Events wait until this process's inventory is established.
+ */
+static void keep_established_status(tau_budget_decision *d)
+{
+	char *sum;
+
+	for (size_t i = 0; i < d->n_statuses; i++)
+		cJSON_Delete(d->statuses[i].status);
+	for (size_t i = 0; i < d->n_events; i++)
+		free(d->events[i].message);
+	d->n_statuses = 0;
+	d->n_events = 0;
+	sum = fmt("%s; the statuses written by an established inventory are kept until this "
+	          "process's is established",
+	          d->summary != NULL ? d->summary : "");
+	free(d->summary);
+	d->summary = sum;
+}
+
 int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 {
 	builder b = {0};
@@ -1244,6 +1276,8 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 		free(b.d->summary);
 		b.d->summary = sum;
 	}
+	if (!in->ever_established && established_before(in->cluster))
+		keep_established_status(b.d);
 done:
 	free(c.xwanted);
 	free(c.xsummary);

@@ -247,6 +247,36 @@ static void test_nothing_before_established(void **state)
 	assert_string_equal(reason_of(f, f->team, "QuotaReady"), "WaitingForInventory");
 }
 
+/* A restarted aggregator: an earlier process established the inventory and wrote the status;
+ * this one's inventory is not established yet, so it writes nothing, status included. */
+static void test_restart_keeps_established_status(void **state)
+{
+	fixture *f = *state;
+
+	decide(f);
+	assert_true(f->d->n_statuses > 0);
+	cJSON_AddItemToObject(
+	        f->cluster, "status",
+	        parse("{\"phase\":\"Ready\",\"conditions\":[{\"type\":\"InventoryEstablished\","
+	              "\"status\":\"True\",\"reason\":\"Established\"}]}"));
+	f->in.established = false;
+	f->in.ever_established = false;
+	decide(f);
+	assert_string_equal(f->d->state, "WaitingForInventory");
+	assert_int_equal(f->d->n_writes, 0);
+	assert_int_equal(f->d->n_statuses, 0);
+	assert_int_equal(f->d->n_events, 0);
+	assert_non_null(strstr(f->d->summary, "kept until this process's is established"));
+	/* A status that says the inventory was never established is brought up to date. */
+	cJSON_ReplaceItemInObject(
+	        f->cluster, "status",
+	        parse("{\"conditions\":[{\"type\":\"InventoryEstablished\",\"status\":\"False\","
+	              "\"reason\":\"WaitingForNodes\"}]}"));
+	decide(f);
+	assert_true(f->d->n_statuses > 0);
+	assert_string_equal(reason_of(f, f->team, "QuotaReady"), "WaitingForInventory");
+}
+
 static void test_pool_problem_zeroes(void **state)
 {
 	fixture *f = *state;
@@ -481,6 +511,7 @@ int main(void)
 	        T(test_applied_writes_flavors_cohort_queue),
 	        T(test_steady_state_writes_nothing),
 	        T(test_nothing_before_established),
+	        T(test_restart_keeps_established_status),
 	        T(test_pool_problem_zeroes),
 	        T(test_gate_closed_again_zeroes),
 	        T(test_foreign_flavor_conflict_zeroes),
