@@ -104,6 +104,7 @@ struct tau_agg {
 	bool nodes_synced;
 	int64_t sync_deadline_ms; /* past it, an input list still unread is worth a warning */
 	bool warned_unsynced;
+	bool told_established; /* "pool established" logged: the gate opens on a tick or a report */
 	bool (*sync_probe)(void *ud);
 	void *sync_probe_ud;
 	bool stop;
@@ -698,7 +699,6 @@ static void ensure_pool_locked(tau_agg *a)
 
 static void tick_locked(tau_agg *a)
 {
-	bool was = tau_nodestore_established(a->store);
 	uint64_t gen = tau_pool_generation(tau_nodestore_pool(a->store));
 
 	if (!a->nodes_synced && a->sync_probe != NULL && a->sync_probe(a->sync_probe_ud)) {
@@ -713,7 +713,7 @@ static void tick_locked(tau_agg *a)
 		             NULL);
 	}
 	tau_nodestore_tick(a->store, tau_agg_now_ms());
-	if (!was && tau_nodestore_established(a->store)) {
+	if (!a->told_established && tau_nodestore_established(a->store)) {
 		size_t missing = tau_nodestore_missing(a->store, NULL, 0);
 		char count[32];
 
@@ -728,6 +728,7 @@ static void tick_locked(tau_agg *a)
 				        "node counted from its Node object: agent never reported",
 				        "node", names[i], NULL);
 		}
+		a->told_established = true;
 		a->dirty = true;
 	}
 	if (gen != tau_pool_generation(tau_nodestore_pool(a->store)))

@@ -437,6 +437,10 @@ class AggregatorE2E(unittest.TestCase):
         st = self.agg.unary("GetNode", qpb.GetNodeRequest(name=name), qpb.GetNodeResponse)
         self.assertFalse(st.HasField("inventory"))
 
+    def agg_log(self):
+        with open(self.agg.proc.log_path) as f:
+            return f.read()
+
     def test_03_gate_opens_when_every_gpu_node_reported(self):
         watcher = PoolWatcher(self.agg.channel, self.agg.md)
         gpus = gpu_nodes(self.nodes)
@@ -451,6 +455,9 @@ class AggregatorE2E(unittest.TestCase):
                      msg="established pool")
         self.assertEqual(list(p.missing_nodes), [])
         self.assert_pool_matches(p)
+        # The gate opened on the last report, not on the timer: the log says so all the same.
+        wait_for(lambda: 'msg="pool established" missing_nodes=0' in self.agg_log(),
+                 msg="the log line saying the pool is established")
         pushed = watcher.wait(lambda q: q.established)
         self.assertEqual(pool_values(pushed), pool_values(p))
         gens = [q.generation for q in watcher.pools]
