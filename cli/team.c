@@ -40,6 +40,8 @@ static const tau_kube_resource res_cqs = {"kueue.x-k8s.io", "v1beta2", "clusterq
 #define FLAVOR_PREFIX  "taugrid-gpu-"
 #define LABEL_TEAM     "tau.azure.com/team"
 #define LABEL_WS       "tau.azure.com/workspace"
+#define LABEL_MANAGED  "app.kubernetes.io/managed-by"
+#define MANAGED_BY     "taugrid"
 #define NONE           "<none>"
 #define NAME_BUF       (TAU_NAMES_DNS1123_SUBDOMAIN_MAX + 1)
 #define COND_QUOTA     "QuotaReady"
@@ -95,6 +97,25 @@ static void warn(cJSON *doc, const char *fmt, ...)
  * Quantity.UnmarshalJSON takes it) as member `key`: null when absent; null and a warning
  * naming `where` when it is not a valid quantity.
  */
+/* Parse a quantity given as a string or a bare JSON number.  @return 0, or <0 (error set). */
+static int quantity_of(tau_quantity *q, const cJSON *v)
+{
+	int rc;
+
+	if (cJSON_IsString(v)) {
+		rc = tau_quantity_parse_str(q, v->valuestring);
+	} else if (cJSON_IsNumber(v)) {
+		char *raw = cJSON_PrintUnformatted(v);
+
+		rc = raw != NULL ? tau_quantity_parse_json_value(q, raw, strlen(raw))
+		                 : tau_error_set(TAU_ENOMEM, "out of memory");
+		free(raw);
+	} else {
+		rc = tau_error_set(TAU_ETYPE, "neither a string nor a number");
+	}
+	return rc;
+}
+
 static void put_quantity(cJSON *o, const char *key, const cJSON *v, cJSON *doc, const char *where)
 {
 	char canon[TAU_QUANTITY_STR_MAX];
@@ -105,17 +126,7 @@ static void put_quantity(cJSON *o, const char *key, const cJSON *v, cJSON *doc, 
 		cJSON_AddNullToObject(o, key);
 		return;
 	}
-	if (cJSON_IsString(v)) {
-		rc = tau_quantity_parse_str(&q, v->valuestring);
-	} else if (cJSON_IsNumber(v)) {
-		char *raw = cJSON_PrintUnformatted(v);
-
-		rc = raw != NULL ? tau_quantity_parse_json_value(&q, raw, strlen(raw))
-		                 : tau_error_set(TAU_ENOMEM, "out of memory");
-		free(raw);
-	} else {
-		rc = tau_error_set(TAU_ETYPE, "neither a string nor a number");
-	}
+	rc = quantity_of(&q, v);
 	if (rc == 0)
 		rc = tau_quantity_format(canon, sizeof(canon), &q);
 	if (rc != 0) {
@@ -309,11 +320,21 @@ int tau_cli_team_print_list(FILE *out, const cJSON *doc, tau_cli_format fmt)
 /* ------------------------------------------------------------------------------------------ */
 /* status: the budget beside the pool                                                          */
 
+/* A sum over several objects (explicit teams); `bad` when a term did not parse (warned). */
+typedef struct row_sum {
+	tau_quantity q;
+	bool bad;
+} row_sum;
+
 typedef struct budget_row {
 	const char *flavor;   /* borrowed from the inputs */
 	const char *resource; /* borrowed */
 	const cJSON *budget;  /* Cohort nominalQuota, or NULL */
 	const cJSON *pool;    /* discoveredCapacity / spec.quota value, or NULL */
+	/* Explicit teams only: */
+	row_sum guarantees; /* the team's workspaces' spec.quota nominalQuota */
+	row_sum applied;    /* the Cohort's and its TauGrid ClusterQueues' nominalQuota */
+	row_sum reserved;   /* those ClusterQueues' status.flavorsReservation totals */
 } budget_row;
 
 typedef struct budget_rows {
@@ -345,7 +366,10 @@ static budget_row *row_add(budget_rows *rows, const char *flavor, const char *re
 		rows->cap = cap;
 	}
 	r = &rows->v[rows->n++];
-	*r = (budget_row){flavor, resource, NULL, NULL};
+	memset(r, 0, sizeof(*r));
+	r->flavor = flavor;
+	r->resource = resource;
+	r->guarantees.q = r->applied.q = r->reserved.q = tau_quantity_zero();
 	return r;
 }
 
@@ -412,12 +436,135 @@ static int collect_budget(budget_rows *rows, const cJSON *cohort, const cJSON *p
 			return -TAU_ENOMEM;
 		r->pool = cJSON_GetObjectItemCaseSensitive(p, value_key);
 	}
-	if (rows->n > 1)
-		qsort(rows->v, rows->n, sizeof(*rows->v), row_cmp);
 	return 0;
 }
 
-static int add_budget(cJSON *doc, const tau_cli_team_input *in, bool capacity,
+/* Add the quantity v to the sum `which` of row (flavor, resource); warn naming `where`. */
+static int sum_add(budget_rows *rows, size_t which, const char *flavor, const char *resource,
+                   const cJSON *v, cJSON *doc, const char *where)
+{
+	budget_row *r;
+	row_sum *sum;
+	tau_quantity q;
+
+	if (flavor == NULL || resource == NULL || v == NULL)
+		return 0;
+	if ((r = row_add(rows, flavor, resource)) == NULL)
+		return -TAU_ENOMEM;
+	sum = which == 0 ? &r->guarantees : which == 1 ? &r->applied : &r->reserved;
+	if (quantity_of(&q, v) != 0) {
+		if (tau_error_last()->code == TAU_ENOMEM)
+			return -TAU_ENOMEM;
+		warn(doc, "%s: %s", where, tau_error_last()->msg);
+		sum->bad = true;
+	} else if (tau_quantity_add(&sum->q, &sum->q, &q) != 0) {
+		warn(doc, "%s: the sum does not fit a quantity", where);
+		sum->bad = true;
+	}
+	return 0;
+}
+
+/* Add every flavor and resource `field` of obj's spec.resourceGroups to the sum `which`. */
+static int sum_groups(budget_rows *rows, size_t which, const cJSON *obj, const char *field,
+                      cJSON *doc)
+{
+	const cJSON *rg, *fl, *res;
+	char where[1024];
+	int rc;
+
+	cJSON_ArrayForEach(rg, tau_json_find(obj, "spec.resourceGroups"))
+	{
+		cJSON_ArrayForEach(fl, cJSON_GetObjectItemCaseSensitive(rg, "flavors"))
+		{
+			cJSON_ArrayForEach(res, cJSON_GetObjectItemCaseSensitive(fl, "resources"))
+			{
+				snprintf(where, sizeof(where), "%s %s flavor %s resource %s %s",
+				         or_none(tau_json_str(obj, "kind")),
+				         or_none(tau_json_str(obj, "metadata.name")),
+				         or_none(tau_json_str(fl, "name")),
+				         or_none(tau_json_str(res, "name")), field);
+				if ((rc = sum_add(rows, which, tau_json_str(fl, "name"),
+				                  tau_json_str(res, "name"),
+				                  cJSON_GetObjectItemCaseSensitive(res, field), doc,
+				                  where)) < 0)
+					return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * An explicit team's sums: the guarantees of the TauWorkspaces whose teamRef is the team; the
+ * applied allocation, its Cohort's nominalQuota plus that of every TauGrid ClusterQueue
+ * (managed-by taugrid) whose spec.cohortName is the Cohort, as written; the reserved total of
+ * those queues (status.flavorsReservation).  The same definitions as the aggregator's (E4, E5).
+ */
+static int collect_explicit(budget_rows *rows, const tau_cli_team_input *in, const char *team,
+                            const char *cohort_name, cJSON *doc)
+{
+	const cJSON *w, *e, *q, *fl, *res;
+	char where[1024];
+	int rc;
+
+	cJSON_ArrayForEach(w, items_of(in->workspaces))
+	{
+		if (!same(tau_json_str(w, "spec.teamRef.name"), team))
+			continue;
+		cJSON_ArrayForEach(e, tau_json_find(w, "spec.quota"))
+		{
+			snprintf(where, sizeof(where),
+			         "TauWorkspace %s spec.quota flavor %s resource %s nominalQuota",
+			         or_none(tau_json_str(w, "metadata.name")),
+			         or_none(tau_json_str(e, "flavor")),
+			         or_none(tau_json_str(e, "resource")));
+			if ((rc = sum_add(rows, 0, tau_json_str(e, "flavor"),
+			                  tau_json_str(e, "resource"),
+			                  cJSON_GetObjectItemCaseSensitive(e, "nominalQuota"), doc,
+			                  where)) < 0)
+				return rc;
+		}
+	}
+	if (in->cohort != NULL && (rc = sum_groups(rows, 1, in->cohort, "nominalQuota", doc)) < 0)
+		return rc;
+	cJSON_ArrayForEach(q, items_of(in->queues))
+	{
+		if (!same(tau_json_label(q, LABEL_MANAGED), MANAGED_BY) ||
+		    !same(tau_json_str(q, "spec.cohortName"), cohort_name))
+			continue;
+		if ((rc = sum_groups(rows, 1, q, "nominalQuota", doc)) < 0)
+			return rc;
+		cJSON_ArrayForEach(fl, tau_json_find(q, "status.flavorsReservation"))
+		{
+			cJSON_ArrayForEach(res, cJSON_GetObjectItemCaseSensitive(fl, "resources"))
+			{
+				snprintf(where, sizeof(where),
+				         "ClusterQueue %s flavor %s resource %s total",
+				         or_none(tau_json_str(q, "metadata.name")),
+				         or_none(tau_json_str(fl, "name")),
+				         or_none(tau_json_str(res, "name")));
+				if ((rc = sum_add(rows, 2, tau_json_str(fl, "name"),
+				                  tau_json_str(res, "name"),
+				                  cJSON_GetObjectItemCaseSensitive(res, "total"),
+				                  doc, where)) < 0)
+					return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+static void put_sum(cJSON *o, const char *key, const row_sum *sum)
+{
+	char canon[TAU_QUANTITY_STR_MAX];
+
+	if (sum->bad || tau_quantity_format(canon, sizeof(canon), &sum->q) != 0)
+		cJSON_AddNullToObject(o, key);
+	else
+		cJSON_AddStringToObject(o, key, canon);
+}
+
+static int add_budget(cJSON *doc, const tau_cli_team_input *in, bool capacity, const char *team,
                       const char *cohort_name)
 {
 	const cJSON *pool = capacity ? tau_json_find(in->cluster, "status.discoveredCapacity")
@@ -429,10 +576,13 @@ static int add_budget(cJSON *doc, const tau_cli_team_input *in, bool capacity,
 
 	put(doc, "poolSource", capacity ? SRC_DISCOVERED : SRC_SPEC_QUOTA);
 	arr = cJSON_AddArrayToObject(doc, "budget");
-	if (collect_budget(&rows, in->cohort, pool, value_key) != 0) {
+	if (collect_budget(&rows, in->cohort, pool, value_key) != 0 ||
+	    (!capacity && collect_explicit(&rows, in, team, cohort_name, doc) != 0)) {
 		free(rows.v);
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	}
+	if (rows.n > 1)
+		qsort(rows.v, rows.n, sizeof(*rows.v), row_cmp);
 	for (size_t i = 0; i < rows.n; i++) {
 		const budget_row *r = &rows.v[i];
 		cJSON *o = cJSON_CreateObject();
@@ -447,6 +597,11 @@ static int add_budget(cJSON *doc, const tau_cli_team_input *in, bool capacity,
 		                  : "TauTeam spec.quota",
 		         r->flavor, r->resource);
 		put_quantity(o, "pool", r->pool, doc, where);
+		if (!capacity) {
+			put_sum(o, "guarantees", &r->guarantees);
+			put_sum(o, "applied", &r->applied);
+			put_sum(o, "reserved", &r->reserved);
+		}
 		cJSON_AddItemToArray(arr, o);
 	}
 	free(rows.v);
@@ -608,7 +763,7 @@ cJSON *tau_cli_team_status_doc(const tau_cli_team_input *in)
 	else if (uid != NULL && found_uid != NULL && strcmp(uid, found_uid) != 0)
 		warn(doc, "Cohort %s has UID %s, not status.cohortUID %s (recreated since?)",
 		     cohort_name, found_uid, uid);
-	if (add_budget(doc, in, capacity, cohort_name) != 0 ||
+	if (add_budget(doc, in, capacity, name, cohort_name) != 0 ||
 	    add_queues(doc, in, name, cohort_name) != 0) {
 		cJSON_Delete(doc);
 		return NULL;
@@ -624,15 +779,26 @@ cJSON *tau_cli_team_status_doc(const tau_cli_team_input *in)
 
 static int print_budget(FILE *out, const cJSON *doc)
 {
-	bool spec = same(tau_json_str(doc, "poolSource"), SRC_SPEC_QUOTA);
-	const char *headers[] = {"FLAVOR", "RESOURCE", "BUDGET", spec ? "SPEC.QUOTA" : "POOL"};
+	static const char *const headers[] = {"FLAVOR", "RESOURCE", "BUDGET", "POOL"};
 	static const char *const keys[] = {"flavor", "resource", "budget", "pool"};
+	/* An explicit team: its quota, what its workspaces are guaranteed, the Cohort's rest,
+	 * what Kueue holds now and what is reserved of it. */
+	static const char *const x_headers[] = {"FLAVOR", "RESOURCE", "QUOTA",   "GUARANTEES",
+	                                        "BUDGET", "APPLIED",  "RESERVED"};
+	static const char *const x_keys[] = {"flavor", "resource", "pool",    "guarantees",
+	                                     "budget", "applied",  "reserved"};
+	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(doc, "budget");
 
+	if (same(tau_json_str(doc, "poolSource"), SRC_SPEC_QUOTA))
+		return print_objects(out, "Budget",
+		                     "Budget (QUOTA: spec.quota; GUARANTEES: workspace spec.quota; "
+		                     "BUDGET: Cohort nominalQuota; APPLIED: Cohort and workspace "
+		                     "queues; RESERVED: their reservations)",
+		                     rows, x_headers, x_keys, 7);
 	return print_objects(out, "Budget",
-	                     spec ? "Budget (Cohort nominalQuota) beside the team's spec.quota"
-	                          : "Budget (Cohort nominalQuota) beside the pool (TauCluster "
-	                            "discoveredCapacity)",
-	                     cJSON_GetObjectItemCaseSensitive(doc, "budget"), headers, keys, 4);
+	                     "Budget (Cohort nominalQuota) beside the pool (TauCluster "
+	                     "discoveredCapacity)",
+	                     rows, headers, keys, 4);
 }
 
 /* One row per reservation of each queue (one row for a queue without any), then the table. */
@@ -742,8 +908,9 @@ static void team_usage(FILE *out)
 	      "       tau team status NAME [-o table|json]\n"
 	      "Options: --context C  --system-namespace NS  --kubeconfig F\n"
 	      "status shows the team's Cohort budget per flavor and resource beside the pool\n"
-	      "(capacity team) or its spec.quota (explicit team), each workspace ClusterQueue's\n"
-	      "reservation and borrowing, and the team's conditions.\n"
+	      "(capacity team) or, for an explicit team, beside its spec.quota, its workspaces'\n"
+	      "guarantees, the applied allocation and the reserved total; each workspace\n"
+	      "ClusterQueue's reservation and borrowing, and the team's conditions.\n"
 	      "Exit codes: 0 success (status: the team is Ready), 1 not Ready or API failure,\n"
 	      "2 usage error, invalid team name, or no such team.\n",
 	      out);

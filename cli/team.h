@@ -49,8 +49,9 @@ cJSON *tau_cli_team_list_doc(const cJSON *teams, const cJSON *cluster, const cJS
 /**
  * The `status` document (docs/cli.md): name, mode, phase, ready, generations, the Cohort,
  * `budget` (Cohort nominalQuota beside the pool: discoveredCapacity of the TauCluster for the
- * capacity team, spec.quota for an explicit one), `queues` (each workspace ClusterQueue's
- * reservation and borrowing), conditions and warnings.
+ * capacity team, spec.quota for an explicit one, which also gets `guarantees`, `applied` and
+ * `reserved` per flavor and resource), `queues` (each workspace ClusterQueue's reservation and
+ * borrowing), conditions and warnings.
  * @return a new object (cJSON_Delete), or NULL with tau_error_last() set: -TAU_EINVAL when
  *         the team has no metadata.name, -TAU_ENOMEM.
  */

@@ -273,16 +273,20 @@ class TeamCli(unittest.TestCase):
         self.assertEqual((doc["mode"], doc["poolSource"]), ("explicit", "spec.quota"))
         self.assertEqual(doc["cohort"], {"name": "tau-team-vision", "uid": None,
                                          "found": False})
+        # No workspace, Cohort or queue yet: nothing guaranteed, applied or reserved.
         self.assertEqual(doc["budget"], [
-            {"flavor": A100, "resource": "memory", "budget": None, "pool": "1760Gi"},
-            {"flavor": A100, "resource": "nvidia.com/gpu", "budget": None, "pool": "8"}])
+            {"flavor": A100, "resource": "memory", "budget": None, "pool": "1760Gi",
+             "guarantees": "0", "applied": "0", "reserved": "0"},
+            {"flavor": A100, "resource": "nvidia.com/gpu", "budget": None, "pool": "8",
+             "guarantees": "0", "applied": "0", "reserved": "0"}])
         self.assertEqual(doc["queues"], [])
         self.assertEqual(doc["warnings"], ["Cohort tau-team-vision does not exist"])
         rc, out, err = self.tau("team", "status", "vision")
         self.assertEqual(rc, 1, err)
         rows = [l.split() for l in out.splitlines()]
-        self.assertIn(["FLAVOR", "RESOURCE", "BUDGET", "SPEC.QUOTA"], rows)
-        self.assertIn([A100, "memory", "<none>", "1760Gi"], rows)
+        self.assertIn(["FLAVOR", "RESOURCE", "QUOTA", "GUARANTEES", "BUDGET", "APPLIED",
+                       "RESERVED"], rows)
+        self.assertIn([A100, "memory", "1760Gi", "0", "<none>", "0", "0"], rows)
         self.assertIn("Cohort:              tau-team-vision (not found)", out.splitlines())
 
     def test_status_not_found_exits_2(self):

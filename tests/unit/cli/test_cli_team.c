@@ -288,10 +288,12 @@ static void test_status_explicit_team_table(void **state)
 	        "Phase:               Pending\n"
 	        "Generation:          1 (observed 1)\n"
 	        "Cohort:              tau-team-vision (not found)\n"
-	        "Budget (Cohort nominalQuota) beside the team's spec.quota:\n"
-	        "FLAVOR   RESOURCE         BUDGET   SPEC.QUOTA\n"
-	        "a100     cpu              <none>   96\n"
-	        "a100     nvidia.com/gpu   <none>   8\n"
+	        "Budget (QUOTA: spec.quota; GUARANTEES: workspace spec.quota; BUDGET: Cohort "
+	        "nominalQuota; APPLIED: Cohort and workspace queues; RESERVED: their "
+	        "reservations):\n"
+	        "FLAVOR   RESOURCE         QUOTA   GUARANTEES   BUDGET   APPLIED   RESERVED\n"
+	        "a100     cpu              96      0            <none>   0         0\n"
+	        "a100     nvidia.com/gpu   8       0            <none>   0         0\n"
 	        "Queues (ClusterQueue reservations and borrowing):\n"
 	        "WORKSPACE   CLUSTERQUEUE   ADMITTED   PENDING   FLAVOR   RESOURCE   RESERVED   "
 	        "BORROWED\n"
@@ -305,6 +307,159 @@ static void test_status_explicit_team_table(void **state)
 	cJSON_Delete(doc);
 	cJSON_Delete(team);
 	cJSON_Delete(cluster);
+	cJSON_Delete(wss);
+}
+
+/*
+ * An explicit team's sums per flavor and resource: guarantees of its workspaces only (another
+ * team's are left out; an unparsable one is null and a warning), applied = the Cohort plus the
+ * TauGrid ClusterQueues in it (not an external queue, not one in another Cohort), reserved =
+ * those queues' reservations.
+ */
+#define ML                                                                                         \
+	"{'metadata':{'name':'ml','namespace':'tau-system','generation':3},"                       \
+	"'spec':{'quota':[{'flavor':'taugrid-gpu-h100','resource':'nvidia.com/gpu',"               \
+	"'nominalQuota':10},{'flavor':'taugrid-gpu-h100','resource':'cpu','nominalQuota':'64'}]}," \
+	"'status':{'phase':'Ready','observedGeneration':3,'cohort':'tau-team-ml',"                 \
+	"'cohortUID':'co-ml','conditions':[{'type':'QuotaReady','status':'True',"                  \
+	"'reason':'QuotaApplied','message':'ok'}]}}"
+#define ML_COHORT                                                                                  \
+	"{'kind':'Cohort','metadata':{'name':'tau-team-ml','uid':'co-ml'},'spec':{"                \
+	"'resourceGroups':[{'coveredResources':['cpu','nvidia.com/gpu'],'flavors':["               \
+	"{'name':'taugrid-gpu-h100','resources':[{'name':'cpu','nominalQuota':'56'},"              \
+	"{'name':'nvidia.com/gpu','nominalQuota':'4'}]}]}]}}"
+#define ML_WORKSPACES                                                                              \
+	"{'items':["                                                                               \
+	"{'metadata':{'name':'a'},'spec':{'teamRef':{'name':'ml'},'quota':["                       \
+	"{'flavor':'taugrid-gpu-h100','resource':'nvidia.com/gpu','nominalQuota':'4',"             \
+	"'borrowingLimit':'2'}]}},"                                                                \
+	"{'metadata':{'name':'b'},'spec':{'teamRef':{'name':'ml'},'quota':["                       \
+	"{'flavor':'taugrid-gpu-h100','resource':'nvidia.com/gpu','nominalQuota':2},"              \
+	"{'flavor':'taugrid-gpu-h100','resource':'cpu','nominalQuota':'8000m'}]}},"                \
+	"{'metadata':{'name':'c'},'spec':{'teamRef':{'name':'cv'},'quota':["                       \
+	"{'flavor':'taugrid-gpu-h100','resource':'nvidia.com/gpu','nominalQuota':'7'}]}},"         \
+	"{'metadata':{'name':'d'},'spec':{'teamRef':{'name':'ml'},'quota':["                       \
+	"{'flavor':'taugrid-gpu-h100','resource':'memory','nominalQuota':'lots'}]}}]}"
+#define ML_CQ(name, ws, cohort, gpu, cpu, resv)                                                    \
+	"{'kind':'ClusterQueue','metadata':{'name':'" name "','labels':{"                          \
+	"'app.kubernetes.io/managed-by':'taugrid','tau.azure.com/team':'ml',"                      \
+	"'tau.azure.com/workspace':'" ws "'}},'spec':{'cohortName':'" cohort "',"                  \
+	"'resourceGroups':[{'coveredResources':['cpu','nvidia.com/gpu'],'flavors':["               \
+	"{'name':'taugrid-gpu-h100','resources':[{'name':'cpu','nominalQuota':'" cpu "'},"         \
+	"{'name':'nvidia.com/gpu','nominalQuota':'" gpu "'}]}]}]},"                                \
+	"'status':{'flavorsReservation':[{'name':'taugrid-gpu-h100','resources':[" resv "]}]}}"
+#define ML_QUEUES                                                                                                                       \
+	"{'items':[" ML_CQ("tau-ws-a", "a", "tau-team-ml", "4", "0", "{'name':'nvidia.com/gpu','total':'5','borrowed':'1'}") "," ML_CQ( \
+	        "tau-ws-b", "b", "tau-team-ml", "2", "8",                                                                               \
+	        "{'name':'cpu','total':'500m','borrowed':'0'}") "," ML_CQ("tau-ws-x", "x",                                              \
+	                                                                  "tau-team-"                                                   \
+	                                                                  "other",                                                      \
+	                                                                  "3", "0",                                                     \
+	                                                                  "{'name':'"                                                   \
+	                                                                  "nvidia.com/"                                                 \
+	                                                                  "gpu','total'"                                                \
+	                                                                  ":'3','"                                                      \
+	                                                                  "borrowed':'"                                                 \
+	                                                                  "0'}") ","                                                    \
+	                                                                         "{'"                                                   \
+	                                                                         "kind'"                                                \
+	                                                                         ":'"                                                   \
+	                                                                         "Clust"                                                \
+	                                                                         "erQue"                                                \
+	                                                                         "ue','"                                                \
+	                                                                         "metad"                                                \
+	                                                                         "ata':"                                                \
+	                                                                         "{'"                                                   \
+	                                                                         "name'"                                                \
+	                                                                         ":'"                                                   \
+	                                                                         "exter"                                                \
+	                                                                         "nal'}"                                                \
+	                                                                         ",'"                                                   \
+	                                                                         "spec'"                                                \
+	                                                                         ":{'"                                                  \
+	                                                                         "cohor"                                                \
+	                                                                         "tName"                                                \
+	                                                                         "':"                                                   \
+	                                                                         "'tau-"                                                \
+	                                                                         "team-"                                                \
+	                                                                         "ml','"                                                \
+	                                                                         "resou"                                                \
+	                                                                         "rceGr"                                                \
+	                                                                         "oups'"                                                \
+	                                                                         ":[{'"                                                 \
+	                                                                         "flavo"                                                \
+	                                                                         "rs':["                                                \
+	                                                                         "{'"                                                   \
+	                                                                         "name'"                                                \
+	                                                                         ":'"                                                   \
+	                                                                         "taugr"                                                \
+	                                                                         "id-"                                                  \
+	                                                                         "gpu-"                                                 \
+	                                                                         "h100'"                                                \
+	                                                                         ",'"                                                   \
+	                                                                         "resou"                                                \
+	                                                                         "rces'"                                                \
+	                                                                         ":["                                                   \
+	                                                                         "{'"                                                   \
+	                                                                         "name'"                                                \
+	                                                                         ":'"                                                   \
+	                                                                         "nvidi"                                                \
+	                                                                         "a."                                                   \
+	                                                                         "com/"                                                 \
+	                                                                         "gpu',"                                                \
+	                                                                         "'nomi"                                                \
+	                                                                         "nalQu"                                                \
+	                                                                         "ota':"                                                \
+	                                                                         "'100'"                                                \
+	                                                                         "}]}]}"                                                \
+	                                                                         "]}}]}"
+
+static void test_status_explicit_team_sums(void **state)
+{
+	(void)state;
+	cJSON *team = parse(ML), *cohort = parse(ML_COHORT), *queues = parse(ML_QUEUES),
+	      *wss = parse(ML_WORKSPACES), *doc, *warnings, *back = NULL;
+	tau_cli_team_input in = {team, NULL, cohort, queues, wss};
+	char *out;
+
+	doc = tau_cli_team_status_doc(&in);
+	assert_non_null(doc);
+	assert_json(cJSON_GetObjectItemCaseSensitive(doc, "budget"),
+	            "[{'flavor':'taugrid-gpu-h100','resource':'cpu','budget':'56','pool':'64',"
+	            "'guarantees':'8','applied':'64','reserved':'500m'},"
+	            "{'flavor':'taugrid-gpu-h100','resource':'memory','budget':null,'pool':null,"
+	            "'guarantees':null,'applied':'0','reserved':'0'},"
+	            "{'flavor':'taugrid-gpu-h100','resource':'nvidia.com/gpu','budget':'4',"
+	            "'pool':'10','guarantees':'6','applied':'10','reserved':'5'}]");
+	warnings = cJSON_GetObjectItemCaseSensitive(doc, "warnings");
+	assert_int_equal(cJSON_GetArraySize(warnings), 1);
+	assert_non_null(strstr(cJSON_GetArrayItem(warnings, 0)->valuestring,
+	                       "TauWorkspace d spec.quota flavor taugrid-gpu-h100 resource memory "
+	                       "nominalQuota: quantity \"lots\""));
+	out = render(tau_cli_team_print_status, doc, TAU_CLI_TABLE);
+	assert_non_null(strstr(
+	        out, "Budget (QUOTA: spec.quota; GUARANTEES: workspace spec.quota; BUDGET: Cohort "
+	             "nominalQuota; APPLIED: Cohort and workspace queues; RESERVED: their "
+	             "reservations):\n"
+	             "FLAVOR             RESOURCE         QUOTA    GUARANTEES   BUDGET   APPLIED   "
+	             "RESERVED\n"
+	             "taugrid-gpu-h100   cpu              64       8            56       64        "
+	             "500m\n"
+	             "taugrid-gpu-h100   memory           <none>   <none>       <none>   0         "
+	             "0\n"
+	             "taugrid-gpu-h100   nvidia.com/gpu   10       6            4        10        "
+	             "5\n"
+	             "Queues"));
+	free(out);
+	out = render(tau_cli_team_print_status, doc, TAU_CLI_JSON);
+	assert_int_equal(tau_json_parse(&back, out, strlen(out), 0), 0);
+	assert_true(cJSON_Compare(back, doc, true));
+	free(out);
+	cJSON_Delete(back);
+	cJSON_Delete(doc);
+	cJSON_Delete(team);
+	cJSON_Delete(cohort);
+	cJSON_Delete(queues);
 	cJSON_Delete(wss);
 }
 
@@ -363,7 +518,8 @@ static void test_status_warnings_and_json_form(void **state)
 	assert_json(cJSON_GetObjectItemCaseSensitive(doc, "cohort"),
 	            "{'name':'tau-team-research','uid':'old-uid','found':true}");
 	assert_json(cJSON_GetObjectItemCaseSensitive(doc, "budget"),
-	            "[{'flavor':'f','resource':'cpu','budget':'1e3','pool':null}]");
+	            "[{'flavor':'f','resource':'cpu','budget':'1e3','pool':null,'guarantees':'0',"
+	            "'applied':'1e3','reserved':'0'}]");
 	assert_json(cJSON_GetObjectItemCaseSensitive(doc, "warnings"),
 	            "['Cohort tau-team-research has UID new-uid, not status.cohortUID old-uid "
 	            "(recreated since?)']");
@@ -422,6 +578,7 @@ int main(void)
 	        cmocka_unit_test(test_list_empty_and_bad),
 	        cmocka_unit_test(test_status_capacity_team),
 	        cmocka_unit_test(test_status_explicit_team_table),
+	        cmocka_unit_test(test_status_explicit_team_sums),
 	        cmocka_unit_test(test_status_table_with_reservations),
 	        cmocka_unit_test(test_status_warnings_and_json_form),
 	        cmocka_unit_test(test_usage_errors_exit_2),
