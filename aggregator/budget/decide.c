@@ -6,7 +6,10 @@
  * which Events tell the story.  The state of the capacity team is decided
  * first, in a fixed order of causes (never established, owner conflicts,
  * P4 conflicts, pool not valid, limits), so one root cause shows one reason;
- * every write then follows from that state and the plan.
+ * every write then follows from that state and the plan.  Explicit-quota
+ * teams (explicit.c) are decided in the same pass.  Events, for either kind
+ * of team, come from comparing the new state with the observed condition, so
+ * they follow changes, never passes.
  */
 #include "decide.h"
 
@@ -253,6 +256,23 @@ static cJSON *conditions_of(const cJSON *obj)
 	return (cJSON *)tau_json_find(obj, "status.conditions");
 }
 
+/* Index of the condition of `type` in the array conds, -1 when absent. */
+static int condition_index(const cJSON *conds, const char *type)
+{
+	const cJSON *c;
+	int i = 0;
+
+	if (!cJSON_IsArray(conds))
+		return -1;
+	cJSON_ArrayForEach(c, conds)
+	{
+		if (streq(tau_json_str(c, "type"), type))
+			return i;
+		i++;
+	}
+	return -1;
+}
+
 /* Whether the new status differs from obj's .status on the fields we write. */
 static bool status_differs(const cJSON *obj, const cJSON *st, const char *const *fields)
 {
@@ -408,7 +428,8 @@ typedef struct ctx {
 	char blocked_ws[MSG_MAX]; /* its workspaces */
 	const char **xwanted; /* ClusterQueues explicit teams keep (names borrowed from input) */
 	size_t n_xwanted;
-	char *xsummary; /* explicit teams, for the log */
+	char *xsummary;  /* explicit teams, for the log */
+	bool *ws_linked; /* per observed workspace: linked to an explicit team decided this pass */
 } ctx;
 
 /* P7: owned automatic Cohorts of teams that are no longer the capacity team. */
@@ -953,16 +974,21 @@ static void team_finalizer(builder *b, const cJSON *team, bool add, char *why)
 	add_write(b, TAU_BUDGET_TEAM, name, false, false, body, NULL, why);
 }
 
-/* The workspace's QuotaReady condition (E5-E8 refusals), its other conditions kept. */
+/*
+ * The QuotaReady condition of a workspace linked to explicit team `team` (E5-E8 refusals), its
+ * other conditions kept.  `q` is its queue in the decision, NULL when it gets none (no resolved
+ * namespace yet, or the team's inputs could not be read): then it says only that the team is
+ * not Ready, and has no QuotaReady while the team is, since no queue holds anything for it.
+ */
 static void workspace_status(builder *b, const tau_budget_observed *in, const char *team,
-                             const tau_budget_xteam *x, const tau_budget_xqueue *q)
+                             const tau_budget_xteam *x, const cJSON *ws, const tau_budget_xqueue *q)
 {
-	const cJSON *ws = q->workspace, *old = tau_json_find(ws, "status");
+	const cJSON *old = tau_json_find(ws, "status");
 	const cJSON *prev = tau_json_find(ws, "status.conditions");
 	cJSON *st = cJSON_IsObject(old) ? cJSON_Duplicate(old, true) : cJSON_CreateObject();
 	cJSON *conds = cJSON_IsArray(prev) ? cJSON_Duplicate(prev, true) : cJSON_CreateArray();
 	char msg[MSG_MAX];
-	int rc;
+	int rc = 0;
 
 	if (st == NULL || conds == NULL) {
 		cJSON_Delete(st);
@@ -970,15 +996,17 @@ static void workspace_status(builder *b, const tau_budget_observed *in, const ch
 		b->rc = b->rc < 0 ? b->rc : nomem();
 		return;
 	}
-	if (q->refusal != NULL)
+	if (q != NULL && q->refusal != NULL) {
 		rc = tau_conditions_set(conds, prev, "QuotaReady", "False", q->reason, q->refusal,
 		                        generation(ws), in->now);
-	else if (streq(x->status, "True"))
+	} else if (streq(x->status, "True") && q != NULL) {
 		rc = tau_conditions_set(conds, prev, "QuotaReady", "True",
 		                        TAU_BUDGET_REASON_QUOTA_APPLIED,
 		                        "its ClusterQueue holds the workspace's guarantee",
 		                        generation(ws), in->now);
-	else {
+	} else if (streq(x->status, "True")) {
+		cJSON_DeleteItemFromArray(conds, condition_index(conds, "QuotaReady"));
+	} else {
 		tau_say(msg, sizeof(msg), "team \"%s\" is not Ready: %s", team, x->message);
 		rc = tau_conditions_set(conds, prev, "QuotaReady", "False", x->reason, msg,
 		                        generation(ws), in->now);
@@ -995,12 +1023,53 @@ static void workspace_status(builder *b, const tau_budget_observed *in, const ch
 	add_status(b, ws, st);
 }
 
+/*
+ * A workspace linked to no explicit team (its teamRef removed, or naming the capacity team or a
+ * team that does not exist) has no QuotaReady: one left from a team it left is removed.
+ */
+static void workspace_unlinked(builder *b, const cJSON *ws)
+{
+	const cJSON *prev = tau_json_find(ws, "status.conditions");
+	int at = condition_index(prev, "QuotaReady");
+	cJSON *st;
+
+	if (at < 0)
+		return;
+	st = cJSON_Duplicate(tau_json_find(ws, "status"), true);
+	if (st == NULL) {
+		b->rc = b->rc < 0 ? b->rc : nomem();
+		return;
+	}
+	cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(st, "conditions"), at);
+	add_status(b, ws, st);
+}
+
+/*
+ * Events of an explicit team, only when its state changes: a Warning named after the reason
+ * when it becomes Degraded (or Degraded for another reason), a Normal QuotaRestored when a
+ * Degraded team is Ready again.  Pending states (waiting for the inventory after a restart,
+ * cleaning up a deleted team) make none.
+ */
+static void explicit_events(builder *b, const cJSON *team, const team_state *s)
+{
+	const cJSON *old = tau_conditions_find(conditions_of(team), "QuotaReady");
+	const char *old_phase = tau_json_str(team, "status.phase");
+	bool was_degraded = streq(old_phase, "Degraded");
+
+	if (streq(s->phase, "Degraded") &&
+	    (!was_degraded || !streq(tau_json_str(old, "reason"), s->reason)))
+		add_event(b, team, "Warning", s->reason, s->message);
+	else if (streq(s->status, "True") && was_degraded)
+		add_event(b, team, "Normal", TAU_BUDGET_EVENT_QUOTA_RESTORED, s->message);
+}
+
 /* Carry out one explicit team's decision: writes in order, then its status. */
 static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON *managed)
 {
 	const tau_budget_observed *in = c->in;
 	builder *b = c->b;
-	const char *uid = tau_json_str(team, "metadata.uid");
+	const char *uid = tau_json_str(team, "metadata.uid"),
+	           *name = tau_json_str(team, "metadata.name");
 	char problem[MSG_MAX] = "";
 	team_state s = {0};
 	bool w = c->writes_allowed,
@@ -1047,10 +1116,21 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
 		          "managementMode is Observe: nothing is written (%s)", would);
 	}
-	for (size_t i = 0; i < x->n_queues; i++)
-		workspace_status(b, in, tau_json_str(team, "metadata.name"), x, &x->queues[i]);
+	for (size_t i = 0; i < in->n_workspaces; i++) {
+		const cJSON *ws = in->workspaces[i];
+		const tau_budget_xqueue *q = NULL;
+
+		if (!streq(team_of(ws), name) || tau_json_str(ws, "metadata.name") == NULL)
+			continue;
+		c->ws_linked[i] = true;
+		for (size_t k = 0; k < x->n_queues && q == NULL; k++)
+			if (x->queues[k].workspace == ws)
+				q = &x->queues[k];
+		workspace_status(b, in, name, x, ws, q);
+	}
 	team_status(b, in, team, &s, has_cohort ? x->cohort : NULL,
 	            x->owned_cohort != NULL ? tau_json_str(x->owned_cohort, "metadata.uid") : NULL);
+	explicit_events(b, team, &s);
 }
 
 /*
@@ -1096,7 +1176,8 @@ static void explicit_teams(ctx *c, cJSON *managed)
 	tau_budget_explicit_input xi = {0};
 
 	c->xwanted = calloc(in->n_cluster_queues + 1, sizeof(*c->xwanted));
-	if (c->xwanted == NULL) {
+	c->ws_linked = calloc(in->n_workspaces + 1, sizeof(*c->ws_linked));
+	if (c->xwanted == NULL || c->ws_linked == NULL) {
 		c->b->rc = c->b->rc < 0 ? c->b->rc : nomem();
 		return;
 	}
@@ -1138,6 +1219,9 @@ static void explicit_teams(ctx *c, cJSON *managed)
 		}
 		tau_budget_xteam_free(x);
 	}
+	for (size_t i = 0; i < in->n_workspaces && c->b->rc == 0; i++)
+		if (!c->ws_linked[i])
+			workspace_unlinked(c->b, in->workspaces[i]);
 	explicit_leftovers(c);
 }
 
@@ -1280,6 +1364,7 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 		keep_established_status(b.d);
 done:
 	free(c.xwanted);
+	free(c.ws_linked);
 	free(c.xsummary);
 	cJSON_Delete(managed);
 	if (b.rc < 0) {

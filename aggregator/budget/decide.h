@@ -88,7 +88,8 @@ typedef struct tau_budget_event {
 	const cJSON *object; /**< regarding (borrowed from input) */
 	const char *type;    /**< "Normal" or "Warning" */
 	const char *reason;  /**< BudgetZeroed, BudgetRestored, ConflictDetected, ConflictCleared,
-	                        LeaveRefused */
+	                        LeaveRefused; for an explicit team its Degraded QuotaReady reason
+	                        or QuotaRestored */
 	char *message;
 } tau_budget_event;
 

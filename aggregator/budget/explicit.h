@@ -32,6 +32,12 @@
 #define TAU_BUDGET_REASON_MIGRATION_BLOCKED "MigrationBlocked"
 #define TAU_BUDGET_REASON_TEAM_NOT_READY    "TeamNotReady"
 
+/**
+ * Event of an explicit team that is Ready again after being Degraded.  Becoming Degraded is a
+ * Warning Event whose reason is the QuotaReady reason (docs/budget.md).
+ */
+#define TAU_BUDGET_EVENT_QUOTA_RESTORED "QuotaRestored"
+
 /** The finalizer on TauTeams (E9). */
 #define TAU_BUDGET_TEAM_FINALIZER "tau.azure.com/team-cleanup"
 /** Label that marks an explicit team's Cohort (never retired as an automatic budget, P7). */

@@ -15,7 +15,9 @@ Reservations are set on ClusterQueue status by the test, as Kueue would.  The ca
 and each leaves the cluster as the next expects it.  Expected objects are exact (quantities
 compared by value) and messages are matched in full where the contract fixes them.
 """
+import json
 import os
+import subprocess
 import sys
 import unittest
 
@@ -30,6 +32,7 @@ from budget import harness as h  # noqa: E402
 from budget.harness import (COHORTS, CQS, NODES, RFS, TAU, TEAMS, WORKSPACES,  # noqa: E402
                             cond_diffs)
 
+CLI = os.environ.get("TAU_CLI") or os.path.join(ROOT, "build", "tau")
 H100 = "taugrid-gpu-h100"
 GPU = "nvidia.com/gpu"
 CPU = "cpu"
@@ -169,6 +172,42 @@ class ExplicitTest(unittest.TestCase):
     def wait(self, check, msg):
         self.c.wait_ok(check, msg)
 
+    def team_events(self, team, reason):
+        """Events about TauTeam `team` with `reason`, as (type, message), in kube-sim."""
+        out = []
+        for e in self.c.items("/api/v1/events"):
+            io = e.get("involvedObject") or {}
+            if (io.get("kind"), io.get("name"), e.get("reason")) == ("TauTeam", team, reason):
+                out.append((e.get("type"), e.get("message")))
+        return out
+
+    def event_diffs(self, team, reason, etype, text):
+        """At least one `reason` Event of type `etype` about `team` whose message names text."""
+        evs = self.team_events(team, reason)
+        if any(t == etype and text in (m or "") for t, m in evs):
+            return []
+        return ["no %s %s Event about TauTeam %s naming %r; those with that reason: %s" % (
+            etype, reason, team, text, evs)]
+
+    def tau(self, *args):
+        r = subprocess.run([CLI, "--kubeconfig", self.c.sim.kubeconfig,
+                            "--system-namespace", "tau-system"] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60)
+        return r.returncode, r.stdout, r.stderr
+
+    def cli_budget_diffs(self, team, want, ready=True):
+        """`tau team status TEAM -o json`: budget[] is exactly `want`, its exit code the
+        verdict."""
+        rc, out, err = self.tau("team", "status", team, "-o", "json")
+        if rc != (0 if ready else 1):
+            return ["tau team status %s exit %d: %s%s" % (team, rc, out, err)]
+        doc = json.loads(out)
+        if doc["budget"] != want:
+            return ["tau team status %s budget\n  %s\nwant\n  %s" % (team, h.dump(doc["budget"]),
+                                                                    h.dump(want))]
+        return []
+
     def create_ws(self, name, team, quota=None):
         w = wst.workspace(name, ns="ns-" + name, team=team)
         if quota is not None:
@@ -186,6 +225,9 @@ class ExplicitTest(unittest.TestCase):
             "ml", "False", "FlavorNotReady",
             'ResourceFlavor "%s" named in the quota of team "ml" does not exist' % H100),
             "E10: a flavor that does not exist")
+        self.wait(lambda: self.event_diffs("ml", "FlavorNotReady", "Warning",
+                                           'ResourceFlavor "%s" named in the quota' % H100),
+                  "an Event says why the team is not Ready")
         self.assertEqual(c.names(COHORTS), [])
         self.assertEqual(c.names(CQS), [])
         # The platform creates the flavor (no capacity team: TauGrid does not).
@@ -201,6 +243,8 @@ class ExplicitTest(unittest.TestCase):
                   "E2: guarantees as nominal quota, omitted limits as 0")
         self.wait(lambda: self.team_diffs("ml", "True", "QuotaApplied", "tau-team-ml"),
                   "team Ready")
+        self.wait(lambda: self.event_diffs("ml", "QuotaRestored", "Normal", "tau-team-ml"),
+                  "an Event says the team recovered")
         # cohortUID follows on the pass after the Cohort's creation event (writes are >= 1 s apart).
         cohort_uid = self.uid(COHORTS + "/tau-team-ml")
         self.wait(lambda: [] if (c.team("ml").get("status") or {}).get("cohortUID") == cohort_uid
@@ -221,6 +265,9 @@ class ExplicitTest(unittest.TestCase):
             "ml", "False", "QuotaInvalid",
             'team "ml": workspace guarantees 11 exceed team quota 10 for flavor %s resource %s'
             % (H100, GPU)), "E3: QuotaInvalid names flavor and resource")
+        self.wait(lambda: self.event_diffs("ml", "QuotaInvalid", "Warning",
+                                           "workspace guarantees 11 exceed team quota 10"),
+                  "a QuotaInvalid Event")
         self.assertEqual(c.cohort("ml")["metadata"]["resourceVersion"], before)
         self.assertIsNone(c.get(CQS + "/tau-ws-c"))
         c.delete(WORKSPACES + "/c")
@@ -237,6 +284,9 @@ class ExplicitTest(unittest.TestCase):
             "cv", "False", "CapacityExceeded",
             "team allocations 18 exceed discovered capacity 16 for flavor %s resource %s"
             % (H100, GPU)), "E4: 10 applied by ml + 8 > 16")
+        self.wait(lambda: self.event_diffs("cv", "CapacityExceeded", "Warning",
+                                           "team allocations 18 exceed discovered capacity 16"),
+                  "a CapacityExceeded Event")
         self.wait(lambda: self.cohort_diffs("cv", {(H100, GPU): "0"}),
                   "cv holds nothing while it does not fit")
         # ml shrinks (never blocked by capacity); then cv fits.
@@ -279,6 +329,23 @@ class ExplicitTest(unittest.TestCase):
                   self.team_diffs("ml", "True", "QuotaApplied") +
                   self.ws_diffs("a", "True", "QuotaApplied"),
                   "E5: a successful shrink releases its quota to the Cohort")
+        self.wait(lambda: self.event_diffs("ml", "ReductionBlocked", "Warning",
+                                           'refusing to reduce ClusterQueue "tau-ws-a"'),
+                  "a ReductionBlocked Event")
+        # `tau team status` shows what the aggregator wrote: quota 8, guarantee 2 (workspace a),
+        # Cohort 6, applied 6 + 2 + 0 (queues a and b), reserved 5 (queue a).
+        self.wait(lambda: self.cli_budget_diffs("ml", [
+            {"flavor": H100, "resource": CPU, "budget": "64", "pool": "64", "guarantees": "0",
+             "applied": "64", "reserved": "0"},
+            {"flavor": H100, "resource": GPU, "budget": "6", "pool": "8", "guarantees": "2",
+             "applied": "8", "reserved": "5"}]), "tau team status ml -o json")
+        rc, out, err = self.tau("team", "status", "ml")
+        self.assertEqual(rc, 0, err)
+        rows = [l.split() for l in out.splitlines()]
+        self.assertIn(["FLAVOR", "RESOURCE", "QUOTA", "GUARANTEES", "BUDGET", "APPLIED",
+                       "RESERVED"], rows)
+        self.assertIn([H100, GPU, "8", "2", "6", "8", "5"], rows)
+        self.assertIn([H100, CPU, "64", "0", "64", "64", "0"], rows)
         # Team guard: 8 -> 4 with 5 reserved.
         before = c.cohort("ml")["metadata"]["resourceVersion"]
         self.set_team_quota("ml", [entry(H100, GPU, "4"), entry(H100, CPU, "64")])
@@ -313,6 +380,8 @@ class ExplicitTest(unittest.TestCase):
         self.wait(lambda: self.team_diffs("cv", "False", "MigrationBlocked", mig) +
                   self.ws_diffs("b", "False", "MigrationBlocked", mig),
                   "E6: the destination cannot hold the reservations")
+        self.wait(lambda: self.event_diffs("cv", "MigrationBlocked", "Warning", mig),
+                  "a MigrationBlocked Event")
         cq = c.get(CQS + "/tau-ws-b")
         self.assertEqual(cq["spec"]["cohortName"], "tau-team-ml", "the queue keeps its Cohort")
         self.assertEqual(self.cohort_diffs("ml", {(H100, GPU): "4", (H100, CPU): "64"}), [],
@@ -401,6 +470,9 @@ class ExplicitTest(unittest.TestCase):
             "cv", "False", "DeletionBlocked",
             'team "cv" is being deleted but ClusterQueue "tau-ws-b" of workspace "b" is still '
             'applied to Cohort "tau-team-cv"'), "E9: deletion waits")
+        self.wait(lambda: self.event_diffs("cv", "DeletionBlocked", "Warning",
+                                           'ClusterQueue "tau-ws-b" of workspace "b"'),
+                  "a DeletionBlocked Event")
         t = c.team("cv")
         self.assertIn(FINALIZER, t["metadata"]["finalizers"])
         self.assertIsNotNone(c.cohort("cv"))
@@ -422,6 +494,51 @@ class ExplicitTest(unittest.TestCase):
             "empty", "False", "QuotaInvalid",
             'team "empty": workspace guarantees 1 exceed team quota 0 for flavor %s resource %s'
             % (H100, GPU)), "E10: a guarantee of a team without quota")
+
+    # -- a workspace leaving its team --
+
+    def test_10_workspace_leaving_keeps_no_quota_ready(self):
+        c = self.c
+        self.create_ws("f", "ml")
+        self.wait(lambda: self.ws_diffs("f", "True", "QuotaApplied") +
+                  self.cq_diffs("f", "ml", {(H100, GPU): ("0", "0", "0"),
+                                            (H100, CPU): ("0", "0", "0")}),
+                  "f in ml: its queue holds its (empty) guarantee")
+        c.merge(WORKSPACES + "/f", {"spec": {"teamRef": None}})
+
+        def left():
+            ws = c.get(WORKSPACES + "/f")
+            d = [] if wst.cond(ws, "QuotaReady") is None else [
+                "workspace f still has QuotaReady %s" % h.dump(wst.cond(ws, "QuotaReady"))]
+            if c.get(CQS + "/tau-ws-f") is not None:
+                d.append("ClusterQueue tau-ws-f still exists")
+            return d
+        self.wait(left, "no QuotaReady from the team it left, and its queue removed")
+        c.delete(WORKSPACES + "/f")
+        c.wait_gone(WORKSPACES + "/f")
+
+    # -- Events: one per change, never one per pass --
+
+    def test_11_events_only_on_changes(self):
+        # Each of these states was entered once in the cases above; the passes between (many:
+        # every workspace, queue and team change) added none.
+        for team, reason in (("ml", "FlavorNotReady"), ("ml", "QuotaInvalid"),
+                             ("cv", "MigrationBlocked"), ("cv", "DeletionBlocked")):
+            self.assertEqual(len(self.team_events(team, reason)), 1,
+                             "%s %s Events: %s" % (team, reason, self.team_events(team, reason)))
+        self.wait(lambda: self.event_diffs("empty", "QuotaInvalid", "Warning",
+                                           "workspace guarantees 1 exceed team quota 0"),
+                  "a QuotaInvalid Event for the team without quota")
+        # More passes (annotations on the Degraded team) make no new Event.
+        for i in range(3):
+            self.c.merge(TEAMS + "/empty", {"metadata": {"annotations": {"touch": str(i)}}})
+        self.set_ws_quota("e", [entry(H100, GPU, "2")])
+        self.wait(lambda: self.team_diffs("empty", "False", "QuotaInvalid",
+                                          "workspace guarantees 2 exceed team quota 0"),
+                  "a pass after the touches")
+        self.assertEqual(len(self.team_events("empty", "QuotaInvalid")), 1,
+                         self.team_events("empty", "QuotaInvalid"))
+        self.assertEqual(self.team_events("empty", "QuotaRestored"), [])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 /* Unit tests of budget/decide.c: one reconcile of the team budget, rule by rule. */
 #include "budget/decide.h"
 
+#include "tau/conditions.h"
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/quantity.h"
@@ -33,9 +34,9 @@ static const char *WS =
 
 typedef struct fixture {
 	cJSON *cluster, *team, *ws;
-	cJSON *extra[8];
+	cJSON *extra[16];
 	size_t n_extra;
-	const cJSON *teams[2], *wss[2], *flavors[4], *cohorts[4], *cqs[4];
+	const cJSON *teams[4], *wss[2], *flavors[4], *cohorts[4], *cqs[4];
 	tau_budget_pool *pool;
 	tau_budget_observed in;
 	tau_budget_decision *d;
@@ -108,7 +109,7 @@ static int teardown(void **state)
 /* Keep `obj` alive for the fixture's lifetime. */
 static const cJSON *keep(fixture *f, cJSON *obj)
 {
-	assert_true(f->n_extra < 8);
+	assert_true(f->n_extra < 16);
 	f->extra[f->n_extra++] = obj;
 	return obj;
 }
@@ -193,6 +194,42 @@ static bool has_event(const fixture *f, const char *reason)
 		if (strcmp(f->d->events[i].reason, reason) == 0)
 			return true;
 	return false;
+}
+
+/* The new .status the decision writes for `obj`, NULL when none. */
+static const cJSON *status_of(const fixture *f, const cJSON *obj)
+{
+	for (size_t i = 0; i < f->d->n_statuses; i++)
+		if (f->d->statuses[i].object == obj)
+			return f->d->statuses[i].status;
+	return NULL;
+}
+
+/* Store the decision's status for `obj` in it, as the API would (nothing when none). */
+static void apply_status(fixture *f, cJSON *obj)
+{
+	const cJSON *st = status_of(f, obj);
+
+	if (st == NULL)
+		return;
+	cJSON_DeleteItemFromObject(obj, "status");
+	assert_true(cJSON_AddItemToObject(obj, "status", cJSON_Duplicate(st, true)));
+}
+
+/* Events about `obj` (any reason when reason is NULL); the last one in *last. */
+static size_t events_about(const fixture *f, const cJSON *obj, const char *reason,
+                           const tau_budget_event **last)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->d->n_events; i++)
+		if (f->d->events[i].object == obj &&
+		    (reason == NULL || strcmp(f->d->events[i].reason, reason) == 0)) {
+			n++;
+			if (last != NULL)
+				*last = &f->d->events[i];
+		}
+	return n;
 }
 
 static void test_applied_writes_flavors_cohort_queue(void **state)
@@ -504,6 +541,146 @@ static void test_explicit_leftover_cohort_removed(void **state)
 	assert_string_equal(w->uid, "co-gone");
 }
 
+/*
+ * An explicit team's Events come with a change of its state only: a Warning named after the
+ * reason when it becomes Degraded or is Degraded for another reason, QuotaRestored when it is
+ * Ready again, nothing on a pass that changes nothing.
+ */
+static void test_explicit_team_events_on_change_only(void **state)
+{
+	fixture *f = *state;
+	cJSON *team = parse("{\"kind\":\"TauTeam\",\"metadata\":{\"name\":\"vision\","
+	                    "\"namespace\":\"tau-system\",\"uid\":\"v\",\"generation\":1},"
+	                    "\"spec\":{\"quota\":[{\"flavor\":\"platform-a\",\"resource\":"
+	                    "\"nvidia.com/gpu\",\"nominalQuota\":\"4\"}]}}");
+	const tau_budget_event *e = NULL;
+
+	f->teams[f->in.n_teams++] = keep(f, team);
+	decide(f);
+	assert_string_equal(reason_of(f, team, "QuotaReady"), "FlavorNotReady");
+	assert_int_equal(events_about(f, team, NULL, &e), 1);
+	assert_string_equal(e->reason, "FlavorNotReady");
+	assert_string_equal(e->type, "Warning");
+	assert_string_equal(e->message, "ResourceFlavor \"platform-a\" named in the quota of team "
+	                                "\"vision\" does not exist");
+	/* The same state on the next passes: no Event (nor status write). */
+	apply_status(f, team);
+	decide(f);
+	assert_int_equal(events_about(f, team, NULL, NULL), 0);
+	assert_null(status_of(f, team));
+	/* The platform creates the flavor: Ready again. */
+	f->flavors[f->in.n_flavors++] =
+	        keep(f, parse("{\"kind\":\"ResourceFlavor\",\"metadata\":{\"name\":"
+	                      "\"platform-a\"},\"spec\":{}}"));
+	decide(f);
+	assert_string_equal(reason_of(f, team, "QuotaReady"), "QuotaApplied");
+	assert_int_equal(events_about(f, team, NULL, &e), 1);
+	assert_string_equal(e->reason, "QuotaRestored");
+	assert_string_equal(e->type, "Normal");
+	apply_status(f, team);
+	decide(f);
+	assert_int_equal(events_about(f, team, NULL, NULL), 0);
+	/* Degraded, then Degraded for another reason: one Event each. */
+	cJSON_ReplaceItemInObject(cJSON_GetArrayItem(tau_json_find(team, "spec.quota"), 0),
+	                          "nominalQuota", cJSON_CreateString("-1"));
+	decide(f);
+	assert_string_equal(reason_of(f, team, "QuotaReady"), "QuotaInvalid");
+	assert_int_equal(events_about(f, team, "QuotaInvalid", NULL), 1);
+	apply_status(f, team);
+	decide(f);
+	assert_int_equal(events_about(f, team, NULL, NULL), 0);
+	cJSON_ReplaceItemInObject(cJSON_GetArrayItem(tau_json_find(team, "spec.quota"), 0),
+	                          "nominalQuota", cJSON_CreateString("4"));
+	cJSON_ReplaceItemInObject(cJSON_GetArrayItem(tau_json_find(team, "spec.quota"), 0),
+	                          "flavor", cJSON_CreateString("platform-b"));
+	decide(f);
+	assert_int_equal(events_about(f, team, NULL, &e), 1);
+	assert_string_equal(e->reason, "FlavorNotReady");
+	/* Being deleted with nothing left to wait for is Pending (cleaning up): no Event. */
+	apply_status(f, team);
+	cJSON_AddStringToObject(cJSON_GetObjectItem(team, "metadata"), "deletionTimestamp", NOW);
+	cJSON_AddItemToObject(cJSON_GetObjectItem(team, "metadata"), "finalizers",
+	                      cJSON_Parse("[\"tau.azure.com/team-cleanup\"]"));
+	decide(f);
+	assert_string_equal(reason_of(f, team, "QuotaReady"), "DeletionBlocked");
+	assert_int_equal(events_about(f, team, NULL, NULL), 0);
+}
+
+/*
+ * A workspace that leaves an explicit team keeps no QuotaReady from it: removed when it is
+ * linked to no explicit team (no teamRef, or the capacity team), the new team's when it moves
+ * to another explicit team, even before it has a queue there; its other conditions are kept.
+ */
+static void test_workspace_leaving_explicit_team(void **state)
+{
+	fixture *f = *state;
+	cJSON *vision = parse("{\"kind\":\"TauTeam\",\"metadata\":{\"name\":\"vision\","
+	                      "\"namespace\":\"tau-system\",\"uid\":\"v\"},"
+	                      "\"spec\":{\"quota\":[]}}");
+	cJSON *cv = parse("{\"kind\":\"TauTeam\",\"metadata\":{\"name\":\"cv\","
+	                  "\"namespace\":\"tau-system\",\"uid\":\"cv\"},"
+	                  "\"spec\":{\"quota\":[{\"flavor\":\"nope\",\"resource\":\"cpu\","
+	                  "\"nominalQuota\":\"1\"}]}}");
+	cJSON *ws = parse("{\"kind\":\"TauWorkspace\",\"metadata\":{\"name\":\"beta\","
+	                  "\"namespace\":\"tau-system\",\"uid\":\"b-uid\",\"generation\":1},"
+	                  "\"spec\":{\"teamRef\":{\"name\":\"vision\"}},"
+	                  "\"status\":{\"target\":{\"resolvedNamespace\":\"beta\"},"
+	                  "\"conditions\":[{\"type\":\"QueueReady\",\"status\":\"True\","
+	                  "\"reason\":\"Ready\",\"message\":\"\"}]}}");
+	cJSON *spec = cJSON_GetObjectItem(ws, "spec");
+	const cJSON *st;
+
+	f->teams[f->in.n_teams++] = keep(f, vision);
+	f->teams[f->in.n_teams++] = keep(f, cv);
+	f->wss[f->in.n_workspaces++] = keep(f, ws);
+	decide(f);
+	assert_string_equal(reason_of(f, ws, "QuotaReady"), "QuotaApplied");
+	apply_status(f, ws);
+	decide(f);
+	assert_null(status_of(f, ws)); /* steady */
+
+	/* teamRef removed: QuotaReady goes, QueueReady and the target stay. */
+	cJSON_DeleteItemFromObject(spec, "teamRef");
+	decide(f);
+	st = status_of(f, ws);
+	assert_non_null(st);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(st, "conditions")), 1);
+	assert_string_equal(
+	        tau_json_str(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "conditions"), 0), "type"),
+	        "QueueReady");
+	assert_string_equal(tau_json_str(st, "target.resolvedNamespace"), "beta");
+	apply_status(f, ws);
+	decide(f);
+	assert_null(status_of(f, ws)); /* removed once */
+
+	/* Back in vision, then moved to the capacity team: removed likewise. */
+	cJSON_AddItemToObject(spec, "teamRef", cJSON_Parse("{\"name\":\"vision\"}"));
+	decide(f);
+	apply_status(f, ws);
+	assert_non_null(tau_conditions_find(tau_json_find(ws, "status.conditions"), "QuotaReady"));
+	cJSON_ReplaceItemInObject(spec, "teamRef", cJSON_Parse("{\"name\":\"research\"}"));
+	decide(f);
+	assert_non_null(status_of(f, ws));
+	assert_null(reason_of(f, ws, "QuotaReady"));
+	apply_status(f, ws);
+
+	/* Moved to a Degraded explicit team before it has a namespace: that team's state. */
+	cJSON_ReplaceItemInObject(spec, "teamRef", cJSON_Parse("{\"name\":\"vision\"}"));
+	decide(f);
+	apply_status(f, ws);
+	cJSON_ReplaceItemInObject(spec, "teamRef", cJSON_Parse("{\"name\":\"cv\"}"));
+	cJSON_DeleteItemFromObject((cJSON *)tau_json_find(ws, "status.target"),
+	                           "resolvedNamespace");
+	decide(f);
+	assert_string_equal(reason_of(f, ws, "QuotaReady"), "FlavorNotReady");
+	st = status_of(f, ws);
+	assert_string_equal(tau_json_str(tau_conditions_find(cJSON_GetObjectItem(st, "conditions"),
+	                                                     "QuotaReady"),
+	                                 "message"),
+	                    "team \"cv\" is not Ready: ResourceFlavor \"nope\" named in the quota "
+	                    "of team \"cv\" does not exist");
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -525,6 +702,8 @@ int main(void)
 	        T(test_explicit_team_beside_the_capacity_team),
 	        T(test_capacity_team_finalizer_removed),
 	        T(test_explicit_leftover_cohort_removed),
+	        T(test_explicit_team_events_on_change_only),
+	        T(test_workspace_leaving_explicit_team),
 	};
 #undef T
 
