@@ -5,9 +5,10 @@
  * WATCHING, with WAITING for backoff or the rate limiter) whose every
  * transition happens on the loop thread, driven either by a curl transfer
  * finishing or by its own due time.  The loop is curl_multi_poll with a
- * timeout equal to the earliest due time; curl_multi_wakeup makes it
- * notice starts and stops from other threads, so there is no sleeping and
- * no thread per watch.
+ * timeout equal to the earliest of the informers' due times and curl's own
+ * timer; curl_multi_wakeup makes it notice starts and stops from other
+ * threads, so there is no sleeping, no periodic tick when idle and no thread
+ * per watch.
  *
  * Watch bodies arrive in arbitrary chunks; bytes are buffered until '\n'
  * (the API server's json.Encoder framing) under a hard line cap, and each
@@ -23,10 +24,15 @@
 #include "tau/json.h"
 #include "tau/log.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The longest an idle loop waits when neither an informer nor curl has anything due: an
+ * hour, only a backstop (every start, stop and transfer wakes the loop itself). */
+#define LOOP_IDLE_WAIT_MS (3600u * 1000u)
 
 typedef enum inf_state {
 	ST_IDLE = 0,
@@ -92,6 +98,7 @@ struct tau_kube_loop {
 	pthread_mutex_t lock; /* guards informers list and the flags below */
 	tau_kube_informer *informers;
 	atomic_bool stop;
+	atomic_uint_fast64_t wakeups; /* returns from curl_multi_poll */
 	bool pending_starts;
 	pthread_t thread;
 	bool thread_running;
@@ -973,6 +980,7 @@ int tau_kube_loop_new(tau_kube_loop **out, tau_kube_client *client)
 	curl_multi_setopt(loop->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
 	pthread_mutex_init(&loop->lock, NULL);
 	atomic_init(&loop->stop, false);
+	atomic_init(&loop->wakeups, 0);
 	*out = loop;
 	return 0;
 }
@@ -985,6 +993,11 @@ void tau_kube_loop_free(tau_kube_loop *loop)
 	curl_multi_cleanup(loop->multi);
 	pthread_mutex_destroy(&loop->lock);
 	free(loop);
+}
+
+uint64_t tau_kube_loop_wakeups(tau_kube_loop *loop)
+{
+	return atomic_load(&loop->wakeups);
 }
 
 void tau_kube_loop_stop(tau_kube_loop *loop)
@@ -1023,21 +1036,31 @@ static uint64_t run_due(tau_kube_loop *loop)
 	return earliest;
 }
 
+/*
+ * One turn of the loop.  The wait ends at the earliest of: an informer's due
+ * time, curl's own next timer (curl_multi_timeout: connect and transfer
+ * timeouts, keep-alive and retry timers of the transfers in flight), @max_wait_ms,
+ * or a curl_multi_wakeup from another thread.  With nothing due and nothing
+ * timed inside curl, an idle loop sleeps until a socket or a wakeup needs it;
+ * there is no periodic tick of our own.
+ */
 static int loop_iterate(tau_kube_loop *loop, uint64_t max_wait_ms)
 {
-	uint64_t due = run_due(loop), now;
+	uint64_t due = run_due(loop), now, wait = max_wait_ms;
 	int running = 0, timeout, msgs;
+	long curl_ms = -1;
 	CURLMsg *msg;
 
 	now = tau_backoff_now_ms();
-	if (due && due <= now)
-		timeout = 0;
-	else if (due && due - now < max_wait_ms)
-		timeout = (int)(due - now);
-	else
-		timeout = (int)max_wait_ms;
+	if (due)
+		wait = due <= now ? 0 : (due - now < wait ? due - now : wait);
+	if (curl_multi_timeout(loop->multi, &curl_ms) == CURLM_OK && curl_ms >= 0 &&
+	    (uint64_t)curl_ms < wait)
+		wait = (uint64_t)curl_ms;
+	timeout = wait > INT_MAX ? INT_MAX : (int)wait;
 	if (curl_multi_poll(loop->multi, NULL, 0, timeout, NULL) != CURLM_OK)
 		return tau_error_set(TAU_EIO, "curl_multi_poll failed");
+	atomic_fetch_add(&loop->wakeups, 1);
 	if (curl_multi_perform(loop->multi, &running) != CURLM_OK)
 		return tau_error_set(TAU_EIO, "curl_multi_perform failed");
 	while ((msg = curl_multi_info_read(loop->multi, &msgs)) != NULL) {
@@ -1062,7 +1085,7 @@ int tau_kube_loop_run_for(tau_kube_loop *loop, uint64_t ms)
 
 		if (now >= end)
 			break;
-		rc = loop_iterate(loop, end - now < 1000 ? end - now : 1000);
+		rc = loop_iterate(loop, end - now);
 	}
 	return rc;
 }
@@ -1072,7 +1095,7 @@ int tau_kube_loop_run(tau_kube_loop *loop)
 	int rc = 0;
 
 	while (!atomic_load(&loop->stop) && rc == 0)
-		rc = loop_iterate(loop, 1000);
+		rc = loop_iterate(loop, LOOP_IDLE_WAIT_MS);
 	atomic_store(&loop->stop, false);
 	return rc;
 }

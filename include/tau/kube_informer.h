@@ -48,6 +48,13 @@ int tau_kube_loop_run(tau_kube_loop *loop);
 /** Run for at most `ms` milliseconds (or until stopped); for tests and tools. */
 int tau_kube_loop_run_for(tau_kube_loop *loop, uint64_t ms);
 
+/**
+ * How many times the loop has woken from its wait (a socket, a due time, curl's
+ * timer or a wakeup from another thread).  An idle loop does not wake: there is
+ * no periodic tick.  Callable from any thread.
+ */
+uint64_t tau_kube_loop_wakeups(tau_kube_loop *loop);
+
 /** Ask a running loop to return; callable from any thread or a handler. */
 void tau_kube_loop_stop(tau_kube_loop *loop);
 

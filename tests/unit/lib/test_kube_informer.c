@@ -4,7 +4,8 @@
  * chunks, bookmarks, a clean end of stream (re-watch from the last RV), an
  * ERROR 410 event and an HTTP 410 (relist, with synthetic deletes for
  * vanished objects), an oversized event line (relist), a 500 on list
- * (backoff) and has_synced.  Also the work queue fed from informer events.
+ * (backoff) and has_synced; an idle loop with a quiet watch does not wake.
+ * Also the work queue fed from informer events.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -324,6 +325,14 @@ static void test_scripted_server(void **state)
 	}
 	tau_kube_loop_run_for(loop, 100);
 	assert_true(tau_kube_informer_has_synced(inf));
+	/* The quiet watch is open and nothing is due: an idle loop sleeps through the whole
+	 * window and wakes once, when the window ends (no periodic tick of its own). */
+	{
+		uint64_t w0 = tau_kube_loop_wakeups(loop);
+
+		tau_kube_loop_run_for(loop, 2500);
+		assert_true(tau_kube_loop_wakeups(loop) - w0 <= 1);
+	}
 	tau_kube_informer_stats_get(inf, &st);
 	tau_kube_informer_last_rv(inf, rv, sizeof(rv));
 	assert_string_equal(rv, "15");
