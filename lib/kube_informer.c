@@ -321,7 +321,7 @@ static void transfer_free(tau_kube_loop *loop, transfer *t)
 	free(t);
 }
 
-static void watch_line(tau_kube_informer *inf, const char *line, size_t len);
+static void watch_line(void *arg, const char *line, size_t len);
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 {
@@ -342,18 +342,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 	if (code != 200)
 		return n; /* an error Status body: decoded when the transfer ends */
 	/* Apply every complete line now; keep the tail for the next chunk. */
-	{
-		size_t start = 0;
-
-		for (size_t i = 0; i < t->body.len; i++) {
-			if (t->body.p[i] != '\n')
-				continue;
-			if (!inf->need_relist)
-				watch_line(inf, t->body.p + start, i - start);
-			start = i + 1;
-		}
-		tau_buf_consume(&t->body, start);
-	}
+	tau_buf_consume(&t->body, tau_kube_watch_split(t->body.p, t->body.len, watch_line, inf));
 	/* Expired: stop reading; the completion handler relists. */
 	return inf->need_relist ? 0 : n;
 }
@@ -511,71 +500,119 @@ static void informer_fire(tau_kube_informer *inf)
 }
 
 /* One watch event line. */
-static void watch_line(tau_kube_informer *inf, const char *line, size_t len)
+size_t tau_kube_watch_split(const char *buf, size_t len,
+                            void (*fn)(void *arg, const char *line, size_t len), void *arg)
+{
+	size_t start = 0;
+	const char *nl;
+
+	while (start < len && (nl = memchr(buf + start, '\n', len - start)) != NULL) {
+		size_t end = (size_t)(nl - buf);
+
+		fn(arg, buf + start, end - start);
+		start = end + 1;
+	}
+	return start;
+}
+
+static const struct {
+	const char *name;
+	tau_kube_watch_type type;
+} watch_types[] = {
+        {"ADDED", TAU_KUBE_WATCH_ADDED},     {"MODIFIED", TAU_KUBE_WATCH_MODIFIED},
+        {"DELETED", TAU_KUBE_WATCH_DELETED}, {"BOOKMARK", TAU_KUBE_WATCH_BOOKMARK},
+        {"ERROR", TAU_KUBE_WATCH_ERROR},
+};
+
+int tau_kube_watch_decode(tau_kube_watch_event *out, const char *line, size_t len)
 {
 	cJSON *ev = NULL, *obj;
 	const char *type = NULL;
-	char type_buf[16];
+	int rc;
 
+	memset(out, 0, sizeof(*out));
 	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
 		len--;
 	if (len == 0)
+		return 1;
+	if ((rc = tau_json_parse(&ev, line, len, 0)) < 0)
+		return rc;
+	if ((rc = tau_json_get_string(&type, ev, "type")) < 0) {
+		cJSON_Delete(ev);
+		return rc;
+	}
+	obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+	if (!cJSON_IsObject(obj)) {
+		cJSON_Delete(ev);
+		return tau_error_set(obj == NULL ? TAU_ENOTFOUND : TAU_ETYPE,
+		                     "watch event without an object");
+	}
+	out->type = TAU_KUBE_WATCH_OTHER;
+	for (size_t i = 0; i < sizeof(watch_types) / sizeof(watch_types[0]); i++)
+		if (strcmp(type, watch_types[i].name) == 0)
+			out->type = watch_types[i].type;
+	if (out->type == TAU_KUBE_WATCH_ERROR) {
+		char *text = NULL;
+
+		if (tau_json_print(&text, obj) == 0)
+			tau_kube_api_error_decode(&out->error, 0, text, strlen(text), "GET", -1);
+		free(text);
+	}
+	out->object = cJSON_DetachItemViaPointer(ev, obj);
+	cJSON_Delete(ev);
+	return 0;
+}
+
+static void watch_line(void *arg, const char *line, size_t len)
+{
+	tau_kube_informer *inf = arg;
+	tau_kube_watch_event ev;
+	int rc;
+
+	if (inf->need_relist)
+		return; /* the stream is being abandoned: nothing after this counts */
+	rc = tau_kube_watch_decode(&ev, line, len);
+	if (rc == 1)
 		return;
-	if (tau_json_parse(&ev, line, len, 0) < 0 || tau_json_get_string(&type, ev, "type") < 0 ||
-	    (obj = cJSON_GetObjectItemCaseSensitive(ev, "object")) == NULL ||
-	    !cJSON_IsObject(obj)) {
+	if (rc < 0) {
 		/* An event we cannot read means the cache may miss it: relist. */
 		tau_log_debug("kube informer: undecodable watch event", "resource", inf->res.plural,
 		              NULL);
 		inf->need_relist = true;
-		cJSON_Delete(ev);
 		return;
 	}
-	if (strcmp(type, "ERROR") == 0) {
-		tau_kube_api_error e;
-		char *text = NULL;
-
-		if (tau_json_print(&text, obj) == 0)
-			tau_kube_api_error_decode(&e, 0, text, strlen(text), "GET", -1);
-		else
-			memset(&e, 0, sizeof(e));
-		free(text);
+	if (ev.type == TAU_KUBE_WATCH_ERROR) {
 		tau_log_debug("kube informer: watch error event", "resource", inf->res.plural,
-		              "reason", e.reason, "message", e.message, NULL);
+		              "reason", ev.error.reason, "message", ev.error.message, NULL);
 		pthread_mutex_lock(&inf->lock);
-		if (e.http_code == 410 || tau_kube_api_error_is(&e, "Expired"))
+		if (ev.error.http_code == 410 || tau_kube_api_error_is(&ev.error, "Expired"))
 			inf->stats.expired++;
 		else
 			inf->relist_backoff = true;
 		pthread_mutex_unlock(&inf->lock);
 		/* Expired needs a relist; client-go also relists on other error events. */
 		inf->need_relist = true;
-		cJSON_Delete(ev);
+		cJSON_Delete(ev.object);
 		return;
 	}
-	/* `type` points into `ev`: keep a copy before freeing the envelope. */
-	snprintf(type_buf, sizeof(type_buf), "%s", type);
-	type = type_buf;
-	obj = cJSON_DetachItemViaPointer(ev, obj);
-	cJSON_Delete(ev);
-	set_last_rv(inf, object_rv(obj));
-	if (strcmp(type, "BOOKMARK") == 0) {
+	set_last_rv(inf, object_rv(ev.object));
+	if (ev.type == TAU_KUBE_WATCH_BOOKMARK) {
 		pthread_mutex_lock(&inf->lock);
 		inf->stats.bookmarks++;
 		pthread_mutex_unlock(&inf->lock);
-		cJSON_Delete(obj);
+		cJSON_Delete(ev.object);
 		return;
 	}
 	inf->watch_events++;
 	pthread_mutex_lock(&inf->lock);
 	inf->stats.events++;
 	pthread_mutex_unlock(&inf->lock);
-	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
-		apply_upsert(inf, obj);
-	else if (strcmp(type, "DELETED") == 0)
-		apply_delete(inf, obj);
+	if (ev.type == TAU_KUBE_WATCH_ADDED || ev.type == TAU_KUBE_WATCH_MODIFIED)
+		apply_upsert(inf, ev.object);
+	else if (ev.type == TAU_KUBE_WATCH_DELETED)
+		apply_delete(inf, ev.object);
 	else
-		cJSON_Delete(obj);
+		cJSON_Delete(ev.object);
 }
 
 /* A list page finished with HTTP 200. */

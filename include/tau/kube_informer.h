@@ -153,4 +153,44 @@ typedef struct tau_kube_informer_stats {
 /** Copy the counters. */
 void tau_kube_informer_stats_get(tau_kube_informer *inf, tau_kube_informer_stats *out);
 
+/* ------------------------------------------------------------------ */
+/* Watch framing (used by the informers; public so it can be fuzzed)   */
+
+/** The type of one watch event. */
+typedef enum tau_kube_watch_type {
+	TAU_KUBE_WATCH_ADDED = 0,
+	TAU_KUBE_WATCH_MODIFIED,
+	TAU_KUBE_WATCH_DELETED,
+	TAU_KUBE_WATCH_BOOKMARK,
+	TAU_KUBE_WATCH_ERROR,
+	TAU_KUBE_WATCH_OTHER /**< a type this client does not know: ignored */
+} tau_kube_watch_type;
+
+/** One decoded watch event. */
+typedef struct tau_kube_watch_event {
+	tau_kube_watch_type type;
+	cJSON *object;            /**< the event's object (owned: cJSON_Delete); never NULL */
+	tau_kube_api_error error; /**< TAU_KUBE_WATCH_ERROR: the Status decoded; else zero */
+} tau_kube_watch_event;
+
+/**
+ * Split a watch response body into its lines (the API server writes one
+ * JSON event and a '\n' per event, in chunks that may end anywhere).
+ * Calls `fn` for each complete line, in order, without its '\n'.
+ * @return the bytes consumed: everything through the last '\n'; the rest
+ *         is an incomplete line for the caller to keep until more arrives.
+ */
+size_t tau_kube_watch_split(const char *buf, size_t len,
+                            void (*fn)(void *arg, const char *line, size_t len), void *arg);
+
+/**
+ * Decode one watch line, {"type": T, "object": {...}}; trailing spaces and
+ * '\r' are ignored.
+ * @param out  filled on 0 (free out->object); zeroed otherwise.
+ * @return 0; 1 for a blank line (nothing to do); -TAU_EINVAL, -TAU_ETYPE,
+ *         -TAU_ENOTFOUND or -TAU_ETOOBIG for a line that is not an event
+ *         (the informer relists then); -TAU_ENOMEM.
+ */
+int tau_kube_watch_decode(tau_kube_watch_event *out, const char *line, size_t len);
+
 #endif /* TAU_KUBE_INFORMER_H */
