@@ -112,7 +112,7 @@ int tau_agent_registry_socket_names(char ***out, size_t *n, const char *host_roo
 		host_root = "/";
 	len = snprintf(dir, sizeof(dir), "%s%s%s", host_root,
 	               host_root[strlen(host_root) - 1] == '/' ? "" : "/",
-	               TAU_AGENT_PLUGIN_REGISTRY + 1);
+	               &TAU_AGENT_PLUGIN_REGISTRY[1]);
 	if (len < 0 || (size_t)len >= sizeof(dir))
 		return 0;
 	names = calloc(TAU_AGENT_PROBE_MAX_DRIVERS, sizeof(*names));
