@@ -9,8 +9,12 @@ helm v4 and kubectl that scripts/install-tools puts in .tools/bin, against kube-
   restricted security, the DaemonSet's placement, token and read-only host mounts, flags);
 - values that break a chart's values.schema.json are refused with helm's message;
 - `helm install`, `upgrade`, `rollback`, `list` and `uninstall` of the umbrella and of the
-  standalone charts work against kube-sim; the umbrella refuses to render a component that a
-  standalone release owns, and installs beside it with that component disabled.
+  standalone charts work against kube-sim with helm's default server-side apply (a rollback
+  removes what the later revision added; an upgrade over a manual edit conflicts until
+  `--force-conflicts`); the umbrella refuses to render a component that a standalone release
+  owns, and installs beside it with that component disabled;
+- `kubectl apply --server-side` of every chart's rendered output creates, re-applies without a
+  change, and deletes.
 
 Environment: HELM and KUBECTL override the binaries (default: .tools/bin/helm, .tools/bin/kubectl;
 missing ones are an error naming scripts/install-deps). Standard library only.
@@ -360,11 +364,14 @@ class InstallTest(unittest.TestCase):
         return json.loads(self.t.kubectl("get", "-o", "json", *args).stdout)
 
     def test_umbrella_round_trip(self):
-        # Client-side apply (three-way merge patches): kube-sim's server-side apply merges the
-        # applied configuration without field ownership, so it cannot remove a field a later
-        # revision dropped (see docs/install.md, "Tested").
-        self.t.helm("install", "tg", UMBRELLA, "-n", NS, "--server-side=false")
+        # helm 4's default: server-side apply with field manager "helm". The rollback below
+        # removes what revision 2 added (capacityTeamRef) because helm owned it and no longer
+        # applies it, which is kube-sim's field ownership at work.
+        self.t.helm("install", "tg", UMBRELLA, "-n", NS)
         self.assertEqual(self.releases(), {"tg": ("taugrid-0.1.0", "1", "deployed")})
+        dep = self.get("deployment", "tau-aggregator", "-n", NS, "--show-managed-fields")
+        self.assertEqual([(e["manager"], e["operation"]) for e in dep["metadata"]["managedFields"]],
+                         [("helm", "Apply")])
         self.assertEqual(self.get("crd", "clusters.tau.azure.com")["spec"]["group"], "tau.azure.com")
         self.assertEqual(self.get("deployment", "tau-aggregator", "-n", NS)["spec"]["replicas"], 2)
         self.get("daemonset", "tau-node-agent", "-n", NS)
@@ -394,6 +401,23 @@ class InstallTest(unittest.TestCase):
                                         check=False).returncode, 1)
         # CRDs stay (Helm never deletes crds/ objects): workspaces survive an uninstall.
         self.get("crd", "workspaces.tau.azure.com")
+
+    def test_upgrade_after_a_manual_edit_conflicts_until_forced(self):
+        # As on a real cluster: a field helm applied and someone else changed since is a
+        # server-side apply conflict for the next upgrade, and --force-conflicts takes it back.
+        self.t.helm("install", "tg", UMBRELLA, "-n", NS)
+        self.t.kubectl("patch", "deployment", "tau-aggregator", "-n", NS, "--type", "merge",
+                       "-p", '{"spec":{"replicas":5}}')
+        r = self.t.helm("upgrade", "tg", UMBRELLA, "-n", NS, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('conflict with "kubectl-patch" using apps/v1: .spec.replicas', r.stderr)
+        self.assertEqual(self.get("deployment", "tau-aggregator", "-n", NS)["spec"]["replicas"], 5)
+        self.t.helm("upgrade", "tg", UMBRELLA, "-n", NS, "--force-conflicts")
+        dep = self.get("deployment", "tau-aggregator", "-n", NS, "--show-managed-fields")
+        self.assertEqual(dep["spec"]["replicas"], 2)
+        owners = {e["manager"]: e for e in dep["metadata"]["managedFields"]}
+        self.assertIn("f:replicas", owners["helm"]["fieldsV1"]["f:spec"])
+        self.assertNotIn("kubectl-patch", owners)  # it owned only replicas
 
     def test_standalone_charts_own_their_components(self):
         self.t.helm("install", "agg", AGG, "-n", NS)
@@ -425,6 +449,42 @@ class InstallTest(unittest.TestCase):
         self.assertIn('Deployment tau-system/tau-aggregator is owned by release "tg" '
                       '(taugrid-0.1.0), not by "agg"', r.stderr)
         self.assertIn("components.aggregator.enabled=false there", r.stderr)
+
+
+class KubectlServerSideApplyTest(unittest.TestCase):
+    """`kubectl apply --server-side` of what each chart renders, against kube-sim with the CRDs:
+    created, then applied again without a change, then deleted."""
+
+    def setUp(self):
+        require_tools()
+        self.sim = start_sim(KUEUE_CRDS, TAU_CRDS, TEST_CRDS)
+        self.addCleanup(self.sim.stop)
+        self.t = Tools(self.sim)
+        self.t.kubectl("create", "namespace", NS)
+
+    def test_rendered_charts(self):
+        path = os.path.join(self.sim.tmp, "rendered.yaml")
+        for chart in ALL_CHARTS:
+            with self.subTest(chart=os.path.basename(chart)):
+                with open(path, "w") as f:
+                    f.write(self.t.helm("template", "t", chart, "-n", NS).stdout)
+                r = self.t.kubectl("apply", "--server-side", "-f", path)
+                lines = r.stdout.splitlines()
+                self.assertGreater(len(lines), 3)
+                self.assertTrue(all(line.endswith(" serverside-applied") for line in lines), lines)
+                objs = json.loads(self.t.kubectl("get", "-f", path, "-o", "json",
+                                                 "--show-managed-fields").stdout)["items"]
+                for o in objs:
+                    self.assertEqual([(e["manager"], e["operation"])
+                                      for e in o["metadata"]["managedFields"]],
+                                     [("kubectl", "Apply")], o["metadata"]["name"])
+                before = {(o["kind"], o["metadata"]["name"]): o["metadata"]["resourceVersion"]
+                          for o in objs}
+                self.t.kubectl("apply", "--server-side", "-f", path)
+                after = json.loads(self.t.kubectl("get", "-f", path, "-o", "json").stdout)["items"]
+                self.assertEqual({(o["kind"], o["metadata"]["name"]):
+                                  o["metadata"]["resourceVersion"] for o in after}, before)
+                self.t.kubectl("delete", "-f", path)
 
 
 if __name__ == "__main__":

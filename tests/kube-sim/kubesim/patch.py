@@ -356,24 +356,7 @@ def apply_patch(content_type, original, body, builtin):
         return merge_patch(original, body)
     if ct == "application/strategic-merge-patch+json":
         return strategic_merge_patch(original, body)
-    if ct == "application/apply-patch+yaml":
-        # Server-side apply approximation: merge the applied configuration.
-        if builtin:
-            return strategic_merge_patch(original, body)
-        return _apply_merge(original, body)
     raise PatchError("unsupported media type %s" % ct)
-
-
-def _apply_merge(orig, cfg):
-    if not isinstance(cfg, dict) or not isinstance(orig, dict):
-        return copy.deepcopy(cfg)
-    out = dict(orig)
-    for k, v in cfg.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _apply_merge(out[k], v)
-        else:
-            out[k] = copy.deepcopy(v)
-    return out
 
 
 def clone(v):

@@ -18,6 +18,7 @@ from . import kinds
 from . import kueue
 from . import protobuf
 from . import selectors
+from . import ssa
 from . import tlsutil
 from . import util
 from . import yamlmini
@@ -25,6 +26,8 @@ from .controllers import Controllers
 from .faults import Faults
 from .store import ADDED, DELETED, MODIFIED, Store, matches
 from .util import ApiError
+
+_WRITE_OPTIONS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
 
 VERSION_INFO = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-kube-sim",
                 "gitCommit": "0000000000000000000000000000000000000000",
@@ -621,9 +624,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         api_version = rt.api_version(version)
         opts = {"version": version, "field_validation": self.q.get("fieldValidation"),
                 "field_manager": self.q.get("fieldManager"),
+                "manager": ssa.manager_for(self.q.get("fieldManager"),
+                                           self.headers.get("User-Agent")),
+                "force": util.truthy_param(self.q.get("force")) if "force" in self.q else False,
                 "dry_run": self.q.get("dryRun") == "All"}
         if rt.virtual:
             return self.handle_virtual(rt, ns, method)
+        if method in _WRITE_OPTIONS:
+            ssa.validate_manager(self.q.get("fieldManager"), _WRITE_OPTIONS[method])
         if method == "GET":
             if verb == "watch":
                 return self.handle_watch(rt, ns, api_version)

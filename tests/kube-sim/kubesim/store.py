@@ -9,6 +9,7 @@ import threading
 
 from . import kinds
 from . import patch as patchmod
+from . import ssa
 from . import util
 from .util import ApiError
 
@@ -302,6 +303,7 @@ class Store:
         if self.get_entry(rt.key, ns, name) is not None:
             raise util.already_exists(rt.plural, rt.group, name)
         seed_uid, seed_ts = meta.get("uid"), meta.get("creationTimestamp")
+        req_managed = meta.get("managedFields")
         for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion",
                   "selfLink", "managedFields"):
             meta.pop(k, None)
@@ -321,6 +323,17 @@ class Store:
         causes = kinds.validate(rt, obj, None, self)
         if causes:
             raise util.invalid(rt.kind, rt.group, name, causes)
+        # Field ownership: a seed keeps what it says (a snapshot); an apply that creates
+        # brings its Apply entry; any other create is an Update by its manager.
+        if seeding:
+            managed = req_managed if isinstance(req_managed, list) else None
+        elif opts.get("_managed") is not None:
+            managed = opts["_managed"]
+        else:
+            managed = ssa.record_update(rt, None, obj, opts.get("manager"), opts.get("version"),
+                                        None, req_managed)
+        if managed:
+            obj["metadata"]["managedFields"] = managed
         _kueue.admit(rt, obj, None, opts.get("version"))
         if self.crd_hook and rt.key == kinds.CRD_KEY:
             kinds.crd_status(obj, self)
@@ -413,21 +426,32 @@ class Store:
                            "the body of the request was in an unknown format - accepted media types "
                            "include: application/json-patch+json, application/merge-patch+json, "
                            "application/apply-patch+yaml")
-        if ct == "application/apply-patch+yaml" and not opts.get("field_manager"):
+        applying = ct == "application/apply-patch+yaml"
+        if applying and not opts.get("field_manager"):
             raise util.invalid("PatchOptions", "meta.k8s.io", "", [util.field_required(
                 "fieldManager", "is required for apply patch")])
         with self.lock:
             cur = self.get_entry(rt.key, ns if rt.namespaced else "", name)
             if cur is None:
-                if ct == "application/apply-patch+yaml" and not sub:
-                    if not isinstance(body, dict):
-                        raise util.bad_request("invalid apply configuration")
-                    body.setdefault("metadata", {}).setdefault("name", name)
-                    return self.create(rt, ns, body, opts), True
+                if applying and not sub:
+                    new, managed = ssa.apply(rt, None, body, opts["field_manager"],
+                                             opts.get("force"), opts.get("version"), None)
+                    new.setdefault("metadata", {}).setdefault("name", name)
+                    opts["_managed"] = managed
+                    return self.create(rt, ns, new, opts), True
                 raise util.not_found(rt.plural, rt.group, name)
             base = cur.copy_obj()
             if opts.get("version"):
                 base["apiVersion"] = rt.api_version(opts["version"])
+            if applying:
+                new, opts["_managed"] = ssa.apply(rt, base, body, opts["field_manager"],
+                                                  opts.get("force"), opts.get("version"), sub)
+                if not isinstance(new.get("metadata"), dict):
+                    raise util.bad_request("the patched object is not a valid object")
+                rv = new["metadata"].get("resourceVersion")
+                if rv and rv != cur.rv:
+                    raise util.conflict(rt.plural, rt.group, name)
+                return self._update_locked(rt, ns, name, new, sub, cur, opts), False
             try:
                 new = patchmod.apply_patch(ct, base, body, rt.builtin)
             except patchmod.PatchError as e:
@@ -459,6 +483,7 @@ class Store:
             raise util.conflict(rt.plural, rt.group, name,
                                 "Precondition failed: UID in precondition: %s, UID in object meta: %s"
                                 % (meta["uid"], ometa.get("uid")))
+        req_managed = None
         if sub == "status":
             result = util.clone(old)
             if "status" in new:
@@ -484,7 +509,7 @@ class Store:
                 rmeta["namespace"] = ometa.get("namespace")
             else:
                 rmeta.pop("namespace", None)
-            rmeta.pop("managedFields", None)
+            req_managed = rmeta.pop("managedFields", None)
             rmeta.pop("selfLink", None)
             if rt.status:
                 if "status" in old:
@@ -510,6 +535,15 @@ class Store:
         causes += kinds.validate(rt, result, old, self)
         if causes:
             raise util.invalid(rt.kind, rt.group, name, causes)
+        if opts.get("_managed") is not None:
+            managed = opts["_managed"]
+        else:
+            managed = ssa.record_update(rt, old, result, opts.get("manager"), opts.get("version"),
+                                        sub, req_managed)
+        if managed:
+            result["metadata"]["managedFields"] = managed
+        else:
+            result["metadata"].pop("managedFields", None)
         _kueue.admit(rt, result, old, opts.get("version"), sub)
         if rt.key == kinds.CRD_KEY and self.crd_hook:
             kinds.crd_status(result, self)
@@ -518,6 +552,7 @@ class Store:
                 result["metadata"]["generation"] = int(ometa.get("generation") or 0) + 1
         # no-op?
         if _cmp_meta(result["metadata"]) == _cmp_meta(ometa) and \
+                result["metadata"].get("managedFields") == ometa.get("managedFields") and \
                 _content(result, False) == _content(old, False):
             return old
         if opts.get("dry_run"):
