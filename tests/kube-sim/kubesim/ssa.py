@@ -271,26 +271,27 @@ def field_set(value, t, path=(), out=None):
     return out
 
 
-def _type_at(t, path):
-    for pe in path:
-        if pe.startswith("f:"):
-            t = t.child(pe[2:])
-        else:
-            t = t.item()
-    return t
-
-
 def ensure_named(s, t):
     """Add the struct fields that are parents of members (EnsureNamedFieldsAreMembers)."""
     out = set(s)
+    trie = {}
     for p in s:
-        for i in range(1, len(p)):
-            q = p[:i]
-            if q in out or not q[-1].startswith("f:"):
+        node = trie
+        for pe in p:
+            node = node.setdefault(pe, {})
+
+    def walk(node, ty, path):
+        for pe, child in node.items():
+            if not child:
                 continue
-            parent = _type_at(t, q[:-1])
-            if parent.declares(q[-1][2:]):
-                out.add(q)
+            p = path + (pe,)
+            if pe.startswith("f:"):
+                if ty.declares(pe[2:]):
+                    out.add(p)
+                walk(child, ty.child(pe[2:]), p)
+            else:
+                walk(child, ty.item(), p)
+    walk(trie, t, ())
     return out
 
 
