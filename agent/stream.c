@@ -180,6 +180,11 @@ static int open_rpc(tau_agent_stream *s)
 	so.reconnect = true;
 	so.backoff_initial_ms = s->o.backoff_initial_ms;
 	so.backoff_max_ms = s->o.backoff_max_ms;
+	/* While the aggregator is unreachable (no Ready replica behind the Service during a
+	 * failover) an attempt waits for the connection instead of failing: the channel's short
+	 * reconnect backoff alone decides when the agent is back, not the stream's 30 s one on top
+	 * of it (docs/agent.md, "Protocol behaviour"). */
+	so.wait_for_ready = true;
 	so.on_connected = on_connected;
 	so.on_message = on_message;
 	so.on_closed = on_closed;
@@ -225,6 +230,7 @@ int tau_agent_stream_open(tau_agent_stream **out, const tau_agent_stream_opts *o
 	memset(&co, 0, sizeof(co));
 	co.target = s->target;
 	co.ca_pem = ca;
+	co.reconnect_max_ms = TAU_AGENT_RECONNECT_MAX_MS;
 	rc = tau_rpc_channel_new(&s->ch, &co);
 	if (rc < 0)
 		goto out;

@@ -43,6 +43,14 @@ typedef struct tau_agent_stream_event {
 	char message[256];   /**< ACK message / CLOSED status details / token error */
 } tau_agent_stream_event;
 
+/**
+ * Longest wait between two connection attempts while the aggregator cannot be reached (the
+ * channel's reconnect backoff: 200 ms growing x1.6, jittered).  It bounds how long an agent
+ * stays away once a Ready replica is back behind the Service after a failover; at 10,000 agents
+ * it costs at most 2,000 refused connections a second while none is.
+ */
+#define TAU_AGENT_RECONNECT_MAX_MS 5000
+
 /** How to reach the aggregator. */
 typedef struct tau_agent_stream_opts {
 	const char *target;     /**< HOST:PORT (required) */

@@ -81,6 +81,7 @@ struct tau_rpc_stream {
 	grpc_call *call; /* current attempt, NULL between attempts */
 	int pending;
 	bool connected;
+	bool ever_connected; /* some attempt reached the server: wait_for_ready applies */
 	bool status_seen;
 	bool freeing;
 	bool in_callback;
@@ -647,6 +648,7 @@ static void on_start_done(struct tau_rpc_tag *t, bool ok)
 	s->pending--;
 	if (ok && !s->status_seen) {
 		s->connected = true;
+		s->ever_connected = true;
 		post_recv_locked(s);
 		if (s->o.on_connected != NULL)
 			UNLOCKED_CALLBACK(s, s->o.on_connected(s, s->o.ud));
@@ -765,6 +767,9 @@ static int start_attempt_locked(tau_rpc_stream *s)
 	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
 	ops[0].data.send_initial_metadata.count = n_md;
 	ops[0].data.send_initial_metadata.metadata = n_md ? md : NULL;
+	if (s->o.wait_for_ready && s->ever_connected)
+		ops[0].flags = GRPC_INITIAL_METADATA_WAIT_FOR_READY |
+		               GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET;
 	ops[1].op = GRPC_OP_RECV_INITIAL_METADATA;
 	ops[1].data.recv_initial_metadata.recv_initial_metadata = &s->init_md;
 	err = grpc_call_start_batch(s->call, ops, 2, &s->start_tag, NULL);

@@ -413,6 +413,17 @@ typedef struct tau_rpc_stream_opts {
 	int backoff_max_ms;
 	/** Deadline of each attempt; 0: none (long-lived streams). */
 	int deadline_ms;
+	/**
+	 * gRPC wait-for-ready on every attempt after one has reached the server: while the channel
+	 * cannot connect, such an attempt waits for it instead of failing at once with UNAVAILABLE,
+	 * and goes out the moment a connection is up. Reconnecting is then paced by the channel's
+	 * own backoff (tau_rpc_channel_opts.reconnect_min_ms/max_ms) alone, not by both backoffs
+	 * at once (a stream retry that lands while the channel is between two connection attempts
+	 * fails and grows the stream's backoff too). Until the first connection, attempts fail
+	 * fast as without it, so a wrong address or certificate shows in every attempt's status.
+	 * The stream's backoff still paces attempts the server itself ended.
+	 */
+	bool wait_for_ready;
 	/** Messages queued before tau_rpc_stream_send fails -TAU_EAGAIN; 1024. */
 	size_t max_send_queue;
 	/** The server answered the stream's headers: (re)connected. Optional. */

@@ -966,6 +966,7 @@ static void test_dead_server_never_connects(void **state)
 	copts.target = f->target;
 	assert_int_equal(tau_rpc_channel_new(&ch, &copts), 0);
 	o.reconnect = true;
+	o.wait_for_ready = true; /* no effect before a first connection: attempts still fail */
 	o.backoff_initial_ms = 20;
 	o.backoff_max_ms = 50;
 	assert_int_equal(tau_rpc_stream_open(&s, ch, &o), 0);
@@ -977,6 +978,49 @@ static void test_dead_server_never_connects(void **state)
 	tau_rpc_stream_free(s);
 	tau_rpc_channel_free(ch);
 	assert_int_equal(start_server(f, port), 0);
+}
+
+/* wait_for_ready: once connected, a lost server makes the next attempt wait for the channel
+ * instead of failing again and again, and it goes out once a server listens; before any
+ * connection attempts fail fast, so a dead address keeps showing in their status. */
+static void test_wait_for_ready(void **state)
+{
+	struct fixture *f = *state;
+	struct stream_seen seen = {0};
+	tau_rpc_stream_opts o = report_opts(&seen);
+	tau_rpc_stream *s = NULL;
+	int port = f->port;
+	tau_rpc_channel *ch = NULL;
+	tau_rpc_channel_opts copts = {0};
+
+	copts.target = f->target;
+	copts.reconnect_max_ms = 300;
+	assert_int_equal(tau_rpc_channel_new(&ch, &copts), 0);
+	o.reconnect = true;
+	o.wait_for_ready = true;
+	o.backoff_initial_ms = 20;
+	o.backoff_max_ms = 20;
+	assert_int_equal(tau_rpc_stream_open(&s, ch, &o), 0);
+	WAIT_UNTIL(seen.connected == 1, 5000);
+	tau_rpc_server_free(f->srv);
+	f->srv = NULL;
+	WAIT_UNTIL(seen.closed == 1, 5000);
+	/* An observation window, not a wait: without wait_for_ready the refused connection would
+	 * end an attempt every 20 ms or so (test_dead_server_never_connects). */
+	usleep(500 * 1000);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(seen.closed, 1);
+	assert_int_equal(seen.connected, 1);
+	pthread_mutex_unlock(&mu);
+	assert_int_equal(start_server(f, port), 0);
+	WAIT_UNTIL(seen.connected == 2, 10000);
+	assert_int_equal(send_report(s, 1), 0);
+	WAIT_UNTIL(seen.messages == 1, 5000);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(seen.closed, 1);
+	pthread_mutex_unlock(&mu);
+	tau_rpc_stream_free(s);
+	tau_rpc_channel_free(ch);
 }
 
 static void test_bad_setup(void **state)
@@ -1072,6 +1116,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_shutdown_in_flight, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_reconnect, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_dead_server_never_connects, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_wait_for_ready, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_free_from_callback_refused, setup, teardown),
 	};
 
