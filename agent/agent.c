@@ -282,13 +282,10 @@ static int load_client(tau_kube_client **out, const tau_agent_config *cfg)
 		              tau_error_last()->msg, NULL);
 		return rc;
 	}
-	if (cfg->request_timeout_ms > 0) {
-		/* --request-timeout: each request one attempt, over within the time given. */
-		kcfg->timeout_ms = (uint64_t)cfg->request_timeout_ms;
-		if (kcfg->connect_timeout_ms > kcfg->timeout_ms)
-			kcfg->connect_timeout_ms = kcfg->timeout_ms;
-		kcfg->max_retries = 0;
-	}
+	/* --once is a one-shot command: kubectl's --request-timeout (0, the default: no limit on
+	 * a request, but an API that cannot be reached fails at once, without retries). */
+	if (cfg->once)
+		tau_kube_config_set_request_timeout(kcfg, (uint64_t)cfg->request_timeout_ms);
 	free(kcfg->user_agent);
 	kcfg->user_agent = strdup("tau-node-agent/" TAU_VERSION_STRING);
 	if (kcfg->user_agent == NULL) {
@@ -395,6 +392,7 @@ out:
 /* ---------------------------------------------------------------- daemon */
 
 typedef struct agent {
+	bool config_error; /* setup failed on the configuration (kubeconfig, CA, listen): exit 2 */
 	const tau_agent_config *cfg;
 	tau_kube_client *kc;
 	tau_kube_loop *loop;
@@ -795,8 +793,10 @@ static int setup(agent *a)
 	int rc;
 
 	rc = load_client(&a->kc, a->cfg);
-	if (rc < 0)
+	if (rc < 0) {
+		a->config_error = rc != -TAU_ENOMEM;
 		return rc;
+	}
 	rc = tau_kube_loop_new(&a->loop, a->kc);
 	if (rc < 0)
 		goto fail;
@@ -827,6 +827,8 @@ static int setup(agent *a)
 	so.wake_fd = a->wake_fd;
 	rc = tau_agent_stream_open(&a->stream, &so);
 	if (rc < 0) {
+		/* An unreadable CA or token file, a CA without a certificate. */
+		a->config_error = rc == -TAU_EINVAL || rc == -TAU_EIO || rc == -TAU_ETOOBIG;
 		tau_log_error("cannot open the stream to the aggregator", "aggregator",
 		              a->cfg->aggregator, "error", tau_error_last()->msg, NULL);
 		return rc;
@@ -837,6 +839,7 @@ static int setup(agent *a)
 
 		rc = tau_agent_http_start(&a->http, a->cfg->http_listen, &a->metrics, &port);
 		if (rc < 0) {
+			a->config_error = rc != -TAU_ENOMEM;
 			tau_log_error("cannot serve HTTP", "listen", a->cfg->http_listen, "error",
 			              tau_error_last()->msg, NULL);
 			return rc;
@@ -913,8 +916,11 @@ int tau_agent_run(const tau_agent_config *cfg)
 	tau_log_info("tau-node-agent starting", "version", TAU_VERSION_STRING, "node",
 	             cfg->node_name, "aggregator", cfg->aggregator, "host_root", cfg->host_root,
 	             NULL);
-	if (setup(a) < 0)
+	if (setup(a) < 0) {
+		if (a->config_error)
+			exit_code = 2;
 		goto out;
+	}
 
 	for (;;) {
 		struct pollfd pfd[3];

@@ -221,8 +221,11 @@ int tau_agent_stream_open(tau_agent_stream **out, const tau_agent_stream_opts *o
 	if (opts->ca_file != NULL) {
 		size_t ca_len = 0;
 
-		rc = tau_file_read(&ca, &ca_len, opts->ca_file, TAU_AGENT_CA_MAX, "CA file");
-		if (rc == 0 && (rc = tau_pem_check_certificates(ca, ca_len, "CA file")) > 0)
+		char what[300];
+
+		snprintf(what, sizeof(what), "--ca-file %.256s", opts->ca_file);
+		rc = tau_file_read(&ca, &ca_len, opts->ca_file, TAU_AGENT_CA_MAX, "--ca-file");
+		if (rc == 0 && (rc = tau_pem_check_certificates(ca, ca_len, what)) > 0)
 			rc = 0;
 		if (rc < 0)
 			goto out;

@@ -28,8 +28,12 @@
 #include "tau/kube_informer.h"
 #include "tau/kube_leader.h"
 #include "tau/log.h"
+#include "tau/parse.h"
+#include "tau/pem.h"
 #include "tau/rpc.h"
 
+#include <errno.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -37,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* Certificate and key files: a PEM chain is far below 1 MiB; a larger file is a wrong path. */
@@ -359,6 +364,39 @@ static void on_stopped_leading(void *arg)
 		kill(getpid(), SIGUSR1);
 }
 
+/* Bind `addr` (a HOST:PORT flag; unix:PATH is left to the server) once and let it go, before
+ * anything starts: an address that cannot be had is a configuration error said in one line,
+ * where gRPC's core would print its own multi-line log first.  0 or -TAU_EINVAL. */
+static int check_listen(const char *flag, const char *addr)
+{
+	struct addrinfo hints, *res = NULL;
+	char host[256], port_s[16];
+	int port, fd, one = 1, rc = 0;
+
+	if (strncmp(addr, "unix:", 5) == 0)
+		return 0;
+	if (tau_parse_listen(host, sizeof(host), &port, addr) < 0)
+		return tau_error_wrap("%s", flag);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	if (getaddrinfo(host[0] != '\0' ? host : NULL, port_s, &hints, &res) != 0 || res == NULL)
+		return tau_error_set(TAU_EINVAL, "%s %s: cannot resolve host %s", flag, addr, host);
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = tau_error_set(TAU_EINVAL, "%s %s: %s", flag, addr, strerror(errno));
+	} else {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, res->ai_addr, res->ai_addrlen) != 0)
+			rc = tau_error_set(TAU_EINVAL, "%s %s: cannot bind: %s", flag, addr,
+			                   strerror(errno));
+		close(fd);
+	}
+	freeaddrinfo(res);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	tau_agg_options o;
@@ -398,15 +436,26 @@ int main(int argc, char **argv)
 	}
 	if (o.log_level_set)
 		tau_log_set_level(o.log_level);
+	if (check_listen("--grpc-listen", o.grpc_listen) < 0 ||
+	    check_listen("--http-listen", o.http_listen) < 0) {
+		fprintf(stderr, "tau-aggregator: %s\n", tau_error_last()->msg);
+		return 2;
+	}
 	if (tau_auth_sa_user(agent_user, sizeof(agent_user), o.agent_sa) < 0) {
 		fprintf(stderr, "tau-aggregator: %s\n", tau_error_last()->msg);
 		return 2;
 	}
 	if (o.tls_cert != NULL) {
-		if (tau_file_read(&cert_pem, NULL, o.tls_cert, TLS_PEM_MAX_BYTES, "--tls-cert") <
-		            0 ||
+		size_t cert_len = 0;
+		char what[300];
+
+		snprintf(what, sizeof(what), "--tls-cert %.256s", o.tls_cert);
+		if (tau_file_read(&cert_pem, &cert_len, o.tls_cert, TLS_PEM_MAX_BYTES,
+		                  "--tls-cert") < 0 ||
+		    tau_pem_check_certificates(cert_pem, cert_len, what) < 0 ||
 		    tau_file_read(&key_pem, NULL, o.tls_key, TLS_PEM_MAX_BYTES, "--tls-key") < 0) {
 			fprintf(stderr, "tau-aggregator: %s\n", tau_error_last()->msg);
+			exit_code = 2;
 			goto out;
 		}
 		tls.cert_pem = cert_pem;
@@ -473,9 +522,12 @@ int main(int argc, char **argv)
 	if (tau_rpc_server_new(&srv, &sopts) < 0 || tau_rpc_health_new(&health) < 0 ||
 	    tau_rpc_health_register(health, srv) < 0 || tau_agg_register(rt.agg, srv) < 0)
 		goto fail;
-	if (tau_rpc_server_listen(srv, o.grpc_listen, o.tls_cert ? &tls : NULL, &grpc_port) < 0) {
-		tau_log_error("cannot listen for gRPC", "address", o.grpc_listen, "reason",
-		              tau_error_last()->msg, NULL);
+	if ((rc = tau_rpc_server_listen(srv, o.grpc_listen, o.tls_cert ? &tls : NULL, &grpc_port)) <
+	    0) {
+		/* Bad TLS material, or an address taken since check_listen: configuration. */
+		fprintf(stderr, "tau-aggregator: --grpc-listen %s: %s\n", o.grpc_listen,
+		        tau_error_last()->msg);
+		exit_code = rc == -TAU_EINVAL || rc == -TAU_EIO ? 2 : 1;
 		goto out;
 	}
 	if (tau_agg_start(rt.agg) < 0 || tau_rpc_server_start(srv) < 0)
@@ -504,8 +556,9 @@ int main(int argc, char **argv)
 			goto fail;
 	}
 	if (tau_agg_http_start(&http, o.http_listen, rt.agg, readiness, &rt, &http_port) < 0) {
-		tau_log_error("cannot listen for HTTP", "address", o.http_listen, "reason",
-		              tau_error_last()->msg, NULL);
+		fprintf(stderr, "tau-aggregator: --http-listen %s: %s\n", o.http_listen,
+		        tau_error_last()->msg);
+		exit_code = 2;
 		goto out;
 	}
 	atomic_store(&rt.serving, true);

@@ -10,6 +10,8 @@
 #include "tau/json.h"
 #include "tau/kube.h"
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /** Exit codes (docs/cli.md). */
@@ -32,6 +34,8 @@ typedef struct tau_cli_globals {
 	const char *context;
 	const char *system_namespace;
 	const char *token; /**< --token: bearer token for the aggregator, else the kubeconfig's */
+	bool request_timeout_set;   /**< --request-timeout was given */
+	int64_t request_timeout_ms; /**< its value; 0 = no limit */
 } tau_cli_globals;
 
 /** A command group: `tau NAME ...`.  `run` gets argv starting at NAME. */
@@ -64,7 +68,28 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g);
 /** TauCluster (cluster-scoped, one object named TAU_CLI_CLUSTER_NAME). */
 extern const tau_kube_resource tau_cli_res_clusters;
 
-/** Load the kubeconfig (g's --kubeconfig, --context) and make a client.  0 or <0 (error set). */
+/** The largest --request-timeout: a day. */
+#define TAU_CLI_REQUEST_TIMEOUT_MAX_MS INT64_C(86400000)
+
+/**
+ * Parse kubectl's --request-timeout into g: a duration (`1s`, `2m`, `3h`, `500ms`, bare
+ * seconds), 0 meaning no limit, at most TAU_CLI_REQUEST_TIMEOUT_MAX_MS.
+ * @return 0, or -TAU_EINVAL ("--request-timeout X: reason") leaving g untouched.
+ */
+int tau_cli_request_timeout_parse(tau_cli_globals *g, const char *value);
+
+/**
+ * The deadline in ms of one aggregator call: --request-timeout when given (0: none, which
+ * lib/rpc spells as the largest int), else `default_ms`.
+ */
+int tau_cli_rpc_timeout_ms(const tau_cli_globals *g, int default_ms);
+
+/**
+ * Load the kubeconfig (g's --kubeconfig, --context) and make a client whose requests follow
+ * g's --request-timeout (tau_kube_config_set_request_timeout; not given = 0, kubectl's
+ * default: no limit on a request, but a connection that cannot be made fails at once, or
+ * after the connect timeout, without retries).  0 or <0 (error set).
+ */
 int tau_cli_connect(tau_kube_client **out, const tau_cli_globals *g);
 
 /**
@@ -80,6 +105,12 @@ const char *tau_cli_system_namespace_pick(const char *explicit_ns, const cJSON *
  */
 const char *tau_cli_system_namespace(char *buf, size_t cap, tau_kube_client *c,
                                      const char *explicit_ns);
+
+/**
+ * Refuse a NAME that cannot be a TauWorkspace (a DNS-1123 label) before any request: prints
+ * "<cmd>: invalid workspace name: <why>" on stderr.  @return 0, or -TAU_EINVAL.
+ */
+int tau_cli_workspace_name_check(const char *cmd, const char *name);
 
 /** The string at dotted `path` in obj, or NULL (absent, not a string, obj NULL). */
 const char *tau_cli_str(const cJSON *obj, const char *path);

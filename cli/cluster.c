@@ -233,17 +233,23 @@ typedef struct gate_ctx {
 	const char *ns;
 	const char *aggregator;   /* --aggregator: also GetPool */
 	const tau_cli_globals *g; /* the token GetPool sends */
+	char api_error[512];      /* the first read of this step that failed other than 404 */
 } gate_ctx;
 
 static const char *const step_names[4] = {"CRDs established", "aggregator available with a leader",
                                           "inventory established", "TauCluster conditions"};
 
-static cJSON *get_or_null(tau_kube_client *c, const tau_kube_resource *res, const char *ns,
+/* The object, or NULL when absent; another failure is also kept in g->api_error, so an API
+ * that cannot be reached is reported as such, not as a missing object. */
+static cJSON *get_or_null(gate_ctx *g, const tau_kube_resource *res, const char *ns,
                           const char *name)
 {
 	cJSON *o = NULL;
+	int rc = tau_kube_get(&o, g->c, res, ns, name);
 
-	return tau_kube_get(&o, c, res, ns, name) == 0 ? o : NULL;
+	if (rc != 0 && rc != -TAU_ENOTFOUND && g->api_error[0] == '\0')
+		snprintf(g->api_error, sizeof(g->api_error), "%s", tau_cli_api_message());
+	return rc == 0 ? o : NULL;
 }
 
 /* GetPool's missing nodes, appended to msg; false when the aggregator cannot answer. */
@@ -259,7 +265,8 @@ static bool pool_missing(char *msg, size_t cap, const char *addr, const tau_cli_
 
 	if (tau_cli_aggregator_channel(&ch, &target, addr, NULL, false, g) < 0 ||
 	    tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "GetPool", &req.base,
-	                  &tau__inventory__v1__pool__descriptor, 5000, &st) < 0) {
+	                  &tau__inventory__v1__pool__descriptor, tau_cli_rpc_timeout_ms(g, 5000),
+	                  &st) < 0) {
 		snprintf(msg + used, cap - used, "; aggregator %s: GetPool failed: %s",
 		         target != NULL ? target : addr,
 		         st.message[0] ? st.message : tau_error_last()->msg);
@@ -288,23 +295,24 @@ static bool run_step(gate_ctx *g, int step, char *msg, size_t cap)
 {
 	bool ok = false;
 
+	g->api_error[0] = '\0';
 	if (step == 0) {
 		cJSON *crds[3];
 
 		for (int i = 0; i < 3; i++)
-			crds[i] = get_or_null(g->c, &res_crds, NULL, tau_cli_crd_names[i]);
+			crds[i] = get_or_null(g, &res_crds, NULL, tau_cli_crd_names[i]);
 		ok = tau_cli_gate_crds(msg, cap, (const cJSON *const *)crds);
 		for (int i = 0; i < 3; i++)
 			cJSON_Delete(crds[i]);
 	} else if (step == 1) {
-		cJSON *d = get_or_null(g->c, &res_deployments, g->ns, AGGREGATOR_NAME);
-		cJSON *l = get_or_null(g->c, &res_leases, g->ns, AGGREGATOR_NAME);
+		cJSON *d = get_or_null(g, &res_deployments, g->ns, AGGREGATOR_NAME);
+		cJSON *l = get_or_null(g, &res_leases, g->ns, AGGREGATOR_NAME);
 
 		ok = tau_cli_gate_aggregator(msg, cap, g->ns, d, l, time(NULL));
 		cJSON_Delete(d);
 		cJSON_Delete(l);
 	} else {
-		cJSON *cl = get_or_null(g->c, &tau_cli_res_clusters, NULL, TAU_CLI_CLUSTER_NAME);
+		cJSON *cl = get_or_null(g, &tau_cli_res_clusters, NULL, TAU_CLI_CLUSTER_NAME);
 
 		ok = step == 2 ? tau_cli_gate_inventory(msg, cap, cl)
 		               : tau_cli_gate_conditions(msg, cap, cl);
@@ -312,6 +320,8 @@ static bool run_step(gate_ctx *g, int step, char *msg, size_t cap)
 			ok = pool_missing(msg, cap, g->aggregator, g->g) && ok;
 		cJSON_Delete(cl);
 	}
+	if (!ok && g->api_error[0] != '\0')
+		snprintf(msg, cap, "API server: %s", g->api_error);
 	return ok;
 }
 
@@ -542,7 +552,8 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		O_CHART,
 		O_AGG,
 		O_DELETE_CRDS,
-		O_SYSNS
+		O_SYSNS,
+		O_REQUEST_TIMEOUT
 	};
 	static const struct option lopts[] = {
 	        {"help", no_argument, NULL, 'h'},
@@ -558,6 +569,7 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 	        {"chart", required_argument, NULL, O_CHART},
 	        {"aggregator", required_argument, NULL, O_AGG},
 	        {"delete-crds", no_argument, NULL, O_DELETE_CRDS},
+	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
 	tau_cli_globals gl = {0};
@@ -625,6 +637,12 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		case O_DELETE_CRDS:
 			delete_crds = true;
 			break;
+		case O_REQUEST_TIMEOUT:
+			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
+				fprintf(stderr, "tau cluster: %s\n", tau_error_last()->msg);
+				return TAU_CLI_USAGE;
+			}
+			break;
 		default:
 			fprintf(stderr, "tau cluster: unknown option or missing value: %s\n",
 			        argv[optind - 1]);
@@ -666,6 +684,11 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 	if (tau_names_check_dns1123_subdomain(release) != 0) {
 		fprintf(stderr, "tau cluster: --release: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
+	}
+	/* The gate's --timeout bounds each of its requests unless --request-timeout says. */
+	if (!gl.request_timeout_set && strcmp(verb, "install") == 0 && timeout_ms > 0) {
+		gl.request_timeout_set = true;
+		gl.request_timeout_ms = timeout_ms;
 	}
 	if (tau_cli_connect(&client, &gl) != 0) {
 		fprintf(stderr, "tau cluster: %s\n", tau_error_last()->msg);

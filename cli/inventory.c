@@ -286,6 +286,8 @@ static void usage(FILE *out)
 	      "  --insecure          plaintext gRPC (the default without --ca-file)\n"
 	      "  -o table|json       output format (default table)\n"
 	      "  --timeout DURATION  per request: seconds or 500ms, 1m (default 10)\n"
+	      "  --request-timeout D the same as the global option: 0 means no limit;\n"
+	      "                      --timeout wins when both are given\n"
 	      "\n"
 	      "`explain` exits 1 when the node does not count.\n",
 	      out);
@@ -477,7 +479,7 @@ static int list_all_nodes(tau_cli_node_pages *out, tau_rpc_channel *ch, const ch
 
 int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_AGG = 256, O_CA, O_INSECURE, O_CLASS, O_COUNTED, O_TIMEOUT };
+	enum { O_AGG = 256, O_CA, O_INSECURE, O_CLASS, O_COUNTED, O_TIMEOUT, O_REQUEST_TIMEOUT };
 	static const struct option opts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"aggregator", required_argument, NULL, O_AGG},
@@ -486,13 +488,15 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	        {"gpu-class", required_argument, NULL, O_CLASS},
 	        {"counted", no_argument, NULL, O_COUNTED},
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
+	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {"output", required_argument, NULL, 'o'},
 	        {NULL, 0, NULL, 0},
 	};
 	const char *addr = NULL, *ca_file = NULL, *cls = NULL, *what, *node = NULL;
 	bool insecure = false, counted_only = false;
 	tau_cli_format fmt = TAU_CLI_TABLE;
-	int64_t timeout_ms = 10000;
+	int64_t timeout_ms = -1; /* --timeout; -1: not given */
+	tau_cli_globals gl = {0};
 	int c, rc = TAU_CLI_FAILED;
 	const char *target = NULL;
 	tau_rpc_channel *ch = NULL;
@@ -500,11 +504,19 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	ProtobufCMessage *resp = NULL;
 	char *text = NULL;
 
+	if (g != NULL)
+		gl = *g;
 	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
 			return TAU_CLI_OK;
+		case O_REQUEST_TIMEOUT:
+			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
+				fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
+				return TAU_CLI_USAGE;
+			}
+			break;
 		case O_AGG:
 			addr = optarg;
 			break;
@@ -564,7 +576,9 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 		        argv[optind]);
 		return TAU_CLI_USAGE;
 	}
-	if (tau_cli_aggregator_channel(&ch, &target, addr, ca_file, insecure, g) < 0) {
+	if (timeout_ms < 0)
+		timeout_ms = tau_cli_rpc_timeout_ms(&gl, 10000);
+	if (tau_cli_aggregator_channel(&ch, &target, addr, ca_file, insecure, &gl) < 0) {
 		fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}

@@ -8,6 +8,7 @@
  */
 #include "cli.h"
 
+#include "tau/error.h"
 #include "tau/log.h"
 
 #include <getopt.h>
@@ -40,6 +41,9 @@ static void usage(FILE *out)
 	      "                     tau-system)\n"
 	      "  --token TOKEN      bearer token for the aggregator (default: the kubeconfig\n"
 	      "                     context's token)\n"
+	      "  --request-timeout D\n"
+	      "                     give up on each API or aggregator request after D (1s,\n"
+	      "                     2m, 3h); 0 (the default for the API) means no limit\n"
 	      "  --help             show this help\n"
 	      "  --version          print the version\n"
 	      "\n"
@@ -50,7 +54,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-	enum { O_KUBECONFIG = 256, O_CONTEXT, O_NS, O_TOKEN };
+	enum { O_KUBECONFIG = 256, O_CONTEXT, O_NS, O_TOKEN, O_REQUEST_TIMEOUT };
 	static const struct option opts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"version", no_argument, NULL, 'V'},
@@ -58,6 +62,7 @@ int main(int argc, char **argv)
 	        {"context", required_argument, NULL, O_CONTEXT},
 	        {"system-namespace", required_argument, NULL, O_NS},
 	        {"token", required_argument, NULL, O_TOKEN},
+	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
 	tau_cli_globals g = {0};
@@ -84,6 +89,12 @@ int main(int argc, char **argv)
 			break;
 		case O_TOKEN:
 			g.token = optarg;
+			break;
+		case O_REQUEST_TIMEOUT:
+			if (tau_cli_request_timeout_parse(&g, optarg) < 0) {
+				fprintf(stderr, "tau: %s\n", tau_error_last()->msg);
+				return TAU_CLI_USAGE;
+			}
 			break;
 		default:
 			usage(stderr);

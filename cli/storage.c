@@ -258,7 +258,7 @@ static void storage_usage(FILE *out)
 
 int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_CONTEXT = 256, O_KUBECONFIG, O_DRIVER, O_SEL };
+	enum { O_CONTEXT = 256, O_KUBECONFIG, O_DRIVER, O_SEL, O_REQUEST_TIMEOUT };
 	static const struct option lopts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"output", required_argument, NULL, 'o'},
@@ -266,11 +266,10 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
 	        {"driver", required_argument, NULL, O_DRIVER},
 	        {"selector", required_argument, NULL, O_SEL},
+	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
 	tau_cli_globals gl = {0};
-	tau_kube_config_options co = {0};
-	tau_kube_config *cfg = NULL;
 	tau_kube_client *client = NULL;
 	tau_kube_list_options lo = {0};
 	const char *driver = NULL, *sel = DEFAULT_SELECTOR;
@@ -307,6 +306,12 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 		case O_SEL:
 			sel = optarg;
 			break;
+		case O_REQUEST_TIMEOUT:
+			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
+				fprintf(stderr, "tau storage: %s\n", tau_error_last()->msg);
+				return TAU_CLI_USAGE;
+			}
+			break;
 		default:
 			storage_usage(stderr);
 			return TAU_CLI_USAGE;
@@ -317,9 +322,7 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 		storage_usage(stderr);
 		return TAU_CLI_USAGE;
 	}
-	co.kubeconfig = gl.kubeconfig;
-	co.context = gl.context;
-	if (tau_kube_config_load(&cfg, &co) != 0 || tau_kube_client_new(&client, cfg) != 0) {
+	if (tau_cli_connect(&client, &gl) != 0) {
 		fprintf(stderr, "tau storage: %s\n", tau_error_last()->msg);
 		goto out;
 	}
@@ -359,6 +362,5 @@ out:
 	cJSON_Delete(doc);
 	cJSON_Delete(nodes);
 	tau_kube_client_free(client);
-	tau_kube_config_free(cfg);
 	return rc;
 }

@@ -543,8 +543,8 @@ static int check_csi(FILE *out, cJSON *doc, const char *driver, const ws_aggrega
 	lreq.gpu_class = (char *)"";
 	lreq.counted_only = true; /* eligible: the nodes in the pool the queue draws from */
 	if (tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "ListNodes", &lreq.base,
-	                  &tau__inventory__v1__list_nodes_response__descriptor, CSI_TIMEOUT_MS,
-	                  &status) < 0)
+	                  &tau__inventory__v1__list_nodes_response__descriptor,
+	                  tau_cli_rpc_timeout_ms(agg->g, CSI_TIMEOUT_MS), &status) < 0)
 		goto rpc_failed;
 	list = (Tau__Inventory__V1__ListNodesResponse *)resp;
 	resp = NULL;
@@ -562,7 +562,7 @@ static int check_csi(FILE *out, cJSON *doc, const char *driver, const ws_aggrega
 		greq.name = list->nodes[i]->name;
 		if (tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "GetNode", &greq.base,
 		                  &tau__inventory__v1__get_node_response__descriptor,
-		                  CSI_TIMEOUT_MS, &status) < 0) {
+		                  tau_cli_rpc_timeout_ms(agg->g, CSI_TIMEOUT_MS), &status) < 0) {
 			if (status.code == TAU_RPC_NOT_FOUND)
 				continue; /* gone since ListNodes: no longer eligible */
 			goto rpc_failed;
@@ -718,7 +718,16 @@ static void ws_usage(FILE *out)
 
 int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG, O_PVC, O_AGG, O_CA, O_INSECURE };
+	enum {
+		O_CONTEXT = 256,
+		O_NS,
+		O_KUBECONFIG,
+		O_PVC,
+		O_AGG,
+		O_CA,
+		O_INSECURE,
+		O_REQUEST_TIMEOUT
+	};
 	static const struct option lopts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"output", required_argument, NULL, 'o'},
@@ -729,6 +738,7 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 	        {"aggregator", required_argument, NULL, O_AGG},
 	        {"ca-file", required_argument, NULL, O_CA},
 	        {"insecure", no_argument, NULL, O_INSECURE},
+	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
 	tau_cli_globals gl = {0};
@@ -787,6 +797,12 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		case O_INSECURE:
 			agg.insecure = true;
 			break;
+		case O_REQUEST_TIMEOUT:
+			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
+				fprintf(stderr, "tau workspace: %s\n", tau_error_last()->msg);
+				return TAU_CLI_USAGE;
+			}
+			break;
 		default:
 			fprintf(stderr, "tau workspace: unknown option %s\n", argv[optind - 1]);
 			ws_usage(stderr);
@@ -814,6 +830,13 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 	if (optind != argc) {
 		fprintf(stderr, "tau workspace %s: unexpected argument %s\n", verb, argv[optind]);
 		return TAU_CLI_USAGE;
+	}
+	if (name != NULL) {
+		char cmd[64];
+
+		snprintf(cmd, sizeof(cmd), "tau workspace %s", verb);
+		if (tau_cli_workspace_name_check(cmd, name) < 0)
+			return TAU_CLI_USAGE;
 	}
 	if ((pvc != NULL || agg.addr != NULL || agg.ca_file != NULL || agg.insecure) &&
 	    strcmp(verb, "check") != 0) {

@@ -567,7 +567,8 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 		O_ADOPT,
 		O_WAIT,
 		O_TIMEOUT,
-		O_DRY_RUN
+		O_DRY_RUN,
+		O_REQUEST_TIMEOUT
 	};
 	static const struct option lopts[] = {
 	        {"help", no_argument, NULL, 'h'},
@@ -590,6 +591,7 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 	        {"wait", no_argument, NULL, O_WAIT},
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
 	        {"dry-run", no_argument, NULL, O_DRY_RUN},
+	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
 	tau_cli_ws_spec spec = {0};
@@ -668,6 +670,13 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 		case O_DRY_RUN:
 			dry_run = true;
 			break;
+		case O_REQUEST_TIMEOUT:
+			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
+				fprintf(stderr, "tau workspace create: %s\n",
+				        tau_error_last()->msg);
+				return TAU_CLI_USAGE;
+			}
+			break;
 		default:
 			fprintf(stderr,
 			        "tau workspace create: unknown option or missing value: %s\n",
@@ -683,6 +692,8 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 		return TAU_CLI_USAGE;
 	}
 	spec.name = argv[optind];
+	if (tau_cli_workspace_name_check("tau workspace create", spec.name) < 0)
+		return TAU_CLI_USAGE;
 	if (output != NULL && !dry_run) {
 		fprintf(stderr, "tau workspace create: -o belongs to --dry-run\n");
 		return TAU_CLI_USAGE;
@@ -704,6 +715,11 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 	    tau_parse_duration_ms(&timeout_ms, "--timeout", timeout, 1, INT64_C(86400000)) != 0) {
 		fprintf(stderr, "tau workspace create: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
+	}
+	/* --wait's --timeout bounds each request too, unless --request-timeout says. */
+	if (wait && !gl.request_timeout_set) {
+		gl.request_timeout_set = true;
+		gl.request_timeout_ms = timeout_ms;
 	}
 	/* Offline with an explicit system namespace: the spec alone decides a dry run. */
 	if (!(dry_run && gl.system_namespace != NULL) && tau_cli_connect(&client, &gl) != 0) {

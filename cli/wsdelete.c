@@ -169,7 +169,7 @@ static void delete_usage(FILE *out)
 
 int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_CONTEXT = 256, O_SYSNS, O_KUBECONFIG, O_WAIT, O_TIMEOUT };
+	enum { O_CONTEXT = 256, O_SYSNS, O_KUBECONFIG, O_WAIT, O_TIMEOUT, O_REQUEST_TIMEOUT };
 	static const struct option lopts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"context", required_argument, NULL, O_CONTEXT},
@@ -177,6 +177,7 @@ int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g)
 	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
 	        {"wait", no_argument, NULL, O_WAIT},
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
+	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
 	tau_cli_globals gl = {0};
@@ -206,6 +207,12 @@ int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g)
 			wait = true;
 		} else if (c == O_TIMEOUT) {
 			timeout = optarg;
+		} else if (c == O_REQUEST_TIMEOUT) {
+			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
+				fprintf(stderr, "tau workspace delete: %s\n",
+				        tau_error_last()->msg);
+				return TAU_CLI_USAGE;
+			}
 		} else {
 			fprintf(stderr,
 			        "tau workspace delete: unknown option or missing value: %s\n",
@@ -220,11 +227,18 @@ int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g)
 		return TAU_CLI_USAGE;
 	}
 	name = argv[optind];
+	if (tau_cli_workspace_name_check("tau workspace delete", name) < 0)
+		return TAU_CLI_USAGE;
 	if (timeout != NULL && (!wait || tau_parse_duration_ms(&timeout_ms, "--timeout", timeout, 1,
 	                                                       INT64_C(86400000)) != 0)) {
 		fprintf(stderr, "tau workspace delete: %s\n",
 		        wait ? tau_error_last()->msg : "--timeout belongs to --wait");
 		return TAU_CLI_USAGE;
+	}
+	/* --wait's --timeout bounds each request too, unless --request-timeout says. */
+	if (wait && !gl.request_timeout_set) {
+		gl.request_timeout_set = true;
+		gl.request_timeout_ms = timeout_ms;
 	}
 	if (tau_cli_connect(&client, &gl) != 0) {
 		fprintf(stderr, "tau workspace delete: %s\n", tau_error_last()->msg);

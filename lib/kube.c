@@ -256,6 +256,17 @@ int tau_kube_config_new(tau_kube_config **out)
 	return 0;
 }
 
+void tau_kube_config_set_request_timeout(tau_kube_config *cfg, uint64_t ms)
+{
+	cfg->timeout_ms = ms; /* 0: curl waits as long as the server takes */
+	if (ms > 0) {
+		if (cfg->connect_timeout_ms == 0 || cfg->connect_timeout_ms > ms)
+			cfg->connect_timeout_ms = ms;
+		cfg->max_retries = 0;
+	}
+	cfg->no_transport_retry = true;
+}
+
 void tau_kube_config_free(tau_kube_config *cfg)
 {
 	if (cfg == NULL)
@@ -877,13 +888,14 @@ int tau_kube_client_request(cJSON **out, tau_kube_client *c, const tau_kube_requ
 			} else if (cc == CURLE_OPERATION_TIMEDOUT) {
 				rc = tau_error_set(TAU_ETIMEOUT, "%s %s: %s", method, req->path,
 				                   errbuf[0] ? errbuf : curl_easy_strerror(cc));
-				retry = idempotent;
+				retry = idempotent && !cfg->no_transport_retry;
 			} else {
 				rc = tau_error_set(TAU_EIO, "%s %s: %s", method, req->path,
 				                   errbuf[0] ? errbuf : curl_easy_strerror(cc));
 				/* Refused connections never reached the server: safe for any verb.
 				 */
-				retry = idempotent || cc == CURLE_COULDNT_CONNECT;
+				retry = !cfg->no_transport_retry &&
+				        (idempotent || cc == CURLE_COULDNT_CONNECT);
 			}
 		} else if (code >= 200 && code < 300) {
 			cJSON *doc = NULL;

@@ -128,7 +128,8 @@ typedef struct tau_kube_config {
 	uint64_t retry_cap_ms;       /**< cap for that backoff (default 10000) */
 	uint64_t retry_after_cap_ms; /**< cap for a server's Retry-After (default 60000) */
 	uint64_t timeout_ms; /**< whole-request timeout for non-watch calls (default 30000) */
-	uint64_t connect_timeout_ms; /**< default 10000 */
+	uint64_t connect_timeout_ms; /**< default 10000; covers the TLS handshake too */
+	bool no_transport_retry;     /**< a request that got no answer is final (default false) */
 	size_t body_cap;             /**< largest accepted response body (default 64 MiB) */
 	size_t watch_line_cap;       /**< largest accepted watch event line (default 4 MiB) */
 	uint64_t token_reread_ms;    /**< token file refresh period (default 60000) */
@@ -145,6 +146,16 @@ int tau_kube_config_dup(tau_kube_config **out, const tau_kube_config *cfg);
 
 /** Free a config and everything it owns; NULL is a no-op. */
 void tau_kube_config_free(tau_kube_config *cfg);
+
+/**
+ * kubectl's --request-timeout for one-shot programs (tau, tau-node-agent --once): `ms` > 0
+ * gives up on each request after `ms`, connecting included, in one attempt (no retries at
+ * all); 0 puts no limit on a request as a whole.  Either way a request that got no answer
+ * (connection refused or reset, timed out) is not retried, so a closed port fails at once,
+ * and connecting (TLS handshake included) stays bounded by connect_timeout_ms.  Answers
+ * 429/5xx are still retried as configured when `ms` is 0.
+ */
+void tau_kube_config_set_request_timeout(tau_kube_config *cfg, uint64_t ms);
 
 /**
  * In-cluster configuration: server from KUBERNETES_SERVICE_HOST/PORT
