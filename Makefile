@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 60
 SOURCES = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null)
 
 .PHONY: all build asan deps test test-normal test-asan format format-check bench fuzz demo clean \
-        charts-check charts-sync image
+        charts-check charts-sync image soak
 
 all: build
 
@@ -65,6 +65,14 @@ image: deps build
 
 bench: build
 	@scripts/run-bench $(BUILD)
+
+# The fault soak (bench/soak.py, docs/PERFORMANCE.md): 5 minutes of API faults, node churn,
+# workspace and team changes and 20 aggregator SIGKILLs, 200 agents, invariants checked from
+# kube-sim's write history; exits 1 with the evidence when one broke. Not part of `make test`.
+# SOAK_ARGS passes options, e.g. `make soak SOAK_ARGS="--duration 60 --kills 5 --seed 7"`.
+SOAK_ARGS ?=
+soak: deps build
+	/usr/bin/python3 bench/soak.py --build $(BUILD) $(SOAK_ARGS)
 
 fuzz:
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTAU_FUZZ=ON -DTAU_PYTHON_TESTS=OFF
