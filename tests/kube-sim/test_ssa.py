@@ -315,6 +315,38 @@ class SsaTest(unittest.TestCase):
         self.assertEqual(e["fieldsV1"], {"f:status": {"f:conditions": {'k:{"type":"Ready"}': {
             ".": {}, "f:status": {}, "f:type": {}}}}})
 
+    def test_update_managers_capped_at_ten(self):
+        self.sim.ok("POST", CM + "?fieldManager=m00", cm("c-cap", {"k00": "v"}))
+        for i in range(1, 12):
+            self.sim.ok("PATCH", CM + "/c-cap?fieldManager=m%02d" % i,
+                        {"data": {"k%02d" % i: "v"}}, MERGE)
+        o = self.get(CM + "/c-cap")
+        names = sorted(e["manager"] for e in o["metadata"]["managedFields"])
+        self.assertEqual(len(names), 10)
+        self.assertIn("ancient-changes", names)
+        self.assertIn("m11", names)
+        ancient = entries(o)[("ancient-changes", "Update")]["fieldsV1"]["f:data"]
+        self.assertGreaterEqual(len([k for k in ancient if k.startswith("f:")]), 2)
+        owned = set()
+        for e in o["metadata"]["managedFields"]:
+            owned |= {k for k in e["fieldsV1"]["f:data"] if k.startswith("f:")}
+        self.assertEqual(owned, {"f:k%02d" % i for i in range(12)})  # nothing lost
+
+    def test_bad_associative_list_in_a_configuration(self):
+        bad = dep("d-bad", template={"metadata": {"labels": {"app": "d-bad"}}, "spec": {
+            "containers": [{"image": "img:1"}]}})
+        st, err = self.apply(DEP + "/d-bad", bad, "alice", expect=None)
+        self.assertEqual((st, err["reason"]), (500, "InternalError"))
+        self.assertEqual(err["message"], 'Internal error occurred: failed to create typed patch '
+                         'object (apps/v1, Kind=Deployment): .spec.template.spec.containers: '
+                         'element 0: associative list with keys has an element that omits key '
+                         'field "name" (and doesn\'t have default value)')
+        bad["spec"]["template"]["spec"]["containers"] = [{"name": "a"}, {"name": "a"}]
+        st, err = self.apply(DEP + "/d-bad", bad, "alice", expect=None)
+        self.assertEqual(st, 500)
+        self.assertIn('.spec.template.spec.containers: duplicate entries for key [name="a"]',
+                      err["message"])
+
     def test_dry_run(self):
         self.apply(CM + "/c-dry", cm("c-dry", {"a": "1"}), "alice")
         _, o = self.apply(CM + "/c-dry", cm("c-dry", {"a": "1", "b": "2"}), "bob", force="true",

@@ -223,19 +223,20 @@ class _KeyError(Exception):
     pass
 
 
-def _items_by_pe(t, lst, side):
+def _items_by_pe(t, lst, side, path=None):
     keys = _item_keys(t)
     out = []
     seen = set()
+    where = (path_string(path) + ": ") if path else ""
     for i, it in enumerate(lst):
         pe = _item_pe(t, it, keys)
         if pe is None:
-            raise _KeyError("%s: element %d: associative list with keys has an element that omits "
-                            "key field %s" % (side, i, ", ".join('"%s"' % k for k in keys
-                                                                  if not isinstance(it, dict)
-                                                                  or k not in it) or "?"))
+            missing = [k for k in keys if not isinstance(it, dict) or k not in it][:1] or ["?"]
+            raise _KeyError('%selement %d: associative list with keys has an element that omits '
+                            'key field "%s" (and doesn\'t have default value)'
+                            % (where, i, missing[0]))
         if pe in seen:
-            raise _KeyError("%s: duplicate entries for key %s" % (side, path_string((pe,))))
+            raise _KeyError("%sduplicate entries for key %s" % (where, path_string((pe,))))
         seen.add(pe)
         out.append((pe, it))
     return out
@@ -263,7 +264,7 @@ def field_set(value, t, path=(), out=None):
     else:
                         # LIST_MAP / LIST_SET
         it = t.item()
-        for pe, item in _items_by_pe(t, value, "rhs"):
+        for pe, item in _items_by_pe(t, value, "rhs", path):
             p = path + (pe,)
             if shape == LIST_MAP:
                 field_set(item, it, p, out)
@@ -678,7 +679,39 @@ def record_update(rt, live, new, manager, version, sub, request_managed, now=Non
         ms.m[key] = {"set": s, "apiVersion": api_version, "time": now or util.now_rfc3339()}
     elif prev is not None:
         prev["set"] = s
+    _cap_updaters(ms)
     return ms.encode()
+
+
+MAX_UPDATE_MANAGERS = 10
+ANCIENT = "ancient-changes"
+
+
+def _cap_updaters(ms):
+    """At most 10 Update entries: the oldest are merged, per apiVersion, into one
+    "ancient-changes" entry (the server's capManagersManager)."""
+    ups = [k for k in ms.m if k[1] == UPDATE]
+    if len(ups) <= MAX_UPDATE_MANAGERS:
+        return
+    ups.sort(key=lambda k: (ms.m[k].get("time") or "", k[0]))
+    first = {}
+    length = len(ups)
+    for k in ups:
+        if length <= MAX_UPDATE_MANAGERS:
+            break
+        v = ms.m[k]
+        ver = v["apiVersion"]
+        bucket = (ANCIENT, UPDATE, ver, "")
+        if ver not in first:
+            first[ver] = k
+            continue
+        if bucket not in ms.m:
+            ms.m[bucket] = ms.m.pop(first[ver])
+        ms.m[bucket] = {"set": v["set"] | ms.m[bucket]["set"], "apiVersion": ver,
+                        "time": v.get("time")}
+        if k != bucket:
+            del ms.m[k]
+        length -= 1
 
 
 def _create_baseline(rt, new):
@@ -736,23 +769,27 @@ def apply(rt, live, config, manager, force, version, sub, now=None):
                 ms.m[(BEFORE_FIRST_APPLY, UPDATE, api_version, sub or "")] = {
                     "set": bs, "apiVersion": api_version, "time": now}
     cfg = util.clone(config)
+    gvk = "%s, Kind=%s" % (api_version if "/" in api_version else "/" + api_version, rt.kind)
     try:
-        merged = merge(live_obj, cfg, t)
         cfg_set = field_set(cfg, t)
     except _KeyError as e:
-        raise ApiError(500, "InternalError",
-                       "Internal error occurred: failed to create typed patch object (%s): %s"
-                       % (api_version + ", Kind=" + rt.kind, e))
+        raise ApiError(500, "InternalError", "Internal error occurred: failed to create typed "
+                       "patch object (%s): %s" % (gvk, e))
     key = (manager, APPLY, "", sub or "")
     last = ms.m.get(key)
     last_set = last["set"] if last else set()
-    # Prune what this manager applied last time, no longer applies, and nobody else owns.
-    if last_set:
-        merged = _prune(merged, ms, key, cfg_set, last_set, t)
     scoped = _scope(cfg_set, sub, rt)
-    ms.m[key] = {"set": scoped, "apiVersion": api_version,
-                 "time": last["time"] if last else None}
-    _update_sets(ms, key, live_obj, merged, t, rt, sub, force)
+    try:
+        merged = merge(live_obj, cfg, t)
+        # Prune what this manager applied last time, no longer applies, and nobody else owns.
+        if last_set:
+            merged = _prune(merged, ms, key, cfg_set, last_set, t)
+        ms.m[key] = {"set": scoped, "apiVersion": api_version,
+                     "time": last["time"] if last else None}
+        _update_sets(ms, key, live_obj, merged, t, rt, sub, force)
+    except _KeyError as e:
+        raise ApiError(500, "InternalError", "Internal error occurred: failed to create typed "
+                       "live object (%s): %s" % (gvk, e))
     if not scoped:
         ms.m.pop(key, None)
     changed_obj = not _same(_strip_meta(live_obj), _strip_meta(merged))
