@@ -131,6 +131,14 @@ class SsaTest(unittest.TestCase):
                                dict(cm("c-x", {}), metadata={"name": "c-x", "managedFields": [
                                    {"manager": "a", "operation": "Apply"}]}), ctype=APPLY)
         self.assertEqual((st, err["message"]), (400, "metadata.managedFields must be nil"))
+        st, err = self.sim.req("PATCH", CM + "/c-x?fieldManager=a", {"data": {}}, ctype=APPLY)
+        self.assertEqual((st, err["message"]), (400, "Incorrect version specified in apply patch. "
+                                                     "Specified patch version: , expected: v1"))
+        st, err = self.sim.req("PATCH", DEP + "/d-x?fieldManager=a",
+                               dict(dep("d-x"), apiVersion="apps/v1beta1"), ctype=APPLY)
+        self.assertEqual((st, err["message"]), (400, "Incorrect version specified in apply patch. "
+                                                     "Specified patch version: apps/v1beta1, "
+                                                     "expected: apps/v1"))
 
     def test_update_entries_for_non_apply_writes(self):
         o = self.sim.ok("POST", CM + "?fieldManager=creator", cm("c-upd-entries", {"a": "1"}))

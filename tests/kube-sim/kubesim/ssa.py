@@ -750,6 +750,11 @@ def apply(rt, live, config, manager, force, version, sub, now=None):
         raise util.bad_request("metadata.managedFields must be nil")
     t = type_for(rt, version)
     api_version = rt.api_version(version) if version else rt.api_version()
+    if config.get("apiVersion") != api_version:
+        av = config.get("apiVersion")
+        raise util.bad_request("Incorrect version specified in apply patch. Specified patch "
+                               "version: %s, expected: %s" % (av if isinstance(av, str) else "",
+                                                              api_version))
     now = now or util.now_rfc3339()
     if live is None:
         live_obj = {}
