@@ -52,7 +52,7 @@ void tau_rpc_ring_free(tau_rpc_send_ring *r);
 int tau_rpc_pack_message(grpc_byte_buffer **out, const ProtobufCMessage *msg, size_t max);
 
 /** The most arguments tau_rpc_server_channel_args fills. */
-#define TAU_RPC_SERVER_MAX_ARGS 12
+#define TAU_RPC_SERVER_MAX_ARGS 14
 
 /**
  * The server's channel arguments for opts (keepalive, ping policy, window, message caps), after

@@ -23,6 +23,7 @@
 #include "tau/rpc.h"
 
 #include "tau/error.h"
+#include "tau/hmap.h"
 
 #include "rpc_internal.h"
 
@@ -49,7 +50,6 @@
 #define DEFAULT_WINDOW_BYTES   65536
 #define DEFAULT_REQUESTS_ARMED 4
 #define MAX_METADATA           64
-#define MAX_METADATA_BYTES     16384
 /*
  * A client whose deadline passes cancels the stream itself, and its RST_STREAM can beat the
  * server's own timer (the server's deadline starts when the headers arrive). So a cancel this
@@ -124,6 +124,8 @@ struct tau_rpc_call {
 	char *peer_identity;
 	char *peer_cn;
 	char *peer_address;
+	char *peer_key;    /* identity, else the address without its port */
+	bool peer_counted; /* holds one of its peer's max_calls_per_peer slots */
 	bool peer_tls;
 	bool has_deadline;
 	gpr_timespec deadline; /* GPR_CLOCK_MONOTONIC */
@@ -152,6 +154,15 @@ struct tau_rpc_server {
 	bool shutdown_notified;
 	bool shutting_down;
 	struct tau_rpc_tag shutdown_tag;
+	tau_hmap peers; /* struct peer_calls by key, with max_calls_per_peer (under mu) */
+	tau_rpc_server_stats stats; /* under mu */
+};
+
+/* Calls open from one peer. */
+struct peer_calls {
+	tau_hmap_node node;
+	int calls;
+	char key[];
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -200,9 +211,56 @@ static tau_rpc_code decode_buffer(ProtobufCMessage **out, const ProtobufCMessage
 	return TAU_RPC_OK;
 }
 
-static void server_call_gone(tau_rpc_server *srv)
+/* Take one of the peer's call slots. Returns false when the peer is at the cap. */
+static bool peer_take(tau_rpc_server *srv, tau_rpc_call *c)
+{
+	tau_hmap_node *n;
+	struct peer_calls *p;
+	bool ok = true;
+
+	if (srv->opts.max_calls_per_peer <= 0 || c->peer_key == NULL)
+		return true;
+	pthread_mutex_lock(&srv->mu);
+	n = tau_hmap_get(&srv->peers, c->peer_key);
+	p = n != NULL ? TAU_HMAP_ENTRY(n, struct peer_calls, node) : NULL;
+	if (p == NULL) {
+		size_t len = strlen(c->peer_key);
+
+		p = calloc(1, sizeof(*p) + len + 1);
+		if (p != NULL) {
+			memcpy(p->key, c->peer_key, len + 1);
+			tau_hmap_insert(&srv->peers, &p->node, p->key);
+		}
+	}
+	if (p == NULL) {
+		ok = true; /* out of memory: the peer goes uncounted rather than refused */
+	} else if (p->calls >= srv->opts.max_calls_per_peer) {
+		srv->stats.refused_peer_cap++;
+		ok = false;
+	} else {
+		p->calls++;
+		c->peer_counted = true;
+	}
+	pthread_mutex_unlock(&srv->mu);
+	return ok;
+}
+
+static void server_call_gone(tau_rpc_server *srv, tau_rpc_call *c)
 {
 	pthread_mutex_lock(&srv->mu);
+	if (c->peer_counted) {
+		tau_hmap_node *n = tau_hmap_get(&srv->peers, c->peer_key);
+
+		if (n != NULL) {
+			struct peer_calls *p = TAU_HMAP_ENTRY(n, struct peer_calls, node);
+
+			if (--p->calls <= 0) {
+				tau_hmap_remove(&srv->peers, &p->node);
+				free(p);
+			}
+		}
+		c->peer_counted = false;
+	}
 	srv->live_calls--;
 	pthread_cond_broadcast(&srv->cond);
 	pthread_mutex_unlock(&srv->mu);
@@ -229,6 +287,7 @@ static void call_free(tau_rpc_call *c)
 	free(c->peer_identity);
 	free(c->peer_cn);
 	free(c->peer_address);
+	free(c->peer_key);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
@@ -286,8 +345,8 @@ static void maybe_done_unlock(tau_rpc_call *c)
 	if (c->method->m.on_done != NULL)
 		c->method->m.on_done(c, end_reason(c), c->method->m.ud);
 	grpc_call_unref(gcall);
+	server_call_gone(srv, c);
 	tau_rpc_call_unref(c);
-	server_call_gone(srv);
 }
 
 /* ---- sending ------------------------------------------------------------------------------ */
@@ -547,6 +606,8 @@ static void on_close_done(struct tau_rpc_tag *t, bool ok)
 
 static int arm_slot(struct request_slot *slot);
 
+static void copy_auth(tau_rpc_call *c, grpc_auth_context *ctx);
+
 static void copy_peer(tau_rpc_call *c)
 {
 	grpc_auth_context *ctx = grpc_call_auth_context(c->call);
@@ -556,8 +617,23 @@ static void copy_peer(tau_rpc_call *c)
 		c->peer_address = strdup(peer);
 		gpr_free(peer);
 	}
-	if (ctx == NULL)
-		return;
+	if (ctx != NULL)
+		copy_auth(c, ctx);
+	if (c->peer_identity != NULL) {
+		c->peer_key = strdup(c->peer_identity);
+	} else if (c->peer_address != NULL) {
+		/* "ipv4:10.0.0.7:43242", "ipv6:[::1]:43242": one host, whatever its ports. */
+		const char *colon = strrchr(c->peer_address, ':');
+		size_t n = colon != NULL && colon > strchr(c->peer_address, ':')
+		                   ? (size_t)(colon - c->peer_address)
+		                   : strlen(c->peer_address);
+
+		c->peer_key = strndup(c->peer_address, n);
+	}
+}
+
+static void copy_auth(tau_rpc_call *c, grpc_auth_context *ctx)
+{
 	{
 		grpc_auth_property_iterator it =
 		        grpc_auth_context_find_properties_by_name(ctx, "transport_security_type");
@@ -579,7 +655,7 @@ static void copy_peer(tau_rpc_call *c)
 	grpc_auth_context_release(ctx);
 }
 
-static int copy_metadata(tau_rpc_call *c, const grpc_metadata_array *md)
+static int copy_metadata(tau_rpc_call *c, const grpc_metadata_array *md, size_t max_bytes)
 {
 	size_t total = 0;
 
@@ -594,9 +670,11 @@ static int copy_metadata(tau_rpc_call *c, const grpc_metadata_array *md)
 	for (size_t i = 0; i < md->count; i++) {
 		total += GRPC_SLICE_LENGTH(md->metadata[i].key) +
 		         GRPC_SLICE_LENGTH(md->metadata[i].value);
-		if (total > MAX_METADATA_BYTES)
-			return tau_error_set(TAU_ETOOBIG, "metadata over %d bytes",
-			                     MAX_METADATA_BYTES);
+		if (total > max_bytes)
+			return tau_error_set(TAU_ETOOBIG,
+			                     "request metadata over %zu bytes (a bearer token may "
+			                     "have up to 16 KiB)",
+			                     max_bytes);
 		c->md[i].key = dup_slice(md->metadata[i].key);
 		c->md[i].value = dup_slice(md->metadata[i].value);
 		c->n_md = i + 1;
@@ -645,7 +723,7 @@ static void start_call(struct request_slot *slot)
 		c->has_deadline = true;
 		c->deadline = gpr_convert_clock_type(slot->deadline, GPR_CLOCK_MONOTONIC);
 	}
-	rc = copy_metadata(c, &slot->md);
+	rc = copy_metadata(c, &slot->md, srv->opts.max_metadata_bytes);
 	grpc_metadata_array_destroy(&slot->md);
 	grpc_metadata_array_init(&slot->md);
 	copy_peer(c);
@@ -677,10 +755,25 @@ static void start_call(struct request_slot *slot)
 	pthread_mutex_unlock(&c->mu);
 
 	if (rc < 0) {
+		/* Too many or too large headers: this stream only; the connection goes on. */
+		if (rc == -TAU_ETOOBIG) {
+			pthread_mutex_lock(&srv->mu);
+			srv->stats.refused_metadata++;
+			pthread_mutex_unlock(&srv->mu);
+		}
 		tau_rpc_call_finish(c,
-		                    rc == -TAU_ENOMEM ? TAU_RPC_RESOURCE_EXHAUSTED
-		                                      : TAU_RPC_INVALID_ARGUMENT,
+		                    rc == -TAU_ENOMEM || rc == -TAU_ETOOBIG
+		                            ? TAU_RPC_RESOURCE_EXHAUSTED
+		                            : TAU_RPC_INVALID_ARGUMENT,
 		                    tau_error_last()->msg);
+		goto unpend;
+	}
+	if (!peer_take(srv, c)) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "too many calls open from %.160s (at most %d per peer)",
+		         c->peer_key, srv->opts.max_calls_per_peer);
+		tau_rpc_call_finish(c, TAU_RPC_RESOURCE_EXHAUSTED, msg);
 		goto unpend;
 	}
 	if (me->m.on_start != NULL) {
@@ -885,6 +978,12 @@ size_t tau_rpc_server_channel_args(grpc_arg *args, tau_rpc_server_opts *o)
 		o->max_message_bytes = (size_t)INT32_MAX;
 	if (o->max_send_queue == 0)
 		o->max_send_queue = DEFAULT_SEND_QUEUE;
+	if (o->max_metadata_bytes == 0)
+		o->max_metadata_bytes = TAU_RPC_DEFAULT_MAX_METADATA;
+	if (o->max_metadata_bytes > (size_t)INT32_MAX / 4)
+		o->max_metadata_bytes = (size_t)INT32_MAX / 4;
+	if (o->max_calls_per_peer < 0)
+		o->max_calls_per_peer = 0;
 	if (o->keepalive_time_ms <= 0)
 		o->keepalive_time_ms = DEFAULT_KEEPALIVE_MS;
 	if (o->keepalive_timeout_ms <= 0)
@@ -913,6 +1012,15 @@ size_t tau_rpc_server_channel_args(grpc_arg *args, tau_rpc_server_opts *o)
 	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_BDP_PROBE, 0);
 	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
 	                    o->stream_window_bytes);
+	/*
+	 * grpc 1.51 stops decoding a header block over its limit, losing the connection's HPACK
+	 * state (every stream on it ends): keep that limit far above ours, which refuses one
+	 * stream and leaves the connection alone.
+	 */
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_METADATA_SIZE,
+	                    (int)(o->max_metadata_bytes * 2 > TAU_RPC_CORE_METADATA_MIN
+	                                  ? o->max_metadata_bytes * 2
+	                                  : TAU_RPC_CORE_METADATA_MIN));
 	if (o->max_concurrent_streams > 0)
 		tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_CONCURRENT_STREAMS,
 		                    o->max_concurrent_streams);
@@ -932,6 +1040,12 @@ int tau_rpc_server_new(tau_rpc_server **out, const tau_rpc_server_opts *opts)
 	pthread_mutex_init(&srv->mu, NULL);
 	pthread_cond_init(&srv->cond, NULL);
 	srv->shutdown_tag.fn = on_shutdown_done;
+	if (tau_hmap_init(&srv->peers, 64) < 0) {
+		pthread_mutex_destroy(&srv->mu);
+		pthread_cond_destroy(&srv->cond);
+		free(srv);
+		return tau_error_set(TAU_ENOMEM, "rpc server");
+	}
 
 	grpc_init();
 	cargs.num_args = tau_rpc_server_channel_args(args, &srv->opts);
@@ -1154,6 +1268,15 @@ void tau_rpc_server_free(tau_rpc_server *srv)
 		free(srv->methods[i]);
 	}
 	free(srv->methods);
+	{
+		tau_hmap_iter it;
+		tau_hmap_node *n;
+
+		tau_hmap_iter_init(&it, &srv->peers);
+		while ((n = tau_hmap_iter_next(&it)) != NULL)
+			free(TAU_HMAP_ENTRY(n, struct peer_calls, node));
+		tau_hmap_destroy(&srv->peers);
+	}
 	pthread_mutex_destroy(&srv->mu);
 	pthread_cond_destroy(&srv->cond);
 	free(srv);
@@ -1170,7 +1293,19 @@ size_t tau_rpc_server_live_calls(tau_rpc_server *srv)
 	return n;
 }
 
+void tau_rpc_server_stats_get(tau_rpc_server *srv, tau_rpc_server_stats *out)
+{
+	pthread_mutex_lock(&srv->mu);
+	*out = srv->stats;
+	pthread_mutex_unlock(&srv->mu);
+}
+
 /* ---- call accessors ----------------------------------------------------------------------- */
+
+const char *tau_rpc_call_peer_key(const tau_rpc_call *call)
+{
+	return call->peer_key;
+}
 
 const char *tau_rpc_call_method(const tau_rpc_call *call)
 {

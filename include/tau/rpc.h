@@ -44,6 +44,19 @@ typedef enum tau_rpc_code {
 
 /** Default cap on one received (and sent) message: 1 MiB. */
 #define TAU_RPC_DEFAULT_MAX_MESSAGE (1024u * 1024u)
+/**
+ * Default cap on one call's request metadata, keys and values together: 20 KiB, so a 16 KiB
+ * bearer token fits with the usual headers. Over it the call alone ends RESOURCE_EXHAUSTED.
+ */
+#define TAU_RPC_DEFAULT_MAX_METADATA (20u * 1024u)
+/**
+ * The gRPC core's own limit on request headers (GRPC_ARG_MAX_METADATA_SIZE): at least 128 KiB,
+ * twice the layer's cap when that is larger. Headers between the layer's cap and this one are
+ * refused on their own stream; beyond it grpc 1.51 refuses the stream RESOURCE_EXHAUSTED but
+ * stops decoding the header block, so its HPACK state is lost and the connection (every stream
+ * on it) ends UNAVAILABLE: only the offending client's own connection.
+ */
+#define TAU_RPC_CORE_METADATA_MIN (128u * 1024u)
 /** Longest status message kept in a tau_rpc_status, including the NUL. */
 #define TAU_RPC_STATUS_MSG_MAX 256
 
@@ -143,6 +156,16 @@ typedef struct tau_rpc_method {
 typedef struct tau_rpc_server_opts {
 	/** Cap on one received message, checked by the core before decoding; 1 MiB. */
 	size_t max_message_bytes;
+	/**
+	 * Cap on one call's request metadata (keys + values); TAU_RPC_DEFAULT_MAX_METADATA.
+	 * The core's own limit is set well above it (TAU_RPC_CORE_METADATA_MIN).
+	 */
+	size_t max_metadata_bytes;
+	/**
+	 * Calls open at once from one peer (its verified TLS identity, else its address without
+	 * the port); more are ended RESOURCE_EXHAUSTED before any handler runs. 0: no cap.
+	 */
+	int max_calls_per_peer;
 	/** Messages queued per call before tau_rpc_call_send fails -TAU_EAGAIN; 1024. */
 	size_t max_send_queue;
 	/** Ping an idle connection after this long; 30000 ms. */
@@ -213,6 +236,21 @@ void tau_rpc_server_free(tau_rpc_server *srv);
 
 /** Number of calls started and not yet done (for tests and metrics). Thread-safe. */
 size_t tau_rpc_server_live_calls(tau_rpc_server *srv);
+
+/** Calls the layer refused before any handler ran (counts since start). */
+typedef struct tau_rpc_server_stats {
+	uint64_t refused_peer_cap; /**< over max_calls_per_peer */
+	uint64_t refused_metadata; /**< request metadata over max_metadata_bytes or 64 entries */
+} tau_rpc_server_stats;
+
+/** Fill `out` with the server's counters. Thread-safe. */
+void tau_rpc_server_stats_get(tau_rpc_server *srv, tau_rpc_server_stats *out);
+
+/**
+ * The key a server counts a call's peer by: its verified TLS identity when it has one, else
+ * its address without the port ("ipv4:10.0.0.7"). Lends; valid as long as the handle.
+ */
+const char *tau_rpc_call_peer_key(const tau_rpc_call *call);
 
 /**
  * Queue a message on a call: it is packed now (so `msg` may be freed on return) and sent when

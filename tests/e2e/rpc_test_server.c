@@ -3,8 +3,9 @@
  * lib/rpc, for the interoperability tests (tests/e2e/test_rpc_interop.py).
  *
  * Usage: rpc_test_server [--listen ADDR] [--token T] [--tls-cert F --tls-key F
- *        [--client-ca F [--require-client-cert]]]
- * Prints "ready <port>" on stdout once serving; SIGTERM or SIGINT shuts it down gracefully.
+ *        [--client-ca F [--require-client-cert]]] [--max-calls-per-peer N]
+ * Prints "ready <port>" on stdout once serving; SIGTERM or SIGINT shuts it down gracefully,
+ * printing "stats refused_peer_cap=N refused_metadata=N" first.
  * With --token, every method except health needs "authorization: Bearer T".
  * GetNode answers "missing" with NOT_FOUND and reports in status.reasons what it saw:
  * "peer:<TLS identity or ->", "cn:<common name or ->", "tls:<0|1>".
@@ -321,6 +322,8 @@ int main(int argc, char **argv)
 	const char *cert = NULL, *key = NULL, *client_ca = NULL;
 	bool require_client_cert = false;
 	tau_rpc_server_tls tls = {0};
+	tau_rpc_server_opts opts = {0};
+	tau_rpc_server_stats stats;
 	tau_rpc_server *srv = NULL;
 	sigset_t sigs;
 	int sig = 0;
@@ -362,7 +365,7 @@ int main(int argc, char **argv)
 		if (v == NULL) {
 			fprintf(stderr, "usage: rpc_test_server [--listen A] [--token T] "
 			                "[--tls-cert F --tls-key F [--client-ca F "
-			                "[--require-client-cert]]]\n");
+			                "[--require-client-cert]]] [--max-calls-per-peer N]\n");
 			return 2;
 		}
 		if (strcmp(a, "--listen") == 0)
@@ -375,6 +378,8 @@ int main(int argc, char **argv)
 			key = v;
 		else if (strcmp(a, "--client-ca") == 0)
 			client_ca = v;
+		else if (strcmp(a, "--max-calls-per-peer") == 0)
+			opts.max_calls_per_peer = atoi(v);
 		else {
 			fprintf(stderr, "rpc_test_server: unknown option %s\n", a);
 			return 2;
@@ -387,7 +392,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	if (tau_rpc_server_new(&srv, NULL) < 0 || tau_rpc_health_new(&health) < 0)
+	if (tau_rpc_server_new(&srv, &opts) < 0 || tau_rpc_health_new(&health) < 0)
 		goto fail;
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (tau_rpc_server_add_method(srv, &methods[i]) < 0)
@@ -423,6 +428,11 @@ int main(int argc, char **argv)
 	printf("ready %d\n", port);
 	fflush(stdout);
 	sigwait(&sigs, &sig);
+	tau_rpc_server_stats_get(srv, &stats);
+	printf("stats refused_peer_cap=%llu refused_metadata=%llu\n",
+	       (unsigned long long)stats.refused_peer_cap,
+	       (unsigned long long)stats.refused_metadata);
+	fflush(stdout);
 	tau_rpc_health_set_all_not_serving(health);
 	tau_rpc_server_shutdown(srv, 1000);
 	tau_rpc_server_free(srv);

@@ -289,6 +289,121 @@ class PythonClientToCServer(unittest.TestCase):
         self.assertEqual(node.status.name, "ok")
 
 
+class LiveReport:
+    """A Report stream kept open: reports are fed one at a time, acks read as they come."""
+
+    def __init__(self, channel, token=TOKEN):
+        fn = channel.stream_stream(INV + "Report", request_serializer=lambda m: m.SerializeToString(),
+                                   response_deserializer=pb.ReportAck.FromString)
+        self.q = queue.Queue()
+        self.call = fn(iter(self.q.get, None), timeout=120, metadata=call_options(token))
+
+    def ack(self, seq):
+        """Send one report and wait for its ack."""
+        if seq == 1:
+            self.q.put(pb.AgentReport(seq=1, inventory=pb.NodeInventory(node_name="gpu-node-1")))
+        else:
+            self.q.put(pb.AgentReport(seq=seq, heartbeat=pb.Heartbeat(sent_unix_ms=seq)))
+        return next(self.call)
+
+    def close(self):
+        self.q.put(None)
+        return list(self.call)
+
+
+class ServerLimits(unittest.TestCase):
+    """Oversized request headers and the per-peer call cap: one stream refused, the rest of the
+    connection and the peer's other calls untouched."""
+
+    def check_health(self, channel, token=TOKEN):
+        fn = channel.unary_unary(HEALTH + "Check", request_serializer=lambda m: m.SerializeToString(),
+                                 response_deserializer=hpb.HealthCheckResponse.FromString)
+        return fn(hpb.HealthCheckRequest(), timeout=10, metadata=call_options(token))
+
+    def pool(self, channel, token=TOKEN):
+        fn = channel.unary_unary(QRY + "GetPool", request_serializer=lambda m: m.SerializeToString(),
+                                 response_deserializer=qpb.Pool.FromString)
+        return fn(qpb.GetPoolRequest(), timeout=10, metadata=call_options(token))
+
+    def test_oversized_token_fails_its_own_stream(self):
+        proc, port = start_c_server("--token", TOKEN)
+        try:
+            channel = grpc.insecure_channel("127.0.0.1:%d" % port)
+            good = LiveReport(channel)
+            self.assertEqual(good.ack(1).status, pb.ACK_STATUS_OK)
+            # 16 KiB, as docs promise: past the header caps, refused only for being wrong.
+            with self.assertRaises(grpc.RpcError) as cm:
+                self.pool(channel, token="t" * 16384)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAUTHENTICATED, cm.exception.details())
+            seq = 2
+            for size in (20 * 1024, 64 * 1024):
+                with self.subTest(size=size):
+                    with self.assertRaises(grpc.RpcError) as cm:
+                        self.pool(channel, token="t" * size)
+                    self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+                    self.assertIn("request metadata over 20480 bytes", cm.exception.details())
+                    # The stream sharing the connection still reports, the next call works.
+                    self.assertEqual(good.ack(seq).seq, seq)
+                    seq += 1
+                    self.assertEqual(self.pool(channel).flavors[0].name, "h100")
+            # A bearer token as a Report stream's own header: the same, on the same connection.
+            bad = LiveReport(channel, token="t" * (64 * 1024))
+            with self.assertRaises(grpc.RpcError) as cm:
+                bad.ack(1)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertEqual(good.ack(seq).seq, seq)
+            self.assertEqual([a.seq for a in good.close()], [])
+            # Past the core's own limit (128 KiB) grpc 1.51 refuses the stream too, but loses the
+            # connection's header-compression state, so that connection may end (docs/SECURITY.md);
+            # the server itself goes on serving new connections.
+            with self.assertRaises(grpc.RpcError) as cm:
+                self.pool(channel, token="t" * (200 * 1024))
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            channel.close()
+            fresh = grpc.insecure_channel("127.0.0.1:%d" % port)
+            self.assertEqual(self.pool(fresh).flavors[0].name, "h100")
+            fresh.close()
+        finally:
+            self.assertEqual(proc.stop(), 0)
+        stats = proc.wait_line(lambda l: l.startswith("stats "))
+        self.assertIn("refused_metadata=3", stats)
+
+    def test_calls_per_peer_cap(self):
+        proc, port = start_c_server("--token", TOKEN, "--max-calls-per-peer", "3")
+        try:
+            channel = grpc.insecure_channel("127.0.0.1:%d" % port)
+            # A second connection from the same host counts against the same peer.
+            other = grpc.insecure_channel("127.0.0.1:%d" % port, options=[("grpc.use_local_subchannel_pool", 1)])
+            open_ = [LiveReport(channel), LiveReport(channel), LiveReport(other)]
+            for r in open_:
+                self.assertEqual(r.ack(1).status, pb.ACK_STATUS_OK)
+            with self.assertRaises(grpc.RpcError) as cm:
+                self.pool(channel)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn("too many calls open from ipv4:127.0.0.1 (at most 3 per peer)",
+                          cm.exception.details())
+            # The refusal ended nothing else; a call that ends frees its slot.
+            self.assertEqual(open_[0].ack(2).seq, 2)
+            open_[2].close()
+            wait_for_ok = time.monotonic() + 20
+            while True:
+                try:
+                    self.assertEqual(self.pool(other).flavors[0].name, "h100")
+                    break
+                except grpc.RpcError as e:
+                    # The server may see the closed stream's end a moment after the client.
+                    if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or time.monotonic() > wait_for_ok:
+                        raise
+            for r in open_[:2]:
+                r.close()
+            channel.close()
+            other.close()
+        finally:
+            self.assertEqual(proc.stop(), 0)
+        stats = proc.wait_line(lambda l: l.startswith("stats "))
+        self.assertNotIn("refused_peer_cap=0 ", stats)
+
+
 class PythonClientToCServerTls(PythonClientToCServer):
     """The same calls over mTLS; the server sees the client's certificate identity."""
 
