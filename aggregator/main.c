@@ -501,6 +501,9 @@ int main(int argc, char **argv)
 	acfg.heartbeat_interval_s = (int)(o.heartbeat_ms / 1000);
 	acfg.max_pool_watchers = (size_t)o.max_pool_watchers;
 	sopts.max_concurrent_streams = o.max_concurrent_streams;
+	sopts.max_calls_per_peer = o.max_streams_per_peer;
+	acfg.max_pending_reviews = (size_t)o.max_pending_reviews;
+	acfg.max_reviews_per_peer = (size_t)o.max_reviews_per_peer;
 	if (o.allow_anonymous_queries) {
 		tau_log_warn("queries are not authenticated: anyone who reaches the gRPC port may "
 		             "read the inventory and workspaces",

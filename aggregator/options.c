@@ -50,14 +50,20 @@ void tau_agg_options_usage(FILE *out)
 	      "                               (logged; default: TokenReview + "
 	      "SubjectAccessReview)\n"
 	      "                               [TAU_ALLOW_ANONYMOUS_QUERIES=1]\n"
-	      "  --max-pending-reviews N      query token reviews queued before "
-	      "RESOURCE_EXHAUSTED\n"
+	      "  --max-pending-reviews N      token reviews queued before RESOURCE_EXHAUSTED,\n"
+	      "                               for queries and for Report streams each\n"
 	      "                               (default 256) [TAU_MAX_PENDING_REVIEWS]\n"
+	      "  --max-reviews-per-peer N     Report token reviews queued or running per peer\n"
+	      "                               (default 8) [TAU_MAX_REVIEWS_PER_PEER]\n"
+	      "  --max-streams-per-peer N     gRPC calls open at once per peer (TLS identity,\n"
+	      "                               else address; default 256) "
+	      "[TAU_MAX_STREAMS_PER_PEER]\n"
 	      "  --max-pool-watchers N        open WatchPool streams before RESOURCE_EXHAUSTED\n"
 	      "                               (default 1024) [TAU_MAX_POOL_WATCHERS]\n"
 	      "  --max-concurrent-streams N   HTTP/2 streams per connection (default 1000)\n"
-	      "                               [TAU_MAX_CONCURRENT_STREAMS]\n"
-	      "  --log-level LEVEL            debug|info|warn|error [TAU_LOG_LEVEL]\n"
+	      "                               [TAU_MAX_CONCURRENT_STREAMS]\n",
+	      out);
+	fputs("  --log-level LEVEL            debug|info|warn|error [TAU_LOG_LEVEL]\n"
 	      "  --feature-gates LIST         Name=true|false,... (known: MultipleWorkspaces)\n"
 	      "                               [TAU_FEATURE_GATES]\n"
 	      "\n"
@@ -220,13 +226,15 @@ enum {
 	O_ANON,
 	O_PENDING,
 	O_WATCHERS,
-	O_STREAMS
+	O_STREAMS,
+	O_PEER_REVIEWS,
+	O_PEER_STREAMS
 };
 
 /* Flags whose text is parsed after the environment is merged. */
 typedef struct raw_flags {
 	const char *sync, *heartbeat, *log_level, *gates, *ns_mode, *coalesce, *resync;
-	const char *max_pending, *max_watchers, *max_streams;
+	const char *max_pending, *max_watchers, *max_streams, *peer_reviews, *peer_streams;
 	bool leader_elect, no_ws, anonymous;
 } raw_flags;
 
@@ -261,6 +269,8 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 	        {"max-pending-reviews", required_argument, NULL, O_PENDING},
 	        {"max-pool-watchers", required_argument, NULL, O_WATCHERS},
 	        {"max-concurrent-streams", required_argument, NULL, O_STREAMS},
+	        {"max-reviews-per-peer", required_argument, NULL, O_PEER_REVIEWS},
+	        {"max-streams-per-peer", required_argument, NULL, O_PEER_STREAMS},
 	        {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -353,6 +363,12 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 		case O_STREAMS:
 			r->max_streams = optarg;
 			break;
+		case O_PEER_REVIEWS:
+			r->peer_reviews = optarg;
+			break;
+		case O_PEER_STREAMS:
+			r->peer_streams = optarg;
+			break;
 		default:
 			return tau_parse_getopt_error(c, argv);
 		}
@@ -424,6 +440,14 @@ static int parse_values(tau_agg_options *o, const raw_flags *r, tau_agg_env_fn e
 	              &from)) != NULL &&
 	    (rc = tau_parse_int(&o->max_concurrent_streams, from, v, 1, 1000000)) < 0)
 		return rc;
+	if ((v = pick(r->peer_reviews, "--max-reviews-per-peer", env, "TAU_MAX_REVIEWS_PER_PEER",
+	              &from)) != NULL &&
+	    (rc = tau_parse_int(&o->max_reviews_per_peer, from, v, 1, 1000000)) < 0)
+		return rc;
+	if ((v = pick(r->peer_streams, "--max-streams-per-peer", env, "TAU_MAX_STREAMS_PER_PEER",
+	              &from)) != NULL &&
+	    (rc = tau_parse_int(&o->max_streams_per_peer, from, v, 1, 1000000)) < 0)
+		return rc;
 	if (r->no_ws) {
 		o->no_workspace_controller = true;
 	} else if ((v = env("TAU_WORKSPACE_CONTROLLER")) != NULL && v[0] != '\0') {
@@ -477,6 +501,8 @@ int tau_agg_options_parse(tau_agg_options *o, int argc, char **argv, tau_agg_env
 	o->max_pending_reviews = 256;
 	o->max_pool_watchers = 1024;
 	o->max_concurrent_streams = 1000;
+	o->max_reviews_per_peer = 8;
+	o->max_streams_per_peer = 256;
 	if (env == NULL)
 		env = real_getenv;
 	if ((rc = read_flags(o, &r, argc, argv)) < 0)

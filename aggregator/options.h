@@ -60,6 +60,8 @@ typedef struct tau_agg_options {
 	/** --max-concurrent-streams / TAU_MAX_CONCURRENT_STREAMS: HTTP/2 streams per connection;
 	 * 1000 */
 	int max_concurrent_streams;
+	int max_reviews_per_peer; /**< --max-reviews-per-peer / TAU_MAX_REVIEWS_PER_PEER; 8 */
+	int max_streams_per_peer; /**< --max-streams-per-peer / TAU_MAX_STREAMS_PER_PEER; 256 */
 	tau_log_level log_level;
 	/* workspace controller */
 	tau_agg_ns_mode namespace_mode; /**< --namespace-mode / TAU_NAMESPACE_MODE */

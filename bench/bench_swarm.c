@@ -5,11 +5,12 @@
  * The server is this program re-executed (--serve) in a child process, so its memory is the
  * aggregator's alone: the real handler code of aggregator/inventory/service.c (validation, the node
  * store, the pool, the sync gate, coalesced WatchPool), with a stub TokenReview (token
- * "node:<name>" is the agent ServiceAccount bound to <name>; reviews are cached as in
- * production, so this costs one call per agent) and N Nodes fed to the store as the Node
- * informer would (no kube-sim: the figure is the aggregator's, not the API server's).
- * With --compare-bare a second child (--serve-bare) is the floor: the C core with
- * lib/rpc_server.c's channel arguments, reading each report's bytes and acking it, no more.
+ * AGENT_JWT "<name>" is the agent ServiceAccount bound to <name>: JWT-shaped, with the agent's
+ * sub, as the aggregator wants before it reviews; the node name is its signature segment; reviews
+ * are cached as in production, so this costs one call per agent) and N Nodes fed to the store as
+ * the Node informer would (no kube-sim: the figure is the aggregator's, not the API server's). With
+ * --compare-bare a second child (--serve-bare) is the floor: the C core with lib/rpc_server.c's
+ * channel arguments, reading each report's bytes and acking it, no more.
  *
  * The parent plays N agents as N Report streams over --channels connections:
  *   1. connect: every agent opens its stream and sends its full inventory (seq 1); time until
@@ -91,18 +92,24 @@ static void node_name(char *buf, size_t cap, int i)
 
 /* ---- server (child) ------------------------------------------------------------------------ */
 
+/* {"alg":"RS256"} . {"sub":"system:serviceaccount:tau-system:tau-node-agent"} . */
+#define AGENT_JWT                                                                                  \
+	"eyJhbGciOiJSUzI1NiJ9."                                                                    \
+	"eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGF1LXN5c3RlbTp0YXUtbm9kZS1hZ2"                   \
+	"VudCJ9."
+
 static int stub_review(void *ud, const char *token, tau_auth_review *out)
 {
 	(void)ud;
 	memset(out, 0, sizeof(*out));
-	if (strncmp(token, "node:", 5) != 0) {
+	if (strncmp(token, AGENT_JWT, strlen(AGENT_JWT)) != 0) {
 		snprintf(out->error, sizeof(out->error), "unknown token");
 		return 0;
 	}
 	out->authenticated = true;
 	snprintf(out->username, sizeof(out->username),
 	         "system:serviceaccount:tau-system:tau-node-agent");
-	snprintf(out->node_name, sizeof(out->node_name), "%s", token + 5);
+	snprintf(out->node_name, sizeof(out->node_name), "%s", token + strlen(AGENT_JWT));
 	return 0;
 }
 
@@ -134,7 +141,10 @@ static int serve(int agents)
 {
 	tau_agg_config cfg = {.agent_user = "system:serviceaccount:tau-system:tau-node-agent",
 	                      .review = stub_review,
-	                      .sync_timeout_ms = 3600000};
+	                      .sync_timeout_ms = 3600000,
+	                      /* every agent comes from this one host at once */
+	                      .max_pending_reviews = (size_t)agents + 16,
+	                      .max_reviews_per_peer = (size_t)agents + 16};
 	tau_agg *agg = NULL;
 	tau_rpc_server *srv = NULL;
 	tau_rpc_server_opts opts = {.requests_per_method = SERVER_REQUESTS_ARMED,
@@ -764,7 +774,7 @@ static int run(bool bare, int n_agents, int n_channels, int reports, int samples
 	t0 = now_s();
 	for (int i = 0; i < n_agents; i++) {
 		agent *a = &agents[i];
-		char token[64];
+		char token[192];
 		tau_rpc_channel *ch = chans[i % n_channels];
 		tau_rpc_stream_opts so = {.path = REPORT,
 		                          .response = &tau__inventory__v1__report_ack__descriptor,
@@ -776,9 +786,9 @@ static int run(bool bare, int n_agents, int n_channels, int reports, int samples
 
 		a->index = i;
 		node_name(a->name, sizeof(a->name), i);
-		/* Tokens are per node; a channel's token applies to the streams opened after it. */
-		snprintf(token, sizeof(token), "node:%s", a->name);
-		tau_rpc_channel_set_bearer_token(ch, token);
+		/* Tokens are per node: each stream sends its own on every attempt. */
+		snprintf(token, sizeof(token), AGENT_JWT "%s", a->name);
+		so.bearer_token = token;
 		if (tau_rpc_stream_open(&a->stream, ch, &so) < 0)
 			die("stream");
 	}

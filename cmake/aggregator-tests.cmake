@@ -13,6 +13,7 @@ if(TAU_PYTHON_TESTS)
       LABELS e2e python
       ENVIRONMENT "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>"
                   "TAU_AGENT_BIN=$<TARGET_FILE:tau-node-agent>" "TAU_CLI_BIN=$<TARGET_FILE:tau-cli>"
+                  "TAU_RPC_TEST_CLIENT=$<TARGET_FILE:rpc_test_client>"
                   "TAU_PROTOC=${TAU_PROTOC}" "TAU_OPENSSL=${TAU_OPENSSL}"
                   "TAU_PROTO_DIR=${PROJECT_SOURCE_DIR}/proto"
                   "TAU_GRPC_PROTO_DIR=${TAU_GRPC_PROTO_DIR}" "TAU_SIM_PYTHON=${PYTHON3}")

@@ -72,6 +72,7 @@ struct tau_rpc_stream {
 	tau_rpc_channel *ch;
 	tau_rpc_stream_opts o;
 	char *path;
+	char *auth_value; /* "Bearer <opts.bearer_token>", or NULL: the channel's */
 	uint8_t *request;
 	size_t request_len;
 	bool has_request;
@@ -294,26 +295,34 @@ int tau_rpc_channel_new(tau_rpc_channel **out, const tau_rpc_channel_opts *opts)
 	return 0;
 }
 
+/* "Bearer <token>" into *out (malloc'd), checked to be a legal header value. */
+static int bearer_value(char **out, const char *token)
+{
+	size_t n = strlen(token) + sizeof("Bearer ");
+	char *value = malloc(n);
+	grpc_slice probe;
+
+	if (value == NULL)
+		return tau_error_set(TAU_ENOMEM, "bearer token");
+	snprintf(value, n, "Bearer %s", token);
+	probe = grpc_slice_from_static_string(value);
+	if (!grpc_header_nonbin_value_is_legal(probe) || token[0] == '\0') {
+		free(value);
+		return tau_error_set(TAU_EINVAL, "bearer token is not a legal header value");
+	}
+	*out = value;
+	return 0;
+}
+
 int tau_rpc_channel_set_bearer_token(tau_rpc_channel *ch, const char *token)
 {
 	char *value = NULL;
 
 	if (token != NULL) {
-		size_t n = strlen(token) + sizeof("Bearer ");
-		grpc_slice probe;
-		bool legal;
+		int rc = bearer_value(&value, token);
 
-		value = malloc(n);
-		if (value == NULL)
-			return tau_error_set(TAU_ENOMEM, "bearer token");
-		snprintf(value, n, "Bearer %s", token);
-		probe = grpc_slice_from_static_string(value);
-		legal = grpc_header_nonbin_value_is_legal(probe) && token[0] != '\0';
-		if (!legal) {
-			free(value);
-			return tau_error_set(TAU_EINVAL,
-			                     "bearer token is not a legal header value");
-		}
+		if (rc < 0)
+			return rc;
 	}
 	pthread_mutex_lock(&ch->auth_mu);
 	free(ch->auth_value);
@@ -762,7 +771,14 @@ static int start_attempt_locked(tau_rpc_stream *s)
 	s->have_local_status = false;
 	s->st = GRPC_STATUS_UNKNOWN;
 
-	n_md = auth_metadata(s->ch, md);
+	if (s->auth_value != NULL) {
+		memset(md, 0, sizeof(md[0]));
+		md[0].key = grpc_slice_from_static_string("authorization");
+		md[0].value = grpc_slice_from_copied_string(s->auth_value);
+		n_md = 1;
+	} else {
+		n_md = auth_metadata(s->ch, md);
+	}
 	memset(ops, 0, sizeof(ops));
 	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
 	ops[0].data.send_initial_metadata.count = n_md;
@@ -890,6 +906,12 @@ int tau_rpc_stream_open(tau_rpc_stream **out, tau_rpc_channel *ch, const tau_rpc
 		goto fail;
 	}
 	s->o.path = s->path;
+	if (opts->bearer_token != NULL) {
+		rc = bearer_value(&s->auth_value, opts->bearer_token);
+		if (rc < 0)
+			goto fail;
+		s->o.bearer_token = NULL;
+	}
 	if (opts->request != NULL) {
 		grpc_byte_buffer *bb = NULL;
 
@@ -932,6 +954,7 @@ int tau_rpc_stream_open(tau_rpc_stream **out, tau_rpc_channel *ch, const tau_rpc
 	return 0;
 fail:
 	free(s->path);
+	free(s->auth_value);
 	free(s->request);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cond);
@@ -1039,6 +1062,7 @@ int tau_rpc_stream_free(tau_rpc_stream *s)
 	grpc_metadata_array_destroy(&s->init_md);
 	grpc_metadata_array_destroy(&s->trail_md);
 	free(s->path);
+	free(s->auth_value);
 	free(s->request);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cond);

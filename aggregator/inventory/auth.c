@@ -160,6 +160,111 @@ static int token_claims(cJSON **out, const char *token)
 	return 0;
 }
 
+/* Decode one base64url JWT segment [p, end) into buf; returns its length or -1. */
+static long b64url_segment(unsigned char *buf, size_t cap, const char *p, const char *end)
+{
+	uint32_t acc = 0;
+	int bits = 0;
+	size_t n = 0;
+
+	if (p == end || (size_t)(end - p) / 4 * 3 + 3 > cap)
+		return -1;
+	for (; p < end; p++) {
+		int v = *p == '=' ? -2 : b64url_value(*p);
+
+		if (v == -2)
+			break;
+		if (v < 0)
+			return -1;
+		acc = (acc << 6) | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			buf[n++] = (unsigned char)(acc >> bits);
+		}
+	}
+	for (; p < end; p++)
+		if (*p != '=')
+			return -1;
+	return (long)n;
+}
+
+/* True when `token` is header.claims.signature, base64url, the header a JSON object. */
+static bool jwt_shaped(const char *token)
+{
+	const char *p1 = strchr(token, '.');
+	const char *p2 = p1 != NULL ? strchr(p1 + 1, '.') : NULL;
+	const char *end = p2 != NULL ? p2 + 1 + strlen(p2 + 1) : NULL;
+	unsigned char buf[1024];
+	cJSON *header = NULL;
+	long n;
+	bool ok;
+
+	if (p2 == NULL || strchr(p2 + 1, '.') != NULL || end == p2 + 1)
+		return false;
+	for (const char *c = p2 + 1; c < end; c++)
+		if (b64url_value(*c) < 0 && *c != '=')
+			return false;
+	n = b64url_segment(buf, sizeof(buf), token, p1);
+	if (n <= 0 || tau_json_parse(&header, (const char *)buf, (size_t)n, sizeof(buf)) < 0)
+		return false;
+	ok = cJSON_IsObject(header);
+	cJSON_Delete(header);
+	return ok;
+}
+
+tau_rpc_code tau_auth_token_precheck(char *msg, size_t cap, const char *token,
+                                     const char *expected_user)
+{
+	static const char prefix[] = "system:serviceaccount:";
+	cJSON *claims = NULL;
+	const cJSON *sub, *k8s;
+	tau_rpc_code code = TAU_RPC_OK;
+	const char *ns = expected_user + strlen(prefix);
+	const char *colon = strchr(ns, ':');
+
+	if (!jwt_shaped(token) || token_claims(&claims, token) < 0) {
+		snprintf(msg, cap,
+		         "bearer token is not a JWT (a ServiceAccount token is one); "
+		         "no TokenReview made");
+		return TAU_RPC_UNAUTHENTICATED;
+	}
+	sub = cJSON_GetObjectItemCaseSensitive(claims, "sub");
+	k8s = cJSON_GetObjectItemCaseSensitive(claims, "kubernetes.io");
+	if (!cJSON_IsString(sub) || sub->valuestring[0] == '\0') {
+		snprintf(msg, cap,
+		         "bearer token names no subject (sub claim); no TokenReview made");
+		code = TAU_RPC_UNAUTHENTICATED;
+	} else if (strcmp(sub->valuestring, expected_user) != 0) {
+		snprintf(msg, cap,
+		         "user %.200s is not the agent service account %.200s (the token's own "
+		         "claims; no TokenReview made)",
+		         sub->valuestring, expected_user);
+		code = TAU_RPC_PERMISSION_DENIED;
+	} else if (k8s != NULL && strncmp(expected_user, prefix, strlen(prefix)) == 0 &&
+	           colon != NULL) {
+		const cJSON *kns = cJSON_GetObjectItemCaseSensitive(k8s, "namespace");
+		const cJSON *sa = cJSON_GetObjectItemCaseSensitive(k8s, "serviceaccount");
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(sa, "name");
+
+		if (!cJSON_IsObject(k8s) || !cJSON_IsString(kns) || !cJSON_IsString(name) ||
+		    strlen(kns->valuestring) != (size_t)(colon - ns) ||
+		    strncmp(kns->valuestring, ns, (size_t)(colon - ns)) != 0 ||
+		    strcmp(name->valuestring, colon + 1) != 0) {
+			snprintf(
+			        msg, cap,
+			        "bearer token's kubernetes.io claims do not name the agent service "
+			        "account %.200s; no TokenReview made",
+			        expected_user);
+			code = TAU_RPC_UNAUTHENTICATED;
+		}
+	}
+	cJSON_Delete(claims);
+	if (code == TAU_RPC_OK)
+		msg[0] = '\0';
+	return code;
+}
+
 int tau_auth_token_subject(char *out, size_t cap, const char *token)
 {
 	cJSON *claims = NULL;

@@ -84,6 +84,20 @@ int tau_auth_token_expiry(int64_t *exp_s, const char *token);
  */
 int tau_auth_token_subject(char *out, size_t cap, const char *token);
 
+/**
+ * Refuse, before any TokenReview, a Report token that cannot be the agent ServiceAccount's:
+ * one that is not a JWT (three base64url segments, the first a JSON object header), or whose
+ * unverified claims are not those of `expected_user` ("system:serviceaccount:NS:NAME"): `sub`
+ * must be it, and a `kubernetes.io` claim, when present, must name the same namespace and
+ * ServiceAccount. Nothing here trusts the token (the review does); it only spares the API
+ * server reviews that cannot succeed. Fills `msg`.
+ * @return TAU_RPC_OK (worth a review); TAU_RPC_UNAUTHENTICATED (not a JWT, no `sub`, or
+ *         claims that contradict each other); TAU_RPC_PERMISSION_DENIED (`sub` names another
+ *         user: the answer a review would give).
+ */
+tau_rpc_code tau_auth_token_precheck(char *msg, size_t cap, const char *token,
+                                     const char *expected_user);
+
 /** SHA-256 of the token as 64 lower-case hex digits plus NUL. */
 void tau_auth_token_hash(char out[65], const char *token);
 

@@ -123,8 +123,29 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	    m->auth_permission_denied);
 	put(&b, "tau_aggregator_auth_failures_total{code=\"UNAVAILABLE\"} %" PRIu64 "\n",
 	    m->auth_unavailable);
+	put(&b, "tau_aggregator_auth_failures_total{code=\"RESOURCE_EXHAUSTED\"} %" PRIu64 "\n",
+	    m->auth_overloaded);
 	scalar(&b, "tau_aggregator_token_reviews_total", "counter",
 	       "TokenReviews sent to the API server (review cache misses).", m->token_reviews);
+	scalar(&b, "tau_aggregator_token_reviews_pending", "gauge",
+	       "Report token reviews queued or running (capped by --max-pending-reviews, and "
+	       "per peer by --max-reviews-per-peer).",
+	       m->token_reviews_pending);
+	family(&b, "tau_aggregator_tokens_refused_unreviewed_total", "counter",
+	       "Report tokens refused before any TokenReview, by reason.");
+	put(&b, "tau_aggregator_tokens_refused_unreviewed_total{reason=\"not_jwt\"} %" PRIu64 "\n",
+	    m->tokens_not_jwt);
+	put(&b, "tau_aggregator_tokens_refused_unreviewed_total{reason=\"claims\"} %" PRIu64 "\n",
+	    m->tokens_not_agent);
+	scalar(&b, "tau_aggregator_streams_ended_unauthenticated_total", "counter",
+	       "Report streams cancelled or lost before their token review finished.",
+	       m->ended_unauthenticated);
+	family(&b, "tau_aggregator_grpc_refused_total", "counter",
+	       "gRPC calls refused RESOURCE_EXHAUSTED before any handler ran, by reason.");
+	put(&b, "tau_aggregator_grpc_refused_total{reason=\"streams_per_peer\"} %" PRIu64 "\n",
+	    m->grpc_refused_per_peer);
+	put(&b, "tau_aggregator_grpc_refused_total{reason=\"metadata_size\"} %" PRIu64 "\n",
+	    m->grpc_refused_metadata);
 	scalar(&b, "tau_aggregator_pool_watchers", "gauge", "Open WatchPool streams.",
 	       m->pool_watchers);
 	scalar(&b, "tau_aggregator_pool_watchers_refused_total", "counter",

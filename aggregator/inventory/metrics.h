@@ -39,6 +39,13 @@ typedef struct tau_metrics {
 	uint64_t auth_permission_denied; /**< streams refused PERMISSION_DENIED */
 	uint64_t auth_unavailable;       /**< streams refused because TokenReview failed */
 	uint64_t token_reviews;          /**< TokenReviews sent (cache misses) */
+	uint64_t auth_overloaded;        /**< streams refused RESOURCE_EXHAUSTED (review caps) */
+	uint64_t tokens_not_jwt;         /**< Report tokens refused unreviewed: not a JWT */
+	uint64_t tokens_not_agent;       /**< ... their claims are not the agent's */
+	uint64_t token_reviews_pending;  /**< Report reviews queued or running now */
+	uint64_t ended_unauthenticated;  /**< Report streams ended before their review */
+	uint64_t grpc_refused_per_peer;  /**< calls refused over --max-streams-per-peer */
+	uint64_t grpc_refused_metadata;  /**< calls refused for oversized request headers */
 	uint64_t pool_watchers;          /**< open WatchPool calls */
 	uint64_t pool_watchers_refused;  /**< WatchPool calls refused over the cap */
 	/** QueryService decisions by outcome (qauth.h); all 0 with anonymous queries. */

@@ -8,6 +8,12 @@
  * arrive meanwhile wait in a small per-stream queue and are processed, in
  * order, once the review allows the stream.  Lock order: stream, then state.
  *
+ * Reviews are scheduled fairly: each peer (TLS identity, else host) has its own queue and the
+ * workers take from the peers in turn, so a peer with thousands of streams waiting delays
+ * another peer's review by at most one review per worker.  A token that cannot be the agent
+ * ServiceAccount's (not a JWT, or its own claims name someone else) is refused before any
+ * review, and each peer may have only a few reviews queued or running.
+ *
  * WatchPool pushes are coalesced: changes only mark the pool dirty, and the
  * publisher rebuilds it once per window, publishing only when the packed
  * content (without generation and time) differs from the last published one.
@@ -51,6 +57,8 @@
 
 typedef enum auth_state { AUTH_PENDING = 0, AUTH_OK, AUTH_FAILED } auth_state;
 
+typedef struct review_peer review_peer;
+
 typedef struct stream {
 	atomic_int refs;
 	pthread_mutex_t mu;
@@ -58,7 +66,8 @@ typedef struct stream {
 	tau_rpc_call *call; /* referenced for the stream's lifetime */
 	auth_state auth;
 	bool done;
-	char *token; /* until reviewed */
+	bool half_closed; /* the client half-closed while the review ran: finish after it */
+	char *token;      /* until reviewed */
 	char token_hash[65];
 	char peer[128];
 	tau_auth_review review;
@@ -70,8 +79,20 @@ typedef struct stream {
 	atomic_bool replaced; /* a newer stream took over the node: ignore what this one sends */
 	/* Guarded by the state mutex: */
 	bool bound; /* the current stream of review.node_name */
+	/* Guarded by jobs_mu: */
 	struct stream *next_job;
+	review_peer *rpeer; /* whose review queue holds it */
 } stream;
+
+/* The reviews of one peer: its queue, and how many are queued or running (jobs_mu). */
+struct review_peer {
+	tau_hmap_node hnode; /* in tau_agg.review_peers */
+	stream *head, *tail;
+	size_t reviews;
+	bool in_turn; /* in the round of peers with queued streams */
+	review_peer *next_turn;
+	char key[];
+};
 
 typedef struct binding {
 	tau_hmap_node hnode; /* in tau_agg.bindings, keyed by node */
@@ -113,7 +134,9 @@ struct tau_agg {
 	/* auth workers */
 	pthread_mutex_t jobs_mu;
 	pthread_cond_t jobs_cond;
-	stream *jobs_head, *jobs_tail;
+	tau_hmap review_peers;              /* review_peer by key */
+	review_peer *turn_head, *turn_tail; /* peers with queued streams, in turn */
+	size_t reviews_pending;             /* queued or running, all peers */
 	bool jobs_stop;
 	pthread_t *workers;
 	int n_workers;
@@ -127,6 +150,10 @@ struct tau_agg {
 	atomic_uint_fast64_t reports_rejected, reports_resend;
 	atomic_uint_fast64_t auth_unauth, auth_denied, auth_unavail, token_reviews;
 	atomic_uint_fast64_t watchers_refused; /* WatchPool calls over max_pool_watchers */
+	atomic_uint_fast64_t auth_overloaded;  /* Report reviews refused over a cap */
+	atomic_uint_fast64_t tokens_not_jwt, tokens_not_agent; /* refused before any review */
+	atomic_uint_fast64_t ended_unauthenticated; /* streams that ended before their review */
+	tau_rpc_server *srv;                        /* for its refusal counters */
 	/* pool-change subscribers (snapshot.h); subs_mu is never taken while mu is held */
 	pthread_mutex_t subs_mu;
 	tau_pool_changed_fn sub_fn[SUBSCRIBERS_MAX];
@@ -267,6 +294,8 @@ static void refuse(stream *s, tau_rpc_code code, const char *msg)
 		atomic_fetch_add(&a->auth_unauth, 1);
 	else if (code == TAU_RPC_PERMISSION_DENIED)
 		atomic_fetch_add(&a->auth_denied, 1);
+	else if (code == TAU_RPC_RESOURCE_EXHAUSTED)
+		atomic_fetch_add(&a->auth_overloaded, 1);
 	else
 		atomic_fetch_add(&a->auth_unavail, 1);
 	snprintf(key, sizeof(key), "%s|%d|%.250s", s->peer, (int)code, msg);
@@ -445,6 +474,16 @@ static void review_stream(tau_agg *a, stream *s)
 	int rc = 0;
 
 	memset(&review, 0, sizeof(review));
+	pthread_mutex_lock(&s->mu);
+	if (s->done) {
+		/* Ended while it waited (logged by report_done): its review would cost for nothing.
+		 */
+		free(s->token);
+		s->token = NULL;
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
+	pthread_mutex_unlock(&s->mu);
 	if (!expired && !tau_auth_cache_get(a->cache, s->token_hash, now, &review)) {
 		atomic_fetch_add(&a->token_reviews, 1);
 		rc = a->cfg.review(a->cfg.review_ud, s->token, &review);
@@ -481,11 +520,57 @@ static void review_stream(tau_agg *a, stream *s)
 		handle_report(s, (Tau__Inventory__V1__AgentReport *)s->pending[i]);
 		s->pending[i] = NULL;
 	}
+	if (s->half_closed)
+		tau_rpc_call_finish(s->call, TAU_RPC_OK, NULL); /* after the acks just queued */
 out:
 	for (size_t i = 0; i < s->n_pending; i++)
 		tau_rpc_message_free(s->pending[i]);
 	s->n_pending = 0;
 	pthread_mutex_unlock(&s->mu);
+}
+
+/* Put `p` at the end of the round (jobs_mu held). */
+static void turn_append(tau_agg *a, review_peer *p)
+{
+	p->in_turn = true;
+	p->next_turn = NULL;
+	if (a->turn_tail != NULL)
+		a->turn_tail->next_turn = p;
+	else
+		a->turn_head = p;
+	a->turn_tail = p;
+}
+
+/* The next stream to review: the first of the peer whose turn it is (jobs_mu held). */
+static stream *next_job(tau_agg *a)
+{
+	review_peer *p = a->turn_head;
+	stream *s;
+
+	if (p == NULL)
+		return NULL;
+	a->turn_head = p->next_turn;
+	if (a->turn_head == NULL)
+		a->turn_tail = NULL;
+	p->in_turn = false;
+	s = p->head;
+	p->head = s->next_job;
+	if (p->head == NULL)
+		p->tail = NULL;
+	else
+		turn_append(a, p); /* its next stream waits for every other peer's turn */
+	s->next_job = NULL;
+	return s;
+}
+
+/* One review of `p` is over (jobs_mu held); forget a peer with none left. */
+static void review_peer_release(tau_agg *a, review_peer *p)
+{
+	a->reviews_pending--;
+	if (--p->reviews == 0 && !p->in_turn) {
+		tau_hmap_remove(&a->review_peers, &p->hnode);
+		free(p);
+	}
 }
 
 static void *auth_worker(void *arg)
@@ -496,21 +581,79 @@ static void *auth_worker(void *arg)
 	for (;;) {
 		stream *s;
 
-		while (a->jobs_head == NULL && !a->jobs_stop)
+		while (a->turn_head == NULL && !a->jobs_stop)
 			pthread_cond_wait(&a->jobs_cond, &a->jobs_mu);
-		if (a->jobs_head == NULL)
+		if (a->jobs_stop)
 			break;
-		s = a->jobs_head;
-		a->jobs_head = s->next_job;
-		if (a->jobs_head == NULL)
-			a->jobs_tail = NULL;
+		s = next_job(a);
 		pthread_mutex_unlock(&a->jobs_mu);
 		review_stream(a, s);
+		pthread_mutex_lock(&a->jobs_mu);
+		review_peer_release(a, s->rpeer);
+		s->rpeer = NULL;
+		pthread_mutex_unlock(&a->jobs_mu);
 		stream_unref(s);
 		pthread_mutex_lock(&a->jobs_mu);
 	}
 	pthread_mutex_unlock(&a->jobs_mu);
 	return NULL;
+}
+
+/*
+ * Queue `s` for review in its peer's queue.  @return 0, or RESOURCE_EXHAUSTED with `msg` set
+ * when the peer or the whole aggregator has as many reviews queued or running as allowed.
+ */
+static tau_rpc_code enqueue_review(tau_agg *a, stream *s, const char *key, char *msg, size_t cap)
+{
+	tau_hmap_node *n;
+	review_peer *p;
+	tau_rpc_code code = TAU_RPC_OK;
+
+	pthread_mutex_lock(&a->jobs_mu);
+	n = tau_hmap_get(&a->review_peers, key);
+	p = n != NULL ? TAU_HMAP_ENTRY(n, review_peer, hnode) : NULL;
+	if (a->jobs_stop) {
+		snprintf(msg, cap, "the aggregator is shutting down");
+		code = TAU_RPC_UNAVAILABLE;
+	} else if (a->reviews_pending >= a->cfg.max_pending_reviews) {
+		snprintf(msg, cap,
+		         "too many token reviews pending (%zu, --max-pending-reviews); retry later",
+		         a->cfg.max_pending_reviews);
+		code = TAU_RPC_RESOURCE_EXHAUSTED;
+	} else if (p != NULL && p->reviews >= a->cfg.max_reviews_per_peer) {
+		snprintf(msg, cap,
+		         "too many token reviews pending for this peer (%zu, "
+		         "--max-reviews-per-peer); retry later",
+		         a->cfg.max_reviews_per_peer);
+		code = TAU_RPC_RESOURCE_EXHAUSTED;
+	} else if (p == NULL) {
+		size_t len = strlen(key);
+
+		p = calloc(1, sizeof(*p) + len + 1);
+		if (p == NULL) {
+			snprintf(msg, cap, "out of memory");
+			code = TAU_RPC_RESOURCE_EXHAUSTED;
+		} else {
+			memcpy(p->key, key, len + 1);
+			tau_hmap_insert(&a->review_peers, &p->hnode, p->key);
+		}
+	}
+	if (code == TAU_RPC_OK) {
+		s->rpeer = p;
+		s->next_job = NULL;
+		if (p->tail != NULL)
+			p->tail->next_job = s;
+		else
+			p->head = s;
+		p->tail = s;
+		p->reviews++;
+		a->reviews_pending++;
+		if (!p->in_turn)
+			turn_append(a, p);
+		pthread_cond_signal(&a->jobs_cond);
+	}
+	pthread_mutex_unlock(&a->jobs_mu);
+	return code;
 }
 
 /* ---- Report callbacks (CQ thread) ---- */
@@ -522,7 +665,7 @@ static int report_start(tau_rpc_call *call, void *ud)
 	stream *s = calloc(1, sizeof(*s));
 	tau_auth_review review;
 	int64_t exp_s;
-	char msg[512], sub[256];
+	char msg[512];
 
 	if (s == NULL)
 		return TAU_RPC_RESOURCE_EXHAUSTED;
@@ -539,16 +682,18 @@ static int report_start(tau_rpc_call *call, void *ud)
 		refuse(s, TAU_RPC_UNAUTHENTICATED, msg);
 		return TAU_RPC_UNAUTHENTICATED;
 	}
-	/* A JWT whose own (unverified) subject is another user cannot pass: no API request. */
-	if (tau_auth_token_subject(sub, sizeof(sub), token) == 0 &&
-	    strcmp(sub, a->agent_user) != 0) {
-		snprintf(msg, sizeof(msg),
-		         "user %.200s is not the agent service account %.200s (the token's own "
-		         "claims; no TokenReview made)",
-		         sub, a->agent_user);
-		s->auth = AUTH_FAILED;
-		refuse(s, TAU_RPC_PERMISSION_DENIED, msg);
-		return TAU_RPC_PERMISSION_DENIED;
+	/* Not a JWT, or its own (unverified) claims are someone else's: no API request. */
+	{
+		tau_rpc_code code = tau_auth_token_precheck(msg, sizeof(msg), token, a->agent_user);
+
+		if (code != TAU_RPC_OK) {
+			atomic_fetch_add(strstr(msg, "not a JWT") != NULL ? &a->tokens_not_jwt
+			                                                  : &a->tokens_not_agent,
+			                 1);
+			s->auth = AUTH_FAILED;
+			refuse(s, code, msg);
+			return (int)code;
+		}
 	}
 	tau_auth_token_hash(s->token_hash, token);
 	if ((tau_auth_token_expiry(&exp_s, token) < 0 || exp_s * 1000 > tau_agg_now_ms()) &&
@@ -569,14 +714,17 @@ static int report_start(tau_rpc_call *call, void *ud)
 	if (s->token == NULL)
 		return TAU_RPC_RESOURCE_EXHAUSTED;
 	atomic_fetch_add(&s->refs, 1);
-	pthread_mutex_lock(&a->jobs_mu);
-	if (a->jobs_tail != NULL)
-		a->jobs_tail->next_job = s;
-	else
-		a->jobs_head = s;
-	a->jobs_tail = s;
-	pthread_cond_signal(&a->jobs_cond);
-	pthread_mutex_unlock(&a->jobs_mu);
+	{
+		const char *key = tau_rpc_call_peer_key(call);
+		tau_rpc_code code = enqueue_review(a, s, key != NULL ? key : "", msg, sizeof(msg));
+
+		if (code != TAU_RPC_OK) {
+			stream_unref(s); /* the queue's reference */
+			s->auth = AUTH_FAILED;
+			refuse(s, code, msg);
+			return (int)code;
+		}
+	}
 	return 0;
 }
 
@@ -607,8 +755,19 @@ static void report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 
 static void report_half_close(tau_rpc_call *call, void *ud)
 {
+	stream *s = tau_rpc_call_user(call);
+	bool later = false;
+
 	(void)ud;
-	tau_rpc_call_finish(call, TAU_RPC_OK, NULL);
+	if (s != NULL) {
+		pthread_mutex_lock(&s->mu);
+		/* Its reports wait for the review: answer them, then finish (review_stream). */
+		if (s->auth == AUTH_PENDING)
+			later = s->half_closed = true;
+		pthread_mutex_unlock(&s->mu);
+	}
+	if (!later)
+		tau_rpc_call_finish(call, TAU_RPC_OK, NULL);
 }
 
 static void report_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
@@ -616,10 +775,20 @@ static void report_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
 	stream *s = tau_rpc_call_user(call);
 	tau_agg *a = ud;
 
-	(void)end;
 	if (s == NULL)
 		return;
 	pthread_mutex_lock(&s->mu);
+	if (s->auth == AUTH_PENDING) {
+		char key[300];
+
+		/* Cancelled or gone before its review: nobody can be told, but the log says so. */
+		atomic_fetch_add(&a->ended_unauthenticated, 1);
+		snprintf(key, sizeof(key), "%s|ended-unauthenticated", s->peer);
+		if (first_time(a, key))
+			tau_log_warn("agent stream ended before authentication completed", "peer",
+			             s->peer, "end",
+			             end == TAU_RPC_END_DEADLINE ? "deadline" : "cancelled", NULL);
+	}
 	s->done = true;
 	for (size_t i = 0; i < s->n_pending; i++)
 		tau_rpc_message_free(s->pending[i]);
@@ -1105,6 +1274,7 @@ out:
 
 int tau_agg_register(tau_agg *a, tau_rpc_server *srv)
 {
+	a->srv = srv;
 #define QUERY(p, k, req, resp, fn)                                                                 \
 	{.path = "/tau.inventory.v1.QueryService/" p,                                              \
 	 .kind = (k),                                                                              \
@@ -1383,6 +1553,20 @@ int tau_agg_metrics(tau_agg *a, char **out)
 	m.auth_permission_denied = atomic_load(&a->auth_denied);
 	m.auth_unavailable = atomic_load(&a->auth_unavail);
 	m.token_reviews = atomic_load(&a->token_reviews);
+	m.auth_overloaded = atomic_load(&a->auth_overloaded);
+	m.tokens_not_jwt = atomic_load(&a->tokens_not_jwt);
+	m.tokens_not_agent = atomic_load(&a->tokens_not_agent);
+	m.ended_unauthenticated = atomic_load(&a->ended_unauthenticated);
+	pthread_mutex_lock(&a->jobs_mu);
+	m.token_reviews_pending = a->reviews_pending;
+	pthread_mutex_unlock(&a->jobs_mu);
+	if (a->srv != NULL) {
+		tau_rpc_server_stats st;
+
+		tau_rpc_server_stats_get(a->srv, &st);
+		m.grpc_refused_per_peer = st.refused_peer_cap;
+		m.grpc_refused_metadata = st.refused_metadata;
+	}
 	{
 		tau_qauth_counts qc;
 
@@ -1436,9 +1620,14 @@ int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
 		a->cfg.auth_cache_max = 65536;
 	if (a->cfg.max_pool_watchers == 0)
 		a->cfg.max_pool_watchers = 1024;
+	if (a->cfg.max_pending_reviews == 0)
+		a->cfg.max_pending_reviews = 256;
+	if (a->cfg.max_reviews_per_peer == 0)
+		a->cfg.max_reviews_per_peer = 8;
 	a->agent_user = strdup(cfg->agent_user);
 	a->peers = calloc(PEER_LOG_MAX, sizeof(*a->peers));
-	if (a->agent_user == NULL || a->peers == NULL || tau_hmap_init(&a->bindings, 1024) < 0) {
+	if (a->agent_user == NULL || a->peers == NULL || tau_hmap_init(&a->bindings, 1024) < 0 ||
+	    tau_hmap_init(&a->review_peers, 256) < 0) {
 		rc = tau_error_set(TAU_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -1468,6 +1657,7 @@ fail:
 	tau_nodestore_free(a->store);
 	free(a->agent_user);
 	tau_hmap_destroy(&a->bindings);
+	tau_hmap_destroy(&a->review_peers);
 	free(a->peers);
 	free(a);
 	return rc;
@@ -1505,13 +1695,12 @@ void tau_agg_stop(tau_agg *a)
 	free(a->workers);
 	a->workers = NULL;
 	/* Jobs never taken: the rpc server is down, their calls are over. */
-	while (a->jobs_head != NULL) {
-		stream *s = a->jobs_head;
-
-		a->jobs_head = s->next_job;
+	pthread_mutex_lock(&a->jobs_mu);
+	for (stream *s; (s = next_job(a)) != NULL;) {
+		review_peer_release(a, s->rpeer);
 		stream_unref(s);
 	}
-	a->jobs_tail = NULL;
+	pthread_mutex_unlock(&a->jobs_mu);
 	if (a->started) {
 		pthread_mutex_lock(&a->mu);
 		a->stop = true;
@@ -1539,6 +1728,7 @@ void tau_agg_free(tau_agg *a)
 			free(TAU_HMAP_ENTRY(n, binding, hnode));
 	}
 	tau_hmap_destroy(&a->bindings);
+	tau_hmap_destroy(&a->review_peers); /* empty: every review released its peer */
 	for (size_t i = 0; i < a->n_peers; i++)
 		free(a->peers[i]);
 	free(a->peers);

@@ -40,6 +40,11 @@ typedef struct tau_agg_config {
 	int coalesce_ms;          /**< WatchPool coalescing window [20] */
 	size_t auth_cache_max;    /**< cached reviews [65536] */
 	size_t max_pool_watchers; /**< open WatchPool streams; more are RESOURCE_EXHAUSTED [1024] */
+	/** Report token reviews queued or running at once; more are RESOURCE_EXHAUSTED [256] */
+	size_t max_pending_reviews;
+	/** ... of those, from one peer (TLS identity, else host); more are RESOURCE_EXHAUSTED [8]
+	 */
+	size_t max_reviews_per_peer;
 	/** Guards QueryService (borrowed, outlives the state); NULL: anonymous queries. */
 	tau_qauth *qauth;
 } tau_agg_config;
@@ -47,7 +52,10 @@ typedef struct tau_agg_config {
 /** Create the state.  @return 0, -TAU_EINVAL (config), -TAU_ENOMEM. */
 int tau_agg_new(tau_agg **out, const tau_agg_config *cfg);
 
-/** Register Report and the inventory queries on `srv` (before it starts). */
+/**
+ * Register Report and the inventory queries on `srv` (before it starts); /metrics then also
+ * reports the server's own refusals (tau_rpc_server_stats_get).
+ */
 int tau_agg_register(tau_agg *a, tau_rpc_server *srv);
 
 /** Start the auth workers and the publisher.  @return 0 or -TAU_EIO. */

@@ -443,6 +443,11 @@ typedef struct tau_rpc_stream_opts {
 	 * packed at open, so it may be freed after. NULL for bidi and client streaming.
 	 */
 	const ProtobufCMessage *request;
+	/**
+	 * This stream's own bearer token, sent instead of the channel's (tests, proxies that
+	 * multiplex callers); copied. NULL: the channel's token, if any.
+	 */
+	const char *bearer_token;
 	/** Reopen after each end of the stream until freed. */
 	bool reconnect;
 	/** First reconnect delay; 500 ms. Delays grow x1.6 per failed attempt, +-20% jitter. */

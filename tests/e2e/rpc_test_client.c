@@ -3,12 +3,16 @@
  * server (the Python one in tests/e2e/test_rpc_interop.py) through lib/rpc's client.
  *
  * Usage: rpc_test_client --target HOST:PORT [--ca F [--cert F --key F] [--server-name N]]
- *        [--token T] [--count N | --hold]
+ *        [--token T] [--count N | --hold | --flood N]
  * It calls Health/Check and GetPool, then opens Report (with reconnect) and sends a full
  * inventory as seq 1 on every (re)connect. --count N (default 1000): sends heartbeats up to
  * seq N, waits for N acks, sends Stopping, half-closes, and exits 0 when the server closes with
  * OK. --hold: keeps the stream until SIGTERM. Progress lines on stdout: "health N",
  * "pool flavors=N", "connected K", "acked SEQ" (hold mode), "acks N", "closed CODE".
+ * --flood N: nothing else; opens N Report streams, stream i with its own token "T<i>" (so each
+ * costs its own token review; a JWT stays a JWT, the digits land in its signature), 500 per
+ * connection, sends nothing, prints "flood settled" once every stream has its headers or has
+ * ended, and at SIGTERM "flood open=N" and "flood closed CODE=N" per status code, then exits 0.
  */
 #include "tau/error.h"
 #include "tau/file.h"
@@ -149,6 +153,104 @@ static bool is_closed(void *arg)
 	return closed > 0;
 }
 
+#define FLOOD_PER_CONNECTION 500
+
+static int flood_connected, flood_closed, flood_codes[TAU_RPC_UNAUTHENTICATED + 1];
+
+static void flood_on_connected(tau_rpc_stream *s, void *ud)
+{
+	(void)s;
+	(void)ud;
+	pthread_mutex_lock(&mu);
+	flood_connected++;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static void flood_on_closed(tau_rpc_stream *s, const tau_rpc_status *st, int retry_in, void *ud)
+{
+	(void)s;
+	(void)retry_in;
+	(void)ud;
+	pthread_mutex_lock(&mu);
+	if (retry_in >= 0 || st->code > TAU_RPC_UNAUTHENTICATED) {
+		pthread_mutex_unlock(&mu);
+		return;
+	}
+	flood_closed++;
+	flood_codes[st->code]++;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static bool flood_settled(void *arg)
+{
+	int n = *(int *)arg, closed_early = 0;
+
+	for (int c = 0; c <= TAU_RPC_UNAUTHENTICATED; c++)
+		closed_early += flood_codes[c];
+	return flood_connected + closed_early >= n;
+}
+
+/* --flood: N streams with distinct tokens, held until SIGTERM. */
+static int flood(const tau_rpc_channel_opts *base, const char *token, int n, sigset_t *sigs)
+{
+	int n_ch = (n + FLOOD_PER_CONNECTION - 1) / FLOOD_PER_CONNECTION, sig = 0, rc = 1;
+	tau_rpc_channel **chs = calloc((size_t)n_ch, sizeof(*chs));
+	tau_rpc_stream **ss = calloc((size_t)n, sizeof(*ss));
+	char *tok = malloc(strlen(token) + 16);
+
+	if (chs == NULL || ss == NULL || tok == NULL) {
+		tau_error_set(TAU_ENOMEM, "flood");
+		goto out;
+	}
+	for (int c = 0; c < n_ch; c++) {
+		tau_rpc_channel_opts o = *base;
+
+		o.own_connection = true;
+		if (tau_rpc_channel_new(&chs[c], &o) < 0)
+			goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		tau_rpc_stream_opts so = {0};
+
+		sprintf(tok, "%s%d", token, i);
+		so.path = "/tau.inventory.v1.InventoryService/Report";
+		so.response = &tau__inventory__v1__report_ack__descriptor;
+		so.bearer_token = tok;
+		so.on_connected = flood_on_connected;
+		so.on_closed = flood_on_closed;
+		if (tau_rpc_stream_open(&ss[i], chs[i / FLOOD_PER_CONNECTION], &so) < 0)
+			goto out;
+	}
+	if (!wait_for(flood_settled, &n, 120000)) {
+		tau_error_set(TAU_ETIMEOUT, "flood: only %d streams connected", flood_connected);
+		goto out;
+	}
+	printf("flood settled\n");
+	fflush(stdout);
+	sigwait(sigs, &sig);
+	pthread_mutex_lock(&mu);
+	printf("flood open=%d\n", n - flood_closed);
+	for (int c = 0; c <= TAU_RPC_UNAUTHENTICATED; c++)
+		if (flood_codes[c] > 0)
+			printf("flood closed %s=%d\n", tau_rpc_code_name(c), flood_codes[c]);
+	pthread_mutex_unlock(&mu);
+	rc = 0;
+out:
+	if (rc != 0)
+		fprintf(stderr, "rpc_test_client: %s\n", tau_error_last()->msg);
+	fflush(stdout);
+	for (int i = 0; ss != NULL && i < n; i++)
+		tau_rpc_stream_free(ss[i]);
+	for (int c = 0; chs != NULL && c < n_ch; c++)
+		tau_rpc_channel_free(chs[c]);
+	free(ss);
+	free(chs);
+	free(tok);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	tau_rpc_channel_opts copts = {0};
@@ -163,7 +265,7 @@ int main(int argc, char **argv)
 	ProtobufCMessage *out = NULL;
 	tau_rpc_status st;
 	sigset_t sigs;
-	int rc = 1;
+	int rc = 1, flood_n = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -187,6 +289,8 @@ int main(int argc, char **argv)
 			token = v;
 		else if (strcmp(a, "--count") == 0)
 			count = strtoull(v, NULL, 10);
+		else if (strcmp(a, "--flood") == 0)
+			flood_n = atoi(v);
 		else {
 			fprintf(stderr, "rpc_test_client: unknown option %s\n", a);
 			return 2;
@@ -212,6 +316,13 @@ int main(int argc, char **argv)
 	copts.ca_pem = ca_pem;
 	copts.cert_pem = cert_pem;
 	copts.key_pem = key_pem;
+	if (flood_n > 0) {
+		rc = flood(&copts, token != NULL ? token : "", flood_n, &sigs);
+		free(ca_pem);
+		free(cert_pem);
+		free(key_pem);
+		return rc;
+	}
 	if (tau_rpc_channel_new(&ch, &copts) < 0 ||
 	    (token != NULL && tau_rpc_channel_set_bearer_token(ch, token) < 0))
 		goto out;

@@ -19,6 +19,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,12 +36,13 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
 import require  # noqa: E402
 import simtest  # noqa: E402
 
-from aggregator.agent import FakeAgent, inventory_from_node  # noqa: E402
+from aggregator.agent import FakeAgent, agent_token, inventory_from_node  # noqa: E402
 from aggregator.quantity import parse as qparse  # noqa: E402
 
 AGG_BIN = os.environ.get("TAU_AGGREGATOR_BIN", os.path.join(ROOT, "build/tau-aggregator"))
 CLI_BIN = os.environ.get("TAU_CLI_BIN", os.path.join(ROOT, "build/tau"))
 AGENT_BIN = os.environ.get("TAU_AGENT_BIN", os.path.join(ROOT, "build/tau-node-agent"))
+RPC_CLIENT = os.environ.get("TAU_RPC_TEST_CLIENT", os.path.join(ROOT, "build/tests/e2e/rpc_test_client"))
 PROTOC = None  # setUpModule: require.tool
 PROTO_DIR = os.environ.get("TAU_PROTO_DIR", os.path.join(ROOT, "proto"))
 GRPC_PROTO_DIR = os.environ.get("TAU_GRPC_PROTO_DIR", "/usr/share/grpc-proto")
@@ -59,6 +61,9 @@ def _jwt(claims):
 
 
 EXPIRED_TOKEN = _jwt({"exp": int(time.time()) - 3600, "sub": AGENT_USER})
+WRONG_USER = agent_token("", tag="wrong-user")
+WRONG_AUD = agent_token("", tag="wrong-aud")
+NO_NODE = agent_token("", tag="no-node")
 
 
 def _node(name, cls, alloc, ready=True, unschedulable=False, extra_labels=None):
@@ -217,10 +222,10 @@ def wait_for(pred, timeout=30, msg="condition"):
     return simtest.wait_for(pred, timeout=timeout, msg=msg)
 
 class Aggregator:
-    def __init__(self, kubeconfig, sync_timeout="60s", extra=(), ca=None):
+    def __init__(self, kubeconfig, sync_timeout="60s", extra=(), ca=None, name="aggregator"):
         self.proc = Proc([AGG_BIN, "--kubeconfig", kubeconfig, "--grpc-listen", "127.0.0.1:0",
                           "--http-listen", "127.0.0.1:0", "--initial-sync-timeout", sync_timeout,
-                          "--log-level", "debug", *extra], "aggregator")
+                          "--log-level", "debug", *extra], name)
         line = self.proc.wait_line("ready ")
         parts = dict(kv.split("=") for kv in line.split()[1:])
         self.grpc_port, self.http_port = int(parts["grpc"]), int(parts["http"])
@@ -310,15 +315,16 @@ class AggregatorE2E(unittest.TestCase):
         tokens = {}
         for n in cls.nodes:
             name = n["metadata"]["name"]
-            tokens["tok-" + name] = {"username": AGENT_USER, "audiences": ["taugrid"],
+            tokens[agent_token(name)] = {"username": AGENT_USER, "audiences": ["taugrid"],
                                      "extra": {"authentication.kubernetes.io/node-name": [name]}}
         first = cls.nodes[0]["metadata"]["name"]
-        tokens["tok-wrong-user"] = {"username": "system:serviceaccount:default:intruder",
+        # Each of these claims to be the agent's (so it is reviewed); the review says otherwise.
+        tokens[WRONG_USER] = {"username": "system:serviceaccount:default:intruder",
                                     "audiences": ["taugrid"],
                                     "extra": {"authentication.kubernetes.io/node-name": [first]}}
-        tokens["tok-wrong-aud"] = {"username": AGENT_USER, "audiences": ["https://kubernetes.default.svc"],
+        tokens[WRONG_AUD] = {"username": AGENT_USER, "audiences": ["https://kubernetes.default.svc"],
                                    "extra": {"authentication.kubernetes.io/node-name": [first]}}
-        tokens["tok-no-node"] = {"username": AGENT_USER, "audiences": ["taugrid"]}
+        tokens[NO_NODE] = {"username": AGENT_USER, "audiences": ["taugrid"]}
         # kube-sim does not check exp; the aggregator must (it reads the JWT's exp claim).
         tokens[EXPIRED_TOKEN] = {"username": AGENT_USER, "audiences": ["taugrid"],
                                  "extra": {"authentication.kubernetes.io/node-name": [first]}}
@@ -357,7 +363,7 @@ class AggregatorE2E(unittest.TestCase):
     def start_agent(self, node, agg=None):
         agg = agg or self.agg
         name = node["metadata"]["name"]
-        a = FakeAgent(pb, agg.channel, "tok-" + name, inventory_from_node(pb, node))
+        a = FakeAgent(pb, agg.channel, agent_token(name), inventory_from_node(pb, node))
         ack = a.wait_ack(1)
         self.assertEqual(ack.status, pb.ACK_STATUS_OK, ack.message)
         self.assertGreater(ack.heartbeat_interval_seconds, 0)
@@ -382,15 +388,17 @@ class AggregatorE2E(unittest.TestCase):
         other = inventory_from_node(pb, self.nodes[1])
         cases = [
             (None, inv, grpc.StatusCode.UNAUTHENTICATED, "missing bearer token"),
-            ("tok-unknown", inv, grpc.StatusCode.UNAUTHENTICATED, "rejected"),
-            ("tok-wrong-aud", inv, grpc.StatusCode.UNAUTHENTICATED, "audience"),
+            # Not a JWT: refused before any TokenReview.
+            ("tok-unknown", inv, grpc.StatusCode.UNAUTHENTICATED, "not a JWT"),
+            (agent_token("", tag="unknown"), inv, grpc.StatusCode.UNAUTHENTICATED, "rejected"),
+            (WRONG_AUD, inv, grpc.StatusCode.UNAUTHENTICATED, "audience"),
             (EXPIRED_TOKEN, inv, grpc.StatusCode.UNAUTHENTICATED, "expired"),
-            ("tok-wrong-user", inv, grpc.StatusCode.PERMISSION_DENIED, "not the agent service account"),
+            (WRONG_USER, inv, grpc.StatusCode.PERMISSION_DENIED, "not the agent service account"),
             # A JWT whose own claims name another user: refused without a TokenReview.
             (_jwt({"sub": "system:serviceaccount:default:intruder"}), inv,
              grpc.StatusCode.PERMISSION_DENIED, "no TokenReview made"),
-            ("tok-no-node", inv, grpc.StatusCode.PERMISSION_DENIED, "not bound to a node"),
-            ("tok-" + first["metadata"]["name"], other, grpc.StatusCode.PERMISSION_DENIED,
+            (NO_NODE, inv, grpc.StatusCode.PERMISSION_DENIED, "not bound to a node"),
+            (agent_token(first["metadata"]["name"]), other, grpc.StatusCode.PERMISSION_DENIED,
              "may not report for node"),
         ]
         for token, report, code, text in cases:
@@ -410,13 +418,15 @@ class AggregatorE2E(unittest.TestCase):
             self.assertFalse(n.connected, n.name)
             self.assertEqual(n.last_heard_unix_ms, 0, n.name)
         _, metrics = self.agg.http("/metrics")
-        self.assertIn('tau_aggregator_auth_failures_total{code="UNAUTHENTICATED"} 4', metrics)
+        self.assertIn('tau_aggregator_auth_failures_total{code="UNAUTHENTICATED"} 5', metrics)
+        self.assertIn('tau_aggregator_tokens_refused_unreviewed_total{reason="not_jwt"} 1', metrics)
+        self.assertIn('tau_aggregator_tokens_refused_unreviewed_total{reason="claims"} 1', metrics)
         self.assertIn('tau_aggregator_auth_failures_total{code="PERMISSION_DENIED"} 4', metrics)
 
     def test_02_invalid_report_rejected(self):
         node = self.nodes[0]
         name = node["metadata"]["name"]
-        a = FakeAgent(pb, self.agg.channel, "tok-" + name)
+        a = FakeAgent(pb, self.agg.channel, agent_token(name))
         for mutate, text in [
             (lambda i: i.allocatable.add(name="cpu2", quantity="12xyz"), "cpu2"),
             (lambda i: i.allocatable.add(name="bad name!", quantity="1"), "resource name"),
@@ -684,7 +694,7 @@ class AggregatorE2E(unittest.TestCase):
         os.makedirs(os.path.join(root, "dev"), exist_ok=True)
         token = os.path.join(WORK, "agent-token")
         with open(token, "w") as f:
-            f.write("tok-" + name)
+            f.write(agent_token(name))
         agent = Proc([AGENT_BIN, "--node-name", name, "--aggregator", self.agg.addr,
                       "--kubeconfig", self.kubeconfig, "--host-root", root, "--token-file", token,
                       "--insecure"], "agent")
@@ -744,7 +754,7 @@ class RealAgent:
         os.makedirs(os.path.join(root, "dev"), exist_ok=True)
         token = os.path.join(WORK, "token-" + name)
         with open(token, "w") as f:
-            f.write("tok-" + name)
+            f.write(agent_token(name))
         self.proc = Proc([AGENT_BIN, "--node-name", name, "--aggregator", agg_addr,
                           "--kubeconfig", kubeconfig, "--host-root", root, "--token-file", token,
                           "--insecure", "--log-level", "debug"], "agent-" + name)
@@ -768,7 +778,7 @@ class TrustE2E(unittest.TestCase):
         cls.nodes = [_node("trust-a", "t4", {"cpu": "8", "nvidia.com/gpu": "1"}),
                      _node("trust-b", "t4", {"cpu": "8", "nvidia.com/gpu": "1"}),
                      _node("trust-c", "t4", {"cpu": "8", "nvidia.com/gpu": "1"})]
-        tokens = {"tok-" + n: {"username": AGENT_USER, "audiences": ["taugrid"],
+        tokens = {agent_token(n): {"username": AGENT_USER, "audiences": ["taugrid"],
                                "extra": {"authentication.kubernetes.io/node-name": [n]}}
                   for n in ["trust-a", "trust-b", "trust-c", "absurd-0", "absurd-1", "sane-0",
                             "sane-1"]}
@@ -985,7 +995,7 @@ class ScaleE2E(unittest.TestCase):
         cls.counted = {"c%d" % k: sum(1 for i in range(cls.N) if i % 4 == k and i % 10 != 0)
                        for k in range(4)}
         real = cls.names[1]
-        tokens = {"tok-" + real: {"username": AGENT_USER, "audiences": ["taugrid"],
+        tokens = {agent_token(real): {"username": AGENT_USER, "audiences": ["taugrid"],
                                   "extra": {"authentication.kubernetes.io/node-name": [real]}}}
         with open(os.path.join(d, "tokens.json"), "w") as f:
             json.dump(tokens, f)
@@ -1062,6 +1072,180 @@ class ScaleE2E(unittest.TestCase):
                            capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(len(json.loads(r.stdout)), self.counted["c0"])
+
+
+class BoundedAuthE2E(unittest.TestCase):
+    """What a peer with bad or bogus tokens can cost, and what a real agent still gets: tokens that
+    cannot be the agent's are refused before any TokenReview, a stream that ends before its
+    review gets its answer or a log line, reviews are taken from the peers in turn (a flood of
+    2,000 streams with forged agent claims from one address does not delay another address's
+    agent), and the per-peer caps answer RESOURCE_EXHAUSTED, counted in /metrics."""
+
+    REVIEW_MS = 200  # kube-sim's TokenReview latency during the flood
+
+    @classmethod
+    def setUpClass(cls):
+        require.binary(RPC_CLIENT, "TAU_RPC_TEST_CLIENT")
+        cls.nodes = make_nodes()
+        cls.gpu_nodes = gpu_nodes(cls.nodes)
+        cls.gpu = [n["metadata"]["name"] for n in cls.gpu_nodes]
+        d = os.path.join(WORK, "bounded")
+        os.makedirs(d, exist_ok=True)
+        tokens = {agent_token(n): {"username": AGENT_USER, "audiences": ["taugrid"],
+                                   "extra": {"authentication.kubernetes.io/node-name": [n]}}
+                  for n in cls.gpu}
+        with open(os.path.join(d, "tokens.json"), "w") as f:
+            json.dump(tokens, f)
+        with open(os.path.join(d, "seed.json"), "w") as f:
+            json.dump({"kind": "List", "items": cls.nodes}, f)
+        cls.kubeconfig = os.path.join(d, "kubeconfig")
+        cls.sim = Proc([SIM_PYTHON, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+                        cls.kubeconfig, "--tokens", os.path.join(d, "tokens.json"),
+                        "--seed", os.path.join(d, "seed.json"),
+                        "--crds", os.path.join(ROOT, "charts/taugrid/crds")], "kube-sim-bounded")
+        cls.sim_port = int(cls.sim.wait_line("ready ").split()[1])
+        with open(cls.kubeconfig) as f:
+            cls.admin_token = json.load(f)["users"][0]["user"]["token"]
+        # Listening on [::] too: the flood comes from ::1, the real agents from 127.0.0.1, two
+        # peers on one machine. The caps are raised so all 2,000 flood streams wait in the queue.
+        cls.agg = Aggregator(cls.kubeconfig, extra=(
+            "--grpc-listen", "[::]:0", "--max-reviews-per-peer", "4000",
+            "--max-pending-reviews", "4000", "--max-streams-per-peer", "4000"), name="aggregator-bounded")
+        wait_for(lambda: len(cls.agg.nodes()) == len(cls.nodes), msg="every Node known")
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.agg.stop()
+        cls.sim.stop()
+        assert rc == 0, "aggregator exit code %d after SIGTERM" % rc
+
+    def api(self, method, path, body=None):
+        return kube_request(self.sim_port, self.admin_token, method, path, body)
+
+    def reviews(self):
+        return self.api("GET", "/sim/stats")[1].get("create/tokenreviews", 0)
+
+    def metric(self, agg, name):
+        for line in agg.http("/metrics")[1].splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        raise AssertionError("no metric " + name)
+
+    def log_count(self, agg, text):
+        with open(agg.proc.log_path) as f:
+            return f.read().count(text)
+
+    def tearDown(self):
+        self.api("DELETE", "/sim/faults")
+
+    def test_1_tokens_refused_before_any_review(self):
+        before = self.reviews()
+        inv = inventory_from_node(pb, self.nodes[0])
+        intruder = "system:serviceaccount:default:intruder"
+        cases = ([("opaque-%d" % i, grpc.StatusCode.UNAUTHENTICATED, "not a JWT") for i in range(20)]
+                 + [(_jwt({"sub": intruder, "jti": str(i)}), grpc.StatusCode.PERMISSION_DENIED,
+                     "no TokenReview made") for i in range(20)]
+                 + [(_jwt({"sub": AGENT_USER, "jti": str(i), "kubernetes.io": {
+                     "namespace": "default", "serviceaccount": {"name": "tau-node-agent"}}}),
+                     grpc.StatusCode.UNAUTHENTICATED, "kubernetes.io claims") for i in range(10)])
+        for token, code, text in cases:
+            err = FakeAgent(pb, self.agg.channel, token, inv).wait_done()
+            self.assertIsNotNone(err, token)
+            self.assertEqual(err.code(), code, err.details())
+            self.assertIn(text, err.details())
+        # No API request at all, each refusal counted, and logged once per peer and reason.
+        self.assertEqual(self.reviews(), before)
+        m = self.agg.http("/metrics")[1]
+        self.assertIn('tau_aggregator_tokens_refused_unreviewed_total{reason="not_jwt"} 20', m)
+        self.assertIn('tau_aggregator_tokens_refused_unreviewed_total{reason="claims"} 30', m)
+        self.assertEqual(self.log_count(self.agg, "is not a JWT"), 1)
+        self.assertEqual(self.log_count(self.agg, "kubernetes.io claims"), 1)
+
+    def test_2_stream_ending_before_its_review(self):
+        self.api("POST", "/sim/faults", {"verb": "create", "resource": "tokenreviews", "latencyMs": 1500})
+        node = self.gpu_nodes[0]
+        name = node["metadata"]["name"]
+        # Half-closed right after its report: the review's outcome, the ack, then OK.
+        a = FakeAgent(pb, self.agg.channel, agent_token(name), inventory_from_node(pb, node))
+        a.q.put(None)
+        self.assertIsNone(a.wait_done(timeout=30))
+        self.assertEqual([(k.seq, k.status) for k in a.acks], [(1, pb.ACK_STATUS_OK)])
+        # Half-closed with a token the review refuses: that refusal, not OK.
+        b = FakeAgent(pb, self.agg.channel, agent_token("", tag="unknown-2"), inventory_from_node(pb, node))
+        b.q.put(None)
+        err = b.wait_done(timeout=30)
+        self.assertIsNotNone(err, "a refused token ended OK")
+        self.assertEqual(err.code(), grpc.StatusCode.UNAUTHENTICATED, err.details())
+        # Cancelled before its review: nobody to answer, but it is logged and counted.
+        c = FakeAgent(pb, self.agg.channel, agent_token(self.gpu[1]))
+        c.cancel()
+        wait_for(lambda: self.metric(self.agg, "tau_aggregator_streams_ended_unauthenticated_total") >= 1,
+                 msg="the cancelled stream counted")
+        wait_for(lambda: self.log_count(self.agg, "agent stream ended before authentication completed") == 1,
+                 msg="the cancelled stream logged")
+
+    def test_3_flood_does_not_starve_a_real_agent(self):
+        self.api("POST", "/sim/faults", {"verb": "create", "resource": "tokenreviews",
+                                         "latencyMs": self.REVIEW_MS})
+        # 2,000 streams, each with its own token that claims to be the agent's: each would need
+        # a TokenReview of its own, first in first out 2,000 x 200 ms / 4 workers = 100 s.
+        flood = Proc([RPC_CLIENT, "--target", "[::1]:%d" % self.agg.grpc_port,
+                      "--token", agent_token("", tag="flood"), "--flood", "2000"], "flood")
+        try:
+            flood.wait_line("flood settled", timeout=180)
+            wait_for(lambda: self.metric(self.agg, "tau_aggregator_token_reviews_pending") >= 1000,
+                     msg="the flood waiting for reviews")
+            node = self.gpu_nodes[2]
+            start = time.monotonic()
+            a = FakeAgent(pb, self.agg.channel, agent_token(self.gpu[2]), inventory_from_node(pb, node))
+            ack = a.wait_ack(1, timeout=60)
+            took = time.monotonic() - start
+            self.assertEqual(ack.status, pb.ACK_STATUS_OK, ack.message)
+            left = self.metric(self.agg, "tau_aggregator_token_reviews_pending")
+            print("real agent authenticated in %.2f s with %d flood reviews still pending"
+                  % (took, left), file=sys.stderr)
+            # Its review came after at most one flood review per worker, not after the flood.
+            self.assertLess(took, 10)
+            self.assertGreater(left, 500)
+            a.stop()
+        finally:
+            flood.p.send_signal(signal.SIGTERM)
+            flood.wait_line("flood open=", timeout=60)
+            self.assertEqual(flood.stop(), 0)
+
+    def test_4_per_peer_caps(self):
+        self.api("POST", "/sim/faults", {"verb": "create", "resource": "tokenreviews", "latencyMs": 8000})
+        capped = Aggregator(self.kubeconfig, extra=("--max-reviews-per-peer", "2",
+                                                    "--max-streams-per-peer", "6"), name="aggregator-capped")
+        try:
+            inv = inventory_from_node(pb, self.nodes[0])
+            waiting = [FakeAgent(pb, capped.channel, agent_token("", tag="cap-%d" % i), inv) for i in range(2)]
+            wait_for(lambda: self.metric(capped, "tau_aggregator_token_reviews_pending") == 2,
+                     msg="two reviews pending")
+            err = FakeAgent(pb, capped.channel, agent_token("", tag="cap-3"), inv).wait_done()
+            self.assertIsNotNone(err)
+            self.assertEqual(err.code(), grpc.StatusCode.RESOURCE_EXHAUSTED, err.details())
+            self.assertIn("--max-reviews-per-peer", err.details())
+            self.assertIn('tau_aggregator_auth_failures_total{code="RESOURCE_EXHAUSTED"} 1',
+                          capped.http("/metrics")[1])
+            # Streams per peer: the two waiting streams and four health watches fill the cap.
+            watch = capped.channel.unary_stream("/grpc.health.v1.Health/Watch",
+                                                request_serializer=lambda m: m.SerializeToString(),
+                                                response_deserializer=hpb.HealthCheckResponse.FromString)
+            held = [watch(hpb.HealthCheckRequest(), timeout=60) for _ in range(4)]
+            for h in held:
+                next(h)
+            with self.assertRaises(grpc.RpcError) as cm:
+                next(watch(hpb.HealthCheckRequest(), timeout=60))
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn("at most 6 per peer", cm.exception.details())
+            self.assertEqual(self.metric(capped, 'tau_aggregator_grpc_refused_total{reason="streams_per_peer"}'), 1)
+            for h in held:
+                h.cancel()
+            for w in waiting:
+                w.cancel()
+        finally:
+            self.assertEqual(capped.stop(), 0)
 
 
 if __name__ == "__main__":

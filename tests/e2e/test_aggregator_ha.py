@@ -176,7 +176,7 @@ class HighAvailabilityE2E(unittest.TestCase):
     def setUp(self):
         self.nodes = ta.make_nodes()
         self.gpu = ta.gpu_nodes(self.nodes)
-        tokens = {"tok-" + n["metadata"]["name"]: {
+        tokens = {ta.agent_token(n["metadata"]["name"]): {
             "username": ta.AGENT_USER, "audiences": ["taugrid"],
             "extra": {"authentication.kubernetes.io/node-name": [n["metadata"]["name"]]}}
             for n in self.nodes}

@@ -36,7 +36,7 @@ import require  # noqa: E402
 import simtest  # noqa: E402
 
 import test_workspace as wst  # noqa: E402
-from aggregator.agent import FakeAgent, inventory_from_node  # noqa: E402
+from aggregator.agent import FakeAgent, agent_token, inventory_from_node  # noqa: E402
 
 AGG_BIN = os.environ.get("TAU_AGGREGATOR", os.path.join(ROOT, "build", "tau-aggregator"))
 CLI_BIN = os.environ.get("TAU_CLI", os.path.join(ROOT, "build", "tau"))
@@ -305,7 +305,7 @@ class _SimWithAgentTokens(wst.SimProcess):
         with open(path) as f:
             tokens = json.load(f)
         for n in CSI_NODES:
-            tokens["tok-" + n] = {"username": AGENT_USER, "audiences": ["taugrid"],
+            tokens[agent_token(n)] = {"username": AGENT_USER, "audiences": ["taugrid"],
                                   "extra": {"authentication.kubernetes.io/node-name": [n]}}
         with open(path, "w") as f:
             json.dump(tokens, f)
@@ -390,7 +390,7 @@ class WorkspaceCsiCheckTest(unittest.TestCase):
             e.create(n, "/api/v1/nodes")
         have = {"gpu-a": [BLOB], "gpu-b": ["disk.csi.azure.com"]}
         for n in CSI_NODES:
-            a = FakeAgent(ipb, self.agg.channel, "tok-" + n, _with_csi(nodes[n], have[n]))
+            a = FakeAgent(ipb, self.agg.channel, agent_token(n), _with_csi(nodes[n], have[n]))
             self.agents.append(a)
             self.assertEqual(a.wait_ack(1).status, ipb.ACK_STATUS_OK)
         wait_for(lambda: self.counted() == list(CSI_NODES), msg="both nodes counted")

@@ -651,7 +651,7 @@ class Storm(threading.Thread):
                 obj = self.c.create(h.node(name, "h100", h.H100), NODES)
                 leader = self.leader
                 if leader is not None:
-                    self.agents[name] = h.FakeAgent(taw.ipb, leader.channel, "tok-" + name,
+                    self.agents[name] = h.FakeAgent(taw.ipb, leader.channel, h.agent_token(name),
                                                     h.inventory_from_node(taw.ipb, obj))
                 self.live.append(name)
                 self.ops += 1

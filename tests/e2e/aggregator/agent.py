@@ -4,6 +4,7 @@ Used when the real agent is not part of the test: it sends exactly what the prot
 (first a full inventory with seq 1, heartbeats carrying the digest, Stopping on purpose) and
 records every ack and the final status.
 """
+import base64
 import hashlib
 import json
 import queue
@@ -13,6 +14,30 @@ import time
 import grpc
 
 REPORT = "/tau.inventory.v1.InventoryService/Report"
+AGENT_SA = "system:serviceaccount:tau-system:tau-node-agent"
+
+
+def jwt(claims):
+    """A JWT-shaped string (header.claims.signature, base64url) with these claims; the
+    signature is a placeholder: only the API server (kube-sim's token table) says who it is."""
+    enc = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()  # noqa: E731
+    return ".".join([enc(b'{"alg":"RS256","kid":"kube-sim"}'),
+                     enc(json.dumps(claims, sort_keys=True).encode()), enc(b"kube-sim")])
+
+
+def agent_token(node, tag="", user=AGENT_SA):
+    """The token an agent's projected ServiceAccount token would be for `node`: a JWT whose own
+    claims name the agent ServiceAccount (the aggregator refuses any other token before a
+    TokenReview). `tag` makes tokens for the same node distinct. kube-sim's --tokens table maps
+    the exact string to the user the TokenReview answers."""
+    ns, name = user.split(":")[2:4]
+    claims = {"sub": user, "aud": ["taugrid"],
+              "kubernetes.io": {"namespace": ns, "serviceaccount": {"name": name}}}
+    if node:
+        claims["kubernetes.io"]["node"] = {"name": node}
+    if tag:
+        claims["jti"] = tag
+    return jwt(claims)
 
 
 def inventory_from_node(pb, node):

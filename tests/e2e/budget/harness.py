@@ -24,7 +24,7 @@ from fractions import Fraction
 import simtest
 import test_aggregator_workspaces as taw
 import test_workspace as wst
-from aggregator.agent import FakeAgent, inventory_from_node
+from aggregator.agent import FakeAgent, agent_token, inventory_from_node
 from aggregator.quantity import parse as qparse
 from test_aggregator import _node as agg_node
 from test_aggregator import expected_pool
@@ -285,7 +285,7 @@ def pool_capacity(pool):
 # -- the harness -----------------------------------------------------------------------------
 
 def _env_with_agent_tokens(agent_nodes):
-    """test_workspace.Env whose kube-sim also knows a node-bound agent token `tok-<node>` per
+    """test_workspace.Env whose kube-sim also knows a node-bound agent token (agent_token(node)) per
     agent_nodes (test_aggregator_workspaces' kube-sim, given our node names)."""
     saved = wst.SimProcess, taw.CSI_NODES
     wst.SimProcess, taw.CSI_NODES = taw._SimWithAgentTokens, tuple(agent_nodes)
@@ -325,7 +325,7 @@ class Cluster:
         old = self.agents.pop(name, None)
         if old is not None and not old.done:
             old.cancel()
-        a = FakeAgent(taw.ipb, agg.channel, "tok-" + name, inventory_from_node(taw.ipb, node_obj))
+        a = FakeAgent(taw.ipb, agg.channel, agent_token(name), inventory_from_node(taw.ipb, node_obj))
         self.agents[name] = a
         if wait:
             ack = a.wait_ack(1)

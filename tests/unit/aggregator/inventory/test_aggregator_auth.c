@@ -123,6 +123,72 @@ static void token_subject(void **state)
 	assert_int_equal(tau_auth_token_subject(sub, sizeof(sub), "e30.WzFd.c2ln"), -TAU_ENOTFOUND);
 }
 
+static void token_precheck(void **state)
+{
+	static const char user[] = "system:serviceaccount:tau-system:tau-node-agent";
+	/* header {"alg":"RS256"}; claims in the comment; signature "sig" (never checked here) */
+	static const struct {
+		const char *token;
+		tau_rpc_code code;
+		const char *needle;
+	} rows[] = {
+	        /* {"sub":"system:serviceaccount:tau-system:tau-node-agent"} */
+	        {"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGF1LXN5c3RlbTp0YX"
+	         "Utbm9kZS1hZ2VudCJ9.c2ln",
+	         TAU_RPC_OK, ""},
+	        /* the same sub, kubernetes.io {namespace tau-system, serviceaccount tau-node-agent,
+	         * node n1} */
+	        {"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGF1LXN5c3RlbTp0YX"
+	         "Utbm9kZS1hZ2VudCIsImt1YmVybmV0ZXMuaW8iOnsibmFtZXNwYWNlIjoidGF1LXN5c3RlbSIsInNlcnZ"
+	         "p"
+	         "Y2VhY2NvdW50Ijp7Im5hbWUiOiJ0YXUtbm9kZS1hZ2VudCJ9LCJub2RlIjp7Im5hbWUiOiJuMSJ9fX0."
+	         "c2ln",
+	         TAU_RPC_OK, ""},
+	        {"opaque-token", TAU_RPC_UNAUTHENTICATED, "not a JWT"},
+	        {"a.b", TAU_RPC_UNAUTHENTICATED, "not a JWT"},
+	        {"a.b.c.d", TAU_RPC_UNAUTHENTICATED, "not a JWT"},
+	        {"eyJhbGciOiJSUzI1NiJ9.eyJleHAiOjF9.", TAU_RPC_UNAUTHENTICATED, "not a JWT"},
+	        {"eyJhbGciOiJSUzI1NiJ9.eyJleHAiOjF9.si*g", TAU_RPC_UNAUTHENTICATED, "not a JWT"},
+	        /* header [1], then "hello": not a JSON object */
+	        {"WzFd.eyJzdWIiOiAic3lzdGVtOnNlcnZpY2VhY2NvdW50OnRhdS1zeXN0ZW06dGF1LW5vZGUtYWdlbn"
+	         "QifQ.c2ln",
+	         TAU_RPC_UNAUTHENTICATED, "not a JWT"},
+	        {"aGVsbG8.eyJzdWIiOiAic3lzdGVtOnNlcnZpY2VhY2NvdW50OnRhdS1zeXN0ZW06dGF1LW5vZGUtYWdl"
+	         "bnQifQ.c2ln",
+	         TAU_RPC_UNAUTHENTICATED, "not a JWT"},
+	        /* {"exp":1}: no sub */
+	        {"eyJhbGciOiJSUzI1NiJ9.eyJleHAiOjF9.c2ln", TAU_RPC_UNAUTHENTICATED, "no subject"},
+	        /* {"sub":"system:serviceaccount:default:intruder"} */
+	        {"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6ZGVmYXVsdDppbnRydW"
+	         "RlciJ9.c2ln",
+	         TAU_RPC_PERMISSION_DENIED, "no TokenReview made"},
+	        /* the agent's sub, kubernetes.io namespace "default" */
+	        {"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGF1LXN5c3RlbTp0YX"
+	         "Utbm9kZS1hZ2VudCIsImt1YmVybmV0ZXMuaW8iOnsibmFtZXNwYWNlIjoiZGVmYXVsdCIsInNlcnZpY2V"
+	         "h"
+	         "Y2NvdW50Ijp7Im5hbWUiOiJ0YXUtbm9kZS1hZ2VudCJ9fX0.c2ln",
+	         TAU_RPC_UNAUTHENTICATED, "kubernetes.io claims"},
+	        /* the agent's sub, kubernetes.io serviceaccount "other" */
+	        {"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGF1LXN5c3RlbTp0YX"
+	         "Utbm9kZS1hZ2VudCIsImt1YmVybmV0ZXMuaW8iOnsibmFtZXNwYWNlIjoidGF1LXN5c3RlbSIsInNlcnZ"
+	         "p"
+	         "Y2VhY2NvdW50Ijp7Im5hbWUiOiJvdGhlciJ9fX0.c2ln",
+	         TAU_RPC_UNAUTHENTICATED, "kubernetes.io claims"},
+	};
+	char msg[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		tau_rpc_code code = tau_auth_token_precheck(msg, sizeof(msg), rows[i].token, user);
+
+		if (code != rows[i].code)
+			fail_msg("row %zu: code %d, want %d (%s)", i, (int)code, (int)rows[i].code,
+			         msg);
+		if (strstr(msg, rows[i].needle) == NULL)
+			fail_msg("row %zu: \"%s\" lacks \"%s\"", i, msg, rows[i].needle);
+	}
+}
+
 static void cache(void **state)
 {
 	tau_auth_cache *c = NULL;
@@ -196,9 +262,13 @@ static void long_names_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(sa_user),      cmocka_unit_test(decision_table),
-	        cmocka_unit_test(token_expiry), cmocka_unit_test(token_subject),
-	        cmocka_unit_test(cache),        cmocka_unit_test(long_names_refused),
+	        cmocka_unit_test(sa_user),
+	        cmocka_unit_test(decision_table),
+	        cmocka_unit_test(token_expiry),
+	        cmocka_unit_test(token_subject),
+	        cmocka_unit_test(token_precheck),
+	        cmocka_unit_test(cache),
+	        cmocka_unit_test(long_names_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
