@@ -182,7 +182,7 @@ class Agent:
         os.makedirs(os.path.join(root, "dev"), exist_ok=True)
         token = os.path.join(work, "token-" + name)
         with open(token, "w") as f:
-            f.write("tok-" + name)
+            f.write(ta.agent_token(name))
         self.log = open(os.path.join(work, "agent-" + name + ".log"), "a")
         self.p = subprocess.Popen([ta.AGENT_BIN, "--node-name", name, "--aggregator", addr,
                                    "--kubeconfig", kubeconfig, "--host-root", root,
@@ -254,7 +254,7 @@ class Bench:
             self.nodes.append(ta._node(name, "a100" if a100 else "h100", {
                 "cpu": "96", "memory": "1800Gi", GPU: gpus, "pods": "110"}))
         self.victim = self.nodes[-1]["metadata"]["name"]  # an h100 node
-        tokens = {"tok-" + x["metadata"]["name"]: {
+        tokens = {ta.agent_token(x["metadata"]["name"]): {
             "username": ta.AGENT_USER, "audiences": ["taugrid"],
             "extra": {"authentication.kubernetes.io/node-name": [x["metadata"]["name"]]}}
             for x in self.nodes}
@@ -296,7 +296,10 @@ class Bench:
     def start_agg(self, kind):
         return ta.Aggregator(self.kubeconfig, sync_timeout=SYNC[kind], extra=(
             "--leader-elect", "--system-namespace", NS, "--no-workspace-controller",
-            "--log-level", "info"))
+            "--log-level", "info",
+            # Every agent comes from this one host, and all reconnect at each failover.
+            "--max-reviews-per-peer", "100000", "--max-pending-reviews", "100000",
+            "--max-streams-per-peer", "100000"))
 
     def start_agents(self):
         t0 = time.monotonic()

@@ -71,7 +71,7 @@ import grpc  # noqa: E402
 
 import test_aggregator_workspaces as taw  # noqa: E402
 import test_workspace as wst  # noqa: E402
-from aggregator.agent import FakeAgent, inventory_from_node  # noqa: E402
+from aggregator.agent import FakeAgent, agent_token, inventory_from_node  # noqa: E402
 from budget import harness as h  # noqa: E402
 from test_aggregator import expected_pool  # noqa: E402
 
@@ -184,7 +184,7 @@ class Swarm(threading.Thread):
             self.dirty.add(name)
 
     def _start(self, name, obj, i):
-        a = FakeAgent(taw.ipb, self.chans[i % len(self.chans)], "tok-" + name,
+        a = FakeAgent(taw.ipb, self.chans[i % len(self.chans)], agent_token(name),
                       inventory_from_node(taw.ipb, obj))
         self.connects += 1
         return a
@@ -314,7 +314,10 @@ class Soak:
         t = now()
         agg = self.c.start_aggregator(
             name, "--grpc-listen", "127.0.0.1:%d" % self.port, "--initial-sync-timeout",
-            "%ds" % self.a.sync_timeout, "--feature-gates", "MultipleWorkspaces=true")
+            "%ds" % self.a.sync_timeout, "--feature-gates", "MultipleWorkspaces=true",
+            # Every agent comes from this one host, and all reconnect at each restart.
+            "--max-reviews-per-peer", "100000", "--max-pending-reviews", "100000",
+            "--max-streams-per-peer", "100000")
         self.restart_s.append(now() - t)
         self.aggs.append([agg, None])
         self.started_at.append(time.time())
