@@ -587,6 +587,58 @@ class RbacTest(unittest.TestCase):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def test_binding_escalation_check(self):
+        """A RoleBinding write needs `bind` on its role, or every right the role grants."""
+        tmp = tempfile.mkdtemp()
+        try:
+            tok = os.path.join(tmp, "t.json")
+            with open(tok, "w") as f:
+                json.dump({"ctl-tok": {"username": "ctl"}}, f)
+            rbac_api = "/apis/rbac.authorization.k8s.io/v1"
+            rb = {"metadata": {"name": "r"},
+                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                              "name": "job-runner"},
+                  "subjects": [{"kind": "User", "name": "alice",
+                                "apiGroup": "rbac.authorization.k8s.io"}]}
+            with SimProcess(["--authz", "rbac", "--tokens", tok]) as sim:
+                sim.ok("POST", rbac_api + "/clusterroles",
+                       {"metadata": {"name": "job-runner"},
+                        "rules": [{"apiGroups": ["batch"], "resources": ["jobs"],
+                                   "verbs": ["create"]}]})
+                sim.ok("POST", rbac_api + "/clusterroles",
+                       {"metadata": {"name": "binder"},
+                        "rules": [{"apiGroups": ["rbac.authorization.k8s.io"],
+                                   "resources": ["rolebindings"], "verbs": ["create"]}]})
+                sim.ok("POST", rbac_api + "/clusterrolebindings",
+                       {"metadata": {"name": "ctl-binder"},
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                    "kind": "ClusterRole", "name": "binder"},
+                        "subjects": [{"kind": "User", "name": "ctl",
+                                      "apiGroup": "rbac.authorization.k8s.io"}]})
+                path = rbac_api + "/namespaces/default/rolebindings"
+                st, err = sim.req("POST", path, rb, token="ctl-tok")
+                self.assertEqual(st, 403, err)
+                self.assertEqual(err["message"],
+                                 'rolebindings.rbac.authorization.k8s.io "r" is forbidden: user '
+                                 '"ctl" (groups=["system:authenticated"]) is attempting to grant '
+                                 'RBAC permissions not currently held:\n{APIGroups:["batch"], '
+                                 'Resources:["jobs"], Verbs:["create"]}')
+                # bind on that one ClusterRole (resourceNames) is enough.
+                sim.ok("PUT", rbac_api + "/clusterroles/binder",
+                       {"metadata": {"name": "binder"},
+                        "rules": [{"apiGroups": ["rbac.authorization.k8s.io"],
+                                   "resources": ["rolebindings"], "verbs": ["create"]},
+                                  {"apiGroups": ["rbac.authorization.k8s.io"],
+                                   "resources": ["clusterroles"], "verbs": ["bind"],
+                                   "resourceNames": ["job-runner"]}]})
+                self.assertEqual(sim.req("POST", path, rb, token="ctl-tok")[0], 201)
+                # Holding every right of the role is enough too (no bind on "binder").
+                rb2 = dict(rb, metadata={"name": "r2"},
+                           roleRef=dict(rb["roleRef"], name="binder"))
+                self.assertEqual(sim.req("POST", path, rb2, token="ctl-tok")[0], 201)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
 
 if __name__ == "__main__":
     unittest.main()

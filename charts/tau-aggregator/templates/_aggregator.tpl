@@ -76,8 +76,10 @@ subjects:
     name: {{ $sa }}
     namespace: {{ $ns }}
 ---
-# Leader election (lib/kube_leader.c: get, create, update): the Lease tau-aggregator in the
-# system namespace only.
+# Leader election, the Lease tau-aggregator in the system namespace only (lib/kube_leader.c,
+# started by main.c with --leader-elect). get: try_acquire_or_renew reads the Lease; create:
+# lease_write (POST) when there is none; update: lease_write (PUT) to take over and to renew,
+# and release on shutdown.
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:

@@ -142,6 +142,15 @@ class Authz:
             return True, ""
         return self.rbac.authorize(user, attrs)
 
+    def binding_escalation(self, user, binding, namespace):
+        """[] when the binding write passes the escalation check (always without rbac)."""
+        if self.rbac is None or "system:masters" in (user.get("groups") or []):
+            return []
+        return self.rbac.binding_escalation(user, binding, namespace)
+
+    def escalation_message(self, user, qualified, name, missing):
+        return self._rbacmod.escalation_message(user, qualified, name, missing)
+
     def forbidden_message(self, user, attrs, reason=""):
         if self.rbac is not None and hasattr(self._rbacmod, "forbidden_message"):
             try:

@@ -38,6 +38,7 @@ __all__ = [
 
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 MASTERS_GROUP = "system:masters"
+RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 # ---------------------------------------------------------------------------
@@ -369,6 +370,46 @@ class Authorizer(object):
             return False, "RBAC: " + _aggregate(state["errors"])
         return False, ""
 
+    def binding_escalation(self, user, binding, namespace):
+        """The RBAC escalation check of a RoleBinding/ClusterRoleBinding write (namespace ""
+        for a ClusterRoleBinding): [] when the user may write it, because it holds `bind` on
+        the referenced role (resourceNames honoured) or already holds every rule of that role
+        where the binding grants it; else the referenced role's rules it lacks (the whole
+        role when it cannot be read), each one rule per verb/group/resource/name."""
+        user = user or {}
+        if MASTERS_GROUP in (user.get("groups") or []):
+            return []
+        ref = binding.get("roleRef") or {}
+        plural = "clusterroles" if ref.get("kind") == "ClusterRole" else "roles"
+        bind = {"verb": "bind", "api_group": RBAC_GROUP, "resource": plural,
+                "subresource": "", "name": ref.get("name", ""), "namespace": namespace,
+                "path": "", "resource_request": True}
+        if self.authorize(user, bind)[0]:
+            return []
+        rules, err = self._role_ref_rules(ref, namespace)
+        if err is not None:
+            return [{"roleRef": ref.get("name", "")}]
+        missing = []
+        for rule in rules:
+            for verb in rule.get("verbs") or []:
+                for url in rule.get("nonResourceURLs") or []:
+                    a = {"verb": verb, "path": url, "resource_request": False}
+                    if not self.authorize(user, a)[0]:
+                        missing.append({"nonResourceURLs": [url], "verbs": [verb]})
+                for group in rule.get("apiGroups") or []:
+                    for res in rule.get("resources") or []:
+                        base, _, sub = res.partition("/")
+                        for name in rule.get("resourceNames") or [""]:
+                            a = {"verb": verb, "api_group": group, "resource": base,
+                                 "subresource": sub, "name": name, "namespace": namespace,
+                                 "path": "", "resource_request": True}
+                            if not self.authorize(user, a)[0]:
+                                m = {"apiGroups": [group], "resources": [res], "verbs": [verb]}
+                                if name:
+                                    m["resourceNames"] = [name]
+                                missing.append(m)
+        return missing
+
     def rules_for(self, user, namespace):
         """(rules, errors) in force for the user in a namespace ("" for
         cluster-wide rules only): the input of SelfSubjectRulesReview."""
@@ -440,6 +481,27 @@ def forbidden_message(user, attrs, reason=""):
     if name:
         return "%s %s is forbidden: %s" % (qualified, _q(name), msg)
     return "%s is forbidden: %s" % (qualified, msg)
+
+
+def escalation_message(user, qualified, name, missing):
+    """The 403 text of a binding write refused by the escalation check, as the real server
+    words it (rbac/validation ConfirmNoEscalation), one missing rule per line."""
+    groups = " ".join(_q(g) for g in (user or {}).get("groups") or [])
+    lines = []
+    for m in missing:
+        if "roleRef" in m:
+            lines.append("the referenced role %s cannot be read" % _q(m["roleRef"]))
+        elif "nonResourceURLs" in m:
+            lines.append("{NonResourceURLs:[%s], Verbs:[%s]}" % (
+                _q(m["nonResourceURLs"][0]), _q(m["verbs"][0])))
+        else:
+            names = (", ResourceNames:[%s]" % _q(m["resourceNames"][0])
+                     if m.get("resourceNames") else "")
+            lines.append("{APIGroups:[%s], Resources:[%s]%s, Verbs:[%s]}" % (
+                _q(m["apiGroups"][0]), _q(m["resources"][0]), names, _q(m["verbs"][0])))
+    return ("%s %s is forbidden: user %s (groups=[%s]) is attempting to grant RBAC permissions "
+            "not currently held:\n%s" % (qualified, _q(name), _q((user or {}).get("username", "")),
+                                        groups, "\n".join(lines)))
 
 
 def forbidden_status(user, attrs, reason=""):

@@ -601,6 +601,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.send_bytes(200, body)
 
     # -- resources --------------------------------------------------------------------------
+    def check_escalation(self, rt, ns, body):
+        """Under --authz rbac, a RoleBinding or ClusterRoleBinding write needs `bind` on its
+        role or every right the role grants (kube-apiserver's escalation check): 403 otherwise."""
+        if (rt.group != "rbac.authorization.k8s.io"
+                or rt.plural not in ("rolebindings", "clusterrolebindings")
+                or not isinstance(body, dict)):
+            return
+        missing = self.sim.authz.binding_escalation(self.user, body, ns or "")
+        if missing:
+            name = (body.get("metadata") or {}).get("name", "")
+            raise ApiError(403, "Forbidden", self.sim.authz.escalation_message(
+                self.user, util.qualified_resource(rt.plural, rt.group), name, missing),
+                util.details(name, rt.group, rt.plural))
+
     def handle_resource(self, method, info):
         sim = self.sim
         rt = sim.lookup(info["group"], info["version"], info["resource"])
@@ -645,6 +659,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if rt.namespaced and not ns:
                 raise util.not_found_path()
             body = self.decode_body(self.read_body())
+            self.check_escalation(rt, ns, body)
             obj = sim.store.create(rt, ns, body, opts)
             self._warnings = opts.get("warnings", [])
             return self.respond_object(201, rt, obj, api_version)
@@ -652,6 +667,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if not name:
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
             body = self.decode_body(self.read_body())
+            if not sub:
+                self.check_escalation(rt, ns, body)
             obj, created = sim.store.update(rt, ns, name, body, sub or None, opts)
             self._warnings = opts.get("warnings", [])
             return self.respond_object(201 if created else 200, rt, obj, api_version)
