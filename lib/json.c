@@ -18,6 +18,8 @@
 /*
  * Nesting depth check before parsing, skipping string contents, so a
  * document of a million '[' is refused in linear time with no recursion.
+ * Strings holding a raw control character are refused here too (RFC 8259;
+ * Go's encoder always escapes them, and a raw NUL would cut a string short).
  */
 static int check_depth(const char *buf, size_t len)
 {
@@ -28,10 +30,16 @@ static int check_depth(const char *buf, size_t len)
 		char c = buf[i];
 
 		if (in_string) {
-			if (c == '\\')
+			if (c == '\\') {
 				i++;
-			else if (c == '"')
+			} else if (c == '"') {
 				in_string = 0;
+			} else if ((unsigned char)c < 0x20) {
+				/* RFC 8259 forbids them; a raw NUL would cut the string short. */
+				return tau_error_set(
+				        TAU_EINVAL,
+				        "control character in a JSON string at offset %zu", i);
+			}
 			continue;
 		}
 		if (c == '"') {

@@ -1200,6 +1200,9 @@ static void explicit_teams(ctx *c, cJSON *managed)
 
 		if (name == NULL || streq(name, c->effective) || streq(name, c->capacity))
 			continue;
+		/* No uid (not from an API server): nothing can be owned by it; skip, never fail. */
+		if (tau_json_str(t, "metadata.uid") == NULL)
+			continue;
 		xi.team = t;
 		if ((rc = tau_budget_explicit_decide(&x, &xi)) < 0) {
 			c->b->rc = rc;
@@ -1339,6 +1342,8 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 	if (c.capacity != NULL && c.capacity[0] == '\0')
 		c.capacity = NULL;
 	c.cluster_uid = tau_json_str(in->cluster, "metadata.uid");
+	if (c.cluster_uid != NULL && c.cluster_uid[0] == '\0')
+		c.cluster_uid = NULL; /* no owner: we own no ResourceFlavor (never an error) */
 	previous_teams(&c);
 	explicit_teams(&c, managed);
 	if (c.effective != NULL || c.capacity != NULL || c.retiring) {

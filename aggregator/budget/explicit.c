@@ -13,6 +13,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/names.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -576,6 +577,11 @@ const char *tau_budget_workspace_namespace(const cJSON *ws, bool multiple)
 
 	if (ns == NULL || ns[0] == '\0')
 		return NULL;
+	/* Status can be written by hand: a value no namespace can have selects nothing. */
+	if (tau_names_check_dns1123_label(ns) < 0) {
+		tau_error_clear();
+		return NULL;
+	}
 	if (!multiple && cJSON_IsArray(conds))
 		cJSON_ArrayForEach(c, conds)
 		{
@@ -1049,6 +1055,18 @@ static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budg
 	tau_budget_cells others = {0};
 	int rc = others_applied(c, &others);
 
+	if (rc == -TAU_EINVAL || rc == -TAU_ERANGE) {
+		/* Another team's Cohort or queue holds a quantity we cannot read (kubectl edit,
+		 * no Kueue webhook): what is free is unknown, so this team may not change, and the
+		 * other teams are decided as usual. */
+		c->team_reason = TAU_BUDGET_REASON_QUOTA_INVALID;
+		snprintf(c->team_msg, sizeof(c->team_msg),
+		         "the quota applied by other teams cannot be read (%s); team \"%s\" keeps "
+		         "its "
+		         "applied allocation",
+		         tau_error_last()->msg, c->name);
+		rc = 0;
+	}
 	for (size_t i = 0; rc == 0 && i < next->n && c->team_reason == NULL; i++) {
 		const char *f = next->items[i].flavor, *r = next->items[i].resource;
 		tau_quantity was = tau_budget_cells_get(applied, f, r), cap, total,
@@ -1059,7 +1077,19 @@ static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budg
 		if (tau_quantity_cmp(&next->items[i].q, &was) > 0 && capacity_of(c, f, r, &cap)) {
 			/* Growing: everything applied elsewhere plus our new allocation must fit.
 			 */
-			if ((rc = tau_quantity_add(&total, &next->items[i].q, &o)) < 0)
+			if ((rc = tau_quantity_add(&total, &next->items[i].q, &o)) == -TAU_ERANGE) {
+				/* Past what a quantity holds: certainly past the capacity. */
+				fmtq(b, sizeof(b), &cap);
+				c->team_reason = TAU_BUDGET_REASON_CAPACITY;
+				snprintf(c->team_msg, sizeof(c->team_msg),
+				         "team allocations are too large to add up and exceed "
+				         "discovered capacity %s for flavor %s resource %s; team "
+				         "\"%s\" keeps its applied allocation",
+				         b, f, r, c->name);
+				rc = 0;
+				break;
+			}
+			if (rc < 0)
 				break;
 			if (tau_quantity_cmp(&total, &cap) > 0) {
 				fmtq(a, sizeof(a), &total);

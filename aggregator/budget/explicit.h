@@ -124,7 +124,7 @@ int tau_budget_new_maximum(tau_budget_cells *out, const tau_budget_cells *nomina
 /**
  * The namespace a workspace's ClusterQueue selects: its resolved namespace
  * (status.target.resolvedNamespace), or NULL when it gets no queue (not
- * resolved yet, or blocked by the v0 rule unless `multiple`).
+ * resolved yet, not a DNS-1123 label, or blocked by the v0 rule unless `multiple`).
  */
 const char *tau_budget_workspace_namespace(const cJSON *ws, bool multiple);
 

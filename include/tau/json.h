@@ -29,7 +29,9 @@
  * @param len  their length
  * @param cap  maximum accepted length; 0 means TAU_JSON_DEFAULT_CAP
  * @return 0, -TAU_ETOOBIG if len > cap or nesting exceeds TAU_JSON_MAX_DEPTH,
- *         -TAU_EINVAL if the text is not one JSON value (the message gives the offset).
+ *         -TAU_EINVAL if the text is not one JSON value (the message gives the offset)
+ *         or holds a string with a raw control character (RFC 8259 forbids them, and a
+ *         raw NUL would cut the string short).
  */
 int tau_json_parse(cJSON **out, const char *buf, size_t len, size_t cap);
 

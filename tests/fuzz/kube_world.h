@@ -292,9 +292,27 @@ static inline void world_check(const char *target, const tau_budget_observed *in
 	tau_budget_decision_free(d);
 }
 
+/* True when some object below `item` names a member twice (cJSON keeps both). */
+static inline bool world_duplicate_keys(const cJSON *item)
+{
+	for (const cJSON *it = item; it != NULL; it = it->next) {
+		if (cJSON_IsObject(it))
+			for (const cJSON *a = it->child; a != NULL; a = a->next)
+				for (const cJSON *b = a->next; b != NULL; b = b->next)
+					if (a->string != NULL && b->string != NULL &&
+					    strcmp(a->string, b->string) == 0)
+						return true;
+		if ((cJSON_IsObject(it) || cJSON_IsArray(it)) && world_duplicate_keys(it->child))
+			return true;
+	}
+	return false;
+}
+
 /*
  * The controller's update of an owned object: merge(observed, desired) must agree with
- * desired on every owned field, or it would be written again on every pass.
+ * desired on every owned field, or it would be written again on every pass.  Not asked of
+ * an object that names a member twice: cJSON keeps both and the merge replaces one, but
+ * the API server's encoder never repeats a key, so no informer ever holds such an object.
  */
 static inline void world_check_merge(const char *target, const cJSON *desired,
                                      const cJSON *observed)
@@ -302,8 +320,11 @@ static inline void world_check_merge(const char *target, const cJSON *desired,
 	cJSON *merged = NULL;
 	bool equal = false;
 	char what[512];
-	int rc = tau_budget_merge(&merged, observed, desired);
+	int rc;
 
+	if (world_duplicate_keys(observed))
+		return;
+	rc = tau_budget_merge(&merged, observed, desired);
 	if (rc == -TAU_ENOMEM || (rc == -TAU_EINVAL && !cJSON_IsObject(observed)))
 		return;
 	if (rc < 0)
