@@ -30,7 +30,9 @@ write, faults and compaction notwithstanding) by replaying the Node events into 
 
   I1 budget floor  every write of the root Cohort tau-team-research holds, per flavor and
                    resource, at least the smallest true pool of the last --lag seconds before
-                   it (P6: it follows the pool down, with the coalescing and fault delays);
+                   it (P6: it follows the pool down, with the coalescing and fault delays),
+                   nodes created in that window left out (one enters the pool once its agent
+                   has reported, which the history does not show);
                    all-zero writes (P5) are allowed only with the team's QuotaReady reason
                    BudgetZeroed or ConflictDetected and are listed.  The Cohort is never
                    deleted.
@@ -73,7 +75,11 @@ import test_aggregator_workspaces as taw  # noqa: E402
 import test_workspace as wst  # noqa: E402
 from aggregator.agent import FakeAgent, agent_token, inventory_from_node  # noqa: E402
 from budget import harness as h  # noqa: E402
+from aggregator.quantity import parse as qparse  # noqa: E402
 from test_aggregator import expected_pool  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e", "agent"))
+import harness as agent_harness  # noqa: E402
 
 TEAM = "research"
 COHORT = h.cohort_name(TEAM)
@@ -244,6 +250,8 @@ class Soak:
         self.aggs = []                       # every aggregator started: (Aggregator, how it ended)
         self.kills = []                      # (time, resourceVersion)
         self.restart_s = []
+        self.real = set()
+        self.real_agents = {}
         self.started_at = []
         self.ops = {}
         self.threads = []
@@ -259,6 +267,7 @@ class Soak:
         self.commits = {k: [] for k in LOOP_KINDS}
         self.zeroings = []
         self.pending_zero = []
+        self.born = {}                       # node -> when its current incarnation was created
         self.team_reason = None
         self.staleness = []
         self.inexact = 0
@@ -296,14 +305,37 @@ class Soak:
         self.port = s.getsockname()[1]
         s.close()
         self.swarm = Swarm("127.0.0.1:%d" % self.port, random.Random(a.seed + 1))
+        # Every len/real-th node gets a real tau-node-agent (following its own Node through the
+        # faulty API); the swarm plays the others.
+        step = max(1, len(self.names) // a.real_agents) if a.real_agents else 0
+        self.real = set(self.names[::step][:a.real_agents]) if step else set()
         for name in self.names:
-            self.swarm.set_node(name, self.c.get(h.NODES + "/" + name))
+            if name not in self.real:
+                self.swarm.set_node(name, self.c.get(h.NODES + "/" + name))
         self.agg = self.start_aggregator("agg-00")
         self.swarm.start()
+        for name in sorted(self.real):
+            self.start_real_agent(name)
         team_uid = self.c.team(TEAM)["metadata"]["uid"]
         want = h.Shape().groups(self.c.pool())
         self.c.wait_ok(lambda: h.cohort_diffs(self.c.cohort(TEAM), TEAM, team_uid, want),
                        "the first Cohort holds the pool", timeout=120)
+
+    def report(self, name, obj):
+        """The node's agent learns its Node: the swarm is told; a real agent watches it."""
+        if name not in self.real:
+            self.swarm.set_node(name, obj)
+
+    def start_real_agent(self, name):
+        work = self.c.env.tmp
+        tok = os.path.join(work, "token-" + name)
+        with open(tok, "w") as f:
+            f.write("tok-" + name)
+        host = agent_harness.HostTree(work)
+        self.real_agents[name] = agent_harness.Agent(work, [
+            "--node-name", name, "--kubeconfig", self.c.sim.kubeconfig,
+            "--aggregator", "127.0.0.1:%d" % self.port, "--insecure", "--token-file", tok,
+            "--host-root", host.root, "--log-level", "warn"])
 
     def node_obj(self, name):
         cls = self.home[name]
@@ -359,7 +391,7 @@ class Soak:
             for due, name in [x for x in readd if x[0] <= t]:
                 readd.remove((due, name))
                 obj = self.api.must("POST", h.NODES, self.node_obj(name))
-                self.swarm.set_node(name, obj)
+                self.report(name, obj)
                 self.count("re-add")
             gone = {n for _, n in readd}
             name = rng.choice([n for n in self.names if n not in gone])
@@ -396,15 +428,15 @@ class Soak:
                                     "application/strategic-merge-patch+json")
             else:
                 self.api.must("DELETE", path, ok=(200, 202))
-                self.swarm.set_node(name, None)
+                self.report(name, None)
                 readd.append((t + rng.uniform(1, 6), name))
                 obj = None
             if obj is not None:
-                self.swarm.set_node(name, obj)
+                self.report(name, obj)
             self.count(op)
         for _, name in readd:   # the soak ends with every node present
             obj = self.api.must("POST", h.NODES, self.node_obj(name))
-            self.swarm.set_node(name, obj)
+            self.report(name, obj)
             self.count("re-add")
 
     def objects(self):
@@ -484,6 +516,11 @@ class Soak:
                     self.fail("I4 no crash", "aggregator %s exited %s on its own:\n%s" % (
                         os.path.basename(agg.log_path), agg.p.returncode, agg.log()[-3000:]))
                     self.agg = self.start_aggregator("agg-restart-%d" % len(self.aggs))
+            for name, ag in list(self.real_agents.items()):
+                if not ag.alive():
+                    del self.real_agents[name]
+                    self.fail("I4 no crash", "tau-node-agent of %s exited %s:\n%s" % (
+                        name, ag.proc.returncode, ag.logs()[-3000:]))
             if self.swarm.error is not None:
                 self.fail("I4 no crash", "the agent swarm failed: %r" % self.swarm.error)
                 self.halt.set()
@@ -509,9 +546,15 @@ class Soak:
                     self.live_nodes[name] = obj
                 live = [n for n in self.live_nodes.values()
                         if not n["metadata"].get("deletionTimestamp")]
-                pool = flat_pool(expected_pool(live))
+                if ev["type"] == "ADDED":
+                    self.born[name] = t
+                counted = expected_pool(live)
+                pool = flat_pool(counted)
                 if not self.timeline or self.timeline[-1][2] != pool:
-                    self.timeline.append((rv, t, pool))
+                    per_node = {n: {(h.flavor_name(cls), r): qparse(q) for r, q in
+                                    self.live_nodes[n]["status"]["allocatable"].items()}
+                                for cls, f in counted.items() for n in f["nodes"]}
+                    self.timeline.append((rv, t, pool, per_node))
             elif res == "teams" and name == TEAM and ev["type"] != "DELETED":
                 c = wst.cond(obj, "QuotaReady") or {}
                 self.team_reason = c.get("reason")
@@ -533,15 +576,28 @@ class Soak:
         # The true pools the writer may have seen: the one in force at t - lag, and every later
         # one committed before this write.
         start = t - self.a.lag
-        window = []
+        window, entries = [], []
         for i in range(len(self.timeline) - 1, -1, -1):
-            prv, pt, pool = self.timeline[i]
+            prv, pt, pool, per_node = self.timeline[i]
             if prv > rv:
                 continue
             window.append((prv, pt, pool))
+            entries.append(per_node)
             if pt <= start:
                 break
         window.reverse()
+        entries.reverse()
+        # A node (re)created in the window enters the pool only once its agent has reported
+        # (docs/aggregator.md: the report lets it in), which the history cannot show: the floor
+        # leaves such nodes out.
+        fresh = {n for n, b in self.born.items() if b > start}
+        floors = []
+        for (_, _, pool), per_node in zip(window, entries):
+            f = dict(pool)
+            for n in fresh & set(per_node):
+                for k, v in per_node[n].items():
+                    f[k] = f.get(k, Fraction(0)) - v
+            floors.append(f)
         # Staleness: how long before the write the pool it holds was last true.
         nonzero = {k: v for k, v in got.items() if v != 0}
         match = [pt for prv, pt, pool in window
@@ -563,22 +619,23 @@ class Soak:
         low, high = {}, {}
         for k in keys:
             vals = [pool.get(k, Fraction(0)) for _, _, pool in window]
+            floor = min(f.get(k, Fraction(0)) for f in floors)
             v = got.get(k, Fraction(0))
-            if not isinstance(v, Fraction) or v < min(vals):
-                low[k] = (v, min(vals))
+            if not isinstance(v, Fraction) or v < floor:
+                low[k] = (v, floor)
             elif v > max(vals):
                 high[k] = (v, max(vals))
         for inv, bad in (("I1 budget floor", low), ("I2 budget cap", high)):
             if bad:
-                self.fail(inv, "Cohort %s written at resourceVersion %d (%s, %.1f s into the "
+                self.fail(inv, self.node_diff() + "; Cohort %s written at resourceVersion %d (%s, %.1f s into the "
                           "soak, aggregator %s): %s; true pool %s over the %.0f s before it "
-                          "(resourceVersions %s); the pool then: %s; the write: %s" % (
+                          "(nodes created in it left out of the floor: %s; resourceVersions %s); the pool then: %s; the write: %s" % (
                               COHORT, rv, time.strftime("%H:%M:%S", time.gmtime(t)),
                               t - self.t_unix0, self.agg_at(t),
                               ", ".join("%s/%s %s (want %s %s)" % (
                                   k[0], k[1], v[0], "at least" if bad is low else "at most",
                                   v[1]) for k, v in sorted(bad.items())),
-                              "min" if bad is low else "max", self.a.lag,
+                              "min" if bad is low else "max", self.a.lag, sorted(fresh),
                               [w[0] for w in window], show(window[-1][2]),
                               json.dumps(obj.get("spec"))[:1500]))
 
@@ -590,6 +647,30 @@ class Soak:
                           COHORT, rv, t - self.t_unix0, self.agg_at(t), cond.get("reason"),
                           cond.get("message"), json.dumps(obj.get("spec"))[:800]))
         self.pending_zero = []
+
+    def node_diff(self):
+        """Evidence: the nodes the running aggregator counts now against the Nodes' answer."""
+        live = [n for n in self.live_nodes.values() if not n["metadata"].get("deletionTimestamp")]
+        want = {n for f in expected_pool(live).values() for n in f["nodes"]}
+        agg = self.agg
+        try:
+            got, token = {}, ""
+            while True:
+                r = agg.unary("ListNodes", taw.qpb.ListNodesRequest(page_token=token),
+                              taw.qpb.ListNodesResponse)
+                got.update({n.name: n for n in r.nodes})
+                token = r.next_page_token
+                if not token:
+                    break
+        except (grpc.RpcError, AttributeError) as e:
+            return "(ListNodes of the running aggregator failed: %s)" % e
+        counted = {n for n, st in got.items() if st.counted}
+        return ("now the running aggregator %s counts %d nodes, the Nodes say %d; counted only "
+                "by it: %s; only by the Nodes: %s" % (
+                    os.path.basename(agg.log_path), len(counted), len(want),
+                    sorted(counted - want), ["%s (%s)" % (n, "; ".join(got[n].reasons)
+                                                         if n in got else "no record")
+                                             for n in sorted(want - counted)]))
 
     def agg_at(self, t):
         alive = "agg-00"
@@ -773,6 +854,7 @@ class Soak:
             t.join(120)
         self.stats = c.stats()
         self.finish()
+        self.stop_real_agents()
         self.sanitizer_reports()
         self.est = self.established_after()  # the logs go with kube-sim's folder
 
@@ -783,8 +865,18 @@ class Soak:
             self.fail("I4 no crash", "the soak's %s thread failed: %r" % (fn.__name__, e))
             self.halt.set()
 
+    def stop_real_agents(self):
+        """SIGTERM every real agent: exit 0 within 2 s (docs/agent.md)."""
+        for name, ag in sorted(self.real_agents.items()):
+            rc, took = ag.terminate()
+            if rc != 0 or took > 5:
+                self.fail("I4 no crash", "tau-node-agent of %s: exit %s %.1f s after SIGTERM:"
+                          "\n%s" % (name, rc, took, ag.logs()[-3000:]))
+        self.real_agents = {}
+
     def stop(self):
         self.halt.set()
+        self.stop_real_agents()
         if self.swarm is not None:
             self.swarm.close()
         if self.c is not None:
@@ -805,6 +897,7 @@ class Soak:
             "kills": len(self.kills), "aggregators_started": len(self.aggs),
             "aggregator_start_s_max": max(self.restart_s) if self.restart_s else None,
             "agent_streams_opened": self.swarm.connects if self.swarm else 0,
+            "real_agents": len(self.real),
             "operations": dict(sorted(self.ops.items())),
             "api_requests": sum((getattr(self, "stats", None) or {}).values()),
             "true_pool_changes": len(self.timeline),
@@ -841,9 +934,9 @@ def simtest_wait(pred, timeout, msg):
 
 
 def report(out):
-    print("soak: %d s, %d agents, seed %d: %d SIGKILLs (%d aggregators started, slowest start "
-          "%.1f s), %d agent streams opened" % (
-              out["duration_s"], out["agents"], out["seed"], out["kills"],
+    print("soak: %d s, %d agents (%d real tau-node-agent processes), seed %d: %d SIGKILLs (%d "
+          "aggregators started, slowest start %.1f s), %d swarm streams opened" % (
+              out["duration_s"], out["agents"], out["real_agents"], out["seed"], out["kills"],
               out["aggregators_started"], out["aggregator_start_s_max"] or 0,
               out["agent_streams_opened"]))
     print("  operations: %s" % ", ".join("%s %d" % kv for kv in out["operations"].items()))
@@ -886,6 +979,8 @@ def main():
     ap.add_argument("--max-writes-per-minute", type=int, default=75)
     ap.add_argument("--steady", type=float, default=20.0)
     ap.add_argument("--settle", type=float, default=180.0)
+    ap.add_argument("--real-agents", type=int, default=8,
+                    help="how many of the agents are real tau-node-agent processes")
     ap.add_argument("--sync-timeout", type=int, default=30,
                     help="the aggregators' --initial-sync-timeout, seconds")
     ap.add_argument("--json", help="also write the summary here")
@@ -895,6 +990,9 @@ def main():
         ap.error("need --duration >= 30, --kills >= 0, --agents >= 4, --churn-rate > 0")
     taw.AGG_BIN = os.path.join(a.build, "tau-aggregator")
     taw.CLI_BIN = os.path.join(a.build, "tau")
+    agent_harness.AGENT_BIN = os.path.join(a.build, "tau-node-agent")
+    if a.real_agents > a.agents:
+        ap.error("--real-agents is at most --agents")
     if not os.access(taw.AGG_BIN, os.X_OK):
         print("soak: %s is not built" % taw.AGG_BIN, file=sys.stderr)
         return 1
