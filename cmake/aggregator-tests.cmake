@@ -17,6 +17,18 @@ if(TAU_PYTHON_TESTS)
                   "TAU_PROTOC=${TAU_PROTOC}" "TAU_OPENSSL=${TAU_OPENSSL}"
                   "TAU_PROTO_DIR=${PROJECT_SOURCE_DIR}/proto"
                   "TAU_GRPC_PROTO_DIR=${TAU_GRPC_PROTO_DIR}" "TAU_SIM_PYTHON=${PYTHON3}")
+  # e2e/hostile-input  tests/e2e/test_hostile_input.py: malformed protobuf, 100,000 labels, a
+  #                    100 MiB message and an untrusted TLS CA against the real aggregator.
+  tau_add_python_suite(e2e/hostile-input
+      TESTS test_hostile_input
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
+      TIMEOUT 600
+      LABELS e2e python
+      ENVIRONMENT "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>"
+                  "TAU_AGENT_BIN=$<TARGET_FILE:tau-node-agent>" "TAU_CLI_BIN=$<TARGET_FILE:tau-cli>"
+                  "TAU_PROTOC=${TAU_PROTOC}" "TAU_OPENSSL=${TAU_OPENSSL}"
+                  "TAU_PROTO_DIR=${PROJECT_SOURCE_DIR}/proto"
+                  "TAU_GRPC_PROTO_DIR=${TAU_GRPC_PROTO_DIR}" "TAU_SIM_PYTHON=${PYTHON3}")
 endif()
 
 # bench/bench_swarm.c drives the aggregator's own handler code in-process: it needs the
