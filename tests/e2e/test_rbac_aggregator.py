@@ -37,6 +37,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import test_aggregator as ta  # noqa: E402
+from aggregator.agent import agent_token  # noqa: E402
 
 import yaml  # noqa: E402  (python3-yaml)
 
@@ -214,7 +215,7 @@ class Run:
                   AGENT_KUBE_TOKEN: {"username": AGENT_USER},
                   READER_TOKEN: {"username": "reader"}}
         for n in NODES:
-            tokens["tok-" + n] = {"username": AGENT_USER, "audiences": ["taugrid"],
+            tokens[agent_token(n)] = {"username": AGENT_USER, "audiences": ["taugrid"],
                                   "extra": {"authentication.kubernetes.io/node-name": [n]}}
         with open(os.path.join(self.dir, "tokens.json"), "w") as f:
             json.dump(tokens, f)
@@ -255,7 +256,7 @@ class Run:
             root = self.path("host-" + n)
             os.makedirs(os.path.join(root, "dev"))
             with open(self.path("token-" + n), "w") as f:
-                f.write("tok-" + n)
+                f.write(agent_token(n))
             self.proc([ta.AGENT_BIN, "--node-name", n, "--aggregator", self.grpc,
                        "--kubeconfig", self.path("agent-kubeconfig"), "--host-root", root,
                        "--token-file", self.path("token-" + n), "--insecure"], "agent-" + n)
