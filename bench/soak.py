@@ -225,7 +225,8 @@ class Swarm(threading.Thread):
 
     def close(self):
         self.halt.set()
-        self.join(10)
+        if self.ident is not None:  # started
+            self.join(10)
         for st in self.agents.values():
             if st[0] is not None and not st[0].done:
                 try:
@@ -876,16 +877,22 @@ class Soak:
 
     def stop(self):
         self.halt.set()
-        self.stop_real_agents()
-        if self.swarm is not None:
-            self.swarm.close()
+        try:
+            self.stop_real_agents()
+            if self.swarm is not None:
+                self.swarm.close()
+        finally:
+            self.stop_cluster()
+
+    def stop_cluster(self):
         if self.c is not None:
             for agg, how in self.aggs:
                 if agg.p.poll() is None:
                     agg.stop()
             if not self.a.keep:
                 self.c.stop()
-            else:
+            else:  # kube-sim stops; its folder (aggregator and agent logs) stays
+                self.c.sim.stop()
                 print("soak: kept %s" % self.c.env.tmp)
 
     def summary(self):
