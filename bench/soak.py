@@ -331,7 +331,7 @@ class Soak:
         work = self.c.env.tmp
         tok = os.path.join(work, "token-" + name)
         with open(tok, "w") as f:
-            f.write("tok-" + name)
+            f.write(agent_token(name))
         host = agent_harness.HostTree(work)
         self.real_agents[name] = agent_harness.Agent(work, [
             "--node-name", name, "--kubeconfig", self.c.sim.kubeconfig,
