@@ -316,6 +316,19 @@ out:
 	return rc;
 }
 
+/* /metrics after the inventory's families: the budget's, from its caches (zeros before the
+ * controller exists or after it stopped). */
+static int budget_metrics(void *arg, tau_buf *out)
+{
+	budget_runtime *b = &((runtime *)arg)->budget;
+	int rc;
+
+	pthread_mutex_lock(&b->mu);
+	rc = tau_budget_controller_metrics(b->ctl, out);
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
 /* Stop and free the budget controller; it never starts again.  Idempotent. */
 static void budget_shutdown(runtime *rt)
 {
@@ -558,7 +571,8 @@ int main(int argc, char **argv)
 		    tau_kube_leader_start(rt.leader) < 0)
 			goto fail;
 	}
-	if (tau_agg_http_start(&http, o.http_listen, rt.agg, readiness, &rt, &http_port) < 0) {
+	if (tau_agg_http_start(&http, o.http_listen, rt.agg, readiness, &rt, budget_metrics, &rt,
+	                       &http_port) < 0) {
 		fprintf(stderr, "tau-aggregator: --http-listen %s: %s\n", o.http_listen,
 		        tau_error_last()->msg);
 		exit_code = 2;

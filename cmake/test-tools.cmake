@@ -9,6 +9,7 @@
 #   TAU_PROTOC      protoc (protobuf-compiler): the Python suites make message classes with it
 #   TAU_OPENSSL     openssl: throwaway CAs and certificates
 #   TAU_KUBECTL     kubectl (kubernetes-client): suites drive kube-sim with it
+#   TAU_PROMTOOL    promtool (prometheus): e2e/monitoring checks and unit-tests the alert rules
 #   SYSTEM_PYTHON3  /usr/bin/python3 with grpc, google.protobuf and yaml (python3-grpcio,
 #                   python3-protobuf, python3-yaml: Debian installs them for it only)
 #   TAU_SHARED_DIR  the shared contract directory (optional; e2e/shared-fixtures skips without)
@@ -61,6 +62,7 @@ if(TAU_PYTHON_TESTS)
   tau_require_program(TAU_PROTOC protoc protobuf-compiler)
   tau_require_program(TAU_OPENSSL openssl openssl)
   tau_require_program(TAU_KUBECTL kubectl kubernetes-client)
+  tau_require_program(TAU_PROMTOOL promtool prometheus)
   tau_require_python_module(grpc python3-grpcio)
   tau_require_python_module(google.protobuf python3-protobuf)
   tau_require_python_module(yaml python3-yaml)

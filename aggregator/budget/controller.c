@@ -10,6 +10,7 @@
 #include "controller.h"
 
 #include "decide.h"
+#include "metrics.h"
 
 #include "controller/runtime.h"
 
@@ -453,6 +454,28 @@ void tau_budget_controller_stats(tau_budget_controller *b, tau_budget_stats *out
 	pthread_mutex_lock(&b->lock);
 	*out = b->stats;
 	pthread_mutex_unlock(&b->lock);
+}
+
+int tau_budget_controller_metrics(tau_budget_controller *b, tau_buf *out)
+{
+	cJSON *cluster = NULL, *cohorts = NULL, *queues = NULL;
+	tau_budget_stats st = {0};
+	int rc = 0;
+
+	if (b != NULL) {
+		/* Absent TauCluster: no conditions, so ready/zeroed/conflict read 0. */
+		if (tau_kube_informer_get(&cluster, b->clusters, NULL, "cluster") == -TAU_ENOMEM ||
+		    tau_kube_informer_snapshot(&cohorts, b->cohorts) < 0 ||
+		    tau_kube_informer_snapshot(&queues, b->cluster_queues) < 0)
+			rc = tau_error_set(TAU_ENOMEM, "out of memory copying the budget's caches");
+		tau_budget_controller_stats(b, &st);
+	}
+	if (rc == 0)
+		rc = tau_budget_metrics_render(out, cluster, cohorts, queues, &st);
+	cJSON_Delete(cluster);
+	cJSON_Delete(cohorts);
+	cJSON_Delete(queues);
+	return rc;
 }
 
 void tau_budget_controller_free(tau_budget_controller *b)

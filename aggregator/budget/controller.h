@@ -18,6 +18,7 @@
 #include "budget/conflict.h"
 #include "budget/desired.h"
 
+#include "tau/buf.h"
 #include "tau/kube.h"
 #include "tau/kube_informer.h"
 
@@ -95,6 +96,13 @@ typedef struct tau_budget_stats {
 
 /** Copy the counters. */
 void tau_budget_controller_stats(tau_budget_controller *b, tau_budget_stats *out);
+
+/**
+ * Append the budget's metrics (budget/metrics.h) from the controller's caches to `out`.
+ * `b` may be NULL (no controller): the families are rendered with zero values.
+ * Thread-safe.  @return 0 or a negative error.
+ */
+int tau_budget_controller_metrics(tau_budget_controller *b, tau_buf *out);
 
 /** Free; call with the kube loop stopped.  NULL is a no-op. */
 void tau_budget_controller_free(tau_budget_controller *b);

@@ -17,6 +17,8 @@ struct tau_agg_http {
 	tau_agg *agg;
 	tau_agg_ready_fn ready;
 	void *ready_ud;
+	tau_agg_metrics_fn more;
+	void *more_ud;
 };
 
 static bool readyz(void *ud, char *reason, size_t cap)
@@ -29,12 +31,26 @@ static bool readyz(void *ud, char *reason, size_t cap)
 static int metrics(void *ud, char **out)
 {
 	tau_agg_http *h = ud;
+	tau_buf b = TAU_BUF_INIT(0);
+	char *inventory = NULL;
+	int rc = tau_agg_metrics(h->agg, &inventory);
 
-	return tau_agg_metrics(h->agg, out);
+	if (rc < 0 || h->more == NULL) {
+		*out = inventory;
+		return rc;
+	}
+	tau_buf_append_str(&b, inventory);
+	free(inventory);
+	if ((rc = h->more(h->more_ud, &b)) == 0 && (rc = tau_buf_error(&b)) == 0 &&
+	    (*out = tau_buf_take(&b, NULL)) == NULL)
+		rc = tau_error_set(TAU_ENOMEM, "out of memory rendering metrics");
+	tau_buf_free(&b);
+	return rc;
 }
 
 int tau_agg_http_start(tau_agg_http **out, const char *addr, tau_agg *agg, tau_agg_ready_fn ready,
-                       void *ready_ud, int *port_out)
+                       void *ready_ud, tau_agg_metrics_fn more_metrics, void *more_ud,
+                       int *port_out)
 {
 	tau_http_server_opts o = {.listen = addr,
 	                          .readyz = readyz,
@@ -49,6 +65,8 @@ int tau_agg_http_start(tau_agg_http **out, const char *addr, tau_agg *agg, tau_a
 	h->agg = agg;
 	h->ready = ready;
 	h->ready_ud = ready_ud;
+	h->more = more_metrics;
+	h->more_ud = more_ud;
 	o.ud = h;
 	rc = tau_http_server_start(&h->server, &o, port_out);
 	if (rc < 0) {

@@ -70,10 +70,4 @@ typedef struct tau_metrics {
  */
 int tau_metrics_render(char **out, const tau_metrics *m);
 
-/**
- * Write a quantity as a Prometheus sample value: exact decimal when it fits
- * in thousandths ("94.94", "2025164832768"), else a float.  @return 0 or -TAU_ETOOBIG.
- */
-int tau_metrics_quantity_value(char *buf, size_t cap, const tau_quantity *q);
-
 #endif /* TAU_AGGREGATOR_METRICS_H */

@@ -33,6 +33,7 @@
 #include "snapshot.h"
 
 #include "tau/error.h"
+#include "tau/promtext.h"
 #include "tau/hmap.h"
 #include "tau/log.h"
 #include "tau/names.h"
@@ -1533,9 +1534,9 @@ int tau_agg_metrics(tau_agg *a, char **out)
 			}
 			resources[n_res].flavor = f->name;
 			resources[n_res].resource = f->resources[r].name;
-			if (tau_metrics_quantity_value(resources[n_res].value,
-			                               sizeof(resources[n_res].value),
-			                               &f->resources[r].total) < 0)
+			if (tau_prom_quantity_value(resources[n_res].value,
+			                            sizeof(resources[n_res].value),
+			                            &f->resources[r].total) < 0)
 				snprintf(resources[n_res].value, sizeof(resources[n_res].value),
 				         "NaN");
 			n_res++;

@@ -181,6 +181,40 @@ spec:
   issuerRef:
     {{- toYaml $v.tls.certManager.issuerRef | nindent 4 }}
 {{- end }}
+{{- if $v.monitoring.prometheusRule.enabled }}
+---
+# The alerts of files/alerts.rules.yaml (promtool-tested in tests/monitoring).
+apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata:
+  name: tau-aggregator
+  namespace: {{ $ns }}
+  labels:
+    {{- $labels | nindent 4 }}
+    {{- with $v.monitoring.prometheusRule.labels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  {{- $ctx.Files.Get "files/alerts.rules.yaml" | fromYaml | toYaml | nindent 2 }}
+{{- end }}
+{{- if $v.monitoring.dashboard.enabled }}
+---
+# The Grafana dashboard of files/dashboard.json, for Grafana's sidecar (grafana_dashboard label).
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: tau-aggregator-dashboard
+  namespace: {{ $v.monitoring.dashboard.namespace | default $ns }}
+  labels:
+    {{- $labels | nindent 4 }}
+    grafana_dashboard: "1"
+    {{- with $v.monitoring.dashboard.labels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+data:
+  taugrid.json: |-
+    {{- $ctx.Files.Get "files/dashboard.json" | nindent 4 }}
+{{- end }}
 ---
 apiVersion: apps/v1
 kind: Deployment

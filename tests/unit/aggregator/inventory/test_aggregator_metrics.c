@@ -2,6 +2,7 @@
 #include "inventory/metrics.h"
 
 #include "tau/error.h"
+#include "tau/promtext.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -86,7 +87,7 @@ static void quantity_values(void **state)
 		char buf[64];
 
 		assert_int_equal(tau_quantity_parse_str(&q, cases[i].in), 0);
-		assert_int_equal(tau_metrics_quantity_value(buf, sizeof(buf), &q), 0);
+		assert_int_equal(tau_prom_quantity_value(buf, sizeof(buf), &q), 0);
 		assert_string_equal(buf, cases[i].out);
 	}
 }

@@ -1,0 +1,223 @@
+/*
+ * metrics.c - the budget's metrics, rendered from the TauCluster's conditions, the Cohorts
+ * TauGrid manages and the reservations of the ClusterQueues in them.
+ *
+ * Quantities are summed exactly (tau_quantity) and printed in the resource's base unit,
+ * like tau_aggregator_pool_resource, so budget, reservations and pool compare directly.
+ * A quantity that does not parse is left out of its sum and the sample is not printed,
+ * rather than printing a wrong number.
+ */
+#include "metrics.h"
+
+#include "budget/decide.h"
+#include "budget/names.h"
+
+#include "tau/conditions.h"
+#include "tau/error.h"
+#include "tau/promtext.h"
+#include "tau/quantity.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One (team, flavor, resource) sum; a small list, searched linearly (64 x 64 at most per
+ * team by Kueue's limits, and only at scrape time). */
+typedef struct sample {
+	const char *team, *flavor, *resource; /* borrowed from the JSON */
+	tau_quantity sum;
+	bool bad; /* a term did not parse: the sample is not printed */
+} sample;
+
+typedef struct samples {
+	sample *v;
+	size_t n, cap;
+	bool oom;
+} samples;
+
+static sample *find_or_add(samples *s, const char *team, const char *flavor, const char *resource)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->v[i].team, team) == 0 && strcmp(s->v[i].flavor, flavor) == 0 &&
+		    strcmp(s->v[i].resource, resource) == 0)
+			return &s->v[i];
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		sample *grown = realloc(s->v, cap * sizeof(*grown));
+
+		if (grown == NULL) {
+			s->oom = true;
+			return NULL;
+		}
+		s->v = grown;
+		s->cap = cap;
+	}
+	memset(&s->v[s->n], 0, sizeof(s->v[0]));
+	s->v[s->n].team = team;
+	s->v[s->n].flavor = flavor;
+	s->v[s->n].resource = resource;
+	(void)tau_quantity_parse_str(&s->v[s->n].sum, "0");
+	return &s->v[s->n++];
+}
+
+static void add_term(samples *s, const char *team, const char *flavor, const char *resource,
+                     const cJSON *value)
+{
+	sample *x = find_or_add(s, team, flavor, resource);
+	tau_quantity q;
+
+	if (x == NULL || x->bad)
+		return;
+	if (!cJSON_IsString(value) || tau_quantity_parse_str(&q, value->valuestring) < 0 ||
+	    tau_quantity_add(&x->sum, &x->sum, &q) < 0)
+		x->bad = true;
+}
+
+static bool ours(const cJSON *obj)
+{
+	const char *v = tau_json_label(obj, TAU_BUDGET_LABEL_MANAGED_BY);
+
+	return v != NULL && strcmp(v, TAU_BUDGET_MANAGED_BY) == 0;
+}
+
+/* The team a Cohort name of ours stands for ("tau-team-<team>"), or NULL. */
+static const char *team_of_cohort(const char *cohort)
+{
+	size_t n = strlen(TAU_BUDGET_COHORT_PREFIX);
+
+	if (cohort == NULL || strncmp(cohort, TAU_BUDGET_COHORT_PREFIX, n) != 0 ||
+	    cohort[n] == '\0')
+		return NULL;
+	return cohort + n;
+}
+
+/* Every flavors[].resources[].<field> of `flavors` into `s` under `team`. */
+static void add_flavors(samples *s, const char *team, const cJSON *flavors, const char *field,
+                        const char *flavor_key)
+{
+	const cJSON *f, *r;
+
+	cJSON_ArrayForEach(f, flavors)
+	{
+		const char *flavor = NULL;
+
+		if (tau_json_get_string(&flavor, f, flavor_key) < 0)
+			continue;
+		cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
+		{
+			const char *name = NULL;
+
+			if (tau_json_get_string(&name, r, "name") == 0)
+				add_term(s, team, flavor, name,
+				         cJSON_GetObjectItemCaseSensitive(r, field));
+		}
+	}
+}
+
+static void nominal_of_cohorts(samples *s, const cJSON *cohorts)
+{
+	const cJSON *c, *g;
+
+	cJSON_ArrayForEach(c, cohorts)
+	{
+		const char *name = NULL, *team;
+
+		if (!ours(c) || tau_json_get_string(&name, c, "metadata.name") < 0 ||
+		    (team = team_of_cohort(name)) == NULL)
+			continue;
+		cJSON_ArrayForEach(g, tau_json_find(c, "spec.resourceGroups"))
+		{
+			add_flavors(s, team, cJSON_GetObjectItemCaseSensitive(g, "flavors"),
+			            "nominalQuota", "name");
+		}
+	}
+}
+
+static void reserved_of_queues(samples *s, const cJSON *queues)
+{
+	const cJSON *q;
+
+	cJSON_ArrayForEach(q, queues)
+	{
+		const char *cohort = NULL, *team;
+
+		if (!ours(q) || tau_json_get_string(&cohort, q, "spec.cohortName") < 0 ||
+		    (team = team_of_cohort(cohort)) == NULL)
+			continue;
+		add_flavors(s, team, tau_json_find(q, "status.flavorsReservation"), "total",
+		            "name");
+	}
+}
+
+static void render_samples(tau_buf *b, const char *name, const char *help, const samples *s)
+{
+	tau_prom_family(b, name, "gauge", help);
+	for (size_t i = 0; i < s->n; i++) {
+		char value[64];
+
+		if (s->v[i].bad || tau_prom_quantity_value(value, sizeof(value), &s->v[i].sum) < 0)
+			continue;
+		tau_buf_printf(b, "%s{team=\"", name);
+		tau_prom_label_value(b, s->v[i].team);
+		tau_buf_append_str(b, "\",flavor=\"");
+		tau_prom_label_value(b, s->v[i].flavor);
+		tau_buf_append_str(b, "\",resource=\"");
+		tau_prom_label_value(b, s->v[i].resource);
+		tau_buf_printf(b, "\"} %s\n", value);
+	}
+}
+
+static const cJSON *condition(const cJSON *cluster, const char *type)
+{
+	return cluster == NULL
+	               ? NULL
+	               : tau_conditions_find(tau_json_find(cluster, "status.conditions"), type);
+}
+
+static bool condition_is(const cJSON *c, const char *field, const char *want)
+{
+	const char *v = NULL;
+
+	return c != NULL && tau_json_get_string(&v, c, field) == 0 && strcmp(v, want) == 0;
+}
+
+int tau_budget_metrics_render(tau_buf *b, const cJSON *cluster, const cJSON *cohorts,
+                              const cJSON *queues, const tau_budget_stats *st)
+{
+	const cJSON *ready = condition(cluster, "BudgetReady");
+	samples nominal = {0}, reserved = {0};
+	int rc = 0;
+
+	tau_prom_scalar(b, "tau_budget_ready", "gauge",
+	                "1 while the TauCluster's BudgetReady condition is True.",
+	                condition_is(ready, "status", "True"));
+	tau_prom_scalar(b, "tau_budget_zeroed", "gauge",
+	                "1 while the capacity team's budget is zeroed (BudgetReady reason "
+	                "BudgetZeroed: the established pool cannot be validated).",
+	                condition_is(ready, "reason", TAU_BUDGET_REASON_ZEROED));
+	tau_prom_scalar(b, "tau_budget_conflict", "gauge",
+	                "1 while the TauCluster's ConflictDetected condition is True.",
+	                condition_is(condition(cluster, "ConflictDetected"), "status", "True"));
+	nominal_of_cohorts(&nominal, cohorts);
+	reserved_of_queues(&reserved, queues);
+	if (nominal.oom || reserved.oom)
+		rc = tau_error_set(TAU_ENOMEM, "out of memory rendering the budget's metrics");
+	render_samples(b, "tau_budget_nominal_quota",
+	               "nominalQuota of each team Cohort TauGrid manages, per flavor and resource, "
+	               "in the resource's base unit.",
+	               &nominal);
+	render_samples(b, "tau_budget_reserved",
+	               "Quota reserved by workloads in the ClusterQueues of each team Cohort "
+	               "(status.flavorsReservation totals), in the resource's base unit.",
+	               &reserved);
+	tau_prom_scalar(b, "tau_budget_passes_total", "counter",
+	                "Budget reconcile passes (on the leader).", st->passes);
+	tau_prom_scalar(b, "tau_budget_writes_total", "counter",
+	                "Kueue objects the budget created, updated or deleted.", st->writes);
+	tau_prom_scalar(b, "tau_budget_status_writes_total", "counter",
+	                "TauTeam and TauCluster status updates the budget made.",
+	                st->status_writes);
+	free(nominal.v);
+	free(reserved.v);
+	return rc < 0 ? rc : tau_buf_error(b);
+}
