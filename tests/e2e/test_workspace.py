@@ -24,7 +24,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-from simtest import SimProcess, wait_for  # noqa: E402
+from simtest import SimProcess, WatchStream, wait_for  # noqa: E402
 
 KUEUE_CRDS = os.path.join(ROOT, "tests", "fixtures", "kueue")
 TAU_CRDS = os.path.join(ROOT, "charts", "taugrid", "crds")
@@ -417,8 +417,18 @@ class DriftTest(WorkspaceTestBase):
         e = self.env
         self.ready_workspace()
         e.reset_stats()
+        # DriftCorrected lasts only until the next pass settles it into NoDrift (it may be
+        # milliseconds), so it is looked for in every status write, from a watch opened first.
+        rv = e.ws("alpha")["metadata"]["resourceVersion"]
+        watch = WatchStream(e.sim, WS_API + "?watch=true&fieldSelector=metadata.name%3Dalpha"
+                            "&resourceVersion=" + rv, timeout=TIMEOUT)
+        self.addCleanup(watch.close)
         e.sim.kubectl("delete", "rolebinding", "-n", "ml-alpha", "tau-workspace-alpha")
-        e.wait_cond("alpha", "DriftDetected", "False", "DriftCorrected")
+
+        def corrected(ev):
+            c = cond(ev.get("object") or {}, "DriftDetected")
+            return c is not None and c["status"] == "False" and c["reason"] == "DriftCorrected"
+        watch.until(corrected)
         self.assertIsNotNone(e.get("/apis/rbac.authorization.k8s.io/v1/namespaces/ml-alpha/"
                                    "rolebindings/tau-workspace-alpha"))
         e.wait_cond("alpha", "DriftDetected", "False", "NoDrift")
