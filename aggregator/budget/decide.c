@@ -779,6 +779,11 @@ static int decide_team(ctx *c, cJSON *managed)
 	const cJSON *team =
 	        c->effective != NULL ? find_named(in->teams, in->n_teams, c->effective) : NULL;
 	const char *team_uid = tau_json_str(team, "metadata.uid");
+
+	if (team_uid == NULL || team_uid[0] == '\0') {
+		team = NULL; /* no uid (not from an API server): it can own nothing, as if absent */
+		team_uid = NULL;
+	}
 	char cohort_name[TAU_BUDGET_NAME_BUF] = "", problem[MSG_MAX] = "", err[MSG_MAX] = "";
 	char conflict_msg[MSG_MAX], read_problem[MSG_MAX] = "";
 	const cJSON *cohort = NULL, *owned_cohort = NULL;
@@ -871,6 +876,8 @@ static int decide_team(ctx *c, cJSON *managed)
 		cJSON *cq = NULL;
 
 		if (!streq(team_of(ws), c->effective) || wname == NULL ||
+		    tau_json_str(ws, "metadata.uid") == NULL ||
+		    tau_json_str(ws, "metadata.uid")[0] == '\0' ||
 		    (ns = tau_budget_workspace_namespace(ws, in->multiple_workspaces)) == NULL ||
 		    tau_json_find(ws, "spec.quota") != NULL ||
 		    tau_budget_cluster_queue_name(cq_name, sizeof(cq_name), wname) < 0)
@@ -1201,7 +1208,8 @@ static void explicit_teams(ctx *c, cJSON *managed)
 		if (name == NULL || streq(name, c->effective) || streq(name, c->capacity))
 			continue;
 		/* No uid (not from an API server): nothing can be owned by it; skip, never fail. */
-		if (tau_json_str(t, "metadata.uid") == NULL)
+		if (tau_json_str(t, "metadata.uid") == NULL ||
+		    tau_json_str(t, "metadata.uid")[0] == '\0')
 			continue;
 		xi.team = t;
 		if ((rc = tau_budget_explicit_decide(&x, &xi)) < 0) {

@@ -688,8 +688,10 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		wsinfo *w;
 
 		if (!streq(tau_json_str(ws, "spec.teamRef.name"), c->name) ||
-		    tau_json_str(ws, "metadata.name") == NULL)
-			continue;
+		    tau_json_str(ws, "metadata.name") == NULL ||
+		    tau_json_str(ws, "metadata.uid") == NULL ||
+		    tau_json_str(ws, "metadata.uid")[0] == '\0')
+			continue; /* no uid (not from an API server): it can own no queue */
 		w = &c->ws[c->n_ws++];
 		w->ws = ws;
 		w->name = tau_json_str(ws, "metadata.name");
