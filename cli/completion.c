@@ -59,7 +59,7 @@ static const char script[] =
         "        *) opts=\"-o --data-pvc --aggregator --ca-file --insecure --request-timeout "
         "--help\" ;;\n"
         "        esac ;;\n"
-        "    team) verbs=\"list status\"; opts=\"-o --help\" ;;\n"
+        "    team) verbs=\"list status\"; opts=\"-o --request-timeout --help\" ;;\n"
         "    inventory) verbs=\"nodes pool explain\"\n"
         "        opts=\"--aggregator --ca-file --insecure --gpu-class --counted -o --timeout "
         "--request-timeout --help\" ;;\n"

@@ -906,7 +906,7 @@ static void team_usage(FILE *out)
 {
 	fputs("Usage: tau team list [-o table|json]\n"
 	      "       tau team status NAME [-o table|json]\n"
-	      "Options: --context C  --system-namespace NS  --kubeconfig F\n"
+	      "Options: --context C  --system-namespace NS  --kubeconfig F  --request-timeout D\n"
 	      "status shows the team's Cohort budget per flavor and resource beside the pool\n"
 	      "(capacity team) or, for an explicit team, beside its spec.quota, its workspaces'\n"
 	      "guarantees, the applied allocation and the reserved total; each workspace\n"
@@ -920,13 +920,14 @@ static void team_usage(FILE *out)
 static int parse_args(int argc, char **argv, const char **verb, const char **name,
                       tau_cli_format *fmt, tau_cli_globals *gl)
 {
-	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG };
+	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG, O_REQUEST_TIMEOUT };
 	static const struct option lopts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"output", required_argument, NULL, 'o'},
 	        {"context", required_argument, NULL, O_CONTEXT},
 	        {"system-namespace", required_argument, NULL, O_NS},
 	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -950,6 +951,11 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
 			gl->system_namespace = optarg;
 		} else if (c == O_KUBECONFIG) {
 			gl->kubeconfig = optarg;
+		} else if (c == O_REQUEST_TIMEOUT) {
+			if (tau_cli_request_timeout_parse(gl, optarg) < 0) {
+				fprintf(stderr, "tau team: %s\n", tau_error_last()->msg);
+				return TAU_CLI_USAGE;
+			}
 		} else {
 			fprintf(stderr, "tau team: unknown option or missing value: %s\n",
 			        argv[optind - 1]);

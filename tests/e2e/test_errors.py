@@ -201,6 +201,7 @@ class Tau(ErrorCase):
             (kc + ["workspace", "delete", "x..y"], "invalid workspace name", True),
             (kc + ["workspace", "create", "no_underscores"], "invalid workspace name", True),
             (kc + ["team", "status", "Bad_Name"], "invalid team name", True),
+            (kc + ["team", "list", "--request-timeout", "soon"], "--request-timeout soon", True),
             (kc + ["workspace", "list", "-o", "yaml"], "-o must be", True),
             (kc + ["workspace", "frobnicate"], "unknown command frobnicate", False),
             (kc + ["inventory", "pool", "--aggregator", ""], "--aggregator is empty", True),
@@ -236,6 +237,7 @@ class Tau(ErrorCase):
         for args in (["--request-timeout", "1s", "workspace", "list"],
                      ["workspace", "list", "--request-timeout", "1s"],
                      ["--request-timeout", "1s", "team", "list"],
+                     ["team", "status", "research", "--request-timeout", "1s"],
                      ["workspace", "status", "alpha", "--request-timeout", "1s"],
                      ["storage", "check", "--driver", "d", "--request-timeout", "1"]):
             with self.subTest(args=args):
