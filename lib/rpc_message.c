@@ -106,6 +106,13 @@ static int check_message(const ProtobufCMessage *msg, int depth)
 
 	if (depth > MAX_DEPTH)
 		return tau_error_set(TAU_EINVAL, "%s: nested too deeply", desc->name);
+	/* protobuf-c keeps a field numbered 0 when its tag is written in more than one byte
+	 * (0x80 0x00), though 0 is no valid field number and it refuses the one-byte form: such
+	 * a message would not survive being re-encoded, so it is malformed here. */
+	for (size_t i = 0; i < msg->n_unknown_fields; i++)
+		if (msg->unknown_fields[i].tag == 0)
+			return tau_error_set(TAU_EINVAL, "%s: field number 0 is not valid protobuf",
+			                     desc->name);
 	for (unsigned i = 0; i < desc->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &desc->fields[i];
 		const void *member = base + f->offset;

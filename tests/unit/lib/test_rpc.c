@@ -475,6 +475,8 @@ static void test_decode(void **state)
 	ProtobufCMessage *msg = NULL;
 	const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f};
 	const uint8_t bad_utf8[] = {0x0a, 0x02, 0xc3, 0x28};
+	/* Field number 0 with its tag in two bytes (fuzz_messages found protobuf-c keeps it). */
+	const uint8_t field_zero[] = {0x80, 0x00, 0x08};
 
 	(void)state;
 	req.name = (char *)"n1";
@@ -497,6 +499,11 @@ static void test_decode(void **state)
 	                                        &tau__inventory__v1__get_node_request__descriptor,
 	                                        bad_utf8, sizeof(bad_utf8), 1024),
 	                 -TAU_EINVAL);
+	assert_int_equal(tau_rpc_message_decode(&msg,
+	                                        &tau__inventory__v1__list_nodes_request__descriptor,
+	                                        field_zero, sizeof(field_zero), 1024),
+	                 -TAU_EINVAL);
+	assert_non_null(strstr(tau_error_last()->msg, "field number 0"));
 	assert_string_equal(tau_rpc_code_name(TAU_RPC_UNAVAILABLE), "UNAVAILABLE");
 	assert_string_equal(tau_rpc_code_name(99), "UNKNOWN_CODE");
 }
