@@ -328,8 +328,18 @@ int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t 
 {
 	tau_node_facts copy = {0}, previous;
 	record *r;
-	int rc = tau_node_facts_validate(facts);
+	bool found;
+	size_t i = find(s, facts->name, &found);
+	int rc;
 
+	/* A connected agent repeating what it reported last (a new digest or observation time
+	 * only) changes nothing but liveness: those facts were validated when first stored. */
+	if (found && s->recs[i].reported && s->recs[i].connected &&
+	    tau_node_facts_equal(&s->recs[i].agent, facts)) {
+		s->recs[i].last_heard_ms = now_ms;
+		return 1;
+	}
+	rc = tau_node_facts_validate(facts);
 	if (rc < 0)
 		return rc;
 	rc = tau_node_facts_copy(&copy, facts);
@@ -375,6 +385,11 @@ int tau_nodestore_set_inventory(tau_nodestore *s, const char *name, const uint8_
 
 	if (!found)
 		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
+	if (len > 0 && len == s->recs[i].inventory_len) {
+		/* the usual case: same shape, new digest and time; no allocation */
+		memcpy(s->recs[i].inventory, bytes, len);
+		return 0;
+	}
 	if (len > 0) {
 		copy = malloc(len);
 		if (copy == NULL)

@@ -94,6 +94,9 @@ void tau_nodestore_api_synced(tau_nodestore *store);
 /**
  * Accept an authenticated agent's report for its node (facts validated and
  * copied).  Invalid facts are refused (-TAU_EINVAL) and nothing changes.
+ * @return 0 when stored, 1 when the node is connected and already holds these
+ *         exact facts (only its liveness is refreshed: the pool cannot have
+ *         changed), or a negative error.
  */
 int tau_nodestore_report(tau_nodestore *store, const tau_node_facts *facts, int64_t now_ms);
 

@@ -344,10 +344,11 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 	             : tau_nodestore_report(a->store, facts, tau_agg_now_ms());
 	mismatch[0] = '\0';
 	(void)tau_nodestore_take_mismatch(a->store, facts->name, mismatch, sizeof(mismatch));
-	if (rc == 0) {
+	if (rc >= 0) {
 		/* The facts are stored whatever follows; a failure below is refused to the agent.
-		 */
-		mark_dirty_locked(a);
+		 * Unchanged facts (rc 1) cannot move the pool: no rebuild for them. */
+		if (rc == 0)
+			mark_dirty_locked(a);
 		rc = tau_nodestore_set_inventory(a->store, facts->name, bytes, len);
 		if (rc == 0)
 			rc = bind_stream(a, s, facts->name, &replaced);

@@ -74,6 +74,13 @@ void tau_node_facts_prune(cJSON *node);
 /** Deep copy.  @return 0 or -TAU_ENOMEM (dst left zeroed). */
 int tau_node_facts_copy(tau_node_facts *dst, const tau_node_facts *src);
 
+/**
+ * True when `a` and `b` hold the same facts, field by field (strings by value, NULL equal only
+ * to NULL; quantities in the same value and format).  Cheaper than a copy: the aggregator uses
+ * it to recognise a report that changes nothing.
+ */
+bool tau_node_facts_equal(const tau_node_facts *a, const tau_node_facts *b);
+
 /** Release everything `facts` owns and zero it; NULL is a no-op. */
 void tau_node_facts_clear(tau_node_facts *facts);
 

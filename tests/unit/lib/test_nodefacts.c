@@ -90,6 +90,7 @@ static void test_cordoned_mig_and_flex_fixtures(void **state)
 	cJSON *mig = load_fixture("node-nc-a100-v4-mig.json");
 	cJSON *flex = load_fixture("node-flex-h100.json");
 	tau_node_facts f = {0}, copy = {0};
+	tau_quantity saved;
 
 	(void)state;
 	assert_int_equal(tau_node_facts_from_json(&f, mig), 0);
@@ -106,6 +107,23 @@ static void test_cordoned_mig_and_flex_fixtures(void **state)
 	assert_string_equal(tau_node_facts_label(&f, "kubernetes.azure.com/nodepool-type"),
 	                    "FlexNodes");
 	assert_int_equal(tau_node_facts_copy(&copy, &f), 0);
+	assert_true(tau_node_facts_equal(&copy, &f));
+	copy.ready = !copy.ready;
+	assert_false(tau_node_facts_equal(&copy, &f));
+	copy.ready = !copy.ready;
+	copy.label_values[0][0] ^= 1;
+	assert_false(tau_node_facts_equal(&copy, &f));
+	copy.label_values[0][0] ^= 1;
+	saved = copy.allocatable[0].value;
+	assert_int_equal(tau_quantity_parse_str(&copy.allocatable[0].value, "123457"), 0);
+	assert_false(tau_node_facts_equal(&copy, &f));
+	copy.allocatable[0].value = saved;
+	free(copy.provider_id);
+	copy.provider_id = strdup("azure:///x");
+	assert_false(tau_node_facts_equal(&copy, &f));
+	free(copy.provider_id);
+	copy.provider_id = NULL;
+	assert_true(tau_node_facts_equal(&copy, &f));
 	tau_node_facts_clear(&f);
 	assert_string_equal(copy.name, "edge-gpu-01");
 	assert_alloc(&copy, 8, "rdma/rdma_shared_device_a", "63");
