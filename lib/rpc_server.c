@@ -22,7 +22,9 @@
 #endif
 #include "tau/rpc.h"
 
+#include "tau/backoff.h"
 #include "tau/error.h"
+#include "tau/log.h"
 #include "tau/hmap.h"
 
 #include "rpc_internal.h"
@@ -156,6 +158,8 @@ struct tau_rpc_server {
 	struct tau_rpc_tag shutdown_tag;
 	tau_hmap peers; /* struct peer_calls by key, with max_calls_per_peer (under mu) */
 	tau_rpc_server_stats stats; /* under mu */
+	uint64_t refused_logged_ms; /* under mu: when a refused message was last logged */
+	uint64_t refused_unlogged;  /* under mu: refusals since that line */
 };
 
 /* Calls open from one peer. */
@@ -532,6 +536,34 @@ static void post_recv_locked(tau_rpc_call *c)
 		c->reading_stopped = true;
 }
 
+/*
+ * A message refused before any handler saw it (malformed, too large, bad UTF-8) is logged
+ * with its method, peer and reason, at most once a second per server: a flood of bad
+ * messages must not flood the log; the line says how many refusals it stands for.
+ */
+static void log_refused(tau_rpc_call *c, tau_rpc_code code, const char *why)
+{
+	tau_rpc_server *srv = c->srv;
+	uint64_t now = tau_backoff_now_ms(), n;
+	char count[24];
+
+	pthread_mutex_lock(&srv->mu);
+	srv->refused_unlogged++;
+	if (srv->refused_logged_ms != 0 && now - srv->refused_logged_ms < 1000) {
+		pthread_mutex_unlock(&srv->mu);
+		return;
+	}
+	srv->refused_logged_ms = now;
+	n = srv->refused_unlogged;
+	srv->refused_unlogged = 0;
+	pthread_mutex_unlock(&srv->mu);
+	snprintf(count, sizeof(count), "%llu", (unsigned long long)n);
+	tau_log_warn("request message refused", "method", c->method->path, "peer",
+	             c->peer_address != NULL ? c->peer_address : "unknown", "code",
+	             tau_rpc_code_name(code), "reason", why, "refused_since_last_line", count,
+	             NULL);
+}
+
 /* Decode and hand over one request; on a bad message finish the call. Runs unlocked. */
 static bool deliver(tau_rpc_call *c, grpc_byte_buffer *bb)
 {
@@ -540,7 +572,12 @@ static bool deliver(tau_rpc_call *c, grpc_byte_buffer *bb)
 	        decode_buffer(&msg, c->method->m.request, bb, c->srv->opts.max_message_bytes);
 
 	if (code != TAU_RPC_OK) {
-		tau_rpc_call_finish(c, code, tau_error_last()->msg);
+		char why[sizeof(tau_error_last()->msg)];
+
+		memcpy(why, tau_error_last()->msg, sizeof(why));
+		why[sizeof(why) - 1] = '\0';
+		log_refused(c, code, why);
+		tau_rpc_call_finish(c, code, why);
 		return false;
 	}
 	c->method->m.on_message(c, msg, c->method->m.ud);

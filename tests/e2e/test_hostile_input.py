@@ -126,6 +126,9 @@ class HostileInputE2E(unittest.TestCase):
         with self.assertRaises(grpc.RpcError) as cm:
             fn(b"\x0a\xff\xff\xff\xff\x0f", timeout=10, metadata=self.agg.md)
         self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        # Refused in lib/rpc before any handler ran, and logged there (rate-limited).
+        self.wait_logged("request message refused")
+        self.assertIn("INVALID_ARGUMENT", self.log())
         self.assert_undisturbed()
 
     def test_100000_labels(self):
