@@ -124,8 +124,9 @@ int main(int argc, char **argv)
 			break;
 		grpc_byte_buffer_destroy(in);
 		/* Idle until the next heartbeat: a deadline on the queue, nothing else. */
-		grpc_completion_queue_next(cq, gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-		                                            gpr_time_from_seconds(hb, GPR_TIMESPAN)),
+		grpc_completion_queue_next(cq,
+		                           gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+		                                        gpr_time_from_seconds(hb, GPR_TIMESPAN)),
 		                           NULL);
 	}
 	fprintf(stderr, "agent-floor: stream ended\n");

@@ -103,8 +103,8 @@ typedef struct tau_budget_conflicts {
  * team_uid; a ClusterQueue "tau-ws-<ws>" when owned with that workspace's
  * uid, or when it carries this team's full workspace-queue metadata (team and
  * workspace labels, workspace-UID annotation) and the team has no workspace
- * <ws>: the queue of a workspace that just left, removed by the controller.  Pool flavors are own_flavors plus the ResourceFlavors of (a).  An RF
- * with no nodeLabels selects every node.
+ * <ws>: the queue of a workspace that just left, removed by the controller.  Pool flavors are
+ * own_flavors plus the ResourceFlavors of (a).  An RF with no nodeLabels selects every node.
  *
  * @param out  receives the list (possibly empty; tau_budget_conflicts_free);
  *             untouched on failure.
