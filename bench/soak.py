@@ -798,7 +798,9 @@ class Soak:
         simtest_wait(lambda: 'msg="budget reconciled" state=BudgetApplied' in fresh.log(),
                      a.settle, "the fresh aggregator's budget pass on its established pool")
         c.wait_ok(self.end_state_diffs, "the fresh aggregator agrees", timeout=a.settle)
-        time.sleep(3)  # coalescing + write spacing: anything it would write is written by now
+        # An observation window, not a wait: proving the fresh aggregator writes nothing needs
+        # a quiet stretch longer than its coalescing (200 ms) plus its write spacing (1 s).
+        time.sleep(3)
         self.check_history()
         st, hist = c.sim.req("GET", "/sim/history?resource=%s&since=%d" % (
             ",".join(LOOP_KINDS), rv0), token=False)

@@ -92,8 +92,7 @@ static const char *team_of_cohort(const char *cohort)
 }
 
 /* Every flavors[].resources[].<field> of `flavors` into `s` under `team`. */
-static void add_flavors(samples *s, const char *team, const cJSON *flavors, const char *field,
-                        const char *flavor_key)
+static void add_flavors(samples *s, const char *team, const cJSON *flavors, const char *field)
 {
 	const cJSON *f, *r;
 
@@ -101,7 +100,7 @@ static void add_flavors(samples *s, const char *team, const cJSON *flavors, cons
 	{
 		const char *flavor = NULL;
 
-		if (tau_json_get_string(&flavor, f, flavor_key) < 0)
+		if (tau_json_get_string(&flavor, f, "name") < 0)
 			continue;
 		cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
 		{
@@ -128,7 +127,7 @@ static void nominal_of_cohorts(samples *s, const cJSON *cohorts)
 		cJSON_ArrayForEach(g, tau_json_find(c, "spec.resourceGroups"))
 		{
 			add_flavors(s, team, cJSON_GetObjectItemCaseSensitive(g, "flavors"),
-			            "nominalQuota", "name");
+			            "nominalQuota");
 		}
 	}
 }
@@ -144,8 +143,7 @@ static void reserved_of_queues(samples *s, const cJSON *queues)
 		if (!ours(q) || tau_json_get_string(&cohort, q, "spec.cohortName") < 0 ||
 		    (team = team_of_cohort(cohort)) == NULL)
 			continue;
-		add_flavors(s, team, tau_json_find(q, "status.flavorsReservation"), "total",
-		            "name");
+		add_flavors(s, team, tau_json_find(q, "status.flavorsReservation"), "total");
 	}
 }
 
