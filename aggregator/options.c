@@ -52,9 +52,16 @@ void tau_agg_options_usage(FILE *out)
 	      "                               [TAU_ALLOW_ANONYMOUS_QUERIES=1]\n"
 	      "  --max-pending-reviews N      token reviews queued before RESOURCE_EXHAUSTED,\n"
 	      "                               for queries and for Report streams each\n"
-	      "                               (default 256) [TAU_MAX_PENDING_REVIEWS]\n"
+	      "                               (default 4096) [TAU_MAX_PENDING_REVIEWS]\n"
 	      "  --max-reviews-per-peer N     Report token reviews queued or running per peer\n"
 	      "                               (default 8) [TAU_MAX_REVIEWS_PER_PEER]\n"
+	      "  --review-qps N               TokenReviews (and SubjectAccessReviews) a second,\n"
+	      "                               a budget of their own beside the kube client's\n"
+	      "                               20 (default 400) [TAU_REVIEW_QPS]\n"
+	      "  --review-burst N             reviews allowed at once over it (default 100)\n"
+	      "                               [TAU_REVIEW_BURST]\n"
+	      "  --review-workers N           Report token reviews running at once (default 8)\n"
+	      "                               [TAU_REVIEW_WORKERS]\n"
 	      "  --max-streams-per-peer N     gRPC calls open at once per peer (TLS identity,\n"
 	      "                               else address; default 256) "
 	      "[TAU_MAX_STREAMS_PER_PEER]\n"
@@ -228,13 +235,17 @@ enum {
 	O_WATCHERS,
 	O_STREAMS,
 	O_PEER_REVIEWS,
-	O_PEER_STREAMS
+	O_PEER_STREAMS,
+	O_REVIEW_QPS,
+	O_REVIEW_BURST,
+	O_REVIEW_WORKERS
 };
 
 /* Flags whose text is parsed after the environment is merged. */
 typedef struct raw_flags {
 	const char *sync, *heartbeat, *log_level, *gates, *ns_mode, *coalesce, *resync;
 	const char *max_pending, *max_watchers, *max_streams, *peer_reviews, *peer_streams;
+	const char *review_qps, *review_burst, *review_workers;
 	bool leader_elect, no_ws, anonymous;
 } raw_flags;
 
@@ -271,6 +282,9 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 	        {"max-concurrent-streams", required_argument, NULL, O_STREAMS},
 	        {"max-reviews-per-peer", required_argument, NULL, O_PEER_REVIEWS},
 	        {"max-streams-per-peer", required_argument, NULL, O_PEER_STREAMS},
+	        {"review-qps", required_argument, NULL, O_REVIEW_QPS},
+	        {"review-burst", required_argument, NULL, O_REVIEW_BURST},
+	        {"review-workers", required_argument, NULL, O_REVIEW_WORKERS},
 	        {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -369,6 +383,15 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 		case O_PEER_STREAMS:
 			r->peer_streams = optarg;
 			break;
+		case O_REVIEW_QPS:
+			r->review_qps = optarg;
+			break;
+		case O_REVIEW_BURST:
+			r->review_burst = optarg;
+			break;
+		case O_REVIEW_WORKERS:
+			r->review_workers = optarg;
+			break;
 		default:
 			return tau_parse_getopt_error(c, argv);
 		}
@@ -448,6 +471,16 @@ static int parse_values(tau_agg_options *o, const raw_flags *r, tau_agg_env_fn e
 	              &from)) != NULL &&
 	    (rc = tau_parse_int(&o->max_streams_per_peer, from, v, 1, 1000000)) < 0)
 		return rc;
+	if ((v = pick(r->review_qps, "--review-qps", env, "TAU_REVIEW_QPS", &from)) != NULL &&
+	    (rc = tau_parse_int(&o->review_qps, from, v, 1, 100000)) < 0)
+		return rc;
+	if ((v = pick(r->review_burst, "--review-burst", env, "TAU_REVIEW_BURST", &from)) != NULL &&
+	    (rc = tau_parse_int(&o->review_burst, from, v, 1, 100000)) < 0)
+		return rc;
+	if ((v = pick(r->review_workers, "--review-workers", env, "TAU_REVIEW_WORKERS", &from)) !=
+	            NULL &&
+	    (rc = tau_parse_int(&o->review_workers, from, v, 1, TAU_AGG_REVIEW_WORKERS_MAX)) < 0)
+		return rc;
 	if (r->no_ws) {
 		o->no_workspace_controller = true;
 	} else if ((v = env("TAU_WORKSPACE_CONTROLLER")) != NULL && v[0] != '\0') {
@@ -498,11 +531,14 @@ int tau_agg_options_parse(tau_agg_options *o, int argc, char **argv, tau_agg_env
 	o->budget_coalesce_ms = 200;
 	o->budget_resync_ms = 5 * 60 * 1000;
 	o->log_level = TAU_LOG_INFO;
-	o->max_pending_reviews = 256;
+	o->max_pending_reviews = 4096;
 	o->max_pool_watchers = 1024;
 	o->max_concurrent_streams = 1000;
 	o->max_reviews_per_peer = 8;
 	o->max_streams_per_peer = 256;
+	o->review_qps = 400;
+	o->review_burst = 100;
+	o->review_workers = 8;
 	if (env == NULL)
 		env = real_getenv;
 	if ((rc = read_flags(o, &r, argc, argv)) < 0)

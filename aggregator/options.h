@@ -25,6 +25,7 @@
 #define TAU_AGG_BUDGET_COALESCE_MAX_MS (60LL * 1000)
 #define TAU_AGG_BUDGET_RESYNC_MIN_MS   1000LL
 #define TAU_AGG_BUDGET_RESYNC_MAX_MS   (24LL * 3600 * 1000)
+#define TAU_AGG_REVIEW_WORKERS_MAX     64
 
 /** --namespace-mode: the workspace namespaces' mode, or the TauCluster's when unset. */
 typedef enum tau_agg_ns_mode {
@@ -55,13 +56,16 @@ typedef struct tau_agg_options {
 	bool log_level_set;      /**< --log-level / TAU_LOG_LEVEL given */
 	/** --allow-anonymous-queries / TAU_ALLOW_ANONYMOUS_QUERIES: no query authentication */
 	bool allow_anonymous_queries;
-	int max_pending_reviews; /**< --max-pending-reviews / TAU_MAX_PENDING_REVIEWS; 256 */
+	int max_pending_reviews; /**< --max-pending-reviews / TAU_MAX_PENDING_REVIEWS; 4096 */
 	int max_pool_watchers;   /**< --max-pool-watchers / TAU_MAX_POOL_WATCHERS; 1024 */
 	/** --max-concurrent-streams / TAU_MAX_CONCURRENT_STREAMS: HTTP/2 streams per connection;
 	 * 1000 */
 	int max_concurrent_streams;
 	int max_reviews_per_peer; /**< --max-reviews-per-peer / TAU_MAX_REVIEWS_PER_PEER; 8 */
 	int max_streams_per_peer; /**< --max-streams-per-peer / TAU_MAX_STREAMS_PER_PEER; 256 */
+	int review_qps;           /**< --review-qps / TAU_REVIEW_QPS: the reviews' budget; 400 */
+	int review_burst;         /**< --review-burst / TAU_REVIEW_BURST; 100 */
+	int review_workers;       /**< --review-workers / TAU_REVIEW_WORKERS; 8 */
 	tau_log_level log_level;
 	/* workspace controller */
 	tau_agg_ns_mode namespace_mode; /**< --namespace-mode / TAU_NAMESPACE_MODE */

@@ -75,7 +75,10 @@ static void test_defaults(void **state)
 	assert_null(o.kubeconfig);
 	assert_null(o.researcher_role);
 	assert_false(o.allow_anonymous_queries);
-	assert_int_equal(o.max_pending_reviews, 256);
+	assert_int_equal(o.max_pending_reviews, 4096);
+	assert_int_equal(o.review_qps, 400);
+	assert_int_equal(o.review_burst, 100);
+	assert_int_equal(o.review_workers, 8);
 	assert_int_equal(o.max_pool_watchers, 1024);
 	assert_int_equal(o.max_concurrent_streams, 1000);
 }
@@ -112,6 +115,36 @@ static void test_query_auth_options(void **state)
 	assert_int_equal(o.max_pool_watchers, 2);
 	assert_int_equal(o.max_concurrent_streams, 50);
 	assert_int_not_equal(parse(&o, ARGV(LISTEN, "--max-pool-watchers", "-1"), NULL), 0);
+}
+
+static void test_review_budget_options(void **state)
+{
+	static const char *const env[] = {
+	        "TAU_REVIEW_QPS", "50", "TAU_REVIEW_BURST", "5", "TAU_REVIEW_WORKERS", "2", NULL};
+	tau_agg_options o;
+
+	(void)state;
+	assert_int_equal(parse(&o,
+	                       ARGV(LISTEN, "--review-qps", "1000", "--review-burst", "10",
+	                            "--review-workers", "16"),
+	                       NULL),
+	                 0);
+	assert_int_equal(o.review_qps, 1000);
+	assert_int_equal(o.review_burst, 10);
+	assert_int_equal(o.review_workers, 16);
+	assert_int_equal(parse(&o, ARGV(LISTEN), env), 0);
+	assert_int_equal(o.review_qps, 50);
+	assert_int_equal(o.review_burst, 5);
+	assert_int_equal(o.review_workers, 2);
+	/* The flag wins over its environment twin. */
+	assert_int_equal(parse(&o, ARGV(LISTEN, "--review-qps", "7"), env), 0);
+	assert_int_equal(o.review_qps, 7);
+	assert_int_not_equal(parse(&o, ARGV(LISTEN, "--review-qps", "0"), NULL), 0);
+	assert_non_null(strstr(tau_error_last()->msg, "--review-qps"));
+	assert_int_not_equal(parse(&o, ARGV(LISTEN, "--review-burst", "x"), NULL), 0);
+	assert_non_null(strstr(tau_error_last()->msg, "--review-burst"));
+	assert_int_not_equal(parse(&o, ARGV(LISTEN, "--review-workers", "65"), NULL), 0);
+	assert_non_null(strstr(tau_error_last()->msg, "--review-workers"));
 }
 
 static void test_flags(void **state)
@@ -308,10 +341,15 @@ static void test_feature_gates(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_flags),
-	        cmocka_unit_test(test_environment),   cmocka_unit_test(test_help_and_version),
-	        cmocka_unit_test(test_bad_durations), cmocka_unit_test(test_bad_values),
-	        cmocka_unit_test(test_feature_gates), cmocka_unit_test(test_query_auth_options),
+	        cmocka_unit_test(test_defaults),
+	        cmocka_unit_test(test_flags),
+	        cmocka_unit_test(test_environment),
+	        cmocka_unit_test(test_help_and_version),
+	        cmocka_unit_test(test_bad_durations),
+	        cmocka_unit_test(test_bad_values),
+	        cmocka_unit_test(test_feature_gates),
+	        cmocka_unit_test(test_query_auth_options),
+	        cmocka_unit_test(test_review_budget_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
