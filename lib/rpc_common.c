@@ -29,6 +29,11 @@ int tau_rpc_ring_push(tau_rpc_send_ring *r, grpc_byte_buffer *bb)
 	return 0;
 }
 
+grpc_byte_buffer **tau_rpc_ring_newest(tau_rpc_send_ring *r)
+{
+	return r->len == 0 ? NULL : &r->items[(r->head + r->len - 1) % r->cap];
+}
+
 grpc_byte_buffer *tau_rpc_ring_pop(tau_rpc_send_ring *r)
 {
 	grpc_byte_buffer *bb;

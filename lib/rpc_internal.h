@@ -35,6 +35,9 @@ typedef struct tau_rpc_send_ring {
 /** Append, taking ownership of bb on success. @return 0 or -TAU_ENOMEM ("send queue"). */
 int tau_rpc_ring_push(tau_rpc_send_ring *r, grpc_byte_buffer *bb);
 
+/** The newest waiting buffer's slot (to replace it), or NULL when empty. */
+grpc_byte_buffer **tau_rpc_ring_newest(tau_rpc_send_ring *r);
+
 /** The oldest buffer (the caller owns it), or NULL when empty. */
 grpc_byte_buffer *tau_rpc_ring_pop(tau_rpc_send_ring *r);
 

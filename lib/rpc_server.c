@@ -113,6 +113,7 @@ struct tau_rpc_call {
 	int close_cancelled; /* written by the core */
 
 	tau_rpc_send_ring sendq; /* packed messages waiting to be sent */
+	bool newest_replaceable; /* sendq's newest came from tau_rpc_call_send_latest */
 	size_t q_max;
 	grpc_byte_buffer *sending;
 	grpc_byte_buffer *recv_buf;
@@ -160,6 +161,7 @@ struct tau_rpc_server {
 	tau_rpc_server_stats stats; /* under mu */
 	uint64_t refused_logged_ms; /* under mu: when a refused message was last logged */
 	uint64_t refused_unlogged;  /* under mu: refusals since that line */
+	atomic_uint_least64_t sends_coalesced; /* tau_rpc_call_send_latest replacements */
 };
 
 /* Calls open from one peer. */
@@ -311,6 +313,7 @@ void tau_rpc_call_unref(tau_rpc_call *call)
 static void drop_queue_locked(tau_rpc_call *c)
 {
 	tau_rpc_ring_clear(&c->sendq);
+	c->newest_replaceable = false;
 }
 
 static tau_rpc_end end_reason(tau_rpc_call *c)
@@ -381,6 +384,8 @@ static void start_send_locked(tau_rpc_call *c)
 	if (c->send_busy || c->sendq.len == 0 || c->closed)
 		return;
 	c->sending = tau_rpc_ring_pop(&c->sendq);
+	if (c->sendq.len == 0)
+		c->newest_replaceable = false; /* it is in flight now */
 	memset(&op, 0, sizeof(op));
 	op.op = GRPC_OP_SEND_MESSAGE;
 	op.data.send_message.send_message = c->sending;
@@ -427,7 +432,7 @@ static void on_status_done(struct tau_rpc_tag *t, bool ok)
 	maybe_done_unlock(c);
 }
 
-int tau_rpc_call_send(tau_rpc_call *c, const ProtobufCMessage *msg)
+static int call_send(tau_rpc_call *c, const ProtobufCMessage *msg, bool latest)
 {
 	grpc_byte_buffer *bb = NULL;
 	int rc;
@@ -443,6 +448,17 @@ int tau_rpc_call_send(tau_rpc_call *c, const ProtobufCMessage *msg)
 		rc = tau_error_set(TAU_EIO, "%s: call is finished or cancelled", c->method->path);
 		goto out;
 	}
+	if (latest && c->newest_replaceable) {
+		/* The one it supersedes has not left: it goes, this takes its place. */
+		grpc_byte_buffer **slot = tau_rpc_ring_newest(&c->sendq);
+		grpc_byte_buffer *old = *slot;
+
+		*slot = bb;
+		bb = old;
+		atomic_fetch_add(&c->srv->sends_coalesced, 1);
+		rc = 0;
+		goto out;
+	}
 	if (c->sendq.len >= c->q_max) {
 		rc = tau_error_set(TAU_EAGAIN, "%s: send queue full (%zu messages)",
 		                   c->method->path, c->sendq.len);
@@ -452,6 +468,7 @@ int tau_rpc_call_send(tau_rpc_call *c, const ProtobufCMessage *msg)
 	if (rc < 0)
 		goto out;
 	bb = NULL;
+	c->newest_replaceable = latest;
 	start_send_locked(c);
 	rc = 0;
 out:
@@ -459,6 +476,16 @@ out:
 	if (bb != NULL)
 		grpc_byte_buffer_destroy(bb);
 	return rc;
+}
+
+int tau_rpc_call_send(tau_rpc_call *c, const ProtobufCMessage *msg)
+{
+	return call_send(c, msg, false);
+}
+
+int tau_rpc_call_send_latest(tau_rpc_call *c, const ProtobufCMessage *msg)
+{
+	return call_send(c, msg, true);
 }
 
 int tau_rpc_call_finish(tau_rpc_call *c, tau_rpc_code code, const char *message)
@@ -1076,6 +1103,7 @@ int tau_rpc_server_new(tau_rpc_server **out, const tau_rpc_server_opts *opts)
 		srv->opts = *opts;
 	pthread_mutex_init(&srv->mu, NULL);
 	pthread_cond_init(&srv->cond, NULL);
+	atomic_init(&srv->sends_coalesced, 0);
 	srv->shutdown_tag.fn = on_shutdown_done;
 	if (tau_hmap_init(&srv->peers, 64) < 0) {
 		pthread_mutex_destroy(&srv->mu);
@@ -1335,6 +1363,7 @@ void tau_rpc_server_stats_get(tau_rpc_server *srv, tau_rpc_server_stats *out)
 	pthread_mutex_lock(&srv->mu);
 	*out = srv->stats;
 	pthread_mutex_unlock(&srv->mu);
+	out->sends_coalesced = atomic_load(&srv->sends_coalesced);
 }
 
 /* ---- call accessors ----------------------------------------------------------------------- */

@@ -26,12 +26,10 @@ static int check_text(const char *s, size_t max, const char *field)
 	return 0;
 }
 
-static int dup_nonempty(char **dst, const char *src)
+/* A borrowed string field: NULL when absent or empty, as the owned facts have it. */
+static char *nonempty(const char *src)
 {
-	if (src == NULL || src[0] == '\0')
-		return 0;
-	*dst = strdup(src);
-	return *dst == NULL ? tau_error_set(TAU_ENOMEM, "out of memory") : 0;
+	return src != NULL && src[0] != '\0' ? (char *)src : NULL;
 }
 
 /* Sort labels by key (insertion sort on an index: n <= 512 and usually ~40). */
@@ -104,12 +102,6 @@ static int check_limits(const Tau__Inventory__V1__NodeInventory *inv)
 
 static int convert_labels(tau_node_facts *f, const Tau__Inventory__V1__NodeInventory *inv)
 {
-	if (inv->n_labels == 0)
-		return 0;
-	f->label_keys = calloc(inv->n_labels, sizeof(char *));
-	f->label_values = calloc(inv->n_labels, sizeof(char *));
-	if (f->label_keys == NULL || f->label_values == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory");
 	for (size_t i = 0; i < inv->n_labels; i++) {
 		const char *k = inv->labels[i]->key != NULL ? inv->labels[i]->key : "";
 		const char *v = inv->labels[i]->value != NULL ? inv->labels[i]->value : "";
@@ -118,11 +110,9 @@ static int convert_labels(tau_node_facts *f, const Tau__Inventory__V1__NodeInven
 			return tau_error_wrap("labels: invalid key");
 		if (tau_names_check_label_value(v) < 0)
 			return tau_error_wrap("labels[%s]: invalid value", k);
-		f->label_keys[i] = strdup(k);
-		f->label_values[i] = strdup(v);
+		f->label_keys[i] = (char *)k;
+		f->label_values[i] = (char *)v;
 		f->n_labels = i + 1;
-		if (f->label_keys[i] == NULL || f->label_values[i] == NULL)
-			return tau_error_set(TAU_ENOMEM, "out of memory");
 	}
 	sort_labels(f);
 	for (size_t i = 1; i < f->n_labels; i++) {
@@ -135,11 +125,6 @@ static int convert_labels(tau_node_facts *f, const Tau__Inventory__V1__NodeInven
 
 static int convert_resources(tau_node_facts *f, const Tau__Inventory__V1__NodeInventory *inv)
 {
-	if (inv->n_allocatable == 0)
-		return 0;
-	f->allocatable = calloc(inv->n_allocatable, sizeof(*f->allocatable));
-	if (f->allocatable == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory");
 	for (size_t i = 0; i < inv->n_allocatable; i++) {
 		const Tau__Inventory__V1__ResourceQuantity *r = inv->allocatable[i];
 		const char *name = r->name != NULL ? r->name : "";
@@ -152,10 +137,8 @@ static int convert_resources(tau_node_facts *f, const Tau__Inventory__V1__NodeIn
 		if (tau_quantity_sign(&out->value) < 0)
 			return tau_error_set(TAU_EINVAL, "allocatable[%s]: negative quantity %s",
 			                     name, r->quantity);
-		out->name = strdup(name);
+		out->name = (char *)name;
 		f->n_allocatable = i + 1;
-		if (out->name == NULL)
-			return tau_error_set(TAU_ENOMEM, "out of memory");
 	}
 	sort_resources(f);
 	for (size_t i = 1; i < f->n_allocatable; i++) {
@@ -166,44 +149,77 @@ static int convert_resources(tau_node_facts *f, const Tau__Inventory__V1__NodeIn
 	return 0;
 }
 
-int tau_report_to_facts(tau_node_facts *out, const Tau__Inventory__V1__NodeInventory *inv)
+/*
+ * The arrays of a view in one block: label keys, label values, resources. Every check the
+ * store's tau_node_facts_validate makes is made here already (name, label keys and values,
+ * resource names, signs, duplicates), so a view is not validated twice.
+ */
+int tau_report_view_facts(tau_report_view *out, const Tau__Inventory__V1__NodeInventory *inv)
 {
-	tau_node_facts f = {0};
+	tau_node_facts *f = &out->facts;
 	const char *label_class;
+	size_t bytes;
 	int rc;
 
+	memset(out, 0, sizeof(*out));
 	if (inv->node_name == NULL || inv->node_name[0] == '\0')
 		return tau_error_set(TAU_EINVAL, "node_name: Required value");
 	if (tau_names_check_dns1123_subdomain(inv->node_name) < 0)
 		return tau_error_wrap("node_name: Invalid value");
 	if ((rc = check_limits(inv)) < 0)
 		return rc;
-	if ((rc = dup_nonempty(&f.name, inv->node_name)) < 0 ||
-	    (rc = dup_nonempty(&f.uid, inv->node_uid)) < 0 ||
-	    (rc = dup_nonempty(&f.resource_version, inv->resource_version)) < 0 ||
-	    (rc = dup_nonempty(&f.os, inv->os)) < 0 ||
-	    (rc = dup_nonempty(&f.gpu_class, inv->gpu_class)) < 0 ||
-	    (rc = dup_nonempty(&f.provider_id, inv->provider_id)) < 0 ||
-	    (rc = convert_labels(&f, inv)) < 0 || (rc = convert_resources(&f, inv)) < 0)
+	bytes = inv->n_labels * 2 * sizeof(char *) + inv->n_allocatable * sizeof(tau_node_resource);
+	if (bytes > 0) {
+		out->block = malloc(bytes);
+		if (out->block == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory");
+		f->allocatable = out->block;
+		f->label_keys = (char **)(void *)(f->allocatable + inv->n_allocatable);
+		f->label_values = f->label_keys + inv->n_labels;
+	}
+	f->name = nonempty(inv->node_name);
+	f->uid = nonempty(inv->node_uid);
+	f->resource_version = nonempty(inv->resource_version);
+	f->os = nonempty(inv->os);
+	f->gpu_class = nonempty(inv->gpu_class);
+	f->provider_id = nonempty(inv->provider_id);
+	if ((rc = convert_labels(f, inv)) < 0 || (rc = convert_resources(f, inv)) < 0)
 		goto fail;
-	label_class = tau_node_facts_label(&f, TAU_GPU_CLASS_LABEL);
-	if ((f.gpu_class != NULL) != (label_class != NULL) ||
-	    (f.gpu_class != NULL && strcmp(f.gpu_class, label_class) != 0)) {
-		rc = tau_error_set(TAU_EINVAL,
-		                   "gpu_class: \"%s\" does not match label " TAU_GPU_CLASS_LABEL
-		                   " \"%s\"",
-		                   f.gpu_class ? f.gpu_class : "", label_class ? label_class : "");
+	label_class = tau_node_facts_label(f, TAU_GPU_CLASS_LABEL);
+	if ((f->gpu_class != NULL) != (label_class != NULL) ||
+	    (f->gpu_class != NULL && strcmp(f->gpu_class, label_class) != 0)) {
+		rc = tau_error_set(
+		        TAU_EINVAL,
+		        "gpu_class: \"%s\" does not match label " TAU_GPU_CLASS_LABEL " \"%s\"",
+		        f->gpu_class ? f->gpu_class : "", label_class ? label_class : "");
 		goto fail;
 	}
-	f.ready = inv->ready;
-	f.schedulable = inv->schedulable;
-	f.deleting = inv->deleting;
-	if ((rc = tau_node_facts_validate(&f)) < 0)
-		goto fail;
-	*out = f;
+	f->ready = inv->ready;
+	f->schedulable = inv->schedulable;
+	f->deleting = inv->deleting;
 	return 0;
 fail:
-	tau_node_facts_clear(&f);
+	tau_report_view_clear(out);
+	return rc;
+}
+
+void tau_report_view_clear(tau_report_view *v)
+{
+	free(v->block);
+	memset(v, 0, sizeof(*v));
+}
+
+int tau_report_to_facts(tau_node_facts *out, const Tau__Inventory__V1__NodeInventory *inv)
+{
+	tau_report_view v;
+	int rc = tau_report_view_facts(&v, inv);
+
+	if (rc < 0)
+		return rc;
+	rc = tau_node_facts_copy(out, &v.facts);
+	tau_report_view_clear(&v);
+	if (rc < 0)
+		memset(out, 0, sizeof(*out));
 	return rc;
 }
 

@@ -33,6 +33,23 @@
  */
 int tau_report_to_facts(tau_node_facts *out, const Tau__Inventory__V1__NodeInventory *inv);
 
+/** Facts whose strings are borrowed from an inventory message (no copies). */
+typedef struct tau_report_view {
+	tau_node_facts facts; /**< read-only; valid while the inventory lives */
+	void *block;          /**< the facts' arrays, one allocation */
+} tau_report_view;
+
+/**
+ * tau_report_to_facts without copying a string: the same checks, the same errors, the facts'
+ * strings point into inv (which must outlive the view). For the ingest path, where the store
+ * copies only facts that changed.
+ * @return as tau_report_to_facts; on failure the view is left zeroed.
+ */
+int tau_report_view_facts(tau_report_view *out, const Tau__Inventory__V1__NodeInventory *inv);
+
+/** Release a view's arrays (the strings were never its own). */
+void tau_report_view_clear(tau_report_view *v);
+
 /** Sequence state of one Report stream. */
 typedef struct tau_report_seq {
 	uint64_t last;  /**< highest seq accepted, 0 before the first */

@@ -51,10 +51,11 @@
 #include <string.h>
 #include <time.h>
 
-#define PENDING_MAX     16 /* reports held per stream while its token is reviewed */
-#define WATCH_QUEUE_MAX 4  /* a watcher further behind gets the newest pool later */
-#define PEER_LOG_MAX    4096
-#define SUBSCRIBERS_MAX 16 /* pool-change callbacks (snapshot.h) */
+#define INVENTORY_STACK_BYTES 8192 /* an inventory packed up to this size needs no malloc */
+#define PENDING_MAX           16   /* reports held per stream while its token is reviewed */
+#define WATCH_QUEUE_MAX       4    /* a watcher further behind gets the newest pool later */
+#define PEER_LOG_MAX          4096
+#define SUBSCRIBERS_MAX       16 /* pool-change callbacks (snapshot.h) */
 
 typedef enum auth_state { AUTH_PENDING = 0, AUTH_OK, AUTH_FAILED } auth_state;
 
@@ -330,7 +331,9 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 {
 	tau_agg *a = s->agg;
 	size_t len = protobuf_c_message_get_packed_size(&inv->base);
-	uint8_t *bytes = malloc(len > 0 ? len : 1);
+	/* Packed on the stack when it fits (a typical inventory is 2-3 KiB); the store copies. */
+	uint8_t stack_bytes[INVENTORY_STACK_BYTES];
+	uint8_t *bytes = len <= sizeof(stack_bytes) ? stack_bytes : malloc(len);
 	tau_rpc_call *replaced = NULL;
 	int rc;
 	char mismatch[TAU_NODE_MISMATCH_MAX];
@@ -354,7 +357,8 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 			rc = bind_stream(a, s, facts->name, &replaced);
 	}
 	pthread_mutex_unlock(&a->mu);
-	free(bytes);
+	if (bytes != stack_bytes)
+		free(bytes);
 	log_mismatch(facts->name, mismatch);
 	if (replaced != NULL) {
 		tau_rpc_call_finish(replaced, TAU_RPC_ABORTED,
@@ -395,7 +399,7 @@ static void handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 	case TAU_REPORT_PROCESS:
 		if (rep->body_case == TAU__INVENTORY__V1__AGENT_REPORT__BODY_INVENTORY) {
 			const Tau__Inventory__V1__NodeInventory *inv = rep->inventory;
-			tau_node_facts facts = {0};
+			tau_report_view view;
 			tau_rpc_code code =
 			        tau_auth_decide_node(msg, sizeof(msg), &s->review, inv->node_name);
 
@@ -404,8 +408,10 @@ static void handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 				s->auth = AUTH_FAILED;
 				goto out;
 			}
-			if (tau_report_to_facts(&facts, inv) < 0 ||
-			    store_inventory(s, &facts, inv) < 0) {
+			/* The facts borrow the message's strings: the store copies them only if
+			 * they changed. */
+			if (tau_report_view_facts(&view, inv) < 0 ||
+			    store_inventory(s, &view.facts, inv) < 0) {
 				ack.status = TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_REJECTED;
 				snprintf(msg, sizeof(msg), "inventory of %.100s refused: %.380s",
 				         inv->node_name, tau_error_last()->msg);
@@ -421,7 +427,7 @@ static void handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 				         inv->digest != NULL ? inv->digest : "");
 				atomic_fetch_add(&a->reports_inventory, 1);
 			}
-			tau_node_facts_clear(&facts);
+			tau_report_view_clear(&view);
 		} else if (rep->body_case == TAU__INVENTORY__V1__AGENT_REPORT__BODY_HEARTBEAT) {
 			const char *d =
 			        rep->heartbeat->digest != NULL ? rep->heartbeat->digest : "";
@@ -456,7 +462,12 @@ static void handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 		break;
 	}
 	ack.message = msg;
-	if (tau_rpc_call_send(s->call, &ack.base) == -TAU_EAGAIN)
+	/* Acks are cumulative (docs/protocol.md): an OK ack still waiting behind the one in flight
+	 * is superseded by this one when this is OK too, so a burst costs one write. Any other
+	 * status is queued as it is. */
+	if ((ack.status == TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_OK
+	             ? tau_rpc_call_send_latest(s->call, &ack.base)
+	             : tau_rpc_call_send(s->call, &ack.base)) == -TAU_EAGAIN)
 		tau_rpc_call_finish(s->call, TAU_RPC_RESOURCE_EXHAUSTED,
 		                    "acks are not being read; reconnect");
 out:

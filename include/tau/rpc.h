@@ -241,6 +241,7 @@ size_t tau_rpc_server_live_calls(tau_rpc_server *srv);
 typedef struct tau_rpc_server_stats {
 	uint64_t refused_peer_cap; /**< over max_calls_per_peer */
 	uint64_t refused_metadata; /**< request metadata over max_metadata_bytes or 64 entries */
+	uint64_t sends_coalesced;  /**< queued messages superseded by tau_rpc_call_send_latest */
 } tau_rpc_server_stats;
 
 /** Fill `out` with the server's counters. Thread-safe. */
@@ -260,6 +261,15 @@ const char *tau_rpc_call_peer_key(const tau_rpc_call *call);
  * -TAU_ETOOBIG when it packs larger than the server's max message size; -TAU_ENOMEM.
  */
 int tau_rpc_call_send(tau_rpc_call *call, const ProtobufCMessage *msg);
+
+/**
+ * tau_rpc_call_send for a message that supersedes the one sent before it this way (a cumulative
+ * acknowledgement): when that one still waits in the send queue, behind a send in flight, msg
+ * takes its place instead of queueing behind it, so a burst costs one write for its newest
+ * message. Messages queued by tau_rpc_call_send are never replaced, and nothing is reordered.
+ * Returns as tau_rpc_call_send.
+ */
+int tau_rpc_call_send_latest(tau_rpc_call *call, const ProtobufCMessage *msg);
 
 /**
  * End the call with `code` and `message` (NULL for none), after every queued message. Only the

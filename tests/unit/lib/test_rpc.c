@@ -57,6 +57,7 @@ struct stream_seen {
 	tau_rpc_status status;
 	int retry_in;
 	int out_of_order; /* acks whose seq is not the previous ack's + 1 */
+	uint64_t got[8];  /* the first acks' seqs */
 };
 
 #define WAIT_UNTIL(expr, ms)                                                                       \
@@ -232,18 +233,43 @@ static void watch_pool_message(tau_rpc_call *call, ProtobufCMessage *msg, void *
 	tau_rpc_call_finish(call, TAU_RPC_OK, NULL);
 }
 
-static void report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+/*
+ * test_send_latest's scripts, by report seq (one handler run, so on the single CQ thread the
+ * first ack is in flight and the later ones queue behind it):
+ *   ACK_BURST: acks 1..ACK_BURST by tau_rpc_call_send_latest (more than the queue holds);
+ *   ACK_MIXED: latest 1, latest 2, plain 3, latest 4, latest 5.
+ */
+#define ACK_BURST 2000
+#define ACK_MIXED 7
+static bool ack_scripts;
+
+static void send_ack(tau_rpc_call *call, uint64_t seq, bool latest)
 {
-	Tau__Inventory__V1__AgentReport *rep = (Tau__Inventory__V1__AgentReport *)msg;
 	Tau__Inventory__V1__ReportAck ack = TAU__INVENTORY__V1__REPORT_ACK__INIT;
 
-	(void)ud;
-	ack.seq = rep->seq;
+	ack.seq = seq;
 	ack.heartbeat_interval_seconds = 10;
 	ack.status = TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_OK;
-	tau_rpc_message_free(msg);
-	if (tau_rpc_call_send(call, &ack.base) != 0)
+	if ((latest ? tau_rpc_call_send_latest(call, &ack.base)
+	            : tau_rpc_call_send(call, &ack.base)) != 0)
 		handler_failed("ack send", tau_error_last()->msg);
+}
+
+static void report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	uint64_t seq = ((Tau__Inventory__V1__AgentReport *)msg)->seq;
+
+	(void)ud;
+	tau_rpc_message_free(msg);
+	if (ack_scripts && seq == ACK_BURST) {
+		for (uint64_t i = 1; i <= ACK_BURST; i++)
+			send_ack(call, i, true);
+	} else if (ack_scripts && seq == ACK_MIXED) {
+		for (uint64_t i = 1; i <= 5; i++)
+			send_ack(call, i, i != 3);
+	} else {
+		send_ack(call, seq, false);
+	}
 	bump(&srv_seen.reports);
 }
 
@@ -372,6 +398,8 @@ static void s_message(tau_rpc_stream *s, ProtobufCMessage *msg, void *ud)
 
 		if (seq != seen->last_seq + 1)
 			seen->out_of_order++;
+		if (seen->messages < 8)
+			seen->got[seen->messages] = seq;
 		seen->last_seq = seq;
 	} else if (msg->descriptor == &tau__inventory__v1__pool__descriptor)
 		seen->last_seq = ((Tau__Inventory__V1__Pool *)msg)->generation;
@@ -616,6 +644,54 @@ static void test_bidi_10000(void **state)
 	/* After the end, sends are refused (no attempt open, no reconnect). */
 	assert_int_equal(send_report(s, 1), -TAU_EAGAIN);
 	tau_rpc_stream_free(s);
+}
+
+/*
+ * tau_rpc_call_send_latest: while an ack is in flight, later ones replace each other in the
+ * queue, so the client gets the first and the newest, never a full queue (backpressure stays
+ * for plain sends), and a plain send is neither replaced nor passed.
+ */
+static void test_send_latest(void **state)
+{
+	struct fixture *f = *state;
+	struct stream_seen a = {0}, b = {0};
+	tau_rpc_stream_opts oa = report_opts(&a), ob = report_opts(&b);
+	tau_rpc_stream *sa = NULL, *sb = NULL;
+	tau_rpc_server_stats st;
+
+	ack_scripts = true;
+	assert_int_equal(tau_rpc_stream_open(&sa, f->ch, &oa), 0);
+	WAIT_UNTIL(a.connected == 1, 5000);
+	assert_int_equal(send_report(sa, ACK_BURST), 0);
+	WAIT_UNTIL(a.last_seq == ACK_BURST, 10000);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(a.messages, 2);
+	assert_int_equal(a.got[0], 1);
+	assert_int_equal(a.got[1], ACK_BURST);
+	pthread_mutex_unlock(&mu);
+	tau_rpc_server_stats_get(f->srv, &st);
+	assert_int_equal(st.sends_coalesced, ACK_BURST - 2);
+
+	assert_int_equal(tau_rpc_stream_open(&sb, f->ch, &ob), 0);
+	WAIT_UNTIL(b.connected == 1, 5000);
+	assert_int_equal(send_report(sb, ACK_MIXED), 0);
+	WAIT_UNTIL(b.last_seq == 5, 10000);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(b.messages, 4);
+	assert_int_equal(b.got[0], 1);
+	assert_int_equal(b.got[1], 2);
+	assert_int_equal(b.got[2], 3);
+	assert_int_equal(b.got[3], 5);
+	pthread_mutex_unlock(&mu);
+	tau_rpc_server_stats_get(f->srv, &st);
+	assert_int_equal(st.sends_coalesced, ACK_BURST - 2 + 1);
+
+	/* Once the queue has drained, the next ack goes out on its own. */
+	assert_int_equal(send_report(sb, 9), 0);
+	WAIT_UNTIL(b.last_seq == 9, 10000);
+	ack_scripts = false;
+	tau_rpc_stream_free(sa);
+	tau_rpc_stream_free(sb);
 }
 
 /*
@@ -1111,6 +1187,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_unary, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_server_stream, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_bidi_10000, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_send_latest, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_cq_threads, setup_threads, teardown),
 	        cmocka_unit_test_setup_teardown(test_deadline, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_client_cancel, setup, teardown),
