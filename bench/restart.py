@@ -22,7 +22,7 @@ its default.
 One run: with every agent live and the pool established, /sim/stats reset, SIGKILL of the
 aggregator and at once a new one on the same gRPC port (what a supervisor does); measured from
 the kill:
-  ready        the new process printed "ready" (listening, its informers synced);
+  ready        the new process printed "ready" (listening);
   established  its /metrics show tau_aggregator_pool_established 1 with
                tau_aggregator_agents_connected N: the pool established again with every agent;
   all live     every agent's new stream acked OK (the swarm's own count);
