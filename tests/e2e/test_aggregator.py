@@ -1188,7 +1188,7 @@ class BoundedAuthE2E(unittest.TestCase):
         self.api("POST", "/sim/faults", {"verb": "create", "resource": "tokenreviews",
                                          "latencyMs": self.REVIEW_MS})
         # 2,000 streams, each with its own token that claims to be the agent's: each would need
-        # a TokenReview of its own, first in first out 2,000 x 200 ms / 4 workers = 100 s.
+        # a TokenReview of its own, first in first out 2,000 x 200 ms / 8 workers = 50 s.
         flood = Proc([RPC_CLIENT, "--target", "[::1]:%d" % self.agg.grpc_port,
                       "--token", agent_token("", tag="flood"), "--flood", "2000"], "flood")
         try:
@@ -1246,6 +1246,32 @@ class BoundedAuthE2E(unittest.TestCase):
                 w.cancel()
         finally:
             self.assertEqual(capped.stop(), 0)
+
+    def test_5_review_budget(self):
+        """Reviews are paced by their own budget (--review-qps, --review-burst): with 2/s and a
+        burst of 1, the agents' reviews cannot all be done in less than (agents - 1) / 2 s; each
+        agent is still authenticated, one TokenReview each."""
+        paced = Aggregator(self.kubeconfig, extra=("--review-qps", "2", "--review-burst", "1"),
+                           name="aggregator-paced")
+        try:
+            wait_for(lambda: len(paced.nodes()) == len(self.nodes), msg="every Node known")
+            before = self.reviews()
+            start = time.monotonic()
+            agents = [FakeAgent(pb, paced.channel, agent_token(n["metadata"]["name"]),
+                                inventory_from_node(pb, n)) for n in self.gpu_nodes]
+            for a in agents:
+                self.assertEqual(a.wait_ack(1, timeout=120).status, pb.ACK_STATUS_OK)
+            took = time.monotonic() - start
+            # A bucket of one token refilled at 2/s: the last review starts no sooner than this.
+            floor = (len(agents) - 1) / 2.0
+            print("%d agents authenticated in %.2f s at --review-qps 2 (floor %.1f s)"
+                  % (len(agents), took, floor), file=sys.stderr)
+            self.assertGreaterEqual(took, floor - 0.1)
+            self.assertEqual(self.reviews() - before, len(agents))
+            for a in agents:
+                a.stop()
+        finally:
+            self.assertEqual(paced.stop(), 0)
 
 
 if __name__ == "__main__":
