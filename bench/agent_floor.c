@@ -2,17 +2,20 @@
  * agent_floor.c - the floor bench/agent_rss.py measures tau-node-agent against.
  *
  * The least a program can do and still be a node agent on the wire: one
- * insecure channel to the aggregator, one InventoryService.Report stream,
- * and a Heartbeat every interval, each ack read.  Nothing else: no
- * Kubernetes client, no host probe, no health server.  It links only the
- * gRPC core, so its RSS and CPU are what gRPC itself costs for one idle
- * stream; the agent's figures are reported as a ratio to it.
+ * channel to the aggregator, one InventoryService.Report stream, and a
+ * Heartbeat every interval, each ack read.  Nothing else: no Kubernetes
+ * client, no host probe, no health server.  It links only the gRPC core, so
+ * its RSS and CPU are what gRPC itself costs for one idle stream; the
+ * agent's figures are reported as a ratio to it.
  *
  *     agent-floor HOST:PORT HEARTBEAT_SECONDS [KEEPALIVE_MS]
  *
- * With KEEPALIVE_MS the channel pings an idle connection as the agent's does
- * (lib/rpc_client.c: keepalive time, a 10 s ping timeout, pings without data
- * allowed), so the floor pays for the same liveness policy.
+ * The channel is the agent's channel (lib/rpc_client.c as agent/stream.c
+ * opens it): the same arguments (message caps, reconnect backoff, keepalive
+ * time, a 10 s ping timeout, pings without data allowed) and plaintext, as
+ * the agent runs with --insecure (the chart's default, tls.enabled=false).
+ * KEEPALIVE_MS (default 30000, lib/rpc_client.c's) sets the ping interval,
+ * so the floor pays for the same liveness policy.
  *
  * Built by bench/agent_rss.py itself (cc + pkg-config grpc), not by CMake,
  * so `make bench` never runs it on its own.
@@ -27,6 +30,7 @@
 #include <string.h>
 
 enum { TAG_START = 1, TAG_SEND, TAG_RECV, TAG_STATUS };
+enum { NARGS = 8 };
 
 /* AgentReport{seq: seq, heartbeat: {}}: field 1 varint, field 3 empty message. */
 static grpc_byte_buffer *heartbeat(unsigned long long seq)
@@ -67,8 +71,8 @@ int main(int argc, char **argv)
 	grpc_channel *ch;
 	grpc_call *call;
 	grpc_slice method;
-	grpc_arg arg[3];
-	grpc_channel_args args = {0, arg};
+	grpc_arg arg[NARGS];
+	grpc_channel_args args = {NARGS, arg};
 	unsigned long long seq = 0;
 	int hb;
 
@@ -76,16 +80,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: agent-floor HOST:PORT HEARTBEAT_SECONDS [KEEPALIVE_MS]\n");
 		return 2;
 	}
-	if (argc == 4) {
-		arg[0].type = arg[1].type = arg[2].type = GRPC_ARG_INTEGER;
-		arg[0].key = (char *)GRPC_ARG_KEEPALIVE_TIME_MS;
-		arg[0].value.integer = atoi(argv[3]);
-		arg[1].key = (char *)GRPC_ARG_KEEPALIVE_TIMEOUT_MS;
-		arg[1].value.integer = 10000;
-		arg[2].key = (char *)GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA;
-		arg[2].value.integer = 0;
-		args.num_args = 3;
-	}
+	/* The arguments lib/rpc_client.c gives the agent's channel, in the same order. */
+	for (size_t i = 0; i < NARGS; i++)
+		arg[i].type = GRPC_ARG_INTEGER;
+	arg[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+	arg[0].value.integer = 1024 * 1024; /* TAU_RPC_DEFAULT_MAX_MESSAGE */
+	arg[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+	arg[1].value.integer = 1024 * 1024;
+	arg[2].key = (char *)GRPC_ARG_KEEPALIVE_TIME_MS;
+	arg[2].value.integer = argc == 4 ? atoi(argv[3]) : 30000;
+	arg[3].key = (char *)GRPC_ARG_KEEPALIVE_TIMEOUT_MS;
+	arg[3].value.integer = 10000;
+	arg[4].key = (char *)GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA;
+	arg[4].value.integer = 0;
+	arg[5].key = (char *)GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS;
+	arg[5].value.integer = 200;
+	arg[6].key = (char *)GRPC_ARG_MIN_RECONNECT_BACKOFF_MS;
+	arg[6].value.integer = 200;
+	arg[7].key = (char *)GRPC_ARG_MAX_RECONNECT_BACKOFF_MS;
+	arg[7].value.integer = 5000; /* TAU_AGENT_RECONNECT_MAX_MS */
 	grpc_init();
 	creds = grpc_insecure_credentials_create();
 	ch = grpc_channel_create(argv[1], creds, &args);

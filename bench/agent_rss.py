@@ -2,19 +2,21 @@
 """Steady-state cost of tau-node-agent against its floor: RSS, idle CPU, wake-ups, one probe cycle.
 
     /usr/bin/python3 bench/agent_rss.py --agent build/tau-node-agent [--seconds 120]
-        [--heartbeat 30] [--once-runs 20]
+        [--heartbeat 30] [--once-runs 20] [--mappings]
 
 Starts kube-sim (seeded with the ND H100 fixture), a recording aggregator (tests/e2e/agent)
 that acks with the given heartbeat interval, the agent with a fake --host-root, and, in the
 same run against the same recorder, the floor: bench/agent_floor.c, a trivial C program
-holding one idle Report stream with the gRPC core alone and sending the same heartbeats (built
-here with cc and pkg-config grpc). Both idle for --seconds side by side; then it reports, for
-each and as the agent's ratio to the floor: VmRSS (/proc/<pid>/status), CPU time over the
+holding one idle Report stream with the gRPC core alone, on a channel with the agent's
+arguments (keepalive included) and credentials (plaintext: the agent runs with --insecure, the
+chart's default), sending the same heartbeats (built here with cc and pkg-config grpc). Both
+idle for --seconds side by side; then it reports, for each and as the agent's ratio to the floor: VmRSS (/proc/<pid>/status), CPU time over the
 window (the sum of every thread's /proc/<pid>/task/*/schedstat run time, nanosecond
 resolution) and wake-ups (voluntary + involuntary context switches of every thread). The probe
 cycle is the wall time of `--once -o json` (process start, kubeconfig, three API reads, host
 probe, JSON), the median of --once-runs runs. Goals (issue: scale): idle CPU <= 1.3x and
-VmRSS <= 1.4x the floor.
+VmRSS <= 1.4x the floor. With --mappings it also prints Rss per mapped object (smaps), agent
+against floor, the largest difference first.
 """
 
 import argparse
@@ -69,6 +71,40 @@ def sample(pid):
     return rss, cpu, switches
 
 
+def smaps_by_object(pid):
+    """{mapping name: Rss KiB} from /proc/<pid>/smaps, summed per object: a library's name
+    without its version suffix, "[anon]" for anonymous memory (heap, stacks, arenas)."""
+    out = {}
+    name = None
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            head = line.split()
+            if not head:
+                continue
+            if "-" in head[0] and not head[0].endswith(":"):
+                path = head[5] if len(head) > 5 else ""
+                if path.startswith("/"):
+                    name = os.path.basename(path).split(".so")[0]
+                elif path in ("[vdso]", "[vvar]", "[vsyscall]"):
+                    name = path
+                else:
+                    name = "[anon]"  # heap, stacks, malloc arenas, unnamed mmaps
+            elif head[0] == "Rss:" and name is not None:
+                out[name] = out.get(name, 0) + int(head[1])
+    return out
+
+
+def print_mappings(agent, floor):
+    """Per-object Rss of agent against floor, the largest difference first."""
+    print("Rss per object (KiB)   agent   floor   difference")
+    rows = sorted(set(agent) | set(floor),
+                  key=lambda k: (-(agent.get(k, 0) - floor.get(k, 0)), k))
+    for k in rows:
+        a, f = agent.get(k, 0), floor.get(k, 0)
+        if a or f:
+            print("  %-20s %7d %7d %+8d" % (k[:20], a, f, a - f))
+
+
 def ratio(a, b):
     return a / b if b else float("inf")
 
@@ -79,6 +115,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--heartbeat", type=int, default=30)
     ap.add_argument("--once-runs", type=int, default=20)
+    ap.add_argument("--mappings", action="store_true",
+                    help="also print Rss per mapped object (smaps), agent against floor")
     a = ap.parse_args()
     harness.AGENT_BIN = a.agent
     work = tempfile.mkdtemp(prefix="tau-agent-bench-")
@@ -104,6 +142,7 @@ def main():
         a1, f1 = sample(agent.proc.pid), sample(floor.pid)
         mem = harness.proc_memory(agent.proc.pid)
         fmem = harness.proc_memory(floor.pid)
+        amap, fmap = smaps_by_object(agent.proc.pid), smaps_by_object(floor.pid)
         if agent.proc.poll() is not None or floor.poll() is not None:
             raise SystemExit("agent or floor exited during the window")
         reports = len(rec.reports)
@@ -143,6 +182,8 @@ def main():
     print("agent CPU per hour     %.2f s = %.4f %% of one core" % (per_hour, 100 * per_hour / 3600))
     print("probe cycle (--once)   median %.1f ms, min %.1f ms over %d runs"
           % (1000 * statistics.median(times), 1000 * min(times), len(times)))
+    if a.mappings:
+        print_mappings(amap, fmap)
     print("goals                  CPU <= %.1fx floor: %s; VmRSS <= %.1fx floor: %s"
           % (GOAL_CPU, "met" if ratio(cpu_a, cpu_f) <= GOAL_CPU else "NOT met",
              GOAL_RSS, "met" if ratio(a1[0], f1[0]) <= GOAL_RSS else "NOT met"))
