@@ -457,8 +457,27 @@ static void on_kube_delete(void *arg, const cJSON *last_obj)
 	on_kube_add(arg, last_obj);
 }
 
+/* The informers cache only what the inventory reads (tau_agent_inventory_prune). */
+static void prune_node(void *arg, cJSON *obj)
+{
+	(void)arg;
+	tau_agent_inventory_prune(obj, TAU_AGENT_OBJECT_NODE);
+}
+
+static void prune_csinode(void *arg, cJSON *obj)
+{
+	(void)arg;
+	tau_agent_inventory_prune(obj, TAU_AGENT_OBJECT_CSINODE);
+}
+
+static void prune_pod(void *arg, cJSON *obj)
+{
+	(void)arg;
+	tau_agent_inventory_prune(obj, TAU_AGENT_OBJECT_POD);
+}
+
 static int start_informer(tau_kube_informer **out, agent *a, const tau_kube_resource *res,
-                          const char *field_selector)
+                          const char *field_selector, void (*prune)(void *, cJSON *))
 {
 	tau_kube_informer_options io;
 	tau_kube_handlers h;
@@ -466,6 +485,7 @@ static int start_informer(tau_kube_informer **out, agent *a, const tau_kube_reso
 
 	memset(&io, 0, sizeof(io));
 	io.field_selector = field_selector;
+	io.transform = prune;
 	io.on_synced = on_kube_synced;
 	memset(&h, 0, sizeof(h));
 	h.on_add = on_kube_add;
@@ -801,11 +821,12 @@ static int setup(agent *a)
 	if (rc < 0)
 		goto fail;
 	snprintf(field, sizeof(field), "metadata.name=%s", a->cfg->node_name);
-	if ((rc = start_informer(&a->node_inf, a, &tau_kube_res_nodes, field)) < 0 ||
-	    (rc = start_informer(&a->csinode_inf, a, &tau_kube_res_csinodes, field)) < 0)
+	if ((rc = start_informer(&a->node_inf, a, &tau_kube_res_nodes, field, prune_node)) < 0 ||
+	    (rc = start_informer(&a->csinode_inf, a, &tau_kube_res_csinodes, field,
+	                         prune_csinode)) < 0)
 		goto fail;
 	snprintf(field, sizeof(field), "spec.nodeName=%s", a->cfg->node_name);
-	if ((rc = start_informer(&a->pods_inf, a, &tau_kube_res_pods, field)) < 0)
+	if ((rc = start_informer(&a->pods_inf, a, &tau_kube_res_pods, field, prune_pod)) < 0)
 		goto fail;
 	rc = tau_kube_loop_start_thread(a->loop);
 	if (rc < 0)

@@ -49,6 +49,13 @@
 #define TAU_AGENT_TAINT_FLEX_DELETING "kubernetes.azure.com/flex-node-deleting"
 #define TAU_AGENT_RESOURCE_GPU        "nvidia.com/gpu"
 
+/** Which object tau_agent_inventory_prune trims (list items carry no kind of their own). */
+typedef enum tau_agent_object_kind {
+	TAU_AGENT_OBJECT_NODE,
+	TAU_AGENT_OBJECT_CSINODE,
+	TAU_AGENT_OBJECT_POD
+} tau_agent_object_kind;
+
 /** A value that may not be known (JSON true / false / null). */
 typedef enum tau_agent_tristate {
 	TAU_AGENT_UNKNOWN = -1,
@@ -122,6 +129,18 @@ void tau_agent_inventory_free(tau_agent_inventory *inv);
  */
 int tau_agent_inventory_add_problem(tau_agent_inventory *inv, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
+
+/**
+ * Deletes, in place, every member of a Node, CSINode or Pod that the inventory readers here
+ * and in libtau (tau/nodekind.h, tau/csiorigin.h) never look at: managedFields, annotations,
+ * a Node's images and volumes, a Pod's volumes, status and container specs beyond the
+ * command, args and env the CSI-origin rules read.  The agent's informers cache objects
+ * through it, so an idle agent holds a few hundred bytes per Pod instead of the whole
+ * object.  Keeps metadata.name, namespace and resourceVersion (the informer's key); an
+ * inventory built from a pruned object equals one built from the whole object
+ * (unit/test_agent_inventory).  NULL or a non-object: nothing happens.
+ */
+void tau_agent_inventory_prune(cJSON *obj, tau_agent_object_kind kind);
 
 /**
  * Reset the inventory and fill it from a Node object (as `kubectl get node -o

@@ -464,6 +464,127 @@ static void test_flex_deleting_taint(void **state)
 	tau_agent_inventory_free(&inv);
 }
 
+/* ------------------------------------------------------------------ prune */
+
+/* Inventory JSON from node, csinode (may be NULL) and pods (may be NULL), each first pruned
+ * when prune is set (the objects are consumed). */
+static char *inventory_text(cJSON *node, cJSON *csinode, cJSON *pods, bool prune)
+{
+	tau_agent_inventory inv;
+	char *text;
+
+	if (prune) {
+		tau_agent_inventory_prune(node, TAU_AGENT_OBJECT_NODE);
+		tau_agent_inventory_prune(csinode, TAU_AGENT_OBJECT_CSINODE);
+		if (pods != NULL)
+			for (cJSON *p = cJSON_GetObjectItem(pods, "items")->child; p; p = p->next)
+				tau_agent_inventory_prune(p, TAU_AGENT_OBJECT_POD);
+	}
+	tau_agent_inventory_init(&inv);
+	(void)tau_agent_inventory_from_node(&inv, node);
+	if (csinode != NULL)
+		assert_int_equal(tau_agent_inventory_apply_csinode(&inv, csinode), 0);
+	if (pods != NULL)
+		assert_int_equal(tau_agent_inventory_apply_pods(&inv, pods), 0);
+	assert_int_equal(tau_agent_inventory_check_consistency(&inv), 0);
+	text = json_of(&inv, NULL);
+	tau_agent_inventory_free(&inv);
+	cJSON_Delete(node);
+	cJSON_Delete(csinode);
+	cJSON_Delete(pods);
+	return text;
+}
+
+static void assert_prune_keeps_inventory(cJSON *node, cJSON *csinode, cJSON *pods)
+{
+	char *full = inventory_text(cJSON_Duplicate(node, true),
+	                            csinode ? cJSON_Duplicate(csinode, true) : NULL,
+	                            pods ? cJSON_Duplicate(pods, true) : NULL, false);
+	char *pruned = inventory_text(node, csinode, pods, true);
+
+	assert_string_equal(pruned, full);
+	free(full);
+	free(pruned);
+}
+
+/* Every fixture, and a Node and pods with every field a reader looks at plus the bulk a real
+ * cluster adds (managedFields, annotations, images, volumes, container specs): the inventory
+ * from the pruned objects is the inventory from the whole ones, and the bulk is gone. */
+static void test_prune_keeps_inventory(void **state)
+{
+	static const char *const fixtures[][2] = {
+	        {"node-nd-h100-v5.json", "csinode-nd-h100-v5.json"},
+	        {"node-nc-a100-v4-mig.json", "csinode-nc-a100-v4-mig.json"},
+	        {"node-flex-h100.json", "csinode-flex-h100.json"},
+	};
+	static const char BULKY_NODE[] =
+	        "{\"metadata\":{\"name\":\"edge-gpu-01\",\"uid\":\"u1\",\"resourceVersion\":\"7\","
+	        "\"deletionTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{\"kubernetes.io/os\":"
+	        "\"linux\",\"tau.azure.com/gpu-class\":\"h100\"},\"annotations\":{\"a\":\"b\"},"
+	        "\"managedFields\":[{\"manager\":\"kubelet\",\"fieldsV1\":{\"f:status\":{}}}]},"
+	        "\"spec\":{\"providerID\":\"azure:///"
+	        "x\",\"unschedulable\":true,\"podCIDR\":\"10.0.0.0/24\","
+	        "\"taints\":[{\"key\":\"kubernetes.azure.com/flex-node-deleting\",\"effect\":"
+	        "\"NoSchedule\"}]},"
+	        "\"status\":{\"allocatable\":{\"nvidia.com/"
+	        "gpu\":\"8\"},\"capacity\":{\"cpu\":\"96\"},"
+	        "\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\",\"reason\":"
+	        "\"KubeletNotReady\","
+	        "\"message\":\"m\",\"lastHeartbeatTime\":\"2026-01-01T00:00:00Z\"}],"
+	        "\"nodeInfo\":{\"operatingSystem\":\"linux\",\"kernelVersion\":\"6.1\"},"
+	        "\"images\":[{\"names\":[\"mcr.microsoft.com/a:1\"],\"sizeBytes\":1}],"
+	        "\"volumesInUse\":[\"v\"],\"addresses\":[{\"type\":\"Hostname\",\"address\":\"h\"}]"
+	        "}}";
+	static const char BULKY_PODS[] =
+	        "{\"items\":[{\"metadata\":{\"name\":\"csi-azuredisk-node-7xk2p\",\"namespace\":"
+	        "\"kube-system\",\"annotations\":{\"x\":\"y\"},\"managedFields\":[{}],"
+	        "\"labels\":{\"app\":\"csi-azuredisk-node\",\"kubernetes.azure.com/managedby\":"
+	        "\"aks\"},\"ownerReferences\":[{\"kind\":\"DaemonSet\",\"name\":\"d\"}]},"
+	        "\"spec\":{\"nodeName\":\"edge-gpu-01\",\"volumes\":[{\"name\":\"v\"}],"
+	        "\"containers\":[{\"name\":\"node-driver-registrar\",\"image\":\"i\","
+	        "\"args\":[\"--kubelet-registration-path=$(P)\",\"--user-agent-suffix=AKS\"],"
+	        "\"env\":[{\"name\":\"P\",\"value\":\"/var/lib/kubelet/plugins/disk.csi.azure.com/"
+	        "csi.sock\"}],\"volumeMounts\":[{\"name\":\"v\",\"mountPath\":\"/csi\"}]}]},"
+	        "\"status\":{\"phase\":\"Running\",\"podIP\":\"10.0.0.5\",\"containerStatuses\":[{}"
+	        "]}},"
+	        "{\"metadata\":{\"name\":\"done\",\"ownerReferences\":[{\"kind\":\"DaemonSet\"}]},"
+	        "\"spec\":{\"nodeName\":\"edge-gpu-01\",\"containers\":[{\"name\":\"c\","
+	        "\"command\":"
+	        "[\"/nfsplugin\",\"--drivername=nfs.csi.k8s.io\"]}]},\"status\":{\"phase\":"
+	        "\"Succeeded\"}},"
+	        "{\"metadata\":{\"name\":\"elsewhere\"},\"spec\":{\"nodeName\":\"other\"}}]}";
+	cJSON *node, *pods, *pod;
+	char *text;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
+		assert_prune_keeps_inventory(load_fixture(fixtures[i][0]),
+		                             load_fixture(fixtures[i][1]), parse_text(FLEX_PODS));
+	assert_prune_keeps_inventory(parse_text(BULKY_NODE), NULL, parse_text(BULKY_PODS));
+
+	node = parse_text(BULKY_NODE);
+	tau_agent_inventory_prune(node, TAU_AGENT_OBJECT_NODE);
+	text = cJSON_PrintUnformatted(node);
+	assert_null(strstr(text, "managedFields"));
+	assert_null(strstr(text, "annotations"));
+	assert_null(strstr(text, "images"));
+	assert_null(strstr(text, "kernelVersion"));
+	assert_non_null(strstr(text, "\"resourceVersion\":\"7\""));
+	free(text);
+	cJSON_Delete(node);
+	pods = parse_text(BULKY_PODS);
+	pod = cJSON_GetObjectItem(pods, "items")->child;
+	tau_agent_inventory_prune(pod, TAU_AGENT_OBJECT_POD);
+	text = cJSON_PrintUnformatted(pod);
+	assert_null(strstr(text, "volume"));
+	assert_null(strstr(text, "podIP"));
+	assert_null(strstr(text, "\"image\""));
+	assert_non_null(strstr(text, "\"namespace\":\"kube-system\""));
+	free(text);
+	cJSON_Delete(pods);
+	tau_agent_inventory_prune(NULL, TAU_AGENT_OBJECT_POD); /* no-op */
+}
+
 /* ------------------------------------------------------------------- pods */
 
 static void test_pods_managed_by(void **state)
@@ -1132,6 +1253,7 @@ int main(void)
 	        cmocka_unit_test(test_caps),
 	        cmocka_unit_test(test_csi_driver_cap),
 	        cmocka_unit_test(test_digest),
+	        cmocka_unit_test(test_prune_keeps_inventory),
 	        cmocka_unit_test(test_digest_sees_drivers_devices_problems),
 	};
 
