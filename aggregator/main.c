@@ -525,6 +525,7 @@ int main(int argc, char **argv)
 	acfg.max_pool_watchers = (size_t)o.max_pool_watchers;
 	sopts.max_concurrent_streams = o.max_concurrent_streams;
 	sopts.max_calls_per_peer = o.max_streams_per_peer;
+	sopts.cq_threads = o.grpc_threads;
 	acfg.max_pending_reviews = (size_t)o.max_pending_reviews;
 	acfg.max_reviews_per_peer = (size_t)o.max_reviews_per_peer;
 	acfg.auth_threads = o.review_workers;

@@ -10,6 +10,7 @@
 
 #include "tau/error.h"
 #include "tau/parse.h"
+#include "tau/rpc.h"
 
 #include <getopt.h>
 #include <stddef.h>
@@ -62,6 +63,8 @@ void tau_agg_options_usage(FILE *out)
 	      "                               [TAU_REVIEW_BURST]\n"
 	      "  --review-workers N           Report token reviews running at once (default 8)\n"
 	      "                               [TAU_REVIEW_WORKERS]\n"
+	      "  --grpc-threads N             threads serving gRPC calls (1 to 8, default 2)\n"
+	      "                               [TAU_GRPC_THREADS]\n"
 	      "  --max-streams-per-peer N     gRPC calls open at once per peer (TLS identity,\n"
 	      "                               else address; default 256) "
 	      "[TAU_MAX_STREAMS_PER_PEER]\n"
@@ -238,14 +241,15 @@ enum {
 	O_PEER_STREAMS,
 	O_REVIEW_QPS,
 	O_REVIEW_BURST,
-	O_REVIEW_WORKERS
+	O_REVIEW_WORKERS,
+	O_GRPC_THREADS
 };
 
 /* Flags whose text is parsed after the environment is merged. */
 typedef struct raw_flags {
 	const char *sync, *heartbeat, *log_level, *gates, *ns_mode, *coalesce, *resync;
 	const char *max_pending, *max_watchers, *max_streams, *peer_reviews, *peer_streams;
-	const char *review_qps, *review_burst, *review_workers;
+	const char *review_qps, *review_burst, *review_workers, *grpc_threads;
 	bool leader_elect, no_ws, anonymous;
 } raw_flags;
 
@@ -285,6 +289,7 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 	        {"review-qps", required_argument, NULL, O_REVIEW_QPS},
 	        {"review-burst", required_argument, NULL, O_REVIEW_BURST},
 	        {"review-workers", required_argument, NULL, O_REVIEW_WORKERS},
+	        {"grpc-threads", required_argument, NULL, O_GRPC_THREADS},
 	        {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -392,6 +397,9 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 		case O_REVIEW_WORKERS:
 			r->review_workers = optarg;
 			break;
+		case O_GRPC_THREADS:
+			r->grpc_threads = optarg;
+			break;
 		default:
 			return tau_parse_getopt_error(c, argv);
 		}
@@ -481,6 +489,9 @@ static int parse_values(tau_agg_options *o, const raw_flags *r, tau_agg_env_fn e
 	            NULL &&
 	    (rc = tau_parse_int(&o->review_workers, from, v, 1, TAU_AGG_REVIEW_WORKERS_MAX)) < 0)
 		return rc;
+	if ((v = pick(r->grpc_threads, "--grpc-threads", env, "TAU_GRPC_THREADS", &from)) != NULL &&
+	    (rc = tau_parse_int(&o->grpc_threads, from, v, 1, TAU_RPC_MAX_CQ_THREADS)) < 0)
+		return rc;
 	if (r->no_ws) {
 		o->no_workspace_controller = true;
 	} else if ((v = env("TAU_WORKSPACE_CONTROLLER")) != NULL && v[0] != '\0') {
@@ -539,6 +550,7 @@ int tau_agg_options_parse(tau_agg_options *o, int argc, char **argv, tau_agg_env
 	o->review_qps = 400;
 	o->review_burst = 100;
 	o->review_workers = 8;
+	o->grpc_threads = 2;
 	if (env == NULL)
 		env = real_getenv;
 	if ((rc = read_flags(o, &r, argc, argv)) < 0)

@@ -66,6 +66,7 @@ typedef struct tau_agg_options {
 	int review_qps;           /**< --review-qps / TAU_REVIEW_QPS: the reviews' budget; 400 */
 	int review_burst;         /**< --review-burst / TAU_REVIEW_BURST; 100 */
 	int review_workers;       /**< --review-workers / TAU_REVIEW_WORKERS; 8 */
+	int grpc_threads;         /**< --grpc-threads / TAU_GRPC_THREADS: CQ threads; 2 */
 	tau_log_level log_level;
 	/* workspace controller */
 	tau_agg_ns_mode namespace_mode; /**< --namespace-mode / TAU_NAMESPACE_MODE */

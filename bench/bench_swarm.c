@@ -25,7 +25,8 @@
  * each is kept and the last line reads "ratio R (aggregator X reports/s, bare Y reports/s)".
  * Usage: bench_swarm [--agents N] [--channels C] [--reports R] [--samples S]
  *                    [--server-threads T] [--compare-bare [--rounds K]]
- * --server-threads: completion-queue threads of both servers (tau_rpc_server_opts.cq_threads).
+ * --server-threads: completion-queue threads of both servers (tau_rpc_server_opts.cq_threads);
+ * 2, tau-aggregator's default (--grpc-threads).
  */
 #include "inventory/service.h"
 
@@ -135,7 +136,8 @@ static void upsert_node(tau_agg *agg, int i, const char *cpu)
 	cJSON_Delete(node);
 }
 
-static int server_threads = 1; /* --server-threads: CQ threads of both servers */
+/* --server-threads: CQ threads of both servers; the aggregator's default (--grpc-threads) */
+static int server_threads = 2;
 
 static int serve(int agents)
 {

@@ -79,6 +79,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.review_qps, 400);
 	assert_int_equal(o.review_burst, 100);
 	assert_int_equal(o.review_workers, 8);
+	assert_int_equal(o.grpc_threads, 2);
 	assert_int_equal(o.max_pool_watchers, 1024);
 	assert_int_equal(o.max_concurrent_streams, 1000);
 }
@@ -145,6 +146,24 @@ static void test_review_budget_options(void **state)
 	assert_non_null(strstr(tau_error_last()->msg, "--review-burst"));
 	assert_int_not_equal(parse(&o, ARGV(LISTEN, "--review-workers", "65"), NULL), 0);
 	assert_non_null(strstr(tau_error_last()->msg, "--review-workers"));
+}
+
+static void test_grpc_threads(void **state)
+{
+	static const char *const env[] = {"TAU_GRPC_THREADS", "4", NULL};
+	tau_agg_options o;
+
+	(void)state;
+	assert_int_equal(parse(&o, ARGV(LISTEN, "--grpc-threads", "1"), NULL), 0);
+	assert_int_equal(o.grpc_threads, 1);
+	assert_int_equal(parse(&o, ARGV(LISTEN), env), 0);
+	assert_int_equal(o.grpc_threads, 4);
+	assert_int_equal(parse(&o, ARGV(LISTEN, "--grpc-threads", "3"), env), 0);
+	assert_int_equal(o.grpc_threads, 3);
+	assert_int_not_equal(parse(&o, ARGV(LISTEN, "--grpc-threads", "0"), NULL), 0);
+	assert_non_null(strstr(tau_error_last()->msg, "--grpc-threads"));
+	assert_int_not_equal(parse(&o, ARGV(LISTEN, "--grpc-threads", "9"), NULL), 0);
+	assert_non_null(strstr(tau_error_last()->msg, "--grpc-threads"));
 }
 
 static void test_flags(void **state)
@@ -350,6 +369,7 @@ int main(void)
 	        cmocka_unit_test(test_feature_gates),
 	        cmocka_unit_test(test_query_auth_options),
 	        cmocka_unit_test(test_review_budget_options),
+	        cmocka_unit_test(test_grpc_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
