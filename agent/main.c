@@ -11,7 +11,7 @@
  * them (about 0.9 MiB of libcrypto and libssl pages resident for the life
  * of an idle agent, bench/agent_rss.py; docs/PERFORMANCE.md).  The price is
  * that an OpenSSL failure in a log line reads as its code
- * ("error:0A000086:lib(20)::reason(134)"; `openssl errstr 0A000086` decodes
+ * ("error:0A00010B:lib(20)::reason(267)"; `openssl errstr 0A00010B` decodes
  * it); certificate verification failures keep their text (libcurl words
  * those from the verify result, a separate table).  The system OpenSSL
  * configuration is still loaded.  --once keeps the strings: it is a
