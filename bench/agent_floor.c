@@ -8,14 +8,15 @@
  * its RSS and CPU are what gRPC itself costs for one idle stream; the
  * agent's figures are reported as a ratio to it.
  *
- *     agent-floor HOST:PORT HEARTBEAT_SECONDS [KEEPALIVE_MS]
+ *     agent-floor HOST:PORT HEARTBEAT_SECONDS [KEEPALIVE_MS [CA_FILE]]
  *
  * The channel is the agent's channel (lib/rpc_client.c as agent/stream.c
  * opens it): the same arguments (message caps, reconnect backoff, keepalive
- * time, a 10 s ping timeout, pings without data allowed) and plaintext, as
- * the agent runs with --insecure (the chart's default, tls.enabled=false).
- * KEEPALIVE_MS (default 30000, lib/rpc_client.c's) sets the ping interval,
- * so the floor pays for the same liveness policy.
+ * time, a 10 s ping timeout, pings without data allowed) and the same
+ * credentials: plaintext, as the agent with --insecure (the chart's default,
+ * tls.enabled=false), or with CA_FILE TLS verified against that CA, as the
+ * agent with --ca-file.  KEEPALIVE_MS (default 30000, lib/rpc_client.c's)
+ * sets the ping interval, so the floor pays for the same liveness policy.
  *
  * Built by bench/agent_rss.py itself (cc + pkg-config grpc), not by CMake,
  * so `make bench` never runs it on its own.
@@ -53,6 +54,22 @@ static grpc_byte_buffer *heartbeat(unsigned long long seq)
 	return bb;
 }
 
+/* The whole of a PEM file, NUL-terminated; exits on failure (a bench tool). */
+static char *read_pem(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = f ? malloc(65536) : NULL;
+	size_t n = buf ? fread(buf, 1, 65535, f) : 0;
+
+	if (f == NULL || buf == NULL || n == 0) {
+		fprintf(stderr, "agent-floor: cannot read %s\n", path);
+		exit(2);
+	}
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
 static int run_batch(grpc_call *call, grpc_completion_queue *cq, grpc_op *ops, size_t n, long tag)
 {
 	grpc_event ev;
@@ -76,8 +93,9 @@ int main(int argc, char **argv)
 	unsigned long long seq = 0;
 	int hb;
 
-	if ((argc != 3 && argc != 4) || (hb = atoi(argv[2])) <= 0) {
-		fprintf(stderr, "usage: agent-floor HOST:PORT HEARTBEAT_SECONDS [KEEPALIVE_MS]\n");
+	if (argc < 3 || argc > 5 || (hb = atoi(argv[2])) <= 0) {
+		fprintf(stderr, "usage: agent-floor HOST:PORT HEARTBEAT_SECONDS [KEEPALIVE_MS "
+		                "[CA_FILE]]\n");
 		return 2;
 	}
 	/* The arguments lib/rpc_client.c gives the agent's channel, in the same order. */
@@ -88,7 +106,7 @@ int main(int argc, char **argv)
 	arg[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
 	arg[1].value.integer = 1024 * 1024;
 	arg[2].key = (char *)GRPC_ARG_KEEPALIVE_TIME_MS;
-	arg[2].value.integer = argc == 4 ? atoi(argv[3]) : 30000;
+	arg[2].value.integer = argc >= 4 ? atoi(argv[3]) : 30000;
 	arg[3].key = (char *)GRPC_ARG_KEEPALIVE_TIMEOUT_MS;
 	arg[3].value.integer = 10000;
 	arg[4].key = (char *)GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA;
@@ -100,7 +118,10 @@ int main(int argc, char **argv)
 	arg[7].key = (char *)GRPC_ARG_MAX_RECONNECT_BACKOFF_MS;
 	arg[7].value.integer = 5000; /* TAU_AGENT_RECONNECT_MAX_MS */
 	grpc_init();
-	creds = grpc_insecure_credentials_create();
+	if (argc == 5) /* lib/rpc_client.c: grpc_ssl_credentials_create(ca, no client cert) */
+		creds = grpc_ssl_credentials_create(read_pem(argv[4]), NULL, NULL, NULL);
+	else
+		creds = grpc_insecure_credentials_create();
 	ch = grpc_channel_create(argv[1], creds, &args);
 	grpc_channel_credentials_release(creds);
 	cq = grpc_completion_queue_create_for_next(NULL);

@@ -2,14 +2,16 @@
 """Steady-state cost of tau-node-agent against its floor: RSS, idle CPU, wake-ups, one probe cycle.
 
     /usr/bin/python3 bench/agent_rss.py --agent build/tau-node-agent [--seconds 120]
-        [--heartbeat 30] [--once-runs 20] [--mappings]
+        [--heartbeat 30] [--once-runs 20] [--mappings] [--tls]
 
 Starts kube-sim (seeded with the ND H100 fixture), a recording aggregator (tests/e2e/agent)
 that acks with the given heartbeat interval, the agent with a fake --host-root, and, in the
 same run against the same recorder, the floor: bench/agent_floor.c, a trivial C program
 holding one idle Report stream with the gRPC core alone, on a channel with the agent's
 arguments (keepalive included) and credentials (plaintext: the agent runs with --insecure, the
-chart's default), sending the same heartbeats (built here with cc and pkg-config grpc). Both
+chart's default; with --tls both verify the recorder's certificate against a CA made here, the
+agent with --ca-file, as with the chart's tls.enabled=true), sending the same heartbeats (built
+here with cc and pkg-config grpc). Both
 idle for --seconds side by side; then it reports, for each and as the agent's ratio to the floor: VmRSS (/proc/<pid>/status), CPU time over the
 window (the sum of every thread's /proc/<pid>/task/*/schedstat run time, nanosecond
 resolution) and wake-ups (voluntary + involuntary context switches of every thread). The probe
@@ -20,6 +22,7 @@ against floor, the largest difference first.
 """
 
 import argparse
+import concurrent.futures
 import glob
 import os
 import statistics
@@ -44,6 +47,46 @@ def build_floor(work):
     subprocess.run(["cc", "-O2", "-o", out, os.path.join(HERE, "agent_floor.c")] + flags,
                    check=True)
     return out
+
+
+def make_tls(work):
+    """A CA and a server certificate for 127.0.0.1 signed by it: (ca.pem, srv.pem, srv.key)."""
+    d = os.path.join(work, "tls")
+    os.makedirs(d)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+    def sh(*a):
+        subprocess.run(["openssl", *a], cwd=d, check=True, capture_output=True)
+    sh("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
+       "-subj", "/CN=tau-bench-ca")
+    with open(os.path.join(d, "ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    sh("req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1")
+    sh("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+       "-out", "srv.pem", "-days", "1", "-extfile", "ext")
+    return tuple(os.path.join(d, n) for n in ("ca.pem", "srv.pem", "srv.key"))
+
+
+class TlsRecorder(harness.Recorder):
+    """The recording aggregator serving TLS with the given certificate."""
+
+    def __init__(self, pb, cert, key, **kw):
+        with open(cert, "rb") as c, open(key, "rb") as k:
+            self.pair = (k.read(), c.read())
+        super().__init__(pb, **kw)
+
+    def _start(self, port):
+        grpc = self.grpc
+        self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=8))
+        handler = grpc.method_handlers_generic_handler("tau.inventory.v1.InventoryService", {
+            "Report": grpc.stream_stream_rpc_method_handler(
+                self._report, self.pb.AgentReport.FromString, lambda m: m.SerializeToString())})
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_secure_port("127.0.0.1:%d" % port,
+                                                grpc.ssl_server_credentials([self.pair]))
+        if self.port == 0:
+            raise RuntimeError("recorder cannot bind port %d" % port)
+        self.server.start()
 
 
 def threads(pid):
@@ -115,6 +158,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--heartbeat", type=int, default=30)
     ap.add_argument("--once-runs", type=int, default=20)
+    ap.add_argument("--tls", action="store_true",
+                    help="TLS to the recorder for both (agent --ca-file) instead of plaintext")
     ap.add_argument("--mappings", action="store_true",
                     help="also print Rss per mapped object (smaps), agent against floor")
     a = ap.parse_args()
@@ -125,14 +170,21 @@ def main():
     sim = harness.KubeSim(work, [harness.fixture("node-nd-h100-v5.json"),
                                  harness.fixture("csinode-nd-h100-v5.json")])
     host = harness.HostTree(work)
-    rec = harness.Recorder(pb, heartbeat_s=a.heartbeat)
+    if a.tls:
+        ca, cert, key = make_tls(work)
+        rec = TlsRecorder(pb, cert, key, heartbeat_s=a.heartbeat)
+        security, floor_extra = ["--ca-file", ca], ["30000", ca]
+    else:
+        rec = harness.Recorder(pb, heartbeat_s=a.heartbeat)
+        security, floor_extra = ["--insecure"], []
     agent = harness.Agent(work, ["--node-name", harness.ND_NODE, "--kubeconfig", sim.kubeconfig,
-                                 "--aggregator", "127.0.0.1:%d" % rec.port, "--insecure",
+                                 "--aggregator", "127.0.0.1:%d" % rec.port, *security,
                                  "--host-root", host.root, "--log-level", "warn"])
     floor = None
     try:
         rec.wait_inventory(lambda i: True, 0, 60, "first inventory")
-        floor = subprocess.Popen([floor_bin, "127.0.0.1:%d" % rec.port, str(a.heartbeat)])
+        floor = subprocess.Popen([floor_bin, "127.0.0.1:%d" % rec.port, str(a.heartbeat),
+                                  *floor_extra])
         rec.wait(lambda r: r.streams >= 2 and len(r.reports) >= 2, 30, "the floor's stream")
         time.sleep(2)  # let start-up allocations settle before the window opens
         a0, f0 = sample(agent.proc.pid), sample(floor.pid)
@@ -166,8 +218,8 @@ def main():
     cpu_a, cpu_f = (a1[1] - a0[1]) / 1e9, (f1[1] - f0[1]) / 1e9
     wake_a, wake_f = a1[2] - a0[2], f1[2] - f0[2]
     per_hour = cpu_a * 3600 / elapsed
-    print("idle window            %.0f s (heartbeat %d s, %d reports received in total)"
-          % (elapsed, a.heartbeat, reports))
+    print("idle window            %.0f s (heartbeat %d s, %s to the recorder, %d reports "
+          "received in total)" % (elapsed, a.heartbeat, "TLS" if a.tls else "plaintext", reports))
     print("                       agent                      floor (gRPC core, one stream)"
           "   ratio")
     print("VmRSS                  %-26s %-32s %.2f" % ("%d KiB" % a1[0], "%d KiB" % f1[0],
