@@ -77,6 +77,42 @@ static void converts_and_sorts(void **state)
 	tau_node_facts_clear(&facts);
 }
 
+/* The view has the same facts without copying a string: they point into the message. */
+static void view_borrows(void **state)
+{
+	fixture f;
+	tau_report_view v;
+	tau_node_facts owned = {0};
+
+	(void)state;
+	build(&f);
+	assert_int_equal(tau_report_view_facts(&v, &f.inv), 0);
+	assert_ptr_equal(v.facts.name, f.inv.node_name);
+	assert_ptr_equal(v.facts.gpu_class, f.inv.gpu_class);
+	assert_null(v.facts.provider_id); /* empty string -> absent, as in owned facts */
+	for (size_t i = 0; i < v.facts.n_labels; i++) {
+		bool found = false;
+
+		for (size_t k = 0; k < f.inv.n_labels; k++)
+			found = found || (v.facts.label_keys[i] == f.inv.labels[k]->key &&
+			                  v.facts.label_values[i] == f.inv.labels[k]->value);
+		assert_true(found);
+	}
+	assert_int_equal(tau_report_to_facts(&owned, &f.inv), 0);
+	assert_true(tau_node_facts_equal(&v.facts, &owned));
+	tau_node_facts_clear(&owned);
+	tau_report_view_clear(&v);
+	assert_null(v.block);
+
+	/* A refused inventory leaves the view zeroed (nothing to clear). */
+	build(&f);
+	f.lab[1].key = (char *)"a/b";
+	assert_int_equal(tau_report_view_facts(&v, &f.inv), -TAU_EINVAL);
+	assert_null(v.block);
+	assert_int_equal(v.facts.n_labels, 0);
+	assert_null(v.facts.name);
+}
+
 /* Each bad inventory is refused with the field named and the facts left zeroed. */
 static void refuse(fixture *f, int code, const char *needle)
 {
@@ -212,7 +248,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(converts_and_sorts), cmocka_unit_test(bad_names),
 	        cmocka_unit_test(bad_quantities),     cmocka_unit_test(oversize),
-	        cmocka_unit_test(sequence_rules),
+	        cmocka_unit_test(sequence_rules),     cmocka_unit_test(view_borrows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
