@@ -22,7 +22,6 @@ against floor, the largest difference first.
 """
 
 import argparse
-import concurrent.futures
 import glob
 import os
 import statistics
@@ -47,46 +46,6 @@ def build_floor(work):
     subprocess.run(["cc", "-O2", "-o", out, os.path.join(HERE, "agent_floor.c")] + flags,
                    check=True)
     return out
-
-
-def make_tls(work):
-    """A CA and a server certificate for 127.0.0.1 signed by it: (ca.pem, srv.pem, srv.key)."""
-    d = os.path.join(work, "tls")
-    os.makedirs(d)
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-
-    def sh(*a):
-        subprocess.run(["openssl", *a], cwd=d, check=True, capture_output=True)
-    sh("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
-       "-subj", "/CN=tau-bench-ca")
-    with open(os.path.join(d, "ext"), "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-    sh("req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1")
-    sh("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-       "-out", "srv.pem", "-days", "1", "-extfile", "ext")
-    return tuple(os.path.join(d, n) for n in ("ca.pem", "srv.pem", "srv.key"))
-
-
-class TlsRecorder(harness.Recorder):
-    """The recording aggregator serving TLS with the given certificate."""
-
-    def __init__(self, pb, cert, key, **kw):
-        with open(cert, "rb") as c, open(key, "rb") as k:
-            self.pair = (k.read(), c.read())
-        super().__init__(pb, **kw)
-
-    def _start(self, port):
-        grpc = self.grpc
-        self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=8))
-        handler = grpc.method_handlers_generic_handler("tau.inventory.v1.InventoryService", {
-            "Report": grpc.stream_stream_rpc_method_handler(
-                self._report, self.pb.AgentReport.FromString, lambda m: m.SerializeToString())})
-        self.server.add_generic_rpc_handlers((handler,))
-        self.port = self.server.add_secure_port("127.0.0.1:%d" % port,
-                                                grpc.ssl_server_credentials([self.pair]))
-        if self.port == 0:
-            raise RuntimeError("recorder cannot bind port %d" % port)
-        self.server.start()
 
 
 def threads(pid):
@@ -171,9 +130,9 @@ def main():
                                  harness.fixture("csinode-nd-h100-v5.json")])
     host = harness.HostTree(work)
     if a.tls:
-        ca, cert, key = make_tls(work)
-        rec = TlsRecorder(pb, cert, key, heartbeat_s=a.heartbeat)
-        security, floor_extra = ["--ca-file", ca], ["30000", ca]
+        tls = harness.make_tls(work)
+        rec = harness.Recorder(pb, heartbeat_s=a.heartbeat, tls=(tls["cert"], tls["key"]))
+        security, floor_extra = ["--ca-file", tls["ca"]], ["30000", tls["ca"]]
     else:
         rec = harness.Recorder(pb, heartbeat_s=a.heartbeat)
         security, floor_extra = ["--insecure"], []

@@ -277,6 +277,44 @@ class AgentBadInput(unittest.TestCase):
         self.assertEqual(rc, 0)
 
 
+class AgentTls(unittest.TestCase):
+    """TLS to the aggregator (--ca-file): the right CA streams; a CA that did not sign the
+    aggregator's certificate never connects, and the log says why in words (the agent keeps
+    OpenSSL's error strings: docs/PERFORMANCE.md, Node agent)."""
+
+    def test_ca_file(self):
+        tls = harness.make_tls(WORK, require.tool("openssl", "openssl", "TAU_OPENSSL"))
+        sim = harness.KubeSim(WORK, nd_objects())
+        host = harness.HostTree(WORK)
+        rec = harness.Recorder(pb, heartbeat_s=1, tls=(tls["cert"], tls["key"]))
+        agents = []
+        try:
+            def start(ca):
+                agents.append(harness.Agent(WORK, [
+                    "--node-name", ND_NODE, "--kubeconfig", sim.kubeconfig, "--aggregator",
+                    "127.0.0.1:%d" % rec.port, "--ca-file", ca, "--host-root", host.root]))
+                return agents[-1]
+            start(tls["ca"])
+            _, inv = rec.wait_inventory(lambda i: True, 0, 30, "first inventory over TLS")
+            self.assertEqual(inv.node_name, ND_NODE)
+
+            wrong = start(tls["other_ca"])
+            deadline = time.monotonic() + 30
+            while not any("stream to the aggregator ended" in line and
+                          "certificate verify failed" in line
+                          for line in wrong.logs().splitlines()):
+                self.assertLess(time.monotonic(), deadline,
+                                "no handshake failure in words: " + wrong.logs()[-2000:])
+                self.assertTrue(wrong.alive(), wrong.logs()[-2000:])
+                time.sleep(0.2)  # polling the log file for the condition above
+            self.assertEqual(rec.streams, 1, "only the agent that trusts the right CA streams")
+        finally:
+            codes = [a.terminate()[0] for a in agents]
+            rec.stop()
+            sim.stop()
+        self.assertEqual(codes, [0, 0])
+
+
 class AgentOnce(unittest.TestCase):
     """--once -o json: the documented JSON, no aggregator needed."""
 

@@ -132,11 +132,36 @@ class KubeSim:
 
 # --------------------------------------------------------------------------- recorder
 
+def make_tls(workdir, openssl="openssl"):
+    """A CA, a server certificate for 127.0.0.1 it signs, and a second CA that signs nothing:
+    {"ca", "cert", "key", "other_ca"} file paths under workdir/tls."""
+    d = tempfile.mkdtemp(prefix="tls-", dir=workdir)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+    def sh(*a):
+        subprocess.run([openssl, *a], cwd=d, check=True, capture_output=True)
+    for ca in ("ca", "other"):
+        sh("req", "-x509", *ec, "-keyout", ca + ".key", "-out", ca + ".pem", "-days", "1",
+           "-subj", "/CN=tau-test-" + ca)
+    with open(os.path.join(d, "ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    sh("req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1")
+    sh("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+       "-out", "srv.pem", "-days", "1", "-extfile", "ext")
+    return {k: os.path.join(d, v) for k, v in
+            (("ca", "ca.pem"), ("cert", "srv.pem"), ("key", "srv.key"), ("other_ca", "other.pem"))}
+
+
 class Recorder:
     """InventoryService.Report that records every AgentReport and acks it."""
 
-    def __init__(self, pb, port=0, heartbeat_s=1):
+    def __init__(self, pb, port=0, heartbeat_s=1, tls=None):
+        """tls: (certificate file, key file) to serve TLS with (make_tls); None: plaintext."""
         import grpc
+        self.tls = None
+        if tls is not None:
+            with open(tls[0], "rb") as c, open(tls[1], "rb") as k:
+                self.tls = grpc.ssl_server_credentials([(k.read(), c.read())])
         self.grpc = grpc
         self.pb = pb
         self.heartbeat_s = heartbeat_s
@@ -154,7 +179,9 @@ class Recorder:
             "Report": grpc.stream_stream_rpc_method_handler(
                 self._report, self.pb.AgentReport.FromString, lambda m: m.SerializeToString())})
         self.server.add_generic_rpc_handlers((handler,))
-        self.port = self.server.add_insecure_port("127.0.0.1:%d" % port)
+        addr = "127.0.0.1:%d" % port
+        self.port = (self.server.add_secure_port(addr, self.tls) if self.tls is not None
+                     else self.server.add_insecure_port(addr))
         if self.port == 0:
             raise RuntimeError("recorder cannot bind port %d" % port)
         self.server.start()
