@@ -563,7 +563,7 @@ static void send_inventory(agent *a, int variant)
 	static const char *const rn[6] = {
 	        "cpu", "ephemeral-storage", "memory", "nvidia.com/gpu", "pods", "rdma/ib"};
 	const char *rq[6] = {"94940m", "119703055367", "1977700032Ki", "8", "110", "8"};
-	char cls[32], digest[32];
+	char cls[32], digest[32], uid[32];
 	const char *lk[5] = {"kubernetes.azure.com/agentpool", "kubernetes.io/hostname",
 	                     "kubernetes.io/os", "node.kubernetes.io/instance-type",
 	                     "tau.azure.com/gpu-class"};
@@ -571,6 +571,7 @@ static void send_inventory(agent *a, int variant)
 
 	snprintf(cls, sizeof(cls), "h100-%d", a->index % 4);
 	snprintf(digest, sizeof(digest), "d%d", variant);
+	snprintf(uid, sizeof(uid), "u-%d", a->index); /* its Node's, as a real agent reads it */
 	for (int i = 0; i < 5; i++) {
 		tau__inventory__v1__node_inventory__labels_entry__init(&l[i]);
 		l[i].key = (char *)lk[i];
@@ -584,7 +585,8 @@ static void send_inventory(agent *a, int variant)
 		rp[i] = &r[i];
 	}
 	inv.node_name = a->name;
-	inv.node_uid = (char *)"0b6f7c1e-1111-2222-3333-444455556666";
+	inv.node_uid = uid;
+	inv.resource_version = (char *)"1";
 	inv.gpu_class = cls;
 	inv.n_labels = 5;
 	inv.labels = lp;

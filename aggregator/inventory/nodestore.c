@@ -23,26 +23,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * A record is small and holds each set of facts once: `api` is lent to the pool
+ * (tau_pool_upsert_node_lent), and `agent` is the same object as `api` while the
+ * agent reports exactly what the Node says (the healthy case), a copy of its own
+ * only while they differ.
+ */
 typedef struct record {
 	char *name;
-	bool api_known;
-	tau_node_facts api; /* valid when api_known and api_error is NULL */
-	char *api_error;    /* the Node exists but could not be read: it does not count */
-	bool reported;
-	tau_node_facts agent; /* valid when reported */
-	bool connected;
+	tau_node_facts *api;         /* the Node's facts; NULL when unknown or unreadable */
+	tau_node_facts *agent;       /* the agent's last facts (== api when equal); NULL if none */
+	const tau_pool_node *pooled; /* the pool's entry while the node is in its input */
+	char *api_error;             /* the Node exists but could not be read: it does not count */
+	char *mismatch;              /* agent vs Node difference, NULL when none */
+	uint8_t *inventory;          /* opaque copy of the agent's last inventory */
+	size_t inventory_len;
 	int64_t last_heard_ms;
 	tau_node_source source; /* what the pool holds for it now */
-	uint8_t *inventory;     /* opaque copy of the agent's last inventory */
-	size_t inventory_len;
-	char mismatch[TAU_NODE_MISMATCH_MAX]; /* agent vs Node difference, "" when none */
-	bool mismatch_news;                   /* it appeared or changed since last taken */
+	bool api_known;
+	bool reported;
+	bool connected;
+	bool mismatch_news; /* it appeared or changed since last taken */
 } record;
 
 struct tau_nodestore {
 	record *recs;
 	size_t n, cap;
-	size_t n_mismatch; /* records with a non-empty mismatch */
+	size_t n_mismatch; /* records with a mismatch */
+	size_t n_missing;  /* GPU nodes known from the API whose agent has not reported */
 	tau_pool *pool;
 	int64_t deadline_ms;
 	bool api_synced;
@@ -67,12 +75,34 @@ int tau_nodestore_new(tau_nodestore **out, int64_t now_ms, int64_t sync_timeout_
 	return 0;
 }
 
+static void facts_free(tau_node_facts *f)
+{
+	if (f == NULL)
+		return;
+	tau_node_facts_clear(f);
+	free(f);
+}
+
+/* A heap copy of `src` (validated by the caller).  NULL when out of memory. */
+static tau_node_facts *facts_dup(const tau_node_facts *src)
+{
+	tau_node_facts *f = calloc(1, sizeof(*f));
+
+	if (f != NULL && tau_node_facts_copy(f, src) < 0) {
+		free(f);
+		f = NULL;
+	}
+	return f;
+}
+
 static void record_clear(record *r)
 {
 	free(r->name);
 	free(r->api_error);
-	tau_node_facts_clear(&r->api);
-	tau_node_facts_clear(&r->agent);
+	free(r->mismatch);
+	if (r->agent != r->api)
+		facts_free(r->agent);
+	facts_free(r->api);
 	free(r->inventory);
 	memset(r, 0, sizeof(*r));
 }
@@ -81,10 +111,11 @@ void tau_nodestore_free(tau_nodestore *s)
 {
 	if (s == NULL)
 		return;
+	/* The pool goes first: it borrows the records' facts. */
+	tau_pool_free(s->pool);
 	for (size_t i = 0; i < s->n; i++)
 		record_clear(&s->recs[i]);
 	free(s->recs);
-	tau_pool_free(s->pool);
 	free(s);
 }
 
@@ -137,12 +168,27 @@ static record *get_or_add(tau_nodestore *s, const char *name)
 
 static bool api_readable(const record *r)
 {
-	return r->api_known && r->api_error == NULL;
+	return r->api != NULL;
 }
 
 static bool is_gpu_node(const record *r)
 {
-	return api_readable(r) && r->api.gpu_class != NULL && r->api.gpu_class[0] != '\0';
+	return api_readable(r) && r->api->gpu_class != NULL && r->api->gpu_class[0] != '\0';
+}
+
+/* Known from the API as a GPU node, and its agent has not reported. */
+static bool is_missing(const record *r)
+{
+	return is_gpu_node(r) && !r->reported;
+}
+
+/* Keep n_missing true after a change of `r` that found it missing or not (`was`). */
+static void account_missing(tau_nodestore *s, const record *r, bool was)
+{
+	if (was && !is_missing(r))
+		s->n_missing--;
+	else if (!was && is_missing(r))
+		s->n_missing++;
 }
 
 static const char *yes_no(bool b)
@@ -152,28 +198,23 @@ static const char *yes_no(bool b)
 
 /*
  * Describe the first difference between what the agent reported and what
- * the Node object says, into r->mismatch ("" when they agree on every fact
- * the pool decides on).  An agent lags its Node by one watch event at most,
- * so a difference that persists means the agent reads something else.
+ * the Node object says, into m ("" when they agree on every fact the pool
+ * decides on).  An agent lags its Node by one watch event at most, so a
+ * difference that persists means the agent reads something else.
  */
-static void compare_views(tau_nodestore *s, record *r)
+static void describe_mismatch(const record *r, char *m, size_t cap)
 {
-	const tau_node_facts *a = &r->agent, *n = &r->api;
-	bool had = r->mismatch[0] != '\0';
-	char before[sizeof(r->mismatch)];
-	char *m = r->mismatch;
-	size_t cap = sizeof(r->mismatch);
+	const tau_node_facts *a = r->agent, *n = r->api;
 
-	memcpy(before, m, sizeof(before));
 	m[0] = '\0';
-	if (!r->reported || !api_readable(r))
-		goto out;
+	if (!r->reported || a == NULL || n == NULL || a == n)
+		return;
 	if (strcmp(a->gpu_class != NULL ? a->gpu_class : "",
 	           n->gpu_class != NULL ? n->gpu_class : "") != 0) {
 		snprintf(m, cap, "gpu class: agent reports \"%s\", the Node says \"%s\"",
 		         a->gpu_class != NULL ? a->gpu_class : "",
 		         n->gpu_class != NULL ? n->gpu_class : "");
-		goto out;
+		return;
 	}
 	if (a->ready != n->ready || a->schedulable != n->schedulable ||
 	    a->deleting != n->deleting) {
@@ -182,7 +223,7 @@ static void compare_views(tau_nodestore *s, record *r)
 		         "%s/%s/%s",
 		         yes_no(a->ready), yes_no(a->schedulable), yes_no(a->deleting),
 		         yes_no(n->ready), yes_no(n->schedulable), yes_no(n->deleting));
-		goto out;
+		return;
 	}
 	/* Both lists are sorted by name: one merge walk finds the first difference. */
 	for (size_t i = 0, j = 0; i < a->n_allocatable || j < n->n_allocatable;) {
@@ -202,24 +243,54 @@ static void compare_views(tau_nodestore *s, record *r)
 			(void)tau_quantity_format(qn, sizeof(qn), &rn->value);
 		snprintf(m, cap, "allocatable %s: agent reports %s, the Node says %s",
 		         c <= 0 ? ra->name : rn->name, qa, qn);
-		goto out;
+		return;
 	}
-out:
-	if (m[0] != '\0' && strcmp(before, m) != 0)
-		r->mismatch_news = true;
-	else if (m[0] == '\0')
+}
+
+/* Bring r->mismatch (and its news flag and the count) in line with the two views. */
+static void compare_views(tau_nodestore *s, record *r)
+{
+	char m[TAU_NODE_MISMATCH_MAX];
+	bool had = r->mismatch != NULL;
+
+	describe_mismatch(r, m, sizeof(m));
+	if (m[0] == '\0') {
+		free(r->mismatch);
+		r->mismatch = NULL;
 		r->mismatch_news = false;
-	if (had && m[0] == '\0')
+	} else if (r->mismatch == NULL || strcmp(r->mismatch, m) != 0) {
+		char *copy = strdup(m);
+
+		/* Out of memory: the difference goes unrecorded until the next change. */
+		free(r->mismatch);
+		r->mismatch = copy;
+		r->mismatch_news = copy != NULL;
+	}
+	if (had && r->mismatch == NULL)
 		s->n_mismatch--;
-	else if (!had && m[0] != '\0')
+	else if (!had && r->mismatch != NULL)
 		s->n_mismatch++;
 }
 
 /*
- * Bring the pool in line with this record (`api_changed`: its Node's facts
- * are new): it counts with the Node object's
- * facts once its agent has reported, or once the gate opened on time-out;
- * it is out of the pool's input when the Node is unknown or unreadable.
+ * The agent's facts equal the Node's: hold them once.  Called after either
+ * side changed.
+ */
+static void share_if_equal(record *r)
+{
+	if (r->agent != NULL && r->api != NULL && r->agent != r->api &&
+	    tau_node_facts_equal(r->agent, r->api)) {
+		facts_free(r->agent);
+		r->agent = r->api;
+	}
+}
+
+/*
+ * Bring the pool in line with this record (`api_changed`: r->api is a new
+ * object, lent to the pool now; the one it replaces must still be alive): it
+ * counts with the Node object's facts once its agent has reported, or once
+ * the gate opened on time-out; it is out of the pool's input when the Node is
+ * unknown or unreadable.
  */
 static int refresh(tau_nodestore *s, record *r, bool api_changed)
 {
@@ -232,10 +303,12 @@ static int refresh(tau_nodestore *s, record *r, bool api_changed)
 		want = TAU_NODE_SOURCE_API;
 	/* The pool holds the Node's facts already unless they changed: a report changes no sum. */
 	if (want == TAU_NODE_SOURCE_NONE) {
-		if (r->source != TAU_NODE_SOURCE_NONE)
+		if (r->pooled != NULL) {
 			rc = tau_pool_remove_node(s->pool, r->name);
-	} else if (api_changed || r->source == TAU_NODE_SOURCE_NONE) {
-		rc = tau_pool_upsert_node(s->pool, &r->api);
+			r->pooled = NULL; /* removed even when a recount failed */
+		}
+	} else if (api_changed || r->pooled == NULL) {
+		rc = tau_pool_upsert_node_lent(s->pool, r->api, &r->pooled);
 	}
 	if (rc < 0)
 		return rc;
@@ -248,35 +321,50 @@ static void update_gate(tau_nodestore *s)
 {
 	if (s->established || !s->api_synced)
 		return;
-	for (size_t i = 0; i < s->n; i++) {
-		if (is_gpu_node(&s->recs[i]) && !s->recs[i].reported && !s->timed_out)
-			return;
-	}
+	if (s->n_missing > 0 && !s->timed_out)
+		return;
 	s->established = true;
+}
+
+/*
+ * Replace the Node's facts of `r` with `fresh` (owned; NULL: none readable).
+ * The old object goes only after the pool has let go of it, and stays as the
+ * agent's facts when they were shared.
+ */
+static int set_api(tau_nodestore *s, record *r, tau_node_facts *fresh)
+{
+	tau_node_facts *old = r->api;
+	bool was = is_missing(r);
+	int rc;
+
+	r->api = fresh;
+	rc = refresh(s, r, true);
+	if (old != r->agent)
+		facts_free(old);
+	share_if_equal(r);
+	compare_views(s, r);
+	account_missing(s, r, was);
+	return rc;
 }
 
 int tau_nodestore_api_upsert(tau_nodestore *s, const tau_node_facts *facts)
 {
-	tau_node_facts copy = {0};
+	tau_node_facts *copy;
 	record *r;
 	int rc = tau_node_facts_validate(facts);
 
 	if (rc < 0)
 		return rc;
-	rc = tau_node_facts_copy(&copy, facts);
-	if (rc < 0)
-		return rc;
-	r = get_or_add(s, facts->name);
+	copy = facts_dup(facts);
+	r = copy != NULL ? get_or_add(s, facts->name) : NULL;
 	if (r == NULL) {
-		tau_node_facts_clear(&copy);
+		facts_free(copy);
 		return tau_error_set(TAU_ENOMEM, "out of memory adding node %s", facts->name);
 	}
-	tau_node_facts_clear(&r->api);
-	r->api = copy;
 	r->api_known = true;
 	free(r->api_error);
 	r->api_error = NULL;
-	rc = refresh(s, r, true);
+	rc = set_api(s, r, copy);
 	update_gate(s);
 	return rc;
 }
@@ -294,8 +382,7 @@ int tau_nodestore_api_unreadable(tau_nodestore *s, const char *name, const char 
 	free(r->api_error);
 	r->api_error = copy;
 	r->api_known = true;
-	tau_node_facts_clear(&r->api);
-	rc = refresh(s, r, true);
+	rc = set_api(s, r, NULL);
 	update_gate(s);
 	return rc;
 }
@@ -304,14 +391,18 @@ int tau_nodestore_api_delete(tau_nodestore *s, const char *name)
 {
 	bool found;
 	size_t i = find(s, name, &found);
+	record *r;
 
 	if (!found)
 		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
-	if (s->recs[i].source != TAU_NODE_SOURCE_NONE)
+	r = &s->recs[i];
+	if (r->pooled != NULL)
 		(void)tau_pool_remove_node(s->pool, name);
-	if (s->recs[i].mismatch[0] != '\0')
+	if (r->mismatch != NULL)
 		s->n_mismatch--;
-	record_clear(&s->recs[i]);
+	if (is_missing(r))
+		s->n_missing--;
+	record_clear(r);
 	memmove(&s->recs[i], &s->recs[i + 1], (s->n - i - 1) * sizeof(*s->recs));
 	s->n--;
 	update_gate(s);
@@ -326,50 +417,51 @@ void tau_nodestore_api_synced(tau_nodestore *s)
 
 int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t now_ms)
 {
-	tau_node_facts copy = {0}, previous;
+	tau_node_facts *fresh, *previous;
 	record *r;
-	bool found;
+	bool found, was, was_reported;
 	size_t i = find(s, facts->name, &found);
 	int rc;
 
 	/* A connected agent repeating what it reported last (a new digest or observation time
 	 * only) changes nothing but liveness: those facts were validated when first stored. */
 	if (found && s->recs[i].reported && s->recs[i].connected &&
-	    tau_node_facts_equal(&s->recs[i].agent, facts)) {
+	    tau_node_facts_equal(s->recs[i].agent, facts)) {
 		s->recs[i].last_heard_ms = now_ms;
 		return 1;
 	}
 	rc = tau_node_facts_validate(facts);
 	if (rc < 0)
 		return rc;
-	rc = tau_node_facts_copy(&copy, facts);
-	if (rc < 0)
-		return rc;
 	r = get_or_add(s, facts->name);
-	if (r == NULL) {
-		tau_node_facts_clear(&copy);
+	if (r == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory adding node %s", facts->name);
-	}
+	/* What the Node says already (the healthy case) is not copied again. */
+	fresh = r->api != NULL && tau_node_facts_equal(r->api, facts) ? r->api : facts_dup(facts);
+	if (fresh == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory adding node %s", facts->name);
+	was = is_missing(r);
+	was_reported = r->reported;
 	previous = r->agent;
-	r->agent = copy;
+	r->agent = fresh;
+	r->reported = true;
 	if (api_readable(r)) {
-		bool was_reported = r->reported;
-
-		r->reported = true;
 		rc = refresh(s, r, false);
 		if (rc < 0) {
 			/* The pool could not take the Node's facts (out of memory): keep the old
 			 * state. */
 			r->agent = previous;
 			r->reported = was_reported;
-			tau_node_facts_clear(&copy);
+			if (fresh != r->api)
+				facts_free(fresh);
 			compare_views(s, r);
 			return rc;
 		}
 	}
-	r->reported = true;
-	tau_node_facts_clear(&previous);
+	if (previous != NULL && previous != r->api && previous != fresh)
+		facts_free(previous);
 	compare_views(s, r);
+	account_missing(s, r, was);
 	r->connected = true;
 	r->last_heard_ms = now_ms;
 	update_gate(s);
@@ -457,7 +549,7 @@ bool tau_nodestore_take_mismatch(tau_nodestore *s, const char *name, char *buf, 
 	bool found;
 	size_t i = find(s, name, &found);
 
-	if (!found || !s->recs[i].mismatch_news)
+	if (!found || !s->recs[i].mismatch_news || s->recs[i].mismatch == NULL)
 		return false;
 	s->recs[i].mismatch_news = false;
 	snprintf(buf, cap, "%s", s->recs[i].mismatch);
@@ -469,15 +561,16 @@ static void fill_status(const record *r, tau_node_status *out)
 	out->name = r->name;
 	out->api_known = r->api_known;
 	out->api_error = r->api_error;
-	out->mismatch = r->mismatch[0] != '\0' ? r->mismatch : NULL;
+	out->mismatch = r->mismatch;
 	out->gpu_node = is_gpu_node(r);
 	out->reported = r->reported;
 	out->connected = r->connected;
 	out->stale = r->reported && !r->connected;
 	out->last_heard_ms = r->last_heard_ms;
 	out->source = r->source;
+	out->counted = tau_pool_node_is_counted(r->pooled);
 	/* The Node's facts whenever there is a readable Node: they are what counts. */
-	out->facts = api_readable(r) ? &r->api : r->reported ? &r->agent : NULL;
+	out->facts = api_readable(r) ? r->api : r->reported ? r->agent : NULL;
 	out->inventory = r->inventory;
 	out->inventory_len = r->inventory_len;
 }
@@ -511,14 +604,12 @@ int tau_nodestore_get(const tau_nodestore *s, const char *name, tau_node_status 
 
 size_t tau_nodestore_missing(const tau_nodestore *s, const char **names, size_t cap)
 {
-	size_t count = 0;
+	size_t want = cap < s->n_missing ? cap : s->n_missing, got = 0;
 
-	for (size_t i = 0; i < s->n; i++) {
-		if (is_gpu_node(&s->recs[i]) && !s->recs[i].reported) {
-			if (count < cap)
-				names[count] = s->recs[i].name;
-			count++;
-		}
+	/* The count is kept as records change; only the names asked for cost a walk. */
+	for (size_t i = 0; i < s->n && got < want; i++) {
+		if (is_missing(&s->recs[i]))
+			names[got++] = s->recs[i].name;
 	}
-	return count;
+	return s->n_missing;
 }

@@ -52,6 +52,7 @@ typedef struct tau_node_status {
 	bool stale;            /**< reported, but the stream is closed */
 	int64_t last_heard_ms; /**< time of the last report or heartbeat, 0 if never */
 	tau_node_source source;
+	bool counted; /**< the pool counts it now (tau_pool_node_counted, without a lookup) */
 	const tau_node_facts *facts; /**< the Node's facts; the agent's when there is no Node */
 	const uint8_t *inventory;    /**< the agent's last inventory, opaque bytes; NULL if none */
 	size_t inventory_len;
@@ -66,7 +67,10 @@ int tau_nodestore_new(tau_nodestore **out, int64_t now_ms, int64_t sync_timeout_
 /** Free; NULL is a no-op. */
 void tau_nodestore_free(tau_nodestore *store);
 
-/** The pool computed from the records.  Lends it. */
+/**
+ * The pool computed from the records.  Lends it.  The pool borrows each
+ * record's Node facts (tau_pool_upsert_node_lent): they are held once.
+ */
 const tau_pool *tau_nodestore_pool(const tau_nodestore *store);
 
 /** Replace the TauCluster node selector (ownership moves; NULL: all nodes). */
@@ -148,7 +152,8 @@ int tau_nodestore_get(const tau_nodestore *store, const char *name, tau_node_sta
 
 /**
  * GPU nodes known from the API that have not reported, in name order.
- * Fills up to `cap` lent names; returns how many there are in all.
+ * Fills up to `cap` lent names; returns how many there are in all.  The count
+ * is kept as records change: O(1) with cap 0 or none missing.
  */
 size_t tau_nodestore_missing(const tau_nodestore *store, const char **names, size_t cap);
 

@@ -27,12 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct stored_node {
-	tau_node_facts facts;
-	bool eligible;       /* passes every per-node rule */
+/* The public handle (tau_pool_node) is this entry; it lives as long as the node is stored. */
+struct tau_pool_node {
+	const tau_node_facts *facts; /* lent by the caller, or `owned` */
+	tau_node_facts *owned;       /* the pool's own copy (tau_pool_upsert_node), else NULL */
+	bool eligible;               /* passes every per-node rule */
 	bool counted;        /* eligible and fits its flavor's sums (see the file comment) */
-	tau_hmap_node hnode; /* in tau_pool.nodes, keyed by facts.name */
-} stored_node;
+	tau_hmap_node hnode; /* in tau_pool.nodes, keyed by facts->name */
+};
+typedef struct tau_pool_node stored_node;
 
 struct tau_pool {
 	tau_selector *selector; /* NULL: everything */
@@ -71,11 +74,19 @@ int tau_pool_new(tau_pool **out)
 	return 0;
 }
 
+static void owned_free(tau_node_facts *f)
+{
+	if (f == NULL)
+		return;
+	tau_node_facts_clear(f);
+	free(f);
+}
+
 static void stored_node_free(stored_node *n)
 {
 	if (n == NULL)
 		return;
-	tau_node_facts_clear(&n->facts);
+	owned_free(n->owned);
 	free(n);
 }
 
@@ -268,7 +279,7 @@ static void vote(tau_pool_sum *s, const tau_quantity *q, int dir)
 
 static const char *class_of(const stored_node *n)
 {
-	return tau_node_facts_label(&n->facts, TAU_GPU_CLASS_LABEL);
+	return tau_node_facts_label(n->facts, TAU_GPU_CLASS_LABEL);
 }
 
 static tau_pool_flavor *flavor_of(tau_pool *pool, const char *cls)
@@ -289,8 +300,8 @@ static bool fits(const tau_pool *pool, const stored_node *n, const char **over)
 	bool found;
 	size_t fi = flavor_index(pool, class_of(n), &found);
 
-	for (size_t r = 0; r < n->facts.n_allocatable; r++) {
-		const tau_node_resource *res = &n->facts.allocatable[r];
+	for (size_t r = 0; r < n->facts->n_allocatable; r++) {
+		const tau_node_resource *res = &n->facts->allocatable[r];
 		tau_quantity sum = res->value;
 
 		if (found) {
@@ -321,21 +332,21 @@ static int apply(tau_pool *pool, const stored_node *n, int dir)
 	tau_pool_flavor *f;
 
 	if (dir > 0) {
-		f = flavor_get_or_add(pool, tau_node_facts_label(&n->facts, TAU_GPU_CLASS_LABEL));
+		f = flavor_get_or_add(pool, tau_node_facts_label(n->facts, TAU_GPU_CLASS_LABEL));
 		if (f == NULL)
 			return tau_error_set(TAU_ENOMEM, "out of memory adding flavor");
 	} else {
 		bool found;
-		size_t fi = flavor_index(pool, tau_node_facts_label(&n->facts, TAU_GPU_CLASS_LABEL),
+		size_t fi = flavor_index(pool, tau_node_facts_label(n->facts, TAU_GPU_CLASS_LABEL),
 		                         &found);
 
 		if (!found)
 			return tau_error_set(TAU_EINTERNAL, "flavor %s missing",
-			                     tau_node_facts_label(&n->facts, TAU_GPU_CLASS_LABEL));
+			                     tau_node_facts_label(n->facts, TAU_GPU_CLASS_LABEL));
 		f = &pool->flavors[fi];
 	}
-	for (size_t r = 0; r < n->facts.n_allocatable; r++) {
-		const tau_node_resource *res = &n->facts.allocatable[r];
+	for (size_t r = 0; r < n->facts->n_allocatable; r++) {
+		const tau_node_resource *res = &n->facts->allocatable[r];
 		bool found;
 		size_t si = sum_index(f, res->name, &found);
 		tau_pool_sum *s;
@@ -379,7 +390,7 @@ static int apply(tau_pool *pool, const stored_node *n, int dir)
 	}
 	f->nodes += (size_t)dir;
 	if (dir < 0)
-		flavor_remove_if_empty(pool, tau_node_facts_label(&n->facts, TAU_GPU_CLASS_LABEL));
+		flavor_remove_if_empty(pool, tau_node_facts_label(n->facts, TAU_GPU_CLASS_LABEL));
 	pool->generation++;
 	return 0;
 }
@@ -388,7 +399,7 @@ static int by_name(const void *a, const void *b)
 {
 	const stored_node *x = *(const stored_node *const *)a, *y = *(const stored_node *const *)b;
 
-	return strcmp(x->facts.name, y->facts.name);
+	return strcmp(x->facts->name, y->facts->name);
 }
 
 /*
@@ -484,36 +495,74 @@ static int withdraw(tau_pool *pool, stored_node *n, bool *recount)
 	return rc;
 }
 
-int tau_pool_upsert_node(tau_pool *pool, const tau_node_facts *node)
+/*
+ * Store `node` (lent, or owned when `owned` is it) under its name, replacing what was stored:
+ * the old contribution is taken out with the old facts, which stay valid until this returns.
+ * The entry itself stays where it is, so a handle the caller keeps stays valid.
+ */
+static int upsert(tau_pool *pool, const tau_node_facts *node, tau_node_facts *owned,
+                  const tau_pool_node **handle)
 {
 	tau_pool_rule rules[TAU_POOL_RULE_COUNT];
-	stored_node *old, *fresh;
+	stored_node *n = find(pool, node->name);
+	tau_node_facts *old_owned = NULL;
+	const char *old_class = NULL;
 	bool recount = false;
+	int rc = 0;
+
+	if (n == NULL) {
+		n = calloc(1, sizeof(*n));
+		if (n == NULL) {
+			owned_free(owned);
+			return tau_error_set(TAU_ENOMEM, "out of memory storing node %s",
+			                     node->name);
+		}
+		n->facts = node;
+		tau_hmap_insert(&pool->nodes, &n->hnode, node->name);
+	} else {
+		old_owned = n->owned;
+		old_class = class_of(n);
+		rc = withdraw(pool, n, &recount);
+		n->facts = node;
+		n->hnode.key = node->name; /* the same name, so the same hash */
+	}
+	n->owned = owned;
+	n->eligible = tau_pool_evaluate(pool, node, rules);
+	/* A recount of the old flavor also places the new facts when the class is the same. */
+	if (rc == 0 && recount)
+		rc = rebalance(pool, old_class);
+	if (rc == 0 && n->eligible && !n->counted &&
+	    !(recount && strcmp(old_class, class_of(n)) == 0))
+		rc = admit(pool, n);
+	owned_free(old_owned);
+	if (handle != NULL)
+		*handle = n;
+	return rc;
+}
+
+int tau_pool_upsert_node(tau_pool *pool, const tau_node_facts *node)
+{
+	tau_node_facts *copy;
 	int rc = tau_node_facts_validate(node);
 
 	if (rc < 0)
 		return rc;
-	fresh = calloc(1, sizeof(*fresh));
-	if (fresh == NULL || tau_node_facts_copy(&fresh->facts, node) < 0) {
-		free(fresh);
+	copy = calloc(1, sizeof(*copy));
+	if (copy == NULL || tau_node_facts_copy(copy, node) < 0) {
+		free(copy);
 		return tau_error_set(TAU_ENOMEM, "out of memory storing node %s", node->name);
 	}
-	fresh->eligible = tau_pool_evaluate(pool, node, rules);
+	return upsert(pool, copy, copy, NULL);
+}
 
-	old = find(pool, node->name);
-	if (old != NULL) {
-		rc = withdraw(pool, old, &recount);
-		tau_hmap_remove(&pool->nodes, &old->hnode);
-	}
-	tau_hmap_insert(&pool->nodes, &fresh->hnode, fresh->facts.name);
-	/* A recount of the old flavor also places the new facts when the class is the same. */
-	if (rc == 0 && recount)
-		rc = rebalance(pool, class_of(old));
-	if (rc == 0 && fresh->eligible && !fresh->counted &&
-	    !(recount && strcmp(class_of(old), class_of(fresh)) == 0))
-		rc = admit(pool, fresh);
-	stored_node_free(old);
-	return rc;
+int tau_pool_upsert_node_lent(tau_pool *pool, const tau_node_facts *node,
+                              const tau_pool_node **handle)
+{
+	int rc = tau_node_facts_validate(node);
+
+	if (rc < 0)
+		return rc;
+	return upsert(pool, node, NULL, handle);
 }
 
 int tau_pool_remove_node(tau_pool *pool, const char *name)
@@ -532,6 +581,11 @@ int tau_pool_remove_node(tau_pool *pool, const char *name)
 	return rc;
 }
 
+bool tau_pool_node_is_counted(const tau_pool_node *handle)
+{
+	return handle != NULL && handle->counted;
+}
+
 /* Re-evaluate every node after the selector changed. */
 static int recompute(tau_pool *pool)
 {
@@ -547,7 +601,7 @@ static int recompute(tau_pool *pool)
 	pool->generation++;
 	for (stored_node *n = first(pool, &it); n != NULL; n = node_of(tau_hmap_iter_next(&it))) {
 		n->counted = false;
-		n->eligible = tau_pool_evaluate(pool, &n->facts, rules);
+		n->eligible = tau_pool_evaluate(pool, n->facts, rules);
 	}
 	/* Fast pass in table order; a flavor where something does not fit is recounted after. */
 	for (stored_node *n = first(pool, &it); n != NULL && rc == 0;
@@ -616,7 +670,7 @@ int tau_pool_explain(const tau_pool *pool, const char *name,
 
 	if (n == NULL)
 		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
-	(void)tau_pool_evaluate(pool, &n->facts, rules);
+	(void)tau_pool_evaluate(pool, n->facts, rules);
 	if (n->eligible && !n->counted) {
 		/* Sums only grow past the point where it was left out: it still does not fit. */
 		(void)fits(pool, n, &over);

@@ -1,10 +1,12 @@
 /*
  * pool.h - the capacity pool per GPU class (docs/aggregator.md and docs/budget.md, rules P1-P3).
  *
- * The pool holds a copy of the few facts it needs about every known node and
- * the exact sum, per GPU-class flavor, of the allocatable resources of the
- * nodes that count.  Updating one node costs O(that node's resources plus
- * its flavor's resources), never O(cluster).
+ * The pool refers to the facts of every known node and holds the exact sum,
+ * per GPU-class flavor, of the allocatable resources of the nodes that count.
+ * Updating one node costs O(that node's resources plus its flavor's
+ * resources), never O(cluster).  The node store lends the pool its own copy of
+ * each node's facts (tau_pool_upsert_node_lent), so a node's facts are held
+ * once; tau_pool_upsert_node copies them for callers that keep none.
  */
 #ifndef TAU_AGGREGATOR_POOL_H
 #define TAU_AGGREGATOR_POOL_H
@@ -63,6 +65,9 @@ typedef struct tau_pool_flavor {
 
 typedef struct tau_pool tau_pool;
 
+/** One stored node, as a handle (opaque); valid while the node is stored. */
+typedef struct tau_pool_node tau_pool_node;
+
 /** Create an empty pool that counts every node (no selector). @return 0 or -TAU_ENOMEM. */
 int tau_pool_new(tau_pool **out);
 
@@ -96,6 +101,22 @@ const char *tau_pool_invalid_reason(const tau_pool *pool);
  * @return 0, -TAU_EINVAL, -TAU_ENOMEM, -TAU_ERANGE (a sum would overflow; nothing changes).
  */
 int tau_pool_upsert_node(tau_pool *pool, const tau_node_facts *node);
+
+/**
+ * Add or replace a node's facts without copying them: the pool keeps `node`
+ * (lent) until the node is upserted again, removed, or the pool freed, and the
+ * caller must neither change nor free it until then.  On replacement the old
+ * facts are read during the call (to take their contribution out), so the
+ * caller frees them only after it returns.  Validates like tau_pool_upsert_node.
+ * @param handle  if not NULL, receives the node's entry (see tau_pool_node_is_counted),
+ *                valid until the node is removed; the same entry on every upsert
+ * @return 0, -TAU_EINVAL, -TAU_ENOMEM, -TAU_ERANGE.
+ */
+int tau_pool_upsert_node_lent(tau_pool *pool, const tau_node_facts *node,
+                              const tau_pool_node **handle);
+
+/** Whether the node of `handle` counts now (O(1), no lookup); false for NULL. */
+bool tau_pool_node_is_counted(const tau_pool_node *handle);
 
 /** Forget a node.  @return 0 or -TAU_ENOTFOUND. */
 int tau_pool_remove_node(tau_pool *pool, const char *name);

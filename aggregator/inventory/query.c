@@ -101,7 +101,7 @@ bool tau_query_rules(const tau_nodestore *store, const tau_node_status *st,
 	for (size_t i = 0; i < k; i++)
 		counted = counted && rules[i].pass;
 	/* The pool is the authority: a node it does not hold does not count. */
-	return counted && tau_pool_node_counted(pool, st->name) == 1;
+	return counted && st->counted;
 }
 
 static int fill_resources(Tau__Inventory__V1__ResourceQuantity ***out, size_t *n,

@@ -1515,7 +1515,7 @@ int tau_agg_metrics(tau_agg *a, char **out)
 		if (tau_nodestore_at(a->store, i, &st) < 0)
 			continue;
 		m.nodes_stale += tau_query_is_stale(&st, &o) ? 1 : 0;
-		m.nodes_counted += tau_pool_node_counted(pool, st.name) == 1 ? 1 : 0;
+		m.nodes_counted += st.counted ? 1 : 0;
 	}
 	m.nodes_mismatch = tau_nodestore_mismatch_count(a->store);
 	m.agents_connected = a->bindings.len;

@@ -69,7 +69,6 @@ static int copy_flavors(tau_pool_snapshot *snap, const tau_pool *pool)
 
 static int copy_nodes(tau_pool_snapshot *snap, const tau_nodestore *store)
 {
-	const tau_pool *pool = tau_nodestore_pool(store);
 	size_t counted = 0, n = tau_nodestore_count(store);
 
 	for (size_t i = 0; i < snap->n_flavors; i++)
@@ -83,7 +82,7 @@ static int copy_nodes(tau_pool_snapshot *snap, const tau_nodestore *store)
 		tau_node_status st;
 
 		if (tau_nodestore_at(store, i, &st) < 0 || st.source == TAU_NODE_SOURCE_NONE ||
-		    st.facts == NULL || tau_pool_node_counted(pool, st.name) != 1)
+		    st.facts == NULL || !st.counted)
 			continue;
 		if (tau_node_facts_copy(&snap->nodes[snap->n_nodes], st.facts) < 0)
 			return -TAU_ENOMEM;

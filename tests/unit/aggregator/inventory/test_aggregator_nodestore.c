@@ -367,6 +367,132 @@ static void test_unreadable_node_stops_counting(void **state)
 	tau_nodestore_free(s);
 }
 
+/* ---- property: the store's incremental pool equals a full recomputation ---- */
+
+static uint64_t rng = 0x2545f4914f6cdd1dULL;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* The pool as "flavor(nodes):name=qty,...;" for exact comparison. */
+static void render_pool(const tau_pool *p, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < tau_pool_flavor_count(p); i++) {
+		const tau_pool_flavor *f = tau_pool_flavor_at(p, i);
+
+		len += (size_t)snprintf(buf + len, cap - len, "%s(%zu):", f->name, f->nodes);
+		for (size_t r = 0; r < f->n_resources; r++) {
+			char q[TAU_QUANTITY_STR_MAX];
+
+			assert_int_equal(tau_pool_sum_format(q, sizeof(q), &f->resources[r]), 0);
+			len += (size_t)snprintf(buf + len, cap - len, "%s=%s,",
+			                        f->resources[r].name, q);
+		}
+		len += (size_t)snprintf(buf + len, cap - len, ";");
+		assert_true(len < cap);
+	}
+}
+
+/*
+ * Check everything the store keeps incrementally against a recount: the pool
+ * (against a pool built from scratch, with copies, from the records that are
+ * in its input), the missing and mismatch counts, and `counted`.
+ */
+static void check_against_recount(const tau_nodestore *s)
+{
+	static char want[16384], got[16384];
+	tau_pool *fresh = NULL;
+	size_t missing = 0, mismatch = 0, n = tau_nodestore_count(s);
+
+	assert_int_equal(tau_pool_new(&fresh), 0);
+	for (size_t i = 0; i < n; i++) {
+		tau_node_status st;
+
+		assert_int_equal(tau_nodestore_at(s, i, &st), 0);
+		missing += st.gpu_node && !st.reported ? 1 : 0;
+		mismatch += st.mismatch != NULL ? 1 : 0;
+		if (st.source != TAU_NODE_SOURCE_NONE)
+			assert_int_equal(tau_pool_upsert_node(fresh, st.facts), 0);
+	}
+	for (size_t i = 0; i < n; i++) {
+		tau_node_status st;
+
+		assert_int_equal(tau_nodestore_at(s, i, &st), 0);
+		assert_int_equal(st.counted, st.source != TAU_NODE_SOURCE_NONE &&
+		                                     tau_pool_node_counted(fresh, st.name) == 1);
+	}
+	render_pool(fresh, want, sizeof(want));
+	render_pool(tau_nodestore_pool(s), got, sizeof(got));
+	assert_string_equal(got, want);
+	assert_int_equal(tau_nodestore_missing(s, NULL, 0), missing);
+	assert_int_equal(tau_nodestore_mismatch_count(s), mismatch);
+	tau_pool_free(fresh);
+}
+
+#define PROP_NODES 16
+
+static void test_incremental_pool_equals_recount(void **state)
+{
+	static const char *const classes[] = {"h100", "a100", NULL};
+	static const char *const readiness[] = {"True", "True", "True", "False", "Unknown"};
+
+	(void)state;
+	for (int round = 0; round < 60; round++) {
+		tau_nodestore *s = NULL;
+		int64_t now = 0;
+
+		assert_int_equal(tau_nodestore_new(&s, 0, 500), 0);
+		for (int step = 0; step < 250; step++) {
+			char name[16];
+			int k = (int)(rnd() % 100);
+			const char *cls = classes[rnd() % 3];
+			int gpus = (int)(rnd() % 3) * 4;
+			tau_node_facts f;
+
+			snprintf(name, sizeof(name), "n%02d", (int)(rnd() % PROP_NODES));
+			now += 10;
+			if (k < 35) { /* the Node is added or changes */
+				f = node_facts(name, cls, gpus, readiness[rnd() % 5],
+				               rnd() % 6 == 0);
+				assert_int_equal(tau_nodestore_api_upsert(s, &f), 0);
+				tau_node_facts_clear(&f);
+			} else if (k < 65) { /* its agent reports, mostly what the Node says */
+				tau_node_status st;
+
+				if (rnd() % 3 != 0 && tau_nodestore_get(s, name, &st) == 0 &&
+				    st.api_known && st.api_error == NULL) {
+					assert_int_equal(tau_node_facts_copy(&f, st.facts), 0);
+				} else {
+					f = node_facts(name, cls, gpus, "True", false);
+				}
+				assert_true(tau_nodestore_report(s, &f, now) >= 0);
+				tau_node_facts_clear(&f);
+			} else if (k < 75) {
+				(void)tau_nodestore_api_delete(s, name);
+			} else if (k < 82) {
+				assert_int_equal(
+				        tau_nodestore_api_unreadable(s, name, "bad quantity"), 0);
+			} else if (k < 92) {
+				tau_nodestore_set_connected(s, name, rnd() % 2 == 0, now);
+			} else if (k < 96) {
+				tau_nodestore_api_synced(s);
+			} else {
+				tau_nodestore_tick(s, now);
+			}
+			check_against_recount(s);
+		}
+		tau_nodestore_free(s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +506,7 @@ int main(void)
 	        cmocka_unit_test(test_unreadable_node_stops_counting),
 	        cmocka_unit_test(test_report_leaves_the_pool_unchanged),
 	        cmocka_unit_test(test_repeated_report_only_refreshes_liveness),
+	        cmocka_unit_test(test_incremental_pool_equals_recount),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -280,8 +280,30 @@ static uint64_t rnd(void)
 
 #define PROP_NODES 24
 
-/* Property: after any random sequence of events, the incremental pool equals
- * a pool built fresh from the surviving nodes, in any insertion order. */
+/* A heap copy of the test node's facts, for the pool to borrow. */
+static tau_node_facts *lent_copy(test_node *t)
+{
+	tau_node_facts v = view(t), *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	assert_int_equal(tau_node_facts_copy(f, &v), 0);
+	return f;
+}
+
+static void lent_free(tau_node_facts *f)
+{
+	if (f != NULL)
+		tau_node_facts_clear(f);
+	free(f);
+}
+
+/*
+ * Property: after any random sequence of add/change/remove events, the
+ * incremental pool equals a pool built fresh from the surviving nodes, in any
+ * insertion order, and equals its own full recomputation (a selector change
+ * re-evaluates every node).  Checked both for a pool that copies the facts
+ * and for one that borrows them (as the node store lends its own).
+ */
 static void test_incremental_equals_recompute(void **state)
 {
 	static const char *const classes[] = {"h100", "a100", "l40"};
@@ -296,18 +318,26 @@ static void test_incremental_equals_recompute(void **state)
 	for (int i = 0; i < PROP_NODES; i++)
 		snprintf(names[i], sizeof(names[i]), "node-%d", i);
 	for (int round = 0; round < 200; round++) {
-		tau_pool *inc = NULL, *fresh = NULL;
+		tau_pool *inc = NULL, *fresh = NULL, *lent = NULL;
 		test_node nodes[PROP_NODES];
+		tau_node_facts *held[PROP_NODES] = {NULL};
+		const tau_pool_node *handle[PROP_NODES] = {NULL};
 		bool present[PROP_NODES] = {false};
 		char expect[8192];
 
 		assert_int_equal(tau_pool_new(&inc), 0);
+		assert_int_equal(tau_pool_new(&lent), 0);
 		for (int step = 0; step < 300; step++) {
 			int i = (int)(rnd() % PROP_NODES);
+			tau_node_facts *f;
 
 			if (rnd() % 5 == 0) {
-				if (present[i])
+				if (present[i]) {
 					assert_int_equal(tau_pool_remove_node(inc, names[i]), 0);
+					assert_int_equal(tau_pool_remove_node(lent, names[i]), 0);
+				}
+				lent_free(held[i]);
+				held[i] = NULL;
 				present[i] = false;
 				continue;
 			}
@@ -326,9 +356,20 @@ static void test_incremental_equals_recompute(void **state)
 				        quantities[rnd() % (round % 2 ? 14 : 10)]);
 			}
 			upsert(inc, &nodes[i]);
+			/* Borrowed: the old facts are freed only after the pool let go of them. */
+			f = lent_copy(&nodes[i]);
+			assert_int_equal(tau_pool_upsert_node_lent(lent, f, &handle[i]), 0);
+			lent_free(held[i]);
+			held[i] = f;
 			present[i] = true;
 		}
 		snprintf(expect, sizeof(expect), "%s", render(inc));
+		assert_string_equal(render(lent), expect);
+		for (int i = 0; i < PROP_NODES; i++) {
+			if (present[i])
+				assert_int_equal(tau_pool_node_is_counted(handle[i]),
+				                 tau_pool_node_counted(inc, names[i]) == 1);
+		}
 		/* Rebuild in reverse order. */
 		assert_int_equal(tau_pool_new(&fresh), 0);
 		for (int i = PROP_NODES - 1; i >= 0; i--) {
@@ -336,8 +377,14 @@ static void test_incremental_equals_recompute(void **state)
 				upsert(fresh, &nodes[i]);
 		}
 		assert_string_equal(render(fresh), expect);
+		/* Full recomputation of the borrowing pool. */
+		assert_int_equal(tau_pool_set_selector(lent, NULL), 0);
+		assert_string_equal(render(lent), expect);
 		tau_pool_free(fresh);
 		tau_pool_free(inc);
+		tau_pool_free(lent);
+		for (int i = 0; i < PROP_NODES; i++)
+			lent_free(held[i]);
 	}
 }
 
