@@ -93,12 +93,13 @@ tau_rpc_code tau_auth_decide_user(char *msg, size_t cap, bool token_present, boo
 	return TAU_RPC_OK;
 }
 
-tau_rpc_code tau_auth_decide_node(char *msg, size_t cap, const tau_auth_review *review,
-                                  const char *node)
+tau_rpc_code tau_auth_decide_node(char *msg, size_t cap, const char *bound, const char *node)
 {
-	if (node == NULL || strcmp(review->node_name, node) != 0) {
-		snprintf(msg, cap, "token of node %.253s may not report for node %.253s",
-		         review->node_name, node != NULL ? node : "");
+	if (bound == NULL)
+		bound = "";
+	if (node == NULL || strcmp(bound, node) != 0) {
+		snprintf(msg, cap, "token of node %.253s may not report for node %.253s", bound,
+		         node != NULL ? node : "");
 		return TAU_RPC_PERMISSION_DENIED;
 	}
 	msg[0] = '\0';

@@ -63,11 +63,11 @@ tau_rpc_code tau_auth_decide_user(char *msg, size_t cap, bool token_present, boo
                                   const tau_auth_review *review, const char *expected_user);
 
 /**
- * Decide whether a stream authenticated as `review` may report for `node`.
+ * Decide whether a stream whose token is bound to node `bound` (the review's
+ * node_name) may report for `node`.
  * @return TAU_RPC_OK or TAU_RPC_PERMISSION_DENIED (msg says why).
  */
-tau_rpc_code tau_auth_decide_node(char *msg, size_t cap, const tau_auth_review *review,
-                                  const char *node);
+tau_rpc_code tau_auth_decide_node(char *msg, size_t cap, const char *bound, const char *node);
 
 /**
  * Read the `exp` claim (seconds since the epoch) of a JWT without verifying it

@@ -61,6 +61,22 @@ typedef enum auth_state { AUTH_PENDING = 0, AUTH_OK, AUTH_FAILED } auth_state;
 
 typedef struct review_peer review_peer;
 
+/*
+ * What a stream needs only until its token is reviewed (allocated then, freed once decided,
+ * so an authenticated stream carries none of it): the token and the reports that arrived
+ * meanwhile.
+ */
+typedef struct stream_review {
+	char *token;
+	char token_hash[65];
+	size_t n_pending;
+	ProtobufCMessage *pending[PENDING_MAX];
+} stream_review;
+
+/*
+ * One Report stream.  Kept small (10,000 agents are 10,000 of these): what varies in size
+ * lives behind a pointer, sized to what it holds.
+ */
 typedef struct stream {
 	atomic_int refs;
 	pthread_mutex_t mu;
@@ -69,22 +85,21 @@ typedef struct stream {
 	auth_state auth;
 	bool done;
 	bool half_closed; /* the client half-closed while the review ran: finish after it */
-	char *token;      /* until reviewed */
-	char token_hash[65];
-	char peer[128];
-	tau_auth_review review;
-	ProtobufCMessage *pending[PENDING_MAX];
-	size_t n_pending;
-	tau_report_seq seq;
-	char digest[TAU_REPORT_MAX_ID + 1];
 	bool warned_invalid;
+	stream_review *rv; /* while the review is pending, else NULL */
+	char *node;        /* the node its token is bound to, once authenticated */
+	tau_report_seq seq;
+	char *digest;         /* of the inventory held; never NULL (no_digest until one is) */
 	atomic_bool replaced; /* a newer stream took over the node: ignore what this one sends */
 	/* Guarded by the state mutex: */
-	bool bound; /* the current stream of review.node_name */
+	bool bound; /* the current stream of node */
 	/* Guarded by jobs_mu: */
 	struct stream *next_job;
 	review_peer *rpeer; /* whose review queue holds it */
+	char peer[];        /* the peer's host, for logs */
 } stream;
+
+static char no_digest[] = "";
 
 /* The reviews of one peer: its queue, and how many are queued or running (jobs_mu). */
 struct review_peer {
@@ -180,13 +195,42 @@ int64_t tau_agg_now_ms(void)
 
 /* ---- stream lifetime ---- */
 
+/* Drop the review state: the token and any reports still held. */
+static void stream_review_free(stream *s)
+{
+	if (s->rv == NULL)
+		return;
+	for (size_t i = 0; i < s->rv->n_pending; i++)
+		tau_rpc_message_free(s->rv->pending[i]);
+	free(s->rv->token);
+	free(s->rv);
+	s->rv = NULL;
+}
+
+/* Keep `digest` as the digest of the inventory held (unchanged when it is the same). */
+static void stream_set_digest(stream *s, const char *digest)
+{
+	char *copy;
+
+	if (digest == NULL)
+		digest = "";
+	if (strcmp(s->digest, digest) == 0)
+		return;
+	copy = digest[0] != '\0' ? strdup(digest) : no_digest;
+	if (s->digest != no_digest)
+		free(s->digest);
+	/* Out of memory: no digest held, so the next heartbeat asks for a full inventory. */
+	s->digest = copy != NULL ? copy : no_digest;
+}
+
 static void stream_unref(stream *s)
 {
 	if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
 		return;
-	for (size_t i = 0; i < s->n_pending; i++)
-		tau_rpc_message_free(s->pending[i]);
-	free(s->token);
+	stream_review_free(s);
+	free(s->node);
+	if (s->digest != no_digest)
+		free(s->digest);
 	tau_rpc_call_unref(s->call);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
@@ -239,7 +283,7 @@ static void unbind_stream(tau_agg *a, stream *s)
 
 	if (!s->bound)
 		return;
-	b = binding_of(a, s->review.node_name);
+	b = binding_of(a, s->node);
 	if (b != NULL && b->s == s) {
 		tau_hmap_remove(&a->bindings, &b->hnode);
 		free(b);
@@ -401,7 +445,7 @@ static void handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 			const Tau__Inventory__V1__NodeInventory *inv = rep->inventory;
 			tau_report_view view;
 			tau_rpc_code code =
-			        tau_auth_decide_node(msg, sizeof(msg), &s->review, inv->node_name);
+			        tau_auth_decide_node(msg, sizeof(msg), s->node, inv->node_name);
 
 			if (code != TAU_RPC_OK) {
 				refuse(s, code, msg);
@@ -423,8 +467,7 @@ static void handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 				}
 			} else {
 				tau_report_seq_accept(&s->seq, rep->seq, rep->body_case);
-				snprintf(s->digest, sizeof(s->digest), "%s",
-				         inv->digest != NULL ? inv->digest : "");
+				stream_set_digest(s, inv->digest);
 				atomic_fetch_add(&a->reports_inventory, 1);
 			}
 			tau_report_view_clear(&view);
@@ -435,8 +478,7 @@ static void handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 
 			if (strcmp(d, s->digest) == 0) {
 				pthread_mutex_lock(&a->mu);
-				rc = s->bound ? tau_nodestore_heartbeat(a->store,
-				                                        s->review.node_name,
+				rc = s->bound ? tau_nodestore_heartbeat(a->store, s->node,
 				                                        tau_agg_now_ms())
 				              : -TAU_ENOTFOUND;
 				pthread_mutex_unlock(&a->mu);
@@ -456,7 +498,7 @@ static void handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 		} else {
 			tau_report_seq_accept(&s->seq, rep->seq, rep->body_case);
 			atomic_fetch_add(&a->reports_stopping, 1);
-			tau_log_info("agent stopping", "node", s->review.node_name, "reason",
+			tau_log_info("agent stopping", "node", s->node, "reason",
 			             rep->stopping->reason, NULL);
 		}
 		break;
@@ -479,9 +521,11 @@ out:
 static void review_stream(tau_agg *a, stream *s)
 {
 	tau_auth_review review;
+	/* Only this worker frees s->rv before the stream's end: its token may be read unlocked. */
+	const char *token = s->rv->token, *hash = s->rv->token_hash;
 	char msg[512];
 	int64_t now = tau_agg_now_ms(), exp_s = 0;
-	bool have_exp = tau_auth_token_expiry(&exp_s, s->token) == 0;
+	bool have_exp = tau_auth_token_expiry(&exp_s, token) == 0;
 	bool expired = have_exp && exp_s * 1000 <= now;
 	tau_rpc_code code;
 	int rc = 0;
@@ -491,27 +535,24 @@ static void review_stream(tau_agg *a, stream *s)
 	if (s->done) {
 		/* Ended while it waited (logged by report_done): its review would cost for nothing.
 		 */
-		free(s->token);
-		s->token = NULL;
+		stream_review_free(s);
 		pthread_mutex_unlock(&s->mu);
 		return;
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (!expired && !tau_auth_cache_get(a->cache, s->token_hash, now, &review)) {
+	if (!expired && !tau_auth_cache_get(a->cache, hash, now, &review)) {
 		atomic_fetch_add(&a->token_reviews, 1);
-		rc = a->cfg.review(a->cfg.review_ud, s->token, &review);
+		rc = a->cfg.review(a->cfg.review_ud, token, &review);
 		if (rc == 0) {
 			int64_t until = review.authenticated ? now + a->cfg.review_ttl_ms
 			                                     : now + a->cfg.negative_ttl_ms;
 
 			if (have_exp && (review.authenticated || exp_s * 1000 < until))
 				until = exp_s * 1000;
-			tau_auth_cache_put(a->cache, s->token_hash, &review, until, now);
+			tau_auth_cache_put(a->cache, hash, &review, until, now);
 		}
 	}
 	pthread_mutex_lock(&s->mu);
-	free(s->token);
-	s->token = NULL;
 	if (s->done)
 		goto out;
 	if (rc < 0) {
@@ -522,23 +563,24 @@ static void review_stream(tau_agg *a, stream *s)
 		goto out;
 	}
 	code = tau_auth_decide_user(msg, sizeof(msg), true, expired, &review, a->agent_user);
+	if (code == TAU_RPC_OK && (s->node = strdup(review.node_name)) == NULL) {
+		snprintf(msg, sizeof(msg), "out of memory");
+		code = TAU_RPC_RESOURCE_EXHAUSTED;
+	}
 	if (code != TAU_RPC_OK) {
 		s->auth = AUTH_FAILED;
 		refuse(s, code, msg);
 		goto out;
 	}
-	s->review = review;
 	s->auth = AUTH_OK;
-	for (size_t i = 0; i < s->n_pending && s->auth == AUTH_OK; i++) {
-		handle_report(s, (Tau__Inventory__V1__AgentReport *)s->pending[i]);
-		s->pending[i] = NULL;
+	for (size_t i = 0; i < s->rv->n_pending && s->auth == AUTH_OK; i++) {
+		handle_report(s, (Tau__Inventory__V1__AgentReport *)s->rv->pending[i]);
+		s->rv->pending[i] = NULL;
 	}
 	if (s->half_closed)
 		tau_rpc_call_finish(s->call, TAU_RPC_OK, NULL); /* after the acks just queued */
 out:
-	for (size_t i = 0; i < s->n_pending; i++)
-		tau_rpc_message_free(s->pending[i]);
-	s->n_pending = 0;
+	stream_review_free(s); /* the token and what the review held: no longer needed */
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -675,11 +717,14 @@ static int report_start(tau_rpc_call *call, void *ud)
 {
 	tau_agg *a = ud;
 	const char *token = tau_rpc_call_bearer_token(call);
-	stream *s = calloc(1, sizeof(*s));
+	char host[128], hash[65];
+	stream *s;
 	tau_auth_review review;
 	int64_t exp_s;
 	char msg[512];
 
+	peer_host(host, sizeof(host), tau_rpc_call_peer_address(call));
+	s = calloc(1, sizeof(*s) + strlen(host) + 1);
 	if (s == NULL)
 		return TAU_RPC_RESOURCE_EXHAUSTED;
 	atomic_init(&s->refs, 1);
@@ -687,7 +732,8 @@ static int report_start(tau_rpc_call *call, void *ud)
 	pthread_mutex_init(&s->mu, NULL);
 	s->agg = a;
 	s->call = tau_rpc_call_ref(call);
-	peer_host(s->peer, sizeof(s->peer), tau_rpc_call_peer_address(call));
+	s->digest = no_digest;
+	memcpy(s->peer, host, strlen(host) + 1);
 	tau_rpc_call_set_user(call, s);
 	if (token == NULL || token[0] == '\0') {
 		tau_auth_decide_user(msg, sizeof(msg), false, false, NULL, a->agent_user);
@@ -708,9 +754,9 @@ static int report_start(tau_rpc_call *call, void *ud)
 			return (int)code;
 		}
 	}
-	tau_auth_token_hash(s->token_hash, token);
+	tau_auth_token_hash(hash, token);
 	if ((tau_auth_token_expiry(&exp_s, token) < 0 || exp_s * 1000 > tau_agg_now_ms()) &&
-	    tau_auth_cache_get(a->cache, s->token_hash, tau_agg_now_ms(), &review)) {
+	    tau_auth_cache_get(a->cache, hash, tau_agg_now_ms(), &review)) {
 		tau_rpc_code code =
 		        tau_auth_decide_user(msg, sizeof(msg), true, false, &review, a->agent_user);
 
@@ -719,13 +765,22 @@ static int report_start(tau_rpc_call *call, void *ud)
 			refuse(s, code, msg);
 			return (int)code;
 		}
-		s->review = review;
+		s->node = strdup(review.node_name);
+		if (s->node == NULL) {
+			s->auth = AUTH_FAILED;
+			return TAU_RPC_RESOURCE_EXHAUSTED;
+		}
 		s->auth = AUTH_OK;
 		return 0;
 	}
-	s->token = strdup(token);
-	if (s->token == NULL)
+	s->rv = calloc(1, sizeof(*s->rv));
+	if (s->rv == NULL || (s->rv->token = strdup(token)) == NULL) {
+		free(s->rv);
+		s->rv = NULL;
+		s->auth = AUTH_FAILED;
 		return TAU_RPC_RESOURCE_EXHAUSTED;
+	}
+	memcpy(s->rv->token_hash, hash, sizeof(hash));
 	atomic_fetch_add(&s->refs, 1);
 	{
 		const char *key = tau_rpc_call_peer_key(call);
@@ -752,8 +807,8 @@ static void report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 		handle_report(s, (Tau__Inventory__V1__AgentReport *)msg);
 		break;
 	case AUTH_PENDING:
-		if (s->n_pending < PENDING_MAX) {
-			s->pending[s->n_pending++] = msg;
+		if (s->rv != NULL && s->rv->n_pending < PENDING_MAX) {
+			s->rv->pending[s->rv->n_pending++] = msg;
 		} else {
 			tau_rpc_message_free(msg);
 			tau_rpc_call_finish(call, TAU_RPC_RESOURCE_EXHAUSTED,
@@ -803,13 +858,16 @@ static void report_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
 			             end == TAU_RPC_END_DEADLINE ? "deadline" : "cancelled", NULL);
 	}
 	s->done = true;
-	for (size_t i = 0; i < s->n_pending; i++)
-		tau_rpc_message_free(s->pending[i]);
-	s->n_pending = 0;
+	/* The reports it held go now; the token stays for the worker that may be reading it. */
+	if (s->rv != NULL) {
+		for (size_t i = 0; i < s->rv->n_pending; i++)
+			tau_rpc_message_free(s->rv->pending[i]);
+		s->rv->n_pending = 0;
+	}
 	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_lock(&a->mu);
 	if (s->bound) {
-		tau_nodestore_set_connected(a->store, s->review.node_name, false, tau_agg_now_ms());
+		tau_nodestore_set_connected(a->store, s->node, false, tau_agg_now_ms());
 		unbind_stream(a, s);
 	}
 	pthread_mutex_unlock(&a->mu);
