@@ -19,6 +19,7 @@
 
 #include "tau/error.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,22 +76,85 @@ int tau_nodestore_new(tau_nodestore **out, int64_t now_ms, int64_t sync_timeout_
 	return 0;
 }
 
+/*
+ * The store's facts are packed: one allocation holds the struct, its arrays and
+ * every string (about half the memory of a copy made string by string, which
+ * pays a malloc header and rounding per label), so they are freed with free()
+ * alone, never with tau_node_facts_clear.
+ */
 static void facts_free(tau_node_facts *f)
 {
-	if (f == NULL)
-		return;
-	tau_node_facts_clear(f);
 	free(f);
 }
 
-/* A heap copy of `src` (validated by the caller).  NULL when out of memory. */
+/* Room for `str` and its NUL (0 for NULL), added to *total; false on overflow. */
+static bool add_str(size_t *total, const char *str)
+{
+	size_t len = str != NULL ? strlen(str) + 1 : 0;
+
+	if (*total > SIZE_MAX - len)
+		return false;
+	*total += len;
+	return true;
+}
+
+/* Copy `str` to *at and move *at past it; NULL stays NULL. */
+static char *put_str(char **at, const char *str)
+{
+	char *dst = *at;
+	size_t len;
+
+	if (str == NULL)
+		return NULL;
+	len = strlen(str) + 1;
+	memcpy(dst, str, len);
+	*at += len;
+	return dst;
+}
+
+/* A packed copy of `src` (validated by the caller, so its counts are bounded).  NULL: OOM. */
 static tau_node_facts *facts_dup(const tau_node_facts *src)
 {
-	tau_node_facts *f = calloc(1, sizeof(*f));
+	size_t head = sizeof(tau_node_facts), total;
+	size_t res_bytes = src->n_allocatable * sizeof(tau_node_resource);
+	size_t ptr_bytes = 2 * src->n_labels * sizeof(char *);
+	tau_node_facts *f;
+	char *at;
+	bool ok;
 
-	if (f != NULL && tau_node_facts_copy(f, src) < 0) {
-		free(f);
-		f = NULL;
+	if (src->n_labels > TAU_NODE_MAX_LABELS || src->n_allocatable > TAU_NODE_MAX_RESOURCES)
+		return NULL;
+	total = head + res_bytes + ptr_bytes;
+	ok = add_str(&total, src->name) && add_str(&total, src->uid) &&
+	     add_str(&total, src->resource_version) && add_str(&total, src->os) &&
+	     add_str(&total, src->gpu_class) && add_str(&total, src->provider_id);
+	for (size_t i = 0; ok && i < src->n_labels; i++)
+		ok = add_str(&total, src->label_keys[i]) && add_str(&total, src->label_values[i]);
+	for (size_t i = 0; ok && i < src->n_allocatable; i++)
+		ok = add_str(&total, src->allocatable[i].name);
+	if (!ok || (f = malloc(total)) == NULL)
+		return NULL;
+	/* Resources first (their quantities want 8-byte alignment, as does the struct). */
+	*f = *src;
+	at = (char *)f + head;
+	f->allocatable = src->n_allocatable > 0 ? (tau_node_resource *)(void *)at : NULL;
+	at += res_bytes;
+	f->label_keys = src->n_labels > 0 ? (char **)(void *)at : NULL;
+	f->label_values = src->n_labels > 0 ? (char **)(void *)(at + ptr_bytes / 2) : NULL;
+	at += ptr_bytes;
+	f->name = put_str(&at, src->name);
+	f->uid = put_str(&at, src->uid);
+	f->resource_version = put_str(&at, src->resource_version);
+	f->os = put_str(&at, src->os);
+	f->gpu_class = put_str(&at, src->gpu_class);
+	f->provider_id = put_str(&at, src->provider_id);
+	for (size_t i = 0; i < src->n_labels; i++) {
+		f->label_keys[i] = put_str(&at, src->label_keys[i]);
+		f->label_values[i] = put_str(&at, src->label_values[i]);
+	}
+	for (size_t i = 0; i < src->n_allocatable; i++) {
+		f->allocatable[i].value = src->allocatable[i].value;
+		f->allocatable[i].name = put_str(&at, src->allocatable[i].name);
 	}
 	return f;
 }
