@@ -250,3 +250,8 @@ void tau_report_seq_accept(tau_report_seq *st, uint64_t seq,
 	if (seq > st->last)
 		st->last = seq;
 }
+
+bool tau_report_ack_supersedes(const tau_report_seq *st, uint64_t seq, tau_report_action act)
+{
+	return act == TAU_REPORT_PROCESS && seq == st->last;
+}

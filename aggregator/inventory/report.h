@@ -76,4 +76,13 @@ tau_report_action tau_report_seq_classify(const tau_report_seq *st, uint64_t seq
 void tau_report_seq_accept(tau_report_seq *st, uint64_t seq,
                            Tau__Inventory__V1__AgentReport__BodyCase body);
 
+/**
+ * Whether the OK ack of report `seq` (classified `act`, then accepted into `st`) covers every
+ * ack sent before it on the stream, so it may replace an OK ack still waiting to be written
+ * (tau_rpc_call_send_latest): only when `seq` is the highest accepted. The ack of a duplicate,
+ * a replay or a Stopping below `last` is queued as it is: replacing the waiting ack would drop
+ * a higher seq the agent then never sees acknowledged.
+ */
+bool tau_report_ack_supersedes(const tau_report_seq *st, uint64_t seq, tau_report_action act);
+
 #endif /* TAU_AGGREGATOR_REPORT_H */

@@ -505,9 +505,10 @@ static void handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 	}
 	ack.message = msg;
 	/* Acks are cumulative (docs/protocol.md): an OK ack still waiting behind the one in flight
-	 * is superseded by this one when this is OK too, so a burst costs one write. Any other
-	 * status is queued as it is. */
-	if ((ack.status == TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_OK
+	 * is superseded by this one when this is OK too and for the highest seq accepted, so a
+	 * burst costs one write. Any other ack (a duplicate's too) is queued as it is. */
+	if ((ack.status == TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_OK &&
+	                     tau_report_ack_supersedes(&s->seq, rep->seq, act)
 	             ? tau_rpc_call_send_latest(s->call, &ack.base)
 	             : tau_rpc_call_send(s->call, &ack.base)) == -TAU_EAGAIN)
 		tau_rpc_call_finish(s->call, TAU_RPC_RESOURCE_EXHAUSTED,

@@ -243,12 +243,53 @@ static void sequence_rules(void **state)
 	assert_int_equal(tau_report_seq_classify(&st, 8, STOP), TAU_REPORT_PROCESS);
 }
 
+/*
+ * Which OK acks may replace an OK ack still waiting (tau_rpc_call_send_latest): the highest
+ * seq accepted only. A duplicate's ack replacing the waiting ack of a newer report would
+ * leave that report unacknowledged.
+ */
+static void ack_supersedes(void **state)
+{
+	tau_report_seq st = {0};
+	tau_report_action act;
+
+	(void)state;
+	act = tau_report_seq_classify(&st, 1, INV);
+	tau_report_seq_accept(&st, 1, INV);
+	assert_true(tau_report_ack_supersedes(&st, 1, act));
+	for (uint64_t seq = 2; seq <= 5; seq++) {
+		act = tau_report_seq_classify(&st, seq, HB);
+		assert_int_equal(act, TAU_REPORT_PROCESS);
+		tau_report_seq_accept(&st, seq, HB);
+		assert_true(tau_report_ack_supersedes(&st, seq, act));
+	}
+	/* A replay of 3 after 5: acked OK, but queued behind the ack of 5, never in its place. */
+	act = tau_report_seq_classify(&st, 3, HB);
+	assert_int_equal(act, TAU_REPORT_DUPLICATE);
+	assert_false(tau_report_ack_supersedes(&st, 3, act));
+	act = tau_report_seq_classify(&st, 5, INV);
+	assert_int_equal(act, TAU_REPORT_DUPLICATE);
+	assert_false(tau_report_ack_supersedes(&st, 5, act));
+
+	/* Before any inventory a Stopping is taken in any position: one below `last` does not
+	 * supersede the ack of the higher one. */
+	memset(&st, 0, sizeof(st));
+	act = tau_report_seq_classify(&st, 9, STOP);
+	tau_report_seq_accept(&st, 9, STOP);
+	assert_true(tau_report_ack_supersedes(&st, 9, act));
+	act = tau_report_seq_classify(&st, 4, STOP);
+	assert_int_equal(act, TAU_REPORT_PROCESS);
+	tau_report_seq_accept(&st, 4, STOP);
+	assert_false(tau_report_ack_supersedes(&st, 4, act));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(converts_and_sorts), cmocka_unit_test(bad_names),
 	        cmocka_unit_test(bad_quantities),     cmocka_unit_test(oversize),
 	        cmocka_unit_test(sequence_rules),     cmocka_unit_test(view_borrows),
+	        cmocka_unit_test(ack_supersedes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
