@@ -88,8 +88,14 @@ struct unimplemented_call {
 };
 
 struct md_pair {
-	char *key;
-	char *value;
+	const char *key;
+	const char *value;
+};
+
+/* A call's request headers, copied in one allocation: the pairs, then their strings. */
+struct md_block {
+	size_t n;
+	struct md_pair pairs[];
 };
 
 struct tau_rpc_call {
@@ -122,17 +128,16 @@ struct tau_rpc_call {
 	grpc_slice status_details;
 	bool have_details;
 
-	struct md_pair *md;
-	size_t n_md;
+	_Atomic(struct md_block *) md; /* NULL when none or after tau_rpc_call_drop_metadata */
 	char *peer_identity;
 	char *peer_cn;
-	char *peer_address;
-	char *peer_key;    /* identity, else the address without its port */
-	bool peer_counted; /* holds one of its peer's max_calls_per_peer slots */
+	char *peer_address;   /* and, after its NUL, the address without its port */
+	const char *peer_key; /* identity, else the address without its port (not owned) */
+	bool peer_counted;    /* holds one of its peer's max_calls_per_peer slots */
 	bool peer_tls;
 	bool has_deadline;
-	gpr_timespec deadline; /* GPR_CLOCK_MONOTONIC */
-	gpr_timespec started;  /* GPR_CLOCK_MONOTONIC */
+	int32_t deadline_slack_ms; /* a tenth of the call's whole deadline, clamped */
+	gpr_timespec deadline;     /* GPR_CLOCK_MONOTONIC */
 	void *user;
 };
 
@@ -285,15 +290,10 @@ static void server_slot_gone(tau_rpc_server *srv)
 static void call_free(tau_rpc_call *c)
 {
 	tau_rpc_ring_free(&c->sendq);
-	for (size_t i = 0; i < c->n_md; i++) {
-		free(c->md[i].key);
-		free(c->md[i].value);
-	}
-	free(c->md);
+	free(atomic_load(&c->md));
 	free(c->peer_identity);
 	free(c->peer_cn);
 	free(c->peer_address);
-	free(c->peer_key);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
@@ -319,18 +319,13 @@ static void drop_queue_locked(tau_rpc_call *c)
 static tau_rpc_end end_reason(tau_rpc_call *c)
 {
 	gpr_timespec now;
-	int64_t slack;
 
 	if (!atomic_load(&c->cancelled))
 		return TAU_RPC_END_FINISHED;
 	if (!c->has_deadline)
 		return TAU_RPC_END_CANCELLED;
-	slack = gpr_time_to_millis(gpr_time_sub(c->deadline, c->started)) / 10;
-	if (slack < DEADLINE_SLACK_MIN_MS)
-		slack = DEADLINE_SLACK_MIN_MS;
-	if (slack > DEADLINE_SLACK_MAX_MS)
-		slack = DEADLINE_SLACK_MAX_MS;
-	now = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(slack, GPR_TIMESPAN));
+	now = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+	                   gpr_time_from_millis(c->deadline_slack_ms, GPR_TIMESPAN));
 	return gpr_time_cmp(now, c->deadline) >= 0 ? TAU_RPC_END_DEADLINE : TAU_RPC_END_CANCELLED;
 }
 
@@ -678,22 +673,27 @@ static void copy_peer(tau_rpc_call *c)
 	char *peer = grpc_call_get_peer(c->call);
 
 	if (peer != NULL) {
-		c->peer_address = strdup(peer);
+		/* "ipv4:10.0.0.7:43242", "ipv6:[::1]:43242": one host, whatever its ports. The
+		 * host goes after the address's NUL, in the same allocation. */
+		size_t len = strlen(peer);
+		const char *colon = strrchr(peer, ':');
+		size_t n =
+		        colon != NULL && colon > strchr(peer, ':') ? (size_t)(colon - peer) : len;
+
+		c->peer_address = malloc(len + 1 + n + 1);
+		if (c->peer_address != NULL) {
+			memcpy(c->peer_address, peer, len + 1);
+			memcpy(c->peer_address + len + 1, peer, n);
+			c->peer_address[len + 1 + n] = '\0';
+		}
 		gpr_free(peer);
 	}
 	if (ctx != NULL)
 		copy_auth(c, ctx);
-	if (c->peer_identity != NULL) {
-		c->peer_key = strdup(c->peer_identity);
-	} else if (c->peer_address != NULL) {
-		/* "ipv4:10.0.0.7:43242", "ipv6:[::1]:43242": one host, whatever its ports. */
-		const char *colon = strrchr(c->peer_address, ':');
-		size_t n = colon != NULL && colon > strchr(c->peer_address, ':')
-		                   ? (size_t)(colon - c->peer_address)
-		                   : strlen(c->peer_address);
-
-		c->peer_key = strndup(c->peer_address, n);
-	}
+	if (c->peer_identity != NULL)
+		c->peer_key = c->peer_identity;
+	else if (c->peer_address != NULL)
+		c->peer_key = c->peer_address + strlen(c->peer_address) + 1;
 }
 
 static void copy_auth(tau_rpc_call *c, grpc_auth_context *ctx)
@@ -722,15 +722,14 @@ static void copy_auth(tau_rpc_call *c, grpc_auth_context *ctx)
 static int copy_metadata(tau_rpc_call *c, const grpc_metadata_array *md, size_t max_bytes)
 {
 	size_t total = 0;
+	struct md_block *b;
+	char *p;
 
 	if (md->count == 0)
 		return 0;
 	if (md->count > MAX_METADATA)
 		return tau_error_set(TAU_ETOOBIG, "%zu metadata entries (cap %d)", md->count,
 		                     MAX_METADATA);
-	c->md = calloc(md->count, sizeof(*c->md));
-	if (c->md == NULL)
-		return tau_error_set(TAU_ENOMEM, "metadata");
 	for (size_t i = 0; i < md->count; i++) {
 		total += GRPC_SLICE_LENGTH(md->metadata[i].key) +
 		         GRPC_SLICE_LENGTH(md->metadata[i].value);
@@ -739,12 +738,29 @@ static int copy_metadata(tau_rpc_call *c, const grpc_metadata_array *md, size_t 
 			                     "request metadata over %zu bytes (a bearer token may "
 			                     "have up to 16 KiB)",
 			                     max_bytes);
-		c->md[i].key = dup_slice(md->metadata[i].key);
-		c->md[i].value = dup_slice(md->metadata[i].value);
-		c->n_md = i + 1;
-		if (c->md[i].key == NULL || c->md[i].value == NULL)
-			return tau_error_set(TAU_ENOMEM, "metadata");
 	}
+	/* One allocation: the block, its pairs, then each key and value with its NUL. */
+	b = malloc(sizeof(*b) + md->count * sizeof(b->pairs[0]) + total + 2 * md->count);
+	if (b == NULL)
+		return tau_error_set(TAU_ENOMEM, "metadata");
+	b->n = md->count;
+	p = (char *)&b->pairs[md->count];
+	for (size_t i = 0; i < md->count; i++) {
+		const grpc_slice *kv[2] = {&md->metadata[i].key, &md->metadata[i].value};
+
+		for (int j = 0; j < 2; j++) {
+			size_t n = GRPC_SLICE_LENGTH(*kv[j]);
+
+			memcpy(p, GRPC_SLICE_START_PTR(*kv[j]), n);
+			p[n] = '\0';
+			if (j == 0)
+				b->pairs[i].key = p;
+			else
+				b->pairs[i].value = p;
+			p += n + 1;
+		}
+	}
+	atomic_store(&c->md, b);
 	return 0;
 }
 
@@ -782,10 +798,21 @@ static void start_call(struct request_slot *slot)
 	atomic_init(&c->refs, 1);
 	atomic_init(&c->cancelled, false);
 	c->q_max = srv->opts.max_send_queue;
-	c->started = gpr_now(GPR_CLOCK_MONOTONIC);
+	atomic_init(&c->md, NULL);
 	if (gpr_time_cmp(slot->deadline, gpr_inf_future(slot->deadline.clock_type)) != 0) {
+		int64_t slack;
+
 		c->has_deadline = true;
 		c->deadline = gpr_convert_clock_type(slot->deadline, GPR_CLOCK_MONOTONIC);
+		/* How late a cancel may come and still count as the deadline (end_reason). */
+		slack = gpr_time_to_millis(
+		                gpr_time_sub(c->deadline, gpr_now(GPR_CLOCK_MONOTONIC))) /
+		        10;
+		if (slack < DEADLINE_SLACK_MIN_MS)
+			slack = DEADLINE_SLACK_MIN_MS;
+		if (slack > DEADLINE_SLACK_MAX_MS)
+			slack = DEADLINE_SLACK_MAX_MS;
+		c->deadline_slack_ms = (int32_t)slack;
 	}
 	rc = copy_metadata(c, &slot->md, srv->opts.max_metadata_bytes);
 	grpc_metadata_array_destroy(&slot->md);
@@ -1381,13 +1408,19 @@ const char *tau_rpc_call_method(const tau_rpc_call *call)
 const char *tau_rpc_call_metadata(const tau_rpc_call *call, const char *key)
 {
 	size_t klen = strlen(key);
+	const struct md_block *b = atomic_load(&((tau_rpc_call *)call)->md);
 
-	if (klen > 4 && strcmp(key + klen - 4, "-bin") == 0)
+	if (b == NULL || (klen > 4 && strcmp(key + klen - 4, "-bin") == 0))
 		return NULL;
-	for (size_t i = 0; i < call->n_md; i++)
-		if (strcmp(call->md[i].key, key) == 0)
-			return call->md[i].value;
+	for (size_t i = 0; i < b->n; i++)
+		if (strcmp(b->pairs[i].key, key) == 0)
+			return b->pairs[i].value;
 	return NULL;
+}
+
+void tau_rpc_call_drop_metadata(tau_rpc_call *call)
+{
+	free(atomic_exchange(&call->md, NULL));
 }
 
 const char *tau_rpc_call_bearer_token(const tau_rpc_call *call)

@@ -279,7 +279,7 @@ static void *worker(void *arg)
 
 /* ---- the wrapped callbacks (CQ thread) ---- */
 
-static int g_start(tau_rpc_call *call, void *ud)
+static int g_start_with_token(tau_rpc_call *call, void *ud)
 {
 	guard *g = ud;
 	tau_qauth *q = g->q;
@@ -352,6 +352,16 @@ static int g_start(tau_rpc_call *call, void *ud)
 		return TAU_RPC_RESOURCE_EXHAUSTED;
 	}
 	return 0;
+}
+
+/* The token is copied (c->token) or reduced to a cache key here, and the guarded handlers
+ * read no headers: the call's copy of them need not live as long as a WatchPool stream. */
+static int g_start(tau_rpc_call *call, void *ud)
+{
+	int rc = g_start_with_token(call, ud);
+
+	tau_rpc_call_drop_metadata(call);
+	return rc;
 }
 
 static void g_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)

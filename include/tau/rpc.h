@@ -300,11 +300,25 @@ const char *tau_rpc_call_method(const tau_rpc_call *call);
 
 /**
  * First value of request metadata `key` (lower-case, e.g. "authorization"); NULL if absent or
- * binary. Lends; valid as long as the handle.
+ * binary, and NULL for every key once tau_rpc_call_drop_metadata was called. Lends; valid as
+ * long as the handle or until tau_rpc_call_drop_metadata, whichever comes first.
  */
 const char *tau_rpc_call_metadata(const tau_rpc_call *call, const char *key);
 
-/** The token of an "authorization: Bearer <token>" header; NULL if absent. Lends. */
+/**
+ * Free the call's copy of its request metadata (every header, the bearer token included) once
+ * the handler has taken what it needs, typically at the end of on_start of a long-lived
+ * stream, so that the copy does not live as long as the call. Afterwards tau_rpc_call_metadata
+ * and tau_rpc_call_bearer_token return NULL for every key; the call itself goes on unchanged
+ * (peer, method, deadline and sends are not affected). Thread-safe and idempotent; strings
+ * lent before it must not be used after it.
+ */
+void tau_rpc_call_drop_metadata(tau_rpc_call *call);
+
+/**
+ * The token of an "authorization: Bearer <token>" header; NULL if absent or after
+ * tau_rpc_call_drop_metadata. Lends (as tau_rpc_call_metadata).
+ */
 const char *tau_rpc_call_bearer_token(const tau_rpc_call *call);
 
 /**

@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,8 @@ static struct {
 	int half_closes;
 	int started;
 	char token[64];
+	char dropped_token[64]; /* report_start with drop_md: the token before the drop */
+	int md_gone;            /* report_start/report_message with drop_md: no header after it */
 } srv_seen;
 
 /* What client streams saw; guarded by mu. */
@@ -233,6 +236,16 @@ static void watch_pool_message(tau_rpc_call *call, ProtobufCMessage *msg, void *
 	tau_rpc_call_finish(call, TAU_RPC_OK, NULL);
 }
 
+/* test_drop_metadata: report_start takes the token, then drops the call's headers. */
+static atomic_bool drop_md;
+
+static bool md_gone(tau_rpc_call *call)
+{
+	return tau_rpc_call_bearer_token(call) == NULL &&
+	       tau_rpc_call_metadata(call, "authorization") == NULL &&
+	       tau_rpc_call_metadata(call, "user-agent") == NULL;
+}
+
 /*
  * test_send_latest's scripts, by report seq (one handler run, so on the single CQ thread the
  * first ack is in flight and the later ones queue behind it):
@@ -261,6 +274,8 @@ static void report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 
 	(void)ud;
 	tau_rpc_message_free(msg);
+	if (atomic_load(&drop_md) && md_gone(call))
+		bump(&srv_seen.md_gone);
 	if (ack_scripts && seq == ACK_BURST) {
 		for (uint64_t i = 1; i <= ACK_BURST; i++)
 			send_ack(call, i, true);
@@ -275,8 +290,20 @@ static void report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 
 static int report_start(tau_rpc_call *call, void *ud)
 {
-	(void)call;
 	(void)ud;
+	if (atomic_load(&drop_md)) {
+		const char *token = tau_rpc_call_bearer_token(call);
+		const char *ua = tau_rpc_call_metadata(call, "user-agent");
+
+		pthread_mutex_lock(&mu);
+		snprintf(srv_seen.dropped_token, sizeof(srv_seen.dropped_token), "%s",
+		         token != NULL && ua != NULL ? token : "");
+		pthread_mutex_unlock(&mu);
+		tau_rpc_call_drop_metadata(call);
+		tau_rpc_call_drop_metadata(call); /* idempotent */
+		if (md_gone(call))
+			bump(&srv_seen.md_gone);
+	}
 	bump(&srv_seen.started);
 	return 0;
 }
@@ -644,6 +671,47 @@ static void test_bidi_10000(void **state)
 	/* After the end, sends are refused (no attempt open, no reconnect). */
 	assert_int_equal(send_report(s, 1), -TAU_EAGAIN);
 	tau_rpc_stream_free(s);
+}
+
+/*
+ * tau_rpc_call_drop_metadata: the headers (bearer token included) are readable in on_start,
+ * gone after the drop (NULL for every key, in on_start and in every later callback, on either
+ * CQ thread of four), and the stream goes on: reports acked in order, half-close, OK.
+ */
+static void test_drop_metadata(void **state)
+{
+	struct fixture *f = *state;
+	struct stream_seen seen = {0};
+	tau_rpc_stream_opts o = report_opts(&seen);
+	tau_rpc_stream *s = NULL;
+	const int n = 50;
+
+	atomic_store(&drop_md, true);
+	assert_int_equal(tau_rpc_channel_set_bearer_token(f->ch, TOKEN), 0);
+	assert_int_equal(tau_rpc_stream_open(&s, f->ch, &o), 0);
+	WAIT_UNTIL(seen.connected == 1, 5000);
+	WAIT_UNTIL(srv_seen.started == 1, 5000);
+	pthread_mutex_lock(&mu);
+	assert_string_equal(srv_seen.dropped_token, TOKEN);
+	assert_int_equal(srv_seen.md_gone, 1);
+	pthread_mutex_unlock(&mu);
+	for (int i = 1; i <= n; i++)
+		assert_int_equal(send_report(s, (uint64_t)i), 0);
+	WAIT_UNTIL(seen.messages == n, 30000);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(seen.last_seq, n);
+	assert_int_equal(seen.out_of_order, 0);
+	assert_int_equal(srv_seen.reports, n);
+	assert_int_equal(srv_seen.md_gone, 1 + n);
+	pthread_mutex_unlock(&mu);
+	assert_int_equal(tau_rpc_stream_close_send(s), 0);
+	WAIT_UNTIL(seen.closed == 1, 5000);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(seen.status.code, TAU_RPC_OK);
+	pthread_mutex_unlock(&mu);
+	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_FINISHED] == 1, 5000);
+	tau_rpc_stream_free(s);
+	atomic_store(&drop_md, false);
 }
 
 /*
@@ -1188,6 +1256,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_server_stream, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_bidi_10000, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_send_latest, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_drop_metadata, setup_threads, teardown),
 	        cmocka_unit_test_setup_teardown(test_cq_threads, setup_threads, teardown),
 	        cmocka_unit_test_setup_teardown(test_deadline, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_client_cancel, setup, teardown),
