@@ -38,7 +38,8 @@ typedef struct record {
 	char *api_error;             /* the Node exists but could not be read: it does not count */
 	char *mismatch;              /* agent vs Node difference, NULL when none */
 	uint8_t *inventory;          /* opaque copy of the agent's last inventory */
-	size_t inventory_len;
+	uint32_t inventory_len;
+	uint8_t inventory_elided; /* the caller's mask: what it left out of the copy */
 	int64_t last_heard_ms;
 	tau_node_source source; /* what the pool holds for it now */
 	bool api_known;
@@ -533,19 +534,29 @@ int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t 
 }
 
 int tau_nodestore_set_inventory(tau_nodestore *s, const char *name, const uint8_t *bytes,
-                                size_t len)
+                                size_t len, uint8_t elided)
 {
 	bool found;
 	size_t i = find(s, name, &found);
+	record *r;
 	uint8_t *copy = NULL;
 
 	if (!found)
 		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
-	if (len > 0 && len == s->recs[i].inventory_len) {
+	r = &s->recs[i];
+	if (len > 0 && len == r->inventory_len) {
 		/* the usual case: same shape, new digest and time; no allocation */
-		memcpy(s->recs[i].inventory, bytes, len);
+		memcpy(r->inventory, bytes, len);
+		r->inventory_elided = elided;
 		return 0;
 	}
+	/* The old copy goes whatever happens: it may lean on facts the last report replaced. */
+	free(r->inventory);
+	r->inventory = NULL;
+	r->inventory_len = 0;
+	r->inventory_elided = 0;
+	if (len > UINT32_MAX)
+		return tau_error_set(TAU_ETOOBIG, "inventory of %s is %zu bytes", name, len);
 	if (len > 0) {
 		copy = malloc(len);
 		if (copy == NULL)
@@ -553,9 +564,9 @@ int tau_nodestore_set_inventory(tau_nodestore *s, const char *name, const uint8_
 			                     name);
 		memcpy(copy, bytes, len);
 	}
-	free(s->recs[i].inventory);
-	s->recs[i].inventory = copy;
-	s->recs[i].inventory_len = len;
+	r->inventory = copy;
+	r->inventory_len = (uint32_t)len;
+	r->inventory_elided = copy != NULL ? elided : 0;
 	return 0;
 }
 
@@ -635,8 +646,11 @@ static void fill_status(const record *r, tau_node_status *out)
 	out->counted = tau_pool_node_is_counted(r->pooled);
 	/* The Node's facts whenever there is a readable Node: they are what counts. */
 	out->facts = api_readable(r) ? r->api : r->reported ? r->agent : NULL;
-	out->inventory = r->inventory;
-	out->inventory_len = r->inventory_len;
+	out->agent_facts = r->reported ? r->agent : NULL;
+	/* A copy with parts left out is only whole with the facts that give them back. */
+	out->inventory = r->inventory_elided == 0 || out->agent_facts != NULL ? r->inventory : NULL;
+	out->inventory_len = out->inventory != NULL ? r->inventory_len : 0;
+	out->inventory_elided = out->inventory != NULL ? r->inventory_elided : 0;
 }
 
 int tau_nodestore_at(const tau_nodestore *s, size_t i, tau_node_status *out)

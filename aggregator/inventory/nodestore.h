@@ -54,8 +54,12 @@ typedef struct tau_node_status {
 	tau_node_source source;
 	bool counted; /**< the pool counts it now (tau_pool_node_counted, without a lookup) */
 	const tau_node_facts *facts; /**< the Node's facts; the agent's when there is no Node */
-	const uint8_t *inventory;    /**< the agent's last inventory, opaque bytes; NULL if none */
+	/** What the agent last reported (== facts while it agrees with its Node); NULL if never.
+	 * It changes only with the agent's next report, never with a Node update. */
+	const tau_node_facts *agent_facts;
+	const uint8_t *inventory; /**< the agent's last inventory, opaque bytes; NULL if none */
 	size_t inventory_len;
+	uint8_t inventory_elided; /**< the mask given with it (tau_nodestore_set_inventory) */
 } tau_node_status;
 
 /**
@@ -107,10 +111,15 @@ int tau_nodestore_report(tau_nodestore *store, const tau_node_facts *facts, int6
 /**
  * Keep the agent's last inventory as opaque bytes (e.g. the packed protobuf) with
  * the record, for queries; copied, replacing the previous one.  The bytes live
- * and die with the record.  @return 0, -TAU_ENOTFOUND, -TAU_ENOMEM.
+ * and die with the record.  Call it right after the tau_nodestore_report that
+ * accepted this inventory's facts: `elided` (opaque to the store, 0 for none)
+ * says which parts were left out because agent_facts gives them back, and those
+ * facts stay until the next report.  On failure the previous copy is dropped too
+ * (it may lean on facts that report replaced).
+ * @return 0, -TAU_ENOTFOUND, -TAU_ETOOBIG (over 4 GiB), -TAU_ENOMEM.
  */
 int tau_nodestore_set_inventory(tau_nodestore *store, const char *name, const uint8_t *bytes,
-                                size_t len);
+                                size_t len, uint8_t elided);
 
 /** A heartbeat from a node's agent.  -TAU_ENOTFOUND if it never reported. */
 int tau_nodestore_heartbeat(tau_nodestore *store, const char *name, int64_t now_ms);

@@ -9,6 +9,7 @@
  * the same kind of translation, from the workspace controller's summaries.
  */
 #include "query.h"
+#include "report.h"
 
 #include "tau/error.h"
 #include "tau/names.h"
@@ -262,6 +263,10 @@ int tau_query_get_node(Tau__Inventory__V1__GetNodeResponse **out, const tau_node
 		resp->inventory = tau__inventory__v1__node_inventory__unpack(NULL, st.inventory_len,
 		                                                             st.inventory);
 		if (resp->inventory == NULL)
+			goto oom;
+		/* What was left out equals the agent's facts: put back as the agent sent it. */
+		if (tau_report_inventory_restore(resp->inventory, st.agent_facts,
+		                                 st.inventory_elided) < 0)
 			goto oom;
 	}
 	*out = resp;

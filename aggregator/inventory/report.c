@@ -223,6 +223,107 @@ int tau_report_to_facts(tau_node_facts *out, const Tau__Inventory__V1__NodeInven
 	return rc;
 }
 
+static bool str_same(const char *a, const char *b)
+{
+	return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
+}
+
+unsigned tau_report_inventory_elidable(const Tau__Inventory__V1__NodeInventory *inv,
+                                       const tau_node_facts *facts)
+{
+	unsigned mask = 0;
+	bool same = inv->n_labels == facts->n_labels;
+
+	for (size_t i = 0; same && i < inv->n_labels; i++)
+		same = str_same(inv->labels[i]->key, facts->label_keys[i]) &&
+		       str_same(inv->labels[i]->value, facts->label_values[i]);
+	if (same && inv->n_labels > 0)
+		mask |= TAU_REPORT_ELIDED_LABELS;
+	same = inv->n_allocatable == facts->n_allocatable;
+	for (size_t i = 0; same && i < inv->n_allocatable; i++) {
+		char q[TAU_QUANTITY_STR_MAX];
+
+		same = str_same(inv->allocatable[i]->name, facts->allocatable[i].name) &&
+		       tau_quantity_format(q, sizeof(q), &facts->allocatable[i].value) == 0 &&
+		       str_same(inv->allocatable[i]->quantity, q);
+	}
+	if (same && inv->n_allocatable > 0)
+		mask |= TAU_REPORT_ELIDED_ALLOCATABLE;
+	return mask;
+}
+
+void tau_report_inventory_kept(Tau__Inventory__V1__NodeInventory *out,
+                               const Tau__Inventory__V1__NodeInventory *inv, unsigned elided)
+{
+	*out = *inv;
+	if (elided & TAU_REPORT_ELIDED_LABELS) {
+		out->n_labels = 0;
+		out->labels = NULL;
+	}
+	if (elided & TAU_REPORT_ELIDED_ALLOCATABLE) {
+		out->n_allocatable = 0;
+		out->allocatable = NULL;
+	}
+}
+
+static int restore_labels(Tau__Inventory__V1__NodeInventory *inv, const tau_node_facts *f)
+{
+	inv->labels = calloc(f->n_labels, sizeof(*inv->labels));
+	if (inv->labels == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	for (size_t i = 0; i < f->n_labels; i++) {
+		Tau__Inventory__V1__NodeInventory__LabelsEntry *l = malloc(sizeof(*l));
+
+		if (l == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory");
+		tau__inventory__v1__node_inventory__labels_entry__init(l);
+		inv->labels[inv->n_labels++] = l;
+		l->key = strdup(f->label_keys[i]);
+		l->value = strdup(f->label_values[i]);
+		if (l->key == NULL || l->value == NULL) {
+			/* the free routine skips NULL strings, so a half-filled label frees cleanly
+			 */
+			return tau_error_set(TAU_ENOMEM, "out of memory");
+		}
+	}
+	return 0;
+}
+
+static int restore_allocatable(Tau__Inventory__V1__NodeInventory *inv, const tau_node_facts *f)
+{
+	inv->allocatable = calloc(f->n_allocatable, sizeof(*inv->allocatable));
+	if (inv->allocatable == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	for (size_t i = 0; i < f->n_allocatable; i++) {
+		Tau__Inventory__V1__ResourceQuantity *r = malloc(sizeof(*r));
+		char q[TAU_QUANTITY_STR_MAX];
+
+		if (r == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory");
+		tau__inventory__v1__resource_quantity__init(r);
+		inv->allocatable[inv->n_allocatable++] = r;
+		(void)tau_quantity_format(q, sizeof(q), &f->allocatable[i].value);
+		r->name = strdup(f->allocatable[i].name);
+		r->quantity = strdup(q);
+		if (r->name == NULL || r->quantity == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int tau_report_inventory_restore(Tau__Inventory__V1__NodeInventory *inv,
+                                 const tau_node_facts *facts, unsigned elided)
+{
+	int rc = 0;
+
+	if ((elided & TAU_REPORT_ELIDED_LABELS) && facts->n_labels > 0 && inv->n_labels == 0)
+		rc = restore_labels(inv, facts);
+	if (rc == 0 && (elided & TAU_REPORT_ELIDED_ALLOCATABLE) && facts->n_allocatable > 0 &&
+	    inv->n_allocatable == 0)
+		rc = restore_allocatable(inv, facts);
+	return rc;
+}
+
 tau_report_action tau_report_seq_classify(const tau_report_seq *st, uint64_t seq,
                                           Tau__Inventory__V1__AgentReport__BodyCase body)
 {

@@ -50,6 +50,35 @@ int tau_report_view_facts(tau_report_view *out, const Tau__Inventory__V1__NodeIn
 /** Release a view's arrays (the strings were never its own). */
 void tau_report_view_clear(tau_report_view *v);
 
+/*
+ * The node store keeps each agent's last inventory for GetNode.  Its labels and allocatable
+ * repeat the agent's facts the store holds anyway (tau_node_status.agent_facts), so the kept
+ * copy leaves out what those facts give back exactly, in the agent's order, and GetNode puts
+ * it back.  The agent's facts change only with its next report, which replaces the copy.
+ */
+#define TAU_REPORT_ELIDED_LABELS      0x1u /**< labels were sent in the facts' (sorted) order */
+#define TAU_REPORT_ELIDED_ALLOCATABLE 0x2u /**< allocatable likewise, quantities canonical */
+
+/**
+ * Which parts of `inv` the facts converted from it (tau_report_view_facts) give back field for
+ * field: a TAU_REPORT_ELIDED_* mask.  A part sent in another order, or a quantity not written
+ * canonically, is kept.
+ */
+unsigned tau_report_inventory_elidable(const Tau__Inventory__V1__NodeInventory *inv,
+                                       const tau_node_facts *facts);
+
+/** A shallow copy of `inv` without the parts in `elided` (borrows everything), to pack. */
+void tau_report_inventory_kept(Tau__Inventory__V1__NodeInventory *out,
+                               const Tau__Inventory__V1__NodeInventory *inv, unsigned elided);
+
+/**
+ * Put the parts in `elided` back into an unpacked kept copy, from the agent's facts.  What is
+ * added is allocated as protobuf_c_message_free_unpacked(.., NULL) frees it.
+ * @return 0 or -TAU_ENOMEM (inv is then still whole, less the parts not put back).
+ */
+int tau_report_inventory_restore(Tau__Inventory__V1__NodeInventory *inv,
+                                 const tau_node_facts *facts, unsigned elided);
+
 /** Sequence state of one Report stream. */
 typedef struct tau_report_seq {
 	uint64_t last;  /**< highest seq accepted, 0 before the first */

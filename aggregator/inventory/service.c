@@ -374,17 +374,23 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
                            const Tau__Inventory__V1__NodeInventory *inv)
 {
 	tau_agg *a = s->agg;
-	size_t len = protobuf_c_message_get_packed_size(&inv->base);
+	/* Labels and allocatable the agent's facts give back are not kept twice (report.h). */
+	unsigned elided = tau_report_inventory_elidable(inv, facts);
+	Tau__Inventory__V1__NodeInventory kept;
+	size_t len;
 	/* Packed on the stack when it fits (a typical inventory is 2-3 KiB); the store copies. */
 	uint8_t stack_bytes[INVENTORY_STACK_BYTES];
-	uint8_t *bytes = len <= sizeof(stack_bytes) ? stack_bytes : malloc(len);
+	uint8_t *bytes;
 	tau_rpc_call *replaced = NULL;
 	int rc;
 	char mismatch[TAU_NODE_MISMATCH_MAX];
 
+	tau_report_inventory_kept(&kept, inv, elided);
+	len = protobuf_c_message_get_packed_size(&kept.base);
+	bytes = len <= sizeof(stack_bytes) ? stack_bytes : malloc(len);
 	if (bytes == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
-	protobuf_c_message_pack(&inv->base, bytes);
+	protobuf_c_message_pack(&kept.base, bytes);
 	pthread_mutex_lock(&a->mu);
 	rc = atomic_load(&s->replaced)
 	             ? tau_error_set(TAU_ECONFLICT, "a newer Report stream reports for this node")
@@ -396,7 +402,8 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 		 * Unchanged facts (rc 1) cannot move the pool: no rebuild for them. */
 		if (rc == 0)
 			mark_dirty_locked(a);
-		rc = tau_nodestore_set_inventory(a->store, facts->name, bytes, len);
+		rc = tau_nodestore_set_inventory(a->store, facts->name, bytes, len,
+		                                 (uint8_t)elided);
 		if (rc == 0)
 			rc = bind_stream(a, s, facts->name, &replaced);
 	}

@@ -1,8 +1,10 @@
 /* Unit tests of the QueryService answers built from the node store (rules, lists, pool). */
 #include "inventory/query.h"
+#include "inventory/report.h"
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/quantity.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -168,7 +170,7 @@ static void get_node_inventory(void **state)
 	inv.node_name = (char *)"a";
 	inv.agent_version = (char *)"1.2.3";
 	len = tau__inventory__v1__node_inventory__pack(&inv, buf);
-	assert_int_equal(tau_nodestore_set_inventory(s, "a", buf, len), 0);
+	assert_int_equal(tau_nodestore_set_inventory(s, "a", buf, len, 0), 0);
 	assert_int_equal(tau_query_get_node(&resp, s, "a", &o), 0);
 	assert_non_null(resp->inventory);
 	assert_string_equal(resp->inventory->agent_version, "1.2.3");
@@ -179,6 +181,297 @@ static void get_node_inventory(void **state)
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	assert_int_equal(tau_query_get_node(&resp, s, "zz", &o), -TAU_ENOTFOUND);
 	tau_nodestore_free(s);
+}
+
+/*
+ * Inventories as an agent sends them, built from the Node fixtures (tests/fixtures/kube): the
+ * labels and allocatable in the fixture's order (reversed when `reverse`), quantities canonical
+ * as the agent writes them, or as the Node writes them when `raw`.  Everything lives in `m`.
+ */
+typedef struct inv_msg {
+	Tau__Inventory__V1__NodeInventory inv;
+	Tau__Inventory__V1__NodeInventory__LabelsEntry labels[64], *label_ptrs[64];
+	Tau__Inventory__V1__ResourceQuantity res[32], *res_ptrs[32];
+	char qty[32][TAU_QUANTITY_STR_MAX];
+	char *problem;
+	cJSON *root;
+	tau_node_facts nf; /* the Node's facts: the agent reads the same Node */
+} inv_msg;
+
+static cJSON *load_node(const char *file)
+{
+	char path[1024], *text;
+	cJSON *root = NULL;
+	FILE *fp;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/tests/fixtures/kube/%s", TAU_SOURCE_DIR, file);
+	fp = fopen(path, "rb");
+	assert_non_null(fp);
+	assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+	n = ftell(fp);
+	rewind(fp);
+	text = malloc((size_t)n);
+	assert_non_null(text);
+	assert_int_equal(fread(text, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	assert_int_equal(tau_json_parse(&root, text, (size_t)n, 0), 0);
+	free(text);
+	return root;
+}
+
+static void inv_from_node(inv_msg *m, const char *file, bool reverse, bool raw)
+{
+	const cJSON *labels, *alloc, *it;
+	size_t nl = 0, na = 0;
+
+	memset(m, 0, sizeof(*m));
+	m->root = load_node(file);
+	tau__inventory__v1__node_inventory__init(&m->inv);
+	m->inv.node_name =
+	        cJSON_GetObjectItem(cJSON_GetObjectItem(m->root, "metadata"), "name")->valuestring;
+	assert_int_equal(tau_node_facts_from_json(&m->nf, m->root), 0);
+	m->inv.node_uid = m->nf.uid;
+	m->inv.resource_version = m->nf.resource_version;
+	m->inv.provider_id = m->nf.provider_id;
+	m->inv.os = m->nf.os;
+	m->inv.ready = m->nf.ready;
+	m->inv.schedulable = m->nf.schedulable;
+	m->inv.deleting = m->nf.deleting;
+	m->inv.agent_version = (char *)"1.2.3";
+	m->inv.digest = (char *)"d1";
+	labels = cJSON_GetObjectItem(cJSON_GetObjectItem(m->root, "metadata"), "labels");
+	alloc = cJSON_GetObjectItem(cJSON_GetObjectItem(m->root, "status"), "allocatable");
+	cJSON_ArrayForEach(it, labels)
+	{
+		assert_true(nl < 64);
+		tau__inventory__v1__node_inventory__labels_entry__init(&m->labels[nl]);
+		m->labels[nl].key = it->string;
+		m->labels[nl].value = it->valuestring;
+		nl++;
+	}
+	cJSON_ArrayForEach(it, alloc)
+	{
+		tau_quantity q;
+
+		assert_true(na < 32);
+		tau__inventory__v1__resource_quantity__init(&m->res[na]);
+		m->res[na].name = it->string;
+		assert_int_equal(tau_quantity_parse_str(&q, it->valuestring), 0);
+		assert_int_equal(tau_quantity_format(m->qty[na], sizeof(m->qty[na]), &q), 0);
+		m->res[na].quantity = raw ? it->valuestring : m->qty[na];
+		na++;
+	}
+	for (size_t i = 0; i < nl; i++)
+		m->label_ptrs[i] = &m->labels[reverse ? nl - 1 - i : i];
+	for (size_t i = 0; i < na; i++)
+		m->res_ptrs[i] = &m->res[reverse ? na - 1 - i : i];
+	m->inv.gpu_class = m->nf.gpu_class;
+	m->inv.labels = m->label_ptrs;
+	m->inv.n_labels = nl;
+	m->inv.allocatable = m->res_ptrs;
+	m->inv.n_allocatable = na;
+	m->problem = (char *)"gpu 3: xid 79";
+	m->inv.problems = &m->problem;
+	m->inv.n_problems = 1;
+}
+
+/* The Node object of a fixture, as the Node watch gives it. */
+static tau_node_facts node_facts(const inv_msg *m)
+{
+	tau_node_facts f = {0};
+
+	assert_int_equal(tau_node_facts_from_json(&f, m->root), 0);
+	return f;
+}
+
+/* What the aggregator's Report handler does with an accepted inventory (service.c). */
+static unsigned ingest(tau_nodestore *s, const Tau__Inventory__V1__NodeInventory *inv, int64_t now)
+{
+	tau_report_view view;
+	Tau__Inventory__V1__NodeInventory kept;
+	unsigned elided;
+	uint8_t *bytes;
+	size_t len;
+
+	assert_int_equal(tau_report_view_facts(&view, inv), 0);
+	assert_true(tau_nodestore_report(s, &view.facts, now) >= 0);
+	elided = tau_report_inventory_elidable(inv, &view.facts);
+	tau_report_inventory_kept(&kept, inv, elided);
+	len = protobuf_c_message_get_packed_size(&kept.base);
+	bytes = malloc(len + 1);
+	assert_non_null(bytes);
+	assert_int_equal(protobuf_c_message_pack(&kept.base, bytes), len);
+	assert_int_equal(
+	        tau_nodestore_set_inventory(s, inv->node_name, bytes, len, (uint8_t)elided), 0);
+	free(bytes);
+	tau_report_view_clear(&view);
+	return elided;
+}
+
+/* GetNode's inventory packs to the same bytes as `want`: equal field for field, in order. */
+static void assert_get_node_returns(tau_nodestore *s, const Tau__Inventory__V1__NodeInventory *want)
+{
+	Tau__Inventory__V1__GetNodeResponse *resp = NULL;
+	tau_query_opts o = {.now_ms = 2000, .stale_after_ms = 90000};
+	size_t wl = protobuf_c_message_get_packed_size(&want->base), gl;
+	uint8_t *w = malloc(wl + 1), *g;
+
+	assert_int_equal(tau_query_get_node(&resp, s, want->node_name, &o), 0);
+	assert_non_null(resp->inventory);
+	assert_int_equal(resp->inventory->n_labels, want->n_labels);
+	assert_int_equal(resp->inventory->n_allocatable, want->n_allocatable);
+	for (size_t i = 0; i < want->n_labels; i++) {
+		assert_string_equal(resp->inventory->labels[i]->key, want->labels[i]->key);
+		assert_string_equal(resp->inventory->labels[i]->value, want->labels[i]->value);
+	}
+	for (size_t i = 0; i < want->n_allocatable; i++) {
+		assert_string_equal(resp->inventory->allocatable[i]->name,
+		                    want->allocatable[i]->name);
+		assert_string_equal(resp->inventory->allocatable[i]->quantity,
+		                    want->allocatable[i]->quantity);
+	}
+	gl = protobuf_c_message_get_packed_size(&resp->inventory->base);
+	assert_int_equal(gl, wl);
+	g = malloc(gl + 1);
+	assert_non_null(w);
+	assert_non_null(g);
+	protobuf_c_message_pack(&want->base, w);
+	protobuf_c_message_pack(&resp->inventory->base, g);
+	assert_memory_equal(g, w, wl);
+	free(w);
+	free(g);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+}
+
+static size_t kept_len(const tau_nodestore *s, const char *name)
+{
+	tau_node_status st;
+
+	assert_int_equal(tau_nodestore_get(s, name, &st), 0);
+	return st.inventory_len;
+}
+
+static void inv_msg_free(inv_msg *m)
+{
+	tau_node_facts_clear(&m->nf);
+	cJSON_Delete(m->root);
+	free(m);
+}
+
+static void get_node_inventory_as_sent(void **state)
+{
+	static const char *files[] = {"node-nd-h100-v5.json", "node-nc-a100-v4-mig.json",
+	                              "node-flex-h100.json"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		/* 0: sorted, canonical (all left out); 1: reversed; 2: the Node's own quantity text
+		 */
+		for (int shape = 0; shape < 3; shape++) {
+			tau_nodestore *s = NULL;
+			inv_msg *m = malloc(sizeof(*m));
+			tau_node_facts node;
+			unsigned elided;
+
+			assert_non_null(m);
+			inv_from_node(m, files[i], shape == 1, shape == 2);
+			node = node_facts(m);
+			assert_int_equal(tau_nodestore_new(&s, 0, 60000), 0);
+			assert_int_equal(tau_nodestore_api_upsert(s, &node), 0);
+			elided = ingest(s, &m->inv, 1000);
+			if (shape == 0) {
+				assert_int_equal(elided, TAU_REPORT_ELIDED_LABELS |
+				                                 TAU_REPORT_ELIDED_ALLOCATABLE);
+				assert_true(kept_len(s, m->inv.node_name) + 200 <
+				            protobuf_c_message_get_packed_size(&m->inv.base));
+				/* the agent agrees with its Node: one copy of the facts serves both
+				 */
+				{
+					tau_node_status st;
+
+					assert_int_equal(
+					        tau_nodestore_get(s, m->inv.node_name, &st), 0);
+					assert_ptr_equal(st.agent_facts, st.facts);
+					assert_null(st.mismatch);
+				}
+			} else if (shape == 1) {
+				assert_int_equal(elided, 0);
+			}
+			assert_get_node_returns(s, &m->inv);
+			/* A repeat with a new digest takes the store's no-copy path. */
+			m->inv.digest = (char *)"d2";
+			(void)ingest(s, &m->inv, 1100);
+			assert_get_node_returns(s, &m->inv);
+
+			/* The Node changes (a label, a quantity) without a new report: GetNode
+			 * still answers what the agent sent last. */
+			tau_node_facts_clear(&node);
+			node = node_facts(m);
+			free(node.label_values[0]);
+			node.label_values[0] = strdup("relabelled");
+			assert_non_null(node.label_values[0]);
+			assert_int_equal(tau_quantity_parse_str(&node.allocatable[0].value, "1"),
+			                 0);
+			assert_int_equal(tau_nodestore_api_upsert(s, &node), 0);
+			assert_int_equal(tau_nodestore_mismatch_count(s), 1);
+			assert_get_node_returns(s, &m->inv);
+			/* unreadable, then readable again: the agent's answer stays */
+			assert_int_equal(tau_nodestore_api_unreadable(s, m->inv.node_name, "bad"),
+			                 0);
+			assert_get_node_returns(s, &m->inv);
+			assert_int_equal(tau_nodestore_api_upsert(s, &node), 0);
+			assert_get_node_returns(s, &m->inv);
+
+			/* The agent catches up: its new report is what GetNode answers. */
+			m->labels[0].value = (char *)"relabelled";
+			(void)ingest(s, &m->inv, 1200);
+			assert_get_node_returns(s, &m->inv);
+
+			tau_node_facts_clear(&node);
+			tau_nodestore_free(s);
+			inv_msg_free(m);
+		}
+	}
+}
+
+/* An agent whose labels differ from its Node's (one more, one changed) gets its own back. */
+static void get_node_inventory_labels_differ(void **state)
+{
+	tau_nodestore *s = NULL;
+	inv_msg *m = malloc(sizeof(*m));
+	tau_node_facts node;
+	size_t n;
+
+	(void)state;
+	assert_non_null(m);
+	inv_from_node(m, "node-nd-h100-v5.json", false, false);
+	node = node_facts(m);
+	assert_int_equal(tau_nodestore_new(&s, 0, 60000), 0);
+	assert_int_equal(tau_nodestore_api_upsert(s, &node), 0);
+	n = m->inv.n_labels;
+	assert_true(n < 64);
+	tau__inventory__v1__node_inventory__labels_entry__init(&m->labels[n]);
+	m->labels[n].key = (char *)"zz.example.com/only-the-agent";
+	m->labels[n].value = (char *)"yes";
+	m->label_ptrs[n] = &m->labels[n];
+	m->inv.n_labels = n + 1;
+	m->labels[1].value = (char *)"agent-view";
+	(void)ingest(s, &m->inv, 1000);
+	assert_int_equal(tau_nodestore_mismatch_count(s), 0); /* labels are not compared */
+	assert_get_node_returns(s, &m->inv);
+	/* the Node then takes the agent's labels: the facts are shared, the answer the same */
+	tau_node_facts_clear(&node);
+	{
+		tau_report_view v;
+
+		assert_int_equal(tau_report_view_facts(&v, &m->inv), 0);
+		assert_int_equal(tau_nodestore_api_upsert(s, &v.facts), 0);
+		tau_report_view_clear(&v);
+	}
+	assert_get_node_returns(s, &m->inv);
+	tau_nodestore_free(s);
+	inv_msg_free(m);
 }
 
 /* `n` Ready h100 nodes named node-00000...; every third is cordoned-free but not ready. */
@@ -305,6 +598,8 @@ int main(void)
 	        cmocka_unit_test(list_and_status),
 	        cmocka_unit_test(pool_message),
 	        cmocka_unit_test(get_node_inventory),
+	        cmocka_unit_test(get_node_inventory_as_sent),
+	        cmocka_unit_test(get_node_inventory_labels_differ),
 	        cmocka_unit_test(list_nodes_pages),
 	        cmocka_unit_test(pool_size_independent_of_nodes),
 	};
