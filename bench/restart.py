@@ -389,7 +389,8 @@ def report(out):
                   r["sim_tokenreviews"], "%d" % r["agg_token_reviews"]
                   if r["agg_token_reviews"] is not None else "?", r["sim_requests"],
                   r["requests_peak"], r["requests_mean"], r["reviews_peak"], r["reviews_mean"],
-                  r["stream_ends"], r["auth_overloaded"]))
+                  r["stream_ends"], "%d" % r["auth_overloaded"]
+                  if r["auth_overloaded"] is not None else "?"))
     if out["runs"]:
         est = [r["established"] for r in out["runs"]]
         out["summary"] = {"established_median": statistics.median(est),
