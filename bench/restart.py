@@ -141,6 +141,7 @@ class Sampler:
     def __init__(self, sim_port, admin, period):
         self.sim_port, self.admin, self.period = sim_port, admin, period
         self.samples = []
+        self.cond = threading.Condition()
         self.stop_ev = threading.Event()
         self.t = threading.Thread(target=self._run, daemon=True)
         self.t.start()
@@ -152,10 +153,19 @@ class Sampler:
                 if st == 200:
                     total = sum(v for v in body.values() if isinstance(v, int))
                     tr = sum(v for k, v in body.items() if k.endswith("/tokenreviews"))
-                    self.samples.append((time.monotonic(), total, tr))
+                    with self.cond:
+                        self.samples.append((time.monotonic(), total, tr))
+                        self.cond.notify_all()
             except OSError:
                 pass
             self.stop_ev.wait(self.period)
+
+    def wait_past(self, t, count=1, timeout=60):
+        """Until `count` samples were taken after monotonic time t."""
+        with self.cond:
+            if not self.cond.wait_for(lambda: sum(1 for s in self.samples if s[0] > t) >= count,
+                                      timeout):
+                raise Failed("no /sim/stats sample within %d s" % timeout)
 
     def stop(self):
         self.stop_ev.set()
@@ -309,7 +319,7 @@ class Bench:
                   "established with every agent before run %d" % i)
         ta.kube_request(self.port, self.admin, "POST", "/sim/stats/reset")
         sampler = Sampler(self.port, self.admin, self.a.sample)
-        time.sleep(2 * self.a.sample)  # a quiet baseline: a sample or two before the kill
+        sampler.wait_past(time.monotonic(), count=2)  # a quiet baseline before the kill
         closed0 = self.swarm.closed
         t0 = time.monotonic()
         self.agg.proc.p.send_signal(signal.SIGKILL)
@@ -340,7 +350,7 @@ class Bench:
                 marks["all_live"] = now - t0
             time.sleep(POLL_S)
         t1 = time.monotonic()
-        time.sleep(self.a.sample * 1.5)  # the sample that covers t1
+        sampler.wait_past(t1)  # the sample that covers t1
         sampler.stop()
         st, stats = ta.kube_request(self.port, self.admin, "GET", "/sim/stats")
         m = metrics(self.agg.http_port) or m
