@@ -59,7 +59,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e", "agent"))
 
+import harness  # noqa: E402
 import test_aggregator as ta  # noqa: E402
 
 GPU = "nvidia.com/gpu"
@@ -228,21 +230,8 @@ class Bench:
         self.grpc_port = free_port()
 
     def tls(self):
-        d = os.path.join(self.work, "tls")
-        os.makedirs(d, exist_ok=True)
-        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-
-        def sh(*a):
-            subprocess.run(["openssl", *a], cwd=d, check=True, capture_output=True)
-        sh("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1", "-subj",
-           "/CN=tau-bench-ca")
-        with open(os.path.join(d, "ext"), "w") as f:
-            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-        sh("req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=localhost")
-        sh("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-           "-CAcreateserial", "-out", "srv.pem", "-days", "1", "-extfile", "ext")
-        self.ca = os.path.join(d, "ca.pem")
-        self.cert, self.key = os.path.join(d, "srv.pem"), os.path.join(d, "srv.key")
+        t = harness.make_tls(self.work)
+        self.ca, self.cert, self.key = t["ca"], t["cert"], t["key"]
 
     def start_agg(self):
         n = str(max(self.a.agents, 256))

@@ -24,6 +24,8 @@ import grpc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "agent"))
+import harness  # noqa: E402
 import test_aggregator as ta  # noqa: E402
 from aggregator.agent import REPORT, FakeAgent, agent_token, inventory_from_node  # noqa: E402
 
@@ -167,25 +169,11 @@ class HostileInputE2E(unittest.TestCase):
 
     def test_untrusted_tls_ca(self):
         openssl = ta.require.tool("openssl", "openssl", "TAU_OPENSSL")
-        d = os.path.join(self.dir, "tls")
-        os.makedirs(d, exist_ok=True)
-        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-
-        def sh(*a):
-            subprocess.run([openssl, *a], cwd=d, check=True, capture_output=True)
-        for ca in ("ca", "other"):
-            sh("req", "-x509", *ec, "-keyout", ca + ".key", "-out", ca + ".pem", "-days", "1",
-               "-subj", "/CN=tau-test-" + ca)
-        with open(os.path.join(d, "ext"), "w") as f:
-            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-        sh("req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=localhost")
-        sh("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-           "-out", "srv.pem", "-days", "1", "-extfile", "ext")
-        agg = ta.Aggregator(self.kubeconfig, sync_timeout="1s", ca=os.path.join(d, "ca.pem"),
-                            extra=("--tls-cert", os.path.join(d, "srv.pem"),
-                                   "--tls-key", os.path.join(d, "srv.key")))
+        tls = harness.make_tls(self.dir, openssl)
+        agg = ta.Aggregator(self.kubeconfig, sync_timeout="1s", ca=tls["ca"],
+                            extra=("--tls-cert", tls["cert"], "--tls-key", tls["key"]))
         try:
-            with open(os.path.join(d, "other.pem"), "rb") as f:
+            with open(tls["other_ca"], "rb") as f:
                 untrusted = grpc.secure_channel(agg.addr, grpc.ssl_channel_credentials(f.read()))
             try:
                 fn = untrusted.unary_unary(ta.QRY + "GetPool",
@@ -201,7 +189,7 @@ class HostileInputE2E(unittest.TestCase):
             finally:
                 untrusted.close()
             r = subprocess.run([ta.CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "pool",
-                                "--aggregator", agg.addr, "--ca-file", os.path.join(d, "other.pem"),
+                                "--aggregator", agg.addr, "--ca-file", tls["other_ca"],
                                 "--timeout", "5"], capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 1, r.stderr)
             self.assertTrue(r.stderr.strip(), "the CLI says why")
