@@ -20,6 +20,14 @@ void tau_prom_scalar(tau_buf *b, const char *name, const char *type, const char 
 	tau_buf_printf(b, "%s %" PRIu64 "\n", name, value);
 }
 
+void tau_prom_labelled(tau_buf *b, const char *name, const char *label, const char *value,
+                       uint64_t v)
+{
+	tau_buf_printf(b, "%s{%s=\"", name, label);
+	tau_prom_label_value(b, value);
+	tau_buf_printf(b, "\"} %" PRIu64 "\n", v);
+}
+
 void tau_prom_label_value(tau_buf *b, const char *v)
 {
 	const char *run = v;

@@ -11,7 +11,6 @@
 #include "tau/error.h"
 #include "tau/promtext.h"
 
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,12 +36,12 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	        m->nodes_mismatch);
 	tau_prom_family(&b, "tau_aggregator_reports_total", "counter",
 	                "Agent reports processed, by kind (duplicates not counted).");
-	tau_buf_printf(&b, "tau_aggregator_reports_total{kind=\"inventory\"} %" PRIu64 "\n",
-	               m->reports_inventory);
-	tau_buf_printf(&b, "tau_aggregator_reports_total{kind=\"heartbeat\"} %" PRIu64 "\n",
-	               m->reports_heartbeat);
-	tau_buf_printf(&b, "tau_aggregator_reports_total{kind=\"stopping\"} %" PRIu64 "\n",
-	               m->reports_stopping);
+	tau_prom_labelled(&b, "tau_aggregator_reports_total", "kind", "inventory",
+	                  m->reports_inventory);
+	tau_prom_labelled(&b, "tau_aggregator_reports_total", "kind", "heartbeat",
+	                  m->reports_heartbeat);
+	tau_prom_labelled(&b, "tau_aggregator_reports_total", "kind", "stopping",
+	                  m->reports_stopping);
 	tau_prom_scalar(&b, "tau_aggregator_reports_rejected_total", "counter",
 	                "Reports answered ACK_STATUS_REJECTED (invalid content).",
 	                m->reports_rejected);
@@ -50,17 +49,14 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	                "Reports answered ACK_STATUS_RESEND_FULL.", m->reports_resend_full);
 	tau_prom_family(&b, "tau_aggregator_auth_failures_total", "counter",
 	                "Report streams refused, by gRPC status.");
-	tau_buf_printf(&b,
-	               "tau_aggregator_auth_failures_total{code=\"UNAUTHENTICATED\"} %" PRIu64 "\n",
-	               m->auth_unauthenticated);
-	tau_buf_printf(
-	        &b, "tau_aggregator_auth_failures_total{code=\"PERMISSION_DENIED\"} %" PRIu64 "\n",
-	        m->auth_permission_denied);
-	tau_buf_printf(&b, "tau_aggregator_auth_failures_total{code=\"UNAVAILABLE\"} %" PRIu64 "\n",
-	               m->auth_unavailable);
-	tau_buf_printf(
-	        &b, "tau_aggregator_auth_failures_total{code=\"RESOURCE_EXHAUSTED\"} %" PRIu64 "\n",
-	        m->auth_overloaded);
+	tau_prom_labelled(&b, "tau_aggregator_auth_failures_total", "code", "UNAUTHENTICATED",
+	                  m->auth_unauthenticated);
+	tau_prom_labelled(&b, "tau_aggregator_auth_failures_total", "code", "PERMISSION_DENIED",
+	                  m->auth_permission_denied);
+	tau_prom_labelled(&b, "tau_aggregator_auth_failures_total", "code", "UNAVAILABLE",
+	                  m->auth_unavailable);
+	tau_prom_labelled(&b, "tau_aggregator_auth_failures_total", "code", "RESOURCE_EXHAUSTED",
+	                  m->auth_overloaded);
 	tau_prom_scalar(&b, "tau_aggregator_token_reviews_total", "counter",
 	                "TokenReviews sent to the API server (review cache misses).",
 	                m->token_reviews);
@@ -71,25 +67,19 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	        m->token_reviews_pending);
 	tau_prom_family(&b, "tau_aggregator_tokens_refused_unreviewed_total", "counter",
 	                "Report tokens refused before any TokenReview, by reason.");
-	tau_buf_printf(&b,
-	               "tau_aggregator_tokens_refused_unreviewed_total{reason=\"not_jwt\"} %" PRIu64
-	               "\n",
-	               m->tokens_not_jwt);
-	tau_buf_printf(&b,
-	               "tau_aggregator_tokens_refused_unreviewed_total{reason=\"claims\"} %" PRIu64
-	               "\n",
-	               m->tokens_not_agent);
+	tau_prom_labelled(&b, "tau_aggregator_tokens_refused_unreviewed_total", "reason", "not_jwt",
+	                  m->tokens_not_jwt);
+	tau_prom_labelled(&b, "tau_aggregator_tokens_refused_unreviewed_total", "reason", "claims",
+	                  m->tokens_not_agent);
 	tau_prom_scalar(&b, "tau_aggregator_streams_ended_unauthenticated_total", "counter",
 	                "Report streams cancelled or lost before their token review finished.",
 	                m->ended_unauthenticated);
 	tau_prom_family(&b, "tau_aggregator_grpc_refused_total", "counter",
 	                "gRPC calls refused RESOURCE_EXHAUSTED before any handler ran, by reason.");
-	tau_buf_printf(
-	        &b, "tau_aggregator_grpc_refused_total{reason=\"streams_per_peer\"} %" PRIu64 "\n",
-	        m->grpc_refused_per_peer);
-	tau_buf_printf(&b,
-	               "tau_aggregator_grpc_refused_total{reason=\"metadata_size\"} %" PRIu64 "\n",
-	               m->grpc_refused_metadata);
+	tau_prom_labelled(&b, "tau_aggregator_grpc_refused_total", "reason", "streams_per_peer",
+	                  m->grpc_refused_per_peer);
+	tau_prom_labelled(&b, "tau_aggregator_grpc_refused_total", "reason", "metadata_size",
+	                  m->grpc_refused_metadata);
 	tau_prom_scalar(&b, "tau_aggregator_pool_watchers", "gauge", "Open WatchPool streams.",
 	                m->pool_watchers);
 	tau_prom_scalar(&b, "tau_aggregator_pool_watchers_refused_total", "counter",
@@ -97,19 +87,15 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	                m->pool_watchers_refused);
 	tau_prom_family(&b, "tau_aggregator_query_auth_total", "counter",
 	                "QueryService calls by authentication/authorization outcome.");
-	tau_buf_printf(&b, "tau_aggregator_query_auth_total{code=\"OK\"} %" PRIu64 "\n",
-	               m->query_allowed);
-	tau_buf_printf(&b,
-	               "tau_aggregator_query_auth_total{code=\"UNAUTHENTICATED\"} %" PRIu64 "\n",
-	               m->query_unauthenticated);
-	tau_buf_printf(&b,
-	               "tau_aggregator_query_auth_total{code=\"PERMISSION_DENIED\"} %" PRIu64 "\n",
-	               m->query_denied);
-	tau_buf_printf(&b, "tau_aggregator_query_auth_total{code=\"UNAVAILABLE\"} %" PRIu64 "\n",
-	               m->query_unavailable);
-	tau_buf_printf(&b,
-	               "tau_aggregator_query_auth_total{code=\"RESOURCE_EXHAUSTED\"} %" PRIu64 "\n",
-	               m->query_overloaded);
+	tau_prom_labelled(&b, "tau_aggregator_query_auth_total", "code", "OK", m->query_allowed);
+	tau_prom_labelled(&b, "tau_aggregator_query_auth_total", "code", "UNAUTHENTICATED",
+	                  m->query_unauthenticated);
+	tau_prom_labelled(&b, "tau_aggregator_query_auth_total", "code", "PERMISSION_DENIED",
+	                  m->query_denied);
+	tau_prom_labelled(&b, "tau_aggregator_query_auth_total", "code", "UNAVAILABLE",
+	                  m->query_unavailable);
+	tau_prom_labelled(&b, "tau_aggregator_query_auth_total", "code", "RESOURCE_EXHAUSTED",
+	                  m->query_overloaded);
 	tau_prom_scalar(
 	        &b, "tau_aggregator_query_reviews_total", "counter",
 	        "TokenReview and SubjectAccessReview pairs sent for queries (cache misses).",
@@ -136,9 +122,8 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	tau_prom_family(&b, "tau_aggregator_pool_flavor_nodes", "gauge",
 	                "Nodes counted per flavor.");
 	for (size_t i = 0; i < m->n_flavors; i++) {
-		tau_buf_printf(&b, "tau_aggregator_pool_flavor_nodes{flavor=\"");
-		tau_prom_label_value(&b, m->flavors[i].name);
-		tau_buf_printf(&b, "\"} %" PRIu64 "\n", m->flavors[i].nodes);
+		tau_prom_labelled(&b, "tau_aggregator_pool_flavor_nodes", "flavor",
+		                  m->flavors[i].name, m->flavors[i].nodes);
 	}
 	tau_prom_family(&b, "tau_aggregator_pool_resource", "gauge",
 	                "Sum of allocatable per flavor and resource, in the resource's base unit.");

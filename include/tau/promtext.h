@@ -21,6 +21,10 @@ void tau_prom_family(tau_buf *b, const char *name, const char *type, const char 
 void tau_prom_scalar(tau_buf *b, const char *name, const char *type, const char *help,
                      uint64_t value);
 
+/** A sample with one label: "name{label=\"value\"} v\n", the value escaped. */
+void tau_prom_labelled(tau_buf *b, const char *name, const char *label, const char *value,
+                       uint64_t v);
+
 /** Append a label value with \, " and newline escaped (without the quotes). */
 void tau_prom_label_value(tau_buf *b, const char *v);
 

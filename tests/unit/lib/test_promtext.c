@@ -54,6 +54,19 @@ static void test_label_value_escaped(void **state)
 	}
 }
 
+static void test_labelled_sample(void **state)
+{
+	tau_buf b = TAU_BUF_INIT(0);
+
+	(void)state;
+	tau_prom_labelled(&b, "tau_x_total", "code", "OK", 7);
+	tau_prom_labelled(&b, "tau_x_nodes", "flavor", "h\"100\n", UINT64_MAX);
+	assert_int_equal(tau_buf_error(&b), 0);
+	assert_string_equal(b.p, "tau_x_total{code=\"OK\"} 7\n"
+	                         "tau_x_nodes{flavor=\"h\\\"100\\n\"} 18446744073709551615\n");
+	tau_buf_free(&b);
+}
+
 static void test_quantity_values(void **state)
 {
 	static const struct {
@@ -92,6 +105,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_family_and_scalar),
 	        cmocka_unit_test(test_label_value_escaped),
+	        cmocka_unit_test(test_labelled_sample),
 	        cmocka_unit_test(test_quantity_values),
 	};
 
