@@ -48,7 +48,6 @@ import json
 import os
 import resource
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -94,14 +93,6 @@ def metrics(port):
             except ValueError:
                 pass
     return out
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Swarm:
@@ -227,7 +218,7 @@ class Bench:
         with open(self.kubeconfig) as f:
             self.admin = json.load(f)["users"][0]["user"]["token"]
         self.tls()
-        self.grpc_port = free_port()
+        self.grpc_port = harness.free_port()
 
     def tls(self):
         t = harness.make_tls(self.work)
