@@ -21,10 +21,15 @@ if(TAU_PYTHON_TESTS)
       LABELS python pure-python
       ENVIRONMENT "TAU_SHARED_DIR=${TAU_SHARED_DIR}")
 
-  # The README's demo command, as a smoke test: kube-sim, real agents and aggregator, the CLI.
-  # It passes on its exit status alone: every step checked, every daemon stopped with SIGTERM
-  # (kube-sim with SIGINT) and exiting 0 (scripts/demo.py).
-  add_test(NAME e2e/demo
-           COMMAND ${PYTHON3} ${PROJECT_SOURCE_DIR}/scripts/demo.py --build ${CMAKE_BINARY_DIR})
-  set_tests_properties(e2e/demo PROPERTIES TIMEOUT 600 LABELS "e2e;python")
+  # e2e/demo  tests/e2e/test_demo.py: the README's demo command (scripts/demo.py) with kube-sim,
+  #           real agents and aggregator and the CLI; asserts on what the demo observed (its
+  #           --summary JSON and output): every agent connected, no missing node, the Cohort equal
+  #           to the pool, the workspace Ready, the cordon shrinking the Cohort; and that a demo
+  #           whose agent is refused fails naming it.
+  tau_add_python_suite(e2e/demo
+      TESTS test_demo
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
+      TIMEOUT 600
+      LABELS e2e python
+      ENVIRONMENT "TAU_DEMO_BUILD=${CMAKE_BINARY_DIR}")
 endif()

@@ -9,10 +9,20 @@ Reconcile mode naming the capacity team `research`, that TauTeam and a TauWorksp
 (no hand-made Kueue object: the aggregator writes the ResourceFlavors, the team's root Cohort
 holding the exact pool and the workspace's ClusterQueue), shows `tau workspace list|status`,
 `tau team status research` and the Cohort as YAML, and cordons an H100 node: the pool and the
-Cohort's nominalQuota shrink, and `tau team status` shows it.  Every step waits for its
-condition.  Everything runs on 127.0.0.1 and is stopped on exit.
+Cohort's nominalQuota shrink, and `tau team status` shows it.  Everything runs on 127.0.0.1 and
+is stopped on exit.
 
-Usage: scripts/demo.py [--build DIR] [--keep]   (make demo runs it)
+Each agent authenticates as a real one does: with a projected-ServiceAccount-shaped token (a JWT
+naming the agent ServiceAccount, its pod and its node) that the aggregator sends to kube-sim's
+TokenReview.  Every step waits for its condition and says what it checked; the demo exits 1,
+naming the node and the agent's last log line, when an agent is not connected or a GPU node is
+missing from the pool at any step that depends on the agents.  `--summary FILE` writes every
+check and the figures behind it as JSON (tests/e2e/test_demo.py asserts on it);
+`--break-token NODE` gives that node's agent a token kube-sim does not know, which must fail the
+demo.
+
+Usage: scripts/demo.py [--build DIR] [--keep] [--summary FILE] [--break-token NODE]
+       (make demo runs it)
 """
 import argparse
 import copy
@@ -29,7 +39,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "kube")
 KUBE_SIM = os.path.join(ROOT, "tests", "kube-sim", "kube-sim")
+sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+from kubesim import satoken  # noqa: E402  (projected ServiceAccount tokens for kube-sim)
+
 AGENT_SA = "system:serviceaccount:tau-system:tau-node-agent"
+AGENT_AUDIENCE = "taugrid"  # the aggregator's --token-audience default
+AGENT_WAIT_S = 60  # every agent connected and reported (seconds)
 TEAM = "research"
 COHORT = "tau-team-" + TEAM
 HELM = os.path.join(ROOT, ".tools", "bin", "helm")
@@ -42,10 +57,17 @@ TAU_CLUSTER = {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster",
 
 procs = []
 STOP_TIMEOUT_S = 30  # sanitizer builds are slow to exit
+checks = []  # every check that passed: {"step", "check", "data"} (--summary)
 
 
 def say(msg):
     print("\n\033[1m== %s\033[0m" % msg, flush=True)
+
+
+def checked(step, what, data=None):
+    """Records a check that passed and prints it under the step it belongs to."""
+    checks.append({"step": step, "check": what, "data": data})
+    print("checked: %s" % what, flush=True)
 
 
 def free_port():
@@ -68,6 +90,21 @@ def wait_for(pred, timeout, what):
             return got
         time.sleep(0.2)
     sys.exit("demo: timed out waiting for %s" % what)
+
+
+def last_log_line(work, name):
+    try:
+        with open(os.path.join(work, name + ".log"), errors="replace") as f:
+            lines = [ln.rstrip("\n") for ln in f if ln.strip()]
+    except OSError as e:
+        return "(no log: %s)" % e.strerror
+    return lines[-1] if lines else "(its log is empty)"
+
+
+def refused(line):
+    """True when an agent's log line says the aggregator refused its credentials: gRPC
+    UNAUTHENTICATED (16) or PERMISSION_DENIED (7) never heal by retrying the same token."""
+    return "code=16 " in line or "code=7 " in line
 
 
 def start(cmd, name, log_dir, env=None):
@@ -182,6 +219,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--keep", action="store_true", help="leave the work dir for inspection")
+    ap.add_argument("--summary", metavar="FILE",
+                    help="write every check and the figures behind it as JSON")
+    ap.add_argument("--break-token", metavar="NODE", default="",
+                    help="give NODE's agent a token kube-sim does not know (the demo must fail)")
     args = ap.parse_args()
     agent_bin = os.path.join(args.build, "tau-node-agent")
     aggr_bin = os.path.join(args.build, "tau-aggregator")
@@ -223,14 +264,19 @@ def main():
         seed = os.path.join(work, "seed.json")
         with open(seed, "w") as f:
             json.dump({"kind": "List", "items": items}, f)
-        tokens = {}
+        if args.break_token and args.break_token not in [n["metadata"]["name"] for n in nodes]:
+            sys.exit("demo: --break-token %s: no such GPU node" % args.break_token)
+        # One projected ServiceAccount token per agent pod, bound to its node; kube-sim's
+        # TokenReview answers each with the agent ServiceAccount and the node it is bound to.
+        tokens, agent_tokens = {}, {}
         for n in nodes:
             name = n["metadata"]["name"]
-            tokens["agent-" + name] = {
-                "username": AGENT_SA, "groups": ["system:serviceaccounts"],
-                "extra": {"authentication.kubernetes.io/node-name": [name],
-                          "authentication.kubernetes.io/pod-name": ["tau-node-agent-" + name]},
-                "audiences": ["taugrid"]}
+            pod = "tau-node-agent-" + name
+            tok = satoken.projected_token(AGENT_SA, [AGENT_AUDIENCE], node=name, pod=pod)
+            tokens[tok] = satoken.table_entry(AGENT_SA, [AGENT_AUDIENCE], node=name, pod=pod)
+            # --break-token: the same claims, but no API server issued it (TokenReview says so)
+            agent_tokens[name] = tok if name != args.break_token else satoken.projected_token(
+                AGENT_SA, [AGENT_AUDIENCE], node=name, pod=pod, tag="not-issued")
         tokens_file = os.path.join(work, "tokens.json")
         with open(tokens_file, "w") as f:
             json.dump(tokens, f)
@@ -264,7 +310,7 @@ def main():
                 sockets.append(add_socket(reg, d["name"]))
             token_file = os.path.join(work, "token-" + name)
             with open(token_file, "w") as f:
-                f.write("agent-" + name)
+                f.write(agent_tokens[name])
             start([agent_bin, "--node-name", name, "--aggregator", grpc_addr, "--insecure",
                    "--kubeconfig", kubeconfig, "--host-root", root, "--token-file", token_file],
                   "agent-" + name, work, env)
@@ -283,7 +329,55 @@ def main():
             except ValueError:
                 return None
 
-        wait_for(lambda: (pool() or {}).get("established"), 60, "the pool to be established")
+        gpu_nodes = sorted(n["metadata"]["name"] for n in nodes)
+
+        def node_rows():
+            r = subprocess.run(tau + ["nodes", "-o", "json"] + aggr, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, universal_newlines=True)
+            try:
+                return {row["name"]: row for row in json.loads(r.stdout)}
+            except (ValueError, KeyError, TypeError):
+                return None
+
+        def agents_in(step):
+            """Waits until every GPU node's agent is connected and the pool is established with
+            no missing node; exits 1 naming each node that is not and its agent's last log line
+            (at once when an agent's credentials were refused)."""
+            deadline = time.monotonic() + AGENT_WAIT_S
+            while True:
+                for p, name in procs:
+                    if p.poll() is not None:
+                        sys.exit("demo: %s exited early (%s): %s" %
+                                 (name, describe_exit(p.returncode), last_log_line(work, name)))
+                rows, gate = node_rows() or {}, pool() or {}
+                down = [n for n in gpu_nodes if not rows.get(n, {}).get("connected")]
+                if not down and gate.get("established") and gate.get("missingCount") == 0:
+                    return rows, gate
+                hopeless = [n for n in down if refused(last_log_line(work, "agent-" + n))]
+                if hopeless or time.monotonic() > deadline:
+                    lines = ["demo: %s: the agent of %s is not connected (%s); its last log "
+                             "line: %s" % (step, n, "refused" if n in hopeless else
+                                           "not after %d s" % AGENT_WAIT_S,
+                                           last_log_line(work, "agent-" + n))
+                             for n in (hopeless or down)]
+                    if not (hopeless or down):
+                        lines = ["demo: %s: the pool is not established with every agent in "
+                                 "after %d s (missingCount %s, missing %s)" %
+                                 (step, AGENT_WAIT_S, gate.get("missingCount"),
+                                  ", ".join(gate.get("missingNodes") or []) or "-")]
+                    sys.exit("\n".join(lines))
+                time.sleep(0.2)
+
+        def check_agents(step):
+            rows, gate = agents_in(step)
+            checked(step, "all %d GPU nodes' agents connected, pool established, missingCount 0"
+                    % len(gpu_nodes),
+                    {"connected": sorted(n for n, r in rows.items() if r.get("connected")),
+                     "missingCount": gate.get("missingCount"), "pool": gate})
+            return gate
+
+        step = "pool"
+        check_agents(step)
         say("The pool, per GPU class (exact sums of every allocatable resource)")
         run(tau + ["pool"] + aggr)
         run(tau + ["nodes"] + aggr)
@@ -339,11 +433,57 @@ def main():
         wait_for(lambda: ok(ws + ["check", "alpha"]), 60, "workspace alpha to be Ready")
         run(ws + ["list"])
         run(ws + ["status", "alpha"])
+        step = "workspace"
+        checked(step, "team %s Ready (tau team status exits 0) and workspace alpha Ready "
+                "(tau workspace check exits 0)" % TEAM, {"team": TEAM, "workspace": "alpha"})
+
+        def cohort_quota():
+            """{flavor: {resource: nominalQuota}} of the Cohort, as kubectl reads it."""
+            r = subprocess.run(kubectl + ["get", "cohort", COHORT, "-o", "json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               universal_newlines=True)
+            try:
+                spec = json.loads(r.stdout)["spec"]
+            except (ValueError, KeyError):
+                return None
+            return {f["name"]: {q["name"]: q["nominalQuota"] for q in f.get("resources", [])}
+                    for g in spec.get("resourceGroups") or [] for f in g.get("flavors") or []}
+
+        def gpus_of(view, flavor):
+            """nvidia.com/gpu of a flavor in a {flavor: {resource: quantity}} view."""
+            return str((view.get(flavor) or {}).get("nvidia.com/gpu", "0"))
+
+        def pool_gpus(gate):
+            return {"taugrid-gpu-" + f["name"]: f["resources"] for f in gate.get("flavors", [])}
+
+        def cohort_differs(gate):
+            """Where the Cohort's nominalQuota differs from the pool, resource by resource and
+            flavor by flavor (a resource the pool lacks must be 0); [] when it is the pool."""
+            quota, want = cohort_quota(), pool_gpus(gate)
+            if quota is None:
+                return ["Cohort %s not readable" % COHORT]
+            diff = []
+            for f in sorted(set(want) | set(quota)):
+                have, need = quota.get(f, {}), want.get(f, {})
+                for r in sorted(set(have) | set(need)):
+                    if str(have.get(r, "0")) != str(need.get(r, "0")):
+                        diff.append("%s %s: Cohort %s, pool %s" %
+                                    (f, r, have.get(r, "-"), need.get(r, "-")))
+            return diff
 
         say("The team's budget: its root Cohort holds the exact pool, per GPU class")
+        step = "budget"
+        gate = check_agents(step)
+        wait_for(lambda: not cohort_differs(gate), 30,
+                 "Cohort %s to equal the pool (%s)" % (COHORT, "; ".join(cohort_differs(gate))))
         run(team + ["status", TEAM])
         run(kubectl + ["get", "resourceflavors,cohorts,clusterqueues"])
         run(kubectl + ["get", "cohort", COHORT, "-o", "yaml"])
+        checked(step, "Cohort %s's nominalQuota equals the pool for every flavor and resource "
+                "(nvidia.com/gpu: %s)" %
+                (COHORT, ", ".join("%s=%s" % (f, gpus_of(pool_gpus(gate), f))
+                                   for f in sorted(pool_gpus(gate)))),
+                {"cohort": cohort_quota(), "pool": pool_gpus(gate)})
 
         cordoned = nodes[0]["metadata"]["name"]
         flavor = "taugrid-gpu-" + nodes[0]["metadata"]["labels"]["tau.azure.com/gpu-class"]
@@ -362,6 +502,21 @@ def main():
         run(cohort_gpus)
         print("", flush=True)
         run(team + ["status", TEAM])
+        step = "cordon"
+        after = check_agents(step)
+        wait_for(lambda: not cohort_differs(after), 30,
+                 "Cohort %s to equal the pool after the cordon (%s)" %
+                 (COHORT, "; ".join(cohort_differs(after))))
+        shrunk = cohort_quota()
+        if int(gpus_of(shrunk, flavor)) >= int(gpus[0]):
+            sys.exit("demo: cordon: Cohort %s still holds %s nvidia.com/gpu in %s (before: %s)"
+                     % (COHORT, gpus_of(shrunk, flavor), flavor, gpus[0]))
+        checked(step, "cordoning %s shrank Cohort %s's %s nvidia.com/gpu from %s to %s; the "
+                "whole Cohort equals the pool; its agent still connected" %
+                (cordoned, COHORT, flavor, gpus[0], gpus_of(shrunk, flavor)),
+                {"node": cordoned, "flavor": flavor, "before": gpus[0],
+                 "after": gpus_of(shrunk, flavor), "pool": pool_gpus(after),
+                 "cohort": shrunk})
         completed = True
     finally:
         problems = stop_all(work)
@@ -378,8 +533,16 @@ def main():
     if problems:
         sys.exit("demo: FAILED at shutdown (%d daemon(s) did not stop cleanly); logs kept in %s"
                  % (len(problems), work))
-    print("\nDemo done: every step and every daemon's exit status checked.%s" %
-          (" Logs: %s" % work if keep else ""))
+    checked("shutdown", "every daemon (kube-sim, the aggregator, %d agents) stopped on its "
+            "signal with exit status 0" % len(tokens))
+    if args.summary:
+        with open(args.summary, "w") as f:
+            json.dump({"checks": checks}, f, indent=1, sort_keys=True)
+    print("\nDemo done: %d checks passed:" % len(checks))
+    for c in checks:
+        print("  [%s] %s" % (c["step"], c["check"]))
+    if keep:
+        print("Logs: %s" % work)
 
 
 if __name__ == "__main__":

@@ -4,25 +4,28 @@ Used when the real agent is not part of the test: it sends exactly what the prot
 (first a full inventory with seq 1, heartbeats carrying the digest, Stopping on purpose) and
 records every ack and the final status.
 """
-import base64
 import hashlib
 import json
+import os
 import queue
+import sys
 import threading
 import time
 
 import grpc
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "kube-sim"))
+from kubesim import satoken  # noqa: E402
 
 REPORT = "/tau.inventory.v1.InventoryService/Report"
 AGENT_SA = "system:serviceaccount:tau-system:tau-node-agent"
 
 
 def jwt(claims):
-    """A JWT-shaped string (header.claims.signature, base64url) with these claims; the
-    signature is a placeholder: only the API server (kube-sim's token table) says who it is."""
-    enc = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()  # noqa: E731
-    return ".".join([enc(b'{"alg":"RS256","kid":"kube-sim"}'),
-                     enc(json.dumps(claims, sort_keys=True).encode()), enc(b"kube-sim")])
+    """A JWT-shaped string with these claims (kubesim.satoken: only kube-sim's token table says
+    who it is)."""
+    return satoken.jwt(claims)
 
 
 def agent_token(node, tag="", user=AGENT_SA):
@@ -30,14 +33,7 @@ def agent_token(node, tag="", user=AGENT_SA):
     claims name the agent ServiceAccount (the aggregator refuses any other token before a
     TokenReview). `tag` makes tokens for the same node distinct. kube-sim's --tokens table maps
     the exact string to the user the TokenReview answers."""
-    ns, name = user.split(":")[2:4]
-    claims = {"sub": user, "aud": ["taugrid"],
-              "kubernetes.io": {"namespace": ns, "serviceaccount": {"name": name}}}
-    if node:
-        claims["kubernetes.io"]["node"] = {"name": node}
-    if tag:
-        claims["jti"] = tag
-    return jwt(claims)
+    return satoken.projected_token(user, ["taugrid"], node=node, tag=tag)
 
 
 def inventory_from_node(pb, node):

@@ -1,0 +1,136 @@
+"""e2e/demo: the README's `make demo` (scripts/demo.py) shows what it promises.
+
+The demo runs kube-sim, one real tau-node-agent per GPU node, the real aggregator and the CLI.
+Its exit status alone proves little (a pool appears even when every agent is refused, once the
+aggregator's sync gate times out), so this suite reads what the demo observed (`--summary`, the
+figures behind each check) and what it printed, and asserts on them itself:
+- every GPU node's agent connected and no missing node, at every step that depends on agents;
+- the Cohort's nominalQuota equal to the pool, flavor by flavor and resource by resource;
+- the workspace Ready;
+- the cordon shrinking the Cohort to the pool without the node.
+And a demo whose agent is refused fails, naming that agent and its last log line.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DEMO = os.path.join(ROOT, "scripts", "demo.py")
+BUILD = os.environ.get("TAU_DEMO_BUILD") or os.path.join(ROOT, "build")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "kube")
+SHAPES = ("node-nd-h100-v5.json", "node-nc-a100-v4-mig.json", "node-flex-h100.json")
+TIMEOUT_S = 300
+
+
+def gpu_nodes():
+    """The demo's GPU nodes: two copies (-0, -1) of each fixture shape."""
+    names = []
+    for shape in SHAPES:
+        with open(os.path.join(FIXTURES, shape)) as f:
+            base = json.load(f)["metadata"]["name"]
+        names += ["%s-%d" % (base, k) for k in range(2)]
+    return sorted(names)
+
+
+def run_demo(*extra):
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = os.path.join(tmp, "summary.json")
+        r = subprocess.run([sys.executable, DEMO, "--build", BUILD, "--summary", summary] +
+                           list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT_S)
+        data = None
+        if os.path.exists(summary):
+            with open(summary) as f:
+                data = json.load(f)
+    return r, data
+
+
+def quota_diff(cohort, pool):
+    """Flavor/resource cells where the Cohort differs from the pool (absent in the pool: 0)."""
+    out = []
+    for flavor in sorted(set(cohort) | set(pool)):
+        have, want = cohort.get(flavor, {}), pool.get(flavor, {})
+        for r in sorted(set(have) | set(want)):
+            if str(have.get(r, "0")) != str(want.get(r, "0")):
+                out.append((flavor, r, have.get(r), want.get(r)))
+    return out
+
+
+class DemoShowsAgents(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.r, cls.summary = run_demo()
+
+    def checks(self, step):
+        self.assertIsNotNone(self.summary, "no summary: %s" % self.r.stderr[-2000:])
+        return [c for c in self.summary["checks"] if c["step"] == step]
+
+    def test_1_exit_and_summary(self):
+        self.assertEqual(self.r.returncode, 0, self.r.stderr[-3000:])
+        steps = [c["step"] for c in self.summary["checks"]]
+        for step in ("pool", "workspace", "budget", "cordon", "shutdown"):
+            self.assertIn(step, steps)
+        self.assertIn("Demo done: %d checks passed" % len(steps), self.r.stdout)
+
+    def test_2_every_agent_connected_no_missing_node(self):
+        want = gpu_nodes()
+        for step in ("pool", "budget", "cordon"):
+            with self.subTest(step=step):
+                agent_checks = [c for c in self.checks(step) if "connected" in (c["data"] or {})]
+                self.assertEqual(len(agent_checks), 1)
+                data = agent_checks[0]["data"]
+                self.assertEqual(data["connected"], want)
+                self.assertEqual(data["missingCount"], 0)
+                self.assertEqual(data["pool"]["missingNodes"], [])
+                self.assertTrue(data["pool"]["established"])
+        # The tables a newcomer reads say the same: no missing node, CONNECTED yes on GPU nodes.
+        self.assertNotRegex(self.r.stdout, r"Missing nodes: (?!none)")
+        rows = re.findall(r"^(\S+)\s+(\S+)\s+(yes|no)\s+(yes|no)\s+(yes|no)\s", self.r.stdout,
+                          re.M)
+        connected = {name: conn for name, _cls, _counted, conn, _stale in rows}
+        for name in want:
+            self.assertEqual(connected.get(name), "yes", name)
+        self.assertNotIn("agent never reported", self.r.stdout)
+
+    def test_3_cohort_is_the_pool(self):
+        (check,) = [c for c in self.checks("budget") if "cohort" in (c["data"] or {})]
+        cohort, pool = check["data"]["cohort"], check["data"]["pool"]
+        self.assertEqual(quota_diff(cohort, pool), [])
+        self.assertEqual(pool["taugrid-gpu-h100-ib"]["nvidia.com/gpu"], "16")
+        self.assertEqual(pool["taugrid-gpu-h100-flex"]["nvidia.com/gpu"], "16")
+
+    def test_4_workspace_ready(self):
+        self.assertEqual(len(self.checks("workspace")), 1)
+        self.assertRegex(self.r.stdout, r"(?m)^alpha\s+Ready\s+ml-alpha\s+alpha$")
+        self.assertRegex(self.r.stdout, r"(?m)^Phase:\s+Ready$")
+
+    def test_5_cordon_shrinks_cohort(self):
+        (check,) = [c for c in self.checks("cordon") if "cohort" in (c["data"] or {})]
+        d = check["data"]
+        self.assertEqual(d["flavor"], "taugrid-gpu-h100-ib")
+        self.assertEqual((d["before"], d["after"]), ("16", "8"))
+        self.assertEqual(quota_diff(d["cohort"], d["pool"]), [])
+        self.assertEqual(d["pool"][d["flavor"]]["nvidia.com/gpu"], "8")
+
+
+class DemoFailsWhenAnAgentIsRefused(unittest.TestCase):
+    def test_refused_agent_fails_the_demo_by_name(self):
+        node = gpu_nodes()[-1]
+        r, summary = run_demo("--break-token", node)
+        self.assertNotEqual(r.returncode, 0, r.stdout[-2000:])
+        self.assertIsNone(summary)
+        self.assertRegex(r.stderr, r"the agent of %s is not connected \(refused\); its last log "
+                         r"line: .*code=16 .*bearer token rejected by TokenReview" % re.escape(node))
+        self.assertNotIn("Demo done", r.stdout)
+        # only the broken one is named
+        for other in gpu_nodes()[:-1]:
+            self.assertNotIn("agent of %s " % other, r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
