@@ -185,13 +185,29 @@ static int check_flavors(tau_budget_conflicts *list, const tau_budget_conflict_i
 		}
 		if (matched == 0)
 			continue;
-		rc = add(
-		        list, TAU_BUDGET_CONFLICT_FLAVOR_SELECTS_POOL, "ResourceFlavor", name,
-		        "ResourceFlavor %s is not this TauCluster's (%s) and its nodeLabels %s %zu "
-		        "pool node%s, e.g. %s: a second budget for the same nodes; remove it or "
-		        "narrow its nodeLabels through its owner",
-		        name, why, labels == NULL ? "(none) select all" : "select", matched,
-		        matched == 1 ? "" : "s", first);
+		if (labels == NULL || labels->child == NULL)
+			rc = add(
+			        list, TAU_BUDGET_CONFLICT_FLAVOR_SELECTS_POOL, "ResourceFlavor",
+			        name,
+			        "ResourceFlavor %s (%s) has no nodeLabels, so Kueue may place what "
+			        "it admits on any node, the %zu GPU pool node%s (e.g. %s) "
+			        "included: "
+			        "the pool's cpu, memory and GPUs are the team budget, and quota on "
+			        "this flavor, even for cpu only, admits work onto them outside it; "
+			        "give %s nodeLabels that only non-pool nodes carry (a label your "
+			        "CPU nodes have and the GPU nodes lack), or delete it if no "
+			        "ClusterQueue uses it",
+			        name, why, matched, matched == 1 ? "" : "s", first, name);
+		else
+			rc = add(list, TAU_BUDGET_CONFLICT_FLAVOR_SELECTS_POOL, "ResourceFlavor",
+			         name,
+			         "ResourceFlavor %s is not this TauCluster's (%s) and its "
+			         "nodeLabels %s %zu "
+			         "pool node%s, e.g. %s: a second budget for the same nodes; remove "
+			         "it or "
+			         "narrow its nodeLabels through its owner",
+			         name, why, labels == NULL ? "(none) select all" : "select",
+			         matched, matched == 1 ? "" : "s", first);
 		if (rc < 0)
 			return rc;
 		grown = realloc(*pool_flavors, (*n_pool + 1) * sizeof(**pool_flavors));
@@ -252,6 +268,7 @@ static int check_quota(tau_budget_conflicts *list, const cJSON *obj, const char 
                        const char *name, const char *const *pool, size_t n_pool)
 {
 	const cJSON *groups, *g;
+	const char *team, *ws, *mb;
 	int rc;
 
 	if ((rc = opt_list(&groups, obj, "spec.resourceGroups", kind, name)) < 0)
@@ -272,12 +289,37 @@ static int check_quota(tau_budget_conflicts *list, const cJSON *obj, const char 
 		if (flavor == NULL)
 			continue;
 		text = cJSON_PrintUnformatted(v);
-		rc = add(list, TAU_BUDGET_CONFLICT_EXTERNAL_QUOTA, kind, name,
-		         "%s %s is not TauGrid's and has nominalQuota %s of %s on pool flavor %s: "
-		         "an "
-		         "overlapping budget; remove it through its owner",
-		         kind, name, text != NULL ? text : "?", resource != NULL ? resource : "?",
-		         flavor);
+		team = tau_json_label(obj, TAU_BUDGET_LABEL_TEAM);
+		ws = tau_json_label(obj, TAU_BUDGET_LABEL_WORKSPACE);
+		mb = tau_json_label(obj, TAU_BUDGET_LABEL_MANAGED_BY);
+		if (mb == NULL || strcmp(mb, TAU_BUDGET_MANAGED_BY) != 0 || team == NULL)
+			rc = add(list, TAU_BUDGET_CONFLICT_EXTERNAL_QUOTA, kind, name,
+			         "%s %s is not TauGrid's and has nominalQuota %s of %s on pool "
+			         "flavor %s: an overlapping budget; remove it through its owner",
+			         kind, name, text != NULL ? text : "?",
+			         resource != NULL ? resource : "?", flavor);
+		else if (ws == NULL)
+			rc = add(list, TAU_BUDGET_CONFLICT_EXTERNAL_QUOTA, kind, name,
+			         "%s %s is the budget of explicit-quota team %s and has "
+			         "nominalQuota "
+			         "%s of %s on pool flavor %s, which the capacity team's Cohort "
+			         "already "
+			         "holds: the same nodes would be budgeted twice; remove flavor %s "
+			         "from "
+			         "TauTeam %s spec.quota",
+			         kind, name, team, text != NULL ? text : "?",
+			         resource != NULL ? resource : "?", flavor, flavor, team);
+		else
+			rc = add(list, TAU_BUDGET_CONFLICT_EXTERNAL_QUOTA, kind, name,
+			         "%s %s is the queue of workspace %s of explicit-quota team %s and "
+			         "has "
+			         "nominalQuota %s of %s on pool flavor %s, which the capacity "
+			         "team's "
+			         "Cohort already holds: the same nodes would be budgeted twice; "
+			         "remove "
+			         "flavor %s from TauWorkspace %s and TauTeam %s spec.quota",
+			         kind, name, ws, team, text != NULL ? text : "?",
+			         resource != NULL ? resource : "?", flavor, flavor, ws, team);
 		free(text);
 		return rc;
 	}

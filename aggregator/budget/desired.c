@@ -360,30 +360,53 @@ static int plan_observed(strset *res, flavor_list *fl, const cJSON *cohort)
 	return 0;
 }
 
-/* The class of a retained flavor: our observed ResourceFlavor's label, or its plain name. */
+/* Does `suffix` end in "-" and TAU_BUDGET_NAME_HASH_HEX lowercase hex digits (a cleaned name)? */
+static bool hashed_suffix(const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	if (n < TAU_BUDGET_NAME_HASH_HEX + 2 || suffix[n - TAU_BUDGET_NAME_HASH_HEX - 1] != '-')
+		return false;
+	for (size_t i = n - TAU_BUDGET_NAME_HASH_HEX; i < n; i++)
+		if (!((suffix[i] >= '0' && suffix[i] <= '9') ||
+		      (suffix[i] >= 'a' && suffix[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/*
+ * The class of a retained flavor: the gpu-class label of a TauGrid ResourceFlavor of that name
+ * whose class maps back to the name, this TauCluster's first, else one an earlier TauCluster
+ * wrote (a reinstall: a label read is no write); else the plain name, unless the name ends like
+ * a cleaned one ("-<8 hex>"): that class cannot be read back from the name, so it stays unknown
+ * and the flavor is kept at 0 without a ResourceFlavor write.
+ */
 static int retained_class(tau_budget_flavor *f, const cJSON *const *rfs, size_t n_rfs,
                           const char *cluster_uid)
 {
 	char name[TAU_BUDGET_NAME_BUF];
-	const char *cls = NULL;
+	const char *cls = NULL, *plain;
 	size_t plen = strlen(TAU_BUDGET_FLAVOR_PREFIX);
 
-	for (size_t i = 0; i < n_rfs && cls == NULL; i++) {
+	for (size_t k = 0; k < 2 * n_rfs && cls == NULL; k++) {
+		const cJSON *rf = rfs[k % n_rfs];
 		const char *c;
 
-		if (!same(name_of(rfs[i]), f->name) ||
-		    tau_budget_ownership_of(rfs[i], TAU_BUDGET_RESOURCE_FLAVOR, cluster_uid, NULL,
-		                            0) != TAU_BUDGET_OWNED)
+		if (!same(name_of(rf), f->name) ||
+		    !same(tau_json_label(rf, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY) ||
+		    (k < n_rfs &&
+		     tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, cluster_uid, NULL,
+		                             0) != TAU_BUDGET_OWNED))
 			continue;
-		c = tau_json_label(rfs[i], TAU_BUDGET_LABEL_GPU_CLASS);
+		c = tau_json_label(rf, TAU_BUDGET_LABEL_GPU_CLASS);
 		if (c != NULL && tau_budget_flavor_name(name, sizeof(name), c) == 0 &&
 		    strcmp(name, f->name) == 0)
 			cls = c;
 	}
-	if (cls == NULL && strncmp(f->name, TAU_BUDGET_FLAVOR_PREFIX, plen) == 0 &&
-	    tau_budget_flavor_name(name, sizeof(name), f->name + plen) == 0 &&
-	    strcmp(name, f->name) == 0)
-		cls = f->name + plen;
+	plain = strncmp(f->name, TAU_BUDGET_FLAVOR_PREFIX, plen) == 0 ? f->name + plen : NULL;
+	if (cls == NULL && plain != NULL && !hashed_suffix(plain) &&
+	    tau_budget_flavor_name(name, sizeof(name), plain) == 0 && strcmp(name, f->name) == 0)
+		cls = plain;
 	tau_error_clear();
 	if (cls != NULL && (f->gpu_class = strdup(cls)) == NULL)
 		return nomem("Cohort plan");

@@ -121,10 +121,12 @@ typedef struct tau_budget_plan {
  * class lacks the resource, and for retained flavors).
  *
  * The class of a retained flavor comes from the label
- * tau.azure.com/gpu-class of the same-named ResourceFlavor among
- * `observed_flavors` that this cluster owns (cluster_uid), else from the
- * name itself when it is the plain name of a class; else it stays NULL (the
- * controller then cannot re-create that ResourceFlavor, and keeps it).
+ * tau.azure.com/gpu-class of the same-named TauGrid ResourceFlavor among
+ * `observed_flavors`, the one this cluster owns (cluster_uid) first, else
+ * one an earlier TauCluster wrote (a reinstall); else from the name itself
+ * when it is the plain name of a class and does not end like a cleaned-up
+ * name ("-<8 hex>", whose class cannot be read back); else it stays NULL
+ * (the controller then cannot re-create that ResourceFlavor, and keeps it).
  *
  * @param out               receives a new plan (tau_budget_plan_free); untouched on failure.
  * @param pool              the snapshot; must not be NULL.
@@ -134,7 +136,7 @@ typedef struct tau_budget_plan {
  * @param observed_flavors  ResourceFlavors as read back (may be NULL when n is 0).
  * @param n_observed_flavors  their count.
  * @param cluster_uid       the TauCluster UID that owns our ResourceFlavors (may be NULL:
- *                          then no observed flavor counts as ours).
+ *                          then only flavors of earlier TauClusters are read).
  * @return 0;
  *         -TAU_ERANGE over Kueue's limits (more than TAU_BUDGET_MAX_RESOURCES
  *          covered resources or TAU_BUDGET_MAX_FLAVORS flavors), or a quota

@@ -1234,6 +1234,23 @@ static bool has_finalizer(const cJSON *team)
 	return false;
 }
 
+/* Does the team set a quota (an empty list sets none)? */
+static bool quota_given(const cJSON *team)
+{
+	const cJSON *q = tau_json_find(team, "spec.quota");
+
+	return q != NULL && !cJSON_IsNull(q) && !(cJSON_IsArray(q) && cJSON_GetArraySize(q) == 0);
+}
+
+/* Is any ClusterQueue applied to the team's Cohort? */
+static bool cohort_applied(const team_ctx *c)
+{
+	for (size_t i = 0; i < c->in->n_cluster_queues; i++)
+		if (streq(tau_json_str(c->in->cluster_queues[i], "spec.cohortName"), c->cohort))
+			return true;
+	return false;
+}
+
 static int decide(team_ctx *c)
 {
 	const tau_budget_explicit_input *in = c->in;
@@ -1261,6 +1278,14 @@ static int decide(team_ctx *c)
 		return has_finalizer(in->team) ? deleting(c)
 		                               : set_team(t, TAU_BUDGET_REASON_DELETION_BLOCKED,
 		                                          "False", "Pending", "being deleted");
+	}
+	/* The finalizer guards what the team holds; a team that holds nothing gets none, and one
+	 * it got earlier goes, so deleting an empty team never waits for the aggregator. */
+	if (!quota_given(in->team) && c->n_ws == 0 && co == NULL && !cohort_applied(c)) {
+		t->remove_finalizer = has_finalizer(in->team);
+		return set_team(t, TAU_BUDGET_REASON_QUOTA_APPLIED, "True", "Ready",
+		                "no spec.quota and no workspaces: the team holds nothing, so no "
+		                "Cohort and no finalizer are written");
 	}
 	t->add_finalizer = !has_finalizer(in->team);
 	if (invalid == 1)

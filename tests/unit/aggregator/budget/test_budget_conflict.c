@@ -107,7 +107,21 @@ static const conflict_case cases[] = {
          NULL,
          NULL,
          {{"ForeignFlavorSelectsPool", "ResourceFlavor", "everything",
-           "nodeLabels (none) select all 3 pool nodes, e.g. n1"}}},
+           "ResourceFlavor everything (label app.kubernetes.io/managed-by is absent: not "
+           "managed by TauGrid) has no nodeLabels, so Kueue may place what it admits on any "
+           "node, the 3 GPU pool nodes (e.g. n1) included: the pool's cpu, memory and GPUs "
+           "are the team budget, and quota on this flavor, even for cpu only, admits work "
+           "onto them outside it; give everything nodeLabels that only non-pool nodes carry"}}},
+        {"(a) the stock Kueue default-flavor (empty nodeLabels) says why and how to fix",
+         "[{\"metadata\":{\"name\":\"default-flavor\"},\"spec\":{\"nodeLabels\":{}}}]",
+         NULL,
+         NULL,
+         false,
+         NULL,
+         NULL,
+         {{"ForeignFlavorSelectsPool", "ResourceFlavor", "default-flavor",
+           "give default-flavor nodeLabels that only non-pool nodes carry (a label your CPU "
+           "nodes have and the GPU nodes lack), or delete it if no ClusterQueue uses it"}}},
         {"(a) our name, but legacy ownership metadata",
          "[{\"metadata\":{\"name\":\"taugrid-gpu-h100\",\"labels\":{"
          "\"app.kubernetes.io/managed-by\":\"taugrid\"}},\"spec\":{\"nodeLabels\":{"
@@ -153,6 +167,27 @@ static const conflict_case cases[] = {
            "ClusterQueue ext is not TauGrid's and has nominalQuota 8 of nvidia.com/gpu on pool "
            "flavor gpu-a"},
           {"ExternalQuota", "Cohort", "org", "nominalQuota \"500m\" of nvidia.com/gpu"}}},
+        {"(b) an explicit team's Cohort and queue on a pool flavor are named as TauGrid's",
+         NULL,
+         "[{\"metadata\":{\"name\":\"tau-ws-x\"," ORPHAN_CQ("ml", "x", "w-x") "}," NOMINAL(
+                 "taugrid-gpu-h100", "\"2\"") "}]",
+         "[{\"metadata\":{\"name\":\"tau-team-ml\",\"labels\":{"
+         "\"app.kubernetes.io/managed-by\":\"taugrid\",\"tau.azure.com/team\":\"ml\","
+         "\"tau.azure.com/quota-mode\":\"explicit\"},\"annotations\":{"
+         "\"tau.azure.com/team-uid\":\"t-ml\"}}," NOMINAL("taugrid-gpu-h100", "\"8\"") "}]",
+         false,
+         NULL,
+         NULL,
+         {{"ExternalQuota", "ClusterQueue", "tau-ws-x",
+           "ClusterQueue tau-ws-x is the queue of workspace x of explicit-quota team ml and has "
+           "nominalQuota \"2\" of nvidia.com/gpu on pool flavor taugrid-gpu-h100, which the "
+           "capacity team's Cohort already holds: the same nodes would be budgeted twice; "
+           "remove flavor taugrid-gpu-h100 from TauWorkspace x and TauTeam ml spec.quota"},
+          {"ExternalQuota", "Cohort", "tau-team-ml",
+           "Cohort tau-team-ml is the budget of explicit-quota team ml and has nominalQuota "
+           "\"8\" of nvidia.com/gpu on pool flavor taugrid-gpu-h100, which the capacity "
+           "team's Cohort already holds: the same nodes would be budgeted twice; remove "
+           "flavor taugrid-gpu-h100 from TauTeam ml spec.quota"}}},
         {"a foreign queue or Cohort joining the team Cohort",
          NULL,
          "[{\"metadata\":{\"name\":\"sneaky\"},\"spec\":{\"cohortName\":\"tau-team-research\"}}]",
@@ -384,7 +419,7 @@ static void test_summary(void **state)
 	world_build(&w, &cases[ARRAY_LEN(cases) - 1]);
 	assert_int_equal(tau_budget_conflicts_find(&list, &w.in), 0);
 	tau_budget_conflicts_summary(buf, sizeof(buf), list);
-	assert_int_equal(strncmp(buf, "5 conflicts: ResourceFlavor aa is not", 37), 0);
+	assert_int_equal(strncmp(buf, "5 conflicts: ResourceFlavor aa (label", 37), 0);
 	assert_int_equal(strlen(buf), sizeof(buf) - 1);
 	tau_budget_conflicts_free(list);
 	world_free(&w);

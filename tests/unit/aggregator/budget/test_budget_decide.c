@@ -474,7 +474,8 @@ static void test_missing_team_is_a_conflict(void **state)
 }
 
 /* A team beside the capacity team is an explicit team (explicit.c): an empty quota and no
- * workspaces hold nothing, so no Cohort; it gets its cleanup finalizer (E9, E10). */
+ * workspaces hold nothing, so no Cohort and no cleanup finalizer (issue 24: deleting such a
+ * team never waits for the aggregator); with a quota it gets the finalizer (E9, E10). */
 static void test_explicit_team_beside_the_capacity_team(void **state)
 {
 	fixture *f = *state;
@@ -487,6 +488,12 @@ static void test_explicit_team_beside_the_capacity_team(void **state)
 	decide(f);
 	assert_string_equal(reason_of(f, other, "QuotaReady"), "QuotaApplied");
 	assert_null(find_write(f, "tau-team-vision"));
+	assert_null(find_write(f, "vision"));
+	cJSON_ReplaceItemInObject(
+	        cJSON_GetObjectItemCaseSensitive(other, "spec"), "quota",
+	        parse("[{\"flavor\":\"taugrid-gpu-h100\",\"resource\":\"nvidia.com/gpu\","
+	              "\"nominalQuota\":\"0\"}]"));
+	decide(f);
 	w = find_write(f, "vision");
 	assert_non_null(w);
 	assert_int_equal(w->kind, TAU_BUDGET_TEAM);

@@ -216,11 +216,18 @@ static void test_retained_class_from_owned_flavor(void **state)
 	assert_string_equal(plan->flavors[1].gpu_class, "V100");
 	assert_true(tau_quantity_is_zero(tau_budget_plan_quota(plan, 1, 0)));
 	tau_budget_plan_free(plan);
-	/* Another cluster's flavor does not lend its label: only the plain-name reading is left. */
+	/* An earlier TauCluster's flavor (a reinstall) still names the class it was written for. */
 	assert_int_equal(tau_budget_plan_build(&plan, pool, obs, (const cJSON *const *)rf, 2,
 	                                       "cluster-uid-2"),
 	                 0);
-	assert_string_equal(plan->flavors[1].gpu_class, "v100-1b741d3a");
+	assert_string_equal(plan->flavors[1].gpu_class, "V100");
+	tau_budget_plan_free(plan);
+	/* Without any TauGrid flavor of that name, a cleaned-up name ("-<8 hex>") names no class:
+	 * reading "v100-1b741d3a" from it would write a flavor selecting no node. */
+	assert_int_equal(tau_budget_plan_build(&plan, pool, obs, (const cJSON *const *)rf + 1, 1,
+	                                       "cluster-uid-2"),
+	                 0);
+	assert_null(plan->flavors[1].gpu_class);
 	tau_budget_plan_free(plan);
 	tau_budget_pool_free(pool);
 	cJSON_Delete(obs);

@@ -602,6 +602,31 @@ static void test_e9_deletion(void **state)
 	assert_true(w->x->delete_cohort);
 }
 
+/* E9: a team holding nothing (no quota, workspaces, Cohort or queue) gets no finalizer, and
+ * one it got earlier is removed, so deleting it never waits for the aggregator. */
+static void test_e9_empty_team_has_no_finalizer(void **state)
+{
+	world *w = *state;
+
+	team(w, "empty", "null", "");
+	decide(w);
+	assert_reason(w, "QuotaApplied", "the team holds nothing, so no Cohort and no finalizer");
+	assert_true(w->x->remove_finalizer);
+	assert_false(w->x->add_finalizer);
+	assert_null(w->x->desired_cohort);
+	w->in.team = add(w, "{\"kind\":\"TauTeam\",\"metadata\":{\"name\":\"bare\","
+	                    "\"namespace\":\"tau-system\",\"uid\":\"uid-bare\"},\"spec\":{}}");
+	decide(w);
+	assert_false(w->x->remove_finalizer);
+	assert_false(w->x->add_finalizer);
+	/* A workspace (or a quota) makes it hold something: the finalizer is added. */
+	w->in.team = add(w, "{\"kind\":\"TauTeam\",\"metadata\":{\"name\":\"bare\","
+	                    "\"namespace\":\"tau-system\",\"uid\":\"uid-bare\"},\"spec\":{}}");
+	workspace(w, "a", "bare", "null");
+	decide(w);
+	assert_true(w->x->add_finalizer);
+}
+
 /* E10: missing quota is zero; unknown flavors are FlavorNotReady. */
 static void test_e10_zero_and_missing_flavor(void **state)
 {
@@ -637,6 +662,7 @@ int main(void)
 	        T(test_e7_degraded_team),
 	        T(test_e8_ownership),
 	        T(test_e9_deletion),
+	        T(test_e9_empty_team_has_no_finalizer),
 	        T(test_e10_zero_and_missing_flavor),
 	};
 #undef T
