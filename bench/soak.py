@@ -791,10 +791,11 @@ class Soak:
                     os.path.basename(self.agg.log_path), rc, self.agg.log()[-3000:]))
             rv0 = self.hist_rv
             fresh = self.agg = self.start_aggregator("agg-fresh")
-        # Its own inventory established (every agent reconnected, or --sync-timeout), then a
-        # budget pass on it: only then has it computed the budget afresh.
-        simtest_wait(lambda: pool_established(fresh), a.settle,
-                     "the fresh aggregator's pool established")
+        # Its own inventory established with every agent reconnected and reviewed (missingCount
+        # 0: not the --sync-timeout path, which counts Node objects with every agent refused),
+        # then a budget pass on it: only then has it computed the budget afresh.
+        simtest_wait(lambda: pool_established(fresh, every_agent=True), a.settle,
+                     "the fresh aggregator's pool established with every agent reporting")
         simtest_wait(lambda: 'msg="budget reconciled" state=BudgetApplied' in fresh.log(),
                      a.settle, "the fresh aggregator's budget pass on its established pool")
         c.wait_ok(self.end_state_diffs, "the fresh aggregator agrees", timeout=a.settle)
@@ -921,6 +922,8 @@ class Soak:
             "fresh_aggregator_commits": getattr(self, "out_fresh_writes", None),
             "established_after_s": [round(e[0], 2) if e[0] is not None else None
                                     for e in getattr(self, "est", None) or []],
+            "established_missing_nodes": [e[1] for e in getattr(self, "est", None) or []
+                                          if e[0] is not None],
             "failures": [{"invariant": i, "evidence": e} for i, e in self.failures],
         }
         return out
@@ -930,11 +933,13 @@ def cls_alloc(cls):
     return {c: alloc for c, alloc, _ in CLASSES}[cls]
 
 
-def pool_established(agg):
+def pool_established(agg, every_agent=False):
+    """The pool is established; with every_agent, also no GPU node's agent missing."""
     try:
-        return agg.unary("GetPool", taw.qpb.GetPoolRequest(), taw.qpb.Pool).established
+        p = agg.unary("GetPool", taw.qpb.GetPoolRequest(), taw.qpb.Pool)
     except grpc.RpcError:
         return False
+    return p.established and (not every_agent or p.missing_count == 0)
 
 
 def simtest_wait(pred, timeout, msg):
@@ -961,9 +966,10 @@ def report(out):
                                                           out["writes_matching_no_recent_pool"]))
     est = [e for e in out["established_after_s"] if e is not None]
     print("  aggregators whose pool was established: %d of %d, %.1f-%.1f s after start "
-          "(median %.1f s); the others were killed first" % (
-              len(est), len(out["established_after_s"]), min(est or [0]), max(est or [0]),
-              statistics.median(est or [0])))
+          "(median %.1f s); the others were killed first; missing agents when established: "
+          "%s" % (len(est), len(out["established_after_s"]), min(est or [0]), max(est or [0]),
+                  statistics.median(est or [0]),
+                  ", ".join(out["established_missing_nodes"]) or "-"))
     print("  zeroings (P5): %s" % (out["zeroings"] or "none"))
     print("  fresh aggregator: %s commits on budget objects" % out["fresh_aggregator_commits"])
     if out["failures"]:

@@ -36,6 +36,7 @@
 #include "tau/parse.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -187,6 +188,28 @@ bool tau_cli_gate_inventory(char *msg, size_t cap, const cJSON *cluster)
 	return true;
 }
 
+bool tau_cli_gate_pool(char *msg, size_t cap, bool established, uint32_t missing_count,
+                       char *const *names, size_t n_names)
+{
+	size_t used = strnlen(msg, cap);
+	int n;
+
+	if (established && missing_count == 0)
+		return true;
+	n = snprintf(msg + used, cap - used,
+	             established ? "; established by the initial sync timeout, but %" PRIu32
+	                           " GPU node%s' agent never reported (counted from the Node "
+	                           "object; see tau inventory explain NODE):"
+	                         : "; waiting for %" PRIu32 " node%s:",
+	             missing_count, missing_count == 1 ? "" : "s");
+	used += n > 0 && (size_t)n < cap - used ? (size_t)n : 0;
+	for (size_t i = 0; i < n_names && used + 1 < cap; i++) {
+		n = snprintf(msg + used, cap - used, " %s", names[i]);
+		used += n > 0 && (size_t)n < cap - used ? (size_t)n : 0;
+	}
+	return false;
+}
+
 bool tau_cli_gate_conditions(char *msg, size_t cap, const cJSON *cluster)
 {
 	const cJSON *c;
@@ -252,7 +275,8 @@ static cJSON *get_or_null(gate_ctx *g, const tau_kube_resource *res, const char 
 	return rc == 0 ? o : NULL;
 }
 
-/* GetPool's missing nodes, appended to msg; false when the aggregator cannot answer. */
+/* GetPool judged by tau_cli_gate_pool, appended to msg; false when the aggregator cannot
+ * answer. */
 static bool pool_missing(char *msg, size_t cap, const char *addr, const tau_cli_globals *g)
 {
 	Tau__Inventory__V1__GetPoolRequest req = TAU__INVENTORY__V1__GET_POOL_REQUEST__INIT;
@@ -273,18 +297,8 @@ static bool pool_missing(char *msg, size_t cap, const char *addr, const tau_cli_
 	} else {
 		const Tau__Inventory__V1__Pool *p = (const Tau__Inventory__V1__Pool *)resp;
 
-		ok = p->established;
-		if (!p->established) {
-			int n = snprintf(msg + used, cap - used,
-			                 "; waiting for %u node%s:", p->missing_count,
-			                 p->missing_count == 1 ? "" : "s");
-
-			used += n > 0 && (size_t)n < cap - used ? (size_t)n : 0;
-			for (size_t i = 0; i < p->n_missing_nodes && used + 1 < cap; i++) {
-				n = snprintf(msg + used, cap - used, " %s", p->missing_nodes[i]);
-				used += n > 0 && (size_t)n < cap - used ? (size_t)n : 0;
-			}
-		}
+		ok = tau_cli_gate_pool(msg, cap, p->established, p->missing_count, p->missing_nodes,
+		                       p->n_missing_nodes);
 	}
 	tau_rpc_message_free(resp);
 	tau_rpc_channel_free(ch);

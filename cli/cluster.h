@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -33,6 +34,15 @@ bool tau_cli_gate_aggregator(char *msg, size_t cap, const char *ns, const cJSON 
  * InventoryEstablished True for its generation.  msg gives the reason otherwise.
  */
 bool tau_cli_gate_inventory(char *msg, size_t cap, const cJSON *cluster);
+
+/**
+ * Step 3 with --aggregator: the aggregator's GetPool.  True only when the pool is established
+ * and no GPU node's agent is missing (`missing_count` 0): a pool established by the initial sync
+ * timeout counts the nodes from their Node objects while their agents are refused or absent, and
+ * the gate says so, naming the first `n_names` of them.  Appends to msg.
+ */
+bool tau_cli_gate_pool(char *msg, size_t cap, bool established, uint32_t missing_count,
+                       char *const *names, size_t n_names);
 
 /**
  * Step 4: the TauCluster's conditions, observed for its generation: NodeSelectorValid True,

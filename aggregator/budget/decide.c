@@ -636,8 +636,12 @@ static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bo
 		rc = tau_conditions_set(
 		        conds, prev, "InventoryEstablished", in->established ? "True" : "False",
 		        in->established ? "Established" : "WaitingForNodes",
-		        in->established ? "every labelled node reported or the grace period passed"
-		                        : "the inventory's sync gate is not open",
+		        in->established
+		                ? "the sync gate is open: every GPU node's agent reported, or "
+		                  "the initial sync timeout passed and nodes without one "
+		                  "count from their Node objects (tau inventory pool lists "
+		                  "them as missing)"
+		                : "the inventory's sync gate is not open",
 		        gen, in->now);
 	if (rc == 0)
 		rc = tau_conditions_set(conds, prev, "NodeSelectorValid",

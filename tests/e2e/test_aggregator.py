@@ -800,7 +800,10 @@ class TrustE2E(unittest.TestCase):
         cls.agg = Aggregator(cls.kubeconfig)
         cls.agents = {n["metadata"]["name"]: RealAgent(n["metadata"]["name"], cls.agg.addr,
                                                        cls.kubeconfig) for n in cls.nodes}
-        wait_for(lambda: (lambda p: p.established and flavor_of(p, "t4") is not None
+        # Established with no missing node: each real agent reported (not the sync gate's
+        # timeout, which would count the nodes from their Node objects with every agent refused).
+        wait_for(lambda: (lambda p: p.established and p.missing_count == 0
+                          and flavor_of(p, "t4") is not None
                           and flavor_of(p, "t4").node_count == 3)(cls.agg.pool()),
                  timeout=60, msg="every real agent reported")
 
@@ -830,6 +833,9 @@ class TrustE2E(unittest.TestCase):
         return f.node_count if f else 0
 
     def kill_agent_and_wait_stale(self, name):
+        # connected first, so "closed" below is the kill's doing, not an agent never let in
+        self.assertTrue([x for x in self.agg.nodes() if x.name == name and x.connected],
+                        "%s's agent is not connected before the kill" % name)
         self.agents[name].kill()
         wait_for(lambda: [x for x in self.agg.nodes() if x.name == name and not x.connected],
                  msg="%s's stream closed" % name)

@@ -238,13 +238,18 @@ class HighAvailabilityE2E(unittest.TestCase):
             p = self.via.pool()
         except ta.grpc.RpcError:
             return None
-        return p if p.established else None
+        # every agent reported to it: not the sync gate's timeout counting Node objects alone
+        return p if p.established and p.missing_count == 0 else None
+
+    def agents_connected(self, agg):
+        return ("tau_aggregator_agents_connected %d\n" % len(self.gpu)) in agg.http("/metrics")[1]
 
     def test_service_routes_to_the_leader_and_survives_its_sigkill(self):
         leader = ta.wait_for(self.leader, msg="one leader")
         follower = [a for a in self.aggs if a is not leader][0]
         p = ta.wait_for(self.established_via_service, timeout=60, msg="pool via the Service")
         self.assertEqual(ta.pool_values(p), self.full)
+        self.assertTrue(self.agents_connected(leader), "not every agent connected to the leader")
         # Only the leader is Ready: every connection the Service made went to it.
         self.assertEqual(follower.http("/readyz")[0], 503)
         self.assertIn("follower", follower.http("/readyz")[1])
@@ -281,12 +286,13 @@ class HighAvailabilityE2E(unittest.TestCase):
             except ta.grpc.RpcError:
                 return None
             seen.append(q)
-            return q if q.established else None
+            return q if q.established and q.missing_count == 0 else None
 
         p = ta.wait_for(reestablished, timeout=120, msg="pool established again via the Service")
         failover = time.monotonic() - killed
         self.assertIs(self.leader(), follower)
         self.assertEqual(ta.pool_values(p), self.full)
+        ta.wait_for(lambda: self.agents_connected(follower), msg="every agent on the new leader")
         for q in seen:
             if q.established:
                 self.assertEqual(ta.pool_values(q), self.full, "established with less than the pool")

@@ -127,12 +127,36 @@ static void test_inventory_and_conditions(void **state)
 	cJSON_Delete(budget);
 }
 
+static void test_pool_gate_needs_every_agent(void **state)
+{
+	char *names[2] = {(char *)"gpu-a", (char *)"gpu-b"};
+	char msg[256];
+
+	(void)state;
+	strcpy(msg, "m");
+	assert_true(tau_cli_gate_pool(msg, sizeof(msg), true, 0, NULL, 0));
+	assert_string_equal(msg, "m");
+	/* established by the sync timeout with agents refused or absent: not ready, named */
+	assert_false(tau_cli_gate_pool(msg, sizeof(msg), true, 3, names, 2));
+	assert_string_equal(msg, "m; established by the initial sync timeout, but 3 GPU nodes' "
+	                         "agent never reported (counted from the Node object; see tau "
+	                         "inventory explain NODE): gpu-a gpu-b");
+	strcpy(msg, "m");
+	assert_false(tau_cli_gate_pool(msg, sizeof(msg), false, 1, names, 1));
+	assert_string_equal(msg, "m; waiting for 1 node: gpu-a");
+	/* a short buffer is cut, never overrun */
+	strcpy(msg, "m");
+	assert_false(tau_cli_gate_pool(msg, 12, false, 2, names, 2));
+	assert_int_equal(strlen(msg), 11);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_crds),
 	        cmocka_unit_test(test_aggregator),
 	        cmocka_unit_test(test_inventory_and_conditions),
+	        cmocka_unit_test(test_pool_gate_needs_every_agent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
