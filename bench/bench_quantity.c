@@ -62,9 +62,9 @@ struct allocatable {
 
 /*
  * status.allocatable of the fixture nodes, copied from
- * shared/fixtures/kube/node-flex-h100.json (edge-gpu-01),
- * shared/fixtures/kube/node-nc-a100-v4-mig.json (aks-nca100-41729305-vmss000002) and
- * shared/fixtures/kube/node-nd-h100-v5.json (aks-ndh100-35817294-vmss000000).
+ * tests/fixtures/kube/node-flex-h100.json (edge-gpu-01),
+ * tests/fixtures/kube/node-nc-a100-v4-mig.json (aks-nca100-41729305-vmss000002) and
+ * tests/fixtures/kube/node-nd-h100-v5.json (aks-ndh100-35817294-vmss000000).
  * Each fixture node stands for one flavor.
  */
 static const char *const flavor_names[] = {"flex-h100", "nc-a100-v4-mig", "nd-h100-v5"};

@@ -29,7 +29,7 @@
 
 #include <cjson/cJSON.h>
 
-/** Kueue's limits on one resource group (kueue.md §7). */
+/** Kueue's limits on one resource group (docs/budget.md: 64 resources, 64 flavors). */
 #define TAU_BUDGET_MAX_RESOURCES 64
 #define TAU_BUDGET_MAX_FLAVORS   64
 

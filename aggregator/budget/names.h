@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-/** Kueue API version written (kueue.md §1: v1beta1 is deprecated). */
+/** Kueue API version written (docs/budget.md; v1beta1 is deprecated). */
 #define TAU_BUDGET_KUEUE_API_VERSION "kueue.x-k8s.io/v1beta2"
 
 /** Name prefixes (the published TauGrid names). */

@@ -28,7 +28,7 @@
 #define TAU_WS_CLUSTER_QUEUE_PREFIX "tau-ws-"
 /** LocalQueue name when neither spec.queue nor the TauCluster default is set. */
 #define TAU_WS_DEFAULT_QUEUE "jobqueue"
-/** Kueue API version written (kueue.md: v1beta1 is deprecated, write v1beta2). */
+/** Kueue API version written (docs/workspaces.md: v1beta1 is deprecated). */
 #define TAU_WS_KUEUE_API_VERSION "kueue.x-k8s.io/v1beta2"
 /** Azure Workload Identity ServiceAccount annotations. */
 #define TAU_WS_ANNOTATION_WI_CLIENT_ID "azure.workload.identity/client-id"

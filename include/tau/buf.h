@@ -2,7 +2,7 @@
  * tau/buf.h - a growable byte buffer with a hard cap.
  *
  * Every buffer that grows from outside input (HTTP bodies, watch lines,
- * files, rendered metrics) has a cap (STYLE.md rule 10); tau_buf is the one
+ * files, rendered metrics) has a cap (docs/architecture.md, "Conventions"); tau_buf is the one
  * way to build one.  The bytes are always NUL-terminated once anything was
  * appended, so text can be handed on as a C string.  The first failure
  * sticks: later appends do nothing and return the same error, so a renderer

@@ -7,7 +7,7 @@
  * passed as alternating const char * arguments ending with NULL, so values
  * are quoted and escaped by the logger, never by callers.
  *
- * libtau itself logs only at debug (STYLE.md rule 7); the programs log
+ * libtau itself logs only at debug (docs/architecture.md, "Conventions"); the programs log
  * once, where an error is handled.
  */
 #ifndef TAU_LOG_H

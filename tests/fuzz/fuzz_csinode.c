@@ -24,7 +24,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The Node the seeds belong to (shared/fixtures/kube/node-nd-h100-v5.json, cut down). */
+/* The Node the seeds belong to (tests/fixtures/kube/node-nd-h100-v5.json, cut down). */
 static const char NODE[] =
         "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
         "\"name\":\"aks-ndh100-35817294-vmss000000\","

@@ -154,7 +154,7 @@ static inline void world_init(world *w)
 	memset(w, 0, sizeof(*w));
 	if (tau_budget_pool_new(&w->pool) < 0)
 		world_fail("kube_world", "out of memory");
-	/* Two classes of the shared/fixtures/kube nodes. */
+	/* Two classes of the tests/fixtures/kube nodes. */
 	world_set_pool(w->pool, "h100-ib", "nvidia.com/gpu", "16");
 	world_set_pool(w->pool, "h100-ib", "rdma/ib", "16");
 	world_set_pool(w->pool, "h100-ib", "cpu", "189880m");

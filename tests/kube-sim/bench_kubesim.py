@@ -17,7 +17,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from simtest import SimProcess, WatchStream  # noqa: E402
 
-FIXTURE = "/work/shared/fixtures/kube/node-nd-h100-v5.json"
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "kube",
+                       "node-nd-h100-v5.json")
 
 
 def node(i, template):

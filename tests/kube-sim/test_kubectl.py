@@ -8,7 +8,7 @@ import unittest
 
 from simtest import KUBECTL, SimProcess, wait_for
 
-FIXTURES = "/work/shared/fixtures"
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 NODE_FIXTURE = os.path.join(FIXTURES, "kube", "node-nd-h100-v5.json")
 
 CRD_YAML = """\

@@ -83,7 +83,7 @@ spec:
         nominalQuota: "2"
 """
 
-# kueue.md section 9: the team's root Cohort holds the pool; each workspace queue has 0 nominal.
+# docs/budget.md: the team's root Cohort holds the pool; each workspace queue has 0 nominal.
 TEAM = """
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor

@@ -1,5 +1,6 @@
 """yamlmini: the YAML subset loader used for --crds and YAML bodies."""
 import glob
+import os
 import json
 import unittest
 
@@ -43,7 +44,9 @@ class YamlMiniTest(unittest.TestCase):
 
     @unittest.skipUnless(pyyaml, "PyYAML not available for cross-checking")
     def test_fixture_crds_match_pyyaml(self):
-        files = sorted(glob.glob("/work/shared/fixtures/*-crds/*.yaml"))
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        files = sorted(glob.glob(os.path.join(root, "tests", "fixtures", "*", "*.yaml")) +
+                       glob.glob(os.path.join(root, "charts", "taugrid", "crds", "*.yaml")))
         self.assertTrue(files)
         for f in files:
             with open(f) as fh:

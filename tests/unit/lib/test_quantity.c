@@ -1,6 +1,6 @@
 /*
- * Unit tests of tau/quantity: the vectors of shared/spec/quantity.md (which come
- * from apimachinery's quantity_test.go), the fixture strings, the limits we
+ * Unit tests of tau/quantity: the vectors of apimachinery's quantity_test.go
+ * (include/tau/quantity.h states the rules), the fixture strings, the limits we
  * add (128-bit mantissa, exponent bound), and fixed-seed property tests.
  */
 #include "tau/error.h"
@@ -100,7 +100,7 @@ struct parse_vector {
 	tau_quantity_fmt format;
 };
 
-/* TestQuantityParse of apimachinery plus spec §5.4. */
+/* TestQuantityParse of apimachinery plus the parse limits of include/tau/quantity.h. */
 static const struct parse_vector parse_vectors[] = {
         {"0", 0, 0, DEC},
         {"0n", 0, 0, DEC},
@@ -196,7 +196,7 @@ static const struct parse_vector parse_vectors[] = {
         {".0001k", 100, -3, DEC},
         {"1.", 1, 0, DEC},
         {"1.G", 1, 9, DEC},
-        /* Fixture strings (shared/fixtures/kube/node-*.json). */
+        /* Fixture strings (tests/fixtures/kube/node-*.json). */
         {"94940m", 9494, -2, DEC},
         {"1977700032Ki", 1977700032LL * 1024, 0, BIN},
         {"119703055367", 119703055367LL, 0, DEC},
@@ -430,7 +430,7 @@ struct format_vector {
 	const char *alternate; /* another spelling that canonicalises to expect, or NULL */
 };
 
-/* TestQuantityString of apimachinery plus spec §5.5. */
+/* TestQuantityString of apimachinery plus the canonical forms of include/tau/quantity.h. */
 static const struct format_vector format_vectors[] = {
         {1024 * 1024 * 1024, 0, BIN, "1Gi", "1024Mi"},
         {300 * 1024 * 1024, 0, BIN, "300Mi", "307200Ki"},
@@ -513,7 +513,7 @@ static void test_format_vectors(void **state)
 	}
 }
 
-/* TestQuantityParseEmit, spec §5.5 derived pairs, and the brief's strings. */
+/* TestQuantityParseEmit, derived canonical pairs, and real allocatable strings. */
 static void test_parse_emit(void **state)
 {
 	static const struct {

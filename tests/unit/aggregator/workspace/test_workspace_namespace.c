@@ -1,6 +1,6 @@
 /*
  * test_workspace_namespace.c - namespace resolution, one table row per
- * rule of spec/workspace-namespace-mapping.md, plus the allowlist parser and
+ * rule of docs/workspaces.md "Namespace resolution", plus the allowlist parser and
  * the age order.
  */
 #include "workspace/namespace.h"
