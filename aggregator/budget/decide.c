@@ -430,6 +430,8 @@ typedef struct ctx {
 	size_t n_xwanted;
 	char *xsummary;  /* explicit teams, for the log */
 	bool *ws_linked; /* per observed workspace: linked to an explicit team decided this pass */
+	const cJSON *selector;          /* TauCluster spec.nodes.selector, for our flavors */
+	char selector_problem[MSG_MAX]; /* why our flavors cannot carry it; "" when they can */
 } ctx;
 
 /* P7: owned automatic Cohorts of teams that are no longer the capacity team. */
@@ -607,6 +609,9 @@ static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bo
 	int64_t gen = generation(cl);
 	bool no_team = c->capacity == NULL && c->effective == NULL && !c->retiring;
 	const char *phase = no_team ? (in->established ? "Ready" : "Pending") : s->phase;
+	const char *selector_problem = in->pool_problem != NULL         ? in->pool_problem
+	                               : c->selector_problem[0] != '\0' ? c->selector_problem
+	                                                                : NULL;
 	builder *b = c->b;
 	int rc = 0;
 
@@ -645,9 +650,9 @@ static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bo
 		        gen, in->now);
 	if (rc == 0)
 		rc = tau_conditions_set(conds, prev, "NodeSelectorValid",
-		                        in->pool_problem == NULL ? "True" : "False",
-		                        in->pool_problem == NULL ? "Valid" : "Invalid",
-		                        in->pool_problem != NULL ? in->pool_problem : "", gen,
+		                        selector_problem == NULL ? "True" : "False",
+		                        selector_problem == NULL ? "Valid" : "Invalid",
+		                        selector_problem != NULL ? selector_problem : "", gen,
 		                        in->now);
 	if (rc == 0 && no_team)
 		rc = tau_conditions_set(
@@ -836,16 +841,20 @@ static int decide_team(ctx *c, cJSON *managed)
 		return rc;
 	}
 	decide_state(&s, c, team, plan_rc, err, problem, cohort_name, conflict_msg,
-	             read_problem[0] != '\0' ? read_problem : in->read_problem);
+	             read_problem[0] != '\0'          ? read_problem
+	             : in->read_problem != NULL       ? in->read_problem
+	             : c->selector_problem[0] != '\0' ? c->selector_problem
+	                                              : NULL);
 
 	/* ResourceFlavors, then the Cohort. */
 	for (size_t f = 0; plan != NULL && f < plan->n_flavors; f++) {
 		cJSON *rf = NULL;
 
-		if (plan->flavors[f].gpu_class == NULL || c->cluster_uid == NULL)
-			continue;
-		if ((rc = tau_budget_desired_flavor(&rf, plan->flavors[f].gpu_class,
-		                                    c->cluster_uid)) < 0) {
+		if (plan->flavors[f].gpu_class == NULL || c->cluster_uid == NULL ||
+		    c->selector_problem[0] != '\0')
+			continue; /* a flavor we cannot confine to the pool is left as it is */
+		if ((rc = tau_budget_desired_flavor(&rf, plan->flavors[f].gpu_class, c->cluster_uid,
+		                                    c->selector)) < 0) {
 			b->rc = b->rc < 0 ? b->rc : rc;
 			break;
 		}
@@ -1193,6 +1202,7 @@ static void explicit_teams(ctx *c, cJSON *managed)
 		return;
 	}
 	xi.capacity = in->ever_established ? in->pool : NULL;
+	xi.pool_claimed_by = c->blocked_team != NULL ? c->blocked_team : c->capacity;
 	xi.cluster_uid = c->cluster_uid;
 	xi.workspaces = in->workspaces;
 	xi.n_workspaces = in->n_workspaces;
@@ -1356,6 +1366,10 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 	c.cluster_uid = tau_json_str(in->cluster, "metadata.uid");
 	if (c.cluster_uid != NULL && c.cluster_uid[0] == '\0')
 		c.cluster_uid = NULL; /* no owner: we own no ResourceFlavor (never an error) */
+	c.selector = tau_json_find(in->cluster, "spec.nodes.selector");
+	if (tau_budget_flavor_selector_check(c.selector) < 0)
+		tau_say(c.selector_problem, sizeof(c.selector_problem), "%s",
+		        tau_error_last()->msg);
 	previous_teams(&c);
 	explicit_teams(&c, managed);
 	if (c.effective != NULL || c.capacity != NULL || c.retiring) {

@@ -581,17 +581,64 @@ static int check_label_value(const char *v, const char *what)
 	return 0;
 }
 
-int tau_budget_desired_flavor(cJSON **out, const char *gpu_class, const char *cluster_uid)
+/* Whether a selector key is one the flavor sets itself (the class and the OS). */
+static bool flavor_own_key(const char *key)
+{
+	return strcmp(key, TAU_BUDGET_LABEL_GPU_CLASS) == 0 ||
+	       strcmp(key, TAU_BUDGET_LABEL_OS) == 0;
+}
+
+int tau_budget_flavor_selector_check(const cJSON *selector)
+{
+	const cJSON *e;
+	size_t n = 2;
+
+	if (selector == NULL || cJSON_IsNull(selector))
+		return 0;
+	if (!cJSON_IsObject(selector))
+		return tau_error_set(TAU_EINVAL,
+		                     "spec.nodes.selector: not a map of label keys to values, so "
+		                     "no ResourceFlavor can confine pods to the selected nodes");
+	cJSON_ArrayForEach(e, selector)
+	{
+		if (!cJSON_IsString(e) || tau_names_check_label_key(e->string) < 0 ||
+		    (e->valuestring[0] != '\0' && tau_names_check_label_value(e->valuestring) < 0))
+			return tau_error_set(
+			        TAU_EINVAL,
+			        "spec.nodes.selector[%.200s]: not a label key with a "
+			        "label value, so no ResourceFlavor can confine pods to "
+			        "the selected nodes",
+			        e->string);
+		if (!flavor_own_key(e->string))
+			n++;
+	}
+	if (n > TAU_BUDGET_MAX_NODE_LABELS)
+		return tau_error_set(
+		        TAU_ERANGE,
+		        "spec.nodes.selector has %zu labels besides %s and %s; a Kueue "
+		        "ResourceFlavor holds at most %d nodeLabels, so TauGrid's flavors could "
+		        "not "
+		        "confine pods to the selected nodes: select the pool with at most %d "
+		        "labels",
+		        n - 2, TAU_BUDGET_LABEL_GPU_CLASS, TAU_BUDGET_LABEL_OS,
+		        TAU_BUDGET_MAX_NODE_LABELS, TAU_BUDGET_MAX_NODE_LABELS - 2);
+	return 0;
+}
+
+int tau_budget_desired_flavor(cJSON **out, const char *gpu_class, const char *cluster_uid,
+                              const cJSON *selector)
 {
 	char name[TAU_BUDGET_NAME_BUF];
 	const char *labels[] = {TAU_BUDGET_LABEL_GPU_CLASS, gpu_class};
 	cJSON *obj, *spec, *nl;
+	const cJSON *e;
 	int rc;
 
 	if (out == NULL || cluster_uid == NULL || cluster_uid[0] == '\0')
 		return tau_error_set(TAU_EINVAL, "desired ResourceFlavor: no TauCluster UID");
 	if ((rc = check_label_value(gpu_class, "GPU class")) < 0 ||
-	    (rc = tau_budget_flavor_name(name, sizeof(name), gpu_class)) < 0)
+	    (rc = tau_budget_flavor_name(name, sizeof(name), gpu_class)) < 0 ||
+	    (rc = tau_budget_flavor_selector_check(selector)) < 0)
 		return rc;
 	obj = new_object("ResourceFlavor", name, labels, 2, TAU_BUDGET_ANNOTATION_CLUSTER_UID,
 	                 cluster_uid);
@@ -601,6 +648,17 @@ int tau_budget_desired_flavor(cJSON **out, const char *gpu_class, const char *cl
 	    cJSON_AddStringToObject(nl, TAU_BUDGET_LABEL_OS, "linux") == NULL) {
 		cJSON_Delete(obj);
 		return nomem("ResourceFlavor");
+	}
+	/* The pool's node selector, so Kueue puts admitted pods only on nodes we counted. */
+	if (!cJSON_IsObject(selector))
+		selector = NULL;
+	cJSON_ArrayForEach(e, selector)
+	{
+		if (!flavor_own_key(e->string) &&
+		    cJSON_AddStringToObject(nl, e->string, e->valuestring) == NULL) {
+			cJSON_Delete(obj);
+			return nomem("ResourceFlavor");
+		}
 	}
 	*out = obj;
 	return 0;

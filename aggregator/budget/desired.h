@@ -160,18 +160,37 @@ const tau_quantity *tau_budget_plan_quota(const tau_budget_plan *plan, size_t f,
 /* ------------------------------------------------------------------------------------------ */
 /* Desired objects                                                                             */
 
+/** Most nodeLabels a Kueue ResourceFlavor holds (CRD maxProperties). */
+#define TAU_BUDGET_MAX_NODE_LABELS 8
+
+/**
+ * Whether our flavors can carry the TauCluster's spec.nodes.selector (a map of label keys to
+ * values; NULL or JSON null: none) in their nodeLabels: every entry a label key with a label
+ * value, and at most TAU_BUDGET_MAX_NODE_LABELS labels with the class and the OS.  The
+ * selector's own gpu-class and OS keys are the flavor's (they add nothing).
+ *
+ * @return 0; -TAU_EINVAL (not a map, a bad key or value); -TAU_ERANGE (too many labels for
+ *         Kueue).  The message says why the flavor cannot confine pods to the pool.
+ */
+int tau_budget_flavor_selector_check(const cJSON *selector);
+
 /**
  * The desired ResourceFlavor of a GPU class: name tau_budget_flavor_name,
- * spec.nodeLabels {tau.azure.com/gpu-class: class, kubernetes.io/os:
- * linux}, labels managed-by taugrid and tau.azure.com/gpu-class, annotation
+ * spec.nodeLabels {tau.azure.com/gpu-class: class, kubernetes.io/os: linux}
+ * plus every entry of the pool's node selector (so Kueue confines admitted pods to the nodes
+ * the pool counts), labels managed-by taugrid and tau.azure.com/gpu-class, annotation
  * tau.azure.com/cluster-uid.
  *
  * @param out          receives a new object (cJSON_Delete); untouched on failure.
  * @param gpu_class    the class (a label value).
  * @param cluster_uid  the TauCluster's UID; must not be empty.
- * @return 0; -TAU_EINVAL (empty UID, class not a label value); -TAU_ENOMEM.
+ * @param selector     TauCluster spec.nodes.selector; NULL or JSON null: none.
+ * @return 0; -TAU_EINVAL (empty UID, class not a label value, a selector
+ *         tau_budget_flavor_selector_check refuses); -TAU_ERANGE (too many labels);
+ *         -TAU_ENOMEM.
  */
-int tau_budget_desired_flavor(cJSON **out, const char *gpu_class, const char *cluster_uid);
+int tau_budget_desired_flavor(cJSON **out, const char *gpu_class, const char *cluster_uid,
+                              const cJSON *selector);
 
 /**
  * The desired root Cohort "tau-team-<team>" of the plan: one resourceGroup

@@ -1076,7 +1076,21 @@ static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budg
 		             res = tau_budget_cells_get(reserved, f, r);
 		char a[TAU_QUANTITY_STR_MAX], b[TAU_QUANTITY_STR_MAX];
 
-		if (tau_quantity_cmp(&next->items[i].q, &was) > 0 && capacity_of(c, f, r, &cap)) {
+		if (tau_quantity_cmp(&next->items[i].q, &was) > 0 && capacity_of(c, f, r, &cap) &&
+		    c->in->pool_claimed_by != NULL) {
+			/* The automatic budget owns every pool flavor in full, even while it is
+			 * zeroed: a share taken now would overlap it once it is restored. */
+			fmtq(b, sizeof(b), &cap);
+			c->team_reason = TAU_BUDGET_REASON_CAPACITY;
+			snprintf(c->team_msg, sizeof(c->team_msg),
+			         "flavor %s is in the automatic pool of capacity team \"%s\" "
+			         "(TauCluster spec.queues.capacityTeamRef), which holds all of its "
+			         "discovered capacity %s for resource %s even while its budget is "
+			         "zeroed; team \"%s\" keeps its applied allocation: quote a flavor "
+			         "outside the pool",
+			         f, c->in->pool_claimed_by, b, r, c->name);
+		} else if (tau_quantity_cmp(&next->items[i].q, &was) > 0 &&
+		           capacity_of(c, f, r, &cap)) {
 			/* Growing: everything applied elsewhere plus our new allocation must fit.
 			 */
 			if ((rc = tau_quantity_add(&total, &next->items[i].q, &o)) == -TAU_ERANGE) {

@@ -135,7 +135,14 @@ const char *tau_budget_workspace_namespace(const cJSON *ws, bool multiple);
 typedef struct tau_budget_explicit_input {
 	const cJSON *team;               /**< the TauTeam (not the capacity team) */
 	const tau_budget_pool *capacity; /**< the discovered pool; NULL: not established */
-	const char *cluster_uid;         /**< owner of our ResourceFlavors */
+	/**
+	 * The team whose automatic budget claims the whole pool in this pass (the capacity team
+	 * named by capacityTeamRef, or the previous one that may not leave yet, P7); NULL: none.
+	 * While set, no explicit team grows on a pool flavor, whatever that team's Cohort holds
+	 * now (zeroed or not): one ledger per pass, so the two budgets never overlap.
+	 */
+	const char *pool_claimed_by;
+	const char *cluster_uid; /**< owner of our ResourceFlavors */
 	const cJSON *const *workspaces;
 	size_t n_workspaces;
 	const cJSON *const *flavors;

@@ -288,8 +288,17 @@ class SharedClusterTest(OneClusterTest):
         c.merge(CLUSTER, {"spec": {"nodes": {"selector": sel}}})
         cohort = self.wait_budget("TauCluster selector narrows the pool", selector=sel)
         self.assertEqual(quota(cohort, "h100", "nvidia.com/gpu"), 8)
+        # Our flavors carry the selector, so Kueue's pods land only on counted nodes (issue
+        # 24, finding 3); without it they lose it again.
+        cluster_uid = self.uid(CLUSTER)
+        c.wait_ok(lambda: rf_diffs(c.get(RFS + "/taugrid-gpu-a100"), "a100", cluster_uid, sel) +
+                  rf_diffs(c.get(RFS + "/taugrid-gpu-h100"), "h100", cluster_uid, sel),
+                  "flavors carry the node selector")
         c.merge(CLUSTER, {"spec": {"nodes": None}})
         self.wait_budget("selector removed")
+        c.wait_ok(lambda: rf_diffs(c.get(RFS + "/taugrid-gpu-a100"), "a100", cluster_uid) +
+                  rf_diffs(c.get(RFS + "/taugrid-gpu-h100"), "h100", cluster_uid),
+                  "flavors lose the node selector with it")
         # A team change: spec.quota on the capacity team zeroes the budget, removing it restores.
         c.merge(TEAMS + "/research", {"spec": {"quota": [
             {"flavor": "taugrid-gpu-h100", "resource": "nvidia.com/gpu", "nominalQuota": "4"}]}})
@@ -427,6 +436,82 @@ class SharedClusterTest(OneClusterTest):
 
     # -- P5 --
 
+    # -- one ledger per pass (issue 24, finding 2) --
+
+    def owned_gpu_sums(self, rec):
+        """Replay the recorded Cohort events: after each, the h100 GPUs over every Cohort we
+        own and team ml's share; returns the list of (sum, ml)."""
+        live, out = {}, []
+        for _, typ, obj in rec.snapshot():
+            name = obj["metadata"]["name"]
+            if typ == "DELETED":
+                live.pop(name, None)
+            elif (obj["metadata"].get("labels") or {}).get(h.MANAGED_BY) == "taugrid":
+                live[name] = obj
+            out.append((sum(h.qty(quota(o, "h100", "nvidia.com/gpu") or "0")
+                            for o in live.values()),
+                        h.qty(quota(live.get("tau-team-ml"), "h100", "nvidia.com/gpu") or "0")))
+        return out
+
+    def test_04b_one_ledger_explicit_team_never_takes_the_pool(self):
+        c = self.c
+        pool_gpus = h.qty(quota(self.wait_budget("start"), "h100", "nvidia.com/gpu"))
+        self.assertEqual(pool_gpus, 16)
+        self.undo_create(COHORTS + "/other-budget")
+        self.undo_create(TEAMS + "/ml")
+        self.undo_merge(CLUSTER, {"spec": {"nodes": None}})
+        rec = h.Recorder(c.sim, COHORTS)
+        self.addCleanup(rec.close)
+        # A foreign Cohort with quota on our flavor zeroes the automatic budget (P4, P5) ...
+        c.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                  "metadata": {"name": "other-budget"},
+                  "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
+                                               "flavors": [{"name": "taugrid-gpu-h100",
+                                                            "resources": [{
+                                                                "name": "nvidia.com/gpu",
+                                                                "nominalQuota": "1"}]}]}]}},
+                 COHORTS)
+        self.wait_conflict(["other-budget"])
+        # ... and meanwhile an explicit team asks for the whole pool on it: refused, because
+        # the zeroed automatic budget still claims the pool (no ratchet).
+        refusal = ('flavor taugrid-gpu-h100 is in the automatic pool of capacity team '
+                   '"research" (TauCluster spec.queues.capacityTeamRef), which holds all of '
+                   'its discovered capacity 16 for resource nvidia.com/gpu even while its '
+                   'budget is zeroed; team "ml" keeps its applied allocation: quote a flavor '
+                   'outside the pool')
+        c.create(h.team("ml", quota=[{"flavor": "taugrid-gpu-h100", "resource": "nvidia.com/gpu",
+                                      "nominalQuota": "16"}]), TEAMS)
+        c.wait_ok(lambda: cond_diffs(c.team("ml"), "QuotaReady", "False", "CapacityExceeded",
+                                     refusal), "team ml refused on the pool flavor")
+        self.assertEqual(wst.cond(c.team("ml"), "QuotaReady")["message"], refusal)
+        self.assertIn(("TauTeam", "ml", "CapacityExceeded", refusal), c.events("CapacityExceeded"))
+        # The foreign budget goes: the automatic budget comes back in full, ml stays refused.
+        c.delete(COHORTS + "/other-budget")
+        self.wait_restored("foreign Cohort removed")
+        self.assertEqual(cond_diffs(c.team("ml"), "QuotaReady", "False", "CapacityExceeded",
+                                    refusal), [])
+        # The issue's reproduction: a bad selector zeroes the budget, then one apply fixes the
+        # selector and asks for the pool again (ml's quota edited in the same moment).
+        c.merge(CLUSTER, {"spec": {"nodes": {"selector": {"Bad Key!": "x"}}}})
+        self.c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False",
+                                          "BudgetZeroed"), "bad selector zeroes")
+        c.merge(CLUSTER, {"spec": {"nodes": None}})
+        c.merge(TEAMS + "/ml", {"spec": {"quota": [{"flavor": "taugrid-gpu-h100",
+                                                    "resource": "nvidia.com/gpu",
+                                                    "nominalQuota": "15"}]}})
+        self.wait_restored("selector fixed")
+        c.wait_ok(lambda: cond_diffs(c.team("ml"), "QuotaReady", "False", "CapacityExceeded",
+                                     refusal),
+                  "team ml still refused")
+        # Never two budgets over the same GPUs, at any write in between.
+        sums = self.owned_gpu_sums(rec)
+        self.assertTrue(sums, "no Cohort event recorded")
+        self.assertEqual([s for s in sums if s[0] > pool_gpus or s[1] != 0], [],
+                         "a write gave ml GPUs or the owned Cohorts more than the pool")
+        c.delete(TEAMS + "/ml")
+        c.wait_gone(TEAMS + "/ml")
+        c.wait_gone(COHORTS + "/tau-team-ml")
+
     def test_05_unusable_selector_zeroes_then_restores(self):
         c = self.c
         self.undo_merge(CLUSTER, {"spec": {"nodes": None}})
@@ -451,6 +536,65 @@ class SharedClusterTest(OneClusterTest):
         c.wait_ok(lambda: c.cluster_ready_diffs(c.pool()), "TauCluster Ready again")
         for reason in ("BudgetZeroed", "BudgetRestored"):
             self.assertTrue(c.events(reason), "no %s Event; events: %s" % (reason, c.events()))
+
+    # -- flavors reach only the pool (issue 24, finding 3) --
+
+    def test_05b_flavors_reach_only_the_pool(self):
+        c = self.c
+        cluster_uid = self.uid(CLUSTER)
+        team_uid = self.uid(TEAMS + "/research")
+        self.undo_merge(CLUSTER, {"spec": {"nodes": None}})
+        self.undo_create(RFS + "/other-r2")
+        self.undo_merge(NODES + "/a100-1/status",
+                        {"status": {"allocatable": {"nvidia.com/gpu": "4"}}})
+        sel = {"tau.test/rack": "r1"}
+        c.merge(CLUSTER, {"spec": {"nodes": {"selector": sel}}})
+        self.wait_budget("rack r1 only", selector=sel)
+        c.wait_ok(lambda: rf_diffs(c.get(RFS + "/taugrid-gpu-h100"), "h100", cluster_uid, sel),
+                  "flavor carries the selector")
+        # A foreign flavor over rack r2 reaches only h100-2, which the selector leaves out: no
+        # conflict (a later pool change shows the controller has looked at it) ...
+        created = c.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                            "metadata": {"name": "other-r2"},
+                            "spec": {"nodeLabels": {"tau.test/rack": "r2"}}}, RFS)
+        c.merge(NODES + "/a100-1/status", {"status": {"allocatable": {"nvidia.com/gpu": "5"}}})
+        self.wait_budget("foreign flavor over excluded nodes", selector=sel)
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "no conflict for other-r2")
+        # ... until the selector admits rack r2 too: now it reaches counted nodes.
+        c.merge(CLUSTER, {"spec": {"nodes": None}})
+        self.wait_conflict(["other-r2"])
+        self.assert_untouched(RFS + "/other-r2", created)
+        c.delete(RFS + "/other-r2")
+        c.wait_gone(RFS + "/other-r2")
+        c.merge(NODES + "/a100-1/status", {"status": {"allocatable": {"nvidia.com/gpu": "4"}}})
+        self.wait_restored("foreign flavor removed")
+        # A selector Kueue's 8 nodeLabels cannot carry: zeroed, flavors left as they are.
+        before = c.get(RFS + "/taugrid-gpu-h100")
+        wide = {"tau.test/l%d" % i: "x" for i in range(7)}
+        c.merge(CLUSTER, {"spec": {"nodes": {"selector": wide}}})
+        why = ("spec.nodes.selector has 7 labels besides tau.azure.com/gpu-class and "
+               "kubernetes.io/os; a Kueue ResourceFlavor holds at most 8 nodeLabels, so TauGrid's "
+               "flavors could not confine pods to the selected nodes: select the pool with at "
+               "most 6 labels")
+        want_zero = self.want(zero=True)
+
+        def zeroed():
+            cl = c.cluster()
+            d = cohort_diffs(c.cohort("research"), "research", team_uid, want_zero)
+            d += cond_diffs(cl, "NodeSelectorValid", "False", "Invalid")
+            d += cond_diffs(c.team("research"), "QuotaReady", "False", "BudgetZeroed")
+            if (wst.cond(cl, "NodeSelectorValid") or {}).get("message") != why:
+                d.append("NodeSelectorValid message %r" % (wst.cond(cl, "NodeSelectorValid") or
+                                                           {}).get("message"))
+            if (wst.cond(c.team("research"), "QuotaReady") or {}).get("message") != \
+                    "root quota is 0: " + why:
+                d.append("QuotaReady message %r" % wst.cond(c.team("research"), "QuotaReady"))
+            return d
+        c.wait_ok(zeroed, "a selector beyond Kueue's nodeLabels zeroes the budget")
+        self.assertEqual(c.get(RFS + "/taugrid-gpu-h100")["spec"], before["spec"])
+        c.merge(CLUSTER, {"spec": {"nodes": None}})
+        self.wait_restored("selector removed")
+        c.wait_ok(lambda: c.cluster_ready_diffs(c.pool()), "TauCluster Ready again")
 
     # -- kube-sim faults --
 

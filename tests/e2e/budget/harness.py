@@ -215,11 +215,14 @@ def cq_diffs(obj, ws, ws_uid, team_name, ns, cohort_groups):
     return d
 
 
-def rf_diffs(obj, cls, cluster_uid):
+def rf_diffs(obj, cls, cluster_uid, selector=None):
+    """Our flavor of `cls`: its nodeLabels are the class, the OS and the TauCluster's node
+    selector (docs/budget.md, "Flavors reach only the pool")."""
     if obj is None:
         return ["ResourceFlavor %s does not exist" % flavor_name(cls)]
     d = _owner_diffs(obj, {MANAGED_BY: "taugrid", GPU_CLASS: cls}, {CLUSTER_UID: cluster_uid})
-    want = {GPU_CLASS: cls, "kubernetes.io/os": "linux"}
+    want = dict(selector or {})
+    want.update({GPU_CLASS: cls, "kubernetes.io/os": "linux"})
     got = (obj.get("spec") or {}).get("nodeLabels")
     if got != want:
         d.append("ResourceFlavor %s spec.nodeLabels %s, want %s" % (

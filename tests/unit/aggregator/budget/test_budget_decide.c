@@ -688,6 +688,102 @@ static void test_workspace_leaving_explicit_team(void **state)
 	                    "of team \"cv\" does not exist");
 }
 
+/* Replace the observed Cohort named like `w` with what the write made of it. */
+static void observe_cohort_write(fixture *f, const tau_budget_write *w)
+{
+	cJSON *obj = cJSON_Duplicate(w->body, true);
+
+	cJSON_AddStringToObject(cJSON_GetObjectItem(obj, "metadata"), "uid", "k-uid");
+	for (size_t i = 0; i < f->in.n_cohorts; i++)
+		if (strcmp(tau_json_str(f->cohorts[i], "metadata.name"), w->name) == 0) {
+			f->cohorts[i] = keep(f, obj);
+			return;
+		}
+	assert_true(f->in.n_cohorts < 4);
+	f->cohorts[f->in.n_cohorts++] = keep(f, obj);
+}
+
+/* The nominalQuota a write gives flavor/resource, "" when it names neither. */
+static const char *written_quota(const tau_budget_write *w, const char *flavor, const char *res)
+{
+	const cJSON *fl, *r;
+
+	cJSON_ArrayForEach(
+	        fl,
+	        tau_json_find(cJSON_GetArrayItem(tau_json_find(w->body, "spec.resourceGroups"), 0),
+	                      "flavors"))
+	{
+		if (strcmp(tau_json_str(fl, "name"), flavor) != 0)
+			continue;
+		cJSON_ArrayForEach(r, cJSON_GetObjectItem(fl, "resources"))
+		{
+			if (strcmp(tau_json_str(r, "name"), res) == 0)
+				return tau_json_str(r, "nominalQuota");
+		}
+	}
+	return "";
+}
+
+/*
+ * Finding 2 of issue 24, one ledger per pass: while a capacity team is configured its budget
+ * claims the whole pool, zeroed or not, so an explicit team never takes a pool flavor (no
+ * ratchet while the automatic budget is zeroed) and the pass that restores the automatic
+ * budget never also writes an explicit share of it.
+ */
+static void test_one_ledger_explicit_refused_on_pool_flavors(void **state)
+{
+	fixture *f = *state;
+	cJSON *ml = parse("{\"kind\":\"TauTeam\",\"metadata\":{\"name\":\"ml\","
+	                  "\"namespace\":\"tau-system\",\"uid\":\"ml-uid\",\"generation\":1,"
+	                  "\"finalizers\":[\"tau.azure.com/team-cleanup\"]},"
+	                  "\"spec\":{\"quota\":[{\"flavor\":\"taugrid-gpu-h100\",\"resource\":"
+	                  "\"nvidia.com/gpu\",\"nominalQuota\":\"16\"}]}}");
+	const char *refusal =
+	        "flavor taugrid-gpu-h100 is in the automatic pool of capacity team \"research\" "
+	        "(TauCluster spec.queues.capacityTeamRef), which holds all of its discovered "
+	        "capacity 16 for resource nvidia.com/gpu even while its budget is zeroed; team "
+	        "\"ml\" keeps its applied allocation: quote a flavor outside the pool";
+	const tau_budget_write *co;
+
+	decide(f);
+	apply_writes(f);
+	/* The automatic budget is zeroed (a bad selector), then team ml asks for the pool. */
+	f->in.pool_problem = "spec.nodes.selector: not a map of label keys to values";
+	decide(f);
+	co = find_write(f, "tau-team-research");
+	assert_non_null(co);
+	assert_string_equal(written_quota(co, "taugrid-gpu-h100", "nvidia.com/gpu"), "0");
+	observe_cohort_write(f, co);
+	f->teams[f->in.n_teams++] = keep(f, ml);
+	decide(f);
+	assert_null(find_write(f, "tau-team-research"));
+	assert_string_equal(reason_of(f, ml, "QuotaReady"), "CapacityExceeded");
+	assert_string_equal(
+	        tau_json_str(cJSON_GetArrayItem(tau_json_find(status_of(f, ml), "conditions"), 0),
+	                     "message"),
+	        refusal);
+	co = find_write(f, "tau-team-ml");
+	assert_true(co == NULL ||
+	            strcmp(written_quota(co, "taugrid-gpu-h100", "nvidia.com/gpu"), "0") == 0);
+	if (co != NULL)
+		observe_cohort_write(f, co);
+	apply_status(f, ml);
+	/* One apply fixes the selector: the automatic budget comes back, ml still gets nothing. */
+	f->in.pool_problem = NULL;
+	decide(f);
+	co = find_write(f, "tau-team-research");
+	assert_non_null(co);
+	assert_string_equal(written_quota(co, "taugrid-gpu-h100", "nvidia.com/gpu"), "16");
+	co = find_write(f, "tau-team-ml");
+	assert_true(co == NULL ||
+	            strcmp(written_quota(co, "taugrid-gpu-h100", "nvidia.com/gpu"), "0") == 0);
+	assert_string_equal(f->d->state, "BudgetApplied");
+	/* Still CapacityExceeded (its status may now name the Cohort it got), no Event. */
+	assert_true(status_of(f, ml) == NULL ||
+	            strcmp(reason_of(f, ml, "QuotaReady"), "CapacityExceeded") == 0);
+	assert_int_equal(events_about(f, ml, NULL, NULL), 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -711,6 +807,7 @@ int main(void)
 	        T(test_explicit_leftover_cohort_removed),
 	        T(test_explicit_team_events_on_change_only),
 	        T(test_workspace_leaving_explicit_team),
+	        T(test_one_ledger_explicit_refused_on_pool_flavors),
 	};
 #undef T
 

@@ -252,30 +252,79 @@ static void test_empty_pool_gives_no_groups(void **state)
 	tau_budget_pool_free(pool);
 }
 
+/* Our a100 flavor for cluster-uid-1, up to its nodeLabels' class and OS. */
+#define RF_A100_HEAD                                                                               \
+	"{\"apiVersion\":\"kueue.x-k8s.io/v1beta2\",\"kind\":\"ResourceFlavor\","                  \
+	"\"metadata\":{\"name\":\"taugrid-gpu-a100\",\"labels\":{"                                 \
+	"\"app.kubernetes.io/managed-by\":\"taugrid\","                                            \
+	"\"tau.azure.com/gpu-class\":\"a100\"},\"annotations\":{"                                  \
+	"\"tau.azure.com/cluster-uid\":\"cluster-uid-1\"}},\"spec\":{\"nodeLabels\":{"             \
+	"\"tau.azure.com/gpu-class\":\"a100\",\"kubernetes.io/os\":\"linux\""
+
 static void test_flavor_exact(void **state)
 {
 	cJSON *rf = NULL;
 
 	(void)state;
-	assert_int_equal(tau_budget_desired_flavor(&rf, "a100", "cluster-uid-1"), 0);
-	assert_json(rf,
-	            "{\"apiVersion\":\"kueue.x-k8s.io/v1beta2\",\"kind\":\"ResourceFlavor\","
-	            "\"metadata\":{\"name\":\"taugrid-gpu-a100\",\"labels\":{"
-	            "\"app.kubernetes.io/managed-by\":\"taugrid\","
-	            "\"tau.azure.com/gpu-class\":\"a100\"},\"annotations\":{"
-	            "\"tau.azure.com/cluster-uid\":\"cluster-uid-1\"}},\"spec\":{\"nodeLabels\":{"
-	            "\"tau.azure.com/gpu-class\":\"a100\",\"kubernetes.io/os\":\"linux\"}}}");
+	assert_int_equal(tau_budget_desired_flavor(&rf, "a100", "cluster-uid-1", NULL), 0);
+	assert_json(rf, RF_A100_HEAD "}}}");
 	cJSON_Delete(rf);
-	assert_int_equal(tau_budget_desired_flavor(&rf, "H100_SXM", "cluster-uid-1"), 0);
+	assert_int_equal(tau_budget_desired_flavor(&rf, "H100_SXM", "cluster-uid-1", NULL), 0);
 	assert_string_equal(
 	        cJSON_GetObjectItem(cJSON_GetObjectItem(rf, "metadata"), "name")->valuestring,
 	        "taugrid-gpu-h100-sxm-69f9dd6b");
 	cJSON_Delete(rf);
 	rf = NULL;
-	assert_int_equal(tau_budget_desired_flavor(&rf, "a100", ""), -TAU_EINVAL);
-	assert_int_equal(tau_budget_desired_flavor(&rf, "bad value!", "u"), -TAU_EINVAL);
+	assert_int_equal(tau_budget_desired_flavor(&rf, "a100", "", NULL), -TAU_EINVAL);
+	assert_int_equal(tau_budget_desired_flavor(&rf, "bad value!", "u", NULL), -TAU_EINVAL);
 	assert_non_null(strstr(tau_error_last()->msg, "GPU class: Invalid value"));
 	assert_null(rf);
+}
+
+/*
+ * Finding 3 of issue 24: the flavor carries the pool's node selector, so Kueue confines the pods
+ * it admits to the nodes the pool counts; the class and OS stay the flavor's own; a selector
+ * Kueue's 8 nodeLabels cannot hold, or that is not a map of labels, is refused with why.
+ */
+static void test_flavor_carries_node_selector(void **state)
+{
+	cJSON *rf = NULL, *sel;
+
+	(void)state;
+	sel = cJSON_Parse("{\"pool\":\"a\",\"tau.azure.com/gpu-class\":\"h100\","
+	                  "\"kubernetes.io/os\":\"windows\",\"zone\":\"\"}");
+	assert_int_equal(tau_budget_desired_flavor(&rf, "a100", "cluster-uid-1", sel), 0);
+	assert_json(rf, RF_A100_HEAD ","
+	                             "\"pool\":\"a\",\"zone\":\"\"}}}");
+	cJSON_Delete(rf);
+	rf = NULL;
+	cJSON_Delete(sel);
+	/* 6 labels besides the class and OS fit; a 7th does not. */
+	sel = cJSON_Parse("{\"a\":\"1\",\"b\":\"1\",\"c\":\"1\",\"d\":\"1\",\"e\":\"1\","
+	                  "\"f\":\"1\",\"kubernetes.io/os\":\"linux\"}");
+	assert_int_equal(tau_budget_flavor_selector_check(sel), 0);
+	cJSON_AddStringToObject(sel, "g", "1");
+	assert_int_equal(tau_budget_desired_flavor(&rf, "a100", "cluster-uid-1", sel), -TAU_ERANGE);
+	assert_string_equal(tau_error_last()->msg,
+	                    "spec.nodes.selector has 7 labels besides tau.azure.com/gpu-class and "
+	                    "kubernetes.io/os; a Kueue ResourceFlavor holds at most 8 nodeLabels, "
+	                    "so TauGrid's flavors could not confine pods to the selected nodes: "
+	                    "select the pool with at most 6 labels");
+	assert_null(rf);
+	cJSON_Delete(sel);
+	sel = cJSON_Parse("{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"In\","
+	                  "\"values\":[\"a\",\"b\"]}]}");
+	assert_int_equal(tau_budget_flavor_selector_check(sel), -TAU_EINVAL);
+	assert_string_equal(tau_error_last()->msg,
+	                    "spec.nodes.selector[matchExpressions]: not a label key with a label "
+	                    "value, so no ResourceFlavor can confine pods to the selected nodes");
+	cJSON_Delete(sel);
+	sel = cJSON_Parse("[\"pool=a\"]");
+	assert_int_equal(tau_budget_flavor_selector_check(sel), -TAU_EINVAL);
+	cJSON_Delete(sel);
+	sel = cJSON_Parse("null");
+	assert_int_equal(tau_budget_flavor_selector_check(sel), 0);
+	cJSON_Delete(sel);
 }
 
 static void test_cluster_queue_exact(void **state)
@@ -867,6 +916,7 @@ int main(void)
 	        cmocka_unit_test(test_retained_class_from_owned_flavor),
 	        cmocka_unit_test(test_empty_pool_gives_no_groups),
 	        cmocka_unit_test(test_flavor_exact),
+	        cmocka_unit_test(test_flavor_carries_node_selector),
 	        cmocka_unit_test(test_cluster_queue_exact),
 	        cmocka_unit_test(test_limits),
 	        cmocka_unit_test(test_bad_pools),

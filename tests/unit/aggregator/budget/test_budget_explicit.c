@@ -448,6 +448,28 @@ static void test_e4_capacity(void **state)
 	assert_string_equal(field(w->x->desired_cohort, "nominalQuota"), "8");
 }
 
+/* E4 beside a capacity team: it claims every pool flavor in full; shrinking is still allowed. */
+static void test_e4_pool_claimed_by_capacity_team(void **state)
+{
+	world *w = *state;
+
+	w->in.pool_claimed_by = "research";
+	cohort(w, "research", "0", ""); /* the automatic budget, zeroed for now */
+	team(w, "ml", QUOTA("4"), "");
+	decide(w);
+	assert_reason(w, "CapacityExceeded",
+	              "flavor " H100 " is in the automatic pool of capacity team \"research\" "
+	              "(TauCluster spec.queues.capacityTeamRef), which holds all of its discovered "
+	              "capacity 16 for resource " GPU " even while its budget is zeroed; team "
+	              "\"ml\" keeps its applied allocation: quote a flavor outside the pool");
+	assert_string_equal(field(w->x->desired_cohort, "nominalQuota"), "0");
+	/* A team that already holds 12 (from before the capacity team) may shrink to 4. */
+	cohort(w, "ml", "12", OURS("ml"));
+	decide(w);
+	assert_reason(w, "QuotaApplied", "");
+	assert_string_equal(field(w->x->desired_cohort, "nominalQuota"), "4");
+}
+
 /* E5: a queue never goes below its own reservation, the team never below its queues'. */
 static void test_e5_queue_guard(void **state)
 {
@@ -654,6 +676,7 @@ int main(void)
 	        T(test_e1_e2_remainder_and_guarantees),
 	        T(test_e3_guarantees_above_quota),
 	        T(test_e4_capacity),
+	        T(test_e4_pool_claimed_by_capacity_team),
 	        T(test_e5_queue_guard),
 	        T(test_e5_team_guard),
 	        T(test_e5_shrink_releases_to_the_cohort),
