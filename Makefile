@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 60
 SOURCES = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null)
 
 .PHONY: all build asan deps test test-normal test-asan test-valgrind format format-check bench fuzz \
-        demo clean charts-check charts-sync image soak
+        demo clean charts-check charts-sync image soak budget-model
 
 all: build
 
@@ -81,6 +81,13 @@ bench: build
 SOAK_ARGS ?=
 soak: deps build
 	/usr/bin/python3 bench/soak.py --build $(BUILD) $(SOAK_ARGS)
+
+# The team budget's randomized model test (tests/e2e/budget/model.py, docs/budget.md): `make test`
+# runs 5 seeds (ctest e2e/budget-model); MODEL_ARGS passes options, e.g.
+# `make budget-model MODEL_ARGS="--seeds 200"` or `MODEL_ARGS="--seed 7 --sequence '[...]'"`.
+MODEL_ARGS ?=
+budget-model: deps build
+	/usr/bin/python3 tests/e2e/budget/model.py --build $(BUILD) $(MODEL_ARGS)
 
 fuzz:
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTAU_FUZZ=ON -DTAU_PYTHON_TESTS=OFF
