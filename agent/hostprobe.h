@@ -33,6 +33,8 @@
 #define TAU_AGENT_PROBLEM_MAX 512
 /** Most InfiniBand ports counted (a peer-controlled tree must not make us loop forever). */
 #define TAU_AGENT_PROBE_MAX_RDMA_PORTS 4096
+/** Most ports described one by one (tau_agent_rdma_port); more are counted only, with a problem. */
+#define TAU_AGENT_PROBE_MAX_RDMA_PORT_DETAILS 64
 
 /**
  * Environment variable steering NVML: unset means dlopen("libnvidia-ml.so.1");
@@ -99,6 +101,22 @@ typedef struct tau_agent_driver_socket {
 } tau_agent_driver_socket;
 
 /**
+ * One InfiniBand/RoCE port as sysfs describes it
+ * (<root>/sys/class/infiniband/<device>/ports/<port>/...).  Each field that
+ * could not be read is unknown (-1 or NULL) and a problem says why.
+ */
+typedef struct tau_agent_rdma_port {
+	char *device; /**< owned; "mlx5_0" */
+	char *port;   /**< owned; the port directory name, "1" */
+	int state;    /**< `state` number: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER; -1 */
+	int phys_state;      /**< `phys_state` number: 5 LinkUp, 3 Disabled, 2 Polling, ...; -1 */
+	char *rate;          /**< owned; `rate` text, "400 Gb/sec (4X NDR)"; NULL unknown */
+	int64_t rate_mbps;   /**< the rate's leading number in Mb/s (400 Gb/sec: 400000); -1 */
+	char *link_layer;    /**< owned; `link_layer`: "InfiniBand", or "Ethernet" for RoCE; NULL */
+	int64_t link_downed; /**< `counters/link_downed`: times the link went down; -1 unknown */
+} tau_agent_rdma_port;
+
+/**
  * Everything one host probe found.  Counts are -1 when unknown (the place
  * could not be read); each unknown comes with a problem string.
  */
@@ -115,6 +133,9 @@ typedef struct tau_agent_host_probe {
 
 	int64_t rdma_ports_total; /**< ports under /sys/class/infiniband; -1 if unreadable */
 	int64_t rdma_ports_up;    /**< of those, state "4: ACTIVE"; -1 if unreadable */
+	/** owned; the first TAU_AGENT_PROBE_MAX_RDMA_PORT_DETAILS ports, sorted by device, port */
+	tau_agent_rdma_port *rdma_ports;
+	size_t n_rdma_ports;
 
 	tau_agent_problem_list problems; /**< what could not be read, in the order found */
 } tau_agent_host_probe;
@@ -150,6 +171,30 @@ int tau_agent_probe_host(tau_agent_host_probe *probe, const char *host_root,
  *         when the text is not "<number>: <NAME>".
  */
 int tau_agent_rdma_state_is_up(const char *text, size_t len);
+
+/**
+ * Parse a sysfs "<number>: <Name>" line as InfiniBand `state` and `phys_state`
+ * files hold ("5: LinkUp\n", "3: Disabled\n"): the name is letters, digits and '_'.
+ * @return the number (0 .. 9999), or -TAU_EINVAL when the text is not of that form.
+ */
+int tau_agent_sysfs_numbered(const char *text, size_t len);
+
+/**
+ * Parse the leading number of an InfiniBand `rate` file ("400 Gb/sec (4X NDR)",
+ * "2.5 Gb/sec (1X SDR)") into Mb/s, exactly (at most 3 decimals).
+ * @return 0 and *mbps; -TAU_EINVAL when the text does not start "<number> Gb/sec".
+ */
+int tau_agent_rdma_rate_mbps(int64_t *mbps, const char *text, size_t len);
+
+/** Free `n` ports and the array (NULL is a no-op). */
+void tau_agent_rdma_ports_free(tau_agent_rdma_port *ports, size_t n);
+
+/**
+ * Deep copy of `n` ports into *out (NULL when n is 0).
+ * @return 0 or -TAU_ENOMEM (*out NULL).
+ */
+int tau_agent_rdma_ports_copy(tau_agent_rdma_port **out, const tau_agent_rdma_port *ports,
+                              size_t n);
 
 /** A watch on the plugin registry directory (opaque). */
 typedef struct tau_agent_registry_watch tau_agent_registry_watch;

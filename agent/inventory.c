@@ -78,6 +78,7 @@ void tau_agent_inventory_free(tau_agent_inventory *inv)
 		free(inv->csi_drivers[i].name);
 	free(inv->csi_drivers);
 	free(inv->devices.nvml_note);
+	tau_agent_rdma_ports_free(inv->devices.rdma_ports, inv->devices.n_rdma_ports);
 	tau_agent_problem_list_free(&inv->problems);
 	tau_agent_inventory_init(inv);
 }
@@ -754,6 +755,14 @@ int tau_agent_inventory_apply_host(tau_agent_inventory *inv, const tau_agent_hos
 	inv->devices.nvml_healthy = probe->nvml_probed ? probe->nvml_healthy : -1;
 	inv->devices.rdma_ports_total = probe->rdma_ports_total;
 	inv->devices.rdma_ports_up = probe->rdma_ports_up;
+	tau_agent_rdma_ports_free(inv->devices.rdma_ports, inv->devices.n_rdma_ports);
+	inv->devices.rdma_ports = NULL;
+	inv->devices.n_rdma_ports = 0;
+	rc = tau_agent_rdma_ports_copy(&inv->devices.rdma_ports, probe->rdma_ports,
+	                               probe->n_rdma_ports);
+	if (rc < 0)
+		return rc;
+	inv->devices.n_rdma_ports = probe->n_rdma_ports;
 	if (probe->nvml_note != NULL) {
 		rc = copy_bounded(&inv->devices.nvml_note, probe->nvml_note);
 		if (rc == -TAU_ENOMEM)
@@ -1010,6 +1019,31 @@ static bool add_drivers(cJSON *obj, const tau_agent_inventory *inv)
 	return true;
 }
 
+static bool add_rdma_ports(cJSON *obj, const tau_agent_devices *dev)
+{
+	cJSON *arr = cJSON_AddArrayToObject(obj, "ports");
+
+	if (arr == NULL)
+		return false;
+	for (size_t i = 0; i < dev->n_rdma_ports; i++) {
+		const tau_agent_rdma_port *p = &dev->rdma_ports[i];
+		cJSON *e = cJSON_CreateObject();
+
+		if (e == NULL)
+			return false;
+		cJSON_AddItemToArray(arr, e);
+		if (!add_string_or_null(e, "device", p->device) ||
+		    !add_string_or_null(e, "port", p->port) || !add_count(e, "state", p->state) ||
+		    !add_count(e, "physState", p->phys_state) ||
+		    !add_string_or_null(e, "rate", p->rate) ||
+		    !add_count(e, "rateMbps", p->rate_mbps) ||
+		    !add_string_or_null(e, "linkLayer", p->link_layer) ||
+		    !add_count(e, "linkDowned", p->link_downed))
+			return false;
+	}
+	return true;
+}
+
 static bool add_devices(cJSON *obj, const tau_agent_inventory *inv)
 {
 	const tau_agent_devices *dev = &inv->devices;
@@ -1032,7 +1066,7 @@ static bool add_devices(cJSON *obj, const tau_agent_inventory *inv)
 		return false;
 	rdma = cJSON_AddObjectToObject(devices, "rdmaPorts");
 	return rdma != NULL && add_count(rdma, "total", dev->rdma_ports_total) &&
-	       add_count(rdma, "up", dev->rdma_ports_up);
+	       add_count(rdma, "up", dev->rdma_ports_up) && add_rdma_ports(rdma, dev);
 }
 
 int tau_agent_inventory_to_json(cJSON **out, const tau_agent_inventory *inv)

@@ -88,6 +88,8 @@ typedef struct tau_agent_devices {
 	char *nvml_note;          /**< owned; why NVML was not probed, or NULL */
 	int64_t rdma_ports_total;
 	int64_t rdma_ports_up;
+	tau_agent_rdma_port *rdma_ports; /**< owned; per-port details, sorted by device, port */
+	size_t n_rdma_ports;
 } tau_agent_devices;
 
 /**

@@ -136,6 +136,36 @@ static const char *driver_detail(const tau_agent_inventory *inv, const tau_agent
 	return "";
 }
 
+/* LocalDevices.rdma_ports from the inventory's port details. */
+static int fill_rdma_ports(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devices *dev)
+{
+	if (dev->n_rdma_ports == 0)
+		return 0;
+	ld->rdma_ports = calloc(dev->n_rdma_ports, sizeof(*ld->rdma_ports));
+	if (ld->rdma_ports == NULL)
+		return -TAU_ENOMEM;
+	for (size_t i = 0; i < dev->n_rdma_ports; i++) {
+		const tau_agent_rdma_port *p = &dev->rdma_ports[i];
+		Tau__Inventory__V1__RdmaPort *r = malloc(sizeof(*r));
+
+		if (r == NULL)
+			return -TAU_ENOMEM;
+		tau__inventory__v1__rdma_port__init(r);
+		r->device = r->port = r->rate = r->link_layer = NULL;
+		ld->rdma_ports[ld->n_rdma_ports++] = r;
+		r->state = p->state > 0 ? (uint32_t)p->state : 0;
+		r->phys_state = p->phys_state > 0 ? (uint32_t)p->phys_state : 0;
+		r->rate_mbps = p->rate_mbps > 0 ? (uint64_t)p->rate_mbps : 0;
+		r->link_downed = p->link_downed;
+		if ((r->device = tau_agent_utf8_dup(p->device)) == NULL ||
+		    (r->port = tau_agent_utf8_dup(p->port)) == NULL ||
+		    (r->rate = tau_agent_utf8_dup(p->rate)) == NULL ||
+		    (r->link_layer = tau_agent_utf8_dup(p->link_layer)) == NULL)
+			return -TAU_ENOMEM;
+	}
+	return 0;
+}
+
 /* Fill the heap-allocated fields of a NodeInventory; everything goes into `m`. */
 static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inventory *inv,
                       const char *digest, int64_t observed_ms, const char *version)
@@ -235,6 +265,8 @@ static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inve
 	ld->gpus_healthy = dev->nvml_probed ? count_to_u32(dev->nvml_healthy) : 0;
 	ld->rdma_ports_total = count_to_u32(dev->rdma_ports_total);
 	ld->rdma_ports_up = count_to_u32(dev->rdma_ports_up);
+	if (fill_rdma_ports(ld, dev) < 0)
+		return -TAU_ENOMEM;
 
 	if (inv->problems.n > 0) {
 		m->problems = calloc(inv->problems.n, sizeof(*m->problems));

@@ -281,10 +281,14 @@ class HostTree:
         for name in ["nvidiactl", "nvidia-uvm"] + ["nvidia%d" % i for i in range(gpus)]:
             open(os.path.join(self.root, "dev", name), "w").close()
         for i in range(ib_ports):
+            # What an ND H100 v5 NDR port shows in sysfs.
             port = os.path.join(self.root, "sys/class/infiniband/mlx5_%d/ports/1" % i)
-            os.makedirs(port)
-            with open(os.path.join(port, "state"), "w") as f:
-                f.write("4: ACTIVE\n")
+            os.makedirs(os.path.join(port, "counters"))
+            for name, text in (("state", "4: ACTIVE"), ("phys_state", "5: LinkUp"),
+                               ("rate", "400 Gb/sec (4X NDR)"), ("link_layer", "InfiniBand"),
+                               ("counters/link_downed", "0")):
+                with open(os.path.join(port, name), "w") as f:
+                    f.write(text + "\n")
         for s in sockets:
             self.add_socket(s)
 
@@ -294,6 +298,17 @@ class HostTree:
         s.bind(path)
         s.close()  # the socket file stays, as node-driver-registrar's does while it runs
         return path
+
+    def set_port_down(self, dev="mlx5_0", link_downed=1):
+        """The link of a port goes down, as the HCA reports it: state DOWN, phys_state
+        Disabled, the link_downed counter moved."""
+        port = os.path.join(self.root, "sys/class/infiniband/%s/ports/1" % dev)
+        for name, text in (("state", "1: DOWN"), ("phys_state", "3: Disabled"),
+                           ("counters/link_downed", str(link_downed))):
+            tmp = os.path.join(port, name + ".tmp")
+            with open(tmp, "w") as f:
+                f.write(text + "\n")
+            os.replace(tmp, os.path.join(port, name))
 
     def break_port_state(self, dev="mlx5_0"):
         """Make a port's state file unreadable (a directory: read fails with EISDIR; root

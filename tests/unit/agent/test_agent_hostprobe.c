@@ -375,6 +375,100 @@ static void test_rdma_ports(void **state)
 	remove_root(root);
 }
 
+static void test_sysfs_numbered_and_rate(void **state)
+{
+	int64_t mbps = 0;
+
+	(void)state;
+	assert_int_equal(tau_agent_sysfs_numbered("5: LinkUp\n", 10), 5);
+	assert_int_equal(tau_agent_sysfs_numbered("3: Disabled", 11), 3);
+	assert_int_equal(tau_agent_sysfs_numbered("4: ACTIVE\n", 10), 4);
+	assert_int_equal(tau_agent_sysfs_numbered("LinkUp", 6), -TAU_EINVAL);
+	assert_string_equal(tau_error_last()->msg, "\"LinkUp\" is not \"<number>: <Name>\"");
+	assert_int_equal(tau_agent_sysfs_numbered("5: Link Up", 10), -TAU_EINVAL);
+	assert_int_equal(tau_agent_sysfs_numbered(NULL, 0), -TAU_EINVAL);
+
+	assert_int_equal(tau_agent_rdma_rate_mbps(&mbps, "400 Gb/sec (4X NDR)\n", 20), 0);
+	assert_int_equal(mbps, 400000);
+	assert_int_equal(tau_agent_rdma_rate_mbps(&mbps, "2.5 Gb/sec (1X SDR)", 19), 0);
+	assert_int_equal(mbps, 2500);
+	assert_int_equal(tau_agent_rdma_rate_mbps(&mbps, "Gb/sec", 6), -TAU_EINVAL);
+	assert_int_equal(tau_agent_rdma_rate_mbps(&mbps, "100 Mb/sec", 10), -TAU_EINVAL);
+	assert_int_equal(tau_agent_rdma_rate_mbps(&mbps, "1.2345 Gb/sec", 13), -TAU_EINVAL);
+	assert_int_equal(mbps, 2500); /* untouched on failure */
+}
+
+/* A real ND H100 v5 port (all files) next to a RoCE port that is down and a bare fake port. */
+static void test_rdma_port_details(void **state)
+{
+	char *root = make_root();
+	tau_agent_host_probe probe;
+	const tau_agent_rdma_port *p;
+	char expect[4200];
+
+	(void)state;
+	make_dirs(root, "dev");
+	make_dirs(root, "sys/class/infiniband/mlx5_0/ports/1/counters");
+	write_file(root, "sys/class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
+	write_file(root, "sys/class/infiniband/mlx5_0/ports/1/phys_state", "5: LinkUp\n");
+	write_file(root, "sys/class/infiniband/mlx5_0/ports/1/rate", "400 Gb/sec (4X NDR)\n");
+	write_file(root, "sys/class/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand\n");
+	write_file(root, "sys/class/infiniband/mlx5_0/ports/1/counters/link_downed", "2\n");
+	make_dirs(root, "sys/class/infiniband/mlx5_1/ports/10/counters");
+	make_dirs(root, "sys/class/infiniband/mlx5_1/ports/2");
+	write_file(root, "sys/class/infiniband/mlx5_1/ports/2/state", "1: DOWN\n");
+	write_file(root, "sys/class/infiniband/mlx5_1/ports/10/state", "1: DOWN\n");
+	write_file(root, "sys/class/infiniband/mlx5_1/ports/10/phys_state", "3: Disabled\n");
+	write_file(root, "sys/class/infiniband/mlx5_1/ports/10/rate", "fast\n");
+	write_file(root, "sys/class/infiniband/mlx5_1/ports/10/link_layer", "Ethernet\n");
+	write_file(root, "sys/class/infiniband/mlx5_1/ports/10/counters/link_downed", "-3\n");
+
+	tau_agent_host_probe_init(&probe);
+	assert_int_equal(tau_agent_probe_host(&probe, root, NULL, 0), 0);
+	assert_int_equal(probe.rdma_ports_total, 3);
+	assert_int_equal(probe.rdma_ports_up, 1);
+	assert_int_equal(probe.n_rdma_ports, 3);
+	p = &probe.rdma_ports[0];
+	assert_string_equal(p->device, "mlx5_0");
+	assert_string_equal(p->port, "1");
+	assert_int_equal(p->state, 4);
+	assert_int_equal(p->phys_state, 5);
+	assert_string_equal(p->rate, "400 Gb/sec (4X NDR)");
+	assert_int_equal(p->rate_mbps, 400000);
+	assert_string_equal(p->link_layer, "InfiniBand");
+	assert_int_equal(p->link_downed, 2);
+	/* Sorted by port number: 2 before 10.  Missing files: unknown, no problem. */
+	p = &probe.rdma_ports[1];
+	assert_string_equal(p->port, "2");
+	assert_int_equal(p->state, 1);
+	assert_int_equal(p->phys_state, -1);
+	assert_null(p->rate);
+	assert_int_equal(p->rate_mbps, -1);
+	assert_null(p->link_layer);
+	assert_int_equal(p->link_downed, -1);
+	/* Garbage: the text is kept where it is text, numbers stay unknown, problems say why. */
+	p = &probe.rdma_ports[2];
+	assert_string_equal(p->port, "10");
+	assert_int_equal(p->phys_state, 3);
+	assert_string_equal(p->rate, "fast");
+	assert_int_equal(p->rate_mbps, -1);
+	assert_string_equal(p->link_layer, "Ethernet");
+	assert_int_equal(p->link_downed, -1);
+	assert_int_equal(probe.problems.n, 2);
+	snprintf(expect, sizeof(expect),
+	         "%s/sys/class/infiniband/mlx5_1/ports/10/rate: rate \"fast\" is not \"<number> "
+	         "Gb/sec ...\"",
+	         root);
+	assert_true(has_problem(&probe.problems, expect));
+	snprintf(expect, sizeof(expect),
+	         "%s/sys/class/infiniband/mlx5_1/ports/10/counters/link_downed: \"-3\" is not a "
+	         "count",
+	         root);
+	assert_true(has_problem(&probe.problems, expect));
+	tau_agent_host_probe_free(&probe);
+	remove_root(root);
+}
+
 static void test_rdma_class_unreadable(void **state)
 {
 	char *root = make_root();
@@ -543,6 +637,8 @@ int main(void)
 	        cmocka_unit_test(test_nvml_switch),
 	        cmocka_unit_test(test_rdma_state_parse),
 	        cmocka_unit_test(test_rdma_ports),
+	        cmocka_unit_test(test_sysfs_numbered_and_rate),
+	        cmocka_unit_test(test_rdma_port_details),
 	        cmocka_unit_test(test_rdma_class_unreadable),
 	        cmocka_unit_test(test_registry_watch),
 	        cmocka_unit_test(test_registry_watch_existing),

@@ -234,7 +234,7 @@ static void test_nd_h100_node(void **state)
 	assert_json(&inv, "devices",
 	            "{\"gpus\":{\"present\":null,\"healthy\":null,\"probed\":false,"
 	            "\"deviceNodes\":null,\"notProbedReason\":\"host not probed\"},"
-	            "\"rdmaPorts\":{\"total\":null,\"up\":null}}");
+	            "\"rdmaPorts\":{\"total\":null,\"up\":null,\"ports\":[]}}");
 	tau_agent_inventory_free(&inv);
 }
 
@@ -298,7 +298,7 @@ static void test_nc_a100_mig_cordoned(void **state)
 	assert_json(&inv, "devices",
 	            "{\"gpus\":{\"present\":1,\"healthy\":null,\"probed\":false,"
 	            "\"deviceNodes\":1,\"notProbedReason\":\"NVML disabled by "
-	            "TAU_AGENT_NVML=off\"},\"rdmaPorts\":{\"total\":0,\"up\":0}}");
+	            "TAU_AGENT_NVML=off\"},\"rdmaPorts\":{\"total\":0,\"up\":0,\"ports\":[]}}");
 	tau_agent_host_probe_free(&probe);
 	tau_agent_inventory_free(&inv);
 }
@@ -385,7 +385,7 @@ static void test_flex_node_full_json(void **state)
 	        "\"managedBy\":\"Deployment\",\"supported\":true}],"
 	        "\"devices\":{\"gpus\":{\"present\":8,\"healthy\":null,\"probed\":false,"
 	        "\"deviceNodes\":8,\"notProbedReason\":\"NVML disabled by TAU_AGENT_NVML=off\"},"
-	        "\"rdmaPorts\":{\"total\":8,\"up\":8}},"
+	        "\"rdmaPorts\":{\"total\":8,\"up\":8,\"ports\":[]}},"
 	        "\"problems\":[\"CSI driver disk.csi.azure.com has a node pod here but kubelet "
 	        "has not registered it (not in CSINode)\",\"CSI driver disk.csi.azure.com is not "
 	        "supported on a Flex node (provided by the AKS add-on)\"]}");
@@ -795,7 +795,7 @@ static void test_consistency_mismatches(void **state)
 	                    "allocatable rdma/ib is 8 but only 6 RDMA ports are up");
 	assert_json(&inv, "devices",
 	            "{\"gpus\":{\"present\":8,\"healthy\":6,\"probed\":true,\"deviceNodes\":7,"
-	            "\"notProbedReason\":null},\"rdmaPorts\":{\"total\":8,\"up\":6}}");
+	            "\"notProbedReason\":null},\"rdmaPorts\":{\"total\":8,\"up\":6,\"ports\":[]}}");
 	tau_agent_inventory_free(&inv);
 }
 
@@ -907,6 +907,8 @@ static void test_nd_h100_with_fake_host(void **state)
 		make_dirs(root, rel);
 		snprintf(rel, sizeof(rel), "sys/class/infiniband/mlx5_%d/ports/1/state", i);
 		write_file(root, rel, "4: ACTIVE\n");
+		snprintf(rel, sizeof(rel), "sys/class/infiniband/mlx5_%d/ports/1/rate", i);
+		write_file(root, rel, "400 Gb/sec (4X NDR)\n");
 	}
 
 	inventory_from_fixtures(&inv, "node-nd-h100-v5.json", "csinode-nd-h100-v5.json");
@@ -923,10 +925,26 @@ static void test_nd_h100_with_fake_host(void **state)
 	            "\"managedBy\":\"Unknown\",\"supported\":true},"
 	            "{\"name\":\"file.csi.azure.com\",\"inCSINode\":true,\"socketPresent\":true,"
 	            "\"managedBy\":\"Unknown\",\"supported\":true}]");
-	assert_json(&inv, "devices",
-	            "{\"gpus\":{\"present\":8,\"healthy\":null,\"probed\":false,"
-	            "\"deviceNodes\":8,\"notProbedReason\":\"NVML disabled by "
-	            "TAU_AGENT_NVML=off\"},\"rdmaPorts\":{\"total\":8,\"up\":8}}");
+	{
+		/* Each port described, in device order, with what its files say. */
+		char want[4096];
+		size_t len = (size_t)snprintf(
+		        want, sizeof(want),
+		        "{\"gpus\":{\"present\":8,\"healthy\":null,\"probed\":false,"
+		        "\"deviceNodes\":8,\"notProbedReason\":\"NVML disabled by "
+		        "TAU_AGENT_NVML=off\"},\"rdmaPorts\":{\"total\":8,\"up\":8,\"ports\":[");
+
+		for (int i = 0; i < 8; i++)
+			len += (size_t)snprintf(
+			        want + len, sizeof(want) - len,
+			        "%s{\"device\":\"mlx5_%d\",\"port\":\"1\",\"state\":4,"
+			        "\"physState\":null,\"rate\":\"400 Gb/sec (4X NDR)\","
+			        "\"rateMbps\":400000,\"linkLayer\":null,"
+			        "\"linkDowned\":null}",
+			        i > 0 ? "," : "", i);
+		snprintf(want + len, sizeof(want) - len, "]}}");
+		assert_json(&inv, "devices", want);
+	}
 	tau_agent_inventory_free(&inv);
 	nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
@@ -941,7 +959,7 @@ static void test_not_an_object(void **state)
 	        "\"schedulable\":null,\"deleting\":null,\"labels\":{},\"allocatable\":{},"
 	        "\"csiDrivers\":[],\"devices\":{\"gpus\":{\"present\":null,\"healthy\":null,"
 	        "\"probed\":false,\"deviceNodes\":null,\"notProbedReason\":\"host not probed\"},"
-	        "\"rdmaPorts\":{\"total\":null,\"up\":null}},"
+	        "\"rdmaPorts\":{\"total\":null,\"up\":null,\"ports\":[]}},"
 	        "\"problems\":[\"Node is not a JSON object; nothing about the node is known\"]}";
 	tau_agent_inventory inv;
 	cJSON *arr = parse_text("[1,2]");
@@ -1232,9 +1250,48 @@ static void test_digest_sees_drivers_devices_problems(void **state)
 	tau_agent_inventory_free(NULL);
 }
 
+/* One port going down, or its link_downed counter moving, is a change to send. */
+static void test_digest_sees_rdma_port_details(void **state)
+{
+	tau_agent_inventory inv;
+	tau_agent_host_probe probe;
+	char device[] = "mlx5_0", number[] = "1", rate[] = "400 Gb/sec (4X NDR)",
+	     layer[] = "InfiniBand";
+	tau_agent_rdma_port port = {.device = device,
+	                            .port = number,
+	                            .state = 4,
+	                            .phys_state = 5,
+	                            .rate = rate,
+	                            .rate_mbps = 400000,
+	                            .link_layer = layer,
+	                            .link_downed = 0};
+	char d0[65], d1[65], d2[65];
+
+	(void)state;
+	inventory_from_fixtures(&inv, "node-nd-h100-v5.json", NULL);
+	fake_probe(&probe, 8, 1, 1);
+	assert_int_equal(tau_agent_rdma_ports_copy(&probe.rdma_ports, &port, 1), 0);
+	probe.n_rdma_ports = 1;
+	assert_int_equal(tau_agent_inventory_apply_host(&inv, &probe), 0);
+	assert_int_equal(tau_agent_inventory_digest(d0, &inv), 0);
+	probe.rdma_ports[0].state = 1;
+	assert_int_equal(tau_agent_inventory_apply_host(&inv, &probe), 0);
+	assert_int_equal(tau_agent_inventory_digest(d1, &inv), 0);
+	assert_string_not_equal(d0, d1);
+	probe.rdma_ports[0].link_downed = 1;
+	assert_int_equal(tau_agent_inventory_apply_host(&inv, &probe), 0);
+	assert_int_equal(tau_agent_inventory_digest(d2, &inv), 0);
+	assert_string_not_equal(d1, d2);
+	assert_int_equal(inv.devices.n_rdma_ports, 1);
+	assert_int_equal(inv.devices.rdma_ports[0].link_downed, 1);
+	tau_agent_host_probe_free(&probe);
+	tau_agent_inventory_free(&inv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_digest_sees_rdma_port_details),
 	        cmocka_unit_test(test_nd_h100_node),
 	        cmocka_unit_test(test_nd_h100_csinode),
 	        cmocka_unit_test(test_nc_a100_mig_cordoned),

@@ -84,6 +84,29 @@ static void nd_inventory(tau_agent_inventory *inv, bool nvml)
 		probe.nvml_note = strdup("NVML disabled");
 	probe.rdma_ports_total = 8;
 	probe.rdma_ports_up = 6;
+	{
+		char dev0[] = "mlx5_0", dev1[] = "mlx5_1", one[] = "1";
+		char rate[] = "400 Gb/sec (4X NDR)", layer[] = "InfiniBand";
+		tau_agent_rdma_port ports[2] = {
+		        {.device = dev0,
+		         .port = one,
+		         .state = 4,
+		         .phys_state = 5,
+		         .rate = rate,
+		         .rate_mbps = 400000,
+		         .link_layer = layer,
+		         .link_downed = 3},
+		        {.device = dev1,
+		         .port = one,
+		         .state = -1,
+		         .phys_state = -1,
+		         .rate_mbps = -1,
+		         .link_downed = -1},
+		};
+
+		assert_int_equal(tau_agent_rdma_ports_copy(&probe.rdma_ports, ports, 2), 0);
+		probe.n_rdma_ports = 2;
+	}
 	assert_int_equal(tau_agent_inventory_apply_host(inv, &probe), 0);
 	assert_int_equal(tau_agent_inventory_check_consistency(inv), 0);
 	tau_agent_host_probe_free(&probe);
@@ -144,6 +167,22 @@ static void test_proto_every_field(void **state)
 	assert_int_equal(m->devices->gpus_healthy, 7);
 	assert_int_equal(m->devices->rdma_ports_total, 8);
 	assert_int_equal(m->devices->rdma_ports_up, 6);
+	/* Port details; unknowns travel as 0 / "" (link_downed as -1). */
+	assert_int_equal(m->devices->n_rdma_ports, 2);
+	assert_string_equal(m->devices->rdma_ports[0]->device, "mlx5_0");
+	assert_string_equal(m->devices->rdma_ports[0]->port, "1");
+	assert_int_equal(m->devices->rdma_ports[0]->state, 4);
+	assert_int_equal(m->devices->rdma_ports[0]->phys_state, 5);
+	assert_string_equal(m->devices->rdma_ports[0]->rate, "400 Gb/sec (4X NDR)");
+	assert_int_equal(m->devices->rdma_ports[0]->rate_mbps, 400000);
+	assert_string_equal(m->devices->rdma_ports[0]->link_layer, "InfiniBand");
+	assert_int_equal(m->devices->rdma_ports[0]->link_downed, 3);
+	assert_int_equal(m->devices->rdma_ports[1]->state, 0);
+	assert_int_equal(m->devices->rdma_ports[1]->phys_state, 0);
+	assert_string_equal(m->devices->rdma_ports[1]->rate, "");
+	assert_int_equal(m->devices->rdma_ports[1]->rate_mbps, 0);
+	assert_string_equal(m->devices->rdma_ports[1]->link_layer, "");
+	assert_int_equal(m->devices->rdma_ports[1]->link_downed, -1);
 	/* problems: same list, same order */
 	assert_int_equal(m->n_problems, inv.problems.n);
 	assert_true(m->n_problems >= 2); /* file socket missing, rdma/ib > ports up, 1 unhealthy */
