@@ -16,6 +16,7 @@
 #include "options.h"
 
 #include "budget/controller.h"
+#include "controller/runtime.h"
 #include "inventory/snapshot.h"
 #include "inventory/http.h"
 #include "inventory/kubewatch.h"
@@ -68,6 +69,7 @@ typedef struct budget_runtime {
 
 typedef struct runtime {
 	tau_agg *agg;
+	tau_kube_client *clients[2]; /* "main" and "review", for their request metrics */
 	tau_kube_leader *leader;
 	bool leader_elect;
 	atomic_bool serving;
@@ -317,16 +319,30 @@ out:
 }
 
 /* /metrics after the inventory's families: the budget's, from its caches (zeros before the
- * controller exists or after it stopped). */
-static int budget_metrics(void *arg, tau_buf *out)
+ * controller exists or after it stopped), then the controllers' runtime and work queues, and
+ * the Kubernetes clients' requests.  Each controller's mutex keeps it alive meanwhile. */
+static int more_metrics(void *arg, tau_buf *out)
 {
-	budget_runtime *b = &((runtime *)arg)->budget;
+	static const char *const client_names[2] = {"main", "review"};
+	runtime *rt = arg;
+	budget_runtime *b = &rt->budget;
+	tau_ctl *ctls[2];
+	size_t n = 0;
 	int rc;
 
+	pthread_mutex_lock(&rt->ws.mu);
 	pthread_mutex_lock(&b->mu);
 	rc = tau_budget_controller_metrics(b->ctl, out);
+	if (rt->ws.ctl != NULL)
+		ctls[n++] = tau_ws_controller_runtime(rt->ws.ctl);
+	if (b->ctl != NULL)
+		ctls[n++] = tau_budget_controller_runtime(b->ctl);
+	tau_ctl_metrics_write(out, ctls, n);
 	pthread_mutex_unlock(&b->mu);
-	return rc;
+	pthread_mutex_unlock(&rt->ws.mu);
+	tau_kube_client_metrics_write(out, "tau_aggregator", rt->clients, client_names,
+	                              rt->clients[1] != NULL ? 2 : 1);
+	return rc < 0 ? rc : tau_buf_error(out);
 }
 
 /* Stop and free the budget controller; it never starts again.  Idempotent. */
@@ -450,6 +466,8 @@ int main(int argc, char **argv)
 	}
 	if (o.log_level_set)
 		tau_log_set_level(o.log_level);
+	if (o.log_format_set)
+		tau_log_set_format(o.log_format);
 	if (check_listen("--grpc-listen", o.grpc_listen) < 0 ||
 	    check_listen("--http-listen", o.http_listen) < 0) {
 		fprintf(stderr, "tau-aggregator: %s\n", tau_error_last()->msg);
@@ -516,6 +534,8 @@ int main(int argc, char **argv)
 	if (tau_kube_client_new(&review_client, review_cfg) < 0)
 		goto fail;
 	rv.client = review_client;
+	rt.clients[0] = client;
+	rt.clients[1] = review_client;
 	rv.audience = o.token_audience;
 	acfg.agent_user = agent_user;
 	acfg.review = review_token;
@@ -583,7 +603,7 @@ int main(int argc, char **argv)
 		    tau_kube_leader_start(rt.leader) < 0)
 			goto fail;
 	}
-	if (tau_agg_http_start(&http, o.http_listen, rt.agg, readiness, &rt, budget_metrics, &rt,
+	if (tau_agg_http_start(&http, o.http_listen, rt.agg, readiness, &rt, more_metrics, &rt,
 	                       &http_port) < 0) {
 		fprintf(stderr, "tau-aggregator: --http-listen %s: %s\n", o.http_listen,
 		        tau_error_last()->msg);

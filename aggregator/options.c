@@ -74,6 +74,7 @@ void tau_agg_options_usage(FILE *out)
 	      "                               [TAU_MAX_CONCURRENT_STREAMS]\n",
 	      out);
 	fputs("  --log-level LEVEL            debug|info|warn|error [TAU_LOG_LEVEL]\n"
+	      "  --log-format FORMAT          logfmt|json (default logfmt) [TAU_LOG_FORMAT]\n"
 	      "  --feature-gates LIST         Name=true|false,... (known: MultipleWorkspaces)\n"
 	      "                               [TAU_FEATURE_GATES]\n"
 	      "\n"
@@ -224,6 +225,7 @@ enum {
 	O_SYNC,
 	O_HB,
 	O_LOG,
+	O_LOG_FORMAT,
 	O_GATES,
 	O_MODE,
 	O_ALLOW_SEL,
@@ -247,7 +249,7 @@ enum {
 
 /* Flags whose text is parsed after the environment is merged. */
 typedef struct raw_flags {
-	const char *sync, *heartbeat, *log_level, *gates, *ns_mode, *coalesce, *resync;
+	const char *sync, *heartbeat, *log_level, *log_format, *gates, *ns_mode, *coalesce, *resync;
 	const char *max_pending, *max_watchers, *max_streams, *peer_reviews, *peer_streams;
 	const char *review_qps, *review_burst, *review_workers, *grpc_threads;
 	bool leader_elect, no_ws, anonymous;
@@ -271,6 +273,7 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 	        {"initial-sync-timeout", required_argument, NULL, O_SYNC},
 	        {"heartbeat-interval", required_argument, NULL, O_HB},
 	        {"log-level", required_argument, NULL, O_LOG},
+	        {"log-format", required_argument, NULL, O_LOG_FORMAT},
 	        {"feature-gates", required_argument, NULL, O_GATES},
 	        {"namespace-mode", required_argument, NULL, O_MODE},
 	        {"allowlist-selector", required_argument, NULL, O_ALLOW_SEL},
@@ -342,6 +345,9 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 			break;
 		case O_LOG:
 			r->log_level = optarg;
+			break;
+		case O_LOG_FORMAT:
+			r->log_format = optarg;
 			break;
 		case O_GATES:
 			r->gates = optarg;
@@ -504,6 +510,11 @@ static int parse_values(tau_agg_options *o, const raw_flags *r, tau_agg_env_fn e
 			return tau_error_set(TAU_EINVAL,
 			                     "%s %s: expected debug, info, warn or error", from, v);
 		o->log_level_set = true;
+	}
+	if ((v = pick(r->log_format, "--log-format", env, "TAU_LOG_FORMAT", &from)) != NULL) {
+		if (tau_log_format_parse(&o->log_format, v) < 0)
+			return tau_error_set(TAU_EINVAL, "%s %s: expected logfmt or json", from, v);
+		o->log_format_set = true;
 	}
 	if ((v = pick(r->gates, "--feature-gates", env, "TAU_FEATURE_GATES", &from)) != NULL &&
 	    (rc = tau_agg_feature_gates_parse(&o->gates, from, v)) < 0)

@@ -54,6 +54,7 @@ typedef struct tau_agg_options {
 	int64_t sync_timeout_ms; /**< --initial-sync-timeout / TAU_INITIAL_SYNC_TIMEOUT; 60s */
 	int64_t heartbeat_ms;    /**< --heartbeat-interval / TAU_HEARTBEAT_INTERVAL; 30s */
 	bool log_level_set;      /**< --log-level / TAU_LOG_LEVEL given */
+	bool log_format_set;     /**< --log-format / TAU_LOG_FORMAT given */
 	/** --allow-anonymous-queries / TAU_ALLOW_ANONYMOUS_QUERIES: no query authentication */
 	bool allow_anonymous_queries;
 	int max_pending_reviews; /**< --max-pending-reviews / TAU_MAX_PENDING_REVIEWS; 4096 */
@@ -68,6 +69,7 @@ typedef struct tau_agg_options {
 	int review_workers;       /**< --review-workers / TAU_REVIEW_WORKERS; 8 */
 	int grpc_threads;         /**< --grpc-threads / TAU_GRPC_THREADS: CQ threads; 2 */
 	tau_log_level log_level;
+	tau_log_format log_format;
 	/* workspace controller */
 	tau_agg_ns_mode namespace_mode; /**< --namespace-mode / TAU_NAMESPACE_MODE */
 	const char *allowlist_selector; /**< --allowlist-selector / TAU_ALLOWLIST_SELECTOR */

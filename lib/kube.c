@@ -57,6 +57,7 @@ struct tau_kube_client {
 	uint64_t token_read_ms;
 	bool token_valid;
 	tau_kube_client_stats stats;
+	tau_kube_request_metrics metrics;
 	CURL *pool[POOL_MAX];
 	size_t n_pool;
 };
@@ -547,6 +548,7 @@ int tau_kube_client_new(tau_kube_client **out, const tau_kube_config *cfg)
 		return rc;
 	}
 	pthread_mutex_init(&c->lock, NULL);
+	tau_kube_request_metrics_init(&c->metrics);
 	tau_backoff_bucket_init(&c->bucket, cfg->qps, cfg->burst, tau_backoff_now_ms());
 	*out = c;
 	return 0;
@@ -559,6 +561,7 @@ void tau_kube_client_free(tau_kube_client *c)
 	for (size_t i = 0; i < c->n_pool; i++)
 		curl_easy_cleanup(c->pool[i]);
 	pthread_mutex_destroy(&c->lock);
+	tau_kube_request_metrics_destroy(&c->metrics);
 	free(c->token);
 	tau_kube_config_free(c->cfg);
 	free(c);
@@ -574,6 +577,23 @@ void tau_kube_client_stats_get(const tau_kube_client *c, tau_kube_client_stats *
 	pthread_mutex_lock((pthread_mutex_t *)&c->lock);
 	*out = c->stats;
 	pthread_mutex_unlock((pthread_mutex_t *)&c->lock);
+}
+
+tau_kube_request_metrics *tau_kube_client_request_metrics(tau_kube_client *c)
+{
+	return &c->metrics;
+}
+
+void tau_kube_client_metrics_write(tau_buf *b, const char *prefix, tau_kube_client *const *clients,
+                                   const char *const *names, size_t n)
+{
+	tau_kube_request_metrics *ms[8];
+
+	if (n > sizeof(ms) / sizeof(ms[0]))
+		n = sizeof(ms) / sizeof(ms[0]);
+	for (size_t i = 0; i < n; i++)
+		ms[i] = &clients[i]->metrics;
+	tau_kube_request_metrics_write(b, prefix, ms, names, n);
 }
 
 uint64_t tau_kube_client_reserve(tau_kube_client *c)
@@ -840,7 +860,7 @@ int tau_kube_client_request(cJSON **out, tau_kube_client *c, const tau_kube_requ
 	for (int attempt = 0;; attempt++) {
 		struct curl_slist *headers = NULL;
 		transfer t = {.body = {.max = cfg->body_cap}, .retry_after = -1};
-		uint64_t wait, delay = 0;
+		uint64_t wait, delay = 0, sent_us;
 		CURLcode cc;
 		long code = 0;
 		bool retry = false;
@@ -876,9 +896,12 @@ int tau_kube_client_request(cJSON **out, tau_kube_client *c, const tau_kube_requ
 		if (attempt > 0)
 			c->stats.retries++;
 		pthread_mutex_unlock(&c->lock);
+		sent_us = tau_backoff_now_us();
 		cc = curl_easy_perform(h);
 		curl_slist_free_all(headers);
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+		tau_kube_request_metrics_record(&c->metrics, tau_kube_verb_of(method), code,
+		                                tau_backoff_now_us() - sent_us, true);
 		if (cc != CURLE_OK) {
 			tau_kube_api_error_reset();
 			if (t.too_big) {

@@ -54,6 +54,7 @@ typedef struct transfer {
 	struct curl_slist *headers;
 	tau_buf body; /* list body, or pending watch bytes */
 	int retry_after;
+	uint64_t started_us; /* monotonic, for the request metrics */
 	bool watch;
 	bool too_big;
 } transfer;
@@ -418,6 +419,7 @@ static int start_transfer(tau_kube_informer *inf, bool watch)
 		goto out;
 	}
 	tau_kube_client_count_request(loop->client);
+	t->started_us = tau_backoff_now_us();
 	inf->xfer = t;
 	t = NULL;
 	if (watch) {
@@ -683,6 +685,10 @@ static void transfer_done(tau_kube_informer *inf, CURLcode cc)
 
 	inf->xfer = NULL;
 	curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &code);
+	/* A watch lasts as long as the server keeps it: counted, not timed. */
+	tau_kube_request_metrics_record(tau_kube_client_request_metrics(inf->loop->client),
+	                                t->watch ? TAU_KUBE_VERB_WATCH : TAU_KUBE_VERB_LIST, code,
+	                                tau_backoff_now_us() - t->started_us, !t->watch);
 	if (!t->watch) {
 		if (cc == CURLE_OK && code == 200) {
 			list_page_done(inf, t);

@@ -7,6 +7,7 @@
 #ifndef TAU_KUBE_INTERNAL_H
 #define TAU_KUBE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 #include "tau/buf.h"
 #include "tau/file.h"
 #include "tau/kube.h"
+#include "tau/promtext.h"
 
 /** strdup that tolerates NULL (returns NULL for NULL). */
 char *tau_kube_strdup(const char *s);
@@ -47,5 +49,53 @@ void tau_kube_api_error_store(const tau_kube_api_error *e);
 
 /** Clear this thread's last API error (transport failures). */
 void tau_kube_api_error_reset(void);
+
+/* ---- request metrics (kube_metrics.c) ---- */
+
+/** The verbs counted: the HTTP method, an informer's list and watch apart from a GET. */
+typedef enum tau_kube_verb {
+	TAU_KUBE_VERB_GET = 0,
+	TAU_KUBE_VERB_LIST,
+	TAU_KUBE_VERB_WATCH,
+	TAU_KUBE_VERB_POST,
+	TAU_KUBE_VERB_PUT,
+	TAU_KUBE_VERB_PATCH,
+	TAU_KUBE_VERB_DELETE,
+	TAU_KUBE_VERBS
+} tau_kube_verb;
+
+/** Distinct HTTP codes counted per verb; more land in "other". */
+#define TAU_KUBE_METRICS_CODES 8
+
+typedef struct tau_kube_code_count {
+	long code; /* 0: no HTTP answer (transport error, timeout) */
+	uint64_t n;
+} tau_kube_code_count;
+
+/** A client's request metrics (fixed size). */
+typedef struct tau_kube_request_metrics {
+	pthread_mutex_t lock; /* guards codes and other */
+	tau_kube_code_count codes[TAU_KUBE_VERBS][TAU_KUBE_METRICS_CODES];
+	uint64_t other[TAU_KUBE_VERBS];
+	tau_prom_histogram latency[TAU_KUBE_VERBS];
+} tau_kube_request_metrics;
+
+/** The verb of an HTTP method the client sends ("GET", "POST", ...). */
+tau_kube_verb tau_kube_verb_of(const char *method);
+
+void tau_kube_request_metrics_init(tau_kube_request_metrics *m);
+void tau_kube_request_metrics_destroy(tau_kube_request_metrics *m);
+
+/** Count one request that ended with `code` (0: no answer); `timed`: observe `us`. */
+void tau_kube_request_metrics_record(tau_kube_request_metrics *m, tau_kube_verb verb, long code,
+                                     uint64_t us, bool timed);
+
+/** The client's metrics (kube.c). */
+tau_kube_request_metrics *tau_kube_client_request_metrics(tau_kube_client *c);
+
+/** Write PREFIX_kube_requests_total and PREFIX_kube_request_duration_seconds of `n` clients. */
+void tau_kube_request_metrics_write(tau_buf *b, const char *prefix,
+                                    tau_kube_request_metrics *const *ms, const char *const *names,
+                                    size_t n);
 
 #endif /* TAU_KUBE_INTERNAL_H */

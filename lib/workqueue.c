@@ -27,6 +27,7 @@ typedef struct wq_entry {
 	bool queued;        /* in the FIFO */
 	bool processing;    /* handed to a worker */
 	unsigned failures;  /* rate-limiter count */
+	uint64_t dirty_us;  /* when it last became dirty (monotonic): its time in queue starts */
 	uint64_t ready_ms;  /* delayed until (monotonic); valid when heap_idx != SIZE_MAX */
 	size_t heap_idx;
 	char key[];
@@ -43,6 +44,8 @@ struct tau_workqueue {
 	wq_entry **heap;
 	size_t heap_len, heap_cap;
 	bool shutting_down;
+	uint64_t adds, retries;
+	tau_prom_histogram queue_latency;
 };
 
 static uint64_t clock_ms(tau_workqueue *q)
@@ -179,6 +182,8 @@ static int add_locked(tau_workqueue *q, wq_entry *e)
 	if (e->dirty)
 		return 0;
 	e->dirty = true;
+	e->dirty_us = tau_backoff_now_us();
+	q->adds++;
 	if (e->processing)
 		return 0;
 	if (fifo_push(q, e) < 0) {
@@ -372,6 +377,9 @@ int tau_workqueue_add_rate_limited(tau_workqueue *q, const char *key)
 
 	if (rc < 0)
 		return rc;
+	pthread_mutex_lock(&q->lock);
+	q->retries++;
+	pthread_mutex_unlock(&q->lock);
 	return tau_workqueue_add_after(q, key, tau_workqueue_when(q, key));
 }
 
@@ -433,6 +441,8 @@ int tau_workqueue_get(tau_workqueue *q, char **out, int64_t timeout_ms)
 				break;
 			}
 			strcpy(copy, e->key);
+			tau_prom_histogram_observe(&q->queue_latency,
+			                           tau_backoff_now_us() - e->dirty_us);
 			e->dirty = false;
 			e->processing = true;
 			*out = copy;
@@ -510,4 +520,20 @@ size_t tau_workqueue_delayed(tau_workqueue *q)
 	n = q->heap_len;
 	pthread_mutex_unlock(&q->lock);
 	return n;
+}
+
+void tau_workqueue_stats_get(tau_workqueue *q, tau_workqueue_stats *out)
+{
+	pthread_mutex_lock(&q->lock);
+	promote_due(q);
+	out->adds = q->adds;
+	out->retries = q->retries;
+	out->depth = q->fifo_len;
+	out->delayed = q->heap_len;
+	pthread_mutex_unlock(&q->lock);
+}
+
+const tau_prom_histogram *tau_workqueue_queue_latency(const tau_workqueue *q)
+{
+	return &q->queue_latency;
 }

@@ -449,6 +449,11 @@ void tau_budget_controller_trigger(tau_budget_controller *b)
 		(void)tau_ctl_trigger(b->ctl, NULL); /* a failure is counted; the resync heals */
 }
 
+tau_ctl *tau_budget_controller_runtime(tau_budget_controller *b)
+{
+	return b->ctl;
+}
+
 void tau_budget_controller_stats(tau_budget_controller *b, tau_budget_stats *out)
 {
 	pthread_mutex_lock(&b->lock);

@@ -2,8 +2,9 @@
  * metrics.c - the budget's metrics, rendered from the TauCluster's conditions, the Cohorts
  * TauGrid manages and the reservations of the ClusterQueues in them.
  *
- * Quantities are summed exactly (tau_quantity) and printed in the resource's base unit,
- * like tau_aggregator_pool_resource, so budget, reservations and pool compare directly.
+ * Quantities are summed exactly (tau_quantity) and printed in the resource's base unit, one
+ * family per unit (_cores, _bytes, a count) like tau_aggregator_pool_allocatable*, so budget,
+ * reservations and pool compare directly.
  * A quantity that does not parse is left out of its sum and the sample is not printed,
  * rather than printing a wrong number.
  */
@@ -18,6 +19,7 @@
 #include "tau/quantity.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,21 +149,34 @@ static void reserved_of_queues(samples *s, const cJSON *queues)
 	}
 }
 
-static void render_samples(tau_buf *b, const char *name, const char *help, const samples *s)
+/* One family per unit (base_cores, base_bytes, base), each sample in its resource's. */
+static void render_samples(tau_buf *b, const char *base, const char *help, const samples *s)
 {
-	tau_prom_family(b, name, "gauge", help);
-	for (size_t i = 0; i < s->n; i++) {
-		char value[64];
+	static const char *const unit_words[TAU_PROM_UNITS] = {
+	        "cpu, in cores", "memory, storage and hugepages, in bytes",
+	        "counted resources (GPUs, RDMA devices, pods)"};
 
-		if (s->v[i].bad || tau_prom_quantity_value(value, sizeof(value), &s->v[i].sum) < 0)
-			continue;
-		tau_buf_printf(b, "%s{team=\"", name);
-		tau_prom_label_value(b, s->v[i].team);
-		tau_buf_append_str(b, "\",flavor=\"");
-		tau_prom_label_value(b, s->v[i].flavor);
-		tau_buf_append_str(b, "\",resource=\"");
-		tau_prom_label_value(b, s->v[i].resource);
-		tau_buf_printf(b, "\"} %s\n", value);
+	for (int u = 0; u < TAU_PROM_UNITS; u++) {
+		char name[64], text[256];
+
+		snprintf(name, sizeof(name), "%s%s", base, tau_prom_unit_suffix((tau_prom_unit)u));
+		snprintf(text, sizeof(text), "%s: %s.", help, unit_words[u]);
+		tau_prom_family(b, name, "gauge", text);
+		for (size_t i = 0; i < s->n; i++) {
+			char value[64];
+
+			if (s->v[i].bad ||
+			    tau_prom_resource_unit(s->v[i].resource) != (tau_prom_unit)u ||
+			    tau_prom_quantity_value(value, sizeof(value), &s->v[i].sum) < 0)
+				continue;
+			tau_buf_printf(b, "%s{team=\"", name);
+			tau_prom_label_value(b, s->v[i].team);
+			tau_buf_append_str(b, "\",flavor=\"");
+			tau_prom_label_value(b, s->v[i].flavor);
+			tau_buf_append_str(b, "\",resource=\"");
+			tau_prom_label_value(b, s->v[i].resource);
+			tau_buf_printf(b, "\"} %s\n", value);
+		}
 	}
 }
 
@@ -201,12 +216,11 @@ int tau_budget_metrics_render(tau_buf *b, const cJSON *cluster, const cJSON *coh
 	if (nominal.oom || reserved.oom)
 		rc = tau_error_set(TAU_ENOMEM, "out of memory rendering the budget's metrics");
 	render_samples(b, "tau_budget_nominal_quota",
-	               "nominalQuota of each team Cohort TauGrid manages, per flavor and resource, "
-	               "in the resource's base unit.",
+	               "nominalQuota of each team Cohort TauGrid manages, per flavor and resource",
 	               &nominal);
 	render_samples(b, "tau_budget_reserved",
 	               "Quota reserved by workloads in the ClusterQueues of each team Cohort "
-	               "(status.flavorsReservation totals), in the resource's base unit.",
+	               "(status.flavorsReservation totals)",
 	               &reserved);
 	tau_prom_scalar(b, "tau_budget_passes_total", "counter",
 	                "Budget reconcile passes (on the leader).", st->passes);

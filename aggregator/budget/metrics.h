@@ -16,9 +16,10 @@
 /**
  * Append the budget's metric families to `b`:
  * tau_budget_ready, tau_budget_zeroed and tau_budget_conflict (from the TauCluster's
- * BudgetReady and ConflictDetected conditions), tau_budget_nominal_quota and
- * tau_budget_reserved per team, flavor and resource (from the Cohorts TauGrid manages
- * and the reservations of the ClusterQueues in them), and the controller's counters.
+ * BudgetReady and ConflictDetected conditions), tau_budget_nominal_quota* and
+ * tau_budget_reserved* (_cores, _bytes, counts) per team, flavor and resource (from the Cohorts
+ * TauGrid manages and the reservations of the ClusterQueues in them), and the controller's
+ * counters.
  *
  * @param cluster  the TauCluster "cluster" (NULL when absent)
  * @param cohorts  JSON array of Cohorts; @param queues JSON array of ClusterQueues (may be NULL)

@@ -19,6 +19,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/log.h"
+#include "tau/promtext.h"
 #include "tau/workqueue.h"
 
 #include <pthread.h>
@@ -63,6 +64,7 @@ struct tau_ctl {
 	pthread_t worker;
 
 	atomic_uint_fast64_t reconciles, failures, conflicts, resyncs, enqueue_failures;
+	tau_prom_histogram reconcile_latency;
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -266,11 +268,14 @@ static bool wait_gate(tau_ctl *ctl)
 static void process(tau_ctl *ctl, const char *key)
 {
 	tau_ctl_result res = {0};
+	uint64_t started_us = tau_backoff_now_us();
 	int rc;
 
 	tau_error_clear();
-	atomic_fetch_add(&ctl->reconciles, 1);
 	rc = ctl->reconcile(ctl->arg, ctl, key, &res);
+	/* Counted once it ended, so a scrape sees the pass's outcome with its count. */
+	tau_prom_histogram_observe(&ctl->reconcile_latency, tau_backoff_now_us() - started_us);
+	atomic_fetch_add(&ctl->reconciles, 1);
 	if (rc == -TAU_ECONFLICT) {
 		atomic_fetch_add(&ctl->conflicts, 1);
 		tau_log_info("controller write lost a race; retrying", "controller", ctl->name,
@@ -615,4 +620,100 @@ void tau_ctl_stats_get(tau_ctl *ctl, tau_ctl_stats *out)
 	out->conflicts = atomic_load(&ctl->conflicts);
 	out->resyncs = atomic_load(&ctl->resyncs);
 	out->enqueue_failures = atomic_load(&ctl->enqueue_failures);
+}
+
+/* One counter family: a series per controller. */
+static void counter_family(tau_buf *b, const char *name, const char *help, tau_ctl *const *ctls,
+                           size_t n, const atomic_uint_fast64_t *(*field)(tau_ctl *ctl))
+{
+	tau_prom_family(b, name, "counter", help);
+	for (size_t i = 0; i < n; i++)
+		tau_prom_labelled(b, name, "controller", ctls[i]->name,
+		                  atomic_load(field(ctls[i])));
+}
+
+static const atomic_uint_fast64_t *f_reconciles(tau_ctl *c)
+{
+	return &c->reconciles;
+}
+
+static const atomic_uint_fast64_t *f_failures(tau_ctl *c)
+{
+	return &c->failures;
+}
+
+static const atomic_uint_fast64_t *f_conflicts(tau_ctl *c)
+{
+	return &c->conflicts;
+}
+
+static const atomic_uint_fast64_t *f_resyncs(tau_ctl *c)
+{
+	return &c->resyncs;
+}
+
+static const atomic_uint_fast64_t *f_enqueue_failures(tau_ctl *c)
+{
+	return &c->enqueue_failures;
+}
+
+void tau_ctl_metrics_write(tau_buf *b, tau_ctl *const *ctls, size_t n)
+{
+	tau_workqueue_stats st;
+
+	counter_family(b, "tau_controller_reconcile_total",
+	               "Reconcile passes that ended, by controller (errors and conflicts "
+	               "included).",
+	               ctls, n, f_reconciles);
+	counter_family(b, "tau_controller_reconcile_errors_total",
+	               "Reconcile passes that failed (retried with backoff), by controller.", ctls,
+	               n, f_failures);
+	counter_family(b, "tau_controller_reconcile_conflicts_total",
+	               "Reconcile passes whose write lost a race (409; retried at once).", ctls, n,
+	               f_conflicts);
+	counter_family(b, "tau_controller_resyncs_total",
+	               "Rounds that queued every key (periodic resync, leadership, triggers).",
+	               ctls, n, f_resyncs);
+	counter_family(b, "tau_controller_enqueue_failures_total",
+	               "Keys the work queue refused (out of memory; the next resync heals).", ctls,
+	               n, f_enqueue_failures);
+	tau_prom_family(b, "tau_controller_reconcile_duration_seconds", "histogram",
+	                "Time one reconcile pass took, by controller.");
+	for (size_t i = 0; i < n; i++)
+		tau_prom_histogram_write(b, "tau_controller_reconcile_duration_seconds",
+		                         (const char *const[]){"controller", ctls[i]->name, NULL},
+		                         &ctls[i]->reconcile_latency);
+	tau_prom_family(b, "tau_workqueue_depth", "gauge",
+	                "Keys queued and ready, waiting for the worker (delayed retries not "
+	                "counted), by queue (the controller's name).");
+	for (size_t i = 0; i < n; i++) {
+		tau_workqueue_stats_get(ctls[i]->queue, &st);
+		tau_prom_labelled(b, "tau_workqueue_depth", "name", ctls[i]->name, st.depth);
+	}
+	tau_prom_family(b, "tau_workqueue_delayed", "gauge",
+	                "Keys waiting for a delay (coalescing, backoff, requeue-after), by queue.");
+	for (size_t i = 0; i < n; i++) {
+		tau_workqueue_stats_get(ctls[i]->queue, &st);
+		tau_prom_labelled(b, "tau_workqueue_delayed", "name", ctls[i]->name, st.delayed);
+	}
+	tau_prom_family(b, "tau_workqueue_adds_total", "counter",
+	                "Keys queued (adding a key already waiting counts once), by queue.");
+	for (size_t i = 0; i < n; i++) {
+		tau_workqueue_stats_get(ctls[i]->queue, &st);
+		tau_prom_labelled(b, "tau_workqueue_adds_total", "name", ctls[i]->name, st.adds);
+	}
+	tau_prom_family(b, "tau_workqueue_retries_total", "counter",
+	                "Keys queued again with backoff after a failed or conflicting pass, by "
+	                "queue.");
+	for (size_t i = 0; i < n; i++) {
+		tau_workqueue_stats_get(ctls[i]->queue, &st);
+		tau_prom_labelled(b, "tau_workqueue_retries_total", "name", ctls[i]->name,
+		                  st.retries);
+	}
+	tau_prom_family(b, "tau_workqueue_queue_duration_seconds", "histogram",
+	                "Time a key waited in the queue before the worker took it, by queue.");
+	for (size_t i = 0; i < n; i++)
+		tau_prom_histogram_write(b, "tau_workqueue_queue_duration_seconds",
+		                         (const char *const[]){"name", ctls[i]->name, NULL},
+		                         tau_workqueue_queue_latency(ctls[i]->queue));
 }

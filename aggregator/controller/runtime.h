@@ -58,6 +58,7 @@
 #ifndef TAU_AGGREGATOR_CONTROLLER_RUNTIME_H
 #define TAU_AGGREGATOR_CONTROLLER_RUNTIME_H
 
+#include "tau/buf.h"
 #include "tau/kube.h"
 #include "tau/kube_informer.h"
 
@@ -218,5 +219,15 @@ const char *tau_ctl_name(const tau_ctl *ctl);
 
 /** Copy the counters. */
 void tau_ctl_stats_get(tau_ctl *ctl, tau_ctl_stats *out);
+
+/**
+ * Append the metrics of `n` controllers as Prometheus text (docs/aggregator.md):
+ * tau_controller_reconcile_total, _errors_total, _conflicts_total, tau_controller_resyncs_total,
+ * tau_controller_enqueue_failures_total and tau_controller_reconcile_duration_seconds by
+ * `controller`; tau_workqueue_depth, _delayed, _adds_total, _retries_total and
+ * tau_workqueue_queue_duration_seconds by `name` (the controller's).  Any thread; the
+ * controllers must stay alive for the call.  Failures stick in `b`.
+ */
+void tau_ctl_metrics_write(tau_buf *b, tau_ctl *const *ctls, size_t n);
 
 #endif /* TAU_AGGREGATOR_CONTROLLER_RUNTIME_H */

@@ -104,6 +104,17 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	        &b, "tau_aggregator_query_reviews_pending", "gauge",
 	        "Query token reviews waiting for a worker (capped by --max-pending-reviews).",
 	        m->query_reviews_pending);
+	tau_prom_family(&b, "tau_aggregator_token_review_duration_seconds", "histogram",
+	                "Time a review took: a Report token's TokenReview (kind=report), a "
+	                "query's TokenReview and SubjectAccessReview (kind=query).");
+	if (m->report_review_latency != NULL)
+		tau_prom_histogram_write(&b, "tau_aggregator_token_review_duration_seconds",
+		                         (const char *const[]){"kind", "report", NULL},
+		                         m->report_review_latency);
+	if (m->query_review_latency != NULL)
+		tau_prom_histogram_write(&b, "tau_aggregator_token_review_duration_seconds",
+		                         (const char *const[]){"kind", "query", NULL},
+		                         m->query_review_latency);
 	tau_prom_scalar(
 	        &b, "tau_aggregator_pool_established", "gauge",
 	        "1 once the sync gate opened (every GPU node reported or the timeout passed).",
@@ -115,8 +126,8 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	tau_prom_scalar(&b, "tau_aggregator_pool_missing_nodes", "gauge",
 	                "GPU nodes known from the API whose agent has not reported.",
 	                m->missing_nodes);
-	tau_prom_scalar(&b, "tau_aggregator_pool_generation", "counter",
-	                "Generation of the published pool (one per change).", m->pool_generation);
+	tau_prom_scalar(&b, "tau_aggregator_pool_generation_total", "counter",
+	                "Changes of the published pool (its generation).", m->pool_generation);
 	tau_prom_scalar(&b, "tau_aggregator_leader", "gauge",
 	                "1 while this replica holds the leader Lease.", m->leader ? 1 : 0);
 	tau_prom_family(&b, "tau_aggregator_pool_flavor_nodes", "gauge",
@@ -125,14 +136,29 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 		tau_prom_labelled(&b, "tau_aggregator_pool_flavor_nodes", "flavor",
 		                  m->flavors[i].name, m->flavors[i].nodes);
 	}
-	tau_prom_family(&b, "tau_aggregator_pool_resource", "gauge",
-	                "Sum of allocatable per flavor and resource, in the resource's base unit.");
-	for (size_t i = 0; i < m->n_resources; i++) {
-		tau_buf_printf(&b, "tau_aggregator_pool_resource{flavor=\"");
-		tau_prom_label_value(&b, m->resources[i].flavor);
-		tau_buf_printf(&b, "\",resource=\"");
-		tau_prom_label_value(&b, m->resources[i].resource);
-		tau_buf_printf(&b, "\"} %s\n", m->resources[i].value);
+	for (int u = 0; u < TAU_PROM_UNITS; u++) {
+		static const char *const help[TAU_PROM_UNITS] = {
+		        "Sum of allocatable cpu per flavor, in cores.",
+		        "Sum of allocatable memory, storage and hugepages per flavor and resource, "
+		        "in "
+		        "bytes.",
+		        "Sum of allocatable counted resources (GPUs, RDMA devices, pods) per "
+		        "flavor and "
+		        "resource."};
+		char name[64];
+
+		snprintf(name, sizeof(name), "tau_aggregator_pool_allocatable%s",
+		         tau_prom_unit_suffix((tau_prom_unit)u));
+		tau_prom_family(&b, name, "gauge", help[u]);
+		for (size_t i = 0; i < m->n_resources; i++) {
+			if (tau_prom_resource_unit(m->resources[i].resource) != (tau_prom_unit)u)
+				continue;
+			tau_buf_printf(&b, "%s{flavor=\"", name);
+			tau_prom_label_value(&b, m->resources[i].flavor);
+			tau_buf_printf(&b, "\",resource=\"");
+			tau_prom_label_value(&b, m->resources[i].resource);
+			tau_buf_printf(&b, "\"} %s\n", m->resources[i].value);
+		}
 	}
 	if (tau_buf_error(&b) < 0 || (*out = tau_buf_take(&b, NULL)) == NULL) {
 		tau_buf_free(&b);

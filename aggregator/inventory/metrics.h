@@ -6,6 +6,7 @@
 #ifndef TAU_AGGREGATOR_METRICS_H
 #define TAU_AGGREGATOR_METRICS_H
 
+#include "tau/promtext.h"
 #include "tau/quantity.h"
 
 #include <stdbool.h>
@@ -53,6 +54,8 @@ typedef struct tau_metrics {
 	uint64_t query_overloaded; /**< refused RESOURCE_EXHAUSTED (review queue full) */
 	uint64_t query_reviews;    /**< TokenReview + SubjectAccessReview pairs (cache misses) */
 	uint64_t query_reviews_pending; /**< reviews waiting for a worker now */
+	/** Latency of Report TokenReviews, and of query review pairs (NULL: anonymous queries). */
+	const tau_prom_histogram *report_review_latency, *query_review_latency;
 	bool established;
 	bool valid; /**< every input the pool depends on is usable */
 	uint64_t missing_nodes;

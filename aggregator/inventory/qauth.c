@@ -10,6 +10,7 @@
  */
 #include "qauth.h"
 
+#include "tau/backoff.h"
 #include "tau/error.h"
 #include "tau/log.h"
 
@@ -55,6 +56,7 @@ struct tau_qauth {
 	pthread_t *workers;
 	int n_workers;
 	atomic_uint_fast64_t allowed, unauth, denied, unavail, overloaded, reviews;
+	tau_prom_histogram review_latency; /* TokenReview + SubjectAccessReview, each pair */
 	/* refusal logs: at most LOG_PER_S a second, the rest counted in the next line */
 	pthread_mutex_t log_mu;
 	int64_t log_second;
@@ -207,8 +209,11 @@ static void review_one(tau_qauth *q, qcall *c)
 
 	memset(&review, 0, sizeof(review));
 	if (!tau_auth_cache_get(q->cache, c->key, now, &review)) {
+		uint64_t started_us = tau_backoff_now_us();
+
 		atomic_fetch_add(&q->reviews, 1);
 		rc = q->cfg.review(q->cfg.review_ud, c->token, c->g->resource, &review);
+		tau_prom_histogram_observe(&q->review_latency, tau_backoff_now_us() - started_us);
 		if (rc == 0) {
 			int64_t until = now + q->cfg.ttl_ms;
 
@@ -532,4 +537,9 @@ void tau_qauth_counts_get(tau_qauth *q, tau_qauth_counts *out)
 	pthread_mutex_lock(&q->jobs_mu);
 	out->pending = q->n_pending;
 	pthread_mutex_unlock(&q->jobs_mu);
+}
+
+const tau_prom_histogram *tau_qauth_review_latency(const tau_qauth *q)
+{
+	return q != NULL ? &q->review_latency : NULL;
 }

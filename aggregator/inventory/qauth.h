@@ -17,6 +17,7 @@
 
 #include "auth.h"
 
+#include "tau/promtext.h"
 #include "tau/rpc.h"
 
 #include <stdbool.h>
@@ -55,6 +56,9 @@ typedef struct tau_qauth_counts {
 	uint64_t allowed, unauthenticated, denied, unavailable, overloaded, reviews;
 	size_t pending;
 } tau_qauth_counts;
+
+/** How long each review pair took (lent, lives as long as `q`); NULL when `q` is NULL. */
+const tau_prom_histogram *tau_qauth_review_latency(const tau_qauth *q);
 
 /**
  * The status a decision gives: TAU_RPC_OK, TAU_RPC_UNAUTHENTICATED (no token, or

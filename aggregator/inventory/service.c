@@ -32,6 +32,7 @@
 #include "report.h"
 #include "snapshot.h"
 
+#include "tau/backoff.h"
 #include "tau/error.h"
 #include "tau/promtext.h"
 #include "tau/hmap.h"
@@ -166,6 +167,7 @@ struct tau_agg {
 	atomic_uint_fast64_t reports_inventory, reports_heartbeat, reports_stopping;
 	atomic_uint_fast64_t reports_rejected, reports_resend;
 	atomic_uint_fast64_t auth_unauth, auth_denied, auth_unavail, token_reviews;
+	tau_prom_histogram review_latency;     /* Report TokenReviews */
 	atomic_uint_fast64_t watchers_refused; /* WatchPool calls over max_pool_watchers */
 	atomic_uint_fast64_t auth_overloaded;  /* Report reviews refused over a cap */
 	atomic_uint_fast64_t tokens_not_jwt, tokens_not_agent; /* refused before any review */
@@ -549,8 +551,11 @@ static void review_stream(tau_agg *a, stream *s)
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (!expired && !tau_auth_cache_get(a->cache, hash, now, &review)) {
+		uint64_t started_us = tau_backoff_now_us();
+
 		atomic_fetch_add(&a->token_reviews, 1);
 		rc = a->cfg.review(a->cfg.review_ud, token, &review);
+		tau_prom_histogram_observe(&a->review_latency, tau_backoff_now_us() - started_us);
 		if (rc == 0) {
 			int64_t until = review.authenticated ? now + a->cfg.review_ttl_ms
 			                                     : now + a->cfg.negative_ttl_ms;
@@ -1668,7 +1673,9 @@ int tau_agg_metrics(tau_agg *a, char **out)
 		m.query_overloaded = qc.overloaded;
 		m.query_reviews = qc.reviews;
 		m.query_reviews_pending = qc.pending;
+		m.query_review_latency = tau_qauth_review_latency(a->cfg.qauth);
 	}
+	m.report_review_latency = &a->review_latency;
 	/* Names are lent from the pool: render before letting go of the lock. */
 	rc = tau_metrics_render(out, &m);
 unlock:

@@ -201,3 +201,8 @@ uint64_t tau_ws_controller_passes(tau_ws_controller *wc)
 {
 	return atomic_load(&wc->passes);
 }
+
+tau_ctl *tau_ws_controller_runtime(tau_ws_controller *wc)
+{
+	return wc->ctl;
+}

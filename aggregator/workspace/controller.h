@@ -14,6 +14,7 @@
 #ifndef TAU_AGGREGATOR_WORKSPACE_CONTROLLER_H
 #define TAU_AGGREGATOR_WORKSPACE_CONTROLLER_H
 
+#include "controller/runtime.h"
 #include "workspace/namespace.h"
 #include "workspace/summary.h"
 
@@ -93,6 +94,9 @@ int tau_ws_controller_wait_synced(tau_ws_controller *ctl, uint64_t timeout_ms);
 
 /** Reconcile passes run so far (tests). */
 uint64_t tau_ws_controller_passes(tau_ws_controller *ctl);
+
+/** The runtime the controller runs on (lent), for its metrics (tau_ctl_metrics_write). */
+tau_ctl *tau_ws_controller_runtime(tau_ws_controller *ctl);
 
 /**
  * Parse a namespace map file: one JSON object of workspace -> namespace

@@ -58,6 +58,9 @@ uint64_t tau_backoff_bucket_reserve(tau_backoff_bucket *tb, uint64_t now_ms);
 /** CLOCK_MONOTONIC in milliseconds. */
 uint64_t tau_backoff_now_ms(void);
 
+/** CLOCK_MONOTONIC in microseconds (durations a histogram observes). */
+uint64_t tau_backoff_now_us(void);
+
 /** CLOCK_REALTIME in microseconds since the epoch (for MicroTime stamps). */
 uint64_t tau_backoff_wall_us(void);
 

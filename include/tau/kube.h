@@ -17,6 +17,8 @@
 #ifndef TAU_KUBE_H
 #define TAU_KUBE_H
 
+#include "tau/buf.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -212,6 +214,16 @@ typedef struct tau_kube_client_stats {
 
 /** Copy the counters into `out`. */
 void tau_kube_client_stats_get(const tau_kube_client *c, tau_kube_client_stats *out);
+
+/**
+ * Write the request metrics of `n` clients (at most 8) as Prometheus text:
+ * PREFIX_kube_requests_total{client,verb,code} (counter) and
+ * PREFIX_kube_request_duration_seconds{client,verb} (histogram; watches untimed).
+ * `names[i]` labels `clients[i]`; verbs are GET, LIST, WATCH (informers), POST, PUT,
+ * PATCH, DELETE; code is the HTTP code, "<error>" when none came.  Thread-safe.
+ */
+void tau_kube_client_metrics_write(tau_buf *b, const char *prefix, tau_kube_client *const *clients,
+                                   const char *const *names, size_t n);
 
 /** A raw request; the verbs below are built on it. */
 typedef struct tau_kube_request {

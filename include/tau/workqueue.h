@@ -15,6 +15,8 @@
 #ifndef TAU_WORKQUEUE_H
 #define TAU_WORKQUEUE_H
 
+#include "tau/promtext.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,5 +87,22 @@ size_t tau_workqueue_len(tau_workqueue *q);
 
 /** Keys waiting for a delay to pass. */
 size_t tau_workqueue_delayed(tau_workqueue *q);
+
+/** Counters and gauges of a queue (metrics). */
+typedef struct tau_workqueue_stats {
+	uint64_t adds;    /**< times a key was queued (adding a key still waiting adds nothing) */
+	uint64_t retries; /**< tau_workqueue_add_rate_limited calls */
+	size_t depth;     /**< keys queued and ready now (tau_workqueue_len) */
+	size_t delayed;   /**< keys waiting for a delay (tau_workqueue_delayed) */
+} tau_workqueue_stats;
+
+/** Copy the counters and gauges into `out`. */
+void tau_workqueue_stats_get(tau_workqueue *q, tau_workqueue_stats *out);
+
+/**
+ * How long keys waited between being queued (or, when delayed, their time coming) and
+ * a worker taking them.  Lent; lives as long as `q`; thread-safe to write out.
+ */
+const tau_prom_histogram *tau_workqueue_queue_latency(const tau_workqueue *q);
 
 #endif /* TAU_WORKQUEUE_H */

@@ -573,7 +573,7 @@ class AggregatorE2E(unittest.TestCase):
         n_gpu = len(gpu_nodes(self.nodes))
         self.assertIn("tau_aggregator_agents_connected %d\n" % n_gpu, m)
         self.assertIn("tau_aggregator_pool_established 1\n", m)
-        self.assertIn('tau_aggregator_pool_resource{flavor="h100-ib",resource="nvidia.com/gpu"} 20\n', m)
+        self.assertIn('tau_aggregator_pool_allocatable{flavor="h100-ib",resource="nvidia.com/gpu"} 20\n', m)
         self.assertIn('tau_aggregator_reports_total{kind="inventory"}', m)
         self.assertIn("# TYPE tau_aggregator_nodes_stale gauge", m)
 
@@ -954,8 +954,8 @@ class TrustE2E(unittest.TestCase):
                 ex, _ = self.explain(good)
                 self.assertTrue(ex.counted)
         _, m = self.agg.http("/metrics")
-        self.assertIn('tau_aggregator_pool_resource{flavor="x5",resource="nvidia.com/gpu"} 8\n', m)
-        self.assertIn('tau_aggregator_pool_resource{flavor="x6",resource="nvidia.com/gpu"} 8\n', m)
+        self.assertIn('tau_aggregator_pool_allocatable{flavor="x5",resource="nvidia.com/gpu"} 8\n', m)
+        self.assertIn('tau_aggregator_pool_allocatable{flavor="x6",resource="nvidia.com/gpu"} 8\n', m)
         self.assertIn("tau_aggregator_reports_rejected_total 0\n", m)
 
 

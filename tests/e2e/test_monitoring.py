@@ -5,8 +5,10 @@
 - Both charts render the same rules into a PrometheusRule and the dashboard into a ConfigMap
   labelled grafana_dashboard, from the one source file each (sync-charts keeps the copies).
 - A live aggregator (kube-sim, a capacity team, two fake agents; budget/harness.py) is scraped:
-  every metric name the rules and the dashboard use exists in its /metrics, and the budget
-  families carry the values the Cohort and the TauCluster hold.
+  every metric name the rules and the dashboard use exists in its /metrics, the budget
+  families carry the values the Cohort and the TauCluster hold, every histogram is cumulative
+  and agrees with its _count, and a pass whose write fails (kube-sim answers 500) moves the
+  reconcile count, the error count, the retries and the request count of that code.
 
 Environment: TAU_AGGREGATOR, TAU_PROTOC (as the budget suite), TAU_PROMTOOL, HELM.
 """
@@ -35,6 +37,58 @@ FILES = os.path.join(ROOT, "charts", "tau-aggregator", "files")
 RULES = os.path.join(FILES, "alerts.rules.yaml")
 DASHBOARD = os.path.join(FILES, "dashboard.json")
 NAME = re.compile(r"\b(tau_[a-z0-9_]+)\b")
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def samples(body):
+    """Every sample of a scrape as (name, {label: value}, float)."""
+    out = []
+    for line in body.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        assert m, "not a sample line: %r" % line
+        out.append((m.group(1), dict(LABEL.findall(m.group(2) or "")), float(m.group(3))))
+    return out
+
+
+def value(body, metric, **labels):
+    """The value of the one sample `metric` with exactly these labels; None when absent."""
+    for n, ls, v in samples(body):
+        if n == metric and ls == labels:
+            return v
+    return None
+
+
+def histogram_problems(body):
+    """What is wrong with the histograms of a scrape: buckets that are not cumulative, a +Inf
+    bucket unlike _count, a series without _sum or _count."""
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M))
+    series = {}
+    for n, ls, v in samples(body):
+        for fam, t in ((n[:-len(sfx)], sfx) for sfx in ("_bucket", "_sum", "_count")
+                       if n.endswith(sfx)):
+            if types.get(fam) != "histogram":
+                continue
+            key = (fam, tuple(sorted((k, x) for k, x in ls.items() if k != "le")))
+            s = series.setdefault(key, {"buckets": []})
+            if t == "_bucket":
+                s["buckets"].append((float(ls["le"]), v))
+            else:
+                s[t] = v
+    problems = []
+    for key, s in sorted(series.items()):
+        b = s["buckets"]
+        if [le for le, _ in b] != sorted(le for le, _ in b) or not b or b[-1][0] != float("inf"):
+            problems.append("%s: buckets out of order or no +Inf: %s" % (key, b))
+        elif any(b[i][1] > b[i + 1][1] for i in range(len(b) - 1)):
+            problems.append("%s: buckets not cumulative: %s" % (key, b))
+        elif s.get("_count") != b[-1][1]:
+            problems.append("%s: _count %s != +Inf %s" % (key, s.get("_count"), b[-1][1]))
+        if s.get("_sum") is None or s["_sum"] < 0:
+            problems.append("%s: no _sum" % (key,))
+    return series, problems
 
 
 def setUpModule():
@@ -75,7 +129,7 @@ class RulesTest(unittest.TestCase):
     def test_promtool_check_rules(self):
         r = run([PROMTOOL, "check", "rules", RULES])
         self.assertEqual(r.returncode, 0, r.stdout)
-        self.assertIn("SUCCESS: 5 rules found", r.stdout)
+        self.assertIn("SUCCESS: 7 rules found", r.stdout)
 
     def test_promtool_unit_tests(self):
         r = run([PROMTOOL, "test", "rules", "alerts_test.yaml"],
@@ -177,7 +231,11 @@ class LiveMetricsTest(unittest.TestCase):
 
     def test_every_name_the_rules_and_dashboard_use_exists(self):
         body = self.scrape()
-        exposed = set(re.findall(r"^# TYPE (\S+) ", body, re.M))
+        exposed = set()
+        for fam, typ in re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M):
+            exposed.add(fam)
+            if typ == "histogram":  # a query reads a histogram's samples, not its family
+                exposed.update(fam + sfx for sfx in ("_bucket", "_sum", "_count"))
         used = names_in(rule_exprs() + dashboard_exprs())
         self.assertGreaterEqual(len(used), 15, used)
         self.assertEqual([n for n in used if n not in exposed], [],
@@ -201,6 +259,67 @@ class LiveMetricsTest(unittest.TestCase):
         writes = int(re.search(r"^tau_budget_writes_total (\d+)$", body, re.M).group(1))
         self.assertGreaterEqual(passes, 1)
         self.assertGreaterEqual(writes, 2)  # at least the ResourceFlavor and the Cohort
+
+    def test_histograms_cumulative_and_consistent(self):
+        body = self.scrape()
+        series, problems = histogram_problems(body)
+        self.assertEqual(problems, [])
+        fams = {fam for fam, _ in series}
+        for fam in ("tau_controller_reconcile_duration_seconds",
+                    "tau_workqueue_queue_duration_seconds",
+                    "tau_aggregator_kube_request_duration_seconds",
+                    "tau_aggregator_token_review_duration_seconds"):
+            self.assertIn(fam, fams)
+        # Passes ran and were timed; the agents' tokens were reviewed and timed; the informers'
+        # lists were timed.
+        self.assertGreaterEqual(value(body, "tau_controller_reconcile_duration_seconds_count",
+                                      controller="team-budget"), 1)
+        self.assertGreaterEqual(value(body, "tau_aggregator_token_review_duration_seconds_count",
+                                      kind="report"), 2)
+        self.assertGreaterEqual(value(body, "tau_aggregator_kube_request_duration_seconds_count",
+                                      client="main", verb="LIST"), 1)
+        self.assertGreaterEqual(value(body, "tau_aggregator_kube_requests_total",
+                                      client="review", verb="POST", code="201"), 2)
+
+    def test_z_failed_write_counts_as_a_reconcile_error(self):
+        """Every Cohort update is refused 403 (a write the client does not retry) until the
+        budget's pass has failed at least once: the reconcile and error counts, the work
+        queue's retries and the PUT 403s all move, and
+        the histograms stay consistent.  Then the fault goes, the node is uncordoned and the
+        team is Ready again."""
+        c = self.c
+
+        def counts():
+            body = self.scrape()
+            return {"passes": value(body, "tau_controller_reconcile_total",
+                                    controller="team-budget"),
+                    "errors": value(body, "tau_controller_reconcile_errors_total",
+                                    controller="team-budget"),
+                    "retries": value(body, "tau_workqueue_retries_total", name="team-budget"),
+                    "put403": value(body, "tau_aggregator_kube_requests_total", client="main",
+                                    verb="PUT", code="403") or 0,
+                    "timed": value(body, "tau_controller_reconcile_duration_seconds_count",
+                                   controller="team-budget")}
+
+        before = counts()
+        self.assertNotIn(None, before.values(), before)
+        c.faults("PUT", {"rules": [{"verb": "update,patch", "resource": "cohorts",
+                                    "status": 403}]})
+        self.addCleanup(c.faults, "DELETE")
+        c.merge(NODES + "/gpu-b", {"spec": {"unschedulable": True}})
+        self.addCleanup(c.merge, NODES + "/gpu-b", {"spec": {"unschedulable": None}})
+        c.wait_ok(lambda: [] if counts()["errors"] > before["errors"] else
+                  ["no reconcile error counted yet: %s" % counts()],
+                  "the failed Cohort update counted as a reconcile error")
+        c.faults("DELETE")
+        c.merge(NODES + "/gpu-b", {"spec": {"unschedulable": None}})
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "TauTeam research Ready again")
+        after = counts()
+        self.assertGreater(after["passes"], before["passes"])
+        self.assertGreater(after["retries"], before["retries"])
+        self.assertGreater(after["put403"], before["put403"])
+        self.assertGreater(after["timed"], before["timed"])
+        self.assertEqual(histogram_problems(self.scrape())[1], [])
 
 
 if __name__ == "__main__":

@@ -293,6 +293,7 @@ spec:
             - --initial-sync-timeout={{ $v.initialSyncTimeout }}
             - --heartbeat-interval={{ $v.heartbeatInterval }}
             - --log-level={{ $v.logLevel }}
+            - --log-format={{ $v.logFormat }}
             {{- $gates := include "tau.aggregator.featureGates" . }}
             {{- if $gates }}
             - --feature-gates={{ $gates }}
@@ -307,11 +308,6 @@ spec:
             {{- range $v.extraArgs }}
             - {{ . | quote }}
             {{- end }}
-          {{- if eq $v.logFormat "json" }}
-          env:
-            - name: TAU_LOG_FORMAT
-              value: json
-          {{- end }}
           ports:
             - name: grpc
               containerPort: {{ $v.grpcPort }}

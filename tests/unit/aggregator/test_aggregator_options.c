@@ -69,6 +69,7 @@ static void test_defaults(void **state)
 	assert_false(o.leader_elect);
 	assert_false(o.no_workspace_controller);
 	assert_false(o.log_level_set);
+	assert_false(o.log_format_set);
 	assert_false(o.gates.multiple_workspaces);
 	assert_int_equal(o.namespace_mode, TAU_AGG_NS_MODE_FROM_CLUSTER);
 	assert_null(o.tls_cert);
@@ -177,8 +178,8 @@ static void test_flags(void **state)
 	                   "ns", "--leader-elect", "--tls-cert", "/c", "--tls-key", "/k2",
 	                   "--token-audience", "aud", "--agent-service-account", "a:b",
 	                   "--initial-sync-timeout", "2m", "--heartbeat-interval", "1.5s",
-	                   "--log-level", "debug", "--namespace-mode", "operator",
-	                   "--allowlist-selector", "x=y", "--allowlist-file", "/al",
+	                   "--log-level", "debug", "--log-format", "json", "--namespace-mode",
+	                   "operator", "--allowlist-selector", "x=y", "--allowlist-file", "/al",
 	                   "--namespace-map-file", "/map", "--researcher-role", "r",
 	                   "--no-workspace-controller", "--budget-coalesce", "50ms",
 	                   "--budget-resync", "1h", "--feature-gates", "MultipleWorkspaces=true"),
@@ -196,6 +197,7 @@ static void test_flags(void **state)
 	assert_int_equal(o.heartbeat_ms, 1500);
 	assert_true(o.log_level_set);
 	assert_int_equal(o.log_level, TAU_LOG_DEBUG);
+	assert_int_equal(o.log_format, TAU_LOG_FORMAT_JSON);
 	assert_int_equal(o.namespace_mode, TAU_AGG_NS_MODE_OPERATOR);
 	assert_string_equal(o.allowlist_selector, "x=y");
 	assert_string_equal(o.allowlist_file, "/al");
@@ -227,6 +229,8 @@ static void test_environment(void **state)
 	                                  "10",
 	                                  "TAU_LOG_LEVEL",
 	                                  "warn",
+	                                  "TAU_LOG_FORMAT",
+	                                  "json",
 	                                  "TAU_NAMESPACE_MODE",
 	                                  "Managed",
 	                                  "TAU_BUDGET_COALESCE",
@@ -249,6 +253,8 @@ static void test_environment(void **state)
 	assert_int_equal(o.sync_timeout_ms, 500);
 	assert_int_equal(o.heartbeat_ms, 10000);
 	assert_int_equal(o.log_level, TAU_LOG_WARN);
+	assert_true(o.log_format_set);
+	assert_int_equal(o.log_format, TAU_LOG_FORMAT_JSON);
 	assert_int_equal(o.namespace_mode, TAU_AGG_NS_MODE_MANAGED);
 	assert_int_equal(o.budget_coalesce_ms, 1000);
 	assert_int_equal(o.budget_resync_ms, 600000);
@@ -304,6 +310,7 @@ static void test_bad_values(void **state)
 	static const char *const env_bool[] = {"TAU_LEADER_ELECT", "maybe", NULL};
 	static const char *const env_ws[] = {"TAU_WORKSPACE_CONTROLLER", "nope", NULL};
 	static const char *const env_level[] = {"TAU_LOG_LEVEL", "loud", NULL};
+	static const char *const env_format[] = {"TAU_LOG_FORMAT", "xml", NULL};
 
 	(void)state;
 	expect_error(ARGV("--http-listen", ":1"), NULL,
@@ -320,6 +327,9 @@ static void test_bad_values(void **state)
 	expect_error(ARGV(LISTEN), env_ws, "TAU_WORKSPACE_CONTROLLER nope: expected true or false");
 	expect_error(ARGV(LISTEN), env_level,
 	             "TAU_LOG_LEVEL loud: expected debug, info, warn or error");
+	expect_error(ARGV(LISTEN), env_format, "TAU_LOG_FORMAT xml: expected logfmt or json");
+	expect_error(ARGV(LISTEN, "--log-format", "text"), NULL,
+	             "--log-format text: expected logfmt or json");
 	expect_error(ARGV(LISTEN, "--frobnicate"), NULL, "unknown option --frobnicate");
 	expect_error(ARGV(LISTEN, "--context"), NULL, "--context needs a value");
 	expect_error(ARGV(LISTEN, "extra"), NULL, "unexpected argument \"extra\"");

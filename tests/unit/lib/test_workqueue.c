@@ -62,6 +62,49 @@ static void test_dedup_and_fifo(void **state)
 	tau_workqueue_free(q);
 }
 
+/* adds count keys queued (not duplicates), retries the rate-limited adds; the time a key
+ * waited lands in the queue-latency histogram when a worker takes it. */
+static void test_stats_and_queue_latency(void **state)
+{
+	tau_workqueue_options o = {.qps = -1, .base_delay_ms = 60000}; /* the retry stays delayed */
+	tau_workqueue *q = NULL;
+	const tau_prom_histogram *lat;
+	tau_workqueue_stats st;
+	uint64_t slow;
+	char *k;
+
+	(void)state;
+	assert_int_equal(tau_workqueue_new(&q, &o), 0);
+	lat = tau_workqueue_queue_latency(q);
+	assert_int_equal(tau_workqueue_add(q, "ns/a"), 0);
+	assert_int_equal(tau_workqueue_add(q, "ns/a"), 0);
+	assert_int_equal(tau_workqueue_add(q, "ns/b"), 0);
+	tau_workqueue_stats_get(q, &st);
+	assert_int_equal(st.adds, 2);
+	assert_int_equal(st.retries, 0);
+	assert_int_equal(st.depth, 2);
+	assert_int_equal(tau_prom_histogram_count(lat), 0);
+	tau_backoff_sleep_ms(30);
+	k = take(q);
+	assert_string_equal(k, "ns/a");
+	assert_int_equal(tau_prom_histogram_count(lat), 1);
+	/* It waited at least 30 ms: nothing in the buckets up to 25 ms. */
+	slow = atomic_load(&lat->in_bucket[0]) + atomic_load(&lat->in_bucket[1]) +
+	       atomic_load(&lat->in_bucket[2]) + atomic_load(&lat->in_bucket[3]) +
+	       atomic_load(&lat->in_bucket[4]);
+	assert_int_equal(slow, 0);
+	assert_true(atomic_load(&lat->sum_us) >= 30000);
+	assert_int_equal(tau_workqueue_add_rate_limited(q, k), 0);
+	tau_workqueue_done(q, k);
+	free(k);
+	tau_workqueue_stats_get(q, &st);
+	assert_int_equal(st.retries, 1);
+	assert_int_equal(st.depth, 1);
+	assert_int_equal(st.delayed, 1);
+	free(take(q) /* ns/b */);
+	tau_workqueue_free(q);
+}
+
 static void test_not_twice_while_processing(void **state)
 {
 	tau_workqueue *q = new_queue(-1);
@@ -258,6 +301,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_dedup_and_fifo),
+	        cmocka_unit_test(test_stats_and_queue_latency),
 	        cmocka_unit_test(test_not_twice_while_processing),
 	        cmocka_unit_test(test_item_backoff_and_forget),
 	        cmocka_unit_test(test_overall_bucket),

@@ -77,7 +77,7 @@ static void test_sums_and_conditions(void **state)
 	assert_non_null(strstr(out, "\ntau_budget_ready 0\n"));
 	assert_non_null(strstr(out, "\ntau_budget_zeroed 1\n"));
 	assert_non_null(strstr(out, "\ntau_budget_conflict 1\n"));
-	assert_non_null(strstr(out, "tau_budget_nominal_quota{team=\"research\","
+	assert_non_null(strstr(out, "tau_budget_nominal_quota_cores{team=\"research\","
 	                            "flavor=\"taugrid-gpu-h100\",resource=\"cpu\"} 191.5\n"));
 	assert_non_null(strstr(out,
 	                       "tau_budget_nominal_quota{team=\"research\","
@@ -88,8 +88,11 @@ static void test_sums_and_conditions(void **state)
 	                       "tau_budget_reserved{team=\"research\","
 	                       "flavor=\"taugrid-gpu-h100\",resource=\"nvidia.com/gpu\"} 5\n"));
 	/* One cpu term does not parse: no sample rather than a wrong one. */
-	assert_null(strstr(out, "tau_budget_reserved{team=\"research\","
+	assert_null(strstr(out, "tau_budget_reserved_cores{team=\"research\","
 	                        "flavor=\"taugrid-gpu-h100\",resource=\"cpu\"}"));
+	/* GPUs are a count, never in the cores family. */
+	assert_null(strstr(out, "tau_budget_nominal_quota_cores{team=\"research\","
+	                        "flavor=\"taugrid-gpu-h100\",resource=\"nvidia.com/gpu\"}"));
 	assert_non_null(strstr(out, "\ntau_budget_passes_total 7\n"));
 	assert_non_null(strstr(out, "\ntau_budget_writes_total 3\n"));
 	assert_non_null(strstr(out, "\ntau_budget_status_writes_total 2\n"));
@@ -101,10 +104,12 @@ static void test_nothing_observed(void **state)
 	tau_budget_stats st = {0};
 	char *out = render(NULL, NULL, NULL, &st);
 	static const char *const families[] = {
-	        "tau_budget_ready",        "tau_budget_zeroed",
-	        "tau_budget_conflict",     "tau_budget_nominal_quota",
-	        "tau_budget_reserved",     "tau_budget_passes_total",
-	        "tau_budget_writes_total", "tau_budget_status_writes_total",
+	        "tau_budget_ready",          "tau_budget_zeroed",
+	        "tau_budget_conflict",       "tau_budget_nominal_quota",
+	        "tau_budget_reserved",       "tau_budget_nominal_quota_cores",
+	        "tau_budget_reserved_cores", "tau_budget_nominal_quota_bytes",
+	        "tau_budget_reserved_bytes", "tau_budget_passes_total",
+	        "tau_budget_writes_total",   "tau_budget_status_writes_total",
 	};
 
 	(void)state;

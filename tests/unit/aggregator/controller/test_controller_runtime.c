@@ -24,6 +24,7 @@
 #include "fake_kube.h"
 
 #include "tau/backoff.h"
+#include "tau/buf.h"
 #include "tau/error.h"
 #include "tau/log.h"
 
@@ -425,6 +426,31 @@ static void test_requeue_conflict_failure(void **state)
 	assert_int_equal(st.conflicts, 1);
 	assert_int_equal(st.failures, 2);
 	assert_int_equal(st.reconciles, 5);
+	{
+		/* The same counts on /metrics, every pass timed, the three retries counted. */
+		tau_buf b = TAU_BUF_INIT(0);
+		tau_ctl *one[1] = {e.ctl};
+
+		tau_ctl_metrics_write(&b, one, 1);
+		assert_int_equal(tau_buf_error(&b), 0);
+		assert_non_null(
+		        strstr(b.p, "\ntau_controller_reconcile_total{controller=\"test\"} 5\n"));
+		assert_non_null(strstr(
+		        b.p, "\ntau_controller_reconcile_errors_total{controller=\"test\"} 2\n"));
+		assert_non_null(strstr(
+		        b.p,
+		        "\ntau_controller_reconcile_conflicts_total{controller=\"test\"} 1\n"));
+		assert_non_null(strstr(b.p, "# TYPE tau_controller_reconcile_duration_seconds "
+		                            "histogram\n"));
+		assert_non_null(strstr(b.p, "\ntau_controller_reconcile_duration_seconds_count{"
+		                            "controller=\"test\"} 5\n"));
+		assert_non_null(strstr(b.p, "\ntau_workqueue_retries_total{name=\"test\"} 3\n"));
+		assert_non_null(strstr(b.p, "\ntau_workqueue_depth{name=\"test\"} 0\n"));
+		/* Every pass was taken from the queue: five waits measured. */
+		assert_non_null(strstr(b.p, "\ntau_workqueue_queue_duration_seconds_count{"
+		                            "name=\"test\"} 5\n"));
+		tau_buf_free(&b);
+	}
 	env_down(&e);
 }
 

@@ -22,8 +22,10 @@ static void contains(const char *text, const char *needle)
 static void renders_families(void **state)
 {
 	tau_metrics_flavor fl[1] = {{"h100", 2}};
-	tau_metrics_resource res[2] = {{"h100", "nvidia.com/gpu", "16"},
-	                               {"we\"ird\\fl\nv", "cpu", "189.88"}};
+	tau_metrics_resource res[3] = {{"h100", "nvidia.com/gpu", "16"},
+	                               {"we\"ird\\fl\nv", "cpu", "189.88"},
+	                               {"h100", "memory", "2025164832768"}};
+	tau_prom_histogram reviews = {0};
 	tau_metrics m = {.agents_connected = 2,
 	                 .nodes_known = 3,
 	                 .nodes_stale = 1,
@@ -37,10 +39,12 @@ static void renders_families(void **state)
 	                 .flavors = fl,
 	                 .n_flavors = 1,
 	                 .resources = res,
-	                 .n_resources = 2};
+	                 .n_resources = 3,
+	                 .report_review_latency = &reviews};
 	char *text = NULL;
 
 	(void)state;
+	tau_prom_histogram_observe(&reviews, 120000);
 	assert_int_equal(tau_metrics_render(&text, &m), 0);
 	contains(text, "# TYPE tau_aggregator_agents_connected gauge\n"
 	               "tau_aggregator_agents_connected 2\n");
@@ -53,10 +57,27 @@ static void renders_families(void **state)
 	contains(text, "tau_aggregator_pool_established 1\n");
 	contains(text, "tau_aggregator_pool_valid 0\n");
 	contains(text, "tau_aggregator_pool_flavor_nodes{flavor=\"h100\"} 2\n");
-	contains(text,
-	         "tau_aggregator_pool_resource{flavor=\"h100\",resource=\"nvidia.com/gpu\"} 16\n");
+	/* One unit per family: GPUs are a count, cpu is in cores, memory in bytes. */
+	contains(text, "# TYPE tau_aggregator_pool_allocatable gauge\n"
+	               "tau_aggregator_pool_allocatable{flavor=\"h100\",resource=\"nvidia.com/"
+	               "gpu\"} 16\n");
+	contains(text, "# TYPE tau_aggregator_pool_allocatable_bytes gauge\n"
+	               "tau_aggregator_pool_allocatable_bytes{flavor=\"h100\",resource=\"memory\"} "
+	               "2025164832768\n");
 	/* Label values are escaped. */
-	contains(text, "{flavor=\"we\\\"ird\\\\fl\\nv\",resource=\"cpu\"} 189.88\n");
+	contains(text, "tau_aggregator_pool_allocatable_cores{flavor=\"we\\\"ird\\\\fl\\nv\","
+	               "resource=\"cpu\"} 189.88\n");
+	contains(text, "# TYPE tau_aggregator_pool_generation_total counter\n"
+	               "tau_aggregator_pool_generation_total 9\n");
+	/* A review was timed: its histogram has one observation, in the 0.25 s bucket. */
+	contains(text, "# TYPE tau_aggregator_token_review_duration_seconds histogram\n");
+	contains(text, "tau_aggregator_token_review_duration_seconds_bucket{kind=\"report\","
+	               "le=\"0.1\"} 0\n");
+	contains(text, "tau_aggregator_token_review_duration_seconds_bucket{kind=\"report\","
+	               "le=\"0.25\"} 1\n");
+	contains(text, "tau_aggregator_token_review_duration_seconds_count{kind=\"report\"} 1\n");
+	if (strstr(text, "kind=\"query\"") != NULL)
+		fail_msg("a query review series without query authentication");
 	/* Every line is a comment or "name[{labels}] value". */
 	for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
 		if (line[0] != '#' && strchr(line, ' ') == NULL)
