@@ -1,9 +1,15 @@
-# Thin wrapper over CMake. `make test` is the one command that installs what
-# is missing, builds a normal and an ASan+UBSan tree and runs every test in both.
+# Thin wrapper over CMake. `make test` is the one command that installs what is missing,
+# checks the format, builds a normal and an ASan+UBSan tree and runs the tests (see test:).
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+# ctest runs twice as many tests as there are cores: the end-to-end units spend most of their
+# time waiting on daemons and timers; a unit that keeps several cores busy says so (PROCESSORS,
+# cmake/test-tools.cmake) and counts for that many.
+CTEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
+SAN_ENV    = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 CTEST_ARGS ?= --output-on-failure
 FUZZ_SECONDS ?= 60
 
@@ -29,17 +35,24 @@ build: $(BUILD)/CMakeCache.txt
 asan: $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
+# Every test in one tree: test-normal is the quick full run while working, test-asan the same
+# under AddressSanitizer and UBSan.
 test-normal: build
-	cd $(BUILD) && ctest $(CTEST_ARGS) -j $(JOBS)
+	cd $(BUILD) && ctest $(CTEST_ARGS) -j $(CTEST_JOBS)
 
-# The sanitizer tree runs every test that runs our code, end-to-end suites included; the
-# pure-Python suites (kube-sim, CRD checks) need only one tree.
 test-asan: asan
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest $(CTEST_ARGS) -j $(JOBS) -LE pure-python
+	cd $(ASAN_BUILD) && $(SAN_ENV) ctest $(CTEST_ARGS) -j $(CTEST_JOBS)
 
+# What CI runs (.ci/run): the format check, both trees built, then in the normal tree the tests
+# that are not Python-driven (unit tests, fuzz-corpus replay, the programs' --help/--version:
+# ctest -LE python) and in the sanitizer tree every test, so the unit tests and the replay run
+# in both and each Python suite (end-to-end, kube-sim, charts, CRDs) once, where ASan and UBSan
+# watch every daemon it starts. Each suite is one ctest test per TestCase class (or per test,
+# for long standalone ones), so -j balances them; docs/PERFORMANCE.md has the timings.
 test: deps
-	$(MAKE) test-normal
+	$(MAKE) format-check
+	$(MAKE) build asan
+	cd $(BUILD) && ctest $(CTEST_ARGS) -j $(CTEST_JOBS) -LE python
 	$(MAKE) test-asan
 
 # memcheck over the agent, aggregator and CLI end-to-end flows (scripts/run-valgrind): every

@@ -10,6 +10,7 @@ if(TAU_PYTHON_TESTS)
       TESTS test_aggregator test_query_auth
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 600
+      COSTS ScaleE2E=170 BoundedAuthE2E=30
       LABELS e2e python
       ENVIRONMENT "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>"
                   "TAU_AGENT_BIN=$<TARGET_FILE:tau-node-agent>" "TAU_CLI_BIN=$<TARGET_FILE:tau-cli>"

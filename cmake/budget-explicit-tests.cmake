@@ -11,6 +11,7 @@ if(TAU_PYTHON_TESTS)
       TESTS test_budget_explicit
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 600
+      COST 50
       LABELS e2e python
       ENVIRONMENT "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
                   "TAU_PROTOC=${TAU_PROTOC}")

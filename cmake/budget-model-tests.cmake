@@ -15,5 +15,8 @@ if(TAU_PYTHON_TESTS)
   set_tests_properties(e2e/budget-model PROPERTIES
       TIMEOUT 900
       LABELS "e2e;python"
+      # Starts the soak's cluster and agent swarm: two cores' worth, and first on a clean tree.
+      PROCESSORS 2
+      COST 150
       SKIP_RETURN_CODE ${TAU_SKIP_RETURN_CODE})
 endif()

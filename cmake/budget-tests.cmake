@@ -10,6 +10,7 @@ if(TAU_PYTHON_TESTS)
       TESTS test_budget
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 600
+      COST 40
       LABELS e2e python
       ENVIRONMENT "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
                   "TAU_PROTOC=${TAU_PROTOC}")

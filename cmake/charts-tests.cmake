@@ -5,7 +5,7 @@
 #               install/upgrade/rollback/list/uninstall, umbrella vs standalone ownership.
 # Without .tools/bin/helm the suite fails naming scripts/install-deps (it is not a configure
 # error: `make test` runs install-deps after configuring may already have happened).
-# It runs none of our binaries, so it carries the label pure-python (the sanitizer tree skips it).
+# It runs none of our binaries (label pure-python).
 # `make charts-check` runs the same suite alone.
 if(TAU_PYTHON_TESTS)
   tau_add_python_suite(e2e/charts
@@ -23,6 +23,8 @@ if(TAU_PYTHON_TESTS)
       TESTS test_aggregator_ha
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 300
+      PROCESSORS 2
+      COST 25
       LABELS e2e python
       ENVIRONMENT "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>"
                   "TAU_AGENT_BIN=$<TARGET_FILE:tau-node-agent>" "TAU_CLI_BIN=$<TARGET_FILE:tau-cli>"
@@ -50,8 +52,11 @@ endif()
 if(TAU_PYTHON_TESTS)
   tau_add_python_suite(e2e/rbac-aggregator
       TESTS test_rbac_aggregator
+      BY_TEST AggregatorRoleTest
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 600
+      PROCESSORS 2
+      COST 240
       LABELS e2e python
       ENVIRONMENT "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>"
                   "TAU_AGENT_BIN=$<TARGET_FILE:tau-node-agent>" "TAU_CLI_BIN=$<TARGET_FILE:tau-cli>"

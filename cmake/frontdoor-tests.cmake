@@ -14,6 +14,7 @@ if(TAU_PYTHON_TESTS)
       TESTS test_frontdoor
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 300
+      COST 20
       LABELS e2e python
       ENVIRONMENT "TAU_CLI=$<TARGET_FILE:tau-cli>" "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>")
 endif()

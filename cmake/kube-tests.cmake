@@ -5,7 +5,8 @@
 #   kube_elector                     one leader-election candidate (two run at once)
 #   tau-kube-demo                    examples/tau-kube-demo.c: list nodes from a kubeconfig
 #   e2e/kube-client                  tests/e2e/test_kube_client.py (run_suite.py): starts
-#                                    kube-sim per test and runs the programs above
+#                                    kube-sim per test and runs the programs above; one ctest
+#                                    test per test (each stands alone; kube_watch runs longest)
 # bench/bench_informer.c is built by the top-level bench glob.
 
 foreach(_kube_prog IN ITEMS kube_crud kube_watch kube_tls kube_elector)
@@ -32,8 +33,9 @@ if(TAU_PYTHON_TESTS)
   tau_add_python_suite(e2e/kube-client
       PYTHON ${PYTHON3}
       TESTS test_kube_client
+      BY_TEST KubeClientE2E
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
-      TIMEOUT 1800
+      TIMEOUT 600
       LABELS e2e python
       ENVIRONMENT "KUBE_E2E_BIN_DIR=${CMAKE_BINARY_DIR}/tests/e2e"
                   "KUBE_E2E_SLOWDOWN=${_kube_slowdown}")

@@ -1,8 +1,8 @@
 # Python suites (standard library plus PyYAML for cross-checks): kube-sim itself, driven by raw
-# HTTP and by kubectl, the CRD checks and the shared-contract copy check. They run none of our
-# binaries, so they carry the label pure-python and the sanitizer tree skips them
-# (make test-asan). All run through tests/e2e/run_suite.py (cmake/test-tools.cmake): a skipped
-# test shows as a skipped suite.
+# HTTP and by kubectl, the CRD checks, the shared-contract copy check and run_suite.py's own
+# units check. They run none of our binaries (label pure-python). All run through
+# tests/e2e/run_suite.py, one ctest test per TestCase class (cmake/test-tools.cmake): a skipped
+# test shows as a skipped test.
 if(TAU_PYTHON_TESTS)
   tau_add_python_suite(kube-sim
       DISCOVER ${PROJECT_SOURCE_DIR}/tests/kube-sim
@@ -13,6 +13,11 @@ if(TAU_PYTHON_TESTS)
       TESTS test_crds
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 300
+      LABELS python pure-python)
+  tau_add_python_suite(e2e/run-suite
+      TESTS test_run_suite
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
+      TIMEOUT 60
       LABELS python pure-python)
   tau_add_python_suite(e2e/shared-fixtures
       TESTS test_shared_fixtures
@@ -30,6 +35,7 @@ if(TAU_PYTHON_TESTS)
       TESTS test_demo
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 600
+      COST 40
       LABELS e2e python
       ENVIRONMENT "TAU_DEMO_BUILD=${CMAKE_BINARY_DIR}")
 endif()

@@ -14,13 +14,24 @@
 #                   python3-protobuf, python3-yaml: Debian installs them for it only)
 #   TAU_SHARED_DIR  the shared contract directory (optional; e2e/shared-fixtures skips without)
 #
-# tau_add_python_suite(<name> [PYTHON <interpreter>] (TESTS <unittest name>... | DISCOVER <dir>)
-#                      WORKING_DIRECTORY <dir> TIMEOUT <s> LABELS <label>...
+# tau_add_python_suite(<name> [PYTHON <interpreter>] (TESTS <module>... | DISCOVER <dir>)
+#                      [BY_TEST <class>...] WORKING_DIRECTORY <dir> TIMEOUT <s>
+#                      LABELS <label>... [PROCESSORS <n>] [COST <s>] [COSTS <unit>=<s>...]
 #                      [ENVIRONMENT <VAR=value>...])
-#   registers a ctest test that runs tests/e2e/run_suite.py: a suite with a skipped test exits
-#   77, which ctest shows as skipped (SKIP_RETURN_CODE), not as passed. PYTHON defaults to
-#   SYSTEM_PYTHON3.
-
+#   registers one ctest test per unit of the suite, named <name>/<unit>: a unit is a TestCase
+#   class with tests (one setUpClass, one process), or one test of a BY_TEST class (for classes
+#   whose tests stand alone and run long). Small units let `ctest -j` balance the run. The
+#   units are read from the modules' source at configure time (run_suite.py --list-units); a
+#   change to a module configures again, and each unit checks when it runs that the registered
+#   units still cover every test of its module, each once (run_suite.py --units), so no test
+#   drops out unseen. DISCOVER takes every test_*.py in <dir>. TIMEOUT and PROCESSORS apply to
+#   each unit; PROCESSORS (default 1) is how many cores a unit keeps busy (suites that start
+#   several daemons), so ctest does not run more beside it than the machine holds. COST (about
+#   the seconds a unit takes; COSTS sets it for single units) makes a clean tree, which has no
+#   timings yet, start the long units first; once ctest has timings
+#   (Testing/Temporary/CTestCostData.txt) it uses those. A unit with
+#   a skipped test exits 77, which ctest shows as skipped (SKIP_RETURN_CODE), not as passed.
+#   PYTHON defaults to SYSTEM_PYTHON3.
 set(TAU_SKIP_RETURN_CODE 77)
 set(TAU_RUN_SUITE ${PROJECT_SOURCE_DIR}/tests/e2e/run_suite.py)
 
@@ -69,25 +80,73 @@ if(TAU_PYTHON_TESTS)
 endif()
 
 function(tau_add_python_suite name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PYTHON;DISCOVER;WORKING_DIRECTORY;TIMEOUT"
-                        "TESTS;LABELS;ENVIRONMENT")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PYTHON;DISCOVER;WORKING_DIRECTORY;TIMEOUT;PROCESSORS;COST"
+                        "TESTS;BY_TEST;COSTS;LABELS;ENVIRONMENT")
   if(NOT arg_PYTHON)
     set(arg_PYTHON ${SYSTEM_PYTHON3})
   endif()
+  if(NOT arg_PROCESSORS)
+    set(arg_PROCESSORS 1)
+  endif()
+  if(NOT arg_COST)
+    set(arg_COST 0)
+  endif()
   if(arg_DISCOVER)
-    set(what --discover ${arg_DISCOVER})
+    file(GLOB files CONFIGURE_DEPENDS ${arg_DISCOVER}/test_*.py)
+    set(modules "")
+    foreach(f IN LISTS files)
+      get_filename_component(m ${f} NAME_WE)
+      list(APPEND modules ${m})
+    endforeach()
+    list(SORT modules)
   elseif(arg_TESTS)
-    set(what ${arg_TESTS})
+    set(modules ${arg_TESTS})
   else()
     message(FATAL_ERROR "tau_add_python_suite(${name}): give TESTS or DISCOVER")
   endif()
-  add_test(NAME ${name} COMMAND ${arg_PYTHON} ${TAU_RUN_SUITE} ${what}
-           WORKING_DIRECTORY ${arg_WORKING_DIRECTORY})
-  set_tests_properties(${name} PROPERTIES
-      TIMEOUT ${arg_TIMEOUT}
-      LABELS "${arg_LABELS}"
-      SKIP_RETURN_CODE ${TAU_SKIP_RETURN_CODE})
-  if(arg_ENVIRONMENT)
-    set_tests_properties(${name} PROPERTIES ENVIRONMENT "${arg_ENVIRONMENT}")
-  endif()
+  set(by_test "")
+  foreach(c IN LISTS arg_BY_TEST)
+    list(APPEND by_test --by-test ${c})
+  endforeach()
+  set(registered "")
+  foreach(module IN LISTS modules)
+    set(file ${arg_WORKING_DIRECTORY}/${module}.py)
+    if(NOT EXISTS ${file})
+      message(FATAL_ERROR "tau_add_python_suite(${name}): no ${file}")
+    endif()
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
+    execute_process(COMMAND ${SYSTEM_PYTHON3} ${TAU_RUN_SUITE} --list-units ${file} ${by_test}
+                    OUTPUT_VARIABLE units RESULT_VARIABLE rc ERROR_VARIABLE err
+                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT rc EQUAL 0 OR units STREQUAL "")
+      message(FATAL_ERROR "tau_add_python_suite(${name}): no test units in ${file}: ${err}")
+    endif()
+    string(REPLACE "\n" ";" units "${units}")
+    string(REPLACE ";" "," spec "${units}")
+    foreach(unit IN LISTS units)
+      set(test ${name}/${unit})
+      if(test IN_LIST registered)
+        message(FATAL_ERROR "tau_add_python_suite(${name}): two modules hold ${unit}")
+      endif()
+      list(APPEND registered ${test})
+      set(cost ${arg_COST})
+      foreach(pair IN LISTS arg_COSTS)
+        if(pair MATCHES "^${unit}=([0-9]+)$")
+          set(cost ${CMAKE_MATCH_1})
+        endif()
+      endforeach()
+      add_test(NAME ${test}
+               COMMAND ${arg_PYTHON} ${TAU_RUN_SUITE} --units ${module}:${spec} ${module}.${unit}
+               WORKING_DIRECTORY ${arg_WORKING_DIRECTORY})
+      set_tests_properties(${test} PROPERTIES
+          TIMEOUT ${arg_TIMEOUT}
+          LABELS "${arg_LABELS}"
+          PROCESSORS ${arg_PROCESSORS}
+          COST ${cost}
+          SKIP_RETURN_CODE ${TAU_SKIP_RETURN_CODE})
+      if(arg_ENVIRONMENT)
+        set_tests_properties(${test} PROPERTIES ENVIRONMENT "${arg_ENVIRONMENT}")
+      endif()
+    endforeach()
+  endforeach()
 endfunction()
