@@ -116,6 +116,10 @@ class Run:
         want = h.Shape().groups(self.c.pool())
         self.c.wait_ok(lambda: h.cohort_diffs(self.c.cohort("research"), "research", uid, want),
                        "seed %d: the first Cohort holds the pool" % self.seed, timeout=90)
+        # Every sequence starts from the same state: alpha's queue is there too.
+        self.c.wait_ok(lambda: [] if self.get(h.CQS + "/" + h.cq_name("alpha")) else
+                       ["no ClusterQueue %s yet" % h.cq_name("alpha")],
+                       "seed %d: alpha's ClusterQueue" % self.seed, timeout=90)
 
     def start_aggregator(self):
         self.aggs += 1
