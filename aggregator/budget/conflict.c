@@ -378,8 +378,10 @@ static bool own_cluster_queue(const cJSON *cq, const char *name,
 		    tau_budget_cluster_queue_name(cqname, sizeof(cqname), ws->name) < 0 ||
 		    strcmp(cqname, name) != 0)
 			continue;
-		return tau_budget_ownership_of(cq, TAU_BUDGET_CLUSTER_QUEUE, ws->uid, NULL, 0) ==
-		       TAU_BUDGET_OWNED;
+		if (tau_budget_ownership_of(cq, TAU_BUDGET_CLUSTER_QUEUE, ws->uid, NULL, 0) ==
+		    TAU_BUDGET_OWNED)
+			return true;
+		break; /* re-created workspace: ours when it carries the full metadata (adopted) */
 	}
 	managed = tau_json_label(cq, TAU_BUDGET_LABEL_MANAGED_BY);
 	team = tau_json_label(cq, TAU_BUDGET_LABEL_TEAM);
@@ -433,9 +435,19 @@ static int check_queues(tau_budget_conflicts *list, const tau_budget_conflict_in
 
 		if (name == NULL)
 			return tau_error_set(TAU_ETYPE, "a Cohort has no metadata.name");
+		/* The team's own Cohort: ours, or ours to adopt (our labels naming this team, a
+		 * re-created one); another owner's under that name is decide.c's ownership
+		 * conflict, never a second budget here. */
 		if (strcmp(name, cohort) == 0 &&
-		    tau_budget_ownership_of(co, TAU_BUDGET_COHORT, in->team_uid, NULL, 0) ==
-		            TAU_BUDGET_OWNED)
+		    (tau_budget_ownership_of(co, TAU_BUDGET_COHORT, in->team_uid, NULL, 0) ==
+		             TAU_BUDGET_OWNED ||
+		     (str_member(tau_json_find(co, "metadata.labels"), TAU_BUDGET_LABEL_TEAM) !=
+		              NULL &&
+		      strcmp(str_member(tau_json_find(co, "metadata.labels"),
+		                        TAU_BUDGET_LABEL_TEAM),
+		             in->team) == 0 &&
+		      tau_budget_ownership_of(co, TAU_BUDGET_COHORT, in->team_uid, NULL, 0) ==
+		              TAU_BUDGET_OTHER_OWNER)))
 			continue;
 		if ((rc = check_quota(list, co, "Cohort", name, pool, n_pool)) < 0)
 			return rc;

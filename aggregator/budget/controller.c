@@ -345,11 +345,15 @@ static int reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *r
 	/* Writes in order; a conflict stops the pass (the next one starts from fresh state). */
 	for (size_t i = 0; i < d->n_writes && first == 0; i++)
 		first = do_write(b, &d->writes[i]);
+	for (size_t i = 0; i < d->n_events && first == 0; i++)
+		if (d->events[i].on_write)
+			do_event(b, &d->events[i], now);
 	for (size_t i = 0; i < d->n_statuses && first == 0; i++)
 		first = do_status(b, &d->statuses[i]);
 	if (first == 0)
 		for (size_t i = 0; i < d->n_events; i++)
-			do_event(b, &d->events[i], now);
+			if (!d->events[i].on_write)
+				do_event(b, &d->events[i], now);
 	if (d->summary != NULL &&
 	    (b->last_summary == NULL || strcmp(b->last_summary, d->summary) != 0)) {
 		tau_log_info("budget reconciled", "state", d->state, "summary", d->summary, NULL);

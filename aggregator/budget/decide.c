@@ -152,6 +152,7 @@ static void add_event(builder *b, const cJSON *object, const char *type, const c
 	e->object = object;
 	e->type = type;
 	e->reason = reason;
+	e->on_write = false;
 	e->message = strdup(message);
 	b->d->n_events++;
 	if (e->message == NULL)
@@ -370,12 +371,78 @@ static int managed_add(cJSON *arr, const char *kind, const char *name)
 /* ------------------------------------------------------------------------------------------ */
 /* Writes                                                                                      */
 
+/* Does any of `objs` have metadata.uid `uid`? */
+static bool uid_alive(const cJSON *const *objs, size_t n, const char *uid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (streq(tau_json_str(objs[i], "metadata.uid"), uid))
+			return true;
+	return false;
+}
+
 /*
- * Create `desired` when nothing is observed, update it when ours and different,
- * and report (in *problem, returning false) an object of that name we do not own.
+ * Is `obs` one of our own objects whose recorded owner no longer exists, so that its current
+ * owner adopts it?  Our managed-by label, the kind's own label mapping back to the object's
+ * name (a ResourceFlavor's gpu-class, a Cohort's team, a ClusterQueue's workspace with its
+ * team) and an owner-UID annotation naming no live owner: the TauCluster (one, named cluster,
+ * so any other UID is an earlier one: `helm uninstall && helm install`), a TauTeam or a
+ * TauWorkspace re-created under the same name.  An object naming a live owner, without an
+ * owner-UID annotation (legacy) or without our labels is never adopted.
+ */
+static bool orphaned(const tau_budget_observed *in, const char *cluster_uid, tau_budget_kind kind,
+                     const cJSON *obs)
+{
+	const char *name = tau_json_str(obs, "metadata.name");
+	const char *uid = tau_json_annotation(obs, tau_budget_owner_annotation(kind));
+	char want[TAU_BUDGET_NAME_BUF];
+	const char *label;
+	int rc = -1;
+
+	if (name == NULL || uid == NULL || uid[0] == '\0' ||
+	    !streq(tau_json_label(obs, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY))
+		return false;
+	switch (kind) {
+	case TAU_BUDGET_RESOURCE_FLAVOR:
+		label = tau_json_label(obs, TAU_BUDGET_LABEL_GPU_CLASS);
+		if (label != NULL)
+			rc = tau_budget_flavor_name(want, sizeof(want), label);
+		tau_error_clear();
+		return rc == 0 && streq(want, name) && cluster_uid != NULL &&
+		       !streq(uid, cluster_uid);
+	case TAU_BUDGET_COHORT:
+		label = tau_json_label(obs, TAU_BUDGET_LABEL_TEAM);
+		if (label != NULL)
+			rc = tau_budget_cohort_name(want, sizeof(want), label);
+		tau_error_clear();
+		return rc == 0 && streq(want, name) && !uid_alive(in->teams, in->n_teams, uid);
+	case TAU_BUDGET_CLUSTER_QUEUE:
+		label = tau_json_label(obs, TAU_BUDGET_LABEL_WORKSPACE);
+		if (label != NULL && tau_json_label(obs, TAU_BUDGET_LABEL_TEAM) != NULL)
+			rc = tau_budget_cluster_queue_name(want, sizeof(want), label);
+		tau_error_clear();
+		return rc == 0 && streq(want, name) &&
+		       !uid_alive(in->workspaces, in->n_workspaces, uid);
+	case TAU_BUDGET_TEAM:
+		break;
+	}
+	return false;
+}
+
+/* Who adopts an orphaned object (docs/budget.md, "Ownership"); NULL: nothing is adopted. */
+typedef struct adopter {
+	const tau_budget_observed *in;
+	const char *cluster_uid;
+	const cJSON *by; /* the new owner, which the Adopted Event is about */
+} adopter;
+
+/*
+ * Create `desired` when nothing is observed, update it when ours and different (or ours to
+ * adopt: see orphaned), and report (in *problem, returning false) an object of that name we do
+ * not own.
  */
 static bool ensure(builder *b, tau_budget_kind kind, cJSON *desired, const cJSON *observed,
-                   const char *owner_uid, bool allowed, char *problem, size_t problem_len)
+                   const char *owner_uid, bool allowed, char *problem, size_t problem_len,
+                   const adopter *adopt)
 {
 	const char *name = tau_json_str(desired, "metadata.name");
 	char why[512];
@@ -392,10 +459,34 @@ static bool ensure(builder *b, tau_budget_kind kind, cJSON *desired, const cJSON
 	}
 	if (tau_budget_ownership_of(observed, kind, owner_uid, why, sizeof(why)) !=
 	    TAU_BUDGET_OWNED) {
-		tau_say(problem, problem_len, "%s %s exists but is not ours: %s",
-		        tau_budget_kind_name(kind), name, why);
+		const char *was = tau_json_annotation(observed, tau_budget_owner_annotation(kind));
+
+		if (adopt == NULL || !orphaned(adopt->in, adopt->cluster_uid, kind, observed)) {
+			tau_say(problem, problem_len, "%s %s exists but is not ours: %s",
+			        tau_budget_kind_name(kind), name, why);
+			cJSON_Delete(desired);
+			return false;
+		}
+		if (allowed) {
+			char msg[MSG_MAX];
+
+			tau_say(msg, sizeof(msg),
+			        "%s %s carries TauGrid's labels but its owner (%s %s) no longer "
+			        "exists: adopted by %s %s (UID %s)",
+			        tau_budget_kind_name(kind), name, tau_budget_owner_annotation(kind),
+			        was, tau_json_str(adopt->by, "kind"),
+			        tau_json_str(adopt->by, "metadata.name"), owner_uid);
+			if (tau_budget_merge(&body, observed, desired) < 0) {
+				b->rc = b->rc < 0 ? b->rc : -TAU_ENOMEM;
+			} else {
+				add_write(b, kind, name, false, false, body, NULL, fmt("%s", msg));
+				add_event(b, adopt->by, "Normal", "Adopted", msg);
+				if (b->rc == 0)
+					b->d->events[b->d->n_events - 1].on_write = true;
+			}
+		}
 		cJSON_Delete(desired);
-		return false;
+		return true;
 	}
 	if (tau_budget_owned_equal(&equal, why, sizeof(why), desired, observed) < 0) {
 		b->rc = b->rc < 0 ? b->rc : -TAU_EINVAL;
@@ -432,6 +523,8 @@ typedef struct ctx {
 	bool *ws_linked; /* per observed workspace: linked to an explicit team decided this pass */
 	const cJSON *selector;          /* TauCluster spec.nodes.selector, for our flavors */
 	char selector_problem[MSG_MAX]; /* why our flavors cannot carry it; "" when they can */
+	char **ws_held;       /* per observed workspace: why its ClusterQueue is held, or NULL */
+	bool cleanup_pending; /* the effective team is being deleted and still holds something */
 } ctx;
 
 /* P7: owned automatic Cohorts of teams that are no longer the capacity team. */
@@ -483,18 +576,98 @@ static void previous_teams(ctx *c)
 	c->effective = c->blocked_team != NULL ? c->blocked_team : c->retiring ? NULL : c->capacity;
 }
 
-/* Remove owned workspace ClusterQueues that no workspace wants any more. */
+/*
+ * Does a ClusterQueue hold work: admitted or reserving workloads, or a reservation?  A value
+ * that cannot be read counts as work (deleting the queue could not be undone).
+ */
+static bool queue_has_work(const cJSON *cq)
+{
+	int64_t admitted = 0, reserving = 0;
+	const cJSON *f, *r;
+
+	if ((tau_json_get_int(&admitted, cq, "status.admittedWorkloads") == 0 && admitted != 0) ||
+	    (tau_json_get_int(&reserving, cq, "status.reservingWorkloads") == 0 && reserving != 0))
+		return true;
+	cJSON_ArrayForEach(f, tau_json_find(cq, "status.flavorsReservation"))
+	{
+		cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
+		{
+			const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "total");
+			tau_quantity q;
+
+			if (t == NULL || cJSON_IsNull(t))
+				continue;
+			if (tau_budget_quantity_of(&q, t) < 0 || !tau_quantity_is_zero(&q)) {
+				tau_error_clear();
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/*
+ * Does a workspace of the team get no ClusterQueue now because of a misconfiguration its owner
+ * fixes?  Then `buf` says which and how; false when it is not one of the team's or nothing is
+ * wrong with it.
+ */
+static bool misconfigured(char *buf, size_t len, const ctx *c, const cJSON *ws)
+{
+	const char *name = tau_json_str(ws, "metadata.name");
+	const char *ns = tau_json_str(ws, "status.target.resolvedNamespace");
+
+	if (ws == NULL || c->effective == NULL || !streq(team_of(ws), c->effective))
+		return false;
+	if (tau_json_find(ws, "spec.quota") != NULL)
+		tau_say(buf, len,
+		        "TauWorkspace %s of capacity team %s sets spec.quota (workspaces of the "
+		        "capacity team share the pool): remove spec.quota",
+		        name, c->effective);
+	else if (ns == NULL || ns[0] == '\0')
+		tau_say(buf, len,
+		        "TauWorkspace %s has no resolved namespace: fix what its Ready condition "
+		        "names (namespaceMap, namespace allowlist or a namespace taken by another "
+		        "workspace)",
+		        name);
+	else if (tau_budget_workspace_namespace(ws, c->in->multiple_workspaces) == NULL)
+		tau_say(buf, len,
+		        "TauWorkspace %s is blocked by the one-active-workspace rule: delete the "
+		        "other active workspace of namespace %s or enable the MultipleWorkspaces "
+		        "feature gate",
+		        name, ns);
+	else
+		return false;
+	return true;
+}
+
+/* The per-workspace note that its queue is held (ctx.ws_held), for its QuotaReady. */
+static void note_held(ctx *c, const cJSON *ws, const char *why)
+{
+	for (size_t i = 0; i < c->in->n_workspaces && c->ws_held != NULL; i++)
+		if (c->in->workspaces[i] == ws && c->ws_held[i] == NULL &&
+		    (c->ws_held[i] = strdup(why)) == NULL)
+			c->b->rc = c->b->rc < 0 ? c->b->rc : nomem();
+}
+
+/*
+ * Owned workspace ClusterQueues that no workspace wants any more.  A queue is deleted only
+ * once its workspace is gone (or has left the team) and it holds no work; until then it is
+ * held (spec.stopPolicy Hold: nothing new is admitted, admitted work runs to completion) with
+ * the annotation tau.azure.com/held saying why, so a misconfiguration never deletes a queue
+ * with running work and undoing it releases the queue as it was (issue 24, finding 4).
+ */
 static void orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted)
 {
 	const tau_budget_observed *in = c->in;
 
-	for (size_t i = 0; i < in->n_cluster_queues && c->writes_allowed; i++) {
+	for (size_t i = 0; i < in->n_cluster_queues; i++) {
 		const cJSON *cq = in->cluster_queues[i];
 		const char *name = tau_json_str(cq, "metadata.name");
 		const char *w = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
 		const char *ann = tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID);
 		const cJSON *ws;
-		bool keep = false;
+		char why[MSG_MAX];
+		bool keep = false, mistake;
 
 		if (!streq(tau_json_label(cq, TAU_BUDGET_LABEL_MANAGED_BY),
 		           TAU_BUDGET_MANAGED_BY) ||
@@ -508,11 +681,43 @@ static void orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted)
 		ws = find_named(in->workspaces, in->n_workspaces, w);
 		if (keep || (ws != NULL && !streq(tau_json_str(ws, "metadata.uid"), ann)))
 			continue;
-		add_write(c->b, TAU_BUDGET_CLUSTER_QUEUE, name, true, false, NULL,
-		          tau_json_str(cq, "metadata.uid"),
-		          fmt(ws == NULL ? "workspace %s no longer exists"
-		                         : "workspace %s no longer takes part in the team budget",
-		              w));
+		mistake = misconfigured(why, sizeof(why), c, ws);
+		if (!mistake && !queue_has_work(cq)) {
+			if (c->writes_allowed)
+				add_write(c->b, TAU_BUDGET_CLUSTER_QUEUE, name, true, false, NULL,
+				          tau_json_str(cq, "metadata.uid"),
+				          fmt(ws == NULL
+				                      ? "workspace %s no longer exists and the "
+				                        "queue holds no work"
+				                      : "workspace %s no longer takes part in the "
+				                        "team budget and the queue holds no work",
+				              w));
+			continue;
+		}
+		if (!mistake)
+			tau_say(why, sizeof(why),
+			        ws == NULL
+			                ? "TauWorkspace %s no longer exists: its queue is deleted "
+			                  "once its admitted and reserving work has drained"
+			                : "TauWorkspace %s no longer takes part in the team "
+			                  "budget: "
+			                  "its queue is deleted once its admitted and reserving "
+			                  "work has drained",
+			        w);
+		if (ws != NULL)
+			note_held(c, ws, why);
+		if (c->writes_allowed &&
+		    !(streq(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD), why) &&
+		      streq(tau_json_str(cq, "spec.stopPolicy"), "Hold"))) {
+			cJSON *body = NULL;
+
+			if (tau_budget_hold_body(&body, cq, why) < 0) {
+				c->b->rc = c->b->rc < 0 ? c->b->rc : nomem();
+				return;
+			}
+			add_write(c->b, TAU_BUDGET_CLUSTER_QUEUE, name, false, false, body, NULL,
+			          fmt("held (stopPolicy Hold) instead of deleted: %s", why));
+		}
 	}
 }
 
@@ -781,6 +986,39 @@ out:
 	return rc;
 }
 
+/* Is any ClusterQueue applied to Cohort `cohort`?  Its name in *first. */
+static bool cohort_applied(const tau_budget_observed *in, const char *cohort, const char **first)
+{
+	for (size_t i = 0; i < in->n_cluster_queues; i++)
+		if (streq(tau_json_str(in->cluster_queues[i], "spec.cohortName"), cohort)) {
+			*first = tau_json_str(in->cluster_queues[i], "metadata.name");
+			return true;
+		}
+	return false;
+}
+
+/*
+ * What Observe mode reports instead of writing: how the live Cohort differs from the one the
+ * pool makes (the first owned field that differs, with both values), or that it matches.
+ */
+static void observe_drift(char *buf, size_t len, const cJSON *desired, const cJSON *live,
+                          const char *cohort)
+{
+	char what[512] = "";
+	bool equal = false;
+
+	if (desired == NULL)
+		tau_say(buf, len, "no budget can be computed for Cohort %s", cohort);
+	else if (live == NULL)
+		tau_say(buf, len, "Cohort %s does not exist, the pool would create it", cohort);
+	else if (tau_budget_owned_equal(&equal, what, sizeof(what), desired, live) < 0)
+		tau_say(buf, len, "the live Cohort %s cannot be compared with the pool", cohort);
+	else if (equal)
+		tau_say(buf, len, "the live Cohort %s matches the pool", cohort);
+	else
+		tau_say(buf, len, "the live Cohort %s does not follow the pool: %s", cohort, what);
+}
+
 static int decide_team(ctx *c, cJSON *managed)
 {
 	const tau_budget_observed *in = c->in;
@@ -794,10 +1032,16 @@ static int decide_team(ctx *c, cJSON *managed)
 		team_uid = NULL;
 	}
 	char cohort_name[TAU_BUDGET_NAME_BUF] = "", problem[MSG_MAX] = "", err[MSG_MAX] = "";
-	char conflict_msg[MSG_MAX], read_problem[MSG_MAX] = "";
-	const cJSON *cohort = NULL, *owned_cohort = NULL;
-	const char **wanted = NULL;
-	size_t n_wanted = 0;
+	char conflict_msg[MSG_MAX], read_problem[MSG_MAX] = "", rf_problem[MSG_MAX] = "";
+	char scratch[MSG_MAX] = "", drift[MSG_MAX] = "", team_ws[MSG_MAX] = "";
+	const cJSON *cohort = NULL, *owned_cohort = NULL, *orphan_cohort = NULL;
+	const cJSON **rfs = NULL;
+	const char **wanted = NULL, *applied_cq = NULL, *cohort_uid = NULL;
+	size_t n_wanted = 0, n_rfs = 0, n_foreign = 0, n_team_ws = 0;
+	adopter by_team = {in, c->cluster_uid, team},
+	        by_cluster = {in, c->cluster_uid, in->cluster};
+	bool deleting = team != NULL && tau_json_find(team, "metadata.deletionTimestamp") != NULL;
+	bool cleanup = false;
 	tau_budget_plan *plan = NULL;
 	team_state s = {0};
 	int plan_rc = 0, rc;
@@ -813,29 +1057,64 @@ static int decide_team(ctx *c, cJSON *managed)
 			if (tau_budget_ownership_of(cohort, TAU_BUDGET_COHORT, team_uid, why,
 			                            sizeof(why)) == TAU_BUDGET_OWNED)
 				owned_cohort = cohort;
+			else if (orphaned(in, c->cluster_uid, TAU_BUDGET_COHORT, cohort))
+				orphan_cohort =
+				        cohort; /* adopted by the team; zeroed while it is gone */
 			else if (team != NULL)
 				tau_say(problem, sizeof(problem),
 				        "Cohort %s exists but is not ours: %s", cohort_name, why);
 		}
+		team_workspaces(team_ws, sizeof(team_ws), &n_team_ws, in, c->effective);
 	}
-	rc = plan_budget(&plan, &plan_rc, err, sizeof(err), in, owned_cohort, c->cluster_uid);
+	/* A capacity team being deleted with no workspace left is cleaned up, not budgeted. */
+	cleanup = deleting && n_team_ws == 0;
+	rc = plan_budget(&plan, &plan_rc, err, sizeof(err), in,
+	                 owned_cohort != NULL ? owned_cohort : orphan_cohort, c->cluster_uid);
 	if (rc < 0)
 		return rc;
 
-	/* Flavors we would own: an RF of that name that is not ours is an owner conflict. */
-	for (size_t f = 0; plan != NULL && f < plan->n_flavors && problem[0] == '\0'; f++) {
+	/*
+	 * Flavors: an object of another owner under our name is never written and blocks only
+	 * its flavor, held at 0 in the Cohort (the nodes it selects are not proven to be the
+	 * pool's); ours whose recorded TauCluster is gone (a reinstall) is adopted.
+	 */
+	rfs = calloc(in->n_flavors + 1, sizeof(*rfs));
+	if (rfs == NULL) {
+		tau_budget_plan_free(plan);
+		return nomem();
+	}
+	for (size_t i = 0; i < in->n_flavors; i++)
+		if (!orphaned(in, c->cluster_uid, TAU_BUDGET_RESOURCE_FLAVOR, in->flavors[i]))
+			rfs[n_rfs++] = in->flavors[i];
+	for (size_t f = 0; plan != NULL && f < plan->n_flavors; f++) {
 		const cJSON *rf = find_named(in->flavors, in->n_flavors, plan->flavors[f].name);
 		char why[512];
 
-		if (rf != NULL && plan->flavors[f].gpu_class != NULL &&
+		if (rf == NULL ||
 		    tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, c->cluster_uid, why,
-		                            sizeof(why)) != TAU_BUDGET_OWNED)
-			tau_say(problem, sizeof(problem),
+		                            sizeof(why)) == TAU_BUDGET_OWNED ||
+		    orphaned(in, c->cluster_uid, TAU_BUDGET_RESOURCE_FLAVOR, rf))
+			continue;
+		tau_budget_plan_zero_flavor(plan, f);
+		if (n_foreign++ == 0)
+			tau_say(rf_problem, sizeof(rf_problem),
 			        "ResourceFlavor %s exists but is not ours: %s",
 			        plan->flavors[f].name, why);
 	}
-	rc = find_conflicts(conflict_msg, sizeof(conflict_msg), read_problem, sizeof(read_problem),
-	                    c, team, plan);
+	if (n_foreign > 1)
+		tau_say(rf_problem + strlen(rf_problem), sizeof(rf_problem) - strlen(rf_problem),
+		        " (and %zu more flavors)", n_foreign - 1);
+	{
+		tau_budget_observed filtered = *in;
+
+		filtered.flavors = rfs;
+		filtered.n_flavors = n_rfs;
+		c->in = &filtered; /* adopted flavors are ours: no P4 conflict */
+		rc = find_conflicts(conflict_msg, sizeof(conflict_msg), read_problem,
+		                    sizeof(read_problem), c, team, plan);
+		c->in = in;
+	}
+	free(rfs);
 	if (rc < 0) {
 		tau_budget_plan_free(plan);
 		return rc;
@@ -845,6 +1124,23 @@ static int decide_team(ctx *c, cJSON *managed)
 	             : in->read_problem != NULL       ? in->read_problem
 	             : c->selector_problem[0] != '\0' ? c->selector_problem
 	                                              : NULL);
+	if (rf_problem[0] != '\0' && streq(s.reason, TAU_BUDGET_REASON_APPLIED)) {
+		set_state(
+		        &s, TAU_BUDGET_REASON_OWNERSHIP, "False", "Degraded",
+		        "%s; it is never changed or adopted: its flavor is held at 0 in Cohort %s "
+		        "(the rest of the pool is applied) until it is removed through its owner",
+		        rf_problem, cohort_name);
+	} else if (rf_problem[0] != '\0' && !streq(s.reason, TAU_BUDGET_REASON_OWNERSHIP)) {
+		char keep[MSG_MAX];
+
+		tau_say(keep, sizeof(keep), "%s", s.message);
+		tau_say(s.message, sizeof(s.message), "%s; also %s", keep, rf_problem);
+	}
+	/* Our own Cohort is written even while its team is gone (zeroed), never another's. */
+	s.write_cohort = c->writes_allowed && (team != NULL || orphan_cohort != NULL) &&
+	                 problem[0] == '\0' && !cleanup;
+	s.write_queues =
+	        s.write_cohort && team != NULL && !streq(s.reason, TAU_BUDGET_REASON_LIMITS);
 
 	/* ResourceFlavors, then the Cohort. */
 	for (size_t f = 0; plan != NULL && f < plan->n_flavors; f++) {
@@ -861,19 +1157,27 @@ static int decide_team(ctx *c, cJSON *managed)
 		managed_add(managed, "ResourceFlavor", plan->flavors[f].name);
 		ensure(b, TAU_BUDGET_RESOURCE_FLAVOR, rf,
 		       find_named(in->flavors, in->n_flavors, plan->flavors[f].name),
-		       c->cluster_uid, s.write_cohort, problem, sizeof(problem));
+		       c->cluster_uid, s.write_cohort, scratch, sizeof(scratch), &by_cluster);
 	}
-	if (plan != NULL && team != NULL && c->effective != NULL) {
+	if (plan != NULL && c->effective != NULL && (team != NULL || orphan_cohort != NULL)) {
+		const char *uid = team != NULL
+		                          ? team_uid
+		                          : tau_json_annotation(orphan_cohort,
+		                                                TAU_BUDGET_ANNOTATION_TEAM_UID);
 		cJSON *co = NULL;
 
-		if ((rc = tau_budget_desired_cohort(&co, plan, c->effective, team_uid, s.zeroed)) <
-		    0) {
+		if ((rc = tau_budget_desired_cohort(&co, plan, c->effective, uid,
+		                                    s.zeroed || team == NULL)) < 0) {
 			b->rc = b->rc < 0 ? b->rc : rc;
 		} else {
+			if (!c->reconcile)
+				observe_drift(drift, sizeof(drift), co, cohort, cohort_name);
 			managed_add(managed, "Cohort", cohort_name);
-			ensure(b, TAU_BUDGET_COHORT, co, cohort, team_uid, s.write_cohort, problem,
-			       sizeof(problem));
+			ensure(b, TAU_BUDGET_COHORT, co, cohort, uid, s.write_cohort, scratch,
+			       sizeof(scratch), team != NULL ? &by_team : NULL);
 		}
+	} else if (!c->reconcile) {
+		observe_drift(drift, sizeof(drift), NULL, cohort, cohort_name);
 	}
 
 	/* Workspace ClusterQueues. */
@@ -913,7 +1217,7 @@ static int decide_team(ctx *c, cJSON *managed)
 		if (!ensure(b, TAU_BUDGET_CLUSTER_QUEUE, cq,
 		            find_named(in->cluster_queues, in->n_cluster_queues, cq_name),
 		            tau_json_str(ws, "metadata.uid"), s.write_queues, ws_problem,
-		            sizeof(ws_problem)) &&
+		            sizeof(ws_problem), &by_team) &&
 		    streq(s.reason, TAU_BUDGET_REASON_APPLIED)) {
 			set_state(&s, TAU_BUDGET_REASON_OWNERSHIP, "False", "Degraded",
 			          "%s; it is never changed or adopted: remove it through its owner",
@@ -922,6 +1226,38 @@ static int decide_team(ctx *c, cJSON *managed)
 	}
 	orphan_queues(c, wanted, n_wanted);
 	free(wanted);
+
+	/* A capacity team being deleted (its finalizer, capacity_finalizers, holds it). */
+	if (deleting && !cleanup) {
+		char keep[MSG_MAX];
+
+		tau_say(keep, sizeof(keep), "%s", s.message);
+		set_state(&s, TAU_BUDGET_REASON_DELETION_BLOCKED, "False", "Degraded",
+		          "team %s is being deleted but its workspaces (%s) still use its budget: "
+		          "delete them or move them to another team; until then finalizer %s "
+		          "holds the team and the budget keeps following the pool (%s)",
+		          c->effective, team_ws, TAU_BUDGET_TEAM_FINALIZER, keep);
+		c->cleanup_pending = true;
+	} else if (cleanup && cohort_applied(in, cohort_name, &applied_cq)) {
+		set_state(
+		        &s, TAU_BUDGET_REASON_DELETION_BLOCKED, "False", "Pending",
+		        "team %s is being deleted: Cohort %s goes once no ClusterQueue is applied "
+		        "to it (ClusterQueue %s is, held until its work drains)",
+		        c->effective, cohort_name, applied_cq);
+		c->cleanup_pending = true;
+	} else if (cleanup) {
+		set_state(&s, TAU_BUDGET_REASON_DELETION_BLOCKED, "False", "Pending",
+		          "team %s is being deleted and no ClusterQueue is applied to Cohort %s: "
+		          "cleaning up",
+		          c->effective, cohort_name);
+		if (c->writes_allowed && owned_cohort != NULL)
+			add_write(b, TAU_BUDGET_COHORT, cohort_name, true, false, NULL,
+			          tau_json_str(owned_cohort, "metadata.uid"),
+			          fmt("team %s is being deleted and no ClusterQueue is applied to "
+			              "its "
+			              "Cohort",
+			              c->effective));
+	}
 
 	/* Leaving the mode and Observe override what the team is told. */
 	if (c->blocked_team != NULL) {
@@ -940,7 +1276,8 @@ static int decide_team(ctx *c, cJSON *managed)
 
 		tau_say(would, sizeof(would), "%s: %s", s.reason, s.message);
 		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
-		          "managementMode is Observe: nothing is written (%s)", would);
+		          "managementMode is Observe: nothing is written; %s (would be %s)", drift,
+		          would);
 	}
 	if (c->effective == NULL) {
 		/* The previous capacity team's budget goes first (P7). */
@@ -952,10 +1289,9 @@ static int decide_team(ctx *c, cJSON *managed)
 	b->d->state = s.reason;
 	b->d->summary = fmt("team %s: %s: %s", c->effective != NULL ? c->effective : "(none)",
 	                    s.reason, s.message);
+	cohort_uid = owned_cohort != NULL ? tau_json_str(owned_cohort, "metadata.uid") : NULL;
 	if (team != NULL) {
-		team_status(b, in, team, &s, cohort_name,
-		            owned_cohort != NULL ? tau_json_str(owned_cohort, "metadata.uid")
-		                                 : NULL);
+		team_status(b, in, team, &s, cohort_name, cohort_uid);
 		budget_events(b, team, "QuotaReady", &s);
 		conflict_events(b, team, conflict_msg[0] != '\0', conflict_msg);
 	}
@@ -1000,14 +1336,14 @@ static void team_finalizer(builder *b, const cJSON *team, bool add, char *why)
  * namespace yet, or the team's inputs could not be read): then it says only that the team is
  * not Ready, and has no QuotaReady while the team is, since no queue holds anything for it.
  */
-static void workspace_status(builder *b, const tau_budget_observed *in, const char *team,
-                             const tau_budget_xteam *x, const cJSON *ws, const tau_budget_xqueue *q)
+/* Set the workspace's QuotaReady (status "" removes it), its other conditions kept. */
+static void ws_quota_ready(builder *b, const tau_budget_observed *in, const cJSON *ws,
+                           const char *status, const char *reason, const char *msg)
 {
 	const cJSON *old = tau_json_find(ws, "status");
 	const cJSON *prev = tau_json_find(ws, "status.conditions");
 	cJSON *st = cJSON_IsObject(old) ? cJSON_Duplicate(old, true) : cJSON_CreateObject();
 	cJSON *conds = cJSON_IsArray(prev) ? cJSON_Duplicate(prev, true) : cJSON_CreateArray();
-	char msg[MSG_MAX];
 	int rc = 0;
 
 	if (st == NULL || conds == NULL) {
@@ -1016,21 +1352,11 @@ static void workspace_status(builder *b, const tau_budget_observed *in, const ch
 		b->rc = b->rc < 0 ? b->rc : nomem();
 		return;
 	}
-	if (q != NULL && q->refusal != NULL) {
-		rc = tau_conditions_set(conds, prev, "QuotaReady", "False", q->reason, q->refusal,
-		                        generation(ws), in->now);
-	} else if (streq(x->status, "True") && q != NULL) {
-		rc = tau_conditions_set(conds, prev, "QuotaReady", "True",
-		                        TAU_BUDGET_REASON_QUOTA_APPLIED,
-		                        "its ClusterQueue holds the workspace's guarantee",
-		                        generation(ws), in->now);
-	} else if (streq(x->status, "True")) {
+	if (status[0] == '\0')
 		cJSON_DeleteItemFromArray(conds, condition_index(conds, "QuotaReady"));
-	} else {
-		tau_say(msg, sizeof(msg), "team \"%s\" is not Ready: %s", team, x->message);
-		rc = tau_conditions_set(conds, prev, "QuotaReady", "False", x->reason, msg,
+	else
+		rc = tau_conditions_set(conds, prev, "QuotaReady", status, reason, msg,
 		                        generation(ws), in->now);
-	}
 	if (rc < 0 || tau_conditions_equal(conds, prev)) {
 		if (rc < 0)
 			b->rc = b->rc < 0 ? b->rc : rc;
@@ -1041,6 +1367,24 @@ static void workspace_status(builder *b, const tau_budget_observed *in, const ch
 	cJSON_DeleteItemFromObjectCaseSensitive(st, "conditions");
 	cJSON_AddItemToObject(st, "conditions", conds);
 	add_status(b, ws, st);
+}
+
+static void workspace_status(builder *b, const tau_budget_observed *in, const char *team,
+                             const tau_budget_xteam *x, const cJSON *ws, const tau_budget_xqueue *q)
+{
+	char msg[MSG_MAX];
+
+	if (q != NULL && q->refusal != NULL) {
+		ws_quota_ready(b, in, ws, "False", q->reason, q->refusal);
+	} else if (streq(x->status, "True") && q != NULL) {
+		ws_quota_ready(b, in, ws, "True", TAU_BUDGET_REASON_QUOTA_APPLIED,
+		               "its ClusterQueue holds the workspace's guarantee");
+	} else if (streq(x->status, "True")) {
+		ws_quota_ready(b, in, ws, "", NULL, NULL);
+	} else {
+		tau_say(msg, sizeof(msg), "team \"%s\" is not Ready: %s", team, x->message);
+		ws_quota_ready(b, in, ws, "False", x->reason, msg);
+	}
 }
 
 /*
@@ -1107,14 +1451,15 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 			continue;
 		managed_add(managed, "ClusterQueue", q->name);
 		ensure(b, TAU_BUDGET_CLUSTER_QUEUE, q->desired, q->observed,
-		       tau_json_str(q->workspace, "metadata.uid"), w, problem, sizeof(problem));
+		       tau_json_str(q->workspace, "metadata.uid"), w, problem, sizeof(problem),
+		       NULL);
 		q->desired = NULL; /* ensure took it */
 	}
 	if (x->desired_cohort != NULL) {
 		managed_add(managed, "Cohort", x->cohort);
 		ensure(b, TAU_BUDGET_COHORT, x->desired_cohort,
 		       find_named(in->cohorts, in->n_cohorts, x->cohort), uid, w, problem,
-		       sizeof(problem));
+		       sizeof(problem), NULL);
 		x->desired_cohort = NULL;
 	}
 	if (w && x->delete_cohort && x->owned_cohort != NULL)
@@ -1244,10 +1589,22 @@ static void explicit_teams(ctx *c, cJSON *managed)
 		}
 		tau_budget_xteam_free(x);
 	}
-	for (size_t i = 0; i < in->n_workspaces && c->b->rc == 0; i++)
-		if (!c->ws_linked[i])
-			workspace_unlinked(c->b, in->workspaces[i]);
 	explicit_leftovers(c);
+}
+
+static void workspace_held(builder *b, const tau_budget_observed *in, const cJSON *ws,
+                           const char *why);
+
+/* Workspaces no explicit team decided: a held queue's QuotaReady, else none. */
+static void workspaces_unlinked(ctx *c)
+{
+	const tau_budget_observed *in = c->in;
+
+	for (size_t i = 0; i < in->n_workspaces && c->b->rc == 0; i++)
+		if (c->ws_held != NULL && c->ws_held[i] != NULL)
+			workspace_held(c->b, in, in->workspaces[i], c->ws_held[i]);
+		else if (c->ws_linked != NULL && !c->ws_linked[i])
+			workspace_unlinked(c->b, in->workspaces[i]);
 }
 
 /* Teams other than the one whose budget is kept. */
@@ -1275,31 +1632,56 @@ static void other_teams(ctx *c)
 }
 
 /*
- * The cleanup finalizer is explicit teams' only (E9): one left on a team that is now the
- * capacity team (or the kept budget's) is removed, so deleting that team never hangs.
+ * The capacity team's cleanup finalizer: held while it has workspaces (deleting it then waits,
+ * DeletionBlocked, and its budget keeps following the pool) and, once it is being deleted,
+ * until its queues and Cohort are gone; a team without workspaces carries none, so deleting it
+ * never waits for the aggregator.  The team the pool waits for (capacityTeamRef moved to it
+ * while the previous one leaves) follows the same rule on its workspaces.
  */
 static void capacity_finalizers(ctx *c)
 {
 	const tau_budget_observed *in = c->in;
 
 	for (size_t i = 0; i < in->n_teams && c->writes_allowed; i++) {
-		const cJSON *t = in->teams[i], *f;
+		const cJSON *t = in->teams[i];
 		const char *name = tau_json_str(t, "metadata.name");
-		bool ours = false;
+		bool has = tau_budget_has_team_finalizer(t), want, deleting;
+		char ws[MSG_MAX];
+		size_t n = 0;
 
 		if (!streq(name, c->effective) && !streq(name, c->capacity))
 			continue;
-		cJSON_ArrayForEach(f, tau_json_find(t, "metadata.finalizers"))
-		{
-			ours = ours || (cJSON_IsString(f) &&
-			                strcmp(f->valuestring, TAU_BUDGET_TEAM_FINALIZER) == 0);
-		}
-		if (ours)
-			team_finalizer(c->b, t, false,
-			               fmt("finalizer %s removed: team %s is the capacity team, "
-			                   "whose deletion does not wait",
-			                   TAU_BUDGET_TEAM_FINALIZER, name));
+		deleting = tau_json_find(t, "metadata.deletionTimestamp") != NULL;
+		team_workspaces(ws, sizeof(ws), &n, in, name);
+		want = deleting ? streq(name, c->effective) && c->cleanup_pending : n > 0;
+		if (want && !has && !deleting)
+			team_finalizer(
+			        c->b, t, true,
+			        fmt("finalizer %s added: capacity team %s has workspaces (%s), "
+			            "so deleting it waits for them",
+			            TAU_BUDGET_TEAM_FINALIZER, name, ws));
+		else if (!want && has)
+			team_finalizer(
+			        c->b, t, false,
+			        fmt(deleting ? "finalizer %s removed: capacity team %s is "
+			                       "cleaned up"
+			                     : "finalizer %s removed: capacity team %s has no "
+			                       "workspaces, so its deletion does not wait",
+			            TAU_BUDGET_TEAM_FINALIZER, name));
 	}
+}
+
+/* QuotaReady of a workspace whose ClusterQueue is held (orphan_queues). */
+static void workspace_held(builder *b, const tau_budget_observed *in, const cJSON *ws,
+                           const char *why)
+{
+	char msg[MSG_MAX];
+
+	tau_say(msg, sizeof(msg),
+	        "its ClusterQueue is held (stopPolicy Hold: nothing new is admitted, admitted "
+	        "work runs to completion) instead of deleted: %s",
+	        why);
+	ws_quota_ready(b, in, ws, "False", TAU_BUDGET_REASON_QUEUE_HELD, msg);
 }
 
 /* Did a process whose inventory was established write the TauCluster's status last? */
@@ -1354,6 +1736,11 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 	b.d->state = TAU_BUDGET_REASON_NO_TEAM;
 	c.in = in;
 	c.b = &b;
+	c.ws_held = calloc(in->n_workspaces + 1, sizeof(*c.ws_held));
+	if (c.ws_held == NULL) {
+		b.rc = nomem();
+		goto done;
+	}
 	if (in->cluster == NULL) {
 		b.d->summary = fmt("no TauCluster %s: nothing to do", "cluster");
 		goto done;
@@ -1385,6 +1772,7 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 	}
 	other_teams(&c);
 	capacity_finalizers(&c);
+	workspaces_unlinked(&c);
 	if (c.xsummary != NULL && b.d->summary != NULL) {
 		char *sum = fmt("%s; %s", b.d->summary, c.xsummary);
 
@@ -1394,6 +1782,9 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 	if (!in->ever_established && established_before(in->cluster))
 		keep_established_status(b.d);
 done:
+	for (size_t i = 0; c.ws_held != NULL && i < in->n_workspaces; i++)
+		free(c.ws_held[i]);
+	free(c.ws_held);
 	free(c.xwanted);
 	free(c.ws_linked);
 	free(c.xsummary);

@@ -31,6 +31,8 @@
 #define TAU_BUDGET_REASON_LEAVE_BLOCKED "LeaveBlocked"
 #define TAU_BUDGET_REASON_OBSERVE_ONLY  "ObserveOnly"
 #define TAU_BUDGET_REASON_NO_TEAM       "NoCapacityTeam"
+/** A workspace's QuotaReady while its ClusterQueue is held instead of deleted. */
+#define TAU_BUDGET_REASON_QUEUE_HELD "QueueHeld"
 
 /** What one reconcile sees.  Everything is borrowed. */
 typedef struct tau_budget_observed {
@@ -91,6 +93,9 @@ typedef struct tau_budget_event {
 	                        LeaveRefused; for an explicit team its Degraded QuotaReady reason
 	                        or QuotaRestored */
 	char *message;
+	/** Recorded once the writes succeeded, before the statuses: it reports a write (Adopted)
+	 * that a pass retried from fresh state does not repeat. */
+	bool on_write;
 } tau_budget_event;
 
 /** Everything one reconcile decided. */

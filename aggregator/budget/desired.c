@@ -261,6 +261,12 @@ const tau_quantity *tau_budget_plan_quota(const tau_budget_plan *plan, size_t f,
 	return &plan->quota[f * plan->n_resources + r];
 }
 
+void tau_budget_plan_zero_flavor(tau_budget_plan *plan, size_t f)
+{
+	for (size_t r = 0; r < plan->n_resources; r++)
+		plan->quota[f * plan->n_resources + r] = tau_quantity_zero();
+}
+
 /* Sorted set of strings while the plan is built. */
 typedef struct strset {
 	char **items;
@@ -1028,6 +1034,13 @@ int tau_budget_owned_equal(bool *out, char *what, size_t what_len, const cJSON *
 		     selector_equal(tau_json_find(desired, "spec.namespaceSelector"),
 		                    tau_json_find(observed, "spec.namespaceSelector"), what,
 		                    what_len);
+	if (eq && kind == KIND_CQ && tau_budget_is_held(observed) &&
+	    tau_json_annotation(desired, TAU_BUDGET_ANNOTATION_HELD) == NULL) {
+		tau_say(what, what_len, "the queue is held (%s %.200s), want it released",
+		        TAU_BUDGET_ANNOTATION_HELD,
+		        tau_json_annotation(observed, TAU_BUDGET_ANNOTATION_HELD));
+		eq = false;
+	}
 	if (eq && kind != KIND_RF)
 		eq = groups_equal(tau_json_find(desired, "spec.resourceGroups"),
 		                  tau_json_find(observed, "spec.resourceGroups"), what, what_len);
@@ -1144,11 +1157,51 @@ int tau_budget_merge(cJSON **out, const cJSON *observed, const cJSON *desired)
 			goto oom;
 	if (kind == KIND_COHORT)
 		cJSON_DeleteItemFromObjectCaseSensitive(spec, "parentName");
+	if (kind == KIND_CQ && tau_budget_is_held(observed) &&
+	    tau_json_annotation(desired, TAU_BUDGET_ANNOTATION_HELD) == NULL) {
+		/* Released: our hold goes, and with it the stopPolicy it set. */
+		cJSON_DeleteItemFromObjectCaseSensitive(
+		        cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
+		        TAU_BUDGET_ANNOTATION_HELD);
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "stopPolicy");
+	}
 	*out = body;
 	return 0;
 oom:
 	cJSON_Delete(body);
 	return nomem("PUT body");
+}
+
+bool tau_budget_is_held(const cJSON *cq)
+{
+	return tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD) != NULL;
+}
+
+int tau_budget_hold_body(cJSON **out, const cJSON *observed, const char *why)
+{
+	cJSON *body, *meta, *ann, *spec;
+
+	if (out == NULL || observed == NULL || why == NULL || !cJSON_IsObject(observed))
+		return tau_error_set(TAU_EINVAL, "hold: missing object");
+	body = cJSON_Duplicate(observed, true);
+	if (body == NULL)
+		return nomem("hold body");
+	cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
+	if ((meta = object_member(body, "metadata")) == NULL ||
+	    (ann = object_member(meta, "annotations")) == NULL ||
+	    (spec = object_member(body, "spec")) == NULL) {
+		cJSON_Delete(body);
+		return nomem("hold body");
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(ann, TAU_BUDGET_ANNOTATION_HELD);
+	cJSON_DeleteItemFromObjectCaseSensitive(spec, "stopPolicy");
+	if (cJSON_AddStringToObject(ann, TAU_BUDGET_ANNOTATION_HELD, why) == NULL ||
+	    cJSON_AddStringToObject(spec, "stopPolicy", "Hold") == NULL) {
+		cJSON_Delete(body);
+		return nomem("hold body");
+	}
+	*out = body;
+	return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -157,6 +157,12 @@ void tau_budget_plan_free(tau_budget_plan *plan);
 /** Lends the quota of flavor f, resource r (both in range). */
 const tau_quantity *tau_budget_plan_quota(const tau_budget_plan *plan, size_t f, size_t r);
 
+/**
+ * Set every quota of flavor f (in range) to 0: a flavor whose ResourceFlavor we may not write
+ * (another owner's object under our name) cannot be proven to reach only the pool's nodes.
+ */
+void tau_budget_plan_zero_flavor(tau_budget_plan *plan, size_t f);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Desired objects                                                                             */
 
@@ -263,6 +269,20 @@ int tau_budget_diff(bool *differs, char *what, size_t what_len, const cJSON *des
  * @return 0; -TAU_EINVAL (NULL input, unknown kind, observed not an object); -TAU_ENOMEM.
  */
 int tau_budget_merge(cJSON **out, const cJSON *observed, const cJSON *desired);
+
+/**
+ * The PUT body that holds a ClusterQueue instead of deleting it: a copy of `observed` (status
+ * dropped) with spec.stopPolicy "Hold" (Kueue admits nothing new; admitted work runs to
+ * completion) and the annotation tau.azure.com/held = `why`.  A desired ClusterQueue without
+ * that annotation releases it: tau_budget_owned_equal reports the hold as a difference and
+ * tau_budget_merge removes both the annotation and the stopPolicy.
+ *
+ * @return 0; -TAU_EINVAL (NULL input); -TAU_ENOMEM.
+ */
+int tau_budget_hold_body(cJSON **out, const cJSON *observed, const char *why);
+
+/** Is `cq` held by TauGrid (annotation tau.azure.com/held present)? */
+bool tau_budget_is_held(const cJSON *cq);
 
 /**
  * Read a quantity from JSON by value, as Kubernetes' int-or-string

@@ -1236,7 +1236,7 @@ static int deleting(team_ctx *c)
 	return set_team(t, TAU_BUDGET_REASON_DELETION_BLOCKED, "False", "Pending", msg);
 }
 
-static bool has_finalizer(const cJSON *team)
+bool tau_budget_has_team_finalizer(const cJSON *team)
 {
 	const cJSON *f;
 
@@ -1289,19 +1289,20 @@ static int decide(team_ctx *c)
 		return rc;
 	if (tau_json_find(in->team, "metadata.deletionTimestamp") != NULL) {
 		t->remove_finalizer = false;
-		return has_finalizer(in->team) ? deleting(c)
-		                               : set_team(t, TAU_BUDGET_REASON_DELETION_BLOCKED,
-		                                          "False", "Pending", "being deleted");
+		return tau_budget_has_team_finalizer(in->team)
+		               ? deleting(c)
+		               : set_team(t, TAU_BUDGET_REASON_DELETION_BLOCKED, "False", "Pending",
+		                          "being deleted");
 	}
 	/* The finalizer guards what the team holds; a team that holds nothing gets none, and one
 	 * it got earlier goes, so deleting an empty team never waits for the aggregator. */
 	if (!quota_given(in->team) && c->n_ws == 0 && co == NULL && !cohort_applied(c)) {
-		t->remove_finalizer = has_finalizer(in->team);
+		t->remove_finalizer = tau_budget_has_team_finalizer(in->team);
 		return set_team(t, TAU_BUDGET_REASON_QUOTA_APPLIED, "True", "Ready",
 		                "no spec.quota and no workspaces: the team holds nothing, so no "
 		                "Cohort and no finalizer are written");
 	}
-	t->add_finalizer = !has_finalizer(in->team);
+	t->add_finalizer = !tau_budget_has_team_finalizer(in->team);
 	if (invalid == 1)
 		return set_team(t, TAU_BUDGET_REASON_QUOTA_INVALID, "False", "Degraded", err);
 	if (t->owned_cohort != NULL &&

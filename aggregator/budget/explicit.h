@@ -40,6 +40,8 @@
 
 /** The finalizer on TauTeams (E9). */
 #define TAU_BUDGET_TEAM_FINALIZER "tau.azure.com/team-cleanup"
+/** Does the TauTeam carry TAU_BUDGET_TEAM_FINALIZER? */
+bool tau_budget_has_team_finalizer(const cJSON *team);
 /** Label that marks an explicit team's Cohort (never retired as an automatic budget, P7). */
 #define TAU_BUDGET_LABEL_QUOTA_MODE    "tau.azure.com/quota-mode"
 #define TAU_BUDGET_QUOTA_MODE_EXPLICIT "explicit"

@@ -51,6 +51,8 @@
 #define TAU_BUDGET_ANNOTATION_CLUSTER_UID   "tau.azure.com/cluster-uid"
 #define TAU_BUDGET_ANNOTATION_TEAM_UID      "tau.azure.com/team-uid"
 #define TAU_BUDGET_ANNOTATION_WORKSPACE_UID "tau.azure.com/workspace-uid"
+/** Why TauGrid holds a ClusterQueue (spec.stopPolicy Hold) instead of deleting it. */
+#define TAU_BUDGET_ANNOTATION_HELD "tau.azure.com/held"
 
 /**
  * Build `prefix` + `input` as a DNS-1123 subdomain.  When the plain name is

@@ -213,8 +213,9 @@ static const conflict_case cases[] = {
          NULL,
          NULL,
          {{NULL, NULL, NULL, NULL}}},
-        {"a queue with our labels but another team, no workspace UID, another name, or the "
-         "name of a live workspace with another UID still conflicts",
+        {"a queue with our labels but another team, no workspace UID or another name still "
+         "conflicts; one named after a live workspace recording a UID that is gone is the "
+         "queue of a re-created workspace, adopted (issue 24): no conflict",
          NULL,
          "[{\"metadata\":{\"name\":\"tau-ws-gone\"," ORPHAN_CQ(
                  "other", "gone",
@@ -236,7 +237,6 @@ static const conflict_case cases[] = {
          NULL,
          NULL,
          {{"ForeignTeamCohortMember", "ClusterQueue", "renamed", NULL},
-          {"ForeignTeamCohortMember", "ClusterQueue", "tau-ws-alpha", NULL},
           {"ForeignTeamCohortMember", "ClusterQueue", "tau-ws-gone", NULL},
           {"ForeignTeamCohortMember", "ClusterQueue", "tau-ws-nouid", NULL}}},
         {"(c) legacy GPU discovery, even on a queue with nothing reserved",

@@ -1,5 +1,6 @@
 /* Unit tests of budget/decide.c: one reconcile of the team budget, rule by rule. */
 #include "budget/decide.h"
+#include "budget/explicit.h"
 
 #include "tau/conditions.h"
 #include "tau/error.h"
@@ -131,6 +132,16 @@ static void apply_writes(fixture *f)
 		size_t *n;
 
 		assert_false(w->remove);
+		if (w->kind == TAU_BUDGET_TEAM) { /* its finalizers, as the API would keep them */
+			cJSON *meta = cJSON_GetObjectItem(f->team, "metadata");
+
+			cJSON_DeleteItemFromObject(meta, "finalizers");
+			cJSON_AddItemToObject(
+			        meta, "finalizers",
+			        cJSON_Duplicate(tau_json_find(w->body, "metadata.finalizers"),
+			                        true));
+			continue;
+		}
 		obj = cJSON_Duplicate(w->body, true);
 		cJSON_AddStringToObject(cJSON_GetObjectItem(obj, "metadata"), "uid", "k-uid");
 		switch (w->kind) {
@@ -239,12 +250,15 @@ static void test_applied_writes_flavors_cohort_queue(void **state)
 
 	decide(f);
 	assert_string_equal(f->d->state, "BudgetApplied");
-	assert_int_equal(f->d->n_writes, 4);
-	/* Order: flavors, the Cohort, then the workspace queue. */
+	assert_int_equal(f->d->n_writes, 5);
+	/* Order: flavors, the Cohort, the workspace queue, then the team's cleanup finalizer
+	 * (it has a workspace, so deleting it waits for that). */
 	assert_string_equal(f->d->writes[0].name, "taugrid-gpu-a100");
 	assert_string_equal(f->d->writes[1].name, "taugrid-gpu-h100");
 	assert_string_equal(f->d->writes[2].name, "tau-team-research");
 	assert_string_equal(f->d->writes[3].name, "tau-ws-alpha");
+	assert_string_equal(f->d->writes[4].name, "research");
+	assert_int_equal(f->d->writes[4].kind, TAU_BUDGET_TEAM);
 	co = find_write(f, "tau-team-research");
 	assert_true(co->create);
 	/* coveredResources [cpu, nvidia.com/gpu]; flavors [a100, h100]. */
@@ -504,7 +518,8 @@ static void test_explicit_team_beside_the_capacity_team(void **state)
 	assert_string_equal(reason_of(f, f->team, "QuotaReady"), "BudgetApplied");
 }
 
-/* The capacity team carries no cleanup finalizer: one left from an explicit past is removed. */
+/* The capacity team carries the cleanup finalizer only while it has workspaces: without any,
+ * one it has is removed (its deletion never waits for the aggregator). */
 static void test_capacity_team_finalizer_removed(void **state)
 {
 	fixture *f = *state;
@@ -512,6 +527,9 @@ static void test_capacity_team_finalizer_removed(void **state)
 
 	cJSON_AddItemToObject(cJSON_GetObjectItem(f->team, "metadata"), "finalizers",
 	                      cJSON_Parse("[\"other/keep\",\"tau.azure.com/team-cleanup\"]"));
+	decide(f);
+	assert_null(find_write(f, "research")); /* workspace alpha: kept */
+	f->in.n_workspaces = 0;
 	decide(f);
 	w = find_write(f, "research");
 	assert_non_null(w);
@@ -784,6 +802,295 @@ static void test_one_ledger_explicit_refused_on_pool_flavors(void **state)
 	assert_int_equal(events_about(f, ml, NULL, NULL), 0);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Issue 24: the budget never freezes above the pool                                          */
+
+static const tau_budget_event *event_of(const fixture *f, const char *reason)
+{
+	for (size_t i = 0; i < f->d->n_events; i++)
+		if (strcmp(f->d->events[i].reason, reason) == 0)
+			return &f->d->events[i];
+	return NULL;
+}
+
+/* The status message of condition `type` the decision writes for `obj`. */
+static const char *message_of(const fixture *f, const cJSON *obj, const char *type)
+{
+	const cJSON *st = status_of(f, obj);
+
+	return tau_json_str(tau_conditions_find(cJSON_GetObjectItem(st, "conditions"), type),
+	                    "message");
+}
+
+/* `helm uninstall && helm install`: every object of ours records the old TauCluster and team
+ * UIDs.  They carry our labels and their recorded owners are gone: adopted, with an Event. */
+static void test_reinstall_adopts_our_objects(void **state)
+{
+	fixture *f = *state;
+	const tau_budget_write *w;
+
+	decide(f);
+	apply_writes(f);
+	/* The new TauCluster and TauTeam (same names, new UIDs). */
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(f->cluster, "metadata"), "uid",
+	                          cJSON_CreateString("c-uid-2"));
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(f->team, "metadata"), "uid",
+	                          cJSON_CreateString("t-uid-2"));
+	decide(f);
+	assert_string_equal(f->d->state, "BudgetApplied");
+	assert_string_equal(reason_of(f, f->cluster, "ConflictDetected"), "NoConflict");
+	w = find_write(f, "taugrid-gpu-h100");
+	assert_non_null(w);
+	assert_false(w->create);
+	assert_string_equal(tau_json_annotation(w->body, "tau.azure.com/cluster-uid"), "c-uid-2");
+	w = find_write(f, "tau-team-research");
+	assert_non_null(w);
+	assert_string_equal(tau_json_annotation(w->body, "tau.azure.com/team-uid"), "t-uid-2");
+	assert_string_equal(quota_text(w->body, 1, 1), "16");
+	assert_non_null(event_of(f, "Adopted"));
+	assert_non_null(strstr(event_of(f, "Adopted")->message,
+	                       "carries TauGrid's labels but its owner (tau.azure.com/cluster-uid "
+	                       "c-uid) no longer exists: adopted by TauCluster cluster (UID "
+	                       "c-uid-2)"));
+	/* Once adopted, a steady state. */
+	f->in.n_flavors = f->in.n_cohorts = f->in.n_cluster_queues = 0;
+	decide(f);
+	apply_writes(f);
+	decide(f);
+	assert_int_equal(f->d->n_writes, 0);
+}
+
+/* An object naming a live owner, or without our labels, is never adopted; a foreign flavor
+ * under our name blocks only its flavor, held at 0, and the rest of the pool is applied. */
+static void test_foreign_flavor_under_our_name_zeroes_only_it(void **state)
+{
+	fixture *f = *state;
+	const tau_budget_write *co;
+
+	f->flavors[f->in.n_flavors++] =
+	        keep(f, parse("{\"kind\":\"ResourceFlavor\",\"metadata\":{\"name\":"
+	                      "\"taugrid-gpu-h100\",\"uid\":\"x\"},\"spec\":{\"nodeLabels\":{"
+	                      "\"pool\":\"elsewhere\"}}}"));
+	decide(f);
+	assert_string_equal(f->d->state, "OwnershipConflict");
+	assert_null(find_write(f, "taugrid-gpu-h100"));
+	assert_non_null(find_write(f, "taugrid-gpu-a100"));
+	co = find_write(f, "tau-team-research");
+	assert_non_null(co);
+	assert_string_equal(quota_text(co->body, 0, 1), "8"); /* a100 applied */
+	assert_string_equal(quota_text(co->body, 1, 0), "0"); /* h100 held at 0 */
+	assert_string_equal(quota_text(co->body, 1, 1), "0");
+	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"),
+	                       "ResourceFlavor taugrid-gpu-h100 exists but is not ours: label "
+	                       "app.kubernetes.io/managed-by is absent: not managed by TauGrid; "
+	                       "it is never changed or adopted: its flavor is held at 0 in Cohort "
+	                       "tau-team-research (the rest of the pool is applied)"));
+	/* Our labels but a live owner's UID (the current TauCluster's is ours, so: legacy, no
+	 * UID): not adopted either. */
+	f->flavors[0] = keep(f, parse("{\"kind\":\"ResourceFlavor\",\"metadata\":{\"name\":"
+	                              "\"taugrid-gpu-h100\",\"uid\":\"x\",\"labels\":{"
+	                              "\"app.kubernetes.io/managed-by\":\"taugrid\","
+	                              "\"tau.azure.com/gpu-class\":\"h100\"}},\"spec\":{}}"));
+	decide(f);
+	assert_string_equal(f->d->state, "OwnershipConflict");
+	assert_null(find_write(f, "taugrid-gpu-h100"));
+	assert_null(event_of(f, "Adopted"));
+}
+
+/* A Cohort of ours naming a live team other than the capacity team is not adopted. */
+static void test_cohort_of_a_live_owner_is_not_adopted(void **state)
+{
+	fixture *f = *state;
+
+	f->teams[f->in.n_teams++] = keep(f, parse("{\"kind\":\"TauTeam\",\"metadata\":{\"name\":"
+	                                          "\"other\",\"namespace\":\"tau-system\","
+	                                          "\"uid\":\"o-uid\"},\"spec\":{}}"));
+	f->cohorts[f->in.n_cohorts++] = keep(
+	        f, parse("{\"kind\":\"Cohort\",\"metadata\":{\"name\":\"tau-team-research\","
+	                 "\"uid\":\"k\",\"labels\":{\"app.kubernetes.io/managed-by\":\"taugrid\","
+	                 "\"tau.azure.com/team\":\"research\"},\"annotations\":{"
+	                 "\"tau.azure.com/team-uid\":\"o-uid\"}},\"spec\":{}}"));
+	decide(f);
+	assert_string_equal(f->d->state, "OwnershipConflict");
+	assert_null(find_write(f, "tau-team-research"));
+	assert_null(event_of(f, "Adopted"));
+}
+
+/* The capacity team deleted without its finalizer: its Cohort is zeroed, not frozen. */
+static void test_missing_team_zeroes_its_cohort(void **state)
+{
+	fixture *f = *state;
+	const tau_budget_write *co;
+
+	decide(f);
+	apply_writes(f);
+	f->in.n_teams = 0;
+	decide(f);
+	co = find_write(f, "tau-team-research");
+	assert_non_null(co);
+	assert_false(co->remove);
+	assert_string_equal(quota_text(co->body, 0, 1), "0");
+	assert_string_equal(quota_text(co->body, 1, 1), "0");
+	assert_string_equal(tau_json_annotation(co->body, "tau.azure.com/team-uid"), "t-uid");
+	assert_string_equal(reason_of(f, f->cluster, "BudgetReady"), "ConflictDetected");
+}
+
+/* Deleting the capacity team while it has workspaces waits (finalizer), the budget keeps
+ * following the pool; without workspaces its queues go, then its Cohort and finalizer. */
+static void test_capacity_team_deletion_waits_then_cleans_up(void **state)
+{
+	fixture *f = *state;
+	const tau_budget_write *w;
+	tau_budget_pool *smaller = NULL;
+
+	decide(f);
+	apply_writes(f);
+	assert_true(tau_budget_has_team_finalizer(f->team));
+	cJSON_AddStringToObject(cJSON_GetObjectItem(f->team, "metadata"), "deletionTimestamp", NOW);
+	assert_int_equal(tau_budget_pool_new(&smaller), 0);
+	set_res(smaller, "h100", "nvidia.com/gpu", "8");
+	f->in.pool = smaller;
+	decide(f);
+	assert_string_equal(reason_of(f, f->team, "QuotaReady"), "DeletionBlocked");
+	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"),
+	                       "team research is being deleted but its workspaces (alpha) still "
+	                       "use its budget: delete them or move them to another team"));
+	assert_string_equal(quota_text(find_write(f, "tau-team-research")->body, 1, 1), "8");
+	assert_null(find_write(f, "research")); /* the finalizer stays */
+	/* The workspace goes; its queue (no work) is deleted; the Cohort waits for it. */
+	f->in.n_workspaces = 0;
+	decide(f);
+	w = find_write(f, "tau-ws-alpha");
+	assert_non_null(w);
+	assert_true(w->remove);
+	assert_null(find_write(f, "tau-team-research"));
+	assert_null(find_write(f, "research"));
+	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"),
+	                       "Cohort tau-team-research goes once no ClusterQueue is applied"));
+	/* The queue is gone: the Cohort is deleted and the finalizer removed, in that order. */
+	f->in.n_cluster_queues = 0;
+	decide(f);
+	w = find_write(f, "tau-team-research");
+	assert_non_null(w);
+	assert_true(w->remove);
+	w = find_write(f, "research");
+	assert_non_null(w);
+	assert_false(tau_budget_has_team_finalizer(w->body));
+	assert_true(w > find_write(f, "tau-team-research"));
+	tau_budget_decision_free(f->d);
+	f->d = NULL;
+	tau_budget_pool_free(smaller);
+}
+
+static cJSON *with_work(const cJSON *cq)
+{
+	cJSON *o = cJSON_Duplicate(cq, true);
+
+	cJSON_AddItemToObject(o, "status",
+	                      parse("{\"admittedWorkloads\":2,"
+	                            "\"reservingWorkloads\":0}"));
+	return o;
+}
+
+/* Finding 4: spec.quota on a workspace of the capacity team holds its queue (never deleted);
+ * removing the mistake releases it as it was. */
+static void test_misconfigured_workspace_holds_its_queue(void **state)
+{
+	fixture *f = *state;
+	const tau_budget_write *w;
+	const cJSON *held;
+	const char *msg;
+
+	decide(f);
+	apply_writes(f);
+	f->cqs[0] = keep(f, with_work(f->cqs[0]));
+	cJSON_AddItemToObject(cJSON_GetObjectItem(f->ws, "spec"), "quota", parse("[]"));
+	decide(f);
+	w = find_write(f, "tau-ws-alpha");
+	assert_non_null(w);
+	assert_false(w->remove);
+	assert_string_equal(tau_json_str(w->body, "spec.stopPolicy"), "Hold");
+	assert_non_null(strstr(tau_json_annotation(w->body, "tau.azure.com/held"),
+	                       "TauWorkspace alpha of capacity team research sets spec.quota"));
+	assert_null(tau_json_find(w->body, "status"));
+	assert_string_equal(reason_of(f, f->ws, "QuotaReady"), "QueueHeld");
+	msg = message_of(f, f->ws, "QuotaReady");
+	assert_non_null(strstr(msg, "its ClusterQueue is held (stopPolicy Hold"));
+	assert_non_null(strstr(msg, "remove spec.quota"));
+	/* Held: the next pass writes nothing more to it. */
+	held = keep(f, cJSON_Duplicate(w->body, true));
+	f->cqs[0] = keep(f, with_work(held));
+	apply_status(f, f->ws);
+	decide(f);
+	assert_null(find_write(f, "tau-ws-alpha"));
+	/* Also without work: a misconfiguration never deletes it. */
+	f->cqs[0] = held;
+	decide(f);
+	assert_null(find_write(f, "tau-ws-alpha"));
+	/* Undone: released (stopPolicy and annotation gone). */
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(f->ws, "spec"), "quota");
+	decide(f);
+	w = find_write(f, "tau-ws-alpha");
+	assert_non_null(w);
+	assert_null(tau_json_find(w->body, "spec.stopPolicy"));
+	assert_null(tau_json_annotation(w->body, "tau.azure.com/held"));
+	assert_null(reason_of(f, f->ws, "QuotaReady"));
+}
+
+/* A queue whose workspace is gone is deleted only once its work has drained. */
+static void test_queue_of_a_deleted_workspace_drains_first(void **state)
+{
+	fixture *f = *state;
+	const tau_budget_write *w;
+
+	decide(f);
+	apply_writes(f);
+	f->cqs[0] = keep(f, with_work(f->cqs[0]));
+	f->in.n_workspaces = 0;
+	decide(f);
+	w = find_write(f, "tau-ws-alpha");
+	assert_non_null(w);
+	assert_false(w->remove);
+	assert_string_equal(tau_json_str(w->body, "spec.stopPolicy"), "Hold");
+	f->cqs[0] = keep(f, cJSON_Duplicate(w->body, true)); /* drained: no status */
+	decide(f);
+	w = find_write(f, "tau-ws-alpha");
+	assert_non_null(w);
+	assert_true(w->remove);
+}
+
+/* Observe writes nothing and says how the live Cohort differs from the pool. */
+static void test_observe_reports_drift(void **state)
+{
+	fixture *f = *state;
+	tau_budget_pool *smaller = NULL;
+	const char *msg;
+
+	decide(f);
+	apply_writes(f);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(f->cluster, "spec"), "managementMode",
+	                          cJSON_CreateString("Observe"));
+	assert_int_equal(tau_budget_pool_new(&smaller), 0);
+	set_res(smaller, "h100", "nvidia.com/gpu", "8");
+	set_res(smaller, "h100", "cpu", "192");
+	set_res(smaller, "a100", "nvidia.com/gpu", "8");
+	f->in.pool = smaller;
+	decide(f);
+	assert_int_equal(f->d->n_writes, 0);
+	msg = message_of(f, f->team, "QuotaReady");
+	assert_non_null(strstr(msg, "managementMode is Observe: nothing is written; the live "
+	                            "Cohort tau-team-research does not follow the pool: "
+	                            "spec.resourceGroups[0].flavors[1].resources[1].nominalQuota"));
+	assert_non_null(strstr(message_of(f, f->cluster, "BudgetReady"), "does not follow"));
+	f->in.pool = f->pool;
+	decide(f);
+	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"),
+	                       "the live Cohort tau-team-research matches the pool"));
+	tau_budget_decision_free(f->d);
+	f->d = NULL;
+	tau_budget_pool_free(smaller);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -808,6 +1115,14 @@ int main(void)
 	        T(test_explicit_team_events_on_change_only),
 	        T(test_workspace_leaving_explicit_team),
 	        T(test_one_ledger_explicit_refused_on_pool_flavors),
+	        T(test_reinstall_adopts_our_objects),
+	        T(test_foreign_flavor_under_our_name_zeroes_only_it),
+	        T(test_cohort_of_a_live_owner_is_not_adopted),
+	        T(test_missing_team_zeroes_its_cohort),
+	        T(test_capacity_team_deletion_waits_then_cleans_up),
+	        T(test_misconfigured_workspace_holds_its_queue),
+	        T(test_queue_of_a_deleted_workspace_drains_first),
+	        T(test_observe_reports_drift),
 	};
 #undef T
 

@@ -1,0 +1,402 @@
+"""End-to-end scenarios of issue 24: the team Cohort never freezes above the pool.
+
+Run with the system interpreter (python3-grpcio lives there), from tests/e2e:
+    TAU_AGGREGATOR=build/tau-aggregator TAU_CLI=build/tau \
+    /usr/bin/python3 -m unittest -v test_budget_safety
+
+What runs: the team budget's harness (budget/harness.py: kube-sim with `--authz rbac`, the real
+Kueue CRDs and kube-sim's Kueue admission rules, the taugrid CRDs and the chart's RBAC, the real
+tau-aggregator with only its ServiceAccount's token, --budget-resync 3600s so every step is
+picked up by its event).  The pool is three Ready Linux nodes counted from their Node objects
+(h100: 16 GPUs on two nodes, a100: 4 GPUs); the capacity team is `research` with workspace
+`alpha`.  Each case starts from that state and leaves it as it found it; they run in order.
+
+  test_01  finding 1, ownership: a ResourceFlavor of another owner under our name blocks only
+           its flavor (held at 0, the rest of the pool applied and following a cordon); one that
+           selects pool nodes zeroes the whole budget; neither is ever written.
+  test_02  finding 1, reinstall: the TauCluster deleted and created again (a new UID, as
+           `helm uninstall && helm install` does): our ResourceFlavors are adopted with an
+           Event, the budget keeps following the pool.
+  test_03  finding 4: spec.quota on a workspace of the capacity team, its queue holding admitted
+           work: the ClusterQueue is held (stopPolicy Hold, annotation tau.azure.com/held), never
+           deleted; the workspace's QuotaReady names the mistake; undoing it releases the queue.
+  test_04  finding 1, Observe: nothing written, and the TauTeam, TauCluster and `tau team status`
+           say how the live Cohort differs from the pool.
+  test_05  finding 5: an explicit team holding nothing gets no finalizer; the stock Kueue
+           default-flavor and an explicit quota on a taugrid flavor are reported with messages
+           that say why and how to fix them.
+  test_06  finding 1, the capacity team deleted: held by its finalizer (DeletionBlocked) while
+           alpha exists, the budget following the pool; with the finalizer removed by hand (an
+           aggregator that was not running) the Cohort is zeroed, not frozen; the team created
+           again adopts it (Event) and gets the pool back; then alpha and the team are deleted
+           and the queue, the Cohort and the finalizer go in that order.
+
+Expected objects are exact on the fields the contract fixes (quantities by value) and messages
+are matched on the words that name the cause and the fix.  Waits are wait-for-condition loops.
+"""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+
+import test_aggregator_workspaces as taw  # noqa: E402
+import test_workspace as wst  # noqa: E402
+from budget import harness as h  # noqa: E402
+from budget.harness import (CLUSTER, COHORTS, CQS, NODES, RFS, TAU, TEAMS,  # noqa: E402
+                            WORKSPACES, cohort_diffs, cond_diffs)
+
+CLI = os.environ.get("TAU_CLI") or os.path.join(ROOT, "build", "tau")
+GPU = "nvidia.com/gpu"
+FINALIZER = "tau.azure.com/team-cleanup"
+HELD = "tau.azure.com/held"
+
+
+def setUpModule():
+    taw.setUpModule()
+
+
+def tearDownModule():
+    taw.tearDownModule()
+
+
+class SafetyTest(unittest.TestCase):
+    AGG_ARGS = ("--feature-gates", "MultipleWorkspaces=true", "--budget-resync", "3600s")
+
+    @classmethod
+    def setUpClass(cls):
+        c = cls.c = h.Cluster()
+        try:
+            for n in (h.node("h100-1", "h100", h.H100), h.node("h100-2", "h100", h.H100_B),
+                      h.node("a100-1", "a100", h.A100)):
+                c.create(n, NODES)
+            c.create(h.team("research"), TEAMS)
+            c.create(h.tau_cluster(), TAU + "/clusters")
+            c.create(wst.workspace("alpha", ns="ml-alpha", team="research"), WORKSPACES)
+            cls.agg = c.start_aggregator("aggregator", *cls.AGG_ARGS)
+            c.env.wait_phase("alpha", "Ready")
+        except BaseException:
+            c.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.agg.stop() if cls.agg.p.poll() is None else cls.agg.p.returncode
+        log = cls.agg.log()
+        cls.c.stop()
+        assert rc == 0, "aggregator exit code %s after SIGTERM:\n%s" % (rc, log[-3000:])
+
+    # -- helpers --
+
+    def setUp(self):
+        self.wait_pool("the case starts on the full budget")
+
+    def uid(self, path):
+        return self.c.get(path)["metadata"]["uid"]
+
+    def groups(self, zero_classes=(), zero=False):
+        """The Cohort's resourceGroups for the pool the API holds now, the flavors of
+        `zero_classes` (or all, `zero`) at 0."""
+        groups = h.Shape().groups(self.c.pool())
+        for g in groups:
+            for f in g["flavors"]:
+                if zero or f["name"] in [h.flavor_name(x) for x in zero_classes]:
+                    for r in f["resources"]:
+                        r["nominalQuota"] = 0
+        return groups
+
+    def wait_pool(self, msg, zero_classes=(), zero=False, team_uid=None):
+        uid = team_uid or self.uid(TEAMS + "/research")
+        self.c.wait_ok(lambda: cohort_diffs(self.c.cohort("research"), "research", uid,
+                                            self.groups(zero_classes, zero)), msg)
+
+    def cordon(self, node, on):
+        self.c.merge(NODES + "/" + node, {"spec": {"unschedulable": True if on else None}})
+
+    def event_diffs(self, kind, name, reason, text):
+        evs = [e for e in self.c.events(reason) if e[0] == kind and e[1] == name]
+        if any(text in (e[3] or "") for e in evs):
+            return []
+        return ["no %s Event about %s %s naming %r; with that reason: %s" % (
+            reason, kind, name, text, evs)]
+
+    def tau(self, *args):
+        r = subprocess.run([CLI, "--kubeconfig", self.c.sim.kubeconfig,
+                            "--system-namespace", "tau-system"] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60)
+        return r.returncode, r.stdout, r.stderr
+
+    # -- finding 1: ownership --
+
+    def test_01_foreign_flavor_under_our_name_blocks_only_its_flavor(self):
+        c = self.c
+        path = RFS + "/taugrid-gpu-a100"
+        ours = c.get(path)
+        self.addCleanup(self.cordon, "h100-2", False)
+        # Someone takes our a100 flavor over: no TauGrid labels, nodeLabels on no pool node.
+        taken = c.sim.ok("PUT", path, {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": "taugrid-gpu-a100",
+                         "resourceVersion": ours["metadata"]["resourceVersion"],
+                         "labels": {h.MANAGED_BY: "platform-team"}},
+            "spec": {"nodeLabels": {"tau.test/rack": "nowhere"}}})
+        self.wait_pool("a100 held at 0, h100 applied", zero_classes=("a100",))
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False",
+                                     "OwnershipConflict",
+                                     ["ResourceFlavor taugrid-gpu-a100 exists but is not ours",
+                                      "its flavor is held at 0 in Cohort tau-team-research "
+                                      "(the rest of the pool is applied)"]),
+                  "the team names the flavor and what it holds")
+        # Not frozen: the rest follows the pool.
+        self.cordon("h100-2", True)
+        self.wait_pool("h100 follows a cordon while a100 is blocked", zero_classes=("a100",))
+        self.cordon("h100-2", False)
+        self.wait_pool("and the uncordon", zero_classes=("a100",))
+        # It now selects a pool node: a second budget for the same GPUs, everything zeroed.
+        taken = c.merge(path, {"spec": {"nodeLabels": {"tau.test/rack": None,
+                                                       h.GPU_CLASS: "a100"}}})
+        self.wait_pool("the whole budget zeroed", zero=True)
+        c.wait_ok(lambda: cond_diffs(c.cluster(), "ConflictDetected", "True", None,
+                                     "ResourceFlavor taugrid-gpu-a100 is not this "
+                                     "TauCluster's"), "conflict reported")
+        now = c.get(path)
+        self.assertEqual(now["metadata"]["resourceVersion"], taken["metadata"]["resourceVersion"],
+                         "another owner's flavor was written")
+        self.assertEqual(now["metadata"].get("annotations"), taken["metadata"].get("annotations"))
+        # Its owner removes it: ours again, the budget restored.  Our Cohort and queue list the
+        # flavor, so Kueue's resource-in-use finalizer (kept by kube-sim) holds it; the test
+        # releases it as Kueue would once the flavor is no longer referenced.
+        c.delete(path)
+        c.merge(path, {"metadata": {"finalizers": None}})
+        c.wait_gone(path)
+        c.wait_ok(lambda: h.rf_diffs(c.get(path), "a100", self.uid(CLUSTER)), "ours again")
+        self.wait_pool("the budget is restored")
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready")
+
+    def test_02_reinstall_adopts_our_objects(self):
+        c = self.c
+        old_uid = self.uid(CLUSTER)
+        spec = c.cluster()["spec"]
+        c.delete(CLUSTER)
+        c.wait_gone(CLUSTER)
+        new = c.create({"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster",
+                        "metadata": {"name": "cluster"}, "spec": spec}, TAU + "/clusters")
+        new_uid = new["metadata"]["uid"]
+        self.assertNotEqual(new_uid, old_uid)
+        for cls in ("a100", "h100"):
+            c.wait_ok(lambda: h.rf_diffs(c.get(RFS + "/" + h.flavor_name(cls)), cls, new_uid),
+                      "ResourceFlavor %s adopted by the new TauCluster" % h.flavor_name(cls))
+            c.wait_ok(lambda: self.event_diffs(
+                "TauCluster", "cluster", "Adopted",
+                "ResourceFlavor %s carries TauGrid's labels but its owner "
+                "(tau.azure.com/cluster-uid %s) no longer exists: adopted by TauCluster cluster "
+                "(UID %s)" % (h.flavor_name(cls), old_uid, new_uid)), "Adopted Event")
+        self.wait_pool("the budget follows the pool under the new TauCluster")
+        self.cordon("h100-2", True)
+        self.addCleanup(self.cordon, "h100-2", False)
+        self.wait_pool("and follows a cordon")
+        self.cordon("h100-2", False)
+        c.wait_ok(lambda: c.cluster_ready_diffs(c.pool()), "TauCluster Ready, no conflict")
+
+    # -- finding 4 --
+
+    def test_03_misconfiguration_holds_a_queue_with_work(self):
+        c = self.c
+        path = CQS + "/tau-ws-alpha"
+        self.addCleanup(c.sim.req, "PATCH", WORKSPACES + "/alpha", {"spec": {"quota": None}},
+                        "application/merge-patch+json")
+        before = c.get(path)
+        c.merge(path + "/status", {"status": {"admittedWorkloads": 2, "reservingWorkloads": 1}})
+        c.merge(WORKSPACES + "/alpha", {"spec": {"quota": [
+            {"flavor": "taugrid-gpu-h100", "resource": GPU, "nominalQuota": "1"}]}})
+
+        def held():
+            q = c.get(path)
+            if q is None:
+                return ["ClusterQueue tau-ws-alpha was deleted"]
+            d = []
+            if q["metadata"]["uid"] != before["metadata"]["uid"]:
+                d.append("ClusterQueue tau-ws-alpha was re-created")
+            if (q.get("spec") or {}).get("stopPolicy") != "Hold":
+                d.append("stopPolicy %r" % (q.get("spec") or {}).get("stopPolicy"))
+            why = (q["metadata"].get("annotations") or {}).get(HELD) or ""
+            if "TauWorkspace alpha of capacity team research sets spec.quota" not in why:
+                d.append("annotation %s %r" % (HELD, why))
+            if q["metadata"].get("deletionTimestamp"):
+                d.append("being deleted")
+            return d + cond_diffs(c.get(WORKSPACES + "/alpha"), "QuotaReady", "False",
+                                  "QueueHeld", ["its ClusterQueue is held (stopPolicy Hold",
+                                                "sets spec.quota", "remove spec.quota"])
+        c.wait_ok(held, "the queue is held, never deleted, and the workspace says why")
+        self.assertEqual(c.get(path)["status"]["admittedWorkloads"], 2)
+        self.wait_pool("the spec.quota conflict zeroes the budget (P4)", zero=True)
+        # Undone: released as it was.
+        c.merge(WORKSPACES + "/alpha", {"spec": {"quota": None}})
+
+        def released():
+            q = c.get(path)
+            d = [] if q is not None else ["ClusterQueue tau-ws-alpha is gone"]
+            # Kueue's CRD defaults stopPolicy to None once ours is removed.
+            if q is not None and ((q.get("spec") or {}).get("stopPolicy") not in (None, "None")
+                                  or HELD in (q["metadata"].get("annotations") or {})):
+                d.append("still held: %s" % h.dump(q["metadata"].get("annotations")))
+            if wst.cond(c.get(WORKSPACES + "/alpha"), "QuotaReady") is not None:
+                d.append("the workspace keeps a QuotaReady condition")
+            return d
+        c.wait_ok(released, "the queue is released")
+        self.assertEqual(c.get(path)["metadata"]["uid"], before["metadata"]["uid"])
+        self.wait_pool("the budget is restored")
+        c.merge(path + "/status", {"status": {"admittedWorkloads": 0, "reservingWorkloads": 0}})
+
+    # -- finding 1: Observe --
+
+    def test_04_observe_writes_nothing_and_says_how_the_cohort_differs(self):
+        c = self.c
+        self.addCleanup(c.sim.req, "PATCH", CLUSTER, {"spec": {"managementMode": "Reconcile"}},
+                        "application/merge-patch+json")
+        self.addCleanup(self.cordon, "h100-2", False)
+        full = c.cohort("research")
+        c.merge(CLUSTER, {"spec": {"managementMode": "Observe"}})
+        self.cordon("h100-2", True)
+        want = ["managementMode is Observe: nothing is written; the live Cohort "
+                "tau-team-research does not follow the pool: spec.resourceGroups[0].flavors[1]",
+                "nominalQuota is"]
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "Unknown",
+                                     "ObserveOnly", want) +
+                  cond_diffs(c.cluster(), "BudgetReady", "Unknown", "ObserveOnly", want),
+                  "TauTeam and TauCluster say the Cohort does not follow the pool")
+        self.assertEqual(c.cohort("research")["metadata"]["resourceVersion"],
+                         full["metadata"]["resourceVersion"], "Observe wrote the Cohort")
+        rc, out, err = self.tau("team", "status", "research", "-o", "json")
+        self.assertEqual(rc, 1, out + err)
+        doc = json.loads(out)
+        quota = [cd for cd in doc["conditions"] if cd["type"] == "QuotaReady"]
+        self.assertTrue(quota and want[0] in quota[0]["message"], doc["conditions"])
+        rows = {(r["flavor"], r["resource"]): (r["budget"], r["pool"]) for r in doc["budget"]}
+        self.assertEqual(rows[("taugrid-gpu-h100", GPU)], ("16", "8"))
+        self.cordon("h100-2", False)
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "Unknown",
+                                     "ObserveOnly", "the live Cohort tau-team-research matches "
+                                     "the pool"), "and that it matches again")
+        c.merge(CLUSTER, {"spec": {"managementMode": "Reconcile"}})
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "Reconcile: team Ready")
+
+    # -- finding 5 --
+
+    def test_05_smaller_items_name_their_fix(self):
+        c = self.c
+        # An explicit team that holds nothing gets no finalizer: deleting it never waits.
+        c.create(h.team("empty"), TEAMS)
+        c.wait_ok(lambda: cond_diffs(c.team("empty"), "QuotaReady", "True", "QuotaApplied",
+                                     "the team holds nothing, so no Cohort and no finalizer"),
+                  "team empty Ready")
+        self.assertNotIn(FINALIZER, c.team("empty")["metadata"].get("finalizers") or [])
+        c.delete(TEAMS + "/empty")
+        c.wait_gone(TEAMS + "/empty")
+
+        # The stock Kueue default-flavor: why a flavor without nodeLabels matters, how to fix.
+        self.addCleanup(c.sim.req, "DELETE", RFS + "/default-flavor")
+        c.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                  "metadata": {"name": "default-flavor"}, "spec": {}}, RFS)
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False",
+                                     "ConflictDetected", [
+                                         "ResourceFlavor default-flavor (label "
+                                         "app.kubernetes.io/managed-by is absent: not managed "
+                                         "by TauGrid) has no nodeLabels, so Kueue may place "
+                                         "what it admits on any node, the 3 GPU pool nodes",
+                                         "quota on this flavor, even for cpu only, admits work "
+                                         "onto them outside it",
+                                         "give default-flavor nodeLabels that only non-pool "
+                                         "nodes carry"]),
+                  "default-flavor reported with its fix")
+        self.wait_pool("zeroed while it selects the pool", zero=True)
+        c.delete(RFS + "/default-flavor")
+        c.wait_gone(RFS + "/default-flavor")
+        self.wait_pool("restored once it is gone")
+
+        # An explicit quota on our flavor (its Cohort as an explicit team's budget was written
+        # before the capacity team took the pool): named as TauGrid's, with the quota to
+        # remove, never as someone else's.
+        self.addCleanup(c.sim.req, "DELETE", TEAMS + "/ml")
+        ml = c.create(h.team("ml", quota=[{"flavor": "taugrid-gpu-h100", "resource": GPU,
+                                           "nominalQuota": "4"}]), TEAMS)
+        self.addCleanup(c.sim.req, "DELETE", COHORTS + "/tau-team-ml")
+        c.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                  "metadata": {"name": "tau-team-ml",
+                               "labels": {h.MANAGED_BY: "taugrid", h.TEAM_LABEL: "ml",
+                                          "tau.azure.com/quota-mode": "explicit"},
+                               "annotations": {h.TEAM_UID: ml["metadata"]["uid"]}},
+                  "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
+                      {"name": "taugrid-gpu-h100",
+                       "resources": [{"name": GPU, "nominalQuota": "4"}]}]}]}}, COHORTS)
+        c.wait_ok(lambda: cond_diffs(c.cluster(), "ConflictDetected", "True", None, [
+            "Cohort tau-team-ml is the budget of explicit-quota team ml and has nominalQuota",
+            "on pool flavor taugrid-gpu-h100, which the capacity team's Cohort already holds: "
+            "the same nodes would be budgeted twice; remove flavor taugrid-gpu-h100 from "
+            "TauTeam ml spec.quota"]), "the explicit quota is named as TauGrid's")
+        self.assertNotIn("is not TauGrid's", wst.cond(c.cluster(), "ConflictDetected")["message"])
+        c.delete(TEAMS + "/ml")
+        c.wait_gone(TEAMS + "/ml")
+        c.wait_gone(COHORTS + "/tau-team-ml")
+        self.wait_pool("restored once the explicit team is gone")
+
+    # -- finding 1: the capacity team deleted --
+
+    def test_06_capacity_team_deletion(self):
+        c = self.c
+        old_uid = self.uid(TEAMS + "/research")
+        c.wait_ok(lambda: [] if FINALIZER in (c.team("research")["metadata"].get("finalizers")
+                                              or []) else ["no finalizer on research"],
+                  "the capacity team with a workspace carries the cleanup finalizer")
+        c.delete(TEAMS + "/research")
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False",
+                                     "DeletionBlocked", [
+                                         "team research is being deleted but its workspaces "
+                                         "(alpha) still use its budget: delete them or move "
+                                         "them to another team",
+                                         "the budget keeps following the pool"]),
+                  "deletion held while alpha exists")
+        self.addCleanup(self.cordon, "h100-2", False)
+        self.cordon("h100-2", True)
+        self.wait_pool("the budget follows a cordon while the team is being deleted",
+                       team_uid=old_uid)
+        self.cordon("h100-2", False)
+        self.wait_pool("and the uncordon", team_uid=old_uid)
+
+        # The finalizer removed by hand (the aggregator was not running): the team is gone.
+        c.merge(TEAMS + "/research", {"metadata": {"finalizers": [
+            f for f in c.team("research")["metadata"]["finalizers"] if f != FINALIZER]}})
+        c.wait_gone(TEAMS + "/research")
+        self.wait_pool("a Cohort whose team is gone is zeroed, never frozen", zero=True,
+                       team_uid=old_uid)
+        self.assertIsNotNone(c.get(CQS + "/tau-ws-alpha"))
+
+        # The team created again (a new UID) adopts its Cohort and gets the pool back.
+        new_uid = c.create(h.team("research"), TEAMS)["metadata"]["uid"]
+        self.wait_pool("adopted by the new team", team_uid=new_uid)
+        c.wait_ok(lambda: self.event_diffs(
+            "TauTeam", "research", "Adopted",
+            "Cohort tau-team-research carries TauGrid's labels but its owner "
+            "(tau.azure.com/team-uid %s) no longer exists: adopted by TauTeam research (UID %s)"
+            % (old_uid, new_uid)), "Adopted Event")
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready")
+
+        # Deleted for good: alpha first, then the queue, the Cohort and the finalizer go.
+        c.delete(TEAMS + "/research")
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False",
+                                     "DeletionBlocked", "(alpha)"), "held by alpha")
+        c.delete(WORKSPACES + "/alpha")
+        c.wait_gone(CQS + "/tau-ws-alpha")
+        c.wait_gone(COHORTS + "/tau-team-research")
+        c.wait_gone(TEAMS + "/research")
+        self.assertEqual(c.ours(CQS), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
