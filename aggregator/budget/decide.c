@@ -1684,6 +1684,72 @@ static void workspace_held(builder *b, const tau_budget_observed *in, const cJSO
 	ws_quota_ready(b, in, ws, "False", TAU_BUDGET_REASON_QUEUE_HELD, msg);
 }
 
+/*
+ * The TauCluster is gone or being deleted (deletionPolicy Retain, the default: docs/api.md):
+ * the automatic budgets it made are retained but bounded: every automatic Cohort of ours is
+ * written at 0 (its shape and recorded owner kept) and its team says why; nothing else is
+ * touched, and a TauCluster created again (a reinstall) adopts our flavors and restores them.
+ */
+static int retain_zeroed(ctx *c)
+{
+	const tau_budget_observed *in = c->in;
+	tau_budget_pool *empty = NULL;
+	size_t n = 0;
+	int rc = tau_budget_pool_new(&empty);
+
+	for (size_t i = 0; rc == 0 && i < in->n_cohorts; i++) {
+		const cJSON *co = in->cohorts[i];
+		const char *t = tau_json_label(co, TAU_BUDGET_LABEL_TEAM),
+		           *uid = tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID),
+		           *name = tau_json_str(co, "metadata.name");
+		const cJSON *team = t != NULL ? find_named(in->teams, in->n_teams, t) : NULL;
+		tau_budget_plan *plan = NULL;
+		cJSON *want = NULL;
+		char scratch[MSG_MAX];
+		team_state s = {0};
+
+		if (t == NULL || name == NULL ||
+		    tau_json_find(co, "metadata.deletionTimestamp") != NULL ||
+		    streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+		          TAU_BUDGET_QUOTA_MODE_EXPLICIT) ||
+		    tau_budget_ownership_of(co, TAU_BUDGET_COHORT, uid, NULL, 0) !=
+		            TAU_BUDGET_OWNED)
+			continue;
+		rc = tau_budget_plan_build(&plan, empty, co, in->flavors, in->n_flavors, NULL);
+		if (rc == -TAU_ENOMEM)
+			break;
+		if (rc < 0) {
+			rc = 0; /* unreadable: nothing safe to write (it is reported while it
+			           exists) */
+			tau_error_clear();
+			continue;
+		}
+		rc = tau_budget_desired_cohort(&want, plan, t, uid, true);
+		tau_budget_plan_free(plan);
+		if (rc < 0)
+			break;
+		ensure(c->b, TAU_BUDGET_COHORT, want, co, uid, true, scratch, sizeof(scratch),
+		       NULL);
+		n++;
+		if (team == NULL || !streq(tau_json_str(team, "metadata.uid"), uid))
+			continue;
+		set_state(
+		        &s, TAU_BUDGET_REASON_ZEROED, "False", "Degraded",
+		        "root quota is 0: TauCluster cluster %s (deletionPolicy Retain): Cohort %s "
+		        "is kept at 0 until a TauCluster names this team again",
+		        in->cluster == NULL ? "does not exist" : "is being deleted", name);
+		team_status(c->b, in, team, &s, name, tau_json_str(co, "metadata.uid"));
+		budget_events(c->b, team, "QuotaReady", &s);
+	}
+	tau_budget_pool_free(empty);
+	c->b->d->summary = fmt("TauCluster cluster %s: %zu automatic Cohorts kept at 0 "
+	                       "(deletionPolicy Retain)",
+	                       in->cluster == NULL ? "does not exist" : "is being deleted", n);
+	if (c->b->d->summary == NULL && rc == 0)
+		rc = nomem();
+	return rc;
+}
+
 /* Did a process whose inventory was established write the TauCluster's status last? */
 static bool established_before(const cJSON *cluster)
 {
@@ -1741,8 +1807,11 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 		b.rc = nomem();
 		goto done;
 	}
-	if (in->cluster == NULL) {
-		b.d->summary = fmt("no TauCluster %s: nothing to do", "cluster");
+	if (in->cluster == NULL ||
+	    tau_json_find(in->cluster, "metadata.deletionTimestamp") != NULL) {
+		rc = retain_zeroed(&c);
+		if (rc < 0 && b.rc == 0)
+			b.rc = rc;
 		goto done;
 	}
 	c.reconcile = streq(tau_json_str(in->cluster, "spec.managementMode"), "Reconcile");

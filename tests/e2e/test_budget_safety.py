@@ -14,9 +14,9 @@ picked up by its event).  The pool is three Ready Linux nodes counted from their
   test_01  finding 1, ownership: a ResourceFlavor of another owner under our name blocks only
            its flavor (held at 0, the rest of the pool applied and following a cordon); one that
            selects pool nodes zeroes the whole budget; neither is ever written.
-  test_02  finding 1, reinstall: the TauCluster deleted and created again (a new UID, as
-           `helm uninstall && helm install` does): our ResourceFlavors are adopted with an
-           Event, the budget keeps following the pool.
+  test_02  finding 1, reinstall: the TauCluster deleted (deletionPolicy Retain: the budget is
+           kept at 0) and created again (a new UID, as `helm uninstall && helm install` does):
+           our ResourceFlavors are adopted with an Event, the budget follows the pool again.
   test_03  finding 4: spec.quota on a workspace of the capacity team, its queue holding admitted
            work: the ClusterQueue is held (stopPolicy Hold, annotation tau.azure.com/held), never
            deleted; the workspace's QuotaReady names the mistake; undoing it releases the queue.
@@ -185,6 +185,12 @@ class SafetyTest(unittest.TestCase):
         spec = c.cluster()["spec"]
         c.delete(CLUSTER)
         c.wait_gone(CLUSTER)
+        # deletionPolicy Retain (the default): the budget is kept, bounded at 0.
+        self.wait_pool("the retained budget is zeroed", zero=True)
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False", "BudgetZeroed",
+                                     "TauCluster cluster does not exist (deletionPolicy "
+                                     "Retain): Cohort tau-team-research is kept at 0"),
+                  "the team says why")
         new = c.create({"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster",
                         "metadata": {"name": "cluster"}, "spec": spec}, TAU + "/clusters")
         new_uid = new["metadata"]["uid"]

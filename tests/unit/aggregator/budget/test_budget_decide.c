@@ -1059,6 +1059,39 @@ static void test_queue_of_a_deleted_workspace_drains_first(void **state)
 	assert_true(w->remove);
 }
 
+/* The TauCluster gone or being deleted (deletionPolicy Retain): the automatic Cohort is kept,
+ * bounded at 0, and its team says why; explicit Cohorts and everything else are untouched. */
+static void test_retained_budget_is_zeroed(void **state)
+{
+	fixture *f = *state;
+	const tau_budget_write *co;
+
+	decide(f);
+	apply_writes(f);
+	f->in.cluster = NULL;
+	decide(f);
+	co = find_write(f, "tau-team-research");
+	assert_non_null(co);
+	assert_false(co->remove);
+	assert_string_equal(quota_text(co->body, 0, 1), "0");
+	assert_string_equal(quota_text(co->body, 1, 0), "0");
+	assert_string_equal(quota_text(co->body, 1, 1), "0");
+	assert_string_equal(tau_json_annotation(co->body, "tau.azure.com/team-uid"), "t-uid");
+	assert_int_equal(f->d->n_writes, 1);
+	assert_string_equal(reason_of(f, f->team, "QuotaReady"), "BudgetZeroed");
+	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"),
+	                       "TauCluster cluster does not exist (deletionPolicy Retain): Cohort "
+	                       "tau-team-research is kept at 0"));
+	assert_true(has_event(f, "BudgetZeroed"));
+	/* Being deleted: the same. */
+	cJSON_AddStringToObject(cJSON_GetObjectItem(f->cluster, "metadata"), "deletionTimestamp",
+	                        NOW);
+	f->in.cluster = f->cluster;
+	decide(f);
+	assert_non_null(find_write(f, "tau-team-research"));
+	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"), "is being deleted"));
+}
+
 /* Observe writes nothing and says how the live Cohort differs from the pool. */
 static void test_observe_reports_drift(void **state)
 {
@@ -1123,6 +1156,7 @@ int main(void)
 	        T(test_misconfigured_workspace_holds_its_queue),
 	        T(test_queue_of_a_deleted_workspace_drains_first),
 	        T(test_observe_reports_drift),
+	        T(test_retained_budget_is_zeroed),
 	};
 #undef T
 
