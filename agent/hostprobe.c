@@ -8,12 +8,9 @@
  * a node without NVML must not look like a node without GPUs; the
  * aggregator decides what to do with unknowns.
  *
- * NVML is optional at run time: it is loaded with dlopen and only five
- * symbols are used (init, count, handle by index, temperature, shutdown), so
- * the agent builds and runs on machines without the NVIDIA driver.  A GPU
- * counts as healthy when NVML returns its handle and reads its temperature;
- * a GPU that fell off the bus fails both.  XID-event tracking is left to the
- * NVIDIA device plugin.
+ * NVML is optional at run time: agent/nvml.c loads it with dlopen, so the
+ * agent builds and runs on machines without the NVIDIA driver; this file only
+ * decides which library (TAU_AGENT_NVML) and folds its answer into the counts.
  *
  * The registry watch follows the directory rather than a fixed inode: when
  * the directory is missing it watches the nearest existing ancestor and moves
@@ -25,7 +22,6 @@
 #include "tau/error.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -40,8 +36,6 @@
 #define SOCKET_SUFFIX "-reg.sock"
 #define DEV_DIR       "/dev"
 #define IB_DIR        "/sys/class/infiniband"
-/* More GPUs than any machine has; bounds the NVML loop against a bogus count. */
-#define NVML_MAX_GPUS 1024
 /* A port state file is one short line ("4: ACTIVE\n"). */
 #define STATE_FILE_MAX 64
 
@@ -328,23 +322,6 @@ static void probe_gpu_device_nodes(tau_agent_host_probe *p, const char *root)
 
 /* -------------------------------------------------------------------- NVML */
 
-/* NVML signatures, from its public ABI: return codes are int (0 = success). */
-typedef int (*nvml_void_fn)(void);
-typedef int (*nvml_count_fn)(unsigned int *count);
-typedef int (*nvml_handle_fn)(unsigned int index, void **device);
-typedef int (*nvml_temp_fn)(void *device, int sensor, unsigned int *celsius);
-
-/* dlsym gives an object pointer; copy its bits into a function pointer (POSIX). */
-static bool load_symbol(void *lib, const char *name, void *fn_out, size_t fn_size)
-{
-	void *sym = dlsym(lib, name);
-
-	if (sym == NULL || fn_size != sizeof(sym))
-		return false;
-	memcpy(fn_out, &sym, fn_size);
-	return true;
-}
-
 static void nvml_note(tau_agent_host_probe *p, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
 
@@ -360,86 +337,36 @@ static void nvml_note(tau_agent_host_probe *p, const char *fmt, ...)
 	p->nvml_note = strdup(text); /* NULL on ENOMEM: the note is optional. */
 }
 
-static void probe_nvml(tau_agent_host_probe *p)
+/* NVML through agent/nvml.c; TAU_AGENT_NVML picks the library or turns it off. */
+static int probe_nvml(tau_agent_host_probe *p)
 {
 	const char *setting = getenv(TAU_AGENT_NVML_ENV);
 	const char *library = TAU_AGENT_NVML_SONAME;
-	nvml_void_fn init_fn = NULL, shutdown_fn = NULL;
-	nvml_count_fn count_fn = NULL;
-	nvml_handle_fn handle_fn = NULL;
-	nvml_temp_fn temp_fn = NULL;
-	unsigned int count = 0;
-	int64_t healthy = 0;
-	void *lib;
-	int ret;
+	int rc;
 
 	if (setting != NULL) {
 		if (setting[0] == '\0' || strcmp(setting, "off") == 0 ||
 		    strcmp(setting, "0") == 0 || strcmp(setting, "false") == 0) {
 			nvml_note(p, "NVML disabled by %s=%s", TAU_AGENT_NVML_ENV, setting);
-			return;
+			return 0;
 		}
 		library = setting;
 	}
-	lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-	if (lib == NULL) {
-		const char *why = dlerror();
-
-		nvml_note(p, "NVML not loaded: %s", why != NULL ? why : library);
-		return;
+	rc = tau_agent_nvml_probe(&p->nvml, library);
+	if (rc < 0)
+		return rc;
+	if (!p->nvml.probed) {
+		nvml_note(p, "%s", p->nvml.note != NULL ? p->nvml.note : "NVML not probed");
+		return 0;
 	}
-	if (!load_symbol(lib, "nvmlInit_v2", &init_fn, sizeof(init_fn)) ||
-	    !load_symbol(lib, "nvmlShutdown", &shutdown_fn, sizeof(shutdown_fn)) ||
-	    !load_symbol(lib, "nvmlDeviceGetCount_v2", &count_fn, sizeof(count_fn)) ||
-	    !load_symbol(lib, "nvmlDeviceGetHandleByIndex_v2", &handle_fn, sizeof(handle_fn))) {
-		nvml_note(p, "NVML in %s lacks the v2 entry points", library);
-		goto out;
-	}
-	/* Optional: without it a GPU is healthy when its handle is returned. */
-	(void)load_symbol(lib, "nvmlDeviceGetTemperature", &temp_fn, sizeof(temp_fn));
-
-	ret = init_fn();
-	if (ret != 0) {
-		nvml_note(p, "nvmlInit_v2 failed with NVML error %d", ret);
-		goto out;
-	}
-	ret = count_fn(&count);
-	if (ret != 0) {
-		nvml_note(p, "nvmlDeviceGetCount_v2 failed with NVML error %d", ret);
-		shutdown_fn();
-		goto out;
-	}
-	if (count > NVML_MAX_GPUS) {
-		nvml_note(p, "NVML reports %u GPUs, more than %d; ignored", count, NVML_MAX_GPUS);
-		shutdown_fn();
-		goto out;
-	}
-	for (unsigned int i = 0; i < count; i++) {
-		void *device = NULL;
-		unsigned int celsius = 0;
-
-		ret = handle_fn(i, &device);
-		if (ret != 0) {
-			tau_agent_problem_add(&p->problems,
-			                      "NVML cannot get a handle for GPU %u (NVML error %d)",
-			                      i, ret);
-			continue;
-		}
-		/* Sensor 0 is NVML_TEMPERATURE_GPU. */
-		if (temp_fn != NULL && (ret = temp_fn(device, 0, &celsius)) != 0) {
-			tau_agent_problem_add(&p->problems,
-			                      "NVML cannot read GPU %u temperature (NVML error %d)",
-			                      i, ret);
-			continue;
-		}
-		healthy++;
-	}
-	shutdown_fn();
 	p->nvml_probed = true;
-	p->nvml_gpus = count;
-	p->nvml_healthy = healthy;
-out:
-	dlclose(lib);
+	p->nvml_gpus = p->nvml.count;
+	p->nvml_healthy = tau_agent_nvml_healthy(&p->nvml);
+	if (p->nvml.count > p->nvml.n_gpus)
+		tau_agent_problem_add(&p->problems,
+		                      "NVML reports %u GPUs; only the first %zu are described",
+		                      p->nvml.count, p->nvml.n_gpus);
+	return 0;
 }
 
 /* ------------------------------------------------------------------- RDMA */
@@ -891,6 +818,7 @@ void tau_agent_host_probe_init(tau_agent_host_probe *probe)
 	probe->nvml_healthy = -1;
 	probe->rdma_ports_total = -1;
 	probe->rdma_ports_up = -1;
+	tau_agent_nvml_init(&probe->nvml);
 }
 
 void tau_agent_host_probe_free(tau_agent_host_probe *probe)
@@ -901,6 +829,7 @@ void tau_agent_host_probe_free(tau_agent_host_probe *probe)
 		free(probe->sockets[i].driver);
 	free(probe->sockets);
 	free(probe->nvml_note);
+	tau_agent_nvml_free(&probe->nvml);
 	tau_agent_rdma_ports_free(probe->rdma_ports, probe->n_rdma_ports);
 	tau_agent_problem_list_free(&probe->problems);
 	tau_agent_host_probe_init(probe);
@@ -923,7 +852,9 @@ int tau_agent_probe_host(tau_agent_host_probe *probe, const char *host_root,
 	if (rc < 0)
 		return rc;
 	probe_gpu_device_nodes(probe, host_root);
-	probe_nvml(probe);
+	rc = probe_nvml(probe);
+	if (rc < 0)
+		return rc;
 	return probe_rdma(probe, host_root);
 }
 

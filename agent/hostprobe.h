@@ -20,6 +20,8 @@
 #ifndef TAU_AGENT_HOSTPROBE_H
 #define TAU_AGENT_HOSTPROBE_H
 
+#include "nvml.h"
+
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -128,8 +130,9 @@ typedef struct tau_agent_host_probe {
 
 	bool nvml_probed;     /**< NVML loaded and answered nvmlInit + count */
 	int64_t nvml_gpus;    /**< NVML's GPU count; -1 unless nvml_probed */
-	int64_t nvml_healthy; /**< GPUs that gave a handle and a temperature; -1 unless probed */
+	int64_t nvml_healthy; /**< GPUs tau_agent_nvml judges healthy; -1 unless probed */
 	char *nvml_note;      /**< owned; why NVML was not probed (NULL when it was) */
+	tau_agent_nvml nvml;  /**< per-GPU facts, versions, missing symbols (nvml.h) */
 
 	int64_t rdma_ports_total; /**< ports under /sys/class/infiniband; -1 if unreadable */
 	int64_t rdma_ports_up;    /**< of those, state "4: ACTIVE"; -1 if unreadable */

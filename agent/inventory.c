@@ -51,6 +51,7 @@ void tau_agent_inventory_init(tau_agent_inventory *inv)
 	inv->devices.nvml_healthy = -1;
 	inv->devices.rdma_ports_total = -1;
 	inv->devices.rdma_ports_up = -1;
+	tau_agent_nvml_init(&inv->devices.nvml);
 }
 
 static void free_kvs(tau_agent_kv *kvs, size_t n)
@@ -78,6 +79,7 @@ void tau_agent_inventory_free(tau_agent_inventory *inv)
 		free(inv->csi_drivers[i].name);
 	free(inv->csi_drivers);
 	free(inv->devices.nvml_note);
+	tau_agent_nvml_free(&inv->devices.nvml);
 	tau_agent_rdma_ports_free(inv->devices.rdma_ports, inv->devices.n_rdma_ports);
 	tau_agent_problem_list_free(&inv->problems);
 	tau_agent_inventory_init(inv);
@@ -755,6 +757,9 @@ int tau_agent_inventory_apply_host(tau_agent_inventory *inv, const tau_agent_hos
 	inv->devices.nvml_healthy = probe->nvml_probed ? probe->nvml_healthy : -1;
 	inv->devices.rdma_ports_total = probe->rdma_ports_total;
 	inv->devices.rdma_ports_up = probe->rdma_ports_up;
+	rc = tau_agent_nvml_copy(&inv->devices.nvml, &probe->nvml);
+	if (rc < 0)
+		return rc;
 	tau_agent_rdma_ports_free(inv->devices.rdma_ports, inv->devices.n_rdma_ports);
 	inv->devices.rdma_ports = NULL;
 	inv->devices.n_rdma_ports = 0;
@@ -869,6 +874,19 @@ health:
 		rc = tau_agent_inventory_add_problem(
 		        inv, "NVML: %lld of %lld GPUs failed the health read",
 		        (long long)(dev->nvml_gpus - dev->nvml_healthy), (long long)dev->nvml_gpus);
+		if (rc < 0)
+			return rc;
+	}
+	/* Each sick GPU by name, so explain can say which one and what to do. */
+	for (size_t i = 0; dev->nvml_probed && i < dev->nvml.n_gpus; i++) {
+		const tau_agent_gpu *g = &dev->nvml.gpus[i];
+
+		if (g->healthy)
+			continue;
+		rc = tau_agent_inventory_add_problem(
+		        inv, "NVML: GPU %u (%s) is unhealthy: %s", g->index,
+		        g->uuid != NULL ? g->uuid : "UUID unknown",
+		        g->reason != NULL ? g->reason : "no reason given");
 		if (rc < 0)
 			return rc;
 	}
@@ -1019,6 +1037,72 @@ static bool add_drivers(cJSON *obj, const tau_agent_inventory *inv)
 	return true;
 }
 
+/* -1 / 0 / 1 as null / false / true. */
+static bool add_flag(cJSON *obj, const char *key, int v)
+{
+	if (v < 0)
+		return cJSON_AddNullToObject(obj, key) != NULL;
+	return cJSON_AddBoolToObject(obj, key, v != 0) != NULL;
+}
+
+/* "12.4" from NVML's 12040; NULL-safe buffer of 16. */
+static const char *cuda_text(char buf[16], int v)
+{
+	if (v <= 0)
+		return NULL;
+	snprintf(buf, 16, "%d.%d", v / 1000, (v % 1000) / 10);
+	return buf;
+}
+
+static bool add_gpu(cJSON *arr, const tau_agent_gpu *g)
+{
+	cJSON *e = cJSON_CreateObject(), *rows, *pages;
+
+	if (e == NULL)
+		return false;
+	cJSON_AddItemToArray(arr, e);
+	if (!add_count(e, "index", g->index) || !add_string_or_null(e, "uuid", g->uuid) ||
+	    !add_string_or_null(e, "name", g->name) ||
+	    cJSON_AddBoolToObject(e, "healthy", g->healthy) == NULL ||
+	    !add_string_or_null(e, "reason", g->reason) || !add_flag(e, "lost", g->lost) ||
+	    !add_flag(e, "remapPending", g->remap_pending) ||
+	    !add_flag(e, "remapFailure", g->remap_failure) ||
+	    (rows = cJSON_AddObjectToObject(e, "remappedRows")) == NULL ||
+	    !add_count(rows, "correctable", g->remapped_correctable) ||
+	    !add_count(rows, "uncorrectable", g->remapped_uncorrectable) ||
+	    (pages = cJSON_AddObjectToObject(e, "retiredPages")) == NULL ||
+	    !add_count(pages, "singleBitEcc", g->retired_pages_sbe) ||
+	    !add_count(pages, "doubleBitEcc", g->retired_pages_dbe) ||
+	    !add_flag(e, "retirePending", g->retired_pending) ||
+	    !add_flag(e, "migEnabled", g->mig_mode))
+		return false;
+	return true;
+}
+
+/* What NVML said beyond the counts: versions, symbols it lacks, each GPU. */
+static bool add_nvml(cJSON *gpus, const tau_agent_nvml *n)
+{
+	cJSON *missing, *list;
+	char cuda[16];
+
+	if (!add_string_or_null(gpus, "driverVersion", n->driver_version) ||
+	    !add_string_or_null(gpus, "cudaVersion", cuda_text(cuda, n->cuda_version)) ||
+	    (missing = cJSON_AddArrayToObject(gpus, "nvmlMissingSymbols")) == NULL ||
+	    (list = cJSON_AddArrayToObject(gpus, "devices")) == NULL)
+		return false;
+	for (size_t i = 0; i < n->n_missing; i++) {
+		cJSON *s = cJSON_CreateString(n->missing_symbols[i]);
+
+		if (s == NULL)
+			return false;
+		cJSON_AddItemToArray(missing, s);
+	}
+	for (size_t i = 0; i < n->n_gpus; i++)
+		if (!add_gpu(list, &n->gpus[i]))
+			return false;
+	return true;
+}
+
 static bool add_rdma_ports(cJSON *obj, const tau_agent_devices *dev)
 {
 	cJSON *arr = cJSON_AddArrayToObject(obj, "ports");
@@ -1062,7 +1146,7 @@ static bool add_devices(cJSON *obj, const tau_agent_inventory *inv)
 	    !add_count(gpus, "healthy", dev->nvml_probed ? dev->nvml_healthy : -1) ||
 	    cJSON_AddBoolToObject(gpus, "probed", dev->nvml_probed) == NULL ||
 	    !add_count(gpus, "deviceNodes", dev->gpu_device_nodes) ||
-	    !add_string_or_null(gpus, "notProbedReason", reason))
+	    !add_string_or_null(gpus, "notProbedReason", reason) || !add_nvml(gpus, &dev->nvml))
 		return false;
 	rdma = cJSON_AddObjectToObject(devices, "rdmaPorts");
 	return rdma != NULL && add_count(rdma, "total", dev->rdma_ports_total) &&

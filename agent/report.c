@@ -136,6 +136,75 @@ static const char *driver_detail(const tau_agent_inventory *inv, const tau_agent
 	return "";
 }
 
+static Tau__Inventory__V1__TriState tri_to_proto(int v)
+{
+	if (v < 0)
+		return TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_UNKNOWN;
+	return v ? TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_TRUE
+	         : TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_FALSE;
+}
+
+/* LocalDevices' NVML fields: versions, missing symbols, one Gpu per GPU described. */
+static int fill_gpus(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devices *dev)
+{
+	const tau_agent_nvml *n = &dev->nvml;
+	char cuda[16] = "";
+
+	if (n->cuda_version > 0)
+		snprintf(cuda, sizeof(cuda), "%d.%d", n->cuda_version / 1000,
+		         (n->cuda_version % 1000) / 10);
+	ld->driver_version = ld->cuda_version = ld->gpus_not_probed_reason = NULL;
+	if ((ld->driver_version = tau_agent_utf8_dup(n->driver_version)) == NULL ||
+	    (ld->cuda_version = tau_agent_utf8_dup(cuda)) == NULL ||
+	    (ld->gpus_not_probed_reason = tau_agent_utf8_dup(
+	             dev->nvml_probed ? "" : (dev->nvml_note != NULL ? dev->nvml_note : ""))) ==
+	            NULL)
+		return -TAU_ENOMEM;
+	if (n->n_missing > 0) {
+		ld->nvml_missing_symbols = calloc(n->n_missing, sizeof(*ld->nvml_missing_symbols));
+		if (ld->nvml_missing_symbols == NULL)
+			return -TAU_ENOMEM;
+		for (size_t i = 0; i < n->n_missing; i++) {
+			char *sym = tau_agent_utf8_dup(n->missing_symbols[i]);
+
+			if (sym == NULL)
+				return -TAU_ENOMEM;
+			ld->nvml_missing_symbols[ld->n_nvml_missing_symbols++] = sym;
+		}
+	}
+	if (n->n_gpus == 0)
+		return 0;
+	ld->gpus = calloc(n->n_gpus, sizeof(*ld->gpus));
+	if (ld->gpus == NULL)
+		return -TAU_ENOMEM;
+	for (size_t i = 0; i < n->n_gpus; i++) {
+		const tau_agent_gpu *g = &n->gpus[i];
+		Tau__Inventory__V1__Gpu *m = malloc(sizeof(*m));
+
+		if (m == NULL)
+			return -TAU_ENOMEM;
+		tau__inventory__v1__gpu__init(m);
+		m->uuid = m->name = m->reason = NULL;
+		ld->gpus[ld->n_gpus++] = m;
+		m->index = g->index;
+		m->healthy = g->healthy;
+		m->lost = tri_to_proto(g->lost);
+		m->remap_pending = tri_to_proto(g->remap_pending);
+		m->remap_failure = tri_to_proto(g->remap_failure);
+		m->remapped_rows_correctable = g->remapped_correctable;
+		m->remapped_rows_uncorrectable = g->remapped_uncorrectable;
+		m->retired_pages_single_bit = g->retired_pages_sbe;
+		m->retired_pages_double_bit = g->retired_pages_dbe;
+		m->retire_pending = tri_to_proto(g->retired_pending);
+		m->mig_enabled = tri_to_proto(g->mig_mode);
+		if ((m->uuid = tau_agent_utf8_dup(g->uuid)) == NULL ||
+		    (m->name = tau_agent_utf8_dup(g->name)) == NULL ||
+		    (m->reason = tau_agent_utf8_dup(g->reason)) == NULL)
+			return -TAU_ENOMEM;
+	}
+	return 0;
+}
+
 /* LocalDevices.rdma_ports from the inventory's port details. */
 static int fill_rdma_ports(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devices *dev)
 {
@@ -265,7 +334,7 @@ static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inve
 	ld->gpus_healthy = dev->nvml_probed ? count_to_u32(dev->nvml_healthy) : 0;
 	ld->rdma_ports_total = count_to_u32(dev->rdma_ports_total);
 	ld->rdma_ports_up = count_to_u32(dev->rdma_ports_up);
-	if (fill_rdma_ports(ld, dev) < 0)
+	if (fill_rdma_ports(ld, dev) < 0 || fill_gpus(ld, dev) < 0)
 		return -TAU_ENOMEM;
 
 	if (inv->problems.n > 0) {

@@ -233,7 +233,9 @@ static void test_nd_h100_node(void **state)
 	assert_json(&inv, "csiDrivers", "[]");
 	assert_json(&inv, "devices",
 	            "{\"gpus\":{\"present\":null,\"healthy\":null,\"probed\":false,"
-	            "\"deviceNodes\":null,\"notProbedReason\":\"host not probed\"},"
+	            "\"deviceNodes\":null,\"notProbedReason\":\"host not "
+	            "probed\",\"driverVersion\":null,\"cudaVersion\":null,\"nvmlMissingSymbols\":[]"
+	            ",\"devices\":[]},"
 	            "\"rdmaPorts\":{\"total\":null,\"up\":null,\"ports\":[]}}");
 	tau_agent_inventory_free(&inv);
 }
@@ -298,7 +300,9 @@ static void test_nc_a100_mig_cordoned(void **state)
 	assert_json(&inv, "devices",
 	            "{\"gpus\":{\"present\":1,\"healthy\":null,\"probed\":false,"
 	            "\"deviceNodes\":1,\"notProbedReason\":\"NVML disabled by "
-	            "TAU_AGENT_NVML=off\"},\"rdmaPorts\":{\"total\":0,\"up\":0,\"ports\":[]}}");
+	            "TAU_AGENT_NVML=off\",\"driverVersion\":null,\"cudaVersion\":null,"
+	            "\"nvmlMissingSymbols\":[],\"devices\":[]},\"rdmaPorts\":{\"total\":0,\"up\":0,"
+	            "\"ports\":[]}}");
 	tau_agent_host_probe_free(&probe);
 	tau_agent_inventory_free(&inv);
 }
@@ -384,7 +388,9 @@ static void test_flex_node_full_json(void **state)
 	        "{\"name\":\"nfs.csi.k8s.io\",\"inCSINode\":true,\"socketPresent\":true,"
 	        "\"managedBy\":\"Deployment\",\"supported\":true}],"
 	        "\"devices\":{\"gpus\":{\"present\":8,\"healthy\":null,\"probed\":false,"
-	        "\"deviceNodes\":8,\"notProbedReason\":\"NVML disabled by TAU_AGENT_NVML=off\"},"
+	        "\"deviceNodes\":8,\"notProbedReason\":\"NVML disabled by "
+	        "TAU_AGENT_NVML=off\",\"driverVersion\":null,\"cudaVersion\":null,"
+	        "\"nvmlMissingSymbols\":[],\"devices\":[]},"
 	        "\"rdmaPorts\":{\"total\":8,\"up\":8,\"ports\":[]}},"
 	        "\"problems\":[\"CSI driver disk.csi.azure.com has a node pod here but kubelet "
 	        "has not registered it (not in CSINode)\",\"CSI driver disk.csi.azure.com is not "
@@ -795,7 +801,9 @@ static void test_consistency_mismatches(void **state)
 	                    "allocatable rdma/ib is 8 but only 6 RDMA ports are up");
 	assert_json(&inv, "devices",
 	            "{\"gpus\":{\"present\":8,\"healthy\":6,\"probed\":true,\"deviceNodes\":7,"
-	            "\"notProbedReason\":null},\"rdmaPorts\":{\"total\":8,\"up\":6,\"ports\":[]}}");
+	            "\"notProbedReason\":null,\"driverVersion\":null,\"cudaVersion\":null,"
+	            "\"nvmlMissingSymbols\":[],\"devices\":[]},\"rdmaPorts\":{\"total\":8,\"up\":6,"
+	            "\"ports\":[]}}");
 	tau_agent_inventory_free(&inv);
 }
 
@@ -932,7 +940,9 @@ static void test_nd_h100_with_fake_host(void **state)
 		        want, sizeof(want),
 		        "{\"gpus\":{\"present\":8,\"healthy\":null,\"probed\":false,"
 		        "\"deviceNodes\":8,\"notProbedReason\":\"NVML disabled by "
-		        "TAU_AGENT_NVML=off\"},\"rdmaPorts\":{\"total\":8,\"up\":8,\"ports\":[");
+		        "TAU_AGENT_NVML=off\",\"driverVersion\":null,\"cudaVersion\":null,"
+		        "\"nvmlMissingSymbols\":[],\"devices\":[]},\"rdmaPorts\":{\"total\":8,"
+		        "\"up\":8,\"ports\":[");
 
 		for (int i = 0; i < 8; i++)
 			len += (size_t)snprintf(
@@ -958,7 +968,9 @@ static void test_not_an_object(void **state)
 	        "\"providerID\":null,\"gpuClass\":null,\"os\":null,\"kind\":null,\"ready\":null,"
 	        "\"schedulable\":null,\"deleting\":null,\"labels\":{},\"allocatable\":{},"
 	        "\"csiDrivers\":[],\"devices\":{\"gpus\":{\"present\":null,\"healthy\":null,"
-	        "\"probed\":false,\"deviceNodes\":null,\"notProbedReason\":\"host not probed\"},"
+	        "\"probed\":false,\"deviceNodes\":null,\"notProbedReason\":\"host not "
+	        "probed\",\"driverVersion\":null,\"cudaVersion\":null,\"nvmlMissingSymbols\":[],"
+	        "\"devices\":[]},"
 	        "\"rdmaPorts\":{\"total\":null,\"up\":null,\"ports\":[]}},"
 	        "\"problems\":[\"Node is not a JSON object; nothing about the node is known\"]}";
 	tau_agent_inventory inv;
@@ -1250,6 +1262,79 @@ static void test_digest_sees_drivers_devices_problems(void **state)
 	tau_agent_inventory_free(NULL);
 }
 
+/*
+ * NVML facts through the real dlopen path, from our fake libnvidia-ml.so.1
+ * (tests/fakes/nvml): versions, each GPU, a sick GPU named in problems, and the digest
+ * moving when a GPU turns unhealthy.
+ */
+static void test_nvml_facts_from_fake_library(void **state)
+{
+	char root[] = "/tmp/tau-inv-nvml-XXXXXX";
+	char config[sizeof(root) + 16];
+	tau_agent_inventory inv;
+	tau_agent_host_probe probe;
+	char d0[65], d1[65];
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	make_dirs(root, "dev");
+	snprintf(config, sizeof(config), "%s/nvml.conf", root);
+	write_file(root, "nvml.conf",
+	           "driver 550.54.15\ncuda 12040\n"
+	           "gpu uuid=GPU-aaaa model=NVIDIA_H100_80GB_HBM3\n"
+	           "gpu uuid=GPU-bbbb model=NVIDIA_H100_80GB_HBM3\n");
+	assert_int_equal(setenv("TAU_FAKE_NVML_CONFIG", config, 1), 0);
+	assert_int_equal(
+	        setenv(TAU_AGENT_NVML_ENV, TAU_BINARY_DIR "/fakes/nvml-full/libnvidia-ml.so.1", 1),
+	        0);
+
+	inventory_from_fixtures(&inv, "node-nd-h100-v5.json", NULL);
+	tau_agent_host_probe_init(&probe);
+	assert_int_equal(tau_agent_probe_host(&probe, root, NULL, 0), 0);
+	assert_true(probe.nvml_probed);
+	assert_int_equal(tau_agent_inventory_apply_host(&inv, &probe), 0);
+	assert_int_equal(tau_agent_inventory_digest(d0, &inv), 0);
+	assert_json(&inv, "devices",
+	            "{\"gpus\":{\"present\":2,\"healthy\":2,\"probed\":true,\"deviceNodes\":0,"
+	            "\"notProbedReason\":null,\"driverVersion\":\"550.54.15\",\"cudaVersion\":"
+	            "\"12.4\",\"nvmlMissingSymbols\":[],\"devices\":["
+	            "{\"index\":0,\"uuid\":\"GPU-aaaa\",\"name\":\"NVIDIA H100 80GB HBM3\","
+	            "\"healthy\":true,\"reason\":null,\"lost\":false,\"remapPending\":false,"
+	            "\"remapFailure\":false,\"remappedRows\":{\"correctable\":0,"
+	            "\"uncorrectable\":0},\"retiredPages\":{\"singleBitEcc\":0,"
+	            "\"doubleBitEcc\":0},\"retirePending\":false,\"migEnabled\":false},"
+	            "{\"index\":1,\"uuid\":\"GPU-bbbb\",\"name\":\"NVIDIA H100 80GB HBM3\","
+	            "\"healthy\":true,\"reason\":null,\"lost\":false,\"remapPending\":false,"
+	            "\"remapFailure\":false,\"remappedRows\":{\"correctable\":0,"
+	            "\"uncorrectable\":0},\"retiredPages\":{\"singleBitEcc\":0,"
+	            "\"doubleBitEcc\":0},\"retirePending\":false,\"migEnabled\":false}]},"
+	            "\"rdmaPorts\":{\"total\":0,\"up\":0,\"ports\":[]}}");
+
+	/* GPU 1's rows now wait to be remapped: unhealthy, named in problems, a new digest. */
+	write_file(root, "nvml.conf",
+	           "driver 550.54.15\ncuda 12040\n"
+	           "gpu uuid=GPU-aaaa model=NVIDIA_H100_80GB_HBM3\n"
+	           "gpu uuid=GPU-bbbb model=NVIDIA_H100_80GB_HBM3 remap_pending=1 unc=1\n");
+	assert_int_equal(tau_agent_probe_host(&probe, root, NULL, 0), 0);
+	tau_agent_inventory_free(&inv);
+	inventory_from_fixtures(&inv, "node-nd-h100-v5.json", NULL);
+	assert_int_equal(tau_agent_inventory_apply_host(&inv, &probe), 0);
+	assert_int_equal(tau_agent_inventory_check_consistency(&inv), 0);
+	assert_int_equal(tau_agent_inventory_digest(d1, &inv), 0);
+	assert_string_not_equal(d0, d1);
+	assert_int_equal(inv.devices.nvml_healthy, 1);
+	assert_true(tau_agent_problem_list_has(
+	        &inv.problems, "NVML: GPU 1 (GPU-bbbb) is unhealthy: row remap pending: the GPU "
+	                       "needs a reset"));
+	assert_true(tau_agent_problem_list_has(&inv.problems,
+	                                       "NVML: 1 of 2 GPUs failed the health read"));
+
+	tau_agent_host_probe_free(&probe);
+	tau_agent_inventory_free(&inv);
+	assert_int_equal(setenv(TAU_AGENT_NVML_ENV, "off", 1), 0);
+	nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* One port going down, or its link_downed counter moving, is a change to send. */
 static void test_digest_sees_rdma_port_details(void **state)
 {
@@ -1292,6 +1377,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_digest_sees_rdma_port_details),
+	        cmocka_unit_test(test_nvml_facts_from_fake_library),
 	        cmocka_unit_test(test_nd_h100_node),
 	        cmocka_unit_test(test_nd_h100_csinode),
 	        cmocka_unit_test(test_nc_a100_mig_cordoned),

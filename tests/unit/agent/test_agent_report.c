@@ -82,6 +82,25 @@ static void nd_inventory(tau_agent_inventory *inv, bool nvml)
 	probe.nvml_healthy = nvml ? 7 : -1;
 	if (!nvml)
 		probe.nvml_note = strdup("NVML disabled");
+	if (nvml) {
+		/* One GPU described: lost, so its facts are unknown. */
+		probe.nvml.probed = true;
+		probe.nvml.count = 8;
+		probe.nvml.driver_version = strdup("550.54.15");
+		probe.nvml.cuda_version = 12040;
+		probe.nvml.missing_symbols[0] = "nvmlDeviceGetMigMode";
+		probe.nvml.n_missing = 1;
+		probe.nvml.gpus = calloc(1, sizeof(*probe.nvml.gpus));
+		probe.nvml.gpus[0].index = 3;
+		probe.nvml.gpus[0].lost = 1;
+		probe.nvml.gpus[0].remap_pending = probe.nvml.gpus[0].remap_failure = -1;
+		probe.nvml.gpus[0].retired_pending = probe.nvml.gpus[0].mig_mode = -1;
+		probe.nvml.gpus[0].remapped_correctable = -1;
+		probe.nvml.gpus[0].remapped_uncorrectable = 2;
+		probe.nvml.gpus[0].retired_pages_sbe = probe.nvml.gpus[0].retired_pages_dbe = -1;
+		probe.nvml.gpus[0].reason = strdup("fell off the bus (NVML: GPU is lost)");
+		probe.nvml.n_gpus = 1;
+	}
 	probe.rdma_ports_total = 8;
 	probe.rdma_ports_up = 6;
 	{
@@ -167,6 +186,24 @@ static void test_proto_every_field(void **state)
 	assert_int_equal(m->devices->gpus_healthy, 7);
 	assert_int_equal(m->devices->rdma_ports_total, 8);
 	assert_int_equal(m->devices->rdma_ports_up, 6);
+	/* NVML facts: versions, missing symbols, each GPU with unknowns as UNKNOWN / -1. */
+	assert_string_equal(m->devices->driver_version, "550.54.15");
+	assert_string_equal(m->devices->cuda_version, "12.4");
+	assert_string_equal(m->devices->gpus_not_probed_reason, "");
+	assert_int_equal(m->devices->n_nvml_missing_symbols, 1);
+	assert_string_equal(m->devices->nvml_missing_symbols[0], "nvmlDeviceGetMigMode");
+	assert_int_equal(m->devices->n_gpus, 1);
+	assert_int_equal(m->devices->gpus[0]->index, 3);
+	assert_false(m->devices->gpus[0]->healthy);
+	assert_string_equal(m->devices->gpus[0]->uuid, "");
+	assert_string_equal(m->devices->gpus[0]->reason, "fell off the bus (NVML: GPU is lost)");
+	assert_int_equal(m->devices->gpus[0]->lost, TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_TRUE);
+	assert_int_equal(m->devices->gpus[0]->remap_pending,
+	                 TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_UNKNOWN);
+	assert_int_equal(m->devices->gpus[0]->remapped_rows_correctable, -1);
+	assert_int_equal(m->devices->gpus[0]->remapped_rows_uncorrectable, 2);
+	assert_int_equal(m->devices->gpus[0]->mig_enabled,
+	                 TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_UNKNOWN);
 	/* Port details; unknowns travel as 0 / "" (link_downed as -1). */
 	assert_int_equal(m->devices->n_rdma_ports, 2);
 	assert_string_equal(m->devices->rdma_ports[0]->device, "mlx5_0");
