@@ -16,7 +16,7 @@ FUZZ_SECONDS ?= 60
 SOURCES = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null)
 
 .PHONY: all build asan deps test test-normal test-asan test-valgrind format format-check bench fuzz \
-        demo clean charts-check charts-sync image soak budget-model
+        demo clean charts-check image soak budget-model
 
 all: build
 
@@ -70,12 +70,9 @@ format-check:
 	@clang-format --dry-run --Werror $(SOURCES) && echo "format-check: clean"
 
 # The Helm charts with the pinned helm and kubectl (.tools/bin) against kube-sim; also part of
-# `make test` (ctest e2e/charts). charts-sync rewrites the charts' shared copies from their source.
+# `make test` (ctest e2e/charts).
 charts-check: deps
 	python3 tests/e2e/test_charts.py
-
-charts-sync:
-	scripts/sync-charts
 
 # The container image as an OCI layout in $(BUILD)/image/oci, without a container engine
 # (scripts/build-image: mmdebstrap + umoci; root and the Debian mirror), then checked by

@@ -16,9 +16,9 @@
  *
  * Which helm: $TAU_HELM, else .tools/bin/helm of the source tree the binary
  * was built in (scripts/install-deps puts the pinned helm there), else helm on
- * PATH.  Which chart: --chart, else $TAU_CHART, else charts/taugrid next to
- * the binary's tree (build/../charts/taugrid) or an installed
- * share/taugrid/charts/taugrid.
+ * PATH.  Which chart (a directory or a packaged .tgz): --chart, else $TAU_CHART,
+ * else charts/taugrid next to the binary's tree (build/../charts/taugrid) or an
+ * installed share/taugrid/charts/taugrid.
  *
  * An umbrella release never takes over a component a standalone release owns,
  * and a standalone chart never takes over what the umbrella owns: the charts
@@ -529,7 +529,7 @@ static void cluster_usage(FILE *out)
 {
 	fputs("Usage: tau cluster install [--namespace NS] [-f values.yaml]... [--set k=v]...\n"
 	      "                           [--context C] [--timeout D] [--dry-run]\n"
-	      "                           [--release NAME] [--chart DIR] [--aggregator ADDR]\n"
+	      "                           [--release NAME] [--chart DIR|TGZ] [--aggregator ADDR]\n"
 	      "       tau cluster status [--namespace NS] [--aggregator ADDR]\n"
 	      "       tau cluster uninstall [--namespace NS] [--release NAME] [--delete-crds]\n"
 	      "install: helm upgrade --install of the umbrella chart (release taugrid) into NS\n"
@@ -546,8 +546,9 @@ static void cluster_usage(FILE *out)
 	      "uninstall: helm uninstall; keeps the CRDs (and so every TauWorkspace and TauTeam)\n"
 	      "unless --delete-crds.\n"
 	      "helm: $TAU_HELM, else .tools/bin/helm of this build's source tree\n"
-	      "(scripts/install-deps), else helm on PATH. Chart: --chart, else $TAU_CHART, else\n"
-	      "charts/taugrid of this build's source tree or share/taugrid/charts/taugrid.\n"
+	      "(scripts/install-deps), else helm on PATH. Chart (a directory or a `helm package`\n"
+	      ".tgz): --chart, else $TAU_CHART, else charts/taugrid of this build's source tree\n"
+	      "or share/taugrid/charts/taugrid.\n"
 	      "Exit codes: 0 ready (or done), 1 helm refused or a gate step failed (named),\n"
 	      "2 usage error.\n",
 	      out);
@@ -734,7 +735,7 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		if (!find_chart(chart, sizeof(chart), chart_flag)) {
 			fprintf(stderr,
 			        "tau cluster install: the umbrella chart was not found next to "
-			        "this binary: give --chart DIR or set TAU_CHART\n");
+			        "this binary: give --chart DIR|TGZ or set TAU_CHART\n");
 			goto out;
 		}
 		{
@@ -804,8 +805,8 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		        strstr(helm_err, "is owned by release") != NULL
 		                ? " A component owned by another release (standalone or umbrella) "
 		                  "is never taken over: uninstall that release, or disable the "
-		                  "component with --set components.<name>.enabled=false as helm "
-		                  "says."
+		                  "component with --set aggregator.enabled=false or "
+		                  "nodeAgent.enabled=false as helm says."
 		                : "");
 		goto out;
 	}

@@ -1,8 +1,10 @@
 # charts-tests.cmake - the Helm charts (charts/*) with the real helm v4 and kubectl that
 # scripts/install-tools puts in .tools/bin (make deps), against kube-sim:
-#   e2e/charts  tests/e2e/test_charts.py: copies identical to their source, helm lint, helm template
-#               with every ci/*-values.yaml accepted by a server-side dry run, schema refusals,
-#               install/upgrade/rollback/list/uninstall, umbrella vs standalone ownership.
+#   e2e/charts  tests/e2e/test_charts.py: every file once (the umbrella's subcharts and the
+#               tau-lib/tau-crds dependencies are links), helm package offline, helm lint, helm
+#               template with every ci/*-values.yaml accepted by a server-side dry run, schema
+#               refusals, install/upgrade/rollback/list/uninstall, helm test (the aggregator's
+#               readiness), umbrella vs standalone ownership.
 # Without .tools/bin/helm the suite fails naming scripts/install-deps (it is not a configure
 # error: `make test` runs install-deps after configuring may already have happened).
 # It runs none of our binaries (label pure-python).

@@ -1,7 +1,13 @@
-"""The Helm charts (charts/taugrid, charts/tau-aggregator, charts/tau-node-agent) with the real
-helm v4 and kubectl that scripts/install-tools puts in .tools/bin, against kube-sim.
+"""The Helm charts (charts/taugrid, charts/tau-aggregator, charts/tau-node-agent and the
+tau-lib and tau-crds charts they depend on) with the real helm v4 and kubectl that
+scripts/install-tools puts in .tools/bin, against kube-sim.
 
-- the shared files are identical to their one source (scripts/sync-charts --check);
+- every file under charts/ exists once: the umbrella depends on the component charts (alias and
+  condition each), all three on the tau-lib library chart, the components on tau-crds, whose
+  crds/ is charts/taugrid/crds; each charts/*/charts/ entry is a link to the chart it names, and
+  no template is defined twice;
+- `helm package` of every chart works offline, the packages carry the CRDs on both install paths
+  and render what the chart directories render;
 - `helm lint` passes for every chart;
 - `helm template` with the defaults and with every charts/*/ci/*-values.yaml renders, and a
   server-side dry run (`kubectl apply --dry-run=server`) against kube-sim accepts every object;
@@ -12,31 +18,51 @@ helm v4 and kubectl that scripts/install-tools puts in .tools/bin, against kube-
   standalone charts work against kube-sim with helm's default server-side apply (a rollback
   removes what the later revision added; an upgrade over a manual edit conflicts until
   `--force-conflicts`); the umbrella refuses to render a component that a standalone release
-  owns, and installs beside it with that component disabled;
+  owns, and installs beside it with that component disabled; `helm test` runs the aggregator's
+  readiness check (its Pod's command run here against /readyz answering 200, then 503; kube-sim
+  runs no pods, so the test sets the phase the command's exit status gives);
 - `kubectl apply --server-side` of every chart's rendered output creates, re-applies without a
   change, and deletes.
 
 Environment: HELM and KUBECTL override the binaries (default: .tools/bin/helm, .tools/bin/kubectl;
 missing ones are an error naming scripts/install-deps). Standard library only.
 """
+import hashlib
+import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
+import threading
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-from simtest import SimProcess  # noqa: E402
+from simtest import SimProcess, wait_for  # noqa: E402
 
 CHARTS = os.path.join(ROOT, "charts")
 UMBRELLA = os.path.join(CHARTS, "taugrid")
 AGG = os.path.join(CHARTS, "tau-aggregator")
 AGENT = os.path.join(CHARTS, "tau-node-agent")
-ALL_CHARTS = (UMBRELLA, AGG, AGENT)
+LIB = os.path.join(CHARTS, "tau-lib")
+CRDS_CHART = os.path.join(CHARTS, "tau-crds")
+ALL_CHARTS = (UMBRELLA, AGG, AGENT)  # the ones that render objects
+# Each link under charts/, and the chart directory it stands for.
+LINKS = {
+    "tau-crds/crds": "taugrid/crds",
+    "tau-aggregator/charts/tau-lib": "tau-lib",
+    "tau-aggregator/charts/tau-crds": "tau-crds",
+    "tau-node-agent/charts/tau-lib": "tau-lib",
+    "tau-node-agent/charts/tau-crds": "tau-crds",
+    "taugrid/charts/tau-lib": "tau-lib",
+    "taugrid/charts/tau-aggregator": "tau-aggregator",
+    "taugrid/charts/tau-node-agent": "tau-node-agent",
+}
 TOOLS = os.path.join(ROOT, ".tools", "bin")
 HELM = os.environ.get("HELM") or os.path.join(TOOLS, "helm")
 KUBECTL = os.environ.get("KUBECTL_CHARTS") or os.path.join(TOOLS, "kubectl")
@@ -102,6 +128,35 @@ def require_tools():
                              "in .tools/bin)" % ", ".join(missing))
 
 
+class _Readyz(http.server.BaseHTTPRequestHandler):
+    code = 200
+
+    def do_GET(self):
+        self.send_response(self.code if self.path == "/readyz" else 404)
+        self.end_headers()
+        self.wfile.write(b"ok\n" if self.code == 200 else b"not ready\n")
+
+    def log_message(self, *args):
+        pass
+
+
+def run_readyz(command, code, attempts):
+    """Runs the helm test Pod's command against a local /readyz answering `code`:
+    (exit status, its output)."""
+    handler = type("Readyz", (_Readyz,), {"code": code})
+    srv = http.server.HTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        r = subprocess.run(command, env=dict(os.environ, TAU_READYZ_ADDRESS="127.0.0.1:%d" %
+                                             srv.server_address[1], TAU_READYZ_ATTEMPTS=attempts),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=30)
+        return r.returncode, r.stdout
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 def start_sim(*crd_dirs):
     args = []
     for d in crd_dirs:
@@ -130,34 +185,85 @@ class StaticTest(unittest.TestCase):
     def template(self, chart, *args):
         return self.helm("template", "t", chart, "-n", NS, *args)
 
-    def test_copies_identical_to_their_source(self):
-        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "sync-charts"), "--check"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           universal_newlines=True)
-        self.assertEqual(r.returncode, 0, r.stdout)
-        # The check compares byte for byte; prove it on the CRDs directly as well.
-        for name in os.listdir(TAU_CRDS):
-            with open(os.path.join(TAU_CRDS, name), "rb") as f:
-                src = f.read()
-            for chart in (AGG, AGENT):
-                with open(os.path.join(chart, "crds", name), "rb") as f:
-                    self.assertEqual(f.read(), src, "%s/crds/%s" % (chart, name))
+    def test_every_file_once(self):
+        files, links, defines = {}, {}, {}
+        for top, dirs, names in os.walk(CHARTS):
+            for name in dirs + names:
+                path = os.path.join(top, name)
+                rel = os.path.relpath(path, CHARTS)
+                if os.path.islink(path):
+                    links[rel] = os.path.relpath(os.path.realpath(path), CHARTS)
+                elif os.path.isfile(path):
+                    with open(path, "rb") as f:
+                        data = f.read()
+                    files.setdefault(hashlib.sha256(data).hexdigest(), []).append(rel)
+                    for d in re.findall(rb'define "([^"]+)"', data):
+                        defines.setdefault(d.decode(), []).append(rel)
+            dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
+        self.assertEqual(links, LINKS)
+        self.assertEqual([p for p in files.values() if len(p) > 1], [], "files held twice")
+        self.assertEqual({d: p for d, p in defines.items() if len(p) > 1}, {},
+                         "templates defined twice")
+        self.assertFalse(os.path.exists(os.path.join(ROOT, "scripts", "sync-charts")))
 
-    def test_sync_check_names_a_drifted_copy(self):
-        tmp = os.path.join(self.tmp, "tree")
-        shutil.copytree(os.path.join(ROOT, "charts"), os.path.join(tmp, "charts"))
-        shutil.copytree(os.path.join(ROOT, "scripts"), os.path.join(tmp, "scripts"))
-        crd = sorted(os.listdir(TAU_CRDS))[0]
-        with open(os.path.join(tmp, "charts", "tau-node-agent", "crds", crd), "a") as f:
-            f.write("# drift\n")
-        r = subprocess.run([sys.executable, os.path.join(tmp, "scripts", "sync-charts"), "--check"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           universal_newlines=True)
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("charts/tau-node-agent/crds/%s differs from its source" % crd, r.stdout)
+    def test_dependencies(self):
+        yaml = __import__("yaml")
+
+        def chart(path):
+            with open(os.path.join(path, "Chart.yaml")) as f:
+                return yaml.safe_load(f)
+
+        deps = {c: [(d["name"], d.get("alias"), d.get("condition"), d["repository"])
+                    for d in chart(c).get("dependencies", [])] for c in ALL_CHARTS}
+        self.assertEqual(chart(LIB)["type"], "library")
+        self.assertEqual(deps[UMBRELLA], [
+            ("tau-lib", None, None, "file://../tau-lib"),
+            ("tau-aggregator", "aggregator", "aggregator.enabled", "file://../tau-aggregator"),
+            ("tau-node-agent", "nodeAgent", "nodeAgent.enabled", "file://../tau-node-agent")])
+        for c in (AGG, AGENT):
+            self.assertEqual(deps[c], [("tau-lib", None, None, "file://../tau-lib"),
+                                       ("tau-crds", "crds", "crds.enabled", "file://../tau-crds")])
+        # The umbrella installs the CRDs from its own crds/, not once more per component.
+        r = self.template(UMBRELLA, "--include-crds")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("kind: CustomResourceDefinition"), 3)
+        for c in (AGG, AGENT):
+            r = self.template(c, "--include-crds")
+            self.assertEqual(r.stdout.count("kind: CustomResourceDefinition"), 3, c)
+
+    def test_package_offline(self):
+        # No repository configured (own helm directories), no network needed: file://
+        # dependencies are the links under charts/, packaged with their content.
+        out = os.path.join(self.tmp, "packages")
+        for c in ALL_CHARTS + (LIB, CRDS_CHART):
+            r = self.helm("package", c, "-d", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        crds = sorted(n for n in os.listdir(TAU_CRDS) if n.endswith(".yaml"))
+
+        def members(name):
+            with tarfile.open(os.path.join(out, name + "-0.1.0.tgz")) as t:
+                return {m.name for m in t.getmembers() if m.isfile()}
+
+        um = members("taugrid")
+        for n in crds:
+            self.assertIn("taugrid/crds/" + n, um)
+            self.assertIn("tau-aggregator/charts/tau-crds/crds/" + n, members("tau-aggregator"))
+            self.assertIn("tau-node-agent/charts/tau-crds/crds/" + n, members("tau-node-agent"))
+        for m in ("taugrid/charts/tau-lib/templates/_image.tpl",
+                  "taugrid/charts/tau-aggregator/templates/_aggregator.tpl",
+                  "taugrid/charts/tau-aggregator/templates/tests/readiness.yaml",
+                  "taugrid/charts/tau-node-agent/templates/_node-agent.tpl"):
+            self.assertIn(m, um)
+        for c in ALL_CHARTS:
+            name = os.path.basename(c)
+            with self.subTest(chart=name):
+                a = self.template(c)
+                b = self.template(os.path.join(out, name + "-0.1.0.tgz"))
+                self.assertEqual(a.returncode, 0, a.stderr)
+                self.assertEqual(b.stdout, a.stdout)
 
     def test_lint(self):
-        for chart in ALL_CHARTS:
+        for chart in ALL_CHARTS + (LIB, CRDS_CHART):
             for values in [None] + ci_values(chart):
                 with self.subTest(chart=os.path.basename(chart), values=values):
                     args = ["lint", "--strict", chart, "-n", NS]
@@ -177,16 +283,21 @@ class StaticTest(unittest.TestCase):
             (AGENT, ["--set", "tokenExpirationSeconds=60"],
              "at '/tokenExpirationSeconds': minimum: got 60, want 600"),
             (AGENT, ["--set", "gpuClasLabel=x"], "additional properties 'gpuClasLabel' not allowed"),
-            (UMBRELLA, ["--set", "components.aggregator.replicas=two"],
-             "at '/components/aggregator/replicas': got string, want integer"),
-            (UMBRELLA, ["--set", "components.aggregator.featureGates.Bogus=true"],
-             "at '/components/aggregator/featureGates': additional properties 'Bogus' not allowed"),
+            # The umbrella's subcharts: their own schema checks their values.
+            (UMBRELLA, ["--set", "aggregator.replicas=two"],
+             "aggregator:\n- at '/replicas': got string, want integer"),
+            (UMBRELLA, ["--set", "aggregator.featureGates.Bogus=true"],
+             "aggregator:\n- at '/featureGates': additional properties 'Bogus' not allowed"),
+            (UMBRELLA, ["--set", "nodeAgent.gpuClasLabel=x"],
+             "nodeAgent:\n- at '': additional properties 'gpuClasLabel' not allowed"),
             (UMBRELLA, ["--set", "tauCluster.managementMode=Sometimes"],
              "at '/tauCluster/managementMode': value must be one of 'Observe', 'Reconcile'"),
             (UMBRELLA, ["--set", "tauCluster.queues.capacityTeamRef.nam=x"],
              "additional properties 'nam' not allowed"),
-            (UMBRELLA, ["--set", "components.nodeAgent.enabled=maybe"],
-             "at '/components/nodeAgent/enabled': got string, want boolean"),
+            (UMBRELLA, ["--set", "nodeAgent.enabled=maybe"],
+             "at '/nodeAgent/enabled': got string, want boolean"),
+            (UMBRELLA, ["--set", "components.aggregator.replicas=3"],
+             "additional properties 'components' not allowed"),
         ]
         for chart, args, message in cases:
             with self.subTest(chart=os.path.basename(chart), args=args):
@@ -422,20 +533,27 @@ class InstallTest(unittest.TestCase):
     def test_standalone_charts_own_their_components(self):
         self.t.helm("install", "agg", AGG, "-n", NS)
         self.t.helm("install", "agents", AGENT, "-n", NS)
-        # The umbrella with its components on would take them over: refused, with the way out.
+        # The umbrella with its components on would take them over: refused, with the way out
+        # (for whichever component helm renders first).
         r = self.t.helm("install", "tg", UMBRELLA, "-n", NS, check=False)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn('Deployment tau-system/tau-aggregator is owned by release "agg" '
-                      '(tau-aggregator-0.1.0), not by "tg"', r.stderr)
-        self.assertIn("--set components.aggregator.enabled=false", r.stderr)
-        r = self.t.helm("install", "tg", UMBRELLA, "-n", NS, "--set",
-                        "components.aggregator.enabled=false", check=False)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn('DaemonSet tau-system/tau-node-agent is owned by release "agents"', r.stderr)
-        self.assertIn("--set components.nodeAgent.enabled=false", r.stderr)
+        self.assertRegex(r.stderr, r'(Deployment tau-system/tau-aggregator|DaemonSet '
+                                   r'tau-system/tau-node-agent) is owned by release "(agg|agents)"')
+        for on, message, hint in (
+                ("aggregator", 'Deployment tau-system/tau-aggregator is owned by release "agg" '
+                 '(tau-aggregator-0.1.0), not by "tg"', "--set aggregator.enabled=false"),
+                ("nodeAgent", 'DaemonSet tau-system/tau-node-agent is owned by release "agents" '
+                 '(tau-node-agent-0.1.0), not by "tg"', "--set nodeAgent.enabled=false")):
+            off = "nodeAgent" if on == "aggregator" else "aggregator"
+            with self.subTest(enabled=on):
+                r = self.t.helm("install", "tg", UMBRELLA, "-n", NS, "--set",
+                                off + ".enabled=false", check=False)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn(message, r.stderr)
+                self.assertIn("a standalone release owns it, so install this chart with " + hint,
+                              r.stderr)
         self.t.helm("install", "tg", UMBRELLA, "-n", NS, "--set",
-                    "components.aggregator.enabled=false", "--set",
-                    "components.nodeAgent.enabled=false")
+                    "aggregator.enabled=false", "--set", "nodeAgent.enabled=false")
         self.assertEqual(sorted(self.releases()), ["agents", "agg", "tg"])
         dep = self.get("deployment", "tau-aggregator", "-n", NS)
         self.assertEqual(dep["metadata"]["annotations"]["meta.helm.sh/release-name"], "agg")
@@ -447,8 +565,63 @@ class InstallTest(unittest.TestCase):
         r = self.t.helm("install", "agg", AGG, "-n", NS, check=False)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn('Deployment tau-system/tau-aggregator is owned by release "tg" '
-                      '(taugrid-0.1.0), not by "agg"', r.stderr)
-        self.assertIn("components.aggregator.enabled=false there", r.stderr)
+                      '(aggregator-0.1.0), not by "agg"', r.stderr)
+        self.assertIn("that release renders it; set aggregator.enabled=false there", r.stderr)
+
+    def test_umbrella_labels_carry_name_and_version(self):
+        self.t.helm("install", "tg", UMBRELLA, "-n", NS, "--set", "teams[0].name=research")
+        for obj in (self.get("clusters.tau.azure.com", "cluster"),
+                    self.get("teams.tau.azure.com", "research", "-n", NS)):
+            labels = obj["metadata"]["labels"]
+            self.assertEqual(labels["app.kubernetes.io/name"], "taugrid")
+            self.assertEqual(labels["app.kubernetes.io/version"], "0.1.0")
+            self.assertEqual(labels["helm.sh/chart"], "taugrid-0.1.0")
+            self.assertEqual(labels["app.kubernetes.io/instance"], "tg")
+        labels = self.get("deployment", "tau-aggregator", "-n", NS)["metadata"]["labels"]
+        self.assertEqual((labels["app.kubernetes.io/name"], labels["app.kubernetes.io/version"]),
+                         ("tau-aggregator", "0.1.0"))
+
+    def pending_pod(self, path):
+        st, pod = self.sim.req("GET", path)
+        if st == 200 and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            return pod
+        return None
+
+    def test_helm_test_checks_readiness(self):
+        self.t.helm("install", "tg", UMBRELLA, "-n", NS)
+        pod_path = "/api/v1/namespaces/%s/pods/tau-aggregator-test-readiness" % NS
+        for code, phase in ((200, "Succeeded"), (503, "Failed")):
+            with self.subTest(readyz=code):
+                proc = subprocess.Popen([HELM, "test", "tg", "-n", NS, "--timeout", "60s"],
+                                        env=self.t.env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, universal_newlines=True)
+                try:
+                    # helm deletes the last run's Pod first (before-hook-creation).
+                    pod = wait_for(lambda: self.pending_pod(pod_path), 60, msg="the helm test Pod")
+                    c = pod["spec"]["containers"][0]
+                    env = {e["name"]: e["value"] for e in c["env"]}
+                    self.assertEqual(env["TAU_READYZ_ADDRESS"], "tau-aggregator.%s.svc:8080" % NS)
+                    self.assertEqual(c["image"], "taugrid:0.1.0")
+                    self.assertEqual(pod["metadata"]["labels"]["app.kubernetes.io/name"],
+                                     "tau-aggregator-test")  # not selected by the Service
+                    # The kubelet's part: the container's command, here against /readyz.
+                    rc, out = run_readyz(c["command"], code, attempts="2")
+                    self.assertEqual(rc, 0 if code == 200 else 1, out)
+                    self.assertIn("GET http://127.0.0.1:", out)
+                    self.sim.ok("PATCH", pod_path + "/status", {"status": {"phase": phase}},
+                                "application/merge-patch+json")
+                    out, err = proc.communicate(timeout=90)
+                finally:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.communicate()
+                self.assertIn("TEST SUITE:     tau-aggregator-test-readiness", out)
+                self.assertIn("Phase:          " + phase, out)
+                if code == 200:
+                    self.assertEqual(proc.returncode, 0, err)
+                else:
+                    self.assertNotEqual(proc.returncode, 0, out)
+                    self.assertIn("tau-aggregator-test-readiness", err)
 
 
 class KubectlServerSideApplyTest(unittest.TestCase):

@@ -12,7 +12,8 @@ What is checked, without a cluster:
     types, enums, patterns and bounds hold, and the CEL rules hold (each CEL rule has a Python
     mirror below, so a new rule without a mirror fails the suite);
   * invalid objects are rejected, defaults are what docs/api.md says;
-  * the RBAC manifests grant what the components need and nothing broad.
+  * the RBAC manifests (charts/tau-aggregator/rbac, charts/tau-node-agent/rbac) grant what the
+    components need and nothing broad.
 
 With kube-sim (tests/kube-sim/kube-sim) present, a live test applies the CRDs and samples
 with kubectl and reads them back through the short names and printer columns.
@@ -37,7 +38,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CHART = os.path.join(ROOT, "charts", "taugrid")
 CRD_DIR = os.path.join(CHART, "crds")
 SAMPLES_DIR = os.path.join(CHART, "samples")
-RBAC_DIR = os.path.join(CHART, "rbac")
+# The RBAC manifests live in the component charts that render them.
+RBAC_DIRS = tuple(os.path.join(ROOT, "charts", c, "rbac") for c in ("tau-aggregator",
+                                                                      "tau-node-agent"))
 TEMPLATES_DIR = os.path.join(CHART, "templates")
 PUBLISHED_DIR = os.path.join(ROOT, "tests", "fixtures", "taugrid")
 KUBE_SIM = os.path.join(ROOT, "tests", "kube-sim", "kube-sim")
@@ -382,7 +385,8 @@ class CrdFilesTest(unittest.TestCase):
 
     def test_loaders_agree(self):
         pyyaml = require.module("yaml", "python3-yaml")
-        files = (yaml_files(CRD_DIR) + yaml_files(SAMPLES_DIR) + yaml_files(RBAC_DIR)
+        files = (yaml_files(CRD_DIR) + yaml_files(SAMPLES_DIR)
+                 + sum(map(yaml_files, RBAC_DIRS), [])
                  + [os.path.join(CHART, "values.yaml"), os.path.join(CHART, "Chart.yaml")])
         for path in files:
             with self.subTest(file=os.path.relpath(path, ROOT)):
@@ -711,9 +715,11 @@ def allows(rules, group, resource, verb, name=None):
 
 
 def rbac_doc(filename, kind, name):
-    for d in load_all(os.path.join(RBAC_DIR, filename)):
-        if d["kind"] == kind and d["metadata"]["name"] == name:
-            return d
+    for rbac in RBAC_DIRS:
+        path = os.path.join(rbac, filename)
+        for d in load_all(path) if os.path.exists(path) else []:
+            if d["kind"] == kind and d["metadata"]["name"] == name:
+                return d
     raise AssertionError("%s %s not in rbac/%s" % (kind, name, filename))
 
 
@@ -843,24 +849,35 @@ class ChartTest(unittest.TestCase):
     def test_templates_well_formed(self):
         opener = re.compile(r"{{-?\s*(if|with|range|define)\b")
         closer = re.compile(r"{{-?\s*end\b")
-        for name in sorted(os.listdir(TEMPLATES_DIR)):
-            path = os.path.join(TEMPLATES_DIR, name)
+        for chart, path in chart_templates():
+            name = os.path.relpath(path, os.path.join(ROOT, "charts"))
             with open(path, encoding="utf-8") as f:
                 text = f.read()
             with self.subTest(template=name):
                 self.assertEqual(text.count("{{"), text.count("}}"))
                 self.assertEqual(len(opener.findall(text)), len(closer.findall(text)))
                 for ref in re.findall(r'\.Files\.Get\s+"([^"]+)"', text):
-                    self.assertTrue(os.path.isfile(os.path.join(CHART, ref)), ref)
+                    self.assertTrue(os.path.isfile(os.path.join(chart, ref)), ref)
 
     def test_rbac_files_rendered_by_templates(self):
-        text = ""
-        for name in os.listdir(TEMPLATES_DIR):
-            with open(os.path.join(TEMPLATES_DIR, name), encoding="utf-8") as f:
-                text += f.read()
-        for name in ("aggregator-clusterrole.yaml", "node-agent-clusterrole.yaml",
-                     "researcher-clusterrole.yaml"):
-            self.assertIn('.Files.Get "rbac/%s"' % name, text)
+        text = {}
+        for chart, path in chart_templates():
+            with open(path, encoding="utf-8") as f:
+                text[os.path.basename(chart)] = text.get(os.path.basename(chart), "") + f.read()
+        for chart, name in (("tau-aggregator", "aggregator-clusterrole.yaml"),
+                            ("tau-aggregator", "researcher-clusterrole.yaml"),
+                            ("tau-aggregator", "inventory-reader-clusterrole.yaml"),
+                            ("tau-node-agent", "node-agent-clusterrole.yaml")):
+            self.assertIn('.Files.Get "rbac/%s"' % name, text[chart])
+
+
+def chart_templates():
+    """(chart directory, template file) of every chart's templates/, subfolders included."""
+    for c in ("taugrid", "tau-aggregator", "tau-node-agent", "tau-lib"):
+        chart = os.path.join(ROOT, "charts", c)
+        for top, _, names in os.walk(os.path.join(chart, "templates")):
+            for n in sorted(names):
+                yield chart, os.path.join(top, n)
 
 
 # --- live test against kube-sim ----------------------------------------------------------------
@@ -997,7 +1014,7 @@ class KubeSimApplyTest(unittest.TestCase):
 
     def test_rbac_manifests_apply(self):
         self.ensure_namespace("tau-system")
-        self.kubectl("apply", "-f", RBAC_DIR)
+        self.kubectl("apply", "-f", RBAC_DIRS[0], "-f", RBAC_DIRS[1])
         out = self.kubectl("get", "clusterrole", "tau-aggregator", "tau-node-agent",
                            "tau-researcher", "--no-headers",
                            "-o", "custom-columns=NAME:.metadata.name").stdout.split()

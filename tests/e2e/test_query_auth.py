@@ -1,6 +1,6 @@
 """QueryService authentication and authorization (issue 17), end to end.
 
-kube-sim runs with `--authz rbac` and the RBAC the charts ship (charts/taugrid/rbac/), the real
+kube-sim runs with `--authz rbac` and the RBAC the charts ship (charts/tau-aggregator/rbac/, charts/tau-node-agent/rbac/), the real
 tau-aggregator runs as its own ServiceAccount, and callers present bearer tokens of users with
 and without a binding to tau-inventory-reader:
   alice  group `readers`, bound to tau-inventory-reader (inventory and workspaces)
@@ -32,7 +32,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
 import simtest  # noqa: E402
 import test_aggregator as ta  # noqa: E402
 
-RBAC_DIR = os.path.join(ROOT, "charts", "taugrid", "rbac")
+# The RBAC manifests of the component charts that render them.
+RBAC_DIRS = [os.path.join(ROOT, "charts", c, "rbac")
+             for c in ("tau-aggregator", "tau-node-agent")]
 TAU_CRDS = os.path.join(ROOT, "charts", "taugrid", "crds")
 SA_TOKEN = "tau-aggregator-sa-token"
 TOKENS = {
@@ -117,7 +119,7 @@ class QueryAuthE2E(unittest.TestCase):
         try:
             cls.sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                       "metadata": {"name": "tau-system"}})
-            cls.sim.kubectl("apply", "-f", RBAC_DIR)
+            cls.sim.kubectl("apply", "-f", RBAC_DIRS[0], "-f", RBAC_DIRS[1])
             cls.bind("tau-aggregator", "tau-aggregator",
                      {"kind": "ServiceAccount", "name": "tau-aggregator", "namespace": "tau-system"})
             cls.bind("readers", "tau-inventory-reader",

@@ -1,7 +1,7 @@
 """End-to-end tests of the TauWorkspace controller and `tau workspace` against kube-sim.
 
 Each test starts kube-sim with `--authz rbac`, the Kueue CRDs and taugrid's CRDs, applies the
-RBAC the project ships (charts/taugrid/rbac/*.yaml) with the admin kubeconfig, binds the
+RBAC the project ships (charts/tau-aggregator/rbac/*.yaml, charts/tau-node-agent/rbac/*.yaml) with the admin kubeconfig, binds the
 tau-aggregator ClusterRole to the ServiceAccount system:serviceaccount:tau-system:tau-aggregator
 and runs the controller (tests/e2e/ws_controller_main.c) with a kubeconfig carrying only that
 ServiceAccount's token, so the controller has exactly the rights the chart grants.
@@ -28,7 +28,9 @@ from simtest import SimProcess, WatchStream, wait_for  # noqa: E402
 
 KUEUE_CRDS = os.path.join(ROOT, "tests", "fixtures", "kueue")
 TAU_CRDS = os.path.join(ROOT, "charts", "taugrid", "crds")
-RBAC_DIR = os.path.join(ROOT, "charts", "taugrid", "rbac")
+# The RBAC manifests of the component charts that render them.
+RBAC_DIRS = [os.path.join(ROOT, "charts", c, "rbac")
+             for c in ("tau-aggregator", "tau-node-agent")]
 PUBLISHED = os.path.join(ROOT, "tests", "fixtures", "taugrid")
 EXTRA_CRDS = os.path.join(HERE, "workspace")
 
@@ -104,7 +106,7 @@ class Env:
             self.sim.ok("POST", "/api/v1/namespaces",
                         {"apiVersion": "v1", "kind": "Namespace",
                          "metadata": {"name": "tau-system"}})
-            self.sim.kubectl("apply", "-f", RBAC_DIR)
+            self.sim.kubectl("apply", "-f", RBAC_DIRS[0], "-f", RBAC_DIRS[1])
             self.create({"apiVersion": "rbac.authorization.k8s.io/v1",
                          "kind": "ClusterRoleBinding", "metadata": {"name": "tau-aggregator"},
                          "roleRef": {"apiGroup": "rbac.authorization.k8s.io",

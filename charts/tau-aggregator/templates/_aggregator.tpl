@@ -1,36 +1,12 @@
 {{- /*
-tau-aggregator: every object the aggregator component owns. Shared by the standalone
-tau-aggregator chart and the taugrid umbrella chart (charts/taugrid/templates/_aggregator.tpl is
-a copy; tests/e2e/test_charts.py proves them identical, scripts/sync-charts copies).
+tau-aggregator: every object the aggregator component owns, rendered by this chart alone or as
+the taugrid umbrella's subchart `aggregator`. Labels, the image and the owner check come from
+the tau-lib library chart.
 
 Call with (dict "ctx" $ "v" <component values> "agentSA" <node-agent ServiceAccount name>).
 Names are fixed (tau-aggregator, ...): the ClusterRoles are cluster-wide, so one installation
 per cluster. The release namespace is the system namespace (--system-namespace).
 */ -}}
-{{- define "tau.aggregator.labels" -}}
-app.kubernetes.io/name: tau-aggregator
-app.kubernetes.io/component: aggregator
-app.kubernetes.io/part-of: taugrid
-app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
-app.kubernetes.io/instance: {{ .ctx.Release.Name }}
-app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
-helm.sh/chart: {{ printf "%s-%s" .ctx.Chart.Name .ctx.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{- end -}}
-
-{{- define "tau.aggregator.selector" -}}
-app.kubernetes.io/name: tau-aggregator
-app.kubernetes.io/instance: {{ .ctx.Release.Name }}
-{{- end -}}
-
-{{- define "tau.image" -}}
-{{- $tag := .image.tag | default .ctx.Chart.AppVersion -}}
-{{- if .image.digest -}}
-{{ .image.repository }}@{{ .image.digest }}
-{{- else -}}
-{{ .image.repository }}:{{ $tag }}
-{{- end -}}
-{{- end -}}
-
 {{- /* --feature-gates value: sorted Name=bool pairs; empty when no gate is set. */ -}}
 {{- define "tau.aggregator.featureGates" -}}
 {{- $gates := list -}}
@@ -45,7 +21,8 @@ app.kubernetes.io/instance: {{ .ctx.Release.Name }}
 {{- $v := .v -}}
 {{- $ns := $ctx.Release.Namespace -}}
 {{- $sa := $v.serviceAccount.name | default "tau-aggregator" -}}
-{{- $labels := include "tau.aggregator.labels" . -}}
+{{- $labels := include "tau.labels" (dict "ctx" $ctx "name" "tau-aggregator" "component" "aggregator") -}}
+{{- $selector := include "tau.selectorLabels" (dict "ctx" $ctx "name" "tau-aggregator") -}}
 {{- if and (gt (int $v.replicas) 1) (not $v.leaderElection.enabled) -}}
 {{- fail (printf "replicas is %d but leaderElection.enabled is false: more than one replica needs leader election (only the leader writes to the API)" (int $v.replicas)) -}}
 {{- end -}}
@@ -136,7 +113,7 @@ metadata:
 spec:
   type: {{ $v.service.type }}
   selector:
-    {{- include "tau.aggregator.selector" . | nindent 4 }}
+    {{- $selector | nindent 4 }}
   ports:
     - name: grpc
       port: {{ $v.grpcPort }}
@@ -160,7 +137,7 @@ spec:
   maxUnavailable: {{ $v.podDisruptionBudget.maxUnavailable }}
   selector:
     matchLabels:
-      {{- include "tau.aggregator.selector" . | nindent 6 }}
+      {{- $selector | nindent 6 }}
 {{- end }}
 {{- if and $v.tls.enabled $v.tls.certManager.enabled }}
 ---
@@ -228,7 +205,7 @@ spec:
   revisionHistoryLimit: 3
   selector:
     matchLabels:
-      {{- include "tau.aggregator.selector" . | nindent 6 }}
+      {{- $selector | nindent 6 }}
   strategy:
     type: RollingUpdate
     rollingUpdate:
@@ -261,7 +238,7 @@ spec:
           whenUnsatisfiable: {{ $v.topologySpread.whenUnsatisfiable }}
           labelSelector:
             matchLabels:
-              {{- include "tau.aggregator.selector" . | nindent 14 }}
+              {{- $selector | nindent 14 }}
       {{- end }}
       {{- with $v.nodeSelector }}
       nodeSelector:

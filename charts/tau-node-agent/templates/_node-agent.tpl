@@ -1,35 +1,16 @@
 {{- /*
-tau-node-agent: every object the node-agent component owns. Shared by the standalone
-tau-node-agent chart and the taugrid umbrella chart (charts/taugrid/templates/_node-agent.tpl is
-a copy; tests/e2e/test_charts.py proves them identical, scripts/sync-charts copies).
+tau-node-agent: every object the node-agent component owns, rendered by this chart alone or as
+the taugrid umbrella's subchart `nodeAgent`. Labels, the image and the owner check come from the
+tau-lib library chart.
 
 Call with (dict "ctx" $ "v" <component values>). The release namespace is the system namespace.
 */ -}}
-{{- define "tau.nodeAgent.labels" -}}
-app.kubernetes.io/name: tau-node-agent
-app.kubernetes.io/component: node-agent
-app.kubernetes.io/part-of: taugrid
-app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
-app.kubernetes.io/instance: {{ .ctx.Release.Name }}
-app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
-helm.sh/chart: {{ printf "%s-%s" .ctx.Chart.Name .ctx.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{- end -}}
-
-{{- define "tau.nodeAgent.image" -}}
-{{- $tag := .image.tag | default .ctx.Chart.AppVersion -}}
-{{- if .image.digest -}}
-{{ .image.repository }}@{{ .image.digest }}
-{{- else -}}
-{{ .image.repository }}:{{ $tag }}
-{{- end -}}
-{{- end -}}
-
 {{- define "tau.nodeAgent.manifests" -}}
 {{- $ctx := .ctx -}}
 {{- $v := .v -}}
 {{- $ns := $ctx.Release.Namespace -}}
 {{- $sa := $v.serviceAccount.name | default "tau-node-agent" -}}
-{{- $labels := include "tau.nodeAgent.labels" . -}}
+{{- $labels := include "tau.labels" (dict "ctx" $ctx "name" "tau-node-agent" "component" "node-agent") -}}
 {{- $aggregator := $v.aggregator.address | default (printf "tau-aggregator.%s.svc:50051" $ns) -}}
 {{- if and $v.tls.enabled (not $v.tls.caSecretName) -}}
 {{- fail "tls.enabled needs tls.caSecretName: a Secret whose ca.crt signs the aggregator's certificate" -}}
@@ -79,8 +60,7 @@ spec:
   revisionHistoryLimit: 3
   selector:
     matchLabels:
-      app.kubernetes.io/name: tau-node-agent
-      app.kubernetes.io/instance: {{ $ctx.Release.Name }}
+      {{- include "tau.selectorLabels" (dict "ctx" $ctx "name" "tau-node-agent") | nindent 6 }}
   updateStrategy:
     type: RollingUpdate
     rollingUpdate:
@@ -120,7 +100,7 @@ spec:
       terminationGracePeriodSeconds: 10
       containers:
         - name: tau-node-agent
-          image: {{ include "tau.nodeAgent.image" (dict "ctx" $ctx "image" $v.image) }}
+          image: {{ include "tau.image" (dict "ctx" $ctx "image" $v.image) }}
           imagePullPolicy: {{ $v.image.pullPolicy }}
           command: [/usr/bin/tau-node-agent]
           args:
