@@ -54,7 +54,11 @@ Exit 0 when every seed held, 1 with each broken invariant and its evidence, 2 on
 Held out unless --held-out (issue 24 findings 1 and 4 are fixed in another change; until they
 land these operations break B2/Q1 by design of the old code, and --held-out shows it): the
 capacity team deleted, managementMode Observe, the TauCluster deleted and recreated, a workspace
-with admitted work deleted or moved out of every team, spec.quota on a capacity-team workspace.
+with admitted work deleted or moved out of every team, or its explicit team deleted (the team's
+finalizer does not wait for a queue whose move into it was refused, and the workspace is then
+linked to no team: its queue is deleted), spec.quota on a capacity-team workspace. Shrinking a
+failure may drop the operation that created a team and so reach one of these paths: the
+unshrunk sequence is printed too.
 """
 import argparse
 import json
@@ -329,7 +333,8 @@ def draw(rng, n_ops, held_out):
                      flavor=rng.choice([H100F, H100F, "other-r9"]))
             teams.add(o["team"])
         elif op == "team-delete":
-            choices = sorted(teams - {"research"})
+            busy = {t for w, t in workspaces.items() if w in admitted}
+            choices = sorted(teams - {"research"} - (set() if held_out else busy))
             if not choices:
                 continue
             o["team"] = rng.choice(choices)
@@ -642,6 +647,9 @@ def main():
             print("model: seed %d minimal reproduction (%d of %d operations):\n  %s --seed %d "
                   "--sequence '%s'" % (seed, len(small), len(ops), sys.argv[0], seed,
                                        json.dumps(small)), flush=True)
+            if len(small) < len(ops):
+                print("model: seed %d as drawn: --sequence '%s'" % (seed, json.dumps(ops)),
+                      flush=True)
         print("model: %d seeds, %d failed, %.0f s" % (len(seeds), bad, time.monotonic() - t0))
     finally:
         taw.tearDownModule()
