@@ -12,6 +12,7 @@
 #include "decide.h"
 #include "metrics.h"
 
+#include "controller/events.h"
 #include "controller/runtime.h"
 
 #include "tau/conditions.h"
@@ -40,7 +41,6 @@ static const tau_kube_resource res_flavors = {"kueue.x-k8s.io", "v1beta2", "reso
 static const tau_kube_resource res_cohorts = {"kueue.x-k8s.io", "v1beta2", "cohorts", false};
 static const tau_kube_resource res_cluster_queues = {"kueue.x-k8s.io", "v1beta2", "clusterqueues",
                                                      false};
-static const tau_kube_resource res_events = {"", "v1", "events", true};
 
 struct tau_budget_controller {
 	tau_ctl *ctl;
@@ -178,48 +178,11 @@ static int do_status(tau_budget_controller *b, const tau_budget_status *s)
 	return rc;
 }
 
-/* A core/v1 Event about `obj`, in its namespace ("default" for cluster-scoped objects). */
-static void do_event(tau_budget_controller *b, const tau_budget_event *e, const char *now)
+/* An Event of the decision (controller/events.h: best effort, logged). */
+static void do_event(tau_budget_controller *b, const tau_budget_event *e)
 {
-	const char *ns = tau_json_str(e->object, "metadata.namespace");
-	const char *name = tau_json_str(e->object, "metadata.name");
-	cJSON *ev = cJSON_CreateObject(), *meta, *inv, *src;
-	char gen[300];
-
-	if (ns == NULL)
-		ns = "default";
-	snprintf(gen, sizeof(gen), "%.250s.", name != NULL ? name : "tau");
-	if (ev == NULL || cJSON_AddStringToObject(ev, "apiVersion", "v1") == NULL ||
-	    cJSON_AddStringToObject(ev, "kind", "Event") == NULL ||
-	    (meta = cJSON_AddObjectToObject(ev, "metadata")) == NULL ||
-	    cJSON_AddStringToObject(meta, "generateName", gen) == NULL ||
-	    cJSON_AddStringToObject(meta, "namespace", ns) == NULL ||
-	    (inv = cJSON_AddObjectToObject(ev, "involvedObject")) == NULL ||
-	    cJSON_AddStringToObject(inv, "apiVersion", "tau.azure.com/v1alpha1") == NULL ||
-	    cJSON_AddStringToObject(inv, "kind", tau_json_str(e->object, "kind")) == NULL ||
-	    cJSON_AddStringToObject(inv, "name", name) == NULL ||
-	    (tau_json_str(e->object, "metadata.namespace") != NULL &&
-	     cJSON_AddStringToObject(inv, "namespace", ns) == NULL) ||
-	    cJSON_AddStringToObject(inv, "uid", tau_json_str(e->object, "metadata.uid")) == NULL ||
-	    cJSON_AddStringToObject(ev, "reason", e->reason) == NULL ||
-	    cJSON_AddStringToObject(ev, "message", e->message) == NULL ||
-	    cJSON_AddStringToObject(ev, "type", e->type) == NULL ||
-	    cJSON_AddStringToObject(ev, "firstTimestamp", now) == NULL ||
-	    cJSON_AddStringToObject(ev, "lastTimestamp", now) == NULL ||
-	    cJSON_AddNumberToObject(ev, "count", 1) == NULL ||
-	    (src = cJSON_AddObjectToObject(ev, "source")) == NULL ||
-	    cJSON_AddStringToObject(src, "component", "tau-aggregator") == NULL ||
-	    cJSON_AddStringToObject(ev, "reportingComponent", "tau-aggregator") == NULL) {
-		cJSON_Delete(ev);
-		return;
-	}
-	tau_log_info("budget event", "object", name, "reason", e->reason, "message", e->message,
-	             NULL);
-	/* An Event is best effort: a failure is logged, never retried. */
-	if (tau_kube_create(NULL, tau_ctl_client(b->ctl), &res_events, ns, ev) < 0)
-		tau_log_warn("budget event not recorded", "reason", e->reason, "error",
-		             tau_error_last()->msg, NULL);
-	cJSON_Delete(ev);
+	tau_ctl_record_event(tau_ctl_client(b->ctl), "team-budget", e->object, e->type, e->reason,
+	                     e->message);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -347,13 +310,13 @@ static int reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *r
 		first = do_write(b, &d->writes[i]);
 	for (size_t i = 0; i < d->n_events && first == 0; i++)
 		if (d->events[i].on_write)
-			do_event(b, &d->events[i], now);
+			do_event(b, &d->events[i]);
 	for (size_t i = 0; i < d->n_statuses && first == 0; i++)
 		first = do_status(b, &d->statuses[i]);
 	if (first == 0)
 		for (size_t i = 0; i < d->n_events; i++)
 			if (!d->events[i].on_write)
-				do_event(b, &d->events[i], now);
+				do_event(b, &d->events[i]);
 	if (d->summary != NULL &&
 	    (b->last_summary == NULL || strcmp(b->last_summary, d->summary) != 0)) {
 		tau_log_info("budget reconciled", "state", d->state, "summary", d->summary, NULL);

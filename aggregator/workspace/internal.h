@@ -15,6 +15,7 @@
 #include "status.h"
 
 #include "controller/apply.h"
+#include "controller/events.h"
 #include "controller/runtime.h"
 
 #include "tau/kube.h"
@@ -207,6 +208,9 @@ void tau_ws_prune_stale_queues(ws_pass *p, const char *lq_name);
 
 /** The runtime's reconcile function: every phase in order. */
 int tau_ws_reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *res);
+
+/** An Event about the pass's workspace (controller/events.h; best effort). */
+void tau_ws_pass_event(ws_pass *p, const char *type, const char *reason, const char *message);
 
 /** The ownership the controller writes for workspace `name` (uid may be NULL). */
 tau_apply_owner tau_ws_owner(const char *name, const char *uid);

@@ -189,25 +189,48 @@ void tau_ws_pass_ensure(ws_pass *p, const tau_kube_resource *res, const cJSON *d
 		return;
 	}
 	switch (r.outcome) {
-	case TAU_APPLY_CREATED:
+	case TAU_APPLY_CREATED: {
+		char msg[TAU_WS_MESSAGE_MAX];
+
 		tau_log_info(was_ready ? "workspace object restored" : "workspace object created",
 		             "workspace", p->name, "object", object, "reason",
 		             was_ready ? "deleted out of band" : "missing", NULL);
+		snprintf(msg, sizeof(msg), "%s %s", object,
+		         was_ready ? "restored: it was deleted out of band" : "created");
+		tau_ws_pass_event(p, was_ready ? TAU_EVENT_WARNING : TAU_EVENT_NORMAL,
+		                  was_ready ? TAU_WS_EVENT_RESTORED : TAU_WS_EVENT_CREATED, msg);
 		if (was_ready)
 			add_drift(p, object, "it was deleted", true);
 		break;
+	}
 	case TAU_APPLY_UPDATED:
-	case TAU_APPLY_REPLACED:
+	case TAU_APPLY_REPLACED: {
+		char msg[TAU_WS_MESSAGE_MAX];
+
 		tau_log_info("workspace object corrected", "workspace", p->name, "object", object,
 		             "reason", detail, "how", tau_apply_outcome_name(r.outcome), NULL);
+		snprintf(msg, sizeof(msg), "%s corrected (%s): %s", object,
+		         tau_apply_outcome_name(r.outcome), detail);
+		tau_ws_pass_event(p, TAU_EVENT_WARNING, TAU_WS_EVENT_CORRECTED, msg);
 		add_drift(p, object, detail, true);
 		break;
+	}
 	case TAU_APPLY_NOT_OWNED:
 		*check = (tau_ws_obj_check){TAU_WS_OBJ_NOT_OWNED, detail};
 		break;
 	default:
 		break;
 	}
+}
+
+static void deleted_event(ws_pass *p, const char *object, const char *why)
+{
+	char msg[TAU_WS_MESSAGE_MAX];
+
+	tau_log_info("workspace object deleted", "workspace", p->name, "object", object, "reason",
+	             why, NULL);
+	snprintf(msg, sizeof(msg), "%s deleted: %s", object, why);
+	tau_ws_pass_event(p, TAU_EVENT_NORMAL, TAU_WS_EVENT_DELETED, msg);
 }
 
 /*
@@ -229,8 +252,7 @@ int tau_ws_pass_delete(ws_pass *p, const tau_kube_resource *res, const char *ns,
 		tau_log_warn("workspace cleanup left an object alone", "workspace", p->name,
 		             "object", object, "reason", r.detail, NULL);
 	else if (rc == 0 && r.outcome == TAU_APPLY_DELETED)
-		tau_log_info("workspace object deleted", "workspace", p->name, "object", object,
-		             "reason", why, NULL);
+		deleted_event(p, object, why);
 	return rc;
 }
 
@@ -242,8 +264,7 @@ static void on_pruned(void *arg, const char *ns, const char *name, const tau_app
 
 	tau_ws_describe(object, sizeof(object), c->res, ns, name);
 	if (rc == 0 && r->outcome == TAU_APPLY_DELETED)
-		tau_log_info("workspace object deleted", "workspace", c->p->name, "object", object,
-		             "reason", c->why, NULL);
+		deleted_event(c->p, object, c->why);
 	else if (rc != 0)
 		snprintf(c->failed, sizeof(c->failed), "%s/%s: %s", ns != NULL ? ns : "", name,
 		         r->detail[0] != '\0' ? r->detail : tau_ws_last_error());

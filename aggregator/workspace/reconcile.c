@@ -89,8 +89,25 @@ void tau_ws_pass_end(ws_pass *p)
 	memset(p, 0, sizeof(*p));
 }
 
+/* A condition worth a Warning: drift found, or one of the Ready conditions False. */
+static bool warning_condition(const char *type, const char *status)
+{
+	if (strcmp(type, TAU_WS_COND_DRIFT) == 0)
+		return strcmp(status, "True") == 0;
+	return strcmp(status, "False") == 0;
+}
+
+void tau_ws_pass_event(ws_pass *p, const char *type, const char *reason, const char *message)
+{
+	if (p->ws == NULL)
+		return; /* the workspace is gone: nothing to attach the Event to */
+	tau_ctl_record_event(p->ctl->client, "workspace", p->ws, type, reason, message);
+}
+
 static int write_status(ws_pass *p)
 {
+	static const char *const our_types[] = {TAU_WS_COND_RBAC_READY, TAU_WS_COND_QUEUE_READY,
+	                                        TAU_WS_COND_WI_READY, TAU_WS_COND_DRIFT, NULL};
 	cJSON *st = NULL, *copy = NULL, *out = NULL;
 	int rc;
 
@@ -125,6 +142,14 @@ static int write_status(ws_pass *p)
 		}
 		tau_log_info("workspace status", "workspace", p->name, "phase",
 		             tau_ws_str(st, "phase"), "conditions", reasons, NULL);
+		/* Only now that the status says it: one Event per condition that moved. */
+		tau_ctl_record_condition_events(
+		        p->ctl->client, "workspace", p->ws,
+		        p->status != NULL
+		                ? cJSON_GetObjectItemCaseSensitive(p->status, "conditions")
+		                : NULL,
+		        cJSON_GetObjectItemCaseSensitive(st, "conditions"), our_types,
+		        warning_condition);
 	} else {
 		tau_log_warn("workspace status write failed", "workspace", p->name, "error",
 		             tau_ws_last_error(), NULL);

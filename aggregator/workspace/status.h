@@ -27,6 +27,12 @@
 #define TAU_WS_COND_WI_READY    "WorkloadIdentityReady"
 #define TAU_WS_COND_DRIFT       "DriftDetected"
 
+/* Reasons of the Events about writes (the condition Events take the conditions' reasons). */
+#define TAU_WS_EVENT_CREATED   "ObjectCreated"
+#define TAU_WS_EVENT_RESTORED  "ObjectRestored"
+#define TAU_WS_EVENT_CORRECTED "ObjectCorrected"
+#define TAU_WS_EVENT_DELETED   "ObjectDeleted"
+
 /* Phases. */
 #define TAU_WS_PHASE_PENDING  "Pending"
 #define TAU_WS_PHASE_READY    "Ready"

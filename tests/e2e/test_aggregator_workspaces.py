@@ -18,6 +18,7 @@ Waits are wait-for-condition loops with deadlines, never fixed sleeps.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -131,13 +132,16 @@ class Aggregator:
             return e
         return None
 
-    def is_leader(self):
+    def metrics(self):
         import http.client
         c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
         c.request("GET", "/metrics")
         body = c.getresponse().read().decode()
         c.close()
-        return "tau_aggregator_leader 1\n" in body
+        return body
+
+    def is_leader(self):
+        return "tau_aggregator_leader 1\n" in self.metrics()
 
     def stop(self, timeout=30):
         if self.channel is not None:
@@ -242,6 +246,70 @@ class AggregatorWorkspacesTest(unittest.TestCase):
         log = agg.log()
         self.assertEqual(log.count("workspace controller started"), 1, log)
         self.assertIn("tau-system", log)
+        self.assertEqual(agg.stop(), 0, agg.log()[-3000:])
+
+    def workspace_events(self, name="alpha"):
+        """Events about TauWorkspace `name`, as (type, reason, message)."""
+        items = self.env.sim.ok("GET", "/api/v1/namespaces/tau-system/events")["items"]
+        return [(e["type"], e["reason"], e["message"]) for e in items
+                if (e.get("involvedObject") or {}).get("kind") == "TauWorkspace"
+                and e["involvedObject"].get("name") == name]
+
+    def reconciles(self, agg):
+        body = agg.metrics()
+        m = re.search(r'^tau_controller_reconcile_total\{controller="workspace"\} (\d+)$', body,
+                      re.M)
+        self.assertIsNotNone(m, body)
+        return int(m.group(1))
+
+    def test_events_on_writes_and_condition_changes_only(self):
+        """The workspace controller says what it wrote and which condition moved, with the
+        condition's reason, once: a pass that changes nothing records no Event; a RoleBinding
+        deleted out of band is restored with a Warning; its passes show on /metrics."""
+        agg = self.start()
+        self.wait_served(agg)
+        self.create_workspace()
+        self.wait_checked("alpha", agg)
+        ws = self.env.ws("alpha")
+        conds = {c["type"]: c for c in ws["status"]["conditions"]}
+        # Conditions: each of the four is announced with its reason (and its message, or what
+        # moved when it has none), Normal as none is bad news.  Writes: what was created.
+        want = [("Normal", c["reason"], c.get("message") or
+                 "%s is %s (%s)" % (t, c["status"], c["reason"]))
+                for t, c in sorted(conds.items())
+                if t in ("RBACReady", "QueueReady", "WorkloadIdentityReady", "DriftDetected")]
+        self.assertEqual(len(want), 4, conds)
+        want += [("Normal", "ObjectCreated", "rolebindings ml-alpha/tau-workspace-alpha created"),
+                 ("Normal", "ObjectCreated", "localqueues ml-alpha/alpha created")]
+        evs = wait_for(lambda: (lambda e: e if all(w in e for w in want) else None)(
+            self.workspace_events()), msg="the Events of alpha's first passes: %s" % want)
+        # Once each: the passes that found nothing new (and the status write's own echo)
+        # recorded nothing twice.
+        self.assertEqual(len(evs), len(set(evs)), evs)
+        before = self.reconciles(agg)
+        self.assertGreaterEqual(before, 1)
+        seen = set(evs)
+        # A change that is no news: an annotation, reconciled, no Event.
+        obj = self.env.ws("alpha")
+        obj["metadata"].setdefault("annotations", {})["example.com/touched"] = "1"
+        self.env.sim.ok("PUT", wst.WS_API + "/alpha", obj)
+        wait_for(lambda: self.reconciles(agg) > before, msg="a pass after the annotation")
+        self.assertEqual([e for e in self.workspace_events() if e not in seen], [])
+        # Drift: the RoleBinding deleted behind the controller's back comes back, with a Warning
+        # for the write, and DriftDetected's move to DriftCorrected is announced.
+        self.env.sim.ok("DELETE", "/apis/rbac.authorization.k8s.io/v1/namespaces/ml-alpha/"
+                        "rolebindings/tau-workspace-alpha", expect=(200, 202))
+        evs = wait_for(lambda: (lambda e: e if any(r == "ObjectRestored" for _, r, _ in e)
+                                else None)([e for e in self.workspace_events() if e not in seen]),
+                       msg="the RoleBinding restored, with an Event")
+        self.assertIn(("Warning", "ObjectRestored",
+                       "rolebindings ml-alpha/tau-workspace-alpha restored: it was deleted out "
+                       "of band"), evs)
+        drift = self.env.wait_cond("alpha", "DriftDetected", "False", "DriftCorrected")
+        dc = [c for c in drift["status"]["conditions"] if c["type"] == "DriftDetected"][0]
+        self.assertIn("tau-workspace-alpha", dc["message"])
+        wait_for(lambda: ("Normal", "DriftCorrected", dc["message"]) in self.workspace_events(),
+                 msg="an Event for DriftDetected DriftCorrected")
         self.assertEqual(agg.stop(), 0, agg.log()[-3000:])
 
     def test_leader_runs_the_controller_follower_answers_from_its_cache(self):

@@ -291,6 +291,11 @@ class HappyPathTest(WorkspaceTestBase):
         self.ready_workspace()
         # Let DriftCorrected/first-status churn settle, then count writes over several resyncs.
         e.wait_cond("alpha", "DriftDetected", "False", "NoDrift")
+        # The Event announcing NoDrift follows that status write: let it land first.
+        wait_for(lambda: any(ev.get("reason") == "NoDrift" and
+                             ev["involvedObject"].get("name") == "alpha"
+                             for ev in e.sim.ok("GET", "/api/v1/namespaces/tau-system/events")
+                             ["items"]), timeout=TIMEOUT, msg="the NoDrift Event")
         e.reset_stats()
         wait_for(lambda: e.stats().get("get/workspaces", 0) >= 4, timeout=TIMEOUT,
                  msg="several resync passes")

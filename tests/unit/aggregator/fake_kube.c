@@ -616,7 +616,18 @@ static enum MHD_Result serve(fake_kube *fk, struct MHD_Connection *conn, const c
 	if (strcmp(method, "GET") == 0 && p->name[0] == '\0')
 		return do_list(fk, conn, p, sel, field);
 	if (strcmp(method, "POST") == 0) {
-		const char *name = str_at(body, "metadata.name");
+		const char *name = str_at(body, "metadata.name"),
+		           *gen = str_at(body, "metadata.generateName");
+		char generated[300];
+
+		if ((name == NULL || name[0] == '\0') && gen != NULL && gen[0] != '\0') {
+			/* generateName: the prefix and a counter (the uid's), as a server's suffix.
+			 */
+			snprintf(generated, sizeof(generated), "%.250s%05llu", gen,
+			         (unsigned long long)fk->uid + 1);
+			set_str(meta_of(body), "name", generated);
+			name = str_at(body, "metadata.name");
+		}
 
 		if (p->name[0] != '\0' || name == NULL || name[0] == '\0')
 			return send_status(conn, 422, NULL, "metadata.name: Required value");

@@ -10,7 +10,8 @@
  * delete sets deletionTimestamp; the object goes when the last finalizer is
  * removed), the /status subresource (the main resource does not change
  * status; /status changes only status), generation (bumped on spec change),
- * merge patches, label selectors and metadata.name/namespace field
+ * metadata.generateName on create (the prefix and a counter), merge patches,
+ * label selectors and metadata.name/namespace field
  * selectors on lists, and watches from a resourceVersion with
  * ADDED/MODIFIED/DELETED events.  It does not page lists, check schemas or
  * know which kinds exist (any plural is accepted).
