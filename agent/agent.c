@@ -591,7 +591,7 @@ static void rebuild(agent *a)
 	a->observed_ms = wall_ms();
 	a->built = true;
 	tau_log_info("inventory changed", "node", a->cfg->node_name, "digest", a->digest,
-	             "resourceVersion", a->inv.resource_version, NULL);
+	             "resource_version", a->inv.resource_version, NULL);
 }
 
 static void note_sent(agent *a, tau_agent_action what, const char *digest, int64_t now)

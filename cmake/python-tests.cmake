@@ -1,8 +1,8 @@
 # Python suites (standard library plus PyYAML for cross-checks): kube-sim itself, driven by raw
-# HTTP and by kubectl, the CRD checks, the shared-contract copy check and run_suite.py's own
-# units check. They run none of our binaries (label pure-python). All run through
-# tests/e2e/run_suite.py, one ctest test per TestCase class (cmake/test-tools.cmake): a skipped
-# test shows as a skipped test.
+# HTTP and by kubectl, the CRD checks, the shared-contract copy check, the log-key check and
+# run_suite.py's own units check. They run none of our binaries (label pure-python). All run
+# through tests/e2e/run_suite.py, one ctest test per TestCase class (cmake/test-tools.cmake): a
+# skipped test shows as a skipped test.
 if(TAU_PYTHON_TESTS)
   tau_add_python_suite(kube-sim
       DISCOVER ${PROJECT_SOURCE_DIR}/tests/kube-sim
@@ -16,6 +16,13 @@ if(TAU_PYTHON_TESTS)
       LABELS python pure-python)
   tau_add_python_suite(e2e/run-suite
       TESTS test_run_suite
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
+      TIMEOUT 60
+      LABELS python pure-python)
+  # e2e/log-keys  tests/e2e/test_log_keys.py: every literal tau_log key in the C sources is
+  #               snake_case (one key case for every log line).
+  tau_add_python_suite(e2e/log-keys
+      TESTS test_log_keys
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 60
       LABELS python pure-python)

@@ -434,7 +434,7 @@ static int start_transfer(tau_kube_informer *inf, bool watch)
 		inf->state = ST_LISTING;
 	}
 	tau_log_debug(watch ? "kube informer: watch" : "kube informer: list", "resource",
-	              inf->res.plural, "rv", rv, NULL);
+	              inf->res.plural, "resource_version", rv, NULL);
 out:
 	transfer_free(loop, t);
 	free(path);
