@@ -1019,6 +1019,23 @@ static void observe_drift(char *buf, size_t len, const cJSON *desired, const cJS
 		tau_say(buf, len, "the live Cohort %s does not follow the pool: %s", cohort, what);
 }
 
+/*
+ * The TauCluster's deletionPolicy, recorded on the automatic Cohort it makes: once no TauCluster
+ * exists it still says what to do with the budget (Retain: kept at 0; DeleteManaged: its queues
+ * and then the Cohort go once drained).
+ */
+static int record_policy(cJSON *cohort, const char *policy)
+{
+	cJSON *ann = (cJSON *)tau_json_find(cohort, "metadata.annotations");
+
+	if (!streq(policy, TAU_BUDGET_POLICY_DELETE))
+		policy = TAU_BUDGET_POLICY_RETAIN;
+	if (!cJSON_IsObject(ann) ||
+	    cJSON_AddStringToObject(ann, TAU_BUDGET_ANNOTATION_DELETION_POLICY, policy) == NULL)
+		return nomem();
+	return 0;
+}
+
 static int decide_team(ctx *c, cJSON *managed)
 {
 	const tau_budget_observed *in = c->in;
@@ -1167,7 +1184,10 @@ static int decide_team(ctx *c, cJSON *managed)
 		cJSON *co = NULL;
 
 		if ((rc = tau_budget_desired_cohort(&co, plan, c->effective, uid,
-		                                    s.zeroed || team == NULL)) < 0) {
+		                                    s.zeroed || team == NULL)) < 0 ||
+		    (rc = record_policy(co, tau_json_str(in->cluster, "spec.deletionPolicy"))) <
+		            0) {
+			cJSON_Delete(co);
 			b->rc = b->rc < 0 ? b->rc : rc;
 		} else {
 			if (!c->reconcile)
@@ -1685,14 +1705,68 @@ static void workspace_held(builder *b, const tau_budget_observed *in, const cJSO
 }
 
 /*
- * The TauCluster is gone or being deleted (deletionPolicy Retain, the default: docs/api.md):
- * the automatic budgets it made are retained but bounded: every automatic Cohort of ours is
- * written at 0 (its shape and recorded owner kept) and its team says why; nothing else is
- * touched, and a TauCluster created again (a reinstall) adopts our flavors and restores them.
+ * DeleteManaged once no TauCluster exists: the queues applied to automatic Cohort `co` go, each
+ * held (stopPolicy Hold) while its work drains; true when none is applied any more, so the
+ * Cohort itself may go.
  */
-static int retain_zeroed(ctx *c)
+static bool delete_managed_queues(ctx *c, const char *cohort)
 {
 	const tau_budget_observed *in = c->in;
+	bool applied = false;
+	char why[MSG_MAX];
+
+	tau_say(why, sizeof(why),
+	        "TauCluster cluster is gone (deletionPolicy DeleteManaged): the queue is deleted "
+	        "once its admitted and reserving work has drained, then Cohort %s",
+	        cohort);
+	for (size_t i = 0; i < in->n_cluster_queues; i++) {
+		const cJSON *cq = in->cluster_queues[i];
+		const char *name = tau_json_str(cq, "metadata.name");
+		const char *w = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
+		cJSON *body = NULL;
+
+		if (!streq(tau_json_str(cq, "spec.cohortName"), cohort) || name == NULL)
+			continue;
+		applied = true;
+		if (tau_json_find(cq, "metadata.deletionTimestamp") != NULL || w == NULL ||
+		    !streq(tau_json_label(cq, TAU_BUDGET_LABEL_MANAGED_BY),
+		           TAU_BUDGET_MANAGED_BY) ||
+		    tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID) == NULL)
+			continue; /* going, or not ours: waited for, never touched */
+		if (!queue_has_work(cq)) {
+			add_write(
+			        c->b, TAU_BUDGET_CLUSTER_QUEUE, name, true, false, NULL,
+			        tau_json_str(cq, "metadata.uid"),
+			        fmt("TauCluster cluster is gone (deletionPolicy DeleteManaged) and "
+			            "the queue holds no work"));
+			continue;
+		}
+		note_held(c, find_named(in->workspaces, in->n_workspaces, w), why);
+		if (streq(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD), why) &&
+		    streq(tau_json_str(cq, "spec.stopPolicy"), "Hold"))
+			continue;
+		if (tau_budget_hold_body(&body, cq, why) < 0) {
+			c->b->rc = c->b->rc < 0 ? c->b->rc : nomem();
+			return false;
+		}
+		add_write(c->b, TAU_BUDGET_CLUSTER_QUEUE, name, false, false, body, NULL,
+		          fmt("held (stopPolicy Hold) instead of deleted: %s", why));
+	}
+	return !applied;
+}
+
+/*
+ * The TauCluster is gone or being deleted: what happens to the automatic budgets it made is the
+ * deletionPolicy recorded on each Cohort (docs/api.md, docs/budget.md "States").  Retain (the
+ * default): the Cohort is retained but bounded, written at 0 (shape and recorded owner kept)
+ * and a TauCluster created again (a reinstall) adopts our flavors and restores it.
+ * DeleteManaged: also at 0, its queues go as they drain (held meanwhile), then the Cohort.  Its
+ * team says which.  ResourceFlavors and explicit teams' objects are never touched here.
+ */
+static int cluster_gone(ctx *c)
+{
+	const tau_budget_observed *in = c->in;
+	const char *gone = in->cluster == NULL ? "does not exist" : "is being deleted";
 	tau_budget_pool *empty = NULL;
 	size_t n = 0;
 	int rc = tau_budget_pool_new(&empty);
@@ -1703,6 +1777,8 @@ static int retain_zeroed(ctx *c)
 		           *uid = tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID),
 		           *name = tau_json_str(co, "metadata.name");
 		const cJSON *team = t != NULL ? find_named(in->teams, in->n_teams, t) : NULL;
+		bool del = streq(tau_json_annotation(co, TAU_BUDGET_ANNOTATION_DELETION_POLICY),
+		                 TAU_BUDGET_POLICY_DELETE);
 		tau_budget_plan *plan = NULL;
 		cJSON *want = NULL;
 		char scratch[MSG_MAX];
@@ -1715,36 +1791,59 @@ static int retain_zeroed(ctx *c)
 		    tau_budget_ownership_of(co, TAU_BUDGET_COHORT, uid, NULL, 0) !=
 		            TAU_BUDGET_OWNED)
 			continue;
-		rc = tau_budget_plan_build(&plan, empty, co, in->flavors, in->n_flavors, NULL);
-		if (rc == -TAU_ENOMEM)
-			break;
-		if (rc < 0) {
-			rc = 0; /* unreadable: nothing safe to write (it is reported while it
-			           exists) */
-			tau_error_clear();
-			continue;
-		}
-		rc = tau_budget_desired_cohort(&want, plan, t, uid, true);
-		tau_budget_plan_free(plan);
-		if (rc < 0)
-			break;
-		ensure(c->b, TAU_BUDGET_COHORT, want, co, uid, true, scratch, sizeof(scratch),
-		       NULL);
 		n++;
+		if (del && delete_managed_queues(c, name)) {
+			add_write(c->b, TAU_BUDGET_COHORT, name, true, false, NULL,
+			          tau_json_str(co, "metadata.uid"),
+			          fmt("TauCluster cluster %s (deletionPolicy DeleteManaged) and no "
+			              "ClusterQueue is applied to the Cohort",
+			              gone));
+		} else {
+			rc = tau_budget_plan_build(&plan, empty, co, in->flavors, in->n_flavors,
+			                           NULL);
+			if (rc == -TAU_ENOMEM)
+				break;
+			if (rc < 0) {
+				rc = 0; /* unreadable: nothing safe to write */
+				tau_error_clear();
+				continue;
+			}
+			rc = tau_budget_desired_cohort(&want, plan, t, uid, true);
+			tau_budget_plan_free(plan);
+			if (rc == 0)
+				rc = record_policy(want, del ? TAU_BUDGET_POLICY_DELETE
+				                             : TAU_BUDGET_POLICY_RETAIN);
+			if (rc < 0) {
+				cJSON_Delete(want);
+				break;
+			}
+			ensure(c->b, TAU_BUDGET_COHORT, want, co, uid, true, scratch,
+			       sizeof(scratch), NULL);
+		}
 		if (team == NULL || !streq(tau_json_str(team, "metadata.uid"), uid))
 			continue;
-		set_state(
-		        &s, TAU_BUDGET_REASON_ZEROED, "False", "Degraded",
-		        "root quota is 0: TauCluster cluster %s (deletionPolicy Retain): Cohort %s "
-		        "is kept at 0 until a TauCluster names this team again",
-		        in->cluster == NULL ? "does not exist" : "is being deleted", name);
+		if (del)
+			set_state(&s, TAU_BUDGET_REASON_ZEROED, "False", "Degraded",
+			          "root quota is 0: TauCluster cluster %s (deletionPolicy "
+			          "DeleteManaged): the team's ClusterQueues are deleted as their "
+			          "work "
+			          "drains, then Cohort %s",
+			          gone, name);
+		else
+			set_state(&s, TAU_BUDGET_REASON_ZEROED, "False", "Degraded",
+			          "root quota is 0: TauCluster cluster %s (deletionPolicy Retain): "
+			          "Cohort %s is kept at 0 until a TauCluster names this team again",
+			          gone, name);
 		team_status(c->b, in, team, &s, name, tau_json_str(co, "metadata.uid"));
 		budget_events(c->b, team, "QuotaReady", &s);
 	}
 	tau_budget_pool_free(empty);
-	c->b->d->summary = fmt("TauCluster cluster %s: %zu automatic Cohorts kept at 0 "
-	                       "(deletionPolicy Retain)",
-	                       in->cluster == NULL ? "does not exist" : "is being deleted", n);
+	for (size_t i = 0; rc == 0 && i < in->n_workspaces; i++)
+		if (c->ws_held[i] != NULL)
+			workspace_held(c->b, in, in->workspaces[i], c->ws_held[i]);
+	c->b->d->summary = fmt("TauCluster cluster %s: %zu automatic Cohorts kept at 0 or "
+	                       "removed by their deletionPolicy",
+	                       gone, n);
 	if (c->b->d->summary == NULL && rc == 0)
 		rc = nomem();
 	return rc;
@@ -1809,7 +1908,7 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 	}
 	if (in->cluster == NULL ||
 	    tau_json_find(in->cluster, "metadata.deletionTimestamp") != NULL) {
-		rc = retain_zeroed(&c);
+		rc = cluster_gone(&c);
 		if (rc < 0 && b.rc == 0)
 			b.rc = rc;
 		goto done;

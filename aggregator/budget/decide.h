@@ -31,6 +31,9 @@
 #define TAU_BUDGET_REASON_LEAVE_BLOCKED "LeaveBlocked"
 #define TAU_BUDGET_REASON_OBSERVE_ONLY  "ObserveOnly"
 #define TAU_BUDGET_REASON_NO_TEAM       "NoCapacityTeam"
+/** TauCluster spec.deletionPolicy values (docs/api.md). */
+#define TAU_BUDGET_POLICY_RETAIN "Retain"
+#define TAU_BUDGET_POLICY_DELETE "DeleteManaged"
 /** A workspace's QuotaReady while its ClusterQueue is held instead of deleted. */
 #define TAU_BUDGET_REASON_QUEUE_HELD "QueueHeld"
 

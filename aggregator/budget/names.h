@@ -51,6 +51,9 @@
 #define TAU_BUDGET_ANNOTATION_CLUSTER_UID   "tau.azure.com/cluster-uid"
 #define TAU_BUDGET_ANNOTATION_TEAM_UID      "tau.azure.com/team-uid"
 #define TAU_BUDGET_ANNOTATION_WORKSPACE_UID "tau.azure.com/workspace-uid"
+/** The TauCluster deletionPolicy an automatic Cohort was written under (Retain, DeleteManaged):
+ * what happens to it once no TauCluster exists. */
+#define TAU_BUDGET_ANNOTATION_DELETION_POLICY "tau.azure.com/deletion-policy"
 /** Why TauGrid holds a ClusterQueue (spec.stopPolicy Hold) instead of deleting it. */
 #define TAU_BUDGET_ANNOTATION_HELD "tau.azure.com/held"
 

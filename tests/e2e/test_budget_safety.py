@@ -25,6 +25,9 @@ picked up by its event).  The pool is three Ready Linux nodes counted from their
   test_05  finding 5: an explicit team holding nothing gets no finalizer; the stock Kueue
            default-flavor and an explicit quota on a taugrid flavor are reported with messages
            that say why and how to fix them.
+  test_05b TauCluster deletionPolicy DeleteManaged: deleted while alpha's queue holds admitted
+           work, the queue is held and the budget 0; once drained the queue goes, then the
+           Cohort (our flavors stay); a TauCluster created again restores them.
   test_06  finding 1, the capacity team deleted: held by its finalizer (DeletionBlocked) while
            alpha exists, the budget following the pool; with the finalizer removed by hand (an
            aggregator that was not running) the Cohort is zeroed, not frozen; the team created
@@ -351,6 +354,48 @@ class SafetyTest(unittest.TestCase):
         c.wait_gone(TEAMS + "/ml")
         c.wait_gone(COHORTS + "/tau-team-ml")
         self.wait_pool("restored once the explicit team is gone")
+
+    def test_05b_delete_managed_removes_the_budget_once_drained(self):
+        c = self.c
+        path = CQS + "/tau-ws-alpha"
+        spec = dict(c.cluster()["spec"], deletionPolicy="DeleteManaged")
+        c.merge(CLUSTER, {"spec": {"deletionPolicy": "DeleteManaged"}})
+        c.wait_ok(lambda: [] if ((c.cohort("research") or {}).get("metadata", {}).get(
+            "annotations") or {}).get("tau.azure.com/deletion-policy") == "DeleteManaged"
+            else ["the Cohort does not record deletionPolicy DeleteManaged"],
+            "the policy is recorded on the Cohort")
+        c.merge(path + "/status", {"status": {"admittedWorkloads": 1}})
+        c.delete(CLUSTER)
+        c.wait_gone(CLUSTER)
+
+        def held():
+            q = c.get(path)
+            if q is None:
+                return ["ClusterQueue tau-ws-alpha was deleted with admitted work"]
+            why = (q["metadata"].get("annotations") or {}).get(HELD) or ""
+            d = [] if (q.get("spec") or {}).get("stopPolicy") == "Hold" else ["not held"]
+            if "TauCluster cluster is gone (deletionPolicy DeleteManaged)" not in why:
+                d.append("annotation %s %r" % (HELD, why))
+            return d
+        c.wait_ok(held, "the queue with work is held")
+        self.wait_pool("the budget is 0 meanwhile", zero=True)
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False", "BudgetZeroed",
+                                     "(deletionPolicy DeleteManaged): the team's ClusterQueues "
+                                     "are deleted as their work drains, then Cohort "
+                                     "tau-team-research"), "the team says what happens")
+        # Drained: the queue goes, then the Cohort; our flavors stay.
+        c.merge(path + "/status", {"status": {"admittedWorkloads": 0}})
+        c.wait_gone(path)
+        c.wait_gone(COHORTS + "/tau-team-research")
+        self.assertEqual(c.ours(RFS), ["taugrid-gpu-a100", "taugrid-gpu-h100"])
+        # A TauCluster created again brings everything back.
+        spec["deletionPolicy"] = "Retain"
+        c.create({"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster",
+                  "metadata": {"name": "cluster"}, "spec": spec}, TAU + "/clusters")
+        self.wait_pool("the budget is back")
+        c.wait_ok(lambda: [] if c.get(path) is not None else ["no ClusterQueue tau-ws-alpha"],
+                  "alpha's queue is back")
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready")
 
     # -- finding 1: the capacity team deleted --
 

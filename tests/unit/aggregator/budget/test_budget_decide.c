@@ -1092,6 +1092,54 @@ static void test_retained_budget_is_zeroed(void **state)
 	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"), "is being deleted"));
 }
 
+/* deletionPolicy DeleteManaged, recorded on the Cohort: once the TauCluster is gone its queues
+ * go as their work drains (held meanwhile), then the Cohort; at 0 until then. */
+static void test_delete_managed_drains_then_deletes(void **state)
+{
+	fixture *f = *state;
+	const tau_budget_write *w;
+	const cJSON *drained;
+
+	cJSON_AddStringToObject(cJSON_GetObjectItem(f->cluster, "spec"), "deletionPolicy",
+	                        "DeleteManaged");
+	decide(f);
+	assert_string_equal(tau_json_annotation(find_write(f, "tau-team-research")->body,
+	                                        "tau.azure.com/deletion-policy"),
+	                    "DeleteManaged");
+	apply_writes(f);
+	f->cqs[0] = keep(f, with_work(f->cqs[0]));
+	f->in.cluster = NULL;
+	decide(f);
+	w = find_write(f, "tau-ws-alpha");
+	assert_non_null(w);
+	assert_false(w->remove);
+	assert_string_equal(tau_json_str(w->body, "spec.stopPolicy"), "Hold");
+	assert_non_null(strstr(tau_json_annotation(w->body, "tau.azure.com/held"),
+	                       "deletionPolicy DeleteManaged"));
+	assert_string_equal(quota_text(find_write(f, "tau-team-research")->body, 1, 1), "0");
+	assert_false(find_write(f, "tau-team-research")->remove);
+	assert_string_equal(reason_of(f, f->team, "QuotaReady"), "BudgetZeroed");
+	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"),
+	                       "(deletionPolicy DeleteManaged): the team's ClusterQueues are "
+	                       "deleted as their work drains, then Cohort tau-team-research"));
+	assert_string_equal(reason_of(f, f->ws, "QuotaReady"), "QueueHeld");
+	/* Drained: the queue goes; the Cohort waits until it is gone. */
+	drained = keep(f, cJSON_Duplicate(w->body, true));
+	f->cqs[0] = drained;
+	decide(f);
+	w = find_write(f, "tau-ws-alpha");
+	assert_non_null(w);
+	assert_true(w->remove);
+	assert_true(find_write(f, "tau-team-research") == NULL ||
+	            !find_write(f, "tau-team-research")->remove);
+	f->in.n_cluster_queues = 0;
+	decide(f);
+	w = find_write(f, "tau-team-research");
+	assert_non_null(w);
+	assert_true(w->remove);
+	assert_null(find_write(f, "taugrid-gpu-h100")); /* flavors are never deleted */
+}
+
 /* Observe writes nothing and says how the live Cohort differs from the pool. */
 static void test_observe_reports_drift(void **state)
 {
@@ -1157,6 +1205,7 @@ int main(void)
 	        T(test_queue_of_a_deleted_workspace_drains_first),
 	        T(test_observe_reports_drift),
 	        T(test_retained_budget_is_zeroed),
+	        T(test_delete_managed_drains_then_deletes),
 	};
 #undef T
 
