@@ -130,8 +130,7 @@ int tau_agent_problem_list_copy(tau_agent_problem_list *dst, const tau_agent_pro
 
 /* ------------------------------------------------------------------ paths */
 
-/* buf = root (without trailing '/') + rel; rel starts with '/'. */
-static int host_path(char *buf, size_t cap, const char *root, const char *rel)
+int tau_agent_host_path(char *buf, size_t cap, const char *root, const char *rel)
 {
 	size_t rlen;
 	int n;
@@ -179,7 +178,7 @@ static int probe_sockets(tau_agent_host_probe *p, const char *root, const char *
 	if (p->sockets == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory probing plugin sockets");
 
-	rc = host_path(dir, sizeof(dir), root, TAU_AGENT_PLUGIN_REGISTRY);
+	rc = tau_agent_host_path(dir, sizeof(dir), root, TAU_AGENT_PLUGIN_REGISTRY);
 	if (rc < 0) {
 		tau_agent_problem_add(&p->problems, "%s", tau_error_last()->msg);
 		open_errno = ENAMETOOLONG;
@@ -288,7 +287,7 @@ static void probe_gpu_device_nodes(tau_agent_host_probe *p, const char *root)
 	int64_t count = 0;
 	DIR *d;
 
-	if (host_path(dir, sizeof(dir), root, DEV_DIR) < 0) {
+	if (tau_agent_host_path(dir, sizeof(dir), root, DEV_DIR) < 0) {
 		tau_agent_problem_add(&p->problems, "%s", tau_error_last()->msg);
 		return;
 	}
@@ -322,10 +321,7 @@ static void probe_gpu_device_nodes(tau_agent_host_probe *p, const char *root)
 
 /* -------------------------------------------------------------------- NVML */
 
-static void nvml_note(tau_agent_host_probe *p, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
-
-static void nvml_note(tau_agent_host_probe *p, const char *fmt, ...)
+void tau_agent_note_set(char **note, const char *fmt, ...)
 {
 	char text[TAU_AGENT_PROBLEM_MAX];
 	va_list ap;
@@ -333,8 +329,8 @@ static void nvml_note(tau_agent_host_probe *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	free(p->nvml_note);
-	p->nvml_note = strdup(text); /* NULL on ENOMEM: the note is optional. */
+	free(*note);
+	*note = strdup(text);
 }
 
 /* NVML through agent/nvml.c; TAU_AGENT_NVML picks the library or turns it off. */
@@ -347,7 +343,8 @@ static int probe_nvml(tau_agent_host_probe *p)
 	if (setting != NULL) {
 		if (setting[0] == '\0' || strcmp(setting, "off") == 0 ||
 		    strcmp(setting, "0") == 0 || strcmp(setting, "false") == 0) {
-			nvml_note(p, "NVML disabled by %s=%s", TAU_AGENT_NVML_ENV, setting);
+			tau_agent_note_set(&p->nvml_note, "NVML disabled by %s=%s",
+			                   TAU_AGENT_NVML_ENV, setting);
 			return 0;
 		}
 		library = setting;
@@ -356,7 +353,8 @@ static int probe_nvml(tau_agent_host_probe *p)
 	if (rc < 0)
 		return rc;
 	if (!p->nvml.probed) {
-		nvml_note(p, "%s", p->nvml.note != NULL ? p->nvml.note : "NVML not probed");
+		tau_agent_note_set(&p->nvml_note, "%s",
+		                   p->nvml.note != NULL ? p->nvml.note : "NVML not probed");
 		return 0;
 	}
 	p->nvml_probed = true;
@@ -717,7 +715,7 @@ void tau_agent_rdma_ports_free(tau_agent_rdma_port *ports, size_t n)
 	free(ports);
 }
 
-static char *dup_or_null(const char *s, bool *failed)
+char *tau_agent_strdup_opt(const char *s, bool *failed)
 {
 	char *copy;
 
@@ -742,10 +740,10 @@ int tau_agent_rdma_ports_copy(tau_agent_rdma_port **out, const tau_agent_rdma_po
 		return tau_error_set(TAU_ENOMEM, "out of memory copying RDMA ports");
 	for (size_t i = 0; i < n; i++) {
 		copy[i] = ports[i];
-		copy[i].device = dup_or_null(ports[i].device, &failed);
-		copy[i].port = dup_or_null(ports[i].port, &failed);
-		copy[i].rate = dup_or_null(ports[i].rate, &failed);
-		copy[i].link_layer = dup_or_null(ports[i].link_layer, &failed);
+		copy[i].device = tau_agent_strdup_opt(ports[i].device, &failed);
+		copy[i].port = tau_agent_strdup_opt(ports[i].port, &failed);
+		copy[i].rate = tau_agent_strdup_opt(ports[i].rate, &failed);
+		copy[i].link_layer = tau_agent_strdup_opt(ports[i].link_layer, &failed);
 	}
 	if (failed) {
 		tau_agent_rdma_ports_free(copy, n);
@@ -762,7 +760,7 @@ static int probe_rdma(tau_agent_host_probe *p, const char *root)
 	struct dirent *de;
 	DIR *d;
 
-	if (host_path(dir, sizeof(dir), root, IB_DIR) < 0) {
+	if (tau_agent_host_path(dir, sizeof(dir), root, IB_DIR) < 0) {
 		tau_agent_problem_add(&p->problems, "%s", tau_error_last()->msg);
 		return 0;
 	}
@@ -819,6 +817,7 @@ void tau_agent_host_probe_init(tau_agent_host_probe *probe)
 	probe->rdma_ports_total = -1;
 	probe->rdma_ports_up = -1;
 	tau_agent_nvml_init(&probe->nvml);
+	tau_agent_podres_init(&probe->podres);
 }
 
 void tau_agent_host_probe_free(tau_agent_host_probe *probe)
@@ -830,6 +829,7 @@ void tau_agent_host_probe_free(tau_agent_host_probe *probe)
 	free(probe->sockets);
 	free(probe->nvml_note);
 	tau_agent_nvml_free(&probe->nvml);
+	tau_agent_podres_free(&probe->podres);
 	tau_agent_rdma_ports_free(probe->rdma_ports, probe->n_rdma_ports);
 	tau_agent_problem_list_free(&probe->problems);
 	tau_agent_host_probe_init(probe);
@@ -855,7 +855,10 @@ int tau_agent_probe_host(tau_agent_host_probe *probe, const char *host_root,
 	rc = probe_nvml(probe);
 	if (rc < 0)
 		return rc;
-	return probe_rdma(probe, host_root);
+	rc = probe_rdma(probe, host_root);
+	if (rc < 0)
+		return rc;
+	return tau_agent_podres_probe(&probe->podres, host_root, TAU_AGENT_PODRESOURCES_TIMEOUT_MS);
 }
 
 /* ---------------------------------------------------------- registry watch */
@@ -959,7 +962,8 @@ int tau_agent_registry_watch_open(tau_agent_registry_watch **out, const char *ho
 	if (w == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory for the registry watch");
 	w->wd = -1;
-	rc = host_path(w->target, sizeof(w->target), host_root, TAU_AGENT_PLUGIN_REGISTRY);
+	rc = tau_agent_host_path(w->target, sizeof(w->target), host_root,
+	                         TAU_AGENT_PLUGIN_REGISTRY);
 	if (rc < 0) {
 		free(w);
 		return rc;

@@ -21,6 +21,7 @@
 #define TAU_AGENT_HOSTPROBE_H
 
 #include "nvml.h"
+#include "podresources.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -89,6 +90,24 @@ bool tau_agent_problem_list_has(const tau_agent_problem_list *list, const char *
  */
 int tau_agent_problem_list_copy(tau_agent_problem_list *dst, const tau_agent_problem_list *src);
 
+/**
+ * Replace *note with a printf-formatted text (at most TAU_AGENT_PROBLEM_MAX - 1 bytes): a
+ * probe's "why not" note.  Out of memory leaves *note NULL: the note is optional.
+ */
+void tau_agent_note_set(char **note, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/**
+ * strdup for a string that may be NULL (giving NULL); sets *failed when out of memory, so a
+ * deep copy can dup every field and check once.
+ */
+char *tau_agent_strdup_opt(const char *s, bool *failed);
+
+/**
+ * buf = root (without trailing '/') + rel, where rel starts with '/'; NULL root is "".
+ * @return 0, or -TAU_ETOOBIG when it does not fit `cap` (the message names the path).
+ */
+int tau_agent_host_path(char *buf, size_t cap, const char *root, const char *rel);
+
 /** State of one driver's registration socket. */
 typedef enum tau_agent_socket_state {
 	TAU_AGENT_SOCKET_UNKNOWN = 0, /**< the registry could not be read, or not probed */
@@ -128,11 +147,12 @@ typedef struct tau_agent_host_probe {
 
 	int64_t gpu_device_nodes; /**< entries <root>/dev/nvidia<digits>; -1 if /dev unreadable */
 
-	bool nvml_probed;     /**< NVML loaded and answered nvmlInit + count */
-	int64_t nvml_gpus;    /**< NVML's GPU count; -1 unless nvml_probed */
-	int64_t nvml_healthy; /**< GPUs tau_agent_nvml judges healthy; -1 unless probed */
-	char *nvml_note;      /**< owned; why NVML was not probed (NULL when it was) */
-	tau_agent_nvml nvml;  /**< per-GPU facts, versions, missing symbols (nvml.h) */
+	bool nvml_probed;        /**< NVML loaded and answered nvmlInit + count */
+	int64_t nvml_gpus;       /**< NVML's GPU count; -1 unless nvml_probed */
+	int64_t nvml_healthy;    /**< GPUs tau_agent_nvml judges healthy; -1 unless probed */
+	char *nvml_note;         /**< owned; why NVML was not probed (NULL when it was) */
+	tau_agent_nvml nvml;     /**< per-GPU facts, versions, missing symbols (nvml.h) */
+	tau_agent_podres podres; /**< kubelet pod-resources: devices and holders (podresources.h) */
 
 	int64_t rdma_ports_total; /**< ports under /sys/class/infiniband; -1 if unreadable */
 	int64_t rdma_ports_up;    /**< of those, state "4: ACTIVE"; -1 if unreadable */

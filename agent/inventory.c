@@ -52,6 +52,7 @@ void tau_agent_inventory_init(tau_agent_inventory *inv)
 	inv->devices.rdma_ports_total = -1;
 	inv->devices.rdma_ports_up = -1;
 	tau_agent_nvml_init(&inv->devices.nvml);
+	tau_agent_podres_init(&inv->devices.podres);
 }
 
 static void free_kvs(tau_agent_kv *kvs, size_t n)
@@ -80,6 +81,7 @@ void tau_agent_inventory_free(tau_agent_inventory *inv)
 	free(inv->csi_drivers);
 	free(inv->devices.nvml_note);
 	tau_agent_nvml_free(&inv->devices.nvml);
+	tau_agent_podres_free(&inv->devices.podres);
 	tau_agent_rdma_ports_free(inv->devices.rdma_ports, inv->devices.n_rdma_ports);
 	tau_agent_problem_list_free(&inv->problems);
 	tau_agent_inventory_init(inv);
@@ -758,6 +760,8 @@ int tau_agent_inventory_apply_host(tau_agent_inventory *inv, const tau_agent_hos
 	inv->devices.rdma_ports_total = probe->rdma_ports_total;
 	inv->devices.rdma_ports_up = probe->rdma_ports_up;
 	rc = tau_agent_nvml_copy(&inv->devices.nvml, &probe->nvml);
+	if (rc == 0)
+		rc = tau_agent_podres_copy(&inv->devices.podres, &probe->podres);
 	if (rc < 0)
 		return rc;
 	tau_agent_rdma_ports_free(inv->devices.rdma_ports, inv->devices.n_rdma_ports);
@@ -1128,6 +1132,46 @@ static bool add_rdma_ports(cJSON *obj, const tau_agent_devices *dev)
 	return true;
 }
 
+static bool add_pod_resources(cJSON *obj, const tau_agent_devices *dev)
+{
+	const tau_agent_podres *r = &dev->podres;
+	cJSON *pr = cJSON_AddObjectToObject(obj, "podResources"), *list;
+	const char *note = r->note;
+
+	if (!dev->host_probed)
+		note = "host not probed";
+	if (pr == NULL || cJSON_AddBoolToObject(pr, "probed", r->probed) == NULL ||
+	    cJSON_AddBoolToObject(pr, "allocatableKnown", r->allocatable_known) == NULL ||
+	    !add_string_or_null(pr, "note", note) ||
+	    (list = cJSON_AddArrayToObject(pr, "devices")) == NULL ||
+	    !add_count(pr, "dropped", (int64_t)r->n_dropped))
+		return false;
+	for (size_t i = 0; i < r->n_devices; i++) {
+		const tau_agent_pod_device *d = &r->devices[i];
+		cJSON *e = cJSON_CreateObject(), *pod;
+
+		if (e == NULL)
+			return false;
+		cJSON_AddItemToArray(list, e);
+		if (!add_string_or_null(e, "resource", d->resource) ||
+		    !add_string_or_null(e, "id", d->id) ||
+		    !add_count(e, "numaNode", d->numa_node) ||
+		    cJSON_AddBoolToObject(e, "allocatable", d->allocatable) == NULL)
+			return false;
+		if (d->pod_name == NULL) {
+			if (cJSON_AddNullToObject(e, "pod") == NULL)
+				return false;
+			continue;
+		}
+		if ((pod = cJSON_AddObjectToObject(e, "pod")) == NULL ||
+		    !add_string_or_null(pod, "namespace", d->pod_namespace) ||
+		    !add_string_or_null(pod, "name", d->pod_name) ||
+		    !add_string_or_null(pod, "container", d->container))
+			return false;
+	}
+	return true;
+}
+
 static bool add_devices(cJSON *obj, const tau_agent_inventory *inv)
 {
 	const tau_agent_devices *dev = &inv->devices;
@@ -1150,7 +1194,8 @@ static bool add_devices(cJSON *obj, const tau_agent_inventory *inv)
 		return false;
 	rdma = cJSON_AddObjectToObject(devices, "rdmaPorts");
 	return rdma != NULL && add_count(rdma, "total", dev->rdma_ports_total) &&
-	       add_count(rdma, "up", dev->rdma_ports_up) && add_rdma_ports(rdma, dev);
+	       add_count(rdma, "up", dev->rdma_ports_up) && add_rdma_ports(rdma, dev) &&
+	       add_pod_resources(devices, dev);
 }
 
 int tau_agent_inventory_to_json(cJSON **out, const tau_agent_inventory *inv)

@@ -87,6 +87,7 @@ typedef struct tau_agent_devices {
 	int64_t nvml_healthy;     /**< NVML GPUs that answered a health read */
 	char *nvml_note;          /**< owned; why NVML was not probed, or NULL */
 	tau_agent_nvml nvml;      /**< owned; per-GPU facts, versions, missing symbols */
+	tau_agent_podres podres;  /**< owned; kubelet pod-resources devices and holders */
 	int64_t rdma_ports_total;
 	int64_t rdma_ports_up;
 	tau_agent_rdma_port *rdma_ports; /**< owned; per-port details, sorted by device, port */

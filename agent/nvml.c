@@ -17,6 +17,8 @@
  */
 #include "nvml.h"
 
+#include "hostprobe.h"
+
 #include "tau/error.h"
 
 #include <dlfcn.h>
@@ -86,20 +88,6 @@ static void optional_symbol(tau_agent_nvml *n, void *lib, const char *name, void
 		return;
 	if (n->n_missing < TAU_AGENT_NVML_MAX_MISSING)
 		n->missing_symbols[n->n_missing++] = name;
-}
-
-static void set_note(tau_agent_nvml *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_note(tau_agent_nvml *n, const char *fmt, ...)
-{
-	char text[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	free(n->note);
-	n->note = strdup(text); /* NULL on ENOMEM: the note is optional. */
 }
 
 void tau_agent_nvml_init(tau_agent_nvml *n)
@@ -266,7 +254,7 @@ int tau_agent_nvml_probe(tau_agent_nvml *n, const char *library)
 	if (lib == NULL) {
 		const char *why = dlerror();
 
-		set_note(n, "NVML not loaded: %s", why != NULL ? why : library);
+		tau_agent_note_set(&n->note, "NVML not loaded: %s", why != NULL ? why : library);
 		return 0;
 	}
 	memset(&api, 0, sizeof(api));
@@ -274,7 +262,7 @@ int tau_agent_nvml_probe(tau_agent_nvml *n, const char *library)
 	    !load_symbol(lib, "nvmlShutdown", &api.shutdown, sizeof(api.shutdown)) ||
 	    !load_symbol(lib, "nvmlDeviceGetCount_v2", &api.count, sizeof(api.count)) ||
 	    !load_symbol(lib, "nvmlDeviceGetHandleByIndex_v2", &api.handle, sizeof(api.handle))) {
-		set_note(n, "NVML in %s lacks the v2 entry points", library);
+		tau_agent_note_set(&n->note, "NVML in %s lacks the v2 entry points", library);
 		goto out;
 	}
 	optional_symbol(n, lib, "nvmlSystemGetDriverVersion", &api.driver_version,
@@ -293,16 +281,18 @@ int tau_agent_nvml_probe(tau_agent_nvml *n, const char *library)
 
 	ret = api.init();
 	if (ret != NVML_SUCCESS) {
-		set_note(n, "nvmlInit_v2 failed with NVML error %d", ret);
+		tau_agent_note_set(&n->note, "nvmlInit_v2 failed with NVML error %d", ret);
 		goto out;
 	}
 	ret = api.count(&count);
 	if (ret != NVML_SUCCESS) {
-		set_note(n, "nvmlDeviceGetCount_v2 failed with NVML error %d", ret);
+		tau_agent_note_set(&n->note, "nvmlDeviceGetCount_v2 failed with NVML error %d",
+		                   ret);
 		goto shutdown;
 	}
 	if (count > NVML_COUNT_LIMIT) {
-		set_note(n, "NVML reports %u GPUs, more than %d; ignored", count, NVML_COUNT_LIMIT);
+		tau_agent_note_set(&n->note, "NVML reports %u GPUs, more than %d; ignored", count,
+		                   NVML_COUNT_LIMIT);
 		goto shutdown;
 	}
 	if (api.driver_version != NULL) {
@@ -347,26 +337,14 @@ out:
 	return rc;
 }
 
-static char *copy_or_null(const char *s, bool *failed)
-{
-	char *c;
-
-	if (s == NULL)
-		return NULL;
-	c = strdup(s);
-	if (c == NULL)
-		*failed = true;
-	return c;
-}
-
 int tau_agent_nvml_copy(tau_agent_nvml *dst, const tau_agent_nvml *src)
 {
 	bool failed = false;
 
 	tau_agent_nvml_free(dst);
 	*dst = *src;
-	dst->note = copy_or_null(src->note, &failed);
-	dst->driver_version = copy_or_null(src->driver_version, &failed);
+	dst->note = tau_agent_strdup_opt(src->note, &failed);
+	dst->driver_version = tau_agent_strdup_opt(src->driver_version, &failed);
 	dst->gpus = NULL;
 	dst->n_gpus = 0;
 	if (src->n_gpus > 0) {
@@ -376,9 +354,12 @@ int tau_agent_nvml_copy(tau_agent_nvml *dst, const tau_agent_nvml *src)
 		} else {
 			for (size_t i = 0; i < src->n_gpus; i++) {
 				dst->gpus[i] = src->gpus[i];
-				dst->gpus[i].uuid = copy_or_null(src->gpus[i].uuid, &failed);
-				dst->gpus[i].name = copy_or_null(src->gpus[i].name, &failed);
-				dst->gpus[i].reason = copy_or_null(src->gpus[i].reason, &failed);
+				dst->gpus[i].uuid =
+				        tau_agent_strdup_opt(src->gpus[i].uuid, &failed);
+				dst->gpus[i].name =
+				        tau_agent_strdup_opt(src->gpus[i].name, &failed);
+				dst->gpus[i].reason =
+				        tau_agent_strdup_opt(src->gpus[i].reason, &failed);
 			}
 			dst->n_gpus = src->n_gpus;
 		}

@@ -205,6 +205,43 @@ static int fill_gpus(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devic
 	return 0;
 }
 
+/* LocalDevices' pod-resources fields. */
+static int fill_pod_devices(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devices *dev)
+{
+	const tau_agent_podres *r = &dev->podres;
+
+	ld->pod_resources_probed = r->probed;
+	ld->pod_resources_allocatable_known = r->allocatable_known;
+	ld->pod_resources_note = tau_agent_utf8_dup(r->note);
+	if (ld->pod_resources_note == NULL)
+		return -TAU_ENOMEM;
+	if (r->n_devices == 0)
+		return 0;
+	ld->pod_devices = calloc(r->n_devices, sizeof(*ld->pod_devices));
+	if (ld->pod_devices == NULL)
+		return -TAU_ENOMEM;
+	for (size_t i = 0; i < r->n_devices; i++) {
+		const tau_agent_pod_device *d = &r->devices[i];
+		Tau__Inventory__V1__PodDevice *m = malloc(sizeof(*m));
+
+		if (m == NULL)
+			return -TAU_ENOMEM;
+		tau__inventory__v1__pod_device__init(m);
+		m->resource_name = m->device_id = m->pod_namespace = m->pod_name = NULL;
+		m->container_name = NULL;
+		ld->pod_devices[ld->n_pod_devices++] = m;
+		m->numa_node = d->numa_node;
+		m->allocatable = d->allocatable;
+		if ((m->resource_name = tau_agent_utf8_dup(d->resource)) == NULL ||
+		    (m->device_id = tau_agent_utf8_dup(d->id)) == NULL ||
+		    (m->pod_namespace = tau_agent_utf8_dup(d->pod_namespace)) == NULL ||
+		    (m->pod_name = tau_agent_utf8_dup(d->pod_name)) == NULL ||
+		    (m->container_name = tau_agent_utf8_dup(d->container)) == NULL)
+			return -TAU_ENOMEM;
+	}
+	return 0;
+}
+
 /* LocalDevices.rdma_ports from the inventory's port details. */
 static int fill_rdma_ports(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devices *dev)
 {
@@ -328,13 +365,16 @@ static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inve
 	if (ld == NULL)
 		return -TAU_ENOMEM;
 	tau__inventory__v1__local_devices__init(ld);
+	/* Owned strings only (see tau_agent_inventory_to_proto), even if a fill fails early. */
+	ld->driver_version = ld->cuda_version = ld->gpus_not_probed_reason = NULL;
+	ld->pod_resources_note = NULL;
 	m->devices = ld;
 	ld->gpus_probed = dev->nvml_probed;
 	ld->gpus_present = count_to_u32(dev->nvml_probed ? dev->nvml_gpus : dev->gpu_device_nodes);
 	ld->gpus_healthy = dev->nvml_probed ? count_to_u32(dev->nvml_healthy) : 0;
 	ld->rdma_ports_total = count_to_u32(dev->rdma_ports_total);
 	ld->rdma_ports_up = count_to_u32(dev->rdma_ports_up);
-	if (fill_rdma_ports(ld, dev) < 0 || fill_gpus(ld, dev) < 0)
+	if (fill_rdma_ports(ld, dev) < 0 || fill_gpus(ld, dev) < 0 || fill_pod_devices(ld, dev) < 0)
 		return -TAU_ENOMEM;
 
 	if (inv->problems.n > 0) {

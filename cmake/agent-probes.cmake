@@ -25,3 +25,50 @@ foreach(t IN ITEMS test_agent_nvml_fake test_agent_inventory)
     add_dependencies(${t} fake_nvml_full fake_nvml_old)
   endif()
 endforeach()
+
+# The node-local APIs the agent calls as a gRPC client: kubelet pod-resources, kubelet plugin
+# registration, CSI Identity (proto/kubelet, proto/csi: our own files, written from the APIs'
+# field names and numbers). Compiled by protoc-c like proto/tau into build/gen-node, and built
+# into the agent's library only: the aggregator and the CLI never speak these APIs.
+set(TAU_NODE_PROTO_DIR ${CMAKE_BINARY_DIR}/gen-node)
+file(MAKE_DIRECTORY ${TAU_NODE_PROTO_DIR})
+set(TAU_NODE_PROTO_SOURCES "")
+foreach(rel IN ITEMS kubelet/podresources/v1/podresources.proto
+                     kubelet/pluginregistration/v1/registration.proto
+                     csi/v1/identity.proto)
+  string(REGEX REPLACE "\\.proto$" "" stem ${rel})
+  add_custom_command(
+    OUTPUT ${TAU_NODE_PROTO_DIR}/${stem}.pb-c.c ${TAU_NODE_PROTO_DIR}/${stem}.pb-c.h
+    COMMAND ${PROTOC_C_EXECUTABLE} -I${PROJECT_SOURCE_DIR}/proto --c_out=${TAU_NODE_PROTO_DIR}
+            ${PROJECT_SOURCE_DIR}/proto/${rel}
+    DEPENDS ${PROJECT_SOURCE_DIR}/proto/${rel}
+    COMMENT "protoc-c ${rel}"
+    VERBATIM)
+  list(APPEND TAU_NODE_PROTO_SOURCES ${TAU_NODE_PROTO_DIR}/${stem}.pb-c.c)
+endforeach()
+add_library(tau_node_proto OBJECT ${TAU_NODE_PROTO_SOURCES})
+target_compile_options(tau_node_proto PRIVATE -w)
+target_include_directories(tau_node_proto PUBLIC ${TAU_NODE_PROTO_DIR})
+target_link_libraries(tau_node_proto PUBLIC PkgConfig::PROTOBUFC)
+target_sources(tau_agent PRIVATE $<TARGET_OBJECTS:tau_node_proto>)
+target_include_directories(tau_agent PUBLIC ${TAU_NODE_PROTO_DIR})
+add_dependencies(tau_agent tau_node_proto)
+
+# Fake node plugins for tests and the e2e: a kubelet pod-resources server and a CSI driver
+# (registration socket + Identity), each a program on libtau's rpc server answering from a
+# JSON file it reads on every call (tests/fakes/<name>/). build/fakes/bin/<name>.
+foreach(fake IN ITEMS fake_kubelet)
+  string(REPLACE "fake_" "" dir ${fake})
+  add_executable(${fake} ${PROJECT_SOURCE_DIR}/tests/fakes/${dir}/${fake}.c
+                         $<TARGET_OBJECTS:tau_node_proto>)
+  target_include_directories(${fake} PRIVATE ${TAU_NODE_PROTO_DIR})
+  target_compile_options(${fake} PRIVATE ${TAU_WARNINGS})
+  target_link_libraries(${fake} PRIVATE tau)
+  add_dependencies(${fake} tau_node_proto)
+  set_target_properties(${fake} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakes/bin)
+endforeach()
+foreach(t IN ITEMS test_agent_podresources test_agent_csiprobe test_agent_inventory)
+  if(TARGET ${t})
+    add_dependencies(${t} fake_kubelet)
+  endif()
+endforeach()

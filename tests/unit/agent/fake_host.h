@@ -7,7 +7,10 @@
 #define TAU_TEST_FAKE_HOST_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -69,6 +73,53 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	(void)flag;
 	(void)ftw;
 	return remove(path);
+}
+
+/*
+ * Start one of our fake node plugins (tests/fakes: fake_kubelet, fake_csi_driver) and wait,
+ * at most 10 s, for its "ready" line.  Returns its pid; stop it with stop_fake.
+ */
+__attribute__((unused)) static pid_t start_fake(char *const argv[])
+{
+	int fds[2];
+	pid_t pid;
+	char buf[64] = "";
+	size_t got = 0;
+
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (got < sizeof(buf) - 1 && strstr(buf, "ready") == NULL) {
+		struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+		ssize_t n;
+
+		buf[got] = '\0';
+		if (poll(&pfd, 1, 10000) <= 0)
+			break;
+		n = read(fds[0], buf + got, sizeof(buf) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		buf[got] = '\0';
+	}
+	close(fds[0]);
+	if (strstr(buf, "ready") == NULL)
+		fail_msg("%s did not get ready", argv[0]);
+	return pid;
+}
+
+__attribute__((unused)) static void stop_fake(pid_t pid)
+{
+	int status = 0;
+
+	kill(pid, SIGTERM);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
 }
 
 #endif /* TAU_TEST_FAKE_HOST_H */

@@ -236,7 +236,10 @@ static void test_nd_h100_node(void **state)
 	            "\"deviceNodes\":null,\"notProbedReason\":\"host not "
 	            "probed\",\"driverVersion\":null,\"cudaVersion\":null,\"nvmlMissingSymbols\":[]"
 	            ",\"devices\":[]},"
-	            "\"rdmaPorts\":{\"total\":null,\"up\":null,\"ports\":[]}}");
+	            "\"rdmaPorts\":{\"total\":null,\"up\":null,\"ports\":[]},\"podResources\":{"
+	            "\"probed\":false,\"allocatableKnown\":false,\"note\":\"host not "
+	            "probed\",\"devices\":[],"
+	            "\"dropped\":0}}");
 	tau_agent_inventory_free(&inv);
 }
 
@@ -302,7 +305,8 @@ static void test_nc_a100_mig_cordoned(void **state)
 	            "\"deviceNodes\":1,\"notProbedReason\":\"NVML disabled by "
 	            "TAU_AGENT_NVML=off\",\"driverVersion\":null,\"cudaVersion\":null,"
 	            "\"nvmlMissingSymbols\":[],\"devices\":[]},\"rdmaPorts\":{\"total\":0,\"up\":0,"
-	            "\"ports\":[]}}");
+	            "\"ports\":[]},\"podResources\":{\"probed\":false,\"allocatableKnown\":false,"
+	            "\"note\":null,\"devices\":[],\"dropped\":0}}");
 	tau_agent_host_probe_free(&probe);
 	tau_agent_inventory_free(&inv);
 }
@@ -391,7 +395,8 @@ static void test_flex_node_full_json(void **state)
 	        "\"deviceNodes\":8,\"notProbedReason\":\"NVML disabled by "
 	        "TAU_AGENT_NVML=off\",\"driverVersion\":null,\"cudaVersion\":null,"
 	        "\"nvmlMissingSymbols\":[],\"devices\":[]},"
-	        "\"rdmaPorts\":{\"total\":8,\"up\":8,\"ports\":[]}},"
+	        "\"rdmaPorts\":{\"total\":8,\"up\":8,\"ports\":[]},\"podResources\":{\"probed\":"
+	        "false,\"allocatableKnown\":false,\"note\":null,\"devices\":[],\"dropped\":0}},"
 	        "\"problems\":[\"CSI driver disk.csi.azure.com has a node pod here but kubelet "
 	        "has not registered it (not in CSINode)\",\"CSI driver disk.csi.azure.com is not "
 	        "supported on a Flex node (provided by the AKS add-on)\"]}");
@@ -803,7 +808,8 @@ static void test_consistency_mismatches(void **state)
 	            "{\"gpus\":{\"present\":8,\"healthy\":6,\"probed\":true,\"deviceNodes\":7,"
 	            "\"notProbedReason\":null,\"driverVersion\":null,\"cudaVersion\":null,"
 	            "\"nvmlMissingSymbols\":[],\"devices\":[]},\"rdmaPorts\":{\"total\":8,\"up\":6,"
-	            "\"ports\":[]}}");
+	            "\"ports\":[]},\"podResources\":{\"probed\":false,\"allocatableKnown\":false,"
+	            "\"note\":null,\"devices\":[],\"dropped\":0}}");
 	tau_agent_inventory_free(&inv);
 }
 
@@ -952,7 +958,11 @@ static void test_nd_h100_with_fake_host(void **state)
 			        "\"rateMbps\":400000,\"linkLayer\":null,"
 			        "\"linkDowned\":null}",
 			        i > 0 ? "," : "", i);
-		snprintf(want + len, sizeof(want) - len, "]}}");
+		snprintf(want + len, sizeof(want) - len,
+		         "]},\"podResources\":{\"probed\":false,\"allocatableKnown\":false,"
+		         "\"note\":\"kubelet pod-resources not reachable: "
+		         "/var/lib/kubelet/pod-resources/kubelet.sock does not "
+		         "exist\",\"devices\":[],\"dropped\":0}}");
 		assert_json(&inv, "devices", want);
 	}
 	tau_agent_inventory_free(&inv);
@@ -971,7 +981,10 @@ static void test_not_an_object(void **state)
 	        "\"probed\":false,\"deviceNodes\":null,\"notProbedReason\":\"host not "
 	        "probed\",\"driverVersion\":null,\"cudaVersion\":null,\"nvmlMissingSymbols\":[],"
 	        "\"devices\":[]},"
-	        "\"rdmaPorts\":{\"total\":null,\"up\":null,\"ports\":[]}},"
+	        "\"rdmaPorts\":{\"total\":null,\"up\":null,\"ports\":[]},\"podResources\":{"
+	        "\"probed\":false,\"allocatableKnown\":false,\"note\":\"host not "
+	        "probed\",\"devices\":[],"
+	        "\"dropped\":0}},"
 	        "\"problems\":[\"Node is not a JSON object; nothing about the node is known\"]}";
 	tau_agent_inventory inv;
 	cJSON *arr = parse_text("[1,2]");
@@ -1294,21 +1307,25 @@ static void test_nvml_facts_from_fake_library(void **state)
 	assert_true(probe.nvml_probed);
 	assert_int_equal(tau_agent_inventory_apply_host(&inv, &probe), 0);
 	assert_int_equal(tau_agent_inventory_digest(d0, &inv), 0);
-	assert_json(&inv, "devices",
-	            "{\"gpus\":{\"present\":2,\"healthy\":2,\"probed\":true,\"deviceNodes\":0,"
-	            "\"notProbedReason\":null,\"driverVersion\":\"550.54.15\",\"cudaVersion\":"
-	            "\"12.4\",\"nvmlMissingSymbols\":[],\"devices\":["
-	            "{\"index\":0,\"uuid\":\"GPU-aaaa\",\"name\":\"NVIDIA H100 80GB HBM3\","
-	            "\"healthy\":true,\"reason\":null,\"lost\":false,\"remapPending\":false,"
-	            "\"remapFailure\":false,\"remappedRows\":{\"correctable\":0,"
-	            "\"uncorrectable\":0},\"retiredPages\":{\"singleBitEcc\":0,"
-	            "\"doubleBitEcc\":0},\"retirePending\":false,\"migEnabled\":false},"
-	            "{\"index\":1,\"uuid\":\"GPU-bbbb\",\"name\":\"NVIDIA H100 80GB HBM3\","
-	            "\"healthy\":true,\"reason\":null,\"lost\":false,\"remapPending\":false,"
-	            "\"remapFailure\":false,\"remappedRows\":{\"correctable\":0,"
-	            "\"uncorrectable\":0},\"retiredPages\":{\"singleBitEcc\":0,"
-	            "\"doubleBitEcc\":0},\"retirePending\":false,\"migEnabled\":false}]},"
-	            "\"rdmaPorts\":{\"total\":0,\"up\":0,\"ports\":[]}}");
+	assert_json(
+	        &inv, "devices",
+	        "{\"gpus\":{\"present\":2,\"healthy\":2,\"probed\":true,\"deviceNodes\":0,"
+	        "\"notProbedReason\":null,\"driverVersion\":\"550.54.15\",\"cudaVersion\":"
+	        "\"12.4\",\"nvmlMissingSymbols\":[],\"devices\":["
+	        "{\"index\":0,\"uuid\":\"GPU-aaaa\",\"name\":\"NVIDIA H100 80GB HBM3\","
+	        "\"healthy\":true,\"reason\":null,\"lost\":false,\"remapPending\":false,"
+	        "\"remapFailure\":false,\"remappedRows\":{\"correctable\":0,"
+	        "\"uncorrectable\":0},\"retiredPages\":{\"singleBitEcc\":0,"
+	        "\"doubleBitEcc\":0},\"retirePending\":false,\"migEnabled\":false},"
+	        "{\"index\":1,\"uuid\":\"GPU-bbbb\",\"name\":\"NVIDIA H100 80GB HBM3\","
+	        "\"healthy\":true,\"reason\":null,\"lost\":false,\"remapPending\":false,"
+	        "\"remapFailure\":false,\"remappedRows\":{\"correctable\":0,"
+	        "\"uncorrectable\":0},\"retiredPages\":{\"singleBitEcc\":0,"
+	        "\"doubleBitEcc\":0},\"retirePending\":false,\"migEnabled\":false}]},"
+	        "\"rdmaPorts\":{\"total\":0,\"up\":0,\"ports\":[]},\"podResources\":{\"probed\":"
+	        "false,\"allocatableKnown\":false,\"note\":\"kubelet pod-resources not reachable: "
+	        "/var/lib/kubelet/pod-resources/kubelet.sock does not "
+	        "exist\",\"devices\":[],\"dropped\":0}}");
 
 	/* GPU 1's rows now wait to be remapped: unhealthy, named in problems, a new digest. */
 	write_file(root, "nvml.conf",
@@ -1332,6 +1349,72 @@ static void test_nvml_facts_from_fake_library(void **state)
 	tau_agent_host_probe_free(&probe);
 	tau_agent_inventory_free(&inv);
 	assert_int_equal(setenv(TAU_AGENT_NVML_ENV, "off", 1), 0);
+	nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Kubelet's pod-resources through the fake kubelet: devices and holders, and the digest moving
+ * when a pod takes a GPU. */
+static void test_pod_resources_from_fake_kubelet(void **state)
+{
+	char root[] = "/tmp/tau-inv-pr-XXXXXX";
+	char sock[96], config[96], tmp[96];
+	char *argv[] = {(char *)TAU_BINARY_DIR "/fakes/bin/fake_kubelet",
+	                (char *)"--socket",
+	                sock,
+	                (char *)"--config",
+	                config,
+	                NULL};
+	tau_agent_inventory inv;
+	tau_agent_host_probe probe;
+	char d0[65], d1[65];
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	make_dirs(root, "dev");
+	make_dirs(root, "var/lib/kubelet/pod-resources");
+	snprintf(sock, sizeof(sock), "%s/var/lib/kubelet/pod-resources/kubelet.sock", root);
+	snprintf(config, sizeof(config), "%s/kubelet.json", root);
+	snprintf(tmp, sizeof(tmp), "%s/kubelet.json.tmp", root);
+	write_file(root, "kubelet.json",
+	           "{\"allocatable\": [{\"resource\": \"nvidia.com/gpu\", \"ids\": [\"GPU-a\","
+	           " \"GPU-b\"], \"numa\": 1}]}");
+	pid = start_fake(argv);
+
+	inventory_from_fixtures(&inv, "node-nd-h100-v5.json", NULL);
+	tau_agent_host_probe_init(&probe);
+	assert_int_equal(tau_agent_probe_host(&probe, root, NULL, 0), 0);
+	assert_int_equal(tau_agent_inventory_apply_host(&inv, &probe), 0);
+	assert_int_equal(tau_agent_inventory_digest(d0, &inv), 0);
+	assert_json(&inv, "devices",
+	            "{\"gpus\":{\"present\":0,\"healthy\":null,\"probed\":false,\"deviceNodes\":0,"
+	            "\"notProbedReason\":\"NVML disabled by TAU_AGENT_NVML=off\",\"driverVersion\":"
+	            "null,\"cudaVersion\":null,\"nvmlMissingSymbols\":[],\"devices\":[]},"
+	            "\"rdmaPorts\":{\"total\":0,\"up\":0,\"ports\":[]},\"podResources\":{"
+	            "\"probed\":true,\"allocatableKnown\":true,\"note\":null,\"devices\":["
+	            "{\"resource\":\"nvidia.com/gpu\",\"id\":\"GPU-a\",\"numaNode\":1,"
+	            "\"allocatable\":true,\"pod\":null},"
+	            "{\"resource\":\"nvidia.com/gpu\",\"id\":\"GPU-b\",\"numaNode\":1,"
+	            "\"allocatable\":true,\"pod\":null}],\"dropped\":0}}");
+
+	write_file(
+	        root, "kubelet.json.tmp",
+	        "{\"allocatable\": [{\"resource\": \"nvidia.com/gpu\", \"ids\": [\"GPU-a\","
+	        " \"GPU-b\"], \"numa\": 1}], \"pods\": [{\"namespace\": \"ml\", \"name\":"
+	        " \"train-0\", \"containers\": [{\"name\": \"main\", \"devices\": [{\"resource\":"
+	        " \"nvidia.com/gpu\", \"ids\": [\"GPU-b\"]}]}]}]}");
+	assert_int_equal(rename(tmp, config), 0);
+	assert_int_equal(tau_agent_probe_host(&probe, root, NULL, 0), 0);
+	assert_int_equal(tau_agent_inventory_apply_host(&inv, &probe), 0);
+	assert_int_equal(tau_agent_inventory_digest(d1, &inv), 0);
+	assert_string_not_equal(d0, d1);
+	assert_int_equal(inv.devices.podres.n_devices, 2);
+	assert_string_equal(inv.devices.podres.devices[1].pod_name, "train-0");
+	assert_string_equal(inv.devices.podres.devices[1].container, "main");
+
+	stop_fake(pid);
+	tau_agent_host_probe_free(&probe);
+	tau_agent_inventory_free(&inv);
 	nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -1378,6 +1461,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_digest_sees_rdma_port_details),
 	        cmocka_unit_test(test_nvml_facts_from_fake_library),
+	        cmocka_unit_test(test_pod_resources_from_fake_kubelet),
 	        cmocka_unit_test(test_nd_h100_node),
 	        cmocka_unit_test(test_nd_h100_csinode),
 	        cmocka_unit_test(test_nc_a100_mig_cordoned),

@@ -126,6 +126,20 @@ static void nd_inventory(tau_agent_inventory *inv, bool nvml)
 		assert_int_equal(tau_agent_rdma_ports_copy(&probe.rdma_ports, ports, 2), 0);
 		probe.n_rdma_ports = 2;
 	}
+	/* Pod-resources: one GPU held, one free. */
+	probe.podres.probed = probe.podres.allocatable_known = true;
+	probe.podres.devices = calloc(2, sizeof(*probe.podres.devices));
+	probe.podres.devices[0].resource = strdup("nvidia.com/gpu");
+	probe.podres.devices[0].id = strdup("GPU-a");
+	probe.podres.devices[0].numa_node = 0;
+	probe.podres.devices[0].allocatable = true;
+	probe.podres.devices[0].pod_namespace = strdup("ml");
+	probe.podres.devices[0].pod_name = strdup("train-0");
+	probe.podres.devices[0].container = strdup("main");
+	probe.podres.devices[1].resource = strdup("nvidia.com/gpu");
+	probe.podres.devices[1].id = strdup("GPU-b");
+	probe.podres.devices[1].numa_node = -1;
+	probe.podres.n_devices = 2;
 	assert_int_equal(tau_agent_inventory_apply_host(inv, &probe), 0);
 	assert_int_equal(tau_agent_inventory_check_consistency(inv), 0);
 	tau_agent_host_probe_free(&probe);
@@ -186,6 +200,21 @@ static void test_proto_every_field(void **state)
 	assert_int_equal(m->devices->gpus_healthy, 7);
 	assert_int_equal(m->devices->rdma_ports_total, 8);
 	assert_int_equal(m->devices->rdma_ports_up, 6);
+	/* Pod-resources devices; a free device has empty holder fields. */
+	assert_true(m->devices->pod_resources_probed);
+	assert_true(m->devices->pod_resources_allocatable_known);
+	assert_string_equal(m->devices->pod_resources_note, "");
+	assert_int_equal(m->devices->n_pod_devices, 2);
+	assert_string_equal(m->devices->pod_devices[0]->resource_name, "nvidia.com/gpu");
+	assert_string_equal(m->devices->pod_devices[0]->device_id, "GPU-a");
+	assert_int_equal(m->devices->pod_devices[0]->numa_node, 0);
+	assert_true(m->devices->pod_devices[0]->allocatable);
+	assert_string_equal(m->devices->pod_devices[0]->pod_namespace, "ml");
+	assert_string_equal(m->devices->pod_devices[0]->pod_name, "train-0");
+	assert_string_equal(m->devices->pod_devices[0]->container_name, "main");
+	assert_int_equal(m->devices->pod_devices[1]->numa_node, -1);
+	assert_false(m->devices->pod_devices[1]->allocatable);
+	assert_string_equal(m->devices->pod_devices[1]->pod_name, "");
 	/* NVML facts: versions, missing symbols, each GPU with unknowns as UNKNOWN / -1. */
 	assert_string_equal(m->devices->driver_version, "550.54.15");
 	assert_string_equal(m->devices->cuda_version, "12.4");

@@ -1,0 +1,247 @@
+/*
+ * fake_kubelet - a stand-in for kubelet's pod-resources API (v1.PodResourcesLister: List and
+ * GetAllocatableResources) on a unix socket, through libtau's rpc server, for the agent's unit
+ * and e2e tests.
+ *
+ * Usage: fake_kubelet --socket PATH --config FILE
+ * Prints "ready" on stdout once serving; SIGTERM or SIGINT stops it. FILE is read on every call,
+ * so a test changes allocations by rewriting it (atomically: write, then rename):
+ *
+ *   {"allocatable": [{"resource": "nvidia.com/gpu", "ids": ["GPU-a", "GPU-b"], "numa": 0}],
+ *    "pods": [{"namespace": "ml", "name": "train-0",
+ *              "containers": [{"name": "main",
+ *                              "devices": [{"resource": "nvidia.com/gpu", "ids": ["GPU-a"],
+ *                                           "numa": 0}]}]}],
+ *    "hang": false,                  never answer any call (the client's deadline ends it)
+ *    "allocatableStatus": 0}         a gRPC code GetAllocatableResources fails with (12:
+ *                                    UNIMPLEMENTED, as a kubelet without the feature)
+ *
+ * An unreadable or malformed FILE fails each call INTERNAL. Test-only.
+ */
+#include "tau/error.h"
+#include "tau/file.h"
+#include "tau/json.h"
+#include "tau/rpc.h"
+
+#include "kubelet/podresources/v1/podresources.pb-c.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONFIG_MAX (1u << 20)
+
+static const char *config_path;
+
+static cJSON *load_config(void)
+{
+	char *text = NULL;
+	size_t len = 0;
+	cJSON *root = NULL;
+
+	if (tau_file_read(&text, &len, config_path, CONFIG_MAX, "fake kubelet config") < 0)
+		return NULL;
+	if (tau_json_parse(&root, text, len, CONFIG_MAX) < 0)
+		root = NULL;
+	free(text);
+	return root;
+}
+
+/* Devices of one JSON entry {"resource", "ids", "numa"}; strings lent from the JSON tree. */
+static V1__ContainerDevices *make_devices(const cJSON *e)
+{
+	V1__ContainerDevices *d = calloc(1, sizeof(*d));
+	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(e, "ids");
+	const cJSON *numa = cJSON_GetObjectItemCaseSensitive(e, "numa");
+	size_t n = (size_t)cJSON_GetArraySize(ids), i = 0;
+	const cJSON *id;
+
+	v1__container_devices__init(d);
+	d->resource_name = (char *)tau_json_str(e, "resource");
+	if (d->resource_name == NULL)
+		d->resource_name = (char *)"";
+	d->device_ids = calloc(n ? n : 1, sizeof(char *));
+	cJSON_ArrayForEach(id, ids)
+	{
+		if (cJSON_IsString(id))
+			d->device_ids[i++] = id->valuestring;
+	}
+	d->n_device_ids = i;
+	if (cJSON_IsNumber(numa)) {
+		d->topology = calloc(1, sizeof(*d->topology));
+		v1__topology_info__init(d->topology);
+		d->topology->nodes = calloc(1, sizeof(V1__NUMANode *));
+		d->topology->nodes[0] = calloc(1, sizeof(V1__NUMANode));
+		v1__numanode__init(d->topology->nodes[0]);
+		d->topology->nodes[0]->id = (int64_t)numa->valuedouble;
+		d->topology->n_nodes = 1;
+	}
+	return d;
+}
+
+static void free_devices(V1__ContainerDevices *d)
+{
+	if (d->topology != NULL) {
+		free(d->topology->nodes[0]);
+		free(d->topology->nodes);
+		free(d->topology);
+	}
+	free(d->device_ids);
+	free(d);
+}
+
+/* true when the call was answered or must stay unanswered; config in *out otherwise. */
+static bool common_start(tau_rpc_call *call, cJSON **out)
+{
+	cJSON *cfg = load_config();
+
+	*out = NULL;
+	if (cfg == NULL) {
+		tau_rpc_call_finish(call, TAU_RPC_INTERNAL, "fake kubelet: config unreadable");
+		return true;
+	}
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, "hang"))) {
+		cJSON_Delete(cfg);
+		return true; /* never answered: the client's deadline ends the call */
+	}
+	*out = cfg;
+	return false;
+}
+
+static void on_allocatable(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	V1__AllocatableResourcesResponse resp = V1__ALLOCATABLE_RESOURCES_RESPONSE__INIT;
+	const cJSON *list, *e;
+	cJSON *cfg;
+	int64_t code = 0;
+	size_t n = 0;
+
+	(void)ud;
+	tau_rpc_message_free(msg);
+	if (common_start(call, &cfg))
+		return;
+	if (tau_json_get_int(&code, cfg, "allocatableStatus") == 0 && code != 0) {
+		tau_rpc_call_finish(call, (tau_rpc_code)code, "fake kubelet: allocatableStatus");
+		cJSON_Delete(cfg);
+		return;
+	}
+	list = cJSON_GetObjectItemCaseSensitive(cfg, "allocatable");
+	resp.devices = calloc((size_t)cJSON_GetArraySize(list) + 1, sizeof(*resp.devices));
+	cJSON_ArrayForEach(e, list) resp.devices[n++] = make_devices(e);
+	resp.n_devices = n;
+	tau_rpc_call_reply(call, &resp.base);
+	for (size_t i = 0; i < n; i++)
+		free_devices(resp.devices[i]);
+	free(resp.devices);
+	cJSON_Delete(cfg);
+}
+
+static void on_list(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
+	const cJSON *pods, *p;
+	cJSON *cfg;
+	size_t np = 0;
+
+	(void)ud;
+	tau_rpc_message_free(msg);
+	if (common_start(call, &cfg))
+		return;
+	pods = cJSON_GetObjectItemCaseSensitive(cfg, "pods");
+	resp.pod_resources =
+	        calloc((size_t)cJSON_GetArraySize(pods) + 1, sizeof(V1__PodResources *));
+	cJSON_ArrayForEach(p, pods)
+	{
+		V1__PodResources *pr = calloc(1, sizeof(*pr));
+		const cJSON *cs = cJSON_GetObjectItemCaseSensitive(p, "containers"), *c;
+		size_t nc = 0;
+
+		v1__pod_resources__init(pr);
+		pr->name = (char *)(tau_json_str(p, "name") ? tau_json_str(p, "name") : "");
+		pr->namespace_ =
+		        (char *)(tau_json_str(p, "namespace") ? tau_json_str(p, "namespace") : "");
+		pr->containers =
+		        calloc((size_t)cJSON_GetArraySize(cs) + 1, sizeof(*pr->containers));
+		cJSON_ArrayForEach(c, cs)
+		{
+			V1__ContainerResources *cr = calloc(1, sizeof(*cr));
+			const cJSON *ds = cJSON_GetObjectItemCaseSensitive(c, "devices"), *d;
+			size_t nd = 0;
+
+			v1__container_resources__init(cr);
+			cr->name = (char *)(tau_json_str(c, "name") ? tau_json_str(c, "name") : "");
+			cr->devices =
+			        calloc((size_t)cJSON_GetArraySize(ds) + 1, sizeof(*cr->devices));
+			cJSON_ArrayForEach(d, ds) cr->devices[nd++] = make_devices(d);
+			cr->n_devices = nd;
+			pr->containers[nc++] = cr;
+		}
+		pr->n_containers = nc;
+		resp.pod_resources[np++] = pr;
+	}
+	resp.n_pod_resources = np;
+	tau_rpc_call_reply(call, &resp.base);
+	for (size_t i = 0; i < np; i++) {
+		V1__PodResources *pr = resp.pod_resources[i];
+
+		for (size_t j = 0; j < pr->n_containers; j++) {
+			for (size_t k = 0; k < pr->containers[j]->n_devices; k++)
+				free_devices(pr->containers[j]->devices[k]);
+			free(pr->containers[j]->devices);
+			free(pr->containers[j]);
+		}
+		free(pr->containers);
+		free(pr);
+	}
+	free(resp.pod_resources);
+	cJSON_Delete(cfg);
+}
+
+int main(int argc, char **argv)
+{
+	const char *socket_path = NULL;
+	tau_rpc_server *srv = NULL;
+	char addr[4200];
+	sigset_t set;
+	int sig = 0;
+	tau_rpc_method list = {.path = "/v1.PodResourcesLister/List",
+	                       .kind = TAU_RPC_UNARY,
+	                       .request = &v1__list_pod_resources_request__descriptor,
+	                       .response = &v1__list_pod_resources_response__descriptor,
+	                       .on_message = on_list};
+	tau_rpc_method alloc = {.path = "/v1.PodResourcesLister/GetAllocatableResources",
+	                        .kind = TAU_RPC_UNARY,
+	                        .request = &v1__allocatable_resources_request__descriptor,
+	                        .response = &v1__allocatable_resources_response__descriptor,
+	                        .on_message = on_allocatable};
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--socket") == 0)
+			socket_path = argv[i + 1];
+		else if (strcmp(argv[i], "--config") == 0)
+			config_path = argv[i + 1];
+	}
+	if (socket_path == NULL || config_path == NULL) {
+		fprintf(stderr, "usage: fake_kubelet --socket PATH --config FILE\n");
+		return 2;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	snprintf(addr, sizeof(addr), "unix:%s", socket_path);
+	if (tau_rpc_server_new(&srv, NULL) < 0 || tau_rpc_server_add_method(srv, &list) < 0 ||
+	    tau_rpc_server_add_method(srv, &alloc) < 0 ||
+	    tau_rpc_server_listen(srv, addr, NULL, NULL) < 0 || tau_rpc_server_start(srv) < 0) {
+		fprintf(stderr, "fake_kubelet: %s\n", tau_error_last()->msg);
+		tau_rpc_server_free(srv);
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	sigwait(&set, &sig);
+	tau_rpc_server_shutdown(srv, 0);
+	tau_rpc_server_free(srv);
+	return 0;
+}
