@@ -218,7 +218,9 @@ void tau_kube_client_stats_get(const tau_kube_client *c, tau_kube_client_stats *
 /**
  * Write the request metrics of `n` clients (at most 8) as Prometheus text:
  * PREFIX_kube_requests_total{client,verb,code} (counter) and
- * PREFIX_kube_request_duration_seconds{client,verb} (histogram; watches untimed).
+ * PREFIX_kube_request_duration_seconds{client,verb} (histogram; watches untimed),
+ * PREFIX_kube_request_retries_total{client} and PREFIX_kube_throttle_wait_seconds_total{client}
+ * (counters, from tau_kube_client_stats).
  * `names[i]` labels `clients[i]`; verbs are GET, LIST, WATCH (informers), POST, PUT,
  * PATCH, DELETE; code is the HTTP code, "<error>" when none came.  Thread-safe.
  */

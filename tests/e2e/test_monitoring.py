@@ -282,6 +282,11 @@ class LiveMetricsTest(unittest.TestCase):
                                       client="main", verb="LIST"), 1)
         self.assertGreaterEqual(value(body, "tau_aggregator_kube_requests_total",
                                       client="review", verb="POST", code="201"), 2)
+        for client in ("main", "review"):
+            self.assertIsNotNone(value(body, "tau_aggregator_kube_request_retries_total",
+                                       client=client), client)
+            self.assertGreaterEqual(value(body, "tau_aggregator_kube_throttle_wait_seconds_total",
+                                          client=client), 0)
 
     def test_z_failed_write_counts_as_a_reconcile_error(self):
         """Every Cohort update is refused 403 (a write the client does not retry) until the

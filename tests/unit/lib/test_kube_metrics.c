@@ -76,10 +76,38 @@ static void test_verbs_codes_and_latency(void **state)
 	tau_kube_request_metrics_destroy(&other);
 }
 
+/* Through the public call: each client's retries and limiter wait beside its requests. */
+static void test_clients_written(void **state)
+{
+	tau_kube_config *cfg = NULL;
+	tau_kube_client *c = NULL;
+	tau_buf b = TAU_BUF_INIT(0);
+
+	(void)state;
+	assert_int_equal(tau_kube_config_new(&cfg), 0);
+	cfg->server = strdup("http://127.0.0.1:1");
+	assert_int_equal(tau_kube_client_new(&c, cfg), 0);
+	tau_kube_request_metrics_record(tau_kube_client_request_metrics(c), TAU_KUBE_VERB_LIST, 200,
+	                                40000, true);
+	tau_kube_client_metrics_write(&b, "tau_y", &c, (const char *const[]){"main"}, 1);
+	assert_int_equal(tau_buf_error(&b), 0);
+	contains(b.p, "tau_y_kube_requests_total{client=\"main\",verb=\"LIST\",code=\"200\"} 1\n");
+	contains(b.p, "tau_y_kube_request_duration_seconds_bucket{client=\"main\",verb=\"LIST\","
+	              "le=\"0.05\"} 1\n");
+	contains(b.p, "# TYPE tau_y_kube_request_retries_total counter\n"
+	              "tau_y_kube_request_retries_total{client=\"main\"} 0\n");
+	contains(b.p, "# TYPE tau_y_kube_throttle_wait_seconds_total counter\n"
+	              "tau_y_kube_throttle_wait_seconds_total{client=\"main\"} 0.000\n");
+	tau_buf_free(&b);
+	tau_kube_client_free(c);
+	tau_kube_config_free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_verbs_codes_and_latency),
+	        cmocka_unit_test(test_clients_written),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
