@@ -1172,9 +1172,12 @@ static int decide_team(ctx *c, cJSON *managed)
 			break;
 		}
 		managed_add(managed, "ResourceFlavor", plan->flavors[f].name);
+		/* Another owner's Cohort under our name blocks the Cohort, not our flavors. */
 		ensure(b, TAU_BUDGET_RESOURCE_FLAVOR, rf,
 		       find_named(in->flavors, in->n_flavors, plan->flavors[f].name),
-		       c->cluster_uid, s.write_cohort, scratch, sizeof(scratch), &by_cluster);
+		       c->cluster_uid,
+		       c->writes_allowed && !cleanup && (team != NULL || orphan_cohort != NULL),
+		       scratch, sizeof(scratch), &by_cluster);
 	}
 	if (plan != NULL && c->effective != NULL && (team != NULL || orphan_cohort != NULL)) {
 		const char *uid = team != NULL
@@ -1477,9 +1480,11 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 	}
 	if (x->desired_cohort != NULL) {
 		managed_add(managed, "Cohort", x->cohort);
+		adopter by = {in, c->cluster_uid, team};
+
 		ensure(b, TAU_BUDGET_COHORT, x->desired_cohort,
 		       find_named(in->cohorts, in->n_cohorts, x->cohort), uid, w, problem,
-		       sizeof(problem), NULL);
+		       sizeof(problem), &by);
 		x->desired_cohort = NULL;
 	}
 	if (w && x->delete_cohort && x->owned_cohort != NULL)
@@ -1568,6 +1573,8 @@ static void explicit_teams(ctx *c, cJSON *managed)
 	}
 	xi.capacity = in->ever_established ? in->pool : NULL;
 	xi.pool_claimed_by = c->blocked_team != NULL ? c->blocked_team : c->capacity;
+	xi.teams = in->teams;
+	xi.n_teams = in->n_teams;
 	xi.cluster_uid = c->cluster_uid;
 	xi.workspaces = in->workspaces;
 	xi.n_workspaces = in->n_workspaces;

@@ -1248,6 +1248,24 @@ bool tau_budget_has_team_finalizer(const cJSON *team)
 	return false;
 }
 
+/*
+ * Is Cohort `co` this team's from before it was created again: our labels naming this team, a
+ * recorded team UID that no TauTeam has?
+ */
+static bool recreated_owner(const team_ctx *c, const cJSON *co)
+{
+	const char *uid = tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID);
+
+	if (!streq(tau_json_label(co, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY) ||
+	    !streq(tau_json_label(co, TAU_BUDGET_LABEL_TEAM), c->name) || uid == NULL ||
+	    uid[0] == '\0')
+		return false;
+	for (size_t i = 0; i < c->in->n_teams; i++)
+		if (streq(tau_json_str(c->in->teams[i], "metadata.uid"), uid))
+			return false;
+	return true;
+}
+
 /* Does the team set a quota (an empty list sets none)? */
 static bool quota_given(const cJSON *team)
 {
@@ -1278,6 +1296,8 @@ static int decide(team_ctx *c)
 
 	if (co != NULL) {
 		own = tau_budget_ownership_of(co, TAU_BUDGET_COHORT, c->uid, why, sizeof(why));
+		if (own == TAU_BUDGET_OTHER_OWNER && recreated_owner(c, co))
+			own = TAU_BUDGET_OWNED; /* ours: the caller's write adopts it (Adopted) */
 		if (own == TAU_BUDGET_OWNED)
 			t->owned_cohort = co;
 	}

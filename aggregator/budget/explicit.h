@@ -145,6 +145,10 @@ typedef struct tau_budget_explicit_input {
 	 */
 	const char *pool_claimed_by;
 	const char *cluster_uid; /**< owner of our ResourceFlavors */
+	/** Every TauTeam: a Cohort of ours recording a team UID none of them has (the team was
+	 * created again under its name) is adopted, not another owner's (issue 24). */
+	const cJSON *const *teams;
+	size_t n_teams;
 	const cJSON *const *workspaces;
 	size_t n_workspaces;
 	const cJSON *const *flavors;

@@ -387,6 +387,8 @@ static void test_foreign_cohort_with_our_name(void **state)
 	assert_string_equal(f->d->state, "OwnershipConflict");
 	assert_null(find_write(f, "tau-team-research"));
 	assert_null(find_write(f, "tau-ws-alpha"));
+	/* It blocks what it names (and the queues that would borrow from it), not our flavors. */
+	assert_non_null(find_write(f, "taugrid-gpu-h100"));
 }
 
 static void test_observe_writes_nothing(void **state)

@@ -649,6 +649,38 @@ static void test_e9_empty_team_has_no_finalizer(void **state)
 	assert_true(w->x->add_finalizer);
 }
 
+/* A team created again (new UID) finds its Cohort recording the old one: ours, adopted (the
+ * caller's write, with an Event); one recording a live team's UID is another owner's (E8). */
+static void test_e8_recreated_team_adopts_its_cohort(void **state)
+{
+	world *w = *state;
+	const cJSON *other;
+
+	team(w, "ml", QUOTA("4"), "");
+	cohort(w, "ml", "4",
+	       ",\"labels\":{\"app.kubernetes.io/managed-by\":\"taugrid\",\"tau.azure.com/team\":"
+	       "\"ml\",\"tau.azure.com/quota-mode\":\"explicit\"},\"annotations\":{"
+	       "\"tau.azure.com/team-uid\":\"uid-old\"}");
+	w->in.teams = &w->in.team;
+	w->in.n_teams = 1;
+	decide(w);
+	assert_non_null(w->x->owned_cohort);
+	assert_reason(w, "QuotaApplied", "tau-team-ml");
+	other = add(w, "{\"kind\":\"TauTeam\",\"metadata\":{\"name\":\"vision\",\"uid\":"
+	               "\"uid-old\"},\"spec\":{}}");
+	{
+		const cJSON *both[2] = {w->in.team, other};
+
+		w->in.teams = both;
+		w->in.n_teams = 2;
+		decide(w);
+		assert_null(w->x->owned_cohort);
+		assert_reason(w, "OwnershipConflict", "tau-team-ml");
+	}
+	w->in.teams = NULL;
+	w->in.n_teams = 0;
+}
+
 /* E10: missing quota is zero; unknown flavors are FlavorNotReady. */
 static void test_e10_zero_and_missing_flavor(void **state)
 {
@@ -686,6 +718,7 @@ int main(void)
 	        T(test_e8_ownership),
 	        T(test_e9_deletion),
 	        T(test_e9_empty_team_has_no_finalizer),
+	        T(test_e8_recreated_team_adopts_its_cohort),
 	        T(test_e10_zero_and_missing_flavor),
 	};
 #undef T
