@@ -138,7 +138,7 @@ typedef struct tau_ctl_watch_opts {
 
 /** Counters (tests, metrics). */
 typedef struct tau_ctl_stats {
-	uint64_t reconciles; /**< reconcile calls */
+	uint64_t reconciles; /**< reconcile calls that returned (counted with their outcome) */
 	uint64_t failures;   /**< of which returned an error other than a conflict */
 	uint64_t conflicts;  /**< of which returned -TAU_ECONFLICT */
 	uint64_t resyncs;    /**< resync rounds (periodic, at the gate, and triggers of all) */
