@@ -806,6 +806,26 @@ static int probe_rdma(tau_agent_host_probe *p, const char *root)
 	return 0;
 }
 
+/* ------------------------------------------------------------- CSI live */
+
+/* The live CSI check of every driver whose registration socket is present. */
+static int probe_csi_live(tau_agent_host_probe *p, const char *root)
+{
+	const char *names[TAU_AGENT_PROBE_MAX_DRIVERS];
+	size_t n = 0;
+	int rc;
+
+	for (size_t i = 0; i < p->n_sockets && n < TAU_AGENT_PROBE_MAX_DRIVERS; i++)
+		if (p->sockets[i].state == TAU_AGENT_SOCKET_PRESENT)
+			names[n++] = p->sockets[i].driver;
+	rc = tau_agent_csi_probe(&p->csi_live, root, names, n, TAU_AGENT_CSI_TIMEOUT_MS,
+	                         TAU_AGENT_CSI_BUDGET_MS);
+	if (rc < 0)
+		return rc;
+	p->n_csi_live = p->csi_live != NULL ? n : 0;
+	return 0;
+}
+
 /* ------------------------------------------------------------- the probe */
 
 void tau_agent_host_probe_init(tau_agent_host_probe *probe)
@@ -830,6 +850,7 @@ void tau_agent_host_probe_free(tau_agent_host_probe *probe)
 	free(probe->nvml_note);
 	tau_agent_nvml_free(&probe->nvml);
 	tau_agent_podres_free(&probe->podres);
+	tau_agent_csi_live_free(probe->csi_live, probe->n_csi_live);
 	tau_agent_rdma_ports_free(probe->rdma_ports, probe->n_rdma_ports);
 	tau_agent_problem_list_free(&probe->problems);
 	tau_agent_host_probe_init(probe);
@@ -858,7 +879,10 @@ int tau_agent_probe_host(tau_agent_host_probe *probe, const char *host_root,
 	rc = probe_rdma(probe, host_root);
 	if (rc < 0)
 		return rc;
-	return tau_agent_podres_probe(&probe->podres, host_root, TAU_AGENT_PODRESOURCES_TIMEOUT_MS);
+	rc = tau_agent_podres_probe(&probe->podres, host_root, TAU_AGENT_PODRESOURCES_TIMEOUT_MS);
+	if (rc < 0)
+		return rc;
+	return probe_csi_live(probe, host_root);
 }
 
 /* ---------------------------------------------------------- registry watch */

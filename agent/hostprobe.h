@@ -20,6 +20,7 @@
 #ifndef TAU_AGENT_HOSTPROBE_H
 #define TAU_AGENT_HOSTPROBE_H
 
+#include "csiprobe.h"
 #include "nvml.h"
 #include "podresources.h"
 
@@ -153,6 +154,9 @@ typedef struct tau_agent_host_probe {
 	char *nvml_note;         /**< owned; why NVML was not probed (NULL when it was) */
 	tau_agent_nvml nvml;     /**< per-GPU facts, versions, missing symbols (nvml.h) */
 	tau_agent_podres podres; /**< kubelet pod-resources: devices and holders (podresources.h) */
+	/** owned; the live CSI check (csiprobe.h) of each driver whose socket is present */
+	tau_agent_csi_live *csi_live;
+	size_t n_csi_live;
 
 	int64_t rdma_ports_total; /**< ports under /sys/class/infiniband; -1 if unreadable */
 	int64_t rdma_ports_up;    /**< of those, state "4: ACTIVE"; -1 if unreadable */

@@ -76,8 +76,10 @@ void tau_agent_inventory_free(tau_agent_inventory *inv)
 	free(inv->os);
 	free_kvs(inv->labels, inv->n_labels);
 	free_kvs(inv->allocatable, inv->n_allocatable);
-	for (size_t i = 0; i < inv->n_csi_drivers; i++)
+	for (size_t i = 0; i < inv->n_csi_drivers; i++) {
 		free(inv->csi_drivers[i].name);
+		tau_agent_csi_live_free(inv->csi_drivers[i].live, 1);
+	}
 	free(inv->csi_drivers);
 	free(inv->devices.nvml_note);
 	tau_agent_nvml_free(&inv->devices.nvml);
@@ -797,6 +799,20 @@ int tau_agent_inventory_apply_host(tau_agent_inventory *inv, const tau_agent_hos
 			break;
 		}
 	}
+	for (size_t i = 0; i < probe->n_csi_live; i++) {
+		tau_agent_csi_driver *d = NULL;
+
+		rc = driver_get(inv, probe->csi_live[i].driver, &d);
+		if (rc == -TAU_ETOOBIG)
+			continue;
+		if (rc < 0)
+			return rc;
+		tau_agent_csi_live_free(d->live, 1);
+		d->live = NULL;
+		rc = tau_agent_csi_live_copy(&d->live, &probe->csi_live[i], 1);
+		if (rc < 0)
+			return rc;
+	}
 	for (size_t i = 0; i < probe->problems.n; i++) {
 		rc = tau_agent_problem_add_text(&inv->problems, probe->problems.items[i]);
 		if (rc < 0)
@@ -1016,6 +1032,29 @@ static bool add_kvs(cJSON *obj, const char *key, const tau_agent_kv *kvs, size_t
 	return true;
 }
 
+/* -1 / 0 / 1 as null / false / true. */
+static bool add_flag(cJSON *obj, const char *key, int v)
+{
+	if (v < 0)
+		return cJSON_AddNullToObject(obj, key) != NULL;
+	return cJSON_AddBoolToObject(obj, key, v != 0) != NULL;
+}
+
+/* "probe": the live check of a driver, or null when it was not made (no socket). */
+static bool add_csi_live(cJSON *obj, const tau_agent_csi_live *l)
+{
+	cJSON *p;
+
+	if (l == NULL)
+		return cJSON_AddNullToObject(obj, "probe") != NULL;
+	p = cJSON_AddObjectToObject(obj, "probe");
+	return p != NULL && add_flag(p, "ready", l->ready) &&
+	       add_string_or_null(p, "endpoint", l->endpoint) &&
+	       add_string_or_null(p, "pluginName", l->plugin_name) &&
+	       add_string_or_null(p, "vendorVersion", l->vendor_version) &&
+	       add_string_or_null(p, "error", l->error);
+}
+
 static bool add_drivers(cJSON *obj, const tau_agent_inventory *inv)
 {
 	cJSON *arr = cJSON_AddArrayToObject(obj, "csiDrivers");
@@ -1035,18 +1074,11 @@ static bool add_drivers(cJSON *obj, const tau_agent_inventory *inv)
 		    cJSON_AddStringToObject(e, "managedBy",
 		                            tau_csi_managed_by_name(d->managed_by)) == NULL ||
 		    cJSON_AddBoolToObject(e, "supported", tau_agent_csi_driver_supported(inv, d)) ==
-		            NULL)
+		            NULL ||
+		    !add_csi_live(e, d->live))
 			return false;
 	}
 	return true;
-}
-
-/* -1 / 0 / 1 as null / false / true. */
-static bool add_flag(cJSON *obj, const char *key, int v)
-{
-	if (v < 0)
-		return cJSON_AddNullToObject(obj, key) != NULL;
-	return cJSON_AddBoolToObject(obj, key, v != 0) != NULL;
 }
 
 /* "12.4" from NVML's 12040; NULL-safe buffer of 16. */

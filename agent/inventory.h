@@ -76,6 +76,7 @@ typedef struct tau_agent_csi_driver {
 	bool has_node_pod;             /**< a pod on this node serves it */
 	tau_agent_tristate socket;     /**< registration socket present; UNKNOWN if not probed */
 	tau_csi_managed_by managed_by; /**< from the node pod's labels and args */
+	tau_agent_csi_live *live;      /**< owned; the live check (csiprobe.h), NULL not probed */
 } tau_agent_csi_driver;
 
 /** Local devices as the host probe saw them; -1 means unknown. */

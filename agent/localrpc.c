@@ -69,6 +69,9 @@ int tau_agent_local_call(ProtobufCMessage **out, tau_rpc_channel *ch, const char
 	if (status.code == TAU_RPC_DEADLINE_EXCEEDED)
 		snprintf(why, why_cap, "%s: no answer within %d ms (DEADLINE_EXCEEDED)",
 		         name != NULL ? name + 1 : method, timeout_ms);
+	else if (status.code == TAU_RPC_UNAVAILABLE) /* gRPC's own text names temporary paths */
+		snprintf(why, why_cap, "%s: UNAVAILABLE (nothing answers on the socket)",
+		         name != NULL ? name + 1 : method);
 	else if (status.code == TAU_RPC_OK) /* answered, but the answer was not valid */
 		snprintf(why, why_cap, "%s: %.250s", name != NULL ? name + 1 : method,
 		         tau_error_last()->msg);

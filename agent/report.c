@@ -205,6 +205,20 @@ static int fill_gpus(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devic
 	return 0;
 }
 
+/* CsiDriver's live-check fields (all "" / UNKNOWN when not probed). */
+static int fill_csi_live(Tau__Inventory__V1__CsiDriver *c, const tau_agent_csi_live *l)
+{
+	c->probed = l != NULL;
+	c->probe_ready = tri_to_proto(l != NULL ? l->ready : -1);
+	if ((c->endpoint = tau_agent_utf8_dup(l != NULL ? l->endpoint : NULL)) == NULL ||
+	    (c->plugin_name = tau_agent_utf8_dup(l != NULL ? l->plugin_name : NULL)) == NULL ||
+	    (c->vendor_version = tau_agent_utf8_dup(l != NULL ? l->vendor_version : NULL)) ==
+	            NULL ||
+	    (c->probe_error = tau_agent_utf8_dup(l != NULL ? l->error : NULL)) == NULL)
+		return -TAU_ENOMEM;
+	return 0;
+}
+
 /* LocalDevices' pod-resources fields. */
 static int fill_pod_devices(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devices *dev)
 {
@@ -349,11 +363,14 @@ static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inve
 			tau__inventory__v1__csi_driver__init(c);
 			c->name = NULL;
 			c->detail = NULL;
+			c->endpoint = c->plugin_name = c->vendor_version = c->probe_error = NULL;
 			m->csi_drivers[m->n_csi_drivers++] = c;
 			c->in_csi_node = d->in_csinode;
 			c->socket_present = d->socket == TAU_AGENT_TRUE;
 			c->managed_by = managed_to_proto(d->managed_by);
 			c->supported = supported;
+			if (fill_csi_live(c, d->live) < 0)
+				return -TAU_ENOMEM;
 			if ((c->name = tau_agent_utf8_dup(d->name)) == NULL ||
 			    (c->detail = tau_agent_utf8_dup(driver_detail(inv, d, supported))) ==
 			            NULL)

@@ -57,7 +57,7 @@ add_dependencies(tau_agent tau_node_proto)
 # Fake node plugins for tests and the e2e: a kubelet pod-resources server and a CSI driver
 # (registration socket + Identity), each a program on libtau's rpc server answering from a
 # JSON file it reads on every call (tests/fakes/<name>/). build/fakes/bin/<name>.
-foreach(fake IN ITEMS fake_kubelet)
+foreach(fake IN ITEMS fake_kubelet fake_csi_driver)
   string(REPLACE "fake_" "" dir ${fake})
   add_executable(${fake} ${PROJECT_SOURCE_DIR}/tests/fakes/${dir}/${fake}.c
                          $<TARGET_OBJECTS:tau_node_proto>)
@@ -69,6 +69,6 @@ foreach(fake IN ITEMS fake_kubelet)
 endforeach()
 foreach(t IN ITEMS test_agent_podresources test_agent_csiprobe test_agent_inventory)
   if(TARGET ${t})
-    add_dependencies(${t} fake_kubelet)
+    add_dependencies(${t} fake_kubelet fake_csi_driver)
   endif()
 endforeach()

@@ -16,37 +16,15 @@
  *    "allocatableStatus": 0}         a gRPC code GetAllocatableResources fails with (12:
  *                                    UNIMPLEMENTED, as a kubelet without the feature)
  *
- * An unreadable or malformed FILE fails each call INTERNAL. Test-only.
+ * An unreadable or malformed FILE fails each call INTERNAL (tests/fakes/fake_plugin.h). Test-only.
  */
-#include "tau/error.h"
-#include "tau/file.h"
-#include "tau/json.h"
-#include "tau/rpc.h"
+#include "../fake_plugin.h"
 
 #include "kubelet/podresources/v1/podresources.pb-c.h"
 
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#define CONFIG_MAX (1u << 20)
-
 static const char *config_path;
-
-static cJSON *load_config(void)
-{
-	char *text = NULL;
-	size_t len = 0;
-	cJSON *root = NULL;
-
-	if (tau_file_read(&text, &len, config_path, CONFIG_MAX, "fake kubelet config") < 0)
-		return NULL;
-	if (tau_json_parse(&root, text, len, CONFIG_MAX) < 0)
-		root = NULL;
-	free(text);
-	return root;
-}
 
 /* Devices of one JSON entry {"resource", "ids", "numa"}; strings lent from the JSON tree. */
 static V1__ContainerDevices *make_devices(const cJSON *e)
@@ -94,13 +72,11 @@ static void free_devices(V1__ContainerDevices *d)
 /* true when the call was answered or must stay unanswered; config in *out otherwise. */
 static bool common_start(tau_rpc_call *call, cJSON **out)
 {
-	cJSON *cfg = load_config();
+	cJSON *cfg = fake_plugin_config(call, config_path);
 
 	*out = NULL;
-	if (cfg == NULL) {
-		tau_rpc_call_finish(call, TAU_RPC_INTERNAL, "fake kubelet: config unreadable");
+	if (cfg == NULL)
 		return true;
-	}
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, "hang"))) {
 		cJSON_Delete(cfg);
 		return true; /* never answered: the client's deadline ends the call */
@@ -201,10 +177,6 @@ static void on_list(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 int main(int argc, char **argv)
 {
 	const char *socket_path = NULL;
-	tau_rpc_server *srv = NULL;
-	char addr[4200];
-	sigset_t set;
-	int sig = 0;
 	tau_rpc_method list = {.path = "/v1.PodResourcesLister/List",
 	                       .kind = TAU_RPC_UNARY,
 	                       .request = &v1__list_pod_resources_request__descriptor,
@@ -226,22 +198,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: fake_kubelet --socket PATH --config FILE\n");
 		return 2;
 	}
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	snprintf(addr, sizeof(addr), "unix:%s", socket_path);
-	if (tau_rpc_server_new(&srv, NULL) < 0 || tau_rpc_server_add_method(srv, &list) < 0 ||
-	    tau_rpc_server_add_method(srv, &alloc) < 0 ||
-	    tau_rpc_server_listen(srv, addr, NULL, NULL) < 0 || tau_rpc_server_start(srv) < 0) {
-		fprintf(stderr, "fake_kubelet: %s\n", tau_error_last()->msg);
-		tau_rpc_server_free(srv);
-		return 1;
+	{
+		const tau_rpc_method methods[] = {list, alloc};
+		const char *sockets[] = {socket_path};
+
+		return fake_plugin_serve("fake_kubelet", methods, 2, sockets, 1);
 	}
-	printf("ready\n");
-	fflush(stdout);
-	sigwait(&set, &sig);
-	tau_rpc_server_shutdown(srv, 0);
-	tau_rpc_server_free(srv);
-	return 0;
 }

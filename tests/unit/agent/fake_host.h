@@ -14,12 +14,14 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -112,6 +114,15 @@ __attribute__((unused)) static pid_t start_fake(char *const argv[])
 	if (strstr(buf, "ready") == NULL)
 		fail_msg("%s did not get ready", argv[0]);
 	return pid;
+}
+
+/* Monotonic milliseconds, to show a probe is bounded by its deadline. */
+__attribute__((unused)) static int64_t test_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 __attribute__((unused)) static void stop_fake(pid_t pid)

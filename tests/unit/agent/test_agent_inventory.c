@@ -252,9 +252,9 @@ static void test_nd_h100_csinode(void **state)
 	assert_int_equal(inv.n_csi_drivers, 2);
 	assert_json(&inv, "csiDrivers",
 	            "[{\"name\":\"disk.csi.azure.com\",\"inCSINode\":true,\"socketPresent\":null,"
-	            "\"managedBy\":\"Unknown\",\"supported\":true},"
+	            "\"managedBy\":\"Unknown\",\"supported\":true,\"probe\":null},"
 	            "{\"name\":\"file.csi.azure.com\",\"inCSINode\":true,\"socketPresent\":null,"
-	            "\"managedBy\":\"Unknown\",\"supported\":true}]");
+	            "\"managedBy\":\"Unknown\",\"supported\":true,\"probe\":null}]");
 	assert_int_equal(tau_agent_inventory_check_consistency(&inv), 0);
 	assert_problems(&inv, 0);
 
@@ -286,11 +286,11 @@ static void test_nc_a100_mig_cordoned(void **state)
 	/* Drivers sorted by name, whatever the CSINode's registration order. */
 	assert_json(&inv, "csiDrivers",
 	            "[{\"name\":\"blob.csi.azure.com\",\"inCSINode\":true,\"socketPresent\":null,"
-	            "\"managedBy\":\"Unknown\",\"supported\":true},"
+	            "\"managedBy\":\"Unknown\",\"supported\":true,\"probe\":null},"
 	            "{\"name\":\"disk.csi.azure.com\",\"inCSINode\":true,\"socketPresent\":null,"
-	            "\"managedBy\":\"Unknown\",\"supported\":true},"
+	            "\"managedBy\":\"Unknown\",\"supported\":true,\"probe\":null},"
 	            "{\"name\":\"file.csi.azure.com\",\"inCSINode\":true,\"socketPresent\":null,"
-	            "\"managedBy\":\"Unknown\",\"supported\":true}]");
+	            "\"managedBy\":\"Unknown\",\"supported\":true,\"probe\":null}]");
 
 	/* One A100 in MIG mode, sockets present, no InfiniBand: nothing to report. */
 	fake_probe(&probe, 1, 0, 0);
@@ -388,9 +388,10 @@ static void test_flex_node_full_json(void **state)
 	        "\"nvidia.com/gpu\":\"8\",\"nvidia.com/hostdev\":\"8\",\"pods\":\"110\","
 	        "\"rdma/rdma_shared_device_a\":\"63\"},"
 	        "\"csiDrivers\":[{\"name\":\"disk.csi.azure.com\",\"inCSINode\":false,"
-	        "\"socketPresent\":false,\"managedBy\":\"AKSAddon\",\"supported\":false},"
+	        "\"socketPresent\":false,\"managedBy\":\"AKSAddon\",\"supported\":false,\"probe\":"
+	        "null},"
 	        "{\"name\":\"nfs.csi.k8s.io\",\"inCSINode\":true,\"socketPresent\":true,"
-	        "\"managedBy\":\"Deployment\",\"supported\":true}],"
+	        "\"managedBy\":\"Deployment\",\"supported\":true,\"probe\":null}],"
 	        "\"devices\":{\"gpus\":{\"present\":8,\"healthy\":null,\"probed\":false,"
 	        "\"deviceNodes\":8,\"notProbedReason\":\"NVML disabled by "
 	        "TAU_AGENT_NVML=off\",\"driverVersion\":null,\"cudaVersion\":null,"
@@ -426,9 +427,9 @@ static void test_flex_azure_disk_unsupported_even_self_deployed(void **state)
 	assert_int_equal(tau_agent_inventory_apply_pods(&inv, pods), 0);
 	assert_json(&inv, "csiDrivers",
 	            "[{\"name\":\"disk.csi.azure.com\",\"inCSINode\":true,\"socketPresent\":null,"
-	            "\"managedBy\":\"Deployment\",\"supported\":false},"
+	            "\"managedBy\":\"Deployment\",\"supported\":false,\"probe\":null},"
 	            "{\"name\":\"file.csi.azure.com\",\"inCSINode\":true,\"socketPresent\":null,"
-	            "\"managedBy\":\"Deployment\",\"supported\":true}]");
+	            "\"managedBy\":\"Deployment\",\"supported\":true,\"probe\":null}]");
 	assert_int_equal(tau_agent_inventory_check_consistency(&inv), 0);
 	assert_problems(&inv, 1);
 	assert_string_equal(inv.problems.items[0],
@@ -648,13 +649,13 @@ static void test_pods_managed_by(void **state)
 	assert_int_equal(tau_agent_inventory_apply_pods(&inv, pods), 0);
 	assert_json(&inv, "csiDrivers",
 	            "[{\"name\":\"blob.csi.azure.com\",\"inCSINode\":false,\"socketPresent\":null,"
-	            "\"managedBy\":\"Unknown\",\"supported\":true},"
+	            "\"managedBy\":\"Unknown\",\"supported\":true,\"probe\":null},"
 	            "{\"name\":\"disk.csi.azure.com\",\"inCSINode\":true,\"socketPresent\":null,"
-	            "\"managedBy\":\"AKSAddon\",\"supported\":true},"
+	            "\"managedBy\":\"AKSAddon\",\"supported\":true,\"probe\":null},"
 	            "{\"name\":\"file.csi.azure.com\",\"inCSINode\":true,\"socketPresent\":null,"
-	            "\"managedBy\":\"Deployment\",\"supported\":true},"
+	            "\"managedBy\":\"Deployment\",\"supported\":true,\"probe\":null},"
 	            "{\"name\":\"foo.example.com\",\"inCSINode\":false,\"socketPresent\":null,"
-	            "\"managedBy\":\"Deployment\",\"supported\":true}]");
+	            "\"managedBy\":\"Deployment\",\"supported\":true,\"probe\":null}]");
 	assert_problems(&inv, 1);
 	assert_string_equal(inv.problems.items[0],
 	                    "pod stray runs on node aks-other-1, not on " ND_NAME "; ignored");
@@ -905,12 +906,31 @@ static void test_nd_h100_with_fake_host(void **state)
 	const char *names[TAU_AGENT_MAX_CSI_DRIVERS];
 	tau_agent_inventory inv;
 	tau_agent_host_probe probe;
-	char rel[256];
+	char rel[256], reg[128], ep[128], config[64];
+	char *argv[] = {(char *)TAU_BINARY_DIR "/fakes/bin/fake_csi_driver",
+	                (char *)"--registration",
+	                reg,
+	                (char *)"--endpoint",
+	                ep,
+	                (char *)"--advertise",
+	                (char *)"/var/lib/kubelet/plugins/disk.csi.azure.com/csi.sock",
+	                (char *)"--config",
+	                config,
+	                NULL};
+	pid_t csi;
 
 	(void)state;
 	assert_non_null(mkdtemp(root));
 	make_dirs(root, "var/lib/kubelet/plugins_registry");
-	make_socket(root, "var/lib/kubelet/plugins_registry/disk.csi.azure.com-reg.sock");
+	make_dirs(root, "var/lib/kubelet/plugins/disk.csi.azure.com");
+	/* Azure Disk's registrar and driver answer; Azure File's socket outlived its registrar. */
+	snprintf(reg, sizeof(reg),
+	         "%s/var/lib/kubelet/plugins_registry/disk.csi.azure.com-reg.sock", root);
+	snprintf(ep, sizeof(ep), "%s/var/lib/kubelet/plugins/disk.csi.azure.com/csi.sock", root);
+	snprintf(config, sizeof(config), "%s/csi.json", root);
+	write_file(root, "csi.json",
+	           "{\"name\": \"disk.csi.azure.com\", \"vendorVersion\": \"v1.29.9\"}");
+	csi = start_fake(argv);
 	make_socket(root, "var/lib/kubelet/plugins_registry/file.csi.azure.com-reg.sock");
 	make_dirs(root, "dev");
 	write_file(root, "dev/nvidiactl", "");
@@ -936,9 +956,14 @@ static void test_nd_h100_with_fake_host(void **state)
 	assert_problems(&inv, 0);
 	assert_json(&inv, "csiDrivers",
 	            "[{\"name\":\"disk.csi.azure.com\",\"inCSINode\":true,\"socketPresent\":true,"
-	            "\"managedBy\":\"Unknown\",\"supported\":true},"
+	            "\"managedBy\":\"Unknown\",\"supported\":true,\"probe\":{\"ready\":true,"
+	            "\"endpoint\":\"/var/lib/kubelet/plugins/disk.csi.azure.com/csi.sock\","
+	            "\"pluginName\":\"disk.csi.azure.com\",\"vendorVersion\":\"v1.29.9\","
+	            "\"error\":null}},"
 	            "{\"name\":\"file.csi.azure.com\",\"inCSINode\":true,\"socketPresent\":true,"
-	            "\"managedBy\":\"Unknown\",\"supported\":true}]");
+	            "\"managedBy\":\"Unknown\",\"supported\":true,\"probe\":{\"ready\":null,"
+	            "\"endpoint\":null,\"pluginName\":null,\"vendorVersion\":null,\"error\":"
+	            "\"registration GetInfo: UNAVAILABLE (nothing answers on the socket)\"}}]");
 	{
 		/* Each port described, in device order, with what its files say. */
 		char want[4096];
@@ -965,6 +990,7 @@ static void test_nd_h100_with_fake_host(void **state)
 		         "exist\",\"devices\":[],\"dropped\":0}}");
 		assert_json(&inv, "devices", want);
 	}
+	stop_fake(csi);
 	tau_agent_inventory_free(&inv);
 	nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -66,14 +66,6 @@ static void serve(fixture *f, const char *config)
 	f->pid = start_fake(argv);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* 4 GPUs, 2 held by a pod; a third held although kubelet no longer lists it (unhealthy). */
 static void test_join(void **state)
 {
@@ -205,9 +197,9 @@ static void test_hang_is_bounded(void **state)
 
 	serve(f, "{\"hang\": true}");
 	tau_agent_podres_init(&r);
-	t0 = now_ms();
+	t0 = test_now_ms();
 	assert_int_equal(tau_agent_podres_probe(&r, f->root, 300), 0);
-	took = now_ms() - t0;
+	took = test_now_ms() - t0;
 	assert_false(r.probed);
 	assert_string_equal(r.note, "kubelet pod-resources not answering: GetAllocatableResources: "
 	                            "no answer within 300 ms (DEADLINE_EXCEEDED)");

@@ -126,6 +126,15 @@ static void nd_inventory(tau_agent_inventory *inv, bool nvml)
 		assert_int_equal(tau_agent_rdma_ports_copy(&probe.rdma_ports, ports, 2), 0);
 		probe.n_rdma_ports = 2;
 	}
+	/* The live CSI check of Azure Disk (its socket is present). */
+	probe.csi_live = calloc(1, sizeof(*probe.csi_live));
+	probe.csi_live[0].driver = strdup("disk.csi.azure.com");
+	probe.csi_live[0].endpoint = strdup("/var/lib/kubelet/plugins/disk.csi.azure.com/csi.sock");
+	probe.csi_live[0].ready = 0;
+	probe.csi_live[0].plugin_name = strdup("disk.csi.azure.com");
+	probe.csi_live[0].vendor_version = strdup("v1.29.9");
+	probe.csi_live[0].error = strdup("Probe answered ready=false");
+	probe.n_csi_live = 1;
 	/* Pod-resources: one GPU held, one free. */
 	probe.podres.probed = probe.podres.allocatable_known = true;
 	probe.podres.devices = calloc(2, sizeof(*probe.podres.devices));
@@ -200,6 +209,20 @@ static void test_proto_every_field(void **state)
 	assert_int_equal(m->devices->gpus_healthy, 7);
 	assert_int_equal(m->devices->rdma_ports_total, 8);
 	assert_int_equal(m->devices->rdma_ports_up, 6);
+	/* CSI live check: Azure Disk probed (not ready), Azure File not (no socket). */
+	assert_int_equal(m->n_csi_drivers, 2);
+	assert_string_equal(m->csi_drivers[0]->name, "disk.csi.azure.com");
+	assert_true(m->csi_drivers[0]->probed);
+	assert_int_equal(m->csi_drivers[0]->probe_ready,
+	                 TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_FALSE);
+	assert_string_equal(m->csi_drivers[0]->endpoint,
+	                    "/var/lib/kubelet/plugins/disk.csi.azure.com/csi.sock");
+	assert_string_equal(m->csi_drivers[0]->vendor_version, "v1.29.9");
+	assert_string_equal(m->csi_drivers[0]->probe_error, "Probe answered ready=false");
+	assert_false(m->csi_drivers[1]->probed);
+	assert_int_equal(m->csi_drivers[1]->probe_ready,
+	                 TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_UNKNOWN);
+	assert_string_equal(m->csi_drivers[1]->endpoint, "");
 	/* Pod-resources devices; a free device has empty holder fields. */
 	assert_true(m->devices->pod_resources_probed);
 	assert_true(m->devices->pod_resources_allocatable_known);

@@ -1,0 +1,249 @@
+/*
+ * csiprobe.c - CSI registration GetInfo, then Identity GetPluginInfo and Probe, per driver.
+ *
+ * The one idea: the registration names the driver's socket, and that name comes from a peer,
+ * so it is dialled only when it is an absolute path below /var/lib/kubelet/plugins/ without
+ * ".." (where kubelet's registration model puts CSI sockets); anything else is reported, not
+ * followed.  Probe's `ready` is a BoolValue: unset means ready (CSI spec), false means "not
+ * yet".  A deadline on one driver ends that driver's checks, and the time budget of the
+ * whole probe ends the rest, each saying so.
+ */
+#include "csiprobe.h"
+
+#include "hostprobe.h"
+#include "localrpc.h"
+
+#include "tau/error.h"
+
+#include "csi/v1/identity.pb-c.h"
+#include "kubelet/pluginregistration/v1/registration.pb-c.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define METHOD_GET_INFO    "/pluginregistration.Registration/GetInfo"
+#define METHOD_PLUGIN_INFO "/csi.v1.Identity/GetPluginInfo"
+#define METHOD_PROBE       "/csi.v1.Identity/Probe"
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void tau_agent_csi_live_free(tau_agent_csi_live *live, size_t n)
+{
+	for (size_t i = 0; live != NULL && i < n; i++) {
+		free(live[i].driver);
+		free(live[i].endpoint);
+		free(live[i].plugin_name);
+		free(live[i].vendor_version);
+		free(live[i].error);
+	}
+	free(live);
+}
+
+/* An endpoint we may dial: absolute, below the plugins directory, no "." or ".." parts. */
+static bool endpoint_allowed(const char *ep)
+{
+	size_t dir_len = strlen(TAU_AGENT_CSI_PLUGINS_DIR);
+
+	if (strncmp(ep, TAU_AGENT_CSI_PLUGINS_DIR, dir_len) != 0 || ep[dir_len] == '\0')
+		return false;
+	for (const char *p = ep; (p = strchr(p, '/')) != NULL; p++)
+		if (strncmp(p, "/../", 4) == 0 || strcmp(p, "/..") == 0 ||
+		    strncmp(p, "/./", 3) == 0 || strcmp(p, "/.") == 0)
+			return false;
+	return true;
+}
+
+/*
+ * GetInfo on the registration socket: l->endpoint on success, l->error otherwise.
+ * *hung when the registrar did not answer in time.  0, or -TAU_ENOMEM.
+ */
+static int ask_registration(tau_agent_csi_live *l, const char *root, int timeout_ms, bool *hung)
+{
+	Pluginregistration__InfoRequest req = PLUGINREGISTRATION__INFO_REQUEST__INIT;
+	char rel[PATH_MAX], path[PATH_MAX], why[TAU_AGENT_LOCALRPC_WHY_MAX];
+	ProtobufCMessage *resp = NULL;
+	tau_rpc_channel *ch = NULL;
+	const Pluginregistration__PluginInfo *info;
+	int rc = 0;
+
+	snprintf(rel, sizeof(rel), "%s/%s-reg.sock", TAU_AGENT_PLUGIN_REGISTRY, l->driver);
+	if (tau_agent_host_path(path, sizeof(path), root, rel) < 0) {
+		tau_agent_note_set(&l->error, "%s", tau_error_last()->msg);
+		return 0;
+	}
+	if (tau_agent_local_channel_open(&ch, path, rel, why, sizeof(why)) < 0) {
+		tau_agent_note_set(&l->error, "registration: %s", why);
+		return 0;
+	}
+	if (tau_agent_local_call(&resp, ch, METHOD_GET_INFO, &req.base,
+	                         &pluginregistration__plugin_info__descriptor, timeout_ms, why,
+	                         sizeof(why)) < 0) {
+		*hung = strstr(why, "DEADLINE_EXCEEDED") != NULL;
+		tau_agent_note_set(&l->error, "registration %s", why);
+		goto out;
+	}
+	info = (const Pluginregistration__PluginInfo *)resp;
+	if (!endpoint_allowed(info->endpoint)) {
+		tau_agent_note_set(&l->error,
+		                   "registration names endpoint \"%.200s\", not a socket below %s",
+		                   info->endpoint, TAU_AGENT_CSI_PLUGINS_DIR);
+		goto out;
+	}
+	l->endpoint = strdup(info->endpoint);
+	if (l->endpoint == NULL)
+		rc = tau_error_set(TAU_ENOMEM, "out of memory probing CSI drivers");
+out:
+	tau_rpc_message_free(resp);
+	tau_rpc_channel_free(ch);
+	return rc;
+}
+
+/* GetPluginInfo and Probe on the driver's own socket.  0, or -TAU_ENOMEM. */
+static int ask_identity(tau_agent_csi_live *l, const char *root, int timeout_ms, bool *hung)
+{
+	Csi__V1__GetPluginInfoRequest ireq = CSI__V1__GET_PLUGIN_INFO_REQUEST__INIT;
+	Csi__V1__ProbeRequest preq = CSI__V1__PROBE_REQUEST__INIT;
+	char path[PATH_MAX], why[TAU_AGENT_LOCALRPC_WHY_MAX];
+	ProtobufCMessage *info = NULL, *probe = NULL;
+	const Csi__V1__GetPluginInfoResponse *pi;
+	const Csi__V1__ProbeResponse *pr;
+	tau_rpc_channel *ch = NULL;
+	int rc = 0;
+
+	if (tau_agent_host_path(path, sizeof(path), root, l->endpoint) < 0) {
+		tau_agent_note_set(&l->error, "%s", tau_error_last()->msg);
+		return 0;
+	}
+	if (tau_agent_local_channel_open(&ch, path, l->endpoint, why, sizeof(why)) < 0) {
+		tau_agent_note_set(&l->error, "driver socket: %s", why);
+		return 0;
+	}
+	if (tau_agent_local_call(&info, ch, METHOD_PLUGIN_INFO, &ireq.base,
+	                         &csi__v1__get_plugin_info_response__descriptor, timeout_ms, why,
+	                         sizeof(why)) < 0) {
+		*hung = strstr(why, "DEADLINE_EXCEEDED") != NULL;
+		tau_agent_note_set(&l->error, "Identity %s", why);
+		goto out;
+	}
+	pi = (const Csi__V1__GetPluginInfoResponse *)info;
+	l->plugin_name = strdup(pi->name);
+	l->vendor_version = strdup(pi->vendor_version);
+	if (l->plugin_name == NULL || l->vendor_version == NULL) {
+		rc = tau_error_set(TAU_ENOMEM, "out of memory probing CSI drivers");
+		goto out;
+	}
+	if (tau_agent_local_call(&probe, ch, METHOD_PROBE, &preq.base,
+	                         &csi__v1__probe_response__descriptor, timeout_ms, why,
+	                         sizeof(why)) < 0) {
+		*hung = strstr(why, "DEADLINE_EXCEEDED") != NULL;
+		tau_agent_note_set(&l->error, "Identity %s", why);
+		goto out;
+	}
+	pr = (const Csi__V1__ProbeResponse *)probe;
+	/* BoolValue: unset is ready (CSI spec). */
+	l->ready = pr->ready == NULL || pr->ready->value;
+	if (!l->ready)
+		tau_agent_note_set(&l->error, "Probe answered ready=false");
+	else if (strcmp(pi->name, l->driver) != 0)
+		tau_agent_note_set(&l->error, "the socket serves driver \"%.200s\", not %s",
+		                   pi->name, l->driver);
+out:
+	tau_rpc_message_free(info);
+	tau_rpc_message_free(probe);
+	tau_rpc_channel_free(ch);
+	return rc;
+}
+
+int tau_agent_csi_probe(tau_agent_csi_live **out, const char *host_root, const char *const *drivers,
+                        size_t n, int timeout_ms, int budget_ms)
+{
+	tau_agent_csi_live *live;
+	long long deadline;
+	int rc = 0;
+
+	*out = NULL;
+	if (n == 0)
+		return 0;
+	if (host_root == NULL || host_root[0] == '\0')
+		host_root = "/";
+	if (timeout_ms <= 0)
+		timeout_ms = TAU_AGENT_CSI_TIMEOUT_MS;
+	if (budget_ms <= 0)
+		budget_ms = TAU_AGENT_CSI_BUDGET_MS;
+	live = calloc(n, sizeof(*live));
+	if (live == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory probing CSI drivers");
+	deadline = mono_ms() + budget_ms;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		tau_agent_csi_live *l = &live[i];
+		bool hung = false;
+		long long left = deadline - mono_ms();
+
+		l->ready = -1;
+		l->driver = strdup(drivers[i]);
+		if (l->driver == NULL) {
+			rc = tau_error_set(TAU_ENOMEM, "out of memory probing CSI drivers");
+			break;
+		}
+		if (left <= 0) {
+			tau_agent_note_set(&l->error,
+			                   "not probed: the CSI probe's %d ms budget was spent",
+			                   budget_ms);
+			continue;
+		}
+		rc = ask_registration(l, host_root, left < timeout_ms ? (int)left : timeout_ms,
+		                      &hung);
+		if (rc < 0 || l->endpoint == NULL || hung)
+			continue;
+		left = deadline - mono_ms();
+		if (left <= 0) {
+			tau_agent_note_set(&l->error,
+			                   "not probed: the CSI probe's %d ms budget was spent",
+			                   budget_ms);
+			continue;
+		}
+		rc = ask_identity(l, host_root, left < timeout_ms ? (int)left : timeout_ms, &hung);
+	}
+	if (rc < 0) {
+		tau_agent_csi_live_free(live, n);
+		return rc;
+	}
+	*out = live;
+	return 0;
+}
+
+int tau_agent_csi_live_copy(tau_agent_csi_live **out, const tau_agent_csi_live *live, size_t n)
+{
+	tau_agent_csi_live *copy;
+	bool failed = false;
+
+	*out = NULL;
+	if (n == 0)
+		return 0;
+	copy = calloc(n, sizeof(*copy));
+	if (copy == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory copying CSI probes");
+	for (size_t i = 0; i < n; i++) {
+		copy[i].ready = live[i].ready;
+		copy[i].driver = tau_agent_strdup_opt(live[i].driver, &failed);
+		copy[i].endpoint = tau_agent_strdup_opt(live[i].endpoint, &failed);
+		copy[i].plugin_name = tau_agent_strdup_opt(live[i].plugin_name, &failed);
+		copy[i].vendor_version = tau_agent_strdup_opt(live[i].vendor_version, &failed);
+		copy[i].error = tau_agent_strdup_opt(live[i].error, &failed);
+	}
+	if (failed) {
+		tau_agent_csi_live_free(copy, n);
+		return tau_error_set(TAU_ENOMEM, "out of memory copying CSI probes");
+	}
+	*out = copy;
+	return 0;
+}
