@@ -72,3 +72,15 @@ foreach(t IN ITEMS test_agent_podresources test_agent_csiprobe test_agent_invent
     add_dependencies(${t} fake_kubelet fake_csi_driver)
   endif()
 endforeach()
+
+# e2e of the node-local probes: the real agent with the fakes above (tests/e2e/test_agent_node_truth.py).
+if(TAU_PYTHON_TESTS)
+  tau_add_python_suite(e2e/agent-node-truth
+      TESTS test_agent_node_truth
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
+      TIMEOUT 300
+      LABELS e2e python
+      ENVIRONMENT "TAU_AGENT_BIN=$<TARGET_FILE:tau-node-agent>" "TAU_BUILD_DIR=${CMAKE_BINARY_DIR}"
+                  "TAU_PROTOC=${TAU_PROTOC}" "TAU_PROTO_DIR=${PROJECT_SOURCE_DIR}/proto"
+                  "KUBECTL=${TAU_KUBECTL}")
+endif()

@@ -1,0 +1,249 @@
+"""End-to-end test of tau-node-agent's node-local probes (issue 25).
+
+    TAU_AGENT_BIN=build/tau-node-agent TAU_BUILD_DIR=build /usr/bin/python3 -m unittest -v \
+        test_agent_node_truth   (in tests/e2e)
+
+The real agent runs against kube-sim, streams to the recording aggregator of
+tests/e2e/agent/harness.py and probes a fake host root that holds what a GPU node holds: our
+fake libnvidia-ml.so.1 (build/fakes/nvml-full, GPUs from a file it reads at every nvmlInit), a
+fake kubelet serving pod-resources on <root>/var/lib/kubelet/pod-resources/kubelet.sock, a fake
+CSI driver with its registration socket, and the InfiniBand sysfs tree of an ND H100 v5. Each
+test changes one of them and waits for the inventory that reports it; the agent re-probes every
+second (--probe-interval 1), so every change must arrive within REPORT_WITHIN_S, which the
+tests measure and assert. Between changes nothing is re-sent: the digest holds.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent"))
+import harness  # noqa: E402
+import require  # noqa: E402
+from harness import ND_NODE  # noqa: E402
+
+# --probe-interval 1: a change is seen at the next probe (<= 1 s), then built and sent at once.
+PROBE_INTERVAL_S = 1
+REPORT_WITHIN_S = 5
+
+DISK = "disk.csi.azure.com"
+GPUS = ["GPU-%08d-h100" % i for i in range(8)]
+
+WORK = None
+pb = None
+
+
+def build_dir():
+    return os.environ.get("TAU_BUILD_DIR") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build")
+
+
+def setUpModule():
+    global WORK, pb
+    require.binary(harness.AGENT_BIN, "TAU_AGENT_BIN")
+    for fake in ("fakes/bin/fake_kubelet", "fakes/bin/fake_csi_driver",
+                 "fakes/nvml-full/libnvidia-ml.so.1"):
+        require.binary(os.path.join(build_dir(), fake), "TAU_BUILD_DIR")
+    require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
+    require.tool("kubectl", "kubernetes-client", "KUBECTL")
+    require.module("grpc", "python3-grpcio")
+    WORK = tempfile.mkdtemp(prefix="tau-nt-")
+    pb = harness.load_messages(WORK)
+
+
+def tearDownModule():
+    if WORK:
+        shutil.rmtree(WORK, ignore_errors=True)
+
+
+def write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)  # the fakes read their file on every call: never half-written
+
+
+class Fake:
+    """One of our fake node plugins (tests/fakes), started and waited for ("ready")."""
+
+    def __init__(self, name, args):
+        self.proc = subprocess.Popen([os.path.join(build_dir(), "fakes/bin", name), *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            self.proc.kill()
+            raise RuntimeError("%s did not start: %r" % (name, line))
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def nvml_config(sick=None):
+    lines = ["driver 550.54.15", "cuda 12040"]
+    for i, uuid in enumerate(GPUS):
+        extra = " remap_pending=1 unc=1" if i == sick else ""
+        lines.append("gpu uuid=%s model=NVIDIA_H100_80GB_HBM3%s" % (uuid, extra))
+    return "\n".join(lines) + "\n"
+
+
+def kubelet_config(held=()):
+    return json.dumps({
+        "allocatable": [{"resource": "nvidia.com/gpu", "ids": GPUS[:4], "numa": 0},
+                        {"resource": "nvidia.com/gpu", "ids": GPUS[4:], "numa": 1}],
+        "pods": [{"namespace": "ml", "name": "train-0",
+                  "containers": [{"name": "main", "devices": [
+                      {"resource": "nvidia.com/gpu", "ids": list(held), "numa": 0}]}]}]
+        if held else []})
+
+
+def gpu(inv, index):
+    return [g for g in inv.devices.gpus if g.index == index][0]
+
+
+def port(inv, dev):
+    return [p for p in inv.devices.rdma_ports if p.device == dev][0]
+
+
+def holder(inv, device_id):
+    d = [d for d in inv.devices.pod_devices if d.device_id == device_id][0]
+    return (d.pod_namespace, d.pod_name, d.container_name)
+
+
+def csi(inv, name):
+    return [d for d in inv.csi_drivers if d.name == name][0]
+
+
+class NodeTruth(unittest.TestCase):
+    """One agent with every node-local source faked; the tests run in order (numbered)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sim = harness.KubeSim(WORK, [harness.fixture("node-nd-h100-v5.json"),
+                                         harness.fixture("csinode-nd-h100-v5.json")])
+        cls.host = harness.HostTree(WORK, sockets=())
+        root = cls.host.root
+        os.makedirs(os.path.join(root, "var/lib/kubelet/pod-resources"))
+        os.makedirs(os.path.join(root, "var/lib/kubelet/plugins", DISK))
+        cls.nvml_conf = os.path.join(WORK, "nvml.conf")
+        cls.kubelet_conf = os.path.join(WORK, "kubelet.json")
+        cls.csi_conf = os.path.join(WORK, "csi.json")
+        write_atomic(cls.nvml_conf, nvml_config())
+        write_atomic(cls.kubelet_conf, kubelet_config())
+        write_atomic(cls.csi_conf, json.dumps({"name": DISK, "vendorVersion": "v1.29.9",
+                                               "ready": True}))
+        cls.fakes = [
+            Fake("fake_kubelet", [
+                "--socket", os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock"),
+                "--config", cls.kubelet_conf]),
+            Fake("fake_csi_driver", [
+                "--registration", os.path.join(cls.host.registry, DISK + "-reg.sock"),
+                "--endpoint", os.path.join(root, "var/lib/kubelet/plugins", DISK, "csi.sock"),
+                "--advertise", "/var/lib/kubelet/plugins/%s/csi.sock" % DISK,
+                "--config", cls.csi_conf]),
+        ]
+        cls.rec = harness.Recorder(pb, heartbeat_s=1)
+        cls.agent = harness.Agent(WORK, [
+            "--node-name", ND_NODE, "--kubeconfig", cls.sim.kubeconfig,
+            "--aggregator", "127.0.0.1:%d" % cls.rec.port, "--insecure",
+            "--host-root", root, "--probe-interval", str(PROBE_INTERVAL_S)],
+            env={"TAU_AGENT_NVML": os.path.join(build_dir(), "fakes/nvml-full/libnvidia-ml.so.1"),
+                 "TAU_FAKE_NVML_CONFIG": cls.nvml_conf})
+        cls.rec.wait(lambda r: any(x[2].WhichOneof("body") == "inventory" for x in r.reports),
+                     30, "the first inventory")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.agent.alive():
+            cls.agent.terminate()
+        cls.rec.stop()
+        for f in cls.fakes:
+            f.stop()
+        cls.sim.stop()
+
+    def reported(self, change, pred, what):
+        """Run change(); the inventory satisfying pred must arrive within REPORT_WITHIN_S."""
+        before = len(self.rec.inventories())
+        t0 = time.monotonic()
+        change()
+        _, inv = self.rec.wait_inventory(pred, before, REPORT_WITHIN_S + 5, what)
+        took = time.monotonic() - t0
+        sys.stderr.write("%s: reported in %.2f s\n" % (what, took))
+        self.assertLess(took, REPORT_WITHIN_S, "%s took %.1f s; logs:\n%s"
+                        % (what, took, self.agent.logs()[-3000:]))
+        return inv
+
+    def test_01_first_inventory_carries_node_truth(self):
+        inv = self.rec.inventories()[-1]
+        d = inv.devices
+        self.assertTrue(d.gpus_probed)
+        self.assertEqual((d.gpus_present, d.gpus_healthy), (8, 8))
+        self.assertEqual((d.driver_version, d.cuda_version), ("550.54.15", "12.4"))
+        self.assertEqual([g.uuid for g in d.gpus], GPUS)
+        self.assertTrue(all(g.healthy and g.lost == pb.TRI_STATE_FALSE for g in d.gpus))
+        self.assertEqual(len(d.rdma_ports), 8)
+        self.assertEqual({(p.state, p.phys_state, p.rate_mbps, p.link_layer, p.link_downed)
+                          for p in d.rdma_ports}, {(4, 5, 400000, "InfiniBand", 0)})
+        self.assertTrue(d.pod_resources_probed and d.pod_resources_allocatable_known)
+        self.assertEqual([x.device_id for x in d.pod_devices], sorted(GPUS))
+        self.assertTrue(all(x.allocatable and not x.pod_name for x in d.pod_devices))
+        self.assertEqual({x.numa_node for x in d.pod_devices}, {0, 1})
+        disk = csi(inv, DISK)
+        self.assertTrue(disk.probed)
+        self.assertEqual(disk.probe_ready, pb.TRI_STATE_TRUE)
+        self.assertEqual(disk.endpoint, "/var/lib/kubelet/plugins/%s/csi.sock" % DISK)
+        self.assertEqual(disk.vendor_version, "v1.29.9")
+        self.assertFalse(csi(inv, "file.csi.azure.com").probed)
+
+    def test_02_only_changes_are_sent(self):
+        # The agent re-probes every second; nothing changed, so only heartbeats go out.
+        before = len(self.rec.inventories())
+        self.rec.settle(3)
+        self.assertEqual(len(self.rec.inventories()), before, self.agent.logs()[-2000:])
+
+    def test_03_gpu_turns_unhealthy(self):
+        inv = self.reported(lambda: write_atomic(self.nvml_conf, nvml_config(sick=3)),
+                            lambda i: not gpu(i, 3).healthy, "GPU 3 rows pending remap")
+        g = gpu(inv, 3)
+        self.assertEqual(g.remap_pending, pb.TRI_STATE_TRUE)
+        self.assertEqual(g.reason, "row remap pending: the GPU needs a reset")
+        self.assertEqual(inv.devices.gpus_healthy, 7)
+        self.assertIn("NVML: GPU 3 (%s) is unhealthy: row remap pending: the GPU needs a reset"
+                      % GPUS[3], list(inv.problems))
+
+    def test_04_ib_port_goes_down(self):
+        inv = self.reported(lambda: self.host.set_port_down("mlx5_2"),
+                            lambda i: port(i, "mlx5_2").state == 1, "mlx5_2 port 1 down")
+        p = port(inv, "mlx5_2")
+        self.assertEqual((p.phys_state, p.link_downed), (3, 1))
+        self.assertEqual(inv.devices.rdma_ports_up, 7)
+
+    def test_05_pod_takes_gpus(self):
+        inv = self.reported(lambda: write_atomic(self.kubelet_conf, kubelet_config(GPUS[:2])),
+                            lambda i: holder(i, GPUS[0])[1] == "train-0", "a pod takes 2 GPUs")
+        self.assertEqual(holder(inv, GPUS[1]), ("ml", "train-0", "main"))
+        self.assertEqual(holder(inv, GPUS[2]), ("", "", ""))
+
+    def test_06_csi_driver_stops_answering_ready(self):
+        inv = self.reported(
+            lambda: write_atomic(self.csi_conf, json.dumps({"name": DISK, "ready": False})),
+            lambda i: csi(i, DISK).probe_ready == pb.TRI_STATE_FALSE, "Probe ready=false")
+        self.assertEqual(csi(inv, DISK).probe_error, "Probe answered ready=false")
+
+    def test_07_kubelet_gone_is_soft(self):
+        self.fakes[0].stop()
+        inv = self.reported(lambda: None, lambda i: not i.devices.pod_resources_probed,
+                            "kubelet gone")
+        self.assertIn("kubelet pod-resources", inv.devices.pod_resources_note)
+        self.assertEqual(len(inv.devices.pod_devices), 0)
+        self.assertTrue(self.agent.alive())
+
+
+if __name__ == "__main__":
+    unittest.main()
