@@ -704,10 +704,11 @@ static void orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted)
 			                  "its queue is deleted once its admitted and reserving "
 			                  "work has drained",
 			        w);
+		if (!c->writes_allowed)
+			continue; /* Observe, or not established yet: nothing is held */
 		if (ws != NULL)
 			note_held(c, ws, why);
-		if (c->writes_allowed &&
-		    !(streq(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD), why) &&
+		if (!(streq(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD), why) &&
 		      streq(tau_json_str(cq, "spec.stopPolicy"), "Hold"))) {
 			cJSON *body = NULL;
 
@@ -1915,6 +1916,12 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 	}
 	if (in->cluster == NULL ||
 	    tau_json_find(in->cluster, "metadata.deletionTimestamp") != NULL) {
+		if (!in->ever_established) { /* P5: nothing is written before the inventory is */
+			b.d->summary =
+			        fmt("TauCluster cluster %s: waiting for the inventory",
+			            in->cluster == NULL ? "does not exist" : "is being deleted");
+			goto done;
+		}
 		rc = cluster_gone(&c);
 		if (rc < 0 && b.rc == 0)
 			b.rc = rc;

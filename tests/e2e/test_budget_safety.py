@@ -19,7 +19,8 @@ picked up by its event).  The pool is three Ready Linux nodes counted from their
            our ResourceFlavors are adopted with an Event, the budget follows the pool again.
   test_03  finding 4: spec.quota on a workspace of the capacity team, its queue holding admitted
            work: the ClusterQueue is held (stopPolicy Hold, annotation tau.azure.com/held), never
-           deleted; the workspace's QuotaReady names the mistake; undoing it releases the queue.
+           deleted; the workspace's QuotaReady names the mistake; undoing it releases the queue;
+           the queue of a workspace deleted with reserving work is held, deleted once drained.
   test_04  finding 1, Observe: nothing written, and the TauTeam, TauCluster and `tau team status`
            say how the live Cohort differs from the pool.
   test_05  finding 5: an explicit team holding nothing gets no finalizer; the stock Kueue
@@ -262,6 +263,24 @@ class SafetyTest(unittest.TestCase):
         self.assertEqual(c.get(path)["metadata"]["uid"], before["metadata"]["uid"])
         self.wait_pool("the budget is restored")
         c.merge(path + "/status", {"status": {"admittedWorkloads": 0, "reservingWorkloads": 0}})
+
+        # A workspace deleted while its queue holds work: held until drained, then deleted.
+        beta = CQS + "/tau-ws-beta"
+        self.addCleanup(c.sim.req, "DELETE", WORKSPACES + "/beta")
+        c.create(wst.workspace("beta", ns="ml-beta", team="research"), WORKSPACES)
+        c.wait_ok(lambda: [] if c.get(beta) is not None else ["no ClusterQueue tau-ws-beta"],
+                  "beta's queue")
+        c.merge(beta + "/status", {"status": {"reservingWorkloads": 1}})
+        c.delete(WORKSPACES + "/beta")
+        c.wait_gone(WORKSPACES + "/beta")
+        c.wait_ok(lambda: [] if c.get(beta) is not None and (c.get(beta).get("spec") or {}).get(
+            "stopPolicy") == "Hold" and "TauWorkspace beta no longer exists: its queue is deleted "
+            "once its admitted and reserving work has drained" in (
+                c.get(beta)["metadata"].get("annotations") or {}).get(HELD, "")
+            else ["tau-ws-beta not held: %s" % h.dump(c.get(beta))],
+            "the queue of a deleted workspace is held while it has work")
+        c.merge(beta + "/status", {"status": {"reservingWorkloads": 0}})
+        c.wait_gone(beta)
 
     # -- finding 1: Observe --
 

@@ -1039,6 +1039,44 @@ static void test_misconfigured_workspace_holds_its_queue(void **state)
 	assert_null(reason_of(f, f->ws, "QuotaReady"));
 }
 
+/* The other misconfigurations hold the queue too, each naming its fix. */
+static void test_misconfiguration_messages(void **state)
+{
+	static const struct {
+		const char *status, *held;
+		bool multiple;
+	} rows[] = {
+	        {"{\"target\":{}}",
+	         "TauWorkspace alpha has no resolved namespace: fix what its Ready condition names "
+	         "(namespaceMap, namespace allowlist or a namespace taken by another workspace)",
+	         true},
+	        {"{\"target\":{\"resolvedNamespace\":\"alpha\"},\"conditions\":[{\"type\":"
+	         "\"QueueReady\",\"status\":\"False\",\"reason\":\"BlockedByActiveWorkspace\"}]}",
+	         "TauWorkspace alpha is blocked by the one-active-workspace rule: delete the other "
+	         "active workspace of namespace alpha or enable the MultipleWorkspaces feature "
+	         "gate",
+	         false},
+	};
+	fixture *f = *state;
+
+	decide(f);
+	apply_writes(f);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const tau_budget_write *w;
+
+		cJSON_ReplaceItemInObject(f->ws, "status", parse(rows[i].status));
+		f->in.multiple_workspaces = rows[i].multiple;
+		decide(f);
+		w = find_write(f, "tau-ws-alpha");
+		assert_non_null(w);
+		assert_false(w->remove);
+		assert_string_equal(tau_json_str(w->body, "spec.stopPolicy"), "Hold");
+		assert_string_equal(tau_json_annotation(w->body, "tau.azure.com/held"),
+		                    rows[i].held);
+		assert_string_equal(reason_of(f, f->ws, "QuotaReady"), "QueueHeld");
+	}
+}
+
 /* A queue whose workspace is gone is deleted only once its work has drained. */
 static void test_queue_of_a_deleted_workspace_drains_first(void **state)
 {
@@ -1204,6 +1242,7 @@ int main(void)
 	        T(test_missing_team_zeroes_its_cohort),
 	        T(test_capacity_team_deletion_waits_then_cleans_up),
 	        T(test_misconfigured_workspace_holds_its_queue),
+	        T(test_misconfiguration_messages),
 	        T(test_queue_of_a_deleted_workspace_drains_first),
 	        T(test_observe_reports_drift),
 	        T(test_retained_budget_is_zeroed),
