@@ -1,17 +1,20 @@
 /*
  * hostprobe.h - what tau-node-agent can see on its own host, under --host-root.
  *
- * Three local probes, all reading files below a root directory so tests can
- * run them over fake trees:
+ * The local probes, all below a root directory so tests can
+ * run them over fake trees (sockets and NVML through fakes we build):
  *   - the kubelet plugin registry (<root>/var/lib/kubelet/plugins_registry):
  *     one registration socket "<driver>-reg.sock" per CSI driver whose
  *     node-driver-registrar is running;
  *   - NVIDIA GPUs: device nodes <root>/dev/nvidia<N>, and, when
  *     libnvidia-ml.so.1 loads at run time (dlopen, never a build dependency),
  *     NVML's GPU count and per-GPU health;
- *   - InfiniBand/RoCE ports: <root>/sys/class/infiniband/<dev>/ports/<n>/state.
+ *   - InfiniBand/RoCE ports: <root>/sys/class/infiniband/<dev>/ports/<n>/ (state,
+ *     phys_state, rate, link_layer, counters/link_downed);
+ *   - and, each in its own module, NVML's per-GPU facts (nvml.h), kubelet's pod-resources
+ *     (podresources.h) and the live check of each CSI driver with a socket (csiprobe.h).
  *
- * Nothing here talks to Kubernetes.  What cannot be read is reported as
+ * Nothing here talks to the Kubernetes API.  What cannot be read is reported as
  * unknown (-1 or TAU_AGENT_SOCKET_UNKNOWN) plus a problem string, never as zero.
  *
  * Also a small inotify watch on the plugin registry directory, so the event
