@@ -10,6 +10,8 @@
 #   TAU_OPENSSL     openssl: throwaway CAs and certificates
 #   TAU_KUBECTL     kubectl (kubernetes-client): suites drive kube-sim with it
 #   TAU_PROMTOOL    promtool (prometheus): e2e/monitoring checks and unit-tests the alert rules
+#   TAU_NODE        node (nodejs) and the pinned @bufbuild/cel in .tools/cel (scripts/install-tools):
+#                   kube-sim evaluates CRD validation rules with them and refuses to start without
 #   SYSTEM_PYTHON3  /usr/bin/python3 with grpc, google.protobuf and yaml (python3-grpcio,
 #                   python3-protobuf, python3-yaml: Debian installs them for it only)
 #   TAU_SHARED_DIR  the shared contract directory (optional; e2e/shared-fixtures skips without)
@@ -74,6 +76,16 @@ if(TAU_PYTHON_TESTS)
   tau_require_program(TAU_OPENSSL openssl openssl)
   tau_require_program(TAU_KUBECTL kubectl kubernetes-client)
   tau_require_program(TAU_PROMTOOL promtool prometheus)
+  tau_require_program(TAU_NODE node nodejs)
+  execute_process(COMMAND ${SYSTEM_PYTHON3} -c
+                  "import sys; sys.path.insert(0, sys.argv[1]); from kubesim import cel; cel.check_runtime()"
+                  ${PROJECT_SOURCE_DIR}/tests/kube-sim
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "The test suites need kube-sim's CEL runtime: run scripts/install-tools "
+                        "(scripts/install-deps runs it), or configure with -DTAU_PYTHON_TESTS=OFF. "
+                        "${err}")
+  endif()
   tau_require_python_module(grpc python3-grpcio)
   tau_require_python_module(google.protobuf python3-protobuf)
   tau_require_python_module(yaml python3-yaml)

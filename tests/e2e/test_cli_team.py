@@ -55,6 +55,7 @@ def flavors(quota):
 
 def workspace(name, team=None):
     spec = {"authorization": {"mode": "workspace-rbac"},
+            "principalRef": {"provider": "entra", "name": "researchers"},
             "kubernetesSubject": {"kind": "Group", "name": "researchers"},
             "role": "researcher", "target": {"createNamespace": True, "namespace": "ml-" + name}}
     if team:

@@ -352,6 +352,7 @@ def create_team_and_workspace(r):
         "apiVersion": "tau.azure.com/v1alpha1", "kind": "TauWorkspace",
         "metadata": {"name": "alpha", "namespace": NS},
         "spec": {"authorization": {"mode": "workspace-rbac"},
+                 "principalRef": {"provider": "entra", "name": "researchers"},
                  "kubernetesSubject": {"kind": "Group", "name": "researchers"},
                  "role": "researcher", "teamRef": {"name": "research"},
                  "target": {"createNamespace": True, "namespace": OLD_NS},

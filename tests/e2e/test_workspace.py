@@ -60,6 +60,8 @@ def workspace(name, ns=None, queue=None, subject=("Group", "researchers"), creat
               team=None, wi=None, authz="workspace-rbac"):
     spec = {"authorization": {"mode": authz}}
     if authz == "workspace-rbac":
+        # the CRD's rule: workspace-rbac needs principalRef, kubernetesSubject and role
+        spec["principalRef"] = {"provider": "entra", "name": subject[1]}
         spec["kubernetesSubject"] = {"kind": subject[0], "name": subject[1]}
         spec["role"] = "researcher"
     target = {"createNamespace": create_ns}
@@ -328,6 +330,7 @@ class AuthorizationModeSwitchTest(WorkspaceTestBase):
         self.assertTrue(e.sar("alice", ["alpha-researchers"], "ml-alpha"))
         obj = e.ws("alpha")
         obj["spec"]["authorization"] = {"mode": "cluster-wide"}
+        del obj["spec"]["principalRef"]
         del obj["spec"]["kubernetesSubject"]
         del obj["spec"]["role"]
         e.sim.ok("PUT", WS_API + "/alpha", obj)
@@ -340,6 +343,7 @@ class AuthorizationModeSwitchTest(WorkspaceTestBase):
         # Back to workspace-rbac: the binding returns.
         obj = e.ws("alpha")
         obj["spec"]["authorization"] = {"mode": "workspace-rbac"}
+        obj["spec"]["principalRef"] = {"provider": "entra", "name": "alpha-researchers"}
         obj["spec"]["kubernetesSubject"] = {"kind": "Group", "name": "alpha-researchers"}
         obj["spec"]["role"] = "researcher"
         e.sim.ok("PUT", WS_API + "/alpha", obj)
@@ -405,10 +409,16 @@ class ConditionReasonsTest(WorkspaceTestBase):
     def test_reserved_and_foreign_namespaces_refused(self):
         e = self.env
         e.create(cluster_queue("jobqueue"))
-        e.create(workspace("alpha", ns="kube-system"))
-        e.wait_cond("alpha", "QueueReady", "False", "NamespaceReserved")
-        e.sim.ok("DELETE", WS_API + "/alpha")
-        e.wait_gone(WS_API + "/alpha")
+        # The API refuses a reserved target namespace (the CRD's rule) ...
+        st, body = e.sim.req("POST", WS_API, workspace("alpha", ns="kube-system"))
+        self.assertEqual(st, 422, body)
+        self.assertIn('spec.target.namespace: Invalid value: "string": default and kube-* '
+                      "namespaces cannot host a workspace", body["message"])
+        # ... but not a workspace whose name, the default target, is one: the controller does.
+        e.create(workspace("kube-system"))
+        e.wait_cond("kube-system", "QueueReady", "False", "NamespaceReserved")
+        e.sim.ok("DELETE", WS_API + "/kube-system")
+        e.wait_gone(WS_API + "/kube-system")
         e.create({"apiVersion": "v1", "kind": "Namespace",
                   "metadata": {"name": "ml-x", "labels": {
                       "app.kubernetes.io/managed-by": "taugrid",

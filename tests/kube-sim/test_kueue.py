@@ -338,8 +338,9 @@ class KueueCRDs(unittest.TestCase):
                 ("spec.tolerations", 'Invalid value: "array": effect must be \'NoExecute\' when '
                                      "'tolerationSeconds' is set")])
         self.invalid("resourceflavors", rf("rf-cel-topo", topologyName="default"),
-                     "ResourceFlavor", [("spec", 'Invalid value: "object": at least one nodeLabel '
-                                                 'is required when topology is set')])
+                     "ResourceFlavor", [("spec", 'Invalid value: "object": no such key: nodeLabels '
+                                                 'evaluating rule: at least one nodeLabel is '
+                                                 'required when topology is set')])
         self.assertEqual(self.create("resourceflavors", rf("rf-cel-topo2", topologyName="t1",
                                                            nodeLabels={"a": "b"}))[0], 201)
         o = self.get("resourceflavors", "rf-cel-topo2")

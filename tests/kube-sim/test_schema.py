@@ -670,22 +670,6 @@ class DefaultingTest(Helpers):
         self.assertEqual(out["spec"]["mode"], "A")
 
 
-class CelListingTest(unittest.TestCase):
-    def test_paths(self):
-        s = {"type": "object", "x-kubernetes-validations": [{"rule": "self.a == 1"}],
-             "properties": {"l": {"type": "array", "items": {
-                 "type": "object", "x-kubernetes-validations": [{"rule": "has(self.x)",
-                                                                 "message": "m"}]}},
-                            "m": {"type": "object", "additionalProperties": {
-                                "type": "string", "x-kubernetes-validations": [
-                                    {"rule": "self != ''"}]}}}}
-        self.assertEqual(schema.skipped_cel_rules(s), [
-            "<root>: self.a == 1", "l[*]: has(self.x)", "m{*}: self != ''"])
-
-    def test_none(self):
-        self.assertEqual(schema.skipped_cel_rules(spec_schema({"a": {"type": "string"}})), [])
-
-
 # ---------------------------------------------------------------------------
 # the real Kueue CRDs
 # ---------------------------------------------------------------------------
@@ -858,13 +842,6 @@ class KueueCRDTest(unittest.TestCase):
         self.assertEqual(r.warnings, ['unknown field "status.nonsense"'])
         self.assertEqual(r.causes[0]["field"], "status.pendingWorkloads")
 
-    def test_skipped_cel_rules_for_cluster_queue(self):
-        rules = schema.skipped_cel_rules(self.cq)
-        self.assertEqual(len(rules), 4)
-        self.assertIn("spec.resourceGroups[*]: self.flavors.all(x, size(x.resources) == "
-                      "size(self.coveredResources))", rules)
-        self.assertTrue(any(r.startswith("spec: !has(self.cohortName)") for r in rules))
-
     def test_workload_is_fast_enough(self):
         s = version_schema(self.crds["workloads"], "v1beta2")
         wl = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
@@ -884,38 +861,6 @@ class KueueCRDTest(unittest.TestCase):
             "FieldValueDuplicate", 'Duplicate value: map[string]interface {}{"name":"A"}',
             "spec.podSets[0].template.spec.containers[0].env[1]")])
 
-
-
-
-class TransitionRules(unittest.TestCase):
-    SCHEMA = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
-        "queue": {"type": "string",
-                  "x-kubernetes-validations": [{"rule": "self == oldSelf",
-                                                "message": "field is immutable"}]},
-        "size": {"type": "integer",
-                 "x-kubernetes-validations": [{"rule": "self==oldSelf"}]},
-        "free": {"type": "string"}}}}}
-
-    def test_immutable_fields(self):
-        old = {"spec": {"queue": "a", "size": 1, "free": "x"}}
-        self.assertEqual(schema.transition_causes(self.SCHEMA, old, old), [])
-        self.assertEqual(schema.transition_causes(
-            self.SCHEMA, old, {"spec": {"queue": "a", "size": 1, "free": "y"}}), [])
-        self.assertEqual(schema.transition_causes(
-            self.SCHEMA, old, {"spec": {"queue": "b", "size": 2}}), [
-            {"reason": "FieldValueInvalid", "field": "spec.queue",
-             "message": 'Invalid value: "string": field is immutable'},
-            {"reason": "FieldValueInvalid", "field": "spec.size",
-             "message": 'Invalid value: "integer": failed rule: self==oldSelf'}])
-        # a value set for the first time, or removed, is not a transition
-        self.assertEqual(schema.transition_causes(self.SCHEMA, {"spec": {}},
-                                                  {"spec": {"queue": "b"}}), [])
-
-    def test_enforced_rules_are_not_listed_as_skipped(self):
-        self.assertEqual(schema.skipped_cel_rules(self.SCHEMA), [])
-        lq = load_crd("localqueues")
-        skipped = schema.skipped_cel_rules(version_schema(lq, "v1beta2"))
-        self.assertFalse(any("clusterQueue" in r for r in skipped))
 
 if __name__ == "__main__":
     unittest.main()

@@ -3,6 +3,7 @@ and CustomResourceDefinition handling (CRD -> ResourceType)."""
 import base64
 import re
 
+from . import celrules
 from . import util
 from .builtins import ResourceType, crd_printer_for
 
@@ -430,6 +431,8 @@ def validate_crd(obj, old, store):
             causes.append(util.field_invalid("spec.scope", spec.get("scope"), "field is immutable"))
         if (old.get("spec") or {}).get("group") != group:
             causes.append(util.field_invalid("spec.group", group, "field is immutable"))
+    if not causes:
+        causes.extend(celrules.compile_crd(obj)[0])
     return causes
 
 
@@ -452,7 +455,14 @@ def crd_status(obj, store):
     st = obj.setdefault("status", {})
     conds = st.setdefault("conditions", [])
     conflict = _names_conflict(obj, store)
-    if conflict:
+    unsupported = celrules.compile_crd(obj)[1]
+    if unsupported:
+        # kube-sim cannot evaluate these rules: it refuses to serve the CRD rather than skip them
+        _set_cond(conds, "NamesAccepted", "True", "NoConflicts", "no conflicts found for CRD names")
+        _set_cond(conds, "Established", "False", "KubeSimUnsupportedValidationRule",
+                  "kube-sim cannot evaluate these x-kubernetes-validations rules, so it does not "
+                  "serve this CRD: " + "; ".join(unsupported))
+    elif conflict:
         _set_cond(conds, "NamesAccepted", "False", "NameConflict", conflict)
         _set_cond(conds, "Established", "False", "NotAccepted", "not all names are accepted")
     else:
@@ -513,9 +523,11 @@ def crd_to_type(crd):
                       unconditional_update=False, return_deleted=False, versions=served,
                       crd=crd["metadata"]["name"], builtin=False,
                       list_kind=names.get("listKind") or names["kind"] + "List")
+    rt.cel_trees = {}
     for v in versions:
         rt.printer_columns[v["name"]] = v.get("additionalPrinterColumns") or []
         rt.schemas[v["name"]] = ((v.get("schema") or {}).get("openAPIV3Schema")) or {}
+        rt.cel_trees[v["name"]] = celrules.rule_tree(rt.schemas[v["name"]])
         rt.selectable[v["name"]] = [s.get("jsonPath", "").lstrip(".") for s in v.get("selectableFields") or []]
         rt.status_by_version = getattr(rt, "status_by_version", {})
         rt.status_by_version[v["name"]] = "status" in (v.get("subresources") or {})

@@ -15,10 +15,10 @@ Where each step sits in a request (as in kube-apiserver):
      types; a quantity Go cannot parse fails there with 400 BadRequest
      ``admission webhook "mclusterqueue.kb.io" denied the request: quantities
      must match the regular expression ...``.
-  2. ``cel_causes`` (inside schema validation): the CEL rules of the Kueue
-     CRDs, which the generic schema code does not evaluate, with the
-     apiserver's texts (``spec.resourceGroups[0]: Invalid value: "object":
-     flavors must have the same number of resources as the coveredResources``).
+  2. (inside schema validation, not here): the CEL rules of the Kueue CRDs,
+     evaluated like every CRD's by ``celrules.py``
+     (``spec.resourceGroups[0]: Invalid value: "object": flavors must have the
+     same number of resources as the coveredResources``).
   3. ``admit`` (after schema validation): v1beta1 bodies are converted to
      v1beta2 (the conversion webhook; matchPolicy Equivalent sends them to the
      v1beta2 webhooks); on CREATE the mutating webhooks add the
@@ -565,125 +565,6 @@ def admit(rt, obj, old, version, sub=None):
         errs = validate_resource_flavor(obj)
     if errs:
         raise _deny(VALIDATING[rt.key], errs)
-
-
-# ---------------------------------------------------------------------------
-# CEL rules of the Kueue CRDs
-# ---------------------------------------------------------------------------
-
-def _has(o, k):
-    return isinstance(o, dict) and k in o
-
-
-def _flavors_match_covered(s, _old):
-    return all(len(f.get("resources") or []) == len(s.get("coveredResources") or [])
-               for f in s.get("flavors") or [])
-
-
-def _no_borrowing_without(cohort_field):
-    def rule(s, _old):
-        if _has(s, cohort_field) or not _has(s, "resourceGroups"):
-            return True
-        return all(not _has(r, "borrowingLimit") for rg in s["resourceGroups"] or []
-                   for f in rg.get("flavors") or [] for r in f.get("resources") or [])
-    return rule
-
-
-_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-
-# rule text (whitespace removed) -> predicate(self, oldSelf or None)
-_CEL = {
-    "self.flavors.all(x,size(x.resources)==size(self.coveredResources))": _flavors_match_covered,
-    "!has(self.cohortName)&&has(self.resourceGroups)?self.resourceGroups.all(rg,rg.flavors.all("
-    "f,f.resources.all(r,!has(r.borrowingLimit)))):true": _no_borrowing_without("cohortName"),
-    "!has(self.cohort)&&has(self.resourceGroups)?self.resourceGroups.all(rg,rg.flavors.all("
-    "f,f.resources.all(r,!has(r.borrowingLimit)))):true": _no_borrowing_without("cohort"),
-    "!has(self.preference)||(self.whenCanBorrow=='TryNextFlavor'&&self.whenCanPreempt=="
-    "'TryNextFlavor')": lambda s, _o: not _has(s, "preference") or (
-        s.get("whenCanBorrow") == "TryNextFlavor" and s.get("whenCanPreempt") == "TryNextFlavor"),
-    "!(self.reclaimWithinCohort=='Never'&&has(self.borrowWithinCohort)&&self.borrowWithinCohort"
-    ".policy!='Never')": lambda s, _o: not (
-        s.get("reclaimWithinCohort") == "Never" and _has(s, "borrowWithinCohort") and
-        (s["borrowWithinCohort"] or {}).get("policy") != "Never"),
-    "self.all(x,x.effectin['NoSchedule','PreferNoSchedule','NoExecute'])":
-        lambda s, _o: all(x.get("effect") in _EFFECTS for x in s),
-    "self.all(x,!has(x.key)?x.operator=='Exists':true)":
-        lambda s, _o: all(_has(x, "key") or x.get("operator") == "Exists" for x in s),
-    "self.all(x,has(x.tolerationSeconds)?x.effect=='NoExecute':true)":
-        lambda s, _o: all(not _has(x, "tolerationSeconds") or x.get("effect") == "NoExecute"
-                          for x in s),
-    "self.all(x,!has(x.operator)||x.operatorin['Equal','Exists'])":
-        lambda s, _o: all(x.get("operator", "Equal") in ("Equal", "Exists") for x in s),
-    "self.all(x,has(x.operator)&&x.operator=='Exists'?!has(x.value):true)":
-        lambda s, _o: all(not (x.get("operator") == "Exists" and _has(x, "value")) for x in s),
-    "self.all(x,!has(x.effect)||x.effectin['NoSchedule','PreferNoSchedule','NoExecute'])":
-        lambda s, _o: all(x.get("effect", "NoSchedule") in _EFFECTS for x in s),
-    "!has(self.topologyName)||self.nodeLabels.size()>=1":
-        lambda s, _o: not _has(s, "topologyName") or len(s.get("nodeLabels") or {}) >= 1,
-}
-_CEL_TRANSITION = {
-    "!has(oldSelf.topologyName)||(has(self.topologyName)&&self.topologyName==oldSelf.topologyName)":
-        lambda s, o: not _has(o, "topologyName") or (
-            _has(s, "topologyName") and s["topologyName"] == o["topologyName"]),
-}
-
-
-def _norm(rule):
-    return "".join(str(rule).split())
-
-
-def known_cel_rule(rule):
-    n = _norm(rule)
-    return n in _CEL or n in _CEL_TRANSITION
-
-
-_BLOCKING = ("FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong",
-             "FieldValueTooMany", "FieldValueTypeInvalid")
-
-
-def cel_causes(rt, schema, obj, old, schema_causes):
-    """422 causes from the CRD's CEL rules that kube-sim knows, evaluated as
-    the apiserver does after the OpenAPI checks: skipped (with its note) when
-    those found a blocking error."""
-    if not handles(rt) or not schema:
-        return []
-    if any(c.get("reason") in _BLOCKING for c in schema_causes):
-        return [{"reason": "FieldValueInvalid", "field": "<nil>",
-                 "message": 'Invalid value: "null": some validation rules were not checked '
-                            'because the object was invalid; correct the existing errors to '
-                            'complete validation'}]
-    out = []
-
-    def walk(s, v, o, path):
-        if not isinstance(s, dict) or v is None:
-            return
-        for r in s.get("x-kubernetes-validations") or []:
-            n = _norm(r.get("rule", ""))
-            fn = _CEL.get(n)
-            if fn is None and n in _CEL_TRANSITION and o is not None:
-                fn = _CEL_TRANSITION[n]
-            if fn is None:
-                continue
-            try:
-                ok = fn(v, o)
-            except (AttributeError, TypeError):
-                ok = True  # a type error was reported by the schema checks
-            if not ok:
-                out.append({"reason": "FieldValueInvalid", "field": path or "<root>",
-                            "message": 'Invalid value: "%s": %s' % (
-                                "array" if isinstance(v, list) else "object",
-                                r.get("message") or "failed rule: " + r.get("rule", ""))})
-        if isinstance(v, dict):
-            for k in sorted((s.get("properties") or {})):
-                if k in v:
-                    walk(s["properties"][k], v[k], o.get(k) if isinstance(o, dict) else None,
-                         (path + "." if path else "") + k)
-        elif isinstance(v, list) and isinstance(s.get("items"), dict):
-            for i, x in enumerate(v):
-                walk(s["items"], x, None, "%s[%d]" % (path, i))
-
-    walk(schema, obj, old, "")
-    return out
 
 
 # ---------------------------------------------------------------------------

@@ -16,9 +16,8 @@ A custom resource goes through the same four steps as in kube-apiserver
      ``kubeOpenAPIResultToFieldErrors`` does;
   4. list-type check: ``x-kubernetes-list-type`` set/map uniqueness.
 
-CEL rules (``x-kubernetes-validations``) are *not* evaluated, except the
-immutability transition rule ``self == oldSelf`` (``transition_causes``);
-``skipped_cel_rules`` lists them so a caller can say so.
+CEL rules (``x-kubernetes-validations``) are compiled and evaluated by
+``celrules.py``, after these checks.
 
 The one idea to know: every error message here is produced from the same
 parts the Go code uses (a kube-openapi message wrapped in a
@@ -64,8 +63,8 @@ import re
 from typing import NamedTuple
 
 __all__ = [
-    "ValidationResult", "validate", "apply_defaults", "skipped_cel_rules", "transition_causes",
-    "strict_decoding_message", "go_value", "go_quote",
+    "ValidationResult", "validate", "apply_defaults", "strict_decoding_message", "go_value",
+    "go_quote",
 ]
 
 
@@ -1239,81 +1238,3 @@ def strict_decoding_message(kind, version, strict_errors):
     unknown fields under fieldValidation=Strict."""
     return '%s in version %s cannot be handled as a %s: strict decoding error: %s' % (
         kind, go_quote(version), kind, ", ".join(strict_errors))
-
-
-_IMMUTABLE_RULE = "self==oldSelf"
-
-
-def _is_immutability_rule(rule):
-    return isinstance(rule, str) and "".join(rule.split()) == _IMMUTABLE_RULE
-
-
-def _cel_type_name(v):
-    # CEL rule failures name the value's type, not the value (as the apiserver does).
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    return "object"
-
-
-def transition_causes(schema, old, new):
-    """Evaluate the one CEL rule kube-sim understands, the transition rule
-    ``self == oldSelf`` (immutability), on an update from ``old`` to ``new``.
-    Like the apiserver, it applies only where both objects have a value at
-    the rule's path (through properties; not inside lists or maps).  Returns
-    causes shaped like validate()'s, e.g. field ``spec.clusterQueue``,
-    message ``Invalid value: "string": field is immutable``."""
-    causes = []
-
-    def walk(s, o, n, path):
-        if not isinstance(s, dict):
-            return
-        for r in s.get("x-kubernetes-validations") or []:
-            if isinstance(r, dict) and _is_immutability_rule(r.get("rule")) and o != n:
-                msg = r.get("message") or "failed rule: %s" % r.get("rule")
-                causes.append({"reason": "FieldValueInvalid",
-                               "message": 'Invalid value: "%s": %s' % (_cel_type_name(n), msg),
-                               "field": path or "<root>"})
-        if isinstance(o, dict) and isinstance(n, dict):
-            for k, p in (s.get("properties") or {}).items():
-                if k in o and k in n:
-                    walk(p, o[k], n[k], _join(path, k))
-
-    walk(schema, old, new, "")
-    return causes
-
-
-def skipped_cel_rules(schema):
-    """Every x-kubernetes-validations rule in the schema, as
-    ``"<path>: <rule>"`` (path ``<root>`` for the top; ``[*]`` for items,
-    ``{*}`` for additionalProperties values).  None of them is evaluated."""
-    out = []
-
-    def walk(s, path):
-        if not isinstance(s, dict):
-            return
-        for r in s.get("x-kubernetes-validations") or []:
-            if isinstance(r, dict) and r.get("rule") and not _is_immutability_rule(r["rule"]):
-                out.append("%s: %s" % (path or "<root>", r["rule"]))
-        for k, p in (s.get("properties") or {}).items():
-            walk(p, _join(path, k))
-        ap = s.get("additionalProperties")
-        if isinstance(ap, dict):
-            walk(ap, (path or "") + "{*}")
-        if isinstance(s.get("items"), dict):
-            walk(s["items"], (path or "") + "[*]")
-        for key in ("allOf", "anyOf", "oneOf"):
-            for sub in s.get(key) or []:
-                walk(sub, path)
-        if isinstance(s.get("not"), dict):
-            walk(s["not"], path)
-
-    walk(schema, "")
-    return out

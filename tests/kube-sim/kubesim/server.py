@@ -14,8 +14,8 @@ import urllib.parse
 
 from . import auth as authmod
 from . import builtins
+from . import cel
 from . import kinds
-from . import kueue
 from . import protobuf
 from . import selectors
 from . import ssa
@@ -59,7 +59,6 @@ class Sim:
         self.bookmark_interval = args.bookmark_interval
         self._disc_lock = threading.Lock()
         self._disc = None
-        self.logged_cel = set()
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.store.create(self.store.types[kinds.NS_KEY], "", {"metadata": {"name": ns}})
 
@@ -78,8 +77,16 @@ class Sim:
             if rt is not None and rt.crd == old["metadata"]["name"]:
                 st.remove_type(key)
             return
-        conds = {c.get("type"): c.get("status") for c in (new.get("status") or {}).get("conditions") or []}
-        if conds.get("Established") != "True":
+        conds = {c.get("type"): c for c in (new.get("status") or {}).get("conditions") or []}
+        est = conds.get("Established") or {}
+        if est.get("status") != "True":
+            if est.get("reason") == "KubeSimUnsupportedValidationRule":
+                self.log("not serving CRD %s: %s" % (new["metadata"].get("name"), est.get("message")))
+                spec = new.get("spec") or {}
+                key = (spec.get("group"), (spec.get("names") or {}).get("plural"))
+                rt = st.types.get(key)
+                if rt is not None and rt.crd == new["metadata"]["name"]:
+                    st.remove_type(key)
             return
         try:
             rt = kinds.crd_to_type(new)
@@ -92,30 +99,6 @@ class Sim:
             if okey != rt.key and okey in st.types:
                 st.remove_type(okey)
         st.add_type(rt)
-        self._log_cel(new)
-
-    def _log_cel(self, crd):
-        name = crd["metadata"]["name"]
-        if name in self.logged_cel:
-            return
-        self.logged_cel.add(name)
-        try:
-            from . import schema
-        except ImportError:
-            return
-        fn = getattr(schema, "skipped_cel_rules", None)
-        if fn is None:
-            return
-        for v in (crd.get("spec") or {}).get("versions") or []:
-            try:
-                rules = fn(((v.get("schema") or {}).get("openAPIV3Schema")) or {})
-            except Exception:
-                rules = []
-            # the Kueue CRDs' rules are evaluated by kubesim/kueue.py
-            rules = [r for r in rules if not kueue.known_cel_rule(r.split(": ", 1)[-1])]
-            if rules:
-                self.log("CRD %s version %s: %d CEL rule(s) not enforced: %s"
-                         % (name, v.get("name"), len(rules), "; ".join(rules)[:2000]))
 
     # -- discovery ---------------------------------------------------------------------
     def invalidate_discovery(self):
@@ -1150,6 +1133,19 @@ def apply_seed_object(sim, obj, where):
                   seeding=True)
 
 
+def unserved_crds(sim):
+    """'<crd>: <why>' for each stored CRD that kube-sim refuses to serve because it cannot
+    evaluate one of its validation rules (a start with such a CRD fails)."""
+    out = []
+    with sim.store.lock:
+        for e in sim.store.data.get(kinds.CRD_KEY, {}).values():
+            for c in (e.obj.get("status") or {}).get("conditions") or []:
+                if c.get("type") == "Established" and \
+                        c.get("reason") == "KubeSimUnsupportedValidationRule":
+                    out.append("%s: %s" % (e.obj["metadata"]["name"], c.get("message")))
+    return out
+
+
 def write_kubeconfig(path, server_url, token, ca_pem=None):
     cluster = {"server": server_url}
     if ca_pem:
@@ -1174,6 +1170,13 @@ def main(argv=None):
     if argv and argv[0] == "mint-client-cert":
         return tlsutil.mint_main(argv[1:])
     args = parse_args(argv)
+    try:
+        cel.check_runtime()
+    except cel.RuntimeMissing as e:
+        sys.stderr.write("kube-sim: %s\n" % e)
+        return 2
+    if args.crds or args.seed:
+        cel.engine().start()  # node loads while the CRDs are read
     sim = Sim(args)
     Handler.sim = sim
     host, _, port = args.listen.rpartition(":")
@@ -1185,16 +1188,23 @@ def main(argv=None):
                 roles, bindings = rbac.bootstrap_policy()
                 for o in list(roles) + list(bindings):
                     apply_seed_object(sim, o, "rbac bootstrap policy")
+        # read every CRD first: the CEL engine starts meanwhile, then compiles them
+        crds = []
         for cdir in args.crds:
             for d in sorted(os.listdir(cdir)):
                 if d.endswith((".yaml", ".yml", ".json")):
                     path = os.path.join(cdir, d)
                     for i, doc in enumerate(load_manifest_file(path)):
                         if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                            apply_seed_object(sim, doc, "%s#%d" % (path, i))
+                            crds.append((doc, "%s#%d" % (path, i)))
+        for doc, where in crds:
+            apply_seed_object(sim, doc, where)
         for seed in args.seed:
             for i, doc in enumerate(load_manifest_file(seed)):
                 apply_seed_object(sim, doc, "%s#%d" % (seed, i))
+        refused = unserved_crds(sim)
+        if refused:
+            raise ValueError("; ".join(refused))
     except (ValueError, ApiError, OSError, yamlmini.YamlError) as e:
         msg = e.message if isinstance(e, ApiError) else str(e)
         sys.stderr.write("kube-sim: loading seeds/CRDs failed: %s\n" % msg)

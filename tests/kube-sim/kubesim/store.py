@@ -7,6 +7,7 @@ import json
 import time
 import threading
 
+from . import celrules
 from . import kinds
 from . import patch as patchmod
 from . import ssa
@@ -365,7 +366,11 @@ class Store:
         meta = obj.get("metadata")
         res = _schema.validate(sch, obj, fv)
         pruned, causes, warnings = res[0], res[1], res[2]
-        causes = list(causes) + _kueue.cel_causes(rt, sch, pruned, old, causes)
+        cel_causes, cel_warnings = celrules.validate(
+            (getattr(rt, "cel_trees", None) or {}).get(version if version in rt.schemas
+                                                      else rt.version), pruned, old, causes)
+        causes = list(causes) + cel_causes
+        warnings = list(warnings) + cel_warnings
         strict = res[3] if len(res) > 3 else []
         if strict:
             fn = getattr(_schema, "strict_decoding_message", None)
@@ -385,15 +390,6 @@ class Store:
         if causes:
             raise util.invalid(rt.kind, rt.group, (meta or {}).get("name", ""), causes)
         return obj
-
-    def _transition_check(self, rt, old, new, opts):
-        """Immutability rules (CEL ``self == oldSelf``) of a custom resource's schema."""
-        fn = getattr(_schema, "transition_causes", None) if _schema is not None else None
-        if rt.builtin or fn is None:
-            return []
-        version = opts.get("version") or rt.version
-        sch = rt.schemas.get(version) or rt.schemas.get(rt.version)
-        return fn(sch, old, new) if sch else []
 
     # -- update -------------------------------------------------------------
     def update(self, rt, ns, name, obj, sub=None, opts=None):
@@ -531,8 +527,7 @@ class Store:
         if causes:
             raise util.invalid(rt.kind, rt.group, name, causes)
         result = self._schema_check(rt, result, opts, create=False, old=old)
-        causes = self._transition_check(rt, old, result, opts)
-        causes += kinds.validate(rt, result, old, self)
+        causes = kinds.validate(rt, result, old, self)
         if causes:
             raise util.invalid(rt.kind, rt.group, name, causes)
         if opts.get("_managed") is not None:
