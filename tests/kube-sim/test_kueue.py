@@ -351,6 +351,32 @@ class KueueCRDs(unittest.TestCase):
                          'invalid: spec: Invalid value: "object": topologyName is immutable '
                          'when topologyName is set')
 
+    def test_cel_topology_immutability(self):
+        """Kueue v0.19.2's ResourceFlavor: nodeLabels and tolerations are fixed once topologyName
+        is set (Kueue's main branch dropped both rules; a cluster runs the release)."""
+        self.assertEqual(self.create("resourceflavors", rf(
+            "rf-tas", topologyName="t1", nodeLabels={"a": "b"},
+            tolerations=[{"key": "k", "operator": "Exists"}]))[0], 201)
+        msg = 'ResourceFlavor.kueue.x-k8s.io "rf-tas" is invalid: spec: Invalid value: "object": '
+        for field, value, words in (
+                ("nodeLabels", {"a": "c"}, "nodeLabels are immutable when topologyName is set"),
+                ("tolerations", [], "tolerations are immutable when topologyName is set")):
+            with self.subTest(field=field):
+                o = self.get("resourceflavors", "rf-tas")
+                o["spec"][field] = value
+                st, body = self.put("resourceflavors", o)
+                self.assertEqual(st, 422, body)
+                self.assertEqual(body["message"], msg + words)
+        o = self.get("resourceflavors", "rf-tas")
+        o["spec"]["nodeTaints"] = [{"key": "x", "value": "y", "effect": "NoSchedule"}]
+        self.assertEqual(self.put("resourceflavors", o)[0], 200)
+        # without topologyName the same changes are allowed
+        self.assertEqual(self.create("resourceflavors", rf("rf-plain", nodeLabels={"a": "b"}))[0],
+                         201)
+        o = self.get("resourceflavors", "rf-plain")
+        o["spec"]["nodeLabels"] = {"a": "c"}
+        self.assertEqual(self.put("resourceflavors", o)[0], 200)
+
     # -- validating webhooks (403) ------------------------------------------------------
     def test_negative_quantities(self):
         self.denied("clusterqueues", cq("q-neg", [rg(["cpu"], ["f"], nominalQuota="-1")]),

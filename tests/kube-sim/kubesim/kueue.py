@@ -6,7 +6,8 @@ The one idea: a write the real Kueue would refuse or rewrite is refused or
 rewritten here, at the same point of the request and with the same words.
 Reference: Kueue main @ ff69552e (v0.20.0-devel), pkg/webhooks/*.go and
 pkg/controller/core/{clusterqueue,resourceflavor}_controller.go (read, not
-copied), controller-runtime v0.24, apimachinery v0.36.
+copied; the same files as in the release v0.19.2), controller-runtime v0.24,
+apimachinery v0.36.
 
 Where each step sits in a request (as in kube-apiserver):
 
