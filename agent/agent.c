@@ -14,7 +14,8 @@
  * session (report.h) then decides whether a new report goes out.  The host
  * probe is cached and rerun only when the registry changed, the periodic
  * timer fired, or the set of CSI driver names changed, because NVML init
- * is slow on real GPU hosts and Node status updates are frequent.
+ * is slow on real GPU hosts and Node status updates are frequent; a pod
+ * event on the node re-asks only kubelet's pod-resources (two local calls).
  */
 #include "agent.h"
 
@@ -406,6 +407,7 @@ typedef struct agent {
 	int sig_fd;
 	int wake_fd;
 	atomic_bool kube_dirty;
+	atomic_bool pods_dirty; /* a pod on the node changed: ask kubelet's pod-resources again */
 
 	int64_t start_ms;
 	int64_t next_probe_ms;
@@ -457,6 +459,26 @@ static void on_kube_delete(void *arg, const cJSON *last_obj)
 	on_kube_add(arg, last_obj);
 }
 
+/* A pod on this node came, changed or went: its devices may have too. */
+static void on_pod_add(void *arg, const cJSON *obj)
+{
+	agent *a = arg;
+
+	atomic_store(&a->pods_dirty, true);
+	on_kube_add(arg, obj);
+}
+
+static void on_pod_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
+{
+	(void)old_obj;
+	on_pod_add(arg, new_obj);
+}
+
+static void on_pod_delete(void *arg, const cJSON *last_obj)
+{
+	on_pod_add(arg, last_obj);
+}
+
 /* The informers cache only what the inventory reads (tau_agent_inventory_prune). */
 static void prune_node(void *arg, cJSON *obj)
 {
@@ -488,9 +510,9 @@ static int start_informer(tau_kube_informer **out, agent *a, const tau_kube_reso
 	io.transform = prune;
 	io.on_synced = on_kube_synced;
 	memset(&h, 0, sizeof(h));
-	h.on_add = on_kube_add;
-	h.on_update = on_kube_update;
-	h.on_delete = on_kube_delete;
+	h.on_add = res == &tau_kube_res_pods ? on_pod_add : on_kube_add;
+	h.on_update = res == &tau_kube_res_pods ? on_pod_update : on_kube_update;
+	h.on_delete = res == &tau_kube_res_pods ? on_pod_delete : on_kube_delete;
 	h.arg = a;
 	rc = tau_kube_informer_new(out, a->loop, res, &io, &h);
 	if (rc < 0)
@@ -557,6 +579,15 @@ static void rebuild(agent *a)
 	}
 	in.pods = pods;
 
+	/*
+	 * A pod change between host probes: only kubelet's pod-resources is asked again (two
+	 * local calls, deadline-bounded), so a pod taking a device is reported at once rather
+	 * than at the next --probe-interval; NVML and the CSI drivers wait for their probe.
+	 */
+	if (atomic_exchange(&a->pods_dirty, false) && !reprobe && a->cache.valid &&
+	    tau_agent_podres_probe(&a->cache.probe.podres, a->cfg->host_root,
+	                           TAU_AGENT_PODRESOURCES_TIMEOUT_MS) < 0)
+		reprobe = true; /* out of memory: the full probe below starts afresh */
 	rc = tau_agent_build(&a->inv, &in, a->cfg->host_root, &a->cache, reprobe, &probed);
 	if (rc == 0)
 		rc = tau_agent_inventory_digest(digest, &a->inv);

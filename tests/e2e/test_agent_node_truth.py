@@ -10,7 +10,8 @@ fake kubelet serving pod-resources on <root>/var/lib/kubelet/pod-resources/kubel
 CSI driver with its registration socket, and the InfiniBand sysfs tree of an ND H100 v5. Each
 test changes one of them and waits for the inventory that reports it; the agent re-probes every
 second (--probe-interval 1), so every change must arrive within REPORT_WITHIN_S, which the
-tests measure and assert. Between changes nothing is re-sent: the digest holds.
+tests measure and assert. Between changes nothing is re-sent: the digest holds. A second agent
+probes once an hour: a pod event alone must bring kubelet's new allocation within the same time.
 """
 
 import json
@@ -120,8 +121,10 @@ def csi(inv, name):
     return [d for d in inv.csi_drivers if d.name == name][0]
 
 
-class NodeTruth(unittest.TestCase):
-    """One agent with every node-local source faked; the tests run in order (numbered)."""
+class FakedNode:
+    """Mixin: one agent with every node-local source faked, probing every PROBE_S seconds."""
+
+    PROBE_S = PROBE_INTERVAL_S
 
     @classmethod
     def setUpClass(cls):
@@ -152,7 +155,7 @@ class NodeTruth(unittest.TestCase):
         cls.agent = harness.Agent(WORK, [
             "--node-name", ND_NODE, "--kubeconfig", cls.sim.kubeconfig,
             "--aggregator", "127.0.0.1:%d" % cls.rec.port, "--insecure",
-            "--host-root", root, "--probe-interval", str(PROBE_INTERVAL_S)],
+            "--host-root", root, "--probe-interval", str(cls.PROBE_S)],
             env={"TAU_AGENT_NVML": os.path.join(build_dir(), "fakes/nvml-full/libnvidia-ml.so.1"),
                  "TAU_FAKE_NVML_CONFIG": cls.nvml_conf})
         cls.rec.wait(lambda r: any(x[2].WhichOneof("body") == "inventory" for x in r.reports),
@@ -178,6 +181,15 @@ class NodeTruth(unittest.TestCase):
         self.assertLess(took, REPORT_WITHIN_S, "%s took %.1f s; logs:\n%s"
                         % (what, took, self.agent.logs()[-3000:]))
         return inv
+
+    def test_99_stops_cleanly(self):
+        # Last: the agent exits 0 on SIGTERM (the sanitizer build fails it on a leak).
+        rc, _ = self.agent.terminate()
+        self.assertEqual(rc, 0, self.agent.logs()[-3000:])
+
+
+class NodeTruth(FakedNode, unittest.TestCase):
+    """Every source, one change at a time; the tests run in order (numbered)."""
 
     def test_01_first_inventory_carries_node_truth(self):
         inv = self.rec.inventories()[-1]
@@ -243,6 +255,28 @@ class NodeTruth(unittest.TestCase):
         self.assertIn("kubelet pod-resources", inv.devices.pod_resources_note)
         self.assertEqual(len(inv.devices.pod_devices), 0)
         self.assertTrue(self.agent.alive())
+
+
+class PodBetweenProbes(FakedNode, unittest.TestCase):
+    """No host probe for an hour: a pod taking GPUs is still reported at once, because a pod
+    event on the node makes the agent ask kubelet's pod-resources again (and only that)."""
+
+    PROBE_S = 3600
+
+    def test_01_pod_event_refreshes_pod_resources(self):
+        def change():
+            # kubelet admits the pod and gives it two GPUs; then its object shows up.
+            write_atomic(self.kubelet_conf, kubelet_config(GPUS[6:]))
+            self.sim.kubectl("create", "namespace", "ml")
+            self.sim.req("POST", "/api/v1/namespaces/ml/pods", {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "train-0", "namespace": "ml"},
+                "spec": {"nodeName": ND_NODE, "containers": [{"name": "main", "image": "x"}]}},
+                ctype="application/json")
+
+        inv = self.reported(change, lambda i: holder(i, GPUS[6])[1] == "train-0",
+                            "a pod takes 2 GPUs with no host probe due")
+        self.assertEqual(holder(inv, GPUS[7]), ("ml", "train-0", "main"))
 
 
 if __name__ == "__main__":
