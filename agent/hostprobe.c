@@ -349,7 +349,7 @@ static int probe_nvml(tau_agent_host_probe *p)
 		}
 		library = setting;
 	}
-	rc = tau_agent_nvml_probe(&p->nvml, library);
+	rc = tau_agent_nvml_probe_bounded(&p->nvml, library, TAU_AGENT_NVML_TIMEOUT_MS);
 	if (rc < 0)
 		return rc;
 	if (!p->nvml.probed) {

@@ -71,6 +71,19 @@ void tau_agent_nvml_free(tau_agent_nvml *n);
  */
 int tau_agent_nvml_probe(tau_agent_nvml *n, const char *library);
 
+/** How long the agent waits for NVML in one probe (ms). */
+#define TAU_AGENT_NVML_TIMEOUT_MS 5000
+
+/**
+ * tau_agent_nvml_probe on a thread of its own, waited for at most `timeout_ms`.  NVML is a
+ * library call into the driver and cannot be cancelled: when it does not return in time the
+ * thread is left to finish on its own (it frees its result), `n` says so in its note, and
+ * later calls return at once with a note until that thread has returned.  So a hung driver
+ * costs the agent one timeout, not its event loop.
+ * @return 0, or -TAU_ENOMEM.
+ */
+int tau_agent_nvml_probe_bounded(tau_agent_nvml *n, const char *library, int timeout_ms);
+
 /** Number of GPUs described that are healthy. */
 int64_t tau_agent_nvml_healthy(const tau_agent_nvml *n);
 

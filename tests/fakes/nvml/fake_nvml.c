@@ -9,6 +9,7 @@
  *   driver 550.54.15            nvmlSystemGetDriverVersion
  *   cuda 12040                  nvmlSystemGetCudaDriverVersion_v2 (12.4)
  *   init_error 0                what nvmlInit_v2 returns
+ *   init_delay_ms 0             how long nvmlInit_v2 takes (a hung driver)
  *   gpu uuid=GPU-0 model=NVIDIA_H100_80GB_HBM3 lost=0 remap_pending=0 remap_failure=0
  *       corr=0 unc=0 sbe=0 dbe=0 retire_pending=0 mig=0 handle_error=0
  *                               one line per GPU ('_' in model reads as a space); omitted
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define FAKE_MAX_GPUS 16
 #define NVML_SUCCESS  0
@@ -131,6 +133,12 @@ int nvmlInit_v2(void)
 			cuda = atoi(line + 5);
 		} else if (strncmp(line, "init_error ", 11) == 0) {
 			init_error = atoi(line + 11);
+		} else if (strncmp(line, "init_delay_ms ", 14) == 0) {
+			int ms = atoi(line + 14);
+			struct timespec ts = {.tv_sec = ms / 1000,
+			                      .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+			nanosleep(&ts, NULL);
 		} else if (strncmp(line, "gpu", 3) == 0 && n_gpus < FAKE_MAX_GPUS) {
 			parse_gpu(&gpus[n_gpus], line + 3, n_gpus);
 			n_gpus++;

@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-static void make_dirs(const char *root, const char *rel)
+__attribute__((unused)) static void make_dirs(const char *root, const char *rel)
 {
 	char path[4096];
 	size_t rlen = strlen(root);
@@ -42,7 +42,7 @@ static void make_dirs(const char *root, const char *rel)
 	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
 }
 
-static void write_file(const char *root, const char *rel, const char *text)
+__attribute__((unused)) static void write_file(const char *root, const char *rel, const char *text)
 {
 	char path[4096];
 	FILE *f;
@@ -55,7 +55,7 @@ static void write_file(const char *root, const char *rel, const char *text)
 }
 
 /* A real unix socket file (what node-driver-registrar leaves behind). */
-static void make_socket(const char *root, const char *rel)
+__attribute__((unused)) static void make_socket(const char *root, const char *rel)
 {
 	struct sockaddr_un addr;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -69,7 +69,8 @@ static void make_socket(const char *root, const char *rel)
 	close(fd);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+__attribute__((unused)) static int remove_entry(const char *path, const struct stat *st, int flag,
+                                                struct FTW *ftw)
 {
 	(void)st;
 	(void)flag;

@@ -2,7 +2,8 @@
  * Unit tests of the agent's NVML probe (agent/nvml.c) against our fake libnvidia-ml.so.1
  * (tests/fakes/nvml/fake_nvml.c, built by cmake/agent-probes.cmake): devices and their health
  * signals, versions, MIG mode, a library that is absent, one lacking the required entry points,
- * one lacking optional ones (an "old driver"), init failing, and a GPU whose handle fails.
+ * one lacking optional ones (an "old driver"), init failing, a GPU whose handle fails, and a
+ * driver that hangs in nvmlInit (bounded by the timeout).
  */
 #include "nvml.h"
 
@@ -18,6 +19,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "fake_host.h"
 
 #define FAKE_FULL TAU_BINARY_DIR "/fakes/nvml-full/libnvidia-ml.so.1"
 #define FAKE_OLD  TAU_BINARY_DIR "/fakes/nvml-old/libnvidia-ml.so.1"
@@ -218,6 +221,42 @@ static void test_init_fails_and_handle_fails(void **state)
 	tau_agent_nvml_free(&n);
 }
 
+/* A hung driver costs one timeout; the next probes say so at once until NVML returns. */
+static void test_hang_is_bounded(void **state)
+{
+	tau_agent_nvml n;
+	int64_t t0, took;
+	bool back = false;
+
+	(void)state;
+	write_config("init_delay_ms 1500\ngpu uuid=GPU-slow\n");
+	tau_agent_nvml_init(&n);
+	t0 = test_now_ms();
+	assert_int_equal(tau_agent_nvml_probe_bounded(&n, FAKE_FULL, 200), 0);
+	took = test_now_ms() - t0;
+	assert_false(n.probed);
+	assert_string_equal(n.note, "NVML did not answer within 200 ms (driver hung?); not probed "
+	                            "until it does");
+	assert_true(took >= 150 && took < 1000);
+	t0 = test_now_ms();
+	assert_int_equal(tau_agent_nvml_probe_bounded(&n, FAKE_FULL, 200), 0);
+	assert_true(test_now_ms() - t0 < 100);
+	assert_string_equal(n.note, "NVML not probed: an earlier probe is still inside NVML");
+	/* Once the hung call returns (1.5 s), probes work again: wait for that, bounded. */
+	write_config("gpu uuid=GPU-back\n");
+	for (int i = 0; i < 100 && !back; i++) {
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = 50 * 1000000L};
+
+		assert_int_equal(tau_agent_nvml_probe_bounded(&n, FAKE_FULL, 2000), 0);
+		back = n.probed;
+		if (!back)
+			nanosleep(&ts, NULL);
+	}
+	assert_true(back);
+	assert_string_equal(n.gpus[0].uuid, "GPU-back");
+	tau_agent_nvml_free(&n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -227,6 +266,7 @@ int main(void)
 	        cmocka_unit_test(test_library_lacks_required),
 	        cmocka_unit_test(test_library_lacks_optional),
 	        cmocka_unit_test(test_init_fails_and_handle_fails),
+	        cmocka_unit_test(test_hang_is_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
