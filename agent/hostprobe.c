@@ -371,44 +371,29 @@ static int probe_nvml(tau_agent_host_probe *p)
 
 int tau_agent_rdma_state_is_up(const char *text, size_t len)
 {
+	int state;
 	size_t i = 0;
-	long state = 0;
-	size_t digits = 0;
 
 	if (text == NULL)
 		return tau_error_set(TAU_EINVAL, "no port state text");
-	while (i < len && text[i] >= '0' && text[i] <= '9' && digits < 4) {
-		state = state * 10 + (text[i] - '0');
+	/* The "<number>: <name>" syntax is tau_agent_sysfs_numbered's; a port state adds the
+	 * kernel's upper-case names and the range 1..5 (DOWN .. ACTIVE_DEFER). */
+	state = tau_agent_sysfs_numbered(text, len);
+	while (state >= 0 && i < len && text[i] != ':')
 		i++;
-		digits++;
+	for (i++; i < len && text[i] == ' '; i++)
+		;
+	for (; state >= 0 && i < len && text[i] != '\n' && text[i] != ' '; i++)
+		if (!((text[i] >= 'A' && text[i] <= 'Z') || text[i] == '_'))
+			state = -1;
+	if (state < 1 || state > 5) {
+		/* Quote at most 32 bytes, without the trailing newline. */
+		while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+			len--;
+		return tau_error_set(TAU_EINVAL, "port state \"%.*s\" is not \"<number>: <NAME>\"",
+		                     (int)(len < 32 ? len : 32), text);
 	}
-	if (digits == 0 || i >= len || text[i] != ':')
-		goto bad;
-	i++;
-	while (i < len && text[i] == ' ')
-		i++;
-	/* The name: letters and '_' up to the end or a newline. */
-	{
-		size_t start = i;
-
-		while (i < len && ((text[i] >= 'A' && text[i] <= 'Z') || text[i] == '_'))
-			i++;
-		if (i == start)
-			goto bad;
-	}
-	while (i < len && (text[i] == '\n' || text[i] == ' '))
-		i++;
-	if (i != len)
-		goto bad;
-	if (state < 1 || state > 5)
-		goto bad;
 	return state == 4 ? 1 : 0;
-bad:
-	/* Quote at most 32 bytes, without the trailing newline. */
-	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
-		len--;
-	return tau_error_set(TAU_EINVAL, "port state \"%.*s\" is not \"<number>: <NAME>\"",
-	                     (int)(len < 32 ? len : 32), text);
 }
 
 /* Read a short file into buf (NUL-terminated). Returns length or -errno. */
