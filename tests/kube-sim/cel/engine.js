@@ -13,6 +13,8 @@
 //   {"id": 2, "op": "eval", "tasks": [{"key", "self", "oldSelf"?}]}
 //   -> {"id": 2, "results": [{"ok": true} | {"ok": false, "message"?, "messageError"?} |
 //      {"error"}]}
+//   {"id": 3, "op": "parse", "expressions": ["..."]}
+//   -> {"id": 3, "results": [{"ok": true} | {"error"}]}  (syntax only: DRA device selectors)
 //
 // kube-sim (tests/kube-sim/kubesim/cel.py) starts it with NODE_PATH at the installed runtime.
 "use strict";
@@ -147,6 +149,19 @@ function handle(req) {
     };
   }
   if (req.op === "eval") return { id: req.id, results: req.tasks.map(evaluate) };
+  if (req.op === "parse") {
+    return {
+      id: req.id,
+      results: req.expressions.map((src) => {
+        try {
+          cel.parse(src);
+          return { ok: true };
+        } catch (e) {
+          return { error: parseError(src, e) };
+        }
+      }),
+    };
+  }
   if (req.op === "ping") return { id: req.id, version: celVersion() };
   return { id: req.id, fatal: "unknown op " + req.op };
 }

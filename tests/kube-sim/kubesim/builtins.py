@@ -290,6 +290,21 @@ def _csidriver_printer():
     return cols, row
 
 
+def _resourceslice_printer():
+    cols = [NAME_COL, col("Node", desc="NodeName identifies the node which provides the resources "
+                          "in this pool."),
+            col("Driver", desc="Driver identifies the DRA driver providing the capacity "
+                "information."),
+            col("Pool", desc="Pool describes the pool that this ResourceSlice belongs to."),
+            AGE_COL]
+
+    def row(o):
+        s = o.get("spec") or {}
+        return [_name(o), s.get("nodeName") or "", s.get("driver", ""),
+                (s.get("pool") or {}).get("name", ""), _age(o)]
+    return cols, row
+
+
 def _pvc_printer():
     cols = [NAME_COL, col("Status"), col("Volume"), col("Capacity"), col("Access Modes"),
             col("StorageClass"), col("VolumeAttributesClass"), AGE_COL,
@@ -437,6 +452,11 @@ def builtin_types():
           printer=_storageclass_printer),
         T("", "v1", "PersistentVolume", "persistentvolumes", False, ["pv"], status=True,
           printer=_pv_printer),
+        # Dynamic Resource Allocation (kubesim/dra.py validates them)
+        T("resource.k8s.io", "v1", "DeviceClass", "deviceclasses", False, [], generation=True,
+          printer=default_printer),
+        T("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", False, [], generation=True,
+          fields={"spec.nodeName": "", "spec.driver": ""}, printer=_resourceslice_printer),
         T("coordination.k8s.io", "v1", "Lease", "leases", True, [], printer=_lease_printer,
           create_on_update=True, unconditional_update=False, return_deleted=False),
         T("apps", "v1", "Deployment", "deployments", True, ["deploy"], status=True, generation=True,

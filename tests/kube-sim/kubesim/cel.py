@@ -124,6 +124,12 @@ class Engine:
             return []
         return self._call({"op": "eval", "tasks": tasks})["results"]
 
+    def parse(self, expressions):
+        """expressions: CEL source texts -> [{"ok": true} | {"error": text}] (syntax only)."""
+        if not expressions:
+            return []
+        return self._call({"op": "parse", "expressions": list(expressions)})["results"]
+
     def version(self):
         return self._call({"op": "ping"})["version"]
 

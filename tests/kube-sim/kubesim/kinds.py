@@ -4,6 +4,7 @@ import base64
 import re
 
 from . import celrules
+from . import dra
 from . import util
 from .builtins import ResourceType, crd_printer_for
 
@@ -366,6 +367,8 @@ def validate(rt, obj, old, store):
                                      "roleRef.kind"))
         if old is not None and rr != (old.get("roleRef") or {}):
             causes.append(util.field_invalid("roleRef", rr, "cannot change roleRef"))
+    elif dra.handles(rt):
+        causes.extend(dra.validate(rt, obj, old))
     elif key == CRD_KEY:
         causes.extend(validate_crd(obj, old, store))
     return causes
