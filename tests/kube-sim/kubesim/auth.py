@@ -25,6 +25,10 @@ class Authenticator:
             for tok, u in data.items():
                 self.tokens[tok] = normalize_user(u)
 
+    def revoke(self, token):
+        """TokenReview refuses `token` from now on. @return False when it is not in the table."""
+        return self.tokens.pop(token, None) is not None
+
     def from_token(self, token):
         return self.tokens.get(token)
 

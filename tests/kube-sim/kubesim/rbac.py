@@ -565,6 +565,12 @@ def bootstrap_policy():
             {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"],
              "verbs": ["create"]},
         ]),
+        role("system:service-account-issuer-discovery", [
+            {"nonResourceURLs": ["/.well-known/openid-configuration",
+                                 "/.well-known/openid-configuration/",
+                                 "/openid/v1/jwks", "/openid/v1/jwks/"],
+             "verbs": ["get"]},
+        ]),
         role("system:public-info-viewer", [
             {"nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"],
              "verbs": ["get"]},
@@ -574,6 +580,8 @@ def bootstrap_policy():
         binding("cluster-admin", "cluster-admin", ["system:masters"]),
         binding("system:discovery", "system:discovery", ["system:authenticated"]),
         binding("system:basic-user", "system:basic-user", ["system:authenticated"]),
+        binding("system:service-account-issuer-discovery",
+                "system:service-account-issuer-discovery", ["system:serviceaccounts"]),
         binding("system:public-info-viewer", "system:public-info-viewer",
                 ["system:authenticated", "system:unauthenticated"]),
     ]

@@ -8,6 +8,7 @@ import os
 import socket
 import ssl
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -17,6 +18,7 @@ from . import builtins
 from . import cel
 from . import kinds
 from . import protobuf
+from . import satoken
 from . import selectors
 from . import ssa
 from . import tlsutil
@@ -59,8 +61,29 @@ class Sim:
         self.bookmark_interval = args.bookmark_interval
         self._disc_lock = threading.Lock()
         self._disc = None
+        self._key_lock = threading.Lock()
+        self._key = None
+        if args.service_account_signing_key_file:
+            try:
+                self._key = satoken.SigningKey.load(args.service_account_signing_key_file)
+            except (OSError, ValueError) as e:
+                raise ValueError("--service-account-signing-key-file %s: %s"
+                                 % (args.service_account_signing_key_file, e))
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.store.create(self.store.types[kinds.NS_KEY], "", {"metadata": {"name": ns}})
+
+    def signing_key(self):
+        """The service-account signing key: --service-account-signing-key-file, else one made
+        the first time it is needed (so a start costs nothing when nobody asks)."""
+        with self._key_lock:
+            if self._key is None:
+                fd, path = tempfile.mkstemp(prefix="kube-sim-sa-", suffix=".key")
+                os.close(fd)
+                try:
+                    self._key = satoken.SigningKey.generate(path)
+                finally:
+                    os.unlink(path)
+            return self._key
 
     def log(self, msg):
         sys.stderr.write("kube-sim: %s\n" % msg)
@@ -404,11 +427,37 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "subresource": sub, "namespace": ns, "verb": verb, "watch": watch}
 
     # -- non-resource endpoints -----------------------------------------------------
+    def handle_issuer_discovery(self, p, user):
+        """Service-account issuer discovery, as the API server serves it: RBAC
+        (system:service-account-issuer-discovery) decides who may read it."""
+        attrs = {"verb": "get", "api_group": "", "resource": "", "subresource": "", "name": "",
+                 "namespace": "", "path": p, "resource_request": False}
+        ok, reason = self.sim.authz.authorize(user, attrs)
+        if not ok:
+            raise ApiError(403, "Forbidden",
+                           "forbidden: " + self.sim.authz.forbidden_message(user, attrs, reason))
+        self.sim.faults.count("get", p)
+        latency, ferr = self.sim.faults.check("get", p, "", "")
+        if latency:
+            time.sleep(latency)
+        if ferr is not None:
+            raise ferr
+        key = self.sim.signing_key()
+        if p == "/openid/v1/jwks":
+            body = util.dumpb({"keys": [key.jwk()]})
+            return self.send_bytes(200, body, "application/jwk-set+json")
+        scheme = "https" if self.sim.args.tls else "http"
+        host = self.headers.get("Host") or "127.0.0.1"
+        return self.send_obj(200, satoken.discovery(self.sim.args.service_account_issuer,
+                                                    "%s://%s/openid/v1/jwks" % (scheme, host)))
+
     def handle_nonresource(self, method, path, user):
         sim = self.sim
         p = path.rstrip("/") or "/"
         attrs = {"verb": method.lower() if method != "GET" else "get", "api_group": "", "resource": "",
                  "subresource": "", "name": "", "namespace": "", "path": p, "resource_request": False}
+        if p in ("/.well-known/openid-configuration", "/openid/v1/jwks") and method == "GET":
+            return self.handle_issuer_discovery(p, user)
         public = p in ("/version", "/healthz", "/readyz", "/livez", "/api", "/apis") or \
             p.startswith("/api/") or p.startswith("/apis/") or p.startswith("/openapi")
         if not public:
@@ -555,6 +604,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                            "watchCacheEvents": len(sim.store.events)})
         if p == "/sim/history" and method == "GET":
             return self.send_history()
+        if p == "/sim/tokens/revoke" and method == "POST":
+            # What deleting the pod or ServiceAccount does to a real token: TokenReview refuses
+            # it from now on, while its signature and claims stay as valid as before.
+            try:
+                token = json.loads(raw).get("token")
+            except (ValueError, AttributeError):
+                token = None
+            if not isinstance(token, str) or not sim.authn.revoke(token):
+                raise util.bad_request("POST /sim/tokens/revoke wants {\"token\": T} naming a "
+                                       "token of the --tokens table")
+            return self.send_obj(200, {})
         raise util.not_found_path()
 
     def send_history(self):
@@ -1084,6 +1144,11 @@ def parse_args(argv):
     p.add_argument("--tls", action="store_true")
     p.add_argument("--authz", choices=["allow-all", "rbac"], default="allow-all")
     p.add_argument("--tokens")
+    p.add_argument("--service-account-signing-key-file",
+                   help="RSA private key (PEM) whose public half /openid/v1/jwks publishes "
+                   "(kubesim.satoken signs with it); default: one made when first asked for")
+    p.add_argument("--service-account-issuer", default=satoken.ISSUER,
+                   help="the issuer /.well-known/openid-configuration names")
     p.add_argument("--seed", action="append", default=[])
     p.add_argument("--crds", action="append", default=[],
                    help="directory of CRD manifests (*.yaml, *.json); repeatable")
@@ -1177,7 +1242,11 @@ def main(argv=None):
         return 2
     if args.crds or args.seed:
         cel.engine().start()  # node loads while the CRDs are read
-    sim = Sim(args)
+    try:
+        sim = Sim(args)
+    except (OSError, ValueError) as e:
+        sys.stderr.write("kube-sim: %s\n" % e)
+        return 2
     Handler.sim = sim
     host, _, port = args.listen.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
