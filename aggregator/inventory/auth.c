@@ -8,6 +8,7 @@
  * own `exp`, so a cached "yes" cannot outlive the credential it vouched for.
  */
 #include "auth.h"
+#include "jwt.h"
 
 #include "tau/error.h"
 #include "tau/hmap.h"
@@ -106,52 +107,19 @@ tau_rpc_code tau_auth_decide_node(char *msg, size_t cap, const char *bound, cons
 	return TAU_RPC_OK;
 }
 
-static int b64url_value(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-' || c == '+')
-		return 62;
-	if (c == '_' || c == '/')
-		return 63;
-	return -1;
-}
-
 /* The unverified claims (payload) of a JWT.  @return 0 and *out, or -TAU_ENOTFOUND. */
 static int token_claims(cJSON **out, const char *token)
 {
 	const char *p1 = strchr(token, '.');
 	const char *p2 = p1 != NULL ? strchr(p1 + 1, '.') : NULL;
-	size_t len, n = 0;
 	unsigned char buf[4096];
-	uint32_t acc = 0;
-	int bits = 0;
+	long n;
 	cJSON *claims = NULL;
 
 	if (p2 == NULL)
 		return -TAU_ENOTFOUND;
-	len = (size_t)(p2 - p1 - 1);
-	if (len == 0 || len / 4 * 3 + 3 > sizeof(buf))
-		return -TAU_ENOTFOUND;
-	for (const char *c = p1 + 1; c < p2; c++) {
-		int v = *c == '=' ? -2 : b64url_value(*c);
-
-		if (v == -2)
-			break;
-		if (v < 0)
-			return -TAU_ENOTFOUND;
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			buf[n++] = (unsigned char)(acc >> bits);
-		}
-	}
-	if (tau_json_parse(&claims, (const char *)buf, n, sizeof(buf)) < 0)
+	n = tau_jwt_b64url_decode(buf, sizeof(buf), p1 + 1, p2);
+	if (n <= 0 || tau_json_parse(&claims, (const char *)buf, (size_t)n, sizeof(buf)) < 0)
 		return -TAU_ENOTFOUND;
 	if (!cJSON_IsObject(claims)) {
 		cJSON_Delete(claims);
@@ -159,35 +127,6 @@ static int token_claims(cJSON **out, const char *token)
 	}
 	*out = claims;
 	return 0;
-}
-
-/* Decode one base64url JWT segment [p, end) into buf; returns its length or -1. */
-static long b64url_segment(unsigned char *buf, size_t cap, const char *p, const char *end)
-{
-	uint32_t acc = 0;
-	int bits = 0;
-	size_t n = 0;
-
-	if (p == end || (size_t)(end - p) / 4 * 3 + 3 > cap)
-		return -1;
-	for (; p < end; p++) {
-		int v = *p == '=' ? -2 : b64url_value(*p);
-
-		if (v == -2)
-			break;
-		if (v < 0)
-			return -1;
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			buf[n++] = (unsigned char)(acc >> bits);
-		}
-	}
-	for (; p < end; p++)
-		if (*p != '=')
-			return -1;
-	return (long)n;
 }
 
 /* True when `token` is header.claims.signature, base64url, the header a JSON object. */
@@ -203,10 +142,10 @@ static bool jwt_shaped(const char *token)
 
 	if (p2 == NULL || strchr(p2 + 1, '.') != NULL || end == p2 + 1)
 		return false;
-	for (const char *c = p2 + 1; c < end; c++)
-		if (b64url_value(*c) < 0 && *c != '=')
-			return false;
-	n = b64url_segment(buf, sizeof(buf), token, p1);
+	if (strspn(p2 + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_+/=") !=
+	    (size_t)(end - p2 - 1))
+		return false;
+	n = tau_jwt_b64url_decode(buf, sizeof(buf), token, p1);
 	if (n <= 0 || tau_json_parse(&header, (const char *)buf, (size_t)n, sizeof(buf)) < 0)
 		return false;
 	ok = cJSON_IsObject(header);
