@@ -26,7 +26,7 @@
 
 /* Most conflicts or workspaces named in one message before "and N more". */
 #define NAMED_MAX 5
-#define MSG_MAX   1024
+#define MSG_MAX   2048
 
 typedef struct builder {
 	tau_budget_decision *d;
@@ -503,6 +503,73 @@ static bool ensure(builder *b, tau_budget_kind kind, cJSON *desired, const cJSON
 	return true;
 }
 
+/* The nominalQuota of flavor `flavor`, resource `resource` in Cohort `co`, or NULL. */
+static const cJSON *cohort_cell(const cJSON *co, const char *flavor, const char *resource)
+{
+	const cJSON *g, *f, *r;
+
+	cJSON_ArrayForEach(g, tau_json_find(co, "spec.resourceGroups"))
+	{
+		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(g, "flavors"))
+		{
+			if (!streq(tau_json_str(f, "name"), flavor))
+				continue;
+			cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
+			{
+				if (streq(tau_json_str(r, "name"), resource))
+					return cJSON_GetObjectItemCaseSensitive(r, "nominalQuota");
+			}
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Every cell of the desired Cohort whose live nominalQuota differs, as "<flavor>/<resource>
+ * holds <live>, want <desired>" joined by "; " into buf (empty when none differs); false when
+ * a quantity cannot be read.  With `to_zero` the desired Cohort is `live` at 0 (one that
+ * would be deleted): every non-zero cell is listed.
+ */
+static bool cohort_cells_drift(char *buf, size_t len, const cJSON *desired, const cJSON *live,
+                               bool to_zero)
+{
+	const cJSON *g, *f, *r;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach(g, tau_json_find(desired, "spec.resourceGroups"))
+	{
+		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(g, "flavors"))
+		{
+			cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
+			{
+				const char *flavor = tau_json_str(f, "name"),
+				           *res = tau_json_str(r, "name");
+				const cJSON *have = cohort_cell(live, flavor, res);
+				tau_quantity want, got = tau_quantity_zero();
+				char w[64], l[64];
+
+				if (flavor == NULL || res == NULL ||
+				    tau_budget_quantity_of(&want, cJSON_GetObjectItemCaseSensitive(
+				                                          r, "nominalQuota")) < 0 ||
+				    (have != NULL && tau_budget_quantity_of(&got, have) < 0))
+					return false;
+				if (to_zero)
+					want = tau_quantity_zero();
+				if (have != NULL && tau_quantity_cmp(&want, &got) == 0)
+					continue;
+				tau_quantity_format(w, sizeof(w), &want);
+				tau_quantity_format(l, sizeof(l), &got);
+				tau_say(buf + used, len - used, "%s%s/%s holds %s, want %s",
+				        used > 0 ? "; " : "", flavor, res,
+				        have != NULL ? l : "nothing", w);
+				used += strlen(buf + used);
+			}
+		}
+	}
+	return true;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* The decision                                                                                */
 
@@ -513,10 +580,11 @@ typedef struct ctx {
 	bool writes_allowed; /* reconcile and the pool was established in this process */
 	const char *capacity;
 	const char *cluster_uid;
-	const char *effective;    /* the team whose budget is kept now */
-	const char *blocked_team; /* the previous team that cannot leave yet */
-	bool retiring;            /* a previous team's budget is being removed */
-	char blocked_ws[MSG_MAX]; /* its workspaces */
+	const char *effective;      /* the team whose budget is kept now */
+	const char *blocked_team;   /* the previous team that cannot leave yet */
+	bool retiring;              /* a previous team's budget is being removed */
+	char retire_drift[MSG_MAX]; /* Observe: the previous teams' Cohorts that are not removed */
+	char blocked_ws[MSG_MAX];   /* its workspaces */
 	const char **xwanted; /* ClusterQueues explicit teams keep (names borrowed from input) */
 	size_t n_xwanted;
 	char *xsummary;  /* explicit teams, for the log */
@@ -565,6 +633,16 @@ static void previous_teams(ctx *c)
 			continue;
 		}
 		c->retiring = true;
+		if (!c->reconcile) {
+			size_t used = strlen(c->retire_drift);
+			char cells[MSG_MAX];
+
+			if (!cohort_cells_drift(cells, sizeof(cells), co, co, true))
+				tau_say(cells, sizeof(cells), "its quota cannot be read");
+			tau_say(c->retire_drift + used, sizeof(c->retire_drift) - used,
+			        "%sCohort %s of previous capacity team %s is not removed%s%s",
+			        used > 0 ? "; " : "", name, t, cells[0] != '\0' ? ": " : "", cells);
+		}
 		if (c->writes_allowed)
 			add_write(
 			        c->b, TAU_BUDGET_COHORT, name, true, false, NULL,
@@ -1000,12 +1078,13 @@ static bool cohort_applied(const tau_budget_observed *in, const char *cohort, co
 
 /*
  * What Observe mode reports instead of writing: how the live Cohort differs from the one the
- * pool makes (the first owned field that differs, with both values), or that it matches.
+ * pool makes (every quota cell that differs, with the live and the desired value; else the
+ * first owned field that differs), or that it matches.
  */
 static void observe_drift(char *buf, size_t len, const cJSON *desired, const cJSON *live,
                           const char *cohort)
 {
-	char what[512] = "";
+	char what[MSG_MAX] = "";
 	bool equal = false;
 
 	if (desired == NULL)
@@ -1016,8 +1095,12 @@ static void observe_drift(char *buf, size_t len, const cJSON *desired, const cJS
 		tau_say(buf, len, "the live Cohort %s cannot be compared with the pool", cohort);
 	else if (equal)
 		tau_say(buf, len, "the live Cohort %s matches the pool", cohort);
-	else
+	else if (cohort_cells_drift(what, sizeof(what), desired, live, false) && what[0] != '\0')
 		tau_say(buf, len, "the live Cohort %s does not follow the pool: %s", cohort, what);
+	else if (tau_budget_owned_equal(&equal, what, sizeof(what), desired, live) == 0)
+		tau_say(buf, len, "the live Cohort %s does not follow the pool: %s", cohort, what);
+	else
+		tau_say(buf, len, "the live Cohort %s cannot be compared with the pool", cohort);
 }
 
 /*
@@ -1283,7 +1366,7 @@ static int decide_team(ctx *c, cJSON *managed)
 			              c->effective));
 	}
 
-	/* Leaving the mode and Observe override what the team is told. */
+	/* Leaving the mode, then Observe, override what the team is told. */
 	if (c->blocked_team != NULL) {
 		char keep[MSG_MAX];
 
@@ -1295,13 +1378,6 @@ static int decide_team(ctx *c, cJSON *managed)
 		        c->capacity != NULL ? "now names " : "was removed",
 		        c->capacity != NULL ? c->capacity : "", c->blocked_team, c->blocked_ws,
 		        keep);
-	} else if (!c->reconcile && c->effective != NULL) {
-		char would[MSG_MAX];
-
-		tau_say(would, sizeof(would), "%s: %s", s.reason, s.message);
-		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
-		          "managementMode is Observe: nothing is written; %s (would be %s)", drift,
-		          would);
 	}
 	if (c->effective == NULL) {
 		/* The previous capacity team's budget goes first (P7). */
@@ -1309,6 +1385,19 @@ static int decide_team(ctx *c, cJSON *managed)
 		          "removing the previous capacity team's budget before team %s takes the "
 		          "pool",
 		          c->capacity != NULL ? c->capacity : "(none)");
+		tau_say(drift, sizeof(drift), "%s", c->retire_drift);
+	} else if (c->retire_drift[0] != '\0') {
+		size_t used = strlen(drift);
+
+		tau_say(drift + used, sizeof(drift) - used, "; %s", c->retire_drift);
+	}
+	if (!c->reconcile) {
+		char would[MSG_MAX];
+
+		tau_say(would, sizeof(would), "%s: %s", s.reason, s.message);
+		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
+		          "managementMode is Observe: nothing is written; %s (would be %s)", drift,
+		          would);
 	}
 	b->d->state = s.reason;
 	b->d->summary = fmt("team %s: %s: %s", c->effective != NULL ? c->effective : "(none)",

@@ -1199,10 +1199,13 @@ static void test_observe_reports_drift(void **state)
 	decide(f);
 	assert_int_equal(f->d->n_writes, 0);
 	msg = message_of(f, f->team, "QuotaReady");
-	assert_non_null(strstr(msg, "managementMode is Observe: nothing is written; the live "
-	                            "Cohort tau-team-research does not follow the pool: "
-	                            "spec.resourceGroups[0].flavors[1].resources[1].nominalQuota"));
-	assert_non_null(strstr(message_of(f, f->cluster, "BudgetReady"), "does not follow"));
+	/* Every cell that differs, with the live value and the pool's (the model test reads it). */
+	assert_string_equal(msg, "managementMode is Observe: nothing is written; the live Cohort "
+	                         "tau-team-research does not follow the pool: "
+	                         "taugrid-gpu-h100/nvidia.com/gpu holds 16, want 8 (would be "
+	                         "BudgetApplied: Cohort tau-team-research holds the pool of 3 "
+	                         "counted nodes)");
+	assert_string_equal(message_of(f, f->cluster, "BudgetReady"), msg);
 	f->in.pool = f->pool;
 	decide(f);
 	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"),
@@ -1210,6 +1213,59 @@ static void test_observe_reports_drift(void **state)
 	tau_budget_decision_free(f->d);
 	f->d = NULL;
 	tau_budget_pool_free(smaller);
+}
+
+/* Observe while the team may not leave (P7): the drift is still said, not only LeaveBlocked. */
+static void test_observe_reports_drift_while_leave_blocked(void **state)
+{
+	fixture *f = *state;
+	tau_budget_pool *smaller = NULL;
+
+	decide(f);
+	apply_writes(f);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(f->cluster, "spec"), "managementMode",
+	                          cJSON_CreateString("Observe"));
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(f->cluster, "spec"), "queues");
+	assert_int_equal(tau_budget_pool_new(&smaller), 0);
+	set_res(smaller, "h100", "nvidia.com/gpu", "8");
+	set_res(smaller, "h100", "cpu", "192");
+	set_res(smaller, "a100", "nvidia.com/gpu", "8");
+	f->in.pool = smaller;
+	decide(f);
+	assert_int_equal(f->d->n_writes, 0);
+	assert_string_equal(reason_of(f, f->team, "QuotaReady"), "ObserveOnly");
+	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"),
+	                       "tau-team-research does not follow the pool: "
+	                       "taugrid-gpu-h100/nvidia.com/gpu holds 16, want 8 (would be "
+	                       "LeaveBlocked: spec.queues.capacityTeamRef was removed"));
+	tau_budget_decision_free(f->d);
+	f->d = NULL;
+	tau_budget_pool_free(smaller);
+}
+
+/* Observe after capacityTeamRef is removed from a team without workspaces: its Cohort, which
+ * Reconcile would delete, is said to be kept, with every cell it still holds. */
+static void test_observe_reports_a_retiring_cohort(void **state)
+{
+	fixture *f = *state;
+	const char *msg;
+
+	decide(f);
+	apply_writes(f);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(f->cluster, "spec"), "managementMode",
+	                          cJSON_CreateString("Observe"));
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(f->cluster, "spec"), "queues");
+	f->in.n_workspaces = 0;
+	decide(f);
+	assert_int_equal(f->d->n_writes, 0);
+	msg = message_of(f, f->cluster, "BudgetReady");
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "managementMode is Observe: nothing is written; Cohort "
+	                            "tau-team-research of previous capacity team research is not "
+	                            "removed: "));
+	assert_non_null(strstr(msg, "taugrid-gpu-h100/nvidia.com/gpu holds 16, want 0"));
+	assert_non_null(strstr(msg, "(would be LeaveBlocked: removing the previous capacity "
+	                            "team's budget"));
 }
 
 int main(void)
@@ -1245,6 +1301,8 @@ int main(void)
 	        T(test_misconfiguration_messages),
 	        T(test_queue_of_a_deleted_workspace_drains_first),
 	        T(test_observe_reports_drift),
+	        T(test_observe_reports_drift_while_leave_blocked),
+	        T(test_observe_reports_a_retiring_cohort),
 	        T(test_retained_budget_is_zeroed),
 	        T(test_delete_managed_drains_then_deletes),
 	};
