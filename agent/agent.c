@@ -16,13 +16,20 @@
  * timer fired, or the set of CSI driver names changed, because NVML init
  * is slow on real GPU hosts and Node status updates are frequent; a pod
  * event on the node re-asks only kubelet's pod-resources (two local calls).
+ *
+ * With --node-conditions every rebuild also compares the conditions the agent owns
+ * (nodeconditions.h) with the Node in the informer's cache and patches nodes/<name>/status
+ * only when a status, reason or message differs; a refused patch is logged once and retried
+ * with a growing delay, and never stops the agent.
  */
 #include "agent.h"
 
 #include "http.h"
+#include "nodeconditions.h"
 #include "report.h"
 #include "stream.h"
 
+#include "tau/conditions.h"
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/kube.h"
@@ -56,6 +63,11 @@
 #define STOP_WAIT_MS 1200
 /* Most reports sent in one loop turn (a RESEND_FULL loop must not spin). */
 #define MAX_SENDS_PER_TURN 4
+/* --node-conditions: one patch attempt, no retries inside it (it runs on the event loop);
+ * after a failure the next attempt waits 5 s, doubling up to 5 min. */
+#define CONDITIONS_TIMEOUT_MS   3000
+#define CONDITIONS_RETRY_MS     5000
+#define CONDITIONS_RETRY_MAX_MS 300000
 
 static int64_t mono_ms(void)
 {
@@ -421,6 +433,13 @@ typedef struct agent {
 	char failed_digest[65];
 	tau_agent_probe_cache cache;
 
+	/* --node-conditions */
+	cJSON *cond_written;     /* the conditions of the last accepted patch */
+	char cond_rv[64];        /* the cached Node's resourceVersion when they were written */
+	int64_t cond_retry_ms;   /* after a failure, not before this (monotonic); 0: none due */
+	int64_t cond_backoff_ms; /* the last delay */
+	char *cond_error;        /* the failure last logged (each distinct one is logged once) */
+
 	bool stopping;
 	int64_t stop_deadline_ms;
 	bool stop_closed;
@@ -549,6 +568,135 @@ static cJSON *cached_object(tau_kube_informer *inf, const char *name, const char
 	return obj;
 }
 
+/* PATCH nodes/<name>/status, bounded: one attempt of at most CONDITIONS_TIMEOUT_MS. */
+static int patch_node_status(agent *a, const char *patch)
+{
+	tau_kube_request rq;
+	char *path = NULL;
+	int rc;
+
+	rc = tau_kube_path(&path, &tau_kube_res_nodes, NULL, a->cfg->node_name, "status");
+	if (rc < 0)
+		return rc;
+	memset(&rq, 0, sizeof(rq));
+	rq.method = "PATCH";
+	rq.path = path;
+	rq.body = patch;
+	rq.body_len = strlen(patch);
+	rq.content_type = "application/strategic-merge-patch+json";
+	rq.timeout_ms = CONDITIONS_TIMEOUT_MS;
+	rq.max_retries = 0;
+	rc = tau_kube_client_request(NULL, a->kc, &rq);
+	free(path);
+	return rc;
+}
+
+static const char *cond_summary(char *buf, size_t cap, const cJSON *conds, const char *type)
+{
+	const cJSON *c = tau_conditions_find(conds, type);
+	const char *status = "?", *reason = "?";
+
+	(void)tau_json_get_string(&status, c, "status");
+	(void)tau_json_get_string(&reason, c, "reason");
+	snprintf(buf, cap, "%s/%s", status, reason);
+	return buf;
+}
+
+static void conditions_failed(agent *a, int rc)
+{
+	const tau_kube_api_error *e = tau_kube_api_error_last();
+	char error[700], retry[24];
+	int64_t delay;
+
+	atomic_fetch_add(&a->metrics.condition_patches_failed, 1);
+	if (e->http_code != 0)
+		snprintf(error, sizeof(error), "HTTP %d %s: %.500s", e->http_code, e->reason,
+		         e->message);
+	else
+		snprintf(error, sizeof(error), "%.600s", tau_error_last()->msg);
+	delay = a->cond_backoff_ms == 0 ? CONDITIONS_RETRY_MS : a->cond_backoff_ms * 2;
+	if (delay > CONDITIONS_RETRY_MAX_MS)
+		delay = CONDITIONS_RETRY_MAX_MS;
+	a->cond_backoff_ms = delay;
+	a->cond_retry_ms = mono_ms() + delay;
+	snprintf(retry, sizeof(retry), "%lld", (long long)delay);
+	if (a->cond_error != NULL && strcmp(a->cond_error, error) == 0) {
+		tau_log_debug("cannot publish the node conditions", "node", a->cfg->node_name,
+		              "error", error, "retry_in_ms", retry, NULL);
+		return;
+	}
+	free(a->cond_error);
+	a->cond_error = strdup(error);
+	if (rc == -TAU_EPERM)
+		tau_log_error("cannot publish the node conditions: the agent may not patch "
+		              "nodes/status (chart value nodeConditions.enabled grants it); the "
+		              "agent keeps reporting and retries",
+		              "node", a->cfg->node_name, "error", error, "retry_in_ms", retry,
+		              NULL);
+	else
+		tau_log_error("cannot publish the node conditions; the agent keeps reporting and "
+		              "retries",
+		              "node", a->cfg->node_name, "error", error, "retry_in_ms", retry,
+		              NULL);
+}
+
+/*
+ * --node-conditions: publish what differs between the conditions the agent owns and the Node
+ * as the informer has it.  Right after a write the cache may still hold the Node from before
+ * it; while its resourceVersion has not moved, the written conditions stand in for it.
+ */
+static void sync_node_conditions(agent *a, const cJSON *node)
+{
+	const cJSON *current = NULL;
+	const char *rv = "";
+	char now[TAU_RFC3339_LEN], gpu[96], net[96];
+	cJSON *desired = NULL;
+	char *patch = NULL;
+	int rc;
+
+	if (!a->cfg->node_conditions || node == NULL)
+		return;
+	if (a->cond_retry_ms != 0 && mono_ms() < a->cond_retry_ms)
+		return;
+	(void)tau_json_get_array(&current, node, "status.conditions");
+	(void)tau_json_get_string(&rv, node, "metadata.resourceVersion");
+	if (tau_rfc3339(now, time(NULL)) < 0 ||
+	    tau_agent_node_conditions_build(&desired, &a->inv, current, now) < 0) {
+		tau_log_error("cannot build the node conditions", "node", a->cfg->node_name,
+		              "error", tau_error_last()->msg, NULL);
+		return;
+	}
+	if (tau_agent_node_conditions_published(desired, current) ||
+	    (a->cond_written != NULL && strcmp(rv, a->cond_rv) == 0 &&
+	     tau_agent_node_conditions_published(desired, a->cond_written))) {
+		a->cond_retry_ms = 0;
+		goto out;
+	}
+	rc = tau_agent_node_conditions_patch(&patch, desired);
+	if (rc == 0)
+		rc = patch_node_status(a, patch);
+	if (rc < 0) {
+		conditions_failed(a, rc);
+		goto out;
+	}
+	atomic_fetch_add(&a->metrics.condition_patches_ok, 1);
+	tau_log_info("node conditions published", "node", a->cfg->node_name, "gpu_healthy",
+	             cond_summary(gpu, sizeof(gpu), desired, TAU_AGENT_COND_GPU_HEALTHY),
+	             "network_ready",
+	             cond_summary(net, sizeof(net), desired, TAU_AGENT_COND_NETWORK_READY), NULL);
+	cJSON_Delete(a->cond_written);
+	a->cond_written = desired;
+	desired = NULL;
+	snprintf(a->cond_rv, sizeof(a->cond_rv), "%s", rv);
+	a->cond_retry_ms = 0;
+	a->cond_backoff_ms = 0;
+	free(a->cond_error);
+	a->cond_error = NULL;
+out:
+	free(patch);
+	cJSON_Delete(desired);
+}
+
 static void rebuild(agent *a)
 {
 	char node_problem[512], csinode_problem[512], pods_problem[512];
@@ -591,6 +739,8 @@ static void rebuild(agent *a)
 	rc = tau_agent_build(&a->inv, &in, a->cfg->host_root, &a->cache, reprobe, &probed);
 	if (rc == 0)
 		rc = tau_agent_inventory_digest(digest, &a->inv);
+	if (rc == 0)
+		sync_node_conditions(a, node);
 	cJSON_Delete(node);
 	cJSON_Delete(csinode);
 	cJSON_Delete(pods);
@@ -828,6 +978,8 @@ static int next_timeout(agent *a, int64_t now)
 		if (c < t)
 			t = c;
 	}
+	if (a->cond_retry_ms != 0 && a->cond_retry_ms - now < t)
+		t = a->cond_retry_ms - now;
 	if (a->stopping && a->stop_deadline_ms - now < t)
 		t = a->stop_deadline_ms - now;
 	if (t < 0)
@@ -921,6 +1073,8 @@ static void teardown(agent *a)
 	tau_agent_inventory_free(&a->inv);
 	tau_agent_problem_list_free(&a->logged);
 	tau_agent_probe_cache_free(&a->cache);
+	cJSON_Delete(a->cond_written);
+	free(a->cond_error);
 	if (a->sig_fd >= 0)
 		close(a->sig_fd);
 	if (a->wake_fd >= 0)
@@ -967,7 +1121,7 @@ int tau_agent_run(const tau_agent_config *cfg)
 	a->host_dirty = true;
 	tau_log_info("tau-node-agent starting", "version", TAU_VERSION_STRING, "node",
 	             cfg->node_name, "aggregator", cfg->aggregator, "host_root", cfg->host_root,
-	             NULL);
+	             "node_conditions", cfg->node_conditions ? "on" : "off", NULL);
 	if (setup(a) < 0) {
 		if (a->config_error)
 			exit_code = 2;
@@ -1025,6 +1179,8 @@ int tau_agent_run(const tau_agent_config *cfg)
 			a->host_dirty = true;
 			a->next_probe_ms = now + (int64_t)cfg->probe_interval_s * 1000;
 		}
+		if (a->cond_retry_ms != 0 && now >= a->cond_retry_ms)
+			atomic_store(&a->kube_dirty, true); /* retry the node conditions */
 		if (!a->synced_all) {
 			bool all = informers_synced(a);
 

@@ -35,6 +35,7 @@ enum {
 	OPT_HELP,
 	OPT_VERSION,
 	OPT_REQUEST_TIMEOUT,
+	OPT_NODE_CONDITIONS,
 };
 
 void tau_agent_config_usage(FILE *out)
@@ -64,6 +65,9 @@ void tau_agent_config_usage(FILE *out)
 	      "  --request-timeout D     --once: give up on each API request after D, one\n"
 	      "                          attempt each (1s, 2m; 0: the client's 30 s and retries)\n"
 	      "                          (TAU_REQUEST_TIMEOUT)\n"
+	      "  --node-conditions       publish TauGPUHealthy and TauNetworkReady on this\n"
+	      "                          node's status.conditions; needs patch on nodes/status\n"
+	      "                          (TAU_NODE_CONDITIONS=1; off)\n"
 	      "  --log-level LEVEL       debug|info|warn|error (TAU_LOG_LEVEL; info)\n"
 	      "  --log-format FORMAT     logfmt|json (TAU_LOG_FORMAT; logfmt)\n"
 	      "  --help                  show this help\n"
@@ -131,6 +135,9 @@ static int from_env(tau_agent_config *cfg, tau_agent_env_fn env)
 		return rc;
 	if ((v = env("TAU_ONCE")) != NULL && (rc = tau_parse_bool(&cfg->once, "TAU_ONCE", v)) < 0)
 		return rc;
+	if ((v = env("TAU_NODE_CONDITIONS")) != NULL &&
+	    (rc = tau_parse_bool(&cfg->node_conditions, "TAU_NODE_CONDITIONS", v)) < 0)
+		return rc;
 	if ((v = env("TAU_OUTPUT")) != NULL && v[0] != '\0')
 		cfg->output = v;
 	if ((v = env("TAU_HTTP_LISTEN")) != NULL && v[0] != '\0')
@@ -169,6 +176,9 @@ static int validate(tau_agent_config *cfg)
 		                     cfg->output);
 	if (cfg->output != NULL && !cfg->once)
 		return tau_error_set(TAU_EINVAL, "-o only applies to --once");
+	if (cfg->node_conditions && cfg->once)
+		return tau_error_set(TAU_EINVAL, "--node-conditions (TAU_NODE_CONDITIONS) does not "
+		                                 "apply to --once, which writes nothing");
 	if (cfg->request_timeout_set && !cfg->once)
 		return tau_error_set(TAU_EINVAL, "--request-timeout only applies to --once (the "
 		                                 "running agent retries the API without end)");
@@ -215,6 +225,7 @@ int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_age
 	        {"help", no_argument, NULL, OPT_HELP},
 	        {"version", no_argument, NULL, OPT_VERSION},
 	        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+	        {"node-conditions", no_argument, NULL, OPT_NODE_CONDITIONS},
 	        {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -287,6 +298,9 @@ int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_age
 			break;
 		case OPT_VERSION:
 			cfg->version = true;
+			break;
+		case OPT_NODE_CONDITIONS:
+			cfg->node_conditions = true;
 			break;
 		case OPT_REQUEST_TIMEOUT:
 			rc = tau_parse_duration_ms(&cfg->request_timeout_ms, "--request-timeout",

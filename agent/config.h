@@ -39,6 +39,8 @@ typedef struct tau_agent_config {
 	/** --request-timeout / TAU_REQUEST_TIMEOUT (--once only): 0 keeps the client's defaults */
 	int64_t request_timeout_ms;
 	bool request_timeout_set;
+	/** --node-conditions / TAU_NODE_CONDITIONS: patch TauGPUHealthy, TauNetworkReady */
+	bool node_conditions;
 	tau_log_level log_level;   /**< --log-level / TAU_LOG_LEVEL */
 	tau_log_format log_format; /**< --log-format / TAU_LOG_FORMAT */
 	bool help;                 /**< --help: print usage, exit 0 */

@@ -58,12 +58,18 @@ int tau_agent_metrics_format(char *buf, size_t cap, const tau_agent_metrics *m)
 	        "tau_agent_inventory_builds_total %llu\n"
 	        "# HELP tau_agent_host_probes_total Host probes run.\n"
 	        "# TYPE tau_agent_host_probes_total counter\n"
-	        "tau_agent_host_probes_total %llu\n",
+	        "tau_agent_host_probes_total %llu\n"
+	        "# HELP tau_agent_node_condition_patches_total Patches of this node's "
+	        "status.conditions (--node-conditions), by result.\n"
+	        "# TYPE tau_agent_node_condition_patches_total counter\n"
+	        "tau_agent_node_condition_patches_total{result=\"ok\"} %llu\n"
+	        "tau_agent_node_condition_patches_total{result=\"error\"} %llu\n",
 	        LOAD(inventories_sent), LOAD(heartbeats_sent), LOAD(stopping_sent), LOAD(connects),
 	        LOAD(reconnects), (long long)(last_ms / 1000), (long long)(last_ms % 1000),
 	        LOAD(problems), atomic_load_explicit(&m->connected, memory_order_relaxed) ? 1 : 0,
 	        atomic_load_explicit(&m->node_synced, memory_order_relaxed) ? 1 : 0,
-	        LOAD(inventory_builds), LOAD(host_probes));
+	        LOAD(inventory_builds), LOAD(host_probes), LOAD(condition_patches_ok),
+	        LOAD(condition_patches_failed));
 #undef LOAD
 	if (n < 0 || (size_t)n >= cap)
 		return tau_error_set(TAU_ETOOBIG, "metrics buffer too small");

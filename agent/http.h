@@ -26,8 +26,10 @@ typedef struct tau_agent_metrics {
 	atomic_uint_fast64_t host_probes;      /**< host probes run */
 	atomic_int_fast64_t last_report_ms;    /**< wall clock of the last report sent; 0 never */
 	atomic_uint_fast64_t problems;         /**< problems in the current inventory */
-	atomic_bool connected;                 /**< a stream is up */
-	atomic_bool node_synced;               /**< the Node informer has listed */
+	atomic_uint_fast64_t condition_patches_ok;     /**< Node condition patches accepted */
+	atomic_uint_fast64_t condition_patches_failed; /**< Node condition patches refused/failed */
+	atomic_bool connected;                         /**< a stream is up */
+	atomic_bool node_synced;                       /**< the Node informer has listed */
 } tau_agent_metrics;
 
 /**

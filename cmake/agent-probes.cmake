@@ -84,3 +84,15 @@ if(TAU_PYTHON_TESTS)
                   "TAU_PROTOC=${TAU_PROTOC}" "TAU_PROTO_DIR=${PROJECT_SOURCE_DIR}/proto"
                   "KUBECTL=${TAU_KUBECTL}")
 endif()
+
+# e2e of --node-conditions under kube-sim's RBAC (tests/e2e/test_agent_node_conditions.py): the
+# chart's rendered ClusterRoles, three real agents (rights and flag, flag without the rights, no flag).
+if(TAU_PYTHON_TESTS)
+  tau_add_python_suite(e2e/agent-node-conditions
+      TESTS test_agent_node_conditions
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
+      TIMEOUT 120
+      LABELS e2e python
+      ENVIRONMENT "TAU_AGENT_BIN=$<TARGET_FILE:tau-node-agent>" "TAU_BUILD_DIR=${CMAKE_BINARY_DIR}"
+                  "TAU_PROTOC=${TAU_PROTOC}" "TAU_PROTO_DIR=${PROJECT_SOURCE_DIR}/proto")
+endif()

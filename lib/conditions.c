@@ -67,7 +67,8 @@ int tau_conditions_set(cJSON *conds, const cJSON *previous, const char *type, co
 	    cJSON_AddStringToObject(c, "reason", reason) == NULL ||
 	    cJSON_AddStringToObject(c, "message", message != NULL ? message : "") == NULL ||
 	    cJSON_AddStringToObject(c, "lastTransitionTime", ltt) == NULL ||
-	    cJSON_AddNumberToObject(c, "observedGeneration", (double)generation) == NULL) {
+	    (generation >= 0 &&
+	     cJSON_AddNumberToObject(c, "observedGeneration", (double)generation) == NULL)) {
 		cJSON_Delete(c);
 		return tau_error_set(TAU_ENOMEM, "condition %s: out of memory", type);
 	}

@@ -40,7 +40,8 @@ int tau_rfc3339(char buf[TAU_RFC3339_LEN], time_t t);
  * @param status      "True", "False" or "Unknown".
  * @param reason      CamelCase reason (required by the API: non-empty).
  * @param message     human-readable; NULL means "".
- * @param generation  observedGeneration written into the condition.
+ * @param generation  observedGeneration written into the condition; negative: none
+ *                    (a Node's conditions, v1.NodeCondition, have no such field).
  * @param now         RFC 3339 timestamp (tau_rfc3339).
  * @return 0; -TAU_EINVAL for a missing type/status/reason/now or a status
  *         outside the three; -TAU_ENOMEM.

@@ -26,7 +26,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent"))
 import harness  # noqa: E402
 import require  # noqa: E402
-from harness import ND_NODE  # noqa: E402
+from harness import ND_NODE, write_atomic  # noqa: E402
 
 # --probe-interval 1: a change is seen at the next probe (<= 1 s), then built and sent at once.
 PROBE_INTERVAL_S = 1
@@ -62,13 +62,6 @@ def tearDownModule():
         shutil.rmtree(WORK, ignore_errors=True)
 
 
-def write_atomic(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)  # the fakes read their file on every call: never half-written
-
-
 class Fake:
     """One of our fake node plugins (tests/fakes), started and waited for ("ready")."""
 
@@ -84,14 +77,6 @@ class Fake:
     def stop(self):
         self.proc.terminate()
         self.proc.wait(10)
-
-
-def nvml_config(sick=None):
-    lines = ["driver 550.54.15", "cuda 12040"]
-    for i, uuid in enumerate(GPUS):
-        extra = " remap_pending=1 unc=1" if i == sick else ""
-        lines.append("gpu uuid=%s model=NVIDIA_H100_80GB_HBM3%s" % (uuid, extra))
-    return "\n".join(lines) + "\n"
 
 
 def kubelet_config(held=()):
@@ -137,7 +122,7 @@ class FakedNode:
         cls.nvml_conf = os.path.join(WORK, "nvml.conf")
         cls.kubelet_conf = os.path.join(WORK, "kubelet.json")
         cls.csi_conf = os.path.join(WORK, "csi.json")
-        write_atomic(cls.nvml_conf, nvml_config())
+        write_atomic(cls.nvml_conf, harness.fake_nvml_config(GPUS))
         write_atomic(cls.kubelet_conf, kubelet_config())
         write_atomic(cls.csi_conf, json.dumps({"name": DISK, "vendorVersion": "v1.29.9",
                                                "ready": True}))
@@ -220,8 +205,9 @@ class NodeTruth(FakedNode, unittest.TestCase):
         self.assertEqual(len(self.rec.inventories()), before, self.agent.logs()[-2000:])
 
     def test_03_gpu_turns_unhealthy(self):
-        inv = self.reported(lambda: write_atomic(self.nvml_conf, nvml_config(sick=3)),
-                            lambda i: not gpu(i, 3).healthy, "GPU 3 rows pending remap")
+        inv = self.reported(
+            lambda: write_atomic(self.nvml_conf, harness.fake_nvml_config(GPUS, sick=3)),
+            lambda i: not gpu(i, 3).healthy, "GPU 3 rows pending remap")
         g = gpu(inv, 3)
         self.assertEqual(g.remap_pending, pb.TRI_STATE_TRUE)
         self.assertEqual(g.reason, "row remap pending: the GPU needs a reset")

@@ -283,6 +283,8 @@ class StaticTest(unittest.TestCase):
             (AGENT, ["--set", "tokenExpirationSeconds=60"],
              "at '/tokenExpirationSeconds': minimum: got 60, want 600"),
             (AGENT, ["--set", "gpuClasLabel=x"], "additional properties 'gpuClasLabel' not allowed"),
+            (AGENT, ["--set", "nodeConditions.enabled=yes"],
+             "at '/nodeConditions/enabled': got string, want boolean"),
             # The umbrella's subcharts: their own schema checks their values.
             (UMBRELLA, ["--set", "aggregator.replicas=two"],
              "aggregator:\n- at '/replicas': got string, want integer"),
@@ -449,6 +451,39 @@ class RenderTest(unittest.TestCase):
         self.assertIs(sc["readOnlyRootFilesystem"], True)
         self.assertIs(sc["allowPrivilegeEscalation"], False)
         self.assertLessEqual(int(c["resources"]["requests"]["cpu"].rstrip("m")), 10)
+
+    def test_node_conditions_value(self):
+        """nodeConditions.enabled: --node-conditions and patch on nodes/status, both or none."""
+        role = "tau-node-agent-node-conditions"
+
+        def agent_of(objs):
+            return by_kind(objs, "DaemonSet")["spec"]["template"]["spec"]["containers"][0]
+
+        for chart, prefix in ((AGENT, ""), (UMBRELLA, "nodeAgent.")):
+            with self.subTest(chart=os.path.basename(chart), enabled=False):
+                objs = self.t.dry_run(self.render(chart))
+                self.assertNotIn("--node-conditions", agent_of(objs)["args"])
+                self.assertFalse([o for o in objs if o["metadata"]["name"] == role])
+                granted = [r for o in objs if o["kind"] == "ClusterRole"
+                           and o["metadata"]["name"].startswith("tau-node-agent")
+                           for r in o["rules"] if "nodes/status" in r["resources"]]
+                self.assertEqual(granted, [])
+            with self.subTest(chart=os.path.basename(chart), enabled=True):
+                objs = self.t.dry_run(self.render(
+                    chart, "--set", prefix + "nodeConditions.enabled=true"))
+                self.assertIn("--node-conditions", agent_of(objs)["args"])
+                cr = by_kind(objs, "ClusterRole", role)
+                self.assertEqual(cr["rules"], [{"apiGroups": [""], "resources": ["nodes/status"],
+                                                "verbs": ["patch"]}])
+                crb = by_kind(objs, "ClusterRoleBinding", role)
+                self.assertEqual(crb["roleRef"]["name"], role)
+                self.assertEqual(crb["subjects"], [{"kind": "ServiceAccount",
+                                                    "name": "tau-node-agent", "namespace": NS}])
+        # rbac.create=false: the flag still follows the value, the cluster's admin grants it.
+        objs = self.t.dry_run(self.render(AGENT, "--set", "nodeConditions.enabled=true",
+                                          "--set", "rbac.create=false"))
+        self.assertIn("--node-conditions", agent_of(objs)["args"])
+        self.assertFalse([o for o in objs if o["metadata"]["name"] == role])
 
     def test_priority_class_is_configurable(self):
         objs = self.t.dry_run(self.render(AGENT, "--set", "priorityClassName=gpu-daemons"))

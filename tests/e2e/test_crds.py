@@ -754,6 +754,15 @@ class RbacTest(unittest.TestCase):
         want |= {("", "pods", "list"), ("", "pods", "watch")}
         self.assertEqual(granted, want)
 
+    def test_node_agent_node_conditions_clusterrole(self):
+        # --node-conditions only: patch its Node's status, nothing else (not the Node itself).
+        role = rbac_doc("node-agent-node-conditions-clusterrole.yaml", "ClusterRole",
+                        "tau-node-agent-node-conditions")
+        self.no_wildcards(role)
+        granted = {(g, res, v) for r in role["rules"] for g in r["apiGroups"]
+                   for res in r["resources"] for v in r["verbs"]}
+        self.assertEqual(granted, {("", "nodes/status", "patch")})
+
     def test_researcher_clusterrole(self):
         role = rbac_doc("researcher-clusterrole.yaml", "ClusterRole", "tau-researcher")
         rules = role["rules"]
@@ -818,7 +827,8 @@ class ChartTest(unittest.TestCase):
         for chart, name in (("tau-aggregator", "aggregator-clusterrole.yaml"),
                             ("tau-aggregator", "researcher-clusterrole.yaml"),
                             ("tau-aggregator", "inventory-reader-clusterrole.yaml"),
-                            ("tau-node-agent", "node-agent-clusterrole.yaml")):
+                            ("tau-node-agent", "node-agent-clusterrole.yaml"),
+                            ("tau-node-agent", "node-agent-node-conditions-clusterrole.yaml")):
             self.assertIn('.Files.Get "rbac/%s"' % name, text[chart])
 
 

@@ -33,6 +33,25 @@ subjects:
   - kind: ServiceAccount
     name: {{ $sa }}
     namespace: {{ $ns }}
+{{- if $v.nodeConditions.enabled }}
+---
+{{ $ctx.Files.Get "rbac/node-agent-node-conditions-clusterrole.yaml" }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: tau-node-agent-node-conditions
+  labels:
+    {{- $labels | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: tau-node-agent-node-conditions
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ $ns }}
+{{- end }}
 {{- end }}
 {{- if $v.serviceAccount.create }}
 ---
@@ -116,6 +135,10 @@ spec:
             - --probe-interval={{ $v.probeInterval }}
             - --log-level={{ $v.logLevel }}
             - --log-format={{ $v.logFormat }}
+            {{- if $v.nodeConditions.enabled }}
+            # TauGPUHealthy, TauNetworkReady on this node's status.conditions (docs/agent.md).
+            - --node-conditions
+            {{- end }}
             {{- range $v.extraArgs }}
             - {{ . | quote }}
             {{- end }}

@@ -6,7 +6,8 @@
 - Recorder: a grpcio InventoryService that stands in for the aggregator; it records every
   AgentReport with its stream number and bearer token and acks each one with a short heartbeat
   interval. Waits are on a condition variable, never bare sleeps.
-- HostTree: a fake --host-root (GPU device nodes, InfiniBand ports, kubelet plugin registry).
+- HostTree: a fake --host-root (GPU device nodes, InfiniBand ports, kubelet plugin registry);
+  write_atomic() and fake_nvml_config() feed the fakes that read a file on every call.
 - Agent: the tau-node-agent binary as a child process, stderr kept in a file.
 
 Run with /usr/bin/python3 (Debian's python3-grpcio is installed for it only).
@@ -76,9 +77,10 @@ def fixture(name):
 # --------------------------------------------------------------------------- kube-sim
 
 class KubeSim:
-    """kube-sim seeded with objects; kubectl() and req() talk to it."""
+    """kube-sim seeded with objects; kubectl() and req() talk to it (as its admin). `args`:
+    more kube-sim flags (e.g. --authz rbac --tokens FILE)."""
 
-    def __init__(self, workdir, objects):
+    def __init__(self, workdir, objects, args=()):
         self.dir = tempfile.mkdtemp(prefix="sim-", dir=workdir)
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
         self.home = os.path.join(self.dir, "home")
@@ -89,7 +91,7 @@ class KubeSim:
         self.stderr = open(os.path.join(self.dir, "stderr.log"), "w")
         self.proc = subprocess.Popen(
             [SIM_PYTHON, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
-             self.kubeconfig, "--seed", seed],
+             self.kubeconfig, "--seed", seed, *args],
             stdout=subprocess.PIPE, stderr=self.stderr, stdin=subprocess.DEVNULL, text=True)
         line = self.proc.stdout.readline().strip()
         if not line.startswith("ready "):
@@ -100,6 +102,16 @@ class KubeSim:
             cfg = json.load(f)
         self.token = cfg["users"][0]["user"]["token"]
         self.server = cfg["clusters"][0]["cluster"]["server"]
+
+    def kubeconfig_for(self, token, name):
+        """A kubeconfig like kube-sim's that presents `token` instead of the admin's."""
+        with open(self.kubeconfig) as f:
+            cfg = json.load(f)
+        cfg["users"][0]["user"] = {"token": token}
+        path = os.path.join(self.dir, "kubeconfig-" + name)
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        return path
 
     def kubectl(self, *args):
         env = dict(os.environ, KUBECONFIG=self.kubeconfig, HOME=self.home)
@@ -316,6 +328,25 @@ class HostTree:
         state = os.path.join(self.root, "sys/class/infiniband/%s/ports/1/state" % dev)
         os.unlink(state)
         os.makedirs(state)
+
+
+def write_atomic(path, text):
+    """Replace a file whole: the fakes (NVML, kubelet, CSI driver) read theirs on every call,
+    so they must never see it half-written."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def fake_nvml_config(uuids, sick=None):
+    """The fake libnvidia-ml.so.1's file (TAU_FAKE_NVML_CONFIG): H100s with these UUIDs; the
+    one at index `sick` has rows waiting for a remap (the GPU needs a reset)."""
+    lines = ["driver 550.54.15", "cuda 12040"]
+    for i, uuid in enumerate(uuids):
+        extra = " remap_pending=1 unc=1" if i == sick else ""
+        lines.append("gpu uuid=%s model=NVIDIA_H100_80GB_HBM3%s" % (uuid, extra))
+    return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------- agent

@@ -69,6 +69,13 @@ static void test_flags(void **state)
 	assert_int_equal(cfg.probe_interval_s, 15);
 	assert_int_equal(cfg.log_level, TAU_LOG_DEBUG);
 	assert_int_equal(cfg.log_format, TAU_LOG_FORMAT_JSON);
+	assert_false(cfg.node_conditions); /* off unless asked for */
+	assert_int_equal(parse(&cfg,
+	                       ARGV("--node-name", "n1", "--aggregator", "a:1", "--insecure",
+	                            "--node-conditions"),
+	                       NULL),
+	                 0);
+	assert_true(cfg.node_conditions);
 }
 
 static void test_env_and_precedence(void **state)
@@ -93,6 +100,8 @@ static void test_env_and_precedence(void **state)
 	                                  "ctx",
 	                                  "TAU_PROBE_INTERVAL",
 	                                  "120",
+	                                  "TAU_NODE_CONDITIONS",
+	                                  "1",
 	                                  NULL};
 	tau_agent_config cfg;
 	const char **argv = ARGV("--node-name", "flag-node", "--log-level", "error");
@@ -108,6 +117,7 @@ static void test_env_and_precedence(void **state)
 	assert_string_equal(cfg.http_listen, "0.0.0.0:8080");
 	assert_string_equal(cfg.context, "ctx");
 	assert_int_equal(cfg.probe_interval_s, 120);
+	assert_true(cfg.node_conditions);
 	assert_int_equal(cfg.log_level, TAU_LOG_WARN);
 	assert_int_equal(cfg.log_format, TAU_LOG_FORMAT_JSON);
 	assert_null(cfg.kubeconfig); /* KUBECONFIG is left to the kube client */
@@ -171,6 +181,7 @@ static void test_usage_errors(void **state)
 	static const char *const bad_bool[] = {"NODE_NAME", "n", "TAU_INSECURE", "maybe", NULL};
 	static const char *const both[] = {"TAU_CA_FILE", "/ca", "TAU_INSECURE", "1", NULL};
 	static const char *const bad_level[] = {"TAU_LOG_LEVEL", "loud", NULL};
+	static const char *const bad_conditions[] = {"TAU_NODE_CONDITIONS", "often", NULL};
 
 	(void)state;
 	expect_usage_error((const char *[]){"tau-node-agent", NULL}, NULL, "--node-name");
@@ -197,6 +208,9 @@ static void test_usage_errors(void **state)
 	expect_usage_error(ARGV("--node-name", "n", "--once", "extra"), NULL, "unexpected");
 	expect_usage_error(ARGV("--log-level", "loud"), NULL, "--log-level");
 	expect_usage_error(ARGV("--node-name", "n"), bad_level, "TAU_LOG_LEVEL");
+	expect_usage_error(ARGV("--node-name", "n"), bad_conditions, "TAU_NODE_CONDITIONS");
+	expect_usage_error(ARGV("--node-name", "n", "--once", "--node-conditions"), NULL,
+	                   "--node-conditions (TAU_NODE_CONDITIONS) does not apply to --once");
 	expect_usage_error(ARGV("--node-name", "n", "--once", "--probe-interval", "0"), NULL,
 	                   "--probe-interval");
 	expect_usage_error(ARGV("--node-name", "n", "--once", "--http-listen", "9102"), NULL,
@@ -228,6 +242,12 @@ static void test_metrics_text(void **state)
 	assert_non_null(strstr(buf, "tau_agent_connected 1\n"));
 	assert_non_null(strstr(buf, "tau_agent_node_synced 0\n"));
 	assert_non_null(strstr(buf, "# TYPE tau_agent_connected gauge\n"));
+	atomic_store(&m.condition_patches_ok, 2);
+	atomic_store(&m.condition_patches_failed, 1);
+	assert_true(tau_agent_metrics_format(buf, sizeof(buf), &m) > 0);
+	assert_non_null(strstr(buf, "tau_agent_node_condition_patches_total{result=\"ok\"} 2\n"));
+	assert_non_null(
+	        strstr(buf, "tau_agent_node_condition_patches_total{result=\"error\"} 1\n"));
 	assert_int_equal(tau_agent_metrics_format(tiny, sizeof(tiny), &m), -TAU_ETOOBIG);
 }
 

@@ -56,6 +56,23 @@ static void test_new_condition_takes_now(void **state)
 	cJSON_Delete(conds);
 }
 
+/* A Node condition (v1.NodeCondition) has no observedGeneration: a negative one writes none. */
+static void test_negative_generation_writes_none(void **state)
+{
+	cJSON *conds = cJSON_CreateArray();
+	const cJSON *c;
+
+	(void)state;
+	assert_int_equal(tau_conditions_set(conds, NULL, "TauGPUHealthy", "True", "GPUsHealthy",
+	                                    "8 of 8 GPUs healthy", -1, "2026-12-02T10:00:00Z"),
+	                 0);
+	c = tau_conditions_find(conds, "TauGPUHealthy");
+	assert_non_null(c);
+	assert_null(cJSON_GetObjectItemCaseSensitive(c, "observedGeneration"));
+	assert_string_equal(field(c, "lastTransitionTime"), "2026-12-02T10:00:00Z");
+	cJSON_Delete(conds);
+}
+
 static void test_transition_time_kept_while_status_same(void **state)
 {
 	cJSON *prev = parse("[{\"type\":\"QuotaReady\",\"status\":\"False\",\"reason\":\"A\","
@@ -142,6 +159,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_rfc3339),
 	        cmocka_unit_test(test_new_condition_takes_now),
+	        cmocka_unit_test(test_negative_generation_writes_none),
 	        cmocka_unit_test(test_transition_time_kept_while_status_same),
 	        cmocka_unit_test(test_set_replaces_same_type),
 	        cmocka_unit_test(test_invalid_input_refused),
