@@ -8,8 +8,9 @@
  * The one idea: the Node object is the authority.  The pool always counts a
  * node with the API's facts (Ready, unschedulable, deletion, allocatable,
  * labels); the agent's report only decides *when* a node may enter the pool
- * (the sync gate) and adds what only the node sees (kept as opaque bytes for
- * queries).  So a node whose agent died still follows every later Node
+ * (the sync gate) and adds what only the node sees: its last inventory kept
+ * as bytes for GetNode, and the node-local facts decoded from it (nodetruth.h)
+ * for free-now capacity, fit and health.  So a node whose agent died still follows every later Node
  * update: Ready=Unknown or a cordon takes it out of the pool at once.  Where
  * the agent's view differs from the Node's, the difference is recorded and
  * reported (ExplainNode, /metrics, the log), never counted.
@@ -40,6 +41,7 @@ typedef struct record {
 	uint8_t *inventory;          /* opaque copy of the agent's last inventory */
 	uint32_t inventory_len;
 	uint8_t inventory_elided; /* the caller's mask: what it left out of the copy */
+	tau_nodetruth *truth;     /* decoded node-local facts of that inventory; NULL if none */
 	int64_t last_heard_ms;
 	tau_node_source source; /* what the pool holds for it now */
 	bool api_known;
@@ -51,8 +53,9 @@ typedef struct record {
 struct tau_nodestore {
 	record *recs;
 	size_t n, cap;
-	size_t n_mismatch; /* records with a mismatch */
-	size_t n_missing;  /* GPU nodes known from the API whose agent has not reported */
+	size_t n_mismatch;  /* records with a mismatch */
+	size_t n_missing;   /* GPU nodes known from the API whose agent has not reported */
+	size_t truth_bytes; /* the records' node truth, in all */
 	tau_pool *pool;
 	int64_t deadline_ms;
 	bool api_synced;
@@ -160,8 +163,11 @@ static tau_node_facts *facts_dup(const tau_node_facts *src)
 	return f;
 }
 
-static void record_clear(record *r)
+static void record_clear(tau_nodestore *s, record *r)
 {
+	if (r->truth != NULL)
+		s->truth_bytes -= r->truth->bytes;
+	tau_nodetruth_free(r->truth);
 	free(r->name);
 	free(r->api_error);
 	free(r->mismatch);
@@ -179,7 +185,7 @@ void tau_nodestore_free(tau_nodestore *s)
 	/* The pool goes first: it borrows the records' facts. */
 	tau_pool_free(s->pool);
 	for (size_t i = 0; i < s->n; i++)
-		record_clear(&s->recs[i]);
+		record_clear(s, &s->recs[i]);
 	free(s->recs);
 	free(s);
 }
@@ -467,7 +473,7 @@ int tau_nodestore_api_delete(tau_nodestore *s, const char *name)
 		s->n_mismatch--;
 	if (is_missing(r))
 		s->n_missing--;
-	record_clear(r);
+	record_clear(s, r);
 	memmove(&s->recs[i], &s->recs[i + 1], (s->n - i - 1) * sizeof(*s->recs));
 	s->n--;
 	update_gate(s);
@@ -570,6 +576,31 @@ int tau_nodestore_set_inventory(tau_nodestore *s, const char *name, const uint8_
 	return 0;
 }
 
+int tau_nodestore_set_truth(tau_nodestore *s, const char *name, tau_nodetruth *truth)
+{
+	bool found;
+	size_t i = find(s, name, &found);
+	record *r;
+
+	if (!found) {
+		tau_nodetruth_free(truth);
+		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
+	}
+	r = &s->recs[i];
+	if (r->truth != NULL)
+		s->truth_bytes -= r->truth->bytes;
+	tau_nodetruth_free(r->truth);
+	r->truth = truth;
+	if (truth != NULL)
+		s->truth_bytes += truth->bytes;
+	return 0;
+}
+
+size_t tau_nodestore_truth_bytes(const tau_nodestore *s)
+{
+	return s->truth_bytes;
+}
+
 int tau_nodestore_heartbeat(tau_nodestore *s, const char *name, int64_t now_ms)
 {
 	bool found;
@@ -651,6 +682,7 @@ static void fill_status(const record *r, tau_node_status *out)
 	out->inventory = r->inventory_elided == 0 || out->agent_facts != NULL ? r->inventory : NULL;
 	out->inventory_len = out->inventory != NULL ? r->inventory_len : 0;
 	out->inventory_elided = out->inventory != NULL ? r->inventory_elided : 0;
+	out->truth = r->truth;
 }
 
 int tau_nodestore_at(const tau_nodestore *s, size_t i, tau_node_status *out)

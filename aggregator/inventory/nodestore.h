@@ -17,6 +17,7 @@
 #ifndef TAU_AGGREGATOR_NODESTORE_H
 #define TAU_AGGREGATOR_NODESTORE_H
 
+#include "nodetruth.h"
 #include "pool.h"
 #include "tau/nodefacts.h"
 
@@ -60,6 +61,9 @@ typedef struct tau_node_status {
 	const uint8_t *inventory; /**< the agent's last inventory, opaque bytes; NULL if none */
 	size_t inventory_len;
 	uint8_t inventory_elided; /**< the mask given with it (tau_nodestore_set_inventory) */
+	/** What only the node knows, decoded from the agent's last inventory (nodetruth.h);
+	 * NULL if no agent reported.  Lent: valid until the next change of the store. */
+	const tau_nodetruth *truth;
 } tau_node_status;
 
 /**
@@ -120,6 +124,18 @@ int tau_nodestore_report(tau_nodestore *store, const tau_node_facts *facts, int6
  */
 int tau_nodestore_set_inventory(tau_nodestore *store, const char *name, const uint8_t *bytes,
                                 size_t len, uint8_t elided);
+
+/**
+ * Keep the node-local facts decoded from the agent's last inventory
+ * (tau_nodetruth_decode) with the record, replacing the previous ones.  Call
+ * it right after the tau_nodestore_report that accepted the inventory.
+ * Ownership of `truth` moves to the store, also on failure (it is freed).
+ * @return 0 or -TAU_ENOTFOUND.
+ */
+int tau_nodestore_set_truth(tau_nodestore *store, const char *name, tau_nodetruth *truth);
+
+/** Bytes the records' node truth takes in all (tau_nodetruth.bytes summed). */
+size_t tau_nodestore_truth_bytes(const tau_nodestore *store);
 
 /** A heartbeat from a node's agent.  -TAU_ENOTFOUND if it never reported. */
 int tau_nodestore_heartbeat(tau_nodestore *store, const char *name, int64_t now_ms);

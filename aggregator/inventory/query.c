@@ -132,6 +132,112 @@ static int fill_resources(Tau__Inventory__V1__ResourceQuantity ***out, size_t *n
 	return 0;
 }
 
+/* Problems a NodeTruth names one by one (problem_count has them all). */
+#define TRUTH_PROBLEMS_MAX 16
+
+static Tau__Inventory__V1__TriState tri_msg(tau_truth_tri t)
+{
+	return t == TAU_TRUTH_TRUE    ? TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_TRUE
+	       : t == TAU_TRUTH_FALSE ? TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_FALSE
+	                              : TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_UNKNOWN;
+}
+
+static Tau__Inventory__V1__NodeHealth health_msg(tau_truth_health h)
+{
+	return h == TAU_TRUTH_HEALTH_OK ? TAU__INVENTORY__V1__NODE_HEALTH__NODE_HEALTH_OK
+	       : h == TAU_TRUTH_HEALTH_DEGRADED
+	               ? TAU__INVENTORY__V1__NODE_HEALTH__NODE_HEALTH_DEGRADED
+	               : TAU__INVENTORY__V1__NODE_HEALTH__NODE_HEALTH_UNKNOWN;
+}
+
+/* The summary of `t` (no device list).  On failure *out holds what was built, for free_msg. */
+static int truth_summary(Tau__Inventory__V1__NodeTruth **out, const tau_nodetruth *t)
+{
+	Tau__Inventory__V1__NodeTruth *m = malloc(sizeof(*m));
+	size_t np = t->n_problems < TRUTH_PROBLEMS_MAX ? t->n_problems : TRUTH_PROBLEMS_MAX;
+
+	*out = m;
+	if (m == NULL)
+		return OOM();
+	tau__inventory__v1__node_truth__init(m);
+	m->health = health_msg(t->health);
+	m->problem_count = (uint32_t)t->n_problems;
+	m->gpus_known = t->gpu.known;
+	m->gpu_devices = t->gpu.known ? t->gpu.devices : 0;
+	m->gpus_healthy = t->gpu.known ? t->gpu.healthy : 0;
+	m->gpus_in_use = t->gpu.known ? t->gpu.in_use : 0;
+	m->gpus_free = t->gpu.known ? t->gpu.free : 0;
+	m->pod_resources_probed = t->pod_resources_known;
+	m->nvml_probed = t->gpus_probed;
+	m->nvml_gpus = t->gpus_present;
+	m->nvml_gpus_healthy = t->gpus_healthy;
+	m->rdma_ports_total = t->rdma_ports_total;
+	m->rdma_ports_active = t->rdma_ports_up;
+	m->pod_resources_note = dup_str(t->pod_resources_note);
+	m->nvml_not_probed_reason = dup_str(t->gpus_not_probed_reason);
+	m->driver_version = dup_str(t->driver_version);
+	m->cuda_version = dup_str(t->cuda_version);
+	if (m->pod_resources_note == NULL || m->nvml_not_probed_reason == NULL ||
+	    m->driver_version == NULL || m->cuda_version == NULL)
+		return OOM();
+	if (np > 0 && (m->problems = calloc(np, sizeof(char *))) == NULL)
+		return OOM();
+	for (size_t i = 0; i < np; i++) {
+		char line[TAU_NODETRUTH_MAX_TEXT + 160];
+
+		if (!tau_nodetruth_problem(t, i, line, sizeof(line)))
+			break;
+		if ((m->problems[i] = strdup(line)) == NULL)
+			return OOM();
+		m->n_problems = i + 1;
+	}
+	if (t->n_csi > 0 && (m->csi = calloc(t->n_csi, sizeof(*m->csi))) == NULL)
+		return OOM();
+	for (size_t i = 0; i < t->n_csi; i++) {
+		Tau__Inventory__V1__CsiProbeResult *c = malloc(sizeof(*c));
+
+		if (c == NULL)
+			return OOM();
+		tau__inventory__v1__csi_probe_result__init(c);
+		m->csi[m->n_csi++] = c;
+		c->probed = t->csi[i].probed;
+		c->ready = tri_msg(t->csi[i].ready);
+		c->name = dup_str(t->csi[i].name);
+		c->error = dup_str(t->csi[i].error);
+		if (c->name == NULL || c->error == NULL)
+			return OOM();
+	}
+	return 0;
+}
+
+/* Add every device of `t` to `m` (GetNode). */
+static int truth_devices(Tau__Inventory__V1__NodeTruth *m, const tau_nodetruth *t)
+{
+	if (t->n_devices > 0 && (m->devices = calloc(t->n_devices, sizeof(*m->devices))) == NULL)
+		return OOM();
+	for (size_t i = 0; i < t->n_devices; i++) {
+		const tau_truth_device *d = &t->devices[i];
+		Tau__Inventory__V1__DeviceTruth *dm = malloc(sizeof(*dm));
+
+		if (dm == NULL)
+			return OOM();
+		tau__inventory__v1__device_truth__init(dm);
+		m->devices[m->n_devices++] = dm;
+		dm->numa_node = d->numa_node;
+		dm->healthy = d->healthy;
+		dm->resource_name = dup_str(d->resource);
+		dm->device_id = dup_str(d->id);
+		dm->reason = dup_str(d->reason);
+		dm->pod_namespace = dup_str(d->pod_namespace);
+		dm->pod_name = dup_str(d->pod_name);
+		dm->container_name = dup_str(d->container);
+		if (dm->resource_name == NULL || dm->device_id == NULL || dm->reason == NULL ||
+		    dm->pod_namespace == NULL || dm->pod_name == NULL || dm->container_name == NULL)
+			return OOM();
+	}
+	return 0;
+}
+
 int tau_query_node_status(Tau__Inventory__V1__NodeStatus **out, const tau_nodestore *store,
                           const tau_node_status *st, const tau_query_opts *opts)
 {
@@ -172,6 +278,8 @@ int tau_query_node_status(Tau__Inventory__V1__NodeStatus **out, const tau_nodest
 	ns->stale = tau_query_is_stale(st, opts);
 	ns->last_heard_unix_ms = st->last_heard_ms;
 	if (fill_resources(&ns->allocatable, &ns->n_allocatable, st->facts) < 0)
+		goto oom;
+	if (st->truth != NULL && truth_summary(&ns->truth, st->truth) < 0)
 		goto oom;
 	*out = ns;
 	return 0;
@@ -256,6 +364,8 @@ int tau_query_get_node(Tau__Inventory__V1__GetNodeResponse **out, const tau_node
 		return OOM();
 	tau__inventory__v1__get_node_response__init(resp);
 	if (tau_query_node_status(&resp->status, store, &st, opts) < 0)
+		goto oom;
+	if (st.truth != NULL && truth_devices(resp->status->truth, st.truth) < 0)
 		goto oom;
 	if (st.inventory != NULL) {
 		/* Bytes we packed ourselves from a validated message: unpacking only fails on OOM.

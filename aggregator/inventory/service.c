@@ -371,9 +371,12 @@ static void log_mismatch(const char *node, const char *mismatch)
 		             node, "difference", mismatch, NULL);
 }
 
-/* Store an accepted inventory.  Returns 0 or the store's error (nothing changed). */
+/*
+ * Store an accepted inventory and its decoded node truth (ownership moves).  Returns 0 or the
+ * store's error (nothing changed).
+ */
 static int store_inventory(stream *s, const tau_node_facts *facts,
-                           const Tau__Inventory__V1__NodeInventory *inv)
+                           const Tau__Inventory__V1__NodeInventory *inv, tau_nodetruth *truth)
 {
 	tau_agg *a = s->agg;
 	/* Labels and allocatable the agent's facts give back are not kept twice (report.h). */
@@ -384,14 +387,16 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 	uint8_t stack_bytes[INVENTORY_STACK_BYTES];
 	uint8_t *bytes;
 	tau_rpc_call *replaced = NULL;
-	int rc;
+	int rc, trc;
 	char mismatch[TAU_NODE_MISMATCH_MAX];
 
 	tau_report_inventory_kept(&kept, inv, elided);
 	len = protobuf_c_message_get_packed_size(&kept.base);
 	bytes = len <= sizeof(stack_bytes) ? stack_bytes : malloc(len);
-	if (bytes == NULL)
+	if (bytes == NULL) {
+		tau_nodetruth_free(truth);
 		return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
 	protobuf_c_message_pack(&kept.base, bytes);
 	pthread_mutex_lock(&a->mu);
 	rc = atomic_load(&s->replaced)
@@ -406,10 +411,15 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 			mark_dirty_locked(a);
 		rc = tau_nodestore_set_inventory(a->store, facts->name, bytes, len,
 		                                 (uint8_t)elided);
+		/* The truth goes with the inventory it was decoded from, or not at all. */
+		trc = tau_nodestore_set_truth(a->store, facts->name, rc == 0 ? truth : NULL);
+		truth = NULL;
+		rc = rc < 0 ? rc : trc;
 		if (rc == 0)
 			rc = bind_stream(a, s, facts->name, &replaced);
 	}
 	pthread_mutex_unlock(&a->mu);
+	tau_nodetruth_free(truth);
 	if (bytes != stack_bytes)
 		free(bytes);
 	log_mismatch(facts->name, mismatch);
@@ -453,6 +463,7 @@ static void handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 		if (rep->body_case == TAU__INVENTORY__V1__AGENT_REPORT__BODY_INVENTORY) {
 			const Tau__Inventory__V1__NodeInventory *inv = rep->inventory;
 			tau_report_view view;
+			tau_nodetruth *truth = NULL;
 			tau_rpc_code code =
 			        tau_auth_decide_node(msg, sizeof(msg), s->node, inv->node_name);
 
@@ -463,8 +474,10 @@ static void handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 			}
 			/* The facts borrow the message's strings: the store copies them only if
 			 * they changed. */
+			/* Facts and node truth are both checked before anything is stored. */
 			if (tau_report_view_facts(&view, inv) < 0 ||
-			    store_inventory(s, &view.facts, inv) < 0) {
+			    tau_nodetruth_decode(&truth, inv) < 0 ||
+			    store_inventory(s, &view.facts, inv, truth) < 0) {
 				ack.status = TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_REJECTED;
 				snprintf(msg, sizeof(msg), "inventory of %.100s refused: %.380s",
 				         inv->node_name, tau_error_last()->msg);
