@@ -283,6 +283,8 @@ class StaticTest(unittest.TestCase):
             (AGENT, ["--set", "tokenExpirationSeconds=60"],
              "at '/tokenExpirationSeconds': minimum: got 60, want 600"),
             (AGENT, ["--set", "gpuClasLabel=x"], "additional properties 'gpuClasLabel' not allowed"),
+            (AGENT, ["--set", "nvml.hostLibraryDir=usr/lib"],
+             "at '/nvml/hostLibraryDir': 'usr/lib' does not match pattern '^/'"),
             (AGENT, ["--set", "nodeConditions.enabled=yes"],
              "at '/nodeConditions/enabled': got string, want boolean"),
             # The umbrella's subcharts: their own schema checks their values.
@@ -432,6 +434,7 @@ class RenderTest(unittest.TestCase):
         c = pod["containers"][0]
         self.assertIn({"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
                       c["env"])
+        self.assertIn({"name": "TAU_AGENT_NVML", "value": "/host/nvml/libnvidia-ml.so.1"}, c["env"])
         self.assertIn("--aggregator=tau-aggregator.tau-system.svc:50051", c["args"])
         self.assertIn("--host-root=/host", c["args"])
         token = [v for v in pod["volumes"] if v["name"] == "token"][0]
@@ -439,13 +442,20 @@ class RenderTest(unittest.TestCase):
         self.assertEqual(sat["audience"], "taugrid")
         self.assertLessEqual(sat["expirationSeconds"], 3600)
         self.assertIn("--token-file=/var/run/secrets/tau/" + sat["path"], c["args"])
-        # Exactly the host paths the agent probes, all read-only.
+        # Exactly the host paths the agent probes, all read-only: /dev, /sys, the kubelet's
+        # plugin registry, pod-resources socket and CSI driver sockets under --host-root, and
+        # the directory of the driver's libnvidia-ml.so.1 at /host/nvml.
         host = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
-        self.assertEqual(sorted(host.values()), ["/dev", "/sys", "/var/lib/kubelet/plugins_registry"])
+        self.assertEqual(sorted(host.values()), [
+            "/dev", "/sys", "/usr/lib/x86_64-linux-gnu", "/var/lib/kubelet/plugins",
+            "/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/pod-resources"])
         mounts = {m["name"]: m for m in c["volumeMounts"]}
         for name, path in host.items():
             self.assertIs(mounts[name].get("readOnly"), True, name)
-            self.assertEqual(mounts[name]["mountPath"], "/host" + path)
+            self.assertEqual(mounts[name]["mountPath"],
+                             "/host/nvml" if name == "host-nvml" else "/host" + path)
+        self.assertEqual([v["hostPath"]["type"] for v in pod["volumes"]
+                          if v["name"] == "host-nvml"], ["Directory"])
         sc = c["securityContext"]
         self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
         self.assertIs(sc["readOnlyRootFilesystem"], True)
@@ -484,6 +494,20 @@ class RenderTest(unittest.TestCase):
                                           "--set", "rbac.create=false"))
         self.assertIn("--node-conditions", agent_of(objs)["args"])
         self.assertFalse([o for o in objs if o["metadata"]["name"] == role])
+
+    def test_nvml_values(self):
+        def pod_of(*args):
+            ds = by_kind(self.t.dry_run(self.render(AGENT, *args)), "DaemonSet")
+            return ds["spec"]["template"]["spec"]
+
+        pod = pod_of("--set", "nvml.hostLibraryDir=/run/nvidia/driver/usr/lib/x86_64-linux-gnu")
+        self.assertEqual([v["hostPath"]["path"] for v in pod["volumes"] if v["name"] == "host-nvml"],
+                         ["/run/nvidia/driver/usr/lib/x86_64-linux-gnu"])
+        pod = pod_of("--set", "nvml.enabled=false")
+        c = pod["containers"][0]
+        self.assertIn({"name": "TAU_AGENT_NVML", "value": "off"}, c["env"])
+        self.assertFalse([v for v in pod["volumes"] if v["name"] == "host-nvml"])
+        self.assertFalse([m for m in c["volumeMounts"] if m["name"] == "host-nvml"])
 
     def test_priority_class_is_configurable(self):
         objs = self.t.dry_run(self.render(AGENT, "--set", "priorityClassName=gpu-daemons"))

@@ -148,6 +148,9 @@ spec:
               valueFrom:
                 fieldRef:
                   fieldPath: spec.nodeName
+            # NVML: the host driver's libnvidia-ml.so.1 (dlopen at every probe), or off.
+            - name: TAU_AGENT_NVML
+              value: {{ if $v.nvml.enabled }}/host/nvml/libnvidia-ml.so.1{{ else }}"off"{{ end }}
           ports:
             - name: http
               containerPort: {{ $v.httpPort }}
@@ -177,8 +180,10 @@ spec:
               readOnly: true
             # Exactly what the agent probes under --host-root (docs/agent.md):
             # device nodes (/dev/nvidia*), InfiniBand ports (/sys/class/infiniband, whose
-            # entries are symlinks into /sys/devices, hence all of /sys) and the kubelet
-            # plugin registry (CSI sockets, watched with inotify). All read-only.
+            # entries are symlinks into /sys/devices, hence all of /sys), the kubelet
+            # plugin registry (CSI sockets, watched with inotify), kubelet's pod-resources
+            # socket and the CSI drivers' own sockets under /var/lib/kubelet/plugins. All
+            # read-only: connecting to a unix socket writes nothing to its mount.
             - name: host-dev
               mountPath: /host/dev
               readOnly: true
@@ -188,6 +193,19 @@ spec:
             - name: host-plugins-registry
               mountPath: /host/var/lib/kubelet/plugins_registry
               readOnly: true
+            - name: host-pod-resources
+              mountPath: /host/var/lib/kubelet/pod-resources
+              readOnly: true
+            - name: host-plugins
+              mountPath: /host/var/lib/kubelet/plugins
+              readOnly: true
+            {{- if $v.nvml.enabled }}
+            # The directory holding the driver's libnvidia-ml.so.1 (not the file: a driver
+            # upgrade replaces it, and the next probe loads the new one).
+            - name: host-nvml
+              mountPath: /host/nvml
+              readOnly: true
+            {{- end }}
             {{- if $v.tls.enabled }}
             - name: ca
               mountPath: /etc/tau/ca
@@ -214,6 +232,20 @@ spec:
           hostPath:
             path: /var/lib/kubelet/plugins_registry
             type: DirectoryOrCreate
+        - name: host-pod-resources
+          hostPath:
+            path: /var/lib/kubelet/pod-resources
+            type: DirectoryOrCreate
+        - name: host-plugins
+          hostPath:
+            path: /var/lib/kubelet/plugins
+            type: DirectoryOrCreate
+        {{- if $v.nvml.enabled }}
+        - name: host-nvml
+          hostPath:
+            path: {{ $v.nvml.hostLibraryDir }}
+            type: Directory
+        {{- end }}
         {{- if $v.tls.enabled }}
         - name: ca
           secret:
