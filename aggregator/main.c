@@ -99,6 +99,38 @@ static int review_token(void *ud, const char *token, tau_auth_review *out)
 }
 
 /* A query's token: TokenReview with the API server's own audiences, then a SubjectAccessReview. */
+/* The service-account issuer and its keys, as the API server publishes them (keys.h); the
+ * set is read from the API server's own /openid/v1/jwks, not the jwks_uri, which may name an
+ * address outside the cluster. */
+static int fetch_issuer_keys(void *ud, char **issuer, tau_jwks **keys)
+{
+	reviewer *r = ud;
+	tau_kube_request req = {.method = "GET", .max_retries = -1};
+	cJSON *doc = NULL, *jwks = NULL;
+	const cJSON *iss;
+	int rc;
+
+	req.path = "/.well-known/openid-configuration";
+	if ((rc = tau_kube_client_request(&doc, r->client, &req)) < 0)
+		return rc;
+	iss = cJSON_GetObjectItemCaseSensitive(doc, "issuer");
+	if (!cJSON_IsString(iss) || iss->valuestring[0] == '\0') {
+		cJSON_Delete(doc);
+		return tau_error_set(TAU_EINVAL,
+		                     "/.well-known/openid-configuration names no issuer");
+	}
+	req.path = "/openid/v1/jwks";
+	if ((rc = tau_kube_client_request(&jwks, r->client, &req)) == 0)
+		rc = tau_jwks_parse(keys, jwks, NULL);
+	if (rc == 0 && (*issuer = strdup(iss->valuestring)) == NULL) {
+		tau_jwks_free(*keys);
+		rc = tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	cJSON_Delete(doc);
+	cJSON_Delete(jwks);
+	return rc;
+}
+
 static int review_query(void *ud, const char *token, const char *resource, tau_auth_review *out)
 {
 	reviewer *r = ud;
@@ -442,6 +474,7 @@ int main(int argc, char **argv)
 	tau_qauth_config qcfg = {0};
 	tau_rpc_server_opts sopts = {0};
 	tau_qauth *qauth = NULL;
+	tau_auth_keys *keys = NULL;
 	tau_kube_config_options kopts = {0};
 	tau_rpc_server_tls tls = {0};
 	char agent_user[512], identity[300], host[256];
@@ -549,6 +582,16 @@ int main(int argc, char **argv)
 	acfg.max_pending_reviews = (size_t)o.max_pending_reviews;
 	acfg.max_reviews_per_peer = (size_t)o.max_reviews_per_peer;
 	acfg.auth_threads = o.review_workers;
+	if (o.no_local_token_verification) {
+		tau_log_info("agents are admitted only after their TokenReview", "flag",
+		             "--no-local-token-verification", NULL);
+	} else {
+		if (tau_auth_keys_new(&keys, fetch_issuer_keys, &rv, o.token_audience, agent_user) <
+		            0 ||
+		    tau_auth_keys_start(keys) < 0)
+			goto fail;
+		acfg.keys = keys;
+	}
 	if (o.allow_anonymous_queries) {
 		tau_log_warn("queries are not authenticated: anyone who reaches the gRPC port may "
 		             "read the inventory and workspaces",
@@ -652,6 +695,7 @@ out:
 	tau_rpc_health_free(health);
 	tau_kube_leader_free(rt.leader);
 	tau_agg_free(rt.agg);
+	tau_auth_keys_free(keys); /* after the state that borrowed it */
 	tau_kube_client_free(review_client);
 	tau_kube_config_free(review_cfg);
 	tau_kube_client_free(client);

@@ -47,6 +47,10 @@ void tau_agg_options_usage(FILE *out)
 	      "                               [TAU_INITIAL_SYNC_TIMEOUT]\n"
 	      "  --heartbeat-interval DUR     heartbeat interval told to agents (default 30s)\n"
 	      "                               [TAU_HEARTBEAT_INTERVAL]\n"
+	      "  --no-local-token-verification  admit an agent only after its TokenReview\n"
+	      "                               (default: verify its token against the API server's\n"
+	      "                               /openid/v1/jwks, admit at once, confirm by\n"
+	      "                               TokenReview) [TAU_NO_LOCAL_TOKEN_VERIFICATION]\n"
 	      "  --allow-anonymous-queries    answer QueryService calls without a bearer token\n"
 	      "                               (logged; default: TokenReview + "
 	      "SubjectAccessReview)\n"
@@ -236,6 +240,7 @@ enum {
 	O_COALESCE,
 	O_RESYNC,
 	O_ANON,
+	O_NO_LOCAL_VERIFY,
 	O_PENDING,
 	O_WATCHERS,
 	O_STREAMS,
@@ -252,7 +257,7 @@ typedef struct raw_flags {
 	const char *sync, *heartbeat, *log_level, *log_format, *gates, *ns_mode, *coalesce, *resync;
 	const char *max_pending, *max_watchers, *max_streams, *peer_reviews, *peer_streams;
 	const char *review_qps, *review_burst, *review_workers, *grpc_threads;
-	bool leader_elect, no_ws, anonymous;
+	bool leader_elect, no_ws, anonymous, no_local_verify;
 } raw_flags;
 
 static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
@@ -284,6 +289,7 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 	        {"budget-coalesce", required_argument, NULL, O_COALESCE},
 	        {"budget-resync", required_argument, NULL, O_RESYNC},
 	        {"allow-anonymous-queries", no_argument, NULL, O_ANON},
+	        {"no-local-token-verification", no_argument, NULL, O_NO_LOCAL_VERIFY},
 	        {"max-pending-reviews", required_argument, NULL, O_PENDING},
 	        {"max-pool-watchers", required_argument, NULL, O_WATCHERS},
 	        {"max-concurrent-streams", required_argument, NULL, O_STREAMS},
@@ -379,6 +385,9 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 		case O_ANON:
 			r->anonymous = true;
 			break;
+		case O_NO_LOCAL_VERIFY:
+			r->no_local_verify = true;
+			break;
 		case O_PENDING:
 			r->max_pending = optarg;
 			break;
@@ -463,7 +472,9 @@ static int parse_values(tau_agg_options *o, const raw_flags *r, tau_agg_env_fn e
 	if ((rc = flag_or_env_bool(&o->leader_elect, r->leader_elect, env, "TAU_LEADER_ELECT")) <
 	            0 ||
 	    (rc = flag_or_env_bool(&o->allow_anonymous_queries, r->anonymous, env,
-	                           "TAU_ALLOW_ANONYMOUS_QUERIES")) < 0)
+	                           "TAU_ALLOW_ANONYMOUS_QUERIES")) < 0 ||
+	    (rc = flag_or_env_bool(&o->no_local_token_verification, r->no_local_verify, env,
+	                           "TAU_NO_LOCAL_TOKEN_VERIFICATION")) < 0)
 		return rc;
 	if ((v = pick(r->max_pending, "--max-pending-reviews", env, "TAU_MAX_PENDING_REVIEWS",
 	              &from)) != NULL &&

@@ -57,6 +57,9 @@ typedef struct tau_agg_options {
 	bool log_format_set;     /**< --log-format / TAU_LOG_FORMAT given */
 	/** --allow-anonymous-queries / TAU_ALLOW_ANONYMOUS_QUERIES: no query authentication */
 	bool allow_anonymous_queries;
+	/** --no-local-token-verification / TAU_NO_LOCAL_TOKEN_VERIFICATION: agents wait for their
+	 * TokenReview (default: admitted on a locally verified token, confirmed afterwards) */
+	bool no_local_token_verification;
 	int max_pending_reviews; /**< --max-pending-reviews / TAU_MAX_PENDING_REVIEWS; 4096 */
 	int max_pool_watchers;   /**< --max-pool-watchers / TAU_MAX_POOL_WATCHERS; 1024 */
 	/** --max-concurrent-streams / TAU_MAX_CONCURRENT_STREAMS: HTTP/2 streams per connection;

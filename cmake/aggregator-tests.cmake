@@ -7,7 +7,7 @@
 #                   QueryService TokenReview + SubjectAccessReview under kube-sim's RBAC.
 if(TAU_PYTHON_TESTS)
   tau_add_python_suite(e2e/aggregator
-      TESTS test_aggregator test_query_auth
+      TESTS test_aggregator test_query_auth test_aggregator_localauth
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 600
       COSTS ScaleE2E=170 BoundedAuthE2E=30

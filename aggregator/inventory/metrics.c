@@ -74,6 +74,41 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	tau_prom_scalar(&b, "tau_aggregator_streams_ended_unauthenticated_total", "counter",
 	                "Report streams cancelled or lost before their token review finished.",
 	                m->ended_unauthenticated);
+	tau_prom_family(
+	        &b, "tau_aggregator_auth_local_total", "counter",
+	        "Report tokens checked against the issuer's keys: admitted at once, or left "
+	        "to wait for their TokenReview (unknown_key, invalid, queue_full).");
+	tau_prom_labelled(&b, "tau_aggregator_auth_local_total", "result", "admitted",
+	                  m->local_admitted);
+	tau_prom_labelled(&b, "tau_aggregator_auth_local_total", "result", "unknown_key",
+	                  m->local_unknown_key);
+	tau_prom_labelled(&b, "tau_aggregator_auth_local_total", "result", "invalid",
+	                  m->local_invalid);
+	tau_prom_labelled(&b, "tau_aggregator_auth_local_total", "result", "queue_full",
+	                  m->local_queue_full);
+	tau_prom_family(&b, "tau_aggregator_auth_confirm_total", "counter",
+	                "Confirming TokenReviews of locally admitted streams, by outcome (refused "
+	                "and failed close the stream).");
+	tau_prom_labelled(&b, "tau_aggregator_auth_confirm_total", "result", "confirmed",
+	                  m->confirmed);
+	tau_prom_labelled(&b, "tau_aggregator_auth_confirm_total", "result", "refused",
+	                  m->confirm_refused);
+	tau_prom_labelled(&b, "tau_aggregator_auth_confirm_total", "result", "failed",
+	                  m->confirm_failed);
+	tau_prom_scalar(
+	        &b, "tau_aggregator_auth_confirms_pending", "gauge",
+	        "Locally admitted streams whose confirming TokenReview is queued or running.",
+	        m->confirms_pending);
+	tau_prom_family(
+	        &b, "tau_aggregator_auth_keys_fetches_total", "counter",
+	        "Fetches of the service-account issuer's keys (/openid/v1/jwks), by result.");
+	tau_prom_labelled(&b, "tau_aggregator_auth_keys_fetches_total", "result", "ok",
+	                  m->keys_fetched);
+	tau_prom_labelled(&b, "tau_aggregator_auth_keys_fetches_total", "result", "error",
+	                  m->keys_fetch_failed);
+	tau_prom_scalar(&b, "tau_aggregator_auth_keys", "gauge",
+	                "Keys of the service-account issuer held for local token checks.",
+	                m->keys_held);
 	tau_prom_family(&b, "tau_aggregator_grpc_refused_total", "counter",
 	                "gRPC calls refused RESOURCE_EXHAUSTED before any handler ran, by reason.");
 	tau_prom_labelled(&b, "tau_aggregator_grpc_refused_total", "reason", "streams_per_peer",

@@ -45,10 +45,15 @@ typedef struct tau_metrics {
 	uint64_t tokens_not_agent;       /**< ... their claims are not the agent's */
 	uint64_t token_reviews_pending;  /**< Report reviews queued or running now */
 	uint64_t ended_unauthenticated;  /**< Report streams ended before their review */
-	uint64_t grpc_refused_per_peer;  /**< calls refused over --max-streams-per-peer */
-	uint64_t grpc_refused_metadata;  /**< calls refused for oversized request headers */
-	uint64_t pool_watchers;          /**< open WatchPool calls */
-	uint64_t pool_watchers_refused;  /**< WatchPool calls refused over the cap */
+	/** Local verification: admitted; left to the review (unknown key, invalid, queue full) */
+	uint64_t local_admitted, local_unknown_key, local_invalid, local_queue_full;
+	/** Confirming reviews of locally admitted streams: confirmed, refused, failed; queued */
+	uint64_t confirmed, confirm_refused, confirm_failed, confirms_pending;
+	uint64_t keys_fetched, keys_fetch_failed, keys_held; /**< the issuer's key set */
+	uint64_t grpc_refused_per_peer; /**< calls refused over --max-streams-per-peer */
+	uint64_t grpc_refused_metadata; /**< calls refused for oversized request headers */
+	uint64_t pool_watchers;         /**< open WatchPool calls */
+	uint64_t pool_watchers_refused; /**< WatchPool calls refused over the cap */
 	/** QueryService decisions by outcome (qauth.h); all 0 with anonymous queries. */
 	uint64_t query_allowed, query_unauthenticated, query_denied, query_unavailable;
 	uint64_t query_overloaded; /**< refused RESOURCE_EXHAUSTED (review queue full) */

@@ -87,6 +87,7 @@ typedef struct stream {
 	bool done;
 	bool half_closed; /* the client half-closed while the review ran: finish after it */
 	bool warned_invalid;
+	bool confirming;   /* admitted on a locally verified token; its TokenReview is to come */
 	stream_review *rv; /* while the review is pending, else NULL */
 	char *node;        /* the node its token is bound to, once authenticated */
 	tau_report_seq seq;
@@ -152,9 +153,11 @@ struct tau_agg {
 	/* auth workers */
 	pthread_mutex_t jobs_mu;
 	pthread_cond_t jobs_cond;
-	tau_hmap review_peers;              /* review_peer by key */
-	review_peer *turn_head, *turn_tail; /* peers with queued streams, in turn */
-	size_t reviews_pending;             /* queued or running, all peers */
+	tau_hmap review_peers;               /* review_peer by key */
+	review_peer *turn_head, *turn_tail;  /* peers with queued streams, in turn */
+	size_t reviews_pending;              /* queued or running, all peers */
+	stream *confirm_head, *confirm_tail; /* locally admitted, waiting for their review */
+	size_t confirms_pending;             /* queued or running */
 	bool jobs_stop;
 	pthread_t *workers;
 	int n_workers;
@@ -172,7 +175,10 @@ struct tau_agg {
 	atomic_uint_fast64_t auth_overloaded;  /* Report reviews refused over a cap */
 	atomic_uint_fast64_t tokens_not_jwt, tokens_not_agent; /* refused before any review */
 	atomic_uint_fast64_t ended_unauthenticated; /* streams that ended before their review */
-	tau_rpc_server *srv;                        /* for its refusal counters */
+	/* local verification: admitted, left to the review (unknown key, invalid, queue full) */
+	atomic_uint_fast64_t local_admitted, local_unknown_key, local_invalid, local_queue_full;
+	atomic_uint_fast64_t confirmed, confirm_refused, confirm_failed; /* confirming reviews */
+	tau_rpc_server *srv; /* for its refusal counters */
 	/* pool-change subscribers (snapshot.h); subs_mu is never taken while mu is held */
 	pthread_mutex_t subs_mu;
 	tau_pool_changed_fn sub_fn[SUBSCRIBERS_MAX];
@@ -541,6 +547,40 @@ out:
 
 /* ---- auth workers ---- */
 
+/*
+ * The confirming review of a locally admitted stream is in (stream mutex held): a refusal, or
+ * a review that could not be made, closes the stream (fail closed; the agent reconnects and is
+ * admitted again only on a token that verifies).
+ */
+static void confirm_decided(tau_agg *a, stream *s, int rc, bool expired,
+                            const tau_auth_review *review)
+{
+	char msg[512];
+	tau_rpc_code code;
+
+	s->confirming = false;
+	if (rc < 0) {
+		snprintf(msg, sizeof(msg), "could not confirm the token by TokenReview: %.400s",
+		         tau_error_last()->msg);
+		code = TAU_RPC_UNAVAILABLE;
+		atomic_fetch_add(&a->confirm_failed, 1);
+	} else {
+		code = tau_auth_decide_user(msg, sizeof(msg), true, expired, review, a->agent_user);
+		if (code == TAU_RPC_OK)
+			code = tau_auth_decide_node(msg, sizeof(msg), review->node_name, s->node);
+		if (code == TAU_RPC_OK) {
+			atomic_fetch_add(&a->confirmed, 1);
+			return;
+		}
+		atomic_fetch_add(&a->confirm_refused, 1);
+	}
+	s->auth = AUTH_FAILED;
+	tau_log_warn("locally admitted agent stream closed: its TokenReview did not confirm it",
+	             "node", s->node, "peer", s->peer, "code", tau_rpc_code_name(code), "reason",
+	             msg, NULL);
+	refuse(s, code, msg);
+}
+
 static void review_stream(tau_agg *a, stream *s)
 {
 	tau_auth_review review;
@@ -581,6 +621,10 @@ static void review_stream(tau_agg *a, stream *s)
 	pthread_mutex_lock(&s->mu);
 	if (s->done)
 		goto out;
+	if (s->confirming) {
+		confirm_decided(a, s, rc, expired, &review);
+		goto out;
+	}
 	if (rc < 0) {
 		snprintf(msg, sizeof(msg), "could not review the token: %.400s",
 		         tau_error_last()->msg);
@@ -628,8 +672,17 @@ static stream *next_job(tau_agg *a)
 	review_peer *p = a->turn_head;
 	stream *s;
 
-	if (p == NULL)
-		return NULL;
+	if (p == NULL) {
+		/* Nobody waits for admission: confirm the streams admitted on their own token. */
+		s = a->confirm_head;
+		if (s != NULL) {
+			a->confirm_head = s->next_job;
+			if (a->confirm_head == NULL)
+				a->confirm_tail = NULL;
+			s->next_job = NULL;
+		}
+		return s;
+	}
 	a->turn_head = p->next_turn;
 	if (a->turn_head == NULL)
 		a->turn_tail = NULL;
@@ -644,9 +697,14 @@ static stream *next_job(tau_agg *a)
 	return s;
 }
 
-/* One review of `p` is over (jobs_mu held); forget a peer with none left. */
+/* One review of `p` (NULL: a confirming review) is over (jobs_mu held); forget a peer with
+ * none left. */
 static void review_peer_release(tau_agg *a, review_peer *p)
 {
+	if (p == NULL) {
+		a->confirms_pending--;
+		return;
+	}
 	a->reviews_pending--;
 	if (--p->reviews == 0 && !p->in_turn) {
 		tau_hmap_remove(&a->review_peers, &p->hnode);
@@ -662,7 +720,7 @@ static void *auth_worker(void *arg)
 	for (;;) {
 		stream *s;
 
-		while (a->turn_head == NULL && !a->jobs_stop)
+		while (a->turn_head == NULL && a->confirm_head == NULL && !a->jobs_stop)
 			pthread_cond_wait(&a->jobs_cond, &a->jobs_mu);
 		if (a->jobs_stop)
 			break;
@@ -737,6 +795,79 @@ static tau_rpc_code enqueue_review(tau_agg *a, stream *s, const char *key, char 
 	return code;
 }
 
+/* Queue `s` for its confirming review.  @return false when as many wait as allowed. */
+static bool enqueue_confirm(tau_agg *a, stream *s)
+{
+	bool ok;
+
+	pthread_mutex_lock(&a->jobs_mu);
+	ok = !a->jobs_stop && a->confirms_pending < a->cfg.max_pending_confirms;
+	if (ok) {
+		s->rpeer = NULL;
+		s->next_job = NULL;
+		if (a->confirm_tail != NULL)
+			a->confirm_tail->next_job = s;
+		else
+			a->confirm_head = s;
+		a->confirm_tail = s;
+		a->confirms_pending++;
+		pthread_cond_signal(&a->jobs_cond);
+	}
+	pthread_mutex_unlock(&a->jobs_mu);
+	return ok;
+}
+
+/*
+ * Admit `s` on its own token when the issuer's keys verify it (its node from the token's
+ * claims), its TokenReview queued to confirm it.  @return true when admitted; false: it waits
+ * for its review as without local verification (counted by why).
+ */
+static bool admit_locally(tau_agg *a, stream *s, const char *token, const char *hash)
+{
+	tau_jwt_claims claims;
+	char msg[256];
+	tau_jwt_result r;
+
+	if (a->cfg.keys == NULL)
+		return false;
+	r = tau_auth_keys_verify(a->cfg.keys, token, &claims, msg, sizeof(msg));
+	if (r != TAU_JWT_OK) {
+		char key[400];
+
+		atomic_fetch_add(
+		        r == TAU_JWT_UNKNOWN_KEY ? &a->local_unknown_key : &a->local_invalid, 1);
+		snprintf(key, sizeof(key), "%s|local|%.250s", s->peer, msg);
+		if (first_time(a, key))
+			tau_log_info("agent token not verified locally: admitted only after its "
+			             "TokenReview",
+			             "peer", s->peer, "reason", msg, NULL);
+		return false;
+	}
+	s->rv = calloc(1, sizeof(*s->rv));
+	s->node = strdup(claims.node);
+	if (s->rv == NULL || s->node == NULL || (s->rv->token = strdup(token)) == NULL)
+		goto undo;
+	memcpy(s->rv->token_hash, hash, sizeof(s->rv->token_hash));
+	/* Decided before it is queued: its review may run (and refuse it) at once. */
+	s->confirming = true;
+	s->auth = AUTH_OK;
+	atomic_fetch_add(&s->refs, 1); /* the confirm queue's */
+	if (!enqueue_confirm(a, s)) {
+		atomic_fetch_sub(&s->refs, 1);
+		s->confirming = false;
+		s->auth = AUTH_PENDING;
+		atomic_fetch_add(&a->local_queue_full, 1);
+		goto undo;
+	}
+	atomic_fetch_add(&a->local_admitted, 1);
+	return true;
+undo:
+	stream_review_free(s);
+	free(s->node);
+	s->node = NULL;
+	return false;
+}
+
 /* ---- Report callbacks (CQ thread) ---- */
 
 static int report_start_with_token(tau_rpc_call *call, void *ud)
@@ -799,6 +930,8 @@ static int report_start_with_token(tau_rpc_call *call, void *ud)
 		s->auth = AUTH_OK;
 		return 0;
 	}
+	if (admit_locally(a, s, token, hash))
+		return 0;
 	s->rv = calloc(1, sizeof(*s->rv));
 	if (s->rv == NULL || (s->rv->token = strdup(token)) == NULL) {
 		free(s->rv);
@@ -1664,8 +1797,24 @@ int tau_agg_metrics(tau_agg *a, char **out)
 	m.tokens_not_jwt = atomic_load(&a->tokens_not_jwt);
 	m.tokens_not_agent = atomic_load(&a->tokens_not_agent);
 	m.ended_unauthenticated = atomic_load(&a->ended_unauthenticated);
+	m.local_admitted = atomic_load(&a->local_admitted);
+	m.local_unknown_key = atomic_load(&a->local_unknown_key);
+	m.local_invalid = atomic_load(&a->local_invalid);
+	m.local_queue_full = atomic_load(&a->local_queue_full);
+	m.confirmed = atomic_load(&a->confirmed);
+	m.confirm_refused = atomic_load(&a->confirm_refused);
+	m.confirm_failed = atomic_load(&a->confirm_failed);
+	{
+		tau_auth_keys_stats ks;
+
+		tau_auth_keys_stats_get(a->cfg.keys, &ks);
+		m.keys_fetched = ks.fetched;
+		m.keys_fetch_failed = ks.fetch_failed;
+		m.keys_held = ks.keys;
+	}
 	pthread_mutex_lock(&a->jobs_mu);
 	m.token_reviews_pending = a->reviews_pending;
+	m.confirms_pending = a->confirms_pending;
 	pthread_mutex_unlock(&a->jobs_mu);
 	if (a->srv != NULL) {
 		tau_rpc_server_stats st;
@@ -1733,6 +1882,8 @@ int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
 		a->cfg.max_pending_reviews = 256;
 	if (a->cfg.max_reviews_per_peer == 0)
 		a->cfg.max_reviews_per_peer = 8;
+	if (a->cfg.max_pending_confirms == 0)
+		a->cfg.max_pending_confirms = 65536;
 	a->agent_user = strdup(cfg->agent_user);
 	a->peers = calloc(PEER_LOG_MAX, sizeof(*a->peers));
 	if (a->agent_user == NULL || a->peers == NULL || tau_hmap_init(&a->bindings, 1024) < 0 ||

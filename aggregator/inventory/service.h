@@ -16,6 +16,7 @@
 #define TAU_AGGREGATOR_SERVICE_H
 
 #include "auth.h"
+#include "keys.h"
 #include "qauth.h"
 #include "workspace/summary.h"
 
@@ -45,6 +46,13 @@ typedef struct tau_agg_config {
 	/** ... of those, from one peer (TLS identity, else host); more are RESOURCE_EXHAUSTED [8]
 	 */
 	size_t max_reviews_per_peer;
+	/** The issuer's keys (borrowed, outlives the state): a Report token they verify is
+	 * admitted at once and confirmed by a TokenReview afterwards.  NULL: every stream waits
+	 * for its review. */
+	tau_auth_keys *keys;
+	/** Locally admitted streams waiting for their confirming review; past it a stream waits
+	 * for its review before admission [65536] */
+	size_t max_pending_confirms;
 	/** Guards QueryService (borrowed, outlives the state); NULL: anonymous queries. */
 	tau_qauth *qauth;
 } tau_agg_config;

@@ -266,6 +266,9 @@ spec:
             - --leader-elect
             {{- end }}
             - --token-audience={{ $v.tokenAudience }}
+            {{- if not $v.localTokenVerification }}
+            - --no-local-token-verification
+            {{- end }}
             - --agent-service-account={{ $ns }}:{{ .agentSA }}
             - --initial-sync-timeout={{ $v.initialSyncTimeout }}
             - --heartbeat-interval={{ $v.heartbeatInterval }}
