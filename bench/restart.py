@@ -3,11 +3,14 @@
 
     /usr/bin/python3 bench/restart.py [--build DIR] [--agents 10000] [--channels 64] [--runs 3]
         [--json FILE] [--timeout 900] [--deadline 3600] [--review-qps 400] [--review-burst 100]
-        [--agg-arg=--FLAG=VALUE ...]
+        [--unsigned] [--agg-arg=--FLAG=VALUE ...]
 
 Set-up: kube-sim seeded with --agents GPU Nodes (class h100, 8 GPUs each) and one
-ServiceAccount-like token per Node in its --tokens table (a JWT naming the agent
-ServiceAccount, bound to its node: what the aggregator wants before it reviews); one
+projected ServiceAccount token per Node in its --tokens table (a JWT naming the agent
+ServiceAccount, bound to its node and a pod, signed RS256 with a key kube-sim publishes at
+/openid/v1/jwks, so the aggregator verifies it locally, admits the stream at once and confirms
+it by TokenReview afterwards; --unsigned: a placeholder signature, every agent waits for its
+review, as before local verification); one
 tau-aggregator over TLS with --initial-sync-timeout 1h, so its pool is established only once
 every Node's agent has reported (docs/aggregator.md, "Initial sync"), and the real TokenReview
 path: every agent's token is reviewed by kube-sim through the aggregator's kube client.  The
@@ -26,6 +29,9 @@ the kill:
   established  its /metrics show tau_aggregator_pool_established 1 with
                tau_aggregator_agents_connected N: the pool established again with every agent;
   all live     every agent's new stream acked OK (the swarm's own count);
+  confirmed    (signed tokens) every locally admitted stream's TokenReview has confirmed it
+               (tau_aggregator_auth_confirm_total{result="confirmed"} N): how long a revoked
+               token could have stayed admitted at most in this storm;
 and during that window, from kube-sim's /sim/stats sampled every --sample s: TokenReviews made,
 all API requests made, their rate (peak over one sample, mean over the window); from the
 aggregator's /metrics: tau_aggregator_token_reviews_total.
@@ -61,6 +67,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e", "agent"))
 
 import harness  # noqa: E402
+from kubesim import satoken  # noqa: E402
 import test_aggregator as ta  # noqa: E402
 
 GPU = "nvidia.com/gpu"
@@ -196,10 +203,21 @@ class Bench:
         self.names = ["rs-%05d" % i for i in range(n)]
         nodes = [ta._node(x, "h100", {"cpu": "96", "memory": "1800Gi", GPU: "8", "pods": "110"})
                  for x in self.names]
-        self.tokens = [ta.agent_token(x) for x in self.names]
+        sim_key = []
+        if self.a.unsigned:
+            self.tokens = [ta.agent_token(x) for x in self.names]
+        else:
+            key_path = os.path.join(self.work, "sa.key")
+            key = satoken.SigningKey.generate(key_path)
+            t0 = time.monotonic()
+            self.tokens = [satoken.projected_token(ta.AGENT_USER, ["taugrid"], node=x,
+                                                   pod="tau-node-agent-" + x, key=key)
+                           for x in self.names]
+            self.out["signing_s"] = time.monotonic() - t0
+            sim_key = ["--service-account-signing-key-file", key_path]
         with open(os.path.join(self.work, "tokens.json"), "w") as f:
-            json.dump({t: {"username": ta.AGENT_USER, "audiences": ["taugrid"],
-                           "extra": {"authentication.kubernetes.io/node-name": [x]}}
+            json.dump({t: satoken.table_entry(ta.AGENT_USER, ["taugrid"], node=x,
+                                              pod="" if self.a.unsigned else "tau-node-agent-" + x)
                        for x, t in zip(self.names, self.tokens)}, f)
         with open(os.path.join(self.work, "seed.json"), "w") as f:
             json.dump({"kind": "List", "items": nodes}, f)
@@ -213,7 +231,7 @@ class Bench:
                             os.path.join(self.work, "tokens.json"), "--seed",
                             os.path.join(self.work, "seed.json"), "--crds",
                             os.path.join(ROOT, "charts/taugrid/crds"), "--crds",
-                            os.path.join(ROOT, "tests/fixtures/kueue")], "kube-sim")
+                            os.path.join(ROOT, "tests/fixtures/kueue"), *sim_key], "kube-sim")
         self.port = int(self.sim.wait_line("ready ", timeout=600).split()[1])
         with open(self.kubeconfig) as f:
             self.admin = json.load(f)["users"][0]["user"]["token"]
@@ -237,9 +255,12 @@ class Bench:
         return agg
 
     def established(self, agg):
+        """Established with every agent, and no confirming review left (so none of this
+        process's reviews is counted in the next run)."""
         m = metrics(agg.http_port) or {}
         return m.get("tau_aggregator_pool_established") == 1 and \
-            m.get("tau_aggregator_agents_connected") == self.a.agents
+            m.get("tau_aggregator_agents_connected") == self.a.agents and \
+            m.get("tau_aggregator_auth_confirms_pending") == 0
 
     def wait(self, pred, seconds, what):
         end = self.until(seconds)
@@ -309,7 +330,8 @@ class Bench:
         marks = {"ready": time.monotonic() - t0}
         end = self.until(self.a.timeout)
         m = {}
-        while "established" not in marks or "all_live" not in marks:
+        want = {"established", "all_live"} | (set() if self.a.unsigned else {"confirmed"})
+        while not want <= set(marks):
             now = time.monotonic()
             if now > end:
                 raise Failed("run %d: after %.0f s still waiting; reached %s; last metrics "
@@ -324,6 +346,9 @@ class Bench:
             if "established" not in marks and m.get("tau_aggregator_pool_established") == 1 \
                     and m.get("tau_aggregator_agents_connected") == n:
                 marks["established"] = now - t0
+            if "confirmed" not in marks and m.get(
+                    'tau_aggregator_auth_confirm_total{result="confirmed"}') == n:
+                marks["confirmed"] = now - t0
             # Every agent's stream has ended once since the kill (the swarm's count lags it).
             if "all_live" not in marks and self.swarm.live == n and \
                     self.swarm.closed - closed0 >= n:
@@ -343,6 +368,8 @@ class Bench:
         row["auth_overloaded"] = m.get(
             'tau_aggregator_auth_failures_total{code="RESOURCE_EXHAUSTED"}')
         row["stream_ends"] = self.swarm.closed - closed0
+        row["local_admitted"] = m.get('tau_aggregator_auth_local_total{result="admitted"}')
+        row["confirm_refused"] = m.get('tau_aggregator_auth_confirm_total{result="refused"}')
         return row
 
     def stop(self):
@@ -364,6 +391,9 @@ def report(out):
               "(%.0f/s)" % (n, FLOOR_CONNS, out["floor_s"], n / out["floor_s"]))
     print("  floor: the review budget (--review-qps %d, --review-burst %d) reviews %d tokens in "
           "%.1f s at best" % (out["review_qps"], out["review_burst"], n, out["budget_bound_s"]))
+    if "signing_s" in out:
+        print("  tokens signed RS256 (kube-sim's key) in %.1f s; the aggregator verifies them "
+              "locally" % out["signing_s"])
     if "cold_start_s" in out:
         print("  reference: cold start (swarm started -> established with every agent) %.1f s"
               % out["cold_start_s"])
@@ -373,6 +403,12 @@ def report(out):
                   i + 1, r["ready"], r["established"], r["all_live"],
                   r["established"] / out["floor_s"] if out.get("floor_s") else 0,
                   r["established"] / out["budget_bound_s"] if out["budget_bound_s"] else 0))
+        if "confirmed" in r:
+            print("         admitted on a locally verified token %s; every admission confirmed by "
+                  "TokenReview %.1f s after the kill (refused %s)" % (
+                      "%d" % r["local_admitted"] if r["local_admitted"] is not None else "?",
+                      r["confirmed"], "%d" % r["confirm_refused"]
+                      if r["confirm_refused"] is not None else "?"))
         print("         TokenReviews: kube-sim %d, aggregator %s; API requests %d; during the "
               "storm: requests/s peak %.0f mean %.0f, TokenReviews/s peak %.0f mean %.0f; "
               "streams ended %d, refused over a review cap %s" % (
@@ -415,6 +451,8 @@ def main():
     ap.add_argument("--review-burst", type=int, default=100,
                     help="the aggregator's --review-burst (its default: 100)")
     ap.add_argument("--no-floor", action="store_true", help="skip the floor measurement")
+    ap.add_argument("--unsigned", action="store_true",
+                    help="placeholder signatures: every agent waits for its TokenReview")
     ap.add_argument("--json", help="also write the figures here")
     a = ap.parse_args()
     if a.agents < 1 or a.runs < 1 or a.channels < 1:
