@@ -1104,13 +1104,14 @@ static void observe_drift(char *buf, size_t len, const cJSON *desired, const cJS
 }
 
 /*
- * The TauCluster's deletionPolicy, recorded on the automatic Cohort it makes: once no TauCluster
- * exists it still says what to do with the budget (Retain: kept at 0; DeleteManaged: its queues
- * and then the Cohort go once drained).
+ * The TauCluster's deletionPolicy, recorded on the automatic Cohorts and the ResourceFlavors it
+ * makes: once no TauCluster exists it still says what to do with them (Retain: the Cohort kept
+ * at 0, flavors kept; DeleteManaged: its queues and then the Cohort go once drained, then the
+ * flavors no Cohort or ClusterQueue names any more).
  */
-static int record_policy(cJSON *cohort, const char *policy)
+static int record_policy(cJSON *obj, const char *policy)
 {
-	cJSON *ann = (cJSON *)tau_json_find(cohort, "metadata.annotations");
+	cJSON *ann = (cJSON *)tau_json_find(obj, "metadata.annotations");
 
 	if (!streq(policy, TAU_BUDGET_POLICY_DELETE))
 		policy = TAU_BUDGET_POLICY_RETAIN;
@@ -1252,6 +1253,12 @@ static int decide_team(ctx *c, cJSON *managed)
 			continue; /* a flavor we cannot confine to the pool is left as it is */
 		if ((rc = tau_budget_desired_flavor(&rf, plan->flavors[f].gpu_class, c->cluster_uid,
 		                                    c->selector)) < 0) {
+			b->rc = b->rc < 0 ? b->rc : rc;
+			break;
+		}
+		if ((rc = record_policy(rf, tau_json_str(in->cluster, "spec.deletionPolicy"))) <
+		    0) {
+			cJSON_Delete(rf);
 			b->rc = b->rc < 0 ? b->rc : rc;
 			break;
 		}
@@ -1801,12 +1808,108 @@ static void workspace_held(builder *b, const tau_budget_observed *in, const cJSO
 	ws_quota_ready(b, in, ws, "False", TAU_BUDGET_REASON_QUEUE_HELD, msg);
 }
 
+/* Does Cohort or ClusterQueue `obj` name ResourceFlavor `flavor` in its resourceGroups? */
+static bool names_flavor(const cJSON *obj, const char *flavor)
+{
+	const cJSON *g, *f;
+
+	cJSON_ArrayForEach(g, tau_json_find(obj, "spec.resourceGroups"))
+	{
+		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(g, "flavors"))
+		{
+			if (streq(tau_json_str(f, "name"), flavor))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The first Cohort or ClusterQueue (any owner) naming `flavor`, as "<Kind> <name>", or NULL. */
+static const char *flavor_user(const tau_budget_observed *in, const char *flavor, char *buf,
+                               size_t len)
+{
+	for (size_t i = 0; i < in->n_cluster_queues; i++)
+		if (names_flavor(in->cluster_queues[i], flavor)) {
+			tau_say(buf, len, "ClusterQueue %s",
+			        tau_json_str(in->cluster_queues[i], "metadata.name"));
+			return buf;
+		}
+	for (size_t i = 0; i < in->n_cohorts; i++)
+		if (names_flavor(in->cohorts[i], flavor)) {
+			tau_say(buf, len, "Cohort %s",
+			        tau_json_str(in->cohorts[i], "metadata.name"));
+			return buf;
+		}
+	return NULL;
+}
+
+/* Append "; <text>" (or "<text>" first) to the NUL-terminated buf. */
+static void say_more(char *buf, size_t len, const char *f, ...)
+        __attribute__((format(printf, 3, 4)));
+static void say_more(char *buf, size_t len, const char *f, ...)
+{
+	size_t used = strlen(buf);
+	char part[MSG_MAX];
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(part, sizeof(part), f, ap);
+	va_end(ap);
+	tau_say(buf + used, len - used, "%s%s", used > 0 ? "; " : "", part);
+}
+
+/*
+ * DeleteManaged, no TauCluster: each ResourceFlavor of ours that recorded that policy is deleted
+ * once no Cohort or ClusterQueue (ours, an explicit team's or anyone's) names it, so our queues
+ * and Cohorts have drained and gone first and Kueue's resource-in-use finalizer never holds
+ * it; one still named is kept and said (`held`), never deleted into Terminating.
+ */
+static void delete_managed_flavors(ctx *c, cJSON *left, char *held, size_t len)
+{
+	const tau_budget_observed *in = c->in;
+
+	for (size_t i = 0; i < in->n_flavors; i++) {
+		const cJSON *rf = in->flavors[i];
+		const char *name = tau_json_str(rf, "metadata.name");
+		const char *uid = tau_json_annotation(rf, TAU_BUDGET_ANNOTATION_CLUSTER_UID);
+		char user[TAU_BUDGET_NAME_BUF + 32];
+
+		if (name == NULL || uid == NULL || uid[0] == '\0' ||
+		    tau_json_label(rf, TAU_BUDGET_LABEL_GPU_CLASS) == NULL ||
+		    tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, uid, NULL, 0) !=
+		            TAU_BUDGET_OWNED ||
+		    !streq(tau_json_annotation(rf, TAU_BUDGET_ANNOTATION_DELETION_POLICY),
+		           TAU_BUDGET_POLICY_DELETE))
+			continue;
+		if (tau_json_find(rf, "metadata.deletionTimestamp") != NULL) {
+			if (flavor_user(in, name, user, sizeof(user)) != NULL)
+				say_more(
+				        held, len,
+				        "ResourceFlavor %s is terminating: Kueue's resource-in-use "
+				        "finalizer holds it while %s names it",
+				        name, user);
+			managed_add(left, "ResourceFlavor", name);
+			continue;
+		}
+		if (flavor_user(in, name, user, sizeof(user)) != NULL) {
+			say_more(held, len, "ResourceFlavor %s is kept while %s names it", name,
+			         user);
+			managed_add(left, "ResourceFlavor", name);
+			continue;
+		}
+		add_write(c->b, TAU_BUDGET_RESOURCE_FLAVOR, name, true, false, NULL,
+		          tau_json_str(rf, "metadata.uid"),
+		          fmt("TauCluster cluster is gone (deletionPolicy DeleteManaged) and no "
+		              "Cohort or ClusterQueue names the flavor"));
+	}
+}
+
 /*
  * DeleteManaged once no TauCluster exists: the queues applied to automatic Cohort `co` go, each
  * held (stopPolicy Hold) while its work drains; true when none is applied any more, so the
  * Cohort itself may go.
  */
-static bool delete_managed_queues(ctx *c, const char *cohort)
+static bool delete_managed_queues(ctx *c, const char *cohort, char *held, size_t held_len)
 {
 	const tau_budget_observed *in = c->in;
 	bool applied = false;
@@ -1825,11 +1928,20 @@ static bool delete_managed_queues(ctx *c, const char *cohort)
 		if (!streq(tau_json_str(cq, "spec.cohortName"), cohort) || name == NULL)
 			continue;
 		applied = true;
-		if (tau_json_find(cq, "metadata.deletionTimestamp") != NULL || w == NULL ||
+		if (tau_json_find(cq, "metadata.deletionTimestamp") != NULL) {
+			say_more(held, held_len, "ClusterQueue %s is terminating", name);
+			continue; /* going: waited for */
+		}
+		if (w == NULL ||
 		    !streq(tau_json_label(cq, TAU_BUDGET_LABEL_MANAGED_BY),
 		           TAU_BUDGET_MANAGED_BY) ||
-		    tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID) == NULL)
-			continue; /* going, or not ours: waited for, never touched */
+		    tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID) == NULL) {
+			say_more(held, held_len,
+			         "ClusterQueue %s, not TauGrid's, is applied to Cohort %s (never "
+			         "touched: remove it through its owner)",
+			         name, cohort);
+			continue;
+		}
 		if (!queue_has_work(cq)) {
 			add_write(
 			        c->b, TAU_BUDGET_CLUSTER_QUEUE, name, true, false, NULL,
@@ -1839,6 +1951,11 @@ static bool delete_managed_queues(ctx *c, const char *cohort)
 			continue;
 		}
 		note_held(c, find_named(in->workspaces, in->n_workspaces, w), why);
+		say_more(held, held_len,
+		         "ClusterQueue %s is held (stopPolicy Hold) until its admitted and "
+		         "reserving "
+		         "work drains",
+		         name);
 		if (streq(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD), why) &&
 		    streq(tau_json_str(cq, "spec.stopPolicy"), "Hold"))
 			continue;
@@ -1857,16 +1974,20 @@ static bool delete_managed_queues(ctx *c, const char *cohort)
  * deletionPolicy recorded on each Cohort (docs/api.md, docs/budget.md "States").  Retain (the
  * default): the Cohort is retained but bounded, written at 0 (shape and recorded owner kept)
  * and a TauCluster created again (a reinstall) adopts our flavors and restores it.
- * DeleteManaged: also at 0, its queues go as they drain (held meanwhile), then the Cohort.  Its
- * team says which.  ResourceFlavors and explicit teams' objects are never touched here.
+ * DeleteManaged: also at 0, its queues go as they drain (held meanwhile), then the Cohort, then
+ * our ResourceFlavors that recorded DeleteManaged once nothing names them.  Its team says
+ * which, and a TauCluster still being deleted (another finalizer holds it) what is held and
+ * why.  Explicit teams' objects are never touched here.
  */
 static int cluster_gone(ctx *c)
 {
 	const tau_budget_observed *in = c->in;
 	const char *gone = in->cluster == NULL ? "does not exist" : "is being deleted";
 	tau_budget_pool *empty = NULL;
+	cJSON *left = cJSON_CreateArray(); /* what is still ours, for a deleting TauCluster */
+	char held[MSG_MAX] = "";
 	size_t n = 0;
-	int rc = tau_budget_pool_new(&empty);
+	int rc = left == NULL ? nomem() : tau_budget_pool_new(&empty);
 
 	for (size_t i = 0; rc == 0 && i < in->n_cohorts; i++) {
 		const cJSON *co = in->cohorts[i];
@@ -1889,7 +2010,7 @@ static int cluster_gone(ctx *c)
 		            TAU_BUDGET_OWNED)
 			continue;
 		n++;
-		if (del && delete_managed_queues(c, name)) {
+		if (del && delete_managed_queues(c, name, held, sizeof(held))) {
 			add_write(c->b, TAU_BUDGET_COHORT, name, true, false, NULL,
 			          tau_json_str(co, "metadata.uid"),
 			          fmt("TauCluster cluster %s (deletionPolicy DeleteManaged) and no "
@@ -1916,6 +2037,16 @@ static int cluster_gone(ctx *c)
 			}
 			ensure(c->b, TAU_BUDGET_COHORT, want, co, uid, true, scratch,
 			       sizeof(scratch), NULL);
+			managed_add(left, "Cohort", name);
+			if (del)
+				say_more(held, sizeof(held),
+				         "Cohort %s is at 0 and goes once no ClusterQueue is "
+				         "applied "
+				         "to it",
+				         name);
+			else
+				say_more(held, sizeof(held),
+				         "Cohort %s is kept at 0 (deletionPolicy Retain)", name);
 		}
 		if (team == NULL || !streq(tau_json_str(team, "metadata.uid"), uid))
 			continue;
@@ -1935,12 +2066,30 @@ static int cluster_gone(ctx *c)
 		budget_events(c->b, team, "QuotaReady", &s);
 	}
 	tau_budget_pool_free(empty);
+	if (rc == 0)
+		delete_managed_flavors(c, left, held, sizeof(held));
 	for (size_t i = 0; rc == 0 && i < in->n_workspaces; i++)
 		if (c->ws_held[i] != NULL)
 			workspace_held(c->b, in, in->workspaces[i], c->ws_held[i]);
+	if (rc == 0 && in->cluster != NULL) {
+		/* Held by another finalizer (foreground deletion): it still says what happens. */
+		const char *policy = tau_json_str(in->cluster, "spec.deletionPolicy");
+		team_state s = {0};
+
+		c->capacity = tau_json_str(in->cluster, "spec.queues.capacityTeamRef.name");
+		c->capacity = c->capacity != NULL ? c->capacity : "";
+		set_state(&s, TAU_BUDGET_REASON_ZEROED, "False", "Degraded",
+		          "root quota is 0: TauCluster cluster is being deleted (deletionPolicy "
+		          "%s): %s",
+		          streq(policy, TAU_BUDGET_POLICY_DELETE) ? TAU_BUDGET_POLICY_DELETE
+		                                                  : TAU_BUDGET_POLICY_RETAIN,
+		          held[0] != '\0' ? held : "nothing of TauGrid's is left to remove");
+		cluster_status(c, &s, left, false, "");
+	}
+	cJSON_Delete(left);
 	c->b->d->summary = fmt("TauCluster cluster %s: %zu automatic Cohorts kept at 0 or "
-	                       "removed by their deletionPolicy",
-	                       gone, n);
+	                       "removed by their deletionPolicy%s%s",
+	                       gone, n, held[0] != '\0' ? ": " : "", held);
 	if (c->b->d->summary == NULL && rc == 0)
 		rc = nomem();
 	return rc;

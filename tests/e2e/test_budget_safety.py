@@ -384,8 +384,27 @@ class SafetyTest(unittest.TestCase):
             "annotations") or {}).get("tau.azure.com/deletion-policy") == "DeleteManaged"
             else ["the Cohort does not record deletionPolicy DeleteManaged"],
             "the policy is recorded on the Cohort")
+        c.wait_ok(lambda: [] if all(((c.get(RFS + "/" + n) or {}).get("metadata", {}).get(
+            "annotations") or {}).get("tau.azure.com/deletion-policy") == "DeleteManaged"
+            for n in ("taugrid-gpu-a100", "taugrid-gpu-h100"))
+            else ["a flavor does not record deletionPolicy DeleteManaged"],
+            "the policy is recorded on our flavors")
         c.merge(path + "/status", {"status": {"admittedWorkloads": 1}})
+        # Another finalizer (foreground deletion) holds the TauCluster: while it is being
+        # deleted its status says what is held and why.
+        hold = "example.com/hold"
+        self.addCleanup(c.sim.req, "PATCH", CLUSTER, {"metadata": {"finalizers": None}},
+                        "application/merge-patch+json")
+        c.merge(CLUSTER, {"metadata": {"finalizers": [hold]}})
         c.delete(CLUSTER)
+        c.wait_ok(lambda: cond_diffs(c.cluster(), "BudgetReady", "False", "BudgetZeroed", [
+            "root quota is 0: TauCluster cluster is being deleted (deletionPolicy "
+            "DeleteManaged): ClusterQueue tau-ws-alpha is held (stopPolicy Hold) until its "
+            "admitted and reserving work drains; Cohort tau-team-research is at 0 and goes "
+            "once no ClusterQueue is applied to it",
+            "ResourceFlavor taugrid-gpu-h100 is kept while ClusterQueue tau-ws-alpha names "
+            "it"]), "the deleting TauCluster says what is held")
+        c.merge(CLUSTER, {"metadata": {"finalizers": None}})
         c.wait_gone(CLUSTER)
 
         def held():
@@ -403,11 +422,14 @@ class SafetyTest(unittest.TestCase):
                                      "(deletionPolicy DeleteManaged): the team's ClusterQueues "
                                      "are deleted as their work drains, then Cohort "
                                      "tau-team-research"), "the team says what happens")
-        # Drained: the queue goes, then the Cohort; our flavors stay.
+        # Drained: the queue goes, then the Cohort, then our flavors (Kueue's resource-in-use
+        # finalizer, which kube-sim emulates, has nothing to wait for by then).
         c.merge(path + "/status", {"status": {"admittedWorkloads": 0}})
         c.wait_gone(path)
         c.wait_gone(COHORTS + "/tau-team-research")
-        self.assertEqual(c.ours(RFS), ["taugrid-gpu-a100", "taugrid-gpu-h100"])
+        c.wait_gone(RFS + "/taugrid-gpu-h100")
+        c.wait_gone(RFS + "/taugrid-gpu-a100")
+        self.assertEqual(c.ours(RFS), [])
         # A TauCluster created again brings everything back.
         spec["deletionPolicy"] = "Retain"
         c.create({"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauCluster",

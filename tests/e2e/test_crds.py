@@ -692,7 +692,7 @@ AGGREGATOR_NEEDS = [  # what its code uses; e2e/rbac-aggregator proves each verb
     ("kueue.x-k8s.io", "localqueues", tuple(v for v in CRUD if v != "patch")),
     ("kueue.x-k8s.io", "clusterqueues", ("list", "watch", "create", "update", "delete")),
     ("kueue.x-k8s.io", "cohorts", ("list", "watch", "create", "update", "delete")),
-    ("kueue.x-k8s.io", "resourceflavors", ("list", "watch", "create", "update")),
+    ("kueue.x-k8s.io", "resourceflavors", ("list", "watch", "create", "update", "delete")),
     ("kueue.x-k8s.io", "workloads", ("list",)),
     ("batch", "jobs", ("list",)), ("apps", "deployments", ("list",)),
     ("ray.io", "rayjobs", ("list",)), ("ray.io", "rayservices", ("list",)),
@@ -729,7 +729,6 @@ class RbacTest(unittest.TestCase):
                        ("", "pods", "list", None), ("storage.k8s.io", "csinodes", "get", None),
                        ("rbac.authorization.k8s.io", "roles", "create", None),
                        ("tau.azure.com", "workspaces", "patch", None),
-                       ("kueue.x-k8s.io", "resourceflavors", "delete", None),
                        ("events.k8s.io", "events", "create", None)):
             with self.subTest(denied=denied):
                 self.assertFalse(allows(rules, *denied))

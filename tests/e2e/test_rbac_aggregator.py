@@ -136,6 +136,7 @@ EXPECT = {
     ("kueue.x-k8s.io", "resourceflavors", "watch"): "team-status",
     ("kueue.x-k8s.io", "resourceflavors", "create"): "flavor-written",
     ("kueue.x-k8s.io", "resourceflavors", "update"): "flavor-repaired",
+    ("kueue.x-k8s.io", "resourceflavors", "delete"): "flavor-deleted",
     ("kueue.x-k8s.io", "workloads", "list"): "retarget-releases-namespace",
     ("batch", "jobs", "list"): "retarget-releases-namespace",
     ("apps", "deployments", "list"): "retarget-releases-namespace",
@@ -371,6 +372,21 @@ def create_explicit_team(r):
                             "nominalQuota": "4"}]}})
 
 
+def delete_managed(r):
+    """deletionPolicy DeleteManaged, then the TauCluster deleted: our flavor goes once nothing
+    names it (the explicit team ml, whose Cohort names it, is deleted first; research, without
+    workspaces now, is the capacity team again so the flavor records the policy)."""
+    r.ok("DELETE", TEAM_ML)
+    if wait(r, lambda r: r.get(TEAM_ML) is None, PASS_WAIT_S) is None:
+        raise AssertionError("TauTeam ml was never deleted")
+    r.merge(CLUSTER, {"spec": {"deletionPolicy": "DeleteManaged",
+                               "queues": {"capacityTeamRef": {"name": "research"}}}})
+    if wait(r, lambda r: ((r.get(RF) or {}).get("metadata", {}).get("annotations") or {}).get(
+            "tau.azure.com/deletion-policy") == "DeleteManaged", PASS_WAIT_S) is None:
+        raise AssertionError("the flavor never recorded deletionPolicy DeleteManaged")
+    r.ok("DELETE", CLUSTER)
+
+
 def phase_ready(obj):
     return ((obj or {}).get("status") or {}).get("phase") == "Ready"
 
@@ -536,6 +552,7 @@ SCENARIO = [
         "capacityTeamRef": {"name": "nobody"}}}}), lambda r: r.get(COHORT) is None),
     ("explicit-team-finalizer", create_explicit_team, lambda r: "tau.azure.com/team-cleanup" in (
         (r.get(TEAM_ML) or {}).get("metadata") or {}).get("finalizers", [])),
+    ("flavor-deleted", delete_managed, lambda r: r.get(CLUSTER) is None and r.get(RF) is None),
 ]
 CHECKS = [name for name, _, _ in SCENARIO]
 

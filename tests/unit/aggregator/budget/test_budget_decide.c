@@ -1146,8 +1146,24 @@ static void test_delete_managed_drains_then_deletes(void **state)
 	assert_string_equal(tau_json_annotation(find_write(f, "tau-team-research")->body,
 	                                        "tau.azure.com/deletion-policy"),
 	                    "DeleteManaged");
+	assert_string_equal(tau_json_annotation(find_write(f, "taugrid-gpu-h100")->body,
+	                                        "tau.azure.com/deletion-policy"),
+	                    "DeleteManaged");
 	apply_writes(f);
 	f->cqs[0] = keep(f, with_work(f->cqs[0]));
+	/* Held by another finalizer (foreground deletion): the TauCluster says what is held. */
+	cJSON_AddStringToObject(cJSON_GetObjectItem(f->cluster, "metadata"), "deletionTimestamp",
+	                        "2026-01-01T00:00:00Z");
+	decide(f);
+	assert_string_equal(reason_of(f, f->cluster, "BudgetReady"), "BudgetZeroed");
+	assert_string_equal(
+	        message_of(f, f->cluster, "BudgetReady"),
+	        "root quota is 0: TauCluster cluster is being deleted (deletionPolicy "
+	        "DeleteManaged): ClusterQueue tau-ws-alpha is held (stopPolicy Hold) until its "
+	        "admitted and reserving work drains; Cohort tau-team-research is at 0 and goes "
+	        "once no ClusterQueue is applied to it; ResourceFlavor taugrid-gpu-a100 is kept "
+	        "while ClusterQueue tau-ws-alpha names it; ResourceFlavor taugrid-gpu-h100 is "
+	        "kept while ClusterQueue tau-ws-alpha names it");
 	f->in.cluster = NULL;
 	decide(f);
 	w = find_write(f, "tau-ws-alpha");
@@ -1177,7 +1193,43 @@ static void test_delete_managed_drains_then_deletes(void **state)
 	w = find_write(f, "tau-team-research");
 	assert_non_null(w);
 	assert_true(w->remove);
-	assert_null(find_write(f, "taugrid-gpu-h100")); /* flavors are never deleted */
+	assert_null(find_write(f, "taugrid-gpu-h100")); /* not while the Cohort names it */
+	/* The Cohort gone: our flavors go, except one a foreign queue still names (Kueue's
+	 * resource-in-use finalizer would hold it Terminating): kept and said. */
+	f->in.n_cohorts = 0;
+	f->cqs[0] = keep(f, parse("{\"metadata\":{\"name\":\"other-cq\",\"uid\":\"o-1\"},"
+	                          "\"spec\":{\"resourceGroups\":[{\"coveredResources\":["
+	                          "\"nvidia.com/gpu\"],\"flavors\":[{\"name\":"
+	                          "\"taugrid-gpu-h100\",\"resources\":[{\"name\":"
+	                          "\"nvidia.com/gpu\",\"nominalQuota\":\"0\"}]}]}]}}"));
+	f->in.n_cluster_queues = 1;
+	decide(f);
+	w = find_write(f, "taugrid-gpu-a100");
+	assert_non_null(w);
+	assert_true(w->remove);
+	assert_string_equal(w->uid, "k-uid");
+	assert_null(find_write(f, "taugrid-gpu-h100"));
+	assert_non_null(strstr(f->d->summary, "ResourceFlavor taugrid-gpu-h100 is kept while "
+	                                      "ClusterQueue other-cq names it"));
+	f->in.n_cluster_queues = 0;
+	decide(f);
+	assert_true(find_write(f, "taugrid-gpu-h100") != NULL &&
+	            find_write(f, "taugrid-gpu-h100")->remove);
+}
+
+/* Retain keeps our flavors, even once nothing names them. */
+static void test_retain_keeps_flavors(void **state)
+{
+	fixture *f = *state;
+
+	decide(f);
+	apply_writes(f);
+	f->in.cluster = NULL;
+	f->in.n_cluster_queues = 0;
+	f->in.n_cohorts = 0;
+	decide(f);
+	assert_null(find_write(f, "taugrid-gpu-h100"));
+	assert_null(find_write(f, "taugrid-gpu-a100"));
 }
 
 /* Observe writes nothing and says how the live Cohort differs from the pool. */
@@ -1305,6 +1357,7 @@ int main(void)
 	        T(test_observe_reports_a_retiring_cohort),
 	        T(test_retained_budget_is_zeroed),
 	        T(test_delete_managed_drains_then_deletes),
+	        T(test_retain_keeps_flavors),
 	};
 #undef T
 
