@@ -4,6 +4,7 @@
  * (overlaps, partitionable devices, allocatable), and malformed objects. */
 #include "inventory/dra.h"
 #include "tau/error.h"
+#include "tau/file.h"
 #include "tau/json.h"
 
 #include <setjmp.h>
@@ -631,6 +632,60 @@ static void test_allocatable_counts_never_both(void **state)
 	assert_true(tau_dra_counts_beside(&r, &facts, NULL, 0));
 }
 
+/* An object of tests/fixtures/dra (NVIDIA's GPU DRA driver's shapes, see its SOURCE.md). */
+static cJSON *fixture(const char *file)
+{
+	char path[512], *text = NULL;
+	size_t len = 0;
+	cJSON *j = NULL;
+
+	snprintf(path, sizeof(path), "%s/tests/fixtures/dra/%s", TAU_SOURCE_DIR, file);
+	if (tau_file_read(&text, &len, path, 1u << 20, "fixture") != 0)
+		fail_msg("%s: %s", path, tau_error_last()->msg);
+	if (tau_json_parse(&j, text, len, 0) != 0)
+		fail_msg("%s: %s", path, tau_error_last()->msg);
+	free(text);
+	return j;
+}
+
+static void test_driver_fixtures_count_exactly(void **state)
+{
+	static const char *const class_files[] = {"deviceclass-gpu.nvidia.com.json",
+	                                          "deviceclass-mig.nvidia.com.json"};
+	static const char *const slice_files[] = {"resourceslice-h100-complete.json",
+	                                          "resourceslice-h100-inflight.json"};
+	tau_dra_class cls[2] = {{0}};
+	tau_dra_slice s[2] = {{0}};
+	tau_dra_view *v = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		cJSON *c = fixture(class_files[i]), *sl = fixture(slice_files[i]);
+
+		assert_int_equal(tau_dra_class_from_json(&cls[i], c), 0);
+		assert_int_equal(tau_dra_slice_from_json(&s[i], sl), 0);
+		cJSON_Delete(c);
+		cJSON_Delete(sl);
+	}
+	assert_null(cls[0].unusable);
+	assert_null(cls[1].unusable);
+	assert_int_equal(tau_dra_view_build(&v, cls, 2, s, 2, NULL, 0), 0);
+	/* node 0: its complete pool's eight GPUs; the MIG class (no extendedResourceName, no
+	 * Kueue mapping) counts nothing */
+	assert_string_equal(counts(v, "aks-ndh100dra-20914731-vmss000000"), "nvidia.com/gpu=8");
+	assert_int_equal(tau_dra_view_class_at(v, 1)->via, TAU_DRA_VIA_NONE);
+	/* node 1: generation 2 of 2 slices, one seen: nothing */
+	assert_string_equal(counts(v, "aks-ndh100dra-20914731-vmss000001"), "");
+	assert_non_null(strstr(
+	        node_note(v, "aks-ndh100dra-20914731-vmss000001", TAU_DRA_RULE_POOL_COMPLETE),
+	        "1 of 2 slices of generation 2 seen"));
+	tau_dra_view_free(v);
+	for (size_t i = 0; i < 2; i++) {
+		tau_dra_slice_clear(&s[i]);
+		tau_dra_class_clear(&cls[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -648,6 +703,7 @@ int main(void)
 	        cmocka_unit_test(test_only_node_local_devices_count),
 	        cmocka_unit_test(test_selector_error_is_reported_not_counted),
 	        cmocka_unit_test(test_allocatable_counts_never_both),
+	        cmocka_unit_test(test_driver_fixtures_count_exactly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
