@@ -11,6 +11,7 @@
  * never on the order they arrived in.
  */
 #include "dra.h"
+#include "sorted.h"
 
 #include "tau/error.h"
 
@@ -442,20 +443,10 @@ out:
 
 const tau_dra_node *tau_dra_view_node(const tau_dra_view *view, const char *name)
 {
-	size_t lo = 0, hi = view->n_nodes;
+	bool found;
+	size_t i = tau_sorted_index(view->nodes, view->n_nodes, sizeof(*view->nodes), name, &found);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(view->nodes[mid].name, name);
-
-		if (c == 0)
-			return &view->nodes[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return found ? &view->nodes[i] : NULL;
 }
 
 size_t tau_dra_view_node_count(const tau_dra_view *view)
@@ -516,4 +507,68 @@ bool tau_dra_counts_beside(const tau_dra_resource *r, const tau_node_facts *fact
 		return false;
 	}
 	return true;
+}
+
+static int by_resource_name(const void *a, const void *b)
+{
+	return strcmp(((const tau_node_resource *)a)->name, ((const tau_node_resource *)b)->name);
+}
+
+int tau_dra_merge_facts(tau_node_facts *out, const tau_node_facts *node, const tau_dra_node *dra,
+                        size_t *left_out)
+{
+	tau_node_facts f = {0};
+	tau_node_resource *res;
+	size_t n, skipped = 0;
+
+	if (left_out != NULL)
+		*left_out = 0;
+	if (tau_node_facts_copy(&f, node) < 0)
+		return -TAU_ENOMEM;
+	n = f.n_allocatable;
+	if (dra == NULL || dra->n_resources == 0)
+		goto done;
+	if (n + dra->n_resources > TAU_NODE_MAX_RESOURCES) {
+		tau_node_facts_clear(&f);
+		return tau_error_set(TAU_ETOOBIG,
+		                     "node %s: %zu allocatable and %zu DRA resources "
+		                     "exceed %d",
+		                     node->name, n, dra->n_resources, TAU_NODE_MAX_RESOURCES);
+	}
+	res = realloc(f.allocatable, (n + dra->n_resources) * sizeof(*res));
+	if (res == NULL) {
+		tau_node_facts_clear(&f);
+		return tau_error_set(TAU_ENOMEM, "out of memory merging DRA devices");
+	}
+	f.allocatable = res;
+	for (size_t i = 0; i < dra->n_resources; i++) {
+		const tau_dra_resource *r = &dra->resources[i];
+
+		if (!tau_dra_counts_beside(r, node, NULL, 0)) {
+			skipped++;
+			continue;
+		}
+		res[n].name = strdup(r->name);
+		if (res[n].name == NULL || tau_quantity_from_scaled(&res[n].value, r->devices, 0,
+		                                                    TAU_QUANTITY_DECIMAL_SI) < 0) {
+			free(res[n].name);
+			tau_node_facts_clear(&f);
+			return tau_error_set(TAU_ENOMEM, "out of memory merging DRA devices");
+		}
+		n++;
+		/* a zero allocatable entry of the same name is replaced by the DRA count */
+		for (size_t k = 0; k < f.n_allocatable; k++)
+			if (strcmp(res[k].name, r->name) == 0) {
+				free(res[k].name);
+				res[k] = res[--n];
+				break;
+			}
+	}
+	f.n_allocatable = n;
+	qsort(f.allocatable, n, sizeof(*f.allocatable), by_resource_name);
+done:
+	if (left_out != NULL)
+		*left_out = skipped;
+	*out = f;
+	return 0;
 }

@@ -116,4 +116,15 @@ const tau_dra_note *tau_dra_view_note_at(const tau_dra_view *view, size_t i);
 bool tau_dra_counts_beside(const tau_dra_resource *r, const tau_node_facts *facts, char *why,
                            size_t why_cap);
 
+/**
+ * The facts the pool counts for a node with DRA devices: a copy of `node` whose allocatable
+ * also lists each resource of `dra` (whole devices, DecimalSI), except those that
+ * tau_dra_counts_beside refuses (allocatable already counts them).  `out` must be zeroed.
+ * @param left_out  receives how many DRA resources were left out that way; may be NULL
+ * @return 0, -TAU_ETOOBIG (more than TAU_NODE_MAX_RESOURCES together), -TAU_ENOMEM;
+ *         `out` is left zeroed on failure.
+ */
+int tau_dra_merge_facts(tau_node_facts *out, const tau_node_facts *node, const tau_dra_node *dra,
+                        size_t *left_out);
+
 #endif /* TAU_AGGREGATOR_DRA_H */

@@ -11,6 +11,7 @@
  * false), an error wins over true.
  */
 #include "dra_cel.h"
+#include "sorted.h"
 
 #include "tau/error.h"
 #include "tau/names.h"
@@ -496,20 +497,10 @@ out:
 
 const tau_dra_value *tau_dra_value_find(const tau_dra_value *values, size_t n, const char *name)
 {
-	size_t lo = 0, hi = n;
+	bool found;
+	size_t i = tau_sorted_index(values, n, sizeof(*values), name, &found);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(values[mid].name, name);
-
-		if (c == 0)
-			return &values[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return found ? &values[i] : NULL;
 }
 
 static bool holds(cmp_op op, int c)

@@ -1,0 +1,255 @@
+/* Unit tests of the DRA store (inventory/drastore.h) and of merging a node's DRA devices into
+ * the facts the pool counts (tau_dra_merge_facts): classes changed or deleted, Kueue's mapping
+ * changed or unreadable, refused objects, and a DRA-only node counted exactly by the pool. */
+#include "inventory/drastore.h"
+#include "inventory/pool.h"
+#include "tau/error.h"
+#include "tau/json.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* NVIDIA's GPU class selecting attribute `attr` == `value` (two %s). */
+#define GPU_CLASS                                                                                  \
+	"{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{\"selectors\":[{\"cel\":{"          \
+	"\"expression\":\"device.driver == 'gpu.nvidia.com' && "                                   \
+	"device.attributes['gpu.nvidia.com'].%s == '%s'\"}}],"                                     \
+	"\"extendedResourceName\":\"nvidia.com/gpu\"}}"
+
+static cJSON *parse(const char *text)
+{
+	cJSON *j = NULL;
+
+	if (tau_json_parse(&j, text, strlen(text), 0) != 0)
+		fail_msg("test JSON: %s", tau_error_last()->msg);
+	return j;
+}
+
+static int put_class(tau_dra_store *s, const char *attr, const char *value)
+{
+	char text[1024];
+	cJSON *j;
+	int rc;
+
+	snprintf(text, sizeof(text), GPU_CLASS, attr, value);
+	j = parse(text);
+	rc = tau_dra_store_class_upsert(s, j);
+	cJSON_Delete(j);
+	return rc;
+}
+
+/* A slice of `n` GPUs on `node`; `gen` < 0 writes a negative generation (refused). */
+static int put_slice(tau_dra_store *s, const char *node, int n, long gen)
+{
+	char text[8192];
+	size_t len;
+	cJSON *j;
+	int rc;
+
+	len = (size_t)snprintf(text, sizeof(text),
+	                       "{\"metadata\":{\"name\":\"%s-gpu\"},\"spec\":{\"driver\":"
+	                       "\"gpu.nvidia.com\",\"nodeName\":\"%s\",\"pool\":{\"name\":\"%s\","
+	                       "\"generation\":%ld,\"resourceSliceCount\":1},\"devices\":[",
+	                       node, node, node, gen);
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(
+		        text + len, sizeof(text) - len,
+		        "%s{\"name\":\"gpu-%d\",\"attributes\":{\"type\":{\"string\":"
+		        "\"gpu\"}}}",
+		        i > 0 ? "," : "", i);
+	snprintf(text + len, sizeof(text) - len, "]}}");
+	j = parse(text);
+	rc = tau_dra_store_slice_upsert(s, j);
+	cJSON_Delete(j);
+	return rc;
+}
+
+/* "resource=count" of `node` in the store's view, "-" when it has nothing. */
+static const char *counted(tau_dra_store *s, const char *node)
+{
+	static char buf[256];
+	const tau_dra_view *v = NULL;
+	const tau_dra_node *n;
+	size_t len = 0;
+
+	assert_int_equal(tau_dra_store_view(s, &v), 0);
+	n = tau_dra_view_node(v, node);
+	if (n == NULL || n->n_resources == 0)
+		return "-";
+	buf[0] = '\0';
+	for (size_t i = 0; i < n->n_resources; i++)
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s=%u", i > 0 ? "," : "",
+		                        n->resources[i].name, n->resources[i].devices);
+	return buf;
+}
+
+static void test_class_changed_or_deleted(void **state)
+{
+	tau_dra_store *s = NULL;
+	uint64_t g;
+
+	(void)state;
+	assert_int_equal(tau_dra_store_new(&s), 0);
+	assert_int_equal(put_slice(s, "n1", 8, 1), 0);
+	assert_string_equal(counted(s, "n1"), "-"); /* no class yet */
+	assert_int_equal(put_class(s, "type", "gpu"), 0);
+	assert_string_equal(counted(s, "n1"), "nvidia.com/gpu=8");
+	/* the class now selects MIG devices only: the GPUs no longer count */
+	g = tau_dra_store_generation(s);
+	assert_int_equal(put_class(s, "type", "mig"), 0);
+	assert_true(tau_dra_store_generation(s) > g);
+	assert_string_equal(counted(s, "n1"), "-");
+	assert_int_equal(put_class(s, "type", "gpu"), 0);
+	assert_string_equal(counted(s, "n1"), "nvidia.com/gpu=8");
+	/* deleted: nothing */
+	assert_int_equal(tau_dra_store_class_delete(s, "gpu.nvidia.com"), 0);
+	assert_string_equal(counted(s, "n1"), "-");
+	assert_int_equal(tau_dra_store_class_delete(s, "gpu.nvidia.com"), -TAU_ENOTFOUND);
+	/* the slice replaced by a smaller one, then deleted */
+	assert_int_equal(put_class(s, "type", "gpu"), 0);
+	assert_int_equal(put_slice(s, "n1", 4, 2), 0);
+	assert_string_equal(counted(s, "n1"), "nvidia.com/gpu=4");
+	assert_int_equal(tau_dra_store_slice_delete(s, "n1-gpu"), 0);
+	assert_string_equal(counted(s, "n1"), "-");
+	tau_dra_store_free(s);
+}
+
+static void test_refused_objects_count_nothing(void **state)
+{
+	tau_dra_store *s = NULL;
+	cJSON *j;
+
+	(void)state;
+	assert_int_equal(tau_dra_store_new(&s), 0);
+	assert_int_equal(put_class(s, "type", "gpu"), 0);
+	assert_int_equal(put_slice(s, "n1", 8, 1), 0);
+	assert_string_equal(counted(s, "n1"), "nvidia.com/gpu=8");
+	/* a version of the slice the API would refuse replaces it by nothing */
+	assert_int_equal(put_slice(s, "n1", 8, -1), -TAU_EINVAL);
+	assert_string_equal(counted(s, "n1"), "-");
+	assert_int_equal(tau_dra_store_refused_count(s), 1);
+	assert_string_equal(tau_dra_store_refused_at(s, 0),
+	                    "ResourceSlice n1-gpu: spec.pool.generation: Invalid value: must be "
+	                    "greater than or equal to zero");
+	/* good again: counted, the refusal forgotten */
+	assert_int_equal(put_slice(s, "n1", 8, 2), 0);
+	assert_string_equal(counted(s, "n1"), "nvidia.com/gpu=8");
+	assert_int_equal(tau_dra_store_refused_count(s), 0);
+	/* a class that does not read is dropped too */
+	j = parse("{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{\"extendedResourceName\":"
+	          "\"gpu\"}}");
+	assert_int_equal(tau_dra_store_class_upsert(s, j), -TAU_EINVAL);
+	cJSON_Delete(j);
+	assert_string_equal(counted(s, "n1"), "-");
+	assert_non_null(strstr(tau_dra_store_refused_at(s, 0), "DeviceClass gpu.nvidia.com: "
+	                                                       "spec.extendedResourceName"));
+	tau_dra_store_free(s);
+}
+
+static void test_kueue_mapping_changed_or_unreadable(void **state)
+{
+	tau_dra_store *s = NULL;
+	char *classes[] = {(char *)"gpu.nvidia.com"};
+	tau_dra_mapping m[] = {{.name = (char *)"example.com/gpu",
+	                        .device_class_names = classes,
+	                        .n_device_class_names = 1}};
+
+	(void)state;
+	assert_int_equal(tau_dra_store_new(&s), 0);
+	assert_int_equal(put_class(s, "type", "gpu"), 0);
+	assert_int_equal(put_slice(s, "n1", 8, 1), 0);
+	assert_int_equal(tau_dra_store_set_mappings(s, m, 1, NULL), 0);
+	assert_string_equal(counted(s, "n1"), "example.com/gpu=8");
+	/* unreadable: no class counts (the name Kueue charges is unknown) */
+	assert_int_equal(tau_dra_store_set_mappings(s, NULL, 0, "invalid YAML at line 3"), 0);
+	assert_string_equal(counted(s, "n1"), "-");
+	assert_string_equal(tau_dra_store_kueue_error(s), "invalid YAML at line 3");
+	/* no mappings: the class's extendedResourceName */
+	assert_int_equal(tau_dra_store_set_mappings(s, NULL, 0, NULL), 0);
+	assert_null(tau_dra_store_kueue_error(s));
+	assert_string_equal(counted(s, "n1"), "nvidia.com/gpu=8");
+	tau_dra_store_free(s);
+}
+
+static void test_dra_only_node_counted_exactly_by_the_pool(void **state)
+{
+	tau_dra_store *s = NULL;
+	const tau_dra_view *v = NULL;
+	char *keys[] = {(char *)"kubernetes.io/os", (char *)TAU_GPU_CLASS_LABEL};
+	char *values[] = {(char *)"linux", (char *)"h100"};
+	tau_node_resource res[2];
+	tau_node_facts node = {.name = (char *)"n1",
+	                       .os = (char *)"linux",
+	                       .gpu_class = (char *)"h100",
+	                       .label_keys = keys,
+	                       .label_values = values,
+	                       .n_labels = 2,
+	                       .ready = true,
+	                       .schedulable = true,
+	                       .allocatable = res,
+	                       .n_allocatable = 2};
+	tau_node_facts merged = {0};
+	tau_pool *pool = NULL;
+	const tau_pool_flavor *f;
+	char buf[64];
+	size_t left_out = 9;
+
+	(void)state;
+	res[0].name = (char *)"cpu";
+	res[1].name = (char *)"nvidia.com/gpu"; /* written as 0, as a node without the plugin */
+	assert_int_equal(tau_quantity_parse_str(&res[0].value, "94940m"), 0);
+	assert_int_equal(tau_quantity_parse_str(&res[1].value, "0"), 0);
+	assert_int_equal(tau_dra_store_new(&s), 0);
+	assert_int_equal(put_class(s, "type", "gpu"), 0);
+	assert_int_equal(put_slice(s, "n1", 8, 1), 0);
+	assert_int_equal(tau_dra_store_view(s, &v), 0);
+	assert_int_equal(tau_dra_merge_facts(&merged, &node, tau_dra_view_node(v, "n1"), &left_out),
+	                 0);
+	assert_int_equal(left_out, 0);
+	assert_int_equal(merged.n_allocatable, 2);
+	assert_string_equal(merged.allocatable[1].name, "nvidia.com/gpu");
+	assert_int_equal(tau_node_facts_validate(&merged), 0);
+	/* the pool sums it like any allocatable resource */
+	assert_int_equal(tau_pool_new(&pool), 0);
+	assert_int_equal(tau_pool_upsert_node(pool, &merged), 0);
+	assert_int_equal(tau_pool_flavor_count(pool), 1);
+	f = tau_pool_flavor_at(pool, 0);
+	assert_string_equal(f->name, "h100");
+	assert_int_equal(f->n_resources, 2);
+	assert_string_equal(f->resources[1].name, "nvidia.com/gpu");
+	assert_int_equal(tau_pool_sum_format(buf, sizeof(buf), &f->resources[1]), 0);
+	assert_string_equal(buf, "8");
+	tau_pool_free(pool);
+	tau_node_facts_clear(&merged);
+	/* a node that advertises the GPUs itself: allocatable counts, DRA is left out */
+	assert_int_equal(tau_quantity_parse_str(&res[1].value, "4"), 0);
+	assert_int_equal(tau_dra_merge_facts(&merged, &node, tau_dra_view_node(v, "n1"), &left_out),
+	                 0);
+	assert_int_equal(left_out, 1);
+	assert_int_equal(merged.n_allocatable, 2);
+	assert_int_equal(tau_quantity_format(buf, sizeof(buf), &merged.allocatable[1].value), 0);
+	assert_string_equal(buf, "4");
+	tau_node_facts_clear(&merged);
+	/* no DRA devices: a plain copy */
+	assert_int_equal(tau_dra_merge_facts(&merged, &node, NULL, NULL), 0);
+	assert_true(tau_node_facts_equal(&merged, &node));
+	tau_node_facts_clear(&merged);
+	tau_dra_store_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_class_changed_or_deleted),
+	        cmocka_unit_test(test_refused_objects_count_nothing),
+	        cmocka_unit_test(test_kueue_mapping_changed_or_unreadable),
+	        cmocka_unit_test(test_dra_only_node_counted_exactly_by_the_pool),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
