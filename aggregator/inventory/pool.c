@@ -635,8 +635,38 @@ static int recompute(tau_pool *pool)
 	return rc;
 }
 
+/*
+ * Whether `sel` selects exactly what the pool already applies: no error, and
+ * both absent or both with the same canonical string (tau_selector_to_string).
+ * A TauCluster event that leaves the selector as it was (its status, written
+ * by each budget pass) then costs nothing instead of a recompute of every node.
+ */
+static bool same_selector(const tau_pool *pool, const tau_selector *sel)
+{
+	char *have = NULL, *want = NULL;
+	bool same;
+
+	if (pool->selector_error != NULL)
+		return false;
+	if (pool->selector == NULL || sel == NULL)
+		return pool->selector == NULL && sel == NULL;
+	if (tau_selector_to_string(&have, pool->selector) < 0 ||
+	    tau_selector_to_string(&want, sel) < 0) {
+		free(have);
+		return false; /* not comparable (the nothing selector, or no memory): recompute */
+	}
+	same = strcmp(have, want) == 0;
+	free(have);
+	free(want);
+	return same;
+}
+
 int tau_pool_set_selector(tau_pool *pool, tau_selector *sel)
 {
+	if (same_selector(pool, sel)) {
+		tau_selector_free(sel);
+		return 0;
+	}
 	tau_selector_free(pool->selector);
 	pool->selector = sel;
 	free(pool->selector_error);
@@ -648,6 +678,11 @@ int tau_pool_set_selector_error(tau_pool *pool, const char *reason)
 {
 	char *copy = strdup(reason != NULL && reason[0] != '\0' ? reason : "unusable");
 
+	if (copy != NULL && pool->selector_error != NULL &&
+	    strcmp(copy, pool->selector_error) == 0) {
+		free(copy); /* the same failure again: nothing counts already */
+		return 0;
+	}
 	if (copy == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	tau_selector_free(pool->selector);

@@ -77,6 +77,8 @@ void tau_pool_free(tau_pool *pool);
 /**
  * Replace the TauCluster node selector and recompute the whole pool; the
  * pool is valid again.  Takes ownership of `sel`; NULL means every node matches.
+ * A selector the pool already applies (the same canonical string, or NULL
+ * again) changes nothing, the generation included.
  */
 int tau_pool_set_selector(tau_pool *pool, tau_selector *sel);
 
@@ -84,7 +86,8 @@ int tau_pool_set_selector(tau_pool *pool, tau_selector *sel);
  * The TauCluster's node selector is unusable (e.g. a value the CRD accepts
  * but a label selector cannot hold): fail closed.  No node matches, the
  * selector rule of every node says `reason`, and the pool is invalid
- * (tau_pool_invalid_reason) until tau_pool_set_selector is called.
+ * (tau_pool_invalid_reason) until tau_pool_set_selector is called.  The
+ * same reason again changes nothing.
  * @return 0 or -TAU_ENOMEM.
  */
 int tau_pool_set_selector_error(tau_pool *pool, const char *reason);

@@ -1680,14 +1680,23 @@ void tau_agg_cluster(tau_agg *a, const cJSON *cluster)
 	tau_selector *sel = NULL;
 	char why[TAU_ERROR_MSG_MAX];
 	bool usable = cluster_selector(&sel, why, sizeof(why), cluster) == 0;
+	const char *shown = sel != NULL ? "set" : "none (every node)";
+	uint64_t gen;
+	bool changed;
 	int rc;
 
 	pthread_mutex_lock(&a->mu);
+	gen = tau_pool_generation(tau_nodestore_pool(a->store));
 	/* Fail closed: an unusable selector counts nothing, never "every node". */
 	rc = usable ? tau_nodestore_set_selector(a->store, sel)
 	            : tau_nodestore_set_selector_error(a->store, why);
-	mark_dirty_locked(a);
+	/* Most TauCluster events are its status (the budget's own writes): the same selector. */
+	changed = rc < 0 || gen != tau_pool_generation(tau_nodestore_pool(a->store));
+	if (changed)
+		mark_dirty_locked(a);
 	pthread_mutex_unlock(&a->mu);
+	if (!changed)
+		return;
 	if (rc < 0)
 		tau_log_error("TauCluster node selector not applied", "reason",
 		              tau_error_last()->msg, NULL);
@@ -1695,8 +1704,7 @@ void tau_agg_cluster(tau_agg *a, const cJSON *cluster)
 		tau_log_warn("TauCluster node selector unusable: no node counts until it is fixed",
 		             "reason", why, NULL);
 	else
-		tau_log_info("TauCluster node selector", "selector",
-		             sel != NULL ? "set" : "none (every node)", NULL);
+		tau_log_info("TauCluster node selector", "selector", shown, NULL);
 }
 
 void tau_agg_set_workspaces(tau_agg *a, tau_ws_controller *ctl)

@@ -179,6 +179,49 @@ static void test_selector_change_recomputes(void **state)
 	tau_pool_free(p);
 }
 
+/* The selector the pool already applies (a TauCluster status update) recomputes nothing. */
+static void test_same_selector_changes_nothing(void **state)
+{
+	tau_pool *p = NULL;
+	tau_selector *sel = NULL;
+	test_node a = gpu_node("a", "h100"), b = gpu_node("b", "h100");
+	uint64_t gen;
+
+	(void)state;
+	add_label(&a, "pool", "research");
+	assert_int_equal(tau_pool_new(&p), 0);
+	upsert(p, &a);
+	upsert(p, &b);
+	gen = tau_pool_generation(p);
+	assert_int_equal(tau_pool_set_selector(p, NULL), 0); /* none, as before */
+	assert_int_equal(tau_pool_generation(p), gen);
+	assert_int_equal(tau_selector_parse(&sel, "pool=research"), 0);
+	assert_int_equal(tau_pool_set_selector(p, sel), 0);
+	assert_true(tau_pool_generation(p) != gen);
+	gen = tau_pool_generation(p);
+	assert_int_equal(tau_selector_parse(&sel, "pool=research"), 0);
+	assert_int_equal(tau_pool_set_selector(p, sel), 0);
+	assert_int_equal(tau_pool_generation(p), gen);
+	assert_string_equal(render(p), "h100(1):cpu=94940m,memory=1980106432Ki,nvidia.com/gpu=8,;");
+	/* another selector, even one that selects the same nodes, is recomputed */
+	assert_int_equal(tau_selector_parse(&sel, "pool in (research)"), 0);
+	assert_int_equal(tau_pool_set_selector(p, sel), 0);
+	assert_true(tau_pool_generation(p) != gen);
+	assert_string_equal(render(p), "h100(1):cpu=94940m,memory=1980106432Ki,nvidia.com/gpu=8,;");
+	/* the same failure again changes nothing; another reason, or a usable selector, does */
+	assert_int_equal(tau_pool_set_selector_error(p, "spec.nodes.selector: bad"), 0);
+	gen = tau_pool_generation(p);
+	assert_int_equal(tau_pool_set_selector_error(p, "spec.nodes.selector: bad"), 0);
+	assert_int_equal(tau_pool_generation(p), gen);
+	assert_int_equal(tau_pool_set_selector_error(p, "spec.nodes.selector: worse"), 0);
+	assert_string_equal(tau_pool_invalid_reason(p), "spec.nodes.selector: worse");
+	assert_true(tau_pool_generation(p) != gen);
+	assert_int_equal(tau_pool_set_selector(p, NULL), 0);
+	assert_null(tau_pool_invalid_reason(p));
+	assert_int_equal(tau_pool_flavor_at(p, 0)->nodes, 2);
+	tau_pool_free(p);
+}
+
 /* Issue 12 item 2: an unusable selector fails closed (nothing counts) and says why. */
 static void test_unusable_selector_counts_nothing(void **state)
 {
@@ -505,6 +548,7 @@ int main(void)
 	        cmocka_unit_test(test_counts_ready_linux_gpu_nodes),
 	        cmocka_unit_test(test_rules_table),
 	        cmocka_unit_test(test_selector_change_recomputes),
+	        cmocka_unit_test(test_same_selector_changes_nothing),
 	        cmocka_unit_test(test_unusable_selector_counts_nothing),
 	        cmocka_unit_test(test_missing_resources_and_mixed_formats),
 	        cmocka_unit_test(test_invalid_input_changes_nothing),
