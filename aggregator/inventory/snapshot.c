@@ -27,9 +27,9 @@ void tau_pool_snapshot_free(tau_pool_snapshot *snap)
 		free(f->name);
 	}
 	free(snap->flavors);
-	for (size_t i = 0; i < snap->n_nodes; i++)
-		tau_node_facts_clear(&snap->nodes[i]);
-	free(snap->nodes);
+	free(snap->nodes); /* their strings and label arrays live in the two arenas */
+	free(snap->node_strings);
+	free(snap->node_labels);
 	free(snap);
 }
 
@@ -67,26 +67,89 @@ static int copy_flavors(tau_pool_snapshot *snap, const tau_pool *pool)
 	return 0;
 }
 
+/* The facts of record i when the pool counts it now, else NULL. */
+static const tau_node_facts *counted_facts(const tau_nodestore *store, size_t i)
+{
+	tau_node_status st;
+
+	if (tau_nodestore_at(store, i, &st) < 0 || st.source == TAU_NODE_SOURCE_NONE ||
+	    st.facts == NULL || !st.counted)
+		return NULL;
+	return st.facts;
+}
+
+static size_t str_size(const char *s)
+{
+	return s != NULL ? strlen(s) + 1 : 0;
+}
+
+/* Copy `s` (NULL stays NULL) to *at, which then points past it. */
+static char *pack(char **at, const char *s)
+{
+	char *dst = *at;
+	size_t n = str_size(s);
+
+	if (s == NULL)
+		return NULL;
+	memcpy(dst, s, n);
+	*at += n;
+	return dst;
+}
+
+/*
+ * The counted nodes' name, os, gpu class and labels, packed into two arenas (one for the
+ * strings, one for the label pointer arrays): four allocations for the whole pool instead of
+ * a score per node, because this runs under the state lock on every budget pass.  Two walks:
+ * sizes, then copies; the store cannot change in between (the caller holds its lock).
+ */
 static int copy_nodes(tau_pool_snapshot *snap, const tau_nodestore *store)
 {
-	size_t counted = 0, n = tau_nodestore_count(store);
+	size_t counted = 0, n = tau_nodestore_count(store), chars = 0, labels = 0;
+	char *at, **lp;
 
 	for (size_t i = 0; i < snap->n_flavors; i++)
 		counted += snap->flavors[i].nodes;
 	if (counted == 0)
 		return 0;
-	snap->nodes = calloc(counted, sizeof(*snap->nodes));
-	if (snap->nodes == NULL)
-		return -TAU_ENOMEM;
-	for (size_t i = 0; i < n && snap->n_nodes < counted; i++) {
-		tau_node_status st;
+	for (size_t i = 0, seen = 0; i < n && seen < counted; i++) {
+		const tau_node_facts *f = counted_facts(store, i);
 
-		if (tau_nodestore_at(store, i, &st) < 0 || st.source == TAU_NODE_SOURCE_NONE ||
-		    st.facts == NULL || !st.counted)
+		if (f == NULL)
 			continue;
-		if (tau_node_facts_copy(&snap->nodes[snap->n_nodes], st.facts) < 0)
-			return -TAU_ENOMEM;
-		snap->n_nodes++;
+		seen++;
+		chars += str_size(f->name) + str_size(f->os) + str_size(f->gpu_class);
+		for (size_t l = 0; l < f->n_labels; l++)
+			chars += str_size(f->label_keys[l]) + str_size(f->label_values[l]);
+		labels += f->n_labels;
+	}
+	snap->nodes = calloc(counted, sizeof(*snap->nodes));
+	snap->node_strings = malloc(chars > 0 ? chars : 1);
+	snap->node_labels = malloc((2 * labels > 0 ? 2 * labels : 1) * sizeof(char *));
+	if (snap->nodes == NULL || snap->node_strings == NULL || snap->node_labels == NULL)
+		return -TAU_ENOMEM;
+	at = snap->node_strings;
+	lp = snap->node_labels;
+	for (size_t i = 0; i < n && snap->n_nodes < counted; i++) {
+		const tau_node_facts *f = counted_facts(store, i);
+		tau_node_facts *dst;
+
+		if (f == NULL)
+			continue;
+		dst = &snap->nodes[snap->n_nodes++];
+		dst->name = pack(&at, f->name);
+		dst->os = pack(&at, f->os);
+		dst->gpu_class = pack(&at, f->gpu_class);
+		dst->ready = f->ready;
+		dst->schedulable = f->schedulable;
+		dst->deleting = f->deleting;
+		dst->n_labels = f->n_labels;
+		dst->label_keys = lp;
+		dst->label_values = lp + f->n_labels;
+		for (size_t l = 0; l < f->n_labels; l++) {
+			dst->label_keys[l] = pack(&at, f->label_keys[l]);
+			dst->label_values[l] = pack(&at, f->label_values[l]);
+		}
+		lp += 2 * f->n_labels;
 	}
 	return 0;
 }

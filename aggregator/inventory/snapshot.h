@@ -63,11 +63,16 @@ typedef struct tau_pool_snapshot {
 	tau_pool_snapshot_flavor *flavors;
 	size_t n_flavors;
 	/**
-	 * The counted nodes, sorted by name: the Node object's facts (name,
-	 * gpu_class, labels sorted by key, allocatable sorted by name, ...).
+	 * The counted nodes, sorted by name: of the Node object's facts, the name,
+	 * os, gpu_class, labels (sorted by key) and the ready, schedulable and
+	 * deleting flags; allocatable, uid, resource_version and provider_id are
+	 * not copied (the flavors hold the sums).  Their strings live in the
+	 * arenas below: read them, never tau_node_facts_clear them.
 	 */
 	tau_node_facts *nodes;
 	size_t n_nodes;
+	char *node_strings; /**< private: every string of `nodes` */
+	char **node_labels; /**< private: every label_keys and label_values array of `nodes` */
 } tau_pool_snapshot;
 
 /**

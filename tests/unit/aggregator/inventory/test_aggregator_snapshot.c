@@ -82,6 +82,20 @@ static void snapshot_holds_flavors_and_counted_nodes(void **state)
 	/* the snapshot is a copy: the store may change or go */
 	tau_nodestore_free(s);
 	assert_string_equal(snap->nodes[1].gpu_class, "h100");
+	/* each node's labels are its own, in key order, packed one node after the other */
+	for (size_t i = 0; i < snap->n_nodes; i++) {
+		const tau_node_facts *f = &snap->nodes[i];
+
+		assert_true(f->n_labels >= 2);
+		assert_string_equal(tau_node_facts_label(f, "kubernetes.io/os"), "linux");
+		assert_string_equal(f->os, "linux");
+		for (size_t l = 1; l < f->n_labels; l++)
+			assert_true(strcmp(f->label_keys[l - 1], f->label_keys[l]) < 0);
+		assert_true(f->ready && f->schedulable && !f->deleting);
+		assert_null(f->allocatable); /* the flavors hold the sums */
+	}
+	assert_string_equal(tau_node_facts_label(&snap->nodes[1], "pool"), "research");
+	assert_string_equal(tau_node_facts_label(&snap->nodes[2], "pool"), "research");
 	tau_pool_snapshot_free(snap);
 }
 
