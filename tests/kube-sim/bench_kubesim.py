@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """kube-sim benchmark: list 10,000 Nodes; watch fan-out to 100 watchers.
 
-    python3 tests/kube-sim/bench_kubesim.py [--nodes N] [--watchers W] [--rounds R]
+    python3 tests/kube-sim/bench_kubesim.py [--nodes N] [--watchers W] [--rounds R] [--small]
 
+Also a paged list while a writer changes Nodes, and kube-sim's VmRSS once seeded.
 Prints one line per figure. Targets: list of 10,000 Nodes < 1 s; a write seen
 by all 100 watchers quickly (time from the write until the last watcher has it).
 """
@@ -29,13 +30,31 @@ def node(i, template):
     return n
 
 
+def vmrss(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return " ".join(line.split()[1:])
+    return "?"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=10000)
     ap.add_argument("--watchers", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--small", action="store_true",
+                    help="the budget bench's small Nodes (about 0.6 KiB) instead of the fixture")
     a = ap.parse_args()
-    if os.path.exists(FIXTURE):
+    if a.small:
+        template = {"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": "x", "labels": {"kubernetes.io/os": "linux",
+                                                         "tau.azure.com/gpu-class": "h100"}},
+                    "spec": {},
+                    "status": {"allocatable": {"cpu": "96", "memory": "1886Gi",
+                                               "nvidia.com/gpu": "8", "pods": "110"},
+                               "conditions": [{"type": "Ready", "status": "True"}]}}
+    elif os.path.exists(FIXTURE):
         with open(FIXTURE) as f:
             template = json.load(f)
     else:
@@ -47,8 +66,8 @@ def main():
         json.dump({"kind": "List", "apiVersion": "v1", "items": [node(i, template) for i in range(a.nodes)]}, f)
     t0 = time.monotonic()
     sim = SimProcess(["--seed", seed, "--watch-cache-events", str(a.nodes + 1000)], start_timeout=600)
-    print("seed %d nodes (%d KiB each): start %.2f s" % (a.nodes, len(json.dumps(template)) // 1024,
-                                                        time.monotonic() - t0))
+    print("seed %d nodes (%d bytes each): start %.2f s, VmRSS %s" % (
+        a.nodes, len(json.dumps(node(0, template))), time.monotonic() - t0, vmrss(sim.proc.pid)))
     try:
         for attempt in range(3):
             c = sim.conn()
@@ -79,7 +98,45 @@ def main():
         print("paged list (limit=500) of %d nodes: %.3f s" % (n, time.monotonic() - t0))
         c.close()
 
-        rv = lst["metadata"]["resourceVersion"]
+        # The same while a writer changes Nodes: every page after the first is then the
+        # collection at an older resourceVersion (the informer's relist in a storm).
+        stop, writes = threading.Event(), [0]
+
+        def writer():
+            wc = sim.conn()
+            hd = {"Authorization": "Bearer " + sim.token,
+                  "Content-Type": "application/merge-patch+json"}
+            while not stop.is_set():
+                wc.request("PATCH", "/api/v1/nodes/bench-node-%05d" % (writes[0] % a.nodes),
+                           body=json.dumps({"metadata": {"labels": {"w": str(writes[0])}}}),
+                           headers=hd)
+                wc.getresponse().read()
+                writes[0] += 1
+                time.sleep(0.005)
+            wc.close()
+        wt = threading.Thread(target=writer, daemon=True)
+        wt.start()
+        time.sleep(0.2)
+        c = sim.conn()
+        t0, n, cont, w0 = time.monotonic(), 0, "", writes[0]
+        while True:
+            c.request("GET", "/api/v1/nodes?limit=500" + ("&continue=" + cont if cont else ""),
+                      headers={"Authorization": "Bearer " + sim.token})
+            page = json.loads(c.getresponse().read())
+            n += len(page["items"])
+            cont = page["metadata"].get("continue")
+            if not cont:
+                break
+        dt = time.monotonic() - t0
+        stop.set()
+        wt.join(10)
+        c.close()
+        assert n == a.nodes, n
+        print("paged list (limit=500) of %d nodes during writes (%d writes meanwhile): %.3f s"
+              % (n, writes[0] - w0, dt))
+
+        # From now: the writes above are not events the rounds below wait for.
+        rv = sim.ok("GET", "/api/v1/nodes?limit=1")["metadata"]["resourceVersion"]
         watchers = [WatchStream(sim, "/api/v1/nodes?watch=true&resourceVersion=%s" % rv, timeout=120)
                     for _ in range(a.watchers)]
         lat = []

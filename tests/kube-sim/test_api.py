@@ -182,6 +182,35 @@ class ApiTest(unittest.TestCase):
         finally:
             w.close()
 
+    def test_watch_window_is_per_resource(self):
+        """Events of another resource that push the window past a watch's resourceVersion
+        neither wake nor expire it; its own resource's events still do (410 above)."""
+        self.ok("POST", "/api/v1/namespaces", {"metadata": {"name": "per-res"}})
+        base = "/api/v1/namespaces/per-res/configmaps"
+        rv = self.ok("POST", base, cm("mine"))["metadata"]["resourceVersion"]
+        w = WatchStream(self.sim, base + "?watch=true&resourceVersion=%s" % rv)
+        try:
+            self.ok("POST", "/api/v1/namespaces/per-res/secrets",
+                    {"metadata": {"name": "other"}, "data": {}})
+            for i in range(60):     # window is 50 events
+                self.ok("PATCH", "/api/v1/namespaces/per-res/secrets/other",
+                        {"metadata": {"labels": {"i": str(i)}}}, "application/merge-patch+json")
+            self.ok("PATCH", base + "/mine", {"data": {"k": "2"}}, "application/merge-patch+json")
+            ev = w.next()
+            self.assertEqual((ev["type"], ev["object"]["metadata"]["name"]), ("MODIFIED", "mine"))
+        finally:
+            w.close()
+        # a new watch from the same old resourceVersion: everything after it is still there
+        w = WatchStream(self.sim, base + "?watch=true&resourceVersion=%s" % rv)
+        try:
+            ev = w.next()
+            self.assertEqual((ev["type"], ev["object"]["data"]["k"]), ("MODIFIED", "2"))
+        finally:
+            w.close()
+        # but a list at that resourceVersion is beyond the (shared) window
+        st, err = self.req("GET", base + "?resourceVersion=%s&resourceVersionMatch=Exact" % rv)
+        self.assertEqual((st, err["reason"]), (410, "Expired"))
+
     def test_close_watches(self):
         w = WatchStream(self.sim, CM + "?watch=true&resourceVersion=0&timeoutSeconds=300")
         try:
@@ -247,6 +276,43 @@ class ApiTest(unittest.TestCase):
         self.assertEqual([i["metadata"]["name"] for i in lst["items"]], ["b"])
         lst = self.ok("GET", "/api/v1/pods?fieldSelector=status.phase%3DPending,spec.nodeName!%3Dn2")
         self.assertEqual([i["metadata"]["name"] for i in lst["items"]], ["a"])
+
+    def test_paged_list_across_writes_is_one_version(self):
+        """Pages after writes still show the collection at the first page's resourceVersion:
+        objects changed, deleted (before and after their page) and created meanwhile; the
+        same for resourceVersionMatch=Exact; and a write to another resource changes nothing."""
+        self.ok("POST", "/api/v1/namespaces", {"metadata": {"name": "paging-rv"}})
+        base = "/api/v1/namespaces/paging-rv/configmaps"
+        for i in range(10):
+            self.ok("POST", base, cm("q%d" % i))
+        first = self.ok("GET", base + "?limit=4")
+        rv = first["metadata"]["resourceVersion"]
+        want = {i["metadata"]["name"]: i["metadata"]["resourceVersion"] for i in
+                self.ok("GET", base)["items"]}
+        self.ok("PATCH", base + "/q5", {"data": {"k": "changed"}}, "application/merge-patch+json")
+        self.ok("DELETE", base + "/q1")   # on the page already read
+        self.ok("DELETE", base + "/q7")   # on a page still to come
+        self.ok("POST", base, cm("q45"))  # sorts into a later page
+        self.ok("POST", "/api/v1/namespaces/default/configmaps", cm("elsewhere-%s" % rv))
+        got, cont = list(first["items"]), first["metadata"]["continue"]
+        while cont:
+            page = self.ok("GET", base + "?limit=4&continue=" + cont)
+            self.assertEqual(page["metadata"]["resourceVersion"], rv)
+            got += page["items"]
+            cont = page["metadata"].get("continue")
+            # a write between two pages as well
+            self.ok("PATCH", base + "/q9", {"data": {"k": cont or "last"}},
+                    "application/merge-patch+json")
+        self.assertEqual({i["metadata"]["name"]: i["metadata"]["resourceVersion"] for i in got},
+                         want)
+        self.assertEqual([i["metadata"]["name"] for i in got], sorted(want))
+        self.assertEqual([i["data"]["k"] for i in got if i["metadata"]["name"] == "q5"], ["v"])
+        exact = self.ok("GET", base + "?resourceVersion=%s&resourceVersionMatch=Exact" % rv)
+        self.assertEqual([(i["metadata"]["name"], i["metadata"]["resourceVersion"])
+                          for i in exact["items"]], sorted(want.items()))
+        now = self.ok("GET", base)
+        self.assertEqual([i["metadata"]["name"] for i in now["items"]],
+                         sorted(set(want) - {"q1", "q7"} | {"q45"}))
 
     # -- deletion ---------------------------------------------------------------------
     def test_finalizers_and_preconditions(self):

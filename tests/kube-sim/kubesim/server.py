@@ -987,6 +987,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         expired = None
         with st.lock:
             epoch = st.watch_epoch
+            woken = st.watch_cond(rt.key)
             if start is None:
                 cursor = st.rv
                 key = rt.key
@@ -1000,10 +1001,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     if selecting and not matches(rt, e.obj, lsel, fsel):
                         continue
                     initial.append(e)
-            elif start < st.floor:
+            elif start < st.watch_floor(rt.key):
                 expired = start
                 cursor = st.rv
-                floor = st.floor
+                floor = st.watch_floor(rt.key)
             else:
                 cursor = start
         # headers
@@ -1059,19 +1060,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     wait = min(wait, max(0.0, last_bm + bm_every - now))
                 batch = []
                 gone = False
-                with st.cond:
-                    if st.rv <= cursor and st.watch_epoch == epoch and wait > 0:
-                        st.cond.wait(wait)
+                # Woken by events of this resource only (and by closeWatches/compaction): a
+                # storm on Nodes does not wake every other watcher once per write.
+                with st.lock:
+                    if st.last_rv(rt.key) <= cursor and st.watch_epoch == epoch and wait > 0:
+                        woken.wait(wait)
                     if st.watch_epoch != epoch:
                         break
-                    if st.rv > cursor:
-                        if cursor < st.floor:
+                    if st.last_rv(rt.key) > cursor:
+                        if cursor < st.watch_floor(rt.key):
                             gone = True
                         else:
-                            n = st.rv - cursor
-                            evs = st.events
-                            batch = [evs[-i] for i in range(n, 0, -1)]
-                        cursor = st.rv
+                            for ev in reversed(st.events):
+                                if ev.rv <= cursor:
+                                    break
+                                if ev.rt.key == rt.key:
+                                    batch.append(ev)
+                            batch.reverse()
+                    cursor = max(cursor, st.rv)
                 if gone:
                     break
                 out = []

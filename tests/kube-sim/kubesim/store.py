@@ -107,13 +107,17 @@ def _cmp_meta(m):
 class Store:
     def __init__(self, window=1000):
         self.lock = threading.RLock()
-        self.cond = threading.Condition(self.lock)
         self.rv = 0
         self.types = {}          # (group, plural) -> ResourceType
         self.data = {}           # (group, plural) -> {(ns, name): Entry}
         self._sorted = {}        # (group, plural) -> sorted list of (ns, name)
+        self._views = {}         # (group, plural) -> (rv, seen up to rv, {key: Entry at rv})
         self.events = collections.deque(maxlen=max(1, window))
         self.floor = 0           # all events with rv > floor are in self.events
+        self.cleared = 0         # rv of the last compaction
+        self.type_floor = {}     # (group, plural) -> rv of its newest event the window dropped
+        self.type_rv = {}        # (group, plural) -> rv of its newest event
+        self.watch_conds = {}    # (group, plural) -> Condition (on self.lock) its watchers wait on
         self.history = None      # (unix time, Event) of every commit, apart from the watch
         self.history_floor = 0   # cache and its compaction (--history-events); rv > floor kept
         self.uid_index = {}      # uid -> (key, ns, name)
@@ -139,6 +143,7 @@ class Store:
                 self._unindex(key, e)
             self.data.pop(key, None)
             self._sorted.pop(key, None)
+            self._views.pop(key, None)
         for cb in self.type_listeners:
             cb()
 
@@ -194,23 +199,30 @@ class Store:
         bucket = self.data.setdefault(rt.key, {})
         if old_entry is not None:
             self._unindex(rt.key, old_entry)
+        # The sorted key list of a resource is kept up to date (a bisect, not a sort of every
+        # key on the next list).
         if etype == DELETED:
-            bucket.pop((ns, name), None)
-            self._sorted.pop(rt.key, None)
+            if bucket.pop((ns, name), None) is not None:
+                self._sort_remove(rt.key, (ns, name))
         else:
             if (ns, name) not in bucket:
-                self._sorted.pop(rt.key, None)
+                self._sort_insert(rt.key, (ns, name))
             bucket[(ns, name)] = entry
             self._index(rt.key, entry)
         ev = Event(etype, self.rv, rt, ns, name, entry, old_entry)
         if len(self.events) == self.events.maxlen:
-            self.floor = self.events[0].rv
+            dropped = self.events[0]
+            self.floor = dropped.rv
+            self.type_floor[dropped.rt.key] = dropped.rv
         self.events.append(ev)
+        self.type_rv[rt.key] = self.rv
         if self.history is not None:
             if len(self.history) == self.history.maxlen:
                 self.history_floor = self.history[0][1].rv
             self.history.append((time.time(), ev))
-        self.cond.notify_all()
+        woken = self.watch_conds.get(rt.key)
+        if woken is not None:
+            woken.notify_all()
         for cb in self.listeners:
             try:
                 cb(ev)
@@ -228,20 +240,56 @@ class Store:
     def compact(self):
         with self.lock:
             self.events.clear()
-            self.floor = self.rv
-            self.cond.notify_all()
+            self._views.clear()
+            self.floor = self.cleared = self.rv
+            self._wake_watches()
 
     def close_watches(self):
         with self.lock:
             self.watch_epoch += 1
-            self.cond.notify_all()
+            self._wake_watches()
+
+    def _wake_watches(self):
+        for c in self.watch_conds.values():
+            c.notify_all()
+
+    # -- the watch cache, per resource as in the API server --------------------
+    def watch_cond(self, key):
+        """The condition a watch of resource `key` waits on (call under the lock)."""
+        c = self.watch_conds.get(key)
+        if c is None:
+            c = self.watch_conds[key] = threading.Condition(self.lock)
+        return c
+
+    def last_rv(self, key):
+        """resourceVersion of the newest event of resource `key` (0: none kept)."""
+        return self.type_rv.get(key, 0)
+
+    def watch_floor(self, key):
+        """Every event of resource `key` newer than this is still in self.events: a watch from
+        an older resourceVersion is 410 Gone.  Per resource, like the API server's watch cache:
+        a storm of Node writes does not expire a watch of Cohorts."""
+        return max(self.cleared, self.type_floor.get(key, 0))
 
     def sorted_keys(self, key):
+        """The (ns, name) keys of a resource in order: read it under the lock, never change it."""
         s = self._sorted.get(key)
         if s is None:
             s = sorted(self.data.get(key, {}).keys())
             self._sorted[key] = s
         return s
+
+    def _sort_insert(self, key, k):
+        s = self._sorted.get(key)
+        if s is not None:
+            bisect.insort(s, k)
+
+    def _sort_remove(self, key, k):
+        s = self._sorted.get(key)
+        if s is not None:
+            i = bisect.bisect_left(s, k)
+            if i < len(s) and s[i] == k:
+                del s[i]
 
     # -- create ---------------------------------------------------------------
     def create(self, rt, ns, obj, opts=None, seeding=False):
@@ -663,16 +711,14 @@ class Store:
                                    "provided token results in an inconsistent list - objects that "
                                    "were created, modified, or deleted between the time the first "
                                    "chunk was returned and now may show up in the list.")
-                bucket = self._snapshot(key, list_rv) if list_rv != self.rv else self.data.get(key, {})
-                keys = sorted(bucket.keys()) if list_rv != self.rv else self.sorted_keys(key)
+                bucket, keys = self._view(key, list_rv)
             elif rv not in (None, "", "0") and rv_match == "Exact":
                 r = int(rv)
                 if r > self.rv:
                     raise _too_large(r, self.rv)
                 if r < self.floor:
                     raise ApiError(410, "Expired", "The resourceVersion for the provided list is too old.")
-                bucket = self._snapshot(key, r)
-                keys = sorted(bucket.keys())
+                bucket, keys = self._view(key, r)
                 list_rv = r
             else:
                 if rv not in (None, "", "0"):
@@ -722,20 +768,59 @@ class Store:
                         {"rv": list_rv, "start": list(last)})).decode().rstrip("=")
             return list_rv, out, token, remaining
 
-    def _snapshot(self, key, r):
-        """State of one resource at resourceVersion r, rebuilt from the event log."""
-        bucket = dict(self.data.get(key, {}))
-        for ev in reversed(self.events):
-            if ev.rv <= r:
-                break
-            if ev.rt.key != key:
-                continue
-            k = (ev.ns, ev.name)
-            if ev.type == ADDED:
-                bucket.pop(k, None)
+    def _view(self, key, r):
+        """One resource as it was at resourceVersion r: (bucket, sorted keys), where bucket has
+        .get((ns, name)) -> Entry or None.  The objects changed since r are found in the event
+        log and the rest is the live bucket: no copy of every object, no sort of every key, so
+        each page of a paged list costs its page and the changes since its first one (a paged
+        relist of 50,000 Nodes during writes was a copy and a sort of all of them per page).
+        The last view is kept and extended, since every page of one list asks for the same r."""
+        live = self.data.get(key, {})
+        if r == self.rv:
+            return live, self.sorted_keys(key)
+        cached = self._views.get(key)
+        if cached is not None and cached[0] == r and cached[1] <= self.rv:
+            over, upto = cached[2], cached[1]
+        else:
+            over, upto = {}, r
+        if upto < self.rv:
+            # Events after `upto`, oldest first: a key's first change after r holds its state
+            # at r (None: it did not exist yet).
+            newer = []
+            for ev in reversed(self.events):
+                if ev.rv <= upto:
+                    break
+                if ev.rt.key == key:
+                    newer.append(ev)
+            for ev in reversed(newer):
+                k = (ev.ns, ev.name)
+                if k not in over:
+                    over[k] = None if ev.type == ADDED else ev.old
+            self._views[key] = (r, self.rv, over)
+        keys = self.sorted_keys(key)
+        gone = [k for k, e in over.items() if e is not None and k not in live]
+        if gone:  # deleted since r: back into the order, in a copy
+            if len(gone) > 64:
+                keys = sorted(keys + gone)
             else:
-                bucket[k] = ev.old
-        return bucket
+                keys = list(keys)
+                for k in gone:
+                    bisect.insort(keys, k)
+        return _View(live, over), keys
+
+
+class _View:
+    """A resource's bucket at an older resourceVersion: `over` (changed since) before `live`."""
+    __slots__ = ("live", "over")
+
+    def __init__(self, live, over):
+        self.live = live
+        self.over = over
+
+    def get(self, k):
+        if k in self.over:
+            return self.over[k]
+        return self.live.get(k)
 
 
 def _precond_msg(rt, ns, name, detail):
