@@ -9,6 +9,12 @@ Runs the real tau-aggregator (default budget flags: --budget-coalesce 200ms, --b
 harness.py: TLS, `--authz rbac`, the Kueue and taugrid CRDs, the aggregator with only its
 ServiceAccount's token).  The nodes have no agents: the sync gate opens on its 1 s timeout and
 each node counts with its Node's allocatable, so every change below goes through the API.
+The Nodes are seeded (kube-sim `--seed`, so 50,000 of them take seconds, not minutes of POSTs)
+and kube-sim's watch cache holds twice the storm, so no watcher is sent 410 and made to relist.
+
+  kube-sim's own cost at this size, apart from the aggregator's: its VmRSS with the Nodes, a
+      full list of them (on the wire, best and median of 3) and a paged list (limit=500, this
+      client's parse included), then the time from aggregator start to the first Cohort.
 
   (a) latency: --changes single node changes, one at a time, alternately an allocatable change
       (nvidia.com/gpu 8 <-> 4) and a cordon/uncordon; for each, the time from sending the
@@ -41,8 +47,10 @@ import json
 import os
 import resource
 import socket
+import shutil
 import statistics
 import sys
+import tempfile
 import threading
 import time
 
@@ -52,6 +60,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
 import simtest  # noqa: E402
 
+import soak  # noqa: E402  (bench/: its Cluster passes extra kube-sim flags)
 import test_aggregator_workspaces as taw  # noqa: E402
 from budget import harness as h  # noqa: E402
 from test_budget import quota  # noqa: E402
@@ -160,6 +169,17 @@ def cpu_seconds(pid):
         return float("nan")
 
 
+def rss_kib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def pct(xs, p):
     """The p-th percentile (nearest rank) of xs."""
     s = sorted(xs)
@@ -190,12 +210,13 @@ class Bench:
     def __init__(self, a):
         self.a = a
         self.deadline = time.monotonic() + a.deadline
-        self.h100 = ["bench-h100-%02d" % i for i in range(a.nodes - a.nodes // 16)]
-        self.a100 = ["bench-a100-%02d" % i for i in range(a.nodes // 16)]
+        self.h100 = ["bench-h100-%05d" % i for i in range(a.nodes - a.nodes // 16)]
+        self.a100 = ["bench-a100-%05d" % i for i in range(a.nodes // 16)]
         self.gpus = {n: 8 for n in self.h100}
         self.cordoned = set()
         self.c = self.agg = self.cohorts = self.nodes = None
         self.out = {}
+        self.tmp = tempfile.mkdtemp(prefix="bench-budget-")
 
     def until(self, seconds):
         return min(self.deadline, time.monotonic() + seconds)
@@ -219,22 +240,70 @@ class Bench:
 
     # -- set-up --
     def setup(self):
-        c = self.c = h.Cluster()
-        for n in self.h100:
-            c.create(h.node(n, "h100", h.H100), h.NODES)
-        for n in self.a100:
-            c.create(h.node(n, "a100", h.A100), h.NODES)
+        # The Nodes are seeded (kube-sim loads them before it serves: 50,000 POSTs would take
+        # minutes and measure nothing), and the watch cache holds the whole storm, so a watcher
+        # that lags behind the storm is not sent 410 Gone and made to relist every Node.
+        seed = os.path.join(self.tmp, "nodes.json")
+        with open(seed, "w") as f:
+            json.dump({"kind": "List", "apiVersion": "v1",
+                       "items": [h.node(n, "h100", h.H100) for n in self.h100] +
+                       [h.node(n, "a100", h.A100) for n in self.a100]}, f)
+        window = max(1000, 2 * int(self.a.storm_rate * self.a.storm_seconds) + 1000)
+        c = self.c = soak.SoakCluster((), ["--seed", seed, "--watch-cache-events", str(window)])
+        os.unlink(seed)
         c.create(h.team("research"), h.TEAMS)
         c.create(h.tau_cluster(), h.TAU + "/clusters")
         self.cohorts = Watch(c.sim, h.COHORTS, gpu_quota)
         self.nodes = Watch(c.sim, h.NODES, lambda o: o["metadata"]["name"])
         extra = ("--budget-coalesce", self.a.coalesce) if self.a.coalesce else ()
+        t0 = time.monotonic()
         self.agg = c.start_aggregator("aggregator", *extra)
-        self.wait_cohort_gpus(self.pool_gpus(), 0, 60, "the first Cohort holding the pool")
+        self.wait_cohort_gpus(self.pool_gpus(), 0, 60 + self.a.nodes / 500,
+                              "the first Cohort holding the pool")
+        self.out["setup"] = dict(first_cohort_s=time.monotonic() - t0,
+                                 aggregator_rss_kib=rss_kib(self.agg.p.pid))
         team_uid = c.team("research")["metadata"]["uid"]
         want = h.Shape().groups(c.pool())
         c.wait_ok(lambda: h.cohort_diffs(c.cohort("research"), "research", team_uid, want),
                   "the Cohort holds the exact pool", timeout=30)
+
+    # -- kube-sim's own cost at this size, apart from the aggregator's --
+    def sim_cost(self):
+        sim = self.c.sim
+        hd = {"Authorization": "Bearer " + sim.token, "Accept": "application/json"}
+
+        def get(path):
+            conn = sim.conn(timeout=120)
+            try:
+                t = time.monotonic()
+                conn.request("GET", path, headers=hd)
+                r = conn.getresponse()
+                body = r.read()
+                if r.status != 200:
+                    raise Failed("GET %s -> %s %s" % (path, r.status, body[:300]))
+                return time.monotonic() - t, body
+            finally:
+                conn.close()
+
+        full = []
+        for _ in range(3):
+            dt, body = get(h.NODES)
+            full.append(dt)
+        size = len(body)
+        t0, n, cont = time.monotonic(), 0, ""
+        while True:
+            _, body = get(h.NODES + "?limit=500" + ("&continue=" + cont if cont else ""))
+            page = json.loads(body)
+            n += len(page["items"])
+            cont = page["metadata"].get("continue")
+            if not cont:
+                break
+        paged = time.monotonic() - t0
+        if n != self.a.nodes:
+            raise Failed("the paged list of Nodes has %d items, want %d" % (n, self.a.nodes))
+        self.out["kube_sim"] = dict(nodes=n, rss_kib=rss_kib(sim.proc.pid), list_bytes=size,
+                                    list_s_min=min(full), list_s_median=statistics.median(full),
+                                    paged_list_s=paged)
 
     # -- (a) + (c) --
     def latency(self):
@@ -399,13 +468,23 @@ class Bench:
             rc = self.agg.stop()
         if self.c is not None:
             self.c.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
         return rc
 
 
 def report(out, a):
     lat, st, sd = out.get("latency"), out.get("storm"), out.get("steady")
+    su, ks = out.get("setup"), out.get("kube_sim")
     print("bench/budget: %d nodes (%d h100, %d a100), --budget-coalesce %s" % (
         a.nodes, a.nodes - a.nodes // 16, a.nodes // 16, a.coalesce or "200ms (default)"))
+    if su:
+        print("    aggregator started -> first Cohort with the pool %.2f s; aggregator VmRSS %s KiB"
+              % (su["first_cohort_s"], su["aggregator_rss_kib"]))
+    if ks:
+        print("kube-sim alone with %d Nodes: VmRSS %s KiB; list (%.1f MB) %.3f s best, %.3f s "
+              "median of 3; paged list (limit=500, client parse included) %.3f s" % (
+                  ks["nodes"], ks["rss_kib"], ks["list_bytes"] / 1e6, ks["list_s_min"],
+                  ks["list_s_median"], ks["paged_list_s"]))
     if lat:
         print("(a) node change -> Cohort written, %d single changes (allocatable, cordon):"
               % lat["changes"])
@@ -481,6 +560,7 @@ def main():
     rc = 0
     try:
         b.setup()
+        b.sim_cost()
         b.latency()
         b.storm()
         b.steady()

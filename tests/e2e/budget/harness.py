@@ -482,7 +482,8 @@ class Recorder:
     """Every watch event of a collection from now on, with its arrival time."""
 
     def __init__(self, sim, path):
-        rv = sim.ok("GET", path)["metadata"]["resourceVersion"]
+        # limit=1: the collection's resourceVersion without reading every object.
+        rv = sim.ok("GET", path + "?limit=1")["metadata"]["resourceVersion"]
         self.w = simtest.WatchStream(sim, "%s?watch=1&resourceVersion=%s" % (path, rv),
                                      timeout=900)
         self.events = []
