@@ -287,17 +287,14 @@ static int ws_prepare(runtime *rt, const tau_agg_options *o, tau_kube_client *cl
 	return tau_ws_controller_new(&rt->ws.ctl, &wo);
 }
 
-/* The budget's view of the inventory: a pool snapshot, copied. */
+/* The budget's view of the inventory: a pool snapshot, which the inventory then owns. */
 static int budget_inventory(void *arg, tau_budget_inventory *out)
 {
 	runtime *rt = arg;
 	tau_pool_snapshot *snap = NULL;
 	int rc = tau_agg_pool_snapshot(rt->agg, &snap);
 
-	if (rc == 0)
-		rc = tau_budget_inventory_from_snapshot(out, snap);
-	tau_pool_snapshot_free(snap);
-	return rc;
+	return rc < 0 ? rc : tau_budget_inventory_from_snapshot(out, snap);
 }
 
 static void budget_pool_changed(void *arg)

@@ -56,17 +56,6 @@ struct tau_budget_controller {
 	tau_budget_stats stats;
 };
 
-void tau_budget_inventory_clear(tau_budget_inventory *inv)
-{
-	if (inv == NULL)
-		return;
-	free(inv->problem);
-	tau_budget_pool_free(inv->pool);
-	free(inv->nodes);
-	cJSON_Delete(inv->store);
-	memset(inv, 0, sizeof(*inv));
-}
-
 static const tau_kube_resource *resource_of(tau_budget_kind kind)
 {
 	switch (kind) {

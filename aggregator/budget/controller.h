@@ -27,27 +27,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
+typedef struct tau_pool_snapshot tau_pool_snapshot;
+
 /** What the inventory tells the budget, copied out under its lock. */
 typedef struct tau_budget_inventory {
 	bool established; /**< the sync gate is open */
 	char *problem;    /**< why the pool cannot be validated now (malloc'd); NULL when valid */
 	tau_budget_pool *pool;  /**< the flavors and their sums (owned) */
-	tau_budget_node *nodes; /**< counted nodes; names and labels point into `store` */
+	tau_budget_node *nodes; /**< counted nodes: the snapshot's facts (names, labels) */
 	size_t n_nodes;
-	size_t nodes_observed; /**< labelled nodes known, counted or not */
-	cJSON *store;          /**< owns the nodes' names and labels (free with the snapshot) */
+	size_t nodes_observed;       /**< labelled nodes known, counted or not */
+	tau_pool_snapshot *snapshot; /**< owns what `nodes` point at (freed with the inventory) */
 } tau_budget_inventory;
 
 /** Free what a snapshot holds and zero it. */
 void tau_budget_inventory_clear(tau_budget_inventory *inv);
 
-typedef struct tau_pool_snapshot tau_pool_snapshot;
-
 /**
- * Copy what the budget needs from an inventory snapshot (inventory/snapshot.h).
+ * Take what the budget needs from an inventory snapshot (inventory/snapshot.h), keeping the
+ * snapshot for the nodes' names and labels (no copy per node: one runs every pass).  Takes
+ * ownership of `snap` (freed on failure as well).
  * @return 0, -TAU_EINVAL, -TAU_ENOMEM (out untouched on failure).
  */
-int tau_budget_inventory_from_snapshot(tau_budget_inventory *out, const tau_pool_snapshot *snap);
+int tau_budget_inventory_from_snapshot(tau_budget_inventory *out, tau_pool_snapshot *snap);
 
 /**
  * Fill `out` (zeroed by the caller) from the inventory.  Thread-safe.

@@ -1,7 +1,8 @@
 /*
  * inventory.c - the budget's view of the inventory: a pool snapshot
  * (inventory/snapshot.h, the inventory's public read API) turned into the
- * plain data the decision reads.
+ * plain data the decision reads.  The snapshot is kept, not copied again: the counted
+ * nodes' names and labels are read from its facts.
  */
 #include "controller.h"
 
@@ -12,25 +13,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static cJSON *labels_of(const tau_node_facts *n)
+void tau_budget_inventory_clear(tau_budget_inventory *inv)
 {
-	cJSON *labels = cJSON_CreateObject();
-
-	for (size_t i = 0; labels != NULL && i < n->n_labels; i++)
-		if (cJSON_AddStringToObject(labels, n->label_keys[i], n->label_values[i]) == NULL) {
-			cJSON_Delete(labels);
-			return NULL;
-		}
-	return labels;
+	if (inv == NULL)
+		return;
+	free(inv->problem);
+	tau_budget_pool_free(inv->pool);
+	free(inv->nodes);
+	tau_pool_snapshot_free(inv->snapshot);
+	memset(inv, 0, sizeof(*inv));
 }
 
-int tau_budget_inventory_from_snapshot(tau_budget_inventory *out, const tau_pool_snapshot *snap)
+int tau_budget_inventory_from_snapshot(tau_budget_inventory *out, tau_pool_snapshot *snap)
 {
 	tau_budget_inventory inv = {0};
 	int rc;
 
-	if (out == NULL || snap == NULL)
+	if (out == NULL || snap == NULL) {
+		tau_pool_snapshot_free(snap);
 		return tau_error_set(TAU_EINVAL, "budget inventory: missing snapshot");
+	}
+	inv.snapshot = snap;
 	inv.established = snap->established;
 	inv.nodes_observed = snap->n_nodes + snap->missing_nodes;
 	if (!snap->valid &&
@@ -49,27 +52,13 @@ int tau_budget_inventory_from_snapshot(tau_budget_inventory *out, const tau_pool
 			                              &fl->resources[r].value)) < 0)
 				goto fail;
 	}
-	inv.store = cJSON_CreateArray();
 	inv.nodes = calloc(snap->n_nodes + 1, sizeof(*inv.nodes));
-	if (inv.store == NULL || inv.nodes == NULL)
+	if (inv.nodes == NULL)
 		goto oom;
-	for (size_t i = 0; i < snap->n_nodes; i++) {
-		cJSON *entry = cJSON_CreateObject(), *labels, *name;
-
-		if (entry == NULL)
-			goto oom;
-		cJSON_AddItemToArray(inv.store, entry);
-		name = cJSON_AddStringToObject(entry, "name", snap->nodes[i].name);
-		labels = labels_of(&snap->nodes[i]);
-		if (name == NULL || labels == NULL) {
-			cJSON_Delete(labels);
-			goto oom;
-		}
-		cJSON_AddItemToObject(entry, "labels", labels);
-		inv.nodes[i].name = name->valuestring;
-		inv.nodes[i].labels = labels;
-		inv.n_nodes++;
-	}
+	/* The conflict check reads names and labels from the facts (tau_budget_node.facts). */
+	for (size_t i = 0; i < snap->n_nodes; i++)
+		inv.nodes[i].facts = &snap->nodes[i];
+	inv.n_nodes = snap->n_nodes;
 	*out = inv;
 	return 0;
 oom:

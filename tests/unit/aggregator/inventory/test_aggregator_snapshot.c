@@ -1,4 +1,5 @@
 /* Unit tests of the inventory's read API: pool snapshots for the budget controller. */
+#include "budget/controller.h"
 #include "inventory/service.h"
 #include "inventory/snapshot.h"
 #include "tau/error.h"
@@ -97,6 +98,35 @@ static void snapshot_holds_flavors_and_counted_nodes(void **state)
 	assert_string_equal(tau_node_facts_label(&snap->nodes[1], "pool"), "research");
 	assert_string_equal(tau_node_facts_label(&snap->nodes[2], "pool"), "research");
 	tau_pool_snapshot_free(snap);
+}
+
+/* The budget keeps the snapshot: its nodes are the snapshot's facts, nothing copied per node. */
+static void budget_inventory_keeps_the_snapshot(void **state)
+{
+	tau_nodestore *s = store_with_nodes();
+	tau_pool_snapshot *snap = NULL;
+	tau_budget_inventory inv = {0};
+
+	(void)state;
+	assert_int_equal(tau_pool_snapshot_build(&snap, s), 0);
+	tau_nodestore_free(s);
+	assert_int_equal(tau_budget_inventory_from_snapshot(&inv, snap), 0);
+	assert_true(inv.established);
+	assert_null(inv.problem);
+	assert_ptr_equal(inv.snapshot, snap);
+	assert_int_equal(inv.n_nodes, 3);
+	assert_int_equal(inv.pool->n_classes, 2);
+	for (size_t i = 0; i < inv.n_nodes; i++) {
+		assert_null(inv.nodes[i].name);
+		assert_null(inv.nodes[i].labels);
+		assert_ptr_equal(inv.nodes[i].facts, &snap->nodes[i]);
+	}
+	assert_string_equal(inv.nodes[0].facts->name, "a-node");
+	assert_string_equal(tau_node_facts_label(inv.nodes[2].facts, "pool"), "research");
+	tau_budget_inventory_clear(&inv); /* frees the snapshot too (ASan: no leak, no double) */
+	assert_null(inv.snapshot);
+	/* a missing snapshot is refused */
+	assert_int_equal(tau_budget_inventory_from_snapshot(&inv, NULL), -TAU_EINVAL);
 }
 
 static void snapshot_of_an_invalid_pool(void **state)
@@ -241,6 +271,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(snapshot_holds_flavors_and_counted_nodes),
 	        cmocka_unit_test(snapshot_of_an_invalid_pool),
+	        cmocka_unit_test(budget_inventory_keeps_the_snapshot),
 	        cmocka_unit_test(aggregator_notifies_subscribers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
