@@ -13,7 +13,9 @@
  * for free-now capacity, fit and health.  So a node whose agent died still follows every later Node
  * update: Ready=Unknown or a cordon takes it out of the pool at once.  Where
  * the agent's view differs from the Node's, the difference is recorded and
- * reported (ExplainNode, /metrics, the log), never counted.
+ * reported (ExplainNode, /metrics, the log), never counted.  A node with DRA
+ * devices that count (tau_nodestore_set_dra) is lent to the pool as a merged
+ * copy of its Node's facts (record.counted), the devices beside allocatable.
  */
 #include "nodestore.h"
 #include "sorted.h"
@@ -36,6 +38,8 @@ typedef struct record {
 	tau_node_facts *api;         /* the Node's facts; NULL when unknown or unreadable */
 	tau_node_facts *agent;       /* the agent's last facts (== api when equal); NULL if none */
 	const tau_pool_node *pooled; /* the pool's entry while the node is in its input */
+	tau_node_facts *counted;     /* api plus its DRA devices, lent to the pool instead of api
+	                                while the node has DRA devices that count (dra.h) */
 	char *api_error;             /* the Node exists but could not be read: it does not count */
 	char *mismatch;              /* agent vs Node difference, NULL when none */
 	uint8_t *inventory;          /* opaque copy of the agent's last inventory */
@@ -57,6 +61,7 @@ struct tau_nodestore {
 	size_t n_missing;   /* GPU nodes known from the API whose agent has not reported */
 	size_t truth_bytes; /* the records' node truth, in all */
 	tau_pool *pool;
+	tau_dra_store *dra; /* lent (tau_nodestore_set_dra); NULL: no DRA devices count */
 	int64_t deadline_ms;
 	bool api_synced;
 	bool timed_out;
@@ -174,6 +179,8 @@ static void record_clear(tau_nodestore *s, record *r)
 	if (r->agent != r->api)
 		facts_free(r->agent);
 	facts_free(r->api);
+	tau_node_facts_clear(r->counted);
+	free(r->counted);
 	free(r->inventory);
 	memset(r, 0, sizeof(*r));
 }
@@ -357,6 +364,39 @@ static void share_if_equal(record *r)
 }
 
 /*
+ * The facts the pool counts for `r`: its Node's, plus the node's DRA devices
+ * when it has some that count (*fresh then receives the merged copy, owned by
+ * the caller until it becomes r->counted).
+ */
+static int facts_to_count(tau_nodestore *s, record *r, tau_node_facts **fresh)
+{
+	const tau_dra_view *view = NULL;
+	const tau_dra_node *dra;
+	tau_node_facts *merged;
+	int rc;
+
+	*fresh = NULL;
+	if (s->dra == NULL || r->api == NULL)
+		return 0;
+	rc = tau_dra_store_view(s->dra, &view);
+	if (rc < 0)
+		return rc;
+	dra = tau_dra_view_node(view, r->name);
+	if (dra == NULL || dra->n_resources == 0)
+		return 0;
+	merged = calloc(1, sizeof(*merged));
+	if (merged == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory counting node %s", r->name);
+	rc = tau_dra_merge_facts(merged, r->api, dra, NULL);
+	if (rc < 0) {
+		free(merged);
+		return rc;
+	}
+	*fresh = merged;
+	return 0;
+}
+
+/*
  * Bring the pool in line with this record (`api_changed`: r->api is a new
  * object, lent to the pool now; the one it replaces must still be alive): it
  * counts with the Node object's facts once its agent has reported, or once
@@ -378,8 +418,22 @@ static int refresh(tau_nodestore *s, record *r, bool api_changed)
 			rc = tau_pool_remove_node(s->pool, r->name);
 			r->pooled = NULL; /* removed even when a recount failed */
 		}
+		tau_node_facts_clear(r->counted);
+		free(r->counted);
+		r->counted = NULL;
 	} else if (api_changed || r->pooled == NULL) {
-		rc = tau_pool_upsert_node_lent(s->pool, r->api, &r->pooled);
+		tau_node_facts *fresh = NULL, *old = r->counted;
+
+		rc = facts_to_count(s, r, &fresh);
+		if (rc == 0)
+			rc = tau_pool_upsert_node_lent(s->pool, fresh != NULL ? fresh : r->api,
+			                               &r->pooled);
+		if (rc == 0) {
+			r->counted = fresh; /* the pool has let go of `old` */
+			fresh = old;
+		}
+		tau_node_facts_clear(fresh);
+		free(fresh);
 	}
 	if (rc < 0)
 		return rc;
@@ -623,6 +677,29 @@ void tau_nodestore_set_connected(tau_nodestore *s, const char *name, bool connec
 	s->recs[i].connected = connected;
 	if (connected)
 		s->recs[i].last_heard_ms = now_ms;
+}
+
+int tau_nodestore_set_dra(tau_nodestore *s, tau_dra_store *dra)
+{
+	const tau_dra_view *view = NULL;
+	int rc = 0;
+
+	s->dra = dra;
+	if (dra != NULL && tau_dra_store_view(dra, &view) < 0)
+		return -TAU_ENOMEM;
+	/* only nodes that had or now have DRA devices change */
+	for (size_t i = 0; i < s->n; i++) {
+		record *r = &s->recs[i];
+		const tau_dra_node *n = view != NULL ? tau_dra_view_node(view, r->name) : NULL;
+		int one;
+
+		if (r->pooled == NULL || (r->counted == NULL && (n == NULL || n->n_resources == 0)))
+			continue;
+		one = refresh(s, r, true);
+		if (one < 0 && rc == 0)
+			rc = one;
+	}
+	return rc;
 }
 
 void tau_nodestore_tick(tau_nodestore *s, int64_t now_ms)

@@ -17,6 +17,7 @@
 #ifndef TAU_AGGREGATOR_NODESTORE_H
 #define TAU_AGGREGATOR_NODESTORE_H
 
+#include "drastore.h"
 #include "nodetruth.h"
 #include "pool.h"
 #include "tau/nodefacts.h"
@@ -86,6 +87,15 @@ int tau_nodestore_set_selector(tau_nodestore *store, tau_selector *sel);
 
 /** The TauCluster's node selector is unusable: nothing counts (tau_pool_set_selector_error). */
 int tau_nodestore_set_selector_error(tau_nodestore *store, const char *reason);
+
+/**
+ * Count the DRA devices of `dra` (lent, kept; NULL: none) with each node's allocatable
+ * (docs/budget.md, "How DRA devices count"), and recount the nodes whose DRA devices
+ * changed.  Call it again after every change of `dra` so every node follows it; a node
+ * that changes meanwhile is counted with `dra` as it is then.
+ * @return 0 or the first error of a recount (-TAU_ENOMEM, -TAU_ETOOBIG, -TAU_ERANGE).
+ */
+int tau_nodestore_set_dra(tau_nodestore *store, tau_dra_store *dra);
 
 /** A Node was added or changed in the API (facts copied). */
 int tau_nodestore_api_upsert(tau_nodestore *store, const tau_node_facts *facts);

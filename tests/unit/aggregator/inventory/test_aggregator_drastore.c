@@ -2,6 +2,7 @@
  * the facts the pool counts (tau_dra_merge_facts): classes changed or deleted, Kueue's mapping
  * changed or unreadable, refused objects, and a DRA-only node counted exactly by the pool. */
 #include "inventory/drastore.h"
+#include "inventory/nodestore.h"
 #include "inventory/pool.h"
 #include "tau/error.h"
 #include "tau/json.h"
@@ -243,6 +244,96 @@ static void test_dra_only_node_counted_exactly_by_the_pool(void **state)
 	tau_dra_store_free(s);
 }
 
+/* "resource=sum,..." of the pool's only flavor, "" when it has none. */
+static const char *pool_sums(const tau_pool *pool)
+{
+	static char buf[256];
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < tau_pool_flavor_count(pool); i++) {
+		const tau_pool_flavor *f = tau_pool_flavor_at(pool, i);
+
+		for (size_t j = 0; j < f->n_resources; j++) {
+			char q[64];
+
+			assert_int_equal(tau_pool_sum_format(q, sizeof(q), &f->resources[j]), 0);
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s/%s=%s",
+			                        len > 0 ? "," : "", f->name, f->resources[j].name,
+			                        q);
+		}
+	}
+	return buf;
+}
+
+static void test_node_store_counts_dra_devices(void **state)
+{
+	tau_nodestore *ns = NULL;
+	tau_dra_store *s = NULL;
+	char *keys[] = {(char *)"kubernetes.io/os", (char *)TAU_GPU_CLASS_LABEL};
+	char *values[] = {(char *)"linux", (char *)"h100"};
+	tau_node_resource res[1];
+	tau_node_facts node = {.name = (char *)"n1",
+	                       .os = (char *)"linux",
+	                       .gpu_class = (char *)"h100",
+	                       .label_keys = keys,
+	                       .label_values = values,
+	                       .n_labels = 2,
+	                       .ready = true,
+	                       .schedulable = true,
+	                       .allocatable = res,
+	                       .n_allocatable = 1};
+
+	(void)state;
+	res[0].name = (char *)"cpu";
+	assert_int_equal(tau_quantity_parse_str(&res[0].value, "96"), 0);
+	assert_int_equal(tau_nodestore_new(&ns, 0, 0), 0);
+	assert_int_equal(tau_dra_store_new(&s), 0);
+	assert_int_equal(tau_nodestore_set_dra(ns, s), 0);
+	tau_nodestore_api_synced(ns);
+	tau_nodestore_tick(ns, 1); /* no agents in this test: count from the API */
+	assert_int_equal(tau_nodestore_api_upsert(ns, &node), 0);
+	assert_string_equal(pool_sums(tau_nodestore_pool(ns)), "h100/cpu=96");
+	/* the driver publishes 8 GPUs and the class appears: the pool has them */
+	assert_int_equal(put_slice(s, "n1", 8, 1), 0);
+	assert_int_equal(put_class(s, "type", "gpu"), 0);
+	assert_int_equal(tau_nodestore_set_dra(ns, s), 0);
+	assert_string_equal(pool_sums(tau_nodestore_pool(ns)), "h100/cpu=96,h100/nvidia.com/gpu=8");
+	/* a Node update keeps them */
+	assert_int_equal(tau_quantity_parse_str(&res[0].value, "95"), 0);
+	assert_int_equal(tau_nodestore_api_upsert(ns, &node), 0);
+	assert_string_equal(pool_sums(tau_nodestore_pool(ns)), "h100/cpu=95,h100/nvidia.com/gpu=8");
+	/* a generation in flight: nothing of the pool counts */
+	{
+		char text[1024];
+		cJSON *j;
+
+		snprintf(text, sizeof(text),
+		         "{\"metadata\":{\"name\":\"n1-gpu-2\"},\"spec\":{\"driver\":"
+		         "\"gpu.nvidia.com\",\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\","
+		         "\"generation\":2,\"resourceSliceCount\":2},\"devices\":[]}}");
+		j = parse(text);
+		assert_int_equal(tau_dra_store_slice_upsert(s, j), 0);
+		cJSON_Delete(j);
+	}
+	assert_int_equal(tau_nodestore_set_dra(ns, s), 0);
+	assert_string_equal(pool_sums(tau_nodestore_pool(ns)), "h100/cpu=95");
+	assert_int_equal(tau_dra_store_slice_delete(s, "n1-gpu-2"), 0);
+	assert_int_equal(tau_nodestore_set_dra(ns, s), 0);
+	assert_string_equal(pool_sums(tau_nodestore_pool(ns)), "h100/cpu=95,h100/nvidia.com/gpu=8");
+	/* the class deleted: gone again */
+	assert_int_equal(tau_dra_store_class_delete(s, "gpu.nvidia.com"), 0);
+	assert_int_equal(tau_nodestore_set_dra(ns, s), 0);
+	assert_string_equal(pool_sums(tau_nodestore_pool(ns)), "h100/cpu=95");
+	/* the node leaves while it has DRA devices: nothing stays behind */
+	assert_int_equal(put_class(s, "type", "gpu"), 0);
+	assert_int_equal(tau_nodestore_set_dra(ns, s), 0);
+	assert_int_equal(tau_nodestore_api_delete(ns, "n1"), 0);
+	assert_string_equal(pool_sums(tau_nodestore_pool(ns)), "");
+	tau_nodestore_free(ns);
+	tau_dra_store_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -250,6 +341,7 @@ int main(void)
 	        cmocka_unit_test(test_refused_objects_count_nothing),
 	        cmocka_unit_test(test_kueue_mapping_changed_or_unreadable),
 	        cmocka_unit_test(test_dra_only_node_counted_exactly_by_the_pool),
+	        cmocka_unit_test(test_node_store_counts_dra_devices),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
