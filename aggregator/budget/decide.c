@@ -584,6 +584,7 @@ typedef struct ctx {
 	const char *blocked_team;   /* the previous team that cannot leave yet */
 	bool retiring;              /* a previous team's budget is being removed */
 	char retire_drift[MSG_MAX]; /* Observe: the previous teams' Cohorts that are not removed */
+	char retire_wait[MSG_MAX];  /* previous teams' Cohorts waiting for a held queue to drain */
 	char blocked_ws[MSG_MAX];   /* its workspaces */
 	const char **xwanted; /* ClusterQueues explicit teams keep (names borrowed from input) */
 	size_t n_xwanted;
@@ -594,6 +595,47 @@ typedef struct ctx {
 	char **ws_held;       /* per observed workspace: why its ClusterQueue is held, or NULL */
 	bool cleanup_pending; /* the effective team is being deleted and still holds something */
 } ctx;
+
+static int record_policy(cJSON *obj, const char *policy);
+static void say_more(char *buf, size_t len, const char *f, ...)
+        __attribute__((format(printf, 3, 4)));
+static bool cohort_applied(const tau_budget_observed *in, const char *cohort, const char **first);
+
+/*
+ * Write our automatic Cohort `co` of team `team` (owner `uid`) at 0, its shape kept and
+ * deletionPolicy `policy` recorded.  An unreadable Cohort is left as it is (nothing safe to
+ * write): 0 then, as for success; < 0 only when out of memory.
+ */
+static int zero_cohort(builder *b, const tau_budget_observed *in, const cJSON *co, const char *team,
+                       const char *uid, const char *policy)
+{
+	tau_budget_pool *empty = NULL;
+	tau_budget_plan *plan = NULL;
+	cJSON *want = NULL;
+	char scratch[MSG_MAX];
+	int rc = tau_budget_pool_new(&empty);
+
+	if (rc < 0)
+		return rc;
+	rc = tau_budget_plan_build(&plan, empty, co, in->flavors, in->n_flavors, NULL);
+	tau_budget_pool_free(empty);
+	if (rc == -TAU_ENOMEM)
+		return rc;
+	if (rc < 0) {
+		tau_error_clear();
+		return 0;
+	}
+	rc = tau_budget_desired_cohort(&want, plan, team, uid, true);
+	tau_budget_plan_free(plan);
+	if (rc == 0)
+		rc = record_policy(want, policy);
+	if (rc < 0) {
+		cJSON_Delete(want);
+		return rc;
+	}
+	ensure(b, TAU_BUDGET_COHORT, want, co, uid, true, scratch, sizeof(scratch), NULL);
+	return 0;
+}
 
 /* P7: owned automatic Cohorts of teams that are no longer the capacity team. */
 static void previous_teams(ctx *c)
@@ -606,8 +648,10 @@ static void previous_teams(ctx *c)
 		           *name = tau_json_str(co, "metadata.name");
 		const cJSON *team;
 		const char *uid;
+		const char *applied = NULL;
 		size_t n = 0;
 		char ws[MSG_MAX];
+		int rc;
 
 		if (!streq(tau_json_label(co, TAU_BUDGET_LABEL_MANAGED_BY),
 		           TAU_BUDGET_MANAGED_BY) ||
@@ -642,6 +686,25 @@ static void previous_teams(ctx *c)
 			tau_say(c->retire_drift + used, sizeof(c->retire_drift) - used,
 			        "%sCohort %s of previous capacity team %s is not removed%s%s",
 			        used > 0 ? "; " : "", name, t, cells[0] != '\0' ? ": " : "", cells);
+		}
+		if (cohort_applied(in, name, &applied)) {
+			/*
+			 * A held queue (its workspace gone, its work still running) is still
+			 * applied to it: the Cohort stays, at 0, until it has drained and gone, and
+			 * the next capacity team waits (effective NULL) so no two budgets cover
+			 * that work.
+			 */
+			say_more(c->retire_wait, sizeof(c->retire_wait),
+			         "Cohort %s goes once ClusterQueue %s, still applied to it, has "
+			         "drained",
+			         name, applied);
+			if (c->writes_allowed &&
+			    (rc = zero_cohort(c->b, in, co, t, uid,
+			                      tau_json_annotation(
+			                              co, TAU_BUDGET_ANNOTATION_DELETION_POLICY))) <
+			            0)
+				c->b->rc = c->b->rc < 0 ? c->b->rc : rc;
+			continue;
 		}
 		if (c->writes_allowed)
 			add_write(
@@ -1390,8 +1453,10 @@ static int decide_team(ctx *c, cJSON *managed)
 		/* The previous capacity team's budget goes first (P7). */
 		set_state(&s, TAU_BUDGET_REASON_LEAVE_BLOCKED, "False", "Pending",
 		          "removing the previous capacity team's budget before team %s takes the "
-		          "pool",
-		          c->capacity != NULL ? c->capacity : "(none)");
+		          "pool%s%s%s",
+		          c->capacity != NULL ? c->capacity : "(none)",
+		          c->retire_wait[0] != '\0' ? " (" : "", c->retire_wait,
+		          c->retire_wait[0] != '\0' ? ")" : "");
 		tau_say(drift, sizeof(drift), "%s", c->retire_drift);
 	} else if (c->retire_drift[0] != '\0') {
 		size_t used = strlen(drift);
@@ -1983,11 +2048,10 @@ static int cluster_gone(ctx *c)
 {
 	const tau_budget_observed *in = c->in;
 	const char *gone = in->cluster == NULL ? "does not exist" : "is being deleted";
-	tau_budget_pool *empty = NULL;
 	cJSON *left = cJSON_CreateArray(); /* what is still ours, for a deleting TauCluster */
 	char held[MSG_MAX] = "";
 	size_t n = 0;
-	int rc = left == NULL ? nomem() : tau_budget_pool_new(&empty);
+	int rc = left == NULL ? nomem() : 0;
 
 	for (size_t i = 0; rc == 0 && i < in->n_cohorts; i++) {
 		const cJSON *co = in->cohorts[i];
@@ -1997,9 +2061,6 @@ static int cluster_gone(ctx *c)
 		const cJSON *team = t != NULL ? find_named(in->teams, in->n_teams, t) : NULL;
 		bool del = streq(tau_json_annotation(co, TAU_BUDGET_ANNOTATION_DELETION_POLICY),
 		                 TAU_BUDGET_POLICY_DELETE);
-		tau_budget_plan *plan = NULL;
-		cJSON *want = NULL;
-		char scratch[MSG_MAX];
 		team_state s = {0};
 
 		if (t == NULL || name == NULL ||
@@ -2017,26 +2078,10 @@ static int cluster_gone(ctx *c)
 			              "ClusterQueue is applied to the Cohort",
 			              gone));
 		} else {
-			rc = tau_budget_plan_build(&plan, empty, co, in->flavors, in->n_flavors,
-			                           NULL);
-			if (rc == -TAU_ENOMEM)
+			rc = zero_cohort(c->b, in, co, t, uid,
+			                 del ? TAU_BUDGET_POLICY_DELETE : TAU_BUDGET_POLICY_RETAIN);
+			if (rc < 0)
 				break;
-			if (rc < 0) {
-				rc = 0; /* unreadable: nothing safe to write */
-				tau_error_clear();
-				continue;
-			}
-			rc = tau_budget_desired_cohort(&want, plan, t, uid, true);
-			tau_budget_plan_free(plan);
-			if (rc == 0)
-				rc = record_policy(want, del ? TAU_BUDGET_POLICY_DELETE
-				                             : TAU_BUDGET_POLICY_RETAIN);
-			if (rc < 0) {
-				cJSON_Delete(want);
-				break;
-			}
-			ensure(c->b, TAU_BUDGET_COHORT, want, co, uid, true, scratch,
-			       sizeof(scratch), NULL);
 			managed_add(left, "Cohort", name);
 			if (del)
 				say_more(held, sizeof(held),
@@ -2065,7 +2110,6 @@ static int cluster_gone(ctx *c)
 		team_status(c->b, in, team, &s, name, tau_json_str(co, "metadata.uid"));
 		budget_events(c->b, team, "QuotaReady", &s);
 	}
-	tau_budget_pool_free(empty);
 	if (rc == 0)
 		delete_managed_flavors(c, left, held, sizeof(held));
 	for (size_t i = 0; rc == 0 && i < in->n_workspaces; i++)

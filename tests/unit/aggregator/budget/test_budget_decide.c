@@ -445,14 +445,19 @@ static void test_leave_after_workspaces_removed_deletes_cohort(void **state)
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(f->cluster, "spec"), "queues");
 	f->in.n_workspaces = 0;
 	decide(f);
+	/* The workspace's queue goes first: its workspace no longer exists. */
+	w = find_write(f, "tau-ws-alpha");
+	assert_non_null(w);
+	assert_true(w->remove);
+	/* The Cohort stays (at 0) while a ClusterQueue is still applied to it. */
+	assert_true(find_write(f, "tau-team-research") == NULL ||
+	            !find_write(f, "tau-team-research")->remove);
+	f->in.n_cluster_queues = 0;
+	decide(f);
 	w = find_write(f, "tau-team-research");
 	assert_non_null(w);
 	assert_true(w->remove);
 	assert_string_equal(w->uid, "k-uid");
-	/* The workspace's queue goes too: its workspace no longer exists. */
-	w = find_write(f, "tau-ws-alpha");
-	assert_non_null(w);
-	assert_true(w->remove);
 }
 
 static void test_shrink_and_retained_flavor(void **state)
@@ -1320,6 +1325,49 @@ static void test_observe_reports_a_retiring_cohort(void **state)
 	                            "team's budget"));
 }
 
+/*
+ * capacityTeamRef moved from research to ml while research's deleted workspace still has
+ * admitted work in its (held) queue: research's Cohort is zeroed but kept while that queue is
+ * applied to it, and ml gets no budget until it is gone, so the two never cover the same GPUs.
+ */
+static void test_moved_capacity_waits_for_held_queues(void **state)
+{
+	fixture *f = *state;
+	const tau_budget_write *w;
+
+	decide(f);
+	apply_writes(f);
+	f->teams[1] = keep(f, parse("{\"metadata\":{\"name\":\"ml\",\"uid\":\"ml-uid\"},"
+	                            "\"spec\":{}}"));
+	f->in.n_teams = 2;
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(f->cluster, "spec"), "queues",
+	                          parse("{\"capacityTeamRef\":{\"name\":\"ml\"}}"));
+	f->cqs[0] = keep(f, with_work(f->cqs[0]));
+	f->in.n_workspaces = 0;
+	decide(f);
+	w = find_write(f, "tau-ws-alpha");
+	assert_non_null(w);
+	assert_false(w->remove);
+	assert_string_equal(tau_json_str(w->body, "spec.stopPolicy"), "Hold");
+	w = find_write(f, "tau-team-research");
+	assert_non_null(w);
+	assert_false(w->remove);
+	assert_string_equal(quota_text(w->body, 1, 1), "0");
+	assert_null(find_write(f, "tau-team-ml"));
+	assert_non_null(strstr(f->d->summary, "Cohort tau-team-research goes once ClusterQueue "
+	                                      "tau-ws-alpha, still applied to it, has drained"));
+	/* Drained and gone: the Cohort goes; only then does ml take the pool. */
+	f->in.n_cluster_queues = 0;
+	decide(f);
+	w = find_write(f, "tau-team-research");
+	assert_non_null(w);
+	assert_true(w->remove);
+	assert_null(find_write(f, "tau-team-ml"));
+	f->in.n_cohorts = 0;
+	decide(f);
+	assert_non_null(find_write(f, "tau-team-ml"));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1336,6 +1384,7 @@ int main(void)
 	        T(test_v0_block_gets_no_queue_unless_gate),
 	        T(test_leave_blocked_keeps_budget),
 	        T(test_leave_after_workspaces_removed_deletes_cohort),
+	        T(test_moved_capacity_waits_for_held_queues),
 	        T(test_shrink_and_retained_flavor),
 	        T(test_missing_team_is_a_conflict),
 	        T(test_explicit_team_beside_the_capacity_team),
