@@ -32,6 +32,8 @@
 #define TAU_CLI_NODES_PAGE 500
 /* A CA bundle larger than this is a wrong path, not a bundle. */
 #define TAU_CLI_CA_MAX_BYTES (1u << 20)
+/* fit --gpus: the aggregator's limit (TAU_FIT_MAX_GPUS). */
+#define TAU_CLI_FIT_MAX_GPUS 65536
 /* --timeout: a bare number is seconds; an hour is past any sane query. */
 #define TIMEOUT_MAX_MS (3600 * 1000)
 
@@ -78,38 +80,81 @@ static int table_out(char **out, tau_table *t, const char *footer)
 	return 0;
 }
 
-int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cli_format fmt)
+/* The free-now figures per class as JSON objects (the pool's "freeNow"). */
+static void capacity_json(cJSON *arr, const Tau__Inventory__V1__GetCapacityResponse *cap)
 {
-	if (fmt == TAU_CLI_JSON) {
-		cJSON *root = cJSON_CreateObject();
-		cJSON *missing, *flavors;
+	for (size_t i = 0; i < cap->n_classes; i++) {
+		const Tau__Inventory__V1__ClassCapacity *c = cap->classes[i];
+		cJSON *o = cJSON_CreateObject();
 
-		/* The documented key order: established, valid, invalidReason, missingNodes,
-		 * flavors. */
-		cJSON_AddBoolToObject(root, "established", pool->established);
-		cJSON_AddBoolToObject(root, "valid", pool->valid);
-		cJSON_AddStringToObject(root, "invalidReason",
-		                        pool->invalid_reason != NULL ? pool->invalid_reason : "");
-		missing = cJSON_AddArrayToObject(root, "missingNodes");
-		for (size_t i = 0; i < pool->n_missing_nodes; i++)
-			cJSON_AddItemToArray(missing, cJSON_CreateString(pool->missing_nodes[i]));
-		cJSON_AddNumberToObject(root, "missingCount", (double)pool->missing_count);
-		flavors = cJSON_AddArrayToObject(root, "flavors");
-		for (size_t i = 0; i < pool->n_flavors; i++) {
-			const Tau__Inventory__V1__Flavor *f = pool->flavors[i];
-			cJSON *fo = cJSON_CreateObject();
-			cJSON *res;
+		cJSON_AddItemToArray(arr, o);
+		cJSON_AddStringToObject(o, "gpuClass", c->gpu_class);
+		cJSON_AddNumberToObject(o, "nodes", (double)c->nodes);
+		cJSON_AddNumberToObject(o, "nodesKnown", (double)c->nodes_known);
+		cJSON_AddNumberToObject(o, "nodesUnknown", (double)c->nodes_unknown);
+		cJSON_AddNumberToObject(o, "nodesDegraded", (double)c->nodes_degraded);
+		cJSON_AddNumberToObject(o, "gpusHealthy", (double)c->gpus_healthy);
+		cJSON_AddNumberToObject(o, "gpusInUse", (double)c->gpus_in_use);
+		cJSON_AddNumberToObject(o, "gpusFree", (double)c->gpus_free);
+		cJSON_AddNumberToObject(o, "wholeNodesFree", (double)c->whole_nodes_free);
+	}
+}
 
-			cJSON_AddItemToArray(flavors, fo);
-			cJSON_AddStringToObject(fo, "name", f->name);
-			cJSON_AddNumberToObject(fo, "nodes", (double)f->node_count);
-			res = cJSON_AddObjectToObject(fo, "resources");
-			for (size_t r = 0; r < f->n_resources; r++)
-				cJSON_AddStringToObject(res, f->resources[r]->key,
-				                        f->resources[r]->value);
+/* The free-now table, appended to `text` (which it replaces). */
+static int capacity_table(char **text, const Tau__Inventory__V1__GetCapacityResponse *cap)
+{
+	static const char *const hdr[] = {"GPU-CLASS", "NODES",    "KNOWN",
+	                                  "UNKNOWN",   "DEGRADED", "HEALTHY",
+	                                  "IN-USE",    "FREE",     "WHOLE-NODES-FREE"};
+	tau_table *t = NULL;
+	char *body = NULL, *all;
+	int rc = tau_table_new(&t, 9, hdr);
+	size_t a, b;
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < cap->n_classes; i++) {
+		const Tau__Inventory__V1__ClassCapacity *c = cap->classes[i];
+		char v[8][16];
+		const char *row[9];
+		uint32_t nums[8] = {c->nodes,          c->nodes_known,     c->nodes_unknown,
+		                    c->nodes_degraded, c->gpus_healthy,    c->gpus_in_use,
+		                    c->gpus_free,      c->whole_nodes_free};
+
+		row[0] = c->gpu_class;
+		for (size_t k = 0; k < 8; k++) {
+			snprintf(v[k], sizeof(v[k]), "%" PRIu32, nums[k]);
+			row[k + 1] = v[k];
 		}
-		return json_out(out, root);
-	} else {
+		if ((rc = tau_table_add(t, row)) < 0) {
+			tau_table_free(t);
+			return rc;
+		}
+	}
+	rc = tau_table_render(&body, t);
+	tau_table_free(t);
+	if (rc < 0)
+		return rc;
+	a = strlen(*text);
+	b = strlen(body);
+	all = realloc(*text, a + b + 64);
+	if (all == NULL) {
+		free(body);
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	}
+	a += (size_t)snprintf(all + a, 64,
+	                      "\nFree now (node truth; unknown nodes never count "
+	                      "as free):\n");
+	memcpy(all + a, body, b + 1);
+	free(body);
+	*text = all;
+	return 0;
+}
+
+/* The pool's table: one row per flavor and resource, then the gate. */
+static int pool_table(char **out, const Tau__Inventory__V1__Pool *pool)
+{
+	{
 		static const char *const hdr[] = {"FLAVOR", "NODES", "RESOURCE", "ALLOCATABLE"};
 		tau_table *t = NULL;
 		char footer[4096];
@@ -157,9 +202,156 @@ int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cl
 	}
 }
 
+int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool,
+                        const Tau__Inventory__V1__GetCapacityResponse *cap, tau_cli_format fmt)
+{
+	if (fmt == TAU_CLI_TABLE) {
+		int rc = pool_table(out, pool);
+
+		if (rc == 0 && cap != NULL && (rc = capacity_table(out, cap)) < 0) {
+			free(*out);
+			*out = NULL;
+		}
+		return rc;
+	}
+	{
+		cJSON *root = cJSON_CreateObject();
+		cJSON *missing, *flavors;
+
+		/* The documented key order: established, valid, invalidReason, missingNodes,
+		 * flavors. */
+		cJSON_AddBoolToObject(root, "established", pool->established);
+		cJSON_AddBoolToObject(root, "valid", pool->valid);
+		cJSON_AddStringToObject(root, "invalidReason",
+		                        pool->invalid_reason != NULL ? pool->invalid_reason : "");
+		missing = cJSON_AddArrayToObject(root, "missingNodes");
+		for (size_t i = 0; i < pool->n_missing_nodes; i++)
+			cJSON_AddItemToArray(missing, cJSON_CreateString(pool->missing_nodes[i]));
+		cJSON_AddNumberToObject(root, "missingCount", (double)pool->missing_count);
+		flavors = cJSON_AddArrayToObject(root, "flavors");
+		for (size_t i = 0; i < pool->n_flavors; i++) {
+			const Tau__Inventory__V1__Flavor *f = pool->flavors[i];
+			cJSON *fo = cJSON_CreateObject();
+			cJSON *res;
+
+			cJSON_AddItemToArray(flavors, fo);
+			cJSON_AddStringToObject(fo, "name", f->name);
+			cJSON_AddNumberToObject(fo, "nodes", (double)f->node_count);
+			res = cJSON_AddObjectToObject(fo, "resources");
+			for (size_t r = 0; r < f->n_resources; r++)
+				cJSON_AddStringToObject(res, f->resources[r]->key,
+				                        f->resources[r]->value);
+		}
+		if (cap != NULL)
+			capacity_json(cJSON_AddArrayToObject(root, "freeNow"), cap);
+		return json_out(out, root);
+	}
+}
+
 static const char *yes_no(bool b)
 {
 	return b ? "yes" : "no";
+}
+
+static const char *health_name(Tau__Inventory__V1__NodeHealth h)
+{
+	return h == TAU__INVENTORY__V1__NODE_HEALTH__NODE_HEALTH_OK         ? "ok"
+	       : h == TAU__INVENTORY__V1__NODE_HEALTH__NODE_HEALTH_DEGRADED ? "degraded"
+	                                                                    : "unknown";
+}
+
+/* The node's free GPUs are known now: its agent reported pod-resources and is not stale. */
+static bool node_free_known(const Tau__Inventory__V1__NodeStatus *n)
+{
+	return n->truth != NULL && n->truth->gpus_known && !n->stale;
+}
+
+/* health, gpusHealthy, gpusInUse, gpusFree (null when unknown), problems. */
+static void node_truth_json(cJSON *o, const Tau__Inventory__V1__NodeStatus *n)
+{
+	const Tau__Inventory__V1__NodeTruth *nt = n->truth;
+	cJSON *problems;
+
+	cJSON_AddStringToObject(o, "health", health_name(nt != NULL ? nt->health : 0));
+	if (node_free_known(n)) {
+		cJSON_AddNumberToObject(o, "gpusHealthy", (double)nt->gpus_healthy);
+		cJSON_AddNumberToObject(o, "gpusInUse", (double)nt->gpus_in_use);
+		cJSON_AddNumberToObject(o, "gpusFree", (double)nt->gpus_free);
+	} else {
+		cJSON_AddNullToObject(o, "gpusHealthy");
+		cJSON_AddNullToObject(o, "gpusInUse");
+		cJSON_AddNullToObject(o, "gpusFree");
+	}
+	problems = cJSON_AddArrayToObject(o, "problems");
+	for (size_t i = 0; nt != NULL && i < nt->n_problems; i++)
+		cJSON_AddItemToArray(problems, cJSON_CreateString(nt->problems[i]));
+}
+
+int tau_cli_render_fit(char **out, const Tau__Inventory__V1__FitResponse *fit, tau_cli_format fmt)
+{
+	if (fmt == TAU_CLI_JSON) {
+		cJSON *root = cJSON_CreateObject(), *pl, *un;
+
+		cJSON_AddBoolToObject(root, "fits", fit->fits);
+		cJSON_AddStringToObject(root, "reason", fit->reason);
+		pl = cJSON_AddArrayToObject(root, "placement");
+		for (size_t i = 0; i < fit->n_placement; i++) {
+			cJSON *p = cJSON_CreateObject();
+
+			cJSON_AddItemToArray(pl, p);
+			cJSON_AddStringToObject(p, "node", fit->placement[i]->node);
+			cJSON_AddNumberToObject(p, "gpus", (double)fit->placement[i]->gpus);
+			cJSON_AddNumberToObject(p, "gpusFree",
+			                        (double)fit->placement[i]->gpus_free);
+		}
+		cJSON_AddNumberToObject(root, "nodes", (double)fit->nodes);
+		cJSON_AddNumberToObject(root, "candidates", (double)fit->candidates);
+		cJSON_AddNumberToObject(root, "candidateGpus", (double)fit->candidate_gpus);
+		cJSON_AddNumberToObject(root, "unknownCount", (double)fit->unknown_count);
+		un = cJSON_AddArrayToObject(root, "unknownNodes");
+		for (size_t i = 0; i < fit->n_unknown_nodes; i++)
+			cJSON_AddItemToArray(un, cJSON_CreateString(fit->unknown_nodes[i]));
+		return json_out(out, root);
+	} else {
+		static const char *const hdr[] = {"NODE", "GPUS", "FREE-NOW"};
+		tau_table *t = NULL;
+		char footer[2048];
+		size_t off;
+		int rc = tau_table_new(&t, 3, hdr);
+
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < fit->n_placement; i++) {
+			char g[16], f[16];
+			const char *row[3] = {fit->placement[i]->node, g, f};
+
+			snprintf(g, sizeof(g), "%" PRIu32, fit->placement[i]->gpus);
+			snprintf(f, sizeof(f), "%" PRIu32, fit->placement[i]->gpus_free);
+			if ((rc = tau_table_add(t, row)) < 0) {
+				tau_table_free(t);
+				return rc;
+			}
+		}
+		off = (size_t)snprintf(footer, sizeof(footer),
+		                       "\nFits: %s: %.1000s\nUnknown nodes: ",
+		                       fit->fits ? "yes" : "no", fit->reason);
+		for (size_t i = 0; i < fit->n_unknown_nodes && off < sizeof(footer) - 64; i++)
+			off += (size_t)snprintf(footer + off, sizeof(footer) - off, "%s%.253s",
+			                        i ? ", " : "", fit->unknown_nodes[i]);
+		if (fit->unknown_count == 0)
+			off += (size_t)snprintf(footer + off, sizeof(footer) - off, "none");
+		else if (fit->unknown_count > fit->n_unknown_nodes)
+			off += (size_t)snprintf(footer + off, sizeof(footer) - off,
+			                        ", ... (%" PRIu32 " in all)", fit->unknown_count);
+		snprintf(footer + off, sizeof(footer) - off, "\n");
+		if (fit->n_placement == 0) {
+			/* no table to show: only the verdict */
+			tau_table_free(t);
+			*out = strdup(footer + 1);
+			return *out != NULL ? 0 : tau_error_set(TAU_ENOMEM, "out of memory");
+		}
+		return table_out(out, t, footer);
+	}
 }
 
 int tau_cli_render_nodes(char **out, const Tau__Inventory__V1__ListNodesResponse *nodes,
@@ -188,32 +380,45 @@ int tau_cli_render_nodes(char **out, const Tau__Inventory__V1__ListNodesResponse
 				                        n->allocatable[r]->quantity);
 			cJSON_AddNumberToObject(o, "lastHeardUnixMs",
 			                        (double)n->last_heard_unix_ms);
+			node_truth_json(o, n);
 		}
 		return json_out(out, root);
 	} else {
-		static const char *const hdr[] = {"NAME",  "GPU-CLASS", "COUNTED", "CONNECTED",
-		                                  "STALE", "GPUS",      "REASON"};
+		static const char *const hdr[] = {"NAME",      "GPU-CLASS", "COUNTED",
+		                                  "CONNECTED", "STALE",     "GPUS",
+		                                  "HEALTH",    "FREE",      "REASON"};
 		tau_table *t = NULL;
-		int rc = tau_table_new(&t, 7, hdr);
+		int rc = tau_table_new(&t, 9, hdr);
 
 		if (rc < 0)
 			return rc;
 		for (size_t i = 0; i < nodes->n_nodes; i++) {
 			const Tau__Inventory__V1__NodeStatus *n = nodes->nodes[i];
+			const Tau__Inventory__V1__NodeTruth *nt = n->truth;
 			const char *gpus = "0";
-			const char *row[7];
+			const char *row[9];
+			char free_now[16];
 
 			for (size_t r = 0; r < n->n_allocatable; r++) {
 				if (strcmp(n->allocatable[r]->name, "nvidia.com/gpu") == 0)
 					gpus = n->allocatable[r]->quantity;
 			}
+			if (node_free_known(n))
+				snprintf(free_now, sizeof(free_now), "%" PRIu32, nt->gpus_free);
+			else
+				snprintf(free_now, sizeof(free_now), "unknown");
 			row[0] = n->name;
 			row[1] = n->gpu_class[0] ? n->gpu_class : "<none>";
 			row[2] = yes_no(n->counted);
 			row[3] = yes_no(n->connected);
 			row[4] = yes_no(n->stale);
 			row[5] = gpus;
-			row[6] = n->n_reasons > 0 ? n->reasons[0] : "";
+			row[6] = health_name(nt != NULL ? nt->health : 0);
+			row[7] = free_now;
+			/* A failed rule first; else what makes the node degraded. */
+			row[8] = n->n_reasons > 0                   ? n->reasons[0]
+			         : nt != NULL && nt->n_problems > 0 ? nt->problems[0]
+			                                            : "";
 			if ((rc = tau_table_add(t, row)) < 0) {
 				tau_table_free(t);
 				return rc;
@@ -278,6 +483,8 @@ static void usage(FILE *out)
 	fputs("Usage: tau inventory nodes [--gpu-class C] [--counted] [options]\n"
 	      "       tau inventory pool [options]\n"
 	      "       tau inventory explain NODE [options]\n"
+	      "       tau inventory fit --gpu-class C --gpus N [--whole-nodes | --per-node P]\n"
+	      "                         [--ib] [options]\n"
 	      "\n"
 	      "Options:\n"
 	      "  --aggregator ADDR   aggregator gRPC address (env TAU_AGGREGATOR; "
@@ -289,7 +496,8 @@ static void usage(FILE *out)
 	      "  --request-timeout D the same as the global option: 0 means no limit;\n"
 	      "                      --timeout wins when both are given\n"
 	      "\n"
-	      "`explain` exits 1 when the node does not count.\n",
+	      "`explain` exits 1 when the node does not count; `fit` exits 1 when the job\n"
+	      "does not fit now (nodes without a live agent report are unknown, never free).\n",
 	      out);
 }
 
@@ -479,7 +687,19 @@ static int list_all_nodes(tau_cli_node_pages *out, tau_rpc_channel *ch, const ch
 
 int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_AGG = 256, O_CA, O_INSECURE, O_CLASS, O_COUNTED, O_TIMEOUT, O_REQUEST_TIMEOUT };
+	enum {
+		O_AGG = 256,
+		O_CA,
+		O_INSECURE,
+		O_CLASS,
+		O_COUNTED,
+		O_TIMEOUT,
+		O_REQUEST_TIMEOUT,
+		O_GPUS,
+		O_WHOLE,
+		O_PER_NODE,
+		O_IB
+	};
 	static const struct option opts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"aggregator", required_argument, NULL, O_AGG},
@@ -490,10 +710,15 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
 	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {"output", required_argument, NULL, 'o'},
+	        {"gpus", required_argument, NULL, O_GPUS},
+	        {"whole-nodes", no_argument, NULL, O_WHOLE},
+	        {"per-node", required_argument, NULL, O_PER_NODE},
+	        {"ib", no_argument, NULL, O_IB},
 	        {NULL, 0, NULL, 0},
 	};
 	const char *addr = NULL, *ca_file = NULL, *cls = NULL, *what, *node = NULL;
-	bool insecure = false, counted_only = false;
+	bool insecure = false, counted_only = false, whole_nodes = false, needs_ib = false;
+	int gpus = 0, per_node = 0; /* fit: 0 not given */
 	tau_cli_format fmt = TAU_CLI_TABLE;
 	int64_t timeout_ms = -1; /* --timeout; -1: not given */
 	tau_cli_globals gl = {0};
@@ -532,6 +757,21 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 		case O_COUNTED:
 			counted_only = true;
 			break;
+		case O_GPUS:
+		case O_PER_NODE:
+			if (tau_parse_int(c == O_GPUS ? &gpus : &per_node,
+			                  c == O_GPUS ? "--gpus" : "--per-node", optarg, 1,
+			                  TAU_CLI_FIT_MAX_GPUS) < 0) {
+				fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
+				return TAU_CLI_USAGE;
+			}
+			break;
+		case O_WHOLE:
+			whole_nodes = true;
+			break;
+		case O_IB:
+			needs_ib = true;
+			break;
 		case O_TIMEOUT:
 			if (tau_parse_duration_ms(&timeout_ms, "--timeout", optarg, 1,
 			                          TIMEOUT_MAX_MS) < 0) {
@@ -566,8 +806,29 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 			return TAU_CLI_USAGE;
 		}
 		node = argv[optind++];
+	} else if (strcmp(what, "fit") == 0) {
+		const char *bad = cls == NULL || cls[0] == '\0' ? "--gpu-class C is required"
+		                  : gpus == 0                   ? "--gpus N is required"
+		                  : whole_nodes && per_node > 0
+		                          ? "--whole-nodes and --per-node exclude each other"
+		                  : per_node > 0 && gpus % per_node != 0
+		                          ? "--gpus must be a multiple of --per-node"
+		                          : NULL;
+
+		if (bad != NULL) {
+			fprintf(stderr, "tau inventory fit: %s\n", bad);
+			return TAU_CLI_USAGE;
+		}
 	} else if (strcmp(what, "nodes") != 0 && strcmp(what, "pool") != 0) {
-		fprintf(stderr, "tau inventory: unknown subcommand \"%s\" (nodes, pool, explain)\n",
+		fprintf(stderr,
+		        "tau inventory: unknown subcommand \"%s\" (nodes, pool, explain, fit)\n",
+		        what);
+		return TAU_CLI_USAGE;
+	}
+	if (strcmp(what, "fit") != 0 && (gpus > 0 || per_node > 0 || whole_nodes || needs_ib)) {
+		fprintf(stderr,
+		        "tau inventory %s: --gpus, --per-node, --whole-nodes and --ib are for "
+		        "fit\n",
 		        what);
 		return TAU_CLI_USAGE;
 	}
@@ -585,12 +846,46 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	if (strcmp(what, "pool") == 0) {
 		Tau__Inventory__V1__GetPoolRequest req = TAU__INVENTORY__V1__GET_POOL_REQUEST__INIT;
 
+		Tau__Inventory__V1__GetCapacityRequest creq =
+		        TAU__INVENTORY__V1__GET_CAPACITY_REQUEST__INIT;
+		ProtobufCMessage *cap = NULL;
+		tau_rpc_status cst = {0};
+
 		if (tau_rpc_unary(&resp, ch, QUERY "GetPool", &req.base,
 		                  &tau__inventory__v1__pool__descriptor, timeout_ms, &status) < 0)
 			goto rpc_failed;
-		if (tau_cli_render_pool(&text, (Tau__Inventory__V1__Pool *)resp, fmt) < 0)
+		/* An aggregator without GetCapacity (older) still shows its pool. */
+		if (tau_rpc_unary(&cap, ch, QUERY "GetCapacity", &creq.base,
+		                  &tau__inventory__v1__get_capacity_response__descriptor,
+		                  timeout_ms, &cst) < 0) {
+			fprintf(stderr,
+			        "tau inventory pool: free-now figures unavailable: %s: %s\n",
+			        tau_rpc_code_name(cst.code),
+			        cst.message[0] ? cst.message : tau_error_last()->msg);
+			cap = NULL;
+		}
+		if (tau_cli_render_pool(&text, (Tau__Inventory__V1__Pool *)resp,
+		                        (Tau__Inventory__V1__GetCapacityResponse *)cap, fmt) < 0) {
+			tau_rpc_message_free(cap);
 			goto render_failed;
+		}
+		tau_rpc_message_free(cap);
 		rc = TAU_CLI_OK;
+	} else if (strcmp(what, "fit") == 0) {
+		Tau__Inventory__V1__FitRequest req = TAU__INVENTORY__V1__FIT_REQUEST__INIT;
+
+		req.gpu_class = (char *)cls;
+		req.gpus = (uint32_t)gpus;
+		req.gpus_per_node = (uint32_t)per_node;
+		req.whole_nodes = whole_nodes;
+		req.needs_ib = needs_ib;
+		if (tau_rpc_unary(&resp, ch, QUERY "Fit", &req.base,
+		                  &tau__inventory__v1__fit_response__descriptor, timeout_ms,
+		                  &status) < 0)
+			goto rpc_failed;
+		if (tau_cli_render_fit(&text, (Tau__Inventory__V1__FitResponse *)resp, fmt) < 0)
+			goto render_failed;
+		rc = ((Tau__Inventory__V1__FitResponse *)resp)->fits ? TAU_CLI_OK : TAU_CLI_FAILED;
 	} else if (strcmp(what, "nodes") == 0) {
 		tau_cli_node_pages pages = {0};
 

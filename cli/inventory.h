@@ -43,8 +43,15 @@ int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const
  */
 int tau_cli_bearer_token(char **out, const tau_cli_globals *g);
 
+/**
+ * The pool, and beside it the free-now figures per class when `cap` is not NULL (JSON key
+ * "freeNow"; the table adds a second table).  @return 0 or -TAU_ENOMEM.
+ */
+int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool,
+                        const Tau__Inventory__V1__GetCapacityResponse *cap, tau_cli_format fmt);
 /** @return 0 or -TAU_ENOMEM. */
-int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool, tau_cli_format fmt);
+int tau_cli_render_fit(char **out, const Tau__Inventory__V1__FitResponse *fit, tau_cli_format fmt);
+/** @return 0 or -TAU_ENOMEM. */
 int tau_cli_render_nodes(char **out, const Tau__Inventory__V1__ListNodesResponse *nodes,
                          tau_cli_format fmt);
 int tau_cli_render_explain(char **out, const Tau__Inventory__V1__ExplainNodeResponse *ex,

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#define TAU_TABLE_MAX_COLS 8
+#define TAU_TABLE_MAX_COLS 12
 /** Largest rendered table; larger is refused (-TAU_ETOOBIG), never a wrapped size. */
 #define TAU_TABLE_MAX_BYTES (256u << 20)
 

@@ -85,6 +85,21 @@ if(TAU_PYTHON_TESTS)
                   "KUBECTL=${TAU_KUBECTL}")
 endif()
 
+# e2e of node truth in the aggregator (tests/e2e/test_aggregator_node_truth.py): the real agent
+# with the fakes above streams to the real tau-aggregator; `tau inventory fit`, `nodes` (HEALTH,
+# FREE) and `pool` (free now) follow a pod taking GPUs, an unhealthy GPU, IB ports going down.
+if(TAU_PYTHON_TESTS)
+  tau_add_python_suite(e2e/aggregator-node-truth
+      TESTS test_aggregator_node_truth
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
+      TIMEOUT 180
+      LABELS e2e python
+      ENVIRONMENT "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>"
+                  "TAU_AGENT_BIN=$<TARGET_FILE:tau-node-agent>" "TAU_CLI_BIN=$<TARGET_FILE:tau-cli>"
+                  "TAU_BUILD_DIR=${CMAKE_BINARY_DIR}" "TAU_PROTOC=${TAU_PROTOC}"
+                  "TAU_PROTO_DIR=${PROJECT_SOURCE_DIR}/proto" "KUBECTL=${TAU_KUBECTL}")
+endif()
+
 # e2e of --node-conditions under kube-sim's RBAC (tests/e2e/test_agent_node_conditions.py): the
 # chart's rendered ClusterRoles, three real agents (rights and flag, flag without the rights, no flag).
 if(TAU_PYTHON_TESTS)

@@ -9,6 +9,7 @@
  * the same kind of translation, from the workspace controller's summaries.
  */
 #include "query.h"
+#include "capacity.h"
 #include "report.h"
 
 #include "tau/error.h"
@@ -514,6 +515,105 @@ int tau_query_pool(Tau__Inventory__V1__Pool **out, const tau_nodestore *store)
 	return 0;
 oom:
 	free_msg(p);
+	return OOM();
+}
+
+/* ---- free-now capacity ---- */
+
+int tau_query_capacity(Tau__Inventory__V1__GetCapacityResponse **out, const tau_nodestore *store,
+                       const tau_query_opts *opts)
+{
+	Tau__Inventory__V1__GetCapacityResponse *resp = malloc(sizeof(*resp));
+	size_t nf = tau_pool_flavor_count(tau_nodestore_pool(store));
+
+	if (resp == NULL)
+		return OOM();
+	tau__inventory__v1__get_capacity_response__init(resp);
+	if (nf > 0 && (resp->classes = calloc(nf, sizeof(*resp->classes))) == NULL)
+		goto oom;
+	for (size_t i = 0; i < nf; i++) {
+		Tau__Inventory__V1__ClassCapacity *m = malloc(sizeof(*m));
+		tau_class_capacity c;
+
+		if (m == NULL)
+			goto oom;
+		tau__inventory__v1__class_capacity__init(m);
+		resp->classes[resp->n_classes++] = m;
+		if (tau_capacity_class(&c, store, i, opts) < 0)
+			goto oom; /* i < nf: cannot happen */
+		m->gpu_class = dup_str(c.gpu_class);
+		if (m->gpu_class == NULL)
+			goto oom;
+		m->nodes = c.nodes;
+		m->nodes_known = c.nodes_known;
+		m->nodes_unknown = c.nodes_unknown;
+		m->nodes_degraded = c.nodes_degraded;
+		m->gpus_healthy = c.gpus_healthy;
+		m->gpus_in_use = c.gpus_in_use;
+		m->gpus_free = c.gpus_free;
+		m->whole_nodes_free = c.whole_nodes_free;
+	}
+	*out = resp;
+	return 0;
+oom:
+	free_msg(resp);
+	return OOM();
+}
+
+int tau_query_fit(Tau__Inventory__V1__FitResponse **out, const tau_nodestore *store,
+                  const Tau__Inventory__V1__FitRequest *req, const tau_query_opts *opts)
+{
+	tau_fit_request fr = {.gpu_class = req->gpu_class,
+	                      .gpus = req->gpus,
+	                      .gpus_per_node = req->gpus_per_node,
+	                      .whole_nodes = req->whole_nodes,
+	                      .needs_ib = req->needs_ib};
+	tau_fit_result r = {0};
+	Tau__Inventory__V1__FitResponse *resp;
+	int rc = tau_capacity_fit(&r, store, &fr, opts);
+
+	if (rc < 0)
+		return rc;
+	resp = malloc(sizeof(*resp));
+	if (resp == NULL)
+		goto oom;
+	tau__inventory__v1__fit_response__init(resp);
+	resp->fits = r.fits;
+	resp->nodes = r.nodes;
+	resp->candidates = r.candidates;
+	resp->candidate_gpus = r.candidate_gpus;
+	resp->unknown_count = r.unknown_count;
+	resp->reason = dup_str(r.reason);
+	if (resp->reason == NULL)
+		goto oom;
+	if (r.n_places > 0 &&
+	    (resp->placement = calloc(r.n_places, sizeof(*resp->placement))) == NULL)
+		goto oom;
+	for (size_t i = 0; i < r.n_places; i++) {
+		Tau__Inventory__V1__FitPlacement *p = malloc(sizeof(*p));
+
+		if (p == NULL)
+			goto oom;
+		tau__inventory__v1__fit_placement__init(p);
+		resp->placement[resp->n_placement++] = p;
+		p->gpus = r.places[i].gpus;
+		p->gpus_free = r.places[i].free;
+		if ((p->node = dup_str(r.places[i].node)) == NULL)
+			goto oom;
+	}
+	if (r.n_unknown > 0 && (resp->unknown_nodes = calloc(r.n_unknown, sizeof(char *))) == NULL)
+		goto oom;
+	for (size_t i = 0; i < r.n_unknown; i++) {
+		if ((resp->unknown_nodes[i] = dup_str(r.unknown[i])) == NULL)
+			goto oom;
+		resp->n_unknown_nodes = i + 1;
+	}
+	tau_fit_result_clear(&r);
+	*out = resp;
+	return 0;
+oom:
+	tau_fit_result_clear(&r);
+	free_msg(resp);
 	return OOM();
 }
 

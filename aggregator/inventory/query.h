@@ -84,6 +84,22 @@ int tau_query_explain(Tau__Inventory__V1__ExplainNodeResponse **out, const tau_n
 int tau_query_pool(Tau__Inventory__V1__Pool **out, const tau_nodestore *store);
 
 /**
+ * GetCapacity: the free-now figures of every GPU class of the pool (capacity.h);
+ * computed_unix_ms left 0 for the caller to set.  O(classes x nodes).
+ * @return 0 or -TAU_ENOMEM.
+ */
+int tau_query_capacity(Tau__Inventory__V1__GetCapacityResponse **out, const tau_nodestore *store,
+                       const tau_query_opts *opts);
+
+/**
+ * Fit (capacity.h's tau_capacity_fit as a message).
+ * @return 0, -TAU_EINVAL or -TAU_ENOTFOUND (bad request: the message names the field),
+ *         -TAU_ENOMEM.
+ */
+int tau_query_fit(Tau__Inventory__V1__FitResponse **out, const tau_nodestore *store,
+                  const Tau__Inventory__V1__FitRequest *req, const tau_query_opts *opts);
+
+/**
  * WorkspaceSummary for one controller summary (pure).  Unset strings become
  * ""; queue is the LocalQueue; last_transition_unix_ms stays 0 (the summary
  * does not carry it).

@@ -1512,6 +1512,36 @@ out:
 	tau_rpc_message_free(msg);
 }
 
+static void q_get_capacity(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	tau_agg *a = ud;
+	Tau__Inventory__V1__GetCapacityResponse *resp = NULL;
+	tau_query_opts o = query_opts(a);
+	int rc;
+
+	pthread_mutex_lock(&a->mu);
+	rc = tau_query_capacity(&resp, a->store, &o);
+	pthread_mutex_unlock(&a->mu);
+	if (resp != NULL)
+		resp->computed_unix_ms = tau_agg_now_ms();
+	answer(call, rc, resp != NULL ? &resp->base : NULL);
+	tau_rpc_message_free(msg);
+}
+
+static void q_fit(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	tau_agg *a = ud;
+	Tau__Inventory__V1__FitResponse *resp = NULL;
+	tau_query_opts o = query_opts(a);
+	int rc;
+
+	pthread_mutex_lock(&a->mu);
+	rc = tau_query_fit(&resp, a->store, (Tau__Inventory__V1__FitRequest *)msg, &o);
+	pthread_mutex_unlock(&a->mu);
+	answer(call, rc, resp != NULL ? &resp->base : NULL);
+	tau_rpc_message_free(msg);
+}
+
 int tau_agg_register(tau_agg *a, tau_rpc_server *srv)
 {
 	a->srv = srv;
@@ -1543,6 +1573,9 @@ int tau_agg_register(tau_agg *a, tau_rpc_server *srv)
 	              list_workspaces_response, q_list_workspaces),
 	        QUERY("GetWorkspace", TAU_RPC_UNARY, get_workspace_request, workspace_summary,
 	              q_get_workspace),
+	        QUERY("GetCapacity", TAU_RPC_UNARY, get_capacity_request, get_capacity_response,
+	              q_get_capacity),
+	        QUERY("Fit", TAU_RPC_UNARY, fit_request, fit_response, q_fit),
 	};
 #undef QUERY
 	methods[5].on_done = q_watch_done;
@@ -1552,7 +1585,9 @@ int tau_agg_register(tau_agg *a, tau_rpc_server *srv)
 		/* Every query but Report (its own agent auth) is guarded unless anonymous. */
 		if (i > 0 && a->cfg.qauth != NULL)
 			rc = tau_qauth_guard(a->cfg.qauth, &methods[i],
-			                     i >= 6 ? "workspaces" : "inventory");
+			                     strstr(methods[i].path, "Workspace") != NULL
+			                             ? "workspaces"
+			                             : "inventory");
 		if (rc == 0)
 			rc = tau_rpc_server_add_method(srv, &methods[i]);
 		if (rc < 0)

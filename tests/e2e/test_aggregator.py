@@ -529,7 +529,7 @@ class AggregatorE2E(unittest.TestCase):
         doc = json.loads(r.stdout)
         self.assertEqual(list(doc.keys()),
                          ["established", "valid", "invalidReason", "missingNodes", "missingCount",
-                          "flavors"])
+                          "flavors", "freeNow"])
         self.assertEqual(doc["missingCount"], 0)
         self.assertTrue(doc["established"])
         self.assertTrue(doc["valid"])
@@ -547,12 +547,15 @@ class AggregatorE2E(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         nodes = {n["name"]: n for n in json.loads(r.stdout)}
         self.assertEqual(set(nodes["gpu-ib-2"]), {"name", "gpuClass", "counted", "reasons", "connected",
-                                                  "stale", "allocatable", "lastHeardUnixMs"})
+                                                  "stale", "allocatable", "lastHeardUnixMs",
+                                                  "health", "gpusHealthy", "gpusInUse", "gpusFree",
+                                                  "problems"})
         self.assertEqual(nodes["gpu-ib-2"]["allocatable"]["nvidia.com/gpu"], "8")
         r = run("nodes")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.splitlines()[0].split(),
-                         ["NAME", "GPU-CLASS", "COUNTED", "CONNECTED", "STALE", "GPUS", "REASON"])
+                         ["NAME", "GPU-CLASS", "COUNTED", "CONNECTED", "STALE", "GPUS", "HEALTH",
+                          "FREE", "REASON"])
         r = run("explain", "gpu-notready", "-o", "json")
         self.assertEqual(r.returncode, 1, r.stderr)
         doc = json.loads(r.stdout)

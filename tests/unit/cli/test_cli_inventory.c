@@ -70,7 +70,7 @@ static void pool_json(void **state)
 
 	(void)state;
 	build_pool(&f);
-	assert_int_equal(tau_cli_render_pool(&out, &f.pool, TAU_CLI_JSON), 0);
+	assert_int_equal(tau_cli_render_pool(&out, &f.pool, NULL, TAU_CLI_JSON), 0);
 	doc = cJSON_Parse(out);
 	assert_non_null(doc);
 	/* Documented keys, in order. */
@@ -109,7 +109,7 @@ static void pool_table(void **state)
 
 	(void)state;
 	build_pool(&f);
-	assert_int_equal(tau_cli_render_pool(&out, &f.pool, TAU_CLI_TABLE), 0);
+	assert_int_equal(tau_cli_render_pool(&out, &f.pool, NULL, TAU_CLI_TABLE), 0);
 	assert_string_equal(out, "FLAVOR           NODES   RESOURCE         ALLOCATABLE\n"
 	                         "h100             2       cpu              189880m\n"
 	                         "h100             2       nvidia.com/gpu   16\n"
@@ -164,9 +164,134 @@ static void nodes_json_and_table(void **state)
 	cJSON_Delete(doc);
 	free(out);
 	assert_int_equal(tau_cli_render_nodes(&out, &resp, TAU_CLI_TABLE), 0);
-	assert_string_equal(out, "NAME    GPU-CLASS   COUNTED   CONNECTED   STALE   GPUS   REASON\n"
-	                         "gpu-1   h100        no        yes         no      8      "
-	                         "P1.ready: Ready condition is not True\n");
+	assert_string_equal(out,
+	                    "NAME    GPU-CLASS   COUNTED   CONNECTED   STALE   GPUS   HEALTH    "
+	                    "FREE      REASON\n"
+	                    "gpu-1   h100        no        yes         no      8      unknown   "
+	                    "unknown   P1.ready: Ready condition is not True\n");
+	free(out);
+}
+
+/* HEALTH and FREE come from node truth; FREE is "unknown" (JSON null) unless known and live. */
+static void nodes_health_and_free(void **state)
+{
+	Tau__Inventory__V1__ListNodesResponse resp = TAU__INVENTORY__V1__LIST_NODES_RESPONSE__INIT;
+	Tau__Inventory__V1__NodeStatus a = TAU__INVENTORY__V1__NODE_STATUS__INIT,
+	                               b = TAU__INVENTORY__V1__NODE_STATUS__INIT, *np[2] = {&a, &b};
+	Tau__Inventory__V1__NodeTruth ta = TAU__INVENTORY__V1__NODE_TRUTH__INIT,
+	                              tb = TAU__INVENTORY__V1__NODE_TRUTH__INIT;
+	char *problems[1] = {(char *)"GPU 3 (GPU-3) unhealthy: row remap pending"};
+	char *out = NULL;
+	cJSON *doc, *o;
+
+	(void)state;
+	a.name = (char *)"a";
+	a.gpu_class = (char *)"h100";
+	a.counted = true;
+	a.connected = true;
+	a.truth = &ta;
+	ta.health = TAU__INVENTORY__V1__NODE_HEALTH__NODE_HEALTH_DEGRADED;
+	ta.gpus_known = true;
+	ta.gpus_healthy = 7;
+	ta.gpus_in_use = 2;
+	ta.gpus_free = 5;
+	ta.n_problems = 1;
+	ta.problems = problems;
+	ta.problem_count = 1;
+	b.name = (char *)"b";
+	b.gpu_class = (char *)"h100";
+	b.counted = true;
+	b.stale = true; /* its figures are the last heard: not free now */
+	b.truth = &tb;
+	tb.health = TAU__INVENTORY__V1__NODE_HEALTH__NODE_HEALTH_OK;
+	tb.gpus_known = true;
+	tb.gpus_free = 8;
+	resp.n_nodes = 2;
+	resp.nodes = np;
+	assert_int_equal(tau_cli_render_nodes(&out, &resp, TAU_CLI_TABLE), 0);
+	assert_string_equal(out,
+	                    "NAME   GPU-CLASS   COUNTED   CONNECTED   STALE   GPUS   HEALTH     "
+	                    "FREE      REASON\n"
+	                    "a      h100        yes       yes         no      0      degraded   "
+	                    "5         GPU 3 (GPU-3) unhealthy: row remap pending\n"
+	                    "b      h100        yes       no          yes     0      ok         "
+	                    "unknown\n");
+	free(out);
+	assert_int_equal(tau_cli_render_nodes(&out, &resp, TAU_CLI_JSON), 0);
+	doc = cJSON_Parse(out);
+	o = cJSON_GetArrayItem(doc, 0);
+	assert_string_equal(cJSON_GetObjectItem(o, "health")->valuestring, "degraded");
+	assert_int_equal(cJSON_GetObjectItem(o, "gpusFree")->valueint, 5);
+	assert_int_equal(cJSON_GetObjectItem(o, "gpusInUse")->valueint, 2);
+	assert_int_equal(cJSON_GetObjectItem(o, "gpusHealthy")->valueint, 7);
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "problems"), 0)->valuestring,
+	                    problems[0]);
+	o = cJSON_GetArrayItem(doc, 1);
+	assert_string_equal(cJSON_GetObjectItem(o, "health")->valuestring, "ok");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "gpusFree")));
+	cJSON_Delete(doc);
+	free(out);
+}
+
+static void fit_table_and_json(void **state)
+{
+	Tau__Inventory__V1__FitResponse fit = TAU__INVENTORY__V1__FIT_RESPONSE__INIT;
+	Tau__Inventory__V1__FitPlacement p1 = TAU__INVENTORY__V1__FIT_PLACEMENT__INIT,
+	                                 p2 = TAU__INVENTORY__V1__FIT_PLACEMENT__INIT,
+	                                 *pp[2] = {&p1, &p2};
+	char *unknown[1] = {(char *)"d"};
+	char *out = NULL;
+	cJSON *doc;
+
+	(void)state;
+	fit.fits = true;
+	fit.reason = (char *)"13 GPUs of class h100 fit now on 2 nodes";
+	fit.n_placement = 2;
+	fit.placement = pp;
+	p1.node = (char *)"b";
+	p1.gpus = 8;
+	p1.gpus_free = 8;
+	p2.node = (char *)"a";
+	p2.gpus = 5;
+	p2.gpus_free = 5;
+	fit.nodes = 4;
+	fit.candidates = 3;
+	fit.candidate_gpus = 17;
+	fit.unknown_count = 1;
+	fit.n_unknown_nodes = 1;
+	fit.unknown_nodes = unknown;
+	assert_int_equal(tau_cli_render_fit(&out, &fit, TAU_CLI_TABLE), 0);
+	assert_string_equal(out, "NODE   GPUS   FREE-NOW\n"
+	                         "b      8      8\n"
+	                         "a      5      5\n"
+	                         "\n"
+	                         "Fits: yes: 13 GPUs of class h100 fit now on 2 nodes\n"
+	                         "Unknown nodes: d\n");
+	free(out);
+	assert_int_equal(tau_cli_render_fit(&out, &fit, TAU_CLI_JSON), 0);
+	doc = cJSON_Parse(out);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(doc, "fits")));
+	assert_string_equal(
+	        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "placement"), 1),
+	                            "node")
+	                ->valuestring,
+	        "a");
+	assert_int_equal(cJSON_GetObjectItem(doc, "candidateGpus")->valueint, 17);
+	assert_int_equal(cJSON_GetObjectItem(doc, "unknownCount")->valueint, 1);
+	cJSON_Delete(doc);
+	free(out);
+	/* does not fit: no table, the verdict only */
+	fit.fits = false;
+	fit.n_placement = 0;
+	fit.reason =
+	        (char *)"18 GPUs of class h100 do not fit now: 17 can be had on 3 of 4 counted "
+	                "nodes";
+	fit.unknown_count = 0;
+	fit.n_unknown_nodes = 0;
+	assert_int_equal(tau_cli_render_fit(&out, &fit, TAU_CLI_TABLE), 0);
+	assert_string_equal(out,
+	                    "Fits: no: 18 GPUs of class h100 do not fit now: 17 can be had on 3 "
+	                    "of 4 counted nodes\nUnknown nodes: none\n");
 	free(out);
 }
 
@@ -329,6 +454,8 @@ int main(void)
 	        cmocka_unit_test(pool_json),
 	        cmocka_unit_test(pool_table),
 	        cmocka_unit_test(nodes_json_and_table),
+	        cmocka_unit_test(nodes_health_and_free),
+	        cmocka_unit_test(fit_table_and_json),
 	        cmocka_unit_test(explain),
 	        cmocka_unit_test(table_alignment),
 	        cmocka_unit_test(table_wide_and_capped),

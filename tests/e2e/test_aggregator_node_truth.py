@@ -1,0 +1,281 @@
+"""End-to-end test of node truth in the aggregator (issue 25): free-now capacity, fit, HEALTH.
+
+    TAU_AGGREGATOR_BIN=build/tau-aggregator TAU_AGENT_BIN=build/tau-node-agent \
+    TAU_CLI_BIN=build/tau TAU_BUILD_DIR=build /usr/bin/python3 -m unittest -v \
+        test_aggregator_node_truth   (in tests/e2e)
+
+What runs: kube-sim (the ND H100 v5 Node of tests/fixtures/kube, GPU class h100-ib, and a
+tokens table for the agent's TokenReview), the real tau-aggregator, the real tau-node-agent
+streaming to it with the fake host of e2e/agent-node-truth (our fake libnvidia-ml.so.1, the fake
+kubelet serving pod-resources, a fake CSI driver, IB sysfs; test_agent_node_truth's setup), and
+the tau CLI asking the aggregator. The agent re-probes every second (--probe-interval 1) and a
+pod-resources change is re-read at once on a pod event, so every change must show in
+`tau inventory fit`, `nodes` (HEALTH, FREE) and `pool` (free now) within CHANGE_WITHIN_S, which
+each test measures and asserts. Waits are for conditions, never fixed sleeps.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import shutil
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "agent"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+import harness  # noqa: E402
+import require  # noqa: E402
+import test_agent_node_truth as ant  # noqa: E402  (the fake host's pieces, not its tests)
+from aggregator.agent import agent_token  # noqa: E402
+from harness import ND_NODE, write_atomic  # noqa: E402
+
+AGG_BIN = os.environ.get("TAU_AGGREGATOR_BIN", os.path.join(ROOT, "build/tau-aggregator"))
+CLI_BIN = os.environ.get("TAU_CLI_BIN", os.path.join(ROOT, "build/tau"))
+AGENT_USER = "system:serviceaccount:tau-system:tau-node-agent"
+CLASS = "h100-ib"
+GPUS = ant.GPUS
+# A change is seen at the agent's next probe (<= 1 s), sent at once, and queried at once.
+CHANGE_WITHIN_S = 5
+
+WORK = None
+
+
+def setUpModule():
+    global WORK
+    require.binary(AGG_BIN, "TAU_AGGREGATOR_BIN")
+    require.binary(CLI_BIN, "TAU_CLI_BIN")
+    require.binary(harness.AGENT_BIN, "TAU_AGENT_BIN")
+    for fake in ("fakes/bin/fake_kubelet", "fakes/bin/fake_csi_driver",
+                 "fakes/nvml-full/libnvidia-ml.so.1"):
+        require.binary(os.path.join(ant.build_dir(), fake), "TAU_BUILD_DIR")
+    WORK = tempfile.mkdtemp(prefix="tau-agg-nt-")
+
+
+def tearDownModule():
+    if WORK:
+        shutil.rmtree(WORK, ignore_errors=True)
+
+
+class Aggregator:
+    def __init__(self, kubeconfig):
+        self.log_path = os.path.join(WORK, "aggregator.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [AGG_BIN, "--kubeconfig", kubeconfig, "--grpc-listen", "127.0.0.1:0",
+             "--http-listen", "127.0.0.1:0", "--initial-sync-timeout", "60s"],
+            stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("ready "):
+            raise AssertionError("aggregator did not start: %r\n%s" % (line, self.logs()))
+        parts = dict(kv.split("=") for kv in line.split()[1:])
+        self.addr = "127.0.0.1:%s" % parts["grpc"]
+
+    def logs(self):
+        with open(self.log_path) as f:
+            return f.read()[-3000:]
+
+    def stop(self):
+        self.proc.terminate()
+        rc = self.proc.wait(30)
+        self.proc.stdout.close()
+        self.log.close()
+        return rc
+
+
+class AggregatorNodeTruth(unittest.TestCase):
+    """One node, one agent, every source faked; the tests run in order (numbered)."""
+
+    @classmethod
+    def setUpClass(cls):
+        tokens = os.path.join(WORK, "tokens.json")
+        cls.token = agent_token(ND_NODE)
+        with open(tokens, "w") as f:
+            json.dump({cls.token: {"username": AGENT_USER, "audiences": ["taugrid"],
+                                   "extra": {"authentication.kubernetes.io/node-name":
+                                             [ND_NODE]}}}, f)
+        cls.sim = harness.KubeSim(WORK, [harness.fixture("node-nd-h100-v5.json"),
+                                         harness.fixture("csinode-nd-h100-v5.json")],
+                                  args=("--tokens", tokens))
+        cls.agg = Aggregator(cls.sim.kubeconfig)
+        cls.host = harness.HostTree(WORK, sockets=())
+        root = cls.host.root
+        os.makedirs(os.path.join(root, "var/lib/kubelet/pod-resources"))
+        os.makedirs(os.path.join(root, "var/lib/kubelet/plugins", ant.DISK))
+        cls.nvml_conf = os.path.join(WORK, "nvml.conf")
+        cls.kubelet_conf = os.path.join(WORK, "kubelet.json")
+        csi_conf = os.path.join(WORK, "csi.json")
+        write_atomic(cls.nvml_conf, harness.fake_nvml_config(GPUS))
+        write_atomic(cls.kubelet_conf, ant.kubelet_config())
+        write_atomic(csi_conf, json.dumps({"name": ant.DISK, "vendorVersion": "v1.29.9",
+                                           "ready": True}))
+        cls.fakes = [
+            ant.Fake("fake_kubelet", [
+                "--socket", os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock"),
+                "--config", cls.kubelet_conf]),
+            ant.Fake("fake_csi_driver", [
+                "--registration", os.path.join(cls.host.registry, ant.DISK + "-reg.sock"),
+                "--endpoint", os.path.join(root, "var/lib/kubelet/plugins", ant.DISK,
+                                           "csi.sock"),
+                "--advertise", "/var/lib/kubelet/plugins/%s/csi.sock" % ant.DISK,
+                "--config", csi_conf]),
+        ]
+        token_file = os.path.join(WORK, "agent-token")
+        with open(token_file, "w") as f:
+            f.write(cls.token)
+        cls.agent = harness.Agent(WORK, [
+            "--node-name", ND_NODE, "--kubeconfig", cls.sim.kubeconfig,
+            "--aggregator", cls.agg.addr, "--insecure", "--token-file", token_file,
+            "--host-root", root, "--probe-interval", "1"],
+            env={"TAU_AGENT_NVML": os.path.join(ant.build_dir(),
+                                                "fakes/nvml-full/libnvidia-ml.so.1"),
+                 "TAU_FAKE_NVML_CONFIG": cls.nvml_conf})
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.agent.alive():
+            cls.agent.terminate()
+        rc = cls.agg.stop()
+        for f in cls.fakes:
+            f.stop()
+        cls.sim.stop()
+        assert rc == 0, "aggregator exit code %d after SIGTERM" % rc
+
+    def tau(self, *args):
+        r = subprocess.run([CLI_BIN, "--kubeconfig", self.sim.kubeconfig, "inventory", *args,
+                            "--aggregator", self.agg.addr], capture_output=True, text=True,
+                           timeout=30)
+        return r
+
+    def tau_json(self, *args, want_rc=0):
+        r = self.tau(*args, "-o", "json")
+        self.assertEqual(r.returncode, want_rc, r.stdout + r.stderr)
+        return json.loads(r.stdout)
+
+    def node(self):
+        return [n for n in self.tau_json("nodes") if n["name"] == ND_NODE][0]
+
+    def fit(self, *args):
+        r = self.tau("fit", "--gpu-class", CLASS, *args, "-o", "json")
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["fits"], r.returncode == 0, r.stdout)
+        return doc
+
+    def within(self, change, pred, what, limit=CHANGE_WITHIN_S):
+        """Run change(); the CLI must show pred() within `limit` seconds (measured)."""
+        t0 = time.monotonic()
+        change()
+        deadline = t0 + limit + 10
+        while True:
+            got = pred()
+            if got:
+                break
+            if time.monotonic() > deadline:
+                self.fail("%s: not seen in %.0f s; node %s\nagent:\n%s\naggregator:\n%s"
+                          % (what, limit + 10, self.node(), self.agent.logs()[-2000:],
+                             self.agg.logs()))
+            time.sleep(0.1)  # poll interval of a wait-for-condition, not a fixed wait
+        took = time.monotonic() - t0
+        sys.stderr.write("%s: seen in %.2f s\n" % (what, took))
+        self.assertLess(took, limit, "%s took %.1f s" % (what, took))
+        return got
+
+    def test_01_all_free_and_healthy(self):
+        n = self.within(lambda: None, lambda: (lambda n: n if n["gpusFree"] == 8 else None)(
+            self.node()), "the agent's first inventory", limit=30)
+        self.assertEqual((n["health"], n["gpusHealthy"], n["gpusInUse"]), ("ok", 8, 0))
+        self.assertEqual(n["problems"], [])
+        doc = self.fit("--gpus", "8", "--whole-nodes", "--ib")
+        self.assertEqual(doc["placement"], [{"node": ND_NODE, "gpus": 8, "gpusFree": 8}])
+        self.assertEqual(doc["unknownCount"], 0)
+        r = self.tau("nodes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        head = r.stdout.splitlines()[0].split()
+        row = [line.split() for line in r.stdout.splitlines() if line.startswith(ND_NODE)][0]
+        self.assertEqual((row[head.index("HEALTH")], row[head.index("FREE")]), ("ok", "8"))
+        pool = self.tau_json("pool")
+        self.assertEqual([(c["gpuClass"], c["gpusFree"], c["wholeNodesFree"], c["nodesUnknown"])
+                          for c in pool["freeNow"]], [(CLASS, 8, 1, 0)])
+        # The budget's pool is the contract's: advertised allocatable, untouched.
+        self.assertEqual(pool["flavors"][0]["resources"]["nvidia.com/gpu"], "8")
+
+    def test_02_pod_takes_gpus(self):
+        doc = self.within(
+            lambda: write_atomic(self.kubelet_conf, ant.kubelet_config(GPUS[:2])),
+            lambda: (lambda d: d if not d["fits"] else None)(self.fit("--gpus", "8")),
+            "a pod takes 2 GPUs: 8 no longer fit")
+        self.assertIn("8 GPUs of class %s do not fit now: 6 can be had on 1 of 1" % CLASS,
+                      doc["reason"])
+        self.assertEqual(self.fit("--gpus", "6")["placement"],
+                         [{"node": ND_NODE, "gpus": 6, "gpusFree": 6}])
+        self.assertFalse(self.fit("--gpus", "6", "--whole-nodes")["fits"])
+        n = self.node()
+        self.assertEqual((n["gpusFree"], n["gpusInUse"], n["health"]), (6, 2, "ok"))
+        r = self.tau("fit", "--gpu-class", CLASS, "--gpus", "8")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("Fits: no: 8 GPUs of class %s do not fit now" % CLASS, r.stdout)
+
+    def test_03_gpu_turns_unhealthy(self):
+        n = self.within(
+            lambda: write_atomic(self.nvml_conf, harness.fake_nvml_config(GPUS, sick=3)),
+            lambda: (lambda n: n if n["health"] == "degraded" else None)(self.node()),
+            "GPU 3 needs a reset: HEALTH degraded")
+        self.assertEqual((n["gpusHealthy"], n["gpusFree"]), (7, 5))
+        self.assertEqual(n["problems"], ["GPU 3 (%s) unhealthy: row remap pending: the GPU needs "
+                                         "a reset" % GPUS[3]])
+        r = self.tau("nodes")
+        self.assertIn("degraded", r.stdout)
+        self.assertIn("GPU 3 (%s) unhealthy" % GPUS[3], r.stdout)
+        pool = self.tau_json("pool")
+        c = pool["freeNow"][0]
+        self.assertEqual((c["gpusHealthy"], c["gpusInUse"], c["gpusFree"], c["nodesDegraded"]),
+                         (7, 2, 5, 1))
+
+    def test_04_ib_port_down_leaves_ib_jobs_out(self):
+        for dev in ["mlx5_%d" % i for i in range(8)]:
+            self.host.set_port_down(dev)
+        doc = self.within(lambda: None,
+                          lambda: (lambda d: d if not d["fits"] else None)(
+                              self.fit("--gpus", "4", "--ib")),
+                          "every IB port down: no node for an IB job")
+        self.assertEqual(doc["candidates"], 0)
+        self.assertTrue(self.fit("--gpus", "4")["fits"])
+
+    def test_05_bad_input_is_a_usage_error(self):
+        for args, want in ((["--gpu-class", CLASS, "--gpus", "0"], "--gpus"),
+                           (["--gpus", "8"], "--gpu-class C is required"),
+                           (["--gpu-class", CLASS, "--gpus", "10", "--per-node", "4"],
+                            "--gpus must be a multiple of --per-node"),
+                           (["--gpu-class", CLASS, "--gpus", "8", "--whole-nodes",
+                             "--per-node", "4"], "exclude each other"),
+                           (["--gpu-class", "x100", "--gpus", "8"],
+                            "GPU class x100 is not in the pool")):
+            r = self.tau("fit", *args)
+            self.assertEqual(r.returncode, 2, (args, r.stdout, r.stderr))
+            self.assertIn(want, r.stderr, args)
+            self.assertEqual(r.stdout, "", args)
+
+    def test_06_agent_gone_is_unknown_not_free(self):
+        rc, _ = self.agent.terminate()
+        self.assertEqual(rc, 0, self.agent.logs()[-2000:])
+        doc = self.within(lambda: None,
+                          lambda: (lambda d: d if d["unknownCount"] == 1 else None)(
+                              self.fit("--gpus", "1")),
+                          "agent stopped: the node is unknown")
+        self.assertFalse(doc["fits"])
+        self.assertEqual(doc["unknownNodes"], [ND_NODE])
+        n = self.node()
+        self.assertTrue(n["stale"])
+        self.assertIsNone(n["gpusFree"])
+        r = self.tau("nodes")
+        row = [line.split() for line in r.stdout.splitlines() if line.startswith(ND_NODE)][0]
+        self.assertIn("unknown", row)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,273 @@
+/*
+ * Unit tests of free-now capacity from node truth: the per-class figures, the fit query (any
+ * split, whole nodes, N per node, needing IB), unknown nodes never taken as free, and bad
+ * requests.
+ */
+#include "inventory/capacity.h"
+#include "inventory/query.h"
+#include "truth_fixture.h"
+
+#include "tau/error.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* Add Node `name` of `cls`; with `f`, its agent reports and its truth is decoded from f. */
+static void add_node(tau_nodestore *s, const char *name, const char *cls, truth_fixture *f)
+{
+	tau_node_facts nf = truth_fixture_facts(name, cls, 8);
+
+	assert_int_equal(tau_nodestore_api_upsert(s, &nf), 0);
+	if (f != NULL) {
+		tau_nodetruth *t = NULL;
+
+		assert_int_equal(tau_nodestore_report(s, &nf, 1000), 0);
+		assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
+		assert_int_equal(tau_nodestore_set_truth(s, name, t), 0);
+		free(f);
+	}
+	tau_node_facts_clear(&nf);
+}
+
+/*
+ * h100: a (8 GPUs, 2 held, GPU-3 unhealthy: 5 free), b (8 free: a whole node), c (4 held,
+ * ports down: 4 free), d (no agent: counts with its Node after the grace period), e (agent,
+ * kubelet pod-resources unreachable).  a100: g (8 free).
+ */
+static tau_nodestore *cluster(void)
+{
+	tau_nodestore *s = NULL;
+	truth_fixture *a = truth_fixture_node("a", 8, 2), *c = truth_fixture_node("c", 8, 4);
+	truth_fixture *e = truth_fixture_node("e", 8, 0);
+
+	truth_fixture_gpu_unhealthy(a, 3, "row remap pending");
+	truth_fixture_ports_down(c);
+	e->ld.pod_resources_probed = false;
+	e->ld.pod_resources_allocatable_known = false;
+	e->ld.n_pod_devices = 0;
+	e->ld.pod_resources_note = TRUTH_S("kubelet pod-resources socket missing");
+	assert_int_equal(tau_nodestore_new(&s, 0, 1000), 0);
+	add_node(s, "a", "h100", a);
+	add_node(s, "b", "h100", truth_fixture_node("b", 8, 0));
+	add_node(s, "c", "h100", c);
+	add_node(s, "d", "h100", NULL);
+	add_node(s, "e", "h100", e);
+	add_node(s, "g", "a100", truth_fixture_node("g", 8, 0));
+	tau_nodestore_api_synced(s);
+	tau_nodestore_tick(s, 2000); /* d counts with its Node's allocatable now */
+	return s;
+}
+
+static const tau_query_opts opts = {.now_ms = 3000, .stale_after_ms = 60000};
+
+static void class_figures(void **state)
+{
+	tau_nodestore *s = cluster();
+	tau_class_capacity c;
+	Tau__Inventory__V1__GetCapacityResponse *resp = NULL;
+
+	(void)state;
+	assert_int_equal(tau_pool_flavor_count(tau_nodestore_pool(s)), 2);
+	assert_int_equal(tau_capacity_class(&c, s, 1, &opts), 0);
+	assert_string_equal(c.gpu_class, "h100");
+	assert_int_equal(c.nodes, 5);
+	assert_int_equal(c.nodes_known, 3);
+	assert_int_equal(c.nodes_unknown, 2); /* d: no agent; e: no pod-resources */
+	assert_int_equal(c.nodes_degraded, 2);
+	assert_int_equal(c.gpus_healthy, 23);
+	assert_int_equal(c.gpus_in_use, 6);
+	assert_int_equal(c.gpus_free, 17);
+	assert_int_equal(c.whole_nodes_free, 1);
+	assert_int_equal(tau_capacity_class(&c, s, 2, &opts), -TAU_ENOTFOUND);
+
+	/* b's agent goes away: its figures become unknown, not free */
+	tau_nodestore_set_connected(s, "b", false, 2500);
+	assert_int_equal(tau_capacity_class(&c, s, 1, &opts), 0);
+	assert_int_equal(c.nodes_unknown, 3);
+	assert_int_equal(c.gpus_free, 9);
+	assert_int_equal(c.whole_nodes_free, 0);
+
+	assert_int_equal(tau_query_capacity(&resp, s, &opts), 0);
+	assert_int_equal(resp->n_classes, 2);
+	assert_string_equal(resp->classes[0]->gpu_class, "a100");
+	assert_int_equal(resp->classes[0]->gpus_free, 8);
+	assert_int_equal(resp->classes[0]->whole_nodes_free, 1);
+	assert_int_equal(resp->classes[1]->gpus_free, 9);
+	assert_int_equal(resp->classes[1]->nodes_unknown, 3);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	tau_nodestore_free(s);
+}
+
+/* Fit `req` and check fits and the placement "node:gpus,node:gpus". */
+static void assert_fit(tau_nodestore *s, tau_fit_request req, bool fits, const char *want)
+{
+	tau_fit_result r = {0};
+	char got[256] = "";
+	size_t off = 0;
+
+	assert_int_equal(tau_capacity_fit(&r, s, &req, &opts), 0);
+	for (size_t i = 0; i < r.n_places; i++)
+		off += (size_t)snprintf(got + off, sizeof(got) - off, "%s%s:%u", i ? "," : "",
+		                        r.places[i].node, r.places[i].gpus);
+	if (r.fits != fits || strcmp(got, want) != 0)
+		fail_msg("fit %u: fits %d placement \"%s\", want %d \"%s\" (%s)", req.gpus, r.fits,
+		         got, fits, want, r.reason);
+	tau_fit_result_clear(&r);
+}
+
+static void fit_modes(void **state)
+{
+	tau_nodestore *s = cluster();
+	tau_fit_result r = {0};
+
+	(void)state;
+	/* any split: largest free first, as few nodes as possible */
+	assert_fit(s, (tau_fit_request){.gpu_class = "h100", .gpus = 8}, true, "b:8");
+	assert_fit(s, (tau_fit_request){.gpu_class = "h100", .gpus = 16}, true, "b:8,a:5,c:3");
+	assert_fit(s, (tau_fit_request){.gpu_class = "h100", .gpus = 18}, false, "");
+	/* whole nodes: only b has every GPU healthy and free */
+	assert_fit(s, (tau_fit_request){.gpu_class = "h100", .gpus = 8, .whole_nodes = true}, true,
+	           "b:8");
+	assert_fit(s, (tau_fit_request){.gpu_class = "h100", .gpus = 16, .whole_nodes = true},
+	           false, "");
+	/* 4 per node across 3 nodes: a (5 free), b, c (4 free) each give 4 */
+	assert_fit(s, (tau_fit_request){.gpu_class = "h100", .gpus = 12, .gpus_per_node = 4}, true,
+	           "a:4,b:4,c:4");
+	assert_fit(s, (tau_fit_request){.gpu_class = "h100", .gpus = 10, .gpus_per_node = 5}, true,
+	           "a:5,b:5");
+	assert_fit(s, (tau_fit_request){.gpu_class = "h100", .gpus = 18, .gpus_per_node = 6}, false,
+	           "");
+	/* needing IB leaves c (ports down) out */
+	assert_fit(s, (tau_fit_request){.gpu_class = "h100", .gpus = 13, .needs_ib = true}, true,
+	           "b:8,a:5");
+	assert_fit(s, (tau_fit_request){.gpu_class = "h100", .gpus = 14, .needs_ib = true}, false,
+	           "");
+	/* the other class is apart */
+	assert_fit(s, (tau_fit_request){.gpu_class = "a100", .gpus = 8}, true, "g:8");
+
+	/* what a "does not fit" says: what can be had, and the unknown nodes by name */
+	assert_int_equal(
+	        tau_capacity_fit(&r, s, &(tau_fit_request){.gpu_class = "h100", .gpus = 18}, &opts),
+	        0);
+	assert_false(r.fits);
+	assert_int_equal(r.nodes, 5);
+	assert_int_equal(r.candidates, 3);
+	assert_int_equal(r.candidate_gpus, 17);
+	assert_int_equal(r.unknown_count, 2);
+	assert_int_equal(r.n_unknown, 2);
+	assert_string_equal(r.unknown[0], "d");
+	assert_string_equal(r.unknown[1], "e");
+	assert_string_equal(r.reason, "18 GPUs of class h100 do not fit now: 17 can be had on 3 of "
+	                              "5 counted nodes; 2 nodes unknown (no live agent report with "
+	                              "pod-resources; never taken as free)");
+	tau_fit_result_clear(&r);
+
+	/* b's agent goes stale: b is unknown, and 8 now takes a and c */
+	tau_nodestore_set_connected(s, "b", false, 2500);
+	assert_fit(s, (tau_fit_request){.gpu_class = "h100", .gpus = 8}, true, "a:5,c:3");
+	assert_fit(s, (tau_fit_request){.gpu_class = "h100", .gpus = 8, .whole_nodes = true}, false,
+	           "");
+	tau_nodestore_free(s);
+}
+
+static void assert_bad(tau_nodestore *s, tau_fit_request req, int code, const char *want)
+{
+	tau_fit_result r = {0};
+	Tau__Inventory__V1__FitResponse *resp = NULL;
+	Tau__Inventory__V1__FitRequest m = TAU__INVENTORY__V1__FIT_REQUEST__INIT;
+
+	assert_int_equal(tau_capacity_fit(&r, s, &req, &opts), -code);
+	assert_int_equal(r.n_places, 0);
+	assert_null(r.places);
+	if (strstr(tau_error_last()->msg, want) == NULL)
+		fail_msg("error \"%s\" lacks \"%s\"", tau_error_last()->msg, want);
+	/* the same through the query message */
+	m.gpu_class = (char *)(req.gpu_class != NULL ? req.gpu_class : "");
+	m.gpus = req.gpus;
+	m.gpus_per_node = req.gpus_per_node;
+	m.whole_nodes = req.whole_nodes;
+	assert_int_equal(tau_query_fit(&resp, s, &m, &opts), -code);
+	assert_null(resp);
+}
+
+static void fit_bad_requests(void **state)
+{
+	tau_nodestore *s = cluster();
+	Tau__Inventory__V1__FitResponse *resp = NULL;
+	Tau__Inventory__V1__FitRequest m = TAU__INVENTORY__V1__FIT_REQUEST__INIT;
+
+	(void)state;
+	assert_bad(s, (tau_fit_request){.gpu_class = "h100", .gpus = 0}, TAU_EINVAL,
+	           "gpus must be at least 1");
+	assert_bad(s, (tau_fit_request){.gpu_class = "h100", .gpus = TAU_FIT_MAX_GPUS + 1},
+	           TAU_EINVAL, "gpus 65537 is over the limit of 65536");
+	assert_bad(s, (tau_fit_request){.gpu_class = "", .gpus = 8}, TAU_EINVAL,
+	           "gpu_class is required");
+	assert_bad(s, (tau_fit_request){.gpu_class = "x100", .gpus = 8}, TAU_ENOTFOUND,
+	           "GPU class x100 is not in the pool");
+	assert_bad(s, (tau_fit_request){.gpu_class = "h100", .gpus = 10, .gpus_per_node = 4},
+	           TAU_EINVAL, "gpus 10 is not a multiple of gpus_per_node 4");
+	assert_bad(s,
+	           (tau_fit_request){
+	                   .gpu_class = "h100", .gpus = 8, .gpus_per_node = 4, .whole_nodes = true},
+	           TAU_EINVAL, "whole_nodes and gpus_per_node exclude each other");
+
+	/* and a good one through the message */
+	m.gpu_class = (char *)"h100";
+	m.gpus = 16;
+	assert_int_equal(tau_query_fit(&resp, s, &m, &opts), 0);
+	assert_true(resp->fits);
+	assert_int_equal(resp->n_placement, 3);
+	assert_string_equal(resp->placement[1]->node, "a");
+	assert_int_equal(resp->placement[1]->gpus, 5);
+	assert_int_equal(resp->placement[2]->gpus_free, 4);
+	assert_int_equal(resp->unknown_count, 2);
+	assert_int_equal(resp->n_unknown_nodes, 2);
+	assert_string_equal(resp->reason, "16 GPUs of class h100 fit now on 3 nodes");
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	tau_nodestore_free(s);
+}
+
+/* A store without agents answers "unknown", never "free". */
+static void no_agents_no_free(void **state)
+{
+	tau_nodestore *s = NULL;
+	tau_class_capacity c;
+	tau_fit_result r = {0};
+
+	(void)state;
+	assert_int_equal(tau_nodestore_new(&s, 0, 1000), 0);
+	add_node(s, "x", "h100", NULL);
+	add_node(s, "y", "h100", NULL);
+	tau_nodestore_api_synced(s);
+	tau_nodestore_tick(s, 2000);
+	assert_int_equal(tau_capacity_class(&c, s, 0, &opts), 0);
+	assert_int_equal(c.nodes, 2);
+	assert_int_equal(c.nodes_unknown, 2);
+	assert_int_equal(c.gpus_free, 0);
+	assert_int_equal(
+	        tau_capacity_fit(&r, s, &(tau_fit_request){.gpu_class = "h100", .gpus = 1}, &opts),
+	        0);
+	assert_false(r.fits);
+	assert_int_equal(r.unknown_count, 2);
+	tau_fit_result_clear(&r);
+	tau_nodestore_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(class_figures),
+	        cmocka_unit_test(fit_modes),
+	        cmocka_unit_test(fit_bad_requests),
+	        cmocka_unit_test(no_agents_no_free),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
