@@ -282,6 +282,65 @@ class SafetyTest(unittest.TestCase):
         c.merge(beta + "/status", {"status": {"reservingWorkloads": 0}})
         c.wait_gone(beta)
 
+    def test_03b_unresolved_namespace_holds_a_queue_with_work(self):
+        """Finding 4, the namespace kind: alpha retargeted to a namespace another workspace
+        holds, its status lost, has no resolved namespace; its queue with admitted work is held,
+        never deleted, and released as it was once the target is undone."""
+        c = self.c
+        path = CQS + "/tau-ws-alpha"
+        self.addCleanup(c.sim.req, "DELETE", WORKSPACES + "/gamma")
+        self.addCleanup(c.sim.req, "PATCH", WORKSPACES + "/alpha",
+                        {"spec": {"target": {"namespace": "ml-alpha"}}},
+                        "application/merge-patch+json")
+        c.create(wst.workspace("gamma", ns="ml-gamma"), WORKSPACES)
+        c.wait_ok(lambda: [] if ((c.get(WORKSPACES + "/gamma") or {}).get("status") or {}).get(
+            "target", {}).get("resolvedNamespace") == "ml-gamma" else ["gamma not resolved"],
+            "gamma holds namespace ml-gamma")
+        before = c.get(path)
+        c.merge(path + "/status", {"status": {"admittedWorkloads": 1}})
+        c.merge(WORKSPACES + "/alpha", {"spec": {"target": {"namespace": "ml-gamma"}}})
+        # Refused, alpha keeps ml-alpha while its status remembers it; a status lost (restored
+        # from a backup without status) leaves nothing to keep: no resolved namespace.
+        c.wait_ok(lambda: cond_diffs(c.get(WORKSPACES + "/alpha"), "QueueReady", "False",
+                                     "NamespaceOwnedByOtherWorkspace"), "the retarget refused")
+        c.merge(WORKSPACES + "/alpha/status", {"status": {"target": None}})
+
+        def held():
+            q = c.get(path)
+            if q is None:
+                return ["ClusterQueue tau-ws-alpha was deleted"]
+            d = []
+            if q["metadata"]["uid"] != before["metadata"]["uid"]:
+                d.append("ClusterQueue tau-ws-alpha was re-created")
+            if q["metadata"].get("deletionTimestamp"):
+                d.append("being deleted")
+            if (q.get("spec") or {}).get("stopPolicy") != "Hold":
+                d.append("stopPolicy %r" % (q.get("spec") or {}).get("stopPolicy"))
+            why = (q["metadata"].get("annotations") or {}).get(HELD) or ""
+            if "TauWorkspace alpha has no resolved namespace: fix what its Ready condition " \
+                    "names" not in why:
+                d.append("annotation %s %r" % (HELD, why))
+            return d + cond_diffs(c.get(WORKSPACES + "/alpha"), "QuotaReady", "False",
+                                  "QueueHeld", ["its ClusterQueue is held (stopPolicy Hold",
+                                                "has no resolved namespace"])
+        c.wait_ok(held, "the queue is held, never deleted, and the workspace says why")
+        self.assertEqual(c.get(path)["status"]["admittedWorkloads"], 1)
+        c.merge(WORKSPACES + "/alpha", {"spec": {"target": {"namespace": "ml-alpha"}}})
+
+        def released():
+            q = c.get(path)
+            d = [] if q is not None else ["ClusterQueue tau-ws-alpha is gone"]
+            if q is not None and ((q.get("spec") or {}).get("stopPolicy") not in (None, "None")
+                                  or HELD in (q["metadata"].get("annotations") or {})):
+                d.append("still held: %s" % h.dump(q["metadata"].get("annotations")))
+            return d
+        c.wait_ok(released, "the queue is released once the target is undone")
+        self.assertEqual(c.get(path)["metadata"]["uid"], before["metadata"]["uid"])
+        c.merge(path + "/status", {"status": {"admittedWorkloads": 0}})
+        c.delete(WORKSPACES + "/gamma")
+        c.wait_gone(WORKSPACES + "/gamma")
+        self.wait_pool("the budget is as before")
+
     # -- finding 1: Observe --
 
     def test_04_observe_writes_nothing_and_says_how_the_cohort_differs(self):
