@@ -296,6 +296,11 @@ int tau_dra_store_view(tau_dra_store *store, const tau_dra_view **out)
 	return 0;
 }
 
+const tau_dra_view *tau_dra_store_built_view(const tau_dra_store *store)
+{
+	return store->view;
+}
+
 uint64_t tau_dra_store_generation(const tau_dra_store *store)
 {
 	return store->generation;

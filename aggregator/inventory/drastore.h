@@ -64,6 +64,9 @@ const char *tau_dra_store_kueue_error(const tau_dra_store *store);
  */
 int tau_dra_store_view(tau_dra_store *store, const tau_dra_view **out);
 
+/** The view as last built, or NULL when the store changed since (const readers). */
+const tau_dra_view *tau_dra_store_built_view(const tau_dra_store *store);
+
 /** Bumped on every change: a reader compares it to know whether to look again. */
 uint64_t tau_dra_store_generation(const tau_dra_store *store);
 

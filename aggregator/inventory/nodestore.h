@@ -97,6 +97,12 @@ int tau_nodestore_set_selector_error(tau_nodestore *store, const char *reason);
  */
 int tau_nodestore_set_dra(tau_nodestore *store, tau_dra_store *dra);
 
+/**
+ * The DRA view the nodes were last counted with (see tau_nodestore_set_dra), or NULL when
+ * there is none.  Lends it: valid until the DRA store or this store changes.
+ */
+const tau_dra_view *tau_nodestore_dra_view(const tau_nodestore *store);
+
 /** A Node was added or changed in the API (facts copied). */
 int tau_nodestore_api_upsert(tau_nodestore *store, const tau_node_facts *facts);
 

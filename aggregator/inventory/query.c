@@ -387,9 +387,73 @@ oom:
 	return OOM();
 }
 
+/* Append one rule to an ExplainNode response (room reserved by the caller). */
+static int add_rule(Tau__Inventory__V1__ExplainNodeResponse *resp, const char *name, bool pass,
+                    const char *detail)
+{
+	Tau__Inventory__V1__Rule *r = malloc(sizeof(*r));
+
+	if (r == NULL)
+		return -TAU_ENOMEM;
+	tau__inventory__v1__rule__init(r);
+	resp->rules[resp->n_rules++] = r;
+	r->name = dup_str(name);
+	r->pass = pass;
+	r->detail = dup_str(detail);
+	return r->name != NULL && r->detail != NULL ? 0 : -TAU_ENOMEM;
+}
+
+/*
+ * The node's DRA devices (docs/budget.md, "How DRA devices count"): what counts beside
+ * allocatable ("dra.devices"), then each note.  A dra.* rule that fails keeps devices out;
+ * it never takes the node out of the pool.
+ */
+static size_t dra_rule_count(const tau_dra_node *n)
+{
+	return n == NULL ? 0 : 1 + n->n_resources + n->n_notes;
+}
+
+static int dra_rules(Tau__Inventory__V1__ExplainNodeResponse *resp, const tau_dra_node *n,
+                     const tau_node_facts *facts)
+{
+	char detail[512];
+	size_t len = 0;
+
+	if (n == NULL)
+		return 0;
+	detail[0] = '\0';
+	for (size_t i = 0; i < n->n_resources; i++) {
+		char why[320];
+
+		if (facts != NULL &&
+		    !tau_dra_counts_beside(&n->resources[i], facts, why, sizeof(why))) {
+			if (add_rule(resp, TAU_DRA_RULE_ALLOCATABLE, false, why) < 0)
+				return -TAU_ENOMEM;
+			continue;
+		}
+		len += (size_t)snprintf(
+		        detail + len, len < sizeof(detail) ? sizeof(detail) - len : 0, "%s%u %s",
+		        len > 0 ? ", " : "", n->resources[i].devices, n->resources[i].name);
+	}
+	if (add_rule(resp, "dra.devices", true,
+	             len > 0 ? detail : "no DRA device of this node counts") < 0)
+		return -TAU_ENOMEM;
+	for (size_t i = 0; i < n->n_notes; i++) {
+		const char *rule = n->notes[i].rule;
+		bool informs = strcmp(rule, TAU_DRA_RULE_OVERLAP) == 0 ||
+		               strcmp(rule, TAU_DRA_RULE_PARTITIONABLE) == 0;
+
+		if (add_rule(resp, rule, informs, n->notes[i].detail) < 0)
+			return -TAU_ENOMEM;
+	}
+	return 0;
+}
+
 int tau_query_explain(Tau__Inventory__V1__ExplainNodeResponse **out, const tau_nodestore *store,
                       const char *name)
 {
+	const tau_dra_view *dra = tau_nodestore_dra_view(store);
+	const tau_dra_node *dra_node = dra != NULL ? tau_dra_view_node(dra, name) : NULL;
 	Tau__Inventory__V1__ExplainNodeResponse *resp;
 	tau_query_rule rules[TAU_QUERY_RULE_COUNT];
 	tau_node_status st;
@@ -405,22 +469,14 @@ int tau_query_explain(Tau__Inventory__V1__ExplainNodeResponse **out, const tau_n
 	resp->flavor = dup_str(resp->counted && st.facts != NULL
 	                               ? tau_node_facts_label(st.facts, TAU_GPU_CLASS_LABEL)
 	                               : "");
-	resp->rules = calloc(TAU_QUERY_RULE_COUNT, sizeof(*resp->rules));
+	resp->rules = calloc(TAU_QUERY_RULE_COUNT + dra_rule_count(dra_node), sizeof(*resp->rules));
 	if (resp->name == NULL || resp->flavor == NULL || resp->rules == NULL)
 		goto oom;
-	for (int i = 0; i < TAU_QUERY_RULE_COUNT; i++) {
-		Tau__Inventory__V1__Rule *r = malloc(sizeof(*r));
-
-		if (r == NULL)
+	for (int i = 0; i < TAU_QUERY_RULE_COUNT; i++)
+		if (add_rule(resp, rules[i].name, rules[i].pass, rules[i].detail) < 0)
 			goto oom;
-		tau__inventory__v1__rule__init(r);
-		resp->rules[resp->n_rules++] = r;
-		r->name = dup_str(rules[i].name);
-		r->pass = rules[i].pass;
-		r->detail = dup_str(rules[i].detail);
-		if (r->name == NULL || r->detail == NULL)
-			goto oom;
-	}
+	if (dra_rules(resp, dra_node, st.facts) < 0)
+		goto oom;
 	*out = resp;
 	return 0;
 oom:

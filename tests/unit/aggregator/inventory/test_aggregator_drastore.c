@@ -4,6 +4,7 @@
 #include "inventory/drastore.h"
 #include "inventory/nodestore.h"
 #include "inventory/pool.h"
+#include "inventory/query.h"
 #include "tau/error.h"
 #include "tau/json.h"
 
@@ -334,6 +335,77 @@ static void test_node_store_counts_dra_devices(void **state)
 	tau_dra_store_free(s);
 }
 
+/* "name:pass|FAIL:detail" of each dra.* rule ExplainNode gives for `node`, one per line. */
+static const char *explain_dra(const tau_nodestore *ns, const char *node, bool *counted)
+{
+	static char buf[2048];
+	Tau__Inventory__V1__ExplainNodeResponse *resp = NULL;
+	size_t len = 0;
+
+	assert_int_equal(tau_query_explain(&resp, ns, node), 0);
+	*counted = resp->counted;
+	buf[0] = '\0';
+	for (size_t i = 0; i < resp->n_rules; i++)
+		if (strncmp(resp->rules[i]->name, "dra.", 4) == 0)
+			len += (size_t)snprintf(
+			        buf + len, sizeof(buf) - len, "%s:%s:%s\n", resp->rules[i]->name,
+			        resp->rules[i]->pass ? "pass" : "FAIL", resp->rules[i]->detail);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return buf;
+}
+
+static void test_explain_says_what_dra_counts(void **state)
+{
+	tau_nodestore *ns = NULL;
+	tau_dra_store *s = NULL;
+	char *keys[] = {(char *)"kubernetes.io/os", (char *)TAU_GPU_CLASS_LABEL};
+	char *values[] = {(char *)"linux", (char *)"h100"};
+	tau_node_resource res[1];
+	tau_node_facts node = {.name = (char *)"n1",
+	                       .os = (char *)"linux",
+	                       .gpu_class = (char *)"h100",
+	                       .label_keys = keys,
+	                       .label_values = values,
+	                       .n_labels = 2,
+	                       .ready = true,
+	                       .schedulable = true,
+	                       .allocatable = res,
+	                       .n_allocatable = 1};
+	bool counted = false;
+	cJSON *j;
+
+	(void)state;
+	res[0].name = (char *)"cpu";
+	assert_int_equal(tau_quantity_parse_str(&res[0].value, "96"), 0);
+	assert_int_equal(tau_nodestore_new(&ns, 0, 0), 0);
+	assert_int_equal(tau_dra_store_new(&s), 0);
+	tau_nodestore_api_synced(ns);
+	tau_nodestore_tick(ns, 1);
+	assert_int_equal(tau_nodestore_api_upsert(ns, &node), 0);
+	/* no DRA store: no dra.* rule */
+	assert_string_equal(explain_dra(ns, "n1", &counted), "");
+	assert_true(counted);
+	assert_int_equal(put_slice(s, "n1", 8, 1), 0);
+	assert_int_equal(put_class(s, "type", "gpu"), 0);
+	assert_int_equal(tau_nodestore_set_dra(ns, s), 0);
+	assert_string_equal(explain_dra(ns, "n1", &counted), "dra.devices:pass:8 nvidia.com/gpu\n");
+	/* a generation in flight: the devices are out, the node still counts */
+	j = parse("{\"metadata\":{\"name\":\"n1-gpu-2\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
+	          "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"generation\":2,"
+	          "\"resourceSliceCount\":2},\"devices\":[{\"name\":\"gpu-0\"}]}}");
+	assert_int_equal(tau_dra_store_slice_upsert(s, j), 0);
+	cJSON_Delete(j);
+	assert_int_equal(tau_nodestore_set_dra(ns, s), 0);
+	assert_string_equal(
+	        explain_dra(ns, "n1", &counted),
+	        "dra.devices:pass:no DRA device of this node counts\n"
+	        "dra.pool-complete:FAIL:pool n1 of driver gpu.nvidia.com: 1 of 2 slices "
+	        "of generation 2 seen (an update in flight): its devices do not count\n");
+	assert_true(counted);
+	tau_nodestore_free(ns);
+	tau_dra_store_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -342,6 +414,7 @@ int main(void)
 	        cmocka_unit_test(test_kueue_mapping_changed_or_unreadable),
 	        cmocka_unit_test(test_dra_only_node_counted_exactly_by_the_pool),
 	        cmocka_unit_test(test_node_store_counts_dra_devices),
+	        cmocka_unit_test(test_explain_says_what_dra_counts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
