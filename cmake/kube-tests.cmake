@@ -3,6 +3,7 @@
 # Included from the top-level CMakeLists.txt after the tau target exists.
 #   kube_crud, kube_watch, kube_tls  cmocka suites run against kube-sim (tests/e2e/kube_*.c)
 #   kube_elector                     one leader-election candidate (two run at once)
+#   dra_watch                        cmocka suite: the aggregator's DRA watch (drawatch.c)
 #   tau-kube-demo                    examples/tau-kube-demo.c: list nodes from a kubeconfig
 #   e2e/kube-client                  tests/e2e/test_kube_client.py (run_suite.py): starts
 #                                    kube-sim per test and runs the programs above; one ctest
@@ -17,6 +18,14 @@ foreach(_kube_prog IN ITEMS kube_crud kube_watch kube_tls kube_elector)
   target_link_libraries(${_kube_prog} PRIVATE tau PkgConfig::CMOCKA)
   set_target_properties(${_kube_prog} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/e2e)
 endforeach()
+
+# dra_watch: the aggregator's DRA watch (aggregator/inventory/drawatch.c) against kube-sim.
+add_executable(dra_watch ${PROJECT_SOURCE_DIR}/tests/e2e/dra_watch.c
+                         ${PROJECT_SOURCE_DIR}/tests/e2e/kube_e2e_common.c)
+target_compile_options(dra_watch PRIVATE ${TAU_WARNINGS})
+target_include_directories(dra_watch PRIVATE ${PROJECT_SOURCE_DIR}/tests/e2e)
+target_link_libraries(dra_watch PRIVATE tau_aggregator PkgConfig::CMOCKA)
+set_target_properties(dra_watch PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/e2e)
 
 add_executable(tau-kube-demo ${PROJECT_SOURCE_DIR}/examples/tau-kube-demo.c)
 target_compile_options(tau-kube-demo PRIVATE ${TAU_WARNINGS})

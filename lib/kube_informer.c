@@ -678,6 +678,26 @@ static void list_page_done(tau_kube_informer *inf, transfer *t)
 	schedule(inf, ST_WATCH_DUE, 0);
 }
 
+/*
+ * The kind is not served (404 on the list) and the owner asked to take that as "none": an
+ * empty list completes (vanished objects get their deletes), then the list is retried later.
+ */
+static void not_served(tau_kube_informer *inf)
+{
+	reset_list_state(inf);
+	inf->staging = cJSON_CreateArray();
+	if (inf->staging == NULL) {
+		schedule_backoff(inf, ST_LIST_DUE, -1);
+		return;
+	}
+	apply_replace(inf);
+	reset_list_state(inf);
+	atomic_store(&inf->synced, true);
+	if (inf->opts.on_synced != NULL)
+		inf->opts.on_synced(inf->handlers.arg);
+	schedule_backoff(inf, ST_LIST_DUE, -1);
+}
+
 static void transfer_done(tau_kube_informer *inf, CURLcode cc)
 {
 	transfer *t = inf->xfer;
@@ -699,7 +719,9 @@ static void transfer_done(tau_kube_informer *inf, CURLcode cc)
 			                          t->retry_after);
 			tau_log_debug("kube informer: list failed", "resource", inf->res.plural,
 			              "reason", e.reason, "message", e.message, NULL);
-			if (code == 410 && inf->continue_token != NULL) {
+			if (code == 404 && inf->opts.not_served_is_empty) {
+				not_served(inf);
+			} else if (code == 410 && inf->continue_token != NULL) {
 				/* Continue token expired: one unpaged list, as client-go. */
 				reset_list_state(inf);
 				inf->unpaged = true;

@@ -11,6 +11,7 @@
 #include "tau/kubeconfig.h"
 
 #include "kube_internal.h"
+#include "yaml_internal.h"
 #include "tau/error.h"
 
 #include <stdbool.h>
@@ -109,52 +110,17 @@ void tau_kubeconfig_free(tau_kubeconfig *kc)
 	free(kc);
 }
 
-/* ---- YAML document helpers ---- */
-
-static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
-{
-	if (map == NULL || map->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
-	     p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
-
-		if (k != NULL && k->type == YAML_SCALAR_NODE &&
-		    strlen(key) == k->data.scalar.length &&
-		    memcmp(k->data.scalar.value, key, k->data.scalar.length) == 0)
-			return yaml_document_get_node(doc, p->value);
-	}
-	return NULL;
-}
-
-/* A plain null ("", "~", "null") counts as absent. */
-static bool is_null(const yaml_node_t *n)
-{
-	const char *v;
-	size_t len;
-
-	if (n == NULL)
-		return true;
-	if (n->type != YAML_SCALAR_NODE)
-		return false;
-	if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return false;
-	v = (const char *)n->data.scalar.value;
-	len = n->data.scalar.length;
-	return len == 0 || (len == 1 && v[0] == '~') ||
-	       (len == 4 && (strncmp(v, "null", 4) == 0 || strncmp(v, "Null", 4) == 0 ||
-	                     strncmp(v, "NULL", 4) == 0));
-}
+/* ---- YAML document helpers (tau_yaml_map_get, tau_yaml_is_null: yaml_internal.h) ---- */
 
 /* Copy scalar `key` of `map` into *out (NULL when absent). */
 static int get_str(char **out, yaml_document_t *doc, yaml_node_t *map, const char *key,
                    const char *where)
 {
-	yaml_node_t *n = map_get(doc, map, key);
+	yaml_node_t *n = tau_yaml_map_get(doc, map, key);
 	char *s;
 
 	*out = NULL;
-	if (is_null(n))
+	if (tau_yaml_is_null(n))
 		return 0;
 	if (n->type != YAML_SCALAR_NODE)
 		return tau_error_set(TAU_EINVAL, "kubeconfig: %s: \"%s\" must be a string", where,
@@ -218,10 +184,10 @@ typedef int (*entry_fn)(tau_kubeconfig *kc, yaml_document_t *doc, const char *na
 static int walk_list(tau_kubeconfig *kc, yaml_document_t *doc, yaml_node_t *root, const char *list,
                      const char *field, entry_fn fn, const char *dir)
 {
-	yaml_node_t *seq = map_get(doc, root, list);
+	yaml_node_t *seq = tau_yaml_map_get(doc, root, list);
 	size_t count = 0;
 
-	if (is_null(seq))
+	if (tau_yaml_is_null(seq))
 		return 0;
 	if (seq->type != YAML_SEQUENCE_NODE)
 		return tau_error_set(TAU_EINVAL, "kubeconfig: \"%s\" must be a list", list);
@@ -245,7 +211,7 @@ static int walk_list(tau_kubeconfig *kc, yaml_document_t *doc, yaml_node_t *root
 			free(name);
 			return tau_error_set(TAU_EINVAL, "kubeconfig: %s has no name", where);
 		}
-		rc = fn(kc, doc, name, map_get(doc, entry, field), dir);
+		rc = fn(kc, doc, name, tau_yaml_map_get(doc, entry, field), dir);
 		free(name);
 		if (rc < 0)
 			return rc;
@@ -303,7 +269,7 @@ static int on_cluster(tau_kubeconfig *kc, yaml_document_t *doc, const char *name
 	snprintf(where, sizeof(where), "cluster \"%.256s\"", name);
 	if (has_cluster(kc, name)) /* first definition wins, within a file too */
 		return 0;
-	if (b != NULL && b->type != YAML_MAPPING_NODE && !is_null(b))
+	if (b != NULL && b->type != YAML_MAPPING_NODE && !tau_yaml_is_null(b))
 		return tau_error_set(TAU_EINVAL, "kubeconfig: %s: \"cluster\" must be a mapping",
 		                     where);
 	if ((rc = get_str(&c.server, doc, b, "server", where)) < 0 ||
@@ -337,7 +303,7 @@ static int on_user(tau_kubeconfig *kc, yaml_document_t *doc, const char *name, y
 	snprintf(where, sizeof(where), "user \"%.256s\"", name);
 	if (has_user(kc, name))
 		return 0;
-	if (b != NULL && b->type != YAML_MAPPING_NODE && !is_null(b))
+	if (b != NULL && b->type != YAML_MAPPING_NODE && !tau_yaml_is_null(b))
 		return tau_error_set(TAU_EINVAL, "kubeconfig: %s: \"user\" must be a mapping",
 		                     where);
 	if ((rc = get_str(&u.token, doc, b, "token", where)) < 0 ||
@@ -351,8 +317,8 @@ static int on_user(tau_kubeconfig *kc, yaml_document_t *doc, const char *name, y
 	    (rc = absolutize(&u.token_file, dir)) < 0 || (rc = absolutize(&u.cert_file, dir)) < 0 ||
 	    (rc = absolutize(&u.key_file, dir)) < 0)
 		goto fail;
-	u.has_exec = !is_null(map_get(doc, b, "exec"));
-	u.has_auth_provider = !is_null(map_get(doc, b, "auth-provider"));
+	u.has_exec = !tau_yaml_is_null(tau_yaml_map_get(doc, b, "exec"));
+	u.has_auth_provider = !tau_yaml_is_null(tau_yaml_map_get(doc, b, "auth-provider"));
 	u.name = tau_kube_strdup(name);
 	slot = u.name ? grow((void **)&kc->users, &kc->n_users, sizeof(*slot)) : NULL;
 	if (slot == NULL) {
@@ -378,7 +344,7 @@ static int on_context(tau_kubeconfig *kc, yaml_document_t *doc, const char *name
 	snprintf(where, sizeof(where), "context \"%.256s\"", name);
 	if (has_context(kc, name))
 		return 0;
-	if (b != NULL && b->type != YAML_MAPPING_NODE && !is_null(b))
+	if (b != NULL && b->type != YAML_MAPPING_NODE && !tau_yaml_is_null(b))
 		return tau_error_set(TAU_EINVAL, "kubeconfig: %s: \"context\" must be a mapping",
 		                     where);
 	if ((rc = get_str(&c.cluster, doc, b, "cluster", where)) < 0 ||
@@ -404,7 +370,7 @@ int tau_kubeconfig_parse(tau_kubeconfig **out, const char *buf, size_t len, cons
 	yaml_document_t doc;
 	yaml_node_t *root;
 	tau_kubeconfig *kc = NULL;
-	bool parser_ok = false, doc_ok = false;
+	bool loaded = false;
 	int rc = -1;
 
 	if (len > TAU_KUBECONFIG_MAX_BYTES)
@@ -413,21 +379,11 @@ int tau_kubeconfig_parse(tau_kubeconfig **out, const char *buf, size_t len, cons
 	kc = calloc(1, sizeof(*kc));
 	if (kc == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
-	if (!yaml_parser_initialize(&parser)) {
-		rc = tau_error_set(TAU_ENOMEM, "cannot initialise the YAML parser");
+	if ((rc = tau_yaml_load(&parser, &doc, buf, len, "kubeconfig")) < 0)
 		goto out;
-	}
-	parser_ok = true;
-	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		rc = tau_error_set(TAU_EINVAL, "kubeconfig: invalid YAML at line %zu: %s",
-		                   parser.problem_mark.line + 1,
-		                   parser.problem ? parser.problem : "syntax error");
-		goto out;
-	}
-	doc_ok = true;
+	loaded = true;
 	root = yaml_document_get_root_node(&doc);
-	if (root != NULL && !is_null(root) && root->type != YAML_MAPPING_NODE) {
+	if (root != NULL && !tau_yaml_is_null(root) && root->type != YAML_MAPPING_NODE) {
 		rc = tau_error_set(TAU_EINVAL, "kubeconfig: the document is not a mapping");
 		goto out;
 	}
@@ -444,10 +400,8 @@ int tau_kubeconfig_parse(tau_kubeconfig **out, const char *buf, size_t len, cons
 	kc = NULL;
 	rc = 0;
 out:
-	if (doc_ok)
-		yaml_document_delete(&doc);
-	if (parser_ok)
-		yaml_parser_delete(&parser);
+	if (loaded)
+		tau_yaml_unload(&parser, &doc);
 	tau_kubeconfig_free(kc);
 	return rc;
 }

@@ -96,6 +96,14 @@ typedef struct tau_kube_informer_options {
 	 * delivers no add, so this is how an owner learns it has seen everything.
 	 */
 	void (*on_synced)(void *arg);
+	/**
+	 * A list answered 404 (the kind is not served: an API group the cluster does not
+	 * have, such as resource.k8s.io/v1 before Kubernetes 1.34) counts as a complete,
+	 * empty list: the cache empties (deletes delivered), has_synced turns true, on_synced
+	 * runs, and the list is tried again on the backoff schedule instead of being watched,
+	 * so a kind served later is picked up.  Off by default: a 404 backs off unsynced.
+	 */
+	bool not_served_is_empty;
 } tau_kube_informer_options;
 
 /**

@@ -178,6 +178,15 @@ class KubeClientE2E(unittest.TestCase):
         s = self.sim("--bookmark-interval", "1")
         self.run_suite("kube_watch", {"KUBE_SIM_KUBECONFIG": s.kubeconfig})
 
+    def test_dra_watch_reads_fixtures(self):
+        dra = os.path.join(ROOT, "tests", "fixtures", "dra")
+        seeds = []
+        for name in ("deviceclass-gpu.nvidia.com.json", "resourceslice-h100-complete.json",
+                     "resourceslice-h100-inflight.json", "configmap-kueue-manager-config.json"):
+            seeds += ["--seed", os.path.join(dra, name)]
+        s = self.sim(*seeds)
+        self.run_suite("dra_watch", {"KUBE_SIM_KUBECONFIG": s.kubeconfig})
+
     def test_tls_client_certificate(self):
         s = self.sim("--tls", "--authz", "rbac")
         prefix = os.path.join(self.tmp, "client")
