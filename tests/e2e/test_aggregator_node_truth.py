@@ -16,6 +16,8 @@ each test measures and asserts. Waits are for conditions, never fixed sleeps.
 
 import json
 import os
+
+import grpc
 import subprocess
 import sys
 import tempfile
@@ -31,7 +33,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
 import harness  # noqa: E402
 import require  # noqa: E402
 import test_agent_node_truth as ant  # noqa: E402  (the fake host's pieces, not its tests)
-from aggregator.agent import agent_token  # noqa: E402
+from aggregator.agent import FakeAgent, agent_token, inventory_from_node  # noqa: E402
 from harness import ND_NODE, write_atomic  # noqa: E402
 
 AGG_BIN = os.environ.get("TAU_AGGREGATOR_BIN", os.path.join(ROOT, "build/tau-aggregator"))
@@ -275,6 +277,31 @@ class AggregatorNodeTruth(unittest.TestCase):
         r = self.tau("nodes")
         row = [line.split() for line in r.stdout.splitlines() if line.startswith(ND_NODE)][0]
         self.assertIn("unknown", row)
+
+    def test_07_malformed_node_truth_is_refused_and_nothing_lost(self):
+        # An agent (here a stand-in with the same token) sends devices past the limit: the
+        # whole inventory is refused with a clear message, and the node keeps what it had.
+        before = self.node()
+        pb = harness.load_messages(WORK)
+        inv = inventory_from_node(pb, harness.fixture("node-nd-h100-v5.json"))
+        inv.devices.pod_resources_probed = True
+        inv.devices.pod_resources_allocatable_known = True
+        for i in range(257):
+            inv.devices.pod_devices.add(resource_name="nvidia.com/gpu",
+                                        device_id="GPU-%04d" % i, numa_node=-1,
+                                        allocatable=True)
+        ch = grpc.insecure_channel(self.agg.addr)
+        try:
+            a = FakeAgent(pb, ch, self.token)
+            ack = a.wait_ack(a.send_inventory(inv))
+            self.assertEqual(ack.status, pb.ACK_STATUS_REJECTED, ack)
+            self.assertIn("pod_devices: 257 entries over the limit of 256", ack.message)
+            after = self.node()
+            self.assertEqual((after["health"], after["problems"], after["stale"]),
+                             (before["health"], before["problems"], True))
+            self.assertEqual(after["health"], "degraded")
+        finally:
+            ch.close()
 
 
 if __name__ == "__main__":

@@ -122,6 +122,50 @@ static void pool_table(void **state)
 	free(out);
 }
 
+/* Beside the pool: the free-now figures per class (GetCapacity), table and JSON "freeNow". */
+static void pool_with_free_now(void **state)
+{
+	pool_fixture f;
+	Tau__Inventory__V1__GetCapacityResponse cap =
+	        TAU__INVENTORY__V1__GET_CAPACITY_RESPONSE__INIT;
+	Tau__Inventory__V1__ClassCapacity c = TAU__INVENTORY__V1__CLASS_CAPACITY__INIT,
+	                                  *cp[1] = {&c};
+	char *out = NULL;
+	cJSON *doc, *o;
+
+	(void)state;
+	build_pool(&f);
+	c.gpu_class = (char *)"h100";
+	c.nodes = 2;
+	c.nodes_known = 1;
+	c.nodes_unknown = 1;
+	c.gpus_healthy = 7;
+	c.gpus_in_use = 2;
+	c.gpus_free = 5;
+	c.nodes_degraded = 1;
+	cap.n_classes = 1;
+	cap.classes = cp;
+	assert_int_equal(tau_cli_render_pool(&out, &f.pool, &cap, TAU_CLI_TABLE), 0);
+	assert_non_null(strstr(out,
+	                       "Missing nodes: d, ... (70 in all)\n"
+	                       "\n"
+	                       "Free now (node truth; unknown nodes never count as free):\n"
+	                       "GPU-CLASS   NODES   KNOWN   UNKNOWN   DEGRADED   HEALTHY   IN-USE"
+	                       "   FREE   WHOLE-NODES-FREE\n"
+	                       "h100        2       1       1         1          7         2    "
+	                       "    5      0\n"));
+	free(out);
+	assert_int_equal(tau_cli_render_pool(&out, &f.pool, &cap, TAU_CLI_JSON), 0);
+	doc = cJSON_Parse(out);
+	o = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "freeNow"), 0);
+	assert_string_equal(cJSON_GetObjectItem(o, "gpuClass")->valuestring, "h100");
+	assert_int_equal(cJSON_GetObjectItem(o, "gpusFree")->valueint, 5);
+	assert_int_equal(cJSON_GetObjectItem(o, "nodesUnknown")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(o, "wholeNodesFree")->valueint, 0);
+	cJSON_Delete(doc);
+	free(out);
+}
+
 static void nodes_json_and_table(void **state)
 {
 	Tau__Inventory__V1__ListNodesResponse resp = TAU__INVENTORY__V1__LIST_NODES_RESPONSE__INIT;
@@ -453,6 +497,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(pool_json),
 	        cmocka_unit_test(pool_table),
+	        cmocka_unit_test(pool_with_free_now),
 	        cmocka_unit_test(nodes_json_and_table),
 	        cmocka_unit_test(nodes_health_and_free),
 	        cmocka_unit_test(fit_table_and_json),
