@@ -60,7 +60,7 @@ static const char script[] =
         "--help\" ;;\n"
         "        esac ;;\n"
         "    team) verbs=\"list status\"; opts=\"-o --request-timeout --help\" ;;\n"
-        "    inventory) verbs=\"nodes pool explain\"\n"
+        "    inventory) verbs=\"nodes pool explain fit\"\n"
         "        opts=\"--aggregator --ca-file --insecure --gpu-class --counted -o --timeout "
         "--request-timeout --help\" ;;\n"
         "    storage) verbs=\"check\"; opts=\"--driver --selector -o --request-timeout --help\" "

@@ -1,5 +1,5 @@
 /*
- * inventory.c - `tau inventory nodes|pool|explain NODE`: ask the
+ * inventory.c - `tau inventory nodes|pool|explain NODE|fit`: ask the
  * aggregator's QueryService and print the answer as a table or JSON.
  *
  * The one idea: printing is separate from asking.  The render functions take

@@ -21,7 +21,7 @@ static const tau_cli_command commands[] = {
          tau_cli_cluster},
         {"workspace", "list|status|check|create|delete: TauWorkspaces", tau_cli_workspace},
         {"team", "list|status: TauTeam budget, pool and queues", tau_cli_team},
-        {"inventory", "nodes|pool|explain NODE: GPU inventory from the aggregator",
+        {"inventory", "nodes|pool|explain NODE|fit: GPU inventory and fit from the aggregator",
          tau_cli_inventory},
         {"storage", "check --driver NAME: CSI registration on eligible nodes", tau_cli_storage},
         {"completion", "bash: print the bash completion script", tau_cli_completion},
