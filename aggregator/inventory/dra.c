@@ -489,6 +489,22 @@ const tau_dra_note *tau_dra_view_note_at(const tau_dra_view *view, size_t i)
 	return i < view->n_notes ? &view->notes[i] : NULL;
 }
 
+tau_dra_totals tau_dra_view_totals(const tau_dra_view *view)
+{
+	tau_dra_totals t = {0};
+
+	if (view == NULL)
+		return t;
+	for (size_t i = 0; i < view->n_nodes; i++)
+		for (size_t j = 0; j < view->nodes[i].n_resources; j++)
+			t.devices += view->nodes[i].resources[j].devices;
+	for (size_t i = 0; i < view->n_pools; i++)
+		t.pools_incomplete += view->pools[i].complete ? 0 : 1;
+	for (size_t i = 0; i < view->n_classes; i++)
+		t.classes_unusable += view->classes[i].unusable ? 1 : 0;
+	return t;
+}
+
 bool tau_dra_counts_beside(const tau_dra_resource *r, const tau_node_facts *facts, char *why,
                            size_t why_cap)
 {

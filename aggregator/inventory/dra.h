@@ -108,6 +108,16 @@ const tau_dra_pool_state *tau_dra_view_pool_at(const tau_dra_view *view, size_t 
 size_t tau_dra_view_note_count(const tau_dra_view *view);
 const tau_dra_note *tau_dra_view_note_at(const tau_dra_view *view, size_t i);
 
+/** Totals of a view, for metrics. */
+typedef struct tau_dra_totals {
+	uint64_t devices; /**< devices counted on nodes, all resources (before allocatable) */
+	uint64_t pools_incomplete; /**< pools of which nothing counts */
+	uint64_t classes_unusable; /**< classes outside the CEL subset or mapped twice by Kueue */
+} tau_dra_totals;
+
+/** The totals of `view`; all zero for NULL. */
+tau_dra_totals tau_dra_view_totals(const tau_dra_view *view);
+
 /**
  * Whether DRA resource `r` counts beside node `facts`' allocatable: false when allocatable
  * already holds a non-zero amount of it (the allocatable figure counts, never both).

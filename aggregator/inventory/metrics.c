@@ -34,6 +34,20 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	        &b, "tau_aggregator_nodes_agent_mismatch", "gauge",
 	        "Nodes whose agent's report differs from the Node object (the Node counts).",
 	        m->nodes_mismatch);
+	tau_prom_scalar(
+	        &b, "tau_aggregator_dra_devices", "gauge",
+	        "DRA devices counted on nodes under a quota resource (complete pools, usable "
+	        "classes, once each); a resource a node also advertises in allocatable "
+	        "counts from allocatable instead.",
+	        m->dra_devices);
+	tau_prom_scalar(&b, "tau_aggregator_dra_pools_incomplete", "gauge",
+	                "DRA pools (driver and pool name) of which nothing counts: not every slice "
+	                "of their newest generation is seen.",
+	                m->dra_pools_incomplete);
+	tau_prom_scalar(&b, "tau_aggregator_dra_classes_unusable", "gauge",
+	                "DeviceClasses that count nothing: a selector outside the CEL subset, or "
+	                "Kueue maps them under two names.",
+	                m->dra_classes_unusable);
 	tau_prom_family(&b, "tau_aggregator_reports_total", "counter",
 	                "Agent reports processed, by kind (duplicates not counted).");
 	tau_prom_labelled(&b, "tau_aggregator_reports_total", "kind", "inventory",

@@ -61,6 +61,9 @@ typedef struct tau_metrics {
 	uint64_t query_reviews_pending; /**< reviews waiting for a worker now */
 	/** Latency of Report TokenReviews, and of query review pairs (NULL: anonymous queries). */
 	const tau_prom_histogram *report_review_latency, *query_review_latency;
+	/** DRA (docs/budget.md, "How DRA devices count"): devices counted, pools of which
+	 * nothing counts, classes that count nothing because they are unusable */
+	uint64_t dra_devices, dra_pools_incomplete, dra_classes_unusable;
 	bool established;
 	bool valid; /**< every input the pool depends on is usable */
 	uint64_t missing_nodes;

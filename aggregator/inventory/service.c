@@ -1788,6 +1788,13 @@ int tau_agg_metrics(tau_agg *a, char **out)
 		m.nodes_counted += st.counted ? 1 : 0;
 	}
 	m.nodes_mismatch = tau_nodestore_mismatch_count(a->store);
+	{
+		tau_dra_totals dra = tau_dra_view_totals(tau_nodestore_dra_view(a->store));
+
+		m.dra_devices = dra.devices;
+		m.dra_pools_incomplete = dra.pools_incomplete;
+		m.dra_classes_unusable = dra.classes_unusable;
+	}
 	m.agents_connected = a->bindings.len;
 	m.pool_watchers = a->n_watchers;
 	m.established = tau_nodestore_established(a->store);

@@ -679,6 +679,13 @@ static void test_driver_fixtures_count_exactly(void **state)
 	assert_non_null(strstr(
 	        node_note(v, "aks-ndh100dra-20914731-vmss000001", TAU_DRA_RULE_POOL_COMPLETE),
 	        "1 of 2 slices of generation 2 seen"));
+	{
+		tau_dra_totals t = tau_dra_view_totals(v);
+
+		assert_int_equal(t.devices, 8);
+		assert_int_equal(t.pools_incomplete, 1);
+		assert_int_equal(t.classes_unusable, 0);
+	}
 	tau_dra_view_free(v);
 	for (size_t i = 0; i < 2; i++) {
 		tau_dra_slice_clear(&s[i]);

@@ -30,6 +30,8 @@ static void renders_families(void **state)
 	                 .nodes_known = 3,
 	                 .nodes_stale = 1,
 	                 .nodes_counted = 2,
+	                 .dra_devices = 8,
+	                 .dra_pools_incomplete = 1,
 	                 .reports_inventory = 5,
 	                 .reports_heartbeat = 7,
 	                 .auth_unauthenticated = 4,
@@ -54,6 +56,9 @@ static void renders_families(void **state)
 	contains(text, "tau_aggregator_auth_failures_total{code=\"UNAUTHENTICATED\"} 4\n");
 	contains(text, "tau_aggregator_auth_failures_total{code=\"PERMISSION_DENIED\"} 3\n");
 	contains(text, "tau_aggregator_nodes_stale 1\n");
+	contains(text, "# TYPE tau_aggregator_dra_devices gauge\ntau_aggregator_dra_devices 8\n");
+	contains(text, "tau_aggregator_dra_pools_incomplete 1\n");
+	contains(text, "tau_aggregator_dra_classes_unusable 0\n");
 	contains(text, "tau_aggregator_pool_established 1\n");
 	contains(text, "tau_aggregator_pool_valid 0\n");
 	contains(text, "tau_aggregator_pool_flavor_nodes{flavor=\"h100\"} 2\n");
