@@ -1623,6 +1623,7 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 	team_state s = {0};
 	bool w = c->writes_allowed,
 	     has_cohort = x->desired_cohort != NULL || x->owned_cohort != NULL;
+	adopter by_team = {in, c->cluster_uid, team};
 
 	if (w && x->add_finalizer)
 		team_finalizer(b, team, true,
@@ -1637,16 +1638,14 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 		managed_add(managed, "ClusterQueue", q->name);
 		ensure(b, TAU_BUDGET_CLUSTER_QUEUE, q->desired, q->observed,
 		       tau_json_str(q->workspace, "metadata.uid"), w, problem, sizeof(problem),
-		       NULL);
+		       &by_team);
 		q->desired = NULL; /* ensure took it */
 	}
 	if (x->desired_cohort != NULL) {
 		managed_add(managed, "Cohort", x->cohort);
-		adopter by = {in, c->cluster_uid, team};
-
 		ensure(b, TAU_BUDGET_COHORT, x->desired_cohort,
 		       find_named(in->cohorts, in->n_cohorts, x->cohort), uid, w, problem,
-		       sizeof(problem), &by);
+		       sizeof(problem), &by_team);
 		x->desired_cohort = NULL;
 	}
 	if (w && x->delete_cohort && x->owned_cohort != NULL)

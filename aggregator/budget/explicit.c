@@ -669,6 +669,26 @@ static int refuse(team_ctx *c, const wsinfo *w, const char *reason, const char *
 }
 
 /* Gather the team's quota, its workspaces and the queues leaving it. */
+/*
+ * Is ClusterQueue `cq` workspace `ws`'s from before the workspace was created again: our labels
+ * naming that workspace (and a team), a recorded workspace UID that no TauWorkspace has?  The
+ * same rule as the capacity team's queues (docs/budget.md, "Ownership"): the caller's write
+ * adopts it, with an Adopted Event.
+ */
+static bool recreated_queue(const team_ctx *c, const cJSON *cq, const char *ws)
+{
+	const char *uid = tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID);
+
+	if (!streq(tau_json_label(cq, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY) ||
+	    !streq(tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE), ws) ||
+	    tau_json_label(cq, TAU_BUDGET_LABEL_TEAM) == NULL || uid == NULL || uid[0] == '\0')
+		return false;
+	for (size_t i = 0; i < c->in->n_workspaces; i++)
+		if (streq(tau_json_str(c->in->workspaces[i], "metadata.uid"), uid))
+			return false;
+	return true;
+}
+
 static int gather(team_ctx *c, char *err, size_t err_len)
 {
 	const tau_budget_explicit_input *in = c->in;
@@ -709,6 +729,9 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 			        tau_budget_ownership_of(w->observed, TAU_BUDGET_CLUSTER_QUEUE,
 			                                tau_json_str(ws, "metadata.uid"),
 			                                w->owner_why, sizeof(w->owner_why));
+			if (w->ownership == TAU_BUDGET_OTHER_OWNER &&
+			    recreated_queue(c, w->observed, w->name))
+				w->ownership = TAU_BUDGET_OWNED; /* adopted by the write */
 			w->owned = w->ownership == TAU_BUDGET_OWNED;
 		}
 		if (w->owned) {

@@ -681,6 +681,38 @@ static void test_e8_recreated_team_adopts_its_cohort(void **state)
 	w->in.n_teams = 0;
 }
 
+/* A workspace created again (new UID) finds its queue recording the old one: ours (our labels
+ * naming it and a team), adopted by the caller's write; one recording a live workspace's UID is
+ * another owner's (E8), as for the capacity team's queues. */
+static void test_e8_recreated_workspace_adopts_its_queue(void **state)
+{
+	world *w = *state;
+	cJSON *meta;
+
+	team(w, "ml", QUOTA("4"), "");
+	cohort(w, "ml", "4", OURS("ml"));
+	workspace(w, "a", "ml", QUOTA("1"));
+	queue(w, "a", "tau-team-ml", "1", "0", "0");
+	meta = cJSON_GetObjectItem((cJSON *)w->cqs[0], "metadata");
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(meta, "annotations"),
+	                          "tau.azure.com/workspace-uid", cJSON_CreateString("uid-gone"));
+	cJSON_AddStringToObject(cJSON_GetObjectItem(meta, "labels"), "tau.azure.com/team", "ml");
+	decide(w);
+	assert_reason(w, "QuotaApplied", "");
+	assert_non_null(xq(w, "tau-ws-a")->desired);
+	/* The recorded UID is a live workspace's: never adopted. */
+	workspace(w, "b", "other", "null");
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem((cJSON *)w->ws[1], "metadata"), "uid",
+	                          cJSON_CreateString("uid-gone"));
+	decide(w);
+	assert_reason(w, "OwnershipConflict", "tau-ws-a");
+	/* Without our team label (legacy labels) it is not ours either. */
+	w->in.n_workspaces = 1;
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(meta, "labels"), "tau.azure.com/team");
+	decide(w);
+	assert_reason(w, "OwnershipConflict", "tau-ws-a");
+}
+
 /* E10: missing quota is zero; unknown flavors are FlavorNotReady. */
 static void test_e10_zero_and_missing_flavor(void **state)
 {
@@ -719,6 +751,7 @@ int main(void)
 	        T(test_e9_deletion),
 	        T(test_e9_empty_team_has_no_finalizer),
 	        T(test_e8_recreated_team_adopts_its_cohort),
+	        T(test_e8_recreated_workspace_adopts_its_queue),
 	        T(test_e10_zero_and_missing_flavor),
 	};
 #undef T
