@@ -157,7 +157,7 @@ static int by_class_name(const void *a, const void *b)
 }
 
 static int classes_resolve(tau_dra_view *v, const tau_dra_class *classes, size_t n,
-                           const tau_dra_mapping *mappings, size_t n_mappings)
+                           const tau_kueue_dra_mapping *mappings, size_t n_mappings)
 {
 	if (n == 0)
 		return 0;
@@ -414,7 +414,7 @@ static int attach_notes(tau_dra_view *v, size_t *cap_nodes)
 
 int tau_dra_view_build(tau_dra_view **out, const tau_dra_class *classes, size_t n_classes,
                        const tau_dra_slice *slices, size_t n_slices,
-                       const tau_dra_mapping *mappings, size_t n_mappings)
+                       const tau_kueue_dra_mapping *mappings, size_t n_mappings)
 {
 	tau_dra_view *v = calloc(1, sizeof(*v));
 	size_t cap_nodes = 0;

@@ -84,7 +84,7 @@ typedef struct tau_dra_view tau_dra_view;
  */
 int tau_dra_view_build(tau_dra_view **out, const tau_dra_class *classes, size_t n_classes,
                        const tau_dra_slice *slices, size_t n_slices,
-                       const tau_dra_mapping *mappings, size_t n_mappings);
+                       const tau_kueue_dra_mapping *mappings, size_t n_mappings);
 
 /** Free a view; NULL is a no-op. */
 void tau_dra_view_free(tau_dra_view *view);

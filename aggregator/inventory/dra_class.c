@@ -110,30 +110,30 @@ int tau_dra_class_from_json(tau_dra_class *out, const cJSON *obj)
 	return rc;
 }
 
-void tau_dra_mappings_free(tau_dra_mapping *mappings, size_t n)
+void tau_dra_mappings_free(tau_kueue_dra_mapping *mappings, size_t n)
 {
 	if (mappings == NULL)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		for (size_t j = 0; j < mappings[i].n_device_class_names; j++)
-			free(mappings[i].device_class_names[j]);
-		free(mappings[i].device_class_names);
+		for (size_t j = 0; j < mappings[i].n_device_classes; j++)
+			free(mappings[i].device_classes[j]);
+		free(mappings[i].device_classes);
 		free(mappings[i].name);
 	}
 	free(mappings);
 }
 
 tau_dra_via tau_dra_class_resource(const char **resource, const tau_dra_class *cls,
-                                   const tau_dra_mapping *mappings, size_t n_mappings, char *note,
-                                   size_t note_cap)
+                                   const tau_kueue_dra_mapping *mappings, size_t n_mappings,
+                                   char *note, size_t note_cap)
 {
 	const char *kueue = NULL;
 
 	*resource = NULL;
 	tau_say(note, note_cap, "%s", "");
 	for (size_t i = 0; i < n_mappings; i++)
-		for (size_t j = 0; j < mappings[i].n_device_class_names; j++) {
-			if (strcmp(mappings[i].device_class_names[j], cls->name) != 0)
+		for (size_t j = 0; j < mappings[i].n_device_classes; j++) {
+			if (strcmp(mappings[i].device_classes[j], cls->name) != 0)
 				continue;
 			if (kueue != NULL && strcmp(kueue, mappings[i].name) != 0) {
 				tau_say(note, note_cap,

@@ -16,6 +16,8 @@
 
 #include "dra_cel.h"
 
+#include "tau/kueueconfig.h"
+
 #include <cjson/cJSON.h>
 
 #include <stdbool.h>
@@ -44,18 +46,8 @@ int tau_dra_class_from_json(tau_dra_class *out, const cJSON *obj);
 /** Release what `cls` owns and zero it; NULL is a no-op. */
 void tau_dra_class_clear(tau_dra_class *cls);
 
-/**
- * One entry of Kueue's resources.deviceClassMappings; every string owned.  Read from Kueue's
- * Configuration by the aggregator's DRA watch (docs/budget.md).
- */
-typedef struct tau_dra_mapping {
-	char *name; /**< the quota resource name */
-	char **device_class_names;
-	size_t n_device_class_names;
-} tau_dra_mapping;
-
-/** Free mappings; NULL is a no-op. */
-void tau_dra_mappings_free(tau_dra_mapping *mappings, size_t n);
+/** Free an array of mappings whose strings it owns; NULL is a no-op. */
+void tau_dra_mappings_free(tau_kueue_dra_mapping *mappings, size_t n);
 
 /** How a class reached its quota resource. */
 typedef enum tau_dra_via {
@@ -73,7 +65,7 @@ typedef enum tau_dra_via {
  * @return how.
  */
 tau_dra_via tau_dra_class_resource(const char **resource, const tau_dra_class *cls,
-                                   const tau_dra_mapping *mappings, size_t n_mappings, char *note,
-                                   size_t note_cap);
+                                   const tau_kueue_dra_mapping *mappings, size_t n_mappings,
+                                   char *note, size_t note_cap);
 
 #endif /* TAU_AGGREGATOR_DRA_CLASS_H */

@@ -25,7 +25,7 @@ struct tau_dra_store {
 	size_t n_slices, cap_slices;
 	tau_dra_class *classes; /* sorted by name */
 	size_t n_classes, cap_classes;
-	tau_dra_mapping *mappings;
+	tau_kueue_dra_mapping *mappings;
 	size_t n_mappings;
 	char *kueue_error;
 	refusal *refused; /* sorted by key */
@@ -232,23 +232,23 @@ int tau_dra_store_class_delete(tau_dra_store *store, const char *name)
 	return drop_class(store, name);
 }
 
-static int copy_mappings(tau_dra_mapping **out, const tau_dra_mapping *src, size_t n)
+static int copy_mappings(tau_kueue_dra_mapping **out, const tau_kueue_dra_mapping *src, size_t n)
 {
-	tau_dra_mapping *m = n > 0 ? calloc(n, sizeof(*m)) : NULL;
+	tau_kueue_dra_mapping *m = n > 0 ? calloc(n, sizeof(*m)) : NULL;
 
 	*out = NULL;
 	if (n > 0 && m == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory in the DRA store");
 	for (size_t i = 0; i < n; i++) {
 		m[i].name = strdup(src[i].name);
-		m[i].device_class_names = calloc(src[i].n_device_class_names + 1, sizeof(char *));
-		if (m[i].name == NULL || m[i].device_class_names == NULL)
+		m[i].device_classes = calloc(src[i].n_device_classes + 1, sizeof(char *));
+		if (m[i].name == NULL || m[i].device_classes == NULL)
 			goto fail;
-		for (size_t j = 0; j < src[i].n_device_class_names; j++) {
-			m[i].device_class_names[j] = strdup(src[i].device_class_names[j]);
-			if (m[i].device_class_names[j] == NULL)
+		for (size_t j = 0; j < src[i].n_device_classes; j++) {
+			m[i].device_classes[j] = strdup(src[i].device_classes[j]);
+			if (m[i].device_classes[j] == NULL)
 				goto fail;
-			m[i].n_device_class_names++;
+			m[i].n_device_classes++;
 		}
 	}
 	*out = m;
@@ -258,10 +258,10 @@ fail:
 	return tau_error_set(TAU_ENOMEM, "out of memory in the DRA store");
 }
 
-int tau_dra_store_set_mappings(tau_dra_store *store, const tau_dra_mapping *mappings, size_t n,
-                               const char *error)
+int tau_dra_store_set_mappings(tau_dra_store *store, const tau_kueue_dra_mapping *mappings,
+                               size_t n, const char *error)
 {
-	tau_dra_mapping *m = NULL;
+	tau_kueue_dra_mapping *m = NULL;
 	char *err = NULL;
 
 	if (error != NULL && (err = strdup(error)) == NULL)

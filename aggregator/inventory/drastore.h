@@ -51,8 +51,8 @@ int tau_dra_store_class_delete(tau_dra_store *store, const char *name);
  * Kueue's configuration cannot be read: then no class counts until it can.
  * @return 0 or -TAU_ENOMEM.
  */
-int tau_dra_store_set_mappings(tau_dra_store *store, const tau_dra_mapping *mappings, size_t n,
-                               const char *error);
+int tau_dra_store_set_mappings(tau_dra_store *store, const tau_kueue_dra_mapping *mappings,
+                               size_t n, const char *error);
 
 /** Why Kueue's configuration is unusable, or NULL.  Lends it. */
 const char *tau_dra_store_kueue_error(const tau_dra_store *store);

@@ -284,10 +284,8 @@ static void test_pool_complete_only_with_every_slice_of_its_newest_generation(vo
 
 /* Kueue's resources.deviceClassMappings as the DRA watch reads them (lent strings). */
 static char *gpu_and_mig[] = {(char *)"gpu.nvidia.com", (char *)"mig.nvidia.com"};
-static tau_dra_mapping kueue_gpus[] = {
-        {.name = (char *)"example.com/gpus",
-         .device_class_names = gpu_and_mig,
-         .n_device_class_names = 2},
+static tau_kueue_dra_mapping kueue_gpus[] = {
+        {.name = (char *)"example.com/gpus", .device_classes = gpu_and_mig, .n_device_classes = 2},
 };
 
 static void test_class_maps_the_way_kueue_counts(void **state)
@@ -320,13 +318,13 @@ static void test_class_maps_the_way_kueue_counts(void **state)
 	/* two mappings claim the class under different names: unusable */
 	{
 		static char *gpu_only[] = {(char *)"gpu.nvidia.com"};
-		tau_dra_mapping two[] = {
+		tau_kueue_dra_mapping two[] = {
 		        {.name = (char *)"a.com/x",
-		         .device_class_names = gpu_only,
-		         .n_device_class_names = 1},
+		         .device_classes = gpu_only,
+		         .n_device_classes = 1},
 		        {.name = (char *)"a.com/y",
-		         .device_class_names = gpu_only,
-		         .n_device_class_names = 1},
+		         .device_classes = gpu_only,
+		         .n_device_classes = 1},
 		};
 
 		assert_int_equal(tau_dra_class_resource(&res, &gpu, two, 2, note, sizeof(note)),
@@ -475,9 +473,9 @@ static void test_device_counts_once(void **state)
 	/* both classes under one name (Kueue maps both): once, and no overlap to report */
 	{
 		static char *both_classes[] = {(char *)"gpu.nvidia.com", (char *)"h100"};
-		tau_dra_mapping both[] = {{.name = (char *)"nvidia.com/gpu",
-		                           .device_class_names = both_classes,
-		                           .n_device_class_names = 2}};
+		tau_kueue_dra_mapping both[] = {{.name = (char *)"nvidia.com/gpu",
+		                                 .device_classes = both_classes,
+		                                 .n_device_classes = 2}};
 
 		assert_int_equal(tau_dra_view_build(&v, cls, 2, s, 1, both, 1), 0);
 		assert_string_equal(counts(v, "n1"), "nvidia.com/gpu=2");

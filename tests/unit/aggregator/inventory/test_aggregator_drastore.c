@@ -158,9 +158,9 @@ static void test_kueue_mapping_changed_or_unreadable(void **state)
 {
 	tau_dra_store *s = NULL;
 	char *classes[] = {(char *)"gpu.nvidia.com"};
-	tau_dra_mapping m[] = {{.name = (char *)"example.com/gpu",
-	                        .device_class_names = classes,
-	                        .n_device_class_names = 1}};
+	tau_kueue_dra_mapping m[] = {{.name = (char *)"example.com/gpu",
+	                              .device_classes = classes,
+	                              .n_device_classes = 1}};
 
 	(void)state;
 	assert_int_equal(tau_dra_store_new(&s), 0);
