@@ -1199,6 +1199,7 @@ static int decide_team(ctx *c, cJSON *managed)
 	char cohort_name[TAU_BUDGET_NAME_BUF] = "", problem[MSG_MAX] = "", err[MSG_MAX] = "";
 	char conflict_msg[MSG_MAX], read_problem[MSG_MAX] = "", rf_problem[MSG_MAX] = "";
 	char scratch[MSG_MAX] = "", drift[MSG_MAX] = "", team_ws[MSG_MAX] = "";
+	char flavor_drift[MSG_MAX] = "";
 	const cJSON *cohort = NULL, *owned_cohort = NULL, *orphan_cohort = NULL;
 	const cJSON **rfs = NULL;
 	const char **wanted = NULL, *applied_cq = NULL, *cohort_uid = NULL;
@@ -1326,6 +1327,20 @@ static int decide_team(ctx *c, cJSON *managed)
 			break;
 		}
 		managed_add(managed, "ResourceFlavor", plan->flavors[f].name);
+		if (!c->reconcile) {
+			/* Observe: a flavor not rewritten (a new node selector) says so too. */
+			const cJSON *live =
+			        find_named(in->flavors, in->n_flavors, plan->flavors[f].name);
+			char what[MSG_MAX] = "";
+			bool same = false;
+
+			if (live != NULL &&
+			    tau_budget_owned_equal(&same, what, sizeof(what), rf, live) == 0 &&
+			    !same)
+				say_more(flavor_drift, sizeof(flavor_drift),
+				         "ResourceFlavor %s does not follow the pool: %s",
+				         plan->flavors[f].name, what);
+		}
 		/* Another owner's Cohort under our name blocks the Cohort, not our flavors. */
 		ensure(b, TAU_BUDGET_RESOURCE_FLAVOR, rf,
 		       find_named(in->flavors, in->n_flavors, plan->flavors[f].name),
@@ -1465,6 +1480,9 @@ static int decide_team(ctx *c, cJSON *managed)
 	}
 	if (!c->reconcile) {
 		char would[MSG_MAX];
+
+		if (flavor_drift[0] != '\0')
+			say_more(drift, sizeof(drift), "%s", flavor_drift);
 
 		tau_say(would, sizeof(would), "%s: %s", s.reason, s.message);
 		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",

@@ -58,7 +58,8 @@ on a capacity-team workspace. Observe writes nothing by design, so there B2 acce
 Cohort above the pool only while the TauCluster's BudgetReady is Unknown ObserveOnly and names,
 for that Cohort, the cell with its live value and a wanted value within the pool
 ("taugrid-gpu-h100/nvidia.com/gpu holds 24, want 16"): frozen, and the status says so and by
-how much it is off.
+how much it is off. F1 likewise accepts, in Observe, a flavor of ours that BudgetReady names
+as not following the pool (a node selector set while nothing is written).
 """
 import argparse
 import json
@@ -529,12 +530,22 @@ class Checker:
                 del self.escape_since[f]
         for f, ns in bad.items():
             since = self.escape_since.setdefault(f, t)
-            if t - since > self.lag:
+            if t - since > self.lag and not self.observe_says("ResourceFlavor %s does not "
+                                                              "follow the pool" % f):
                 self.fail("F1 confined", "ResourceFlavor %s (nodeLabels %s) holds quota and "
                           "reaches nodes the pool does not count: %s, at resourceVersion %d, "
                           "for %.1f s" % (f, json.dumps((self.flavors[f].get("spec") or {})
                                                         .get("nodeLabels")), ns, rv, t - since))
                 self.escape_since[f] = t
+
+    def observe_says(self, text):
+        """Observe: the TauCluster's BudgetReady is Unknown ObserveOnly and names `text` (F1:
+        a flavor not rewritten for a new node selector is frozen, and said so)."""
+        spec = (self.cluster or {}).get("spec") or {}
+        cond = [c for c in ((self.cluster or {}).get("status") or {}).get("conditions") or []
+                if c.get("type") == "BudgetReady"]
+        return spec.get("managementMode") == "Observe" and bool(cond) and \
+            cond[0].get("reason") == "ObserveOnly" and text in (cond[0].get("message") or "")
 
     def reported(self, k, live, pool):
         """Observe: the TauCluster's BudgetReady is Unknown ObserveOnly and says, for Cohort

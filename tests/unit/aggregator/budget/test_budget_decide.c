@@ -1267,6 +1267,13 @@ static void test_observe_reports_drift(void **state)
 	decide(f);
 	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"),
 	                       "the live Cohort tau-team-research matches the pool"));
+	/* A node selector set in Observe: our flavors are not rewritten, and that is said. */
+	cJSON_AddItemToObject(cJSON_GetObjectItem(f->cluster, "spec"), "nodes",
+	                      parse("{\"selector\":{\"pool\":\"a\"}}"));
+	decide(f);
+	assert_int_equal(f->d->n_writes, 0);
+	assert_non_null(strstr(message_of(f, f->cluster, "BudgetReady"),
+	                       "ResourceFlavor taugrid-gpu-h100 does not follow the pool: "));
 	tau_budget_decision_free(f->d);
 	f->d = NULL;
 	tau_budget_pool_free(smaller);
