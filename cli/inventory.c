@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "table.h"
 
+#include "tau/buf.h"
 #include "tau/error.h"
 #include "tau/file.h"
 #include "tau/kube.h"
@@ -428,6 +429,56 @@ int tau_cli_render_nodes(char **out, const Tau__Inventory__V1__ListNodesResponse
 	}
 }
 
+/*
+ * The pool's rules, the footer, then the agent.* rules in a table of their own: what the node's
+ * agent sees never changes whether the node counts, so it is not mixed into that verdict.
+ */
+static int explain_with_truth(char **out, tau_table *pool_rules, const char *footer,
+                              const Tau__Inventory__V1__ExplainNodeResponse *ex)
+{
+	static const char *const hdr[] = {"NODE TRUTH", "RESULT", "DETAIL"};
+	static const char heading[] = "\nWhat the node's agent sees (never changes whether it "
+	                              "counts):\n";
+	tau_table *t = NULL;
+	char *truth = NULL, *all = NULL;
+	int rc = tau_table_new(&t, 3, hdr);
+
+	for (size_t i = 0; rc == 0 && i < ex->n_node_truth; i++) {
+		const Tau__Inventory__V1__Rule *r = ex->node_truth[i];
+		const char *row[3] = {r->name,
+		                      r->unknown ? "unknown"
+		                      : r->pass  ? "ok"
+		                                 : "WARN",
+		                      r->detail};
+
+		rc = tau_table_add(t, row);
+	}
+	if (rc == 0)
+		rc = table_out(&truth, t, NULL);
+	else
+		tau_table_free(t);
+	if (rc < 0) {
+		tau_table_free(pool_rules);
+		return rc;
+	}
+	{
+		tau_buf b = TAU_BUF_INIT(0);
+
+		tau_buf_printf(&b, "%s%s%s", footer, heading, truth);
+		free(truth);
+		if (tau_buf_error(&b) < 0) {
+			rc = tau_buf_error(&b);
+			tau_buf_free(&b);
+			tau_table_free(pool_rules);
+			return rc;
+		}
+		all = tau_buf_take(&b, NULL);
+	}
+	rc = table_out(out, pool_rules, all);
+	free(all);
+	return rc;
+}
+
 int tau_cli_render_explain(char **out, const Tau__Inventory__V1__ExplainNodeResponse *ex,
                            tau_cli_format fmt)
 {
@@ -446,6 +497,16 @@ int tau_cli_render_explain(char **out, const Tau__Inventory__V1__ExplainNodeResp
 			cJSON_AddStringToObject(r, "name", ex->rules[i]->name);
 			cJSON_AddBoolToObject(r, "pass", ex->rules[i]->pass);
 			cJSON_AddStringToObject(r, "detail", ex->rules[i]->detail);
+		}
+		rules = cJSON_AddArrayToObject(root, "nodeTruth");
+		for (size_t i = 0; i < ex->n_node_truth; i++) {
+			cJSON *r = cJSON_CreateObject();
+
+			cJSON_AddItemToArray(rules, r);
+			cJSON_AddStringToObject(r, "name", ex->node_truth[i]->name);
+			cJSON_AddBoolToObject(r, "pass", ex->node_truth[i]->pass);
+			cJSON_AddBoolToObject(r, "unknown", ex->node_truth[i]->unknown);
+			cJSON_AddStringToObject(r, "detail", ex->node_truth[i]->detail);
 		}
 		return json_out(out, root);
 	} else {
@@ -472,7 +533,9 @@ int tau_cli_render_explain(char **out, const Tau__Inventory__V1__ExplainNodeResp
 		else
 			snprintf(footer, sizeof(footer), "\nNode %.253s does not count.\n",
 			         ex->name);
-		return table_out(out, t, footer);
+		if (ex->n_node_truth == 0)
+			return table_out(out, t, footer);
+		return explain_with_truth(out, t, footer, ex);
 	}
 }
 

@@ -48,6 +48,13 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 	                "DeviceClasses that count nothing: a selector outside the CEL subset, or "
 	                "Kueue maps them under two names.",
 	                m->dra_classes_unusable);
+	tau_prom_family(&b, "tau_aggregator_node_truth_disagreements", "gauge",
+	                "Nodes whose own agent sees less than the Node advertises, by agent.* "
+	                "explain rule (the Node still counts).");
+	for (int i = 0; i < TAU_TRUTH_RULE_COUNT; i++)
+		tau_prom_labelled(&b, "tau_aggregator_node_truth_disagreements", "rule",
+		                  tau_truth_rule_name((tau_truth_rule_id)i),
+		                  m->node_truth_failing[i]);
 	tau_prom_family(&b, "tau_aggregator_reports_total", "counter",
 	                "Agent reports processed, by kind (duplicates not counted).");
 	tau_prom_labelled(&b, "tau_aggregator_reports_total", "kind", "inventory",

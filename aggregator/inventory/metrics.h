@@ -6,6 +6,8 @@
 #ifndef TAU_AGGREGATOR_METRICS_H
 #define TAU_AGGREGATOR_METRICS_H
 
+#include "truthrules.h"
+
 #include "tau/promtext.h"
 #include "tau/quantity.h"
 
@@ -33,6 +35,9 @@ typedef struct tau_metrics {
 	uint64_t nodes_stale;      /**< reported, agent gone or silent */
 	uint64_t nodes_counted;    /**< nodes in the pool */
 	uint64_t nodes_mismatch;   /**< agent report differs from the Node object */
+	/** Nodes failing each agent.* rule (truthrules.h, by tau_truth_rule_id): where the
+	 * node's agent sees less than the Node advertises. */
+	uint64_t node_truth_failing[TAU_TRUTH_RULE_COUNT];
 	uint64_t reports_inventory, reports_heartbeat, reports_stopping; /**< counters */
 	uint64_t reports_rejected;                                       /**< acks REJECTED */
 	uint64_t reports_resend_full;                                    /**< acks RESEND_FULL */

@@ -11,6 +11,7 @@
 #include "query.h"
 #include "capacity.h"
 #include "report.h"
+#include "truthrules.h"
 
 #include "tau/error.h"
 #include "tau/names.h"
@@ -449,6 +450,32 @@ static int dra_rules(Tau__Inventory__V1__ExplainNodeResponse *resp, const tau_dr
 	return 0;
 }
 
+/* The agent.* rules (truthrules.h): beside the pool's rules, never part of `counted`. */
+static int explain_truth(Tau__Inventory__V1__ExplainNodeResponse *resp, const tau_node_status *st)
+{
+	tau_truth_rule truth[TAU_TRUTH_RULE_COUNT];
+
+	tau_truth_rules(truth, st->facts, st->truth);
+	resp->node_truth = calloc(TAU_TRUTH_RULE_COUNT, sizeof(*resp->node_truth));
+	if (resp->node_truth == NULL)
+		return OOM();
+	for (int i = 0; i < TAU_TRUTH_RULE_COUNT; i++) {
+		Tau__Inventory__V1__Rule *r = malloc(sizeof(*r));
+
+		if (r == NULL)
+			return OOM();
+		tau__inventory__v1__rule__init(r);
+		resp->node_truth[resp->n_node_truth++] = r;
+		r->name = dup_str(truth[i].name);
+		r->pass = truth[i].pass;
+		r->unknown = truth[i].unknown;
+		r->detail = dup_str(truth[i].detail);
+		if (r->name == NULL || r->detail == NULL)
+			return OOM();
+	}
+	return 0;
+}
+
 int tau_query_explain(Tau__Inventory__V1__ExplainNodeResponse **out, const tau_nodestore *store,
                       const char *name)
 {
@@ -476,6 +503,8 @@ int tau_query_explain(Tau__Inventory__V1__ExplainNodeResponse **out, const tau_n
 		if (add_rule(resp, rules[i].name, rules[i].pass, rules[i].detail) < 0)
 			goto oom;
 	if (dra_rules(resp, dra_node, st.facts) < 0)
+		goto oom;
+	if (explain_truth(resp, &st) < 0)
 		goto oom;
 	*out = resp;
 	return 0;

@@ -376,6 +376,53 @@ static void explain(void **state)
 	free(out);
 }
 
+/* The agent.* rules come after the verdict, in a table of their own. */
+static void explain_node_truth(void **state)
+{
+	Tau__Inventory__V1__ExplainNodeResponse ex =
+	        TAU__INVENTORY__V1__EXPLAIN_NODE_RESPONSE__INIT;
+	Tau__Inventory__V1__Rule r1 = TAU__INVENTORY__V1__RULE__INIT,
+	                         t1 = TAU__INVENTORY__V1__RULE__INIT,
+	                         t2 = TAU__INVENTORY__V1__RULE__INIT;
+	Tau__Inventory__V1__Rule *rules[1] = {&r1}, *truth[2] = {&t1, &t2};
+	char *out = NULL;
+	cJSON *doc, *r;
+
+	(void)state;
+	r1.name = (char *)"P1.ready";
+	r1.pass = true;
+	r1.detail = (char *)"Ready";
+	t1.name = (char *)"agent.gpu-health";
+	t1.detail = (char *)"7 healthy";
+	t2.name = (char *)"agent.csi-probe";
+	t2.pass = true;
+	t2.unknown = true;
+	t2.detail = (char *)"not checked";
+	ex.name = (char *)"gpu-1";
+	ex.counted = true;
+	ex.flavor = (char *)"h100";
+	ex.n_rules = 1;
+	ex.rules = rules;
+	ex.n_node_truth = 2;
+	ex.node_truth = truth;
+	assert_int_equal(tau_cli_render_explain(&out, &ex, TAU_CLI_TABLE), 0);
+	assert_string_equal(out, "RULE       RESULT   DETAIL\n"
+	                         "P1.ready   pass     Ready\n"
+	                         "\nNode gpu-1 counts in flavor h100.\n"
+	                         "\nWhat the node's agent sees (never changes whether it counts):\n"
+	                         "NODE TRUTH         RESULT    DETAIL\n"
+	                         "agent.gpu-health   WARN      7 healthy\n"
+	                         "agent.csi-probe    unknown   not checked\n");
+	free(out);
+	assert_int_equal(tau_cli_render_explain(&out, &ex, TAU_CLI_JSON), 0);
+	doc = cJSON_Parse(out);
+	r = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "nodeTruth"), 1);
+	assert_string_equal(cJSON_GetObjectItem(r, "name")->valuestring, "agent.csi-probe");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r, "unknown")));
+	cJSON_Delete(doc);
+	free(out);
+}
+
 static void table_alignment(void **state)
 {
 	static const char *const hdr[] = {"A", "LONGER"};
@@ -502,6 +549,7 @@ int main(void)
 	        cmocka_unit_test(nodes_health_and_free),
 	        cmocka_unit_test(fit_table_and_json),
 	        cmocka_unit_test(explain),
+	        cmocka_unit_test(explain_node_truth),
 	        cmocka_unit_test(table_alignment),
 	        cmocka_unit_test(table_wide_and_capped),
 	        cmocka_unit_test(timeout_refused),

@@ -42,7 +42,8 @@ static void renders_families(void **state)
 	                 .n_flavors = 1,
 	                 .resources = res,
 	                 .n_resources = 3,
-	                 .report_review_latency = &reviews};
+	                 .report_review_latency = &reviews,
+	                 .node_truth_failing = {2, 1, 0, 3}};
 	char *text = NULL;
 
 	(void)state;
@@ -59,6 +60,11 @@ static void renders_families(void **state)
 	contains(text, "# TYPE tau_aggregator_dra_devices gauge\ntau_aggregator_dra_devices 8\n");
 	contains(text, "tau_aggregator_dra_pools_incomplete 1\n");
 	contains(text, "tau_aggregator_dra_classes_unusable 0\n");
+	contains(text, "# TYPE tau_aggregator_node_truth_disagreements gauge\n"
+	               "tau_aggregator_node_truth_disagreements{rule=\"agent.gpu-health\"} 2\n"
+	               "tau_aggregator_node_truth_disagreements{rule=\"agent.rdma-ports\"} 1\n"
+	               "tau_aggregator_node_truth_disagreements{rule=\"agent.csi-probe\"} 0\n"
+	               "tau_aggregator_node_truth_disagreements{rule=\"agent.pod-resources\"} 3\n");
 	contains(text, "tau_aggregator_pool_established 1\n");
 	contains(text, "tau_aggregator_pool_valid 0\n");
 	contains(text, "tau_aggregator_pool_flavor_nodes{flavor=\"h100\"} 2\n");

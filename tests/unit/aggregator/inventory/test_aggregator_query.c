@@ -1,6 +1,7 @@
 /* Unit tests of the QueryService answers built from the node store (rules, lists, pool). */
 #include "inventory/query.h"
 #include "inventory/report.h"
+#include "truth_fixture.h"
 
 #include "tau/error.h"
 #include "tau/json.h"
@@ -90,6 +91,45 @@ static void explain_rules(void **state)
 	protobuf_c_message_free_unpacked(&ex->base, NULL);
 	assert_int_equal(tau_query_explain(&ex, s, "nope"), -TAU_ENOTFOUND);
 	tau_nodestore_free(s);
+}
+
+/* A sick GPU the agent reports fails agent.gpu-health; the node still counts (the contract). */
+static void explain_node_truth_never_changes_counting(void **state)
+{
+	truth_fixture *fx = truth_fixture_node("gpu-1", 8, 0);
+	tau_node_facts nf = truth_fixture_facts("gpu-1", "h100", 8);
+	Tau__Inventory__V1__ExplainNodeResponse *ex = NULL;
+	tau_nodestore *s = NULL;
+	tau_nodetruth *t = NULL;
+
+	(void)state;
+	assert_int_equal(tau_nodestore_new(&s, 0, 60000), 0);
+	assert_int_equal(tau_nodestore_api_upsert(s, &nf), 0);
+	assert_int_equal(tau_nodestore_report(s, &nf, 1000), 0);
+	tau_nodestore_api_synced(s);
+	/* Before any node-local facts: every agent.* rule unknown. */
+	assert_int_equal(tau_query_explain(&ex, s, "gpu-1"), 0);
+	assert_int_equal(ex->n_node_truth, 4);
+	assert_true(ex->node_truth[0]->unknown && ex->node_truth[0]->pass);
+	protobuf_c_message_free_unpacked(&ex->base, NULL);
+	truth_fixture_gpu_unhealthy(fx, 3, "row remap pending: the GPU needs a reset");
+	assert_int_equal(tau_nodetruth_decode(&t, &fx->inv), 0);
+	assert_int_equal(tau_nodestore_set_truth(s, "gpu-1", t), 0);
+	assert_int_equal(tau_query_explain(&ex, s, "gpu-1"), 0);
+	assert_true(ex->counted);
+	assert_string_equal(ex->flavor, "h100");
+	for (size_t i = 0; i < ex->n_rules; i++)
+		assert_true(ex->rules[i]->pass && !ex->rules[i]->unknown);
+	assert_string_equal(ex->node_truth[0]->name, "agent.gpu-health");
+	assert_false(ex->node_truth[0]->pass);
+	assert_false(ex->node_truth[0]->unknown);
+	assert_non_null(strstr(ex->node_truth[0]->detail, "the agent sees 7 healthy (NVML)"));
+	assert_string_equal(ex->node_truth[3]->name, "agent.pod-resources");
+	assert_true(ex->node_truth[3]->pass);
+	protobuf_c_message_free_unpacked(&ex->base, NULL);
+	tau_nodestore_free(s);
+	tau_node_facts_clear(&nf);
+	free(fx);
 }
 
 static void list_and_status(void **state)
@@ -595,6 +635,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(explain_rules),
+	        cmocka_unit_test(explain_node_truth_never_changes_counting),
 	        cmocka_unit_test(list_and_status),
 	        cmocka_unit_test(pool_message),
 	        cmocka_unit_test(get_node_inventory),
