@@ -4,7 +4,12 @@
 Starts kube-sim seeded with GPU nodes shaped like the fixtures in tests/fixtures/kube/ (ND H100
 v5 with InfiniBand, NC A100 v4 with MIG, an AKS Flex H100 host), one tau-node-agent per node with
 a fake host root (device nodes, plugin-registry sockets, InfiniBand ports), one tau-aggregator,
-then shows `tau inventory pool` and `tau inventory nodes`.  It then applies a TauCluster in
+then shows `tau inventory pool` and `tau inventory nodes`.  The two ND H100 v5 nodes also get
+node-local truth from our fakes (the fake libnvidia-ml.so.1, a fake kubelet pod-resources server,
+InfiniBand sysfs): one has a port down, the other a GPU whose rows wait for a remap; the demo
+shows `tau inventory explain`'s agent.* rules for them (both still count), the Node conditions
+their agents publish (--node-conditions), the aggregator's node-truth metrics, and a pod taking
+2 GPUs as kubelet's pod-resources reports it.  It then applies a TauCluster in
 Reconcile mode naming the capacity team `research`, that TauTeam and a TauWorkspace of the team
 (no hand-made Kueue object: the aggregator writes the ResourceFlavors, the team's root Cohort
 holding the exact pool and the workspace's ClusterQueue), shows `tau workspace list|status`,
@@ -35,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "kube")
@@ -175,14 +181,18 @@ def clone_node(node, csinode, name, uid):
     return n, c
 
 
-def fake_host_root(base, node):
-    """Device nodes and sockets as the kubelet and drivers would leave them."""
-    root = os.path.join(base, "host-" + node["metadata"]["name"])
+def fake_host_root(base, node, short):
+    """Device nodes and sockets as the kubelet and drivers would leave them. `short` names the
+    folder: a unix socket's path must fit 107 bytes (kubelet's pod-resources socket is deep)."""
+    root = os.path.join(base, short)
     alloc = node["status"]["allocatable"]
     os.makedirs(os.path.join(root, "dev"), exist_ok=True)
     for i in range(int(alloc.get("nvidia.com/gpu", "0"))):
         open(os.path.join(root, "dev", "nvidia%d" % i), "w").close()
-    for i in range(int(alloc.get("rdma/ib", "0"))):
+    # One port per rdma/ib device; an RDMA shared-device plugin's resource shares one HCA.
+    ports = int(alloc.get("rdma/ib", "0")) or (1 if any(r.startswith("rdma/") for r in alloc)
+                                               else 0)
+    for i in range(ports):
         port = os.path.join(root, "sys", "class", "infiniband", "mlx5_%d" % i, "ports", "1")
         os.makedirs(port, exist_ok=True)
         with open(os.path.join(port, "state"), "w") as f:
@@ -190,6 +200,39 @@ def fake_host_root(base, node):
     reg = os.path.join(root, "var", "lib", "kubelet", "plugins_registry")
     os.makedirs(reg, exist_ok=True)
     return root, reg
+
+
+def gpu_ids(node):
+    """The fake GPUs' UUIDs of a node: NVML and kubelet's pod-resources name them alike."""
+    return ["GPU-%s-%d" % (node["metadata"]["uid"][-6:], i)
+            for i in range(int(node["status"]["allocatable"].get("nvidia.com/gpu", "0")))]
+
+
+def nvml_config(node, sick=None):
+    """The fake libnvidia-ml.so.1's file (tests/fakes/nvml): GPU `sick` waits for a row remap."""
+    lines = ["driver 550.54.15", "cuda 12040"]
+    for i, uuid in enumerate(gpu_ids(node)):
+        lines.append("gpu uuid=%s model=NVIDIA_H100_80GB_HBM3%s" %
+                     (uuid, " remap_pending=1 unc=1" if i == sick else ""))
+    return "\n".join(lines) + "\n"
+
+
+def kubelet_config(node, held=0):
+    """The fake kubelet's pod-resources answer: every GPU allocatable, the first `held` of them
+    held by ml/train-0."""
+    ids = gpu_ids(node)
+    half = len(ids) // 2
+    return json.dumps({
+        "allocatable": [{"resource": "nvidia.com/gpu", "ids": ids[:half], "numa": 0},
+                        {"resource": "nvidia.com/gpu", "ids": ids[half:], "numa": 1}],
+        "pods": [{"namespace": "ml", "name": "train-0", "containers": [{"name": "main", "devices": [
+            {"resource": "nvidia.com/gpu", "ids": ids[:held], "numa": 0}]}]}] if held else []})
+
+
+def write_atomic(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)  # the fakes read their file on every call
 
 
 def add_socket(reg, driver):
@@ -213,6 +256,111 @@ def run(cmd, check=True):
     if check and r.returncode != 0:
         sys.exit("demo: command failed (%d)" % r.returncode)
     return r
+
+
+def explain_json(tau, aggr, name):
+    r = subprocess.run(tau + ["explain", name, "-o", "json"] + aggr, stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, universal_newlines=True)
+    try:
+        doc = json.loads(r.stdout)
+        return doc, {t["name"]: t for t in doc.get("nodeTruth") or []}
+    except ValueError:
+        return None, {}
+
+
+def node_conditions(kubeconfig, name):
+    r = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "get", "node", name, "-o", "json"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       universal_newlines=True)
+    try:
+        return {c["type"]: c for c in json.loads(r.stdout)["status"]["conditions"]}
+    except (ValueError, KeyError):
+        return {}
+
+
+def node_truth(tau, aggr, kubeconfig, http_addr, nodes, port_down, sick, truth):
+    """What only the nodes know: explain's agent.* rules, the Node conditions the agents
+    publish, the aggregator's metrics, and a pod taking GPUs (kubelet pod-resources)."""
+    step = "node-truth"
+    say("Node-local truth: %s has an InfiniBand port down, %s a GPU whose rows wait for a "
+        "remap" % (port_down, sick))
+    print("The agents read NVML (our fake library), sysfs and kubelet's pod-resources (our fake "
+          "kubelet). The budget does not change: both nodes still count. The agents publish "
+          "Node conditions for the cluster's own remediation, and explain says what is wrong. "
+          "(The demo's CSI registration sockets are placeholders nobody serves, so "
+          "agent.csi-probe warns on every node: what a CSINode entry that outlived its driver "
+          "looks like.)", flush=True)
+
+    def warned(name, rule):
+        return lambda: (lambda t: t if t.get(rule) and not t[rule]["pass"] else None)(
+            explain_json(tau, aggr, name)[1])
+
+    sick_rules = wait_for(warned(sick, "agent.gpu-health"), 30,
+                          "explain %s to warn agent.gpu-health" % sick)
+    run(tau + ["explain", sick] + aggr)
+    down_rules = wait_for(warned(port_down, "agent.rdma-ports"), 30,
+                          "explain %s to warn agent.rdma-ports" % port_down)
+    doc, _ = explain_json(tau, aggr, sick)
+    if not doc or not doc.get("counted"):
+        sys.exit("demo: %s: %s no longer counts; node truth must not change the pool" %
+                 (step, sick))
+    checked(step, "explain %s: agent.gpu-health WARN (%s), the node still counts; explain %s: "
+            "agent.rdma-ports WARN" % (sick, sick_rules["agent.gpu-health"]["detail"], port_down),
+            {"sick": sick_rules, "port_down": down_rules})
+
+    def conditions_flipped():
+        a, b = node_conditions(kubeconfig, sick), node_conditions(kubeconfig, port_down)
+        ok = (a.get("TauGPUHealthy", {}).get("status") == "False" and
+              b.get("TauNetworkReady", {}).get("status") == "False")
+        return (a, b) if ok else None
+
+    a, b = wait_for(conditions_flipped, 30, "the agents' Node conditions")
+    run(["kubectl", "--kubeconfig", kubeconfig, "get", "nodes", port_down, sick, "-o",
+         'custom-columns=NAME:.metadata.name,'
+         'TauGPUHealthy:.status.conditions[?(@.type=="TauGPUHealthy")].reason,'
+         'TauNetworkReady:.status.conditions[?(@.type=="TauNetworkReady")].reason'])
+    checked(step, "Node conditions: %s TauGPUHealthy False (%s); %s TauNetworkReady False (%s)"
+            % (sick, a["TauGPUHealthy"]["message"], port_down, b["TauNetworkReady"]["message"]),
+            {"sick": a.get("TauGPUHealthy"), "port_down": b.get("TauNetworkReady")})
+
+    def disagreements():
+        try:
+            with urllib.request.urlopen("http://%s/metrics" % http_addr, timeout=5) as r:
+                text = r.read().decode()
+        except OSError:
+            return None
+        got = {ln.split('"')[1]: int(float(ln.split()[-1])) for ln in text.splitlines()
+               if ln.startswith("tau_aggregator_node_truth_disagreements{")}
+        return got if got.get("agent.gpu-health") == 1 and got.get("agent.rdma-ports") == 1 \
+            else None
+
+    got = wait_for(disagreements, 30, "tau_aggregator_node_truth_disagreements: one node for "
+                   "agent.gpu-health and one for agent.rdma-ports")
+    print("$ curl http://%s/metrics | grep node_truth" % http_addr)
+    for rule, v in sorted(got.items()):
+        print('tau_aggregator_node_truth_disagreements{rule="%s"} %d' % (rule, v))
+    checked(step, "metrics: tau_aggregator_node_truth_disagreements counts 1 node for "
+            "agent.gpu-health and 1 for agent.rdma-ports", got)
+
+    say("A pod takes 2 GPUs on %s: kubelet's pod-resources shows it at once" % port_down)
+    node = next(n for n in nodes if n["metadata"]["name"] == port_down)
+    before = explain_json(tau, aggr, port_down)[1]["agent.pod-resources"]["detail"]
+    print("before: " + before)
+    write_atomic(truth[port_down]["kubelet"], kubelet_config(node, held=2))
+    kubectl = ["kubectl", "--kubeconfig", kubeconfig]
+    subprocess.run(kubectl + ["create", "namespace", "ml"], stdout=subprocess.DEVNULL)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-0", "namespace": "ml"},
+           "spec": {"nodeName": port_down, "containers": [
+               {"name": "main", "image": "train", "resources": {"limits": {
+                   "nvidia.com/gpu": "2"}}}]}}
+    subprocess.run(kubectl + ["create", "-f", "-"], input=json.dumps(pod),
+                   universal_newlines=True, stdout=subprocess.DEVNULL, check=True)
+    after = wait_for(lambda: (lambda d: d if "2 in use" in d else None)(
+        explain_json(tau, aggr, port_down)[1].get("agent.pod-resources", {}).get("detail", "")),
+        30, "pod-resources to show the pod's GPUs")
+    print("after:  " + after)
+    checked(step, "a pod taking 2 GPUs on %s: %s" % (port_down, after),
+            {"before": before, "after": after})
 
 
 def main():
@@ -302,9 +450,36 @@ def main():
         print("gRPC %s, HTTP %s" % (grpc_addr, http_addr))
 
         say("One tau-node-agent per GPU node, each with a fake host root")
-        for n in nodes:
+        # Node-local truth on the two ND H100 v5 nodes: our fake NVML library and a fake
+        # kubelet pod-resources server on each; the first has an InfiniBand port down, the
+        # second a GPU whose rows wait for a remap. Their agents publish Node conditions.
+        port_down, sick = nodes[0]["metadata"]["name"], nodes[1]["metadata"]["name"]
+        fake_nvml = os.path.join(args.build, "fakes", "nvml-full", "libnvidia-ml.so.1")
+        fake_kubelet = os.path.join(args.build, "fakes", "bin", "fake_kubelet")
+        for b in (fake_nvml, fake_kubelet):
+            if not os.access(b, os.R_OK):
+                sys.exit("demo: %s is missing; run `make` first" % b)
+        truth = {}  # node name -> its fakes' files
+        for i, n in enumerate(nodes):
             name = n["metadata"]["name"]
-            root, reg = fake_host_root(work, n)
+            root, reg = fake_host_root(work, n, "h%d" % i)
+            agent_env, extra = env, []
+            if name in (port_down, sick):
+                t = truth[name] = {"nvml": os.path.join(work, "nvml-%d.conf" % i),
+                                   "kubelet": os.path.join(work, "kubelet-%d.json" % i)}
+                write_atomic(t["nvml"], nvml_config(n, sick=3 if name == sick else None))
+                write_atomic(t["kubelet"], kubelet_config(n))
+                if name == port_down:
+                    with open(os.path.join(root, "sys/class/infiniband/mlx5_2/ports/1/state"),
+                              "w") as f:
+                        f.write("1: DOWN\n")
+                sock = os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock")
+                os.makedirs(os.path.dirname(sock))
+                start([fake_kubelet, "--socket", sock, "--config", t["kubelet"]],
+                      "kubelet-" + name, work)
+                wait_for(lambda: os.path.exists(sock), 10, "the fake kubelet of " + name)
+                agent_env = dict(env, TAU_AGENT_NVML=fake_nvml, TAU_FAKE_NVML_CONFIG=t["nvml"])
+                extra = ["--node-conditions"]
             c = next(i for i in items if i["kind"] == "CSINode" and i["metadata"]["name"] == name)
             for d in c["spec"]["drivers"]:
                 sockets.append(add_socket(reg, d["name"]))
@@ -312,8 +487,8 @@ def main():
             with open(token_file, "w") as f:
                 f.write(agent_tokens[name])
             start([agent_bin, "--node-name", name, "--aggregator", grpc_addr, "--insecure",
-                   "--kubeconfig", kubeconfig, "--host-root", root, "--token-file", token_file],
-                  "agent-" + name, work, env)
+                   "--kubeconfig", kubeconfig, "--host-root", root, "--token-file", token_file]
+                  + extra, "agent-" + name, work, agent_env)
         print("%d agents started" % len(nodes))
 
         tau = [tau_bin, "--kubeconfig", kubeconfig, "inventory"]  # its token authorizes queries
@@ -381,6 +556,7 @@ def main():
         say("The pool, per GPU class (exact sums of every allocatable resource)")
         run(tau + ["pool"] + aggr)
         run(tau + ["nodes"] + aggr)
+        node_truth(tau, aggr, kubeconfig, http_addr, nodes, port_down, sick, truth)
 
         kubectl = ["kubectl", "--kubeconfig", kubeconfig]
         team = [tau_bin, "--kubeconfig", kubeconfig, "team"]

@@ -7,7 +7,11 @@ figures behind each check) and what it printed, and asserts on them itself:
 - every GPU node's agent connected and no missing node, at every step that depends on agents;
 - the Cohort's nominalQuota equal to the pool, flavor by flavor and resource by resource;
 - the workspace Ready;
-- the cordon shrinking the Cohort to the pool without the node.
+- the cordon shrinking the Cohort to the pool without the node;
+- node-local truth from the real agents with our fakes (NVML library, kubelet pod-resources,
+  IB sysfs): explain's agent.* rules name the GPU waiting for a row remap and the port down
+  while both nodes still count, the agents' Node conditions say the same, the aggregator's
+  metrics count one node per rule, and a pod taking 2 GPUs shows in pod-resources.
 And a demo whose agent is refused fails, naming that agent and its last log line.
 """
 import json
@@ -73,7 +77,7 @@ class DemoShowsAgents(unittest.TestCase):
     def test_1_exit_and_summary(self):
         self.assertEqual(self.r.returncode, 0, self.r.stderr[-3000:])
         steps = [c["step"] for c in self.summary["checks"]]
-        for step in ("pool", "workspace", "budget", "cordon", "shutdown"):
+        for step in ("pool", "node-truth", "workspace", "budget", "cordon", "shutdown"):
             self.assertIn(step, steps)
         self.assertIn("Demo done: %d checks passed" % len(steps), self.r.stdout)
 
@@ -116,6 +120,30 @@ class DemoShowsAgents(unittest.TestCase):
         self.assertEqual((d["before"], d["after"]), ("16", "8"))
         self.assertEqual(quota_diff(d["cohort"], d["pool"]), [])
         self.assertEqual(d["pool"][d["flavor"]]["nvidia.com/gpu"], "8")
+
+
+    def test_6_node_truth(self):
+        explain, conditions, metrics, pod = self.checks("node-truth")
+        sick, down = explain["data"]["sick"], explain["data"]["port_down"]
+        self.assertFalse(sick["agent.gpu-health"]["pass"])
+        self.assertFalse(sick["agent.gpu-health"]["unknown"])
+        self.assertRegex(sick["agent.gpu-health"]["detail"],
+                         r"^Node advertises 8 nvidia.com/gpu GPUs; the agent sees 7 healthy "
+                         r"\(NVML\); GPU 3 \(GPU-\S+\): row remap pending: the GPU needs a reset$")
+        self.assertTrue(sick["agent.rdma-ports"]["pass"])
+        self.assertFalse(down["agent.rdma-ports"]["pass"])
+        self.assertIn("7 of 8 ports active; mlx5_2 port 1 not active (state 1)",
+                      down["agent.rdma-ports"]["detail"])
+        self.assertTrue(down["agent.gpu-health"]["pass"])
+        self.assertIn("counts in flavor h100-ib.\n\nWhat the node's agent sees", self.r.stdout)
+        c = conditions["data"]
+        self.assertEqual((c["sick"]["status"], c["sick"]["reason"]), ("False", "GPUUnhealthy"))
+        self.assertEqual((c["port_down"]["status"], c["port_down"]["reason"]),
+                         ("False", "RDMAPortDown"))
+        self.assertEqual((metrics["data"]["agent.gpu-health"],
+                          metrics["data"]["agent.rdma-ports"]), (1, 1))
+        self.assertIn("0 in use, 8 free", pod["data"]["before"])
+        self.assertIn("2 in use, 6 free", pod["data"]["after"])
 
 
 class DemoFailsWhenAnAgentIsRefused(unittest.TestCase):
