@@ -8,8 +8,9 @@ then shows `tau inventory pool` and `tau inventory nodes`.  The two ND H100 v5 n
 node-local truth from our fakes (the fake libnvidia-ml.so.1, a fake kubelet pod-resources server,
 InfiniBand sysfs): one has a port down, the other a GPU whose rows wait for a remap; the demo
 shows `tau inventory explain`'s agent.* rules for them (both still count), the Node conditions
-their agents publish (--node-conditions), the aggregator's node-truth metrics, and a pod taking
-2 GPUs as kubelet's pod-resources reports it.  It then applies a TauCluster in
+their agents publish (--node-conditions), the aggregator's node-truth metrics, `tau inventory
+nodes` (HEALTH, FREE), and `tau inventory fit` for an 8-GPU job on one node before and after a
+pod takes 2 GPUs (kubelet's pod-resources reports it).  It then applies a TauCluster in
 Reconcile mode naming the capacity team `research`, that TauTeam and a TauWorkspace of the team
 (no hand-made Kueue object: the aggregator writes the ResourceFlavors, the team's root Cohort
 holding the exact pool and the workspace's ClusterQueue), shows `tau workspace list|status`,
@@ -342,7 +343,13 @@ def node_truth(tau, aggr, kubeconfig, http_addr, nodes, port_down, sick, truth):
     checked(step, "metrics: tau_aggregator_node_truth_disagreements counts 1 node for "
             "agent.gpu-health and 1 for agent.rdma-ports", got)
 
-    say("A pod takes 2 GPUs on %s: kubelet's pod-resources shows it at once" % port_down)
+    say("Where does an 8-GPU h100-ib job (all 8 on one node) fit right now? Then a pod takes 2 "
+        "GPUs on %s" % port_down)
+    cls = next(n for n in nodes if n["metadata"]["name"] == port_down)["metadata"]["labels"][
+        "tau.azure.com/gpu-class"]
+    fit = tau + ["fit", "--gpu-class", cls, "--gpus", "8", "--per-node", "8"] + aggr
+    run(tau + ["nodes"] + aggr)
+    fit_before = run(fit, check=False).returncode
     node = next(n for n in nodes if n["metadata"]["name"] == port_down)
     before = explain_json(tau, aggr, port_down)[1]["agent.pod-resources"]["detail"]
     print("before: " + before)
@@ -359,8 +366,15 @@ def node_truth(tau, aggr, kubeconfig, http_addr, nodes, port_down, sick, truth):
         explain_json(tau, aggr, port_down)[1].get("agent.pod-resources", {}).get("detail", "")),
         30, "pod-resources to show the pod's GPUs")
     print("after:  " + after)
-    checked(step, "a pod taking 2 GPUs on %s: %s" % (port_down, after),
-            {"before": before, "after": after})
+    fit_after = run(fit, check=False).returncode
+    if (fit_before, fit_after) != (0, 1):
+        sys.exit("demo: %s: tau inventory fit exited %d before the pod and %d after (want 0, "
+                 "then 1: the sick node has 7 healthy GPUs, the other 6 free)" %
+                 (step, fit_before, fit_after))
+    checked(step, "a pod taking 2 GPUs on %s: %s; an 8-GPU %s job on one node fits before "
+            "it (fit exits 0) and nowhere after (exits 1)" % (port_down, after, cls),
+            {"before": before, "after": after, "fit_before": fit_before,
+             "fit_after": fit_after})
 
 
 def main():

@@ -11,7 +11,8 @@ figures behind each check) and what it printed, and asserts on them itself:
 - node-local truth from the real agents with our fakes (NVML library, kubelet pod-resources,
   IB sysfs): explain's agent.* rules name the GPU waiting for a row remap and the port down
   while both nodes still count, the agents' Node conditions say the same, the aggregator's
-  metrics count one node per rule, and a pod taking 2 GPUs shows in pod-resources.
+  metrics count one node per rule, `tau inventory nodes` shows HEALTH and FREE, and an 8-GPU
+  job on one node fits (`tau inventory fit`) until a pod takes 2 GPUs.
 And a demo whose agent is refused fails, naming that agent and its last log line.
 """
 import json
@@ -144,6 +145,10 @@ class DemoShowsAgents(unittest.TestCase):
                           metrics["data"]["agent.rdma-ports"]), (1, 1))
         self.assertIn("0 in use, 8 free", pod["data"]["before"])
         self.assertIn("2 in use, 6 free", pod["data"]["after"])
+        # An 8-GPU job on one node: fits on the healthy node, then nowhere (7 healthy, 6 free).
+        self.assertEqual((pod["data"]["fit_before"], pod["data"]["fit_after"]), (0, 1))
+        self.assertRegex(self.r.stdout, r"(?m)^aks-ndh100-35817294-vmss000000-1\s+h100-ib\s+yes"
+                         r"\s+yes\s+no\s+8\s+degraded\s+7\s+GPU 3 ")
 
 
 class DemoFailsWhenAnAgentIsRefused(unittest.TestCase):
