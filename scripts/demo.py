@@ -3,10 +3,11 @@
 
 Starts kube-sim seeded with GPU nodes shaped like the fixtures in tests/fixtures/kube/ (ND H100
 v5 with InfiniBand, NC A100 v4 with MIG, an AKS Flex H100 host), one tau-node-agent per node with
-a fake host root (device nodes, plugin-registry sockets, InfiniBand ports), one tau-aggregator,
-then shows `tau inventory pool` and `tau inventory nodes`.  The two ND H100 v5 nodes also get
-node-local truth from our fakes (the fake libnvidia-ml.so.1, a fake kubelet pod-resources server,
-InfiniBand sysfs): one has a port down, the other a GPU whose rows wait for a remap; the demo
+a fake host root (device nodes, InfiniBand ports) and node-local truth from our fakes (the fake
+libnvidia-ml.so.1, a fake kubelet pod-resources server, a fake CSI driver behind each CSINode
+entry), one tau-aggregator, then shows `tau inventory pool` and `tau inventory nodes`.  Of the
+two ND H100 v5 nodes one has an InfiniBand port down, the other a GPU whose rows wait for a
+remap; the demo
 shows `tau inventory explain`'s agent.* rules for them (both still count), the Node conditions
 their agents publish (--node-conditions), the aggregator's node-truth metrics, `tau inventory
 nodes` (HEALTH, FREE), and `tau inventory fit` for an 8-GPU job on one node before and after a
@@ -236,17 +237,24 @@ def write_atomic(path, text):
     os.replace(path + ".tmp", path)  # the fakes read their file on every call
 
 
-def add_socket(reg, driver):
-    # Bind by a relative name: the full path can exceed the 107-byte sun_path limit.
-    s = socket.socket(socket.AF_UNIX)
-    here = os.getcwd()
-    os.chdir(reg)
-    try:
-        s.bind(driver + "-reg.sock")
-    finally:
-        os.chdir(here)
-    return s  # kept open for the demo's lifetime
-
+def serve_csi_driver(fake_csi, root, reg, driver, short, work):
+    """A CSI driver as the node has it: node-driver-registrar's socket in the plugin registry
+    and the driver's own socket under /var/lib/kubelet/plugins, both served by our fake
+    (tests/fakes/csi_driver), which answers the agent's Identity Probe ready."""
+    conf = os.path.join(work, "%s-%s.json" % (short, driver))
+    write_atomic(conf, json.dumps({"name": driver, "vendorVersion": "v1.0.0-demo",
+                                   "ready": True}))
+    endpoint = os.path.join(root, "var", "lib", "kubelet", "plugins", driver, "csi.sock")
+    os.makedirs(os.path.dirname(endpoint), exist_ok=True)
+    registration = os.path.join(reg, driver + "-reg.sock")
+    for path in (endpoint, registration):
+        if len(path.encode()) > 107:
+            sys.exit("demo: socket path %s is longer than a unix socket allows" % path)
+    start([fake_csi, "--registration", registration, "--endpoint", endpoint,
+           "--advertise", "/var/lib/kubelet/plugins/%s/csi.sock" % driver, "--config", conf],
+          "%s-%s" % (short, driver), work)
+    wait_for(lambda: os.path.exists(endpoint) and os.path.exists(registration), 10,
+             "the fake CSI driver %s of %s" % (driver, short))
 
 def run(cmd, check=True):
     print("$ " + " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd),
@@ -288,9 +296,8 @@ def node_truth(tau, aggr, kubeconfig, http_addr, nodes, port_down, sick, truth):
     print("The agents read NVML (our fake library), sysfs and kubelet's pod-resources (our fake "
           "kubelet). The budget does not change: both nodes still count. The agents publish "
           "Node conditions for the cluster's own remediation, and explain says what is wrong. "
-          "(The demo's CSI registration sockets are placeholders nobody serves, so "
-          "agent.csi-probe warns on every node: what a CSINode entry that outlived its driver "
-          "looks like.)", flush=True)
+          "Every node's CSI drivers are our fake driver, which answers the agent's Identity "
+          "Probe.", flush=True)
 
     def warned(name, rule):
         return lambda: (lambda t: t if t.get(rule) and not t[rule]["pass"] else None)(
@@ -394,7 +401,6 @@ def main():
             sys.exit("demo: %s is missing; run `make` first" % b)
 
     work = tempfile.mkdtemp(prefix="taugrid-demo-")
-    sockets = []
     completed = False
     try:
         say("A simulated GPU cluster (kube-sim) with six GPU nodes and one CPU node")
@@ -464,39 +470,40 @@ def main():
         print("gRPC %s, HTTP %s" % (grpc_addr, http_addr))
 
         say("One tau-node-agent per GPU node, each with a fake host root")
-        # Node-local truth on the two ND H100 v5 nodes: our fake NVML library and a fake
-        # kubelet pod-resources server on each; the first has an InfiniBand port down, the
-        # second a GPU whose rows wait for a remap. Their agents publish Node conditions.
+        # Node-local truth on every GPU node: our fake NVML library, a fake kubelet
+        # pod-resources server and fake CSI drivers; of the two ND H100 v5 nodes the first has
+        # an InfiniBand port down, the second a GPU whose rows wait for a remap. The agents
+        # publish Node conditions.
         port_down, sick = nodes[0]["metadata"]["name"], nodes[1]["metadata"]["name"]
         fake_nvml = os.path.join(args.build, "fakes", "nvml-full", "libnvidia-ml.so.1")
         fake_kubelet = os.path.join(args.build, "fakes", "bin", "fake_kubelet")
-        for b in (fake_nvml, fake_kubelet):
+        fake_csi = os.path.join(args.build, "fakes", "bin", "fake_csi_driver")
+        for b in (fake_nvml, fake_kubelet, fake_csi):
             if not os.access(b, os.R_OK):
                 sys.exit("demo: %s is missing; run `make` first" % b)
         truth = {}  # node name -> its fakes' files
         for i, n in enumerate(nodes):
             name = n["metadata"]["name"]
             root, reg = fake_host_root(work, n, "h%d" % i)
-            agent_env, extra = env, []
-            if name in (port_down, sick):
-                t = truth[name] = {"nvml": os.path.join(work, "nvml-%d.conf" % i),
-                                   "kubelet": os.path.join(work, "kubelet-%d.json" % i)}
-                write_atomic(t["nvml"], nvml_config(n, sick=3 if name == sick else None))
-                write_atomic(t["kubelet"], kubelet_config(n))
-                if name == port_down:
-                    with open(os.path.join(root, "sys/class/infiniband/mlx5_2/ports/1/state"),
-                              "w") as f:
-                        f.write("1: DOWN\n")
-                sock = os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock")
-                os.makedirs(os.path.dirname(sock))
-                start([fake_kubelet, "--socket", sock, "--config", t["kubelet"]],
-                      "kubelet-" + name, work)
-                wait_for(lambda: os.path.exists(sock), 10, "the fake kubelet of " + name)
-                agent_env = dict(env, TAU_AGENT_NVML=fake_nvml, TAU_FAKE_NVML_CONFIG=t["nvml"])
-                extra = ["--node-conditions"]
+            # Every GPU node has its fake kubelet and NVML; only these two are sick.
+            t = truth[name] = {"nvml": os.path.join(work, "nvml-%d.conf" % i),
+                               "kubelet": os.path.join(work, "kubelet-%d.json" % i)}
+            write_atomic(t["nvml"], nvml_config(n, sick=3 if name == sick else None))
+            write_atomic(t["kubelet"], kubelet_config(n))
+            if name == port_down:
+                with open(os.path.join(root, "sys/class/infiniband/mlx5_2/ports/1/state"),
+                          "w") as f:
+                    f.write("1: DOWN\n")
+            sock = os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock")
+            os.makedirs(os.path.dirname(sock))
+            start([fake_kubelet, "--socket", sock, "--config", t["kubelet"]],
+                  "kubelet-" + name, work)
+            wait_for(lambda: os.path.exists(sock), 10, "the fake kubelet of " + name)
+            agent_env = dict(env, TAU_AGENT_NVML=fake_nvml, TAU_FAKE_NVML_CONFIG=t["nvml"])
+            extra = ["--node-conditions"]
             c = next(i for i in items if i["kind"] == "CSINode" and i["metadata"]["name"] == name)
             for d in c["spec"]["drivers"]:
-                sockets.append(add_socket(reg, d["name"]))
+                serve_csi_driver(fake_csi, root, reg, d["name"], "csi-%d" % i, work)
             token_file = os.path.join(work, "token-" + name)
             with open(token_file, "w") as f:
                 f.write(agent_tokens[name])
@@ -710,8 +717,6 @@ def main():
         completed = True
     finally:
         problems = stop_all(work)
-        for s in sockets:
-            s.close()
         for p in problems:
             print("demo: %s" % p, file=sys.stderr, flush=True)
         # Keep the logs whenever something went wrong: they are what explains it.

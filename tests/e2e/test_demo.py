@@ -136,6 +136,10 @@ class DemoShowsAgents(unittest.TestCase):
         self.assertIn("7 of 8 ports active; mlx5_2 port 1 not active (state 1)",
                       down["agent.rdma-ports"]["detail"])
         self.assertTrue(down["agent.gpu-health"]["pass"])
+        # Every CSINode entry has a live driver behind it (the fake answers Probe ready).
+        for rules in (sick, down):
+            self.assertTrue(rules["agent.csi-probe"]["pass"], rules["agent.csi-probe"])
+            self.assertFalse(rules["agent.csi-probe"]["unknown"])
         self.assertIn("counts in flavor h100-ib.\n\nWhat the node's agent sees", self.r.stdout)
         c = conditions["data"]
         self.assertEqual((c["sick"]["status"], c["sick"]["reason"]), ("False", "GPUUnhealthy"))
@@ -147,6 +151,9 @@ class DemoShowsAgents(unittest.TestCase):
         self.assertIn("2 in use, 6 free", pod["data"]["after"])
         # An 8-GPU job on one node: fits on the healthy node, then nowhere (7 healthy, 6 free).
         self.assertEqual((pod["data"]["fit_before"], pod["data"]["fit_after"]), (0, 1))
+        # The healthy GPU nodes read ok with every GPU free.
+        self.assertRegex(self.r.stdout, r"(?m)^edge-gpu-01-0\s+h100-flex\s+yes\s+yes\s+no\s+8"
+                         r"\s+ok\s+8\s*$")
         self.assertRegex(self.r.stdout, r"(?m)^aks-ndh100-35817294-vmss000000-1\s+h100-ib\s+yes"
                          r"\s+yes\s+no\s+8\s+degraded\s+7\s+GPU 3 ")
 
