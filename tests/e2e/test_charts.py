@@ -158,19 +158,10 @@ def run_readyz(command, code, attempts):
 
 
 def start_sim(*crd_dirs):
-    """kube-sim with the CRDs, and Kueue's namespace (Kueue is installed first: the aggregator
-    chart's Role tau-aggregator-kueue-config lives there)."""
     args = []
     for d in crd_dirs:
         args += ["--crds", d]
-    sim = SimProcess(args)
-    try:
-        sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                              "metadata": {"name": "kueue-system"}})
-    except BaseException:
-        sim.stop()
-        raise
-    return sim
+    return SimProcess(args)
 
 
 class StaticTest(unittest.TestCase):
@@ -381,7 +372,6 @@ class RenderTest(unittest.TestCase):
         c = pod["containers"][0]
         args = c["args"]
         for want in ("--leader-elect", "--system-namespace=tau-system",
-                     "--kueue-config-namespace=kueue-system",
                      "--grpc-listen=0.0.0.0:50051", "--http-listen=0.0.0.0:8080",
                      "--token-audience=taugrid",
                      "--agent-service-account=tau-system:tau-node-agent"):

@@ -120,7 +120,6 @@ class QueryAuthE2E(unittest.TestCase):
             cls.sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                       "metadata": {"name": "tau-system"}})
             cls.sim.kubectl("apply", "-f", RBAC_DIRS[0], "-f", RBAC_DIRS[1])
-            simtest.grant_kueue_config(cls.sim)
             cls.bind("tau-aggregator", "tau-aggregator",
                      {"kind": "ServiceAccount", "name": "tau-aggregator", "namespace": "tau-system"})
             cls.bind("readers", "tau-inventory-reader",

@@ -24,7 +24,6 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-import simtest  # noqa: E402
 from simtest import SimProcess, WatchStream, wait_for  # noqa: E402
 
 KUEUE_CRDS = os.path.join(ROOT, "tests", "fixtures", "kueue")
@@ -110,7 +109,6 @@ class Env:
                         {"apiVersion": "v1", "kind": "Namespace",
                          "metadata": {"name": "tau-system"}})
             self.sim.kubectl("apply", "-f", RBAC_DIRS[0], "-f", RBAC_DIRS[1])
-            simtest.grant_kueue_config(self.sim)
             self.create({"apiVersion": "rbac.authorization.k8s.io/v1",
                          "kind": "ClusterRoleBinding", "metadata": {"name": "tau-aggregator"},
                          "roleRef": {"apiGroup": "rbac.authorization.k8s.io",

@@ -156,31 +156,6 @@ class SimProcess:
                                 stderr=subprocess.PIPE, universal_newlines=True)
 
 
-KUEUE_CONFIG_NAMESPACE = "kueue-system"
-
-
-def grant_kueue_config(sim, sa_namespace="tau-system", sa_name="tau-aggregator"):
-    """The namespace kueue-system and the chart's Role/RoleBinding tau-aggregator-kueue-config
-    (charts/tau-aggregator/templates/_aggregator.tpl: list and watch ConfigMaps there, for
-    Kueue's kueue-manager-config) for suites that apply charts/*/rbac by hand: without them
-    the aggregator's ConfigMap list is refused and its pool is never established."""
-    rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/" % KUEUE_CONFIG_NAMESPACE
-    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                          "metadata": {"name": KUEUE_CONFIG_NAMESPACE}})
-    sim.ok("POST", rbac + "roles", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": "tau-aggregator-kueue-config",
-                     "namespace": KUEUE_CONFIG_NAMESPACE},
-        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}]})
-    sim.ok("POST", rbac + "rolebindings", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "tau-aggregator-kueue-config",
-                     "namespace": KUEUE_CONFIG_NAMESPACE},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                    "name": "tau-aggregator-kueue-config"},
-        "subjects": [{"kind": "ServiceAccount", "name": sa_name, "namespace": sa_namespace}]})
-
-
 class WatchStream:
     """A raw watch over http.client; events() yields decoded events."""
 

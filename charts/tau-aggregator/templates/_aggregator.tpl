@@ -84,36 +84,6 @@ subjects:
   - kind: ServiceAccount
     name: {{ $sa }}
     namespace: {{ $ns }}
----
-# Kueue's manager Configuration, for its deviceClassMappings (inventory/drawatch.c: the
-# ConfigMap informer lists, then watches, ConfigMaps in this namespace only).
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: tau-aggregator-kueue-config
-  namespace: {{ $v.kueueConfigNamespace }}
-  labels:
-    {{- $labels | nindent 4 }}
-rules:
-  - apiGroups: [""]
-    resources: [configmaps]
-    verbs: [list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: tau-aggregator-kueue-config
-  namespace: {{ $v.kueueConfigNamespace }}
-  labels:
-    {{- $labels | nindent 4 }}
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: tau-aggregator-kueue-config
-subjects:
-  - kind: ServiceAccount
-    name: {{ $sa }}
-    namespace: {{ $ns }}
 {{- end }}
 {{- if $v.serviceAccount.create }}
 ---
@@ -292,7 +262,6 @@ spec:
             - --grpc-listen=0.0.0.0:{{ $v.grpcPort }}
             - --http-listen=0.0.0.0:{{ $v.httpPort }}
             - --system-namespace={{ $ns }}
-            - --kueue-config-namespace={{ $v.kueueConfigNamespace }}
             {{- if $v.leaderElection.enabled }}
             - --leader-elect
             {{- end }}
