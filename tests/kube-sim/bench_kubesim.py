@@ -100,7 +100,7 @@ def main():
 
         # The same while a writer changes Nodes: every page after the first is then the
         # collection at an older resourceVersion (the informer's relist in a storm).
-        stop, writes = threading.Event(), [0]
+        stop, writing, writes = threading.Event(), threading.Event(), [0]
 
         def writer():
             wc = sim.conn()
@@ -112,11 +112,13 @@ def main():
                            headers=hd)
                 wc.getresponse().read()
                 writes[0] += 1
-                time.sleep(0.005)
+                writing.set()
+                time.sleep(0.005)  # the writer's pace: about 200 changes a second
             wc.close()
         wt = threading.Thread(target=writer, daemon=True)
         wt.start()
-        time.sleep(0.2)
+        if not writing.wait(30):
+            sys.exit("bench_kubesim: the writer made no change in 30 s")
         c = sim.conn()
         t0, n, cont, w0 = time.monotonic(), 0, "", writes[0]
         while True:
