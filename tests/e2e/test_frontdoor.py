@@ -384,10 +384,23 @@ class WorkspaceCreateTest(AggregatorCase):
 
     def test_wait_prints_the_failing_condition(self):
         # The queue's ClusterQueue does not exist: QueueReady stays False, and --wait ends at
-        # its deadline with that condition's reason and message.
-        rc, out, err = self.tau("workspace", "create", "zeta", "--authorization",
-                                "cluster-wide", "--create-namespace", "--queue", "no-such-cq",
-                                "--wait", "--timeout", "3s")
+        # its deadline with that condition's reason and message. The workspace is created
+        # first and its status awaited, so the 3 s deadline measures tau's wait, not how soon
+        # a loaded aggregator gets to its first reconcile; the second create replaces the spec
+        # tau wrote with the same one.
+        args = ("workspace", "create", "zeta", "--authorization", "cluster-wide",
+                "--create-namespace", "--queue", "no-such-cq")
+        rc, out, err = self.tau(*args)
+        self.assertEqual(rc, 0, out + err)
+
+        def queue_not_ready():
+            st = self.ws("zeta").get("status") or {}
+            conds = {c.get("type"): c for c in st.get("conditions") or []}
+            q = conds.get("QueueReady") or {}
+            return (st.get("phase") == "Pending" and q.get("status") == "False"
+                    and "no-such-cq" in q.get("message", ""))
+        wait_for(queue_not_ready, timeout=60, msg="zeta Pending with QueueReady False")
+        rc, out, err = self.tau(*args, "--wait", "--timeout", "3s")
         self.assertEqual(rc, 1, out + err)
         self.assertIn("workspace zeta: not Ready after 3 s (phase Pending)", out)
         self.assertRegex(out, r"failing: QueueReady=False \w+: .*no-such-cq")

@@ -63,6 +63,11 @@ struct stream_seen {
 	uint64_t got[8];  /* the first acks' seqs */
 };
 
+/* The bound on every wait and on every call expected to succeed: generous, since a passing
+ * test returns as soon as its condition holds, and a loaded machine (the sanitizer tree beside
+ * other suites) can take seconds for what takes milliseconds when idle. */
+#define WAIT_MS 30000
+
 #define WAIT_UNTIL(expr, ms)                                                                       \
 	do {                                                                                       \
 		struct timespec dl_ = deadline_in(ms);                                             \
@@ -156,9 +161,9 @@ static void *reply_later(void *arg)
 	port = delayed_port;
 	pthread_mutex_unlock(&mu);
 	while (!port_refuses(port)) {
-		if (waited_ms >= 5000)
+		if (waited_ms >= WAIT_MS)
 			handler_failed("reply_later",
-			               "the server did not start shutting down in 5 s");
+			               "the server did not start shutting down in time");
 		nanosleep(&slice, NULL);
 		waited_ms += 5;
 	}
@@ -593,26 +598,26 @@ static void test_unary(void **state)
 	char got[64];
 
 	assert_int_equal(tau_rpc_channel_set_bearer_token(f->ch, TOKEN), 0);
-	assert_int_equal(get_node(f->ch, "node-1", 5000, &st, got, sizeof(got)), 0);
+	assert_int_equal(get_node(f->ch, "node-1", WAIT_MS, &st, got, sizeof(got)), 0);
 	assert_int_equal(st.code, TAU_RPC_OK);
 	assert_string_equal(got, "node-1");
 	pthread_mutex_lock(&mu);
 	assert_string_equal(srv_seen.token, TOKEN);
 	pthread_mutex_unlock(&mu);
 	/* A handler's own status comes through with its message. */
-	assert_int_equal(get_node(f->ch, "missing", 5000, &st, NULL, 0), -TAU_ENOTFOUND);
+	assert_int_equal(get_node(f->ch, "missing", WAIT_MS, &st, NULL, 0), -TAU_ENOTFOUND);
 	assert_int_equal(st.code, TAU_RPC_NOT_FOUND);
 	assert_string_equal(st.message, "no node missing");
 	/* on_start can reject. */
 	assert_int_equal(tau_rpc_channel_set_bearer_token(f->ch, "wrong"), 0);
-	assert_int_equal(get_node(f->ch, "node-1", 5000, &st, NULL, 0), -TAU_EPERM);
+	assert_int_equal(get_node(f->ch, "node-1", WAIT_MS, &st, NULL, 0), -TAU_EPERM);
 	assert_int_equal(st.code, TAU_RPC_UNAUTHENTICATED);
 	assert_int_equal(tau_rpc_channel_set_bearer_token(f->ch, "bad\nvalue"), -TAU_EINVAL);
 	assert_int_equal(tau_rpc_channel_set_bearer_token(f->ch, NULL), 0);
-	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_FINISHED] == 3, 5000);
+	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_FINISHED] == 3, WAIT_MS);
 	/* Many sequential calls: slots are re-armed. */
 	for (int i = 0; i < 50; i++)
-		assert_int_equal(get_node(f->ch, "again", 5000, &st, NULL, 0), 0);
+		assert_int_equal(get_node(f->ch, "again", WAIT_MS, &st, NULL, 0), 0);
 }
 
 static void test_server_stream(void **state)
@@ -631,7 +636,7 @@ static void test_server_stream(void **state)
 	o.on_closed = s_closed;
 	o.ud = &seen;
 	assert_int_equal(tau_rpc_stream_open(&s, f->ch, &o), 0);
-	WAIT_UNTIL(seen.closed == 1, 5000);
+	WAIT_UNTIL(seen.closed == 1, WAIT_MS);
 	pthread_mutex_lock(&mu);
 	assert_int_equal(seen.connected, 1);
 	assert_int_equal(seen.messages, POOL_MSGS);
@@ -652,7 +657,7 @@ static void test_bidi_10000(void **state)
 
 	o.max_send_queue = (size_t)n;
 	assert_int_equal(tau_rpc_stream_open(&s, f->ch, &o), 0);
-	WAIT_UNTIL(seen.connected == 1, 5000);
+	WAIT_UNTIL(seen.connected == 1, WAIT_MS);
 	assert_true(tau_rpc_stream_is_connected(s));
 	for (int i = 1; i <= n; i++)
 		assert_int_equal(send_report(s, (uint64_t)i), 0);
@@ -662,12 +667,12 @@ static void test_bidi_10000(void **state)
 	assert_int_equal(srv_seen.reports, n);
 	pthread_mutex_unlock(&mu);
 	assert_int_equal(tau_rpc_stream_close_send(s), 0);
-	WAIT_UNTIL(seen.closed == 1, 5000);
+	WAIT_UNTIL(seen.closed == 1, WAIT_MS);
 	pthread_mutex_lock(&mu);
 	assert_int_equal(seen.status.code, TAU_RPC_OK);
 	assert_int_equal(srv_seen.half_closes, 1);
 	pthread_mutex_unlock(&mu);
-	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_FINISHED] == 1, 5000);
+	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_FINISHED] == 1, WAIT_MS);
 	/* After the end, sends are refused (no attempt open, no reconnect). */
 	assert_int_equal(send_report(s, 1), -TAU_EAGAIN);
 	tau_rpc_stream_free(s);
@@ -689,8 +694,8 @@ static void test_drop_metadata(void **state)
 	atomic_store(&drop_md, true);
 	assert_int_equal(tau_rpc_channel_set_bearer_token(f->ch, TOKEN), 0);
 	assert_int_equal(tau_rpc_stream_open(&s, f->ch, &o), 0);
-	WAIT_UNTIL(seen.connected == 1, 5000);
-	WAIT_UNTIL(srv_seen.started == 1, 5000);
+	WAIT_UNTIL(seen.connected == 1, WAIT_MS);
+	WAIT_UNTIL(srv_seen.started == 1, WAIT_MS);
 	pthread_mutex_lock(&mu);
 	assert_string_equal(srv_seen.dropped_token, TOKEN);
 	assert_int_equal(srv_seen.md_gone, 1);
@@ -705,11 +710,11 @@ static void test_drop_metadata(void **state)
 	assert_int_equal(srv_seen.md_gone, 1 + n);
 	pthread_mutex_unlock(&mu);
 	assert_int_equal(tau_rpc_stream_close_send(s), 0);
-	WAIT_UNTIL(seen.closed == 1, 5000);
+	WAIT_UNTIL(seen.closed == 1, WAIT_MS);
 	pthread_mutex_lock(&mu);
 	assert_int_equal(seen.status.code, TAU_RPC_OK);
 	pthread_mutex_unlock(&mu);
-	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_FINISHED] == 1, 5000);
+	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_FINISHED] == 1, WAIT_MS);
 	tau_rpc_stream_free(s);
 	atomic_store(&drop_md, false);
 }
@@ -729,9 +734,9 @@ static void test_send_latest(void **state)
 
 	ack_scripts = true;
 	assert_int_equal(tau_rpc_stream_open(&sa, f->ch, &oa), 0);
-	WAIT_UNTIL(a.connected == 1, 5000);
+	WAIT_UNTIL(a.connected == 1, WAIT_MS);
 	assert_int_equal(send_report(sa, ACK_BURST), 0);
-	WAIT_UNTIL(a.last_seq == ACK_BURST, 10000);
+	WAIT_UNTIL(a.last_seq == ACK_BURST, WAIT_MS);
 	pthread_mutex_lock(&mu);
 	assert_int_equal(a.messages, 2);
 	assert_int_equal(a.got[0], 1);
@@ -741,9 +746,9 @@ static void test_send_latest(void **state)
 	assert_int_equal(st.sends_coalesced, ACK_BURST - 2);
 
 	assert_int_equal(tau_rpc_stream_open(&sb, f->ch, &ob), 0);
-	WAIT_UNTIL(b.connected == 1, 5000);
+	WAIT_UNTIL(b.connected == 1, WAIT_MS);
 	assert_int_equal(send_report(sb, ACK_MIXED), 0);
-	WAIT_UNTIL(b.last_seq == 5, 10000);
+	WAIT_UNTIL(b.last_seq == 5, WAIT_MS);
 	pthread_mutex_lock(&mu);
 	assert_int_equal(b.messages, 4);
 	assert_int_equal(b.got[0], 1);
@@ -756,7 +761,7 @@ static void test_send_latest(void **state)
 
 	/* Once the queue has drained, the next ack goes out on its own. */
 	assert_int_equal(send_report(sb, 9), 0);
-	WAIT_UNTIL(b.last_seq == 9, 10000);
+	WAIT_UNTIL(b.last_seq == 9, WAIT_MS);
 	ack_scripts = false;
 	tau_rpc_stream_free(sa);
 	tau_rpc_stream_free(sb);
@@ -782,7 +787,7 @@ static void test_cq_threads(void **state)
 		assert_int_equal(tau_rpc_stream_open(&s[k], f->ch, &o), 0);
 	}
 	for (int k = 0; k < STREAMS; k++)
-		WAIT_UNTIL(seen[k].connected == 1, 5000);
+		WAIT_UNTIL(seen[k].connected == 1, WAIT_MS);
 	for (int i = 1; i <= REPORTS; i++)
 		for (int k = 0; k < STREAMS; k++)
 			assert_int_equal(send_report(s[k], (uint64_t)i), 0);
@@ -794,7 +799,7 @@ static void test_cq_threads(void **state)
 		pthread_mutex_unlock(&mu);
 		assert_int_equal(tau_rpc_stream_close_send(s[k]), 0);
 	}
-	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_FINISHED] == STREAMS, 5000);
+	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_FINISHED] == STREAMS, WAIT_MS);
 	pthread_mutex_lock(&mu);
 	assert_int_equal(srv_seen.reports, STREAMS * REPORTS);
 	pthread_mutex_unlock(&mu);
@@ -808,14 +813,14 @@ static void test_deadline(void **state)
 	tau_rpc_status st;
 
 	/* Connect first, so the deadline measures the call and not the TCP handshake. */
-	assert_int_equal(get_node(f->ch, "warm-up", 5000, &st, NULL, 0), 0);
-	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_FINISHED] == 1, 5000);
+	assert_int_equal(get_node(f->ch, "warm-up", WAIT_MS, &st, NULL, 0), 0);
+	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_FINISHED] == 1, WAIT_MS);
 	assert_int_equal(get_node(f->ch, "slow", 500, &st, NULL, 0), -TAU_ETIMEOUT);
 	assert_int_equal(st.code, TAU_RPC_DEADLINE_EXCEEDED);
 	/* The handler is told it was the deadline, not a cancel. */
-	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_DEADLINE] == 1, 5000);
+	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_DEADLINE] == 1, WAIT_MS);
 	assert_int_equal(srv_seen.ends[TAU_RPC_END_CANCELLED], 0);
-	WAIT_UNTIL(tau_rpc_server_live_calls(f->srv) == 0, 5000);
+	WAIT_UNTIL(tau_rpc_server_live_calls(f->srv) == 0, WAIT_MS);
 }
 
 static void test_client_cancel(void **state)
@@ -826,9 +831,9 @@ static void test_client_cancel(void **state)
 	tau_rpc_stream *s = NULL;
 
 	assert_int_equal(tau_rpc_stream_open(&s, f->ch, &o), 0);
-	WAIT_UNTIL(seen.connected == 1 && srv_seen.started == 1, 5000);
+	WAIT_UNTIL(seen.connected == 1 && srv_seen.started == 1, WAIT_MS);
 	assert_int_equal(send_report(s, 1), 0);
-	WAIT_UNTIL(seen.messages == 1, 5000);
+	WAIT_UNTIL(seen.messages == 1, WAIT_MS);
 	tau_rpc_stream_free(s);
 	/* Freeing cancels: the owner hears the end, the server handler sees a cancel. */
 	pthread_mutex_lock(&mu);
@@ -836,7 +841,7 @@ static void test_client_cancel(void **state)
 	assert_int_equal(seen.status.code, TAU_RPC_CANCELLED);
 	assert_int_equal(seen.retry_in, -1);
 	pthread_mutex_unlock(&mu);
-	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_CANCELLED] == 1, 5000);
+	WAIT_UNTIL(srv_seen.ends[TAU_RPC_END_CANCELLED] == 1, WAIT_MS);
 }
 
 static void test_oversized(void **state)
@@ -862,7 +867,7 @@ static void test_oversized(void **state)
 	big[3] = 0x80 | (uint8_t)(((len - 5) >> 14) & 0x7f);
 	big[4] = (uint8_t)((len - 5) >> 21);
 	memset(big + 5, 'a', len - 5);
-	assert_int_equal(tau_rpc_unary_raw(&out, &out_len, ch2, GET_NODE, big, len, 5000, &st),
+	assert_int_equal(tau_rpc_unary_raw(&out, &out_len, ch2, GET_NODE, big, len, WAIT_MS, &st),
 	                 -TAU_ETOOBIG);
 	assert_int_equal(st.code, TAU_RPC_RESOURCE_EXHAUSTED);
 	/* The default client cap refuses before sending. */
@@ -881,7 +886,7 @@ static void test_oversized(void **state)
 	tau_rpc_channel_free(ch2);
 	free(big);
 	/* The server still serves. */
-	assert_int_equal(get_node(f->ch, "after", 5000, &st, NULL, 0), 0);
+	assert_int_equal(get_node(f->ch, "after", WAIT_MS, &st, NULL, 0), 0);
 }
 
 static void test_malformed(void **state)
@@ -893,12 +898,12 @@ static void test_malformed(void **state)
 	tau_rpc_status st;
 	char got[32];
 
-	assert_int_equal(
-	        tau_rpc_unary_raw(&out, &out_len, f->ch, GET_NODE, junk, sizeof(junk), 5000, &st),
-	        -TAU_EINVAL);
+	assert_int_equal(tau_rpc_unary_raw(&out, &out_len, f->ch, GET_NODE, junk, sizeof(junk),
+	                                   WAIT_MS, &st),
+	                 -TAU_EINVAL);
 	assert_int_equal(st.code, TAU_RPC_INVALID_ARGUMENT);
 	assert_non_null(strstr(st.message, "malformed"));
-	assert_int_equal(get_node(f->ch, "still-here", 5000, &st, got, sizeof(got)), 0);
+	assert_int_equal(get_node(f->ch, "still-here", WAIT_MS, &st, got, sizeof(got)), 0);
 	assert_string_equal(got, "still-here");
 }
 
@@ -912,7 +917,7 @@ static void test_malformed_in_stream(void **state)
 	Tau__Inventory__V1__Stopping stop = TAU__INVENTORY__V1__STOPPING__INIT;
 
 	assert_int_equal(tau_rpc_stream_open(&s, f->ch, &o), 0);
-	WAIT_UNTIL(seen.connected == 1, 5000);
+	WAIT_UNTIL(seen.connected == 1, WAIT_MS);
 	/* The client refuses to send invalid UTF-8 itself. */
 	rep.seq = 1;
 	rep.body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_STOPPING;
@@ -931,11 +936,11 @@ static void test_invalid_utf8(void **state)
 	tau_rpc_status st;
 
 	assert_int_equal(
-	        tau_rpc_unary_raw(&out, &out_len, f->ch, GET_NODE, bad, sizeof(bad), 5000, &st),
+	        tau_rpc_unary_raw(&out, &out_len, f->ch, GET_NODE, bad, sizeof(bad), WAIT_MS, &st),
 	        -TAU_EINVAL);
 	assert_int_equal(st.code, TAU_RPC_INVALID_ARGUMENT);
 	assert_non_null(strstr(st.message, "UTF-8"));
-	assert_int_equal(get_node(f->ch, "ok", 5000, &st, NULL, 0), 0);
+	assert_int_equal(get_node(f->ch, "ok", WAIT_MS, &st, NULL, 0), 0);
 }
 
 static void test_unknown_method(void **state)
@@ -972,16 +977,16 @@ static void test_health(void **state)
 
 	req.service = (char *)"";
 	assert_int_equal(tau_rpc_unary(&out, f->ch, "/grpc.health.v1.Health/Check", &req.base,
-	                               &grpc__health__v1__health_check_response__descriptor, 5000,
-	                               &st),
+	                               &grpc__health__v1__health_check_response__descriptor,
+	                               WAIT_MS, &st),
 	                 0);
 	assert_int_equal(((Grpc__Health__V1__HealthCheckResponse *)out)->status,
 	                 TAU_RPC_HEALTH_SERVING);
 	tau_rpc_message_free(out);
 	req.service = (char *)"tau.inventory.v1.InventoryService";
 	assert_int_equal(tau_rpc_unary(&out, f->ch, "/grpc.health.v1.Health/Check", &req.base,
-	                               &grpc__health__v1__health_check_response__descriptor, 5000,
-	                               &st),
+	                               &grpc__health__v1__health_check_response__descriptor,
+	                               WAIT_MS, &st),
 	                 -TAU_ENOTFOUND);
 	/* Watch: unknown first, then every change. */
 	o.path = (char *)"/grpc.health.v1.Health/Watch";
@@ -991,23 +996,23 @@ static void test_health(void **state)
 	o.on_closed = s_closed;
 	o.ud = &seen;
 	assert_int_equal(tau_rpc_stream_open(&s, f->ch, &o), 0);
-	WAIT_UNTIL(seen.messages == 1, 5000);
+	WAIT_UNTIL(seen.messages == 1, WAIT_MS);
 	assert_int_equal(seen.last_seq, 3); /* SERVICE_UNKNOWN */
 	assert_int_equal(tau_rpc_health_set(f->health, req.service, TAU_RPC_HEALTH_SERVING), 0);
-	WAIT_UNTIL(seen.messages == 2 && seen.last_seq == TAU_RPC_HEALTH_SERVING, 5000);
+	WAIT_UNTIL(seen.messages == 2 && seen.last_seq == TAU_RPC_HEALTH_SERVING, WAIT_MS);
 	assert_int_equal(tau_rpc_health_set(f->health, req.service, TAU_RPC_HEALTH_SERVING), 0);
 	assert_int_equal(tau_rpc_health_set(f->health, req.service, TAU_RPC_HEALTH_NOT_SERVING), 0);
-	WAIT_UNTIL(seen.messages == 3 && seen.last_seq == TAU_RPC_HEALTH_NOT_SERVING, 5000);
+	WAIT_UNTIL(seen.messages == 3 && seen.last_seq == TAU_RPC_HEALTH_NOT_SERVING, WAIT_MS);
 	assert_int_equal(tau_rpc_unary(&out, f->ch, "/grpc.health.v1.Health/Check", &req.base,
-	                               &grpc__health__v1__health_check_response__descriptor, 5000,
-	                               &st),
+	                               &grpc__health__v1__health_check_response__descriptor,
+	                               WAIT_MS, &st),
 	                 0);
 	assert_int_equal(((Grpc__Health__V1__HealthCheckResponse *)out)->status,
 	                 TAU_RPC_HEALTH_NOT_SERVING);
 	tau_rpc_message_free(out);
 	tau_rpc_stream_free(s);
 	/* The watcher left the list when its call ended; setting again is safe. */
-	WAIT_UNTIL(tau_rpc_server_live_calls(f->srv) == 0, 5000);
+	WAIT_UNTIL(tau_rpc_server_live_calls(f->srv) == 0, WAIT_MS);
 	assert_int_equal(tau_rpc_health_set(f->health, req.service, TAU_RPC_HEALTH_SERVING), 0);
 }
 
@@ -1042,19 +1047,20 @@ static void test_shutdown_in_flight(void **state)
 
 		assert_int_equal(tau_rpc_stream_open(&s[i], f->ch, &o), 0);
 	}
-	WAIT_UNTIL(srv_seen.started == 3, 5000);
+	WAIT_UNTIL(srv_seen.started == 3, WAIT_MS);
 	pthread_mutex_lock(&mu);
 	delayed_port = f->port;
 	pthread_mutex_unlock(&mu);
 	pthread_create(&t_slow, NULL, unary_thread, &slow);
 	pthread_create(&t_delayed, NULL, unary_thread, &delayed);
-	WAIT_UNTIL(srv_seen.started == 5, 5000);
+	WAIT_UNTIL(srv_seen.started == 5, WAIT_MS);
 	assert_int_equal(tau_rpc_server_live_calls(f->srv), 5);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	/* The delayed reply lands inside the grace period; the rest is cancelled after it. */
-	tau_rpc_server_shutdown(f->srv, 1000);
+	/* The delayed reply lands inside the grace period (5 s: room for a loaded machine); the
+	 * rest is cancelled after it, long before the slow call's own 30 s deadline. */
+	tau_rpc_server_shutdown(f->srv, 5000);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	assert_true(t1.tv_sec - t0.tv_sec <= 3);
+	assert_true(t1.tv_sec - t0.tv_sec < 20);
 	assert_int_equal(tau_rpc_server_live_calls(f->srv), 0);
 	pthread_join(t_slow, NULL);
 	pthread_join(t_delayed, NULL);
@@ -1065,7 +1071,7 @@ static void test_shutdown_in_flight(void **state)
 	assert_int_equal(srv_seen.ends[TAU_RPC_END_FINISHED], 1);
 	pthread_mutex_unlock(&mu);
 	for (int i = 0; i < 3; i++) {
-		WAIT_UNTIL(seen[i].closed == 1, 5000);
+		WAIT_UNTIL(seen[i].closed == 1, WAIT_MS);
 		assert_int_not_equal(seen[i].status.code, TAU_RPC_OK);
 		tau_rpc_stream_free(s[i]);
 	}
@@ -1083,21 +1089,21 @@ static void test_reconnect(void **state)
 	o.backoff_initial_ms = 50;
 	o.backoff_max_ms = 200;
 	assert_int_equal(tau_rpc_stream_open(&s, f->ch, &o), 0);
-	WAIT_UNTIL(seen.connected == 1, 5000);
+	WAIT_UNTIL(seen.connected == 1, WAIT_MS);
 	assert_int_equal(send_report(s, 1), 0);
-	WAIT_UNTIL(seen.messages == 1, 5000);
+	WAIT_UNTIL(seen.messages == 1, WAIT_MS);
 	/* The server goes away: the stream ends and a retry is scheduled. */
 	tau_rpc_server_free(f->srv);
 	f->srv = NULL;
-	WAIT_UNTIL(seen.closed >= 1, 5000);
+	WAIT_UNTIL(seen.closed >= 1, WAIT_MS);
 	pthread_mutex_lock(&mu);
 	assert_true(seen.retry_in > 0 && seen.retry_in <= 200);
 	pthread_mutex_unlock(&mu);
 	/* A new server on the same port: the stream comes back by itself. */
 	assert_int_equal(start_server(f, port), 0);
-	WAIT_UNTIL(seen.connected == 2, 10000);
+	WAIT_UNTIL(seen.connected == 2, WAIT_MS);
 	assert_int_equal(send_report(s, 1), 0);
-	WAIT_UNTIL(seen.messages == 2, 5000);
+	WAIT_UNTIL(seen.messages == 2, WAIT_MS);
 	tau_rpc_stream_free(s);
 }
 
@@ -1121,7 +1127,7 @@ static void test_dead_server_never_connects(void **state)
 	o.backoff_initial_ms = 20;
 	o.backoff_max_ms = 50;
 	assert_int_equal(tau_rpc_stream_open(&s, ch, &o), 0);
-	WAIT_UNTIL(seen.closed >= 3, 10000);
+	WAIT_UNTIL(seen.closed >= 3, WAIT_MS);
 	pthread_mutex_lock(&mu);
 	assert_int_equal(seen.connected, 0);
 	assert_int_equal(seen.status.code, TAU_RPC_UNAVAILABLE);
@@ -1152,10 +1158,10 @@ static void test_wait_for_ready(void **state)
 	o.backoff_initial_ms = 20;
 	o.backoff_max_ms = 20;
 	assert_int_equal(tau_rpc_stream_open(&s, ch, &o), 0);
-	WAIT_UNTIL(seen.connected == 1, 5000);
+	WAIT_UNTIL(seen.connected == 1, WAIT_MS);
 	tau_rpc_server_free(f->srv);
 	f->srv = NULL;
-	WAIT_UNTIL(seen.closed == 1, 5000);
+	WAIT_UNTIL(seen.closed == 1, WAIT_MS);
 	/* An observation window, not a wait: without wait_for_ready the refused connection would
 	 * end an attempt every 20 ms or so (test_dead_server_never_connects). */
 	usleep(500 * 1000);
@@ -1164,9 +1170,9 @@ static void test_wait_for_ready(void **state)
 	assert_int_equal(seen.connected, 1);
 	pthread_mutex_unlock(&mu);
 	assert_int_equal(start_server(f, port), 0);
-	WAIT_UNTIL(seen.connected == 2, 10000);
+	WAIT_UNTIL(seen.connected == 2, WAIT_MS);
 	assert_int_equal(send_report(s, 1), 0);
-	WAIT_UNTIL(seen.messages == 1, 5000);
+	WAIT_UNTIL(seen.messages == 1, WAIT_MS);
 	pthread_mutex_lock(&mu);
 	assert_int_equal(seen.closed, 1);
 	pthread_mutex_unlock(&mu);
@@ -1231,7 +1237,7 @@ static void test_free_from_callback_refused(void **state)
 	o.on_connected = s_connected_frees_itself;
 	memset(&self_free, 0, sizeof(self_free));
 	assert_int_equal(tau_rpc_stream_open(&s, f->ch, &o), 0);
-	WAIT_UNTIL(self_free.done, 5000);
+	WAIT_UNTIL(self_free.done, WAIT_MS);
 	pthread_mutex_lock(&mu);
 	assert_int_equal(self_free.rc, -TAU_EINVAL);
 	assert_string_equal(self_free.msg,
@@ -1240,7 +1246,7 @@ static void test_free_from_callback_refused(void **state)
 	pthread_mutex_unlock(&mu);
 	/* The stream still works, and a channel with a live stream is not freed under it. */
 	assert_int_equal(send_report(s, 1), 0);
-	WAIT_UNTIL(seen.messages == 1, 5000);
+	WAIT_UNTIL(seen.messages == 1, WAIT_MS);
 	assert_int_equal(tau_rpc_channel_free(f->ch), -TAU_EINVAL);
 	assert_int_equal(tau_rpc_stream_free(s), 0);
 }
