@@ -3,6 +3,9 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+# The build's own output only: no "Entering directory" line per recursive make (a newcomer
+# reading `make demo` sees the build's progress, then the demo).
+MAKEFLAGS  += --no-print-directory
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 # ctest runs twice as many tests as there are cores: the end-to-end units spend most of their
 # time waiting on daemons and timers; a unit that keeps several cores busy says so (PROCESSORS,
