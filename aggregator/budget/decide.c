@@ -756,28 +756,37 @@ static bool misconfigured(char *buf, size_t len, const ctx *c, const cJSON *ws)
 {
 	const char *name = tau_json_str(ws, "metadata.name");
 	const char *ns = tau_json_str(ws, "status.target.resolvedNamespace");
+	const cJSON *queue_ready =
+	        tau_conditions_find(tau_json_find(ws, "status.conditions"), "QueueReady");
 
 	if (ws == NULL || c->effective == NULL || !streq(team_of(ws), c->effective))
 		return false;
-	if (tau_json_find(ws, "spec.quota") != NULL)
+	if (tau_json_find(ws, "spec.quota") != NULL) {
 		tau_say(buf, len,
 		        "TauWorkspace %s of capacity team %s sets spec.quota (workspaces of the "
 		        "capacity team share the pool): remove spec.quota",
 		        name, c->effective);
-	else if (ns == NULL || ns[0] == '\0')
+	} else if (!c->in->multiple_workspaces &&
+	           streq(tau_json_str(queue_ready, "reason"), "BlockedByActiveWorkspace")) {
+		/* v0 is one active workspace in the cluster (a blocked one loses its resolved
+		 * namespace too): its QueueReady names the active one. */
+		const char *which = tau_json_str(queue_ready, "message");
+
+		tau_say(buf, len,
+		        "TauWorkspace %s is blocked by the one-active-workspace rule (%s): delete "
+		        "the active workspace or enable the MultipleWorkspaces feature gate",
+		        name,
+		        which != NULL && which[0] != '\0' ? which : "another workspace is active");
+	} else if (ns == NULL || ns[0] == '\0' ||
+	           tau_budget_workspace_namespace(ws, c->in->multiple_workspaces) == NULL) {
 		tau_say(buf, len,
 		        "TauWorkspace %s has no resolved namespace: fix what its Ready condition "
 		        "names (namespaceMap, namespace allowlist or a namespace taken by another "
 		        "workspace)",
 		        name);
-	else if (tau_budget_workspace_namespace(ws, c->in->multiple_workspaces) == NULL)
-		tau_say(buf, len,
-		        "TauWorkspace %s is blocked by the one-active-workspace rule: delete the "
-		        "other active workspace of namespace %s or enable the MultipleWorkspaces "
-		        "feature gate",
-		        name, ns);
-	else
+	} else {
 		return false;
+	}
 	return true;
 }
 
@@ -1241,8 +1250,10 @@ static int decide_team(ctx *c, cJSON *managed)
 
 	/*
 	 * Flavors: an object of another owner under our name is never written and blocks only
-	 * its flavor, held at 0 in the Cohort (the nodes it selects are not proven to be the
-	 * pool's); ours whose recorded TauCluster is gone (a reinstall) is adopted.
+	 * its flavor, left out of the Cohort and the queues (the nodes it selects are not proven
+	 * to be the pool's, and while a ClusterQueue of ours names it Kueue's resource-in-use
+	 * finalizer keeps its owner from deleting it); ours whose recorded TauCluster is gone (a
+	 * reinstall) is adopted.
 	 */
 	rfs = calloc(in->n_flavors + 1, sizeof(*rfs));
 	if (rfs == NULL) {
@@ -1252,20 +1263,22 @@ static int decide_team(ctx *c, cJSON *managed)
 	for (size_t i = 0; i < in->n_flavors; i++)
 		if (!orphaned(in, c->cluster_uid, TAU_BUDGET_RESOURCE_FLAVOR, in->flavors[i]))
 			rfs[n_rfs++] = in->flavors[i];
-	for (size_t f = 0; plan != NULL && f < plan->n_flavors; f++) {
+	for (size_t f = 0; plan != NULL && f < plan->n_flavors;) {
 		const cJSON *rf = find_named(in->flavors, in->n_flavors, plan->flavors[f].name);
 		char why[512];
 
 		if (rf == NULL ||
 		    tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, c->cluster_uid, why,
 		                            sizeof(why)) == TAU_BUDGET_OWNED ||
-		    orphaned(in, c->cluster_uid, TAU_BUDGET_RESOURCE_FLAVOR, rf))
+		    orphaned(in, c->cluster_uid, TAU_BUDGET_RESOURCE_FLAVOR, rf)) {
+			f++;
 			continue;
-		tau_budget_plan_zero_flavor(plan, f);
+		}
 		if (n_foreign++ == 0)
 			tau_say(rf_problem, sizeof(rf_problem),
 			        "ResourceFlavor %s exists but is not ours: %s",
 			        plan->flavors[f].name, why);
+		tau_budget_plan_drop_flavor(plan, f);
 	}
 	if (n_foreign > 1)
 		tau_say(rf_problem + strlen(rf_problem), sizeof(rf_problem) - strlen(rf_problem),
@@ -1291,11 +1304,11 @@ static int decide_team(ctx *c, cJSON *managed)
 	             : c->selector_problem[0] != '\0' ? c->selector_problem
 	                                              : NULL);
 	if (rf_problem[0] != '\0' && streq(s.reason, TAU_BUDGET_REASON_APPLIED)) {
-		set_state(
-		        &s, TAU_BUDGET_REASON_OWNERSHIP, "False", "Degraded",
-		        "%s; it is never changed or adopted: its flavor is held at 0 in Cohort %s "
-		        "(the rest of the pool is applied) until it is removed through its owner",
-		        rf_problem, cohort_name);
+		set_state(&s, TAU_BUDGET_REASON_OWNERSHIP, "False", "Degraded",
+		          "%s; it is never changed or adopted: its flavor is left out of Cohort %s "
+		          "and its ClusterQueues (the rest of the pool is applied), so no queue of "
+		          "ours keeps its owner from deleting it",
+		          rf_problem, cohort_name);
 	} else if (rf_problem[0] != '\0' && !streq(s.reason, TAU_BUDGET_REASON_OWNERSHIP)) {
 		char keep[MSG_MAX];
 

@@ -261,10 +261,16 @@ const tau_quantity *tau_budget_plan_quota(const tau_budget_plan *plan, size_t f,
 	return &plan->quota[f * plan->n_resources + r];
 }
 
-void tau_budget_plan_zero_flavor(tau_budget_plan *plan, size_t f)
+void tau_budget_plan_drop_flavor(tau_budget_plan *plan, size_t f)
 {
-	for (size_t r = 0; r < plan->n_resources; r++)
-		plan->quota[f * plan->n_resources + r] = tau_quantity_zero();
+	size_t nr = plan->n_resources, after = plan->n_flavors - f - 1;
+
+	free(plan->flavors[f].name);
+	free(plan->flavors[f].gpu_class);
+	memmove(&plan->flavors[f], &plan->flavors[f + 1], after * sizeof(*plan->flavors));
+	memmove(&plan->quota[f * nr], &plan->quota[(f + 1) * nr],
+	        after * nr * sizeof(*plan->quota));
+	plan->n_flavors--;
 }
 
 /* Sorted set of strings while the plan is built. */

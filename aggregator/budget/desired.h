@@ -158,10 +158,12 @@ void tau_budget_plan_free(tau_budget_plan *plan);
 const tau_quantity *tau_budget_plan_quota(const tau_budget_plan *plan, size_t f, size_t r);
 
 /**
- * Set every quota of flavor f (in range) to 0: a flavor whose ResourceFlavor we may not write
- * (another owner's object under our name) cannot be proven to reach only the pool's nodes.
+ * Remove flavor f (in range) from the plan, keeping the others in order: a flavor whose
+ * ResourceFlavor we may not write (another owner's object under our name) cannot be proven
+ * to reach only the pool's nodes, and while a ClusterQueue of ours names it Kueue's
+ * resource-in-use finalizer would keep its owner from deleting it.
  */
-void tau_budget_plan_zero_flavor(tau_budget_plan *plan, size_t f);
+void tau_budget_plan_drop_flavor(tau_budget_plan *plan, size_t f);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Desired objects                                                                             */

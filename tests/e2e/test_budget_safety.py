@@ -12,11 +12,15 @@ picked up by its event).  The pool is three Ready Linux nodes counted from their
 `alpha`.  Each case starts from that state and leaves it as it found it; they run in order.
 
   test_01  finding 1, ownership: a ResourceFlavor of another owner under our name blocks only
-           its flavor (held at 0, the rest of the pool applied and following a cordon); one that
-           selects pool nodes zeroes the whole budget; neither is ever written.
-  test_02  finding 1, reinstall: the TauCluster deleted (deletionPolicy Retain: the budget is
-           kept at 0) and created again (a new UID, as `helm uninstall && helm install` does):
-           our ResourceFlavors are adopted with an Event, the budget follows the pool again.
+           its flavor (left out of the Cohort and alpha's queue, the rest of the pool applied
+           and following a cordon); one that selects pool nodes zeroes the whole budget;
+           neither is ever written, and its owner's delete completes (no queue of ours keeps
+           Kueue's resource-in-use finalizer on it).
+  test_02  finding 1, reinstall: the TauCluster held by another finalizer while it is deleted
+           (its BudgetReady says the Cohort is kept at 0, managedResources what is left), then
+           gone (deletionPolicy Retain: the budget is kept at 0) and created again (a new UID,
+           as `helm uninstall && helm install` does): our ResourceFlavors are adopted with an
+           Event, the budget follows the pool again.
   test_03  finding 4: spec.quota on a workspace of the capacity team, its queue holding admitted
            work: the ClusterQueue is held (stopPolicy Hold, annotation tau.azure.com/held), never
            deleted; the workspace's QuotaReady names the mistake; undoing it releases the queue;
@@ -29,9 +33,18 @@ picked up by its event).  The pool is three Ready Linux nodes counted from their
   test_05b TauCluster deletionPolicy DeleteManaged: deleted while alpha's queue holds admitted
            work, the queue is held and the budget 0; once drained the queue goes, then the
            Cohort (our flavors stay); a TauCluster created again restores them.
+  test_05c finding 4, the v0 rule: the aggregator restarted without MultipleWorkspaces while
+           workspace beta's queue holds admitted work: beta is blocked (alpha is the active
+           one), its queue held (stopPolicy Hold, tau.azure.com/held and QuotaReady QueueHeld
+           naming the active workspace and the fix), never deleted; the gate back releases the
+           same queue.
+  test_05d P4's foreign members: a ClusterQueue of another owner whose cohortName is the team
+           Cohort, and a Cohort whose parentName is, each named and the budget zeroed until
+           it is removed.
   test_06  finding 1, the capacity team deleted: held by its finalizer (DeletionBlocked) while
            alpha exists, the budget following the pool; with the finalizer removed by hand (an
-           aggregator that was not running) the Cohort is zeroed, not frozen; the team created
+           aggregator that was not running) the Cohort is zeroed, not frozen, and the
+           TauCluster names the missing team (ConflictDetected, Events); the team created
            again adopts it (Event) and gets the pool back; then alpha and the team are deleted
            and the queue, the Cohort and the finalizer go in that order.
 
@@ -103,21 +116,58 @@ class SafetyTest(unittest.TestCase):
     def uid(self, path):
         return self.c.get(path)["metadata"]["uid"]
 
-    def groups(self, zero_classes=(), zero=False):
+    def groups(self, zero_classes=(), zero=False, drop_classes=()):
         """The Cohort's resourceGroups for the pool the API holds now, the flavors of
-        `zero_classes` (or all, `zero`) at 0."""
+        `zero_classes` (or all, `zero`) at 0, those of `drop_classes` left out."""
         groups = h.Shape().groups(self.c.pool())
+        drop = [h.flavor_name(x) for x in drop_classes]
         for g in groups:
+            g["flavors"] = [f for f in g["flavors"] if f["name"] not in drop]
             for f in g["flavors"]:
                 if zero or f["name"] in [h.flavor_name(x) for x in zero_classes]:
                     for r in f["resources"]:
                         r["nominalQuota"] = 0
         return groups
 
-    def wait_pool(self, msg, zero_classes=(), zero=False, team_uid=None):
+    def wait_pool(self, msg, zero_classes=(), zero=False, team_uid=None, drop_classes=()):
         uid = team_uid or self.uid(TEAMS + "/research")
         self.c.wait_ok(lambda: cohort_diffs(self.c.cohort("research"), "research", uid,
-                                            self.groups(zero_classes, zero)), msg)
+                                            self.groups(zero_classes, zero, drop_classes)), msg)
+
+    def queue_flavors(self, ws):
+        q = self.c.get(CQS + "/" + h.cq_name(ws)) or {}
+        return sorted(f["name"] for g in h.norm_groups((q.get("spec") or {}).get(
+            "resourceGroups")) for f in g["flavors"])
+
+    def held_diffs(self, ws, uid, why, ws_why):
+        """ClusterQueue tau-ws-<ws> held, never deleted or re-created (UID `uid`): stopPolicy
+        Hold, tau.azure.com/held naming each of `why`, the workspace's QuotaReady QueueHeld
+        naming each of `ws_why`."""
+        q = self.c.get(CQS + "/" + h.cq_name(ws))
+        if q is None:
+            return ["ClusterQueue %s was deleted" % h.cq_name(ws)]
+        d = []
+        if q["metadata"]["uid"] != uid:
+            d.append("ClusterQueue %s was re-created" % h.cq_name(ws))
+        if q["metadata"].get("deletionTimestamp"):
+            d.append("being deleted")
+        if (q.get("spec") or {}).get("stopPolicy") != "Hold":
+            d.append("stopPolicy %r" % (q.get("spec") or {}).get("stopPolicy"))
+        got = (q["metadata"].get("annotations") or {}).get(HELD) or ""
+        d += ["annotation %s %r lacks %r" % (HELD, got, w) for w in why if w not in got]
+        return d + cond_diffs(self.c.get(WORKSPACES + "/" + ws), "QuotaReady", "False",
+                              "QueueHeld", ["its ClusterQueue is held (stopPolicy Hold"] + ws_why)
+
+    def released_diffs(self, ws):
+        """ClusterQueue tau-ws-<ws> exists and is no longer held (Kueue's CRD defaults
+        stopPolicy to None once ours is removed)."""
+        q = self.c.get(CQS + "/" + h.cq_name(ws))
+        if q is None:
+            return ["ClusterQueue %s is gone" % h.cq_name(ws)]
+        if ((q.get("spec") or {}).get("stopPolicy") not in (None, "None")
+                or HELD in (q["metadata"].get("annotations") or {})):
+            return ["still held: %s" % h.dump(q["metadata"].get("annotations"))]
+        return []
 
     def cordon(self, node, on):
         self.c.merge(NODES + "/" + node, {"spec": {"unschedulable": True if on else None}})
@@ -150,22 +200,28 @@ class SafetyTest(unittest.TestCase):
                          "resourceVersion": ours["metadata"]["resourceVersion"],
                          "labels": {h.MANAGED_BY: "platform-team"}},
             "spec": {"nodeLabels": {"tau.test/rack": "nowhere"}}})
-        self.wait_pool("a100 held at 0, h100 applied", zero_classes=("a100",))
+        # Left out of the Cohort and of alpha's queue: not ours, so no budget on it, and
+        # nothing of ours keeps Kueue's resource-in-use finalizer on it.
+        self.wait_pool("a100 left out, h100 applied", drop_classes=("a100",))
+        c.wait_ok(lambda: [] if self.queue_flavors("alpha") == ["taugrid-gpu-h100"] else
+                  ["tau-ws-alpha lists %s" % self.queue_flavors("alpha")],
+                  "alpha's queue no longer names the flavor")
         c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False",
                                      "OwnershipConflict",
                                      ["ResourceFlavor taugrid-gpu-a100 exists but is not ours",
-                                      "its flavor is held at 0 in Cohort tau-team-research "
-                                      "(the rest of the pool is applied)"]),
+                                      "its flavor is left out of Cohort tau-team-research and "
+                                      "its ClusterQueues (the rest of the pool is applied), so "
+                                      "no queue of ours keeps its owner from deleting it"]),
                   "the team names the flavor and what it holds")
         # Not frozen: the rest follows the pool.
         self.cordon("h100-2", True)
-        self.wait_pool("h100 follows a cordon while a100 is blocked", zero_classes=("a100",))
+        self.wait_pool("h100 follows a cordon while a100 is blocked", drop_classes=("a100",))
         self.cordon("h100-2", False)
-        self.wait_pool("and the uncordon", zero_classes=("a100",))
+        self.wait_pool("and the uncordon", drop_classes=("a100",))
         # It now selects a pool node: a second budget for the same GPUs, everything zeroed.
         taken = c.merge(path, {"spec": {"nodeLabels": {"tau.test/rack": None,
                                                        h.GPU_CLASS: "a100"}}})
-        self.wait_pool("the whole budget zeroed", zero=True)
+        self.wait_pool("the whole budget zeroed", zero=True, drop_classes=("a100",))
         c.wait_ok(lambda: cond_diffs(c.cluster(), "ConflictDetected", "True", None,
                                      "ResourceFlavor taugrid-gpu-a100 is not this "
                                      "TauCluster's"), "conflict reported")
@@ -173,11 +229,11 @@ class SafetyTest(unittest.TestCase):
         self.assertEqual(now["metadata"]["resourceVersion"], taken["metadata"]["resourceVersion"],
                          "another owner's flavor was written")
         self.assertEqual(now["metadata"].get("annotations"), taken["metadata"].get("annotations"))
-        # Its owner removes it: ours again, the budget restored.  Our Cohort and queue list the
-        # flavor, so Kueue's resource-in-use finalizer (kept by kube-sim) holds it; the test
-        # releases it as Kueue would once the flavor is no longer referenced.
+        # Its owner deletes it, and it goes: no ClusterQueue names it, so Kueue's
+        # resource-in-use finalizer (which kube-sim plays) lets it go.  Then it is ours again
+        # and the budget restored.
+        self.assertIn("kueue.x-k8s.io/resource-in-use", now["metadata"].get("finalizers") or [])
         c.delete(path)
-        c.merge(path, {"metadata": {"finalizers": None}})
         c.wait_gone(path)
         c.wait_ok(lambda: h.rf_diffs(c.get(path), "a100", self.uid(CLUSTER)), "ours again")
         self.wait_pool("the budget is restored")
@@ -187,7 +243,26 @@ class SafetyTest(unittest.TestCase):
         c = self.c
         old_uid = self.uid(CLUSTER)
         spec = c.cluster()["spec"]
+        # Held by another finalizer first (foreground deletion): while it is being deleted the
+        # TauCluster's own status says what is kept and why.
+        hold = "example.com/hold"
+        self.addCleanup(c.sim.req, "PATCH", CLUSTER, {"metadata": {"finalizers": None}},
+                        "application/merge-patch+json")
+        c.merge(CLUSTER, {"metadata": {"finalizers": [hold]}})
         c.delete(CLUSTER)
+
+        def deleting():
+            st = c.cluster().get("status") or {}
+            left = [(m.get("kind"), m.get("name")) for m in st.get("managedResources") or []]
+            d = [] if ("Cohort", "tau-team-research") in left else [
+                "managedResources %s lacks Cohort tau-team-research" % left]
+            return d + cond_diffs(c.cluster(), "BudgetReady", "False", "BudgetZeroed",
+                                  "root quota is 0: TauCluster cluster is being deleted "
+                                  "(deletionPolicy Retain): Cohort tau-team-research is kept "
+                                  "at 0 (deletionPolicy Retain)")
+        c.wait_ok(deleting, "the deleting TauCluster says what it keeps")
+        self.wait_pool("the retained budget is zeroed while it is being deleted", zero=True)
+        c.merge(CLUSTER, {"metadata": {"finalizers": None}})
         c.wait_gone(CLUSTER)
         # deletionPolicy Retain (the default): the budget is kept, bounded at 0.
         self.wait_pool("the retained budget is zeroed", zero=True)
@@ -226,40 +301,19 @@ class SafetyTest(unittest.TestCase):
         c.merge(WORKSPACES + "/alpha", {"spec": {"quota": [
             {"flavor": "taugrid-gpu-h100", "resource": GPU, "nominalQuota": "1"}]}})
 
-        def held():
-            q = c.get(path)
-            if q is None:
-                return ["ClusterQueue tau-ws-alpha was deleted"]
-            d = []
-            if q["metadata"]["uid"] != before["metadata"]["uid"]:
-                d.append("ClusterQueue tau-ws-alpha was re-created")
-            if (q.get("spec") or {}).get("stopPolicy") != "Hold":
-                d.append("stopPolicy %r" % (q.get("spec") or {}).get("stopPolicy"))
-            why = (q["metadata"].get("annotations") or {}).get(HELD) or ""
-            if "TauWorkspace alpha of capacity team research sets spec.quota" not in why:
-                d.append("annotation %s %r" % (HELD, why))
-            if q["metadata"].get("deletionTimestamp"):
-                d.append("being deleted")
-            return d + cond_diffs(c.get(WORKSPACES + "/alpha"), "QuotaReady", "False",
-                                  "QueueHeld", ["its ClusterQueue is held (stopPolicy Hold",
-                                                "sets spec.quota", "remove spec.quota"])
+        held = lambda: self.held_diffs(  # noqa: E731
+            "alpha", before["metadata"]["uid"],
+            ["TauWorkspace alpha of capacity team research sets spec.quota"],
+            ["sets spec.quota", "remove spec.quota"])
         c.wait_ok(held, "the queue is held, never deleted, and the workspace says why")
         self.assertEqual(c.get(path)["status"]["admittedWorkloads"], 2)
         self.wait_pool("the spec.quota conflict zeroes the budget (P4)", zero=True)
         # Undone: released as it was.
         c.merge(WORKSPACES + "/alpha", {"spec": {"quota": None}})
 
-        def released():
-            q = c.get(path)
-            d = [] if q is not None else ["ClusterQueue tau-ws-alpha is gone"]
-            # Kueue's CRD defaults stopPolicy to None once ours is removed.
-            if q is not None and ((q.get("spec") or {}).get("stopPolicy") not in (None, "None")
-                                  or HELD in (q["metadata"].get("annotations") or {})):
-                d.append("still held: %s" % h.dump(q["metadata"].get("annotations")))
-            if wst.cond(c.get(WORKSPACES + "/alpha"), "QuotaReady") is not None:
-                d.append("the workspace keeps a QuotaReady condition")
-            return d
-        c.wait_ok(released, "the queue is released")
+        c.wait_ok(lambda: self.released_diffs("alpha") + (
+            [] if wst.cond(c.get(WORKSPACES + "/alpha"), "QuotaReady") is None
+            else ["the workspace keeps a QuotaReady condition"]), "the queue is released")
         self.assertEqual(c.get(path)["metadata"]["uid"], before["metadata"]["uid"])
         self.wait_pool("the budget is restored")
         c.merge(path + "/status", {"status": {"admittedWorkloads": 0, "reservingWorkloads": 0}})
@@ -305,36 +359,16 @@ class SafetyTest(unittest.TestCase):
                                      "NamespaceOwnedByOtherWorkspace"), "the retarget refused")
         c.merge(WORKSPACES + "/alpha/status", {"status": {"target": None}})
 
-        def held():
-            q = c.get(path)
-            if q is None:
-                return ["ClusterQueue tau-ws-alpha was deleted"]
-            d = []
-            if q["metadata"]["uid"] != before["metadata"]["uid"]:
-                d.append("ClusterQueue tau-ws-alpha was re-created")
-            if q["metadata"].get("deletionTimestamp"):
-                d.append("being deleted")
-            if (q.get("spec") or {}).get("stopPolicy") != "Hold":
-                d.append("stopPolicy %r" % (q.get("spec") or {}).get("stopPolicy"))
-            why = (q["metadata"].get("annotations") or {}).get(HELD) or ""
-            if "TauWorkspace alpha has no resolved namespace: fix what its Ready condition " \
-                    "names" not in why:
-                d.append("annotation %s %r" % (HELD, why))
-            return d + cond_diffs(c.get(WORKSPACES + "/alpha"), "QuotaReady", "False",
-                                  "QueueHeld", ["its ClusterQueue is held (stopPolicy Hold",
-                                                "has no resolved namespace"])
+        held = lambda: self.held_diffs(  # noqa: E731
+            "alpha", before["metadata"]["uid"],
+            ["TauWorkspace alpha has no resolved namespace: fix what its Ready condition names"],
+            ["has no resolved namespace"])
         c.wait_ok(held, "the queue is held, never deleted, and the workspace says why")
         self.assertEqual(c.get(path)["status"]["admittedWorkloads"], 1)
         c.merge(WORKSPACES + "/alpha", {"spec": {"target": {"namespace": "ml-alpha"}}})
 
-        def released():
-            q = c.get(path)
-            d = [] if q is not None else ["ClusterQueue tau-ws-alpha is gone"]
-            if q is not None and ((q.get("spec") or {}).get("stopPolicy") not in (None, "None")
-                                  or HELD in (q["metadata"].get("annotations") or {})):
-                d.append("still held: %s" % h.dump(q["metadata"].get("annotations")))
-            return d
-        c.wait_ok(released, "the queue is released once the target is undone")
+        c.wait_ok(lambda: self.released_diffs("alpha"),
+                  "the queue is released once the target is undone")
         self.assertEqual(c.get(path)["metadata"]["uid"], before["metadata"]["uid"])
         c.merge(path + "/status", {"status": {"admittedWorkloads": 0}})
         c.delete(WORKSPACES + "/gamma")
@@ -498,6 +532,84 @@ class SafetyTest(unittest.TestCase):
                   "alpha's queue is back")
         c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready")
 
+    # -- finding 4: the v0 rule (before test_06, which deletes the team) --
+
+    def restart_aggregator(self, name, *args):
+        rc = type(self).agg.stop()
+        self.assertEqual(rc, 0, "aggregator exit code %s after SIGTERM" % rc)
+        type(self).agg = self.c.start_aggregator(name, *args)
+        type(self).agg_args = args
+
+    def restore_aggregator(self):
+        if getattr(type(self), "agg_args", self.AGG_ARGS) != self.AGG_ARGS:
+            self.restart_aggregator("aggregator-restored", *self.AGG_ARGS)
+
+    def test_05c_v0_blocked_workspace_holds_its_queue(self):
+        c = self.c
+        path = CQS + "/tau-ws-beta"
+        self.addCleanup(c.sim.req, "DELETE", WORKSPACES + "/beta")
+        c.create(wst.workspace("beta", ns="ml-beta", team="research"), WORKSPACES)
+        c.wait_ok(lambda: [] if c.get(path) is not None else ["no ClusterQueue tau-ws-beta"],
+                  "beta's queue (MultipleWorkspaces on)")
+        before = c.get(path)
+        c.merge(path + "/status", {"status": {"admittedWorkloads": 1}})
+        # The aggregator restarted without the MultipleWorkspaces gate: v0 activates one
+        # workspace in the cluster, the oldest (alpha); beta is blocked, its queue holds work.
+        self.restart_aggregator("aggregator-v0", "--budget-resync", "3600s")
+        self.addCleanup(self.restore_aggregator)
+        c.env.wait_cond("beta", "QueueReady", "False", "BlockedByActiveWorkspace")
+
+        c.wait_ok(lambda: self.held_diffs(
+            "beta", before["metadata"]["uid"],
+            ["TauWorkspace beta is blocked by the one-active-workspace rule (v0 activates one "
+             "workspace at a time: workspace alpha (created ",
+             "): delete the active workspace or enable the MultipleWorkspaces feature gate"],
+            ["workspace alpha (created ", "enable the MultipleWorkspaces feature gate"]),
+            "beta's queue is held, never deleted, and beta says why")
+        self.assertEqual(c.get(path)["status"]["admittedWorkloads"], 1)
+        alpha = c.get(CQS + "/tau-ws-alpha")
+        self.assertNotIn(HELD, alpha["metadata"].get("annotations") or {})
+        self.wait_pool("the budget still follows the pool")
+        # The gate back: beta active again, the same queue released.
+        self.restart_aggregator("aggregator-mw", *self.AGG_ARGS)
+
+        c.wait_ok(lambda: self.released_diffs("beta"), "released once the gate is back")
+        self.assertEqual(c.get(path)["metadata"]["uid"], before["metadata"]["uid"])
+        c.merge(path + "/status", {"status": {"admittedWorkloads": 0}})
+        c.delete(WORKSPACES + "/beta")
+        c.wait_gone(path)
+
+    # -- P4: the conflict kinds test_budget's test_04 leaves out --
+
+    def test_05d_foreign_members_of_the_team_cohort(self):
+        c = self.c
+        for path, body, text in (
+                (CQS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                       "metadata": {"name": "intruder"},
+                       "spec": {"namespaceSelector": {}, "cohortName": "tau-team-research"}},
+                 "ClusterQueue intruder is not a TauGrid workspace queue of team research but "
+                 "its cohortName is tau-team-research: it would borrow the team budget; remove "
+                 "it or change its cohortName through its owner"),
+                (COHORTS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                           "metadata": {"name": "sub-budget"},
+                           "spec": {"parentName": "tau-team-research"}},
+                 "Cohort sub-budget is not TauGrid's but its parentName is tau-team-research: "
+                 "its queues would borrow the team budget")):
+            name = body["metadata"]["name"]
+            self.addCleanup(c.sim.req, "DELETE", path + "/" + name)
+            created = c.create(body, path)
+            c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False",
+                                         "ConflictDetected", text) +
+                      cond_diffs(c.cluster(), "ConflictDetected", "True", None, text),
+                      "%s named as a foreign member" % name)
+            self.wait_pool("a foreign member zeroes the budget", zero=True)
+            self.assertEqual(c.get(path + "/" + name)["metadata"]["resourceVersion"],
+                             created["metadata"]["resourceVersion"], "%s was written" % name)
+            c.delete(path + "/" + name)
+            c.wait_gone(path + "/" + name)
+            self.wait_pool("restored once %s is gone" % name)
+            c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready")
+
     # -- finding 1: the capacity team deleted --
 
     def test_06_capacity_team_deletion(self):
@@ -527,6 +639,14 @@ class SafetyTest(unittest.TestCase):
         c.wait_gone(TEAMS + "/research")
         self.wait_pool("a Cohort whose team is gone is zeroed, never frozen", zero=True,
                        team_uid=old_uid)
+        missing = ("TauCluster capacityTeamRef names TauTeam research, which does not exist; "
+                   "create it or change capacityTeamRef")
+        c.wait_ok(lambda: cond_diffs(c.cluster(), "ConflictDetected", "True", None, missing) +
+                  cond_diffs(c.cluster(), "BudgetReady", "False", "ConflictDetected", missing),
+                  "the TauCluster names the missing team")
+        for reason in ("ConflictDetected", "BudgetZeroed"):
+            c.wait_ok(lambda: self.event_diffs("TauCluster", "cluster", reason, missing),
+                      "%s Event on the TauCluster" % reason)
         self.assertIsNotNone(c.get(CQS + "/tau-ws-alpha"))
 
         # The team created again (a new UID) adopts its Cohort and gets the pool back.

@@ -867,37 +867,71 @@ static void test_reinstall_adopts_our_objects(void **state)
 	assert_int_equal(f->d->n_writes, 0);
 }
 
+/* The names of the flavors in the first resource group of a Cohort or ClusterQueue. */
+static void flavor_names(char *buf, size_t len, const cJSON *obj)
+{
+	const cJSON *fl;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach(
+	        fl, tau_json_find(cJSON_GetArrayItem(tau_json_find(obj, "spec.resourceGroups"), 0),
+	                          "flavors"))
+	{
+		size_t used = strlen(buf);
+
+		snprintf(buf + used, len - used, "%s%s", used > 0 ? "," : "",
+		         cJSON_GetObjectItem(fl, "name")->valuestring);
+	}
+}
+
 /* An object naming a live owner, or without our labels, is never adopted; a foreign flavor
- * under our name blocks only its flavor, held at 0, and the rest of the pool is applied. */
-static void test_foreign_flavor_under_our_name_zeroes_only_it(void **state)
+ * under our name blocks only its flavor, left out of the Cohort and the queues (so Kueue's
+ * resource-in-use finalizer lets its owner delete it), and the rest of the pool is applied. */
+static void test_foreign_flavor_under_our_name_blocks_only_it(void **state)
 {
 	fixture *f = *state;
-	const tau_budget_write *co;
+	const tau_budget_write *co, *cq;
+	char names[256];
 
-	f->flavors[f->in.n_flavors++] =
-	        keep(f, parse("{\"kind\":\"ResourceFlavor\",\"metadata\":{\"name\":"
-	                      "\"taugrid-gpu-h100\",\"uid\":\"x\"},\"spec\":{\"nodeLabels\":{"
-	                      "\"pool\":\"elsewhere\"}}}"));
+	size_t h100 = 0;
+
+	decide(f);
+	apply_writes(f); /* the Cohort and alpha's queue list both flavors */
+	while (strcmp(tau_json_str(f->flavors[h100], "metadata.name"), "taugrid-gpu-h100") != 0)
+		h100++;
+	f->flavors[h100] = keep(f, parse("{\"kind\":\"ResourceFlavor\",\"metadata\":{\"name\":"
+	                                 "\"taugrid-gpu-h100\",\"uid\":\"x\"},\"spec\":{"
+	                                 "\"nodeLabels\":{\"pool\":\"elsewhere\"}}}"));
 	decide(f);
 	assert_string_equal(f->d->state, "OwnershipConflict");
 	assert_null(find_write(f, "taugrid-gpu-h100"));
-	assert_non_null(find_write(f, "taugrid-gpu-a100"));
 	co = find_write(f, "tau-team-research");
 	assert_non_null(co);
+	flavor_names(names, sizeof(names), co->body);
+	assert_string_equal(names, "taugrid-gpu-a100");       /* h100 left out */
 	assert_string_equal(quota_text(co->body, 0, 1), "8"); /* a100 applied */
-	assert_string_equal(quota_text(co->body, 1, 0), "0"); /* h100 held at 0 */
-	assert_string_equal(quota_text(co->body, 1, 1), "0");
+	cq = find_write(f, "tau-ws-alpha");
+	assert_non_null(cq);
+	flavor_names(names, sizeof(names), cq->body);
+	assert_string_equal(names, "taugrid-gpu-a100");
 	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"),
 	                       "ResourceFlavor taugrid-gpu-h100 exists but is not ours: label "
 	                       "app.kubernetes.io/managed-by is absent: not managed by TauGrid; "
-	                       "it is never changed or adopted: its flavor is held at 0 in Cohort "
-	                       "tau-team-research (the rest of the pool is applied)"));
+	                       "it is never changed or adopted: its flavor is left out of Cohort "
+	                       "tau-team-research and its ClusterQueues (the rest of the pool is "
+	                       "applied), so no queue of ours keeps its owner from deleting it"));
+	/* Steady: once written, the next pass writes neither again. */
+	f->in.n_cohorts = f->in.n_cluster_queues = 0;
+	apply_writes(f);
+	decide(f);
+	assert_null(find_write(f, "tau-team-research"));
+	assert_null(find_write(f, "tau-ws-alpha"));
 	/* Our labels but a live owner's UID (the current TauCluster's is ours, so: legacy, no
 	 * UID): not adopted either. */
-	f->flavors[0] = keep(f, parse("{\"kind\":\"ResourceFlavor\",\"metadata\":{\"name\":"
-	                              "\"taugrid-gpu-h100\",\"uid\":\"x\",\"labels\":{"
-	                              "\"app.kubernetes.io/managed-by\":\"taugrid\","
-	                              "\"tau.azure.com/gpu-class\":\"h100\"}},\"spec\":{}}"));
+	f->flavors[h100] = keep(f, parse("{\"kind\":\"ResourceFlavor\",\"metadata\":{\"name\":"
+	                                 "\"taugrid-gpu-h100\",\"uid\":\"x\",\"labels\":{"
+	                                 "\"app.kubernetes.io/managed-by\":\"taugrid\","
+	                                 "\"tau.azure.com/gpu-class\":\"h100\"}},\"spec\":{}}"));
 	decide(f);
 	assert_string_equal(f->d->state, "OwnershipConflict");
 	assert_null(find_write(f, "taugrid-gpu-h100"));
@@ -1056,10 +1090,22 @@ static void test_misconfiguration_messages(void **state)
 	         "(namespaceMap, namespace allowlist or a namespace taken by another workspace)",
 	         true},
 	        {"{\"target\":{\"resolvedNamespace\":\"alpha\"},\"conditions\":[{\"type\":"
+	         "\"QueueReady\",\"status\":\"False\",\"reason\":\"BlockedByActiveWorkspace\","
+	         "\"message\":\"v0 activates one workspace at a time: workspace zeta (created "
+	         "2026-01-01T00:00:00Z) is active; this workspace is blocked until zeta is "
+	         "removed\"}]}",
+	         "TauWorkspace alpha is blocked by the one-active-workspace rule (v0 activates one "
+	         "workspace at a time: workspace zeta (created 2026-01-01T00:00:00Z) is active; "
+	         "this workspace is blocked until zeta is removed): delete the active workspace "
+	         "or enable the MultipleWorkspaces feature gate",
+	         false},
+	        /* As the workspace controller leaves a v0-blocked workspace: no resolved
+	         * namespace either, and the v0 rule is what to fix. */
+	        {"{\"target\":{},\"conditions\":[{\"type\":"
 	         "\"QueueReady\",\"status\":\"False\",\"reason\":\"BlockedByActiveWorkspace\"}]}",
-	         "TauWorkspace alpha is blocked by the one-active-workspace rule: delete the other "
-	         "active workspace of namespace alpha or enable the MultipleWorkspaces feature "
-	         "gate",
+	         "TauWorkspace alpha is blocked by the one-active-workspace rule (another "
+	         "workspace is active): delete the active workspace or enable the "
+	         "MultipleWorkspaces feature gate",
 	         false},
 	};
 	fixture *f = *state;
@@ -1401,7 +1447,7 @@ int main(void)
 	        T(test_workspace_leaving_explicit_team),
 	        T(test_one_ledger_explicit_refused_on_pool_flavors),
 	        T(test_reinstall_adopts_our_objects),
-	        T(test_foreign_flavor_under_our_name_zeroes_only_it),
+	        T(test_foreign_flavor_under_our_name_blocks_only_it),
 	        T(test_cohort_of_a_live_owner_is_not_adopted),
 	        T(test_missing_team_zeroes_its_cohort),
 	        T(test_capacity_team_deletion_waits_then_cleans_up),
