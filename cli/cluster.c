@@ -226,6 +226,8 @@ bool tau_cli_gate_conditions(char *msg, size_t cap, const cJSON *cluster)
 			continue;
 		if (strcmp(t, "ConflictDetected") == 0)
 			bad = strcmp(st, "True") == 0;
+		else if (strcmp(t, "NodeTruthAgrees") == 0)
+			bad = false; /* advice: the budget follows the Node objects */
 		else if (strcmp(t, "BudgetReady") == 0)
 			bad = strcmp(st, "True") != 0 &&
 			      !(r != NULL && strcmp(r, "NoCapacityTeam") == 0);

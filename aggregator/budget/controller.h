@@ -17,6 +17,7 @@
 
 #include "budget/conflict.h"
 #include "controller/runtime.h"
+#include "budget/decide.h"
 #include "budget/desired.h"
 
 #include "tau/buf.h"
@@ -38,6 +39,7 @@ typedef struct tau_budget_inventory {
 	size_t n_nodes;
 	size_t nodes_observed;       /**< labelled nodes known, counted or not */
 	tau_pool_snapshot *snapshot; /**< owns what `nodes` point at (freed with the inventory) */
+	tau_budget_truth truth;      /**< its strings point into `snapshot` */
 } tau_budget_inventory;
 
 /** Free what a snapshot holds and zero it. */

@@ -15,6 +15,7 @@
 
 #include "explicit.h"
 
+#include "tau/buf.h"
 #include "tau/conditions.h"
 #include "tau/error.h"
 #include "tau/json.h"
@@ -953,6 +954,68 @@ static void conflict_events(builder *b, const cJSON *obj, bool now, const char *
 		add_event(b, obj, "Normal", "ConflictCleared", "no conflicting budget remains");
 }
 
+/*
+ * NodeTruthAgrees: whether the counted nodes' agents see what their Nodes advertise
+ * (inventory/truthrules.h, docs/agent.md).  True when every counted node that reports node
+ * truth agrees; False naming how many disagree and the first few with their first failing
+ * rule and what it says; Unknown when no counted node's agent reports.  It never changes the
+ * budget: the pool follows the Node objects (the contract), and a remediation reaches it
+ * through Node conditions and cordons.
+ */
+static int node_truth_condition(cJSON *conds, const cJSON *prev, const tau_budget_observed *in,
+                                int64_t gen)
+{
+	const tau_budget_truth *t = in->truth;
+	tau_buf msg = TAU_BUF_INIT(8192);
+	char *text;
+	int rc;
+
+	if (t == NULL || t->reporting == 0)
+		return tau_conditions_set(conds, prev, "NodeTruthAgrees", "Unknown",
+		                          "NoAgentReports",
+		                          "no counted node's agent reports node-local facts "
+		                          "(tau-node-agent not running there, or not reported yet)",
+		                          gen, in->now);
+	if (t->disagreeing == 0) {
+		tau_buf_printf(
+		        &msg,
+		        "the agents of %zu of %zu counted nodes report node-local facts; none "
+		        "disagrees with what its Node advertises",
+		        t->reporting, in->nodes_counted);
+	} else {
+		tau_buf_printf(&msg,
+		               "%zu of %zu counted nodes reporting node-local facts disagree with "
+		               "what their Node advertises (they still count: the budget follows "
+		               "the Node objects):",
+		               t->disagreeing, t->reporting);
+		for (size_t i = 0; i < t->n_nodes; i++) {
+			const tau_budget_truth_node *n = &t->nodes[i];
+
+			tau_buf_printf(&msg, "%s %s: %s: %s", i > 0 ? ";" : "",
+			               n->node != NULL ? n->node : "?",
+			               n->rule != NULL ? n->rule : "?",
+			               n->detail != NULL ? n->detail : "");
+			if (n->more_rules > 0)
+				tau_buf_printf(&msg, " (and %u more rule%s)", n->more_rules,
+				               n->more_rules == 1 ? "" : "s");
+		}
+		if (t->disagreeing > t->n_nodes)
+			tau_buf_printf(&msg, "; and %zu more node%s", t->disagreeing - t->n_nodes,
+			               t->disagreeing - t->n_nodes == 1 ? "" : "s");
+		tau_buf_printf(&msg, " (tau inventory explain NODE)");
+	}
+	if ((rc = tau_buf_error(&msg)) < 0) {
+		tau_buf_free(&msg);
+		return rc;
+	}
+	text = tau_buf_take(&msg, NULL);
+	rc = tau_conditions_set(conds, prev, "NodeTruthAgrees",
+	                        t->disagreeing == 0 ? "True" : "False",
+	                        t->disagreeing == 0 ? "Agrees" : "Disagrees", text, gen, in->now);
+	free(text);
+	return rc;
+}
+
 static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bool conflict,
                            const char *conflict_msg)
 {
@@ -1024,6 +1087,8 @@ static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bo
 		                        conflict ? "True" : "False",
 		                        conflict ? "ConflictDetected" : "NoConflict",
 		                        conflict ? conflict_msg : "", gen, in->now);
+	if (rc == 0)
+		rc = node_truth_condition(conds, prev, in, gen);
 	if (rc < 0) {
 		cJSON_Delete(st);
 		b->rc = b->rc < 0 ? b->rc : rc;

@@ -37,6 +37,25 @@
 /** A workspace's QuotaReady while its ClusterQueue is held instead of deleted. */
 #define TAU_BUDGET_REASON_QUEUE_HELD "QueueHeld"
 
+/** Most disagreeing nodes the NodeTruthAgrees condition names. */
+#define TAU_BUDGET_TRUTH_NODES 3
+
+/** A counted node whose agent disagrees with its Node: its first failing agent.* rule. */
+typedef struct tau_budget_truth_node {
+	const char *node;
+	const char *rule;        /**< "agent.gpu-health" */
+	const char *detail;      /**< what the rule says */
+	unsigned int more_rules; /**< further failing rules of the node */
+} tau_budget_truth_node;
+
+/** The counted nodes' agents against their Nodes (TauCluster NodeTruthAgrees). */
+typedef struct tau_budget_truth {
+	size_t reporting;   /**< counted nodes whose agent reports node-local facts */
+	size_t disagreeing; /**< of them, with a failing agent.* rule */
+	size_t n_nodes;     /**< the first few disagreeing, in name order */
+	tau_budget_truth_node nodes[TAU_BUDGET_TRUTH_NODES];
+} tau_budget_truth;
+
 /** What one reconcile sees.  Everything is borrowed. */
 typedef struct tau_budget_observed {
 	/* The inventory. */
@@ -46,6 +65,8 @@ typedef struct tau_budget_observed {
 	const tau_budget_pool *pool;
 	size_t nodes_observed; /**< labelled nodes the inventory knows */
 	size_t nodes_counted;  /**< of those, counted in the pool */
+	/** Node truth against the Nodes; NULL: not known (NodeTruthAgrees Unknown). */
+	const tau_budget_truth *truth;
 	/* The counted pool nodes, for P4's flavor overlap check. */
 	const tau_budget_node *nodes;
 	size_t n_nodes;

@@ -59,6 +59,17 @@ int tau_budget_inventory_from_snapshot(tau_budget_inventory *out, tau_pool_snaps
 	for (size_t i = 0; i < snap->n_nodes; i++)
 		inv.nodes[i].facts = &snap->nodes[i];
 	inv.n_nodes = snap->n_nodes;
+	inv.truth.reporting = snap->truth.reporting;
+	inv.truth.disagreeing = snap->truth.disagreeing;
+	for (size_t i = 0; i < snap->truth.n_examples && i < TAU_BUDGET_TRUTH_NODES; i++) {
+		const tau_pool_truth_example *ex = &snap->truth.examples[i];
+
+		inv.truth.nodes[i] = (tau_budget_truth_node){.node = ex->node,
+		                                             .rule = ex->rule,
+		                                             .detail = ex->detail,
+		                                             .more_rules = ex->more_rules};
+		inv.truth.n_nodes = i + 1;
+	}
 	*out = inv;
 	return 0;
 oom:

@@ -378,6 +378,16 @@ static void log_mismatch(const char *node, const char *mismatch)
 		             node, "difference", mismatch, NULL);
 }
 
+/* The node's agent.* verdicts as a fingerprint (truthrules.h); 0 for none failing or unknown. */
+static uint64_t truth_fingerprint_locked(tau_agg *a, const char *name)
+{
+	tau_node_status st;
+
+	if (tau_nodestore_get(a->store, name, &st) < 0 || st.truth == NULL)
+		return 0;
+	return tau_truth_rules_fingerprint(st.facts, st.truth);
+}
+
 /*
  * Store an accepted inventory and its decoded node truth (ownership moves).  Returns 0 or the
  * store's error (nothing changed).
@@ -416,12 +426,18 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 		 * Unchanged facts (rc 1) cannot move the pool: no rebuild for them. */
 		if (rc == 0)
 			mark_dirty_locked(a);
+		uint64_t before = truth_fingerprint_locked(a, facts->name);
+
 		rc = tau_nodestore_set_inventory(a->store, facts->name, bytes, len,
 		                                 (uint8_t)elided);
 		/* The truth goes with the inventory it was decoded from, or not at all. */
 		trc = tau_nodestore_set_truth(a->store, facts->name, rc == 0 ? truth : NULL);
 		truth = NULL;
 		rc = rc < 0 ? rc : trc;
+		/* What its agent.* rules say changed: subscribers (the TauCluster's
+		 * NodeTruthAgrees) hear of it at the publisher's next tick, without a rebuild. */
+		if (truth_fingerprint_locked(a, facts->name) != before)
+			a->notify_pending = true;
 		if (rc == 0)
 			rc = bind_stream(a, s, facts->name, &replaced);
 	}

@@ -8,7 +8,11 @@
  */
 #include "snapshot.h"
 
+#include "truthrules.h"
+
 #include "tau/error.h"
+
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +158,49 @@ static int copy_nodes(tau_pool_snapshot *snap, const tau_nodestore *store)
 	return 0;
 }
 
+_Static_assert(sizeof(((tau_pool_truth_example *)0)->detail) ==
+                       sizeof(((tau_truth_rule *)0)->detail),
+               "a summary keeps a rule's whole detail");
+
+/*
+ * The counted nodes' agent.* verdicts (truthrules.h), for the NodeTruthAgrees condition: how
+ * many counted nodes report node-local facts, how many of them disagree with their Node, and
+ * the first few (name order) with their first failing rule.  Only nodes with node truth are
+ * evaluated; O(those nodes), run with every snapshot (the metrics scrape does the same).
+ */
+static void summarise_truth(tau_pool_truth_summary *sum, const tau_nodestore *store)
+{
+	size_t n = tau_nodestore_count(store);
+
+	for (size_t i = 0; i < n; i++) {
+		tau_truth_rule rules[TAU_TRUTH_RULE_COUNT];
+		tau_pool_truth_example *ex;
+		tau_node_status st;
+		int first = -1;
+		unsigned int failing = 0;
+
+		if (tau_nodestore_at(store, i, &st) < 0 || !st.counted || st.truth == NULL)
+			continue;
+		sum->reporting++;
+		tau_truth_rules(rules, st.facts, st.truth);
+		for (int r = 0; r < TAU_TRUTH_RULE_COUNT; r++)
+			if (!rules[r].pass) {
+				first = first < 0 ? r : first;
+				failing++;
+			}
+		if (first < 0)
+			continue;
+		sum->disagreeing++;
+		if (sum->n_examples >= TAU_POOL_TRUTH_EXAMPLES)
+			continue;
+		ex = &sum->examples[sum->n_examples++];
+		snprintf(ex->node, sizeof(ex->node), "%s", st.name);
+		ex->rule = rules[first].name;
+		ex->more_rules = failing - 1;
+		memcpy(ex->detail, rules[first].detail, sizeof(ex->detail));
+	}
+}
+
 int tau_pool_snapshot_build(tau_pool_snapshot **out, const tau_nodestore *store)
 {
 	const tau_pool *pool = tau_nodestore_pool(store);
@@ -169,6 +216,7 @@ int tau_pool_snapshot_build(tau_pool_snapshot **out, const tau_nodestore *store)
 	if ((why != NULL && (snap->invalid_reason = strdup(why)) == NULL) ||
 	    copy_flavors(snap, pool) < 0 || copy_nodes(snap, store) < 0)
 		goto oom;
+	summarise_truth(&snap->truth, store);
 	*out = snap;
 	return 0;
 oom:

@@ -17,8 +17,8 @@
  * Change notification: tau_agg_pool_subscribe registers a callback that the
  * aggregator's publisher thread calls, with no lock held, after any change
  * of what a snapshot holds (the counted nodes, their labels or allocatable,
- * established, valid).  Changes are coalesced (one call per publisher
- * window, 20 ms by default), so the callback says "take a new snapshot",
+ * established, valid, and a counted node's agent.* verdicts in `truth`).  Changes are coalesced
+ * (one call per publisher window, 20 ms by default), so the callback says "take a new snapshot",
  * not what changed; it must be quick (e.g. wake the caller's loop).
  */
 #ifndef TAU_AGGREGATOR_SNAPSHOT_H
@@ -40,6 +40,29 @@ typedef struct tau_pool_snapshot_flavor {
 	tau_node_resource *resources; /**< resource -> exact sum, sorted by name */
 	size_t n_resources;
 } tau_pool_snapshot_flavor;
+
+/** Most disagreeing nodes a truth summary names (the first ones, in name order). */
+#define TAU_POOL_TRUTH_EXAMPLES 3
+
+/** A counted node whose agent disagrees with its Node: its first failing agent.* rule. */
+typedef struct tau_pool_truth_example {
+	char node[254];          /**< the node's name */
+	const char *rule;        /**< static, "agent.gpu-health" (truthrules.h) */
+	unsigned int more_rules; /**< further failing rules of the same node */
+	char detail[384];        /**< what the rule says (tau_truth_rule.detail) */
+} tau_pool_truth_example;
+
+/**
+ * Node truth against the Node objects over the counted nodes (truthrules.h): what the
+ * TauCluster condition NodeTruthAgrees says.  A rule the agent could not tell is not a
+ * disagreement.
+ */
+typedef struct tau_pool_truth_summary {
+	size_t reporting;   /**< counted nodes whose agent sent node-local facts */
+	size_t disagreeing; /**< of them, with at least one failing agent.* rule */
+	size_t n_examples;  /**< <= TAU_POOL_TRUTH_EXAMPLES */
+	tau_pool_truth_example examples[TAU_POOL_TRUTH_EXAMPLES];
+} tau_pool_truth_summary;
 
 /** The pool at one instant; everything is owned by the snapshot. */
 typedef struct tau_pool_snapshot {
@@ -72,6 +95,8 @@ typedef struct tau_pool_snapshot {
 	tau_node_facts *nodes;
 	size_t n_nodes;
 	char *node_strings; /**< private: every string of `nodes` */
+	/** The counted nodes' agents against their Nodes (the NodeTruthAgrees condition). */
+	tau_pool_truth_summary truth;
 	char **node_labels; /**< private: every label_keys and label_values array of `nodes` */
 } tau_pool_snapshot;
 

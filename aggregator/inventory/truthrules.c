@@ -8,6 +8,7 @@
  */
 #include "truthrules.h"
 
+#include "tau/hmap.h"
 #include "tau/quantity.h"
 
 #include <stdarg.h>
@@ -202,4 +203,24 @@ void tau_truth_rules(tau_truth_rule out[TAU_TRUTH_RULE_COUNT], const tau_node_fa
 	rdma_ports(&out[TAU_TRUTH_RULE_RDMA_PORTS], facts, truth);
 	csi_probe(&out[TAU_TRUTH_RULE_CSI_PROBE], truth);
 	pod_resources(&out[TAU_TRUTH_RULE_POD_RESOURCES], truth);
+}
+
+/* libtau's FNV-1a of each failing rule's name and detail, chained; 0 is kept for "all pass". */
+uint64_t tau_truth_rules_fingerprint(const tau_node_facts *facts, const tau_nodetruth *truth)
+{
+	tau_truth_rule rules[TAU_TRUTH_RULE_COUNT];
+	uint64_t h = 0;
+	bool failing = false;
+
+	if (truth == NULL)
+		return 0;
+	tau_truth_rules(rules, facts, truth);
+	for (int r = 0; r < TAU_TRUTH_RULE_COUNT; r++) {
+		if (rules[r].pass)
+			continue;
+		failing = true;
+		h = h * 31u + tau_hmap_hash(rules[r].name);
+		h = h * 31u + tau_hmap_hash(rules[r].detail);
+	}
+	return !failing ? 0 : h != 0 ? h : 1;
 }

@@ -16,6 +16,7 @@
 #include "tau/nodefacts.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /** The rules, in the order ExplainNode reports them. */
 typedef enum tau_truth_rule_id {
@@ -45,5 +46,12 @@ const char *tau_truth_rule_name(tau_truth_rule_id id);
  */
 void tau_truth_rules(tau_truth_rule out[TAU_TRUTH_RULE_COUNT], const tau_node_facts *facts,
                      const tau_nodetruth *truth);
+
+/**
+ * A fingerprint of a node's verdicts: 0 when every rule passes, else a hash of the failing
+ * rules' names and details, so a caller can tell cheaply whether what the node's agent.*
+ * rules say changed between two inventories (the TauCluster condition follows it).
+ */
+uint64_t tau_truth_rules_fingerprint(const tau_node_facts *facts, const tau_nodetruth *truth);
 
 #endif /* TAU_AGGREGATOR_TRUTHRULES_H */

@@ -10,8 +10,9 @@ streaming to it with the fake host of e2e/agent-node-truth (our fake libnvidia-m
 kubelet serving pod-resources, a fake CSI driver, IB sysfs; test_agent_node_truth's setup), and
 the tau CLI asking the aggregator. The agent re-probes every second (--probe-interval 1) and a
 pod-resources change is re-read at once on a pod event, so every change must show in
-`tau inventory fit`, `nodes` (HEALTH, FREE) and `pool` (free now) within CHANGE_WITHIN_S, which
-each test measures and asserts. Waits are for conditions, never fixed sleeps.
+`tau inventory fit`, `nodes` (HEALTH, FREE) and `pool` (free now) within CHANGE_WITHIN_S, and in
+the TauCluster condition NodeTruthAgrees (the budget controller's write) within
+CONDITION_WITHIN_S, which each test measures and asserts. Waits are for conditions, never fixed sleeps.
 """
 
 import json
@@ -43,6 +44,12 @@ CLASS = "h100-ib"
 GPUS = ant.GPUS
 # A change is seen at the agent's next probe (<= 1 s), sent at once, and queried at once.
 CHANGE_WITHIN_S = 5
+# The TauCluster condition adds the publisher's tick (250 ms), the budget's coalescing (200 ms)
+# and a status write (docs/aggregator.md, "The TauCluster condition NodeTruthAgrees").
+CONDITION_WITHIN_S = 10
+CLUSTER_PATH = "/apis/tau.azure.com/v1alpha1/clusters"
+# The drivers the node's CSINode lists (fixtures/kube/csinode-nd-h100-v5.json), each faked.
+CSI_DRIVERS = (ant.DISK, "file.csi.azure.com")
 
 WORK = None
 
@@ -102,30 +109,38 @@ class AggregatorNodeTruth(unittest.TestCase):
                                              [ND_NODE]}}}, f)
         cls.sim = harness.KubeSim(WORK, [harness.fixture("node-nd-h100-v5.json"),
                                          harness.fixture("csinode-nd-h100-v5.json")],
-                                  args=("--tokens", tokens))
+                                  args=("--tokens", tokens,
+                                        "--crds", os.path.join(ROOT, "charts/taugrid/crds"),
+                                        "--crds", os.path.join(ROOT, "tests/fixtures/kueue")))
+        # The TauCluster the budget controller writes NodeTruthAgrees on (Observe mode).
+        cls.sim.req("POST", CLUSTER_PATH, {"apiVersion": "tau.azure.com/v1alpha1",
+                                           "kind": "TauCluster", "metadata": {"name": "cluster"},
+                                           "spec": {}}, ctype="application/json")
         cls.agg = Aggregator(cls.sim.kubeconfig)
         cls.host = harness.HostTree(WORK, sockets=())
         root = cls.host.root
         os.makedirs(os.path.join(root, "var/lib/kubelet/pod-resources"))
-        os.makedirs(os.path.join(root, "var/lib/kubelet/plugins", ant.DISK))
+        # Both drivers the node's CSINode lists answer Probe, so a healthy node agrees.
+        for drv in CSI_DRIVERS:
+            os.makedirs(os.path.join(root, "var/lib/kubelet/plugins", drv))
         cls.nvml_conf = os.path.join(WORK, "nvml.conf")
         cls.kubelet_conf = os.path.join(WORK, "kubelet.json")
-        csi_conf = os.path.join(WORK, "csi.json")
         write_atomic(cls.nvml_conf, harness.fake_nvml_config(GPUS))
         write_atomic(cls.kubelet_conf, ant.kubelet_config())
-        write_atomic(csi_conf, json.dumps({"name": ant.DISK, "vendorVersion": "v1.29.9",
-                                           "ready": True}))
         cls.fakes = [
             ant.Fake("fake_kubelet", [
                 "--socket", os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock"),
                 "--config", cls.kubelet_conf]),
-            ant.Fake("fake_csi_driver", [
-                "--registration", os.path.join(cls.host.registry, ant.DISK + "-reg.sock"),
-                "--endpoint", os.path.join(root, "var/lib/kubelet/plugins", ant.DISK,
-                                           "csi.sock"),
-                "--advertise", "/var/lib/kubelet/plugins/%s/csi.sock" % ant.DISK,
-                "--config", csi_conf]),
         ]
+        for drv in CSI_DRIVERS:
+            csi_conf = os.path.join(WORK, drv + ".json")
+            write_atomic(csi_conf, json.dumps({"name": drv, "vendorVersion": "v1.29.9",
+                                               "ready": True}))
+            cls.fakes.append(ant.Fake("fake_csi_driver", [
+                "--registration", os.path.join(cls.host.registry, drv + "-reg.sock"),
+                "--endpoint", os.path.join(root, "var/lib/kubelet/plugins", drv, "csi.sock"),
+                "--advertise", "/var/lib/kubelet/plugins/%s/csi.sock" % drv,
+                "--config", csi_conf]))
         token_file = os.path.join(WORK, "agent-token")
         with open(token_file, "w") as f:
             f.write(cls.token)
@@ -237,6 +252,36 @@ class AggregatorNodeTruth(unittest.TestCase):
         c = pool["freeNow"][0]
         self.assertEqual((c["gpusHealthy"], c["gpusInUse"], c["gpusFree"], c["nodesDegraded"]),
                          (7, 2, 5, 1))
+
+    def truth_condition(self, want):
+        """The TauCluster's NodeTruthAgrees when its status is `want`, else None."""
+        st = self.sim.req("GET", CLUSTER_PATH + "/cluster").get("status") or {}
+        for c in st.get("conditions") or []:
+            if c["type"] == "NodeTruthAgrees" and c["status"] == want:
+                return c
+        return None
+
+    def test_03a_cluster_condition_follows_node_truth(self):
+        # GPU 3 waits for a row remap since test_03: the node disagrees with its Node.
+        c = self.within(lambda: None, lambda: self.truth_condition("False"),
+                        "TauCluster NodeTruthAgrees False", limit=CONDITION_WITHIN_S)
+        self.assertEqual(c["reason"], "Disagrees")
+        self.assertIn("1 of 1 counted nodes reporting node-local facts disagree", c["message"])
+        self.assertIn("%s: agent.gpu-health: Node advertises 8 nvidia.com/gpu GPUs; the agent "
+                      "sees 7 healthy (NVML); GPU 3 (%s): row remap pending"
+                      % (ND_NODE, GPUS[3]), c["message"])
+        c = self.within(lambda: write_atomic(self.nvml_conf, harness.fake_nvml_config(GPUS)),
+                        lambda: self.truth_condition("True"),
+                        "GPU 3 healthy again: NodeTruthAgrees True", limit=CONDITION_WITHIN_S)
+        self.assertEqual(c["reason"], "Agrees")
+        self.assertIn("the agents of 1 of 1 counted nodes report node-local facts", c["message"])
+        c = self.within(
+            lambda: write_atomic(self.nvml_conf, harness.fake_nvml_config(GPUS, sick=3)),
+            lambda: self.truth_condition("False"),
+            "GPU 3 needs a reset again: NodeTruthAgrees False", limit=CONDITION_WITHIN_S)
+        self.assertIn("GPU 3 (%s)" % GPUS[3], c["message"])
+        # The budget still counts the node's advertised GPUs (the contract).
+        self.assertEqual(self.tau_json("pool")["flavors"][0]["resources"]["nvidia.com/gpu"], "8")
 
     def test_04_ib_port_down_leaves_ib_jobs_out(self):
         for dev in ["mlx5_%d" % i for i in range(8)]:

@@ -91,7 +91,9 @@ static void test_inventory_and_conditions(void **state)
 	              "'message':'every labelled node reported'},"
 	              "{'type':'NodeSelectorValid','status':'True'},"
 	              "{'type':'BudgetReady','status':'False','reason':'NoCapacityTeam'},"
-	              "{'type':'ConflictDetected','status':'False'}]}}");
+	              "{'type':'ConflictDetected','status':'False'},"
+	              "{'type':'NodeTruthAgrees','status':'False','reason':'Disagrees',"
+	              "'message':'1 of 2 counted nodes'}]}}");
 	cJSON *waiting =
 	        parse("{'metadata':{'generation':1},'status':{'observedGeneration':1,'conditions':["
 	              "{'type':'InventoryEstablished','status':'False','reason':'WaitingForNodes',"
@@ -108,7 +110,8 @@ static void test_inventory_and_conditions(void **state)
 	assert_true(tau_cli_gate_inventory(msg, sizeof(msg), ready));
 	assert_true(tau_cli_gate_conditions(msg, sizeof(msg), ready));
 	assert_string_equal(msg, "InventoryEstablished=True, NodeSelectorValid=True, "
-	                         "BudgetReady=False, ConflictDetected=False");
+	                         "BudgetReady=False, ConflictDetected=False, "
+	                         "NodeTruthAgrees=False");
 	assert_false(tau_cli_gate_inventory(msg, sizeof(msg), waiting));
 	assert_string_equal(
 	        msg, "InventoryEstablished=False WaitingForNodes: the sync gate is not open");

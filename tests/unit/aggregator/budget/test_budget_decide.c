@@ -276,6 +276,82 @@ static void test_applied_writes_flavors_cohort_queue(void **state)
 			        "tau-system");
 }
 
+/* The TauCluster's condition `type` in the decision's status, NULL when none. */
+static const cJSON *cluster_condition(const fixture *f, const char *type)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, cJSON_GetObjectItem(status_of(f, f->cluster), "conditions"))
+	{
+		if (strcmp(cJSON_GetObjectItem(c, "type")->valuestring, type) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+static const char *cond_field(const cJSON *c, const char *field)
+{
+	return cJSON_GetObjectItem(c, field)->valuestring;
+}
+
+/* NodeTruthAgrees: Unknown without agents, True when all agree, False naming the first
+ * disagreeing nodes with their rule and detail; the budget's writes never change with it. */
+static void test_node_truth_condition(void **state)
+{
+	fixture *f = *state;
+	tau_budget_truth t = {0};
+	const cJSON *c;
+	size_t writes;
+
+	f->in.truth = NULL;
+	decide(f);
+	writes = f->d->n_writes;
+	c = cluster_condition(f, "NodeTruthAgrees");
+	assert_non_null(c);
+	assert_string_equal(cond_field(c, "status"), "Unknown");
+	assert_string_equal(cond_field(c, "reason"), "NoAgentReports");
+
+	t.reporting = 2;
+	f->in.truth = &t;
+	decide(f);
+	c = cluster_condition(f, "NodeTruthAgrees");
+	assert_string_equal(cond_field(c, "status"), "True");
+	assert_string_equal(cond_field(c, "reason"), "Agrees");
+	assert_non_null(strstr(cond_field(c, "message"), "2 of 3 counted nodes"));
+
+	t.reporting = 6;
+	t.disagreeing = 4;
+	t.n_nodes = 3;
+	t.nodes[0] = (tau_budget_truth_node){"gpu-a", "agent.gpu-health",
+	                                     "Node advertises 8 nvidia.com/gpu GPUs; the agent "
+	                                     "sees 7 healthy (NVML)",
+	                                     1};
+	t.nodes[1] = (tau_budget_truth_node){"gpu-b", "agent.rdma-ports", "1 of 8 ports active", 0};
+	t.nodes[2] = (tau_budget_truth_node){"gpu-c", "agent.csi-probe", "not answering", 0};
+	decide(f);
+	assert_int_equal(f->d->n_writes, writes);
+	assert_string_equal(f->d->state, "BudgetApplied");
+	c = cluster_condition(f, "NodeTruthAgrees");
+	assert_string_equal(cond_field(c, "status"), "False");
+	assert_string_equal(cond_field(c, "reason"), "Disagrees");
+	assert_string_equal(
+	        cond_field(c, "message"),
+	        "4 of 6 counted nodes reporting node-local facts disagree with what their Node "
+	        "advertises (they still count: the budget follows the Node objects): gpu-a: "
+	        "agent.gpu-health: Node advertises 8 nvidia.com/gpu GPUs; the agent sees 7 healthy "
+	        "(NVML) (and 1 more rule); gpu-b: agent.rdma-ports: 1 of 8 ports active; gpu-c: "
+	        "agent.csi-probe: not answering; and 1 more node (tau inventory explain NODE)");
+	apply_status(f, f->cluster);
+
+	/* Back to agreeing: True again, a new transition time. */
+	t.disagreeing = 0;
+	t.n_nodes = 0;
+	decide(f);
+	c = cluster_condition(f, "NodeTruthAgrees");
+	assert_string_equal(cond_field(c, "status"), "True");
+	f->in.truth = NULL;
+}
+
 static void test_steady_state_writes_nothing(void **state)
 {
 	fixture *f = *state;
@@ -1427,6 +1503,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        T(test_applied_writes_flavors_cohort_queue),
 	        T(test_steady_state_writes_nothing),
+	        T(test_node_truth_condition),
 	        T(test_nothing_before_established),
 	        T(test_restart_keeps_established_status),
 	        T(test_pool_problem_zeroes),

@@ -6,6 +6,7 @@
 #include "inventory/capacity.h"
 #include "inventory/query.h"
 #include "truth_fixture.h"
+#include "truth_store.h"
 
 #include "tau/error.h"
 
@@ -21,18 +22,7 @@
 /* Add Node `name` of `cls`; with `f`, its agent reports and its truth is decoded from f. */
 static void add_node(tau_nodestore *s, const char *name, const char *cls, truth_fixture *f)
 {
-	tau_node_facts nf = truth_fixture_facts(name, cls, 8);
-
-	assert_int_equal(tau_nodestore_api_upsert(s, &nf), 0);
-	if (f != NULL) {
-		tau_nodetruth *t = NULL;
-
-		assert_int_equal(tau_nodestore_report(s, &nf, 1000), 0);
-		assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
-		assert_int_equal(tau_nodestore_set_truth(s, name, t), 0);
-		free(f);
-	}
-	tau_node_facts_clear(&nf);
+	truth_store_node(s, name, cls, f, true);
 }
 
 /*

@@ -2,6 +2,8 @@
 #include "budget/controller.h"
 #include "inventory/service.h"
 #include "inventory/snapshot.h"
+#include "truth_fixture.h"
+#include "truth_store.h"
 #include "tau/error.h"
 #include "tau/json.h"
 
@@ -127,6 +129,65 @@ static void budget_inventory_keeps_the_snapshot(void **state)
 	assert_null(inv.snapshot);
 	/* a missing snapshot is refused */
 	assert_int_equal(tau_budget_inventory_from_snapshot(&inv, NULL), -TAU_EINVAL);
+}
+
+/* Node `name` of class h100 with 8 GPUs; with `f` its agent reports f's node truth. */
+static void truth_node(tau_nodestore *s, const char *name, truth_fixture *f, bool ready)
+{
+	truth_store_node(s, name, "h100", f, ready);
+}
+
+static truth_fixture *sick(const char *name, size_t gpu)
+{
+	truth_fixture *f = truth_fixture_node(name, 8, 0);
+
+	truth_fixture_gpu_unhealthy(f, gpu, "row remap pending");
+	return f;
+}
+
+/*
+ * The NodeTruthAgrees summary: counted nodes with node truth only (n4 is not Ready, n5 has no
+ * agent), the disagreeing ones counted, the first three named with their first failing rule;
+ * the budget's inventory hands it on.
+ */
+static void snapshot_summarises_node_truth(void **state)
+{
+	tau_nodestore *s = NULL;
+	tau_pool_snapshot *snap = NULL;
+	tau_budget_inventory inv = {0};
+
+	(void)state;
+	assert_int_equal(tau_nodestore_new(&s, 0, 0), 0);
+	truth_node(s, "n1", truth_fixture_node("n1", 8, 2), true);
+	truth_node(s, "n2", sick("n2", 3), true);
+	truth_node(s, "n3", sick("n3", 1), true);
+	truth_node(s, "n4", sick("n4", 1), false);
+	truth_node(s, "n5", NULL, true);
+	truth_node(s, "n6", sick("n6", 0), true);
+	truth_node(s, "n7", sick("n7", 7), true);
+	tau_nodestore_api_synced(s);
+	tau_nodestore_tick(s, 1);
+	assert_int_equal(tau_pool_snapshot_build(&snap, s), 0);
+	assert_int_equal(snap->n_nodes, 6);
+	assert_int_equal(snap->truth.reporting, 5);
+	assert_int_equal(snap->truth.disagreeing, 4);
+	assert_int_equal(snap->truth.n_examples, 3);
+	assert_string_equal(snap->truth.examples[0].node, "n2");
+	assert_string_equal(snap->truth.examples[0].rule, "agent.gpu-health");
+	assert_int_equal(snap->truth.examples[0].more_rules, 0);
+	assert_non_null(strstr(snap->truth.examples[0].detail, "the agent sees 7 healthy"));
+	assert_non_null(strstr(snap->truth.examples[0].detail, "GPU 3"));
+	assert_string_equal(snap->truth.examples[1].node, "n3");
+	assert_string_equal(snap->truth.examples[2].node, "n6");
+	assert_int_equal(tau_budget_inventory_from_snapshot(&inv, snap), 0);
+	assert_int_equal(inv.truth.reporting, 5);
+	assert_int_equal(inv.truth.disagreeing, 4);
+	assert_int_equal(inv.truth.n_nodes, 3);
+	assert_string_equal(inv.truth.nodes[2].node, "n6");
+	assert_string_equal(inv.truth.nodes[2].rule, "agent.gpu-health");
+	assert_non_null(strstr(inv.truth.nodes[2].detail, "GPU 0"));
+	tau_budget_inventory_clear(&inv);
+	tau_nodestore_free(s);
 }
 
 static void snapshot_of_an_invalid_pool(void **state)
@@ -271,6 +332,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(snapshot_holds_flavors_and_counted_nodes),
 	        cmocka_unit_test(snapshot_of_an_invalid_pool),
+	        cmocka_unit_test(snapshot_summarises_node_truth),
 	        cmocka_unit_test(budget_inventory_keeps_the_snapshot),
 	        cmocka_unit_test(aggregator_notifies_subscribers),
 	};

@@ -178,6 +178,38 @@ static void test_sharing_labels(void **state)
 	free(fx);
 }
 
+/* The fingerprint: 0 while every rule passes or is unknown; changes with what a rule says. */
+static void test_fingerprint_follows_the_verdicts(void **state)
+{
+	truth_fixture *ok = truth_fixture_node("n", 8, 0), *sick3 = truth_fixture_node("n", 8, 0),
+	              *sick5 = truth_fixture_node("n", 8, 0);
+	tau_node_facts f = facts(8, false, NULL);
+	tau_nodetruth *t_ok, *t3, *t5;
+	uint64_t h3, h5;
+
+	(void)state;
+	truth_fixture_gpu_unhealthy(sick3, 3, "row remap pending");
+	truth_fixture_gpu_unhealthy(sick5, 5, "row remap pending");
+	t_ok = decode(ok);
+	t3 = decode(sick3);
+	t5 = decode(sick5);
+	assert_int_equal(tau_truth_rules_fingerprint(&f, t_ok), 0);
+	assert_int_equal(tau_truth_rules_fingerprint(&f, NULL), 0);
+	h3 = tau_truth_rules_fingerprint(&f, t3);
+	h5 = tau_truth_rules_fingerprint(&f, t5);
+	assert_int_not_equal(h3, 0);
+	assert_int_not_equal(h5, 0);
+	assert_int_not_equal(h3, h5);
+	assert_int_equal(tau_truth_rules_fingerprint(&f, t3), h3);
+	tau_nodetruth_free(t_ok);
+	tau_nodetruth_free(t3);
+	tau_nodetruth_free(t5);
+	tau_node_facts_clear(&f);
+	free(ok);
+	free(sick3);
+	free(sick5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +217,7 @@ int main(void)
 	        cmocka_unit_test(test_sick_node_fails_naming_what),
 	        cmocka_unit_test(test_unknown_is_not_failure),
 	        cmocka_unit_test(test_sharing_labels),
+	        cmocka_unit_test(test_fingerprint_follows_the_verdicts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
