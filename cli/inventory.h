@@ -79,17 +79,31 @@ const char *tau_cli_ws_csi_driver(const cJSON *pvc, const cJSON *pv, const cJSON
  * lists the driver with in_csi_node and socket_present both true and the node does not rely
  * on the AKS-managed addon for it while not being an AKS agent-pool node (the Flex rule,
  * tau_cli_csi_addon_unsupported).  Gives a new object {"driver", "nodes": [{"name",
- * "inCSINode", "socketPresent", "nodeKind", "managedBy", "supported"}], "problems": [text],
- * "eligible": count, "missing": count, "unsupported": count, "ok"} (the counts as in `tau
- * storage check`); ok is false when a node misses the driver, relies on an unsupported
- * addon, or none is eligible.
+ * "inCSINode", "socketPresent", "nodeKind", "managedBy", "supported", and where the agent
+ * lists it in CSINode "probe" and "probeDetail" (tau_cli_csi_probe_verdict)}], "problems":
+ * [text], "eligible": count, "missing": count, "unsupported": count, "probeFailed": count,
+ * "probeUnknown": count, "ok"} (the counts as in `tau storage check`); ok is false when a node
+ * misses the driver, relies on an unsupported addon, does not answer Probe, or none is
+ * eligible.  An unknown probe does not fail it but is printed (never a silent pass).
  * @return the object (cJSON_Delete), or NULL when out of memory.
  */
 cJSON *tau_cli_ws_csi_report(const char *driver,
                              const Tau__Inventory__V1__GetNodeResponse *const *nodes,
                              size_t n_nodes);
 
-/** Print a report of tau_cli_ws_csi_report as NODE REGISTERED SOCKET and a verdict line. */
+/**
+ * The live CSI check of `driver` on `node` from the aggregator's GetNode answer `r` (NULL: the
+ * aggregator does not know the node): the agent's CSI Identity Probe (docs/agent.md).
+ * @return TAU_CLI_PROBE_READY (answers Probe ready); TAU_CLI_PROBE_NOT_READY (registered in
+ *         CSINode but its registration socket is missing, or Probe answered not ready or not at
+ *         all); TAU_CLI_PROBE_UNKNOWN (no agent data, a stale report, the agent does not see it
+ *         registered yet, or made no live check).  `detail` says which, naming node and driver.
+ */
+const char *tau_cli_csi_probe_verdict(char *detail, size_t cap, const char *node,
+                                      const char *driver,
+                                      const Tau__Inventory__V1__GetNodeResponse *r);
+
+/** Print a report of tau_cli_ws_csi_report as NODE REGISTERED SOCKET PROBE and a verdict. */
 void tau_cli_ws_print_csi(FILE *out, const cJSON *csi);
 
 #endif /* TAU_CLI_INVENTORY_H */

@@ -16,8 +16,16 @@
  * agent does (libtau's tau/nodekind.h and tau/csiorigin.h: node kind, pod
  * labels and arguments); a driver that is the AKS-managed addon fails the
  * check, naming the node.
+ *
+ * Registration is not liveness: a CSINode entry can outlive its driver.  With
+ * an aggregator (--aggregator or TAU_AGGREGATOR) the check also reads each
+ * registered node's agent's live CSI Identity Probe (GetNode's inventory): a
+ * driver not answering fails the check naming node and driver; a node whose
+ * agent cannot tell is printed as unknown, never passed silently.
  */
 #include "workspace.h"
+
+#include "inventory.h"
 
 #include "tau/csiorigin.h"
 #include "tau/error.h"
@@ -34,7 +42,7 @@
 static const tau_kube_resource res_csidrivers = {"storage.k8s.io", "v1", "csidrivers", false};
 
 #define DEFAULT_SELECTOR "tau.azure.com/gpu-class"
-#define STORAGE_COLS     4
+#define STORAGE_COLS     5
 
 /* Ready, schedulable, not being deleted: read by the one Node parser of libtau. */
 static bool node_eligible(const cJSON *node)
@@ -195,7 +203,7 @@ bool tau_cli_csi_finish(cJSON *doc)
 		missing += !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "registered"));
 		unsupported += !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "supported"));
 	}
-	ok = eligible > 0 && missing == 0 && unsupported == 0;
+	ok = eligible > 0 && missing == 0 && unsupported == 0 && tau_cli_csi_probe_count(doc) == 0;
 	cJSON_AddNumberToObject(doc, "eligible", (double)eligible);
 	cJSON_AddNumberToObject(doc, "missing", (double)missing);
 	cJSON_AddNumberToObject(doc, "unsupported", (double)unsupported);
@@ -209,6 +217,11 @@ void tau_cli_csi_print(FILE *out, const cJSON *doc, const char *none)
 	const char *driver = tau_json_str(doc, "driver");
 	size_t rows = 1, eligible = (size_t)cJSON_GetArraySize(arr), missing = 0;
 	const char **cells = calloc((eligible + 1) * STORAGE_COLS, sizeof(*cells));
+	const cJSON *live = cJSON_GetObjectItemCaseSensitive(doc, "liveProbe");
+	/* The PROBE column only when an aggregator was asked. */
+	int cols = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(live, "checked"))
+	                   ? STORAGE_COLS
+	                   : STORAGE_COLS - 1;
 
 	if (cells == NULL)
 		return;
@@ -216,26 +229,35 @@ void tau_cli_csi_print(FILE *out, const cJSON *doc, const char *none)
 	cells[1] = "REGISTERED";
 	cells[2] = "KIND";
 	cells[3] = "MANAGED-BY";
+	cells[4] = "PROBE";
 	cJSON_ArrayForEach(n, arr)
 	{
 		bool has = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "registered"));
 		const char *kind = tau_json_str(n, "nodeKind"), *mb = tau_json_str(n, "managedBy");
+		const char *probe = tau_json_str(n, "probe");
 
 		missing += !has;
-		cells[rows * STORAGE_COLS] = tau_json_str(n, "name");
-		cells[rows * STORAGE_COLS + 1] = has ? "yes" : "no";
-		cells[rows * STORAGE_COLS + 2] = kind != NULL ? kind : "Unknown";
-		cells[rows * STORAGE_COLS + 3] = mb != NULL ? mb : "-";
+		cells[rows * cols] = tau_json_str(n, "name");
+		cells[rows * cols + 1] = has ? "yes" : "no";
+		cells[rows * cols + 2] = kind != NULL ? kind : "Unknown";
+		cells[rows * cols + 3] = mb != NULL ? mb : "-";
+		if (cols == STORAGE_COLS)
+			cells[rows * cols + 4] = probe != NULL ? probe : "-";
 		rows++;
 	}
 	if (rows > 1)
-		tau_cli_print_table(out, cells, rows, STORAGE_COLS);
+		tau_cli_print_table(out, cells, rows, (size_t)cols);
 	free(cells);
+	if (eligible > 0)
+		tau_cli_csi_print_probe(out, doc);
 	if (eligible == 0)
 		fprintf(out, "%s\n", none);
 	else if (missing == 0 &&
 	         cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "problems")) == 0)
-		fprintf(out, "%s is registered on all %zu eligible nodes\n", driver, eligible);
+		fprintf(out, "%s is registered on all %zu eligible nodes%s\n", driver, eligible,
+		        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "ok"))
+		                ? ""
+		                : ", but not answering Probe on every one");
 	else if (missing > 0)
 		fprintf(out, "%s is missing on %zu of %zu eligible nodes\n", driver, missing,
 		        eligible);
@@ -246,19 +268,108 @@ void tau_cli_csi_print(FILE *out, const cJSON *doc, const char *none)
 	}
 }
 
+int tau_cli_csi_live_probe(cJSON *doc, const char *driver, const char *addr, const char *ca_file,
+                           bool insecure, const tau_cli_globals *g)
+{
+	cJSON *live = cJSON_CreateObject(), *n;
+	tau_rpc_channel *ch = NULL;
+	const char *target = NULL, *env = getenv("TAU_AGGREGATOR");
+	char why[1024] = "";
+	bool reachable = true;
+
+	if (live == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	cJSON_DeleteItemFromObjectCaseSensitive(doc, "liveProbe");
+	cJSON_AddItemToObject(doc, "liveProbe", live);
+	if ((addr == NULL || addr[0] == '\0') && (env == NULL || env[0] == '\0')) {
+		cJSON_AddBoolToObject(live, "checked", false);
+		cJSON_AddStringToObject(live, "reason",
+		                        "no aggregator to ask for the agents' CSI Identity Probe "
+		                        "(give --aggregator ADDR or set TAU_AGGREGATOR)");
+		return 0;
+	}
+	if (tau_cli_aggregator_channel(&ch, &target, addr, ca_file, insecure, g) < 0) {
+		fprintf(stderr, "tau storage check: %s\n", tau_error_last()->msg);
+		return -TAU_EINVAL;
+	}
+	cJSON_AddBoolToObject(live, "checked", true);
+	cJSON_AddStringToObject(live, "aggregator", target);
+	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(doc, "nodes"))
+	{
+		Tau__Inventory__V1__GetNodeRequest req = TAU__INVENTORY__V1__GET_NODE_REQUEST__INIT;
+		ProtobufCMessage *resp = NULL;
+		tau_rpc_status status = {0};
+		const char *name = tau_json_str(n, "name"), *v;
+		char detail[1400];
+
+		if (name == NULL ||
+		    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "registered")))
+			continue;
+		if (!reachable) {
+			snprintf(detail, sizeof(detail),
+			         "node %s: the live Probe of %s is unknown: %s", name, driver, why);
+			v = TAU_CLI_PROBE_UNKNOWN;
+		} else {
+			req.name = (char *)name;
+			if (tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "GetNode", &req.base,
+			                  &tau__inventory__v1__get_node_response__descriptor,
+			                  tau_cli_rpc_timeout_ms(g, 10000), &status) < 0 &&
+			    status.code != TAU_RPC_NOT_FOUND) {
+				/* The aggregator cannot answer: every probe is unknown, said once.
+				 */
+				snprintf(why, sizeof(why),
+				         "aggregator %.200s cannot answer GetNode: %s: %.600s",
+				         target, tau_rpc_code_name(status.code),
+				         status.message[0] ? status.message
+				                           : tau_error_last()->msg);
+				cJSON_AddStringToObject(live, "reason", why);
+				reachable = false;
+				snprintf(detail, sizeof(detail),
+				         "node %s: the live Probe of %s is unknown: %s", name,
+				         driver, why);
+				v = TAU_CLI_PROBE_UNKNOWN;
+			} else {
+				v = tau_cli_csi_probe_verdict(
+				        detail, sizeof(detail), name, driver,
+				        (const Tau__Inventory__V1__GetNodeResponse *)resp);
+			}
+		}
+		tau_rpc_message_free(resp);
+		cJSON_DeleteItemFromObjectCaseSensitive(n, "probe");
+		cJSON_DeleteItemFromObjectCaseSensitive(n, "probeDetail");
+		cJSON_AddStringToObject(n, "probe", v);
+		cJSON_AddStringToObject(n, "probeDetail", detail);
+	}
+	tau_rpc_channel_free(ch);
+	return 0;
+}
+
 static void storage_usage(FILE *out)
 {
-	fputs("Usage: tau storage check --driver NAME [--selector SEL] [-o table|json]\n"
+	fputs("Usage: tau storage check --driver NAME [--selector SEL] [--aggregator ADDR\n"
+	      "                         [--ca-file F | --insecure]] [-o table|json]\n"
 	      "  Checks that the CSI driver is registered (CSINode) on every Ready, schedulable\n"
 	      "  node matching SEL (default: nodes labelled " DEFAULT_SELECTOR "), and that no\n"
 	      "  Flex or other externally registered node relies on the AKS-managed addon for it\n"
-	      "  (a deployment-managed driver is required there).\n",
+	      "  (a deployment-managed driver is required there). With an aggregator (ADDR, or\n"
+	      "  env TAU_AGGREGATOR) it also asks each node's agent's live CSI Identity Probe: a\n"
+	      "  driver registered but not answering fails the check; a node without agent data\n"
+	      "  is reported as unknown.\n",
 	      out);
 }
 
 int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_CONTEXT = 256, O_KUBECONFIG, O_DRIVER, O_SEL, O_REQUEST_TIMEOUT };
+	enum {
+		O_CONTEXT = 256,
+		O_KUBECONFIG,
+		O_DRIVER,
+		O_SEL,
+		O_REQUEST_TIMEOUT,
+		O_AGG,
+		O_CA,
+		O_INSECURE
+	};
 	static const struct option lopts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"output", required_argument, NULL, 'o'},
@@ -267,8 +378,13 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	        {"driver", required_argument, NULL, O_DRIVER},
 	        {"selector", required_argument, NULL, O_SEL},
 	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
+	        {"aggregator", required_argument, NULL, O_AGG},
+	        {"ca-file", required_argument, NULL, O_CA},
+	        {"insecure", no_argument, NULL, O_INSECURE},
 	        {NULL, 0, NULL, 0},
 	};
+	const char *agg = NULL, *ca_file = NULL;
+	bool insecure = false;
 	tau_cli_globals gl = {0};
 	tau_kube_client *client = NULL;
 	tau_kube_list_options lo = {0};
@@ -306,6 +422,15 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 		case O_SEL:
 			sel = optarg;
 			break;
+		case O_AGG:
+			agg = optarg;
+			break;
+		case O_CA:
+			ca_file = optarg;
+			break;
+		case O_INSECURE:
+			insecure = true;
+			break;
 		case O_REQUEST_TIMEOUT:
 			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
 				fprintf(stderr, "tau storage: %s\n", tau_error_last()->msg);
@@ -320,6 +445,10 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	if (optind + 1 != argc || strcmp(argv[optind], "check") != 0 || driver == NULL ||
 	    driver[0] == '\0') {
 		storage_usage(stderr);
+		return TAU_CLI_USAGE;
+	}
+	if (ca_file != NULL && insecure) {
+		fprintf(stderr, "tau storage check: --ca-file and --insecure exclude each other\n");
 		return TAU_CLI_USAGE;
 	}
 	if (tau_cli_connect(&client, &gl) != 0) {
@@ -345,6 +474,10 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	if (tau_cli_csi_check_nodes(doc, client, cJSON_GetObjectItem(nodes, "items"), driver,
 	                            "tau storage check") < 0)
 		goto out;
+	if (tau_cli_csi_live_probe(doc, driver, agg, ca_file, insecure, &gl) < 0) {
+		rc = TAU_CLI_USAGE;
+		goto out;
+	}
 	ok = tau_cli_csi_finish(doc);
 	if (json) {
 		char *text = cJSON_Print(doc);

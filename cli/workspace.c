@@ -325,12 +325,120 @@ static const char *managed_by_name(Tau__Inventory__V1__CsiManagedBy managed_by)
 	}
 }
 
+const char *tau_cli_csi_probe_verdict(char *detail, size_t cap, const char *node,
+                                      const char *driver,
+                                      const Tau__Inventory__V1__GetNodeResponse *r)
+{
+	const Tau__Inventory__V1__CsiDriver *d = r != NULL ? find_csi(r->inventory, driver) : NULL;
+
+	if (r == NULL || r->inventory == NULL) {
+		snprintf(detail, cap, "node %s: no agent data: the live Probe of %s is unknown",
+		         node, driver);
+		return TAU_CLI_PROBE_UNKNOWN;
+	}
+	if (r->status != NULL && r->status->stale) {
+		snprintf(detail, cap,
+		         "node %s: its agent's last report is stale: the live Probe of %s is "
+		         "unknown",
+		         node, driver);
+		return TAU_CLI_PROBE_UNKNOWN;
+	}
+	if (d == NULL || !d->in_csi_node) {
+		snprintf(detail, cap,
+		         "node %s: the agent does not see %s registered (yet): the live Probe is "
+		         "unknown",
+		         node, driver);
+		return TAU_CLI_PROBE_UNKNOWN;
+	}
+	if (!d->socket_present) {
+		snprintf(detail, cap,
+		         "node %s: %s registered in CSINode but not answering Probe: its "
+		         "registration socket is missing",
+		         node, driver);
+		return TAU_CLI_PROBE_NOT_READY;
+	}
+	if (!d->probed) {
+		snprintf(detail, cap,
+		         "node %s: the agent made no live check of %s (an agent without the CSI "
+		         "probe): unknown",
+		         node, driver);
+		return TAU_CLI_PROBE_UNKNOWN;
+	}
+	if (d->probe_ready == TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_TRUE) {
+		snprintf(detail, cap, "node %s: %s answers Probe ready", node, driver);
+		return TAU_CLI_PROBE_READY;
+	}
+	snprintf(detail, cap, "node %s: %s registered in CSINode but not answering Probe: %s", node,
+	         driver,
+	         d->probe_error != NULL && d->probe_error[0] != '\0' ? d->probe_error
+	         : d->probe_ready == TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_FALSE
+	                 ? "Probe answered not ready"
+	                 : "no answer");
+	return TAU_CLI_PROBE_NOT_READY;
+}
+
+int tau_cli_csi_probe_count(cJSON *doc)
+{
+	const cJSON *n;
+	size_t failed = 0, unknown = 0;
+
+	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(doc, "nodes"))
+	{
+		const char *p = tau_json_str(n, "probe");
+
+		failed += p != NULL && strcmp(p, TAU_CLI_PROBE_NOT_READY) == 0;
+		unknown += p != NULL && strcmp(p, TAU_CLI_PROBE_UNKNOWN) == 0;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(doc, "probeFailed");
+	cJSON_DeleteItemFromObjectCaseSensitive(doc, "probeUnknown");
+	cJSON_AddNumberToObject(doc, "probeFailed", (double)failed);
+	cJSON_AddNumberToObject(doc, "probeUnknown", (double)unknown);
+	return (int)failed;
+}
+
+void tau_cli_csi_print_probe(FILE *out, const cJSON *doc)
+{
+	const cJSON *live = cJSON_GetObjectItemCaseSensitive(doc, "liveProbe"), *n;
+	const char *driver = tau_json_str(doc, "driver");
+	size_t unknown = 0, checked = 0;
+
+	driver = driver != NULL ? driver : NONE;
+	if (live != NULL && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(live, "checked"))) {
+		fprintf(out, "CSI driver %s: live Probe not checked: %s\n", driver,
+		        tau_json_str(live, "reason") != NULL ? tau_json_str(live, "reason") : NONE);
+		return;
+	}
+	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(doc, "nodes"))
+	{
+		const char *p = tau_json_str(n, "probe");
+
+		if (p == NULL)
+			continue;
+		checked++;
+		if (strcmp(p, TAU_CLI_PROBE_NOT_READY) == 0)
+			fprintf(out, "CSI driver %s: %s\n", driver, tau_json_str(n, "probeDetail"));
+		unknown += strcmp(p, TAU_CLI_PROBE_UNKNOWN) == 0;
+	}
+	if (unknown == 0)
+		return;
+	fprintf(out, "CSI driver %s: live Probe unknown on %zu of %zu nodes:", driver, unknown,
+	        checked);
+	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(doc, "nodes"))
+	{
+		const char *p = tau_json_str(n, "probe");
+
+		if (p != NULL && strcmp(p, TAU_CLI_PROBE_UNKNOWN) == 0)
+			fprintf(out, " %s", tau_json_str(n, "name"));
+	}
+	fprintf(out, " (no agent answer: not counted as passing)\n");
+}
+
 cJSON *tau_cli_ws_csi_report(const char *driver,
                              const Tau__Inventory__V1__GetNodeResponse *const *nodes,
                              size_t n_nodes)
 {
 	cJSON *rep = cJSON_CreateObject(), *arr, *problems;
-	size_t n_missing = 0, n_unsupported = 0;
+	size_t n_missing = 0, n_unsupported = 0, n_probe_failed;
 
 	if (rep == NULL)
 		return NULL;
@@ -368,13 +476,25 @@ cJSON *tau_cli_ws_csi_report(const char *driver,
 		add_str(o, "nodeKind", kind);
 		add_str(o, "managedBy", mb);
 		cJSON_AddBoolToObject(o, "supported", !unsupported);
+		if (in_csinode) {
+			/* The live check: registered and answering Identity Probe. */
+			char detail[768];
+			const char *v =
+			        tau_cli_csi_probe_verdict(detail, sizeof(detail), name, driver, r);
+
+			add_str(o, "probe", v);
+			add_str(o, "probeDetail", detail);
+		}
 		cJSON_AddItemToArray(arr, o);
 	}
 	/* The same counts as `tau storage check`. */
 	cJSON_AddNumberToObject(rep, "eligible", (double)n_nodes);
 	cJSON_AddNumberToObject(rep, "missing", (double)n_missing);
 	cJSON_AddNumberToObject(rep, "unsupported", (double)n_unsupported);
-	cJSON_AddBoolToObject(rep, "ok", n_nodes > 0 && n_missing == 0 && n_unsupported == 0);
+	n_probe_failed = (size_t)tau_cli_csi_probe_count(rep);
+	cJSON_AddBoolToObject(rep, "ok",
+	                      n_nodes > 0 && n_missing == 0 && n_unsupported == 0 &&
+	                              n_probe_failed == 0);
 	return rep;
 }
 
@@ -398,27 +518,33 @@ void tau_cli_ws_print_csi(FILE *out, const cJSON *csi)
 		        driver);
 		return;
 	}
-	cells = calloc((rows + 1) * 3, sizeof(*cells));
+	cells = calloc((rows + 1) * 4, sizeof(*cells));
 	if (cells == NULL)
 		return;
 	cells[0] = "NODE";
 	cells[1] = "REGISTERED";
 	cells[2] = "SOCKET";
+	cells[3] = "PROBE";
 	cJSON_ArrayForEach(n, nodes)
 	{
-		cells[r * 3 + 0] = tau_json_str(n, "name");
-		cells[r * 3 + 1] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "inCSINode"))
+		const char *probe = tau_json_str(n, "probe");
+
+		cells[r * 4 + 0] = tau_json_str(n, "name");
+		cells[r * 4 + 1] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "inCSINode"))
 		                           ? "yes"
 		                           : "no";
-		cells[r * 3 + 2] =
+		cells[r * 4 + 2] =
 		        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "socketPresent")) ? "yes"
 		                                                                           : "no";
+		cells[r * 4 + 3] = probe != NULL ? probe : "-";
 		n_missing += !csi_node_ok(n);
 		r++;
 	}
-	tau_cli_print_table(out, cells, r, 3);
+	tau_cli_print_table(out, cells, r, 4);
 	free(cells);
-	if (n_missing == 0 && cJSON_GetArraySize(problems) == 0) {
+	tau_cli_csi_print_probe(out, csi);
+	if (n_missing == 0 && cJSON_GetArraySize(problems) == 0 &&
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(csi, "ok"))) {
 		fprintf(out, "CSI driver %s: registered on all %zu eligible nodes\n", driver, rows);
 		return;
 	}
@@ -612,7 +738,7 @@ out:
  * (registration and the Flex rule).  Returns TAU_CLI_OK or TAU_CLI_FAILED.
  */
 static int check_csi_kube(FILE *out, cJSON *doc, tau_kube_client *c, const cJSON *ws,
-                          const char *driver)
+                          const char *driver, const tau_cli_globals *g)
 {
 	const char *cq_name = tau_json_str(ws, "status.queue.clusterQueue"), *err = NULL;
 	cJSON *rep = cJSON_CreateObject(), *cq = NULL;
@@ -681,6 +807,11 @@ static int check_csi_kube(FILE *out, cJSON *doc, tau_kube_client *c, const cJSON
 			}
 		}
 	}
+	/* The live Probe through TAU_AGGREGATOR when set; otherwise said not checked. */
+	if (tau_cli_csi_live_probe(rep, driver, NULL, NULL, false, g) < 0) {
+		err = tau_error_last()->msg;
+		goto failed;
+	}
 	ok = tau_cli_csi_finish(rep);
 	snprintf(none, sizeof(none), "no node is eligible for ClusterQueue %s", cq_name);
 	tau_cli_csi_print(out, rep, none);
@@ -710,7 +841,10 @@ static void ws_usage(FILE *out)
 	      "and not to be the AKS-managed addon on a Flex or other externally registered\n"
 	      "node (a deployment-managed driver is required there). Without --aggregator the\n"
 	      "same is checked from Kubernetes (CSINode, pods) on the nodes the workspace's\n"
-	      "ClusterQueue can place work on.\n"
+	      "ClusterQueue can place work on. With an aggregator (--aggregator, or env\n"
+	      "TAU_AGGREGATOR without it) the agents' live CSI Identity Probe must answer ready\n"
+	      "on each node where the driver is registered; a node without agent data is\n"
+	      "reported as unknown.\n"
 	      "Exit codes: 0 success, 1 not Ready, PVC or CSI check failed, or API failure,\n"
 	      "2 usage error.\n",
 	      out);
@@ -943,7 +1077,7 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		} else if (agg.addr != NULL) {
 			csi_rc = check_csi(human, doc, driver, &agg);
 		} else if (driver != NULL) {
-			csi_rc = check_csi_kube(human, doc, client, obj, driver);
+			csi_rc = check_csi_kube(human, doc, client, obj, driver, &gl);
 		}
 		if (fmt == TAU_CLI_JSON)
 			print_json(stdout, doc);

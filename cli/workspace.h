@@ -56,7 +56,36 @@ struct tau_kube_client;
 int tau_cli_csi_check_nodes(cJSON *doc, struct tau_kube_client *client, const cJSON *items,
                             const char *driver, const char *cmd);
 
-/** Add "eligible", "missing", "unsupported" and "ok" to a checked doc; @return ok. */
+/** The live CSI check's verdicts ("probe" of a node in a checked doc). */
+#define TAU_CLI_PROBE_READY     "ready"
+#define TAU_CLI_PROBE_NOT_READY "notReady"
+#define TAU_CLI_PROBE_UNKNOWN   "unknown"
+
+/**
+ * Count the nodes of doc's "nodes" whose "probe" is notReady and unknown into doc's
+ * "probeFailed" and "probeUnknown" (replacing them).  @return the notReady count.
+ */
+int tau_cli_csi_probe_count(cJSON *doc);
+
+/**
+ * Print what the live check found: "not checked" with the reason when doc's "liveProbe" says
+ * so; each node not answering Probe (its probeDetail); the nodes whose probe is unknown.
+ */
+void tau_cli_csi_print_probe(FILE *out, const cJSON *doc);
+
+/**
+ * The live side of a CSI check (`tau storage check --aggregator ADDR`): for each node of doc's
+ * "nodes" registered in CSINode, ask the aggregator for it (GetNode) and set its "probe" and
+ * "probeDetail" (tau_cli_csi_probe_verdict); doc's "liveProbe" says {"checked", "aggregator",
+ * "reason"}.  Without an address (`addr` and env TAU_AGGREGATOR unset) nothing is asked and
+ * liveProbe says why; an aggregator that cannot answer makes every probe unknown, with its
+ * error.  @return 0, or -TAU_EINVAL for bad channel options (a usage error; said on stderr).
+ */
+int tau_cli_csi_live_probe(cJSON *doc, const char *driver, const char *addr, const char *ca_file,
+                           bool insecure, const tau_cli_globals *g);
+
+/** Add "eligible", "missing", "unsupported", the probe counts and "ok" to a checked doc (ok
+ * also needs no node not answering Probe); @return ok. */
 bool tau_cli_csi_finish(cJSON *doc);
 
 /** Print a finished doc: NODE REGISTERED KIND MANAGED-BY, the verdict, each problem;

@@ -196,6 +196,8 @@ static void csi_fixture_init(csi_fixture *f)
 	f->blob_ok.name = (char *)"blob.csi.azure.com";
 	f->blob_ok.in_csi_node = true;
 	f->blob_ok.socket_present = true;
+	f->blob_ok.probed = true;
+	f->blob_ok.probe_ready = TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_TRUE;
 	f->blob_nosock = f->blob_ok;
 	f->blob_nosock.socket_present = false;
 	f->disk = f->blob_ok;
@@ -255,14 +257,21 @@ static void test_csi_report_names_missing_nodes(void **state)
 	n = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "nodes"), 1);
 	s = cJSON_PrintUnformatted(n);
 	assert_string_equal(s, "{\"name\":\"gpu-b\",\"inCSINode\":true,\"socketPresent\":false,"
-	                       "\"nodeKind\":null,\"managedBy\":\"Unknown\",\"supported\":true}");
+	                       "\"nodeKind\":null,\"managedBy\":\"Unknown\",\"supported\":true,"
+	                       "\"probe\":\"notReady\",\"probeDetail\":\"node gpu-b: "
+	                       "blob.csi.azure.com registered in CSINode but not answering Probe: "
+	                       "its registration socket is missing\"}");
 	free(s);
 	text = print_csi(rep);
-	assert_non_null(strstr(text, "NODE    REGISTERED   SOCKET\n"
-	                             "gpu-a   yes          yes\n"
-	                             "gpu-b   yes          no\n"
-	                             "gpu-c   no           no\n"
-	                             "gpu-d   no           no\n"));
+	assert_non_null(strstr(text, "NODE    REGISTERED   SOCKET   PROBE\n"
+	                             "gpu-a   yes          yes      ready\n"
+	                             "gpu-b   yes          no       notReady\n"
+	                             "gpu-c   no           no       -\n"
+	                             "gpu-d   no           no       -\n"));
+	assert_non_null(strstr(text,
+	                       "CSI driver blob.csi.azure.com: node gpu-b: blob.csi.azure.com "
+	                       "registered in CSINode but not answering Probe: its "
+	                       "registration socket is missing\n"));
 	assert_non_null(strstr(text, "missing on 3 of 4 eligible nodes: gpu-b gpu-c gpu-d\n"));
 	free(text);
 	cJSON_Delete(rep);
@@ -332,6 +341,14 @@ static void test_csi_usage_errors_exit_2(void **state)
 	assert_int_equal(tau_cli_workspace(10, both, NULL), TAU_CLI_USAGE);
 	assert_int_equal(tau_cli_workspace(6, no_agg, NULL), TAU_CLI_USAGE);
 	assert_int_equal(tau_cli_workspace(4, on_list, NULL), TAU_CLI_USAGE);
+	{
+		char s0[] = "storage", s1[] = "check", s2[] = "--driver",
+		     s3[] = "blob.csi.azure.com";
+		char *st_both[] = {s0, s2, s3, a3, a4, a7, a8, a9, s1, NULL};
+
+		/* tau storage check: --ca-file and --insecure exclude each other. */
+		assert_int_equal(tau_cli_storage(9, st_both, NULL), TAU_CLI_USAGE);
+	}
 }
 
 /* ---- the Flex rule: TauGrid does not support relying on the AKS-managed CSI addons on Flex or
@@ -395,6 +412,8 @@ static void flex_fixture_init(flex_fixture *f, Tau__Inventory__V1__CsiManagedBy 
 	f->pool_drv.in_csi_node = true;
 	f->pool_drv.socket_present = true;
 	f->pool_drv.managed_by = TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_AKS_ADDON;
+	f->pool_drv.probed = true;
+	f->pool_drv.probe_ready = TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_TRUE;
 	f->flex_drv = f->pool_drv;
 	f->flex_drv.managed_by = flex_managed_by;
 	f->pool_drvs[0] = &f->pool_drv;
@@ -439,12 +458,16 @@ static void test_report_fails_addon_on_flex_node(void **state)
 	s = cJSON_PrintUnformatted(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "nodes"), 0));
 	assert_string_equal(s, "{\"name\":\"aks-ndh100-0\",\"inCSINode\":true,"
 	                       "\"socketPresent\":true,\"nodeKind\":\"AgentPool\","
-	                       "\"managedBy\":\"AKSAddon\",\"supported\":true}");
+	                       "\"managedBy\":\"AKSAddon\",\"supported\":true,\"probe\":\"ready\","
+	                       "\"probeDetail\":\"node aks-ndh100-0: blob.csi.azure.com answers "
+	                       "Probe ready\"}");
 	free(s);
 	s = cJSON_PrintUnformatted(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "nodes"), 1));
 	assert_string_equal(s, "{\"name\":\"edge-gpu-01\",\"inCSINode\":true,"
 	                       "\"socketPresent\":true,\"nodeKind\":\"Flex\","
-	                       "\"managedBy\":\"AKSAddon\",\"supported\":false}");
+	                       "\"managedBy\":\"AKSAddon\",\"supported\":false,\"probe\":\"ready\","
+	                       "\"probeDetail\":\"node edge-gpu-01: blob.csi.azure.com answers "
+	                       "Probe ready\"}");
 	free(s);
 	text = print_csi(rep);
 	assert_null(strstr(text, "registered on all"));
@@ -494,6 +517,195 @@ static void test_missing_driver_counts_once(void **state)
 	cJSON_Delete(rep);
 }
 
+/*
+ * The live check (issue 25): registered and socket present is not enough; the agent's CSI
+ * Identity Probe decides.  Not answering fails naming node and driver; no agent data, a stale
+ * report or no live check is unknown: printed, never a silent pass.
+ */
+static void test_csi_report_live_probe(void **state)
+{
+	csi_fixture f;
+	cJSON *rep;
+	char *text, detail[512];
+	const char *v;
+
+	(void)state;
+	csi_fixture_init(&f);
+	/* gpu-a's blob driver registered and socket present, but Probe timed out. */
+	f.blob_ok.probe_ready = TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_UNKNOWN;
+	f.blob_ok.probe_error = (char *)"Probe: DEADLINE_EXCEEDED after 2000 ms";
+	rep = tau_cli_ws_csi_report("blob.csi.azure.com", f.nodes, 1);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(rep, "ok")));
+	assert_int_equal(number(rep, "missing"), 0);
+	assert_int_equal(number(rep, "probeFailed"), 1);
+	text = print_csi(rep);
+	assert_non_null(strstr(text,
+	                       "CSI driver blob.csi.azure.com: node gpu-a: blob.csi.azure.com "
+	                       "registered in CSINode but not answering Probe: Probe: "
+	                       "DEADLINE_EXCEEDED after 2000 ms\n"));
+	assert_null(strstr(text, "registered on all"));
+	free(text);
+	cJSON_Delete(rep);
+
+	/* Probe answered not ready. */
+	f.blob_ok.probe_ready = TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_FALSE;
+	f.blob_ok.probe_error = NULL;
+	v = tau_cli_csi_probe_verdict(detail, sizeof(detail), "gpu-a", "blob.csi.azure.com",
+	                              f.nodes[0]);
+	assert_string_equal(v, "notReady");
+	assert_string_equal(detail, "node gpu-a: blob.csi.azure.com registered in CSINode but not "
+	                            "answering Probe: Probe answered not ready");
+
+	/* An agent without the live check: unknown, printed, not failed. */
+	f.blob_ok.probed = false;
+	rep = tau_cli_ws_csi_report("blob.csi.azure.com", f.nodes, 1);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")));
+	assert_int_equal(number(rep, "probeUnknown"), 1);
+	text = print_csi(rep);
+	assert_non_null(strstr(text, "live Probe unknown on 1 of 1 nodes: gpu-a (no agent answer: "
+	                             "not counted as passing)\n"));
+	free(text);
+	cJSON_Delete(rep);
+
+	/* A stale report, no inventory, no answer for the node at all: unknown. */
+	f.blob_ok.probed = true;
+	f.blob_ok.probe_ready = TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_TRUE;
+	f.st[0].stale = true;
+	v = tau_cli_csi_probe_verdict(detail, sizeof(detail), "gpu-a", "blob.csi.azure.com",
+	                              f.nodes[0]);
+	assert_string_equal(v, "unknown");
+	assert_non_null(strstr(detail, "node gpu-a: its agent's last report is stale"));
+	v = tau_cli_csi_probe_verdict(detail, sizeof(detail), "gpu-d", "blob.csi.azure.com",
+	                              f.nodes[3]);
+	assert_string_equal(v, "unknown");
+	assert_string_equal(detail, "node gpu-d: no agent data: the live Probe of "
+	                            "blob.csi.azure.com is unknown");
+	v = tau_cli_csi_probe_verdict(detail, sizeof(detail), "gpu-x", "blob.csi.azure.com", NULL);
+	assert_string_equal(v, "unknown");
+	/* The agent does not list it in CSINode (its view may lag the API's). */
+	v = tau_cli_csi_probe_verdict(detail, sizeof(detail), "gpu-c", "blob.csi.azure.com",
+	                              f.nodes[2]);
+	assert_string_equal(v, "unknown");
+	f.st[0].stale = false;
+	v = tau_cli_csi_probe_verdict(detail, sizeof(detail), "gpu-a", "blob.csi.azure.com",
+	                              f.nodes[0]);
+	assert_string_equal(v, "ready");
+}
+
+/* A `tau storage check` doc as the Kubernetes side leaves it: two registered nodes. */
+static cJSON *storage_doc(void)
+{
+	cJSON *doc = NULL;
+	const char *json = "{\"driver\":\"blob.csi.azure.com\",\"nodes\":["
+	                   "{\"name\":\"gpu-a\",\"registered\":true,\"nodeKind\":\"AgentPool\","
+	                   "\"managedBy\":\"Deployment\",\"supported\":true},"
+	                   "{\"name\":\"gpu-b\",\"registered\":true,\"nodeKind\":\"AgentPool\","
+	                   "\"managedBy\":\"Deployment\",\"supported\":true}],\"problems\":[]}";
+
+	assert_int_equal(tau_json_parse(&doc, json, strlen(json), 0), 0);
+	return doc;
+}
+
+/* The same, as after an aggregator was asked (probes set by the test). */
+static cJSON *checked_doc(void)
+{
+	cJSON *doc = storage_doc();
+
+	cJSON_AddBoolToObject(cJSON_AddObjectToObject(doc, "liveProbe"), "checked", true);
+	return doc;
+}
+
+static char *print_storage(const cJSON *doc)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	tau_cli_csi_print(f, doc, "none");
+	fclose(f);
+	return buf;
+}
+
+static void set_probe(cJSON *doc, int i, const char *probe, const char *detail)
+{
+	cJSON *n = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "nodes"), i);
+
+	cJSON_AddStringToObject(n, "probe", probe);
+	cJSON_AddStringToObject(n, "probeDetail", detail);
+}
+
+/* tau storage check with the live probe: a driver not answering fails naming node and driver;
+ * unknown is printed; without an aggregator the output says the probe was not checked. */
+static void test_storage_check_live_probe(void **state)
+{
+	cJSON *doc = storage_doc(), *live;
+	char *text;
+
+	(void)state;
+	/* No aggregator named anywhere: not checked, said so, the registration verdict stands. */
+	unsetenv("TAU_AGGREGATOR");
+	assert_int_equal(tau_cli_csi_live_probe(doc, "blob.csi.azure.com", NULL, NULL, false, NULL),
+	                 0);
+	live = cJSON_GetObjectItem(doc, "liveProbe");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(live, "checked")));
+	assert_true(tau_cli_csi_finish(doc));
+	text = print_storage(doc);
+	assert_non_null(strstr(text, "NODE    REGISTERED   KIND        MANAGED-BY\n"));
+	assert_non_null(strstr(text, "CSI driver blob.csi.azure.com: live Probe not checked: no "
+	                             "aggregator to ask for the agents' CSI Identity Probe (give "
+	                             "--aggregator ADDR or set TAU_AGGREGATOR)\n"));
+	assert_non_null(strstr(text, "blob.csi.azure.com is registered on all 2 eligible nodes\n"));
+	free(text);
+	cJSON_Delete(doc);
+
+	/* Checked: gpu-a ready, gpu-b not answering: the check fails naming gpu-b. */
+	doc = checked_doc();
+	set_probe(doc, 0, "ready", "node gpu-a: blob.csi.azure.com answers Probe ready");
+	set_probe(doc, 1, "notReady",
+	          "node gpu-b: blob.csi.azure.com registered in CSINode but not answering Probe: "
+	          "no answer");
+	assert_false(tau_cli_csi_finish(doc));
+	assert_int_equal(number(doc, "probeFailed"), 1);
+	assert_int_equal(number(doc, "missing"), 0);
+	text = print_storage(doc);
+	assert_non_null(strstr(text, "NODE    REGISTERED   KIND        MANAGED-BY   PROBE\n"
+	                             "gpu-a   yes          AgentPool   Deployment   ready\n"
+	                             "gpu-b   yes          AgentPool   Deployment   notReady\n"));
+	assert_non_null(strstr(text,
+	                       "CSI driver blob.csi.azure.com: node gpu-b: blob.csi.azure.com "
+	                       "registered in CSINode but not answering Probe: no answer\n"));
+	assert_non_null(strstr(text, "registered on all 2 eligible nodes, but not answering Probe "
+	                             "on every one\n"));
+	free(text);
+	cJSON_Delete(doc);
+
+	/* Unknown (no agent data): passes the registration check but is printed. */
+	doc = checked_doc();
+	set_probe(doc, 0, "ready", "ok");
+	set_probe(doc, 1, "unknown", "node gpu-b: no agent data");
+	assert_true(tau_cli_csi_finish(doc));
+	assert_int_equal(number(doc, "probeUnknown"), 1);
+	text = print_storage(doc);
+	assert_non_null(strstr(text, "live Probe unknown on 1 of 2 nodes: gpu-b (no agent answer: "
+	                             "not counted as passing)\n"));
+	free(text);
+	cJSON_Delete(doc);
+
+	/* An aggregator that cannot be reached: every probe unknown, with the reason. */
+	doc = storage_doc();
+	assert_int_equal(
+	        tau_cli_csi_live_probe(doc, "blob.csi.azure.com", "127.0.0.1:1", NULL, true, NULL),
+	        0);
+	live = cJSON_GetObjectItem(doc, "liveProbe");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(live, "checked")));
+	assert_non_null(
+	        strstr(tau_json_str(live, "reason"), "aggregator 127.0.0.1:1 cannot answer"));
+	assert_true(tau_cli_csi_finish(doc));
+	assert_int_equal(number(doc, "probeUnknown"), 2);
+	cJSON_Delete(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -504,6 +716,8 @@ int main(void)
 	        cmocka_unit_test(test_csi_driver_from_pv_or_class),
 	        cmocka_unit_test(test_csi_report_names_missing_nodes),
 	        cmocka_unit_test(test_csi_report_ok_and_empty),
+	        cmocka_unit_test(test_csi_report_live_probe),
+	        cmocka_unit_test(test_storage_check_live_probe),
 	        cmocka_unit_test(test_usage_errors_exit_2),
 	        cmocka_unit_test(test_csi_usage_errors_exit_2),
 	        cmocka_unit_test(test_rule),
