@@ -17,7 +17,8 @@ where a scenario needs reports (budget/harness.py says where each piece comes fr
                      shrink; P7 leaving and another team taking the pool.  In order: each case
                      leaves the cluster as the next one expects it.
   GateObserveV0Test  agents and a 600 s gate: nothing written before the pool is established
-                     (P5), Observe mode, v0 (one active workspace), a steady cluster makes zero
+                     (P5), Observe mode, a retained flavor whose name was cleaned up keeps
+                     its class (issue 24, finding 5), v0 (one active workspace), a steady cluster makes zero
                      writes in a measured 30 s window (--budget-resync 2s).
   LeaderStormTest    two aggregators with --leader-elect; the leader is SIGKILLed during a node
                      storm; every Cohort version seen on a watch holds at least the true pool,
@@ -697,12 +698,12 @@ class SharedClusterTest(OneClusterTest):
 
 
 class GateObserveV0Test(OneClusterTest):
-    AGENT_NODES = ("gpu-a", "gpu-b")
+    AGENT_NODES = ("gpu-a", "gpu-b", "gpu-x")  # gpu-x: test_02b's node, created there
     AGG_ARGS = ("--initial-sync-timeout", "600s", "--budget-resync", "2s")
 
     @classmethod
     def populate(cls, c):
-        cls.nodes = {n: c.create(h.node(n, "h100", h.H100), NODES) for n in cls.AGENT_NODES}
+        cls.nodes = {n: c.create(h.node(n, "h100", h.H100), NODES) for n in ("gpu-a", "gpu-b")}
 
     def wait_budget(self, msg):
         uid = self.c.team("research")["metadata"]["uid"]
@@ -747,6 +748,44 @@ class GateObserveV0Test(OneClusterTest):
                          before["metadata"]["resourceVersion"])
         c.merge(CLUSTER, {"spec": {"managementMode": "Reconcile"}})
         self.wait_budget("Reconcile again: the Cohort follows")
+
+    def test_02b_retained_cleaned_up_flavor_keeps_its_class(self):
+        """Issue 24, finding 5: a class whose flavor name is cleaned up (H100_SXM ->
+        taugrid-gpu-h100-sxm-<8 hex>) and whose nodes are gone stays in the Cohort at 0; its
+        ResourceFlavor, deleted meanwhile, is not re-created under a class read back from the
+        name (h100-sxm-<8 hex>, which no node has), and a node of the class brings it back
+        with the right one.  (No workspace queue names the flavor yet, so Kueue's finalizer
+        lets it go.)"""
+        c = self.c
+        cls_name = "H100_SXM"
+        path = RFS + "/" + h.flavor_name(cls_name)
+        self.assertRegex(path, r"/taugrid-gpu-h100-sxm-[0-9a-f]{8}$")
+        self.addCleanup(c.sim.req, "DELETE", NODES + "/gpu-x")
+        c.start_agent(self.agg, c.create(h.node("gpu-x", cls_name, h.H100), NODES))
+        self.wait_budget("the new class in the Cohort")
+        c.delete(NODES + "/gpu-x")
+        c.wait_gone(NODES + "/gpu-x")
+        self.wait_budget("its flavor kept at 0 (P6)")
+        c.delete(path)
+        c.wait_gone(path)
+        # A pass runs (a node change lands in the Cohort): the flavor is not re-created.
+        node_b = c.merge(NODES + "/gpu-b/status",
+                         {"status": {"allocatable": {"nvidia.com/gpu": "5"}}})
+        c.report(node_b)
+        self.wait_budget("the pass after a node change")
+        self.assertIsNone(c.get(path), "re-created under a class read back from its name")
+        self.assertEqual([n for n in c.names(RFS) if n.startswith("taugrid-gpu-h100-sxm")], [])
+        # A node of the class again: its flavor with the right class.
+        c.start_agent(self.agg, c.create(h.node("gpu-x", cls_name, h.H100), NODES))
+        c.wait_ok(lambda: rf_diffs(c.get(path), cls_name, c.cluster()["metadata"]["uid"]),
+                  "the flavor re-created with class %s" % cls_name)
+        self.wait_budget("and in the Cohort")
+        c.delete(NODES + "/gpu-x")
+        c.wait_gone(NODES + "/gpu-x")
+        node_b = c.merge(NODES + "/gpu-b/status",
+                         {"status": {"allocatable": {"nvidia.com/gpu": "4"}}})
+        c.report(node_b)
+        self.wait_budget("as test_02 left it")
 
     def test_03_v0_one_active_workspace_and_a_steady_cluster_writes_nothing(self):
         c = self.c

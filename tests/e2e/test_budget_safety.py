@@ -41,6 +41,10 @@ picked up by its event).  The pool is three Ready Linux nodes counted from their
   test_05d P4's foreign members: a ClusterQueue of another owner whose cohortName is the team
            Cohort, and a Cohort whose parentName is, each named and the budget zeroed until
            it is removed.
+  test_05e finding 1, ownership: a ClusterQueue of another owner under workspace gamma's queue
+           name blocks only gamma (named; the budget applied and following a cordon); a
+           Cohort of another owner under the team Cohort's name is never written; each
+           removed through its owner, ours is written again.
   test_06  finding 1, the capacity team deleted: held by its finalizer (DeletionBlocked) while
            alpha exists, the budget following the pool; with the finalizer removed by hand (an
            aggregator that was not running) the Cohort is zeroed, not frozen, and the
@@ -609,6 +613,67 @@ class SafetyTest(unittest.TestCase):
             c.wait_gone(path + "/" + name)
             self.wait_pool("restored once %s is gone" % name)
             c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready")
+
+    # -- finding 1: objects of another owner under our names --
+
+    def test_05e_queue_and_cohort_of_another_owner_under_our_names(self):
+        c = self.c
+        gamma = CQS + "/tau-ws-gamma"
+        self.addCleanup(c.sim.req, "DELETE", WORKSPACES + "/gamma")
+        self.addCleanup(c.sim.req, "DELETE", gamma)
+        self.addCleanup(self.cordon, "h100-2", False)
+        # A ClusterQueue of another owner under workspace gamma's queue name: gamma gets no
+        # queue, the rest of the budget is applied and follows the pool.
+        c.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                  "metadata": {"name": "tau-ws-gamma"}, "spec": {"namespaceSelector": {}}}, CQS)
+        c.create(wst.workspace("gamma", ns="ml-gamma", team="research"), WORKSPACES)
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False",
+                                     "OwnershipConflict", [
+                                         "ClusterQueue tau-ws-gamma exists but is not ours",
+                                         "it is never changed or adopted: remove it through "
+                                         "its owner"]), "the team names the queue")
+        self.cordon("h100-2", True)
+        self.wait_pool("the budget follows a cordon meanwhile")
+        self.cordon("h100-2", False)
+        self.wait_pool("and the uncordon")
+        theirs = c.get(gamma)
+        self.assertNotIn(h.MANAGED_BY, theirs["metadata"].get("labels") or {})
+        self.assertNotIn("cohortName", theirs["spec"])
+        # Its owner deletes it: gamma gets its queue.
+        c.delete(gamma)
+        c.wait_ok(lambda: [] if ((c.get(gamma) or {}).get("metadata", {}).get("labels") or {})
+                  .get(h.MANAGED_BY) == "taugrid" else ["tau-ws-gamma is not ours yet"],
+                  "gamma's queue written once the other one is gone")
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready")
+        c.delete(WORKSPACES + "/gamma")
+        c.wait_gone(gamma)
+
+        # A Cohort of another owner under the team Cohort's name: nothing is written for the
+        # team (its queues would borrow from it), never that Cohort.
+        path = COHORTS + "/tau-team-research"
+        ours = c.get(path)
+        taken = c.sim.ok("PUT", path, {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+            "metadata": {"name": "tau-team-research",
+                         "resourceVersion": ours["metadata"]["resourceVersion"],
+                         "labels": {h.MANAGED_BY: "platform-team"}},
+            "spec": {}})
+        c.wait_ok(lambda: cond_diffs(c.team("research"), "QuotaReady", "False",
+                                     "OwnershipConflict",
+                                     "Cohort tau-team-research exists but is not ours"),
+                  "the team names the Cohort")
+        self.cordon("h100-2", True)
+        c.wait_ok(lambda: [] if h.capacity_of(c.cluster()) == h.pool_capacity(c.pool()) else
+                  ["discoveredCapacity %s" % h.dump(sorted(h.capacity_of(c.cluster()).items()))],
+                  "the pass after the cordon ran")
+        self.assertEqual(c.get(path)["metadata"]["resourceVersion"],
+                         taken["metadata"]["resourceVersion"], "another owner's Cohort written")
+        self.cordon("h100-2", False)
+        # Its owner deletes it: ours again, holding the pool.
+        c.delete(path)
+        c.wait_gone(path)
+        self.wait_pool("the Cohort is ours again and holds the pool")
+        c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready")
 
     # -- finding 1: the capacity team deleted --
 

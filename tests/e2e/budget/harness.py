@@ -13,9 +13,11 @@ kubeconfig), test_aggregator_workspaces.Aggregator (the real tau-aggregator, its
 gRPC, /metrics) and its agent-token kube-sim, aggregator/agent.FakeAgent, simtest.wait_for and
 simtest.WatchStream.  The importer puts tests/e2e and tests/kube-sim on sys.path first.
 """
+import hashlib
 import http.client
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -102,8 +104,21 @@ def leader_election_binding():
                           "namespace": SYS_NS}]}
 
 
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
 def flavor_name(cls):
-    return "taugrid-gpu-" + cls
+    """Our ResourceFlavor's name for a class, as aggregator/budget/names.c makes it: a name
+    that is no DNS-1123 subdomain is lowercased, cleaned up ('-' for every character but
+    alphanumerics and a '.' between them) and suffixed with 8 hex of the class's SHA-256."""
+    prefix = "taugrid-gpu-"
+    if len(prefix + cls) <= 253 and _DNS_SUBDOMAIN.match(prefix + cls):
+        return prefix + cls
+    low = cls.lower()[:253 - len(prefix) - 9]
+    out = "".join(ch if ch.isascii() and ch.isalnum() or (
+        ch == "." and 0 < i < len(low) - 1 and low[i - 1].isalnum() and low[i + 1].isalnum())
+        else "-" for i, ch in enumerate(low))
+    return "%s%s-%s" % (prefix, out, hashlib.sha256(cls.encode()).hexdigest()[:8])
 
 
 def cohort_name(team_name):
