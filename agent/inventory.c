@@ -1164,6 +1164,35 @@ static bool add_rdma_ports(cJSON *obj, const tau_agent_devices *dev)
 	return true;
 }
 
+/* The DRA devices ResourceClaims hold (podResources.draDevices, draDropped). */
+static bool add_dra_devices(cJSON *pr, const tau_agent_podres *r)
+{
+	cJSON *list = cJSON_AddArrayToObject(pr, "draDevices");
+
+	if (list == NULL || !add_count(pr, "draDropped", (int64_t)r->n_dra_dropped))
+		return false;
+	for (size_t i = 0; i < r->n_dra; i++) {
+		const tau_agent_dra_device *d = &r->dra[i];
+		cJSON *e = cJSON_CreateObject(), *claim, *pod;
+
+		if (e == NULL)
+			return false;
+		cJSON_AddItemToArray(list, e);
+		if (!add_string_or_null(e, "driver", d->driver) ||
+		    !add_string_or_null(e, "pool", d->pool) ||
+		    !add_string_or_null(e, "device", d->device) ||
+		    (claim = cJSON_AddObjectToObject(e, "claim")) == NULL ||
+		    !add_string_or_null(claim, "namespace", d->claim_namespace) ||
+		    !add_string_or_null(claim, "name", d->claim_name) ||
+		    (pod = cJSON_AddObjectToObject(e, "pod")) == NULL ||
+		    !add_string_or_null(pod, "namespace", d->pod_namespace) ||
+		    !add_string_or_null(pod, "name", d->pod_name) ||
+		    !add_string_or_null(pod, "container", d->container))
+			return false;
+	}
+	return true;
+}
+
 static bool add_pod_resources(cJSON *obj, const tau_agent_devices *dev)
 {
 	const tau_agent_podres *r = &dev->podres;
@@ -1201,7 +1230,7 @@ static bool add_pod_resources(cJSON *obj, const tau_agent_devices *dev)
 		    !add_string_or_null(pod, "container", d->container))
 			return false;
 	}
-	return true;
+	return add_dra_devices(pr, r);
 }
 
 static bool add_devices(cJSON *obj, const tau_agent_inventory *inv)

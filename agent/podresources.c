@@ -4,8 +4,11 @@
  * The one idea: a device is identified by (resource name, device ID); GetAllocatableResources
  * says which exist and are allocatable, List says which pod holds which, and the join keeps
  * both sides: an allocated device kubelet no longer lists as allocatable (its plugin marked it
- * unhealthy while a pod holds it) stays in the list with allocatable=false.  Only device-plugin
- * devices are read; exclusive CPUs and memory are not the agent's business.
+ * unhealthy while a pod holds it) stays in the list with allocatable=false.  DRA devices are a
+ * second list, identified by (driver, pool, device) as ResourceSlices name them: only held ones
+ * are listed (which exist is the slices' business, read by the aggregator).  A device two
+ * containers share (one claim in both, or shares of one device) is listed once, with the first
+ * holder.  Exclusive CPUs and memory are not the agent's business.
  */
 #include "podresources.h"
 
@@ -39,6 +42,28 @@ static void device_free(tau_agent_pod_device *d)
 	free(d->container);
 }
 
+static void dra_free(tau_agent_dra_device *d)
+{
+	free(d->driver);
+	free(d->pool);
+	free(d->device);
+	free(d->claim_namespace);
+	free(d->claim_name);
+	free(d->pod_namespace);
+	free(d->pod_name);
+	free(d->container);
+}
+
+static void dra_list_free(tau_agent_podres *r)
+{
+	for (size_t i = 0; i < r->n_dra; i++)
+		dra_free(&r->dra[i]);
+	free(r->dra);
+	r->dra = NULL;
+	r->n_dra = 0;
+	r->n_dra_dropped = 0;
+}
+
 void tau_agent_podres_free(tau_agent_podres *r)
 {
 	if (r == NULL)
@@ -46,6 +71,7 @@ void tau_agent_podres_free(tau_agent_podres *r)
 	for (size_t i = 0; i < r->n_devices; i++)
 		device_free(&r->devices[i]);
 	free(r->devices);
+	dra_list_free(r);
 	free(r->note);
 	tau_agent_podres_init(r);
 }
@@ -106,6 +132,90 @@ static int add_allocatable(tau_agent_podres *r, const V1__AllocatableResourcesRe
 	return 0;
 }
 
+static bool name_ok(const char *s)
+{
+	return s != NULL && s[0] != '\0' && strlen(s) <= TAU_AGENT_PODRESOURCES_MAX_NAME;
+}
+
+/* A name that may be empty (a holder's), within the limit. */
+static bool opt_name_ok(const char *s)
+{
+	return s == NULL || strlen(s) <= TAU_AGENT_PODRESOURCES_MAX_NAME;
+}
+
+static int dra_cmp_key(const tau_agent_dra_device *d, const char *driver, const char *pool,
+                       const char *device)
+{
+	int c = strcmp(d->driver, driver);
+
+	if (c == 0)
+		c = strcmp(d->pool, pool);
+	return c != 0 ? c : strcmp(d->device, device);
+}
+
+/* One claim resource held by (pod, container, claim): kept once, the first holder wins. */
+static int add_dra(tau_agent_podres *r, const V1__PodResources *pod,
+                   const V1__ContainerResources *ctr, const V1__DynamicResource *dr,
+                   const V1__ClaimResource *cr)
+{
+	tau_agent_dra_device *d;
+
+	if (cr->device_name == NULL || cr->device_name[0] == '\0')
+		return 0; /* not a device (kubelet's API leaves room for other kinds) */
+	if (!name_ok(cr->driver_name) || !name_ok(cr->pool_name) || !name_ok(cr->device_name) ||
+	    !opt_name_ok(dr->claim_namespace) || !opt_name_ok(dr->claim_name) ||
+	    !opt_name_ok(pod->namespace_) || !opt_name_ok(pod->name) || !opt_name_ok(ctr->name)) {
+		r->n_dra_dropped++;
+		return 0;
+	}
+	for (size_t i = 0; i < r->n_dra; i++)
+		if (dra_cmp_key(&r->dra[i], cr->driver_name, cr->pool_name, cr->device_name) == 0)
+			return 0;
+	if (r->n_dra == TAU_AGENT_PODRESOURCES_MAX_DRA_DEVICES) {
+		r->n_dra_dropped++;
+		return 0;
+	}
+	if (r->dra == NULL) {
+		r->dra = calloc(TAU_AGENT_PODRESOURCES_MAX_DRA_DEVICES, sizeof(*r->dra));
+		if (r->dra == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory reading pod resources");
+	}
+	d = &r->dra[r->n_dra++];
+	memset(d, 0, sizeof(*d));
+	d->driver = strdup(cr->driver_name);
+	d->pool = strdup(cr->pool_name);
+	d->device = strdup(cr->device_name);
+	d->claim_namespace = strdup(dr->claim_namespace != NULL ? dr->claim_namespace : "");
+	d->claim_name = strdup(dr->claim_name != NULL ? dr->claim_name : "");
+	d->pod_namespace = strdup(pod->namespace_ != NULL ? pod->namespace_ : "");
+	d->pod_name = strdup(pod->name != NULL ? pod->name : "");
+	d->container = strdup(ctr->name != NULL ? ctr->name : "");
+	if (d->driver == NULL || d->pool == NULL || d->device == NULL ||
+	    d->claim_namespace == NULL || d->claim_name == NULL || d->pod_namespace == NULL ||
+	    d->pod_name == NULL || d->container == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory reading pod resources");
+	return 0;
+}
+
+static int add_dynamic(tau_agent_podres *r, const V1__PodResources *pod,
+                       const V1__ContainerResources *ctr)
+{
+	for (size_t k = 0; k < ctr->n_dynamic_resources; k++) {
+		const V1__DynamicResource *dr = ctr->dynamic_resources[k];
+
+		for (size_t j = 0; dr != NULL && j < dr->n_claim_resources; j++) {
+			int rc;
+
+			if (dr->claim_resources[j] == NULL)
+				continue;
+			rc = add_dra(r, pod, ctr, dr, dr->claim_resources[j]);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 static int add_holders(tau_agent_podres *r, const V1__ListPodResourcesResponse *resp)
 {
 	for (size_t p = 0; p < resp->n_pod_resources; p++) {
@@ -113,7 +223,10 @@ static int add_holders(tau_agent_podres *r, const V1__ListPodResourcesResponse *
 
 		for (size_t c = 0; pod != NULL && c < pod->n_containers; c++) {
 			const V1__ContainerResources *ctr = pod->containers[c];
+			int drc = ctr != NULL ? add_dynamic(r, pod, ctr) : 0;
 
+			if (drc < 0)
+				return drc;
 			for (size_t k = 0; ctr != NULL && k < ctr->n_devices; k++) {
 				const V1__ContainerDevices *cd = ctr->devices[k];
 
@@ -150,6 +263,13 @@ static int device_cmp(const void *a, const void *b)
 	int c = strcmp(x->resource, y->resource);
 
 	return c != 0 ? c : strcmp(x->id, y->id);
+}
+
+static int dra_cmp(const void *a, const void *b)
+{
+	const tau_agent_dra_device *y = b;
+
+	return dra_cmp_key(a, y->driver, y->pool, y->device);
 }
 
 int tau_agent_podres_probe(tau_agent_podres *r, const char *host_root, int timeout_ms)
@@ -209,6 +329,8 @@ int tau_agent_podres_probe(tau_agent_podres *r, const char *host_root, int timeo
 	if (rc < 0)
 		goto out;
 	qsort(r->devices, r->n_devices, sizeof(*r->devices), device_cmp);
+	if (r->n_dra > 1)
+		qsort(r->dra, r->n_dra, sizeof(*r->dra), dra_cmp);
 	r->probed = true;
 	if (!r->allocatable_known)
 		tau_agent_note_set(&r->note, "allocatable devices unknown: %s", alloc_why);
@@ -222,6 +344,7 @@ out:
 		r->n_devices = 0;
 		r->n_dropped = 0;
 		r->allocatable_known = false;
+		dra_list_free(r);
 	}
 	tau_rpc_message_free(alloc);
 	tau_rpc_message_free(list);
@@ -238,6 +361,30 @@ int tau_agent_podres_copy(tau_agent_podres *dst, const tau_agent_podres *src)
 	dst->note = tau_agent_strdup_opt(src->note, &failed);
 	dst->devices = NULL;
 	dst->n_devices = 0;
+	dst->dra = NULL;
+	dst->n_dra = 0;
+	if (src->n_dra > 0) {
+		dst->dra = calloc(src->n_dra, sizeof(*dst->dra));
+		if (dst->dra == NULL) {
+			failed = true;
+		} else {
+			for (size_t i = 0; i < src->n_dra; i++) {
+				const tau_agent_dra_device *s = &src->dra[i];
+				tau_agent_dra_device *d = &dst->dra[i];
+
+				d->driver = tau_agent_strdup_opt(s->driver, &failed);
+				d->pool = tau_agent_strdup_opt(s->pool, &failed);
+				d->device = tau_agent_strdup_opt(s->device, &failed);
+				d->claim_namespace =
+				        tau_agent_strdup_opt(s->claim_namespace, &failed);
+				d->claim_name = tau_agent_strdup_opt(s->claim_name, &failed);
+				d->pod_namespace = tau_agent_strdup_opt(s->pod_namespace, &failed);
+				d->pod_name = tau_agent_strdup_opt(s->pod_name, &failed);
+				d->container = tau_agent_strdup_opt(s->container, &failed);
+			}
+			dst->n_dra = src->n_dra;
+		}
+	}
 	if (src->n_devices > 0) {
 		dst->devices = calloc(src->n_devices, sizeof(*dst->devices));
 		if (dst->devices == NULL) {

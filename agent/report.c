@@ -219,6 +219,40 @@ static int fill_csi_live(Tau__Inventory__V1__CsiDriver *c, const tau_agent_csi_l
 	return 0;
 }
 
+/* LocalDevices' DRA fields: the devices ResourceClaims hold. */
+static int fill_dra_devices(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_podres *r)
+{
+	ld->dra_devices_read = r->probed;
+	ld->dra_devices_dropped = count_to_u32((int64_t)r->n_dra_dropped);
+	if (r->n_dra == 0)
+		return 0;
+	ld->dra_devices = calloc(r->n_dra, sizeof(*ld->dra_devices));
+	if (ld->dra_devices == NULL)
+		return -TAU_ENOMEM;
+	for (size_t i = 0; i < r->n_dra; i++) {
+		const tau_agent_dra_device *d = &r->dra[i];
+		Tau__Inventory__V1__DraDevice *m = malloc(sizeof(*m));
+
+		if (m == NULL)
+			return -TAU_ENOMEM;
+		tau__inventory__v1__dra_device__init(m);
+		m->driver_name = m->pool_name = m->device_name = NULL;
+		m->claim_namespace = m->claim_name = NULL;
+		m->pod_namespace = m->pod_name = m->container_name = NULL;
+		ld->dra_devices[ld->n_dra_devices++] = m;
+		if ((m->driver_name = tau_agent_utf8_dup(d->driver)) == NULL ||
+		    (m->pool_name = tau_agent_utf8_dup(d->pool)) == NULL ||
+		    (m->device_name = tau_agent_utf8_dup(d->device)) == NULL ||
+		    (m->claim_namespace = tau_agent_utf8_dup(d->claim_namespace)) == NULL ||
+		    (m->claim_name = tau_agent_utf8_dup(d->claim_name)) == NULL ||
+		    (m->pod_namespace = tau_agent_utf8_dup(d->pod_namespace)) == NULL ||
+		    (m->pod_name = tau_agent_utf8_dup(d->pod_name)) == NULL ||
+		    (m->container_name = tau_agent_utf8_dup(d->container)) == NULL)
+			return -TAU_ENOMEM;
+	}
+	return 0;
+}
+
 /* LocalDevices' pod-resources fields. */
 static int fill_pod_devices(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devices *dev)
 {
@@ -228,6 +262,8 @@ static int fill_pod_devices(Tau__Inventory__V1__LocalDevices *ld, const tau_agen
 	ld->pod_resources_allocatable_known = r->allocatable_known;
 	ld->pod_resources_note = tau_agent_utf8_dup(r->note);
 	if (ld->pod_resources_note == NULL)
+		return -TAU_ENOMEM;
+	if (fill_dra_devices(ld, r) < 0)
 		return -TAU_ENOMEM;
 	if (r->n_devices == 0)
 		return 0;

@@ -9,7 +9,8 @@ fake libnvidia-ml.so.1 (build/fakes/nvml-full, GPUs from a file it reads at ever
 fake kubelet serving pod-resources on <root>/var/lib/kubelet/pod-resources/kubelet.sock, a fake
 CSI driver with its registration socket, and the InfiniBand sysfs tree of an ND H100 v5. Each
 test changes one of them and waits for the inventory that reports it; the agent re-probes every
-second (--probe-interval 1), so every change must arrive within REPORT_WITHIN_S, which the
+second (--probe-interval 1), so every change must arrive within REPORT_WITHIN_S (DRA devices
+a ResourceClaim holds, from kubelet's dynamic_resources, among them), which the
 tests measure and assert. Between changes nothing is re-sent: the digest holds. A second agent
 probes once an hour: a pod event alone must bring kubelet's new allocation within the same time.
 """
@@ -34,6 +35,7 @@ REPORT_WITHIN_S = 5
 
 DISK = "disk.csi.azure.com"
 GPUS = ["GPU-%08d-h100" % i for i in range(8)]
+DRA_DRIVER = "gpu.nvidia.com"
 
 WORK = None
 pb = None
@@ -79,14 +81,24 @@ class Fake:
         self.proc.wait(10)
 
 
-def kubelet_config(held=()):
+def kubelet_config(held=(), claimed=()):
+    """held: device-plugin GPUs train-0 holds; claimed: DRA devices (gpu.nvidia.com, pool = the
+    node) the ResourceClaim ml/infer-0-gpus of infer-0 holds."""
+    pods = []
+    if held:
+        pods.append({"namespace": "ml", "name": "train-0",
+                     "containers": [{"name": "main", "devices": [
+                         {"resource": "nvidia.com/gpu", "ids": list(held), "numa": 0}]}]})
+    if claimed:
+        pods.append({"namespace": "ml", "name": "infer-0",
+                     "containers": [{"name": "server", "dynamic": [
+                         {"claimNamespace": "ml", "claimName": "infer-0-gpus",
+                          "devices": [{"driver": DRA_DRIVER, "pool": ND_NODE, "device": d}
+                                      for d in claimed]}]}]})
     return json.dumps({
         "allocatable": [{"resource": "nvidia.com/gpu", "ids": GPUS[:4], "numa": 0},
                         {"resource": "nvidia.com/gpu", "ids": GPUS[4:], "numa": 1}],
-        "pods": [{"namespace": "ml", "name": "train-0",
-                  "containers": [{"name": "main", "devices": [
-                      {"resource": "nvidia.com/gpu", "ids": list(held), "numa": 0}]}]}]
-        if held else []})
+        "pods": pods})
 
 
 def gpu(inv, index):
@@ -228,6 +240,22 @@ class NodeTruth(FakedNode, unittest.TestCase):
         self.assertEqual(holder(inv, GPUS[1]), ("ml", "train-0", "main"))
         self.assertEqual(holder(inv, GPUS[2]), ("", "", ""))
 
+    def test_05a_claim_takes_dra_devices(self):
+        # A ResourceClaim's devices (kubelet's dynamic_resources) reach the aggregator, sorted.
+        inv = self.reported(
+            lambda: write_atomic(self.kubelet_conf,
+                                 kubelet_config(GPUS[:2], claimed=["gpu-7", "gpu-6"])),
+            lambda i: len(i.devices.dra_devices) == 2, "a claim holds 2 DRA devices")
+        d = inv.devices
+        self.assertTrue(d.dra_devices_read)
+        self.assertEqual(d.dra_devices_dropped, 0)
+        self.assertEqual([(x.driver_name, x.pool_name, x.device_name) for x in d.dra_devices],
+                         [(DRA_DRIVER, ND_NODE, "gpu-6"), (DRA_DRIVER, ND_NODE, "gpu-7")])
+        self.assertEqual({(x.claim_namespace, x.claim_name, x.pod_namespace, x.pod_name,
+                           x.container_name) for x in d.dra_devices},
+                         {("ml", "infer-0-gpus", "ml", "infer-0", "server")})
+        self.assertEqual(holder(inv, GPUS[0]), ("ml", "train-0", "main"))
+
     def test_06_csi_driver_stops_answering_ready(self):
         inv = self.reported(
             lambda: write_atomic(self.csi_conf, json.dumps({"name": DISK, "ready": False})),
@@ -240,6 +268,8 @@ class NodeTruth(FakedNode, unittest.TestCase):
                             "kubelet gone")
         self.assertIn("kubelet pod-resources", inv.devices.pod_resources_note)
         self.assertEqual(len(inv.devices.pod_devices), 0)
+        self.assertEqual(len(inv.devices.dra_devices), 0)
+        self.assertFalse(inv.devices.dra_devices_read)
         self.assertTrue(self.agent.alive())
 
 

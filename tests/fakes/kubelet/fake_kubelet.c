@@ -11,11 +11,17 @@
  *    "pods": [{"namespace": "ml", "name": "train-0",
  *              "containers": [{"name": "main",
  *                              "devices": [{"resource": "nvidia.com/gpu", "ids": ["GPU-a"],
- *                                           "numa": 0}]}]}],
+ *                                           "numa": 0}],
+ *                              "dynamic": [{"claimNamespace": "ml", "claimName": "gpus",
+ *                                           "devices": [{"driver": "gpu.nvidia.com",
+ *                                                        "pool": "node-a",
+ *                                                        "device": "gpu-0"}]}]}]}],
  *    "hang": false,                  never answer any call (the client's deadline ends it)
  *    "allocatableStatus": 0}         a gRPC code GetAllocatableResources fails with (12:
  *                                    UNIMPLEMENTED, as a kubelet without the feature)
  *
+ * "dynamic" becomes ContainerResources.dynamic_resources (DRA claims and the devices allocated
+ * to them); a missing key of a device is sent as an empty string.
  * An unreadable or malformed FILE fails each call INTERNAL (tests/fakes/fake_plugin.h). Test-only.
  */
 #include "../fake_plugin.h"
@@ -66,6 +72,47 @@ static void free_devices(V1__ContainerDevices *d)
 		free(d->topology);
 	}
 	free(d->device_ids);
+	free(d);
+}
+
+static char *str_or_empty(const cJSON *obj, const char *key)
+{
+	const char *s = tau_json_str(obj, key);
+
+	return (char *)(s != NULL ? s : "");
+}
+
+/* One claim {"claimNamespace", "claimName", "devices": [{"driver", "pool", "device"}]}. */
+static V1__DynamicResource *make_dynamic(const cJSON *e)
+{
+	V1__DynamicResource *d = calloc(1, sizeof(*d));
+	const cJSON *devs = cJSON_GetObjectItemCaseSensitive(e, "devices"), *x;
+	size_t i = 0;
+
+	v1__dynamic_resource__init(d);
+	d->claim_namespace = str_or_empty(e, "claimNamespace");
+	d->claim_name = str_or_empty(e, "claimName");
+	d->claim_resources =
+	        calloc((size_t)cJSON_GetArraySize(devs) + 1, sizeof(*d->claim_resources));
+	cJSON_ArrayForEach(x, devs)
+	{
+		V1__ClaimResource *c = calloc(1, sizeof(*c));
+
+		v1__claim_resource__init(c);
+		c->driver_name = str_or_empty(x, "driver");
+		c->pool_name = str_or_empty(x, "pool");
+		c->device_name = str_or_empty(x, "device");
+		d->claim_resources[i++] = c;
+	}
+	d->n_claim_resources = i;
+	return d;
+}
+
+static void free_dynamic(V1__DynamicResource *d)
+{
+	for (size_t i = 0; i < d->n_claim_resources; i++)
+		free(d->claim_resources[i]);
+	free(d->claim_resources);
 	free(d);
 }
 
@@ -151,6 +198,12 @@ static void on_list(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 			        calloc((size_t)cJSON_GetArraySize(ds) + 1, sizeof(*cr->devices));
 			cJSON_ArrayForEach(d, ds) cr->devices[nd++] = make_devices(d);
 			cr->n_devices = nd;
+			ds = cJSON_GetObjectItemCaseSensitive(c, "dynamic");
+			cr->dynamic_resources = calloc((size_t)cJSON_GetArraySize(ds) + 1,
+			                               sizeof(*cr->dynamic_resources));
+			nd = 0;
+			cJSON_ArrayForEach(d, ds) cr->dynamic_resources[nd++] = make_dynamic(d);
+			cr->n_dynamic_resources = nd;
 			pr->containers[nc++] = cr;
 		}
 		pr->n_containers = nc;
@@ -165,6 +218,9 @@ static void on_list(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 			for (size_t k = 0; k < pr->containers[j]->n_devices; k++)
 				free_devices(pr->containers[j]->devices[k]);
 			free(pr->containers[j]->devices);
+			for (size_t k = 0; k < pr->containers[j]->n_dynamic_resources; k++)
+				free_dynamic(pr->containers[j]->dynamic_resources[k]);
+			free(pr->containers[j]->dynamic_resources);
 			free(pr->containers[j]);
 		}
 		free(pr->containers);

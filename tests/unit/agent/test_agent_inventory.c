@@ -239,7 +239,7 @@ static void test_nd_h100_node(void **state)
 	            "\"rdmaPorts\":{\"total\":null,\"up\":null,\"ports\":[]},\"podResources\":{"
 	            "\"probed\":false,\"allocatableKnown\":false,\"note\":\"host not "
 	            "probed\",\"devices\":[],"
-	            "\"dropped\":0}}");
+	            "\"dropped\":0,\"draDevices\":[],\"draDropped\":0}}");
 	tau_agent_inventory_free(&inv);
 }
 
@@ -300,13 +300,14 @@ static void test_nc_a100_mig_cordoned(void **state)
 	assert_int_equal(tau_agent_inventory_apply_host(&inv, &probe), 0);
 	assert_int_equal(tau_agent_inventory_check_consistency(&inv), 0);
 	assert_problems(&inv, 0);
-	assert_json(&inv, "devices",
-	            "{\"gpus\":{\"present\":1,\"healthy\":null,\"probed\":false,"
-	            "\"deviceNodes\":1,\"notProbedReason\":\"NVML disabled by "
-	            "TAU_AGENT_NVML=off\",\"driverVersion\":null,\"cudaVersion\":null,"
-	            "\"nvmlMissingSymbols\":[],\"devices\":[]},\"rdmaPorts\":{\"total\":0,\"up\":0,"
-	            "\"ports\":[]},\"podResources\":{\"probed\":false,\"allocatableKnown\":false,"
-	            "\"note\":null,\"devices\":[],\"dropped\":0}}");
+	assert_json(
+	        &inv, "devices",
+	        "{\"gpus\":{\"present\":1,\"healthy\":null,\"probed\":false,"
+	        "\"deviceNodes\":1,\"notProbedReason\":\"NVML disabled by "
+	        "TAU_AGENT_NVML=off\",\"driverVersion\":null,\"cudaVersion\":null,"
+	        "\"nvmlMissingSymbols\":[],\"devices\":[]},\"rdmaPorts\":{\"total\":0,\"up\":0,"
+	        "\"ports\":[]},\"podResources\":{\"probed\":false,\"allocatableKnown\":false,"
+	        "\"note\":null,\"devices\":[],\"dropped\":0,\"draDevices\":[],\"draDropped\":0}}");
 	tau_agent_host_probe_free(&probe);
 	tau_agent_inventory_free(&inv);
 }
@@ -397,7 +398,8 @@ static void test_flex_node_full_json(void **state)
 	        "TAU_AGENT_NVML=off\",\"driverVersion\":null,\"cudaVersion\":null,"
 	        "\"nvmlMissingSymbols\":[],\"devices\":[]},"
 	        "\"rdmaPorts\":{\"total\":8,\"up\":8,\"ports\":[]},\"podResources\":{\"probed\":"
-	        "false,\"allocatableKnown\":false,\"note\":null,\"devices\":[],\"dropped\":0}},"
+	        "false,\"allocatableKnown\":false,\"note\":null,\"devices\":[],\"dropped\":0,"
+	        "\"draDevices\":[],\"draDropped\":0}},"
 	        "\"problems\":[\"CSI driver disk.csi.azure.com has a node pod here but kubelet "
 	        "has not registered it (not in CSINode)\",\"CSI driver disk.csi.azure.com is not "
 	        "supported on a Flex node (provided by the AKS add-on)\"]}");
@@ -805,12 +807,13 @@ static void test_consistency_mismatches(void **state)
 	assert_string_equal(inv.problems.items[4], "NVML: 2 of 8 GPUs failed the health read");
 	assert_string_equal(inv.problems.items[5],
 	                    "allocatable rdma/ib is 8 but only 6 RDMA ports are up");
-	assert_json(&inv, "devices",
-	            "{\"gpus\":{\"present\":8,\"healthy\":6,\"probed\":true,\"deviceNodes\":7,"
-	            "\"notProbedReason\":null,\"driverVersion\":null,\"cudaVersion\":null,"
-	            "\"nvmlMissingSymbols\":[],\"devices\":[]},\"rdmaPorts\":{\"total\":8,\"up\":6,"
-	            "\"ports\":[]},\"podResources\":{\"probed\":false,\"allocatableKnown\":false,"
-	            "\"note\":null,\"devices\":[],\"dropped\":0}}");
+	assert_json(
+	        &inv, "devices",
+	        "{\"gpus\":{\"present\":8,\"healthy\":6,\"probed\":true,\"deviceNodes\":7,"
+	        "\"notProbedReason\":null,\"driverVersion\":null,\"cudaVersion\":null,"
+	        "\"nvmlMissingSymbols\":[],\"devices\":[]},\"rdmaPorts\":{\"total\":8,\"up\":6,"
+	        "\"ports\":[]},\"podResources\":{\"probed\":false,\"allocatableKnown\":false,"
+	        "\"note\":null,\"devices\":[],\"dropped\":0,\"draDevices\":[],\"draDropped\":0}}");
 	tau_agent_inventory_free(&inv);
 }
 
@@ -987,7 +990,8 @@ static void test_nd_h100_with_fake_host(void **state)
 		         "]},\"podResources\":{\"probed\":false,\"allocatableKnown\":false,"
 		         "\"note\":\"kubelet pod-resources not reachable: "
 		         "/var/lib/kubelet/pod-resources/kubelet.sock does not "
-		         "exist\",\"devices\":[],\"dropped\":0}}");
+		         "exist\",\"devices\":[],\"dropped\":0,\"draDevices\":[],\"draDropped\":0}"
+		         "}");
 		assert_json(&inv, "devices", want);
 	}
 	stop_fake(csi);
@@ -1010,7 +1014,7 @@ static void test_not_an_object(void **state)
 	        "\"rdmaPorts\":{\"total\":null,\"up\":null,\"ports\":[]},\"podResources\":{"
 	        "\"probed\":false,\"allocatableKnown\":false,\"note\":\"host not "
 	        "probed\",\"devices\":[],"
-	        "\"dropped\":0}},"
+	        "\"dropped\":0,\"draDevices\":[],\"draDropped\":0}},"
 	        "\"problems\":[\"Node is not a JSON object; nothing about the node is known\"]}";
 	tau_agent_inventory inv;
 	cJSON *arr = parse_text("[1,2]");
@@ -1351,7 +1355,7 @@ static void test_nvml_facts_from_fake_library(void **state)
 	        "\"rdmaPorts\":{\"total\":0,\"up\":0,\"ports\":[]},\"podResources\":{\"probed\":"
 	        "false,\"allocatableKnown\":false,\"note\":\"kubelet pod-resources not reachable: "
 	        "/var/lib/kubelet/pod-resources/kubelet.sock does not "
-	        "exist\",\"devices\":[],\"dropped\":0}}");
+	        "exist\",\"devices\":[],\"dropped\":0,\"draDevices\":[],\"draDropped\":0}}");
 
 	/* GPU 1's rows now wait to be remapped: unhealthy, named in problems, a new digest. */
 	write_file(root, "nvml.conf",
@@ -1421,7 +1425,8 @@ static void test_pod_resources_from_fake_kubelet(void **state)
 	            "{\"resource\":\"nvidia.com/gpu\",\"id\":\"GPU-a\",\"numaNode\":1,"
 	            "\"allocatable\":true,\"pod\":null},"
 	            "{\"resource\":\"nvidia.com/gpu\",\"id\":\"GPU-b\",\"numaNode\":1,"
-	            "\"allocatable\":true,\"pod\":null}],\"dropped\":0}}");
+	            "\"allocatable\":true,\"pod\":null}],\"dropped\":0,\"draDevices\":[],"
+	            "\"draDropped\":0}}");
 
 	write_file(
 	        root, "kubelet.json.tmp",
@@ -1437,6 +1442,28 @@ static void test_pod_resources_from_fake_kubelet(void **state)
 	assert_int_equal(inv.devices.podres.n_devices, 2);
 	assert_string_equal(inv.devices.podres.devices[1].pod_name, "train-0");
 	assert_string_equal(inv.devices.podres.devices[1].container, "main");
+
+	/* A ResourceClaim's DRA device: in the JSON form, and the digest moves. */
+	write_file(root, "kubelet.json.tmp",
+	           "{\"pods\": [{\"namespace\": \"ml\", \"name\": \"train-1\", \"containers\":"
+	           " [{\"name\": \"main\", \"dynamic\": [{\"claimNamespace\": \"ml\","
+	           " \"claimName\": \"gpus\", \"devices\": [{\"driver\": \"gpu.nvidia.com\","
+	           " \"pool\": \"nd-h100-0\", \"device\": \"gpu-0\"}]}]}]}]}");
+	assert_int_equal(rename(tmp, config), 0);
+	assert_int_equal(tau_agent_probe_host(&probe, root, NULL, 0), 0);
+	assert_int_equal(tau_agent_inventory_apply_host(&inv, &probe), 0);
+	assert_int_equal(tau_agent_inventory_digest(d0, &inv), 0);
+	assert_string_not_equal(d0, d1);
+	assert_json(&inv, "devices",
+	            "{\"gpus\":{\"present\":0,\"healthy\":null,\"probed\":false,\"deviceNodes\":0,"
+	            "\"notProbedReason\":\"NVML disabled by TAU_AGENT_NVML=off\",\"driverVersion\":"
+	            "null,\"cudaVersion\":null,\"nvmlMissingSymbols\":[],\"devices\":[]},"
+	            "\"rdmaPorts\":{\"total\":0,\"up\":0,\"ports\":[]},\"podResources\":{"
+	            "\"probed\":true,\"allocatableKnown\":true,\"note\":null,\"devices\":[],"
+	            "\"dropped\":0,\"draDevices\":[{\"driver\":\"gpu.nvidia.com\",\"pool\":"
+	            "\"nd-h100-0\",\"device\":\"gpu-0\",\"claim\":{\"namespace\":\"ml\","
+	            "\"name\":\"gpus\"},\"pod\":{\"namespace\":\"ml\",\"name\":\"train-1\","
+	            "\"container\":\"main\"}}],\"draDropped\":0}}");
 
 	stop_fake(pid);
 	tau_agent_host_probe_free(&probe);

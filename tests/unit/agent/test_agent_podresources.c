@@ -3,7 +3,9 @@
  * fake kubelet (tests/fakes/kubelet/fake_kubelet.c) on a real unix socket under a fake host
  * root: the join of allocatable devices and holders, NUMA nodes, a missing socket, a stale
  * socket nobody serves, a file that is not a socket, a kubelet without
- * GetAllocatableResources, and a kubelet that never answers (bounded by the timeout).
+ * GetAllocatableResources, and a kubelet that never answers (bounded by the timeout); DRA
+ * devices held through ResourceClaims (dynamic_resources): sorted, each once, entries that are
+ * not devices skipped, malformed or oversized ones and those over the cap counted as dropped.
  */
 #include "podresources.h"
 
@@ -229,6 +231,108 @@ static void test_allocatable_unimplemented(void **state)
 	tau_agent_podres_free(&r);
 }
 
+/* Claims of two pods: one device shared by two containers, another pool, a non-device entry. */
+static void test_dra_devices(void **state)
+{
+	fixture *f = *state;
+	tau_agent_podres r, copy;
+	const tau_agent_dra_device *d;
+	char long_pool[300];
+
+	memset(long_pool, 'p', 254);
+	long_pool[254] = '\0';
+	{
+		char cfg[2048];
+
+		snprintf(cfg, sizeof(cfg),
+		         "{\"pods\": ["
+		         " {\"namespace\": \"ml\", \"name\": \"train-0\", \"containers\": ["
+		         "  {\"name\": \"main\", \"dynamic\": [{\"claimNamespace\": \"ml\","
+		         "   \"claimName\": \"gpus\", \"devices\": ["
+		         "    {\"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\", \"device\": "
+		         "\"gpu-1\"},"
+		         "    {\"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\", \"device\": "
+		         "\"gpu-0\"},"
+		         "    {\"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\"}]}]},"
+		         "  {\"name\": \"side\", \"dynamic\": [{\"claimNamespace\": \"ml\","
+		         "   \"claimName\": \"gpus\", \"devices\": ["
+		         "    {\"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\", \"device\": "
+		         "\"gpu-0\"}]}]}]},"
+		         " {\"namespace\": \"rl\", \"name\": \"act-0\", \"containers\": ["
+		         "  {\"name\": \"c\", \"dynamic\": [{\"claimNamespace\": \"rl\","
+		         "   \"claimName\": \"nic\", \"devices\": ["
+		         "    {\"driver\": \"dra.net\", \"pool\": \"node-a\", \"device\": "
+		         "\"eth1\"},"
+		         "    {\"driver\": \"gpu.nvidia.com\", \"pool\": \"\", \"device\": "
+		         "\"gpu-2\"},"
+		         "    {\"driver\": \"gpu.nvidia.com\", \"pool\": \"%s\", \"device\": "
+		         "\"gpu-3\"}]}]}]}]}",
+		         long_pool);
+		serve(f, cfg);
+	}
+	tau_agent_podres_init(&r);
+	tau_agent_podres_init(&copy);
+	assert_int_equal(tau_agent_podres_probe(&r, f->root, 2000), 0);
+	assert_true(r.probed);
+	assert_int_equal(r.n_devices, 0);
+	assert_int_equal(r.n_dra, 3);
+	/* The empty pool and the 254-byte pool: dropped; the entry without a device: skipped. */
+	assert_int_equal(r.n_dra_dropped, 2);
+	d = &r.dra[0];
+	assert_string_equal(d->driver, "dra.net");
+	assert_string_equal(d->device, "eth1");
+	assert_string_equal(d->claim_name, "nic");
+	assert_string_equal(d->pod_namespace, "rl");
+	d = &r.dra[1];
+	assert_string_equal(d->driver, "gpu.nvidia.com");
+	assert_string_equal(d->pool, "node-a");
+	assert_string_equal(d->device, "gpu-0");
+	assert_string_equal(d->claim_namespace, "ml");
+	assert_string_equal(d->claim_name, "gpus");
+	/* Shared by two containers: listed once, with the first. */
+	assert_string_equal(d->pod_name, "train-0");
+	assert_string_equal(d->container, "main");
+	assert_string_equal(r.dra[2].device, "gpu-1");
+	assert_int_equal(tau_agent_podres_copy(&copy, &r), 0);
+	tau_agent_podres_free(&r);
+	assert_int_equal(copy.n_dra, 3);
+	assert_int_equal(copy.n_dra_dropped, 2);
+	assert_string_equal(copy.dra[1].container, "main");
+	tau_agent_podres_free(&copy);
+}
+
+/* More held DRA devices than the cap: the first 256 found are listed, the rest counted. */
+static void test_dra_devices_cap(void **state)
+{
+	fixture *f = *state;
+	size_t n = TAU_AGENT_PODRESOURCES_MAX_DRA_DEVICES + 3, len = 0, cap = n * 80 + 256;
+	char *cfg = malloc(cap);
+	tau_agent_podres r;
+
+	assert_non_null(cfg);
+	len += (size_t)snprintf(cfg + len, cap - len,
+	                        "{\"pods\": [{\"namespace\": \"ml\", \"name\": \"p\","
+	                        " \"containers\": [{\"name\": \"c\", \"dynamic\": ["
+	                        "{\"claimNamespace\": \"ml\", \"claimName\": \"all\", "
+	                        "\"devices\": [");
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(cfg + len, cap - len,
+		                        "%s{\"driver\": \"d.example.com\", \"pool\": \"p\", "
+		                        "\"device\": \"dev-%04zu\"}",
+		                        i > 0 ? "," : "", i);
+	snprintf(cfg + len, cap - len, "]}]}]}]}");
+	serve(f, cfg);
+	free(cfg);
+	tau_agent_podres_init(&r);
+	assert_int_equal(tau_agent_podres_probe(&r, f->root, 2000), 0);
+	assert_true(r.probed);
+	assert_int_equal(r.n_dra, TAU_AGENT_PODRESOURCES_MAX_DRA_DEVICES);
+	assert_int_equal(r.n_dra_dropped, 3);
+	assert_string_equal(r.dra[0].device, "dev-0000");
+	assert_string_equal(r.dra[TAU_AGENT_PODRESOURCES_MAX_DRA_DEVICES - 1].device, "dev-0255");
+	tau_agent_podres_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +343,8 @@ int main(void)
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_hang_is_bounded, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_allocatable_unimplemented, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_dra_devices, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_dra_devices_cap, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -149,6 +149,18 @@ static void nd_inventory(tau_agent_inventory *inv, bool nvml)
 	probe.podres.devices[1].id = strdup("GPU-b");
 	probe.podres.devices[1].numa_node = -1;
 	probe.podres.n_devices = 2;
+	/* A DRA device a claim holds, and one that could not be listed. */
+	probe.podres.dra = calloc(1, sizeof(*probe.podres.dra));
+	probe.podres.dra[0].driver = strdup("gpu.nvidia.com");
+	probe.podres.dra[0].pool = strdup("nd-h100-0");
+	probe.podres.dra[0].device = strdup("gpu-3");
+	probe.podres.dra[0].claim_namespace = strdup("ml");
+	probe.podres.dra[0].claim_name = strdup("train-0-gpus");
+	probe.podres.dra[0].pod_namespace = strdup("ml");
+	probe.podres.dra[0].pod_name = strdup("train-0");
+	probe.podres.dra[0].container = strdup("main");
+	probe.podres.n_dra = 1;
+	probe.podres.n_dra_dropped = 1;
 	assert_int_equal(tau_agent_inventory_apply_host(inv, &probe), 0);
 	assert_int_equal(tau_agent_inventory_check_consistency(inv), 0);
 	tau_agent_host_probe_free(&probe);
@@ -238,6 +250,18 @@ static void test_proto_every_field(void **state)
 	assert_int_equal(m->devices->pod_devices[1]->numa_node, -1);
 	assert_false(m->devices->pod_devices[1]->allocatable);
 	assert_string_equal(m->devices->pod_devices[1]->pod_name, "");
+	/* DRA devices held through claims. */
+	assert_true(m->devices->dra_devices_read);
+	assert_int_equal(m->devices->dra_devices_dropped, 1);
+	assert_int_equal(m->devices->n_dra_devices, 1);
+	assert_string_equal(m->devices->dra_devices[0]->driver_name, "gpu.nvidia.com");
+	assert_string_equal(m->devices->dra_devices[0]->pool_name, "nd-h100-0");
+	assert_string_equal(m->devices->dra_devices[0]->device_name, "gpu-3");
+	assert_string_equal(m->devices->dra_devices[0]->claim_namespace, "ml");
+	assert_string_equal(m->devices->dra_devices[0]->claim_name, "train-0-gpus");
+	assert_string_equal(m->devices->dra_devices[0]->pod_namespace, "ml");
+	assert_string_equal(m->devices->dra_devices[0]->pod_name, "train-0");
+	assert_string_equal(m->devices->dra_devices[0]->container_name, "main");
 	/* NVML facts: versions, missing symbols, each GPU with unknowns as UNKNOWN / -1. */
 	assert_string_equal(m->devices->driver_version, "550.54.15");
 	assert_string_equal(m->devices->cuda_version, "12.4");
