@@ -6,6 +6,8 @@
  * (no live agent report with pod-resources answered), or known with its free
  * GPUs.  The per-class figures and the fit answer are both sums over that
  * verdict, so they cannot disagree, and "unknown" never becomes "free".
+ * Which GPUs a node has, device-plugin or DRA, is decided in one place too
+ * (tau_capacity_node_gpus), which `tau inventory nodes` reads as well.
  */
 #include "capacity.h"
 
@@ -22,16 +24,85 @@ typedef enum verdict {
 	KNOWN            /* counted, figures known */
 } verdict;
 
-static verdict classify(const tau_node_status *st, const char *cls, const tau_query_opts *opts)
+/* The DRA resource of node `st` the pool counts as its GPUs, or NULL. */
+static const tau_dra_resource *dra_gpus(const tau_node_status *st, const tau_dra_view *view)
+{
+	const tau_dra_node *n;
+
+	if (view == NULL || st->facts == NULL || (n = tau_dra_view_node(view, st->name)) == NULL)
+		return NULL;
+	for (size_t i = 0; i < n->n_resources; i++)
+		if (strcmp(n->resources[i].name, TAU_NODETRUTH_GPU_RESOURCE) == 0)
+			return tau_dra_counts_beside(&n->resources[i], st->facts, NULL, 0)
+			               ? &n->resources[i]
+			               : NULL;
+	return NULL;
+}
+
+/* Units of `n` under the GPU resource that a claim holds (t->dra and n's members, both sorted). */
+static uint32_t dra_units_held(const tau_dra_node *n, const tau_nodetruth *t)
+{
+	uint8_t seen[(TAU_NODETRUTH_MAX_DRA + 7) / 8];
+	uint8_t *held =
+	        n->n_units <= TAU_NODETRUTH_MAX_DRA ? seen : calloc((n->n_units + 7) / 8, 1);
+	uint32_t count = 0;
+
+	if (held == NULL)
+		return n->n_units; /* out of memory: never more free than there is */
+	if (held == seen)
+		memset(seen, 0, sizeof(seen));
+	for (size_t i = 0; i < t->n_dra; i++) {
+		const tau_truth_dra_device *d = &t->dra[i];
+		const tau_dra_member *m = tau_dra_node_member(n, d->driver, d->pool, d->device);
+
+		if (m == NULL || strcmp(m->resource, TAU_NODETRUTH_GPU_RESOURCE) != 0 ||
+		    (held[m->unit / 8] & (1u << (m->unit % 8))) != 0)
+			continue;
+		held[m->unit / 8] |= (uint8_t)(1u << (m->unit % 8));
+		count++;
+	}
+	if (held != seen)
+		free(held);
+	return count;
+}
+
+tau_truth_gpus tau_capacity_node_gpus(const tau_node_status *st, const tau_dra_view *view,
+                                      bool *dra)
+{
+	tau_truth_gpus g = {0};
+	const tau_dra_resource *r = dra_gpus(st, view);
+
+	if (dra != NULL)
+		*dra = r != NULL;
+	if (st->truth == NULL)
+		return g;
+	if (r == NULL)
+		return st->truth->gpu;
+	g.known = st->truth->dra_known;
+	if (!g.known)
+		return g;
+	g.devices = r->devices;
+	g.healthy = r->devices;
+	g.in_use = dra_units_held(tau_dra_view_node(view, st->name), st->truth);
+	if (g.in_use > g.devices)
+		g.in_use = g.devices;
+	g.free = g.devices - g.in_use;
+	return g;
+}
+
+/* The verdict on `st` for class `cls`; *g receives its figures when KNOWN. */
+static verdict classify(const tau_node_status *st, const char *cls, const tau_dra_view *view,
+                        const tau_query_opts *opts, tau_truth_gpus *g)
 {
 	const char *c =
 	        st->facts != NULL ? tau_node_facts_label(st->facts, TAU_GPU_CLASS_LABEL) : NULL;
 
 	if (c == NULL || strcmp(c, cls) != 0 || !st->counted)
 		return NOT_COUNTED;
-	if (st->truth == NULL || tau_query_is_stale(st, opts) || !st->truth->gpu.known)
+	if (st->truth == NULL || tau_query_is_stale(st, opts))
 		return UNKNOWN;
-	return KNOWN;
+	*g = tau_capacity_node_gpus(st, view, NULL);
+	return g->known ? KNOWN : UNKNOWN;
 }
 
 /* Known, with GPUs, none in use and every one healthy. */
@@ -45,6 +116,7 @@ int tau_capacity_class(tau_class_capacity *out, const tau_nodestore *store, size
 {
 	const tau_pool *pool = tau_nodestore_pool(store);
 	const tau_pool_flavor *f;
+	const tau_dra_view *view = tau_nodestore_dra_view(store);
 	tau_class_capacity c;
 	size_t n = tau_nodestore_count(store);
 
@@ -55,12 +127,12 @@ int tau_capacity_class(tau_class_capacity *out, const tau_nodestore *store, size
 	snprintf(c.gpu_class, sizeof(c.gpu_class), "%s", f->name);
 	for (size_t k = 0; k < n; k++) {
 		tau_node_status st;
-		const tau_truth_gpus *g;
+		tau_truth_gpus g = {0};
 		verdict v;
 
 		if (tau_nodestore_at(store, k, &st) < 0)
 			continue;
-		v = classify(&st, f->name, opts);
+		v = classify(&st, f->name, view, opts, &g);
 		if (v == NOT_COUNTED)
 			continue;
 		c.nodes++;
@@ -68,13 +140,12 @@ int tau_capacity_class(tau_class_capacity *out, const tau_nodestore *store, size
 			c.nodes_unknown++;
 			continue;
 		}
-		g = &st.truth->gpu;
 		c.nodes_known++;
 		c.nodes_degraded += st.truth->health == TAU_TRUTH_HEALTH_DEGRADED ? 1 : 0;
-		c.gpus_healthy += g->healthy;
-		c.gpus_in_use += g->in_use;
-		c.gpus_free += g->free;
-		c.whole_nodes_free += whole_free(g) ? 1 : 0;
+		c.gpus_healthy += g.healthy;
+		c.gpus_in_use += g.in_use;
+		c.gpus_free += g.free;
+		c.whole_nodes_free += whole_free(&g) ? 1 : 0;
 	}
 	*out = c;
 	return 0;
@@ -128,11 +199,9 @@ static int by_offer_desc(const void *a, const void *b)
 	return strcmp(x->node, y->node);
 }
 
-/* What a known node can give the job under req's options; 0: nothing. */
-static uint32_t offer(const tau_nodetruth *t, const tau_fit_request *req)
+/* What a known node (figures `g`) can give the job under req's options; 0: nothing. */
+static uint32_t offer(const tau_nodetruth *t, const tau_truth_gpus *g, const tau_fit_request *req)
 {
-	const tau_truth_gpus *g = &t->gpu;
-
 	if (req->needs_ib && !tau_nodetruth_has_active_port(t))
 		return 0;
 	if (req->whole_nodes)
@@ -153,6 +222,7 @@ static const char *options_text(const tau_fit_request *req, char *buf, size_t ca
 int tau_capacity_fit(tau_fit_result *out, const tau_nodestore *store, const tau_fit_request *req,
                      const tau_query_opts *opts)
 {
+	const tau_dra_view *view = tau_nodestore_dra_view(store);
 	size_t n = tau_nodestore_count(store), nc = 0, len;
 	tau_fit_result r;
 	candidate *cand = NULL;
@@ -167,12 +237,13 @@ int tau_capacity_fit(tau_fit_result *out, const tau_nodestore *store, const tau_
 		return tau_error_set(TAU_ENOMEM, "out of memory answering a fit query");
 	for (size_t k = 0; k < n; k++) {
 		tau_node_status st;
+		tau_truth_gpus g = {0};
 		verdict v;
 		uint32_t o;
 
 		if (tau_nodestore_at(store, k, &st) < 0)
 			continue;
-		v = classify(&st, req->gpu_class, opts);
+		v = classify(&st, req->gpu_class, view, opts, &g);
 		if (v == NOT_COUNTED)
 			continue;
 		r.nodes++;
@@ -182,10 +253,10 @@ int tau_capacity_fit(tau_fit_result *out, const tau_nodestore *store, const tau_
 			r.unknown_count++;
 			continue;
 		}
-		o = offer(st.truth, req);
+		o = offer(st.truth, &g, req);
 		if (o == 0)
 			continue;
-		cand[nc++] = (candidate){.node = st.name, .offer = o, .free = st.truth->gpu.free};
+		cand[nc++] = (candidate){.node = st.name, .offer = o, .free = g.free};
 		r.candidates++;
 		r.candidate_gpus += o;
 	}

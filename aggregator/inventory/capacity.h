@@ -9,6 +9,13 @@
  * deleting: a job cannot start elsewhere).  Its GPU figures are used only
  * when they are known: its agent reported, is not stale, and kubelet's
  * pod-resources answered.  Every other counted node is "unknown", never free.
+ *
+ * A node whose GPUs the pool counts through DRA (TAU_NODETRUTH_GPU_RESOURCE
+ * from its ResourceSlices, dra.h) has its GPU figures from DRA instead: its
+ * counted units under that resource are its GPUs, one held by a ResourceClaim
+ * (any device of the unit, named by driver, pool and device in the agent's
+ * dra_devices) is in use, exactly as a device-plugin ID a pod holds is; they
+ * are known only while the agent's list of held DRA devices is whole.
  */
 #ifndef TAU_AGGREGATOR_CAPACITY_H
 #define TAU_AGGREGATOR_CAPACITY_H
@@ -44,6 +51,20 @@ typedef struct tau_class_capacity {
  */
 int tau_capacity_class(tau_class_capacity *out, const tau_nodestore *store, size_t i,
                        const tau_query_opts *opts);
+
+/**
+ * A node's GPU figures for free now: the device-plugin figures of its node
+ * truth, or, when the pool counts its GPUs through DRA (its DRA view node has
+ * TAU_NODETRUTH_GPU_RESOURCE and allocatable does not already count it), its
+ * DRA units under that resource: each a GPU, in use when a claim holds any of
+ * its devices, taken as healthy as its driver publishes it (NVML health does
+ * not join DRA device names); known when st->truth->dra_known.
+ * @param view  the DRA view the nodes were counted with (tau_nodestore_dra_view); may be NULL
+ * @param dra   set to whether the figures come from DRA; may be NULL
+ * @return the figures; all zero and not known when st has no truth.
+ */
+tau_truth_gpus tau_capacity_node_gpus(const tau_node_status *st, const tau_dra_view *view,
+                                      bool *dra);
 
 /** Where a job may go. */
 typedef struct tau_fit_request {

@@ -6,7 +6,11 @@
  * partitionable GPU and its partitions).  Each (unit, class) that matches is
  * one record; sorting the records by (node, unit, class name) puts a unit's
  * classes side by side, so "count once, under the first class by name" and
- * "report the other classes as an overlap" are one walk.  The view is rebuilt
+ * "report the other classes as an overlap" are one walk.  The same walk names
+ * each counted unit's devices (tau_dra_member), so free-now figures can tell
+ * which units a ResourceClaim holds; a partitionable unit's devices that no
+ * class selects get a record without a class for that alone (a claim on a
+ * partition holds its GPU).  The view is rebuilt
  * from all inputs on each change: the result depends only on the objects,
  * never on the order they arrived in.
  */
@@ -25,9 +29,13 @@ typedef struct match {
 	const char *driver;
 	const char *pool;
 	const char *unit;   /* device name, or the counter set's name */
+	const char *device; /* the device itself */
 	bool counter_set;   /* unit is a shared counter set */
-	size_t class_index; /* into view->classes (sorted by name) */
+	size_t class_index; /* into view->classes (sorted by name); NO_CLASS: none selects it */
 } match;
+
+/* A device of a partitionable unit that no class selects (it still belongs to the unit). */
+#define NO_CLASS SIZE_MAX
 
 typedef struct node_note {
 	const char *node;
@@ -48,6 +56,8 @@ struct tau_dra_view {
 	size_t n_matches, cap_matches;
 	node_note *node_notes;
 	size_t n_node_notes, cap_node_notes;
+	tau_dra_member *members; /* the members of the node being counted */
+	size_t n_members, cap_members;
 };
 
 static int grow(void **items, size_t *cap, size_t need, size_t size)
@@ -136,6 +146,7 @@ void tau_dra_view_free(tau_dra_view *view)
 			free_note(&view->nodes[i].notes[j]);
 		free(view->nodes[i].notes);
 		free(view->nodes[i].resources);
+		free(view->nodes[i].members);
 	}
 	for (size_t i = 0; i < view->n_notes; i++)
 		free_note(&view->notes[i]);
@@ -145,6 +156,7 @@ void tau_dra_view_free(tau_dra_view *view)
 	free(view->notes);
 	free(view->node_notes);
 	free(view->matches);
+	free(view->members);
 	free(view->classes);
 	free(view->pools);
 	free(view);
@@ -185,10 +197,28 @@ static int classes_resolve(tau_dra_view *v, const tau_dra_class *classes, size_t
 }
 
 /* Evaluate every counting class against one device of a complete pool. */
+static int add_match(tau_dra_view *v, const tau_dra_slice *s, const tau_dra_device *d,
+                     const char *node, size_t class_index)
+{
+	if (grow((void **)&v->matches, &v->cap_matches, v->n_matches + 1, sizeof(*v->matches)) < 0)
+		return -TAU_ENOMEM;
+	v->matches[v->n_matches++] = (match){
+	        .node = node,
+	        .driver = s->driver,
+	        .pool = s->pool,
+	        .unit = d->counter_set != NULL ? d->counter_set : d->name,
+	        .device = d->name,
+	        .counter_set = d->counter_set != NULL,
+	        .class_index = class_index,
+	};
+	return 0;
+}
+
 static int match_device(tau_dra_view *v, const tau_dra_slice *s, const tau_dra_device *d,
                         const char *node)
 {
 	tau_dra_device_view dv = tau_dra_device_view_of(s, d);
+	size_t matched = 0;
 
 	for (size_t c = 0; c < v->n_classes; c++) {
 		const tau_dra_class_state *cs = &v->classes[c];
@@ -213,18 +243,12 @@ static int match_device(tau_dra_view *v, const tau_dra_slice *s, const tau_dra_d
 		}
 		if (!all)
 			continue;
-		if (grow((void **)&v->matches, &v->cap_matches, v->n_matches + 1,
-		         sizeof(*v->matches)) < 0)
+		if (add_match(v, s, d, node, c) < 0)
 			return -TAU_ENOMEM;
-		v->matches[v->n_matches++] = (match){
-		        .node = node,
-		        .driver = s->driver,
-		        .pool = s->pool,
-		        .unit = d->counter_set != NULL ? d->counter_set : d->name,
-		        .counter_set = d->counter_set != NULL,
-		        .class_index = c,
-		};
+		matched++;
 	}
+	if (matched == 0 && d->counter_set != NULL)
+		return add_match(v, s, d, node, NO_CLASS);
 	return 0;
 }
 
@@ -286,6 +310,8 @@ static int by_node_unit_class(const void *a, const void *b)
 		c = strcmp(x->unit, y->unit);
 	if (c == 0)
 		c = (x->class_index > y->class_index) - (x->class_index < y->class_index);
+	if (c == 0)
+		c = strcmp(x->device, y->device);
 	return c;
 }
 
@@ -332,24 +358,97 @@ static int add_device(tau_dra_node *n, const char *resource)
 	return 0;
 }
 
+static int member_cmp_key(const tau_dra_member *m, const char *driver, const char *pool,
+                          const char *device)
+{
+	int c = strcmp(m->driver, driver);
+
+	if (c == 0)
+		c = strcmp(m->pool, pool);
+	return c != 0 ? c : strcmp(m->device, device);
+}
+
+static int by_member(const void *a, const void *b)
+{
+	const tau_dra_member *y = b;
+
+	return member_cmp_key(a, y->driver, y->pool, y->device);
+}
+
+static int add_member(tau_dra_view *v, const match *m, const char *resource, uint32_t unit)
+{
+	if (grow((void **)&v->members, &v->cap_members, v->n_members + 1, sizeof(*v->members)) < 0)
+		return -TAU_ENOMEM;
+	v->members[v->n_members++] = (tau_dra_member){
+	        .driver = m->driver,
+	        .pool = m->pool,
+	        .device = m->device,
+	        .resource = resource,
+	        .unit = unit,
+	};
+	return 0;
+}
+
+/* Hand node `n` the members gathered for it: sorted, each device once. */
+static int flush_members(tau_dra_view *v, tau_dra_node *n)
+{
+	size_t k = 0;
+
+	if (v->n_members == 0)
+		return 0;
+	qsort(v->members, v->n_members, sizeof(*v->members), by_member);
+	for (size_t i = 0; i < v->n_members; i++)
+		if (k == 0 || by_member(&v->members[k - 1], &v->members[i]) != 0)
+			v->members[k++] = v->members[i];
+	n->members = malloc(k * sizeof(*n->members));
+	if (n->members == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory building the DRA view");
+	memcpy(n->members, v->members, k * sizeof(*n->members));
+	n->n_members = k;
+	v->n_members = 0;
+	return 0;
+}
+
 /* Count the matches into per-node resources, once per unit. */
 static int count_units(tau_dra_view *v, size_t *cap_nodes)
 {
+	size_t cur = SIZE_MAX; /* the node whose members v->members gathers */
+
 	if (v->n_matches > 1)
 		qsort(v->matches, v->n_matches, sizeof(*v->matches), by_node_unit_class);
 	for (size_t lo = 0; lo < v->n_matches;) {
 		const match *m = &v->matches[lo];
-		const tau_dra_class_state *winner = &v->classes[m->class_index];
-		tau_dra_node *n = node_get(v, m->node, cap_nodes);
+		const tau_dra_class_state *winner;
+		tau_dra_node *n;
 		size_t hi = lo + 1;
+		uint32_t unit;
 
+		while (hi < v->n_matches && same_unit(m, &v->matches[hi]))
+			hi++;
+		if (m->class_index == NO_CLASS) {
+			lo = hi; /* no class selects any device of this unit: it counts nothing */
+			continue;
+		}
+		winner = &v->classes[m->class_index];
+		if (cur != SIZE_MAX && strcmp(v->nodes[cur].name, m->node) != 0 &&
+		    flush_members(v, &v->nodes[cur]) < 0)
+			return -TAU_ENOMEM;
+		n = node_get(v, m->node, cap_nodes);
 		if (n == NULL || add_device(n, winner->resource) < 0)
 			return -TAU_ENOMEM;
-		for (; hi < v->n_matches && same_unit(m, &v->matches[hi]); hi++) {
-			const tau_dra_class_state *other = &v->classes[v->matches[hi].class_index];
+		cur = (size_t)(n - v->nodes);
+		unit = n->n_units++;
+		for (size_t k = lo; k < hi; k++) {
+			const match *o = &v->matches[k];
+			const tau_dra_class_state *other;
 
-			if (v->matches[hi].class_index == v->matches[hi - 1].class_index ||
-			    strcmp(other->resource, winner->resource) == 0)
+			if (add_member(v, o, winner->resource, unit) < 0)
+				return -TAU_ENOMEM;
+			if (k == lo || o->class_index == NO_CLASS ||
+			    o->class_index == v->matches[k - 1].class_index)
+				continue;
+			other = &v->classes[o->class_index];
+			if (strcmp(other->resource, winner->resource) == 0)
 				continue;
 			if (note(v, m->node, TAU_DRA_RULE_OVERLAP,
 			         "%s %s of pool %s (driver %s) is selected by class %s (%s) and "
@@ -367,6 +466,8 @@ static int count_units(tau_dra_view *v, size_t *cap_nodes)
 			return -TAU_ENOMEM;
 		lo = hi;
 	}
+	if (cur != SIZE_MAX && flush_members(v, &v->nodes[cur]) < 0)
+		return -TAU_ENOMEM;
 	return 0;
 }
 
@@ -447,6 +548,25 @@ const tau_dra_node *tau_dra_view_node(const tau_dra_view *view, const char *name
 	size_t i = tau_sorted_index(view->nodes, view->n_nodes, sizeof(*view->nodes), name, &found);
 
 	return found ? &view->nodes[i] : NULL;
+}
+
+const tau_dra_member *tau_dra_node_member(const tau_dra_node *n, const char *driver,
+                                          const char *pool, const char *device)
+{
+	size_t lo = 0, hi = n != NULL ? n->n_members : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = member_cmp_key(&n->members[mid], driver, pool, device);
+
+		if (c == 0)
+			return &n->members[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 size_t tau_dra_view_node_count(const tau_dra_view *view)

@@ -57,11 +57,27 @@ typedef struct tau_dra_note {
 	char *detail;     /**< owned */
 } tau_dra_note;
 
+/**
+ * A device that is part of a counted unit of a node: the unit is the device itself, or every
+ * device that draws on one shared counter set (a GPU and its partitions), and counts once
+ * under `resource`.  Free-now figures read which units a ResourceClaim holds through it.
+ */
+typedef struct tau_dra_member {
+	const char *driver; /**< lent from the slices */
+	const char *pool;
+	const char *device;
+	const char *resource; /**< the quota resource its unit counts under */
+	uint32_t unit;        /**< the unit, 0..tau_dra_node.n_units-1 */
+} tau_dra_member;
+
 /** What counts on one node.  Read-only. */
 typedef struct tau_dra_node {
 	const char *name;
 	tau_dra_resource *resources; /**< sorted by name */
 	size_t n_resources;
+	tau_dra_member *members; /**< sorted by (driver, pool, device), each device once */
+	size_t n_members;
+	uint32_t n_units; /**< units counted on the node, all resources (their devices summed) */
 	tau_dra_note *notes;
 	size_t n_notes;
 	size_t notes_dropped; /**< beyond TAU_DRA_MAX_NOTES */
@@ -91,6 +107,10 @@ void tau_dra_view_free(tau_dra_view *view);
 
 /** Lends what counts on node `name`, or NULL when no slice names it. */
 const tau_dra_node *tau_dra_view_node(const tau_dra_view *view, const char *name);
+
+/** The member (driver, pool, device) of node `n`'s counted units, or NULL. */
+const tau_dra_member *tau_dra_node_member(const tau_dra_node *n, const char *driver,
+                                          const char *pool, const char *device);
 
 /** Nodes with DRA devices or notes, sorted by name. */
 size_t tau_dra_view_node_count(const tau_dra_view *view);

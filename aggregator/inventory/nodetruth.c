@@ -111,6 +111,56 @@ static int check_device(const Tau__Inventory__V1__PodDevice *d,
 	return 0;
 }
 
+static int dra_key_cmp(const Tau__Inventory__V1__DraDevice *a,
+                       const Tau__Inventory__V1__DraDevice *b)
+{
+	int c = strcmp(str_or_empty(a->driver_name), str_or_empty(b->driver_name));
+
+	if (c == 0)
+		c = strcmp(str_or_empty(a->pool_name), str_or_empty(b->pool_name));
+	return c != 0 ? c : strcmp(str_or_empty(a->device_name), str_or_empty(b->device_name));
+}
+
+static int check_dra(const Tau__Inventory__V1__DraDevice *d,
+                     const Tau__Inventory__V1__DraDevice *prev, size_t i)
+{
+	int rc;
+
+	if ((rc = check_text(d->driver_name, TAU_NODETRUTH_MAX_ID, "dra_devices.driver_name", i)) <
+	            0 ||
+	    (rc = check_text(d->pool_name, TAU_NODETRUTH_MAX_ID, "dra_devices.pool_name", i)) < 0 ||
+	    (rc = check_text(d->device_name, TAU_NODETRUTH_MAX_ID, "dra_devices.device_name", i)) <
+	            0 ||
+	    (rc = check_text(d->claim_namespace, TAU_NODETRUTH_MAX_ID,
+	                     "dra_devices.claim_namespace", i)) < 0 ||
+	    (rc = check_text(d->claim_name, TAU_NODETRUTH_MAX_ID, "dra_devices.claim_name", i)) <
+	            0 ||
+	    (rc = check_text(d->pod_namespace, TAU_NODETRUTH_MAX_ID, "dra_devices.pod_namespace",
+	                     i)) < 0 ||
+	    (rc = check_text(d->pod_name, TAU_NODETRUTH_MAX_ID, "dra_devices.pod_name", i)) < 0 ||
+	    (rc = check_text(d->container_name, TAU_NODETRUTH_MAX_ID, "dra_devices.container_name",
+	                     i)) < 0)
+		return rc;
+	if (str_or_empty(d->driver_name)[0] == '\0' || str_or_empty(d->pool_name)[0] == '\0' ||
+	    str_or_empty(d->device_name)[0] == '\0')
+		return tau_error_set(TAU_EINVAL,
+		                     "dra_devices[%zu]: driver_name, pool_name and device_name are "
+		                     "required",
+		                     i);
+	if (prev != NULL) {
+		int c = dra_key_cmp(prev, d);
+
+		if (c >= 0)
+			return tau_error_set(
+			        TAU_EINVAL,
+			        "dra_devices[%zu]: %s/%s/%s is %s (the list is sorted by "
+			        "driver, pool, then device, each device once)",
+			        i, d->driver_name, d->pool_name, d->device_name,
+			        c == 0 ? "listed twice" : "out of order");
+	}
+	return 0;
+}
+
 static int check_inventory(const Tau__Inventory__V1__NodeInventory *inv)
 {
 	const Tau__Inventory__V1__LocalDevices *ld = inv->devices;
@@ -129,6 +179,7 @@ static int check_inventory(const Tau__Inventory__V1__NodeInventory *inv)
 	if (ld == NULL)
 		return 0;
 	if ((rc = check_count(ld->n_pod_devices, TAU_NODETRUTH_MAX_DEVICES, "pod_devices")) < 0 ||
+	    (rc = check_count(ld->n_dra_devices, TAU_NODETRUTH_MAX_DRA, "dra_devices")) < 0 ||
 	    (rc = check_count(ld->n_gpus, TAU_NODETRUTH_MAX_GPUS, "gpus")) < 0 ||
 	    (rc = check_count(ld->n_rdma_ports, TAU_NODETRUTH_MAX_PORTS, "rdma_ports")) < 0 ||
 	    (rc = check_text(ld->pod_resources_note, TAU_NODETRUTH_MAX_TEXT, "pod_resources_note",
@@ -141,6 +192,11 @@ static int check_inventory(const Tau__Inventory__V1__NodeInventory *inv)
 	for (size_t i = 0; i < ld->n_pod_devices; i++) {
 		if ((rc = check_device(ld->pod_devices[i], i > 0 ? ld->pod_devices[i - 1] : NULL,
 		                       i)) < 0)
+			return rc;
+	}
+	for (size_t i = 0; i < ld->n_dra_devices; i++) {
+		if ((rc = check_dra(ld->dra_devices[i], i > 0 ? ld->dra_devices[i - 1] : NULL, i)) <
+		    0)
 			return rc;
 	}
 	for (size_t i = 0; i < ld->n_gpus; i++) {
@@ -198,13 +254,16 @@ static tau_nodetruth *build(packer *p, const Tau__Inventory__V1__NodeInventory *
 	const Tau__Inventory__V1__LocalDevices *ld = inv->devices;
 	tau_nodetruth *t = pk_alloc(p, sizeof(*t));
 	tau_truth_device *dev;
+	tau_truth_dra_device *dra;
 	tau_truth_gpu *gpus;
 	tau_truth_port *ports;
 	tau_truth_csi *csi;
 	size_t nd = ld != NULL ? ld->n_pod_devices : 0, ng = ld != NULL ? ld->n_gpus : 0;
 	size_t np = ld != NULL ? ld->n_rdma_ports : 0, nc = inv->n_csi_drivers;
+	size_t nr = ld != NULL ? ld->n_dra_devices : 0;
 
 	dev = nd > 0 ? pk_alloc(p, nd * sizeof(*dev)) : NULL;
+	dra = nr > 0 ? pk_alloc(p, nr * sizeof(*dra)) : NULL;
 	gpus = ng > 0 ? pk_alloc(p, ng * sizeof(*gpus)) : NULL;
 	ports = np > 0 ? pk_alloc(p, np * sizeof(*ports)) : NULL;
 	csi = nc > 0 ? pk_alloc(p, nc * sizeof(*csi)) : NULL;
@@ -212,6 +271,8 @@ static tau_nodetruth *build(packer *p, const Tau__Inventory__V1__NodeInventory *
 		memset(t, 0, sizeof(*t));
 		t->n_devices = nd;
 		t->devices = dev;
+		t->n_dra = nr;
+		t->dra = dra;
 		t->n_gpus = ng;
 		t->gpus = gpus;
 		t->n_ports = np;
@@ -252,6 +313,27 @@ static tau_nodetruth *build(packer *p, const Tau__Inventory__V1__NodeInventory *
 			                            .numa_node = (int32_t)d->numa_node,
 			                            .allocatable = d->allocatable};
 	}
+	for (size_t i = 0; i < nr; i++) {
+		const Tau__Inventory__V1__DraDevice *d = ld->dra_devices[i];
+		bool same =
+		        i > 0 && strcmp(ld->dra_devices[i - 1]->driver_name, d->driver_name) == 0;
+		const char *drv =
+		        same ? (dra != NULL ? dra[i - 1].driver : NULL) : pk_str(p, d->driver_name);
+		const char *pool = pk_str(p, d->pool_name), *name = pk_str(p, d->device_name);
+		const char *cns = pk_str(p, d->claim_namespace), *cn = pk_str(p, d->claim_name);
+		const char *pns = pk_str(p, d->pod_namespace), *pod = pk_str(p, d->pod_name);
+		const char *ctr = pk_str(p, d->container_name);
+
+		if (dra != NULL)
+			dra[i] = (tau_truth_dra_device){.driver = drv,
+			                                .pool = pool,
+			                                .device = name,
+			                                .claim_namespace = cns,
+			                                .claim_name = cn,
+			                                .pod_namespace = pns,
+			                                .pod_name = pod,
+			                                .container = ctr};
+	}
 	for (size_t i = 0; i < np; i++) {
 		const Tau__Inventory__V1__RdmaPort *r = ld->rdma_ports[i];
 		const char *devname = pk_str(p, r->device), *port = pk_str(p, r->port);
@@ -289,6 +371,9 @@ static tau_nodetruth *build(packer *p, const Tau__Inventory__V1__NodeInventory *
 
 		if (t != NULL) {
 			t->pod_resources_known = ld->pod_resources_probed;
+			t->dra_known = ld->pod_resources_probed && ld->dra_devices_read &&
+			               ld->dra_devices_dropped == 0;
+			t->dra_dropped = ld->dra_devices_dropped;
 			t->allocatable_known = ld->pod_resources_allocatable_known;
 			t->pod_resources_note = note;
 			t->gpus_probed = ld->gpus_probed;

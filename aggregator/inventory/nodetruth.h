@@ -28,6 +28,7 @@
 
 /* Limits on one inventory's node-local facts (the agent sends at most these). */
 #define TAU_NODETRUTH_MAX_DEVICES 256  /**< pod_devices */
+#define TAU_NODETRUTH_MAX_DRA     256  /**< dra_devices */
 #define TAU_NODETRUTH_MAX_GPUS    64   /**< gpus */
 #define TAU_NODETRUTH_MAX_PORTS   64   /**< rdma_ports */
 #define TAU_NODETRUTH_MAX_CSI     64   /**< csi_drivers */
@@ -56,6 +57,18 @@ typedef struct tau_truth_device {
 	bool healthy; /**< allocatable, and NVML does not call the GPU with this ID unhealthy */
 	const char *reason; /**< why not healthy; NULL when healthy */
 } tau_truth_device;
+
+/** One DRA device a ResourceClaim holds (kubelet pod-resources' dynamic_resources). */
+typedef struct tau_truth_dra_device {
+	const char *driver; /**< with pool and device: the device as ResourceSlices name it */
+	const char *pool;
+	const char *device;
+	const char *claim_namespace; /**< the claim; NULL when the agent did not say */
+	const char *claim_name;
+	const char *pod_namespace; /**< the first container found holding it; NULL when unsaid */
+	const char *pod_name;
+	const char *container;
+} tau_truth_dra_device;
 
 /** One GPU as NVML sees it. */
 typedef struct tau_truth_gpu {
@@ -105,6 +118,12 @@ typedef struct tau_nodetruth {
 	const char *pod_resources_note; /**< why not probed or partial; NULL when all answered */
 	size_t n_devices;
 	const tau_truth_device *devices; /**< sorted by resource, then ID */
+	/** The DRA devices claims hold are the node's truth: List answered, the agent reads
+	 * dynamic_resources, and none were left out (dra_devices_dropped 0). */
+	bool dra_known;
+	uint32_t dra_dropped; /**< held DRA devices the agent could not list */
+	size_t n_dra;
+	const tau_truth_dra_device *dra; /**< sorted by driver, pool, then device */
 	/* NVML */
 	bool gpus_probed;
 	const char *gpus_not_probed_reason; /**< NULL when probed */
@@ -135,6 +154,8 @@ typedef struct tau_nodetruth {
  * TAU_NODETRUTH_MAX_ID bytes, reasons within TAU_NODETRUTH_MAX_TEXT; every
  * pod device has a resource name and an ID and is listed once, in the
  * protocol's order (resource, then ID); a holder has namespace and pod name;
+ * every DRA device has driver, pool and device name and is listed once, in
+ * the protocol's order (driver, pool, device);
  * numa_node -1..1023; port state 0..5, phys_state 0..7.
  * @param out  set to a new block (tau_nodetruth_free) on success; untouched on failure
  * @return 0; -TAU_EINVAL or -TAU_ETOOBIG naming the first bad field (tau_error_last);

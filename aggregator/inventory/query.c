@@ -152,11 +152,18 @@ static Tau__Inventory__V1__NodeHealth health_msg(tau_truth_health h)
 	               : TAU__INVENTORY__V1__NODE_HEALTH__NODE_HEALTH_UNKNOWN;
 }
 
-/* The summary of `t` (no device list).  On failure *out holds what was built, for free_msg. */
-static int truth_summary(Tau__Inventory__V1__NodeTruth **out, const tau_nodetruth *t)
+/*
+ * The summary of node `st`'s truth (no device list), its GPU figures as free now counts them
+ * (capacity.h).  On failure *out holds what was built, for free_msg.
+ */
+static int truth_summary(Tau__Inventory__V1__NodeTruth **out, const tau_nodestore *store,
+                         const tau_node_status *st)
 {
+	const tau_nodetruth *t = st->truth;
 	Tau__Inventory__V1__NodeTruth *m = malloc(sizeof(*m));
 	size_t np = t->n_problems < TRUTH_PROBLEMS_MAX ? t->n_problems : TRUTH_PROBLEMS_MAX;
+	bool dra = false;
+	tau_truth_gpus g = tau_capacity_node_gpus(st, tau_nodestore_dra_view(store), &dra);
 
 	*out = m;
 	if (m == NULL)
@@ -164,11 +171,12 @@ static int truth_summary(Tau__Inventory__V1__NodeTruth **out, const tau_nodetrut
 	tau__inventory__v1__node_truth__init(m);
 	m->health = health_msg(t->health);
 	m->problem_count = (uint32_t)t->n_problems;
-	m->gpus_known = t->gpu.known;
-	m->gpu_devices = t->gpu.known ? t->gpu.devices : 0;
-	m->gpus_healthy = t->gpu.known ? t->gpu.healthy : 0;
-	m->gpus_in_use = t->gpu.known ? t->gpu.in_use : 0;
-	m->gpus_free = t->gpu.known ? t->gpu.free : 0;
+	m->gpus_through_dra = dra;
+	m->gpus_known = g.known;
+	m->gpu_devices = g.known ? g.devices : 0;
+	m->gpus_healthy = g.known ? g.healthy : 0;
+	m->gpus_in_use = g.known ? g.in_use : 0;
+	m->gpus_free = g.known ? g.free : 0;
 	m->pod_resources_probed = t->pod_resources_known;
 	m->nvml_probed = t->gpus_probed;
 	m->nvml_gpus = t->gpus_present;
@@ -281,7 +289,7 @@ int tau_query_node_status(Tau__Inventory__V1__NodeStatus **out, const tau_nodest
 	ns->last_heard_unix_ms = st->last_heard_ms;
 	if (fill_resources(&ns->allocatable, &ns->n_allocatable, st->facts) < 0)
 		goto oom;
-	if (st->truth != NULL && truth_summary(&ns->truth, st->truth) < 0)
+	if (st->truth != NULL && truth_summary(&ns->truth, store, st) < 0)
 		goto oom;
 	*out = ns;
 	return 0;

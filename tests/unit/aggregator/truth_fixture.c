@@ -83,6 +83,30 @@ truth_fixture *truth_fixture_node(const char *name, size_t gpus, size_t held)
 	return f;
 }
 
+void truth_fixture_dra_held(truth_fixture *f, const char *driver, const char *pool,
+                            const char *device)
+{
+	size_t n = f->ld.n_dra_devices;
+	Tau__Inventory__V1__DraDevice *d = &f->dra[n];
+
+	if (n == TRUTH_FIXTURE_MAX_DRA)
+		abort();
+	tau__inventory__v1__dra_device__init(d);
+	snprintf(f->dra_names[n], sizeof(f->dra_names[n]), "%s", device);
+	d->driver_name = (char *)driver;
+	d->pool_name = (char *)pool;
+	d->device_name = f->dra_names[n];
+	d->claim_namespace = TRUTH_S("ml");
+	d->claim_name = TRUTH_S("claim");
+	d->pod_namespace = TRUTH_S("ml");
+	d->pod_name = TRUTH_S("infer");
+	d->container_name = TRUTH_S("main");
+	f->drap[n] = d;
+	f->ld.dra_devices = f->drap;
+	f->ld.n_dra_devices = n + 1;
+	f->ld.dra_devices_read = true;
+}
+
 void truth_fixture_gpu_unhealthy(truth_fixture *f, size_t i, const char *reason)
 {
 	f->gpu[i].healthy = false;

@@ -13,6 +13,7 @@
 
 #define TRUTH_FIXTURE_MAX_DEV 300
 #define TRUTH_FIXTURE_MAX_GPU 16
+#define TRUTH_FIXTURE_MAX_DRA 300
 
 /* protobuf-c strings are char *; the fixture's are literals it never writes to */
 #define TRUTH_S(lit) ((char *)(lit))
@@ -31,6 +32,9 @@ typedef struct truth_fixture {
 	Tau__Inventory__V1__RdmaPort *portp[2];
 	Tau__Inventory__V1__CsiDriver csi[2];
 	Tau__Inventory__V1__CsiDriver *csip[2];
+	Tau__Inventory__V1__DraDevice dra[TRUTH_FIXTURE_MAX_DRA];
+	Tau__Inventory__V1__DraDevice *drap[TRUTH_FIXTURE_MAX_DRA];
+	char dra_names[TRUTH_FIXTURE_MAX_DRA][24];
 } truth_fixture;
 
 /*
@@ -39,6 +43,14 @@ typedef struct truth_fixture {
  * ports and one CSI driver answering ready.  Aborts on out of memory.
  */
 truth_fixture *truth_fixture_node(const char *name, size_t gpus, size_t held);
+
+/*
+ * The agent read DRA devices (dra_devices_read), and a claim ml/claim of pod ml/infer holds
+ * one more: `device` of `driver` and `pool` (literals kept as given; `device` copied).  The
+ * caller adds them in the protocol's order.  Aborts beyond TRUTH_FIXTURE_MAX_DRA.
+ */
+void truth_fixture_dra_held(truth_fixture *f, const char *driver, const char *pool,
+                            const char *device);
 
 /* Mark NVML GPU `i` unhealthy with `reason`. */
 void truth_fixture_gpu_unhealthy(truth_fixture *f, size_t i, const char *reason);

@@ -13,13 +13,14 @@
 #include <stdlib.h>
 
 /*
- * Add Node `name` of class `cls` with 8 GPUs (Ready as `ready` says); with `f`, its agent
- * reports and its truth is decoded from f, which is then freed.  Aborts on any failure.
+ * Add Node `name` of class `cls` advertising `gpus` nvidia.com/gpu (Ready as `ready` says);
+ * with `f`, its agent reports and its truth is decoded from f, which is then freed.  Aborts
+ * on any failure.
  */
-static inline void truth_store_node(tau_nodestore *s, const char *name, const char *cls,
-                                    truth_fixture *f, bool ready)
+static inline void truth_store_node_gpus(tau_nodestore *s, const char *name, const char *cls,
+                                         int gpus, truth_fixture *f, bool ready)
 {
-	tau_node_facts nf = truth_fixture_facts(name, cls, 8);
+	tau_node_facts nf = truth_fixture_facts(name, cls, gpus);
 
 	nf.ready = ready;
 	if (tau_nodestore_api_upsert(s, &nf) != 0)
@@ -34,6 +35,13 @@ static inline void truth_store_node(tau_nodestore *s, const char *name, const ch
 		free(f);
 	}
 	tau_node_facts_clear(&nf);
+}
+
+/* truth_store_node_gpus with 8 GPUs. */
+static inline void truth_store_node(tau_nodestore *s, const char *name, const char *cls,
+                                    truth_fixture *f, bool ready)
+{
+	truth_store_node_gpus(s, name, cls, 8, f, ready);
 }
 
 #endif /* TAU_TEST_TRUTH_STORE_H */

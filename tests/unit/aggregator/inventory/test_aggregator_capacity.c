@@ -1,8 +1,9 @@
 /*
  * Unit tests of free-now capacity from node truth: the per-class figures, the fit query (any
- * split, whole nodes, N per node, needing IB), unknown nodes never taken as free, and bad
- * requests.
+ * split, whole nodes, N per node, needing IB), unknown nodes never taken as free, bad
+ * requests, and nodes whose GPUs count through DRA (in use while a ResourceClaim holds them).
  */
+#include "dra_fixture.h"
 #include "inventory/capacity.h"
 #include "inventory/query.h"
 #include "truth_fixture.h"
@@ -250,13 +251,147 @@ static void no_agents_no_free(void **state)
 	tau_nodestore_free(s);
 }
 
+/*
+ * Class "dra": x, y, z publish 8 GPUs each only through DRA (their Nodes advertise 0); w
+ * advertises 8 device-plugin GPUs and publishes 8 DRA devices too (allocatable counts, never
+ * both).  x: a claim holds gpu-0 and gpu-1, and devices the pool does not count as GPUs (one
+ * of another driver, one its slices do not publish); y: nothing held; z: an agent that does
+ * not report DRA devices; w: 3 device-plugin GPUs held.
+ */
+static tau_nodestore *dra_cluster(tau_dra_store **dra)
+{
+	tau_nodestore *s = NULL;
+	truth_fixture *x = truth_fixture_node("x", 0, 0), *y = truth_fixture_node("y", 0, 0);
+	const char *nodes[] = {"w", "x", "y", "z"};
+	cJSON *j;
+
+	assert_int_equal(tau_dra_store_new(dra), 0);
+	j = dra_fixture_gpu_class("type", "gpu");
+	assert_int_equal(tau_dra_store_class_upsert(*dra, j), 0);
+	cJSON_Delete(j);
+	for (size_t i = 0; i < 4; i++) {
+		j = dra_fixture_gpu_slice(nodes[i], 8, 1);
+		assert_int_equal(tau_dra_store_slice_upsert(*dra, j), 0);
+		cJSON_Delete(j);
+	}
+	truth_fixture_dra_held(x, "dra.net", "x", "eth1");
+	truth_fixture_dra_held(x, DRA_FIXTURE_DRIVER, "x", "gpu-0");
+	truth_fixture_dra_held(x, DRA_FIXTURE_DRIVER, "x", "gpu-1");
+	truth_fixture_dra_held(x, DRA_FIXTURE_DRIVER, "x", "gpu-9");
+	y->ld.dra_devices_read = true;
+	assert_int_equal(tau_nodestore_new(&s, 0, 1000), 0);
+	assert_int_equal(tau_nodestore_set_dra(s, *dra), 0);
+	truth_store_node_gpus(s, "w", "dra", 8, truth_fixture_node("w", 8, 3), true);
+	truth_store_node_gpus(s, "x", "dra", 0, x, true);
+	truth_store_node_gpus(s, "y", "dra", 0, y, true);
+	truth_store_node_gpus(s, "z", "dra", 0, truth_fixture_node("z", 0, 0), true);
+	tau_nodestore_api_synced(s);
+	return s;
+}
+
+static void dra_gpus_in_use(void **state)
+{
+	tau_dra_store *dra = NULL;
+	tau_nodestore *s = dra_cluster(&dra);
+	tau_class_capacity c;
+	tau_node_status st;
+	tau_truth_gpus g;
+	bool via = false;
+	Tau__Inventory__V1__ListNodesResponse *list = NULL;
+	char sum[64];
+
+	(void)state;
+	/* the pool counts 8 GPUs per node, w's from allocatable */
+	assert_int_equal(tau_pool_flavor_count(tau_nodestore_pool(s)), 1);
+	assert_string_equal(tau_pool_flavor_at(tau_nodestore_pool(s), 0)->resources[0].name,
+	                    "nvidia.com/gpu");
+	assert_int_equal(
+	        tau_pool_sum_format(sum, sizeof(sum),
+	                            &tau_pool_flavor_at(tau_nodestore_pool(s), 0)->resources[0]),
+	        0);
+	assert_string_equal(sum, "32");
+	/* x: gpu-0 and gpu-1 held; eth1 (another driver) and gpu-9 (not published) are no GPUs */
+	assert_int_equal(tau_nodestore_get(s, "x", &st), 0);
+	g = tau_capacity_node_gpus(&st, tau_nodestore_dra_view(s), &via);
+	assert_true(via);
+	assert_true(g.known);
+	assert_int_equal(g.devices, 8);
+	assert_int_equal(g.in_use, 2);
+	assert_int_equal(g.free, 6);
+	/* w counts its device-plugin GPUs: its DRA devices do not count */
+	assert_int_equal(tau_nodestore_get(s, "w", &st), 0);
+	g = tau_capacity_node_gpus(&st, tau_nodestore_dra_view(s), &via);
+	assert_false(via);
+	assert_int_equal(g.free, 5);
+	/* z's agent does not say which DRA devices claims hold: unknown, never free */
+	assert_int_equal(tau_nodestore_get(s, "z", &st), 0);
+	g = tau_capacity_node_gpus(&st, tau_nodestore_dra_view(s), &via);
+	assert_true(via);
+	assert_false(g.known);
+	assert_int_equal(g.free, 0);
+
+	assert_int_equal(tau_capacity_class(&c, s, 0, &opts), 0);
+	assert_string_equal(c.gpu_class, "dra");
+	assert_int_equal(c.nodes, 4);
+	assert_int_equal(c.nodes_known, 3);
+	assert_int_equal(c.nodes_unknown, 1);
+	assert_int_equal(c.gpus_healthy, 24);
+	assert_int_equal(c.gpus_in_use, 5);
+	assert_int_equal(c.gpus_free, 19);
+	assert_int_equal(c.whole_nodes_free, 1); /* y */
+	assert_fit(s, (tau_fit_request){.gpu_class = "dra", .gpus = 14}, true, "y:8,x:6");
+	assert_fit(s, (tau_fit_request){.gpu_class = "dra", .gpus = 16, .whole_nodes = true}, false,
+	           "");
+	assert_fit(s, (tau_fit_request){.gpu_class = "dra", .gpus = 20}, false, "");
+
+	/* tau inventory nodes reads the same figures (HEALTH, FREE) */
+	assert_int_equal(tau_query_list_nodes(&list, s, NULL, &opts), 0);
+	assert_int_equal(list->n_nodes, 4);
+	assert_false(list->nodes[0]->truth->gpus_through_dra);
+	assert_int_equal(list->nodes[0]->truth->gpus_free, 5);
+	assert_true(list->nodes[1]->truth->gpus_through_dra);
+	assert_true(list->nodes[1]->truth->gpus_known);
+	assert_int_equal(list->nodes[1]->truth->gpu_devices, 8);
+	assert_int_equal(list->nodes[1]->truth->gpus_in_use, 2);
+	assert_int_equal(list->nodes[1]->truth->gpus_free, 6);
+	assert_false(list->nodes[3]->truth->gpus_known);
+	assert_int_equal(list->nodes[3]->truth->gpus_free, 0);
+	protobuf_c_message_free_unpacked(&list->base, NULL);
+
+	/* the claim released: free again; the class deleted: the node has no GPUs to be free */
+	{
+		truth_fixture *x = truth_fixture_node("x", 0, 0);
+		tau_nodetruth *t = NULL;
+
+		x->ld.dra_devices_read = true;
+		assert_int_equal(tau_nodetruth_decode(&t, &x->inv), 0);
+		assert_int_equal(tau_nodestore_set_truth(s, "x", t), 0);
+		free(x);
+	}
+	assert_fit(s, (tau_fit_request){.gpu_class = "dra", .gpus = 16, .whole_nodes = true}, true,
+	           "x:8,y:8");
+	assert_int_equal(tau_dra_store_class_delete(dra, DRA_FIXTURE_DRIVER), 0);
+	assert_int_equal(tau_nodestore_set_dra(s, dra), 0);
+	assert_int_equal(tau_nodestore_get(s, "x", &st), 0);
+	g = tau_capacity_node_gpus(&st, tau_nodestore_dra_view(s), &via);
+	assert_false(via);
+	assert_int_equal(g.devices, 0);
+	assert_fit(s, (tau_fit_request){.gpu_class = "dra", .gpus = 6}, false, "");
+	assert_int_equal(
+	        tau_pool_sum_format(sum, sizeof(sum),
+	                            &tau_pool_flavor_at(tau_nodestore_pool(s), 0)->resources[0]),
+	        0);
+	assert_string_equal(sum, "8");
+	tau_nodestore_free(s);
+	tau_dra_store_free(dra);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(class_figures),
-	        cmocka_unit_test(fit_modes),
-	        cmocka_unit_test(fit_bad_requests),
-	        cmocka_unit_test(no_agents_no_free),
+	        cmocka_unit_test(class_figures),    cmocka_unit_test(fit_modes),
+	        cmocka_unit_test(fit_bad_requests), cmocka_unit_test(no_agents_no_free),
+	        cmocka_unit_test(dra_gpus_in_use),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -541,10 +541,40 @@ static void test_partitionable_devices_count_whole(void **state)
 	                    "gpu-0-counters count as one nvidia.com/gpu");
 	assert_non_null(strstr(node_note(v, "n1", TAU_DRA_RULE_OVERLAP),
 	                       "counter set gpu-0-counters of pool n1"));
+	/* a claim on any device of a unit holds the unit: GPU 0 and its partitions are one */
+	{
+		const tau_dra_node *n = tau_dra_view_node(v, "n1");
+		const tau_dra_member *g0 = tau_dra_node_member(n, NV, "n1", "gpu-0");
+		const tau_dra_member *m2 = tau_dra_node_member(n, NV, "n1", "mig-2");
+		const tau_dra_member *g1 = tau_dra_node_member(n, NV, "n1", "gpu-1");
+
+		assert_int_equal(n->n_units, 2);
+		assert_int_equal(n->n_members, 5);
+		assert_non_null(g0);
+		assert_non_null(m2);
+		assert_non_null(g1);
+		assert_int_equal(g0->unit, m2->unit);
+		assert_int_not_equal(g0->unit, g1->unit);
+		assert_string_equal(m2->resource, "nvidia.com/gpu");
+		assert_null(tau_dra_node_member(n, NV, "n1", "gpu-9"));
+		assert_null(tau_dra_node_member(n, NV, "n2", "gpu-0"));
+		assert_null(tau_dra_node_member(n, "other.example.com", "n1", "gpu-0"));
+	}
 	tau_dra_view_free(v);
 	/* only the MIG class: the partitioned GPU counts as one MIG device, not three */
 	assert_int_equal(tau_dra_view_build(&v, &cls[1], 1, s, 1, NULL, 0), 0);
 	assert_string_equal(counts(v, "n1"), "nvidia.com/mig-1g.10gb=1");
+	{
+		/* GPU 0 itself is selected by no class, yet a claim on it holds the counter set */
+		const tau_dra_node *n = tau_dra_view_node(v, "n1");
+		const tau_dra_member *g0 = tau_dra_node_member(n, NV, "n1", "gpu-0");
+
+		assert_int_equal(n->n_units, 1);
+		assert_int_equal(n->n_members, 4);
+		assert_non_null(g0);
+		assert_string_equal(g0->resource, "nvidia.com/mig-1g.10gb");
+		assert_null(tau_dra_node_member(n, NV, "n1", "gpu-1"));
+	}
 	tau_dra_view_free(v);
 	tau_dra_slice_clear(&s[0]);
 	tau_dra_class_clear(&cls[0]);

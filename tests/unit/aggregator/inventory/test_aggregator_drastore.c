@@ -1,6 +1,7 @@
 /* Unit tests of the DRA store (inventory/drastore.h) and of merging a node's DRA devices into
  * the facts the pool counts (tau_dra_merge_facts): classes changed or deleted, Kueue's mapping
  * changed or unreadable, refused objects, and a DRA-only node counted exactly by the pool. */
+#include "dra_fixture.h"
 #include "inventory/drastore.h"
 #include "inventory/nodestore.h"
 #include "inventory/pool.h"
@@ -17,13 +18,6 @@
 
 #include <cmocka.h>
 
-/* NVIDIA's GPU class selecting attribute `attr` == `value` (two %s). */
-#define GPU_CLASS                                                                                  \
-	"{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{\"selectors\":[{\"cel\":{"          \
-	"\"expression\":\"device.driver == 'gpu.nvidia.com' && "                                   \
-	"device.attributes['gpu.nvidia.com'].%s == '%s'\"}}],"                                     \
-	"\"extendedResourceName\":\"nvidia.com/gpu\"}}"
-
 static cJSON *parse(const char *text)
 {
 	cJSON *j = NULL;
@@ -35,13 +29,9 @@ static cJSON *parse(const char *text)
 
 static int put_class(tau_dra_store *s, const char *attr, const char *value)
 {
-	char text[1024];
-	cJSON *j;
-	int rc;
+	cJSON *j = dra_fixture_gpu_class(attr, value);
+	int rc = tau_dra_store_class_upsert(s, j);
 
-	snprintf(text, sizeof(text), GPU_CLASS, attr, value);
-	j = parse(text);
-	rc = tau_dra_store_class_upsert(s, j);
 	cJSON_Delete(j);
 	return rc;
 }
@@ -49,25 +39,9 @@ static int put_class(tau_dra_store *s, const char *attr, const char *value)
 /* A slice of `n` GPUs on `node`; `gen` < 0 writes a negative generation (refused). */
 static int put_slice(tau_dra_store *s, const char *node, int n, long gen)
 {
-	char text[8192];
-	size_t len;
-	cJSON *j;
-	int rc;
+	cJSON *j = dra_fixture_gpu_slice(node, n, gen);
+	int rc = tau_dra_store_slice_upsert(s, j);
 
-	len = (size_t)snprintf(text, sizeof(text),
-	                       "{\"metadata\":{\"name\":\"%s-gpu\"},\"spec\":{\"driver\":"
-	                       "\"gpu.nvidia.com\",\"nodeName\":\"%s\",\"pool\":{\"name\":\"%s\","
-	                       "\"generation\":%ld,\"resourceSliceCount\":1},\"devices\":[",
-	                       node, node, node, gen);
-	for (int i = 0; i < n; i++)
-		len += (size_t)snprintf(
-		        text + len, sizeof(text) - len,
-		        "%s{\"name\":\"gpu-%d\",\"attributes\":{\"type\":{\"string\":"
-		        "\"gpu\"}}}",
-		        i > 0 ? "," : "", i);
-	snprintf(text + len, sizeof(text) - len, "]}}");
-	j = parse(text);
-	rc = tau_dra_store_slice_upsert(s, j);
 	cJSON_Delete(j);
 	return rc;
 }

@@ -1,7 +1,7 @@
 /*
  * Unit tests of node truth: decoding an inventory's node-local facts (devices and holders,
- * NVML health, RDMA ports, CSI probes), its bad input, the store keeping it per node, and the
- * NodeTruth that ListNodes and GetNode return.
+ * NVML health, RDMA ports, CSI probes, DRA devices claims hold), its bad input, the store keeping
+ * it per node, and the NodeTruth that ListNodes and GetNode return.
  */
 #include "inventory/nodetruth.h"
 #include "inventory/query.h"
@@ -187,6 +187,96 @@ static void bad_input_refused(void **state)
 	free(f);
 }
 
+#define NV "gpu.nvidia.com"
+
+/* DRA devices claims hold: decoded in order, known only from an agent that read them whole. */
+static void dra_devices_decoded(void **state)
+{
+	fixture *f = truth_fixture_node("dra-0", 0, 0);
+	tau_nodetruth *t = NULL;
+
+	(void)state;
+	/* an agent that predates dra_devices: DRA devices in use are unknown */
+	assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
+	assert_false(t->dra_known);
+	assert_int_equal(t->n_dra, 0);
+	tau_nodetruth_free(t);
+	truth_fixture_dra_held(f, "dra.net", "dra-0", "eth1");
+	truth_fixture_dra_held(f, NV, "dra-0", "gpu-0");
+	truth_fixture_dra_held(f, NV, "dra-0", "gpu-1");
+	assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
+	assert_true(t->dra_known);
+	assert_int_equal(t->n_dra, 3);
+	assert_string_equal(t->dra[1].driver, NV);
+	assert_string_equal(t->dra[1].pool, "dra-0");
+	assert_string_equal(t->dra[1].device, "gpu-0");
+	assert_string_equal(t->dra[1].claim_name, "claim");
+	assert_string_equal(t->dra[1].pod_name, "infer");
+	assert_string_equal(t->dra[1].container, "main");
+	/* devices of one driver share its name */
+	assert_ptr_equal(t->dra[1].driver, t->dra[2].driver);
+	/* DRA devices are not device-plugin GPUs */
+	assert_int_equal(t->gpu.devices, 0);
+	tau_nodetruth_free(t);
+	/* devices the agent could not list, or List not answering: unknown again */
+	f->ld.dra_devices_dropped = 1;
+	assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
+	assert_false(t->dra_known);
+	assert_int_equal(t->dra_dropped, 1);
+	tau_nodetruth_free(t);
+	f->ld.dra_devices_dropped = 0;
+	f->ld.pod_resources_probed = false;
+	assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
+	assert_false(t->dra_known);
+	tau_nodetruth_free(t);
+	free(f);
+}
+
+static void dra_bad_input_refused(void **state)
+{
+	fixture *f = truth_fixture_node("dra-0", 0, 0);
+	char long_name[TAU_NODETRUTH_MAX_ID + 2], name[16];
+
+	(void)state;
+	truth_fixture_dra_held(f, NV, "dra-0", "gpu-0");
+	truth_fixture_dra_held(f, NV, "dra-0", "gpu-1");
+	/* listed twice, out of order */
+	f->dra[1].device_name = TRUTH_S("gpu-0");
+	assert_refused(f, TAU_EINVAL, "dra_devices[1]: " NV "/dra-0/gpu-0 is listed twice");
+	f->dra[1].device_name = TRUTH_S("gpu-");
+	assert_refused(f, TAU_EINVAL, "dra_devices[1]: " NV "/dra-0/gpu- is out of order");
+	f->dra[1].device_name = f->dra_names[1];
+	/* a device without a pool */
+	f->dra[0].pool_name = TRUTH_S("");
+	assert_refused(f, TAU_EINVAL,
+	               "dra_devices[0]: driver_name, pool_name and device_name are required");
+	f->dra[0].pool_name = TRUTH_S("dra-0");
+	/* a name longer than any Kubernetes name */
+	memset(long_name, 'c', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	f->dra[1].claim_name = long_name;
+	assert_refused(f, TAU_ETOOBIG,
+	               "dra_devices.claim_name[1]: 254 bytes over the limit of 253");
+	f->dra[1].claim_name = TRUTH_S("claim");
+	/* more than any agent sends */
+	f->ld.n_dra_devices = 0;
+	for (size_t i = 0; i <= TAU_NODETRUTH_MAX_DRA; i++) {
+		snprintf(name, sizeof(name), "d%03zu", i);
+		truth_fixture_dra_held(f, NV, "dra-0", name);
+	}
+	assert_refused(f, TAU_ETOOBIG, "dra_devices: 257 entries over the limit of 256");
+	f->ld.n_dra_devices = TAU_NODETRUTH_MAX_DRA;
+	{
+		tau_nodetruth *t = NULL;
+
+		assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
+		assert_int_equal(t->n_dra, TAU_NODETRUTH_MAX_DRA);
+		assert_true(t->dra_known);
+		tau_nodetruth_free(t);
+	}
+	free(f);
+}
+
 static void store_keeps_truth_per_node(void **state)
 {
 	fixture *f = node8();
@@ -294,6 +384,8 @@ int main(void)
 	        cmocka_unit_test(decode_counts_and_health),
 	        cmocka_unit_test(unknown_is_not_free),
 	        cmocka_unit_test(bad_input_refused),
+	        cmocka_unit_test(dra_devices_decoded),
+	        cmocka_unit_test(dra_bad_input_refused),
 	        cmocka_unit_test(store_keeps_truth_per_node),
 	        cmocka_unit_test(queries_return_truth),
 	};
