@@ -545,6 +545,46 @@ class ExplicitTest(unittest.TestCase):
                          self.team_events("empty", "QuotaInvalid"))
         self.assertEqual(self.team_events("empty", "QuotaRestored"), [])
 
+    # -- issue 24, finding 1: an explicit team created again --
+
+    def test_12_team_created_again_adopts_its_cohort(self):
+        c = self.c
+        self.addCleanup(c.sim.req, "DELETE", TEAMS + "/re")
+        self.addCleanup(c.sim.req, "DELETE", WORKSPACES + "/rw")
+        c.create(h.team("re", [entry(H100, GPU, "1")]), TEAMS)
+        self.create_ws("rw", "re")
+        self.wait(lambda: self.cohort_diffs("re", {(H100, GPU): "1"}) +
+                  self.team_diffs("re", "True", "QuotaApplied"), "team re Ready")
+        cq = CQS + "/" + h.cq_name("rw")
+        self.wait(lambda: [] if c.get(cq) is not None else ["no %s" % cq], "rw's queue")
+        queue_uid = self.uid(cq)
+        c.merge(cq + "/status", {"status": {"admittedWorkloads": 1}})
+        # The team gone without its cleanup (its finalizer removed by hand, as when the
+        # aggregator was not running): rw's queue holds work, so it and the Cohort it names
+        # stay, and a team created again under the name adopts the Cohort.
+        old_uid = self.uid(TEAMS + "/re")
+        c.delete(TEAMS + "/re")
+        c.merge(TEAMS + "/re", {"metadata": {"finalizers": None}})
+        c.wait_gone(TEAMS + "/re")
+        self.assertIsNotNone(c.cohort("re"))
+        new_uid = c.create(h.team("re", [entry(H100, GPU, "1")]), TEAMS)["metadata"]["uid"]
+        self.wait(lambda: self.cohort_diffs("re", {(H100, GPU): "1"}) +
+                  self.team_diffs("re", "True", "QuotaApplied"),
+                  "the new team owns its Cohort again")
+        self.wait(lambda: self.event_diffs(
+            "re", "Adopted", "Normal",
+            "Cohort tau-team-re carries TauGrid's labels but its owner (tau.azure.com/team-uid "
+            "%s) no longer exists: adopted by TauTeam re (UID %s)" % (old_uid, new_uid)),
+            "Adopted Event")
+        self.assertEqual(self.uid(cq), queue_uid, "rw's queue was re-created")
+        self.assertEqual(c.get(cq)["spec"].get("cohortName"), h.cohort_name("re"))
+        c.merge(cq + "/status", {"status": {"admittedWorkloads": 0}})
+        c.delete(WORKSPACES + "/rw")
+        c.wait_gone(cq)
+        c.delete(TEAMS + "/re")
+        c.wait_gone(TEAMS + "/re")
+        c.wait_gone(COHORTS + "/tau-team-re")
+
 
 if __name__ == "__main__":
     unittest.main()
