@@ -620,7 +620,7 @@ int main(int argc, char **argv)
 	}
 	if (tau_agg_start(rt.agg) < 0 || tau_rpc_server_start(srv) < 0)
 		goto fail;
-	if (tau_agg_kube_start(&kube, client, rt.agg) < 0)
+	if (tau_agg_kube_start(&kube, client, rt.agg, o.kueue_namespace) < 0)
 		goto fail;
 	if (ws_open(&rt) < 0)
 		goto out; /* ws_open logged why */

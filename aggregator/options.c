@@ -34,6 +34,8 @@ void tau_agg_options_usage(FILE *out)
 	      "[TAU_HTTP_LISTEN]\n"
 	      "  --system-namespace NS        namespace of the leader Lease and the TauWorkspaces\n"
 	      "                               (default tau-system) [TAU_SYSTEM_NAMESPACE]\n"
+	      "  --kueue-config-namespace NS  namespace of Kueue's kueue-manager-config ConfigMap\n"
+	      "                               (default kueue-system) [TAU_KUEUE_CONFIG_NAMESPACE]\n"
 	      "  --leader-elect               elect one writing replica with a Lease "
 	      "[TAU_LEADER_ELECT=1]\n"
 	      "  --tls-cert F --tls-key F     serve gRPC over TLS [TAU_TLS_CERT, TAU_TLS_KEY]\n"
@@ -221,6 +223,7 @@ enum {
 	O_GRPC,
 	O_HTTP,
 	O_NS,
+	O_KUEUE_NS,
 	O_LEADER,
 	O_CERT,
 	O_KEY,
@@ -270,6 +273,7 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 	        {"grpc-listen", required_argument, NULL, O_GRPC},
 	        {"http-listen", required_argument, NULL, O_HTTP},
 	        {"system-namespace", required_argument, NULL, O_NS},
+	        {"kueue-config-namespace", required_argument, NULL, O_KUEUE_NS},
 	        {"leader-elect", no_argument, NULL, O_LEADER},
 	        {"tls-cert", required_argument, NULL, O_CERT},
 	        {"tls-key", required_argument, NULL, O_KEY},
@@ -327,6 +331,9 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 			break;
 		case O_NS:
 			o->system_namespace = optarg;
+			break;
+		case O_KUEUE_NS:
+			o->kueue_namespace = optarg;
 			break;
 		case O_LEADER:
 			r->leader_elect = true;
@@ -435,6 +442,9 @@ static void merge_strings(tau_agg_options *o, tau_agg_env_fn env)
 	o->http_listen = pick(o->http_listen, "--http-listen", env, "TAU_HTTP_LISTEN", &from);
 	v = pick(o->system_namespace, "--system-namespace", env, "TAU_SYSTEM_NAMESPACE", &from);
 	o->system_namespace = v != NULL ? v : "tau-system";
+	v = pick(o->kueue_namespace, "--kueue-config-namespace", env, "TAU_KUEUE_CONFIG_NAMESPACE",
+	         &from);
+	o->kueue_namespace = v != NULL ? v : "kueue-system";
 	o->tls_cert = pick(o->tls_cert, "--tls-cert", env, "TAU_TLS_CERT", &from);
 	o->tls_key = pick(o->tls_key, "--tls-key", env, "TAU_TLS_KEY", &from);
 	v = pick(o->token_audience, "--token-audience", env, "TAU_TOKEN_AUDIENCE", &from);

@@ -46,10 +46,12 @@ typedef struct tau_agg_options {
 	const char *grpc_listen;      /**< --grpc-listen / TAU_GRPC_LISTEN (required) */
 	const char *http_listen;      /**< --http-listen / TAU_HTTP_LISTEN (required, HOST:PORT) */
 	const char *system_namespace; /**< --system-namespace / TAU_SYSTEM_NAMESPACE; tau-system */
-	bool leader_elect;            /**< --leader-elect / TAU_LEADER_ELECT */
-	const char *tls_cert;         /**< --tls-cert / TAU_TLS_CERT (with tls_key) */
-	const char *tls_key;          /**< --tls-key / TAU_TLS_KEY (with tls_cert) */
-	const char *token_audience;   /**< --token-audience / TAU_TOKEN_AUDIENCE; taugrid */
+	/** --kueue-config-namespace / TAU_KUEUE_CONFIG_NAMESPACE; kueue-system */
+	const char *kueue_namespace;
+	bool leader_elect;          /**< --leader-elect / TAU_LEADER_ELECT */
+	const char *tls_cert;       /**< --tls-cert / TAU_TLS_CERT (with tls_key) */
+	const char *tls_key;        /**< --tls-key / TAU_TLS_KEY (with tls_cert) */
+	const char *token_audience; /**< --token-audience / TAU_TOKEN_AUDIENCE; taugrid */
 	const char *agent_sa; /**< --agent-service-account / TAU_AGENT_SERVICE_ACCOUNT; NS:NAME */
 	int64_t sync_timeout_ms; /**< --initial-sync-timeout / TAU_INITIAL_SYNC_TIMEOUT; 60s */
 	int64_t heartbeat_ms;    /**< --heartbeat-interval / TAU_HEARTBEAT_INTERVAL; 30s */

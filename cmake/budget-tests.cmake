@@ -15,3 +15,17 @@ if(TAU_PYTHON_TESTS)
       ENVIRONMENT "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
                   "TAU_PROTOC=${TAU_PROTOC}")
 endif()
+
+# e2e/dra  tests/e2e/test_dra.py: GPUs published only through DRA (tests/fixtures/dra) in the
+#          Cohort of the real aggregator: the complete pool counts, the in-flight one does not
+#          until its last slice appears, a deleted DeviceClass counts nothing.
+if(TAU_PYTHON_TESTS)
+  tau_add_python_suite(e2e/dra
+      TESTS test_dra
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
+      TIMEOUT 120
+      COST 5
+      LABELS e2e python
+      ENVIRONMENT "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
+                  "TAU_PROTOC=${TAU_PROTOC}")
+endif()

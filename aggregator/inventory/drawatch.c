@@ -196,6 +196,13 @@ int tau_agg_dra_watch_new(tau_agg_dra_watch **out, tau_kube_loop *loop,
 		rc = tau_error_set(TAU_EINVAL, "Kueue ConfigMap name longer than 253 characters");
 		goto fail;
 	}
+	/*
+	 * Not only a filter: the chart grants list and watch on this one name (ClusterRole rule
+	 * with resourceNames), and the API server authorizes a list or watch against
+	 * resourceNames only when its fieldSelector requires metadata.name exactly (apiserver
+	 * endpoints/request/requestinfo.go takes the request's name from it; Kubernetes RBAC
+	 * docs, "Referring to resources").  A namespace that does not exist lists empty.
+	 */
 	snprintf(selector, sizeof(selector), "metadata.name=%s", w->kueue_configmap);
 	ko.namespace = w->kueue_namespace;
 	ko.field_selector = selector;

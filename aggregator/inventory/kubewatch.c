@@ -6,9 +6,13 @@
  * a node selector.  The Node informer's cache holds pruned objects only
  * (tau_node_facts_prune as its transform), so whole Nodes are never kept.  Whether
  * the Node and TauCluster lists have been applied is asked by the state's own periodic tick
- * (tau_agg_set_sync_probe), so no extra timer thread is needed here.
+ * (tau_agg_set_sync_probe), so no extra timer thread is needed here.  The DRA watch
+ * (drawatch.h: DeviceClasses, ResourceSlices, Kueue's ConfigMap) runs on the same loop and
+ * hands its objects to the state's DRA store.
  */
 #include "kubewatch.h"
+
+#include "drawatch.h"
 
 #include "tau/error.h"
 #include "tau/kube_informer.h"
@@ -25,6 +29,7 @@ struct tau_agg_kube {
 	tau_kube_loop *loop;
 	tau_kube_informer *nodes;
 	tau_kube_informer *clusters;
+	tau_agg_dra_watch *dra;
 	bool running;
 };
 
@@ -61,6 +66,31 @@ static void cluster_delete(void *arg, const cJSON *obj)
 	tau_agg_cluster(((tau_agg_kube *)arg)->agg, NULL);
 }
 
+static void slice_upsert(void *arg, const cJSON *obj)
+{
+	tau_agg_dra_object(((tau_agg_kube *)arg)->agg, TAU_AGG_DRA_SLICE, obj, false);
+}
+
+static void slice_delete(void *arg, const cJSON *obj)
+{
+	tau_agg_dra_object(((tau_agg_kube *)arg)->agg, TAU_AGG_DRA_SLICE, obj, true);
+}
+
+static void class_upsert(void *arg, const cJSON *obj)
+{
+	tau_agg_dra_object(((tau_agg_kube *)arg)->agg, TAU_AGG_DRA_CLASS, obj, false);
+}
+
+static void class_delete(void *arg, const cJSON *obj)
+{
+	tau_agg_dra_object(((tau_agg_kube *)arg)->agg, TAU_AGG_DRA_CLASS, obj, true);
+}
+
+static void kueue_config(void *arg, const tau_kueue_config *cfg, const char *error)
+{
+	tau_agg_dra_kueue(((tau_agg_kube *)arg)->agg, cfg, error);
+}
+
 /* The informer caches what this leaves: a few hundred bytes per Node, not kilobytes. */
 static void prune_node(void *arg, cJSON *obj)
 {
@@ -71,15 +101,21 @@ static void prune_node(void *arg, cJSON *obj)
 /*
  * The pool depends on both lists: every Node, and the TauCluster whose
  * selector filters them.  Counting before the TauCluster is known would
- * count every node for a moment, so the gate waits for both.
+ * count every node for a moment, so the gate waits for both; and for the
+ * DRA lists, else a DRA-only node would count 0 GPUs before they arrive.  A
+ * list refused (403: RBAC missing) never syncs: the pool stays not
+ * established rather than counting an empty kind.
  */
 static bool inputs_synced(void *ud)
 {
-	return tau_kube_informer_has_synced(((tau_agg_kube *)ud)->nodes) &&
-	       tau_kube_informer_has_synced(((tau_agg_kube *)ud)->clusters);
+	tau_agg_kube *k = ud;
+
+	return tau_kube_informer_has_synced(k->nodes) &&
+	       tau_kube_informer_has_synced(k->clusters) && tau_agg_dra_watch_synced(k->dra);
 }
 
-int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg)
+int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg,
+                       const char *kueue_namespace)
 {
 	tau_agg_kube *k = calloc(1, sizeof(*k));
 	tau_kube_handlers nh = {
@@ -88,6 +124,12 @@ int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg
 	        .on_add = cluster_add, .on_update = cluster_update, .on_delete = cluster_delete};
 	tau_kube_informer_options nopts = {.transform = prune_node};
 	tau_kube_informer_options copts = {.field_selector = "metadata.name=cluster"};
+	tau_agg_dra_watch_options dopts = {.kueue_namespace = kueue_namespace};
+	tau_agg_dra_sink sink = {.slice_upsert = slice_upsert,
+	                         .slice_delete = slice_delete,
+	                         .class_upsert = class_upsert,
+	                         .class_delete = class_delete,
+	                         .kueue_config = kueue_config};
 	int rc;
 
 	if (k == NULL)
@@ -95,15 +137,18 @@ int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg
 	k->agg = agg;
 	nh.arg = k;
 	ch.arg = k;
+	sink.arg = k;
 	if ((rc = tau_kube_loop_new(&k->loop, client)) < 0 ||
 	    (rc = tau_kube_informer_new(&k->nodes, k->loop, &tau_kube_res_nodes, &nopts, &nh)) <
 	            0 ||
 	    (rc = tau_kube_informer_new(&k->clusters, k->loop, &tau_agg_res_clusters, &copts,
-	                                &ch)) < 0)
+	                                &ch)) < 0 ||
+	    (rc = tau_agg_dra_watch_new(&k->dra, k->loop, &dopts, &sink)) < 0)
 		goto fail;
 	tau_agg_set_sync_probe(agg, inputs_synced, k);
 	tau_kube_informer_start(k->nodes);
 	tau_kube_informer_start(k->clusters);
+	tau_agg_dra_watch_start(k->dra);
 	if ((rc = tau_kube_loop_start_thread(k->loop)) < 0)
 		goto fail;
 	k->running = true;
@@ -111,6 +156,7 @@ int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg
 	return 0;
 fail:
 	tau_agg_set_sync_probe(agg, NULL, NULL);
+	tau_agg_dra_watch_free(k->dra);
 	tau_kube_informer_free(k->clusters);
 	tau_kube_informer_free(k->nodes);
 	tau_kube_loop_free(k->loop);
@@ -125,6 +171,7 @@ void tau_agg_kube_stop(tau_agg_kube *k)
 	tau_agg_set_sync_probe(k->agg, NULL, NULL);
 	if (k->running)
 		tau_kube_loop_join(k->loop);
+	tau_agg_dra_watch_free(k->dra);
 	tau_kube_informer_free(k->clusters);
 	tau_kube_informer_free(k->nodes);
 	tau_kube_loop_free(k->loop);

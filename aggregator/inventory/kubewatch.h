@@ -16,10 +16,12 @@ typedef struct tau_agg_kube tau_agg_kube;
 extern const tau_kube_resource tau_agg_res_clusters;
 
 /**
- * Start watching Nodes and the TauCluster for `agg` with `client` (both
- * borrowed; they must outlive the watcher).  @return 0, -TAU_ENOMEM, -TAU_EIO.
+ * Start watching Nodes, the TauCluster and the DRA objects (drawatch.h; Kueue's ConfigMap
+ * in `kueue_namespace`, NULL: kueue-system) for `agg` with `client` (all borrowed; they must
+ * outlive the watcher).  @return 0, -TAU_ENOMEM, -TAU_EIO.
  */
-int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg);
+int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg,
+                       const char *kueue_namespace);
 
 /** Stop the loop thread and free; NULL is a no-op. */
 void tau_agg_kube_stop(tau_agg_kube *k);

@@ -26,6 +26,7 @@
  */
 #include "service.h"
 
+#include "drastore.h"
 #include "metrics.h"
 #include "nodestore.h"
 #include "query.h"
@@ -131,7 +132,8 @@ struct tau_agg {
 	pthread_mutex_t mu;
 	pthread_cond_t cond; /* publisher wake-up: dirty, stop */
 	tau_nodestore *store;
-	tau_hmap bindings; /* binding by node name; .len streams are bound */
+	tau_dra_store *dra; /* DeviceClasses, ResourceSlices, Kueue mappings (drawatch.h) */
+	tau_hmap bindings;  /* binding by node name; .len streams are bound */
 	watcher *watchers;
 	size_t n_watchers, cap_watchers;
 	Tau__Inventory__V1__Pool *pool_msg;
@@ -1667,6 +1669,71 @@ void tau_agg_node_delete(tau_agg *a, const cJSON *node)
 	tau_log_info("node deleted", "node", name->valuestring, NULL);
 }
 
+/* ---- DRA objects (drawatch.h feeds these; docs/budget.md, "How DRA devices count") ---- */
+
+static const char *object_name(const cJSON *obj)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name");
+
+	return cJSON_IsString(name) ? name->valuestring : NULL;
+}
+
+/* Recount the nodes with the store as it now is (a->mu held); logs a failure. */
+static void dra_recount_locked(tau_agg *a)
+{
+	if (tau_nodestore_set_dra(a->store, a->dra) < 0)
+		tau_log_error("nodes not recounted with their DRA devices", "reason",
+		              tau_error_last()->msg, NULL);
+	mark_dirty_locked(a);
+}
+
+void tau_agg_dra_object(tau_agg *a, tau_agg_dra_kind kind, const cJSON *obj, bool deleted)
+{
+	const char *what = kind == TAU_AGG_DRA_SLICE ? "ResourceSlice" : "DeviceClass";
+	const char *name = object_name(obj);
+	char reason[TAU_ERROR_MSG_MAX];
+	int rc;
+
+	if (deleted && name == NULL)
+		return;
+	pthread_mutex_lock(&a->mu);
+	if (kind == TAU_AGG_DRA_SLICE)
+		rc = deleted ? tau_dra_store_slice_delete(a->dra, name)
+		             : tau_dra_store_slice_upsert(a->dra, obj);
+	else
+		rc = deleted ? tau_dra_store_class_delete(a->dra, name)
+		             : tau_dra_store_class_upsert(a->dra, obj);
+	reason[0] = '\0';
+	if (rc < 0 && rc != -TAU_ENOTFOUND)
+		snprintf(reason, sizeof(reason), "%s", tau_error_last()->msg);
+	/* A refused object replaced the old one by nothing: the nodes follow either way. */
+	dra_recount_locked(a);
+	pthread_mutex_unlock(&a->mu);
+	if (reason[0] != '\0')
+		tau_log_warn("DRA object does not count", "kind", what, "name",
+		             name != NULL ? name : "?", "reason", reason, NULL);
+}
+
+void tau_agg_dra_kueue(tau_agg *a, const tau_kueue_config *cfg, const char *error)
+{
+	int rc;
+
+	pthread_mutex_lock(&a->mu);
+	rc = tau_dra_store_set_mappings(a->dra, cfg != NULL ? cfg->mappings : NULL,
+	                                cfg != NULL ? cfg->n_mappings : 0, error);
+	dra_recount_locked(a);
+	pthread_mutex_unlock(&a->mu);
+	if (rc < 0)
+		tau_log_error("Kueue deviceClassMappings not applied", "reason",
+		              tau_error_last()->msg, NULL);
+	else if (error != NULL)
+		tau_log_warn(
+		        "Kueue's configuration is unreadable: no DRA device counts until it is "
+		        "fixed",
+		        "reason", error, NULL);
+}
+
 void tau_agg_set_sync_probe(tau_agg *a, bool (*probe)(void *ud), void *ud)
 {
 	pthread_mutex_lock(&a->mu);
@@ -1967,6 +2034,7 @@ int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
 	}
 	a->sync_deadline_ms = tau_agg_now_ms() + a->cfg.sync_timeout_ms;
 	if ((rc = tau_nodestore_new(&a->store, tau_agg_now_ms(), a->cfg.sync_timeout_ms)) < 0 ||
+	    (rc = tau_dra_store_new(&a->dra)) < 0 ||
 	    (rc = tau_auth_cache_new(&a->cache, a->cfg.auth_cache_max)) < 0)
 		goto fail;
 	pthread_mutex_init(&a->mu, NULL);
@@ -1989,6 +2057,7 @@ int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
 	return 0;
 fail:
 	tau_nodestore_free(a->store);
+	tau_dra_store_free(a->dra);
 	free(a->agent_user);
 	tau_hmap_destroy(&a->bindings);
 	tau_hmap_destroy(&a->review_peers);
@@ -2070,6 +2139,7 @@ void tau_agg_free(tau_agg *a)
 		tau_rpc_message_free(&a->pool_msg->base);
 	free(a->pool_key);
 	tau_nodestore_free(a->store);
+	tau_dra_store_free(a->dra);
 	tau_auth_cache_free(a->cache);
 	free(a->agent_user);
 	pthread_mutex_destroy(&a->mu);

@@ -20,6 +20,7 @@
 #include "qauth.h"
 #include "workspace/summary.h"
 
+#include "tau/kueueconfig.h"
 #include "tau/rpc.h"
 
 #include <cjson/cJSON.h>
@@ -88,6 +89,19 @@ void tau_agg_nodes_synced(tau_agg *a);
  * spec.nodes.selector (equality map) filters the pool; absent: every node.
  */
 void tau_agg_cluster(tau_agg *a, const cJSON *cluster);
+/** Which DRA object tau_agg_dra_object is given. */
+typedef enum tau_agg_dra_kind { TAU_AGG_DRA_SLICE, TAU_AGG_DRA_CLASS } tau_agg_dra_kind;
+/**
+ * A ResourceSlice or DeviceClass appeared, changed or (`deleted`) went away (lent; the API's
+ * JSON).  The DRA store keeps it (one the API would refuse is logged and counts nothing) and
+ * every node is recounted with it.
+ */
+void tau_agg_dra_object(tau_agg *a, tau_agg_dra_kind kind, const cJSON *obj, bool deleted);
+/**
+ * Kueue's Configuration now stands as `cfg` (lent; NULL: none), or cannot be read (`error`
+ * set): then no DRA device counts until it can (fail closed).
+ */
+void tau_agg_dra_kueue(tau_agg *a, const tau_kueue_config *cfg, const char *error);
 /**
  * Tell the state how to ask whether the Node watch has delivered its initial
  * list; the publisher's tick asks until it has (then calls

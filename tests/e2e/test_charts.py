@@ -372,6 +372,7 @@ class RenderTest(unittest.TestCase):
         c = pod["containers"][0]
         args = c["args"]
         for want in ("--leader-elect", "--system-namespace=tau-system",
+                     "--kueue-config-namespace=kueue-system",
                      "--grpc-listen=0.0.0.0:50051", "--http-listen=0.0.0.0:8080",
                      "--token-audience=taugrid",
                      "--agent-service-account=tau-system:tau-node-agent"):
@@ -393,6 +394,13 @@ class RenderTest(unittest.TestCase):
         self.assertNotIn("publishNotReadyAddresses", svc["spec"])
         pdb = by_kind(objs, "PodDisruptionBudget", "tau-aggregator")
         self.assertEqual(pdb["spec"]["maxUnavailable"], 1)
+        # Nothing lands outside the release namespace, so the chart installs on a cluster
+        # without Kueue's namespace: Kueue's ConfigMap is read through the ClusterRole, by name.
+        self.assertEqual({o["metadata"].get("namespace") for o in objs} - {None, NS}, set())
+        role = by_kind(objs, "ClusterRole", "tau-aggregator")
+        self.assertIn({"apiGroups": [""], "resources": ["configmaps"],
+                       "resourceNames": ["kueue-manager-config"], "verbs": ["list", "watch"]},
+                      role["rules"])
 
     def test_aggregator_values_reach_the_flags(self):
         objs = self.t.dry_run(self.render(

@@ -68,12 +68,25 @@ RB = "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings/tau-workspac
 LQ = KUEUE + "/namespaces/%s/localqueues/jobqueue"
 SA = "/api/v1/namespaces/%s/serviceaccounts/alpha-wl"
 WS_UID_ANNOTATION = "tau.azure.com/workspace-uid"
+KUEUE_NS = "kueue-system"
+KUEUE_CM = "/api/v1/namespaces/%s/configmaps" % KUEUE_NS
+DRA = "/apis/resource.k8s.io/v1"
+DRA_FIXTURES = os.path.join(ta.ROOT, "tests", "fixtures", "dra")
+# The aggregator's roles whose rules are removed one by one (name -> kind).
+ROLES = {"tau-aggregator": "ClusterRole", "tau-aggregator-leader-election": "Role"}
 
 # The check each rule's absence breaks (group, resource, verb) -> check name. Kept exact: the
 # test fails on a rule the roles grant that is missing here, and on an entry here that no rule
 # grants any more.
 EXPECT = {
     ("", "nodes", "list"): "pool-established",
+    # the DRA lists gate the pool like the Node list (a refused list is never read as empty)
+    ("resource.k8s.io", "deviceclasses", "list"): "pool-established",
+    ("resource.k8s.io", "resourceslices", "list"): "pool-established",
+    ("", "configmaps", "list"): "pool-established",
+    ("resource.k8s.io", "deviceclasses", "watch"): "dra-node-counted",
+    ("resource.k8s.io", "resourceslices", "watch"): "dra-node-counted",
+    ("", "configmaps", "watch"): "kueue-config-followed",
     ("", "nodes", "watch"): "cohort-follows-cordon",
     ("authentication.k8s.io", "tokenreviews", "create"): "agents-authenticated",
     ("authorization.k8s.io", "subjectaccessreviews", "create"): "query-authorized",
@@ -195,11 +208,10 @@ class Run:
         self.removed = removed
         self.procs = []
         self.state = {}
-        seed = []
+        seed = []  # no kueue-system: without Kueue's namespace there is no Kueue configuration
         for o in objects:
             o = json.loads(json.dumps(o))
-            if removed and o["kind"] == removed[0] and o["metadata"]["name"] in (
-                    "tau-aggregator", "tau-aggregator-leader-election"):
+            if removed and o["kind"] == removed[0] and o["metadata"]["name"] in ROLES:
                 o["rules"] = rules_of([a for a in atoms(o) if a != removed[1]])
             seed.append(o)
         for n in NODES:
@@ -515,6 +527,33 @@ def events_by_aggregator(r):
     return False
 
 
+def dra_fixture(name):
+    with open(os.path.join(DRA_FIXTURES, name)) as f:
+        return json.load(f)
+
+
+def add_dra_node(r):
+    """A node whose 8 GPUs are published only through DRA (tests/fixtures/dra), in class h100:
+    its DeviceClass and ResourceSlice are created after the lists, so only the watches see
+    them."""
+    node = dra_fixture("node-dra-h100-0.json")
+    node["metadata"]["labels"]["tau.azure.com/gpu-class"] = "h100"
+    r.ok("POST", "/api/v1/nodes", node)
+    r.ok("POST", DRA + "/deviceclasses", dra_fixture("deviceclass-gpu.nvidia.com.json"))
+    r.ok("POST", DRA + "/resourceslices", dra_fixture("resourceslice-h100-complete.json"))
+
+
+def break_kueue_config(r):
+    """Kueue's namespace and ConfigMap appear, the ConfigMap holding a Configuration that does
+    not read: the DRA node's GPUs stop counting (fail closed) once the ConfigMap watch delivers
+    it (the watch is granted by name only: resourceNames kueue-manager-config)."""
+    r.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                        "metadata": {"name": KUEUE_NS}})
+    r.ok("POST", KUEUE_CM, {"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "kueue-manager-config", "namespace": KUEUE_NS},
+                            "data": {"controller_manager_config.yaml": "kind: NotAConfiguration\n"}})
+
+
 SCENARIO = [
     ("lease-acquired", None, lambda r: ((r.get(
         "/apis/coordination.k8s.io/v1/namespaces/%s/leases/tau-aggregator" % NS) or {}).get(
@@ -536,6 +575,8 @@ SCENARIO = [
     ("cohort-follows-cordon", lambda r: r.merge("/api/v1/nodes/gpu-2",
                                                 {"spec": {"unschedulable": True}}),
      lambda r: gpu_quota(r.get(COHORT)) == 8),
+    ("dra-node-counted", add_dra_node, lambda r: gpu_quota(r.get(COHORT)) == 16),
+    ("kueue-config-followed", break_kueue_config, lambda r: gpu_quota(r.get(COHORT)) == 8),
     ("rolebinding-restored", delete_action(RB % OLD_NS), restored(RB % OLD_NS)),
     ("localqueue-restored", delete_action(LQ % OLD_NS), restored(LQ % OLD_NS)),
     ("serviceaccount-restored", delete_action(SA % OLD_NS), restored(SA % OLD_NS)),
@@ -599,8 +640,7 @@ class AggregatorRoleTest(unittest.TestCase):
                        if o["kind"] in keep]
         cls.roles = {(o["kind"], o["metadata"]["name"]): o for o in cls.objects
                      if o["kind"] in ("ClusterRole", "Role")}
-        cls.rules = [(kind, a) for kind, name in (("ClusterRole", "tau-aggregator"),
-                                                  ("Role", "tau-aggregator-leader-election"))
+        cls.rules = [(kind, a) for name, kind in ROLES.items()
                      for a in atoms(cls.roles[(kind, name)])]
 
     def log_of(self, r):

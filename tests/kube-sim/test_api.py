@@ -626,84 +626,128 @@ except Exception:
 
 @unittest.skipUnless(HAVE_RBAC, "kubesim/rbac.py not present")
 class RbacTest(unittest.TestCase):
-    def test_rbac_authorization(self):
+    def rbac_sim(self, tokens):
+        """kube-sim under --authz rbac that knows `tokens` (token -> user)."""
         tmp = tempfile.mkdtemp()
-        try:
-            tok = os.path.join(tmp, "t.json")
-            with open(tok, "w") as f:
-                json.dump({"bob-tok": {"username": "bob", "groups": ["devs"]}}, f)
-            with SimProcess(["--authz", "rbac", "--tokens", tok]) as sim:
-                st, err = sim.req("GET", "/api/v1/namespaces/default/pods", token="bob-tok")
-                self.assertEqual(st, 403)
-                self.assertEqual(err["message"], 'pods is forbidden: User "bob" cannot list resource "pods" '
-                                 'in API group "" in the namespace "default"')
-                self.assertEqual(sim.req("GET", "/api", token="bob-tok")[0], 200)
-                sim.ok("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
-                       {"metadata": {"name": "pod-reader"},
-                        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]})
-                sim.ok("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
-                       {"metadata": {"name": "devs-read"},
-                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
-                        "subjects": [{"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"}]})
-                self.assertEqual(sim.req("GET", "/api/v1/namespaces/default/pods", token="bob-tok")[0], 200)
-                st, r = sim.req("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-                                {"spec": {"user": "bob", "groups": ["devs"], "resourceAttributes":
-                                          {"verb": "delete", "resource": "pods", "namespace": "default"}}})
-                self.assertFalse(r["status"]["allowed"])
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        self.addCleanup(shutil.rmtree, tmp, True)
+        path = os.path.join(tmp, "t.json")
+        with open(path, "w") as f:
+            json.dump(tokens, f)
+        return SimProcess(["--authz", "rbac", "--tokens", path])
+
+    @staticmethod
+    def grant(sim, user, role, rules, binding=None):
+        """ClusterRole `role` with `rules`, bound cluster-wide to the User `user`."""
+        rbac_api = "/apis/rbac.authorization.k8s.io/v1"
+        sim.ok("POST", rbac_api + "/clusterroles", {"metadata": {"name": role}, "rules": rules})
+        sim.ok("POST", rbac_api + "/clusterrolebindings",
+               {"metadata": {"name": binding or "%s-%s" % (user, role)},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                            "kind": "ClusterRole", "name": role},
+                "subjects": [{"kind": "User", "name": user,
+                              "apiGroup": "rbac.authorization.k8s.io"}]})
+
+    def test_rbac_authorization(self):
+        with self.rbac_sim({"bob-tok": {"username": "bob", "groups": ["devs"]}}) as sim:
+            st, err = sim.req("GET", "/api/v1/namespaces/default/pods", token="bob-tok")
+            self.assertEqual(st, 403)
+            self.assertEqual(err["message"], 'pods is forbidden: User "bob" cannot list resource "pods" '
+                             'in API group "" in the namespace "default"')
+            self.assertEqual(sim.req("GET", "/api", token="bob-tok")[0], 200)
+            sim.ok("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+                   {"metadata": {"name": "pod-reader"},
+                    "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]})
+            sim.ok("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+                   {"metadata": {"name": "devs-read"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+                    "subjects": [{"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"}]})
+            self.assertEqual(sim.req("GET", "/api/v1/namespaces/default/pods", token="bob-tok")[0], 200)
+            st, r = sim.req("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                            {"spec": {"user": "bob", "groups": ["devs"], "resourceAttributes":
+                                      {"verb": "delete", "resource": "pods", "namespace": "default"}}})
+            self.assertFalse(r["status"]["allowed"])
+
+    def test_resource_names_grant_list_and_watch_only_with_the_name_selector(self):
+        """A list/watch grant restricted by resourceNames covers a request only when its
+        fieldSelector requires metadata.name to be that name (kube-apiserver's request info
+        takes the name from the selector); a namespace that does not exist lists empty."""
+        path = "/api/v1/namespaces/kueue-system/configmaps"
+        sel = "fieldSelector=metadata.name%3Dkueue-manager-config"
+        with self.rbac_sim({"bob-tok": {"username": "bob"}}) as sim:
+            self.grant(sim, "bob", "kueue-config-reader",
+                       [{"apiGroups": [""], "resources": ["configmaps"],
+                         "resourceNames": ["kueue-manager-config"], "verbs": ["list", "watch"]}])
+            for verb, q in (("list", ""), ("watch", "?watch=1&timeoutSeconds=1")):
+                st, err = sim.req("GET", path + q, token="bob-tok")
+                self.assertEqual(st, 403, err)
+                self.assertEqual(err["message"],
+                                 'configmaps is forbidden: User "bob" cannot %s resource '
+                                 '"configmaps" in API group "" in the namespace '
+                                 '"kueue-system"' % verb)
+            st, err = sim.req("GET", path + "?fieldSelector=metadata.name%3Dother",
+                              token="bob-tok")
+            self.assertEqual(st, 403, err)
+            self.assertEqual(err["message"],
+                             'configmaps "other" is forbidden: User "bob" cannot list '
+                             'resource "configmaps" in API group "" in the namespace '
+                             '"kueue-system"')
+            self.assertEqual(err["details"]["name"], "other")
+            # metadata.name!=X requires no exact name: still the whole collection.
+            self.assertEqual(sim.req("GET", path + "?fieldSelector=metadata.name%21%3D"
+                                     "kueue-manager-config", token="bob-tok")[0], 403)
+            # The grant covers the named list and watch; the namespace does not exist yet.
+            st, lst = sim.req("GET", path + "?" + sel, token="bob-tok")
+            self.assertEqual((st, lst["items"]), (200, []), lst)
+            self.assertEqual(sim.req("GET", path + "?watch=1&timeoutSeconds=1&" + sel,
+                                     token="bob-tok")[0], 200)
+            # get is not granted: resourceNames does not widen the verbs.
+            self.assertEqual(sim.req("GET", path + "/kueue-manager-config",
+                                     token="bob-tok")[0], 403)
+            sim.ok("POST", "/api/v1/namespaces",
+                   {"metadata": {"name": "kueue-system"}})
+            for name in ("kueue-manager-config", "other"):
+                sim.ok("POST", path, cm(name))
+            st, lst = sim.req("GET", path + "?" + sel, token="bob-tok")
+            self.assertEqual([i["metadata"]["name"] for i in lst["items"]],
+                             ["kueue-manager-config"])
 
     def test_binding_escalation_check(self):
         """A RoleBinding write needs `bind` on its role, or every right the role grants."""
-        tmp = tempfile.mkdtemp()
-        try:
-            tok = os.path.join(tmp, "t.json")
-            with open(tok, "w") as f:
-                json.dump({"ctl-tok": {"username": "ctl"}}, f)
-            rbac_api = "/apis/rbac.authorization.k8s.io/v1"
-            rb = {"metadata": {"name": "r"},
-                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                              "name": "job-runner"},
-                  "subjects": [{"kind": "User", "name": "alice",
-                                "apiGroup": "rbac.authorization.k8s.io"}]}
-            with SimProcess(["--authz", "rbac", "--tokens", tok]) as sim:
-                sim.ok("POST", rbac_api + "/clusterroles",
-                       {"metadata": {"name": "job-runner"},
-                        "rules": [{"apiGroups": ["batch"], "resources": ["jobs"],
-                                   "verbs": ["create"]}]})
-                sim.ok("POST", rbac_api + "/clusterroles",
-                       {"metadata": {"name": "binder"},
-                        "rules": [{"apiGroups": ["rbac.authorization.k8s.io"],
-                                   "resources": ["rolebindings"], "verbs": ["create"]}]})
-                sim.ok("POST", rbac_api + "/clusterrolebindings",
-                       {"metadata": {"name": "ctl-binder"},
-                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
-                                    "kind": "ClusterRole", "name": "binder"},
-                        "subjects": [{"kind": "User", "name": "ctl",
-                                      "apiGroup": "rbac.authorization.k8s.io"}]})
-                path = rbac_api + "/namespaces/default/rolebindings"
-                st, err = sim.req("POST", path, rb, token="ctl-tok")
-                self.assertEqual(st, 403, err)
-                self.assertEqual(err["message"],
-                                 'rolebindings.rbac.authorization.k8s.io "r" is forbidden: user '
-                                 '"ctl" (groups=["system:authenticated"]) is attempting to grant '
-                                 'RBAC permissions not currently held:\n{APIGroups:["batch"], '
-                                 'Resources:["jobs"], Verbs:["create"]}')
-                # bind on that one ClusterRole (resourceNames) is enough.
-                sim.ok("PUT", rbac_api + "/clusterroles/binder",
-                       {"metadata": {"name": "binder"},
-                        "rules": [{"apiGroups": ["rbac.authorization.k8s.io"],
-                                   "resources": ["rolebindings"], "verbs": ["create"]},
-                                  {"apiGroups": ["rbac.authorization.k8s.io"],
-                                   "resources": ["clusterroles"], "verbs": ["bind"],
-                                   "resourceNames": ["job-runner"]}]})
-                self.assertEqual(sim.req("POST", path, rb, token="ctl-tok")[0], 201)
-                # Holding every right of the role is enough too (no bind on "binder").
-                rb2 = dict(rb, metadata={"name": "r2"},
-                           roleRef=dict(rb["roleRef"], name="binder"))
-                self.assertEqual(sim.req("POST", path, rb2, token="ctl-tok")[0], 201)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        rbac_api = "/apis/rbac.authorization.k8s.io/v1"
+        rb = {"metadata": {"name": "r"},
+              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                          "name": "job-runner"},
+              "subjects": [{"kind": "User", "name": "alice",
+                            "apiGroup": "rbac.authorization.k8s.io"}]}
+        with self.rbac_sim({"ctl-tok": {"username": "ctl"}}) as sim:
+            sim.ok("POST", rbac_api + "/clusterroles",
+                   {"metadata": {"name": "job-runner"},
+                    "rules": [{"apiGroups": ["batch"], "resources": ["jobs"],
+                               "verbs": ["create"]}]})
+            self.grant(sim, "ctl", "binder",
+                       [{"apiGroups": ["rbac.authorization.k8s.io"],
+                         "resources": ["rolebindings"], "verbs": ["create"]}], "ctl-binder")
+            path = rbac_api + "/namespaces/default/rolebindings"
+            st, err = sim.req("POST", path, rb, token="ctl-tok")
+            self.assertEqual(st, 403, err)
+            self.assertEqual(err["message"],
+                             'rolebindings.rbac.authorization.k8s.io "r" is forbidden: user '
+                             '"ctl" (groups=["system:authenticated"]) is attempting to grant '
+                             'RBAC permissions not currently held:\n{APIGroups:["batch"], '
+                             'Resources:["jobs"], Verbs:["create"]}')
+            # bind on that one ClusterRole (resourceNames) is enough.
+            sim.ok("PUT", rbac_api + "/clusterroles/binder",
+                   {"metadata": {"name": "binder"},
+                    "rules": [{"apiGroups": ["rbac.authorization.k8s.io"],
+                               "resources": ["rolebindings"], "verbs": ["create"]},
+                              {"apiGroups": ["rbac.authorization.k8s.io"],
+                               "resources": ["clusterroles"], "verbs": ["bind"],
+                               "resourceNames": ["job-runner"]}]})
+            self.assertEqual(sim.req("POST", path, rb, token="ctl-tok")[0], 201)
+            # Holding every right of the role is enough too (no bind on "binder").
+            rb2 = dict(rb, metadata={"name": "r2"},
+                       roleRef=dict(rb["roleRef"], name="binder"))
+            self.assertEqual(sim.req("POST", path, rb2, token="ctl-tok")[0], 201)
 
 
 if __name__ == "__main__":

@@ -262,6 +262,7 @@ spec:
             - --grpc-listen=0.0.0.0:{{ $v.grpcPort }}
             - --http-listen=0.0.0.0:{{ $v.httpPort }}
             - --system-namespace={{ $ns }}
+            - --kueue-config-namespace={{ $v.kueueConfigNamespace }}
             {{- if $v.leaderElection.enabled }}
             - --leader-elect
             {{- end }}

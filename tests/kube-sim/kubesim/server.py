@@ -39,6 +39,20 @@ VERSION_INFO = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-kube-sim",
 TABLE_META = {"kind": "Table", "apiVersion": "meta.k8s.io/v1"}
 
 
+def selected_name(q):
+    """The name a list or watch is authorized for: kube-apiserver's request info
+    (apiserver/pkg/endpoints/request/requestinfo.go) takes it from a fieldSelector that requires
+    metadata.name=X exactly, when X is a valid path segment, so RBAC resourceNames can grant a
+    list or watch of that one object; "" otherwise (an unparsable selector names nothing)."""
+    try:
+        name = selectors.FieldSelector(q.get("fieldSelector", "")).get_exact("metadata.name")
+    except selectors.SelectorError:
+        return ""
+    if not name or name in (".", "..") or "/" in name or "%" in name:
+        return ""
+    return name
+
+
 class Sim:
     """Shared state of one kube-sim process."""
 
@@ -341,7 +355,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if ferr is not None:
                 raise ferr
             attrs = {"verb": info["verb"], "api_group": info["group"], "resource": info["resource"],
-                     "subresource": info["subresource"], "name": info["name"],
+                     "subresource": info["subresource"], "name": info["authz_name"],
                      "namespace": info["namespace"], "path": path, "resource_request": True}
             ok, reason = sim.authz.authorize(user, attrs)
             if not ok:
@@ -369,11 +383,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         # already include the prefix.
         if " is forbidden: " in msg:
             full = msg
-        elif info["name"]:
-            full = '%s "%s" is forbidden: %s' % (q, info["name"], msg)
+        elif attrs.get("name"):
+            full = '%s "%s" is forbidden: %s' % (q, attrs["name"], msg)
         else:
             full = "%s is forbidden: %s" % (q, msg)
-        return ApiError(403, "Forbidden", full, util.details(info["name"], info["group"], info["resource"]))
+        return ApiError(403, "Forbidden", full, util.details(attrs.get("name", ""), info["group"],
+                                                             info["resource"]))
 
     def authenticate(self):
         sim = self.sim
@@ -424,7 +439,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             verb = method.lower()
         return {"group": group, "version": version, "resource": resource, "name": name,
-                "subresource": sub, "namespace": ns, "verb": verb, "watch": watch}
+                "subresource": sub, "namespace": ns, "verb": verb, "watch": watch,
+                "authz_name": name or (selected_name(q) if verb in ("list", "watch") else "")}
 
     # -- non-resource endpoints -----------------------------------------------------
     def handle_issuer_discovery(self, p, user):
