@@ -17,8 +17,10 @@ if(TAU_PYTHON_TESTS)
 endif()
 
 # e2e/dra  tests/e2e/test_dra.py: GPUs published only through DRA (tests/fixtures/dra) in the
-#          Cohort of the real aggregator: the complete pool counts, the in-flight one does not
-#          until its last slice appears, a deleted DeviceClass counts nothing.
+#          Cohort of the real aggregator and `tau inventory pool`: the complete pool counts, a
+#          generation in flight does not until its last slice appears, the DeviceClass's
+#          selector and extendedResourceName followed, Kueue's deviceClassMappings followed
+#          from its ConfigMap, a deleted DeviceClass counts nothing.
 if(TAU_PYTHON_TESTS)
   tau_add_python_suite(e2e/dra
       TESTS test_dra

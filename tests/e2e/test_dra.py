@@ -1,22 +1,35 @@
 """Dynamic Resource Allocation in the running aggregator: GPUs published only through DRA count in
 the budget exactly when a consumer may use them (docs/budget.md, "How DRA devices count").
 
-kube-sim (`--authz rbac`, the chart's RBAC: resource.k8s.io list/watch and Kueue's ConfigMap in
-kueue-system) is seeded from tests/fixtures/dra: the DeviceClass gpu.nvidia.com
+kube-sim (`--authz rbac`, the chart's RBAC: resource.k8s.io list/watch, and the ConfigMap
+kueue-manager-config by name) is seeded from tests/fixtures/dra: the DeviceClass gpu.nvidia.com
 (extendedResourceName nvidia.com/gpu), two DRA-only H100 nodes (class h100-ib, no nvidia.com/gpu
-in allocatable), node 0's complete ResourceSlice (8 GPUs), node 1's slice of a generation in
-flight (1 of 2 slices) and Kueue's manager ConfigMap (deviceClassMappings gpu.nvidia.com ->
-nvidia.com/gpu).  The real tau-aggregator with a capacity team research:
+in allocatable), node 0's complete ResourceSlice (8 GPUs) and node 1's slice of a generation in
+flight (1 of 2 slices). There is no kueue-system namespace at first: no Kueue configuration, so
+the class counts through its extendedResourceName. The real tau-aggregator with a capacity team
+research; each case goes on from where the one before left the cluster:
 
-  DraBudgetTest  the Cohort holds exactly 8 nvidia.com/gpu in flavor taugrid-gpu-h100-ib (the
-                 complete node; the in-flight one counts 0); the missing slice of node 1's
-                 generation is added -> 16; the DeviceClass is deleted -> 0, the nodes stay.
+  test_1  the DRA-only node counts exactly: 8 nvidia.com/gpu in flavor taugrid-gpu-h100-ib of the
+          Cohort and in `tau inventory pool`; node 1's generation in flight counts 0 and
+          `tau inventory explain` says dra.pool-complete
+  test_2  node 1's missing slice appears -> 16; node 0's driver starts generation 2 (1 of 2
+          slices) -> node 0 counts nothing (8), its second slice -> 16
+  test_3  the DeviceClass's selector narrowed to one GPU's UUID -> 1 per node that has it (1);
+          widened again -> 16
+  test_4  the DeviceClass's extendedResourceName changed to example.com/gpu -> 16 example.com/gpu,
+          no nvidia.com/gpu
+  test_5  Kueue's namespace and ConfigMap appear, deviceClassMappings gpu.nvidia.com ->
+          nvidia.com/gpu (Kueue's mapping wins) -> 16 nvidia.com/gpu; the mapping changed in the
+          ConfigMap to example.com/h100 -> 16 example.com/h100; the ConfigMap deleted -> back to
+          the class's extendedResourceName
+  test_6  the DeviceClass deleted -> no DRA GPU counts; the nodes stay in the pool
 
 Waits are wait-for-condition loops (budget/harness.py Cluster.wait_ok), never fixed sleeps.
 """
 import copy
 import json
 import os
+import subprocess
 import sys
 import unittest
 
@@ -30,9 +43,18 @@ from budget.harness import NODES  # noqa: E402
 from test_budget import OneClusterTest, quota  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "dra")
+CLI = os.environ.get("TAU_CLI") or os.path.join(ROOT, "build", "tau")
 DRA = "/apis/resource.k8s.io/v1"
+CLASSES = DRA + "/deviceclasses"
+SLICES = DRA + "/resourceslices"
 CLASS = "gpu.nvidia.com"
 GPU_CLASS = "h100-ib"  # the fixture nodes' tau.azure.com/gpu-class
+GPU = "nvidia.com/gpu"
+NODE0, NODE1 = "aks-ndh100dra-20914731-vmss000000", "aks-ndh100dra-20914731-vmss000001"
+KUEUE_NS = "kueue-system"
+KUEUE_CMS = "/api/v1/namespaces/%s/configmaps" % KUEUE_NS
+KUEUE_CM = KUEUE_CMS + "/kueue-manager-config"
+KUEUE_KEY = "controller_manager_config.yaml"
 
 
 def setUpModule():
@@ -48,18 +70,28 @@ def fixture(name):
         return json.load(f)
 
 
-def missing_slice():
-    """The other slice of node 1's generation 2 (devices gpu-4..gpu-7, their own UUIDs and bus
-    IDs): with it the pool has its resourceSliceCount slices and is complete."""
-    s = copy.deepcopy(fixture("resourceslice-h100-inflight.json"))
-    s["metadata"]["name"] = s["metadata"]["name"][:-5] + "r2x8z"
+def second_slice(s, suffix, first_index, pci_base):
+    """The other slice of `s`'s pool generation: four more GPUs (their own names, UUIDs and bus
+    IDs) so that with it the pool has its resourceSliceCount slices and is complete."""
+    s = copy.deepcopy(s)
+    s["metadata"]["name"] = s["metadata"]["name"][:-5] + suffix
     for i, d in enumerate(s["spec"]["devices"]):
-        d["name"] = "gpu-%d" % (i + 4)
+        d["name"] = "gpu-%d" % (first_index + i)
         a = d["attributes"]
-        a["uuid"]["string"] = a["uuid"]["string"][:-1] + str(i + 4)
-        a["pcieBusID"]["string"] = "000%d:00:00.0" % (i + 5)
-        a["resource.kubernetes.io/pcieRoot"]["string"] = "pci000%d:00" % (i + 5)
+        a["uuid"]["string"] = a["uuid"]["string"][:-2] + "%02d" % (first_index + i)
+        a["pcieBusID"]["string"] = "%04x:00:00.0" % (pci_base + i)
+        a["resource.kubernetes.io/pcieRoot"]["string"] = "pci%04x:00" % (pci_base + i)
     return s
+
+
+def kueue_configmap(mapped_to):
+    """Kueue's manager ConfigMap (the fixture's), its deviceClassMappings naming gpu.nvidia.com
+    under `mapped_to`."""
+    cm = fixture("configmap-kueue-manager-config.json")
+    doc = cm["data"][KUEUE_KEY]
+    assert "  - name: nvidia.com/gpu\n" in doc, doc
+    cm["data"][KUEUE_KEY] = doc.replace("  - name: nvidia.com/gpu\n", "  - name: %s\n" % mapped_to)
+    return cm
 
 
 class DraBudgetTest(OneClusterTest, unittest.TestCase):
@@ -69,35 +101,126 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
 
     @classmethod
     def populate(cls, c):
-        c.create(fixture("deviceclass-gpu.nvidia.com.json"), DRA + "/deviceclasses")
+        c.create(fixture("deviceclass-gpu.nvidia.com.json"), CLASSES)
         for n in ("node-dra-h100-0.json", "node-dra-h100-1.json"):
             c.create(fixture(n), NODES)
         for s in ("resourceslice-h100-complete.json", "resourceslice-h100-inflight.json"):
-            c.create(fixture(s), DRA + "/resourceslices")
-        cm = fixture("configmap-kueue-manager-config.json")
-        c.create({"apiVersion": "v1", "kind": "Namespace",
-                  "metadata": {"name": cm["metadata"]["namespace"]}}, "/api/v1/namespaces")
-        c.create(cm, "/api/v1/namespaces/%s/configmaps" % cm["metadata"]["namespace"])
+            c.create(fixture(s), SLICES)
 
-    def wait_gpus(self, want, msg):
+    # -- what lands in the API and what tau says --
+
+    def cohort_dra(self):
+        """{resource: quantity} of the Cohort's h100-ib flavor for the resources DRA devices
+        count under here (a resource no node of the flavor has is dropped or 0: left out)."""
+        cohort = self.c.cohort("research")
+        out = {}
+        for res in (GPU, "example.com/gpu", "example.com/h100"):
+            got = quota(cohort, GPU_CLASS, res)
+            if got is not None and h.qty(got) != 0:
+                out[res] = h.qty(got)
+        return out
+
+    def wait_cohort(self, want, msg):
         def diffs():
-            cohort = self.c.cohort("research")
-            got = quota(cohort, GPU_CLASS, "nvidia.com/gpu")
-            # No node of the flavor has the resource any more: the Cohort drops it or says 0.
-            val = h.qty(got) if got is not None else (0 if want == 0 else None)
-            return [] if cohort is not None and val == want else [
-                "Cohort tau-team-research %s nvidia.com/gpu: %r, want %d" % (
+            got = self.cohort_dra()
+            return [] if got == want else [
+                "Cohort tau-team-research flavor %s: %s, want %s" % (
                     h.flavor_name(GPU_CLASS), got, want)]
         self.c.wait_ok(diffs, msg)
 
-    def test_dra_gpus_follow_slices_and_class(self):
+    def tau(self, *args):
+        r = subprocess.run([CLI, "--kubeconfig", self.c.sim.kubeconfig, "inventory", *args,
+                            "--aggregator", self.agg.addr, "-o", "json"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        return json.loads(r.stdout)
+
+    def pool_flavor(self):
+        return [f for f in self.tau("pool")["flavors"] if f["name"] == GPU_CLASS][0]
+
+    def rule(self, node, name):
+        rules = [r for r in self.tau("explain", node)["rules"] if r["name"] == name]
+        self.assertEqual(len(rules), 1, "explain %s: %s" % (node, rules))
+        return rules[0]
+
+    # -- the scenario --
+
+    def test_1_dra_only_node_counts_exactly(self):
+        for n in (NODE0, NODE1):
+            self.assertNotIn(GPU, self.c.get(NODES + "/" + n)["status"]["allocatable"])
         # Only the complete pool counts: 8, never 12 (the in-flight generation's 4).
-        self.wait_gpus(8, "the complete DRA node's 8 GPUs in the Cohort")
-        self.c.create(missing_slice(), DRA + "/resourceslices")
-        self.wait_gpus(16, "node 1's generation complete: 16 GPUs")
-        self.c.delete(DRA + "/deviceclasses/" + CLASS)
-        self.wait_gpus(0, "DeviceClass deleted: no DRA GPU counts")
-        self.assertEqual(len(self.c.names(NODES)), 2, "the nodes themselves stay")
+        self.wait_cohort({GPU: 8}, "the complete DRA node's 8 GPUs in the Cohort")
+        f = self.pool_flavor()
+        self.assertEqual((f["nodes"], f["resources"].get(GPU)), (2, "8"), f)
+        r = self.rule(NODE1, "dra.pool-complete")
+        self.assertFalse(r["pass"], r)
+        self.assertIn("1 of 2 slices of generation 2 seen", r["detail"])
+        self.assertEqual(self.rule(NODE0, "dra.devices")["detail"], "8 " + GPU)
+
+    def test_2_generation_in_flight_counts_when_complete(self):
+        inflight = fixture("resourceslice-h100-inflight.json")
+        self.c.create(second_slice(inflight, "r2x8z", 4, 5), SLICES)
+        self.wait_cohort({GPU: 16}, "node 1's generation complete: 16 GPUs")
+        # Node 0's driver rewrites its pool as generation 2 in two slices: the first one alone
+        # is an update in flight, so node 0 counts nothing until the second appears.
+        name = fixture("resourceslice-h100-complete.json")["metadata"]["name"]
+        cur = self.c.get(SLICES + "/" + name)
+        half = copy.deepcopy(cur)
+        half["spec"]["pool"].update({"generation": 2, "resourceSliceCount": 2})
+        half["spec"]["devices"] = half["spec"]["devices"][:4]
+        self.c.sim.ok("PUT", SLICES + "/" + name, half)
+        self.wait_cohort({GPU: 8}, "node 0's generation 2 in flight: only node 1's 8")
+        self.assertFalse(self.rule(NODE0, "dra.pool-complete")["pass"])
+        rest = copy.deepcopy(cur)
+        rest["spec"]["pool"].update({"generation": 2, "resourceSliceCount": 2})
+        rest["spec"]["devices"] = rest["spec"]["devices"][4:]
+        rest["metadata"] = {"name": name[:-5] + "q9w4c"}
+        self.c.create(rest, SLICES)
+        self.wait_cohort({GPU: 16}, "node 0's generation 2 complete: 16 again")
+        self.assertEqual(self.pool_flavor()["resources"].get(GPU), "16")
+
+    def test_3_class_selector_narrowed(self):
+        path = CLASSES + "/" + CLASS
+        uuid = fixture("resourceslice-h100-complete.json")["spec"]["devices"][0]["attributes"][
+            "uuid"]["string"]
+        wide = self.c.get(path)["spec"]["selectors"]
+        narrow = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].uuid" \
+                 " == '%s'" % uuid
+        self.c.merge(path, {"spec": {"selectors": [{"cel": {"expression": narrow}}]}})
+        self.wait_cohort({GPU: 1}, "the class selects one GPU by UUID: 1")
+        self.assertEqual(self.pool_flavor()["resources"].get(GPU), "1")
+        self.c.merge(path, {"spec": {"selectors": wide}})
+        self.wait_cohort({GPU: 16}, "the selector widened again: 16")
+
+    def test_4_extended_resource_name_changed(self):
+        self.c.merge(CLASSES + "/" + CLASS, {"spec": {"extendedResourceName": "example.com/gpu"}})
+        self.wait_cohort({"example.com/gpu": 16}, "the class counts under example.com/gpu")
+        f = self.pool_flavor()
+        self.assertEqual((f["resources"].get("example.com/gpu"), f["resources"].get(GPU)),
+                         ("16", None), f)
+
+    def test_5_kueue_mapping_followed(self):
+        c = self.c
+        c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NS}},
+                 "/api/v1/namespaces")
+        c.create(kueue_configmap(GPU), KUEUE_CMS)
+        # Kueue's mapping wins over the class's extendedResourceName (example.com/gpu).
+        self.wait_cohort({GPU: 16}, "Kueue maps gpu.nvidia.com to nvidia.com/gpu")
+        self.assertEqual(self.pool_flavor()["resources"].get("example.com/gpu"), None)
+        cm = kueue_configmap("example.com/h100")
+        c.merge(KUEUE_CM, {"data": cm["data"]})
+        self.wait_cohort({"example.com/h100": 16}, "the mapping changed to example.com/h100")
+        c.delete(KUEUE_CM)
+        self.wait_cohort({"example.com/gpu": 16},
+                         "no Kueue configuration: the class's extendedResourceName again")
+
+    def test_6_class_deleted(self):
+        self.c.delete(CLASSES + "/" + CLASS)
+        self.wait_cohort({}, "DeviceClass deleted: no DRA GPU counts")
+        f = self.pool_flavor()
+        self.assertEqual(f["nodes"], 2, "the nodes themselves stay: %s" % f)
+        rules = [r["name"] for r in self.tau("explain", NODE0)["rules"]]
+        self.assertEqual([r for r in rules if r.startswith("dra.")], [], rules)
 
 
 if __name__ == "__main__":
