@@ -1092,7 +1092,7 @@ static const char *cuda_text(char buf[16], int v)
 
 static bool add_gpu(cJSON *arr, const tau_agent_gpu *g)
 {
-	cJSON *e = cJSON_CreateObject(), *rows, *pages;
+	cJSON *e = cJSON_CreateObject(), *rows, *pages, *links, *xid;
 
 	if (e == NULL)
 		return false;
@@ -1110,7 +1110,13 @@ static bool add_gpu(cJSON *arr, const tau_agent_gpu *g)
 	    !add_count(pages, "singleBitEcc", g->retired_pages_sbe) ||
 	    !add_count(pages, "doubleBitEcc", g->retired_pages_dbe) ||
 	    !add_flag(e, "retirePending", g->retired_pending) ||
-	    !add_flag(e, "migEnabled", g->mig_mode))
+	    !add_flag(e, "migEnabled", g->mig_mode) ||
+	    (links = cJSON_AddObjectToObject(e, "nvlinkLinks")) == NULL ||
+	    !add_count(links, "active", g->nvlink_active) ||
+	    !add_count(links, "down", g->nvlink_down) ||
+	    (xid = cJSON_AddObjectToObject(e, "criticalXids")) == NULL ||
+	    !add_count(xid, "count", g->xid_critical) ||
+	    !add_count(xid, "last", g->last_xid > 0 ? (int64_t)g->last_xid : -1))
 		return false;
 	return true;
 }

@@ -10,6 +10,15 @@
  * nvmlDeviceGetHandleByIndex_v2); without them NVML counts as not probed.  Every other one is
  * optional: a library that lacks it is listed in missing_symbols and the facts it gives stay
  * unknown, never a crash and never "healthy by default".
+ *
+ * Critical XID events need an NVML event set that lives between probes: the first probe that
+ * finds the event entry points opens an event session (its own dlopen and nvmlInit_v2
+ * reference, one event set, each GPU registered for nvmlEventTypeXidCriticalError once), and
+ * every probe drains it without blocking (nvmlEventSetWait_v2 with a 0 ms timeout; an error
+ * ends the session and the next probe opens a new one).  A GPU with a critical XID stays
+ * unhealthy until the agent restarts (or tau_agent_nvml_events_reset), as NVIDIA's device
+ * plugin keeps it unhealthy until it restarts (docs/agent.md).  One probe runs at a time (the
+ * bounded probe's guard); the session has its own lock as well.
  */
 #ifndef TAU_AGENT_NVML_H
 #define TAU_AGENT_NVML_H
@@ -38,6 +47,11 @@ typedef struct tau_agent_gpu {
 	int64_t retired_pages_dbe;      /**< pages retired for a double-bit ECC error */
 	int retired_pending;            /**< 1: a page retirement waits for a reboot */
 	int mig_mode;                   /**< current MIG mode: 1 enabled, 0 disabled */
+	int nvlink_active;    /**< NVLink links active (nvmlDeviceGetNvLinkState); -1 unknown */
+	int nvlink_down;      /**< NVLink links the GPU has that are not active; -1 unknown */
+	int64_t xid_critical; /**< critical XIDs seen since the agent's NVML session began (the
+	                         application XIDs excepted); -1: no event set for this GPU */
+	uint64_t last_xid;    /**< the last critical XID seen (any); 0 none */
 	char *reason; /**< owned; why healthy is false ("row remap pending: reset needed"), or NULL
 	               */
 } tau_agent_gpu;
@@ -83,6 +97,13 @@ int tau_agent_nvml_probe(tau_agent_nvml *n, const char *library);
  * @return 0, or -TAU_ENOMEM.
  */
 int tau_agent_nvml_probe_bounded(tau_agent_nvml *n, const char *library, int timeout_ms);
+
+/**
+ * End the XID event session (free the event set, drop its NVML reference and library handle)
+ * and forget every XID seen.  The next probe opens a new one.  For the agent's exit and tests;
+ * must not run while a probe is inside NVML.
+ */
+void tau_agent_nvml_events_reset(void);
 
 /** Number of GPUs described that are healthy. */
 int64_t tau_agent_nvml_healthy(const tau_agent_nvml *n);

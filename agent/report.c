@@ -197,6 +197,10 @@ static int fill_gpus(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devic
 		m->retired_pages_double_bit = g->retired_pages_dbe;
 		m->retire_pending = tri_to_proto(g->retired_pending);
 		m->mig_enabled = tri_to_proto(g->mig_mode);
+		m->nvlink_links_active = g->nvlink_active;
+		m->nvlink_links_down = g->nvlink_down;
+		m->xid_critical_count = g->xid_critical;
+		m->last_xid = g->last_xid;
 		if ((m->uuid = tau_agent_utf8_dup(g->uuid)) == NULL ||
 		    (m->name = tau_agent_utf8_dup(g->name)) == NULL ||
 		    (m->reason = tau_agent_utf8_dup(g->reason)) == NULL)

@@ -11,13 +11,23 @@
  *   init_error 0                what nvmlInit_v2 returns
  *   init_delay_ms 0             how long nvmlInit_v2 takes (a hung driver)
  *   gpu uuid=GPU-0 model=NVIDIA_H100_80GB_HBM3 lost=0 remap_pending=0 remap_failure=0
- *       corr=0 unc=0 sbe=0 dbe=0 retire_pending=0 mig=0 handle_error=0
+ *       corr=0 unc=0 sbe=0 dbe=0 retire_pending=0 mig=0 handle_error=0 nvlink=0 nvlink_down=0
  *                               one line per GPU ('_' in model reads as a space); omitted
- *                               keys are 0, an omitted uuid is GPU-fake-<index>
+ *                               keys are 0, an omitted uuid is GPU-fake-<index>; nvlink: links
+ *                               the GPU has (0: NVLink not supported), the last nvlink_down of
+ *                               them inactive
+ *   xid 3 79                    a critical XID event (79) on GPU 3; each xid line is delivered
+ *                               once by nvmlEventSetWait_v2 to a set the GPU is registered in,
+ *                               in file order, so a test appends lines to raise new events
+ *
+ * nvmlInit_v2 and nvmlShutdown count references like NVML's, so the agent's XID event session
+ * (its own reference) outlives each probe's init/shutdown.
  *
  * Built twice (cmake/agent-probes.cmake): the full library, and with FAKE_NVML_OLD an "old
  * driver" that lacks nvmlDeviceGetRemappedRows, nvmlDeviceGetMigMode and
- * nvmlSystemGetCudaDriverVersion_v2, so the agent's handling of missing symbols is tested
+ * nvmlSystemGetCudaDriverVersion_v2, nvmlDeviceGetNvLinkState and the event set calls
+ * (nvmlEventSetCreate, nvmlDeviceRegisterEvents, nvmlEventSetWait_v2, nvmlEventSetFree), so
+ * the agent's handling of missing symbols is tested
  * against a real dlopen.  Test-only: never installed, never linked into a program.
  */
 #include <stdio.h>
@@ -31,13 +41,17 @@
 #define NVML_INVALID  2
 #define NVML_NOT_SUPP 3
 #define NVML_INSUFF   7
+#define NVML_TIMEOUT  10
+#define FAKE_MAX_XIDS 64
+#define XID_CRITICAL  0x8ULL
 #define NVML_GPU_LOST 15
 #define NVML_UNKNOWN  999
 
 typedef struct fake_gpu {
 	char uuid[96];
 	char model[96];
-	int lost, remap_pending, remap_failure, retire_pending, mig, handle_error;
+	int lost, remap_pending, remap_failure, retire_pending, mig, handle_error, nvlink,
+	        nvlink_down, registered;
 	unsigned int corr, unc, sbe, dbe;
 } fake_gpu;
 
@@ -45,7 +59,13 @@ static fake_gpu gpus[FAKE_MAX_GPUS];
 static unsigned int n_gpus;
 static char driver[80] = "550.54.15";
 static int cuda = 12040;
-static int initialised;
+static int initialised; /* references: nvmlInit_v2 minus nvmlShutdown */
+/* XID events from the config (gpu index, code); the first `xids_delivered` were delivered. */
+static struct {
+	unsigned int gpu;
+	unsigned long long code;
+} xids[FAKE_MAX_XIDS];
+static unsigned int n_xids, xids_delivered;
 
 /* Exported with NVML's names and signatures; prototypes keep -Wmissing-prototypes quiet. */
 int nvmlInit_v2(void);
@@ -59,7 +79,17 @@ int nvmlDeviceGetRetiredPages(void *device, int cause, unsigned int *count,
                               unsigned long long *addresses);
 int nvmlDeviceGetRetiredPagesPendingStatus(void *device, int *pending);
 #ifndef FAKE_NVML_OLD
+typedef struct fake_event {
+	void *device;
+	unsigned long long type, data;
+	unsigned int gpu_instance, compute_instance;
+} fake_event;
 int nvmlSystemGetCudaDriverVersion_v2(int *version);
+int nvmlDeviceGetNvLinkState(void *device, unsigned int link, int *active);
+int nvmlEventSetCreate(void **set);
+int nvmlDeviceRegisterEvents(void *device, unsigned long long types, void *set);
+int nvmlEventSetWait_v2(void *set, fake_event *data, unsigned int timeout_ms);
+int nvmlEventSetFree(void *set);
 int nvmlDeviceGetRemappedRows(void *device, unsigned int *corr, unsigned int *unc,
                               unsigned int *pending, unsigned int *failure);
 int nvmlDeviceGetMigMode(void *device, unsigned int *current, unsigned int *pending);
@@ -108,6 +138,10 @@ static void parse_gpu(fake_gpu *g, char *rest, unsigned int index)
 			g->sbe = (unsigned int)v;
 		else if (strcmp(tok, "dbe") == 0)
 			g->dbe = (unsigned int)v;
+		else if (strcmp(tok, "nvlink") == 0)
+			g->nvlink = v;
+		else if (strcmp(tok, "nvlink_down") == 0)
+			g->nvlink_down = v;
 	}
 }
 
@@ -119,6 +153,7 @@ int nvmlInit_v2(void)
 	FILE *f;
 
 	n_gpus = 0;
+	n_xids = 0;
 	if (path == NULL || (f = fopen(path, "r")) == NULL)
 		return NVML_UNKNOWN;
 	while (fgets(line, sizeof(line), f) != NULL) {
@@ -140,14 +175,28 @@ int nvmlInit_v2(void)
 
 			nanosleep(&ts, NULL);
 		} else if (strncmp(line, "gpu", 3) == 0 && n_gpus < FAKE_MAX_GPUS) {
+			int registered = gpus[n_gpus].registered; /* survives a config re-read */
+
 			parse_gpu(&gpus[n_gpus], line + 3, n_gpus);
+			gpus[n_gpus].registered = registered;
 			n_gpus++;
+		} else if (strncmp(line, "xid ", 4) == 0 && n_xids < FAKE_MAX_XIDS) {
+			unsigned int gpu = 0;
+			unsigned long long code = 0;
+
+			if (sscanf(line + 4, "%u %llu", &gpu, &code) == 2) {
+				xids[n_xids].gpu = gpu;
+				xids[n_xids].code = code;
+				n_xids++;
+			}
 		}
 	}
 	fclose(f);
+	if (xids_delivered > n_xids)
+		xids_delivered = n_xids; /* the file was rewritten shorter */
 	if (init_error != 0)
 		return init_error;
-	initialised = 1;
+	initialised++;
 	return NVML_SUCCESS;
 }
 
@@ -155,7 +204,7 @@ int nvmlShutdown(void)
 {
 	if (!initialised)
 		return NVML_NOT_INIT;
-	initialised = 0;
+	initialised--;
 	return NVML_SUCCESS;
 }
 
@@ -287,6 +336,75 @@ int nvmlDeviceGetMigMode(void *device, unsigned int *current, unsigned int *pend
 		return NVML_NOT_SUPP;
 	*current = (unsigned int)g->mig;
 	*pending = (unsigned int)g->mig;
+	return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetNvLinkState(void *device, unsigned int link, int *active)
+{
+	fake_gpu *g = NULL;
+	int rc = gpu_of(&g, device);
+
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (g->nvlink <= 0)
+		return NVML_NOT_SUPP;
+	if ((int)link >= g->nvlink)
+		return NVML_INVALID;
+	*active = (int)link < g->nvlink - g->nvlink_down;
+	return NVML_SUCCESS;
+}
+
+static int event_set; /* the one event set's address is the handle */
+
+int nvmlEventSetCreate(void **set)
+{
+	if (!initialised)
+		return NVML_NOT_INIT;
+	*set = &event_set;
+	return NVML_SUCCESS;
+}
+
+int nvmlDeviceRegisterEvents(void *device, unsigned long long types, void *set)
+{
+	fake_gpu *g = NULL;
+	int rc = gpu_of(&g, device);
+
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (set != &event_set || (types & XID_CRITICAL) == 0)
+		return NVML_INVALID;
+	g->registered = 1;
+	return NVML_SUCCESS;
+}
+
+/* Delivers the next undelivered xid line of a registered GPU; never waits. */
+int nvmlEventSetWait_v2(void *set, fake_event *data, unsigned int timeout_ms)
+{
+	(void)timeout_ms;
+	if (!initialised)
+		return NVML_NOT_INIT;
+	if (set != &event_set || data == NULL)
+		return NVML_INVALID;
+	while (xids_delivered < n_xids) {
+		unsigned int i = xids_delivered++;
+
+		if (xids[i].gpu >= n_gpus || !gpus[xids[i].gpu].registered)
+			continue;
+		memset(data, 0, sizeof(*data));
+		data->device = &gpus[xids[i].gpu];
+		data->type = XID_CRITICAL;
+		data->data = xids[i].code;
+		return NVML_SUCCESS;
+	}
+	return NVML_TIMEOUT;
+}
+
+int nvmlEventSetFree(void *set)
+{
+	if (set != &event_set)
+		return NVML_INVALID;
+	for (unsigned int i = 0; i < FAKE_MAX_GPUS; i++)
+		gpus[i].registered = 0;
 	return NVML_SUCCESS;
 }
 #endif

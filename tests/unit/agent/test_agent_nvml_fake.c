@@ -43,6 +43,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
+	tau_agent_nvml_events_reset(); /* close the XID session: nothing left open */
 	unlink(config_path);
 	return 0;
 }
@@ -183,10 +184,19 @@ static void test_library_lacks_optional(void **state)
 	tau_agent_nvml_init(&n);
 	assert_int_equal(tau_agent_nvml_probe(&n, FAKE_OLD), 0);
 	assert_true(n.probed);
-	assert_int_equal(n.n_missing, 3);
+	assert_int_equal(n.n_missing, 8);
 	assert_string_equal(n.missing_symbols[0], "nvmlSystemGetCudaDriverVersion_v2");
 	assert_string_equal(n.missing_symbols[1], "nvmlDeviceGetRemappedRows");
 	assert_string_equal(n.missing_symbols[2], "nvmlDeviceGetMigMode");
+	assert_string_equal(n.missing_symbols[3], "nvmlDeviceGetNvLinkState");
+	assert_string_equal(n.missing_symbols[4], "nvmlEventSetCreate");
+	assert_string_equal(n.missing_symbols[5], "nvmlDeviceRegisterEvents");
+	assert_string_equal(n.missing_symbols[6], "nvmlEventSetWait_v2");
+	assert_string_equal(n.missing_symbols[7], "nvmlEventSetFree");
+	/* Without them NVLink and XIDs stay unknown, never "none". */
+	assert_int_equal(n.gpus[0].nvlink_active, -1);
+	assert_int_equal(n.gpus[0].nvlink_down, -1);
+	assert_int_equal(n.gpus[0].xid_critical, -1);
 	assert_int_equal(n.cuda_version, -1);
 	assert_string_equal(n.driver_version, "550.54.15");
 	assert_int_equal(n.n_gpus, 1);
@@ -257,6 +267,81 @@ static void test_hang_is_bounded(void **state)
 	tau_agent_nvml_free(&n);
 }
 
+/* NVLink: every link active is healthy; some down is not; a GPU without NVLink is unknown. */
+static void test_nvlink_links(void **state)
+{
+	tau_agent_nvml n;
+
+	(void)state;
+	write_config("gpu uuid=GPU-a nvlink=18\ngpu uuid=GPU-b nvlink=18 nvlink_down=2\n"
+	             "gpu uuid=GPU-c\n");
+	tau_agent_nvml_init(&n);
+	assert_int_equal(tau_agent_nvml_probe(&n, FAKE_FULL), 0);
+	assert_int_equal(n.n_missing, 0);
+	assert_int_equal(n.gpus[0].nvlink_active, 18);
+	assert_int_equal(n.gpus[0].nvlink_down, 0);
+	assert_true(n.gpus[0].healthy);
+	assert_int_equal(n.gpus[1].nvlink_active, 16);
+	assert_int_equal(n.gpus[1].nvlink_down, 2);
+	assert_false(n.gpus[1].healthy);
+	assert_string_equal(n.gpus[1].reason, "NVLink: 2 of 18 links down");
+	assert_int_equal(n.gpus[2].nvlink_active, -1);
+	assert_int_equal(n.gpus[2].nvlink_down, -1);
+	assert_true(n.gpus[2].healthy);
+	assert_int_equal(tau_agent_nvml_healthy(&n), 2);
+	tau_agent_nvml_free(&n);
+}
+
+/*
+ * Critical XIDs: the event set outlives each probe, so an XID raised between two probes is
+ * seen by the second; the GPU stays unhealthy after it (until the session is reset); an
+ * application XID (13) is recorded as the last one but does not make a GPU unhealthy.
+ */
+static void test_xid_events(void **state)
+{
+	static const char base[] = "gpu uuid=GPU-0\ngpu uuid=GPU-1\n";
+	tau_agent_nvml n;
+	char cfg[256];
+
+	(void)state;
+	tau_agent_nvml_events_reset(); /* no session or history from the tests before */
+	write_config(base);
+	tau_agent_nvml_init(&n);
+	assert_int_equal(tau_agent_nvml_probe(&n, FAKE_FULL), 0);
+	assert_int_equal(n.gpus[0].xid_critical, 0);
+	assert_int_equal(n.gpus[1].xid_critical, 0);
+	assert_int_equal(tau_agent_nvml_healthy(&n), 2);
+
+	snprintf(cfg, sizeof(cfg), "%sxid 1 79\nxid 0 13\n", base);
+	write_config(cfg);
+	assert_int_equal(tau_agent_nvml_probe(&n, FAKE_FULL), 0);
+	assert_int_equal(n.gpus[1].xid_critical, 1);
+	assert_int_equal(n.gpus[1].last_xid, 79);
+	assert_false(n.gpus[1].healthy);
+	assert_string_equal(n.gpus[1].reason, "critical XID 79 (1 since the agent's NVML session "
+	                                      "began): the GPU needs a reset");
+	assert_int_equal(n.gpus[0].xid_critical, 0);
+	assert_int_equal(n.gpus[0].last_xid, 13);
+	assert_true(n.gpus[0].healthy);
+
+	/* No new event: still unhealthy (sticky, as NVIDIA's device plugin keeps it). */
+	assert_int_equal(tau_agent_nvml_probe(&n, FAKE_FULL), 0);
+	assert_false(n.gpus[1].healthy);
+	assert_int_equal(n.gpus[1].xid_critical, 1);
+
+	/* A second critical XID counts on; then a reset of the session forgets them. */
+	snprintf(cfg, sizeof(cfg), "%sxid 1 79\nxid 0 13\nxid 1 48\n", base);
+	write_config(cfg);
+	assert_int_equal(tau_agent_nvml_probe_bounded(&n, FAKE_FULL, 5000), 0);
+	assert_int_equal(n.gpus[1].xid_critical, 2);
+	assert_int_equal(n.gpus[1].last_xid, 48);
+	tau_agent_nvml_events_reset();
+	assert_int_equal(tau_agent_nvml_probe(&n, FAKE_FULL), 0);
+	assert_int_equal(n.gpus[1].xid_critical, 0);
+	assert_true(n.gpus[1].healthy);
+	tau_agent_nvml_free(&n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,6 +352,8 @@ int main(void)
 	        cmocka_unit_test(test_library_lacks_optional),
 	        cmocka_unit_test(test_init_fails_and_handle_fails),
 	        cmocka_unit_test(test_hang_is_bounded),
+	        cmocka_unit_test(test_nvlink_links),
+	        cmocka_unit_test(test_xid_events),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
