@@ -6,7 +6,7 @@
 #                     work and aggregator-restart operations against kube-sim and the real
 #                     tau-aggregator of this tree, every write checked from kube-sim's write
 #                     history, lifecycle operations (Observe, team and TauCluster
-#                     deletion) included; 5 seeds (about 2 minutes on 2 busy cores).  The full run:
+#                     deletion) and DRA nodes, slices and DeviceClass changes included; 5 seeds (about 2 minutes on 2 busy cores).  The full run:
 #                     `make budget-model MODEL_ARGS="--seeds 200"`.
 if(TAU_PYTHON_TESTS)
   add_test(NAME e2e/budget-model

@@ -3,7 +3,8 @@
 kube-sim and the real tau-aggregator, every write checked from kube-sim's write history.
 
     /usr/bin/python3 tests/e2e/budget/model.py [--build DIR] [--seeds 4] [--first-seed 1]
-        [--ops 14] [--lag 10] [--shrink 12] [--no-lifecycle] [--seed N --sequence JSON] [--keep]
+        [--ops 14] [--lag 10] [--shrink 12] [--no-lifecycle] [--no-dra]
+        [--seed N --sequence JSON] [--keep]
 
 For each seed: kube-sim (the budget e2e harness's, with --history-events, as bench/soak.py sets
 it up: SoakCluster), the real aggregator (MultipleWorkspaces=true) on a fixed gRPC port, the
@@ -45,6 +46,10 @@ event applied in order and checked against the state it leaves:
   Q1 no drop      no ClusterQueue whose status holds a reservation is deleted.
   L1 no loop      after the last operation the owned objects go quiet (no write for 3 s)
                   within 30 s.
+  B3 exact        then, while the TauCluster's BudgetReady is True BudgetApplied for its
+                  generation, the capacity team's Cohort holds exactly the pool each of its
+                  flavors reaches (as B1 counts it), within 20 s: what B1 bounds from above
+                  is really counted (DRA devices included).
 
 A failing seed is shrunk (greedy: drop one operation at a time while the same invariant still
 breaks, at most --shrink runs) and printed as a command that replays it:
@@ -60,6 +65,21 @@ for that Cohort, the cell with its live value and a wanted value within the pool
 ("taugrid-gpu-h100/nvidia.com/gpu holds 24, want 16"): frozen, and the status says so and by
 how much it is off. F1 likewise accepts, in Observe, a flavor of ours that BudgetReady names
 as not following the pool (a node selector set while nothing is written).
+
+DRA operations (issue 26), drawn too unless --no-dra, from a second random stream of the seed
+(random.Random("dra-<seed>")) and put between the others, so --no-dra draws exactly the
+sequence the seed drew before them: nodes d-0..d-2 whose GPUs come only through
+resource.k8s.io/v1 ResourceSlices (no nvidia.com/gpu in allocatable; driver gpu.nvidia.com, one
+pool per node, the shape of tests/fixtures/dra) added and deleted with their slices, relabelled
+(rack); a pool's slices deleted, its generation bumped with only the first of two slices
+published (an update in flight), the missing slices published; the DeviceClass gpu.nvidia.com
+(extendedResourceName nvidia.com/gpu) changed (its selector to MIG devices, which select none
+of these; its extendedResourceName to example.com/gpu) and back, deleted and created again.
+B1, B2 and F1 then count, on each counted node, the devices of complete pools that a class
+selects under that class's extendedResourceName, by the rules of docs/budget.md "How DRA
+devices count" (node-local only, the highest generation only and only when all its
+resourceSliceCount slices are seen with no device name twice, each device once under the first
+selecting class by name, nothing for a resource the node has non-zero in allocatable).
 """
 import argparse
 import json
@@ -83,10 +103,15 @@ GPU = "nvidia.com/gpu"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 H100F = h.flavor_name("h100")
 RACK = "tau.test/rack"
-HIST = ("nodes", "cohorts", "clusterqueues", "resourceflavors", "clusters")
+HIST = ("nodes", "cohorts", "clusterqueues", "resourceflavors", "clusters", "deviceclasses",
+        "resourceslices")
 OWNED_KINDS = ("cohorts", "clusterqueues", "resourceflavors")
 ALLOC = {"h100": h.H100, "a100": h.A100}
 LIFECYCLE = ("team-delete-capacity", "observe", "cluster-recreate", "ws-quota-capacity")
+DRA = "/apis/resource.k8s.io/v1"
+DRA_NODES = ["d-0", "d-1", "d-2"]
+DRIVER = "gpu.nvidia.com"
+DRA_CLASS = "gpu.nvidia.com"
 
 
 # -- one run ------------------------------------------------------------------------------------
@@ -99,10 +124,11 @@ class Run:
         self.c = self.swarm = self.agg = None
         self.port = None
         self.aggs = 0
+        self.b3 = ""
 
     # set-up and tear-down
     def start(self):
-        self.c = soak.SoakCluster(NODE_NAMES, ["--history-events", "400000"])
+        self.c = soak.SoakCluster(NODE_NAMES + DRA_NODES, ["--history-events", "400000"])
         self.api = soak.Api(self.c.sim, None)
         self.rv0 = int(self.c.sim.req("GET", "/sim/state", token=False)[1]["resourceVersion"])
         s = socket.socket()
@@ -116,6 +142,9 @@ class Run:
         self.c.create(h.team("research"), h.TEAMS)
         self.c.create(wst.workspace("alpha", ns="ml-alpha", team="research"), h.WORKSPACES)
         self.c.create(h.tau_cluster(), h.TAU + "/clusters")
+        if not self.a.no_dra:
+            self.c.create(device_class("gpu", GPU), DRA + "/deviceclasses")
+        self.dra_gen = {}  # DRA node -> the generation its driver publishes
         self.start_aggregator()
         self.swarm.start()
         uid = self.c.team("research")["metadata"]["uid"]
@@ -238,8 +267,109 @@ class Run:
                 self.agg.channel.close()
                 self.agg.channel = None
             self.start_aggregator()
+        elif op.startswith("dra-"):
+            self.apply_dra(o)
         else:
             raise ValueError("unknown operation %r" % op)
+
+    def slices_of(self, node):
+        st, lst = self.api.call("GET", DRA + "/resourceslices", ok=(200,))
+        return [x for x in lst.get("items") or [] if (x.get("spec") or {}).get("nodeName") == node]
+
+    def publish(self, node, gen, count, index, devs):
+        """Slice `index` of `count` of node's pool at generation `gen`, `devs` GPUs."""
+        self.api.call("POST", DRA + "/resourceslices",
+                      resource_slice(node, gen, count, index, devs), ok=(201, 409))
+
+    def apply_dra(self, o):
+        op, api, name = o["op"], self.api, o.get("name")
+        if op == "dra-node-add":
+            if self.get(h.NODES + "/" + name) is not None:
+                return
+            alloc = {k: v for k, v in ALLOC[o["cls"]].items() if k != GPU}
+            n = h.node(name, o["cls"], alloc, labels={RACK: o["rack"]})
+            self.swarm.set_node(name, api.must("POST", h.NODES, n))
+            self.dra_gen[name] = self.dra_gen.get(name, 0) + 1
+            for x in self.slices_of(name):  # a driver starting again publishes afresh
+                api.call("DELETE", DRA + "/resourceslices/" + x["metadata"]["name"],
+                         ok=(200, 202, 404))
+            self.publish(name, self.dra_gen[name], 1, 0, o["devs"])
+        elif op == "dra-node-delete":
+            api.call("DELETE", h.NODES + "/" + name, ok=(200, 202, 404))
+            self.swarm.set_node(name, None)
+            for x in self.slices_of(name):
+                api.call("DELETE", DRA + "/resourceslices/" + x["metadata"]["name"],
+                         ok=(200, 202, 404))
+        elif op == "dra-node-rack":
+            self.node_merge(name, {"metadata": {"labels": {RACK: o["rack"]}}})
+        elif op == "dra-slice-delete":
+            for x in self.slices_of(name):
+                api.call("DELETE", DRA + "/resourceslices/" + x["metadata"]["name"],
+                         ok=(200, 202, 404))
+        elif op == "dra-slice-add":
+            # The missing slices of the pool's newest generation (or a fresh one-slice pool).
+            have = self.slices_of(name)
+            if self.get(h.NODES + "/" + name) is None:
+                return
+            if not have:
+                self.dra_gen[name] = self.dra_gen.get(name, 0) + 1
+                self.publish(name, self.dra_gen[name], 1, 0, o["devs"])
+                return
+            top = max(x["spec"]["pool"]["generation"] for x in have)
+            cur = [x for x in have if x["spec"]["pool"]["generation"] == top]
+            count = cur[0]["spec"]["pool"]["resourceSliceCount"]
+            devs = len(cur[0]["spec"].get("devices") or [])
+            for i in range(count):
+                self.publish(name, top, count, i, devs)
+        elif op == "dra-generation":
+            if self.get(h.NODES + "/" + name) is None:
+                return
+            self.dra_gen[name] = max([self.dra_gen.get(name, 0)] + [
+                x["spec"]["pool"]["generation"] for x in self.slices_of(name)]) + 1
+            self.publish(name, self.dra_gen[name], 2, 0, o["devs"])
+        elif op == "dra-class":
+            if self.get(DRA + "/deviceclasses/" + DRA_CLASS) is not None:
+                api.merge(DRA + "/deviceclasses/" + DRA_CLASS,
+                          {"spec": device_class(o["type"], o["resource"])["spec"]})
+        elif op == "dra-class-delete":
+            self.toggle(DRA + "/deviceclasses", DRA_CLASS, device_class("gpu", GPU))
+        else:
+            raise ValueError("unknown operation %r" % op)
+
+    def items(self, coll):
+        return (self.api.call("GET", coll, ok=(200,))[1] or {}).get("items") or []
+
+    def exact_diffs(self):
+        """B3: at rest, with BudgetReady True BudgetApplied for the TauCluster's generation,
+        every cell of the capacity team's Cohort is exactly the pool its flavor reaches
+        (allocatable and DRA devices, as B1 counts them): the DRA devices are really counted,
+        not only never over-counted.  [] when the budget is not in that state."""
+        chk = Checker(0)
+        chk.cluster = cl = self.get(h.TAU + "/clusters/cluster")
+        self.b3 = "B3 not checked (no BudgetApplied at rest)"
+        if cl is None or (cl.get("spec") or {}).get("managementMode") == "Observe":
+            return []
+        cond = [c for c in (cl.get("status") or {}).get("conditions") or []
+                if c.get("type") == "BudgetReady"]
+        team = ((cl["spec"].get("queues") or {}).get("capacityTeamRef") or {}).get("name")
+        if not cond or cond[0].get("reason") != "BudgetApplied" or not team or \
+                cond[0].get("observedGeneration") != cl["metadata"].get("generation"):
+            return []
+        cohort = self.get(h.COHORTS + "/" + h.cohort_name(team))
+        if cohort is None or not owned(cohort):
+            return []
+        chk.nodes = {n["metadata"]["name"]: n for n in self.items(h.NODES)}
+        chk.flavors = {f["metadata"]["name"]: f for f in self.items(h.RFS) if owned(f)}
+        if not self.a.no_dra:
+            chk.classes = {x["metadata"]["name"]: x for x in self.items(DRA + "/deviceclasses")}
+            chk.slices = {x["metadata"]["name"]: x for x in self.items(DRA + "/resourceslices")}
+        pool, have = chk.reach(), cells(cohort)
+        dra = sum(k for n in chk.dra_devices().values() for k in n.values())
+        self.b3 = "B3 checked, %d DRA devices published in complete pools" % dra
+        return ["Cohort %s %s/%s holds %s, the pool is %s" % (
+            h.cohort_name(team), k[0], k[1], have.get(k, 0), pool.get(k, 0))
+            for k in sorted(set(pool) | set(have))
+            if k[0] in chk.flavors and have.get(k, 0) != pool.get(k, 0)]
 
     def toggle(self, coll, name, body):
         """Create `body` when absent (True), delete it when present."""
@@ -294,7 +424,38 @@ def reservation(flavor, n):
         {"name": GPU, "total": n, "borrowed": "0"}]}]}}
 
 
+def device_class(dtype, resource):
+    """DeviceClass gpu.nvidia.com as NVIDIA's chart writes it (tests/fixtures/dra), selecting
+    devices of attribute type `dtype` and counting under `resource`."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": DRA_CLASS},
+            "spec": {"selectors": [{"cel": {"expression": (
+                "device.driver == '%s' && device.attributes['%s'].type == '%s'" % (
+                    DRIVER, DRIVER, dtype))}}],
+                "extendedResourceName": resource}}
+
+
+def resource_slice(node, gen, count, index, devs):
+    """Slice `index` of `count` of node's pool at generation `gen`: `devs` whole GPUs named
+    gpu-<index * devs>..., attributes and capacity as the driver publishes them."""
+    devices = [{"name": "gpu-%d" % (index * devs + i),
+                "attributes": {"type": {"string": "gpu"},
+                               "uuid": {"string": "GPU-%s-%d-%d" % (node, gen, index * devs + i)},
+                               "productName": {"string": "NVIDIA H100 80GB HBM3"}},
+                "capacity": {"memory": {"value": "81559Mi"}}} for i in range(devs)]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "%s-%s-g%d-%d" % (node, DRIVER, gen, index)},
+            "spec": {"driver": DRIVER, "nodeName": node,
+                     "pool": {"name": node, "generation": gen, "resourceSliceCount": count},
+                     "devices": devices}}
+
+
 # -- the sequence -----------------------------------------------------------------------------
+
+def pick(rng, kinds):
+    """One operation kind of [(kind, weight)]."""
+    return rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
+
 
 def draw(rng, n_ops, lifecycle):
     """A sequence of operations the model can apply (some may find nothing to act on)."""
@@ -310,7 +471,7 @@ def draw(rng, n_ops, lifecycle):
     if lifecycle:
         kinds += [(k, 1) for k in LIFECYCLE]
     while len(ops) < n_ops:
-        op = rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
+        op = pick(rng, kinds)
         o = {"op": op}
         free = [n for n in NODE_NAMES if n not in present]
         if op == "node-add" and free:
@@ -377,6 +538,57 @@ def draw(rng, n_ops, lifecycle):
     return ops
 
 
+def draw_dra(rng, n_ops):
+    """The DRA operations (module docstring), drawn on their own stream."""
+    present = {}   # DRA node -> its pool has slices
+    ops = []
+    kinds = [("dra-node-add", 3), ("dra-node-delete", 1), ("dra-node-rack", 1),
+             ("dra-slice-delete", 2), ("dra-slice-add", 2), ("dra-generation", 2),
+             ("dra-class", 2), ("dra-class-delete", 1)]
+    while len(ops) < n_ops:
+        op = pick(rng, kinds)
+        o = {"op": op}
+        if op == "dra-node-add" and len(present) < len(DRA_NODES):
+            o["name"] = min(set(DRA_NODES) - set(present))
+            o.update(cls=rng.choice(["h100", "h100", "a100"]), rack=rng.choice(["r0", "r1"]),
+                     devs=rng.choice([2, 4, 8]))
+            present[o["name"]] = True
+        elif op in ("dra-node-delete", "dra-node-rack", "dra-slice-delete", "dra-slice-add",
+                    "dra-generation") and present:
+            o["name"] = rng.choice(sorted(present))
+            if op == "dra-node-delete":
+                del present[o["name"]]
+            elif op == "dra-node-rack":
+                o["rack"] = rng.choice(["r0", "r1", "r2"])
+            elif op in ("dra-slice-add", "dra-generation"):
+                o["devs"] = rng.choice([2, 4, 8])
+        elif op == "dra-class":
+            o["type"], o["resource"] = rng.choice([("gpu", GPU), ("mig", GPU),
+                                                   ("gpu", "example.com/gpu"), ("gpu", GPU)])
+        elif op != "dra-class-delete":
+            continue
+        o["settle"] = rng.random() < 0.6
+        ops.append(o)
+    return ops
+
+
+def draw_all(seed, n_ops, lifecycle, dra):
+    """The seed's sequence: draw() as before, and with `dra` about a third as many DRA
+    operations from their own stream, each put at a position that stream picks."""
+    ops = draw(random.Random(seed), n_ops, lifecycle)
+    if not dra:
+        return ops
+    rng = random.Random("dra-%d" % seed)
+    extra = draw_dra(rng, max(1, n_ops // 3))
+    at = sorted(rng.randint(0, len(ops)) for _ in extra)  # their own order kept
+    out = []
+    for i, o in enumerate(ops + [None]):
+        out += [extra[j] for j in range(len(extra)) if at[j] == i]
+        if o is not None:
+            out.append(o)
+    return out
+
+
 # -- the checker --------------------------------------------------------------------------------
 
 def labels_of(o):
@@ -415,6 +627,7 @@ class Checker:
     def __init__(self, lag):
         self.lag = lag
         self.nodes, self.flavors, self.objs, self.cluster = {}, {}, {}, None
+        self.classes, self.slices = {}, {}  # DeviceClasses, ResourceSlices by name
         self.timeline = []   # (t, reach pool)
         self.failures = []
         self.auto_over = {}  # cell -> since when the automatic Cohort is above the pool
@@ -440,14 +653,64 @@ class Checker:
                                         for k, v in want.items()))
             if out_of_pool:
                 self.escapes[name] = out_of_pool
+        dra = self.dra_devices()
         out = {}
         for name, rf in self.flavors.items():
             want = ((rf.get("spec") or {}).get("nodeLabels")) or {}
             for n in counted:
                 node = self.nodes[n]
                 if all(labels_of(node).get(k) == v for k, v in want.items()):
-                    for r, q in node["status"]["allocatable"].items():
+                    alloc = node["status"]["allocatable"]
+                    for r, q in alloc.items():
                         out[(name, r)] = out.get((name, r), Fraction(0)) + qparse(q)
+                    for r, k in dra.get(n, {}).items():
+                        if qparse(alloc.get(r, "0")) == 0:  # allocatable wins, never both
+                            out[(name, r)] = out.get((name, r), Fraction(0)) + k
+        return out
+
+    def dra_devices(self):
+        """{node: {resource: devices}} by docs/budget.md "How DRA devices count", for the
+        objects the model writes: classes whose selectors are `device.driver == D &&
+        device.attributes['D'].type == T` (any other expression counts nothing here) under
+        their extendedResourceName; node-local slices; a pool counts only at its highest
+        generation with all resourceSliceCount slices seen, agreeing on the count, and no
+        device name twice; a device counts once, under the first selecting class by name."""
+        classes = []
+        for cname in sorted(self.classes):
+            spec = self.classes[cname].get("spec") or {}
+            sels, ok = [], bool(spec.get("extendedResourceName"))
+            for sel in spec.get("selectors") or []:
+                m = re.fullmatch(r"device\.driver == '([^']*)' && device\.attributes\['([^']*)'\]"
+                                 r"\.type == '([^']*)'", ((sel.get("cel") or {}).get("expression")
+                                                         or ""))
+                ok = ok and m is not None
+                if m:
+                    sels.append(m.groups())
+            if ok:
+                classes.append((sels, spec["extendedResourceName"]))
+        pools = {}
+        for x in self.slices.values():
+            sp = x.get("spec") or {}
+            pools.setdefault((sp.get("driver"), (sp.get("pool") or {}).get("name")), []).append(sp)
+        out = {}
+        for (driver, _), specs in pools.items():
+            top = max(sp["pool"]["generation"] for sp in specs)
+            cur = [sp for sp in specs if sp["pool"]["generation"] == top]
+            counts = {sp["pool"]["resourceSliceCount"] for sp in cur}
+            names = [d["name"] for sp in cur for d in sp.get("devices") or []]
+            if len(counts) != 1 or len(cur) != counts.pop() or len(names) != len(set(names)):
+                continue  # incomplete: an update in flight, or a slice missing
+            for sp in cur:
+                node = sp.get("nodeName")
+                for d in sp.get("devices") or [] if node else []:
+                    attrs = d.get("attributes") or {}
+                    dtype = (attrs.get("type") or attrs.get(driver + "/type") or {}).get("string")
+                    for sels, res in classes:
+                        if all(dr == driver and dom == driver and dtype == t
+                               for dr, dom, t in sels):
+                            out.setdefault(node, {})
+                            out[node][res] = out[node].get(res, 0) + 1
+                            break
         return out
 
     def bound(self, t, k):
@@ -484,6 +747,12 @@ class Checker:
                 self.nodes[name] = obj
         elif res == "clusters":
             self.cluster = None if typ == "DELETED" else obj
+        elif res in ("deviceclasses", "resourceslices"):
+            store = self.classes if res == "deviceclasses" else self.slices
+            if typ == "DELETED":
+                store.pop(name, None)
+            else:
+                store[name] = obj
         elif res == "resourceflavors":
             if typ == "DELETED" or not owned(obj):
                 self.flavors.pop(name, None)
@@ -596,8 +865,9 @@ class Checker:
                 self.auto_over[k] = t  # once per lag
 
 
-def run_once(a, seed, ops):
-    """Run `ops` on a fresh cluster; the failures (invariant, evidence) found."""
+def run_once(a, seed, ops, notes=None):
+    """Run `ops` on a fresh cluster; the failures (invariant, evidence) found.  `notes` (a
+    list) receives what B3 could check."""
     r = Run(a, seed)
     try:
         r.start()
@@ -606,6 +876,11 @@ def run_once(a, seed, ops):
             if o.get("settle"):
                 r.settle(1.2, 15)
         looped = not r.settle(3.0, 30)
+        # B3, waited for (an agent's report of the last change may still be on its way).
+        t_exact, inexact = time.monotonic(), r.exact_diffs()
+        while inexact and time.monotonic() - t_exact < 20:
+            time.sleep(0.5)
+            inexact = r.exact_diffs()
         end = time.time()
         chk = Checker(a.lag)
         for ev in r.history():
@@ -613,6 +888,11 @@ def run_once(a, seed, ops):
         # The end state, past every staleness window.
         chk.check_auto(end + a.lag + 1, -1)
         chk.check_escapes(end + a.lag + 1, -1, chk.sums())
+        if notes is not None:
+            notes.append(r.b3)
+        for d in inexact[:5]:
+            chk.fail("B3 exact at rest", d + " (BudgetReady BudgetApplied, 20 s after the "
+                     "owned objects went quiet)")
         if looped:
             chk.fail("L1 no loop", "owned objects still written 30 s after the last "
                      "operation (%d owned writes in all)" % r.owned_write_rv()[1])
@@ -649,6 +929,8 @@ def main():
     ap.add_argument("--shrink", type=int, default=12, help="most re-runs to shrink a failure")
     ap.add_argument("--no-lifecycle", action="store_true",
                     help="leave out the lifecycle operations (see the docstring)")
+    ap.add_argument("--no-dra", action="store_true",
+                    help="leave out the DRA nodes and operations (see the docstring)")
     ap.add_argument("--seed", type=int, help="replay this seed ...")
     ap.add_argument("--sequence", help="... with this JSON list of operations")
     ap.add_argument("--keep", action="store_true", help="keep kube-sim's folder and the logs")
@@ -665,17 +947,18 @@ def main():
     try:
         if a.seed is not None:
             seeds = [(a.seed, json.loads(a.sequence) if a.sequence else
-                      draw(random.Random(a.seed), a.ops, not a.no_lifecycle))]
+                      draw_all(a.seed, a.ops, not a.no_lifecycle, not a.no_dra))]
         else:
-            seeds = [(s, draw(random.Random(s), a.ops, not a.no_lifecycle))
+            seeds = [(s, draw_all(s, a.ops, not a.no_lifecycle, not a.no_dra))
                      for s in range(a.first_seed, a.first_seed + a.seeds)]
         t0 = time.monotonic()
         for seed, ops in seeds:
             t = time.monotonic()
-            failures = run_once(a, seed, ops)
-            print("model: seed %d: %d operations, %s (%.1f s)" % (
+            notes = []
+            failures = run_once(a, seed, ops, notes)
+            print("model: seed %d: %d operations, %s (%.1f s)%s" % (
                 seed, len(ops), "ok" if not failures else "%d broken" % len(failures),
-                time.monotonic() - t), flush=True)
+                time.monotonic() - t, "; " + notes[0] if notes else ""), flush=True)
             if not failures:
                 continue
             bad += 1
