@@ -11,6 +11,7 @@ kubelet serving pod-resources, a fake CSI driver, IB sysfs; test_agent_node_trut
 the tau CLI asking the aggregator. The agent re-probes every second (--probe-interval 1) and a
 pod-resources change is re-read at once on a pod event, so every change must show in
 `tau inventory fit`, `nodes` (HEALTH, FREE) and `pool` (free now) within CHANGE_WITHIN_S, and in
+`tau inventory explain` (agent.gpu-health), /metrics (tau_aggregator_node_truth_disagreements) and
 the TauCluster condition NodeTruthAgrees (the budget controller's write) within
 CONDITION_WITHIN_S, which each test measures and asserts. Waits are for conditions, never fixed sleeps.
 """
@@ -25,6 +26,7 @@ import tempfile
 import shutil
 import time
 import unittest
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -83,6 +85,15 @@ class Aggregator:
             raise AssertionError("aggregator did not start: %r\n%s" % (line, self.logs()))
         parts = dict(kv.split("=") for kv in line.split()[1:])
         self.addr = "127.0.0.1:%s" % parts["grpc"]
+        self.http = "http://127.0.0.1:%s" % parts["http"]
+
+    def disagreements(self, rule):
+        """tau_aggregator_node_truth_disagreements{rule=...} from /metrics."""
+        with urllib.request.urlopen(self.http + "/metrics", timeout=30) as r:
+            text = r.read().decode()
+        want = 'tau_aggregator_node_truth_disagreements{rule="%s"} ' % rule
+        return [int(float(line[len(want):])) for line in text.splitlines()
+                if line.startswith(want)][0]
 
     def logs(self):
         with open(self.log_path) as f:
@@ -261,9 +272,22 @@ class AggregatorNodeTruth(unittest.TestCase):
                 return c
         return None
 
+    def explain_gpu_health(self):
+        """The agent.gpu-health rule of `tau inventory explain NODE -o json`."""
+        ex = self.tau_json("explain", ND_NODE)
+        return [r for r in ex["nodeTruth"] if r["name"] == "agent.gpu-health"][0]
+
+    def everywhere(self, sick):
+        """The TauCluster condition, explain's agent.gpu-health and its metric all agree that
+        GPU 3 is sick (or not); the condition when they do, else None."""
+        c = self.truth_condition("False" if sick else "True")
+        if c is None or self.explain_gpu_health()["pass"] == sick:
+            return None
+        return c if self.agg.disagreements("agent.gpu-health") == int(sick) else None
+
     def test_03a_cluster_condition_follows_node_truth(self):
         # GPU 3 waits for a row remap since test_03: the node disagrees with its Node.
-        c = self.within(lambda: None, lambda: self.truth_condition("False"),
+        c = self.within(lambda: None, lambda: self.everywhere(True),
                         "TauCluster NodeTruthAgrees False", limit=CONDITION_WITHIN_S)
         self.assertEqual(c["reason"], "Disagrees")
         self.assertIn("1 of 1 counted nodes reporting node-local facts disagree", c["message"])
@@ -271,17 +295,38 @@ class AggregatorNodeTruth(unittest.TestCase):
                       "sees 7 healthy (NVML); GPU 3 (%s): row remap pending"
                       % (ND_NODE, GPUS[3]), c["message"])
         c = self.within(lambda: write_atomic(self.nvml_conf, harness.fake_nvml_config(GPUS)),
-                        lambda: self.truth_condition("True"),
-                        "GPU 3 healthy again: NodeTruthAgrees True", limit=CONDITION_WITHIN_S)
+                        lambda: self.everywhere(False),
+                        "GPU 3 healthy again: explain, metric, NodeTruthAgrees True",
+                        limit=CONDITION_WITHIN_S)
         self.assertEqual(c["reason"], "Agrees")
         self.assertIn("the agents of 1 of 1 counted nodes report node-local facts", c["message"])
         c = self.within(
             lambda: write_atomic(self.nvml_conf, harness.fake_nvml_config(GPUS, sick=3)),
-            lambda: self.truth_condition("False"),
-            "GPU 3 needs a reset again: NodeTruthAgrees False", limit=CONDITION_WITHIN_S)
+            lambda: self.everywhere(True),
+            "GPU 3 needs a reset again: explain, metric, NodeTruthAgrees False",
+            limit=CONDITION_WITHIN_S)
+        self.assertIn("the agent sees 7 healthy", self.explain_gpu_health()["detail"])
         self.assertIn("GPU 3 (%s)" % GPUS[3], c["message"])
         # The budget still counts the node's advertised GPUs (the contract).
         self.assertEqual(self.tau_json("pool")["flavors"][0]["resources"]["nvidia.com/gpu"], "8")
+
+    def test_03b_critical_xid_makes_a_gpu_unhealthy(self):
+        # The fake NVML raises a critical XID (79: fell off the bus) on GPU 5 between probes:
+        # the agent's event session sees it, and the GPU stays unhealthy (until the agent
+        # restarts) while the next probes bring no new event.
+        n = self.within(
+            lambda: write_atomic(self.nvml_conf,
+                                 harness.fake_nvml_config(GPUS, sick=3) + "xid 5 79\n"),
+            lambda: (lambda n: n if n["gpusHealthy"] == 6 else None)(self.node()),
+            "critical XID on GPU 5: 6 healthy")
+        self.assertIn("GPU 5 (%s) unhealthy: critical XID 79 (1 since the agent's NVML session "
+                      "began): the GPU needs a reset" % GPUS[5], n["problems"])
+        self.assertEqual(n["gpusFree"], 4)
+        c = self.within(lambda: None,
+                        lambda: (lambda c: c if c and "the agent sees 6 healthy" in c["message"]
+                                 else None)(self.truth_condition("False")),
+                        "NodeTruthAgrees counts the XID", limit=CONDITION_WITHIN_S)
+        self.assertIn("GPU 5 (%s): critical XID 79" % GPUS[5], c["message"])
 
     def test_04_ib_port_down_leaves_ib_jobs_out(self):
         for dev in ["mlx5_%d" % i for i in range(8)]:
