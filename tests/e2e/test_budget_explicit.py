@@ -545,9 +545,9 @@ class ExplicitTest(unittest.TestCase):
                          self.team_events("empty", "QuotaInvalid"))
         self.assertEqual(self.team_events("empty", "QuotaRestored"), [])
 
-    # -- issue 24, finding 1: an explicit team created again --
+    # -- issue 24, finding 1: an explicit team and its workspace created again --
 
-    def test_12_team_created_again_adopts_its_cohort(self):
+    def test_12_team_and_workspace_created_again_adopt_their_objects(self):
         c = self.c
         self.addCleanup(c.sim.req, "DELETE", TEAMS + "/re")
         self.addCleanup(c.sim.req, "DELETE", WORKSPACES + "/rw")
@@ -578,6 +578,23 @@ class ExplicitTest(unittest.TestCase):
             "Adopted Event")
         self.assertEqual(self.uid(cq), queue_uid, "rw's queue was re-created")
         self.assertEqual(c.get(cq)["spec"].get("cohortName"), h.cohort_name("re"))
+        # rw deleted while its queue holds work, then created again (a new UID): the queue,
+        # kept for its work, is adopted by the new workspace.
+        old_ws = self.uid(WORKSPACES + "/rw")
+        c.delete(WORKSPACES + "/rw")
+        c.wait_gone(WORKSPACES + "/rw")
+        self.assertEqual(self.uid(cq), queue_uid, "the queue with work was deleted")
+        new_ws = self.create_ws("rw", "re")["metadata"]["uid"]
+        self.wait(lambda: [] if (c.get(cq)["metadata"].get("annotations") or {}).get(
+            h.WS_UID) == new_ws else ["%s not adopted: %s" % (cq, h.dump(
+                c.get(cq)["metadata"].get("annotations")))], "the queue adopted by rw")
+        self.wait(lambda: self.event_diffs(
+            "re", "Adopted", "Normal",
+            "ClusterQueue tau-ws-rw carries TauGrid's labels but its owner "
+            "(tau.azure.com/workspace-uid %s) no longer exists: adopted by TauTeam re" % old_ws),
+            "Adopted Event for the queue")
+        self.assertEqual(self.uid(cq), queue_uid, "rw's queue was re-created")
+        self.wait(lambda: self.team_diffs("re", "True", "QuotaApplied"), "team re Ready")
         c.merge(cq + "/status", {"status": {"admittedWorkloads": 0}})
         c.delete(WORKSPACES + "/rw")
         c.wait_gone(cq)
