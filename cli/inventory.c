@@ -152,17 +152,32 @@ static int capacity_table(char **text, const Tau__Inventory__V1__GetCapacityResp
 	return 0;
 }
 
-/* The pool's table: one row per flavor and resource, then the gate. */
+/* The part of flavor f's sum of `resource` that comes through DRA devices, or NULL. */
+static const char *dra_part(const Tau__Inventory__V1__Flavor *f, const char *resource)
+{
+	for (size_t i = 0; i < f->n_dra_resources; i++)
+		if (strcmp(f->dra_resources[i]->key, resource) == 0)
+			return f->dra_resources[i]->value;
+	return NULL;
+}
+
+/*
+ * The pool's table: one row per flavor and resource, then the gate.  VIA-DRA (the part of the
+ * sum that DRA devices give) only when some of the pool comes through DRA.
+ */
 static int pool_table(char **out, const Tau__Inventory__V1__Pool *pool)
 {
 	{
-		static const char *const hdr[] = {"FLAVOR", "NODES", "RESOURCE", "ALLOCATABLE"};
+		static const char *const hdr[] = {"FLAVOR", "NODES", "RESOURCE", "ALLOCATABLE",
+		                                  "VIA-DRA"};
 		tau_table *t = NULL;
 		char footer[4096];
-		size_t off;
-		int rc = tau_table_new(&t, 4, hdr);
+		size_t off, cols = 4;
+		int rc;
 
-		if (rc < 0)
+		for (size_t i = 0; i < pool->n_flavors; i++)
+			cols = pool->flavors[i]->n_dra_resources > 0 ? 5 : cols;
+		if ((rc = tau_table_new(&t, cols, hdr)) < 0)
 			return rc;
 		for (size_t i = 0; i < pool->n_flavors; i++) {
 			const Tau__Inventory__V1__Flavor *f = pool->flavors[i];
@@ -170,8 +185,10 @@ static int pool_table(char **out, const Tau__Inventory__V1__Pool *pool)
 
 			snprintf(nodes, sizeof(nodes), "%" PRIu32, f->node_count);
 			for (size_t r = 0; r < f->n_resources; r++) {
-				const char *row[4] = {f->name, nodes, f->resources[r]->key,
-				                      f->resources[r]->value};
+				const char *dra = dra_part(f, f->resources[r]->key);
+				const char *row[5] = {f->name, nodes, f->resources[r]->key,
+				                      f->resources[r]->value,
+				                      dra != NULL ? dra : "-"};
 
 				if ((rc = tau_table_add(t, row)) < 0) {
 					tau_table_free(t);
@@ -242,6 +259,10 @@ int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool,
 			for (size_t r = 0; r < f->n_resources; r++)
 				cJSON_AddStringToObject(res, f->resources[r]->key,
 				                        f->resources[r]->value);
+			res = cJSON_AddObjectToObject(fo, "draResources");
+			for (size_t r = 0; r < f->n_dra_resources; r++)
+				cJSON_AddStringToObject(res, f->dra_resources[r]->key,
+				                        f->dra_resources[r]->value);
 		}
 		if (cap != NULL)
 			capacity_json(cJSON_AddArrayToObject(root, "freeNow"), cap);
@@ -267,13 +288,14 @@ static bool node_free_known(const Tau__Inventory__V1__NodeStatus *n)
 	return n->truth != NULL && n->truth->gpus_known && !n->stale;
 }
 
-/* health, gpusHealthy, gpusInUse, gpusFree (null when unknown), problems. */
+/* health, gpusThroughDra, gpusHealthy, gpusInUse, gpusFree (null when unknown), problems. */
 static void node_truth_json(cJSON *o, const Tau__Inventory__V1__NodeStatus *n)
 {
 	const Tau__Inventory__V1__NodeTruth *nt = n->truth;
 	cJSON *problems;
 
 	cJSON_AddStringToObject(o, "health", health_name(nt != NULL ? nt->health : 0));
+	cJSON_AddBoolToObject(o, "gpusThroughDra", nt != NULL && nt->gpus_through_dra);
 	if (node_free_known(n)) {
 		cJSON_AddNumberToObject(o, "gpusHealthy", (double)nt->gpus_healthy);
 		cJSON_AddNumberToObject(o, "gpusInUse", (double)nt->gpus_in_use);
@@ -379,6 +401,10 @@ int tau_cli_render_nodes(char **out, const Tau__Inventory__V1__ListNodesResponse
 			for (size_t r = 0; r < n->n_allocatable; r++)
 				cJSON_AddStringToObject(alloc, n->allocatable[r]->name,
 				                        n->allocatable[r]->quantity);
+			alloc = cJSON_AddObjectToObject(o, "draResources");
+			for (size_t r = 0; r < n->n_dra_resources; r++)
+				cJSON_AddStringToObject(alloc, n->dra_resources[r]->name,
+				                        n->dra_resources[r]->quantity);
 			cJSON_AddNumberToObject(o, "lastHeardUnixMs",
 			                        (double)n->last_heard_unix_ms);
 			node_truth_json(o, n);
@@ -398,11 +424,19 @@ int tau_cli_render_nodes(char **out, const Tau__Inventory__V1__ListNodesResponse
 			const Tau__Inventory__V1__NodeTruth *nt = n->truth;
 			const char *gpus = "0";
 			const char *row[9];
-			char free_now[16];
+			char free_now[16], dra_gpus[48];
 
 			for (size_t r = 0; r < n->n_allocatable; r++) {
 				if (strcmp(n->allocatable[r]->name, "nvidia.com/gpu") == 0)
 					gpus = n->allocatable[r]->quantity;
+			}
+			/* GPUs the pool counts through DRA (the Node advertises none then) */
+			for (size_t r = 0; r < n->n_dra_resources; r++) {
+				if (strcmp(n->dra_resources[r]->name, "nvidia.com/gpu") == 0) {
+					snprintf(dra_gpus, sizeof(dra_gpus), "%.24s (DRA)",
+					         n->dra_resources[r]->quantity);
+					gpus = dra_gpus;
+				}
 			}
 			if (node_free_known(n))
 				snprintf(free_now, sizeof(free_now), "%" PRIu32, nt->gpus_free);

@@ -16,6 +16,7 @@
 #include "tau/error.h"
 #include "tau/names.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,36 @@ static int truth_devices(Tau__Inventory__V1__NodeTruth *m, const tau_nodetruth *
 	return 0;
 }
 
+/* What node st's DRA devices add beside its allocatable (NodeStatus.dra_resources). */
+static int fill_dra_resources(Tau__Inventory__V1__NodeStatus *ns, const tau_nodestore *store,
+                              const tau_node_status *st)
+{
+	const tau_dra_view *view = tau_nodestore_dra_view(store);
+	const tau_dra_node *n = view != NULL ? tau_dra_view_node(view, st->name) : NULL;
+
+	if (n == NULL || n->n_resources == 0 || st->facts == NULL)
+		return 0;
+	if ((ns->dra_resources = calloc(n->n_resources, sizeof(*ns->dra_resources))) == NULL)
+		return OOM();
+	for (size_t i = 0; i < n->n_resources; i++) {
+		Tau__Inventory__V1__ResourceQuantity *r;
+		char q[32];
+
+		if (!tau_dra_counts_beside(&n->resources[i], st->facts, NULL, 0))
+			continue;
+		if ((r = malloc(sizeof(*r))) == NULL)
+			return OOM();
+		tau__inventory__v1__resource_quantity__init(r);
+		ns->dra_resources[ns->n_dra_resources++] = r;
+		snprintf(q, sizeof(q), "%" PRIu32, n->resources[i].devices);
+		r->name = dup_str(n->resources[i].name);
+		r->quantity = dup_str(q);
+		if (r->name == NULL || r->quantity == NULL)
+			return OOM();
+	}
+	return 0;
+}
+
 int tau_query_node_status(Tau__Inventory__V1__NodeStatus **out, const tau_nodestore *store,
                           const tau_node_status *st, const tau_query_opts *opts)
 {
@@ -287,7 +318,8 @@ int tau_query_node_status(Tau__Inventory__V1__NodeStatus **out, const tau_nodest
 	ns->connected = st->connected;
 	ns->stale = tau_query_is_stale(st, opts);
 	ns->last_heard_unix_ms = st->last_heard_ms;
-	if (fill_resources(&ns->allocatable, &ns->n_allocatable, st->facts) < 0)
+	if (fill_resources(&ns->allocatable, &ns->n_allocatable, st->facts) < 0 ||
+	    fill_dra_resources(ns, store, st) < 0)
 		goto oom;
 	if (st->truth != NULL && truth_summary(&ns->truth, store, st) < 0)
 		goto oom;
@@ -521,48 +553,155 @@ oom:
 	return OOM();
 }
 
+/* The DRA part of one flavor's sum of one resource. */
+typedef struct dra_share {
+	const char *resource; /* lent from the DRA view */
+	uint64_t devices;
+} dra_share;
+
+/* The DRA parts of one flavor, sorted by resource. */
+typedef struct dra_shares {
+	dra_share *v;
+	size_t n;
+} dra_shares;
+
+static int dra_share_add(dra_shares *s, const char *resource, uint64_t devices)
+{
+	size_t i = 0;
+	dra_share *v;
+
+	while (i < s->n && strcmp(s->v[i].resource, resource) < 0)
+		i++;
+	if (i < s->n && strcmp(s->v[i].resource, resource) == 0) {
+		s->v[i].devices += devices;
+		return 0;
+	}
+	v = realloc(s->v, (s->n + 1) * sizeof(*v));
+	if (v == NULL)
+		return OOM();
+	memmove(&v[i + 1], &v[i], (s->n - i) * sizeof(*v));
+	v[i] = (dra_share){.resource = resource, .devices = devices};
+	s->v = v;
+	s->n++;
+	return 0;
+}
+
+/*
+ * The DRA part of every flavor's sums (`out`: one entry per flavor, zeroed): the resources
+ * each node of the DRA view that the pool counts adds beside its allocatable, as
+ * tau_dra_merge_facts adds them.  O(DRA nodes x log nodes): nodes without DRA devices are
+ * never visited.
+ */
+static int dra_shares_of(dra_shares *out, const tau_nodestore *store, const tau_pool *pool,
+                         size_t nf)
+{
+	const tau_dra_view *view = tau_nodestore_dra_view(store);
+	size_t nn = view != NULL ? tau_dra_view_node_count(view) : 0;
+
+	for (size_t i = 0; i < nn; i++) {
+		const tau_dra_node *n = tau_dra_view_node_at(view, i);
+		const char *cls;
+		tau_node_status st;
+		size_t f = 0;
+
+		if (n->n_resources == 0 || tau_nodestore_get(store, n->name, &st) < 0 ||
+		    !st.counted || st.facts == NULL ||
+		    (cls = tau_node_facts_label(st.facts, TAU_GPU_CLASS_LABEL)) == NULL)
+			continue;
+		while (f < nf && strcmp(tau_pool_flavor_at(pool, f)->name, cls) != 0)
+			f++;
+		if (f == nf)
+			continue;
+		for (size_t r = 0; r < n->n_resources; r++)
+			if (tau_dra_counts_beside(&n->resources[r], st.facts, NULL, 0) &&
+			    dra_share_add(&out[f], n->resources[r].name, n->resources[r].devices) <
+			            0)
+				return -TAU_ENOMEM;
+	}
+	return 0;
+}
+
+static int flavor_dra(Tau__Inventory__V1__Flavor *fl, const dra_shares *s)
+{
+	if (s->n > 0 && (fl->dra_resources = calloc(s->n, sizeof(*fl->dra_resources))) == NULL)
+		return OOM();
+	for (size_t r = 0; r < s->n; r++) {
+		Tau__Inventory__V1__Flavor__DraResourcesEntry *e = malloc(sizeof(*e));
+		char q[32];
+
+		if (e == NULL)
+			return OOM();
+		tau__inventory__v1__flavor__dra_resources_entry__init(e);
+		fl->dra_resources[fl->n_dra_resources++] = e;
+		snprintf(q, sizeof(q), "%" PRIu64, s->v[r].devices);
+		e->key = dup_str(s->v[r].resource);
+		e->value = dup_str(q);
+		if (e->key == NULL || e->value == NULL)
+			return OOM();
+	}
+	return 0;
+}
+
+/* One flavor of the pool with its sums and the DRA part of them. */
+static int pool_flavor(Tau__Inventory__V1__Pool *p, const tau_pool_flavor *f, const dra_shares *dra)
+{
+	Tau__Inventory__V1__Flavor *fl = malloc(sizeof(*fl));
+
+	if (fl == NULL)
+		return OOM();
+	tau__inventory__v1__flavor__init(fl);
+	p->flavors[p->n_flavors++] = fl;
+	fl->name = dup_str(f->name);
+	if (fl->name == NULL)
+		return OOM();
+	fl->node_count = (uint32_t)f->nodes;
+	if (f->n_resources > 0 &&
+	    (fl->resources = calloc(f->n_resources, sizeof(*fl->resources))) == NULL)
+		return OOM();
+	for (size_t r = 0; r < f->n_resources; r++) {
+		Tau__Inventory__V1__Flavor__ResourcesEntry *e = malloc(sizeof(*e));
+		char q[TAU_QUANTITY_STR_MAX];
+
+		if (e == NULL)
+			return OOM();
+		tau__inventory__v1__flavor__resources_entry__init(e);
+		fl->resources[fl->n_resources++] = e;
+		if (tau_pool_sum_format(q, sizeof(q), &f->resources[r]) < 0)
+			snprintf(q, sizeof(q), "0");
+		e->key = dup_str(f->resources[r].name);
+		e->value = dup_str(q);
+		if (e->key == NULL || e->value == NULL)
+			return OOM();
+	}
+	return flavor_dra(fl, dra);
+}
+
 static int pool_flavors(Tau__Inventory__V1__Pool *p, const tau_nodestore *store)
 {
 	const tau_pool *pool = tau_nodestore_pool(store);
 	size_t nf = tau_pool_flavor_count(pool);
+	dra_shares *dra;
+	int rc = 0;
 
 	if (nf == 0)
 		return 0;
-	p->flavors = calloc(nf, sizeof(*p->flavors));
-	if (p->flavors == NULL)
-		return OOM();
-	for (size_t i = 0; i < nf; i++) {
-		const tau_pool_flavor *f = tau_pool_flavor_at(pool, i);
-		Tau__Inventory__V1__Flavor *fl = malloc(sizeof(*fl));
-
-		if (fl == NULL)
-			return OOM();
-		tau__inventory__v1__flavor__init(fl);
-		p->flavors[p->n_flavors++] = fl;
-		fl->name = dup_str(f->name);
-		if (fl->name == NULL)
-			return OOM();
-		fl->node_count = (uint32_t)f->nodes;
-		if (f->n_resources > 0 &&
-		    (fl->resources = calloc(f->n_resources, sizeof(*fl->resources))) == NULL)
-			return OOM();
-		for (size_t r = 0; r < f->n_resources; r++) {
-			Tau__Inventory__V1__Flavor__ResourcesEntry *e = malloc(sizeof(*e));
-			char q[TAU_QUANTITY_STR_MAX];
-
-			if (e == NULL)
-				return OOM();
-			tau__inventory__v1__flavor__resources_entry__init(e);
-			fl->resources[fl->n_resources++] = e;
-			if (tau_pool_sum_format(q, sizeof(q), &f->resources[r]) < 0)
-				snprintf(q, sizeof(q), "0");
-			e->key = dup_str(f->resources[r].name);
-			e->value = dup_str(q);
-			if (e->key == NULL || e->value == NULL)
-				return OOM();
-		}
+	dra = calloc(nf, sizeof(*dra));
+	if (dra == NULL || dra_shares_of(dra, store, pool, nf) < 0) {
+		rc = OOM();
+		goto out;
 	}
-	return 0;
+	p->flavors = calloc(nf, sizeof(*p->flavors));
+	if (p->flavors == NULL) {
+		rc = OOM();
+		goto out;
+	}
+	for (size_t i = 0; i < nf && rc == 0; i++)
+		rc = pool_flavor(p, tau_pool_flavor_at(pool, i), &dra[i]);
+out:
+	for (size_t i = 0; dra != NULL && i < nf; i++)
+		free(dra[i].v);
+	free(dra);
+	return rc;
 }
 
 int tau_query_pool(Tau__Inventory__V1__Pool **out, const tau_nodestore *store)

@@ -547,10 +547,15 @@ class AggregatorE2E(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         nodes = {n["name"]: n for n in json.loads(r.stdout)}
         self.assertEqual(set(nodes["gpu-ib-2"]), {"name", "gpuClass", "counted", "reasons", "connected",
-                                                  "stale", "allocatable", "lastHeardUnixMs",
-                                                  "health", "gpusHealthy", "gpusInUse", "gpusFree",
+                                                  "stale", "allocatable", "draResources",
+                                                  "lastHeardUnixMs", "health", "gpusThroughDra",
+                                                  "gpusHealthy", "gpusInUse", "gpusFree",
                                                   "problems"})
         self.assertEqual(nodes["gpu-ib-2"]["allocatable"]["nvidia.com/gpu"], "8")
+        # No DRA in this cluster: nothing of the pool or of a node comes through it.
+        self.assertEqual(nodes["gpu-ib-2"]["draResources"], {})
+        self.assertFalse(nodes["gpu-ib-2"]["gpusThroughDra"])
+        self.assertEqual([f["draResources"] for f in doc["flavors"]], [{}] * len(doc["flavors"]))
         r = run("nodes")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.splitlines()[0].split(),

@@ -10,7 +10,8 @@ the class counts through its extendedResourceName. The real tau-aggregator with 
 research; each case goes on from where the one before left the cluster:
 
   test_1  the DRA-only node counts exactly: 8 nvidia.com/gpu in flavor taugrid-gpu-h100-ib of the
-          Cohort and in `tau inventory pool`; node 1's generation in flight counts 0 and
+          Cohort and in `tau inventory pool` (all of them through DRA: draResources, and node
+          0's in `tau inventory nodes`); node 1's generation in flight counts 0 and
           `tau inventory explain` says dra.pool-complete
   test_2  node 1's missing slice appears -> 16; node 0's driver starts generation 2 (1 of 2
           slices) -> node 0 counts nothing (8), its second slice -> 16
@@ -152,6 +153,11 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
         self.wait_cohort({GPU: 8}, "the complete DRA node's 8 GPUs in the Cohort")
         f = self.pool_flavor()
         self.assertEqual((f["nodes"], f["resources"].get(GPU)), (2, "8"), f)
+        # ... and the pool says all 8 come through DRA, node 0's (tau inventory nodes: 8 (DRA)).
+        self.assertEqual(f["draResources"], {GPU: "8"}, f)
+        nodes = {n["name"]: n for n in self.tau("nodes")}
+        self.assertEqual(nodes[NODE0]["draResources"], {GPU: "8"})
+        self.assertEqual(nodes[NODE1]["draResources"], {})
         r = self.rule(NODE1, "dra.pool-complete")
         self.assertFalse(r["pass"], r)
         self.assertIn("1 of 2 slices of generation 2 seen", r["detail"])
@@ -198,6 +204,7 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
         f = self.pool_flavor()
         self.assertEqual((f["resources"].get("example.com/gpu"), f["resources"].get(GPU)),
                          ("16", None), f)
+        self.assertEqual(f["draResources"], {"example.com/gpu": "16"}, f)
 
     def test_5_kueue_mapping_followed(self):
         c = self.c
@@ -219,6 +226,7 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
         self.wait_cohort({}, "DeviceClass deleted: no DRA GPU counts")
         f = self.pool_flavor()
         self.assertEqual(f["nodes"], 2, "the nodes themselves stay: %s" % f)
+        self.assertEqual(f["draResources"], {}, f)
         rules = [r["name"] for r in self.tau("explain", NODE0)["rules"]]
         self.assertEqual([r for r in rules if r.startswith("dra.")], [], rules)
 

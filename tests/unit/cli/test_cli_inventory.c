@@ -122,6 +122,48 @@ static void pool_table(void **state)
 	free(out);
 }
 
+/*
+ * Part of a sum through DRA: a VIA-DRA column ("-" where none) and JSON draResources per
+ * flavor ({} where none); without DRA the table keeps its four columns (pool_table).
+ */
+static void pool_via_dra(void **state)
+{
+	pool_fixture f;
+	Tau__Inventory__V1__Flavor__DraResourcesEntry
+	        d = TAU__INVENTORY__V1__FLAVOR__DRA_RESOURCES_ENTRY__INIT,
+	        *dp[1] = {&d};
+	char *out = NULL;
+	cJSON *doc, *fl;
+
+	(void)state;
+	build_pool(&f);
+	d.key = (char *)"nvidia.com/gpu";
+	d.value = (char *)"8";
+	f.fl[0].n_dra_resources = 1;
+	f.fl[0].dra_resources = dp;
+	assert_int_equal(tau_cli_render_pool(&out, &f.pool, NULL, TAU_CLI_TABLE), 0);
+	assert_non_null(strstr(out,
+	                       "FLAVOR           NODES   RESOURCE         ALLOCATABLE   VIA-DRA\n"
+	                       "h100             2       cpu              189880m       -\n"
+	                       "h100             2       nvidia.com/gpu   16            8\n"
+	                       "a100-long-name   1       nvidia.com/gpu   8             -\n"
+	                       "\n"
+	                       "Established: no"));
+	free(out);
+	assert_int_equal(tau_cli_render_pool(&out, &f.pool, NULL, TAU_CLI_JSON), 0);
+	doc = cJSON_Parse(out);
+	fl = cJSON_GetObjectItem(doc, "flavors");
+	assert_string_equal(
+	        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(fl, 0), "draResources"),
+	                            "nvidia.com/gpu")
+	                ->valuestring,
+	        "8");
+	assert_non_null(cJSON_GetObjectItem(cJSON_GetArrayItem(fl, 1), "draResources"));
+	assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(fl, 1), "draResources")->child);
+	cJSON_Delete(doc);
+	free(out);
+}
+
 /* Beside the pool: the free-now figures per class (GetCapacity), table and JSON "freeNow". */
 static void pool_with_free_now(void **state)
 {
@@ -273,6 +315,56 @@ static void nodes_health_and_free(void **state)
 	o = cJSON_GetArrayItem(doc, 1);
 	assert_string_equal(cJSON_GetObjectItem(o, "health")->valuestring, "ok");
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "gpusFree")));
+	cJSON_Delete(doc);
+	free(out);
+}
+
+/* A node whose GPUs count through DRA: GPUS says so, JSON draResources lists them. */
+static void nodes_dra_gpus(void **state)
+{
+	Tau__Inventory__V1__ListNodesResponse resp = TAU__INVENTORY__V1__LIST_NODES_RESPONSE__INIT;
+	Tau__Inventory__V1__NodeStatus n = TAU__INVENTORY__V1__NODE_STATUS__INIT, *np[1] = {&n};
+	Tau__Inventory__V1__NodeTruth t = TAU__INVENTORY__V1__NODE_TRUTH__INIT;
+	Tau__Inventory__V1__ResourceQuantity g = TAU__INVENTORY__V1__RESOURCE_QUANTITY__INIT,
+	                                     *gp[1] = {&g};
+	char *out = NULL;
+	cJSON *doc, *o;
+
+	(void)state;
+	g.name = (char *)"nvidia.com/gpu";
+	g.quantity = (char *)"8";
+	n.name = (char *)"dra-0";
+	n.gpu_class = (char *)"h100";
+	n.counted = true;
+	n.connected = true;
+	n.n_dra_resources = 1;
+	n.dra_resources = gp;
+	n.truth = &t;
+	t.health = TAU__INVENTORY__V1__NODE_HEALTH__NODE_HEALTH_OK;
+	t.gpus_known = true;
+	t.gpus_through_dra = true;
+	t.gpu_devices = t.gpus_healthy = 8;
+	t.gpus_in_use = 2;
+	t.gpus_free = 6;
+	resp.n_nodes = 1;
+	resp.nodes = np;
+	assert_int_equal(tau_cli_render_nodes(&out, &resp, TAU_CLI_TABLE), 0);
+	assert_string_equal(out,
+	                    "NAME    GPU-CLASS   COUNTED   CONNECTED   STALE   GPUS      HEALTH   "
+	                    "FREE   REASON\n"
+	                    "dra-0   h100        yes       yes         no      8 (DRA)   ok       "
+	                    "6\n");
+	free(out);
+	assert_int_equal(tau_cli_render_nodes(&out, &resp, TAU_CLI_JSON), 0);
+	doc = cJSON_Parse(out);
+	o = cJSON_GetArrayItem(doc, 0);
+	assert_string_equal(
+	        cJSON_GetObjectItem(cJSON_GetObjectItem(o, "draResources"), "nvidia.com/gpu")
+	                ->valuestring,
+	        "8");
+	assert_null(cJSON_GetObjectItem(o, "allocatable")->child);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(o, "gpusThroughDra")));
+	assert_int_equal(cJSON_GetObjectItem(o, "gpusFree")->valueint, 6);
 	cJSON_Delete(doc);
 	free(out);
 }
@@ -544,9 +636,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(pool_json),
 	        cmocka_unit_test(pool_table),
+	        cmocka_unit_test(pool_via_dra),
 	        cmocka_unit_test(pool_with_free_now),
 	        cmocka_unit_test(nodes_json_and_table),
 	        cmocka_unit_test(nodes_health_and_free),
+	        cmocka_unit_test(nodes_dra_gpus),
 	        cmocka_unit_test(fit_table_and_json),
 	        cmocka_unit_test(explain),
 	        cmocka_unit_test(explain_node_truth),

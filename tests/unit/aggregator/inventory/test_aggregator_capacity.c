@@ -386,12 +386,66 @@ static void dra_gpus_in_use(void **state)
 	tau_dra_store_free(dra);
 }
 
+/* The pool says how much of each sum comes through DRA, per flavor and per node. */
+static void dra_part_of_the_pool(void **state)
+{
+	tau_dra_store *dra = NULL;
+	tau_nodestore *s = dra_cluster(&dra);
+	Tau__Inventory__V1__Pool *p = NULL;
+	Tau__Inventory__V1__ListNodesResponse *list = NULL;
+	const Tau__Inventory__V1__Flavor *f;
+	cJSON *j = dra_fixture_gpu_slice("v", 8, 1);
+
+	(void)state;
+	/* v publishes 8 GPUs too but is not Ready: nothing of it counts */
+	assert_int_equal(tau_dra_store_slice_upsert(dra, j), 0);
+	cJSON_Delete(j);
+	assert_int_equal(tau_nodestore_set_dra(s, dra), 0);
+	truth_store_node_gpus(s, "v", "dra", 0, NULL, false);
+	assert_int_equal(tau_query_pool(&p, s), 0);
+	assert_int_equal(p->n_flavors, 1);
+	f = p->flavors[0];
+	assert_string_equal(f->name, "dra");
+	assert_int_equal(f->node_count, 4);
+	assert_int_equal(f->n_resources, 1);
+	assert_string_equal(f->resources[0]->key, "nvidia.com/gpu");
+	assert_string_equal(f->resources[0]->value, "32");
+	/* x, y and z give 8 each through DRA; w's 8 are its allocatable */
+	assert_int_equal(f->n_dra_resources, 1);
+	assert_string_equal(f->dra_resources[0]->key, "nvidia.com/gpu");
+	assert_string_equal(f->dra_resources[0]->value, "24");
+	protobuf_c_message_free_unpacked(&p->base, NULL);
+
+	/* per node: what its DRA devices add beside allocatable */
+	assert_int_equal(tau_query_list_nodes(&list, s, NULL, &opts), 0);
+	assert_int_equal(list->n_nodes, 5);
+	assert_string_equal(list->nodes[0]->name, "v");
+	assert_false(list->nodes[0]->counted);
+	assert_int_equal(list->nodes[0]->n_dra_resources, 1);
+	assert_string_equal(list->nodes[1]->name, "w");
+	assert_int_equal(list->nodes[1]->n_dra_resources, 0);
+	assert_int_equal(list->nodes[2]->n_dra_resources, 1);
+	assert_string_equal(list->nodes[2]->dra_resources[0]->name, "nvidia.com/gpu");
+	assert_string_equal(list->nodes[2]->dra_resources[0]->quantity, "8");
+	protobuf_c_message_free_unpacked(&list->base, NULL);
+
+	/* the class deleted: nothing comes through DRA, the pool has w's 8 */
+	assert_int_equal(tau_dra_store_class_delete(dra, DRA_FIXTURE_DRIVER), 0);
+	assert_int_equal(tau_nodestore_set_dra(s, dra), 0);
+	assert_int_equal(tau_query_pool(&p, s), 0);
+	assert_string_equal(p->flavors[0]->resources[0]->value, "8");
+	assert_int_equal(p->flavors[0]->n_dra_resources, 0);
+	protobuf_c_message_free_unpacked(&p->base, NULL);
+	tau_nodestore_free(s);
+	tau_dra_store_free(dra);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(class_figures),    cmocka_unit_test(fit_modes),
 	        cmocka_unit_test(fit_bad_requests), cmocka_unit_test(no_agents_no_free),
-	        cmocka_unit_test(dra_gpus_in_use),
+	        cmocka_unit_test(dra_gpus_in_use),  cmocka_unit_test(dra_part_of_the_pool),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
