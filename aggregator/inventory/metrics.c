@@ -16,6 +16,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A family of three samples per flavor, labelled flavor and state (`gpus`: which array). */
+static void flavor_states(tau_buf *b, const tau_metrics *m, const char *name, const char *help,
+                          const char *const states[3], bool gpus)
+{
+	tau_prom_family(b, name, "gauge", help);
+	for (size_t i = 0; i < m->n_flavors; i++) {
+		const tau_metrics_flavor *f = &m->flavors[i];
+
+		for (int k = 0; k < 3; k++) {
+			tau_buf_printf(b, "%s{flavor=\"", name);
+			tau_prom_label_value(b, f->name);
+			tau_buf_printf(b, "\",state=\"%s\"} %llu\n", states[k],
+			               (unsigned long long)(gpus ? f->gpus[k] : f->node_states[k]));
+		}
+	}
+}
+
+/* Free now per flavor (GetCapacity's figures): GPUs by state, nodes by state. */
+static void free_now(tau_buf *b, const tau_metrics *m)
+{
+	static const char *const gpu_states[3] = {"healthy", "in_use", "free"};
+	static const char *const node_states[3] = {"unknown", "degraded", "whole_free"};
+
+	flavor_states(b, m, "tau_aggregator_free_now_gpus",
+	              "GPUs on counted nodes whose node truth is known, per flavor: healthy, "
+	              "in_use, free (GetCapacity; unknown nodes never count as free).",
+	              gpu_states, true);
+	flavor_states(b, m, "tau_aggregator_free_now_nodes",
+	              "Counted nodes per flavor: unknown (no known node truth), degraded, "
+	              "whole_free (every GPU healthy and free).",
+	              node_states, false);
+}
+
 int tau_metrics_render(char **out, const tau_metrics *m)
 {
 	tau_buf b = TAU_BUF_INIT(0);
@@ -192,6 +225,7 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 		tau_prom_labelled(&b, "tau_aggregator_pool_flavor_nodes", "flavor",
 		                  m->flavors[i].name, m->flavors[i].nodes);
 	}
+	free_now(&b, m);
 	for (int u = 0; u < TAU_PROM_UNITS; u++) {
 		static const char *const help[TAU_PROM_UNITS] = {
 		        "Sum of allocatable cpu per flavor, in cores.",

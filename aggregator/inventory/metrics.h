@@ -22,10 +22,14 @@ typedef struct tau_metrics_resource {
 	char value[48];
 } tau_metrics_resource;
 
-/** One flavor of the pool. */
+/** One flavor of the pool, with its free-now figures (capacity.h, tau_capacity_class). */
 typedef struct tau_metrics_flavor {
 	const char *name;
 	uint64_t nodes;
+	/** GPUs on its counted nodes with known node truth: healthy, in use, free now. */
+	uint64_t gpus[3];
+	/** Its counted nodes: without known figures, degraded, with every GPU free. */
+	uint64_t node_states[3];
 } tau_metrics_flavor;
 
 /** Everything /metrics shows.  Strings are lent for the render call. */

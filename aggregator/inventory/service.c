@@ -32,6 +32,7 @@
 #include "query.h"
 #include "report.h"
 #include "snapshot.h"
+#include "capacity.h"
 #include "truthrules.h"
 
 #include "tau/backoff.h"
@@ -1900,8 +1901,18 @@ int tau_agg_metrics(tau_agg *a, char **out)
 	for (size_t i = 0; i < m.n_flavors; i++) {
 		const tau_pool_flavor *f = tau_pool_flavor_at(pool, i);
 
+		tau_class_capacity now;
+
 		flavors[i].name = f->name;
 		flavors[i].nodes = f->nodes;
+		if (tau_capacity_class(&now, a->store, i, &o) == 0) {
+			flavors[i].gpus[0] = now.gpus_healthy;
+			flavors[i].gpus[1] = now.gpus_in_use;
+			flavors[i].gpus[2] = now.gpus_free;
+			flavors[i].node_states[0] = now.nodes_unknown;
+			flavors[i].node_states[1] = now.nodes_degraded;
+			flavors[i].node_states[2] = now.whole_nodes_free;
+		}
 		for (size_t r = 0; r < f->n_resources; r++) {
 			if (n_res == cap_res) {
 				size_t cap = cap_res ? cap_res * 2 : 32;

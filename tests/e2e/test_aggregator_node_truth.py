@@ -87,13 +87,15 @@ class Aggregator:
         self.addr = "127.0.0.1:%s" % parts["grpc"]
         self.http = "http://127.0.0.1:%s" % parts["http"]
 
-    def disagreements(self, rule):
-        """tau_aggregator_node_truth_disagreements{rule=...} from /metrics."""
+    def metric(self, sample):
+        """The value of one sample of /metrics, e.g. 'name{label="v"}'."""
         with urllib.request.urlopen(self.http + "/metrics", timeout=30) as r:
             text = r.read().decode()
-        want = 'tau_aggregator_node_truth_disagreements{rule="%s"} ' % rule
-        return [int(float(line[len(want):])) for line in text.splitlines()
-                if line.startswith(want)][0]
+        return [int(float(line[len(sample) + 1:])) for line in text.splitlines()
+                if line.startswith(sample + " ")][0]
+
+    def disagreements(self, rule):
+        return self.metric('tau_aggregator_node_truth_disagreements{rule="%s"}' % rule)
 
     def logs(self):
         with open(self.log_path) as f:
@@ -263,6 +265,13 @@ class AggregatorNodeTruth(unittest.TestCase):
         c = pool["freeNow"][0]
         self.assertEqual((c["gpusHealthy"], c["gpusInUse"], c["gpusFree"], c["nodesDegraded"]),
                          (7, 2, 5, 1))
+        # The same figures in /metrics, beside the pool's.
+        gpus = 'tau_aggregator_free_now_gpus{flavor="%s",state="%%s"}' % CLASS
+        nodes = 'tau_aggregator_free_now_nodes{flavor="%s",state="%%s"}' % CLASS
+        self.assertEqual([self.agg.metric(gpus % st) for st in ("healthy", "in_use", "free")],
+                         [7, 2, 5])
+        self.assertEqual([self.agg.metric(nodes % st)
+                          for st in ("unknown", "degraded", "whole_free")], [0, 1, 0])
 
     def truth_condition(self, want):
         """The TauCluster's NodeTruthAgrees when its status is `want`, else None."""

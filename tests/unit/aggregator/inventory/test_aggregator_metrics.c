@@ -21,7 +21,7 @@ static void contains(const char *text, const char *needle)
 
 static void renders_families(void **state)
 {
-	tau_metrics_flavor fl[1] = {{"h100", 2}};
+	tau_metrics_flavor fl[1] = {{"h100", 2, {15, 2, 13}, {1, 1, 1}}};
 	tau_metrics_resource res[3] = {{"h100", "nvidia.com/gpu", "16"},
 	                               {"we\"ird\\fl\nv", "cpu", "189.88"},
 	                               {"h100", "memory", "2025164832768"}};
@@ -68,6 +68,14 @@ static void renders_families(void **state)
 	contains(text, "tau_aggregator_pool_established 1\n");
 	contains(text, "tau_aggregator_pool_valid 0\n");
 	contains(text, "tau_aggregator_pool_flavor_nodes{flavor=\"h100\"} 2\n");
+	/* Free now per flavor, beside the pool (GetCapacity's figures). */
+	contains(text, "# TYPE tau_aggregator_free_now_gpus gauge\n"
+	               "tau_aggregator_free_now_gpus{flavor=\"h100\",state=\"healthy\"} 15\n"
+	               "tau_aggregator_free_now_gpus{flavor=\"h100\",state=\"in_use\"} 2\n"
+	               "tau_aggregator_free_now_gpus{flavor=\"h100\",state=\"free\"} 13\n");
+	contains(text, "tau_aggregator_free_now_nodes{flavor=\"h100\",state=\"unknown\"} 1\n"
+	               "tau_aggregator_free_now_nodes{flavor=\"h100\",state=\"degraded\"} 1\n"
+	               "tau_aggregator_free_now_nodes{flavor=\"h100\",state=\"whole_free\"} 1\n");
 	/* One unit per family: GPUs are a count, cpu is in cores, memory in bytes. */
 	contains(text, "# TYPE tau_aggregator_pool_allocatable gauge\n"
 	               "tau_aggregator_pool_allocatable{flavor=\"h100\",resource=\"nvidia.com/"
