@@ -15,7 +15,8 @@ pod takes 2 GPUs (kubelet's pod-resources reports it).  It then applies a TauClu
 Reconcile mode naming the capacity team `research`, that TauTeam and a TauWorkspace of the team
 (no hand-made Kueue object: the aggregator writes the ResourceFlavors, the team's root Cohort
 holding the exact pool and the workspace's ClusterQueue), shows `tau workspace list|status`,
-`tau team status research` and the Cohort as YAML, and cordons an H100 node: the pool and the
+the TauCluster condition NodeTruthAgrees naming the two sick nodes, `tau team status research`
+and the Cohort as YAML, and cordons an H100 node: the pool and the
 Cohort's nominalQuota shrink, and `tau team status` shows it.  Everything runs on 127.0.0.1 and
 is stopped on exit.
 
@@ -633,6 +634,29 @@ def main():
         step = "workspace"
         checked(step, "team %s Ready (tau team status exits 0) and workspace alpha Ready "
                 "(tau workspace check exits 0)" % TEAM, {"team": TEAM, "workspace": "alpha"})
+
+        def truth_condition():
+            """The TauCluster's NodeTruthAgrees once it names both sick nodes, else None."""
+            r = subprocess.run(kubectl + ["get", "clusters.tau.azure.com", "cluster", "-o",
+                                          "json"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, universal_newlines=True)
+            try:
+                conds = json.loads(r.stdout)["status"]["conditions"]
+            except (ValueError, KeyError):
+                return None
+            c = next((c for c in conds if c.get("type") == "NodeTruthAgrees"), None)
+            return c if (c and c["status"] == "False" and sick in c["message"] and
+                         port_down in c["message"]) else None
+
+        say("The TauCluster summarises the nodes whose own agent disagrees with what they "
+            "advertise (condition NodeTruthAgrees); the budget still counts them")
+        truth_cond = wait_for(truth_condition, 30, "TauCluster NodeTruthAgrees False naming %s "
+                              "and %s" % (sick, port_down))
+        run(kubectl + ["get", "clusters.tau.azure.com", "cluster", "-o",
+                       'jsonpath={.status.conditions[?(@.type=="NodeTruthAgrees")].message}'])
+        print(flush=True)
+        checked("budget", "TauCluster NodeTruthAgrees False (%s): %s" %
+                (truth_cond["reason"], truth_cond["message"]), {"nodeTruthAgrees": truth_cond})
 
         def cohort_quota():
             """{flavor: {resource: nominalQuota}} of the Cohort, as kubectl reads it."""

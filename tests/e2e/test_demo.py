@@ -147,6 +147,15 @@ class DemoShowsAgents(unittest.TestCase):
                          ("False", "RDMAPortDown"))
         self.assertEqual((metrics["data"]["agent.gpu-health"],
                           metrics["data"]["agent.rdma-ports"]), (1, 1))
+        # The TauCluster condition names both nodes with the rule each fails.
+        (cond,) = [c for c in self.checks("budget") if "nodeTruthAgrees" in (c["data"] or {})]
+        t = cond["data"]["nodeTruthAgrees"]
+        self.assertEqual((t["status"], t["reason"]), ("False", "Disagrees"))
+        self.assertRegex(t["message"], r"^2 of \d+ counted nodes reporting node-local facts "
+                         r"disagree with what their Node advertises")
+        self.assertIn("agent.gpu-health: Node advertises 8 nvidia.com/gpu GPUs; the agent sees "
+                      "7 healthy (NVML)", t["message"])
+        self.assertIn("agent.rdma-ports: Node advertises rdma/", t["message"])
         self.assertIn("0 in use, 8 free", pod["data"]["before"])
         self.assertIn("2 in use, 6 free", pod["data"]["after"])
         # An 8-GPU job on one node: fits on the healthy node, then nowhere (7 healthy, 6 free).
