@@ -13,7 +13,9 @@ the leader runs the controller; a follower answers UNAVAILABLE and takes over wh
 stops), --no-workspace-controller, an invalid configuration refused at start-up (exit 2), and
 `tau workspace check --data-pvc PVC --aggregator ADDR`: fake agents (aggregator/agent.py) report
 the CSI drivers of two counted nodes, and the check fails naming the node whose agent lacks the
-PVC's driver, then passes once it reports it.
+PVC's driver, then passes once it reports it; then fails again naming the node whose agent's live
+CSI Identity Probe says the driver is not ready, as does `tau storage check --aggregator` (which
+says "live Probe not checked" without an aggregator).
 Waits are wait-for-condition loops with deadlines, never fixed sleeps.
 """
 import json
@@ -391,12 +393,19 @@ def _gpu_node(name):
                        "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def _with_csi(node, drivers):
+def _with_csi(node, drivers, probe=None):
+    """An inventory listing `drivers` registered; with `probe` (a TriState), the agent's live
+    Identity Probe of each answered that (FALSE with an error)."""
     inv = inventory_from_node(ipb, node)
     for d in sorted(drivers):
-        inv.csi_drivers.add(name=d, in_csi_node=True, socket_present=True, supported=True)
+        c = inv.csi_drivers.add(name=d, in_csi_node=True, socket_present=True, supported=True)
+        if probe is not None:
+            c.probed = True
+            c.probe_ready = probe
+            if probe != ipb.TRI_STATE_TRUE:
+                c.probe_error = "Probe: the driver answered not ready"
     # A different inventory carries a different digest.
-    inv.digest = inv.digest[:48] + "%016x" % len(drivers)
+    inv.digest = inv.digest[:48] + "%016x" % (len(drivers) * 4 + (probe or 0))
     return inv
 
 
@@ -504,6 +513,49 @@ class WorkspaceCsiCheckTest(unittest.TestCase):
             return last[0][0] == 0
         wait_for(passes, msg="check passes once gpu-b reports " + BLOB)
         self.assertIn("registered on all 2 eligible nodes", last[0][1])
+        # These fake agents made no live check: unknown, said, not a silent pass.
+        self.assertIn("live Probe unknown on 2 of 2 nodes: gpu-a gpu-b", last[0][1])
+
+        # The live check (issue 25): gpu-b's driver is registered but does not answer Probe.
+        for n, probe in (("gpu-a", ipb.TRI_STATE_TRUE), ("gpu-b", ipb.TRI_STATE_FALSE)):
+            a = self.agents[CSI_NODES.index(n)]
+            drivers = [BLOB] if n == "gpu-a" else [BLOB, "disk.csi.azure.com"]
+            self.assertEqual(a.wait_ack(a.send_inventory(_with_csi(nodes[n], drivers,
+                                                                   probe))).status,
+                             ipb.ACK_STATUS_OK)
+
+        def fails():
+            last[:] = [self.check("--aggregator", self.agg.addr, "--insecure")]
+            return last[0][0] == 1
+        wait_for(fails, msg="check fails once gpu-b's driver does not answer Probe")
+        self.assertIn("CSI driver %s: node gpu-b: %s registered in CSINode but not answering "
+                      "Probe: Probe: the driver answered not ready" % (BLOB, BLOB), last[0][1])
+        rc, out, err = self.check("--aggregator", self.agg.addr, "-o", "json")
+        csi = json.loads(out)["csi"]
+        self.assertEqual([(x["name"], x["probe"]) for x in csi["nodes"]],
+                         [("gpu-a", "ready"), ("gpu-b", "notReady")])
+        self.assertEqual((csi["probeFailed"], csi["ok"]), (1, False))
+
+        # tau storage check reads registration from CSINode and the live Probe through the
+        # same aggregator: the same verdict, naming gpu-b.
+        for n in CSI_NODES:
+            e.create({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                      "metadata": {"name": n},
+                      "spec": {"drivers": [{"name": BLOB, "nodeID": n}]}},
+                     "/apis/storage.k8s.io/v1/csinodes")
+        rc, out, err = self.tau("storage", "check", "--driver", BLOB, "--aggregator",
+                                self.agg.addr, "--insecure")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("node gpu-b: %s registered in CSINode but not answering Probe" % BLOB, out)
+        self.assertIn("but not answering Probe on every one", out)
+        # Without an aggregator (none named, TAU_AGGREGATOR unset) it says the live Probe was
+        # not checked, and registration alone decides.
+        r = subprocess.run([CLI_BIN, "--kubeconfig", e.sim.kubeconfig, "storage", "check",
+                            "--driver", BLOB], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60,
+                           env={k: v for k, v in os.environ.items() if k != "TAU_AGGREGATOR"})
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("live Probe not checked", r.stdout)
 
 
 if __name__ == "__main__":
