@@ -240,6 +240,7 @@ static int gather(tau_budget_controller *b, gathered *g, tau_budget_observed *o,
 	o->nodes_observed = g->inv.nodes_observed;
 	o->nodes_counted = g->inv.n_nodes;
 	o->truth = g->inv.snapshot != NULL ? &g->inv.truth : NULL;
+	o->dra = g->inv.snapshot != NULL ? &g->inv.dra : NULL;
 	o->read_problem = problem[0] != '\0' ? problem : NULL;
 	o->cluster = g->cluster;
 	o->teams = g->v_teams;

@@ -40,6 +40,7 @@ typedef struct tau_budget_inventory {
 	size_t nodes_observed;       /**< labelled nodes known, counted or not */
 	tau_pool_snapshot *snapshot; /**< owns what `nodes` point at (freed with the inventory) */
 	tau_budget_truth truth;      /**< its strings point into `snapshot` */
+	tau_budget_dra dra;          /**< its strings point into `snapshot` */
 } tau_budget_inventory;
 
 /** Free what a snapshot holds and zero it. */

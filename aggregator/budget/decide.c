@@ -1016,6 +1016,68 @@ static int node_truth_condition(cJSON *conds, const cJSON *prev, const tau_budge
 	return rc;
 }
 
+/*
+ * DRAClassesUsable: whether every DeviceClass that maps to a quota resource (Kueue's
+ * deviceClassMappings or its extendedResourceName) can count its devices (docs/budget.md,
+ * "How DRA devices count").  False naming each unusable class with its reason, which quotes
+ * the refused CEL expression and offset (or Kueue's two names for it), and False when
+ * Kueue's configuration cannot be read (then no class counts); True otherwise, with its own
+ * reason when no class maps to anything.  Like NodeTruthAgrees it changes no write: the pool
+ * already leaves those devices out (fail closed).
+ */
+static int dra_classes_condition(cJSON *conds, const cJSON *prev, const tau_budget_observed *in,
+                                 int64_t gen)
+{
+	const tau_budget_dra *d = in->dra;
+	tau_buf msg = TAU_BUF_INIT(8192);
+	const char *status = "True", *reason = "Usable";
+	char *text;
+	int rc;
+
+	if (d == NULL)
+		return tau_conditions_set(conds, prev, "DRAClassesUsable", "Unknown", "NotObserved",
+		                          "the inventory's DeviceClasses have not been read yet",
+		                          gen, in->now);
+	if (d->kueue_error != NULL) {
+		status = "False";
+		reason = "KueueConfigUnreadable";
+		tau_buf_printf(&msg,
+		               "Kueue's configuration cannot be read, so no DeviceClass counts "
+		               "until it is fixed: %s",
+		               d->kueue_error);
+	} else if (d->unusable > 0) {
+		status = "False";
+		reason = "UnusableDeviceClass";
+		tau_buf_printf(&msg,
+		               "%zu of %zu DeviceClasses that map to a quota resource count "
+		               "nothing (their devices are left out of the pool):",
+		               d->unusable, d->mapped);
+		for (size_t i = 0; i < d->n_classes; i++)
+			tau_buf_printf(&msg, "%s %s", i > 0 ? ";" : "",
+			               d->classes[i].reason != NULL ? d->classes[i].reason : "?");
+		if (d->unusable > d->n_classes)
+			tau_buf_printf(&msg, "; and %zu more", d->unusable - d->n_classes);
+	} else if (d->mapped == 0) {
+		reason = "NoMappedClasses";
+		tau_buf_printf(&msg,
+		               "no DeviceClass maps to a quota resource (extendedResourceName "
+		               "or Kueue's deviceClassMappings): no DRA device counts");
+	} else {
+		tau_buf_printf(&msg,
+		               "%zu DeviceClass%s map%s to a quota resource; every one is usable",
+		               d->mapped, d->mapped == 1 ? "" : "es", d->mapped == 1 ? "s" : "");
+	}
+	if ((rc = tau_buf_error(&msg)) < 0) {
+		tau_buf_free(&msg);
+		return rc;
+	}
+	text = tau_buf_take(&msg, NULL);
+	rc = tau_conditions_set(conds, prev, "DRAClassesUsable", status, reason, text, gen,
+	                        in->now);
+	free(text);
+	return rc;
+}
+
 static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bool conflict,
                            const char *conflict_msg)
 {
@@ -1089,6 +1151,8 @@ static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bo
 		                        conflict ? conflict_msg : "", gen, in->now);
 	if (rc == 0)
 		rc = node_truth_condition(conds, prev, in, gen);
+	if (rc == 0)
+		rc = dra_classes_condition(conds, prev, in, gen);
 	if (rc < 0) {
 		cJSON_Delete(st);
 		b->rc = b->rc < 0 ? b->rc : rc;

@@ -56,6 +56,24 @@ typedef struct tau_budget_truth {
 	tau_budget_truth_node nodes[TAU_BUDGET_TRUTH_NODES];
 } tau_budget_truth;
 
+/** Most unusable DeviceClasses the DRAClassesUsable condition names. */
+#define TAU_BUDGET_DRA_CLASSES 4
+
+/** A DeviceClass that maps to a quota resource and counts nothing. */
+typedef struct tau_budget_dra_class {
+	const char *name;
+	const char *reason; /**< "class NAME: spec.selectors[0]: ..." (quotes the expression) */
+} tau_budget_dra_class;
+
+/** The DeviceClasses DRA devices count through (TauCluster DRAClassesUsable). */
+typedef struct tau_budget_dra {
+	size_t mapped;    /**< classes that map to a quota resource */
+	size_t unusable;  /**< of them, counting nothing */
+	size_t n_classes; /**< the first few unusable, in name order */
+	tau_budget_dra_class classes[TAU_BUDGET_DRA_CLASSES];
+	const char *kueue_error; /**< Kueue's configuration cannot be read; NULL when it can */
+} tau_budget_dra;
+
 /** What one reconcile sees.  Everything is borrowed. */
 typedef struct tau_budget_observed {
 	/* The inventory. */
@@ -67,6 +85,8 @@ typedef struct tau_budget_observed {
 	size_t nodes_counted;  /**< of those, counted in the pool */
 	/** Node truth against the Nodes; NULL: not known (NodeTruthAgrees Unknown). */
 	const tau_budget_truth *truth;
+	/** The DeviceClasses' usability; NULL: not known (DRAClassesUsable Unknown). */
+	const tau_budget_dra *dra;
 	/* The counted pool nodes, for P4's flavor overlap check. */
 	const tau_budget_node *nodes;
 	size_t n_nodes;

@@ -24,6 +24,22 @@ void tau_budget_inventory_clear(tau_budget_inventory *inv)
 	memset(inv, 0, sizeof(*inv));
 }
 
+_Static_assert(TAU_BUDGET_DRA_CLASSES == TAU_POOL_DRA_EXAMPLES,
+               "the condition names every class the snapshot keeps");
+
+/* The DeviceClasses' usability, lending the snapshot's strings. */
+static void inventory_dra(tau_budget_dra *out, const tau_pool_dra_summary *sum)
+{
+	out->mapped = sum->mapped;
+	out->unusable = sum->unusable;
+	out->kueue_error = sum->kueue_error[0] != '\0' ? sum->kueue_error : NULL;
+	for (size_t i = 0; i < sum->n_examples && i < TAU_BUDGET_DRA_CLASSES; i++) {
+		out->classes[i] = (tau_budget_dra_class){.name = sum->examples[i].name,
+		                                         .reason = sum->examples[i].reason};
+		out->n_classes = i + 1;
+	}
+}
+
 int tau_budget_inventory_from_snapshot(tau_budget_inventory *out, tau_pool_snapshot *snap)
 {
 	tau_budget_inventory inv = {0};
@@ -70,6 +86,7 @@ int tau_budget_inventory_from_snapshot(tau_budget_inventory *out, tau_pool_snaps
 		                                             .more_rules = ex->more_rules};
 		inv.truth.n_nodes = i + 1;
 	}
+	inventory_dra(&inv.dra, &snap->dra);
 	*out = inv;
 	return 0;
 oom:

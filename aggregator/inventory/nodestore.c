@@ -707,6 +707,11 @@ const tau_dra_view *tau_nodestore_dra_view(const tau_nodestore *s)
 	return s->dra != NULL ? tau_dra_store_built_view(s->dra) : NULL;
 }
 
+const char *tau_nodestore_dra_kueue_error(const tau_nodestore *s)
+{
+	return s->dra != NULL ? tau_dra_store_kueue_error(s->dra) : NULL;
+}
+
 void tau_nodestore_tick(tau_nodestore *s, int64_t now_ms)
 {
 	if (s->timed_out || now_ms < s->deadline_ms)

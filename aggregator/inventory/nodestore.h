@@ -103,6 +103,9 @@ int tau_nodestore_set_dra(tau_nodestore *store, tau_dra_store *dra);
  */
 const tau_dra_view *tau_nodestore_dra_view(const tau_nodestore *store);
 
+/** Why Kueue's configuration cannot be read (tau_dra_store_kueue_error), or NULL. */
+const char *tau_nodestore_dra_kueue_error(const tau_nodestore *store);
+
 /** A Node was added or changed in the API (facts copied). */
 int tau_nodestore_api_upsert(tau_nodestore *store, const tau_node_facts *facts);
 

@@ -1680,12 +1680,18 @@ static const char *object_name(const cJSON *obj)
 	return cJSON_IsString(name) ? name->valuestring : NULL;
 }
 
-/* Recount the nodes with the store as it now is (a->mu held); logs a failure. */
-static void dra_recount_locked(tau_agg *a)
+/*
+ * Recount the nodes with the store as it now is (a->mu held); logs a failure.  `classes`: a
+ * DeviceClass or Kueue's configuration changed, so subscribers (the TauCluster's
+ * DRAClassesUsable) hear of it even when no count moves (a class that selects nothing yet).
+ */
+static void dra_recount_locked(tau_agg *a, bool classes)
 {
 	if (tau_nodestore_set_dra(a->store, a->dra) < 0)
 		tau_log_error("nodes not recounted with their DRA devices", "reason",
 		              tau_error_last()->msg, NULL);
+	if (classes)
+		a->notify_pending = true;
 	mark_dirty_locked(a);
 }
 
@@ -1709,7 +1715,7 @@ void tau_agg_dra_object(tau_agg *a, tau_agg_dra_kind kind, const cJSON *obj, boo
 	if (rc < 0 && rc != -TAU_ENOTFOUND)
 		snprintf(reason, sizeof(reason), "%s", tau_error_last()->msg);
 	/* A refused object replaced the old one by nothing: the nodes follow either way. */
-	dra_recount_locked(a);
+	dra_recount_locked(a, kind == TAU_AGG_DRA_CLASS);
 	pthread_mutex_unlock(&a->mu);
 	if (reason[0] != '\0')
 		tau_log_warn("DRA object does not count", "kind", what, "name",
@@ -1723,7 +1729,7 @@ void tau_agg_dra_kueue(tau_agg *a, const tau_kueue_config *cfg, const char *erro
 	pthread_mutex_lock(&a->mu);
 	rc = tau_dra_store_set_mappings(a->dra, cfg != NULL ? cfg->mappings : NULL,
 	                                cfg != NULL ? cfg->n_mappings : 0, error);
-	dra_recount_locked(a);
+	dra_recount_locked(a, true);
 	pthread_mutex_unlock(&a->mu);
 	if (rc < 0)
 		tau_log_error("Kueue deviceClassMappings not applied", "reason",

@@ -201,6 +201,42 @@ static void summarise_truth(tau_pool_truth_summary *sum, const tau_nodestore *st
 	}
 }
 
+/*
+ * The DeviceClasses of the DRA view the nodes were counted with, for the DRAClassesUsable
+ * condition: how many map to a quota resource, how many of those count nothing, and the
+ * first few (name order) with the reason, which quotes the refused expression.
+ */
+static void summarise_dra(tau_pool_dra_summary *sum, const tau_nodestore *store)
+{
+	const tau_dra_view *view = tau_nodestore_dra_view(store);
+	const char *kueue = tau_nodestore_dra_kueue_error(store);
+	size_t n = view != NULL ? tau_dra_view_class_count(view) : 0;
+
+	if (kueue != NULL)
+		snprintf(sum->kueue_error, sizeof(sum->kueue_error), "%s", kueue);
+	for (size_t i = 0; i < n; i++) {
+		const tau_dra_class_state *cs = tau_dra_view_class_at(view, i);
+		tau_pool_dra_class_example *ex;
+
+		if (cs->via == TAU_DRA_VIA_NONE)
+			continue;
+		sum->mapped++;
+		if (!cs->unusable)
+			continue;
+		sum->unusable++;
+		if (sum->n_examples >= TAU_POOL_DRA_EXAMPLES)
+			continue;
+		ex = &sum->examples[sum->n_examples++];
+		snprintf(ex->name, sizeof(ex->name), "%s", cs->cls->name);
+		/* The class's own reason is whole; the view's note is cut at 320 bytes. */
+		if (cs->cls->unusable != NULL)
+			snprintf(ex->reason, sizeof(ex->reason), "class %s: %s", cs->cls->name,
+			         cs->cls->unusable);
+		else
+			snprintf(ex->reason, sizeof(ex->reason), "%s", cs->note);
+	}
+}
+
 int tau_pool_snapshot_build(tau_pool_snapshot **out, const tau_nodestore *store)
 {
 	const tau_pool *pool = tau_nodestore_pool(store);
@@ -217,6 +253,7 @@ int tau_pool_snapshot_build(tau_pool_snapshot **out, const tau_nodestore *store)
 	    copy_flavors(snap, pool) < 0 || copy_nodes(snap, store) < 0)
 		goto oom;
 	summarise_truth(&snap->truth, store);
+	summarise_dra(&snap->dra, store);
 	*out = snap;
 	return 0;
 oom:

@@ -17,7 +17,8 @@
  * Change notification: tau_agg_pool_subscribe registers a callback that the
  * aggregator's publisher thread calls, with no lock held, after any change
  * of what a snapshot holds (the counted nodes, their labels or allocatable,
- * established, valid, and a counted node's agent.* verdicts in `truth`).  Changes are coalesced
+ * established, valid, a counted node's agent.* verdicts in `truth`, and any change of the
+ * DeviceClasses or Kueue's configuration, which `dra` summarises).  Changes are coalesced
  * (one call per publisher window, 20 ms by default), so the callback says "take a new snapshot",
  * not what changed; it must be quick (e.g. wake the caller's loop).
  */
@@ -64,6 +65,31 @@ typedef struct tau_pool_truth_summary {
 	tau_pool_truth_example examples[TAU_POOL_TRUTH_EXAMPLES];
 } tau_pool_truth_summary;
 
+/** Most unusable DeviceClasses a DRA summary names (the first ones, in name order). */
+#define TAU_POOL_DRA_EXAMPLES 4
+
+/** A DeviceClass that maps to a quota resource and counts nothing: why. */
+typedef struct tau_pool_dra_class_example {
+	char name[254];    /**< the class */
+	char reason[1024]; /**< "class NAME: spec.selectors[0]: ..." (quotes the expression) */
+} tau_pool_dra_class_example;
+
+/**
+ * The DeviceClasses the pool counts DRA devices through (dra.h, docs/budget.md "How DRA
+ * devices count"): what the TauCluster condition DRAClassesUsable says.  Only classes that map
+ * to a quota resource (Kueue's deviceClassMappings or spec.extendedResourceName) are counted;
+ * a class mapping to nothing counts nothing by design.
+ */
+typedef struct tau_pool_dra_summary {
+	size_t mapped;     /**< classes that map to a quota resource */
+	size_t unusable;   /**< of them, counting nothing: selector outside the CEL subset, or
+	                        Kueue maps them under two names */
+	size_t n_examples; /**< <= TAU_POOL_DRA_EXAMPLES */
+	tau_pool_dra_class_example examples[TAU_POOL_DRA_EXAMPLES];
+	/** Kueue's configuration cannot be read (no class counts until it can); "" when it can. */
+	char kueue_error[1024];
+} tau_pool_dra_summary;
+
 /** The pool at one instant; everything is owned by the snapshot. */
 typedef struct tau_pool_snapshot {
 	/** The sync gate opened: the pool may be trusted and budgets may shrink.  Never goes back.
@@ -97,6 +123,8 @@ typedef struct tau_pool_snapshot {
 	char *node_strings; /**< private: every string of `nodes` */
 	/** The counted nodes' agents against their Nodes (the NodeTruthAgrees condition). */
 	tau_pool_truth_summary truth;
+	/** The DeviceClasses' usability (the DRAClassesUsable condition). */
+	tau_pool_dra_summary dra;
 	char **node_labels; /**< private: every label_keys and label_values array of `nodes` */
 } tau_pool_snapshot;
 

@@ -12,18 +12,22 @@ research; each case goes on from where the one before left the cluster:
   test_1  the DRA-only node counts exactly: 8 nvidia.com/gpu in flavor taugrid-gpu-h100-ib of the
           Cohort and in `tau inventory pool` (all of them through DRA: draResources, and node
           0's in `tau inventory nodes`); node 1's generation in flight counts 0 and
-          `tau inventory explain` says dra.pool-complete
+          `tau inventory explain` says dra.pool-complete; DRAClassesUsable True
   test_2  node 1's missing slice appears -> 16; node 0's driver starts generation 2 (1 of 2
           slices) -> node 0 counts nothing (8), its second slice -> 16
-  test_3  the DeviceClass's selector narrowed to one GPU's UUID -> 1 per node that has it (1);
-          widened again -> 16
+  test_3  the DeviceClass's selector narrowed to one GPU's UUID -> 1; a selector outside the CEL
+          subset -> 0, and the TauCluster's DRAClassesUsable False (UnusableDeviceClass) quoting
+          the expression and the offset; widened again -> 16, True
   test_4  the DeviceClass's extendedResourceName changed to example.com/gpu -> 16 example.com/gpu,
           no nvidia.com/gpu
   test_5  Kueue's namespace and ConfigMap appear, deviceClassMappings gpu.nvidia.com ->
           nvidia.com/gpu (Kueue's mapping wins) -> 16 nvidia.com/gpu; the mapping changed in the
-          ConfigMap to example.com/h100 -> 16 example.com/h100; the ConfigMap deleted -> back to
-          the class's extendedResourceName
-  test_6  the DeviceClass deleted -> no DRA GPU counts; the nodes stay in the pool
+          ConfigMap to example.com/h100 -> 16 example.com/h100; a Configuration that does not
+          read -> 0 and DRAClassesUsable False (KueueConfigUnreadable); the ConfigMap deleted ->
+          back to the class's extendedResourceName
+  test_6  the DeviceClass deleted -> no DRA GPU counts; the nodes stay in the pool;
+          DRAClassesUsable True (NoMappedClasses); an unusable class that selects nothing
+          anyway -> DRAClassesUsable False naming it (no count moved)
 
 Waits are wait-for-condition loops (budget/harness.py Cluster.wait_ok), never fixed sleeps.
 """
@@ -139,6 +143,11 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
     def pool_flavor(self):
         return [f for f in self.tau("pool")["flavors"] if f["name"] == GPU_CLASS][0]
 
+    def wait_condition(self, status, reason, text, msg):
+        """The TauCluster's DRAClassesUsable (the budget controller's status write)."""
+        self.c.wait_ok(lambda: h.cond_diffs(self.c.cluster(), "DRAClassesUsable", status,
+                                            reason, text), msg)
+
     def rule(self, node, name):
         rules = [r for r in self.tau("explain", node)["rules"] if r["name"] == name]
         self.assertEqual(len(rules), 1, "explain %s: %s" % (node, rules))
@@ -162,6 +171,9 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
         self.assertFalse(r["pass"], r)
         self.assertIn("1 of 2 slices of generation 2 seen", r["detail"])
         self.assertEqual(self.rule(NODE0, "dra.devices")["detail"], "8 " + GPU)
+        self.wait_condition("True", "Usable",
+                            "1 DeviceClass maps to a quota resource; every one is usable",
+                            "TauCluster DRAClassesUsable True")
 
     def test_2_generation_in_flight_counts_when_complete(self):
         inflight = fixture("resourceslice-h100-inflight.json")
@@ -195,8 +207,19 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
         self.c.merge(path, {"spec": {"selectors": [{"cel": {"expression": narrow}}]}})
         self.wait_cohort({GPU: 1}, "the class selects one GPU by UUID: 1")
         self.assertEqual(self.pool_flavor()["resources"].get(GPU), "1")
+        # A selector outside the CEL subset: the class counts nothing (fail closed) and the
+        # TauCluster says which class, quoting the expression and the offset refused.
+        unread = "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA')"
+        self.c.merge(path, {"spec": {"selectors": [{"cel": {"expression": unread}}]}})
+        self.wait_cohort({}, "a selector outside the CEL subset: the class counts nothing")
+        self.wait_condition("False", "UnusableDeviceClass",
+                            ["1 of 1 DeviceClasses that map to a quota resource count nothing",
+                             "class gpu.nvidia.com: spec.selectors[0]: selector \"%s\" is "
+                             "outside the CEL subset" % unread, " at offset "],
+                            "TauCluster DRAClassesUsable False naming the class")
         self.c.merge(path, {"spec": {"selectors": wide}})
         self.wait_cohort({GPU: 16}, "the selector widened again: 16")
+        self.wait_condition("True", "Usable", None, "DRAClassesUsable True again")
 
     def test_4_extended_resource_name_changed(self):
         self.c.merge(CLASSES + "/" + CLASS, {"spec": {"extendedResourceName": "example.com/gpu"}})
@@ -217,9 +240,17 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
         cm = kueue_configmap("example.com/h100")
         c.merge(KUEUE_CM, {"data": cm["data"]})
         self.wait_cohort({"example.com/h100": 16}, "the mapping changed to example.com/h100")
+        # A Configuration that does not read: no class may count (the name Kueue charges is
+        # unknown), and the TauCluster says so.
+        c.merge(KUEUE_CM, {"data": {KUEUE_KEY: "kind: NotAConfiguration\n"}})
+        self.wait_cohort({}, "Kueue's configuration unreadable: nothing counts")
+        self.wait_condition("False", "KueueConfigUnreadable",
+                            "Kueue's configuration cannot be read, so no DeviceClass counts",
+                            "TauCluster DRAClassesUsable False: Kueue's configuration")
         c.delete(KUEUE_CM)
         self.wait_cohort({"example.com/gpu": 16},
                          "no Kueue configuration: the class's extendedResourceName again")
+        self.wait_condition("True", "Usable", None, "DRAClassesUsable True again")
 
     def test_6_class_deleted(self):
         self.c.delete(CLASSES + "/" + CLASS)
@@ -229,6 +260,19 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
         self.assertEqual(f["draResources"], {}, f)
         rules = [r["name"] for r in self.tau("explain", NODE0)["rules"]]
         self.assertEqual([r for r in rules if r.startswith("dra.")], [], rules)
+        self.wait_condition("True", "NoMappedClasses", "no DeviceClass maps to a quota resource",
+                            "no class left: DRAClassesUsable True, NoMappedClasses")
+        # An unusable class that would select nothing anyway moves no count: the TauCluster
+        # still hears of it (a class change wakes the budget without a pool change).
+        self.c.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                       "metadata": {"name": "nic.example.com"},
+                       "spec": {"extendedResourceName": "example.com/nic",
+                                "selectors": [{"cel": {"expression":
+                                                       "device.driver.startsWith('nic')"}}]}},
+                      CLASSES)
+        self.wait_condition("False", "UnusableDeviceClass", "class nic.example.com: ",
+                            "an unusable class that counts nothing yet is named")
+        self.assertEqual(self.cohort_dra(), {})
 
 
 if __name__ == "__main__":

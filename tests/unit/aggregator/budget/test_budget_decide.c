@@ -294,6 +294,21 @@ static const char *cond_field(const cJSON *c, const char *field)
 	return cJSON_GetObjectItem(c, field)->valuestring;
 }
 
+/* Decide, then the TauCluster condition `type`, which must have `status` and `reason`: its
+ * message. */
+static const char *decided_condition(fixture *f, const char *type, const char *status,
+                                     const char *reason)
+{
+	const cJSON *c;
+
+	decide(f);
+	c = cluster_condition(f, type);
+	assert_non_null(c);
+	assert_string_equal(cond_field(c, "status"), status);
+	assert_string_equal(cond_field(c, "reason"), reason);
+	return cond_field(c, "message");
+}
+
 /* NodeTruthAgrees: Unknown without agents, True when all agree, False naming the first
  * disagreeing nodes with their rule and detail; the budget's writes never change with it. */
 static void test_node_truth_condition(void **state)
@@ -304,20 +319,13 @@ static void test_node_truth_condition(void **state)
 	size_t writes;
 
 	f->in.truth = NULL;
-	decide(f);
+	decided_condition(f, "NodeTruthAgrees", "Unknown", "NoAgentReports");
 	writes = f->d->n_writes;
-	c = cluster_condition(f, "NodeTruthAgrees");
-	assert_non_null(c);
-	assert_string_equal(cond_field(c, "status"), "Unknown");
-	assert_string_equal(cond_field(c, "reason"), "NoAgentReports");
 
 	t.reporting = 2;
 	f->in.truth = &t;
-	decide(f);
-	c = cluster_condition(f, "NodeTruthAgrees");
-	assert_string_equal(cond_field(c, "status"), "True");
-	assert_string_equal(cond_field(c, "reason"), "Agrees");
-	assert_non_null(strstr(cond_field(c, "message"), "2 of 3 counted nodes"));
+	assert_non_null(strstr(decided_condition(f, "NodeTruthAgrees", "True", "Agrees"),
+	                       "2 of 3 counted nodes"));
 
 	t.reporting = 6;
 	t.disagreeing = 4;
@@ -350,6 +358,64 @@ static void test_node_truth_condition(void **state)
 	c = cluster_condition(f, "NodeTruthAgrees");
 	assert_string_equal(cond_field(c, "status"), "True");
 	f->in.truth = NULL;
+}
+
+/*
+ * DRAClassesUsable: Unknown before the inventory is read; True (NoMappedClasses) when no class
+ * maps to a quota resource, True (Usable) when every mapped class counts; False naming each
+ * unusable class with its reason and how many more; False when Kueue's configuration cannot
+ * be read.  The budget's writes never change with it.
+ */
+static void test_dra_classes_condition(void **state)
+{
+	fixture *f = *state;
+	tau_budget_dra d = {0};
+	size_t writes;
+
+	f->in.dra = NULL;
+	decided_condition(f, "DRAClassesUsable", "Unknown", "NotObserved");
+	writes = f->d->n_writes;
+	f->in.dra = &d;
+	decided_condition(f, "DRAClassesUsable", "True", "NoMappedClasses");
+	d.mapped = 1;
+	assert_string_equal(decided_condition(f, "DRAClassesUsable", "True", "Usable"),
+	                    "1 DeviceClass maps to a quota resource; every one is usable");
+
+	d.mapped = 7;
+	d.unusable = 5;
+	d.n_classes = 4;
+	d.classes[0] = (tau_budget_dra_class){
+	        "any-gpu", "class any-gpu: spec.selectors[0]: selector \"device.driver == 'a' || "
+	                   "device.driver == 'b'\" is outside the CEL subset the pool evaluates: "
+	                   "disjunction (||) is not read at offset 21"};
+	d.classes[1] = (tau_budget_dra_class){"b", "class b: why b"};
+	d.classes[2] = (tau_budget_dra_class){"c", "class c: why c"};
+	d.classes[3] = (tau_budget_dra_class){"d", "class d: why d"};
+	assert_string_equal(
+	        decided_condition(f, "DRAClassesUsable", "False", "UnusableDeviceClass"),
+	        "5 of 7 DeviceClasses that map to a quota resource count nothing (their devices "
+	        "are left out of the pool): class any-gpu: spec.selectors[0]: selector "
+	        "\"device.driver == 'a' || device.driver == 'b'\" is outside the CEL subset the "
+	        "pool evaluates: disjunction (||) is not read at offset 21; class b: why b; "
+	        "class c: why c; class d: why d; and 1 more");
+	assert_int_equal(f->d->n_writes, writes);
+	assert_string_equal(f->d->state, "BudgetApplied");
+	apply_status(f, f->cluster);
+
+	d.kueue_error = "ConfigMap kueue-system/kueue-manager-config key "
+	                "controller_manager_config.yaml: not a Configuration";
+	assert_string_equal(
+	        decided_condition(f, "DRAClassesUsable", "False", "KueueConfigUnreadable"),
+	        "Kueue's configuration cannot be read, so no DeviceClass counts until it is "
+	        "fixed: ConfigMap kueue-system/kueue-manager-config key "
+	        "controller_manager_config.yaml: not a Configuration");
+
+	/* Usable again: True, and the budget still writes nothing for it. */
+	d = (tau_budget_dra){.mapped = 2};
+	assert_string_equal(decided_condition(f, "DRAClassesUsable", "True", "Usable"),
+	                    "2 DeviceClasses map to a quota resource; every one is usable");
+	assert_int_equal(f->d->n_writes, writes);
+	f->in.dra = NULL;
 }
 
 static void test_steady_state_writes_nothing(void **state)
@@ -1504,6 +1570,7 @@ int main(void)
 	        T(test_applied_writes_flavors_cohort_queue),
 	        T(test_steady_state_writes_nothing),
 	        T(test_node_truth_condition),
+	        T(test_dra_classes_condition),
 	        T(test_nothing_before_established),
 	        T(test_restart_keeps_established_status),
 	        T(test_pool_problem_zeroes),

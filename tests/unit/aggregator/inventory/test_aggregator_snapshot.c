@@ -1,5 +1,7 @@
 /* Unit tests of the inventory's read API: pool snapshots for the budget controller. */
 #include "budget/controller.h"
+#include "dra_fixture.h"
+#include "inventory/drastore.h"
 #include "inventory/service.h"
 #include "inventory/snapshot.h"
 #include "truth_fixture.h"
@@ -190,6 +192,77 @@ static void snapshot_summarises_node_truth(void **state)
 	tau_nodestore_free(s);
 }
 
+/* A DeviceClass `name` mapped by extendedResourceName `ern` (NULL: none) selecting with `cel`. */
+static void dra_class(tau_dra_store *d, const char *name, const char *ern, const char *cel)
+{
+	char json[1024];
+	cJSON *root = NULL;
+
+	snprintf(json, sizeof(json),
+	         "{\"metadata\":{\"name\":\"%s\"},\"spec\":{%s%s%s\"selectors\":[{\"cel\":{"
+	         "\"expression\":\"%s\"}}]}}",
+	         name, ern != NULL ? "\"extendedResourceName\":\"" : "", ern != NULL ? ern : "",
+	         ern != NULL ? "\"," : "", cel);
+	assert_int_equal(tau_json_parse(&root, json, strlen(json), 0), 0);
+	assert_int_equal(tau_dra_store_class_upsert(d, root), 0);
+	cJSON_Delete(root);
+}
+
+/*
+ * The DRAClassesUsable summary: classes that map to a quota resource, the unusable ones among
+ * them named with the reason quoting the expression and offset (a class that maps to nothing
+ * is left out, however it selects); Kueue's configuration unreadable; the budget's inventory
+ * hands it on.
+ */
+static void snapshot_summarises_dra_classes(void **state)
+{
+	tau_nodestore *s = store_with_nodes();
+	tau_dra_store *d = NULL;
+	tau_pool_snapshot *snap = NULL;
+	tau_budget_inventory inv = {0};
+	cJSON *gpu = dra_fixture_gpu_class("type", "gpu");
+
+	(void)state;
+	assert_int_equal(tau_pool_snapshot_build(&snap, s), 0);
+	assert_int_equal(snap->dra.mapped, 0); /* no DRA store: nothing to say */
+	assert_string_equal(snap->dra.kueue_error, "");
+	tau_pool_snapshot_free(snap);
+	assert_int_equal(tau_dra_store_new(&d), 0);
+	assert_int_equal(tau_dra_store_class_upsert(d, gpu), 0);
+	dra_class(d, "any-gpu", "example.com/gpu", "device.driver == 'a' || device.driver == 'b'");
+	dra_class(d, "nic", NULL, "device.driver.startsWith('nic')");
+	assert_int_equal(tau_nodestore_set_dra(s, d), 0);
+	assert_int_equal(tau_pool_snapshot_build(&snap, s), 0);
+	assert_int_equal(snap->dra.mapped, 2);
+	assert_int_equal(snap->dra.unusable, 1);
+	assert_int_equal(snap->dra.n_examples, 1);
+	assert_string_equal(snap->dra.examples[0].name, "any-gpu");
+	assert_string_equal(snap->dra.examples[0].reason,
+	                    "class any-gpu: spec.selectors[0]: selector \"device.driver == 'a' || "
+	                    "device.driver == 'b'\" is outside the CEL subset the pool "
+	                    "evaluates: disjunction (||) is not read at offset 21");
+	assert_int_equal(tau_budget_inventory_from_snapshot(&inv, snap), 0);
+	assert_int_equal(inv.dra.mapped, 2);
+	assert_int_equal(inv.dra.unusable, 1);
+	assert_int_equal(inv.dra.n_classes, 1);
+	assert_string_equal(inv.dra.classes[0].name, "any-gpu");
+	assert_ptr_equal(inv.dra.classes[0].reason, snap->dra.examples[0].reason);
+	assert_null(inv.dra.kueue_error);
+	tau_budget_inventory_clear(&inv);
+	/* Kueue's configuration unreadable: no class counts, and the summary says why */
+	assert_int_equal(tau_dra_store_set_mappings(d, NULL, 0, "key x: not YAML"), 0);
+	assert_int_equal(tau_nodestore_set_dra(s, d), 0);
+	assert_int_equal(tau_pool_snapshot_build(&snap, s), 0);
+	assert_string_equal(snap->dra.kueue_error, "key x: not YAML");
+	assert_int_equal(snap->dra.mapped, 0);
+	assert_int_equal(tau_budget_inventory_from_snapshot(&inv, snap), 0);
+	assert_string_equal(inv.dra.kueue_error, "key x: not YAML");
+	tau_budget_inventory_clear(&inv);
+	tau_nodestore_free(s);
+	tau_dra_store_free(d);
+	cJSON_Delete(gpu);
+}
+
 static void snapshot_of_an_invalid_pool(void **state)
 {
 	tau_nodestore *s = store_with_nodes();
@@ -333,6 +406,7 @@ int main(void)
 	        cmocka_unit_test(snapshot_holds_flavors_and_counted_nodes),
 	        cmocka_unit_test(snapshot_of_an_invalid_pool),
 	        cmocka_unit_test(snapshot_summarises_node_truth),
+	        cmocka_unit_test(snapshot_summarises_dra_classes),
 	        cmocka_unit_test(budget_inventory_keeps_the_snapshot),
 	        cmocka_unit_test(aggregator_notifies_subscribers),
 	};
