@@ -2,10 +2,13 @@
 """taugrid demo: a simulated GPU cluster, real agents, the real aggregator, and the CLI.
 
 Starts kube-sim seeded with GPU nodes shaped like the fixtures in tests/fixtures/kube/ (ND H100
-v5 with InfiniBand, NC A100 v4 with MIG, an AKS Flex H100 host), one tau-node-agent per node with
+v5 with InfiniBand, NC A100 v4 with MIG, an AKS Flex H100 host) and one ND H100 v5 node whose
+GPUs come only through Dynamic Resource Allocation (a ResourceSlice and the DeviceClass
+gpu.nvidia.com, tests/fixtures/dra; class h100-dra), one tau-node-agent per node with
 a fake host root (device nodes, InfiniBand ports) and node-local truth from our fakes (the fake
 libnvidia-ml.so.1, a fake kubelet pod-resources server, a fake CSI driver behind each CSINode
-entry), one tau-aggregator, then shows `tau inventory pool` and `tau inventory nodes`.  Of the
+entry), one tau-aggregator, then shows `tau inventory pool` and `tau inventory nodes` (the DRA
+node's 8 GPUs counted though its allocatable has none).  Of the
 two ND H100 v5 nodes one has an InfiniBand port down, the other a GPU whose rows wait for a
 remap; the demo
 shows `tau inventory explain`'s agent.* rules for them (both still count), the Node conditions
@@ -47,6 +50,8 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "kube")
+DRA_FIXTURES = os.path.join(ROOT, "tests", "fixtures", "dra")
+DRA_CLASS = "h100-dra"  # the GPU class of the node whose GPUs come only through DRA
 KUBE_SIM = os.path.join(ROOT, "tests", "kube-sim", "kube-sim")
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
 from kubesim import satoken  # noqa: E402  (projected ServiceAccount tokens for kube-sim)
@@ -164,8 +169,8 @@ def stop_all(work):
     return problems
 
 
-def load(name):
-    with open(os.path.join(FIXTURES, name)) as f:
+def load(name, folder=FIXTURES):
+    with open(os.path.join(folder, name)) as f:
         return json.load(f)
 
 
@@ -184,13 +189,14 @@ def clone_node(node, csinode, name, uid):
     return n, c
 
 
-def fake_host_root(base, node, short):
+def fake_host_root(base, node, short, gpus=None):
     """Device nodes and sockets as the kubelet and drivers would leave them. `short` names the
-    folder: a unix socket's path must fit 107 bytes (kubelet's pod-resources socket is deep)."""
+    folder: a unix socket's path must fit 107 bytes (kubelet's pod-resources socket is deep).
+    `gpus`: how many /dev/nvidia* (default: the node's allocatable nvidia.com/gpu)."""
     root = os.path.join(base, short)
     alloc = node["status"]["allocatable"]
     os.makedirs(os.path.join(root, "dev"), exist_ok=True)
-    for i in range(int(alloc.get("nvidia.com/gpu", "0"))):
+    for i in range(gpus if gpus is not None else int(alloc.get("nvidia.com/gpu", "0"))):
         open(os.path.join(root, "dev", "nvidia%d" % i), "w").close()
     # One port per rdma/ib device; an RDMA shared-device plugin's resource shares one HCA.
     ports = int(alloc.get("rdma/ib", "0")) or (1 if any(r.startswith("rdma/") for r in alloc)
@@ -211,10 +217,11 @@ def gpu_ids(node):
             for i in range(int(node["status"]["allocatable"].get("nvidia.com/gpu", "0")))]
 
 
-def nvml_config(node, sick=None):
-    """The fake libnvidia-ml.so.1's file (tests/fakes/nvml): GPU `sick` waits for a row remap."""
+def nvml_config(node, sick=None, ids=None):
+    """The fake libnvidia-ml.so.1's file (tests/fakes/nvml): GPU `sick` waits for a row remap.
+    `ids`: the GPUs' UUIDs (default gpu_ids(node))."""
     lines = ["driver 550.54.15", "cuda 12040"]
-    for i, uuid in enumerate(gpu_ids(node)):
+    for i, uuid in enumerate(ids if ids is not None else gpu_ids(node)):
         lines.append("gpu uuid=%s model=NVIDIA_H100_80GB_HBM3%s" %
                      (uuid, " remap_pending=1 unc=1" if i == sick else ""))
     return "\n".join(lines) + "\n"
@@ -222,12 +229,13 @@ def nvml_config(node, sick=None):
 
 def kubelet_config(node, held=0):
     """The fake kubelet's pod-resources answer: every GPU allocatable, the first `held` of them
-    held by ml/train-0."""
+    held by ml/train-0 (a node whose GPUs come through DRA has no device-plugin GPU)."""
     ids = gpu_ids(node)
     half = len(ids) // 2
     return json.dumps({
         "allocatable": [{"resource": "nvidia.com/gpu", "ids": ids[:half], "numa": 0},
-                        {"resource": "nvidia.com/gpu", "ids": ids[half:], "numa": 1}],
+                        {"resource": "nvidia.com/gpu", "ids": ids[half:], "numa": 1}]
+        if ids else [],
         "pods": [{"namespace": "ml", "name": "train-0", "containers": [{"name": "main", "devices": [
             {"resource": "nvidia.com/gpu", "ids": ids[:held], "numa": 0}]}]}] if held else []})
 
@@ -385,6 +393,37 @@ def node_truth(tau, aggr, kubeconfig, http_addr, nodes, port_down, sick, truth):
              "fit_after": fit_after})
 
 
+def dra_node(tau, aggr, kubeconfig, name, pool):
+    """The node whose GPUs come only through Dynamic Resource Allocation: none in its
+    allocatable, all 8 in the pool (docs/budget.md, "How DRA devices count")."""
+    step = "dra"
+    say("%s: its GPUs come only through Dynamic Resource Allocation" % name)
+    print("Its allocatable has no nvidia.com/gpu: the GPU driver publishes the GPUs in a "
+          "ResourceSlice, and the DeviceClass gpu.nvidia.com names the quota resource they "
+          "count under (extendedResourceName nvidia.com/gpu). The pool counts them in flavor "
+          "%s; VIA-DRA says how much of a sum comes that way." % DRA_CLASS, flush=True)
+    kubectl = ["kubectl", "--kubeconfig", kubeconfig]
+    run(kubectl + ["get", "deviceclasses,resourceslices"])
+    r = subprocess.run(kubectl + ["get", "node", name, "-o", "json"], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, universal_newlines=True, check=True)
+    alloc = json.loads(r.stdout)["status"]["allocatable"]
+    if "nvidia.com/gpu" in alloc:
+        sys.exit("demo: %s: %s advertises nvidia.com/gpu %s; it must have none" %
+                 (step, name, alloc["nvidia.com/gpu"]))
+
+    def counted():
+        f = next((f for f in (pool() or {}).get("flavors", []) if f["name"] == DRA_CLASS), None)
+        return f if (f and f["resources"].get("nvidia.com/gpu") == "8" and
+                     (f.get("draResources") or {}).get("nvidia.com/gpu") == "8") else None
+
+    flavor = wait_for(counted, 30, "flavor %s to count 8 nvidia.com/gpu, all through DRA"
+                      % DRA_CLASS)
+    run(tau + ["explain", name] + aggr)
+    checked(step, "%s advertises no nvidia.com/gpu; its 8 GPUs count in flavor %s, all "
+            "through DRA (tau inventory pool: nvidia.com/gpu 8, draResources 8)" %
+            (name, DRA_CLASS), {"node": name, "allocatable": alloc, "flavor": flavor})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -404,7 +443,8 @@ def main():
     work = tempfile.mkdtemp(prefix="taugrid-demo-")
     completed = False
     try:
-        say("A simulated GPU cluster (kube-sim) with six GPU nodes and one CPU node")
+        say("A simulated GPU cluster (kube-sim) with seven GPU nodes (one of them with its GPUs "
+            "only through Dynamic Resource Allocation) and one CPU node")
         shapes = [("node-nd-h100-v5.json", "csinode-nd-h100-v5.json"),
                   ("node-nc-a100-v4-mig.json", "csinode-nc-a100-v4-mig.json"),
                   ("node-flex-h100.json", "csinode-flex-h100.json")]
@@ -421,6 +461,18 @@ def main():
                                            if t["key"] != "node.kubernetes.io/unschedulable"]
                 items += [n, c]
                 nodes.append(n)
+        # An ND H100 v5 node whose GPU driver uses Dynamic Resource Allocation: no nvidia.com/gpu
+        # in its allocatable, its 8 GPUs in a ResourceSlice, the DeviceClass gpu.nvidia.com
+        # naming nvidia.com/gpu (tests/fixtures/dra). Its own GPU class shows it apart.
+        dra = load("node-dra-h100-0.json", DRA_FIXTURES)
+        dra["metadata"]["labels"]["tau.azure.com/gpu-class"] = DRA_CLASS
+        dra_slice = load("resourceslice-h100-complete.json", DRA_FIXTURES)
+        items += [dra, {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                        "metadata": {"name": dra["metadata"]["name"]}, "spec": {"drivers": []}},
+                  load("deviceclass-gpu.nvidia.com.json", DRA_FIXTURES), dra_slice]
+        nodes.append(dra)
+        dra_name = dra["metadata"]["name"]
+        dra_ids = [d["attributes"]["uuid"]["string"] for d in dra_slice["spec"]["devices"]]
         cpu = copy.deepcopy(load("node-nd-h100-v5.json"))
         cpu["metadata"]["name"] = "system-0"
         cpu["metadata"]["uid"] = "6f1c2d3e-0000-4000-8000-999999999999"
@@ -485,11 +537,12 @@ def main():
         truth = {}  # node name -> its fakes' files
         for i, n in enumerate(nodes):
             name = n["metadata"]["name"]
-            root, reg = fake_host_root(work, n, "h%d" % i)
+            ids = dra_ids if name == dra_name else None  # NVML sees the DRA node's GPUs too
+            root, reg = fake_host_root(work, n, "h%d" % i, None if ids is None else len(ids))
             # Every GPU node has its fake kubelet and NVML; only these two are sick.
             t = truth[name] = {"nvml": os.path.join(work, "nvml-%d.conf" % i),
                                "kubelet": os.path.join(work, "kubelet-%d.json" % i)}
-            write_atomic(t["nvml"], nvml_config(n, sick=3 if name == sick else None))
+            write_atomic(t["nvml"], nvml_config(n, sick=3 if name == sick else None, ids=ids))
             write_atomic(t["kubelet"], kubelet_config(n))
             if name == port_down:
                 with open(os.path.join(root, "sys/class/infiniband/mlx5_2/ports/1/state"),
@@ -578,6 +631,7 @@ def main():
         say("The pool, per GPU class (exact sums of every allocatable resource)")
         run(tau + ["pool"] + aggr)
         run(tau + ["nodes"] + aggr)
+        dra_node(tau, aggr, kubeconfig, dra_name, pool)
         node_truth(tau, aggr, kubeconfig, http_addr, nodes, port_down, sick, truth)
 
         kubectl = ["kubectl", "--kubeconfig", kubeconfig]
@@ -635,8 +689,8 @@ def main():
         checked(step, "team %s Ready (tau team status exits 0) and workspace alpha Ready "
                 "(tau workspace check exits 0)" % TEAM, {"team": TEAM, "workspace": "alpha"})
 
-        def truth_condition():
-            """The TauCluster's NodeTruthAgrees once it names both sick nodes, else None."""
+        def cluster_condition(ctype):
+            """The TauCluster's condition `ctype`, or None."""
             r = subprocess.run(kubectl + ["get", "clusters.tau.azure.com", "cluster", "-o",
                                           "json"], stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, universal_newlines=True)
@@ -644,7 +698,11 @@ def main():
                 conds = json.loads(r.stdout)["status"]["conditions"]
             except (ValueError, KeyError):
                 return None
-            c = next((c for c in conds if c.get("type") == "NodeTruthAgrees"), None)
+            return next((c for c in conds if c.get("type") == ctype), None)
+
+        def truth_condition():
+            """The TauCluster's NodeTruthAgrees once it names both sick nodes, else None."""
+            c = cluster_condition("NodeTruthAgrees")
             return c if (c and c["status"] == "False" and sick in c["message"] and
                          port_down in c["message"]) else None
 
@@ -705,6 +763,17 @@ def main():
                 (COHORT, ", ".join("%s=%s" % (f, gpus_of(pool_gpus(gate), f))
                                    for f in sorted(pool_gpus(gate)))),
                 {"cohort": cohort_quota(), "pool": pool_gpus(gate)})
+        dra_flavor = "taugrid-gpu-" + DRA_CLASS
+        dra_cond = wait_for(lambda: (lambda c: c if c and c["status"] == "True" else None)(
+            cluster_condition("DRAClassesUsable")), 30, "TauCluster DRAClassesUsable True")
+        run(kubectl + ["get", "clusters.tau.azure.com", "cluster", "-o",
+                       'jsonpath={.status.conditions[?(@.type=="DRAClassesUsable")].message}'])
+        print(flush=True)
+        checked(step, "the DRA-only node's GPUs are in Cohort %s: %s nvidia.com/gpu in %s; "
+                "TauCluster DRAClassesUsable True (%s)" %
+                (COHORT, gpus_of(cohort_quota(), dra_flavor), dra_flavor, dra_cond["message"]),
+                {"draFlavor": dra_flavor, "draCohort": (cohort_quota() or {}).get(dra_flavor),
+                 "draClassesUsable": dra_cond})
 
         cordoned = nodes[0]["metadata"]["name"]
         flavor = "taugrid-gpu-" + nodes[0]["metadata"]["labels"]["tau.azure.com/gpu-class"]

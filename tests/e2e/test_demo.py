@@ -12,7 +12,10 @@ figures behind each check) and what it printed, and asserts on them itself:
   IB sysfs): explain's agent.* rules name the GPU waiting for a row remap and the port down
   while both nodes still count, the agents' Node conditions say the same, the aggregator's
   metrics count one node per rule, `tau inventory nodes` shows HEALTH and FREE, and an 8-GPU
-  job on one node fits (`tau inventory fit`) until a pod takes 2 GPUs.
+  job on one node fits (`tau inventory fit`) until a pod takes 2 GPUs;
+- the node whose GPUs come only through DRA (tests/fixtures/dra): no nvidia.com/gpu in its
+  allocatable, its 8 GPUs in the pool (all through DRA) and in the Cohort, flavor
+  taugrid-gpu-h100-dra, and the TauCluster's DRAClassesUsable True.
 And a demo whose agent is refused fails, naming that agent and its last log line.
 """
 import json
@@ -29,17 +32,23 @@ DEMO = os.path.join(ROOT, "scripts", "demo.py")
 BUILD = os.environ.get("TAU_DEMO_BUILD") or os.path.join(ROOT, "build")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "kube")
 SHAPES = ("node-nd-h100-v5.json", "node-nc-a100-v4-mig.json", "node-flex-h100.json")
+DRA_NODE = os.path.join(ROOT, "tests", "fixtures", "dra", "node-dra-h100-0.json")
 TIMEOUT_S = 300
 
 
 def gpu_nodes():
-    """The demo's GPU nodes: two copies (-0, -1) of each fixture shape."""
-    names = []
+    """The demo's GPU nodes: two copies (-0, -1) of each fixture shape, and the DRA node."""
+    names = [dra_node()]
     for shape in SHAPES:
         with open(os.path.join(FIXTURES, shape)) as f:
             base = json.load(f)["metadata"]["name"]
         names += ["%s-%d" % (base, k) for k in range(2)]
     return sorted(names)
+
+
+def dra_node():
+    with open(DRA_NODE) as f:
+        return json.load(f)["metadata"]["name"]
 
 
 def run_demo(*extra):
@@ -78,7 +87,7 @@ class DemoShowsAgents(unittest.TestCase):
     def test_1_exit_and_summary(self):
         self.assertEqual(self.r.returncode, 0, self.r.stderr[-3000:])
         steps = [c["step"] for c in self.summary["checks"]]
-        for step in ("pool", "node-truth", "workspace", "budget", "cordon", "shutdown"):
+        for step in ("pool", "dra", "node-truth", "workspace", "budget", "cordon", "shutdown"):
             self.assertIn(step, steps)
         self.assertIn("Demo done: %d checks passed" % len(steps), self.r.stdout)
 
@@ -108,6 +117,7 @@ class DemoShowsAgents(unittest.TestCase):
         self.assertEqual(quota_diff(cohort, pool), [])
         self.assertEqual(pool["taugrid-gpu-h100-ib"]["nvidia.com/gpu"], "16")
         self.assertEqual(pool["taugrid-gpu-h100-flex"]["nvidia.com/gpu"], "16")
+        self.assertEqual(pool["taugrid-gpu-h100-dra"]["nvidia.com/gpu"], "8")
 
     def test_4_workspace_ready(self):
         self.assertEqual(len(self.checks("workspace")), 1)
@@ -165,6 +175,24 @@ class DemoShowsAgents(unittest.TestCase):
                          r"\s+ok\s+8\s*$")
         self.assertRegex(self.r.stdout, r"(?m)^aks-ndh100-35817294-vmss000000-1\s+h100-ib\s+yes"
                          r"\s+yes\s+no\s+8\s+degraded\s+7\s+GPU 3 ")
+
+
+    def test_7_dra_only_node_counts(self):
+        (check,) = self.checks("dra")
+        d = check["data"]
+        self.assertEqual(d["node"], dra_node())
+        self.assertNotIn("nvidia.com/gpu", d["allocatable"])
+        self.assertEqual(d["flavor"]["resources"]["nvidia.com/gpu"], "8")
+        self.assertEqual(d["flavor"]["draResources"], {"nvidia.com/gpu": "8"})
+        (budget,) = [c for c in self.checks("budget") if "draCohort" in (c["data"] or {})]
+        b = budget["data"]
+        self.assertEqual(b["draFlavor"], "taugrid-gpu-h100-dra")
+        self.assertEqual(b["draCohort"]["nvidia.com/gpu"], "8")
+        self.assertEqual((b["draClassesUsable"]["status"], b["draClassesUsable"]["reason"]),
+                         ("True", "Usable"))
+        # The node table says where its GPUs come from.
+        self.assertRegex(self.r.stdout, r"(?m)^%s\s+h100-dra\s+yes\s+yes\s+no\s+8 \(DRA\)\s"
+                         % re.escape(dra_node()))
 
 
 class DemoFailsWhenAnAgentIsRefused(unittest.TestCase):
