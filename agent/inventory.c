@@ -1111,6 +1111,8 @@ static bool add_gpu(cJSON *arr, const tau_agent_gpu *g)
 	    !add_count(pages, "doubleBitEcc", g->retired_pages_dbe) ||
 	    !add_flag(e, "retirePending", g->retired_pending) ||
 	    !add_flag(e, "migEnabled", g->mig_mode) ||
+	    !add_count(e, "migDevices", g->mig_devices) ||
+	    !add_string_or_null(e, "migProfiles", g->mig_profiles) ||
 	    (links = cJSON_AddObjectToObject(e, "nvlinkLinks")) == NULL ||
 	    !add_count(links, "active", g->nvlink_active) ||
 	    !add_count(links, "down", g->nvlink_down) ||

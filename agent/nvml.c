@@ -43,6 +43,7 @@
 #define NVML_SUCCESS                 0
 #define NVML_ERROR_INVALID_ARGUMENT  2
 #define NVML_ERROR_NOT_SUPPORTED     3
+#define NVML_ERROR_NOT_FOUND         6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_ERROR_TIMEOUT           10
 #define NVML_ERROR_GPU_IS_LOST       15
@@ -74,6 +75,8 @@ typedef int (*nvml_retired_fn)(nvml_device device, int cause, unsigned int *coun
 typedef int (*nvml_enable_fn)(nvml_device device, int *state);
 typedef int (*nvml_mig_fn)(nvml_device device, unsigned int *current, unsigned int *pending);
 typedef int (*nvml_nvlink_fn)(nvml_device device, unsigned int link, int *is_active);
+typedef int (*nvml_mig_count_fn)(nvml_device device, unsigned int *count);
+typedef int (*nvml_mig_handle_fn)(nvml_device device, unsigned int index, nvml_device *mig);
 typedef void *nvml_event_set;
 /* nvmlEventData_t */
 typedef struct nvml_event_data {
@@ -101,6 +104,8 @@ typedef struct nvml_api {
 	nvml_enable_fn retired_pending;
 	nvml_mig_fn mig_mode;
 	nvml_nvlink_fn nvlink_state;
+	nvml_mig_count_fn mig_max;
+	nvml_mig_handle_fn mig_handle;
 	nvml_set_create_fn set_create;
 	nvml_register_fn register_events;
 	nvml_set_wait_fn set_wait;
@@ -291,6 +296,7 @@ static void gpus_free(tau_agent_gpu *gpus, size_t count)
 		free(gpus[i].uuid);
 		free(gpus[i].name);
 		free(gpus[i].reason);
+		free(gpus[i].mig_profiles);
 	}
 	free(gpus);
 }
@@ -373,6 +379,47 @@ static char *unhealthy_text(const tau_agent_gpu *g)
 	return strdup(buf);
 }
 
+/*
+ * MIG geometry: with MIG enabled, the MIG devices that exist (nvmlDeviceGetMaxMigDeviceCount
+ * slots, NOT_FOUND for an empty one) and each one's profile, the part of its name after
+ * "MIG " ("NVIDIA H100 80GB HBM3 MIG 1g.10gb" -> "1g.10gb").
+ */
+static int probe_mig(tau_agent_gpu *g, const nvml_api *api, nvml_device dev)
+{
+	char profiles[512] = "";
+	unsigned int max = 0;
+	size_t used = 0;
+	int found = 0;
+
+	if (g->mig_mode != 1 || api->mig_max == NULL || api->mig_handle == NULL ||
+	    api->mig_max(dev, &max) != NVML_SUCCESS)
+		return 0;
+	for (unsigned int i = 0; i < max && i < 64; i++) {
+		nvml_device mig = NULL;
+		char name[NVML_NAME_BUFFER];
+		const char *profile;
+		int ret = api->mig_handle(dev, i, &mig);
+
+		if (ret == NVML_ERROR_NOT_FOUND)
+			continue;
+		if (ret != NVML_SUCCESS)
+			return 0; /* a partial geometry would mislead: unknown */
+		found++;
+		memset(name, 0, sizeof(name));
+		if (api->name == NULL || api->name(mig, name, sizeof(name)) != NVML_SUCCESS)
+			snprintf(name, sizeof(name), "unknown");
+		name[sizeof(name) - 1] = '\0';
+		profile = strstr(name, "MIG ") != NULL ? strstr(name, "MIG ") + 4 : name;
+		if (used + strlen(profile) + 2 < sizeof(profiles))
+			used += (size_t)snprintf(profiles + used, sizeof(profiles) - used, "%s%s",
+			                         used > 0 ? "," : "", profile);
+	}
+	g->mig_devices = found;
+	if (found > 0 && (g->mig_profiles = strdup(profiles)) == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory reading NVML");
+	return 0;
+}
+
 /* Links active and not, up to the first link the GPU does not have. */
 static void probe_nvlink(tau_agent_gpu *g, const nvml_api *api, nvml_device dev)
 {
@@ -428,6 +475,7 @@ static int probe_gpu(tau_agent_gpu *g, const nvml_api *api, unsigned int index, 
 	g->remapped_correctable = g->remapped_uncorrectable = -1;
 	g->retired_pages_sbe = g->retired_pages_dbe = -1;
 	g->nvlink_active = g->nvlink_down = -1;
+	g->mig_devices = -1;
 	g->xid_critical = -1;
 	ret = api->handle(index, &dev);
 	if (ret != NVML_SUCCESS) {
@@ -492,6 +540,8 @@ static int probe_gpu(tau_agent_gpu *g, const nvml_api *api, unsigned int index, 
 	}
 	probe_nvlink(g, api, dev);
 	probe_xid(g, dev, session);
+	if (probe_mig(g, api, dev) < 0)
+		return -TAU_ENOMEM;
 	if (unhealthy_reason(g) != NULL) {
 		g->reason = unhealthy_text(g);
 		if (g->reason == NULL)
@@ -541,6 +591,10 @@ int tau_agent_nvml_probe(tau_agent_nvml *n, const char *library)
 	optional_symbol(n, lib, "nvmlDeviceGetRetiredPagesPendingStatus", &api.retired_pending,
 	                sizeof(api.retired_pending));
 	optional_symbol(n, lib, "nvmlDeviceGetMigMode", &api.mig_mode, sizeof(api.mig_mode));
+	optional_symbol(n, lib, "nvmlDeviceGetMaxMigDeviceCount", &api.mig_max,
+	                sizeof(api.mig_max));
+	optional_symbol(n, lib, "nvmlDeviceGetMigDeviceHandleByIndex", &api.mig_handle,
+	                sizeof(api.mig_handle));
 	optional_symbol(n, lib, "nvmlDeviceGetNvLinkState", &api.nvlink_state,
 	                sizeof(api.nvlink_state));
 	optional_symbol(n, lib, "nvmlEventSetCreate", &api.set_create, sizeof(api.set_create));
@@ -640,6 +694,8 @@ int tau_agent_nvml_copy(tau_agent_nvml *dst, const tau_agent_nvml *src)
 				        tau_agent_strdup_opt(src->gpus[i].name, &failed);
 				dst->gpus[i].reason =
 				        tau_agent_strdup_opt(src->gpus[i].reason, &failed);
+				dst->gpus[i].mig_profiles =
+				        tau_agent_strdup_opt(src->gpus[i].mig_profiles, &failed);
 			}
 			dst->n_gpus = src->n_gpus;
 		}

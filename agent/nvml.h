@@ -47,6 +47,9 @@ typedef struct tau_agent_gpu {
 	int64_t retired_pages_dbe;      /**< pages retired for a double-bit ECC error */
 	int retired_pending;            /**< 1: a page retirement waits for a reboot */
 	int mig_mode;                   /**< current MIG mode: 1 enabled, 0 disabled */
+	int mig_devices;                /**< MIG devices that exist now (MIG enabled); -1 unknown */
+	char *mig_profiles;   /**< owned; their profiles in index order, "3g.40gb,1g.10gb"; NULL
+	                         unknown or none */
 	int nvlink_active;    /**< NVLink links active (nvmlDeviceGetNvLinkState); -1 unknown */
 	int nvlink_down;      /**< NVLink links the GPU has that are not active; -1 unknown */
 	int64_t xid_critical; /**< critical XIDs seen since the agent's NVML session began (the

@@ -184,7 +184,7 @@ static int fill_gpus(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devic
 		if (m == NULL)
 			return -TAU_ENOMEM;
 		tau__inventory__v1__gpu__init(m);
-		m->uuid = m->name = m->reason = NULL;
+		m->uuid = m->name = m->reason = m->mig_profiles = NULL;
 		ld->gpus[ld->n_gpus++] = m;
 		m->index = g->index;
 		m->healthy = g->healthy;
@@ -201,9 +201,11 @@ static int fill_gpus(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devic
 		m->nvlink_links_down = g->nvlink_down;
 		m->xid_critical_count = g->xid_critical;
 		m->last_xid = g->last_xid;
+		m->mig_devices = g->mig_devices;
 		if ((m->uuid = tau_agent_utf8_dup(g->uuid)) == NULL ||
 		    (m->name = tau_agent_utf8_dup(g->name)) == NULL ||
-		    (m->reason = tau_agent_utf8_dup(g->reason)) == NULL)
+		    (m->reason = tau_agent_utf8_dup(g->reason)) == NULL ||
+		    (m->mig_profiles = tau_agent_utf8_dup(g->mig_profiles)) == NULL)
 			return -TAU_ENOMEM;
 	}
 	return 0;

@@ -15,7 +15,8 @@
  *                               one line per GPU ('_' in model reads as a space); omitted
  *                               keys are 0, an omitted uuid is GPU-fake-<index>; nvlink: links
  *                               the GPU has (0: NVLink not supported), the last nvlink_down of
- *                               them inactive
+ *                               them inactive; mig_profiles=3g.40gb,1g.10gb (with mig=1):
+ *                               the MIG devices that exist, in index order, of 7 slots
  *   xid 3 79                    a critical XID event (79) on GPU 3; each xid line is delivered
  *                               once by nvmlEventSetWait_v2 to a set the GPU is registered in,
  *                               in file order, so a test appends lines to raise new events
@@ -25,7 +26,8 @@
  *
  * Built twice (cmake/agent-probes.cmake): the full library, and with FAKE_NVML_OLD an "old
  * driver" that lacks nvmlDeviceGetRemappedRows, nvmlDeviceGetMigMode and
- * nvmlSystemGetCudaDriverVersion_v2, nvmlDeviceGetNvLinkState and the event set calls
+ * nvmlSystemGetCudaDriverVersion_v2, nvmlDeviceGetNvLinkState, the MIG device calls
+ * (nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetMigDeviceHandleByIndex) and the event set calls
  * (nvmlEventSetCreate, nvmlDeviceRegisterEvents, nvmlEventSetWait_v2, nvmlEventSetFree), so
  * the agent's handling of missing symbols is tested
  * against a real dlopen.  Test-only: never installed, never linked into a program.
@@ -53,9 +55,17 @@ typedef struct fake_gpu {
 	int lost, remap_pending, remap_failure, retire_pending, mig, handle_error, nvlink,
 	        nvlink_down, registered;
 	unsigned int corr, unc, sbe, dbe;
+	char mig_profiles[256];
 } fake_gpu;
 
+#define FAKE_MIG_SLOTS 7
+/* A MIG device: its handle is its address; its name is "<model> MIG <profile>". */
+typedef struct fake_mig {
+	char name[96];
+} fake_mig;
+
 static fake_gpu gpus[FAKE_MAX_GPUS];
+static fake_mig migs[FAKE_MAX_GPUS][FAKE_MIG_SLOTS];
 static unsigned int n_gpus;
 static char driver[80] = "550.54.15";
 static int cuda = 12040;
@@ -86,6 +96,8 @@ typedef struct fake_event {
 } fake_event;
 int nvmlSystemGetCudaDriverVersion_v2(int *version);
 int nvmlDeviceGetNvLinkState(void *device, unsigned int link, int *active);
+int nvmlDeviceGetMaxMigDeviceCount(void *device, unsigned int *count);
+int nvmlDeviceGetMigDeviceHandleByIndex(void *device, unsigned int index, void **mig);
 int nvmlEventSetCreate(void **set);
 int nvmlDeviceRegisterEvents(void *device, unsigned long long types, void *set);
 int nvmlEventSetWait_v2(void *set, fake_event *data, unsigned int timeout_ms);
@@ -138,6 +150,8 @@ static void parse_gpu(fake_gpu *g, char *rest, unsigned int index)
 			g->sbe = (unsigned int)v;
 		else if (strcmp(tok, "dbe") == 0)
 			g->dbe = (unsigned int)v;
+		else if (strcmp(tok, "mig_profiles") == 0)
+			snprintf(g->mig_profiles, sizeof(g->mig_profiles), "%s", eq);
 		else if (strcmp(tok, "nvlink") == 0)
 			g->nvlink = v;
 		else if (strcmp(tok, "nvlink_down") == 0)
@@ -262,8 +276,12 @@ int nvmlDeviceGetUUID(void *device, char *uuid, unsigned int length)
 int nvmlDeviceGetName(void *device, char *name, unsigned int length)
 {
 	fake_gpu *g = NULL;
-	int rc = gpu_of(&g, device);
+	fake_mig *m = device;
+	int rc;
 
+	if (m >= &migs[0][0] && m < &migs[0][0] + FAKE_MAX_GPUS * FAKE_MIG_SLOTS)
+		return initialised ? copy_out(name, length, m->name) : NVML_NOT_INIT;
+	rc = gpu_of(&g, device);
 	return rc != NVML_SUCCESS ? rc : copy_out(name, length, g->model);
 }
 
@@ -352,6 +370,42 @@ int nvmlDeviceGetNvLinkState(void *device, unsigned int link, int *active)
 		return NVML_INVALID;
 	*active = (int)link < g->nvlink - g->nvlink_down;
 	return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetMaxMigDeviceCount(void *device, unsigned int *count)
+{
+	fake_gpu *g = NULL;
+	int rc = gpu_of(&g, device);
+
+	if (rc != NVML_SUCCESS)
+		return rc;
+	*count = g->mig > 0 ? FAKE_MIG_SLOTS : 0;
+	return NVML_SUCCESS;
+}
+
+/* The index-th profile of the GPU's mig_profiles as a MIG device; NOT_FOUND past the list. */
+int nvmlDeviceGetMigDeviceHandleByIndex(void *device, unsigned int index, void **mig)
+{
+	fake_gpu *g = NULL;
+	int rc = gpu_of(&g, device);
+	char list[256], *save = NULL, *p;
+	unsigned int i = 0;
+
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (g->mig <= 0 || index >= FAKE_MIG_SLOTS)
+		return NVML_INVALID;
+	snprintf(list, sizeof(list), "%s", g->mig_profiles);
+	for (p = strtok_r(list, ",", &save); p != NULL; p = strtok_r(NULL, ",", &save), i++) {
+		fake_mig *m = &migs[g - gpus][index];
+
+		if (i != index)
+			continue;
+		snprintf(m->name, sizeof(m->name), "%.60s MIG %.30s", g->model, p);
+		*mig = m;
+		return NVML_SUCCESS;
+	}
+	return 6; /* NVML_ERROR_NOT_FOUND: an empty slot */
 }
 
 static int event_set; /* the one event set's address is the handle */

@@ -184,15 +184,19 @@ static void test_library_lacks_optional(void **state)
 	tau_agent_nvml_init(&n);
 	assert_int_equal(tau_agent_nvml_probe(&n, FAKE_OLD), 0);
 	assert_true(n.probed);
-	assert_int_equal(n.n_missing, 8);
+	assert_int_equal(n.n_missing, 10);
 	assert_string_equal(n.missing_symbols[0], "nvmlSystemGetCudaDriverVersion_v2");
 	assert_string_equal(n.missing_symbols[1], "nvmlDeviceGetRemappedRows");
 	assert_string_equal(n.missing_symbols[2], "nvmlDeviceGetMigMode");
-	assert_string_equal(n.missing_symbols[3], "nvmlDeviceGetNvLinkState");
-	assert_string_equal(n.missing_symbols[4], "nvmlEventSetCreate");
-	assert_string_equal(n.missing_symbols[5], "nvmlDeviceRegisterEvents");
-	assert_string_equal(n.missing_symbols[6], "nvmlEventSetWait_v2");
-	assert_string_equal(n.missing_symbols[7], "nvmlEventSetFree");
+	assert_string_equal(n.missing_symbols[3], "nvmlDeviceGetMaxMigDeviceCount");
+	assert_string_equal(n.missing_symbols[4], "nvmlDeviceGetMigDeviceHandleByIndex");
+	assert_string_equal(n.missing_symbols[5], "nvmlDeviceGetNvLinkState");
+	assert_string_equal(n.missing_symbols[6], "nvmlEventSetCreate");
+	assert_string_equal(n.missing_symbols[7], "nvmlDeviceRegisterEvents");
+	assert_string_equal(n.missing_symbols[8], "nvmlEventSetWait_v2");
+	assert_string_equal(n.missing_symbols[9], "nvmlEventSetFree");
+	assert_int_equal(n.gpus[0].mig_devices, -1);
+	assert_null(n.gpus[0].mig_profiles);
 	/* Without them NVLink and XIDs stay unknown, never "none". */
 	assert_int_equal(n.gpus[0].nvlink_active, -1);
 	assert_int_equal(n.gpus[0].nvlink_down, -1);
@@ -342,6 +346,32 @@ static void test_xid_events(void **state)
 	tau_agent_nvml_free(&n);
 }
 
+/* MIG geometry: the MIG devices that exist and their profiles, only with MIG enabled. */
+static void test_mig_geometry(void **state)
+{
+	tau_agent_nvml n, copy;
+
+	(void)state;
+	write_config("gpu uuid=GPU-m mig=1 mig_profiles=3g.40gb,2g.20gb,1g.10gb\n"
+	             "gpu uuid=GPU-e mig=1\ngpu uuid=GPU-x mig_profiles=1g.10gb\n");
+	tau_agent_nvml_init(&n);
+	tau_agent_nvml_init(&copy);
+	assert_int_equal(tau_agent_nvml_probe(&n, FAKE_FULL), 0);
+	assert_int_equal(n.gpus[0].mig_mode, 1);
+	assert_int_equal(n.gpus[0].mig_devices, 3);
+	assert_string_equal(n.gpus[0].mig_profiles, "3g.40gb,2g.20gb,1g.10gb");
+	/* MIG enabled, no instance made yet: 0 devices, no profiles. */
+	assert_int_equal(n.gpus[1].mig_devices, 0);
+	assert_null(n.gpus[1].mig_profiles);
+	/* MIG disabled: not asked. */
+	assert_int_equal(n.gpus[2].mig_mode, 0);
+	assert_int_equal(n.gpus[2].mig_devices, -1);
+	assert_int_equal(tau_agent_nvml_copy(&copy, &n), 0);
+	assert_string_equal(copy.gpus[0].mig_profiles, "3g.40gb,2g.20gb,1g.10gb");
+	tau_agent_nvml_free(&copy);
+	tau_agent_nvml_free(&n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +384,7 @@ int main(void)
 	        cmocka_unit_test(test_hang_is_bounded),
 	        cmocka_unit_test(test_nvlink_links),
 	        cmocka_unit_test(test_xid_events),
+	        cmocka_unit_test(test_mig_geometry),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
