@@ -16,6 +16,7 @@
  */
 #include "team.h"
 
+#include "inventory.h"
 #include "workspace.h"
 
 #include "tau/error.h"
@@ -47,6 +48,7 @@ static const tau_kube_resource res_cqs = {"kueue.x-k8s.io", "v1beta2", "clusterq
 #define COND_QUOTA     "QuotaReady"
 #define SRC_DISCOVERED "discoveredCapacity"
 #define SRC_SPEC_QUOTA "spec.quota"
+#define NO_AGGREGATOR  "no aggregator asked (give --aggregator ADDR)"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Small readers and writers                                                                   */
@@ -564,6 +566,71 @@ static void put_sum(cJSON *o, const char *key, const row_sum *sum)
 		cJSON_AddStringToObject(o, key, canon);
 }
 
+/*
+ * The part of flavor `flavor`'s `resource` that comes through DRA, from the aggregator's
+ * {class: {resource: quantity}}: the flavor names the class itself or is taugrid-gpu-<class>
+ * ("0" when the class has none of it); NULL when no class of the pool matches.
+ */
+static const char *via_dra(const cJSON *dra, const char *flavor, const char *resource)
+{
+	size_t plen = strlen(FLAVOR_PREFIX);
+	const cJSON *cls;
+
+	cJSON_ArrayForEach(cls, dra)
+	{
+		const char *q;
+
+		if (cls->string == NULL ||
+		    (!same(cls->string, flavor) && !(strncmp(flavor, FLAVOR_PREFIX, plen) == 0 &&
+		                                     same(cls->string, flavor + plen))))
+			continue;
+		/* not tau_json_str: a resource name holds dots, which it reads as a path */
+		q = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cls, resource));
+		return q != NULL ? q : "0";
+	}
+	return NULL;
+}
+
+/* A capacity team's "dra": whether the aggregator was asked for the DRA part of the pool. */
+static void add_dra(cJSON *doc, const tau_cli_team_input *in)
+{
+	cJSON *o = cJSON_AddObjectToObject(doc, "dra");
+
+	cJSON_AddBoolToObject(o, "checked", in->dra != NULL);
+	put(o, "aggregator", in->aggregator);
+	put(o, "reason",
+	    in->dra != NULL          ? NULL
+	    : in->aggregator != NULL ? (in->dra_error != NULL ? in->dra_error : "no answer")
+	                             : NO_AGGREGATOR);
+	if (in->dra == NULL && in->aggregator != NULL)
+		warn(doc,
+		     "aggregator %s: GetPool failed: %s; the part of the pool that comes "
+		     "through DRA is unknown",
+		     in->aggregator, in->dra_error != NULL ? in->dra_error : "no answer");
+}
+
+cJSON *tau_cli_team_pool_dra(const Tau__Inventory__V1__Pool *pool)
+{
+	cJSON *out = cJSON_CreateObject();
+
+	for (size_t i = 0; out != NULL && i < pool->n_flavors; i++) {
+		const Tau__Inventory__V1__Flavor *f = pool->flavors[i];
+		cJSON *cls = cJSON_AddObjectToObject(out, f->name);
+
+		for (size_t r = 0; cls != NULL && r < f->n_dra_resources; r++)
+			if (cJSON_AddStringToObject(cls, f->dra_resources[r]->key,
+			                            f->dra_resources[r]->value) == NULL)
+				cls = NULL;
+		if (cls == NULL) {
+			cJSON_Delete(out);
+			out = NULL;
+		}
+	}
+	if (out == NULL)
+		tau_error_set(TAU_ENOMEM, "out of memory");
+	return out;
+}
+
 static int add_budget(cJSON *doc, const tau_cli_team_input *in, bool capacity, const char *team,
                       const char *cohort_name)
 {
@@ -575,6 +642,8 @@ static int add_budget(cJSON *doc, const tau_cli_team_input *in, bool capacity, c
 	cJSON *arr;
 
 	put(doc, "poolSource", capacity ? SRC_DISCOVERED : SRC_SPEC_QUOTA);
+	if (capacity)
+		add_dra(doc, in);
 	arr = cJSON_AddArrayToObject(doc, "budget");
 	if (collect_budget(&rows, in->cohort, pool, value_key) != 0 ||
 	    (!capacity && collect_explicit(&rows, in, team, cohort_name, doc) != 0)) {
@@ -597,6 +666,8 @@ static int add_budget(cJSON *doc, const tau_cli_team_input *in, bool capacity, c
 		                  : "TauTeam spec.quota",
 		         r->flavor, r->resource);
 		put_quantity(o, "pool", r->pool, doc, where);
+		if (capacity && in->dra != NULL)
+			put(o, "viaDra", via_dra(in->dra, r->flavor, r->resource));
 		if (!capacity) {
 			put_sum(o, "guarantees", &r->guarantees);
 			put_sum(o, "applied", &r->applied);
@@ -779,8 +850,8 @@ cJSON *tau_cli_team_status_doc(const tau_cli_team_input *in)
 
 static int print_budget(FILE *out, const cJSON *doc)
 {
-	static const char *const headers[] = {"FLAVOR", "RESOURCE", "BUDGET", "POOL"};
-	static const char *const keys[] = {"flavor", "resource", "budget", "pool"};
+	static const char *const headers[] = {"FLAVOR", "RESOURCE", "BUDGET", "POOL", "VIA-DRA"};
+	static const char *const keys[] = {"flavor", "resource", "budget", "pool", "viaDra"};
 	/* An explicit team: its quota, what its workspaces are guaranteed, the Cohort's rest,
 	 * what Kueue holds now and what is reserved of it. */
 	static const char *const x_headers[] = {"FLAVOR", "RESOURCE", "QUOTA",   "GUARANTEES",
@@ -795,6 +866,13 @@ static int print_budget(FILE *out, const cJSON *doc)
 		                     "BUDGET: Cohort nominalQuota; APPLIED: Cohort and workspace "
 		                     "queues; RESERVED: their reservations)",
 		                     rows, x_headers, x_keys, 7);
+	if (cJSON_IsTrue(tau_json_find(doc, "dra.checked")))
+		return print_objects(
+		        out, "Budget",
+		        "Budget (Cohort nominalQuota) beside the pool (TauCluster "
+		        "discoveredCapacity; VIA-DRA: the part of it DRA devices give, "
+		        "from the aggregator)",
+		        rows, headers, keys, 5);
 	return print_objects(out, "Budget",
 	                     "Budget (Cohort nominalQuota) beside the pool (TauCluster "
 	                     "discoveredCapacity)",
@@ -905,22 +983,32 @@ static int read_optional(cJSON **out, tau_kube_client *c, const tau_kube_resourc
 static void team_usage(FILE *out)
 {
 	fputs("Usage: tau team list [-o table|json]\n"
-	      "       tau team status NAME [-o table|json]\n"
+	      "       tau team status NAME [--aggregator ADDR [--ca-file F | --insecure]]\n"
+	      "                            [-o table|json]\n"
 	      "Options: --context C  --system-namespace NS  --kubeconfig F  --request-timeout D\n"
 	      "status shows the team's Cohort budget per flavor and resource beside the pool\n"
 	      "(capacity team) or, for an explicit team, beside its spec.quota, its workspaces'\n"
 	      "guarantees, the applied allocation and the reserved total; each workspace\n"
-	      "ClusterQueue's reservation and borrowing, and the team's conditions.\n"
+	      "ClusterQueue's reservation and borrowing, and the team's conditions. With\n"
+	      "--aggregator a capacity team's budget also shows VIA-DRA: the part of the pool\n"
+	      "that DRA devices give (the aggregator's GetPool).\n"
 	      "Exit codes: 0 success (status: the team is Ready), 1 not Ready or API failure,\n"
 	      "2 usage error, invalid team name, or no such team.\n",
 	      out);
 }
 
-/* Parse argv; fills *verb, *name, *fmt, *gl.  @return -1 to go on, else the exit code. */
+/* Where `status` asks for the DRA part of the pool (--aggregator, --ca-file, --insecure). */
+typedef struct team_agg {
+	const char *addr; /* NULL: not asked */
+	const char *ca_file;
+	bool insecure;
+} team_agg;
+
+/* Parse argv; fills *verb, *name, *fmt, *gl, *agg.  @return -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, const char **verb, const char **name,
-                      tau_cli_format *fmt, tau_cli_globals *gl)
+                      tau_cli_format *fmt, tau_cli_globals *gl, team_agg *agg)
 {
-	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG, O_REQUEST_TIMEOUT };
+	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG, O_REQUEST_TIMEOUT, O_AGG, O_CA, O_INSECURE };
 	static const struct option lopts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"output", required_argument, NULL, 'o'},
@@ -928,6 +1016,9 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
 	        {"system-namespace", required_argument, NULL, O_NS},
 	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
 	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
+	        {"aggregator", required_argument, NULL, O_AGG},
+	        {"ca-file", required_argument, NULL, O_CA},
+	        {"insecure", no_argument, NULL, O_INSECURE},
 	        {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -951,6 +1042,12 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
 			gl->system_namespace = optarg;
 		} else if (c == O_KUBECONFIG) {
 			gl->kubeconfig = optarg;
+		} else if (c == O_AGG) {
+			agg->addr = optarg;
+		} else if (c == O_CA) {
+			agg->ca_file = optarg;
+		} else if (c == O_INSECURE) {
+			agg->insecure = true;
 		} else if (c == O_REQUEST_TIMEOUT) {
 			if (tau_cli_request_timeout_parse(gl, optarg) < 0) {
 				fprintf(stderr, "tau team: %s\n", tau_error_last()->msg);
@@ -991,7 +1088,56 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
 		fprintf(stderr, "tau team %s: unexpected argument %s\n", *verb, argv[optind]);
 		return TAU_CLI_USAGE;
 	}
+	if ((agg->addr != NULL || agg->ca_file != NULL || agg->insecure) &&
+	    strcmp(*verb, "status") != 0) {
+		fprintf(stderr,
+		        "tau team %s: --aggregator, --ca-file and --insecure are for status\n",
+		        *verb);
+		return TAU_CLI_USAGE;
+	}
+	if (agg->addr != NULL && agg->addr[0] == '\0') {
+		fprintf(stderr, "tau team status: --aggregator is empty\n");
+		return TAU_CLI_USAGE;
+	}
+	if (agg->ca_file != NULL && agg->insecure) {
+		fprintf(stderr, "tau team status: --ca-file and --insecure exclude each other\n");
+		return TAU_CLI_USAGE;
+	}
 	return -1;
+}
+
+/*
+ * The DRA part of the aggregator's pool into in->dra (owned by *dra), or in->dra_error; nothing
+ * without --aggregator (TAU_AGGREGATOR is not read: status stays an API command unless asked).
+ */
+static void read_dra(tau_cli_team_input *in, cJSON **dra, char *why, size_t cap,
+                     const team_agg *agg, const tau_cli_globals *g)
+{
+	Tau__Inventory__V1__GetPoolRequest req = TAU__INVENTORY__V1__GET_POOL_REQUEST__INIT;
+	const char *target = NULL;
+	ProtobufCMessage *resp = NULL;
+	tau_rpc_status st = {0};
+	tau_rpc_channel *ch = NULL;
+
+	if (agg->addr == NULL)
+		return;
+	in->aggregator = agg->addr;
+	if (tau_cli_aggregator_channel(&ch, &target, agg->addr, agg->ca_file, agg->insecure, g) <
+	            0 ||
+	    tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "GetPool", &req.base,
+	                  &tau__inventory__v1__pool__descriptor, tau_cli_rpc_timeout_ms(g, 10000),
+	                  &st) < 0) {
+		snprintf(why, cap, "%s%s%.600s", st.code != 0 ? tau_rpc_code_name(st.code) : "",
+		         st.code != 0 ? ": " : "",
+		         st.message[0] ? st.message : tau_error_last()->msg);
+		in->dra_error = why;
+	} else if ((*dra = tau_cli_team_pool_dra((const Tau__Inventory__V1__Pool *)resp)) == NULL) {
+		snprintf(why, cap, "%s", tau_error_last()->msg);
+		in->dra_error = why;
+	}
+	in->dra = *dra;
+	tau_rpc_message_free(resp);
+	tau_rpc_channel_free(ch);
 }
 
 static int run_list(tau_kube_client *client, const char *sysns, tau_cli_format fmt)
@@ -1022,10 +1168,11 @@ out:
 }
 
 static int run_status(tau_kube_client *client, const char *sysns, const char *name,
-                      tau_cli_format fmt)
+                      tau_cli_format fmt, const team_agg *agg, const tau_cli_globals *g)
 {
 	cJSON *team = NULL, *cluster = NULL, *cohort = NULL, *cqs = NULL, *wss = NULL, *doc = NULL;
-	char cohort_name[NAME_BUF];
+	cJSON *dra = NULL;
+	char cohort_name[NAME_BUF], why[800];
 	int rc;
 
 	rc = tau_kube_get(&team, client, &res_teams, sysns, name);
@@ -1048,8 +1195,12 @@ static int run_status(tau_kube_client *client, const char *sysns, const char *na
 	    read_optional(&wss, client, &res_team_workspaces, sysns, NULL, "status") != 0)
 		goto out;
 	{
-		tau_cli_team_input in = {team, cluster, cohort, cqs, wss};
+		tau_cli_team_input in = {team, cluster, cohort, cqs, wss, NULL, NULL, NULL};
 
+		/* The DRA part of the pool is the capacity team's only (its pool is the cluster's).
+		 */
+		if (strcmp(tau_cli_team_mode(team, cluster), "capacity") == 0)
+			read_dra(&in, &dra, why, sizeof(why), agg, g);
 		doc = tau_cli_team_status_doc(&in);
 	}
 	if (doc == NULL || tau_cli_team_print_status(stdout, doc, fmt) != 0) {
@@ -1059,6 +1210,7 @@ static int run_status(tau_kube_client *client, const char *sysns, const char *na
 	rc = tau_cli_team_ready(team) ? TAU_CLI_OK : TAU_CLI_FAILED;
 out:
 	cJSON_Delete(doc);
+	cJSON_Delete(dra);
 	cJSON_Delete(team);
 	cJSON_Delete(cluster);
 	cJSON_Delete(cohort);
@@ -1074,11 +1226,12 @@ int tau_cli_team(int argc, char **argv, const tau_cli_globals *g)
 	char sysns_buf[TAU_CLI_NS_BUF];
 	tau_kube_client *client = NULL;
 	tau_cli_globals gl = {0};
+	team_agg agg = {0};
 	int rc;
 
 	if (g != NULL)
 		gl = *g;
-	if ((rc = parse_args(argc, argv, &verb, &name, &fmt, &gl)) >= 0)
+	if ((rc = parse_args(argc, argv, &verb, &name, &fmt, &gl, &agg)) >= 0)
 		return rc;
 	if (tau_cli_connect(&client, &gl) != 0) {
 		fprintf(stderr, "tau team: %s\n", tau_error_last()->msg);
@@ -1087,7 +1240,7 @@ int tau_cli_team(int argc, char **argv, const tau_cli_globals *g)
 	}
 	sysns = tau_cli_system_namespace(sysns_buf, sizeof(sysns_buf), client, gl.system_namespace);
 	rc = strcmp(verb, "list") == 0 ? run_list(client, sysns, fmt)
-	                               : run_status(client, sysns, name, fmt);
+	                               : run_status(client, sysns, name, fmt, &agg, &gl);
 	tau_kube_client_free(client);
 	return rc;
 }

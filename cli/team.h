@@ -12,6 +12,8 @@
 
 #include "cli.h"
 
+#include "tau/inventory/v1/query.pb-c.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -26,7 +28,20 @@ typedef struct tau_cli_team_input {
 	const cJSON *cohort;     /**< the team's Cohort (status.cohort, else tau-team-<team>) */
 	const cJSON *queues;     /**< a ClusterQueueList ({"items": [...]}), all of them */
 	const cJSON *workspaces; /**< a TauWorkspaceList of the system namespace */
+	/** The part of the aggregator's pool that comes through DRA devices, per GPU class
+	 * (tau_cli_team_pool_dra); NULL when no aggregator was asked or it did not answer. */
+	const cJSON *dra;
+	const char *aggregator; /**< the aggregator asked for `dra`; NULL when none was */
+	const char *dra_error;  /**< why `dra` is NULL although an aggregator was asked */
 } tau_cli_team_input;
+
+/**
+ * The DRA part of an aggregator's pool (GetPool's Flavor.dra_resources) as
+ * {"<gpu class>": {"<resource>": "<quantity>"}}, every class of the pool ({} when nothing of
+ * it comes through DRA).
+ * @return a new object (cJSON_Delete), or NULL with tau_error_last() set (-TAU_ENOMEM).
+ */
+cJSON *tau_cli_team_pool_dra(const Tau__Inventory__V1__Pool *pool);
 
 /**
  * "capacity" when the TauCluster's spec.queues.capacityTeamRef.name names `team`, else
@@ -51,7 +66,9 @@ cJSON *tau_cli_team_list_doc(const cJSON *teams, const cJSON *cluster, const cJS
  * `budget` (Cohort nominalQuota beside the pool: discoveredCapacity of the TauCluster for the
  * capacity team, spec.quota for an explicit one, which also gets `guarantees`, `applied` and
  * `reserved` per flavor and resource), `queues` (each workspace ClusterQueue's reservation and
- * borrowing), conditions and warnings.
+ * borrowing), conditions and warnings.  A capacity team's document also says `dra` (checked,
+ * aggregator, reason) and, when in->dra is given, each budget row's `viaDra`: the part of the
+ * pool that DRA devices give (null for a flavor the aggregator's pool does not name).
  * @return a new object (cJSON_Delete), or NULL with tau_error_last() set: -TAU_EINVAL when
  *         the team has no metadata.name, -TAU_ENOMEM.
  */

@@ -10,9 +10,10 @@ the class counts through its extendedResourceName. The real tau-aggregator with 
 research; each case goes on from where the one before left the cluster:
 
   test_1  the DRA-only node counts exactly: 8 nvidia.com/gpu in flavor taugrid-gpu-h100-ib of the
-          Cohort and in `tau inventory pool` (all of them through DRA: draResources, and node
-          0's in `tau inventory nodes`); node 1's generation in flight counts 0 and
-          `tau inventory explain` says dra.pool-complete; DRAClassesUsable True
+          Cohort and in `tau inventory pool` (all of them through DRA: draResources, node
+          0's in `tau inventory nodes`, VIA-DRA in `tau team status`); node 1's generation in
+          flight counts 0 and `tau inventory explain` says dra.pool-complete; DRAClassesUsable
+          True
   test_2  node 1's missing slice appears -> 16; node 0's driver starts generation 2 (1 of 2
           slices) -> node 0 counts nothing (8), its second slice -> 16
   test_3  the DeviceClass's selector narrowed to one GPU's UUID -> 1; a selector outside the CEL
@@ -140,6 +141,17 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         return json.loads(r.stdout)
 
+    def team_budget(self):
+        """`tau team status research --aggregator ... -o json`: {(flavor, resource): (pool,
+        viaDra)} of the capacity team's budget rows, and its "dra" object."""
+        r = subprocess.run([CLI, "--kubeconfig", self.c.sim.kubeconfig, "team", "status",
+                            "research", "--aggregator", self.agg.addr, "-o", "json"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        doc = json.loads(r.stdout)
+        return {(b["flavor"], b["resource"]): (b["pool"], b.get("viaDra"))
+                for b in doc["budget"]}, doc["dra"]
+
     def pool_flavor(self):
         return [f for f in self.tau("pool")["flavors"] if f["name"] == GPU_CLASS][0]
 
@@ -167,6 +179,10 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
         nodes = {n["name"]: n for n in self.tau("nodes")}
         self.assertEqual(nodes[NODE0]["draResources"], {GPU: "8"})
         self.assertEqual(nodes[NODE1]["draResources"], {})
+        # tau team status shows it beside the pool: all 8 of the pool's GPUs through DRA.
+        rows, dra = self.team_budget()
+        self.assertEqual((dra["checked"], dra["aggregator"]), (True, self.agg.addr), dra)
+        self.assertEqual(rows[(h.flavor_name(GPU_CLASS), GPU)], ("8", "8"), rows)
         r = self.rule(NODE1, "dra.pool-complete")
         self.assertFalse(r["pass"], r)
         self.assertIn("1 of 2 slices of generation 2 seen", r["detail"])

@@ -213,7 +213,7 @@ static void test_status_capacity_team(void **state)
 	(void)state;
 	cJSON *team = parse(RESEARCH), *cluster = parse(CLUSTER), *cohort = parse(COHORT),
 	      *queues = parse(QUEUES), *wss = parse(WORKSPACES), *doc, *warnings;
-	tau_cli_team_input in = {team, cluster, cohort, queues, wss};
+	tau_cli_team_input in = {team, cluster, cohort, queues, wss, NULL, NULL, NULL};
 
 	doc = tau_cli_team_status_doc(&in);
 	assert_non_null(doc);
@@ -236,7 +236,9 @@ static void test_status_capacity_team(void **state)
 	        "'phase':'Ready','ready':true,'generation':2,'observedGeneration':2,"
 	        "'reason':'BudgetApplied',"
 	        "'cohort':{'name':'tau-team-research','uid':'uid-1','found':true},"
-	        "'poolSource':'discoveredCapacity','budget':["
+	        "'poolSource':'discoveredCapacity',"
+	        "'dra':{'checked':false,'aggregator':null,'reason':'no aggregator asked (give "
+	        "--aggregator ADDR)'},'budget':["
 	        "{'flavor':'l4','resource':'nvidia.com/gpu','budget':null,'pool':'2'},"
 	        "{'flavor':'taugrid-gpu-a100','resource':'memory','budget':'0','pool':null},"
 	        "{'flavor':'taugrid-gpu-a100','resource':'nvidia.com/gpu','budget':'4','pool':'4'},"
@@ -270,11 +272,90 @@ static void test_status_capacity_team(void **state)
 	cJSON_Delete(wss);
 }
 
+/*
+ * With the aggregator's pool: VIA-DRA beside the pool, matched by class (h100 is
+ * taugrid-gpu-h100's class, a100 matches taugrid-gpu-a100); "0" where the class has none of
+ * it, null for l4, which the aggregator's pool does not name.  An aggregator that does not
+ * answer: not checked, said why, no column.
+ */
+static void test_status_capacity_team_via_dra(void **state)
+{
+	(void)state;
+	cJSON *team = parse(RESEARCH), *cluster = parse(CLUSTER), *cohort = parse(COHORT),
+	      *wss = parse(WORKSPACES), *dra, *doc;
+	Tau__Inventory__V1__Pool pool = TAU__INVENTORY__V1__POOL__INIT;
+	Tau__Inventory__V1__Flavor h100 = TAU__INVENTORY__V1__FLAVOR__INIT,
+	                           a100 = TAU__INVENTORY__V1__FLAVOR__INIT, *fp[2] = {&a100, &h100};
+	Tau__Inventory__V1__Flavor__DraResourcesEntry e =
+	        TAU__INVENTORY__V1__FLAVOR__DRA_RESOURCES_ENTRY__INIT;
+	Tau__Inventory__V1__Flavor__DraResourcesEntry *ep[1] = {&e};
+	tau_cli_team_input in = {team, cluster, cohort, NULL, wss, NULL, "agg:50051", NULL};
+	char *out;
+
+	e.key = (char *)"nvidia.com/gpu";
+	e.value = (char *)"8";
+	h100.name = (char *)"h100";
+	h100.n_dra_resources = 1;
+	h100.dra_resources = ep;
+	a100.name = (char *)"a100";
+	pool.n_flavors = 2;
+	pool.flavors = fp;
+	dra = tau_cli_team_pool_dra(&pool);
+	assert_json(dra, "{'a100':{},'h100':{'nvidia.com/gpu':'8'}}");
+	in.dra = dra;
+	doc = tau_cli_team_status_doc(&in);
+	assert_non_null(doc);
+	assert_json(cJSON_GetObjectItemCaseSensitive(doc, "dra"),
+	            "{'checked':true,'aggregator':'agg:50051','reason':null}");
+	assert_json(cJSON_GetObjectItemCaseSensitive(doc, "budget"),
+	            "[{'flavor':'l4','resource':'nvidia.com/gpu','budget':null,'pool':'2',"
+	            "'viaDra':null},"
+	            "{'flavor':'taugrid-gpu-a100','resource':'memory','budget':'0','pool':null,"
+	            "'viaDra':'0'},"
+	            "{'flavor':'taugrid-gpu-a100','resource':'nvidia.com/gpu','budget':'4',"
+	            "'pool':'4','viaDra':'0'},"
+	            "{'flavor':'taugrid-gpu-h100','resource':'memory','budget':'1536Mi',"
+	            "'pool':'1536Mi','viaDra':'0'},"
+	            "{'flavor':'taugrid-gpu-h100','resource':'nvidia.com/gpu','budget':'16',"
+	            "'pool':'16','viaDra':'8'}]");
+	out = render(tau_cli_team_print_status, doc, TAU_CLI_TABLE);
+	assert_non_null(strstr(out, "VIA-DRA: the part of it DRA devices give"));
+	assert_non_null(strstr(out,
+	                       "FLAVOR             RESOURCE         BUDGET   POOL     VIA-DRA\n"
+	                       "l4                 nvidia.com/gpu   <none>   2        <none>\n"));
+	assert_non_null(strstr(out, "taugrid-gpu-h100   nvidia.com/gpu   16       16       8\n"));
+	free(out);
+	cJSON_Delete(doc);
+
+	/* the aggregator did not answer: not checked, the reason, a warning, no column */
+	in.dra = NULL;
+	in.dra_error = "UNAVAILABLE: connection refused";
+	doc = tau_cli_team_status_doc(&in);
+	assert_non_null(doc);
+	assert_json(cJSON_GetObjectItemCaseSensitive(doc, "dra"),
+	            "{'checked':false,'aggregator':'agg:50051','reason':'UNAVAILABLE: connection "
+	            "refused'}");
+	assert_null(cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "budget"), 0), "viaDra"));
+	out = render(tau_cli_team_print_status, doc, TAU_CLI_TABLE);
+	assert_null(strstr(out, "VIA-DRA"));
+	assert_non_null(strstr(out, "Warning: aggregator agg:50051: GetPool failed: UNAVAILABLE: "
+	                            "connection refused; the part of the pool that comes through "
+	                            "DRA is unknown\n"));
+	free(out);
+	cJSON_Delete(doc);
+	cJSON_Delete(dra);
+	cJSON_Delete(team);
+	cJSON_Delete(cluster);
+	cJSON_Delete(cohort);
+	cJSON_Delete(wss);
+}
+
 static void test_status_explicit_team_table(void **state)
 {
 	(void)state;
 	cJSON *team = parse(VISION), *cluster = parse(CLUSTER), *wss = parse(WORKSPACES), *doc;
-	tau_cli_team_input in = {team, cluster, NULL, NULL, wss};
+	tau_cli_team_input in = {team, cluster, NULL, NULL, wss, NULL, NULL, NULL};
 	char *out;
 
 	doc = tau_cli_team_status_doc(&in);
@@ -419,7 +500,7 @@ static void test_status_explicit_team_sums(void **state)
 	(void)state;
 	cJSON *team = parse(ML), *cohort = parse(ML_COHORT), *queues = parse(ML_QUEUES),
 	      *wss = parse(ML_WORKSPACES), *doc, *warnings, *back = NULL;
-	tau_cli_team_input in = {team, NULL, cohort, queues, wss};
+	tau_cli_team_input in = {team, NULL, cohort, queues, wss, NULL, NULL, NULL};
 	char *out;
 
 	doc = tau_cli_team_status_doc(&in);
@@ -476,7 +557,7 @@ static void test_status_table_with_reservations(void **state)
 	      *wss = parse("{'items':[{'metadata':{'name':'alpha'},"
 	                   "'spec':{'teamRef':{'name':'research'}}}]}"),
 	      *doc;
-	tau_cli_team_input in = {team, cluster, cohort, queues, wss};
+	tau_cli_team_input in = {team, cluster, cohort, queues, wss, NULL, NULL, NULL};
 	char *out;
 
 	doc = tau_cli_team_status_doc(&in);
@@ -509,8 +590,8 @@ static void test_status_warnings_and_json_form(void **state)
 	                      "'spec':{'resourceGroups':[{'flavors':[{'name':'f','resources':["
 	                      "{'name':'cpu','nominalQuota':'1e3'}]}]}]}}"),
 	      *doc, *back = NULL, *noname = parse("{'metadata':{}}");
-	tau_cli_team_input in = {team, NULL, cohort, NULL, NULL};
-	tau_cli_team_input bad = {noname, NULL, NULL, NULL, NULL};
+	tau_cli_team_input in = {team, NULL, cohort, NULL, NULL, NULL, NULL, NULL};
+	tau_cli_team_input bad = {noname, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	char *out;
 
 	doc = tau_cli_team_status_doc(&in);
@@ -557,6 +638,11 @@ static void test_usage_errors_exit_2(void **state)
 	char *extra_arg[] = {a0, list, extra, NULL};
 	char *bad_verb[] = {a0, verb, NULL};
 	char *no_config[] = {a0, status, ok, kc, nokc, NULL};
+	char agg[] = "--aggregator", addr[] = "localhost:50051", empty[] = "", ca[] = "--ca-file",
+	     caf[] = "/tmp/ca.pem", insecure[] = "--insecure";
+	char *list_agg[] = {a0, list, agg, addr, NULL};
+	char *empty_agg[] = {a0, status, ok, agg, empty, NULL};
+	char *ca_and_insecure[] = {a0, status, ok, agg, addr, ca, caf, insecure, NULL};
 
 	memset(longname, 'a', 64);
 	longname[64] = '\0';
@@ -568,6 +654,10 @@ static void test_usage_errors_exit_2(void **state)
 	assert_int_equal(tau_cli_team(3, extra_arg, NULL), TAU_CLI_USAGE);
 	assert_int_equal(tau_cli_team(2, bad_verb, NULL), TAU_CLI_USAGE);
 	assert_int_equal(tau_cli_team(5, no_config, NULL), TAU_CLI_USAGE);
+	/* the aggregator's options are status's, whole and not contradicting */
+	assert_int_equal(tau_cli_team(4, list_agg, NULL), TAU_CLI_USAGE);
+	assert_int_equal(tau_cli_team(5, empty_agg, NULL), TAU_CLI_USAGE);
+	assert_int_equal(tau_cli_team(8, ca_and_insecure, NULL), TAU_CLI_USAGE);
 }
 
 int main(void)
@@ -577,6 +667,7 @@ int main(void)
 	        cmocka_unit_test(test_list_doc_and_table),
 	        cmocka_unit_test(test_list_empty_and_bad),
 	        cmocka_unit_test(test_status_capacity_team),
+	        cmocka_unit_test(test_status_capacity_team_via_dra),
 	        cmocka_unit_test(test_status_explicit_team_table),
 	        cmocka_unit_test(test_status_explicit_team_sums),
 	        cmocka_unit_test(test_status_table_with_reservations),
