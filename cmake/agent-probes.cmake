@@ -87,7 +87,8 @@ endif()
 
 # e2e of node truth in the aggregator (tests/e2e/test_aggregator_node_truth.py): the real agent
 # with the fakes above streams to the real tau-aggregator; `tau inventory fit`, `nodes` (HEALTH,
-# FREE) and `pool` (free now) follow a pod taking GPUs, an unhealthy GPU, IB ports going down.
+# FREE) and `pool` (free now) follow a pod taking GPUs, an unhealthy GPU, IB ports going down;
+# DraFreeNow: a DRA-only node's GPUs in use while a ResourceClaim holds them (issue 26).
 if(TAU_PYTHON_TESTS)
   tau_add_python_suite(e2e/aggregator-node-truth
       TESTS test_aggregator_node_truth

@@ -14,6 +14,11 @@ pod-resources change is re-read at once on a pod event, so every change must sho
 `tau inventory explain` (agent.gpu-health), /metrics (tau_aggregator_node_truth_disagreements) and
 the TauCluster condition NodeTruthAgrees (the budget controller's write) within
 CONDITION_WITHIN_S, which each test measures and asserts. Waits are for conditions, never fixed sleeps.
+
+DraFreeNow (issue 26): a node whose GPUs come only through DRA (tests/fixtures/dra: the
+DeviceClass, the node, its complete ResourceSlice), its real agent reading the ResourceClaims'
+devices from the fake kubelet (dynamic_resources): `tau inventory nodes`, `fit` and `pool`
+count a claimed GPU as in use, within CHANGE_WITHIN_S of the claim changing.
 """
 
 import json
@@ -52,6 +57,9 @@ CONDITION_WITHIN_S = 10
 CLUSTER_PATH = "/apis/tau.azure.com/v1alpha1/clusters"
 # The drivers the node's CSINode lists (fixtures/kube/csinode-nd-h100-v5.json), each faked.
 CSI_DRIVERS = (ant.DISK, "file.csi.azure.com")
+DRA_FIXTURES = os.path.join(ROOT, "tests", "fixtures", "dra")
+DRA_NODE = "aks-ndh100dra-20914731-vmss000000"  # its pool is named after it, devices gpu-0..7
+DRA_DRIVER = "gpu.nvidia.com"
 
 WORK = None
 
@@ -73,8 +81,8 @@ def tearDownModule():
 
 
 class Aggregator:
-    def __init__(self, kubeconfig):
-        self.log_path = os.path.join(WORK, "aggregator.log")
+    def __init__(self, kubeconfig, name="aggregator"):
+        self.log_path = os.path.join(WORK, name + ".log")
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             [AGG_BIN, "--kubeconfig", kubeconfig, "--grpc-listen", "127.0.0.1:0",
@@ -109,7 +117,59 @@ class Aggregator:
         return rc
 
 
-class AggregatorNodeTruth(unittest.TestCase):
+class WithAggregator:
+    """What both cases share: stopping everything, the CLI against the aggregator, and timed
+    waits for what it shows (each case sets sim, agg, agent, fakes and node())."""
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.agent.alive():
+            cls.agent.terminate()
+        rc = cls.agg.stop()
+        for f in cls.fakes:
+            f.stop()
+        cls.sim.stop()
+        assert rc == 0, "aggregator exit code %d after SIGTERM" % rc
+
+    def tau(self, *args):
+        r = subprocess.run([CLI_BIN, "--kubeconfig", self.sim.kubeconfig, "inventory", *args,
+                            "--aggregator", self.agg.addr], capture_output=True, text=True,
+                           timeout=30)
+        return r
+
+    def tau_json(self, *args, want_rc=0):
+        r = self.tau(*args, "-o", "json")
+        self.assertEqual(r.returncode, want_rc, r.stdout + r.stderr)
+        return json.loads(r.stdout)
+
+    def fit(self, *args):
+        r = self.tau("fit", "--gpu-class", CLASS, *args, "-o", "json")
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["fits"], r.returncode == 0, r.stdout)
+        return doc
+
+    def within(self, change, pred, what, limit=CHANGE_WITHIN_S):
+        """Run change(); the CLI must show pred() within `limit` seconds (measured)."""
+        t0 = time.monotonic()
+        change()
+        deadline = t0 + limit + 10
+        while True:
+            got = pred()
+            if got:
+                break
+            if time.monotonic() > deadline:
+                self.fail("%s: not seen in %.0f s; node %s\nagent:\n%s\naggregator:\n%s"
+                          % (what, limit + 10, self.node(), self.agent.logs()[-2000:],
+                             self.agg.logs()))
+            time.sleep(0.1)  # poll interval of a wait-for-condition, not a fixed wait
+        took = time.monotonic() - t0
+        sys.stderr.write("%s: seen in %.2f s\n" % (what, took))
+        self.assertLess(took, limit, "%s took %.1f s" % (what, took))
+        return got
+
+
+class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
     """One node, one agent, every source faked; the tests run in order (numbered)."""
 
     @classmethod
@@ -165,55 +225,8 @@ class AggregatorNodeTruth(unittest.TestCase):
                                                 "fakes/nvml-full/libnvidia-ml.so.1"),
                  "TAU_FAKE_NVML_CONFIG": cls.nvml_conf})
 
-    @classmethod
-    def tearDownClass(cls):
-        if cls.agent.alive():
-            cls.agent.terminate()
-        rc = cls.agg.stop()
-        for f in cls.fakes:
-            f.stop()
-        cls.sim.stop()
-        assert rc == 0, "aggregator exit code %d after SIGTERM" % rc
-
-    def tau(self, *args):
-        r = subprocess.run([CLI_BIN, "--kubeconfig", self.sim.kubeconfig, "inventory", *args,
-                            "--aggregator", self.agg.addr], capture_output=True, text=True,
-                           timeout=30)
-        return r
-
-    def tau_json(self, *args, want_rc=0):
-        r = self.tau(*args, "-o", "json")
-        self.assertEqual(r.returncode, want_rc, r.stdout + r.stderr)
-        return json.loads(r.stdout)
-
     def node(self):
         return [n for n in self.tau_json("nodes") if n["name"] == ND_NODE][0]
-
-    def fit(self, *args):
-        r = self.tau("fit", "--gpu-class", CLASS, *args, "-o", "json")
-        self.assertIn(r.returncode, (0, 1), r.stderr)
-        doc = json.loads(r.stdout)
-        self.assertEqual(doc["fits"], r.returncode == 0, r.stdout)
-        return doc
-
-    def within(self, change, pred, what, limit=CHANGE_WITHIN_S):
-        """Run change(); the CLI must show pred() within `limit` seconds (measured)."""
-        t0 = time.monotonic()
-        change()
-        deadline = t0 + limit + 10
-        while True:
-            got = pred()
-            if got:
-                break
-            if time.monotonic() > deadline:
-                self.fail("%s: not seen in %.0f s; node %s\nagent:\n%s\naggregator:\n%s"
-                          % (what, limit + 10, self.node(), self.agent.logs()[-2000:],
-                             self.agg.logs()))
-            time.sleep(0.1)  # poll interval of a wait-for-condition, not a fixed wait
-        took = time.monotonic() - t0
-        sys.stderr.write("%s: seen in %.2f s\n" % (what, took))
-        self.assertLess(took, limit, "%s took %.1f s" % (what, took))
-        return got
 
     def test_01_all_free_and_healthy(self):
         n = self.within(lambda: None, lambda: (lambda n: n if n["gpusFree"] == 8 else None)(
@@ -401,6 +414,107 @@ class AggregatorNodeTruth(unittest.TestCase):
             self.assertEqual(after["health"], "degraded")
         finally:
             ch.close()
+
+
+def dra_fixture(name):
+    with open(os.path.join(DRA_FIXTURES, name)) as f:
+        return json.load(f)
+
+
+def dra_kubelet_config(claimed):
+    """The fake kubelet of a DRA-only node: no device-plugin GPUs; the ResourceClaim
+    ml/infer-0-gpus of pod ml/infer-0 holds `claimed`, (driver, device) pairs of pool
+    DRA_NODE."""
+    pods = [{"namespace": "ml", "name": "infer-0", "containers": [{"name": "server", "dynamic": [
+        {"claimNamespace": "ml", "claimName": "infer-0-gpus",
+         "devices": [{"driver": drv, "pool": DRA_NODE, "device": dev}
+                     for drv, dev in claimed]}]}]}] if claimed else []
+    return json.dumps({"allocatable": [], "pods": pods})
+
+
+class DraFreeNow(WithAggregator, unittest.TestCase):
+    """One DRA-only node and its agent: free now follows ResourceClaims (in order, numbered)."""
+
+    @classmethod
+    def setUpClass(cls):
+        tokens = os.path.join(WORK, "dra-tokens.json")
+        cls.token = agent_token(DRA_NODE)
+        with open(tokens, "w") as f:
+            json.dump({cls.token: {"username": AGENT_USER, "audiences": ["taugrid"],
+                                   "extra": {"authentication.kubernetes.io/node-name":
+                                             [DRA_NODE]}}}, f)
+        cls.sim = harness.KubeSim(WORK, [dra_fixture("deviceclass-gpu.nvidia.com.json"),
+                                         dra_fixture("node-dra-h100-0.json"),
+                                         dra_fixture("resourceslice-h100-complete.json")],
+                                  args=("--tokens", tokens))
+        cls.agg = Aggregator(cls.sim.kubeconfig, name="aggregator-dra")
+        cls.host = harness.HostTree(WORK, sockets=())
+        root = cls.host.root
+        os.makedirs(os.path.join(root, "var/lib/kubelet/pod-resources"))
+        cls.kubelet_conf = os.path.join(WORK, "dra-kubelet.json")
+        write_atomic(cls.kubelet_conf,
+                     dra_kubelet_config([(DRA_DRIVER, "gpu-0"), (DRA_DRIVER, "gpu-1")]))
+        cls.fakes = [ant.Fake("fake_kubelet", [
+            "--socket", os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock"),
+            "--config", cls.kubelet_conf])]
+        token_file = os.path.join(WORK, "dra-agent-token")
+        with open(token_file, "w") as f:
+            f.write(cls.token)
+        cls.agent = harness.Agent(WORK, [
+            "--node-name", DRA_NODE, "--kubeconfig", cls.sim.kubeconfig,
+            "--aggregator", cls.agg.addr, "--insecure", "--token-file", token_file,
+            "--host-root", root, "--probe-interval", "1"], env={"TAU_AGENT_NVML": "off"})
+
+    def node(self):
+        return [n for n in self.tau_json("nodes") if n["name"] == DRA_NODE][0]
+
+    def free(self, want):
+        """The node when its FREE is `want`, else None."""
+        n = self.node()
+        return n if n["gpusFree"] == want else None
+
+    def test_01_claimed_gpus_are_in_use(self):
+        n = self.within(lambda: None, lambda: self.free(6), "the agent's first inventory: 6 free",
+                        limit=30)
+        self.assertTrue(n["gpusThroughDra"])
+        self.assertEqual((n["gpusHealthy"], n["gpusInUse"]), (8, 2))
+        self.assertEqual(n["draResources"], {"nvidia.com/gpu": "8"})
+        self.assertNotIn("nvidia.com/gpu", n["allocatable"])
+        r = self.tau("nodes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        head = r.stdout.splitlines()[0].split()
+        row = [line.split() for line in r.stdout.splitlines() if line.startswith(DRA_NODE)][0]
+        # GPUS "8 (DRA)" is two words: FREE sits one further right
+        self.assertEqual(row[head.index("GPUS"):head.index("GPUS") + 2], ["8", "(DRA)"])
+        self.assertEqual(row[head.index("FREE") + 1], "6")
+        self.assertEqual(self.fit("--gpus", "6")["placement"],
+                         [{"node": DRA_NODE, "gpus": 6, "gpusFree": 6}])
+        self.assertFalse(self.fit("--gpus", "7")["fits"])
+        self.assertFalse(self.fit("--gpus", "8", "--whole-nodes")["fits"])
+        pool = self.tau_json("pool")
+        self.assertEqual([(c["gpuClass"], c["gpusInUse"], c["gpusFree"], c["nodesUnknown"])
+                          for c in pool["freeNow"]], [(CLASS, 2, 6, 0)])
+        f = pool["flavors"][0]
+        self.assertEqual((f["resources"]["nvidia.com/gpu"], f["draResources"]),
+                         ("8", {"nvidia.com/gpu": "8"}))
+
+    def test_02_claim_released(self):
+        self.within(lambda: write_atomic(self.kubelet_conf, dra_kubelet_config([])),
+                    lambda: self.free(8), "the claim released: 8 free")
+        self.assertEqual(self.fit("--gpus", "8", "--whole-nodes")["placement"],
+                         [{"node": DRA_NODE, "gpus": 8, "gpusFree": 8}])
+
+    def test_03_only_the_node_s_gpus_count(self):
+        # gpu-3 is one of the node's GPUs; gpu-9 is published by no slice and eth1 is another
+        # driver's: neither is a GPU of the node, so only gpu-3 is in use.
+        self.within(lambda: write_atomic(self.kubelet_conf, dra_kubelet_config(
+                        [("dra.net", "eth1"), (DRA_DRIVER, "gpu-3"), (DRA_DRIVER, "gpu-9")])),
+                    lambda: self.free(7), "a claim on gpu-3 (and on no GPU of the node): 7 free")
+        self.assertEqual(self.node()["gpusInUse"], 1)
+
+    def test_99_stops_cleanly(self):
+        rc, _ = self.agent.terminate()
+        self.assertEqual(rc, 0, self.agent.logs()[-3000:])
 
 
 if __name__ == "__main__":
