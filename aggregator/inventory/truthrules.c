@@ -177,6 +177,10 @@ static void pod_resources(tau_truth_rule *r, const tau_nodetruth *t)
 	if (t->pod_resources_known && t->allocatable_known) {
 		add(r, "kubelet pod-resources answered: %u GPU devices, %u in use, %u free",
 		    t->gpu.devices, t->gpu.in_use, t->gpu.free);
+		/* DRA devices are not device-plugin GPUs: what claims hold, said apart */
+		if (t->n_dra > 0 || t->dra_dropped > 0)
+			add(r, "; %zu DRA devices held by ResourceClaims%s", t->n_dra,
+			    t->dra_dropped > 0 ? " and more the agent could not list" : "");
 		verdict(r, true, false);
 		return;
 	}

@@ -77,6 +77,21 @@ static void test_healthy_node_passes(void **state)
 	       "1 registered CSI driver answers Probe ready");
 	expect(&r[TAU_TRUTH_RULE_POD_RESOURCES], true, false,
 	       "kubelet pod-resources answered: 8 GPU devices, 2 in use, 6 free");
+	assert_null(strstr(r[TAU_TRUTH_RULE_POD_RESOURCES].detail, "DRA"));
+	tau_nodetruth_free(t);
+	/* DRA devices claims hold are said apart from the device-plugin GPUs */
+	truth_fixture_dra_held(fx, "gpu.nvidia.com", "n", "gpu-0");
+	t = decode(fx);
+	tau_truth_rules(r, &f, t);
+	expect(&r[TAU_TRUTH_RULE_POD_RESOURCES], true, false,
+	       "kubelet pod-resources answered: 8 GPU devices, 2 in use, 6 free; 1 DRA devices "
+	       "held by ResourceClaims");
+	tau_nodetruth_free(t);
+	fx->ld.dra_devices_dropped = 3;
+	t = decode(fx);
+	tau_truth_rules(r, &f, t);
+	expect(&r[TAU_TRUTH_RULE_POD_RESOURCES], true, false,
+	       "; 1 DRA devices held by ResourceClaims and more the agent could not list");
 	tau_nodetruth_free(t);
 	tau_node_facts_clear(&f);
 	free(fx);
