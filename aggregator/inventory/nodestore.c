@@ -18,6 +18,8 @@
  * copy of its Node's facts (record.counted), the devices beside allocatable.
  */
 #include "nodestore.h"
+
+#include "truthrules.h"
 #include "sorted.h"
 
 #include "tau/error.h"
@@ -46,6 +48,7 @@ typedef struct record {
 	uint32_t inventory_len;
 	uint8_t inventory_elided; /* the caller's mask: what it left out of the copy */
 	tau_nodetruth *truth;     /* decoded node-local facts of that inventory; NULL if none */
+	uint8_t truth_failed; /* its agent.* verdicts: a bit per failing rule (update_verdict) */
 	int64_t last_heard_ms;
 	tau_node_source source; /* what the pool holds for it now */
 	bool api_known;
@@ -451,6 +454,30 @@ static void update_gate(tau_nodestore *s)
 	s->established = true;
 }
 
+/* The facts the agent.* rules compare the node truth with (as tau_node_status.facts). */
+static const tau_node_facts *rule_facts(const record *r)
+{
+	return api_readable(r) ? r->api : r->reported ? r->agent : NULL;
+}
+
+/*
+ * Keep r's agent.* verdicts (truthrules.h) as a mask of failing rules, so a scan over every
+ * node (snapshots, metrics) reads them instead of evaluating the rules.  Called after its
+ * facts or its node truth changed.
+ */
+static void update_verdict(record *r)
+{
+	bool failed[TAU_TRUTH_RULE_COUNT];
+
+	r->truth_failed = 0;
+	if (r->truth == NULL)
+		return;
+	(void)tau_truth_rules_failing(rule_facts(r), r->truth, failed);
+	for (int i = 0; i < TAU_TRUTH_RULE_COUNT; i++)
+		if (failed[i])
+			r->truth_failed |= (uint8_t)(1u << i);
+}
+
 /*
  * Replace the Node's facts of `r` with `fresh` (owned; NULL: none readable).
  * The old object goes only after the pool has let go of it, and stays as the
@@ -469,6 +496,7 @@ static int set_api(tau_nodestore *s, record *r, tau_node_facts *fresh)
 	share_if_equal(r);
 	compare_views(s, r);
 	account_missing(s, r, was);
+	update_verdict(r);
 	return rc;
 }
 
@@ -580,6 +608,7 @@ int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t 
 			if (fresh != r->api)
 				facts_free(fresh);
 			compare_views(s, r);
+			update_verdict(r);
 			return rc;
 		}
 	}
@@ -587,6 +616,7 @@ int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t 
 		facts_free(previous);
 	compare_views(s, r);
 	account_missing(s, r, was);
+	update_verdict(r);
 	r->connected = true;
 	r->last_heard_ms = now_ms;
 	update_gate(s);
@@ -647,6 +677,7 @@ int tau_nodestore_set_truth(tau_nodestore *s, const char *name, tau_nodetruth *t
 	r->truth = truth;
 	if (truth != NULL)
 		s->truth_bytes += truth->bytes;
+	update_verdict(r);
 	return 0;
 }
 
@@ -763,13 +794,14 @@ static void fill_status(const record *r, tau_node_status *out)
 	out->source = r->source;
 	out->counted = tau_pool_node_is_counted(r->pooled);
 	/* The Node's facts whenever there is a readable Node: they are what counts. */
-	out->facts = api_readable(r) ? r->api : r->reported ? r->agent : NULL;
+	out->facts = rule_facts(r);
 	out->agent_facts = r->reported ? r->agent : NULL;
 	/* A copy with parts left out is only whole with the facts that give them back. */
 	out->inventory = r->inventory_elided == 0 || out->agent_facts != NULL ? r->inventory : NULL;
 	out->inventory_len = out->inventory != NULL ? r->inventory_len : 0;
 	out->inventory_elided = out->inventory != NULL ? r->inventory_elided : 0;
 	out->truth = r->truth;
+	out->truth_failed = r->truth_failed;
 }
 
 int tau_nodestore_at(const tau_nodestore *s, size_t i, tau_node_status *out)

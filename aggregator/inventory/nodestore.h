@@ -65,6 +65,9 @@ typedef struct tau_node_status {
 	/** What only the node knows, decoded from the agent's last inventory (nodetruth.h);
 	 * NULL if no agent reported.  Lent: valid until the next change of the store. */
 	const tau_nodetruth *truth;
+	/** The agent.* rules `truth` fails against `facts` (truthrules.h): bit 1 << rule id;
+	 * 0 without truth.  Kept with the record, updated when either changes. */
+	uint8_t truth_failed;
 } tau_node_status;
 
 /**

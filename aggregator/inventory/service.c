@@ -1877,13 +1877,9 @@ int tau_agg_metrics(tau_agg *a, char **out)
 			continue;
 		m.nodes_stale += tau_query_is_stale(&st, &o) ? 1 : 0;
 		m.nodes_counted += st.counted ? 1 : 0;
-		if (st.truth != NULL) {
-			tau_truth_rule truth[TAU_TRUTH_RULE_COUNT];
-
-			tau_truth_rules(truth, st.facts, st.truth);
-			for (int r = 0; r < TAU_TRUTH_RULE_COUNT; r++)
-				m.node_truth_failing[r] += truth[r].pass ? 0 : 1;
-		}
+		/* The verdicts the store keeps with each record: no rule runs for a scrape. */
+		for (int r = 0; r < TAU_TRUTH_RULE_COUNT; r++)
+			m.node_truth_failing[r] += (st.truth_failed >> r) & 1u;
 	}
 	m.nodes_mismatch = tau_nodestore_mismatch_count(a->store);
 	{

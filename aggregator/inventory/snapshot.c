@@ -166,7 +166,8 @@ _Static_assert(sizeof(((tau_pool_truth_example *)0)->detail) ==
  * The counted nodes' agent.* verdicts (truthrules.h), for the NodeTruthAgrees condition: how
  * many counted nodes report node-local facts, how many of them disagree with their Node, and
  * the first few (name order) with their first failing rule.  Only nodes with node truth are
- * evaluated; O(those nodes), run with every snapshot (the metrics scrape does the same).
+ * read, from the verdicts the store keeps with each record (tau_node_status.truth_failed);
+ * the rules run again only for the few named, for their details.
  */
 static void summarise_truth(tau_pool_truth_summary *sum, const tau_nodestore *store)
 {
@@ -176,27 +177,27 @@ static void summarise_truth(tau_pool_truth_summary *sum, const tau_nodestore *st
 		tau_truth_rule rules[TAU_TRUTH_RULE_COUNT];
 		tau_pool_truth_example *ex;
 		tau_node_status st;
-		int first = -1;
-		unsigned int failing = 0;
+		int first = -1, failing;
 
 		if (tau_nodestore_at(store, i, &st) < 0 || !st.counted || st.truth == NULL)
 			continue;
 		sum->reporting++;
-		tau_truth_rules(rules, st.facts, st.truth);
-		for (int r = 0; r < TAU_TRUTH_RULE_COUNT; r++)
-			if (!rules[r].pass) {
-				first = first < 0 ? r : first;
-				failing++;
-			}
-		if (first < 0)
+		/* The verdicts the store keeps; the details only for the few named. */
+		if ((failing = __builtin_popcount(st.truth_failed)) == 0)
 			continue;
 		sum->disagreeing++;
 		if (sum->n_examples >= TAU_POOL_TRUTH_EXAMPLES)
 			continue;
+		tau_truth_rules(rules, st.facts, st.truth);
+		for (int r = 0; r < TAU_TRUTH_RULE_COUNT && first < 0; r++)
+			if (!rules[r].pass)
+				first = r;
+		if (first < 0)
+			continue; /* cannot happen: the same rules */
 		ex = &sum->examples[sum->n_examples++];
 		snprintf(ex->node, sizeof(ex->node), "%s", st.name);
 		ex->rule = rules[first].name;
-		ex->more_rules = failing - 1;
+		ex->more_rules = (unsigned int)failing - 1;
 		memcpy(ex->detail, rules[first].detail, sizeof(ex->detail));
 	}
 }

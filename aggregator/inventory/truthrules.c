@@ -33,10 +33,14 @@ static void add(tau_truth_rule *r, const char *fmt, ...) __attribute__((format(p
 
 static void add(tau_truth_rule *r, const char *fmt, ...)
 {
-	size_t len = strlen(r->detail), room = sizeof(r->detail) - len;
+	size_t len, room;
 	va_list ap;
 	int n;
 
+	if (r->quiet)
+		return; /* verdicts only (tau_truth_rules_failing) */
+	len = strlen(r->detail);
+	room = sizeof(r->detail) - len;
 	if (room <= 1)
 		return;
 	va_start(ap, fmt);
@@ -190,12 +194,15 @@ static void pod_resources(tau_truth_rule *r, const tau_nodetruth *t)
 	verdict(r, false, false);
 }
 
-void tau_truth_rules(tau_truth_rule out[TAU_TRUTH_RULE_COUNT], const tau_node_facts *facts,
-                     const tau_nodetruth *truth)
+/* Evaluate every rule; `quiet`: verdicts only, no details written. */
+static void evaluate(tau_truth_rule out[TAU_TRUTH_RULE_COUNT], const tau_node_facts *facts,
+                     const tau_nodetruth *truth, bool quiet)
 {
 	for (int i = 0; i < TAU_TRUTH_RULE_COUNT; i++) {
-		memset(&out[i], 0, sizeof(out[i]));
 		out[i].name = NAMES[i];
+		out[i].pass = out[i].unknown = false;
+		out[i].quiet = quiet;
+		out[i].detail[0] = '\0';
 		if (truth == NULL) {
 			add(&out[i], "not checked: no agent inventory with node-local facts");
 			verdict(&out[i], true, true);
@@ -207,6 +214,27 @@ void tau_truth_rules(tau_truth_rule out[TAU_TRUTH_RULE_COUNT], const tau_node_fa
 	rdma_ports(&out[TAU_TRUTH_RULE_RDMA_PORTS], facts, truth);
 	csi_probe(&out[TAU_TRUTH_RULE_CSI_PROBE], truth);
 	pod_resources(&out[TAU_TRUTH_RULE_POD_RESOURCES], truth);
+}
+
+void tau_truth_rules(tau_truth_rule out[TAU_TRUTH_RULE_COUNT], const tau_node_facts *facts,
+                     const tau_nodetruth *truth)
+{
+	evaluate(out, facts, truth, false);
+}
+
+int tau_truth_rules_failing(const tau_node_facts *facts, const tau_nodetruth *truth,
+                            bool failed[TAU_TRUTH_RULE_COUNT])
+{
+	tau_truth_rule rules[TAU_TRUTH_RULE_COUNT];
+	int failing = 0;
+
+	evaluate(rules, facts, truth, true);
+	for (int r = 0; r < TAU_TRUTH_RULE_COUNT; r++) {
+		failing += rules[r].pass ? 0 : 1;
+		if (failed != NULL)
+			failed[r] = !rules[r].pass;
+	}
+	return failing;
 }
 
 /* libtau's FNV-1a of each failing rule's name and detail, chained; 0 is kept for "all pass". */

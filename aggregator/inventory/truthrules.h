@@ -32,6 +32,7 @@ typedef struct tau_truth_rule {
 	const char *name; /**< constant */
 	bool pass;
 	bool unknown;
+	bool quiet; /**< private: verdicts only, detail left empty */
 	char detail[384];
 } tau_truth_rule;
 
@@ -46,6 +47,14 @@ const char *tau_truth_rule_name(tau_truth_rule_id id);
  */
 void tau_truth_rules(tau_truth_rule out[TAU_TRUTH_RULE_COUNT], const tau_node_facts *facts,
                      const tau_nodetruth *truth);
+
+/**
+ * How many rules fail for the node (0: it agrees with its Node, or nothing is known), without
+ * writing any detail: the cheap check for a scan over every node (snapshots, metrics).
+ * @param failed  when not NULL, set per rule (by tau_truth_rule_id): whether it fails
+ */
+int tau_truth_rules_failing(const tau_node_facts *facts, const tau_nodetruth *truth,
+                            bool failed[TAU_TRUTH_RULE_COUNT]);
 
 /**
  * A fingerprint of a node's verdicts: 0 when every rule passes, else a hash of the failing

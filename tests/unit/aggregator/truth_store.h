@@ -28,7 +28,7 @@ static inline void truth_store_node_gpus(tau_nodestore *s, const char *name, con
 	if (f != NULL) {
 		tau_nodetruth *t = NULL;
 
-		if (tau_nodestore_report(s, &nf, 1000) != 0 ||
+		if (tau_nodestore_report(s, &nf, 1000) < 0 ||
 		    tau_nodetruth_decode(&t, &f->inv) != 0 ||
 		    tau_nodestore_set_truth(s, name, t) != 0)
 			abort();

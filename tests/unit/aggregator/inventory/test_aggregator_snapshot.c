@@ -4,6 +4,7 @@
 #include "inventory/drastore.h"
 #include "inventory/service.h"
 #include "inventory/snapshot.h"
+#include "inventory/truthrules.h"
 #include "truth_fixture.h"
 #include "truth_store.h"
 #include "tau/error.h"
@@ -189,6 +190,28 @@ static void snapshot_summarises_node_truth(void **state)
 	assert_string_equal(inv.truth.nodes[2].rule, "agent.gpu-health");
 	assert_non_null(strstr(inv.truth.nodes[2].detail, "GPU 0"));
 	tau_budget_inventory_clear(&inv);
+
+	/* The store keeps each node's verdicts and follows its Node: n2 now advertises the 7
+	 * GPUs its agent sees healthy, so it agrees; n3's agent reports every GPU healthy. */
+	{
+		tau_node_facts seven = truth_fixture_facts("n2", "h100", 7);
+		tau_node_status st;
+
+		assert_int_equal(tau_nodestore_get(s, "n2", &st), 0);
+		assert_int_equal(st.truth_failed, 1u << TAU_TRUTH_RULE_GPU_HEALTH);
+		assert_int_equal(tau_nodestore_api_upsert(s, &seven), 0);
+		tau_node_facts_clear(&seven);
+		assert_int_equal(tau_nodestore_get(s, "n2", &st), 0);
+		assert_int_equal(st.truth_failed, 0);
+		truth_node(s, "n3", truth_fixture_node("n3", 8, 0), true);
+	}
+	snap = NULL;
+	assert_int_equal(tau_pool_snapshot_build(&snap, s), 0);
+	assert_int_equal(snap->truth.reporting, 5);
+	assert_int_equal(snap->truth.disagreeing, 2);
+	assert_string_equal(snap->truth.examples[0].node, "n6");
+	assert_string_equal(snap->truth.examples[1].node, "n7");
+	tau_pool_snapshot_free(snap);
 	tau_nodestore_free(s);
 }
 

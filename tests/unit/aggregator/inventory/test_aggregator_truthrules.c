@@ -216,6 +216,17 @@ static void test_fingerprint_follows_the_verdicts(void **state)
 	assert_int_not_equal(h5, 0);
 	assert_int_not_equal(h3, h5);
 	assert_int_equal(tau_truth_rules_fingerprint(&f, t3), h3);
+	/* The verdicts alone agree with the full rules. */
+	{
+		bool failed[TAU_TRUTH_RULE_COUNT];
+
+		assert_int_equal(tau_truth_rules_failing(&f, t_ok, failed), 0);
+		assert_false(failed[TAU_TRUTH_RULE_GPU_HEALTH]);
+		assert_int_equal(tau_truth_rules_failing(&f, t3, failed), 1);
+		assert_true(failed[TAU_TRUTH_RULE_GPU_HEALTH]);
+		assert_false(failed[TAU_TRUTH_RULE_POD_RESOURCES]);
+		assert_int_equal(tau_truth_rules_failing(&f, NULL, NULL), 0);
+	}
 	tau_nodetruth_free(t_ok);
 	tau_nodetruth_free(t3);
 	tau_nodetruth_free(t5);
