@@ -418,7 +418,7 @@ static int start_transfer(tau_kube_informer *inf, bool watch)
 		rc = tau_error_set(TAU_EIO, "curl_multi_add_handle failed");
 		goto out;
 	}
-	tau_kube_client_count_request(loop->client);
+	tau_kube_client_count_request(loop->client, false);
 	t->started_us = tau_backoff_now_us();
 	inf->xfer = t;
 	t = NULL;

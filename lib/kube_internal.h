@@ -1,8 +1,10 @@
 /*
  * kube_internal.h - helpers shared by lib/kube*.c; not installed, not API.
  *
- * The pieces of the client that the event loop (kube_informer.c) reuses to set up its own
- * curl handles: URL, TLS, auth header and the client-side rate limiter.
+ * The pieces of the client (kube_client.c) that the request loop (kube_request.c) and the
+ * event loop (kube_informer.c) use to set up their curl handles: URL, TLS, auth header, the
+ * client-side rate limiter and the handle pool; the JSON request the verbs and reviews share;
+ * the per-thread API error (kube_errors.c); the request metrics (kube_metrics.c).
  */
 #ifndef TAU_KUBE_INTERNAL_H
 #define TAU_KUBE_INTERNAL_H
@@ -41,8 +43,21 @@ uint64_t tau_kube_client_reserve(tau_kube_client *c);
 /** Forget the cached token so the next request re-reads the token file (after a 401). */
 void tau_kube_client_token_invalidate(tau_kube_client *c);
 
-/** Count a request on the client's stats. */
-void tau_kube_client_count_request(tau_kube_client *c);
+/** Count a request on the client's stats; `retry`: it repeats an earlier attempt. */
+void tau_kube_client_count_request(tau_kube_client *c, bool retry);
+
+/** A curl handle from the client's pool (a new one when it is empty); NULL on ENOMEM. */
+CURL *tau_kube_client_handle_take(tau_kube_client *c);
+
+/** Reset `h` and keep it in the client's pool for reuse (cleaned up when the pool is full). */
+void tau_kube_client_handle_give(tau_kube_client *c, CURL *h);
+
+/**
+ * Run `method` on `path`?`query` with an optional JSON (or `ctype`) body and the client's
+ * retry count (kube_request.c).  @param out receives the parsed answer (may be NULL).
+ */
+int tau_kube_request_json(cJSON **out, tau_kube_client *c, const char *method, const char *path,
+                          const char *query, const char *body, const char *ctype);
 
 /** Store `e` as this thread's last API error. */
 void tau_kube_api_error_store(const tau_kube_api_error *e);
@@ -90,7 +105,7 @@ void tau_kube_request_metrics_destroy(tau_kube_request_metrics *m);
 void tau_kube_request_metrics_record(tau_kube_request_metrics *m, tau_kube_verb verb, long code,
                                      uint64_t us, bool timed);
 
-/** The client's metrics (kube.c). */
+/** The client's metrics (kube_client.c). */
 tau_kube_request_metrics *tau_kube_client_request_metrics(tau_kube_client *c);
 
 /** Write PREFIX_kube_requests_total and PREFIX_kube_request_duration_seconds of `n` clients. */
