@@ -48,7 +48,7 @@ static const tau_kube_resource res_cqs = {"kueue.x-k8s.io", "v1beta2", "clusterq
 #define COND_QUOTA     "QuotaReady"
 #define SRC_DISCOVERED "discoveredCapacity"
 #define SRC_SPEC_QUOTA "spec.quota"
-#define NO_AGGREGATOR  "no aggregator asked (give --aggregator ADDR)"
+#define NO_AGGREGATOR  "no aggregator named (give --aggregator ADDR or set TAU_AGGREGATOR)"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Small readers and writers                                                                   */
@@ -1108,7 +1108,8 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
 
 /*
  * The DRA part of the aggregator's pool into in->dra (owned by *dra), or in->dra_error; nothing
- * without --aggregator (TAU_AGGREGATOR is not read: status stays an API command unless asked).
+ * without an aggregator named by --aggregator or, as for every tau command, TAU_AGGREGATOR
+ * (status stays an API command unless one is named).
  */
 static void read_dra(tau_cli_team_input *in, cJSON **dra, char *why, size_t cap,
                      const team_agg *agg, const tau_cli_globals *g)
@@ -1118,12 +1119,12 @@ static void read_dra(tau_cli_team_input *in, cJSON **dra, char *why, size_t cap,
 	ProtobufCMessage *resp = NULL;
 	tau_rpc_status st = {0};
 	tau_rpc_channel *ch = NULL;
+	const char *addr = agg->addr != NULL ? agg->addr : getenv("TAU_AGGREGATOR");
 
-	if (agg->addr == NULL)
+	if (addr == NULL || addr[0] == '\0')
 		return;
-	in->aggregator = agg->addr;
-	if (tau_cli_aggregator_channel(&ch, &target, agg->addr, agg->ca_file, agg->insecure, g) <
-	            0 ||
+	in->aggregator = addr;
+	if (tau_cli_aggregator_channel(&ch, &target, addr, agg->ca_file, agg->insecure, g) < 0 ||
 	    tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "GetPool", &req.base,
 	                  &tau__inventory__v1__pool__descriptor, tau_cli_rpc_timeout_ms(g, 10000),
 	                  &st) < 0) {

@@ -13,6 +13,6 @@ if(TAU_PYTHON_TESTS)
       TIMEOUT 600
       COST 50
       LABELS e2e python
-      ENVIRONMENT "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
+      ENVIRONMENT "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
                   "TAU_PROTOC=${TAU_PROTOC}")
 endif()

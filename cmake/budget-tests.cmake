@@ -12,7 +12,7 @@ if(TAU_PYTHON_TESTS)
       TIMEOUT 600
       COST 40
       LABELS e2e python
-      ENVIRONMENT "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
+      ENVIRONMENT "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
                   "TAU_PROTOC=${TAU_PROTOC}")
 endif()
 
@@ -28,6 +28,6 @@ if(TAU_PYTHON_TESTS)
       TIMEOUT 120
       COST 5
       LABELS e2e python
-      ENVIRONMENT "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
+      ENVIRONMENT "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
                   "TAU_PROTOC=${TAU_PROTOC}")
 endif()

@@ -16,5 +16,5 @@ if(TAU_PYTHON_TESTS)
       TIMEOUT 300
       COST 20
       LABELS e2e python
-      ENVIRONMENT "TAU_CLI=$<TARGET_FILE:tau-cli>" "TAU_AGGREGATOR=$<TARGET_FILE:tau-aggregator>")
+      ENVIRONMENT "TAU_CLI=$<TARGET_FILE:tau-cli>" "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>")
 endif()

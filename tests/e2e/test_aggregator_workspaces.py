@@ -1,7 +1,7 @@
 """End-to-end test of the workspace controller inside the real tau-aggregator.
 
 Run with the system interpreter (python3-grpcio lives there), from tests/e2e:
-    TAU_AGGREGATOR=build/tau-aggregator TAU_CLI=build/tau \
+    TAU_AGGREGATOR_BIN=build/tau-aggregator TAU_CLI=build/tau \
     /usr/bin/python3 -m unittest -v test_aggregator_workspaces
 
 Each case starts kube-sim (`--authz rbac`, the Kueue and taugrid CRDs, the RBAC the chart
@@ -41,7 +41,7 @@ import simtest  # noqa: E402
 import test_workspace as wst  # noqa: E402
 from aggregator.agent import FakeAgent, agent_token, inventory_from_node  # noqa: E402
 
-AGG_BIN = os.environ.get("TAU_AGGREGATOR", os.path.join(ROOT, "build", "tau-aggregator"))
+AGG_BIN = os.environ.get("TAU_AGGREGATOR_BIN", os.path.join(ROOT, "build", "tau-aggregator"))
 CLI_BIN = os.environ.get("TAU_CLI", os.path.join(ROOT, "build", "tau"))
 PROTOC = None  # setUpModule: require.tool
 PROTO_DIR = os.path.join(ROOT, "proto")
@@ -57,7 +57,7 @@ BLOB = "blob.csi.azure.com"
 
 def setUpModule():
     global qpb, ipb, WORK, PROTOC
-    require.binary(AGG_BIN, "TAU_AGGREGATOR")
+    require.binary(AGG_BIN, "TAU_AGGREGATOR_BIN")
     require.binary(CLI_BIN, "TAU_CLI")
     PROTOC = require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
     WORK = tempfile.mkdtemp(prefix="tau-aggws-e2e-")

@@ -1,7 +1,7 @@
 """End-to-end scenarios of the team capacity budget (docs/budget.md, rules P1-P8).
 
 Run with the system interpreter (python3-grpcio lives there), from tests/e2e:
-    TAU_AGGREGATOR=build/tau-aggregator TAU_CLI=build/tau \
+    TAU_AGGREGATOR_BIN=build/tau-aggregator TAU_CLI=build/tau \
     /usr/bin/python3 -m unittest -v test_budget
 
 What runs: kube-sim with `--authz rbac`, the real Kueue CRDs (and kube-sim's Kueue admission

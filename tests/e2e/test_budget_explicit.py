@@ -1,7 +1,7 @@
 """End-to-end scenarios of explicit-quota teams (issue 14, rules E1-E10 of docs/api.md).
 
 Run with the system interpreter (python3-grpcio lives there), from tests/e2e:
-    TAU_AGGREGATOR=build/tau-aggregator TAU_CLI=build/tau \
+    TAU_AGGREGATOR_BIN=build/tau-aggregator TAU_CLI=build/tau \
     /usr/bin/python3 -m unittest -v test_budget_explicit
 
 What runs: the team budget's harness (budget/harness.py: kube-sim with `--authz rbac`, the real

@@ -141,11 +141,18 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         return json.loads(r.stdout)
 
-    def team_budget(self):
-        """`tau team status research --aggregator ... -o json`: {(flavor, resource): (pool,
+    def team_budget(self, by_env=False):
+        """`tau team status research --aggregator ... -o json` (by_env: the aggregator named by
+        TAU_AGGREGATOR instead, as every tau command reads it): {(flavor, resource): (pool,
         viaDra)} of the capacity team's budget rows, and its "dra" object."""
-        r = subprocess.run([CLI, "--kubeconfig", self.c.sim.kubeconfig, "team", "status",
-                            "research", "--aggregator", self.agg.addr, "-o", "json"],
+        env = dict(os.environ)
+        env.pop("TAU_AGGREGATOR", None)
+        argv = [CLI, "--kubeconfig", self.c.sim.kubeconfig, "team", "status", "research"]
+        if by_env:
+            env["TAU_AGGREGATOR"] = self.agg.addr
+        else:
+            argv += ["--aggregator", self.agg.addr]
+        r = subprocess.run(argv + ["-o", "json"], env=env,
                            capture_output=True, text=True, timeout=60)
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         doc = json.loads(r.stdout)
@@ -181,6 +188,9 @@ class DraBudgetTest(OneClusterTest, unittest.TestCase):
         self.assertEqual(nodes[NODE1]["draResources"], {})
         # tau team status shows it beside the pool: all 8 of the pool's GPUs through DRA.
         rows, dra = self.team_budget()
+        self.assertEqual((dra["checked"], dra["aggregator"]), (True, self.agg.addr), dra)
+        self.assertEqual(rows[(h.flavor_name(GPU_CLASS), GPU)], ("8", "8"), rows)
+        rows, dra = self.team_budget(by_env=True)
         self.assertEqual((dra["checked"], dra["aggregator"]), (True, self.agg.addr), dra)
         self.assertEqual(rows[(h.flavor_name(GPU_CLASS), GPU)], ("8", "8"), rows)
         r = self.rule(NODE1, "dra.pool-complete")

@@ -21,7 +21,7 @@
   team commands find ml-platform too; with the aggregator stopped the gate fails at step 2
   (no leader); uninstall keeps the CRDs. The umbrella/standalone conflict both ways.
 
-Binaries: TAU_CLI and TAU_AGGREGATOR (cmake/frontdoor-tests.cmake sets them), else build/.
+Binaries: TAU_CLI and TAU_AGGREGATOR_BIN (cmake/frontdoor-tests.cmake sets them), else build/.
 kubectl: KUBECTL, else .tools/bin/kubectl (scripts/install-deps). Standard library only.
 Waits are wait-for-condition loops with deadlines, never fixed sleeps.
 """
@@ -40,7 +40,7 @@ from simtest import SimProcess, wait_for  # noqa: E402
 KUEUE_CRDS = os.path.join(ROOT, "tests", "fixtures", "kueue")
 TAU_CRDS = os.path.join(ROOT, "charts", "taugrid", "crds")
 CLI = os.environ.get("TAU_CLI") or os.path.join(ROOT, "build", "tau")
-AGG = os.environ.get("TAU_AGGREGATOR") or os.path.join(ROOT, "build", "tau-aggregator")
+AGG = os.environ.get("TAU_AGGREGATOR_BIN") or os.path.join(ROOT, "build", "tau-aggregator")
 TOOLS = os.path.join(ROOT, ".tools", "bin")
 KUBECTL = os.environ.get("KUBECTL") or os.path.join(TOOLS, "kubectl")
 HELM = os.environ.get("TAU_HELM") or os.path.join(TOOLS, "helm")
@@ -78,7 +78,7 @@ class Aggregator:
     """The real tau-aggregator against kube-sim; its "ready" line is awaited."""
 
     def __init__(self, sim, sysns, extra=()):
-        require(AGG, "TAU_AGGREGATOR")
+        require(AGG, "TAU_AGGREGATOR_BIN")
         self.log_path = os.path.join(sim.tmp, "aggregator-%s.log" % sysns)
         log = open(self.log_path, "a")
         self.p = subprocess.Popen(

@@ -11,7 +11,7 @@
   and agrees with its _count, and a pass whose write fails (kube-sim answers 500) moves the
   reconcile count, the error count, the retries and the request count of that code.
 
-Environment: TAU_AGGREGATOR, TAU_PROTOC (as the budget suite), TAU_PROMTOOL, HELM.
+Environment: TAU_AGGREGATOR_BIN, TAU_PROTOC (as the budget suite), TAU_PROMTOOL, HELM.
 """
 import http.client
 import json
