@@ -1,5 +1,5 @@
 /*
- * rpc_internal.h - what lib/rpc_client.c and lib/rpc_server.c share; not installed, not API.
+ * rpc_internal.h - what lib/rpc_client.c and lib/rpc_server*.c share; not installed, not API.
  *
  * Both sides drive the gRPC C core the same way: every operation started carries a tag (a
  * function pointer embedded in the object it belongs to, found again with CONTAINER_OF), a
