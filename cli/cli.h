@@ -2,7 +2,8 @@
  * cli.h - what the `tau` subcommands share: global options, exit codes and
  * the entry point of each command group.  cli/main.c dispatches on a table
  * of these; each group lives in its own file (inventory.c, workspace.c,
- * storage.c).
+ * storage.c).  How the groups reach the aggregator (--aggregator, --ca-file,
+ * --insecure, TAU_AGGREGATOR) is aggregator.h's.
  */
 #ifndef TAU_CLI_CLI_H
 #define TAU_CLI_CLI_H

@@ -286,10 +286,11 @@ static bool pool_missing(char *msg, size_t cap, const char *addr, const tau_cli_
 	tau_rpc_status st = {0};
 	tau_rpc_channel *ch = NULL;
 	const char *target = NULL;
+	const tau_cli_aggregator_opts agg = {addr, NULL, false};
 	size_t used = strlen(msg);
 	bool ok = false;
 
-	if (tau_cli_aggregator_channel(&ch, &target, addr, NULL, false, g) < 0 ||
+	if (tau_cli_aggregator_channel(&ch, &target, &agg, g) < 0 ||
 	    tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "GetPool", &req.base,
 	                  &tau__inventory__v1__pool__descriptor, tau_cli_rpc_timeout_ms(g, 5000),
 	                  &st) < 0) {

@@ -13,9 +13,7 @@
 
 #include "tau/buf.h"
 #include "tau/error.h"
-#include "tau/file.h"
 #include "tau/kube.h"
-#include "tau/pem.h"
 #include "tau/parse.h"
 #include "tau/rpc.h"
 
@@ -27,12 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define QUERY              TAU_CLI_QUERY
-#define DEFAULT_AGGREGATOR "localhost:50051"
+#define QUERY TAU_CLI_QUERY
 /* Nodes asked per ListNodes page (the aggregator may send fewer). */
 #define TAU_CLI_NODES_PAGE 500
-/* A CA bundle larger than this is a wrong path, not a bundle. */
-#define TAU_CLI_CA_MAX_BYTES (1u << 20)
 /* fit --gpus: the aggregator's limit (TAU_FIT_MAX_GPUS). */
 #define TAU_CLI_FIT_MAX_GPUS 65536
 /* --timeout: a bare number is seconds; an hour is past any sane query. */
@@ -585,7 +580,7 @@ static void usage(FILE *out)
 	      "\n"
 	      "Options:\n"
 	      "  --aggregator ADDR   aggregator gRPC address (env TAU_AGGREGATOR; "
-	      "default " DEFAULT_AGGREGATOR ")\n"
+	      "default " TAU_CLI_DEFAULT_AGGREGATOR ")\n"
 	      "  --ca-file F         TLS, trusting the CA in F\n"
 	      "  --insecure          plaintext gRPC (the default without --ca-file)\n"
 	      "  -o table|json       output format (default table)\n"
@@ -596,103 +591,6 @@ static void usage(FILE *out)
 	      "`explain` exits 1 when the node does not count; `fit` exits 1 when the job\n"
 	      "does not fit now (nodes without a live agent report are unknown, never free).\n",
 	      out);
-}
-
-/* Largest bearer token accepted from --token or a token file. */
-#define TAU_CLI_TOKEN_MAX_BYTES (16u * 1024u)
-
-int tau_cli_bearer_token(char **out, const tau_cli_globals *g)
-{
-	tau_kube_config_options o = {g != NULL ? g->kubeconfig : NULL,
-	                             g != NULL ? g->context : NULL, NULL};
-	tau_kube_config *cfg = NULL;
-	char *text = NULL;
-	size_t len = 0;
-	int rc;
-
-	*out = NULL;
-	if (g != NULL && g->token != NULL) {
-		if (g->token[0] == '\0')
-			return tau_error_set(TAU_EINVAL, "--token is empty");
-		if (strlen(g->token) > TAU_CLI_TOKEN_MAX_BYTES)
-			return tau_error_set(TAU_EINVAL, "--token is longer than %u bytes",
-			                     TAU_CLI_TOKEN_MAX_BYTES);
-		*out = strdup(g->token);
-		return *out != NULL ? 0 : tau_error_set(TAU_ENOMEM, "out of memory");
-	}
-	rc = tau_kube_config_load(&cfg, &o);
-	if (rc < 0) {
-		/* Asked for a kubeconfig or context that cannot be used: say so. */
-		if (g != NULL && (g->kubeconfig != NULL || g->context != NULL))
-			return tau_error_wrap("kubeconfig (for the aggregator's bearer token)");
-		tau_error_clear();
-		return 0; /* no kubeconfig at all: the call goes without a token */
-	}
-	if (cfg->token != NULL && cfg->token[0] != '\0') {
-		text = strdup(cfg->token);
-		rc = text != NULL ? 0 : tau_error_set(TAU_ENOMEM, "out of memory");
-	} else if (cfg->token_file != NULL) {
-		rc = tau_file_read(&text, &len, cfg->token_file, TAU_CLI_TOKEN_MAX_BYTES,
-		                   "token file");
-		while (rc == 0 && len > 0 &&
-		       (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ' ||
-		        text[len - 1] == '\t'))
-			text[--len] = '\0';
-	}
-	tau_kube_config_free(cfg);
-	if (rc < 0) {
-		free(text);
-		return rc;
-	}
-	*out = text;
-	return 0;
-}
-
-int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const char *addr,
-                               const char *ca_file, bool insecure, const tau_cli_globals *g)
-{
-	tau_rpc_channel_opts copts = {0};
-	char *ca_pem = NULL, *token = NULL;
-	int rc;
-
-	if (addr != NULL && addr[0] == '\0')
-		return tau_error_set(TAU_EINVAL, "--aggregator is empty");
-	if (addr == NULL)
-		addr = getenv("TAU_AGGREGATOR");
-	copts.target = addr != NULL && addr[0] != '\0' ? addr : DEFAULT_AGGREGATOR;
-	if (ca_file != NULL && insecure)
-		return tau_error_set(TAU_EINVAL, "--ca-file and --insecure exclude each other");
-	if (ca_file != NULL) {
-		size_t ca_len = 0;
-		char what[300];
-
-		if ((rc = tau_file_read(&ca_pem, &ca_len, ca_file, TAU_CLI_CA_MAX_BYTES,
-		                        "--ca-file")) < 0)
-			return rc;
-		snprintf(what, sizeof(what), "--ca-file %.250s", ca_file);
-		if ((rc = tau_pem_check_certificates(ca_pem, ca_len, what)) < 0) {
-			free(ca_pem);
-			return rc;
-		}
-	}
-	copts.ca_pem = ca_pem;
-	if ((rc = tau_cli_bearer_token(&token, g)) < 0) {
-		free(ca_pem);
-		return rc;
-	}
-	rc = tau_rpc_channel_new(out, &copts);
-	free(ca_pem); /* the channel's credentials hold their own copy */
-	if (rc == 0 && token != NULL && (rc = tau_rpc_channel_set_bearer_token(*out, token)) < 0) {
-		tau_rpc_channel_free(*out);
-		*out = NULL;
-	}
-	if (token != NULL) {
-		memset(token, 0, strlen(token));
-		free(token);
-	}
-	if (rc == 0)
-		*target = copts.target;
-	return rc;
 }
 
 /* Every page of a ListNodes answer, and one response lending all their nodes. */
@@ -785,10 +683,7 @@ static int list_all_nodes(tau_cli_node_pages *out, tau_rpc_channel *ch, const ch
 int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 {
 	enum {
-		O_AGG = 256,
-		O_CA,
-		O_INSECURE,
-		O_CLASS,
+		O_CLASS = 256,
 		O_COUNTED,
 		O_TIMEOUT,
 		O_REQUEST_TIMEOUT,
@@ -799,9 +694,6 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	};
 	static const struct option opts[] = {
 	        {"help", no_argument, NULL, 'h'},
-	        {"aggregator", required_argument, NULL, O_AGG},
-	        {"ca-file", required_argument, NULL, O_CA},
-	        {"insecure", no_argument, NULL, O_INSECURE},
 	        {"gpu-class", required_argument, NULL, O_CLASS},
 	        {"counted", no_argument, NULL, O_COUNTED},
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
@@ -811,10 +703,11 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	        {"whole-nodes", no_argument, NULL, O_WHOLE},
 	        {"per-node", required_argument, NULL, O_PER_NODE},
 	        {"ib", no_argument, NULL, O_IB},
-	        {NULL, 0, NULL, 0},
+	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
-	const char *addr = NULL, *ca_file = NULL, *cls = NULL, *what, *node = NULL;
-	bool insecure = false, counted_only = false, whole_nodes = false, needs_ib = false;
+	tau_cli_aggregator_opts agg = {0};
+	const char *cls = NULL, *what, *node = NULL;
+	bool counted_only = false, whole_nodes = false, needs_ib = false;
 	int gpus = 0, per_node = 0; /* fit: 0 not given */
 	tau_cli_format fmt = TAU_CLI_TABLE;
 	int64_t timeout_ms = -1; /* --timeout; -1: not given */
@@ -838,15 +731,6 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 				fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
 				return TAU_CLI_USAGE;
 			}
-			break;
-		case O_AGG:
-			addr = optarg;
-			break;
-		case O_CA:
-			ca_file = optarg;
-			break;
-		case O_INSECURE:
-			insecure = true;
 			break;
 		case O_CLASS:
 			cls = optarg;
@@ -888,6 +772,8 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 			}
 			break;
 		default:
+			if (tau_cli_aggregator_option(&agg, c, optarg))
+				break;
 			usage(stderr);
 			return TAU_CLI_USAGE;
 		}
@@ -936,7 +822,7 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	}
 	if (timeout_ms < 0)
 		timeout_ms = tau_cli_rpc_timeout_ms(&gl, 10000);
-	if (tau_cli_aggregator_channel(&ch, &target, addr, ca_file, insecure, &gl) < 0) {
+	if (tau_cli_aggregator_channel(&ch, &target, &agg, &gl) < 0) {
 		fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}

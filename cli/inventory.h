@@ -9,6 +9,7 @@
 #ifndef TAU_CLI_INVENTORY_H
 #define TAU_CLI_INVENTORY_H
 
+#include "aggregator.h"
 #include "cli.h"
 
 #include "tau/inventory/v1/query.pb-c.h"
@@ -20,28 +21,6 @@
 
 /** QueryService method paths: QUERY "ListNodes" and so on. */
 #define TAU_CLI_QUERY "/tau.inventory.v1.QueryService/"
-
-/**
- * Open a channel to the aggregator the way every command does: `addr` (NULL or "": env
- * TAU_AGGREGATOR, then localhost:50051), TLS trusting the CA in `ca_file` when given, plaintext
- * otherwise.  *target lends the address used (for messages).
- * @return 0 and gives *out (tau_rpc_channel_free); -TAU_EINVAL when `ca_file` and `insecure`
- *         are both given, `ca_file` cannot be read or the target is bad (tau_error_last() says
- *         which), -TAU_ENOMEM.
- */
-int tau_cli_aggregator_channel(tau_rpc_channel **out, const char **target, const char *addr,
-                               const char *ca_file, bool insecure, const tau_cli_globals *g);
-
-/**
- * The bearer token the aggregator gets: the global --token, else the token (or token file) of
- * the kubeconfig context in use (`--kubeconfig`/`--context`, $KUBECONFIG, in-cluster,
- * ~/.kube/config, as kubectl finds it).  *out is NULL when there is no kubeconfig at all or
- * its user has no token (the aggregator then answers UNAUTHENTICATED, unless it runs with
- * --allow-anonymous-queries).  Free *out with free().
- * @return 0; -TAU_EINVAL (an empty or oversized --token); the errors of loading an explicitly
- *         named kubeconfig or context, or of reading its token file.
- */
-int tau_cli_bearer_token(char **out, const tau_cli_globals *g);
 
 /**
  * The pool, and beside it the free-now figures per class when `cap` is not NULL (JSON key

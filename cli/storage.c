@@ -268,12 +268,12 @@ void tau_cli_csi_print(FILE *out, const cJSON *doc, const char *none)
 	}
 }
 
-int tau_cli_csi_live_probe(cJSON *doc, const char *driver, const char *addr, const char *ca_file,
-                           bool insecure, const tau_cli_globals *g)
+int tau_cli_csi_live_probe(cJSON *doc, const char *driver, const tau_cli_aggregator_opts *a,
+                           const tau_cli_globals *g)
 {
 	cJSON *live = cJSON_CreateObject(), *n;
 	tau_rpc_channel *ch = NULL;
-	const char *target = NULL, *env = getenv("TAU_AGGREGATOR");
+	const char *target = NULL;
 	char why[1024] = "";
 	bool reachable = true;
 
@@ -281,14 +281,14 @@ int tau_cli_csi_live_probe(cJSON *doc, const char *driver, const char *addr, con
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	cJSON_DeleteItemFromObjectCaseSensitive(doc, "liveProbe");
 	cJSON_AddItemToObject(doc, "liveProbe", live);
-	if ((addr == NULL || addr[0] == '\0') && (env == NULL || env[0] == '\0')) {
+	if (tau_cli_aggregator_addr(a) == NULL) {
 		cJSON_AddBoolToObject(live, "checked", false);
 		cJSON_AddStringToObject(live, "reason",
-		                        "no aggregator to ask for the agents' CSI Identity Probe "
-		                        "(give --aggregator ADDR or set TAU_AGGREGATOR)");
+		                        "no aggregator to ask for the agents' CSI Identity "
+		                        "Probe " TAU_CLI_AGGREGATOR_HINT);
 		return 0;
 	}
-	if (tau_cli_aggregator_channel(&ch, &target, addr, ca_file, insecure, g) < 0) {
+	if (tau_cli_aggregator_channel(&ch, &target, a, g) < 0) {
 		fprintf(stderr, "tau storage check: %s\n", tau_error_last()->msg);
 		return -TAU_EINVAL;
 	}
@@ -360,16 +360,7 @@ static void storage_usage(FILE *out)
 
 int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum {
-		O_CONTEXT = 256,
-		O_KUBECONFIG,
-		O_DRIVER,
-		O_SEL,
-		O_REQUEST_TIMEOUT,
-		O_AGG,
-		O_CA,
-		O_INSECURE
-	};
+	enum { O_CONTEXT = 256, O_KUBECONFIG, O_DRIVER, O_SEL, O_REQUEST_TIMEOUT };
 	static const struct option lopts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"output", required_argument, NULL, 'o'},
@@ -378,13 +369,9 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	        {"driver", required_argument, NULL, O_DRIVER},
 	        {"selector", required_argument, NULL, O_SEL},
 	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
-	        {"aggregator", required_argument, NULL, O_AGG},
-	        {"ca-file", required_argument, NULL, O_CA},
-	        {"insecure", no_argument, NULL, O_INSECURE},
-	        {NULL, 0, NULL, 0},
+	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
-	const char *agg = NULL, *ca_file = NULL;
-	bool insecure = false;
+	tau_cli_aggregator_opts agg = {0};
 	tau_cli_globals gl = {0};
 	tau_kube_client *client = NULL;
 	tau_kube_list_options lo = {0};
@@ -422,15 +409,6 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 		case O_SEL:
 			sel = optarg;
 			break;
-		case O_AGG:
-			agg = optarg;
-			break;
-		case O_CA:
-			ca_file = optarg;
-			break;
-		case O_INSECURE:
-			insecure = true;
-			break;
 		case O_REQUEST_TIMEOUT:
 			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
 				fprintf(stderr, "tau storage: %s\n", tau_error_last()->msg);
@@ -438,6 +416,8 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 			}
 			break;
 		default:
+			if (tau_cli_aggregator_option(&agg, c, optarg))
+				break;
 			storage_usage(stderr);
 			return TAU_CLI_USAGE;
 		}
@@ -447,8 +427,8 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 		storage_usage(stderr);
 		return TAU_CLI_USAGE;
 	}
-	if (ca_file != NULL && insecure) {
-		fprintf(stderr, "tau storage check: --ca-file and --insecure exclude each other\n");
+	if (tau_cli_aggregator_check(&agg) < 0) {
+		fprintf(stderr, "tau storage check: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}
 	if (tau_cli_connect(&client, &gl) != 0) {
@@ -474,7 +454,7 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	if (tau_cli_csi_check_nodes(doc, client, cJSON_GetObjectItem(nodes, "items"), driver,
 	                            "tau storage check") < 0)
 		goto out;
-	if (tau_cli_csi_live_probe(doc, driver, agg, ca_file, insecure, &gl) < 0) {
+	if (tau_cli_csi_live_probe(doc, driver, &agg, &gl) < 0) {
 		rc = TAU_CLI_USAGE;
 		goto out;
 	}

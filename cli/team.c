@@ -48,7 +48,7 @@ static const tau_kube_resource res_cqs = {"kueue.x-k8s.io", "v1beta2", "clusterq
 #define COND_QUOTA     "QuotaReady"
 #define SRC_DISCOVERED "discoveredCapacity"
 #define SRC_SPEC_QUOTA "spec.quota"
-#define NO_AGGREGATOR  "no aggregator named (give --aggregator ADDR or set TAU_AGGREGATOR)"
+#define NO_AGGREGATOR  "no aggregator named " TAU_CLI_AGGREGATOR_HINT
 
 /* ------------------------------------------------------------------------------------------ */
 /* Small readers and writers                                                                   */
@@ -997,18 +997,11 @@ static void team_usage(FILE *out)
 	      out);
 }
 
-/* Where `status` asks for the DRA part of the pool (--aggregator, --ca-file, --insecure). */
-typedef struct team_agg {
-	const char *addr; /* NULL: not asked */
-	const char *ca_file;
-	bool insecure;
-} team_agg;
-
 /* Parse argv; fills *verb, *name, *fmt, *gl, *agg.  @return -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, const char **verb, const char **name,
-                      tau_cli_format *fmt, tau_cli_globals *gl, team_agg *agg)
+                      tau_cli_format *fmt, tau_cli_globals *gl, tau_cli_aggregator_opts *agg)
 {
-	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG, O_REQUEST_TIMEOUT, O_AGG, O_CA, O_INSECURE };
+	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG, O_REQUEST_TIMEOUT };
 	static const struct option lopts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"output", required_argument, NULL, 'o'},
@@ -1016,10 +1009,7 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
 	        {"system-namespace", required_argument, NULL, O_NS},
 	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
 	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
-	        {"aggregator", required_argument, NULL, O_AGG},
-	        {"ca-file", required_argument, NULL, O_CA},
-	        {"insecure", no_argument, NULL, O_INSECURE},
-	        {NULL, 0, NULL, 0},
+	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -1042,12 +1032,8 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
 			gl->system_namespace = optarg;
 		} else if (c == O_KUBECONFIG) {
 			gl->kubeconfig = optarg;
-		} else if (c == O_AGG) {
-			agg->addr = optarg;
-		} else if (c == O_CA) {
-			agg->ca_file = optarg;
-		} else if (c == O_INSECURE) {
-			agg->insecure = true;
+		} else if (tau_cli_aggregator_option(agg, c, optarg)) {
+			continue;
 		} else if (c == O_REQUEST_TIMEOUT) {
 			if (tau_cli_request_timeout_parse(gl, optarg) < 0) {
 				fprintf(stderr, "tau team: %s\n", tau_error_last()->msg);
@@ -1088,19 +1074,14 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
 		fprintf(stderr, "tau team %s: unexpected argument %s\n", *verb, argv[optind]);
 		return TAU_CLI_USAGE;
 	}
-	if ((agg->addr != NULL || agg->ca_file != NULL || agg->insecure) &&
-	    strcmp(*verb, "status") != 0) {
+	if (tau_cli_aggregator_given(agg) && strcmp(*verb, "status") != 0) {
 		fprintf(stderr,
 		        "tau team %s: --aggregator, --ca-file and --insecure are for status\n",
 		        *verb);
 		return TAU_CLI_USAGE;
 	}
-	if (agg->addr != NULL && agg->addr[0] == '\0') {
-		fprintf(stderr, "tau team status: --aggregator is empty\n");
-		return TAU_CLI_USAGE;
-	}
-	if (agg->ca_file != NULL && agg->insecure) {
-		fprintf(stderr, "tau team status: --ca-file and --insecure exclude each other\n");
+	if (tau_cli_aggregator_check(agg) < 0) {
+		fprintf(stderr, "tau team status: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}
 	return -1;
@@ -1112,19 +1093,19 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
  * (status stays an API command unless one is named).
  */
 static void read_dra(tau_cli_team_input *in, cJSON **dra, char *why, size_t cap,
-                     const team_agg *agg, const tau_cli_globals *g)
+                     const tau_cli_aggregator_opts *agg, const tau_cli_globals *g)
 {
 	Tau__Inventory__V1__GetPoolRequest req = TAU__INVENTORY__V1__GET_POOL_REQUEST__INIT;
 	const char *target = NULL;
 	ProtobufCMessage *resp = NULL;
 	tau_rpc_status st = {0};
 	tau_rpc_channel *ch = NULL;
-	const char *addr = agg->addr != NULL ? agg->addr : getenv("TAU_AGGREGATOR");
+	const char *addr = tau_cli_aggregator_addr(agg);
 
-	if (addr == NULL || addr[0] == '\0')
+	if (addr == NULL)
 		return;
 	in->aggregator = addr;
-	if (tau_cli_aggregator_channel(&ch, &target, addr, agg->ca_file, agg->insecure, g) < 0 ||
+	if (tau_cli_aggregator_channel(&ch, &target, agg, g) < 0 ||
 	    tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "GetPool", &req.base,
 	                  &tau__inventory__v1__pool__descriptor, tau_cli_rpc_timeout_ms(g, 10000),
 	                  &st) < 0) {
@@ -1169,7 +1150,8 @@ out:
 }
 
 static int run_status(tau_kube_client *client, const char *sysns, const char *name,
-                      tau_cli_format fmt, const team_agg *agg, const tau_cli_globals *g)
+                      tau_cli_format fmt, const tau_cli_aggregator_opts *agg,
+                      const tau_cli_globals *g)
 {
 	cJSON *team = NULL, *cluster = NULL, *cohort = NULL, *cqs = NULL, *wss = NULL, *doc = NULL;
 	cJSON *dra = NULL;
@@ -1227,7 +1209,7 @@ int tau_cli_team(int argc, char **argv, const tau_cli_globals *g)
 	char sysns_buf[TAU_CLI_NS_BUF];
 	tau_kube_client *client = NULL;
 	tau_cli_globals gl = {0};
-	team_agg agg = {0};
+	tau_cli_aggregator_opts agg = {0};
 	int rc;
 
 	if (g != NULL)

@@ -632,20 +632,13 @@ done:
 	return ok;
 }
 
-/* Where --aggregator, --ca-file and --insecure point. */
-typedef struct ws_aggregator {
-	const char *addr;
-	const char *ca_file;
-	bool insecure;
-	const tau_cli_globals *g; /* kubeconfig and --token: the bearer token */
-} ws_aggregator;
-
 /*
  * Ask the aggregator for the counted nodes and each one's inventory, and report whether
  * `driver` is registered on all of them.  Returns TAU_CLI_OK, TAU_CLI_FAILED (a node lacks
  * the driver, or the aggregator could not answer) or TAU_CLI_USAGE (bad channel options).
  */
-static int check_csi(FILE *out, cJSON *doc, const char *driver, const ws_aggregator *agg)
+static int check_csi(FILE *out, cJSON *doc, const char *driver, const tau_cli_aggregator_opts *agg,
+                     const tau_cli_globals *g)
 {
 	Tau__Inventory__V1__ListNodesRequest lreq = TAU__INVENTORY__V1__LIST_NODES_REQUEST__INIT;
 	const Tau__Inventory__V1__GetNodeResponse **got = NULL;
@@ -659,8 +652,7 @@ static int check_csi(FILE *out, cJSON *doc, const char *driver, const ws_aggrega
 	char err[1024];
 	int rc = TAU_CLI_FAILED;
 
-	if (tau_cli_aggregator_channel(&ch, &target, agg->addr, agg->ca_file, agg->insecure,
-	                               agg->g) < 0) {
+	if (tau_cli_aggregator_channel(&ch, &target, agg, g) < 0) {
 		fprintf(stderr, "tau workspace check: %s\n", tau_error_last()->msg);
 		snprintf(err, sizeof(err), "%s", tau_error_last()->msg);
 		rc = TAU_CLI_USAGE;
@@ -670,7 +662,7 @@ static int check_csi(FILE *out, cJSON *doc, const char *driver, const ws_aggrega
 	lreq.counted_only = true; /* eligible: the nodes in the pool the queue draws from */
 	if (tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "ListNodes", &lreq.base,
 	                  &tau__inventory__v1__list_nodes_response__descriptor,
-	                  tau_cli_rpc_timeout_ms(agg->g, CSI_TIMEOUT_MS), &status) < 0)
+	                  tau_cli_rpc_timeout_ms(g, CSI_TIMEOUT_MS), &status) < 0)
 		goto rpc_failed;
 	list = (Tau__Inventory__V1__ListNodesResponse *)resp;
 	resp = NULL;
@@ -688,7 +680,7 @@ static int check_csi(FILE *out, cJSON *doc, const char *driver, const ws_aggrega
 		greq.name = list->nodes[i]->name;
 		if (tau_rpc_unary(&resp, ch, TAU_CLI_QUERY "GetNode", &greq.base,
 		                  &tau__inventory__v1__get_node_response__descriptor,
-		                  tau_cli_rpc_timeout_ms(agg->g, CSI_TIMEOUT_MS), &status) < 0) {
+		                  tau_cli_rpc_timeout_ms(g, CSI_TIMEOUT_MS), &status) < 0) {
 			if (status.code == TAU_RPC_NOT_FOUND)
 				continue; /* gone since ListNodes: no longer eligible */
 			goto rpc_failed;
@@ -808,7 +800,7 @@ static int check_csi_kube(FILE *out, cJSON *doc, tau_kube_client *c, const cJSON
 		}
 	}
 	/* The live Probe through TAU_AGGREGATOR when set; otherwise said not checked. */
-	if (tau_cli_csi_live_probe(rep, driver, NULL, NULL, false, g) < 0) {
+	if (tau_cli_csi_live_probe(rep, driver, NULL, g) < 0) {
 		err = tau_error_last()->msg;
 		goto failed;
 	}
@@ -852,16 +844,7 @@ static void ws_usage(FILE *out)
 
 int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum {
-		O_CONTEXT = 256,
-		O_NS,
-		O_KUBECONFIG,
-		O_PVC,
-		O_AGG,
-		O_CA,
-		O_INSECURE,
-		O_REQUEST_TIMEOUT
-	};
+	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG, O_PVC, O_REQUEST_TIMEOUT };
 	static const struct option lopts[] = {
 	        {"help", no_argument, NULL, 'h'},
 	        {"output", required_argument, NULL, 'o'},
@@ -869,17 +852,14 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 	        {"system-namespace", required_argument, NULL, O_NS},
 	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
 	        {"data-pvc", required_argument, NULL, O_PVC},
-	        {"aggregator", required_argument, NULL, O_AGG},
-	        {"ca-file", required_argument, NULL, O_CA},
-	        {"insecure", no_argument, NULL, O_INSECURE},
 	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
-	        {NULL, 0, NULL, 0},
+	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
 	tau_cli_globals gl = {0};
 	tau_cli_format fmt = TAU_CLI_TABLE;
 	const char *verb, *name = NULL, *pvc = NULL, *sysns;
 	char sysns_buf[TAU_CLI_NS_BUF];
-	ws_aggregator agg = {NULL, NULL, false, NULL};
+	tau_cli_aggregator_opts agg = {0};
 	tau_kube_client *client = NULL;
 	cJSON *obj = NULL;
 	char *driver = NULL;
@@ -922,15 +902,6 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		case O_PVC:
 			pvc = optarg;
 			break;
-		case O_AGG:
-			agg.addr = optarg;
-			break;
-		case O_CA:
-			agg.ca_file = optarg;
-			break;
-		case O_INSECURE:
-			agg.insecure = true;
-			break;
 		case O_REQUEST_TIMEOUT:
 			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
 				fprintf(stderr, "tau workspace: %s\n", tau_error_last()->msg);
@@ -938,6 +909,8 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 			}
 			break;
 		default:
+			if (tau_cli_aggregator_option(&agg, c, optarg))
+				break;
 			fprintf(stderr, "tau workspace: unknown option %s\n", argv[optind - 1]);
 			ws_usage(stderr);
 			return TAU_CLI_USAGE;
@@ -972,13 +945,11 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		if (tau_cli_workspace_name_check(cmd, name) < 0)
 			return TAU_CLI_USAGE;
 	}
-	if ((pvc != NULL || agg.addr != NULL || agg.ca_file != NULL || agg.insecure) &&
-	    strcmp(verb, "check") != 0) {
+	if ((pvc != NULL || tau_cli_aggregator_given(&agg)) && strcmp(verb, "check") != 0) {
 		fprintf(stderr, "tau workspace: --data-pvc, --aggregator, --ca-file and --insecure "
 		                "belong to check\n");
 		return TAU_CLI_USAGE;
 	}
-	agg.g = &gl;
 	if ((agg.ca_file != NULL || agg.insecure) && agg.addr == NULL) {
 		fprintf(stderr,
 		        "tau workspace check: --ca-file and --insecure need --aggregator\n");
@@ -989,9 +960,8 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		                "--data-pvc PVC; give one\n");
 		return TAU_CLI_USAGE;
 	}
-	if (agg.ca_file != NULL && agg.insecure) {
-		fprintf(stderr,
-		        "tau workspace check: --ca-file and --insecure exclude each other\n");
+	if (tau_cli_aggregator_check(&agg) < 0) {
+		fprintf(stderr, "tau workspace check: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}
 	if (tau_cli_connect(&client, &gl) != 0) {
@@ -1075,7 +1045,7 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 			cJSON_AddItemToObject(doc, "csi", rep);
 			csi_rc = TAU_CLI_FAILED;
 		} else if (agg.addr != NULL) {
-			csi_rc = check_csi(human, doc, driver, &agg);
+			csi_rc = check_csi(human, doc, driver, &agg, &gl);
 		} else if (driver != NULL) {
 			csi_rc = check_csi_kube(human, doc, client, obj, driver, &gl);
 		}

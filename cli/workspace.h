@@ -6,6 +6,7 @@
 #ifndef TAU_CLI_WORKSPACE_H
 #define TAU_CLI_WORKSPACE_H
 
+#include "aggregator.h"
 #include "cli.h"
 
 #include <stdbool.h>
@@ -77,12 +78,13 @@ void tau_cli_csi_print_probe(FILE *out, const cJSON *doc);
  * The live side of a CSI check (`tau storage check --aggregator ADDR`): for each node of doc's
  * "nodes" registered in CSINode, ask the aggregator for it (GetNode) and set its "probe" and
  * "probeDetail" (tau_cli_csi_probe_verdict); doc's "liveProbe" says {"checked", "aggregator",
- * "reason"}.  Without an address (`addr` and env TAU_AGGREGATOR unset) nothing is asked and
+ * "reason"}.  Without an aggregator named (tau_cli_aggregator_addr of `a`, which may be NULL:
+ * env TAU_AGGREGATOR only) nothing is asked and
  * liveProbe says why; an aggregator that cannot answer makes every probe unknown, with its
  * error.  @return 0, or -TAU_EINVAL for bad channel options (a usage error; said on stderr).
  */
-int tau_cli_csi_live_probe(cJSON *doc, const char *driver, const char *addr, const char *ca_file,
-                           bool insecure, const tau_cli_globals *g);
+int tau_cli_csi_live_probe(cJSON *doc, const char *driver, const tau_cli_aggregator_opts *a,
+                           const tau_cli_globals *g);
 
 /** Add "eligible", "missing", "unsupported", the probe counts and "ok" to a checked doc (ok
  * also needs no node not answering Probe); @return ok. */

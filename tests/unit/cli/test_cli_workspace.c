@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -348,6 +349,42 @@ static void test_csi_usage_errors_exit_2(void **state)
 
 		/* tau storage check: --ca-file and --insecure exclude each other. */
 		assert_int_equal(tau_cli_storage(9, st_both, NULL), TAU_CLI_USAGE);
+		/* An empty --aggregator is refused before any request (exit 2), even with
+		 * TAU_AGGREGATOR set; the kubeconfig names an API server that is not there, so
+		 * getting as far as a request would exit 1. */
+		char e[] = "", kc[] = "--kubeconfig", kcf[] = "/tmp/test_cli_ws_kubeconfig.XXXXXX";
+		char *st_empty[] = {s0, s2, s3, kc, kcf, a3, e, s1, NULL};
+		char *ws_empty[] = {a0, a1, a2, kc, kcf, a5, a6, a3, e, NULL};
+		char *st_none[] = {s0, s2, s3, kc, kcf, s1, NULL};
+		int fd = mkstemp(kcf);
+		static const char kubeconfig[] = "apiVersion: v1\n"
+		                                 "kind: Config\n"
+		                                 "clusters:\n"
+		                                 "- name: c\n"
+		                                 "  cluster:\n"
+		                                 "    server: https://127.0.0.1:1\n"
+		                                 "users:\n"
+		                                 "- name: u\n"
+		                                 "  user:\n"
+		                                 "    token: t\n"
+		                                 "contexts:\n"
+		                                 "- name: x\n"
+		                                 "  context: {cluster: c, user: u}\n"
+		                                 "current-context: x\n";
+
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, kubeconfig, sizeof(kubeconfig) - 1),
+		                 (ssize_t)(sizeof(kubeconfig) - 1));
+		close(fd);
+		unsetenv("TAU_AGGREGATOR");
+		assert_int_equal(tau_cli_storage(6, st_none, NULL),
+		                 TAU_CLI_FAILED); /* got as far */
+		assert_int_equal(tau_cli_storage(8, st_empty, NULL), TAU_CLI_USAGE);
+		assert_int_equal(tau_cli_workspace(9, ws_empty, NULL), TAU_CLI_USAGE);
+		setenv("TAU_AGGREGATOR", "127.0.0.1:1", 1);
+		assert_int_equal(tau_cli_storage(8, st_empty, NULL), TAU_CLI_USAGE);
+		unsetenv("TAU_AGGREGATOR");
+		unlink(kcf);
 	}
 }
 
@@ -645,8 +682,7 @@ static void test_storage_check_live_probe(void **state)
 	(void)state;
 	/* No aggregator named anywhere: not checked, said so, the registration verdict stands. */
 	unsetenv("TAU_AGGREGATOR");
-	assert_int_equal(tau_cli_csi_live_probe(doc, "blob.csi.azure.com", NULL, NULL, false, NULL),
-	                 0);
+	assert_int_equal(tau_cli_csi_live_probe(doc, "blob.csi.azure.com", NULL, NULL), 0);
 	live = cJSON_GetObjectItem(doc, "liveProbe");
 	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(live, "checked")));
 	assert_true(tau_cli_csi_finish(doc));
@@ -694,9 +730,12 @@ static void test_storage_check_live_probe(void **state)
 
 	/* An aggregator that cannot be reached: every probe unknown, with the reason. */
 	doc = storage_doc();
-	assert_int_equal(
-	        tau_cli_csi_live_probe(doc, "blob.csi.azure.com", "127.0.0.1:1", NULL, true, NULL),
-	        0);
+	{
+		const tau_cli_aggregator_opts unreachable = {"127.0.0.1:1", NULL, true};
+
+		assert_int_equal(
+		        tau_cli_csi_live_probe(doc, "blob.csi.azure.com", &unreachable, NULL), 0);
+	}
 	live = cJSON_GetObjectItem(doc, "liveProbe");
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(live, "checked")));
 	assert_non_null(
