@@ -9,6 +9,7 @@ if(TAU_PYTHON_TESTS)
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/e2e
       TIMEOUT 300
       LABELS e2e python
-      ENVIRONMENT "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>" "TAU_PROTOC=${TAU_PROTOC}"
+      ENVIRONMENT "TAU_AGGREGATOR_BIN=$<TARGET_FILE:tau-aggregator>" "TAU_CLI=$<TARGET_FILE:tau-cli>"
+                  "TAU_PROTOC=${TAU_PROTOC}"
                   "TAU_PROMTOOL=${TAU_PROMTOOL}")
 endif()

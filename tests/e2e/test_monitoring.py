@@ -185,6 +185,34 @@ class ChartsTest(unittest.TestCase):
     def test_umbrella_chart(self):
         self.check(self.render("taugrid", "aggregator."))
 
+    def test_dashboard_panels(self):
+        """Each panel has its own id and place, its queries their own refId, and the node-truth,
+        free-now and DRA families (docs/aggregator.md) each have a panel; that every name a
+        panel uses is exposed is LiveMetricsTest's."""
+        with open(DASHBOARD) as f:
+            panels = json.load(f)["panels"]
+        ids = [p["id"] for p in panels]
+        self.assertEqual(len(ids), len(set(ids)), "panel ids repeat: %s" % ids)
+        cells = {}
+        for p in panels:
+            g = p["gridPos"]
+            for x in range(g["x"], g["x"] + g["w"]):
+                for y in range(g["y"], g["y"] + g["h"]):
+                    if (x, y) in cells:
+                        self.fail("panels %r and %r overlap" % (cells[(x, y)], p["title"]))
+                    cells[(x, y)] = p["title"]
+            self.assertLessEqual(g["x"] + g["w"], 24, p["title"])
+            refs = [t["refId"] for t in p["targets"]]
+            self.assertTrue(refs, p["title"])
+            self.assertEqual(len(refs), len(set(refs)), p["title"])
+        used = {n: [p["title"] for p in panels if n in names_in(t["expr"] for t in p["targets"])]
+                for n in ("tau_aggregator_free_now_gpus", "tau_aggregator_free_now_nodes",
+                          "tau_aggregator_node_truth_disagreements", "tau_aggregator_dra_devices",
+                          "tau_aggregator_dra_pools_incomplete",
+                          "tau_aggregator_dra_classes_unusable")}
+        self.assertEqual([n for n, titles in used.items() if not titles], [],
+                         "metrics without a dashboard panel")
+
     def test_off_by_default(self):
         r = run([HELM, "template", "t", os.path.join(ROOT, "charts", "tau-aggregator"),
                  "-n", "tau-system"], env=dict(os.environ, HOME=os.environ.get("TMPDIR", "/tmp")))
