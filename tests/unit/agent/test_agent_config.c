@@ -1,10 +1,8 @@
 /*
  * Unit tests of agent/config.c: flags, their environment variables, the
- * precedence of flags over the environment, and usage errors; plus the
- * Prometheus text of agent/http.c.
+ * precedence of flags over the environment, and usage errors.
  */
 #include "config.h"
-#include "http.h"
 
 #include "tau/error.h"
 
@@ -219,38 +217,6 @@ static void test_usage_errors(void **state)
 	                   "--host-root");
 }
 
-static void test_metrics_text(void **state)
-{
-	tau_agent_metrics m;
-	char buf[4096];
-	char tiny[16];
-
-	(void)state;
-	memset(&m, 0, sizeof(m));
-	atomic_store(&m.inventories_sent, 3);
-	atomic_store(&m.heartbeats_sent, 10);
-	atomic_store(&m.reconnects, 2);
-	atomic_store(&m.last_report_ms, 1767225600123);
-	atomic_store(&m.problems, 4);
-	atomic_store(&m.connected, true);
-	assert_true(tau_agent_metrics_format(buf, sizeof(buf), &m) > 0);
-	assert_non_null(strstr(buf, "tau_agent_reports_sent_total{kind=\"inventory\"} 3\n"));
-	assert_non_null(strstr(buf, "tau_agent_reports_sent_total{kind=\"heartbeat\"} 10\n"));
-	assert_non_null(strstr(buf, "tau_agent_reconnects_total 2\n"));
-	assert_non_null(strstr(buf, "tau_agent_last_report_timestamp_seconds 1767225600.123\n"));
-	assert_non_null(strstr(buf, "tau_agent_problems 4\n"));
-	assert_non_null(strstr(buf, "tau_agent_connected 1\n"));
-	assert_non_null(strstr(buf, "tau_agent_node_synced 0\n"));
-	assert_non_null(strstr(buf, "# TYPE tau_agent_connected gauge\n"));
-	atomic_store(&m.condition_patches_ok, 2);
-	atomic_store(&m.condition_patches_failed, 1);
-	assert_true(tau_agent_metrics_format(buf, sizeof(buf), &m) > 0);
-	assert_non_null(strstr(buf, "tau_agent_node_condition_patches_total{result=\"ok\"} 2\n"));
-	assert_non_null(
-	        strstr(buf, "tau_agent_node_condition_patches_total{result=\"error\"} 1\n"));
-	assert_int_equal(tau_agent_metrics_format(tiny, sizeof(tiny), &m), -TAU_ETOOBIG);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,7 +224,6 @@ int main(void)
 	        cmocka_unit_test(test_env_and_precedence),
 	        cmocka_unit_test(test_defaults_and_once),
 	        cmocka_unit_test(test_usage_errors),
-	        cmocka_unit_test(test_metrics_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
