@@ -12,6 +12,7 @@
 
 #include "budget/desired.h"
 #include "budget/names.h"
+#include "helpers.h"
 
 #include "tau/error.h"
 #include "tau/json.h"
@@ -61,15 +62,9 @@ static int add(tau_budget_conflicts *list, tau_budget_conflict_reason reason, co
 	va_list ap;
 	int n;
 
-	if (list->n == list->cap) {
-		size_t ncap = list->cap == 0 ? 8 : list->cap * 2;
-		tau_budget_conflict *p = realloc(list->items, ncap * sizeof(*p));
-
-		if (p == NULL)
-			return tau_error_set(TAU_ENOMEM, "out of memory listing conflicts");
-		list->items = p;
-		list->cap = ncap;
-	}
+	if (tau_budget_grow((void **)&list->items, &list->cap, list->n + 1, sizeof(*list->items)) <
+	    0)
+		return -TAU_ENOMEM;
 	va_start(ap, fmt);
 	n = vasprintf(&c.message, fmt, ap);
 	va_end(ap);
@@ -78,24 +73,10 @@ static int add(tau_budget_conflicts *list, tau_budget_conflict_reason reason, co
 		if (n >= 0)
 			free(c.message);
 		free(c.name);
-		return tau_error_set(TAU_ENOMEM, "out of memory listing conflicts");
+		return tau_budget_nomem();
 	}
 	list->items[list->n++] = c;
 	return 0;
-}
-
-static const char *name_of(const cJSON *obj)
-{
-	const char *s = NULL;
-
-	return tau_json_get_string(&s, obj, "metadata.name") == 0 ? s : NULL;
-}
-
-static const char *str_member(const cJSON *obj, const char *key)
-{
-	const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 static bool in_list(const char *const *names, size_t n, const char *name)
@@ -135,10 +116,10 @@ static bool node_selected(const tau_budget_node *node, const cJSON *rf_labels)
 
 	cJSON_ArrayForEach(l, rf_labels)
 	{
-		const char *have = node->labels != NULL ? str_member(node->labels, l->string)
-		                   : node->facts != NULL
-		                           ? tau_node_facts_label(node->facts, l->string)
-		                           : NULL;
+		const char *have =
+		        node->labels != NULL  ? tau_json_member_str(node->labels, l->string)
+		        : node->facts != NULL ? tau_node_facts_label(node->facts, l->string)
+		                              : NULL;
 
 		if (have == NULL || strcmp(have, l->valuestring) != 0)
 			return false;
@@ -152,7 +133,7 @@ static int check_flavors(tau_budget_conflicts *list, const tau_budget_conflict_i
 {
 	for (size_t i = 0; i < in->n_flavors; i++) {
 		const cJSON *rf = in->flavors[i], *labels, *l;
-		const char *name = name_of(rf), *first = NULL, **grown;
+		const char *name = tau_json_str(rf, "metadata.name"), *first = NULL, **grown;
 		char why[256];
 		size_t matched = 0;
 		int rc;
@@ -212,7 +193,7 @@ static int check_flavors(tau_budget_conflicts *list, const tau_budget_conflict_i
 			return rc;
 		grown = realloc(*pool_flavors, (*n_pool + 1) * sizeof(**pool_flavors));
 		if (grown == NULL)
-			return tau_error_set(TAU_ENOMEM, "out of memory listing conflicts");
+			return tau_budget_nomem();
 		grown[(*n_pool)++] = name;
 		*pool_flavors = grown;
 	}
@@ -232,7 +213,7 @@ static int first_nonzero(const char **flavor, const char **resource, const cJSON
 	*flavor = NULL;
 	cJSON_ArrayForEach(f, flavors)
 	{
-		const char *fname = str_member(f, "name");
+		const char *fname = tau_json_member_str(f, "name");
 		const cJSON *resources = cJSON_GetObjectItemCaseSensitive(f, "resources");
 
 		if (fname == NULL)
@@ -254,7 +235,7 @@ static int first_nonzero(const char **flavor, const char **resource, const cJSON
 				                      field);
 			if (!tau_quantity_is_zero(&q)) {
 				*flavor = fname;
-				*resource = str_member(r, "name");
+				*resource = tau_json_member_str(r, "name");
 				*value = v;
 				return 0;
 			}
@@ -268,7 +249,7 @@ static int check_quota(tau_budget_conflicts *list, const cJSON *obj, const char 
                        const char *name, const char *const *pool, size_t n_pool)
 {
 	const cJSON *groups, *g;
-	const char *team, *ws, *mb;
+	const char *team, *ws;
 	int rc;
 
 	if ((rc = opt_list(&groups, obj, "spec.resourceGroups", kind, name)) < 0)
@@ -291,8 +272,7 @@ static int check_quota(tau_budget_conflicts *list, const cJSON *obj, const char 
 		text = cJSON_PrintUnformatted(v);
 		team = tau_json_label(obj, TAU_BUDGET_LABEL_TEAM);
 		ws = tau_json_label(obj, TAU_BUDGET_LABEL_WORKSPACE);
-		mb = tau_json_label(obj, TAU_BUDGET_LABEL_MANAGED_BY);
-		if (mb == NULL || strcmp(mb, TAU_BUDGET_MANAGED_BY) != 0 || team == NULL)
+		if (!tau_budget_is_managed(obj) || team == NULL)
 			rc = add(list, TAU_BUDGET_CONFLICT_EXTERNAL_QUOTA, kind, name,
 			         "%s %s is not TauGrid's and has nominalQuota %s of %s on pool "
 			         "flavor %s: an overlapping budget; remove it through its owner",
@@ -369,7 +349,7 @@ static bool own_cluster_queue(const cJSON *cq, const char *name,
                               const tau_budget_conflict_input *in)
 {
 	char cqname[TAU_BUDGET_NAME_BUF];
-	const char *managed, *team, *wsname, *wsuid;
+	const char *team, *wsname, *wsuid;
 
 	for (size_t w = 0; w < in->n_workspaces; w++) {
 		const tau_budget_workspace *ws = &in->workspaces[w];
@@ -383,13 +363,11 @@ static bool own_cluster_queue(const cJSON *cq, const char *name,
 			return true;
 		break; /* re-created workspace: ours when it carries the full metadata (adopted) */
 	}
-	managed = tau_json_label(cq, TAU_BUDGET_LABEL_MANAGED_BY);
 	team = tau_json_label(cq, TAU_BUDGET_LABEL_TEAM);
 	wsname = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
 	wsuid = tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID);
-	return managed != NULL && strcmp(managed, TAU_BUDGET_MANAGED_BY) == 0 && team != NULL &&
-	       in->team != NULL && strcmp(team, in->team) == 0 && wsname != NULL && wsuid != NULL &&
-	       wsuid[0] != '\0' &&
+	return tau_budget_is_managed(cq) && team != NULL && in->team != NULL &&
+	       strcmp(team, in->team) == 0 && wsname != NULL && wsuid != NULL && wsuid[0] != '\0' &&
 	       tau_budget_cluster_queue_name(cqname, sizeof(cqname), wsname) == 0 &&
 	       strcmp(cqname, name) == 0;
 }
@@ -401,12 +379,12 @@ static int check_queues(tau_budget_conflicts *list, const tau_budget_conflict_in
 
 	for (size_t i = 0; i < in->n_cluster_queues; i++) {
 		const cJSON *cq = in->cluster_queues[i];
-		const char *name = name_of(cq), *member, *legacy;
+		const char *name = tau_json_str(cq, "metadata.name"), *member, *legacy;
 
 		if (name == NULL)
 			return tau_error_set(TAU_ETYPE, "a ClusterQueue has no metadata.name");
-		legacy = str_member(tau_json_find(cq, "metadata.labels"),
-		                    TAU_BUDGET_LABEL_DISCOVER_GPU_FLAVORS);
+		legacy = tau_json_member_str(tau_json_find(cq, "metadata.labels"),
+		                             TAU_BUDGET_LABEL_DISCOVER_GPU_FLAVORS);
 		if (legacy != NULL && strcmp(legacy, "true") == 0 &&
 		    (rc = add(
 		             list, TAU_BUDGET_CONFLICT_LEGACY_DISCOVERY, "ClusterQueue", name,
@@ -419,7 +397,7 @@ static int check_queues(tau_budget_conflicts *list, const tau_budget_conflict_in
 		if ((rc = check_reservations(list, cq, name, pool, n_pool)) < 0 ||
 		    (rc = check_quota(list, cq, "ClusterQueue", name, pool, n_pool)) < 0)
 			return rc;
-		member = str_member(tau_json_find(cq, "spec"), "cohortName");
+		member = tau_json_member_str(tau_json_find(cq, "spec"), "cohortName");
 		if (member != NULL && strcmp(member, cohort) == 0 &&
 		    (rc = add(list, TAU_BUDGET_CONFLICT_FOREIGN_MEMBER, "ClusterQueue", name,
 		              "ClusterQueue %s is not a TauGrid workspace queue of team %s but its "
@@ -431,7 +409,7 @@ static int check_queues(tau_budget_conflicts *list, const tau_budget_conflict_in
 	}
 	for (size_t i = 0; i < in->n_cohorts; i++) {
 		const cJSON *co = in->cohorts[i];
-		const char *name = name_of(co), *parent;
+		const char *name = tau_json_str(co, "metadata.name"), *parent;
 
 		if (name == NULL)
 			return tau_error_set(TAU_ETYPE, "a Cohort has no metadata.name");
@@ -441,17 +419,17 @@ static int check_queues(tau_budget_conflicts *list, const tau_budget_conflict_in
 		if (strcmp(name, cohort) == 0 &&
 		    (tau_budget_ownership_of(co, TAU_BUDGET_COHORT, in->team_uid, NULL, 0) ==
 		             TAU_BUDGET_OWNED ||
-		     (str_member(tau_json_find(co, "metadata.labels"), TAU_BUDGET_LABEL_TEAM) !=
-		              NULL &&
-		      strcmp(str_member(tau_json_find(co, "metadata.labels"),
-		                        TAU_BUDGET_LABEL_TEAM),
+		     (tau_json_member_str(tau_json_find(co, "metadata.labels"),
+		                          TAU_BUDGET_LABEL_TEAM) != NULL &&
+		      strcmp(tau_json_member_str(tau_json_find(co, "metadata.labels"),
+		                                 TAU_BUDGET_LABEL_TEAM),
 		             in->team) == 0 &&
 		      tau_budget_ownership_of(co, TAU_BUDGET_COHORT, in->team_uid, NULL, 0) ==
 		              TAU_BUDGET_OTHER_OWNER)))
 			continue;
 		if ((rc = check_quota(list, co, "Cohort", name, pool, n_pool)) < 0)
 			return rc;
-		parent = str_member(tau_json_find(co, "spec"), "parentName");
+		parent = tau_json_member_str(tau_json_find(co, "spec"), "parentName");
 		if (parent != NULL && strcmp(parent, cohort) == 0 &&
 		    (rc = add(list, TAU_BUDGET_CONFLICT_FOREIGN_MEMBER, "Cohort", name,
 		              "Cohort %s is not TauGrid's but its parentName is %s: its queues "

@@ -14,6 +14,7 @@
 #include "decide.h"
 
 #include "explicit.h"
+#include "helpers.h"
 
 #include "tau/buf.h"
 #include "tau/conditions.h"
@@ -35,63 +36,6 @@ typedef struct builder {
 	int rc;
 } builder;
 
-static int nomem(void)
-{
-	return tau_error_set(TAU_ENOMEM, "budget decision: out of memory");
-}
-
-static bool grow(void **items, size_t *cap, size_t need, size_t size)
-{
-	size_t ncap = *cap == 0 ? 8 : *cap;
-	void *p;
-
-	if (need <= *cap)
-		return true;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*items, ncap * size);
-	if (p == NULL)
-		return false;
-	*items = p;
-	*cap = ncap;
-	return true;
-}
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	char *s = NULL;
-
-	va_start(ap, f);
-	if (vasprintf(&s, f, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
-
-/* snprintf that may truncate: messages are shortened, never overflowed. */
-static bool streq(const char *a, const char *b)
-{
-	return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
-static int64_t generation(const cJSON *obj)
-{
-	int64_t g = 0;
-
-	return tau_json_get_int(&g, obj, "metadata.generation") == 0 ? g : 0;
-}
-
-static const cJSON *find_named(const cJSON *const *objs, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (streq(tau_json_str(objs[i], "metadata.name"), name))
-			return objs[i];
-	return NULL;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* Output                                                                                      */
 
@@ -100,12 +44,12 @@ static void add_write(builder *b, tau_budget_kind kind, const char *name, bool r
 {
 	tau_budget_write *w;
 
-	if (b->rc < 0 || !grow((void **)&b->d->writes, &b->cap_writes, b->d->n_writes + 1,
-	                       sizeof(*b->d->writes))) {
+	if (b->rc < 0 || tau_budget_grow((void **)&b->d->writes, &b->cap_writes, b->d->n_writes + 1,
+	                                 sizeof(*b->d->writes))) {
 		cJSON_Delete(body);
 		free(why);
 		if (b->rc == 0)
-			b->rc = nomem();
+			b->rc = tau_budget_nomem();
 		return;
 	}
 	w = &b->d->writes[b->d->n_writes];
@@ -119,17 +63,17 @@ static void add_write(builder *b, tau_budget_kind kind, const char *name, bool r
 	w->why = why;
 	b->d->n_writes++;
 	if (w->name == NULL || why == NULL || (uid != NULL && w->uid == NULL))
-		b->rc = nomem();
+		b->rc = tau_budget_nomem();
 }
 
 static void add_status(builder *b, const cJSON *object, cJSON *status)
 {
 	if (b->rc < 0 || status == NULL ||
-	    !grow((void **)&b->d->statuses, &b->cap_statuses, b->d->n_statuses + 1,
-	          sizeof(*b->d->statuses))) {
+	    tau_budget_grow((void **)&b->d->statuses, &b->cap_statuses, b->d->n_statuses + 1,
+	                    sizeof(*b->d->statuses))) {
 		cJSON_Delete(status);
 		if (b->rc == 0)
-			b->rc = nomem();
+			b->rc = tau_budget_nomem();
 		return;
 	}
 	b->d->statuses[b->d->n_statuses].object = object;
@@ -144,9 +88,9 @@ static void add_event(builder *b, const cJSON *object, const char *type, const c
 
 	if (b->rc < 0 || object == NULL)
 		return;
-	if (!grow((void **)&b->d->events, &b->cap_events, b->d->n_events + 1,
-	          sizeof(*b->d->events))) {
-		b->rc = nomem();
+	if (tau_budget_grow((void **)&b->d->events, &b->cap_events, b->d->n_events + 1,
+	                    sizeof(*b->d->events))) {
+		b->rc = tau_budget_nomem();
 		return;
 	}
 	e = &b->d->events[b->d->n_events];
@@ -157,7 +101,7 @@ static void add_event(builder *b, const cJSON *object, const char *type, const c
 	e->message = strdup(message);
 	b->d->n_events++;
 	if (e->message == NULL)
-		b->rc = nomem();
+		b->rc = tau_budget_nomem();
 }
 
 void tau_budget_decision_free(tau_budget_decision *d)
@@ -200,7 +144,7 @@ static void team_workspaces(char *buf, size_t len, size_t *n, const tau_budget_o
 	for (size_t i = 0; i < in->n_workspaces; i++) {
 		const char *name = tau_json_str(in->workspaces[i], "metadata.name");
 
-		if (!streq(team_of(in->workspaces[i]), team) || name == NULL)
+		if (!tau_budget_streq(team_of(in->workspaces[i]), team) || name == NULL)
 			continue;
 		(*n)++;
 		if (named < NAMED_MAX && used < len) {
@@ -247,7 +191,8 @@ static void set_state(team_state *s, const char *reason, const char *status, con
 
 static bool is_zeroing(const char *reason)
 {
-	return streq(reason, TAU_BUDGET_REASON_ZEROED) || streq(reason, TAU_BUDGET_REASON_CONFLICT);
+	return tau_budget_streq(reason, TAU_BUDGET_REASON_ZEROED) ||
+	       tau_budget_streq(reason, TAU_BUDGET_REASON_CONFLICT);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -268,7 +213,7 @@ static int condition_index(const cJSON *conds, const char *type)
 		return -1;
 	cJSON_ArrayForEach(c, conds)
 	{
-		if (streq(tau_json_str(c, "type"), type))
+		if (tau_budget_streq(tau_json_str(c, "type"), type))
 			return i;
 		i++;
 	}
@@ -305,7 +250,7 @@ static void team_status(builder *b, const tau_budget_observed *in, const cJSON *
                         const team_state *s, const char *cohort, const char *cohort_uid)
 {
 	cJSON *st = cJSON_CreateObject(), *conds = cJSON_CreateArray();
-	int64_t gen = generation(team);
+	int64_t gen = tau_budget_generation(team);
 
 	if (st == NULL || conds == NULL || cJSON_AddStringToObject(st, "phase", s->phase) == NULL ||
 	    cJSON_AddNumberToObject(st, "observedGeneration", (double)gen) == NULL ||
@@ -313,7 +258,7 @@ static void team_status(builder *b, const tau_budget_observed *in, const cJSON *
 	    (cohort_uid != NULL && cJSON_AddStringToObject(st, "cohortUID", cohort_uid) == NULL)) {
 		cJSON_Delete(st);
 		cJSON_Delete(conds);
-		b->rc = b->rc < 0 ? b->rc : nomem();
+		b->rc = b->rc < 0 ? b->rc : tau_budget_nomem();
 		return;
 	}
 	cJSON_AddItemToObject(st, "conditions", conds);
@@ -348,7 +293,7 @@ static int discovered_capacity(cJSON *arr, const tau_budget_pool *pool)
 			    cJSON_AddStringToObject(e, "resource", c->resources[j].name) == NULL ||
 			    cJSON_AddStringToObject(e, "capacity", q) == NULL) {
 				cJSON_Delete(e);
-				return nomem();
+				return tau_budget_nomem();
 			}
 			cJSON_AddItemToArray(arr, e);
 		}
@@ -363,7 +308,7 @@ static int managed_add(cJSON *arr, const char *kind, const char *name)
 	if (e == NULL || cJSON_AddStringToObject(e, "kind", kind) == NULL ||
 	    cJSON_AddStringToObject(e, "name", name) == NULL) {
 		cJSON_Delete(e);
-		return nomem();
+		return tau_budget_nomem();
 	}
 	cJSON_AddItemToArray(arr, e);
 	return 0;
@@ -376,7 +321,7 @@ static int managed_add(cJSON *arr, const char *kind, const char *name)
 static bool uid_alive(const cJSON *const *objs, size_t n, const char *uid)
 {
 	for (size_t i = 0; i < n; i++)
-		if (streq(tau_json_str(objs[i], "metadata.uid"), uid))
+		if (tau_budget_streq(tau_json_str(objs[i], "metadata.uid"), uid))
 			return true;
 	return false;
 }
@@ -399,8 +344,7 @@ static bool orphaned(const tau_budget_observed *in, const char *cluster_uid, tau
 	const char *label;
 	int rc = -1;
 
-	if (name == NULL || uid == NULL || uid[0] == '\0' ||
-	    !streq(tau_json_label(obs, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY))
+	if (name == NULL || uid == NULL || uid[0] == '\0' || !tau_budget_is_managed(obs))
 		return false;
 	switch (kind) {
 	case TAU_BUDGET_RESOURCE_FLAVOR:
@@ -408,20 +352,21 @@ static bool orphaned(const tau_budget_observed *in, const char *cluster_uid, tau
 		if (label != NULL)
 			rc = tau_budget_flavor_name(want, sizeof(want), label);
 		tau_error_clear();
-		return rc == 0 && streq(want, name) && cluster_uid != NULL &&
-		       !streq(uid, cluster_uid);
+		return rc == 0 && tau_budget_streq(want, name) && cluster_uid != NULL &&
+		       !tau_budget_streq(uid, cluster_uid);
 	case TAU_BUDGET_COHORT:
 		label = tau_json_label(obs, TAU_BUDGET_LABEL_TEAM);
 		if (label != NULL)
 			rc = tau_budget_cohort_name(want, sizeof(want), label);
 		tau_error_clear();
-		return rc == 0 && streq(want, name) && !uid_alive(in->teams, in->n_teams, uid);
+		return rc == 0 && tau_budget_streq(want, name) &&
+		       !uid_alive(in->teams, in->n_teams, uid);
 	case TAU_BUDGET_CLUSTER_QUEUE:
 		label = tau_json_label(obs, TAU_BUDGET_LABEL_WORKSPACE);
 		if (label != NULL && tau_json_label(obs, TAU_BUDGET_LABEL_TEAM) != NULL)
 			rc = tau_budget_cluster_queue_name(want, sizeof(want), label);
 		tau_error_clear();
-		return rc == 0 && streq(want, name) &&
+		return rc == 0 && tau_budget_streq(want, name) &&
 		       !uid_alive(in->workspaces, in->n_workspaces, uid);
 	case TAU_BUDGET_TEAM:
 		break;
@@ -453,7 +398,8 @@ static bool ensure(builder *b, tau_budget_kind kind, cJSON *desired, const cJSON
 	if (observed == NULL) {
 		if (allowed)
 			add_write(b, kind, name, false, true, desired, NULL,
-			          fmt("%s %s does not exist", tau_budget_kind_name(kind), name));
+			          tau_budget_fmt("%s %s does not exist", tau_budget_kind_name(kind),
+			                         name));
 		else
 			cJSON_Delete(desired);
 		return true;
@@ -480,7 +426,8 @@ static bool ensure(builder *b, tau_budget_kind kind, cJSON *desired, const cJSON
 			if (tau_budget_merge(&body, observed, desired) < 0) {
 				b->rc = b->rc < 0 ? b->rc : -TAU_ENOMEM;
 			} else {
-				add_write(b, kind, name, false, false, body, NULL, fmt("%s", msg));
+				add_write(b, kind, name, false, false, body, NULL,
+				          tau_budget_fmt("%s", msg));
 				add_event(b, adopt->by, "Normal", "Adopted", msg);
 				if (b->rc == 0)
 					b->d->events[b->d->n_events - 1].on_write = true;
@@ -498,7 +445,8 @@ static bool ensure(builder *b, tau_budget_kind kind, cJSON *desired, const cJSON
 		if (tau_budget_merge(&body, observed, desired) < 0)
 			b->rc = b->rc < 0 ? b->rc : -TAU_ENOMEM;
 		else
-			add_write(b, kind, name, false, false, body, NULL, fmt("%s", why));
+			add_write(b, kind, name, false, false, body, NULL,
+			          tau_budget_fmt("%s", why));
 	}
 	cJSON_Delete(desired);
 	return true;
@@ -513,11 +461,11 @@ static const cJSON *cohort_cell(const cJSON *co, const char *flavor, const char 
 	{
 		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(g, "flavors"))
 		{
-			if (!streq(tau_json_str(f, "name"), flavor))
+			if (!tau_budget_streq(tau_json_str(f, "name"), flavor))
 				continue;
 			cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
 			{
-				if (streq(tau_json_str(r, "name"), resource))
+				if (tau_budget_streq(tau_json_str(r, "name"), resource))
 					return cJSON_GetObjectItemCaseSensitive(r, "nominalQuota");
 			}
 		}
@@ -587,9 +535,10 @@ typedef struct ctx {
 	char retire_drift[MSG_MAX]; /* Observe: the previous teams' Cohorts that are not removed */
 	char retire_wait[MSG_MAX];  /* previous teams' Cohorts waiting for a held queue to drain */
 	char blocked_ws[MSG_MAX];   /* its workspaces */
-	const char **xwanted; /* ClusterQueues explicit teams keep (names borrowed from input) */
-	size_t n_xwanted;
-	char *xsummary;  /* explicit teams, for the log */
+	const char **
+	        explicit_wanted; /* ClusterQueues explicit teams keep (names borrowed from input) */
+	size_t n_explicit_wanted;
+	char *explicit_summary; /* explicit teams, for the log */
 	bool *ws_linked; /* per observed workspace: linked to an explicit team decided this pass */
 	const cJSON *selector;          /* TauCluster spec.nodes.selector, for our flavors */
 	char selector_problem[MSG_MAX]; /* why our flavors cannot carry it; "" when they can */
@@ -598,8 +547,6 @@ typedef struct ctx {
 } ctx;
 
 static int record_policy(cJSON *obj, const char *policy);
-static void say_more(char *buf, size_t len, const char *f, ...)
-        __attribute__((format(printf, 3, 4)));
 static bool cohort_applied(const tau_budget_observed *in, const char *cohort, const char **first);
 
 /*
@@ -654,11 +601,10 @@ static void previous_teams(ctx *c)
 		char ws[MSG_MAX];
 		int rc;
 
-		if (!streq(tau_json_label(co, TAU_BUDGET_LABEL_MANAGED_BY),
-		           TAU_BUDGET_MANAGED_BY) ||
-		    t == NULL || name == NULL || streq(t, c->capacity))
+		if (!tau_budget_is_managed(co) || t == NULL || name == NULL ||
+		    tau_budget_streq(t, c->capacity))
 			continue;
-		team = find_named(in->teams, in->n_teams, t);
+		team = tau_budget_find_named(in->teams, in->n_teams, t);
 		/* A deleted team still owns what carries its annotation. */
 		uid = team != NULL ? tau_json_str(team, "metadata.uid")
 		                   : tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID);
@@ -666,8 +612,8 @@ static void previous_teams(ctx *c)
 		    TAU_BUDGET_OWNED)
 			continue;
 		if ((team != NULL && tau_json_find(team, "spec.quota") != NULL) ||
-		    streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
-		          TAU_BUDGET_QUOTA_MODE_EXPLICIT))
+		    tau_budget_streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+		                     TAU_BUDGET_QUOTA_MODE_EXPLICIT))
 			continue; /* an explicit-quota team's Cohort */
 		team_workspaces(ws, sizeof(ws), &n, in, t);
 		if (n > 0) {
@@ -695,10 +641,11 @@ static void previous_teams(ctx *c)
 			 * the next capacity team waits (effective NULL) so no two budgets cover
 			 * that work.
 			 */
-			say_more(c->retire_wait, sizeof(c->retire_wait),
-			         "Cohort %s goes once ClusterQueue %s, still applied to it, has "
-			         "drained",
-			         name, applied);
+			tau_budget_append(
+			        c->retire_wait, sizeof(c->retire_wait),
+			        "Cohort %s goes once ClusterQueue %s, still applied to it, has "
+			        "drained",
+			        name, applied);
 			if (c->writes_allowed &&
 			    (rc = zero_cohort(c->b, in, co, t, uid,
 			                      tau_json_annotation(
@@ -708,12 +655,13 @@ static void previous_teams(ctx *c)
 			continue;
 		}
 		if (c->writes_allowed)
-			add_write(
-			        c->b, TAU_BUDGET_COHORT, name, true, false, NULL,
-			        tau_json_str(co, "metadata.uid"),
-			        fmt("team %s is no longer the capacity team and has no workspaces: "
-			            "its automatic budget goes before another team takes the pool",
-			            t));
+			add_write(c->b, TAU_BUDGET_COHORT, name, true, false, NULL,
+			          tau_json_str(co, "metadata.uid"),
+			          tau_budget_fmt("team %s is no longer the capacity team and has "
+			                         "no workspaces: "
+			                         "its automatic budget goes before another team "
+			                         "takes the pool",
+			                         t));
 	}
 	c->effective = c->blocked_team != NULL ? c->blocked_team : c->retiring ? NULL : c->capacity;
 }
@@ -760,7 +708,7 @@ static bool misconfigured(char *buf, size_t len, const ctx *c, const cJSON *ws)
 	const cJSON *queue_ready =
 	        tau_conditions_find(tau_json_find(ws, "status.conditions"), "QueueReady");
 
-	if (ws == NULL || c->effective == NULL || !streq(team_of(ws), c->effective))
+	if (ws == NULL || c->effective == NULL || !tau_budget_streq(team_of(ws), c->effective))
 		return false;
 	if (tau_json_find(ws, "spec.quota") != NULL) {
 		tau_say(buf, len,
@@ -768,7 +716,8 @@ static bool misconfigured(char *buf, size_t len, const ctx *c, const cJSON *ws)
 		        "capacity team share the pool): remove spec.quota",
 		        name, c->effective);
 	} else if (!c->in->multiple_workspaces &&
-	           streq(tau_json_str(queue_ready, "reason"), "BlockedByActiveWorkspace")) {
+	           tau_budget_streq(tau_json_str(queue_ready, "reason"),
+	                            "BlockedByActiveWorkspace")) {
 		/* v0 is one active workspace in the cluster (a blocked one loses its resolved
 		 * namespace too): its QueueReady names the active one. */
 		const char *which = tau_json_str(queue_ready, "message");
@@ -797,7 +746,7 @@ static void note_held(ctx *c, const cJSON *ws, const char *why)
 	for (size_t i = 0; i < c->in->n_workspaces && c->ws_held != NULL; i++)
 		if (c->in->workspaces[i] == ws && c->ws_held[i] == NULL &&
 		    (c->ws_held[i] = strdup(why)) == NULL)
-			c->b->rc = c->b->rc < 0 ? c->b->rc : nomem();
+			c->b->rc = c->b->rc < 0 ? c->b->rc : tau_budget_nomem();
 }
 
 /*
@@ -820,29 +769,32 @@ static void orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted)
 		char why[MSG_MAX];
 		bool keep = false, mistake;
 
-		if (!streq(tau_json_label(cq, TAU_BUDGET_LABEL_MANAGED_BY),
-		           TAU_BUDGET_MANAGED_BY) ||
+		if (!tau_budget_is_managed(cq) ||
 		    tau_json_label(cq, TAU_BUDGET_LABEL_TEAM) == NULL || w == NULL || ann == NULL ||
 		    name == NULL || tau_json_find(cq, "metadata.deletionTimestamp") != NULL)
 			continue;
 		for (size_t j = 0; j < n_wanted && !keep; j++)
-			keep = streq(wanted[j], name);
-		for (size_t j = 0; j < c->n_xwanted && !keep; j++)
-			keep = streq(c->xwanted[j], name);
-		ws = find_named(in->workspaces, in->n_workspaces, w);
-		if (keep || (ws != NULL && !streq(tau_json_str(ws, "metadata.uid"), ann)))
+			keep = tau_budget_streq(wanted[j], name);
+		for (size_t j = 0; j < c->n_explicit_wanted && !keep; j++)
+			keep = tau_budget_streq(c->explicit_wanted[j], name);
+		ws = tau_budget_find_named(in->workspaces, in->n_workspaces, w);
+		if (keep ||
+		    (ws != NULL && !tau_budget_streq(tau_json_str(ws, "metadata.uid"), ann)))
 			continue;
 		mistake = misconfigured(why, sizeof(why), c, ws);
 		if (!mistake && !queue_has_work(cq)) {
 			if (c->writes_allowed)
-				add_write(c->b, TAU_BUDGET_CLUSTER_QUEUE, name, true, false, NULL,
-				          tau_json_str(cq, "metadata.uid"),
-				          fmt(ws == NULL
-				                      ? "workspace %s no longer exists and the "
-				                        "queue holds no work"
-				                      : "workspace %s no longer takes part in the "
-				                        "team budget and the queue holds no work",
-				              w));
+				add_write(
+				        c->b, TAU_BUDGET_CLUSTER_QUEUE, name, true, false, NULL,
+				        tau_json_str(cq, "metadata.uid"),
+				        tau_budget_fmt(
+				                ws == NULL
+				                        ? "workspace %s no longer exists and the "
+				                          "queue holds no work"
+				                        : "workspace %s no longer takes part in "
+				                          "the "
+				                          "team budget and the queue holds no work",
+				                w));
 			continue;
 		}
 		if (!mistake)
@@ -859,16 +811,17 @@ static void orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted)
 			continue; /* Observe, or not established yet: nothing is held */
 		if (ws != NULL)
 			note_held(c, ws, why);
-		if (!(streq(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD), why) &&
-		      streq(tau_json_str(cq, "spec.stopPolicy"), "Hold"))) {
+		if (!(tau_budget_streq(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD), why) &&
+		      tau_budget_streq(tau_json_str(cq, "spec.stopPolicy"), "Hold"))) {
 			cJSON *body = NULL;
 
 			if (tau_budget_hold_body(&body, cq, why) < 0) {
-				c->b->rc = c->b->rc < 0 ? c->b->rc : nomem();
+				c->b->rc = c->b->rc < 0 ? c->b->rc : tau_budget_nomem();
 				return;
 			}
 			add_write(c->b, TAU_BUDGET_CLUSTER_QUEUE, name, false, false, body, NULL,
-			          fmt("held (stopPolicy Hold) instead of deleted: %s", why));
+			          tau_budget_fmt("held (stopPolicy Hold) instead of deleted: %s",
+			                         why));
 		}
 	}
 }
@@ -922,9 +875,9 @@ static void decide_state(team_state *s, ctx *c, const cJSON *team, int plan_rc,
 		          "Cohort %s holds the pool of %zu counted nodes", cohort,
 		          in->nodes_counted);
 	}
-	s->write_cohort =
-	        c->writes_allowed && team != NULL && !streq(s->reason, TAU_BUDGET_REASON_OWNERSHIP);
-	s->write_queues = s->write_cohort && !streq(s->reason, TAU_BUDGET_REASON_LIMITS);
+	s->write_cohort = c->writes_allowed && team != NULL &&
+	                  !tau_budget_streq(s->reason, TAU_BUDGET_REASON_OWNERSHIP);
+	s->write_queues = s->write_cohort && !tau_budget_streq(s->reason, TAU_BUDGET_REASON_LIMITS);
 }
 
 /* Events: what changed between the observed condition and the new one. */
@@ -935,20 +888,20 @@ static void budget_events(builder *b, const cJSON *obj, const char *cond_type, c
 
 	if (is_zeroing(s->reason) && !is_zeroing(old_reason))
 		add_event(b, obj, "Warning", "BudgetZeroed", s->message);
-	else if (streq(s->reason, TAU_BUDGET_REASON_APPLIED) && is_zeroing(old_reason))
+	else if (tau_budget_streq(s->reason, TAU_BUDGET_REASON_APPLIED) && is_zeroing(old_reason))
 		add_event(b, obj, "Normal", "BudgetRestored", s->message);
-	if (streq(s->reason, TAU_BUDGET_REASON_LEAVE_BLOCKED) &&
-	    !streq(old_reason, TAU_BUDGET_REASON_LEAVE_BLOCKED))
+	if (tau_budget_streq(s->reason, TAU_BUDGET_REASON_LEAVE_BLOCKED) &&
+	    !tau_budget_streq(old_reason, TAU_BUDGET_REASON_LEAVE_BLOCKED))
 		add_event(b, obj, "Warning", "LeaveRefused", s->message);
 }
 
 static void conflict_events(builder *b, const cJSON *obj, bool now, const char *message)
 {
 	const cJSON *old = tau_conditions_find(conditions_of(obj), "ConflictDetected");
-	bool was = old != NULL && streq(tau_json_str(old, "status"), "True");
+	bool was = old != NULL && tau_budget_streq(tau_json_str(old, "status"), "True");
 	const char *old_msg = old != NULL ? tau_json_str(old, "message") : NULL;
 
-	if (now && (!was || !streq(old_msg, message)))
+	if (now && (!was || !tau_budget_streq(old_msg, message)))
 		add_event(b, obj, "Warning", "ConflictDetected", message);
 	else if (!now && was)
 		add_event(b, obj, "Normal", "ConflictCleared", "no conflicting budget remains");
@@ -1087,7 +1040,7 @@ static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bo
 	cJSON *st = cJSON_IsObject(old) ? cJSON_Duplicate(old, true) : cJSON_CreateObject();
 	cJSON *conds = cJSON_CreateArray(), *cap = cJSON_CreateArray();
 	cJSON *prev = conditions_of(cl);
-	int64_t gen = generation(cl);
+	int64_t gen = tau_budget_generation(cl);
 	bool no_team = c->capacity == NULL && c->effective == NULL && !c->retiring;
 	const char *phase = no_team ? (in->established ? "Ready" : "Pending") : s->phase;
 	const char *selector_problem = in->pool_problem != NULL         ? in->pool_problem
@@ -1100,7 +1053,7 @@ static void cluster_status(ctx *c, const team_state *s, const cJSON *managed, bo
 		cJSON_Delete(st);
 		cJSON_Delete(conds);
 		cJSON_Delete(cap);
-		b->rc = b->rc < 0 ? b->rc : nomem();
+		b->rc = b->rc < 0 ? b->rc : tau_budget_nomem();
 		return;
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(st, "phase");
@@ -1215,7 +1168,7 @@ static int find_conflicts(char *buf, size_t len, char *unreadable, size_t unread
 	own = calloc((plan != NULL ? plan->n_flavors : 0) + in->pool->n_classes + 1, sizeof(*own));
 	names = calloc(in->pool->n_classes + 1, sizeof(*names));
 	if (ws == NULL || own == NULL || names == NULL) {
-		rc = nomem();
+		rc = tau_budget_nomem();
 		goto out;
 	}
 	for (size_t f = 0; plan != NULL && f < plan->n_flavors; f++)
@@ -1227,7 +1180,7 @@ static int find_conflicts(char *buf, size_t len, char *unreadable, size_t unread
 	for (size_t i = 0; i < in->n_workspaces; i++) {
 		const cJSON *w = in->workspaces[i];
 
-		if (!streq(team_of(w), c->effective))
+		if (!tau_budget_streq(team_of(w), c->effective))
 			continue;
 		ws[n_ws].name = tau_json_str(w, "metadata.name");
 		ws[n_ws].uid = tau_json_str(w, "metadata.uid");
@@ -1270,7 +1223,8 @@ out:
 static bool cohort_applied(const tau_budget_observed *in, const char *cohort, const char **first)
 {
 	for (size_t i = 0; i < in->n_cluster_queues; i++)
-		if (streq(tau_json_str(in->cluster_queues[i], "spec.cohortName"), cohort)) {
+		if (tau_budget_streq(tau_json_str(in->cluster_queues[i], "spec.cohortName"),
+		                     cohort)) {
 			*first = tau_json_str(in->cluster_queues[i], "metadata.name");
 			return true;
 		}
@@ -1314,11 +1268,11 @@ static int record_policy(cJSON *obj, const char *policy)
 {
 	cJSON *ann = (cJSON *)tau_json_find(obj, "metadata.annotations");
 
-	if (!streq(policy, TAU_BUDGET_POLICY_DELETE))
+	if (!tau_budget_streq(policy, TAU_BUDGET_POLICY_DELETE))
 		policy = TAU_BUDGET_POLICY_RETAIN;
 	if (!cJSON_IsObject(ann) ||
 	    cJSON_AddStringToObject(ann, TAU_BUDGET_ANNOTATION_DELETION_POLICY, policy) == NULL)
-		return nomem();
+		return tau_budget_nomem();
 	return 0;
 }
 
@@ -1326,8 +1280,9 @@ static int decide_team(ctx *c, cJSON *managed)
 {
 	const tau_budget_observed *in = c->in;
 	builder *b = c->b;
-	const cJSON *team =
-	        c->effective != NULL ? find_named(in->teams, in->n_teams, c->effective) : NULL;
+	const cJSON *team = c->effective != NULL
+	                            ? tau_budget_find_named(in->teams, in->n_teams, c->effective)
+	                            : NULL;
 	const char *team_uid = tau_json_str(team, "metadata.uid");
 
 	if (team_uid == NULL || team_uid[0] == '\0') {
@@ -1354,7 +1309,7 @@ static int decide_team(ctx *c, cJSON *managed)
 		rc = tau_budget_cohort_name(cohort_name, sizeof(cohort_name), c->effective);
 		if (rc < 0)
 			return rc;
-		cohort = find_named(in->cohorts, in->n_cohorts, cohort_name);
+		cohort = tau_budget_find_named(in->cohorts, in->n_cohorts, cohort_name);
 		if (cohort != NULL) {
 			char why[512];
 
@@ -1387,13 +1342,14 @@ static int decide_team(ctx *c, cJSON *managed)
 	rfs = calloc(in->n_flavors + 1, sizeof(*rfs));
 	if (rfs == NULL) {
 		tau_budget_plan_free(plan);
-		return nomem();
+		return tau_budget_nomem();
 	}
 	for (size_t i = 0; i < in->n_flavors; i++)
 		if (!orphaned(in, c->cluster_uid, TAU_BUDGET_RESOURCE_FLAVOR, in->flavors[i]))
 			rfs[n_rfs++] = in->flavors[i];
 	for (size_t f = 0; plan != NULL && f < plan->n_flavors;) {
-		const cJSON *rf = find_named(in->flavors, in->n_flavors, plan->flavors[f].name);
+		const cJSON *rf =
+		        tau_budget_find_named(in->flavors, in->n_flavors, plan->flavors[f].name);
 		char why[512];
 
 		if (rf == NULL ||
@@ -1432,13 +1388,14 @@ static int decide_team(ctx *c, cJSON *managed)
 	             : in->read_problem != NULL       ? in->read_problem
 	             : c->selector_problem[0] != '\0' ? c->selector_problem
 	                                              : NULL);
-	if (rf_problem[0] != '\0' && streq(s.reason, TAU_BUDGET_REASON_APPLIED)) {
+	if (rf_problem[0] != '\0' && tau_budget_streq(s.reason, TAU_BUDGET_REASON_APPLIED)) {
 		set_state(&s, TAU_BUDGET_REASON_OWNERSHIP, "False", "Degraded",
 		          "%s; it is never changed or adopted: its flavor is left out of Cohort %s "
 		          "and its ClusterQueues (the rest of the pool is applied), so no queue of "
 		          "ours keeps its owner from deleting it",
 		          rf_problem, cohort_name);
-	} else if (rf_problem[0] != '\0' && !streq(s.reason, TAU_BUDGET_REASON_OWNERSHIP)) {
+	} else if (rf_problem[0] != '\0' &&
+	           !tau_budget_streq(s.reason, TAU_BUDGET_REASON_OWNERSHIP)) {
 		char keep[MSG_MAX];
 
 		tau_say(keep, sizeof(keep), "%s", s.message);
@@ -1447,8 +1404,8 @@ static int decide_team(ctx *c, cJSON *managed)
 	/* Our own Cohort is written even while its team is gone (zeroed), never another's. */
 	s.write_cohort = c->writes_allowed && (team != NULL || orphan_cohort != NULL) &&
 	                 problem[0] == '\0' && !cleanup;
-	s.write_queues =
-	        s.write_cohort && team != NULL && !streq(s.reason, TAU_BUDGET_REASON_LIMITS);
+	s.write_queues = s.write_cohort && team != NULL &&
+	                 !tau_budget_streq(s.reason, TAU_BUDGET_REASON_LIMITS);
 
 	/* ResourceFlavors, then the Cohort. */
 	for (size_t f = 0; plan != NULL && f < plan->n_flavors; f++) {
@@ -1471,21 +1428,21 @@ static int decide_team(ctx *c, cJSON *managed)
 		managed_add(managed, "ResourceFlavor", plan->flavors[f].name);
 		if (!c->reconcile) {
 			/* Observe: a flavor not rewritten (a new node selector) says so too. */
-			const cJSON *live =
-			        find_named(in->flavors, in->n_flavors, plan->flavors[f].name);
+			const cJSON *live = tau_budget_find_named(in->flavors, in->n_flavors,
+			                                          plan->flavors[f].name);
 			char what[MSG_MAX] = "";
 			bool same = false;
 
 			if (live != NULL &&
 			    tau_budget_owned_equal(&same, what, sizeof(what), rf, live) == 0 &&
 			    !same)
-				say_more(flavor_drift, sizeof(flavor_drift),
-				         "ResourceFlavor %s does not follow the pool: %s",
-				         plan->flavors[f].name, what);
+				tau_budget_append(flavor_drift, sizeof(flavor_drift),
+				                  "ResourceFlavor %s does not follow the pool: %s",
+				                  plan->flavors[f].name, what);
 		}
 		/* Another owner's Cohort under our name blocks the Cohort, not our flavors. */
 		ensure(b, TAU_BUDGET_RESOURCE_FLAVOR, rf,
-		       find_named(in->flavors, in->n_flavors, plan->flavors[f].name),
+		       tau_budget_find_named(in->flavors, in->n_flavors, plan->flavors[f].name),
 		       c->cluster_uid,
 		       c->writes_allowed && !cleanup && (team != NULL || orphan_cohort != NULL),
 		       scratch, sizeof(scratch), &by_cluster);
@@ -1518,7 +1475,7 @@ static int decide_team(ctx *c, cJSON *managed)
 	wanted = calloc(in->n_workspaces + 1, sizeof(*wanted));
 	if (wanted == NULL) {
 		tau_budget_plan_free(plan);
-		return nomem();
+		return tau_budget_nomem();
 	}
 	for (size_t i = 0; c->effective != NULL && i < in->n_workspaces; i++) {
 		const cJSON *ws = in->workspaces[i];
@@ -1526,7 +1483,7 @@ static int decide_team(ctx *c, cJSON *managed)
 		char cq_name[TAU_BUDGET_NAME_BUF], ws_problem[MSG_MAX] = "";
 		cJSON *cq = NULL;
 
-		if (!streq(team_of(ws), c->effective) || wname == NULL ||
+		if (!tau_budget_streq(team_of(ws), c->effective) || wname == NULL ||
 		    tau_json_str(ws, "metadata.uid") == NULL ||
 		    tau_json_str(ws, "metadata.uid")[0] == '\0' ||
 		    (ns = tau_budget_workspace_namespace(ws, in->multiple_workspaces)) == NULL ||
@@ -1534,9 +1491,9 @@ static int decide_team(ctx *c, cJSON *managed)
 		    tau_budget_cluster_queue_name(cq_name, sizeof(cq_name), wname) < 0)
 			continue;
 		/* The queue is wanted even when it cannot be written now: never an orphan. */
-		wanted[n_wanted] =
-		        tau_json_str(find_named(in->cluster_queues, in->n_cluster_queues, cq_name),
-		                     "metadata.name");
+		wanted[n_wanted] = tau_json_str(
+		        tau_budget_find_named(in->cluster_queues, in->n_cluster_queues, cq_name),
+		        "metadata.name");
 		if (wanted[n_wanted] != NULL)
 			n_wanted++;
 		if (plan == NULL || team == NULL)
@@ -1549,10 +1506,11 @@ static int decide_team(ctx *c, cJSON *managed)
 		}
 		managed_add(managed, "ClusterQueue", cq_name);
 		if (!ensure(b, TAU_BUDGET_CLUSTER_QUEUE, cq,
-		            find_named(in->cluster_queues, in->n_cluster_queues, cq_name),
+		            tau_budget_find_named(in->cluster_queues, in->n_cluster_queues,
+		                                  cq_name),
 		            tau_json_str(ws, "metadata.uid"), s.write_queues, ws_problem,
 		            sizeof(ws_problem), &by_team) &&
-		    streq(s.reason, TAU_BUDGET_REASON_APPLIED)) {
+		    tau_budget_streq(s.reason, TAU_BUDGET_REASON_APPLIED)) {
 			set_state(&s, TAU_BUDGET_REASON_OWNERSHIP, "False", "Degraded",
 			          "%s; it is never changed or adopted: remove it through its owner",
 			          ws_problem);
@@ -1587,10 +1545,11 @@ static int decide_team(ctx *c, cJSON *managed)
 		if (c->writes_allowed && owned_cohort != NULL)
 			add_write(b, TAU_BUDGET_COHORT, cohort_name, true, false, NULL,
 			          tau_json_str(owned_cohort, "metadata.uid"),
-			          fmt("team %s is being deleted and no ClusterQueue is applied to "
-			              "its "
-			              "Cohort",
-			              c->effective));
+			          tau_budget_fmt("team %s is being deleted and no ClusterQueue is "
+			                         "applied to "
+			                         "its "
+			                         "Cohort",
+			                         c->effective));
 	}
 
 	/* Leaving the mode, then Observe, override what the team is told. */
@@ -1624,7 +1583,7 @@ static int decide_team(ctx *c, cJSON *managed)
 		char would[MSG_MAX];
 
 		if (flavor_drift[0] != '\0')
-			say_more(drift, sizeof(drift), "%s", flavor_drift);
+			tau_budget_append(drift, sizeof(drift), "%s", flavor_drift);
 
 		tau_say(would, sizeof(would), "%s: %s", s.reason, s.message);
 		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
@@ -1632,8 +1591,9 @@ static int decide_team(ctx *c, cJSON *managed)
 		          would);
 	}
 	b->d->state = s.reason;
-	b->d->summary = fmt("team %s: %s: %s", c->effective != NULL ? c->effective : "(none)",
-	                    s.reason, s.message);
+	b->d->summary =
+	        tau_budget_fmt("team %s: %s: %s", c->effective != NULL ? c->effective : "(none)",
+	                       s.reason, s.message);
 	cohort_uid = owned_cohort != NULL ? tau_json_str(owned_cohort, "metadata.uid") : NULL;
 	if (team != NULL) {
 		team_status(b, in, team, &s, cohort_name, cohort_uid);
@@ -1657,7 +1617,7 @@ static void team_finalizer(builder *b, const cJSON *team, bool add, char *why)
 	if (body == NULL || (keep = cJSON_CreateArray()) == NULL) {
 		cJSON_Delete(body);
 		free(why);
-		b->rc = b->rc < 0 ? b->rc : nomem();
+		b->rc = b->rc < 0 ? b->rc : tau_budget_nomem();
 		return;
 	}
 	meta = cJSON_GetObjectItemCaseSensitive(body, "metadata");
@@ -1694,14 +1654,14 @@ static void ws_quota_ready(builder *b, const tau_budget_observed *in, const cJSO
 	if (st == NULL || conds == NULL) {
 		cJSON_Delete(st);
 		cJSON_Delete(conds);
-		b->rc = b->rc < 0 ? b->rc : nomem();
+		b->rc = b->rc < 0 ? b->rc : tau_budget_nomem();
 		return;
 	}
 	if (status[0] == '\0')
 		cJSON_DeleteItemFromArray(conds, condition_index(conds, "QuotaReady"));
 	else
 		rc = tau_conditions_set(conds, prev, "QuotaReady", status, reason, msg,
-		                        generation(ws), in->now);
+		                        tau_budget_generation(ws), in->now);
 	if (rc < 0 || tau_conditions_equal(conds, prev)) {
 		if (rc < 0)
 			b->rc = b->rc < 0 ? b->rc : rc;
@@ -1715,16 +1675,17 @@ static void ws_quota_ready(builder *b, const tau_budget_observed *in, const cJSO
 }
 
 static void workspace_status(builder *b, const tau_budget_observed *in, const char *team,
-                             const tau_budget_xteam *x, const cJSON *ws, const tau_budget_xqueue *q)
+                             const tau_budget_explicit_team *x, const cJSON *ws,
+                             const tau_budget_explicit_queue *q)
 {
 	char msg[MSG_MAX];
 
 	if (q != NULL && q->refusal != NULL) {
 		ws_quota_ready(b, in, ws, "False", q->reason, q->refusal);
-	} else if (streq(x->status, "True") && q != NULL) {
+	} else if (tau_budget_streq(x->status, "True") && q != NULL) {
 		ws_quota_ready(b, in, ws, "True", TAU_BUDGET_REASON_QUOTA_APPLIED,
 		               "its ClusterQueue holds the workspace's guarantee");
-	} else if (streq(x->status, "True")) {
+	} else if (tau_budget_streq(x->status, "True")) {
 		ws_quota_ready(b, in, ws, "", NULL, NULL);
 	} else {
 		tau_say(msg, sizeof(msg), "team \"%s\" is not Ready: %s", team, x->message);
@@ -1746,7 +1707,7 @@ static void workspace_unlinked(builder *b, const cJSON *ws)
 		return;
 	st = cJSON_Duplicate(tau_json_find(ws, "status"), true);
 	if (st == NULL) {
-		b->rc = b->rc < 0 ? b->rc : nomem();
+		b->rc = b->rc < 0 ? b->rc : tau_budget_nomem();
 		return;
 	}
 	cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(st, "conditions"), at);
@@ -1763,17 +1724,17 @@ static void explicit_events(builder *b, const cJSON *team, const team_state *s)
 {
 	const cJSON *old = tau_conditions_find(conditions_of(team), "QuotaReady");
 	const char *old_phase = tau_json_str(team, "status.phase");
-	bool was_degraded = streq(old_phase, "Degraded");
+	bool was_degraded = tau_budget_streq(old_phase, "Degraded");
 
-	if (streq(s->phase, "Degraded") &&
-	    (!was_degraded || !streq(tau_json_str(old, "reason"), s->reason)))
+	if (tau_budget_streq(s->phase, "Degraded") &&
+	    (!was_degraded || !tau_budget_streq(tau_json_str(old, "reason"), s->reason)))
 		add_event(b, team, "Warning", s->reason, s->message);
-	else if (streq(s->status, "True") && was_degraded)
+	else if (tau_budget_streq(s->status, "True") && was_degraded)
 		add_event(b, team, "Normal", TAU_BUDGET_EVENT_QUOTA_RESTORED, s->message);
 }
 
 /* Carry out one explicit team's decision: writes in order, then its status. */
-static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON *managed)
+static void explicit_apply(ctx *c, const cJSON *team, tau_budget_explicit_team *x, cJSON *managed)
 {
 	const tau_budget_observed *in = c->in;
 	builder *b = c->b;
@@ -1786,12 +1747,14 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 	adopter by_team = {in, c->cluster_uid, team};
 
 	if (w && x->add_finalizer)
-		team_finalizer(b, team, true,
-		               fmt("finalizer %s added: deleting team %s waits for its workspace "
-		                   "queues",
-		                   TAU_BUDGET_TEAM_FINALIZER, tau_json_str(team, "metadata.name")));
+		team_finalizer(
+		        b, team, true,
+		        tau_budget_fmt(
+		                "finalizer %s added: deleting team %s waits for its workspace "
+		                "queues",
+		                TAU_BUDGET_TEAM_FINALIZER, tau_json_str(team, "metadata.name")));
 	for (size_t i = 0; i < x->n_queues; i++) {
-		tau_budget_xqueue *q = &x->queues[i];
+		tau_budget_explicit_queue *q = &x->queues[i];
 
 		if (q->desired == NULL)
 			continue;
@@ -1804,21 +1767,23 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 	if (x->desired_cohort != NULL) {
 		managed_add(managed, "Cohort", x->cohort);
 		ensure(b, TAU_BUDGET_COHORT, x->desired_cohort,
-		       find_named(in->cohorts, in->n_cohorts, x->cohort), uid, w, problem,
-		       sizeof(problem), &by_team);
+		       tau_budget_find_named(in->cohorts, in->n_cohorts, x->cohort), uid, w,
+		       problem, sizeof(problem), &by_team);
 		x->desired_cohort = NULL;
 	}
 	if (w && x->delete_cohort && x->owned_cohort != NULL)
-		add_write(
-		        b, TAU_BUDGET_COHORT, x->cohort, true, false, NULL,
-		        tau_json_str(x->owned_cohort, "metadata.uid"),
-		        fmt("team %s is being deleted and no ClusterQueue is applied to its Cohort",
-		            tau_json_str(team, "metadata.name")));
+		add_write(b, TAU_BUDGET_COHORT, x->cohort, true, false, NULL,
+		          tau_json_str(x->owned_cohort, "metadata.uid"),
+		          tau_budget_fmt("team %s is being deleted and no ClusterQueue is applied "
+		                         "to its Cohort",
+		                         tau_json_str(team, "metadata.name")));
 	if (w && x->remove_finalizer)
-		team_finalizer(b, team, false,
-		               fmt("finalizer %s removed: no ClusterQueue is applied to team %s's "
-		                   "Cohort",
-		                   TAU_BUDGET_TEAM_FINALIZER, tau_json_str(team, "metadata.name")));
+		team_finalizer(
+		        b, team, false,
+		        tau_budget_fmt(
+		                "finalizer %s removed: no ClusterQueue is applied to team %s's "
+		                "Cohort",
+		                TAU_BUDGET_TEAM_FINALIZER, tau_json_str(team, "metadata.name")));
 	set_state(&s, x->reason, x->status, x->phase, "%s", x->message);
 	if (!c->reconcile) {
 		char would[MSG_MAX];
@@ -1829,9 +1794,10 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_xteam *x, cJSON
 	}
 	for (size_t i = 0; i < in->n_workspaces; i++) {
 		const cJSON *ws = in->workspaces[i];
-		const tau_budget_xqueue *q = NULL;
+		const tau_budget_explicit_queue *q = NULL;
 
-		if (!streq(team_of(ws), name) || tau_json_str(ws, "metadata.name") == NULL)
+		if (!tau_budget_streq(team_of(ws), name) ||
+		    tau_json_str(ws, "metadata.name") == NULL)
 			continue;
 		c->ws_linked[i] = true;
 		for (size_t k = 0; k < x->n_queues && q == NULL; k++)
@@ -1859,24 +1825,25 @@ static void explicit_leftovers(ctx *c)
 		bool applied = false;
 
 		if (t == NULL || name == NULL ||
-		    !streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
-		           TAU_BUDGET_QUOTA_MODE_EXPLICIT) ||
-		    find_named(in->teams, in->n_teams, t) != NULL ||
+		    !tau_budget_streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+		                      TAU_BUDGET_QUOTA_MODE_EXPLICIT) ||
+		    tau_budget_find_named(in->teams, in->n_teams, t) != NULL ||
 		    tau_json_find(co, "metadata.deletionTimestamp") != NULL ||
 		    tau_budget_ownership_of(co, TAU_BUDGET_COHORT,
 		                            tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID),
 		                            NULL, 0) != TAU_BUDGET_OWNED)
 			continue;
 		for (size_t k = 0; k < in->n_cluster_queues && !applied; k++)
-			applied =
-			        streq(tau_json_str(in->cluster_queues[k], "spec.cohortName"), name);
+			applied = tau_budget_streq(
+			        tau_json_str(in->cluster_queues[k], "spec.cohortName"), name);
 		if (!applied)
 			add_write(c->b, TAU_BUDGET_COHORT, name, true, false, NULL,
 			          tau_json_str(co, "metadata.uid"),
-			          fmt("team %s no longer exists and no ClusterQueue is applied to "
-			              "its "
-			              "explicit Cohort",
-			              t));
+			          tau_budget_fmt("team %s no longer exists and no ClusterQueue is "
+			                         "applied to "
+			                         "its "
+			                         "explicit Cohort",
+			                         t));
 	}
 }
 
@@ -1886,10 +1853,10 @@ static void explicit_teams(ctx *c, cJSON *managed)
 	const tau_budget_observed *in = c->in;
 	tau_budget_explicit_input xi = {0};
 
-	c->xwanted = calloc(in->n_cluster_queues + 1, sizeof(*c->xwanted));
+	c->explicit_wanted = calloc(in->n_cluster_queues + 1, sizeof(*c->explicit_wanted));
 	c->ws_linked = calloc(in->n_workspaces + 1, sizeof(*c->ws_linked));
-	if (c->xwanted == NULL || c->ws_linked == NULL) {
-		c->b->rc = c->b->rc < 0 ? c->b->rc : nomem();
+	if (c->explicit_wanted == NULL || c->ws_linked == NULL) {
+		c->b->rc = c->b->rc < 0 ? c->b->rc : tau_budget_nomem();
 		return;
 	}
 	xi.capacity = in->ever_established ? in->pool : NULL;
@@ -1909,10 +1876,11 @@ static void explicit_teams(ctx *c, cJSON *managed)
 	for (size_t i = 0; i < in->n_teams && c->b->rc == 0; i++) {
 		const cJSON *t = in->teams[i];
 		const char *name = tau_json_str(t, "metadata.name");
-		tau_budget_xteam *x = NULL;
+		tau_budget_explicit_team *x = NULL;
 		int rc;
 
-		if (name == NULL || streq(name, c->effective) || streq(name, c->capacity))
+		if (name == NULL || tau_budget_streq(name, c->effective) ||
+		    tau_budget_streq(name, c->capacity))
 			continue;
 		/* No uid (not from an API server): nothing can be owned by it; skip, never fail. */
 		if (tau_json_str(t, "metadata.uid") == NULL ||
@@ -1924,18 +1892,20 @@ static void explicit_teams(ctx *c, cJSON *managed)
 			break;
 		}
 		for (size_t q = 0; q < x->n_queues; q++)
-			if (x->queues[q].observed != NULL && c->n_xwanted < in->n_cluster_queues)
-				c->xwanted[c->n_xwanted++] =
+			if (x->queues[q].observed != NULL &&
+			    c->n_explicit_wanted < in->n_cluster_queues)
+				c->explicit_wanted[c->n_explicit_wanted++] =
 				        tau_json_str(x->queues[q].observed, "metadata.name");
 		explicit_apply(c, t, x, managed);
 		{
-			char *sum = fmt("%s%s%s", c->xsummary != NULL ? c->xsummary : "",
-			                c->xsummary != NULL ? "; " : "", x->summary);
+			char *sum = tau_budget_fmt(
+			        "%s%s%s", c->explicit_summary != NULL ? c->explicit_summary : "",
+			        c->explicit_summary != NULL ? "; " : "", x->summary);
 
-			free(c->xsummary);
-			c->xsummary = sum;
+			free(c->explicit_summary);
+			c->explicit_summary = sum;
 		}
-		tau_budget_xteam_free(x);
+		tau_budget_explicit_team_free(x);
 	}
 	explicit_leftovers(c);
 }
@@ -1965,7 +1935,8 @@ static void other_teams(ctx *c)
 		const char *name = tau_json_str(t, "metadata.name");
 		team_state s = {0};
 
-		if (name == NULL || streq(name, c->effective) || !streq(name, c->capacity))
+		if (name == NULL || tau_budget_streq(name, c->effective) ||
+		    !tau_budget_streq(name, c->capacity))
 			continue; /* the kept budget, or an explicit team (explicit_teams) */
 		set_state(&s, TAU_BUDGET_REASON_LEAVE_BLOCKED, "False", "Pending",
 		          c->blocked_team != NULL ? "waiting for team %s to leave: it "
@@ -1997,25 +1968,28 @@ static void capacity_finalizers(ctx *c)
 		char ws[MSG_MAX];
 		size_t n = 0;
 
-		if (!streq(name, c->effective) && !streq(name, c->capacity))
+		if (!tau_budget_streq(name, c->effective) && !tau_budget_streq(name, c->capacity))
 			continue;
 		deleting = tau_json_find(t, "metadata.deletionTimestamp") != NULL;
 		team_workspaces(ws, sizeof(ws), &n, in, name);
-		want = deleting ? streq(name, c->effective) && c->cleanup_pending : n > 0;
+		want = deleting ? tau_budget_streq(name, c->effective) && c->cleanup_pending
+		                : n > 0;
 		if (want && !has && !deleting)
 			team_finalizer(
 			        c->b, t, true,
-			        fmt("finalizer %s added: capacity team %s has workspaces (%s), "
-			            "so deleting it waits for them",
-			            TAU_BUDGET_TEAM_FINALIZER, name, ws));
+			        tau_budget_fmt(
+			                "finalizer %s added: capacity team %s has workspaces (%s), "
+			                "so deleting it waits for them",
+			                TAU_BUDGET_TEAM_FINALIZER, name, ws));
 		else if (!want && has)
 			team_finalizer(
 			        c->b, t, false,
-			        fmt(deleting ? "finalizer %s removed: capacity team %s is "
-			                       "cleaned up"
-			                     : "finalizer %s removed: capacity team %s has no "
-			                       "workspaces, so its deletion does not wait",
-			            TAU_BUDGET_TEAM_FINALIZER, name));
+			        tau_budget_fmt(
+			                deleting ? "finalizer %s removed: capacity team %s is "
+			                           "cleaned up"
+			                         : "finalizer %s removed: capacity team %s has no "
+			                           "workspaces, so its deletion does not wait",
+			                TAU_BUDGET_TEAM_FINALIZER, name));
 	}
 }
 
@@ -2041,7 +2015,7 @@ static bool names_flavor(const cJSON *obj, const char *flavor)
 	{
 		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(g, "flavors"))
 		{
-			if (streq(tau_json_str(f, "name"), flavor))
+			if (tau_budget_streq(tau_json_str(f, "name"), flavor))
 				return true;
 		}
 	}
@@ -2067,21 +2041,6 @@ static const char *flavor_user(const tau_budget_observed *in, const char *flavor
 	return NULL;
 }
 
-/* Append "; <text>" (or "<text>" first) to the NUL-terminated buf. */
-static void say_more(char *buf, size_t len, const char *f, ...)
-        __attribute__((format(printf, 3, 4)));
-static void say_more(char *buf, size_t len, const char *f, ...)
-{
-	size_t used = strlen(buf);
-	char part[MSG_MAX];
-	va_list ap;
-
-	va_start(ap, f);
-	vsnprintf(part, sizeof(part), f, ap);
-	va_end(ap);
-	tau_say(buf + used, len - used, "%s%s", used > 0 ? "; " : "", part);
-}
-
 /*
  * DeleteManaged, no TauCluster: each ResourceFlavor of ours that recorded that policy is deleted
  * once no Cohort or ClusterQueue (ours, an explicit team's or anyone's) names it, so our queues
@@ -2102,12 +2061,13 @@ static void delete_managed_flavors(ctx *c, cJSON *left, char *held, size_t len)
 		    tau_json_label(rf, TAU_BUDGET_LABEL_GPU_CLASS) == NULL ||
 		    tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, uid, NULL, 0) !=
 		            TAU_BUDGET_OWNED ||
-		    !streq(tau_json_annotation(rf, TAU_BUDGET_ANNOTATION_DELETION_POLICY),
-		           TAU_BUDGET_POLICY_DELETE))
+		    !tau_budget_streq(
+		            tau_json_annotation(rf, TAU_BUDGET_ANNOTATION_DELETION_POLICY),
+		            TAU_BUDGET_POLICY_DELETE))
 			continue;
 		if (tau_json_find(rf, "metadata.deletionTimestamp") != NULL) {
 			if (flavor_user(in, name, user, sizeof(user)) != NULL)
-				say_more(
+				tau_budget_append(
 				        held, len,
 				        "ResourceFlavor %s is terminating: Kueue's resource-in-use "
 				        "finalizer holds it while %s names it",
@@ -2116,15 +2076,17 @@ static void delete_managed_flavors(ctx *c, cJSON *left, char *held, size_t len)
 			continue;
 		}
 		if (flavor_user(in, name, user, sizeof(user)) != NULL) {
-			say_more(held, len, "ResourceFlavor %s is kept while %s names it", name,
-			         user);
+			tau_budget_append(held, len, "ResourceFlavor %s is kept while %s names it",
+			                  name, user);
 			managed_add(left, "ResourceFlavor", name);
 			continue;
 		}
-		add_write(c->b, TAU_BUDGET_RESOURCE_FLAVOR, name, true, false, NULL,
-		          tau_json_str(rf, "metadata.uid"),
-		          fmt("TauCluster cluster is gone (deletionPolicy DeleteManaged) and no "
-		              "Cohort or ClusterQueue names the flavor"));
+		add_write(
+		        c->b, TAU_BUDGET_RESOURCE_FLAVOR, name, true, false, NULL,
+		        tau_json_str(rf, "metadata.uid"),
+		        tau_budget_fmt(
+		                "TauCluster cluster is gone (deletionPolicy DeleteManaged) and no "
+		                "Cohort or ClusterQueue names the flavor"));
 	}
 }
 
@@ -2149,46 +2111,46 @@ static bool delete_managed_queues(ctx *c, const char *cohort, char *held, size_t
 		const char *w = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
 		cJSON *body = NULL;
 
-		if (!streq(tau_json_str(cq, "spec.cohortName"), cohort) || name == NULL)
+		if (!tau_budget_streq(tau_json_str(cq, "spec.cohortName"), cohort) || name == NULL)
 			continue;
 		applied = true;
 		if (tau_json_find(cq, "metadata.deletionTimestamp") != NULL) {
-			say_more(held, held_len, "ClusterQueue %s is terminating", name);
+			tau_budget_append(held, held_len, "ClusterQueue %s is terminating", name);
 			continue; /* going: waited for */
 		}
-		if (w == NULL ||
-		    !streq(tau_json_label(cq, TAU_BUDGET_LABEL_MANAGED_BY),
-		           TAU_BUDGET_MANAGED_BY) ||
+		if (w == NULL || !tau_budget_is_managed(cq) ||
 		    tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID) == NULL) {
-			say_more(held, held_len,
-			         "ClusterQueue %s, not TauGrid's, is applied to Cohort %s (never "
-			         "touched: remove it through its owner)",
-			         name, cohort);
+			tau_budget_append(
+			        held, held_len,
+			        "ClusterQueue %s, not TauGrid's, is applied to Cohort %s (never "
+			        "touched: remove it through its owner)",
+			        name, cohort);
 			continue;
 		}
 		if (!queue_has_work(cq)) {
-			add_write(
-			        c->b, TAU_BUDGET_CLUSTER_QUEUE, name, true, false, NULL,
-			        tau_json_str(cq, "metadata.uid"),
-			        fmt("TauCluster cluster is gone (deletionPolicy DeleteManaged) and "
-			            "the queue holds no work"));
+			add_write(c->b, TAU_BUDGET_CLUSTER_QUEUE, name, true, false, NULL,
+			          tau_json_str(cq, "metadata.uid"),
+			          tau_budget_fmt("TauCluster cluster is gone (deletionPolicy "
+			                         "DeleteManaged) and "
+			                         "the queue holds no work"));
 			continue;
 		}
-		note_held(c, find_named(in->workspaces, in->n_workspaces, w), why);
-		say_more(held, held_len,
-		         "ClusterQueue %s is held (stopPolicy Hold) until its admitted and "
-		         "reserving "
-		         "work drains",
-		         name);
-		if (streq(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD), why) &&
-		    streq(tau_json_str(cq, "spec.stopPolicy"), "Hold"))
+		note_held(c, tau_budget_find_named(in->workspaces, in->n_workspaces, w), why);
+		tau_budget_append(
+		        held, held_len,
+		        "ClusterQueue %s is held (stopPolicy Hold) until its admitted and "
+		        "reserving "
+		        "work drains",
+		        name);
+		if (tau_budget_streq(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD), why) &&
+		    tau_budget_streq(tau_json_str(cq, "spec.stopPolicy"), "Hold"))
 			continue;
 		if (tau_budget_hold_body(&body, cq, why) < 0) {
-			c->b->rc = c->b->rc < 0 ? c->b->rc : nomem();
+			c->b->rc = c->b->rc < 0 ? c->b->rc : tau_budget_nomem();
 			return false;
 		}
 		add_write(c->b, TAU_BUDGET_CLUSTER_QUEUE, name, false, false, body, NULL,
-		          fmt("held (stopPolicy Hold) instead of deleted: %s", why));
+		          tau_budget_fmt("held (stopPolicy Hold) instead of deleted: %s", why));
 	}
 	return !applied;
 }
@@ -2210,22 +2172,24 @@ static int cluster_gone(ctx *c)
 	cJSON *left = cJSON_CreateArray(); /* what is still ours, for a deleting TauCluster */
 	char held[MSG_MAX] = "";
 	size_t n = 0;
-	int rc = left == NULL ? nomem() : 0;
+	int rc = left == NULL ? tau_budget_nomem() : 0;
 
 	for (size_t i = 0; rc == 0 && i < in->n_cohorts; i++) {
 		const cJSON *co = in->cohorts[i];
 		const char *t = tau_json_label(co, TAU_BUDGET_LABEL_TEAM),
 		           *uid = tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID),
 		           *name = tau_json_str(co, "metadata.name");
-		const cJSON *team = t != NULL ? find_named(in->teams, in->n_teams, t) : NULL;
-		bool del = streq(tau_json_annotation(co, TAU_BUDGET_ANNOTATION_DELETION_POLICY),
-		                 TAU_BUDGET_POLICY_DELETE);
+		const cJSON *team =
+		        t != NULL ? tau_budget_find_named(in->teams, in->n_teams, t) : NULL;
+		bool del = tau_budget_streq(
+		        tau_json_annotation(co, TAU_BUDGET_ANNOTATION_DELETION_POLICY),
+		        TAU_BUDGET_POLICY_DELETE);
 		team_state s = {0};
 
 		if (t == NULL || name == NULL ||
 		    tau_json_find(co, "metadata.deletionTimestamp") != NULL ||
-		    streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
-		          TAU_BUDGET_QUOTA_MODE_EXPLICIT) ||
+		    tau_budget_streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+		                     TAU_BUDGET_QUOTA_MODE_EXPLICIT) ||
 		    tau_budget_ownership_of(co, TAU_BUDGET_COHORT, uid, NULL, 0) !=
 		            TAU_BUDGET_OWNED)
 			continue;
@@ -2233,9 +2197,10 @@ static int cluster_gone(ctx *c)
 		if (del && delete_managed_queues(c, name, held, sizeof(held))) {
 			add_write(c->b, TAU_BUDGET_COHORT, name, true, false, NULL,
 			          tau_json_str(co, "metadata.uid"),
-			          fmt("TauCluster cluster %s (deletionPolicy DeleteManaged) and no "
-			              "ClusterQueue is applied to the Cohort",
-			              gone));
+			          tau_budget_fmt("TauCluster cluster %s (deletionPolicy "
+			                         "DeleteManaged) and no "
+			                         "ClusterQueue is applied to the Cohort",
+			                         gone));
 		} else {
 			rc = zero_cohort(c->b, in, co, t, uid,
 			                 del ? TAU_BUDGET_POLICY_DELETE : TAU_BUDGET_POLICY_RETAIN);
@@ -2243,16 +2208,18 @@ static int cluster_gone(ctx *c)
 				break;
 			managed_add(left, "Cohort", name);
 			if (del)
-				say_more(held, sizeof(held),
-				         "Cohort %s is at 0 and goes once no ClusterQueue is "
-				         "applied "
-				         "to it",
-				         name);
+				tau_budget_append(
+				        held, sizeof(held),
+				        "Cohort %s is at 0 and goes once no ClusterQueue is "
+				        "applied "
+				        "to it",
+				        name);
 			else
-				say_more(held, sizeof(held),
-				         "Cohort %s is kept at 0 (deletionPolicy Retain)", name);
+				tau_budget_append(held, sizeof(held),
+				                  "Cohort %s is kept at 0 (deletionPolicy Retain)",
+				                  name);
 		}
-		if (team == NULL || !streq(tau_json_str(team, "metadata.uid"), uid))
+		if (team == NULL || !tau_budget_streq(tau_json_str(team, "metadata.uid"), uid))
 			continue;
 		if (del)
 			set_state(&s, TAU_BUDGET_REASON_ZEROED, "False", "Degraded",
@@ -2284,17 +2251,19 @@ static int cluster_gone(ctx *c)
 		set_state(&s, TAU_BUDGET_REASON_ZEROED, "False", "Degraded",
 		          "root quota is 0: TauCluster cluster is being deleted (deletionPolicy "
 		          "%s): %s",
-		          streq(policy, TAU_BUDGET_POLICY_DELETE) ? TAU_BUDGET_POLICY_DELETE
-		                                                  : TAU_BUDGET_POLICY_RETAIN,
+		          tau_budget_streq(policy, TAU_BUDGET_POLICY_DELETE)
+		                  ? TAU_BUDGET_POLICY_DELETE
+		                  : TAU_BUDGET_POLICY_RETAIN,
 		          held[0] != '\0' ? held : "nothing of TauGrid's is left to remove");
 		cluster_status(c, &s, left, false, "");
 	}
 	cJSON_Delete(left);
-	c->b->d->summary = fmt("TauCluster cluster %s: %zu automatic Cohorts kept at 0 or "
+	c->b->d->summary =
+	        tau_budget_fmt("TauCluster cluster %s: %zu automatic Cohorts kept at 0 or "
 	                       "removed by their deletionPolicy%s%s",
 	                       gone, n, held[0] != '\0' ? ": " : "", held);
 	if (c->b->d->summary == NULL && rc == 0)
-		rc = nomem();
+		rc = tau_budget_nomem();
 	return rc;
 }
 
@@ -2303,7 +2272,7 @@ static bool established_before(const cJSON *cluster)
 {
 	const cJSON *c = tau_conditions_find(conditions_of(cluster), "InventoryEstablished");
 
-	return streq(tau_json_str(c, "status"), "True");
+	return tau_budget_streq(tau_json_str(c, "status"), "True");
 }
 
 /*
@@ -2323,9 +2292,10 @@ static void keep_established_status(tau_budget_decision *d)
 		free(d->events[i].message);
 	d->n_statuses = 0;
 	d->n_events = 0;
-	sum = fmt("%s; the statuses written by an established inventory are kept until this "
-	          "process's is established",
-	          d->summary != NULL ? d->summary : "");
+	sum = tau_budget_fmt(
+	        "%s; the statuses written by an established inventory are kept until this "
+	        "process's is established",
+	        d->summary != NULL ? d->summary : "");
 	free(d->summary);
 	d->summary = sum;
 }
@@ -2345,22 +2315,22 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 	if (b.d == NULL || managed == NULL) {
 		free(b.d);
 		cJSON_Delete(managed);
-		return nomem();
+		return tau_budget_nomem();
 	}
 	b.d->state = TAU_BUDGET_REASON_NO_TEAM;
 	c.in = in;
 	c.b = &b;
 	c.ws_held = calloc(in->n_workspaces + 1, sizeof(*c.ws_held));
 	if (c.ws_held == NULL) {
-		b.rc = nomem();
+		b.rc = tau_budget_nomem();
 		goto done;
 	}
 	if (in->cluster == NULL ||
 	    tau_json_find(in->cluster, "metadata.deletionTimestamp") != NULL) {
 		if (!in->ever_established) { /* P5: nothing is written before the inventory is */
-			b.d->summary =
-			        fmt("TauCluster cluster %s: waiting for the inventory",
-			            in->cluster == NULL ? "does not exist" : "is being deleted");
+			b.d->summary = tau_budget_fmt(
+			        "TauCluster cluster %s: waiting for the inventory",
+			        in->cluster == NULL ? "does not exist" : "is being deleted");
 			goto done;
 		}
 		rc = cluster_gone(&c);
@@ -2368,7 +2338,8 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 			b.rc = rc;
 		goto done;
 	}
-	c.reconcile = streq(tau_json_str(in->cluster, "spec.managementMode"), "Reconcile");
+	c.reconcile =
+	        tau_budget_streq(tau_json_str(in->cluster, "spec.managementMode"), "Reconcile");
 	c.writes_allowed = c.reconcile && in->ever_established;
 	c.capacity = tau_json_str(in->cluster, "spec.queues.capacityTeamRef.name");
 	if (c.capacity != NULL && c.capacity[0] == '\0')
@@ -2390,14 +2361,14 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 		set_state(&none, TAU_BUDGET_REASON_NO_TEAM, "False", "Ready", "no capacity team");
 		orphan_queues(&c, NULL, 0);
 		cluster_status(&c, &none, managed, false, "");
-		b.d->summary =
-		        fmt("no capacity team: %zu workspace queues to remove", b.d->n_writes);
+		b.d->summary = tau_budget_fmt("no capacity team: %zu workspace queues to remove",
+		                              b.d->n_writes);
 	}
 	other_teams(&c);
 	capacity_finalizers(&c);
 	workspaces_unlinked(&c);
-	if (c.xsummary != NULL && b.d->summary != NULL) {
-		char *sum = fmt("%s; %s", b.d->summary, c.xsummary);
+	if (c.explicit_summary != NULL && b.d->summary != NULL) {
+		char *sum = tau_budget_fmt("%s; %s", b.d->summary, c.explicit_summary);
 
 		free(b.d->summary);
 		b.d->summary = sum;
@@ -2408,9 +2379,9 @@ done:
 	for (size_t i = 0; c.ws_held != NULL && i < in->n_workspaces; i++)
 		free(c.ws_held[i]);
 	free(c.ws_held);
-	free(c.xwanted);
+	free(c.explicit_wanted);
 	free(c.ws_linked);
-	free(c.xsummary);
+	free(c.explicit_summary);
 	cJSON_Delete(managed);
 	if (b.rc < 0) {
 		tau_budget_decision_free(b.d);

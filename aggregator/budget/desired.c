@@ -12,6 +12,7 @@
  * Kueue rewrites quantity text and fills in defaults on read-back.
  */
 #include "desired.h"
+#include "helpers.h"
 
 #include "inventory/sorted.h"
 
@@ -25,46 +26,6 @@
 
 /* ------------------------------------------------------------------------------------------ */
 /* Small helpers                                                                               */
-
-static int nomem(const char *what)
-{
-	return tau_error_set(TAU_ENOMEM, "out of memory building %s", what);
-}
-
-/* Grow *items (of `size` bytes each) to hold at least `need`; false on overflow or OOM. */
-static bool grow(void **items, size_t *cap, size_t need, size_t size)
-{
-	size_t ncap = *cap == 0 ? 4 : *cap;
-	void *p;
-
-	if (need <= *cap)
-		return true;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / size)
-			return false;
-		ncap *= 2;
-	}
-	p = realloc(*items, ncap * size);
-	if (p == NULL)
-		return false;
-	*items = p;
-	*cap = ncap;
-	return true;
-}
-
-static const char *name_of(const cJSON *obj)
-{
-	const char *s = NULL;
-
-	return tau_json_get_string(&s, obj, "metadata.name") == 0 ? s : NULL;
-}
-
-static bool same(const char *a, const char *b)
-{
-	if (a == NULL || b == NULL)
-		return a == b;
-	return strcmp(a, b) == 0;
-}
 
 const char *tau_budget_kind_name(tau_budget_kind kind)
 {
@@ -120,7 +81,7 @@ int tau_budget_pool_new(tau_budget_pool **out)
 	tau_budget_pool *p = calloc(1, sizeof(*p));
 
 	if (p == NULL)
-		return nomem("pool snapshot");
+		return tau_budget_nomem();
 	*out = p;
 	return 0;
 }
@@ -153,10 +114,10 @@ static int pool_class(tau_budget_class **cls, tau_budget_pool *pool, const char 
 	i = tau_sorted_index(pool->classes, pool->n_classes, sizeof(*pool->classes), gpu_class,
 	                     &found);
 	if (!found) {
-		if (!grow((void **)&pool->classes, &pool->cap_classes, pool->n_classes + 1,
-		          sizeof(*pool->classes)) ||
+		if (tau_budget_grow((void **)&pool->classes, &pool->cap_classes,
+		                    pool->n_classes + 1, sizeof(*pool->classes)) ||
 		    (name = strdup(gpu_class)) == NULL)
-			return nomem("pool snapshot");
+			return tau_budget_nomem();
 		memmove(&pool->classes[i + 1], &pool->classes[i],
 		        (pool->n_classes - i) * sizeof(*pool->classes));
 		memset(&pool->classes[i], 0, sizeof(pool->classes[i]));
@@ -194,10 +155,10 @@ int tau_budget_pool_set(tau_budget_pool *pool, const char *gpu_class, const char
 	if (found)
 		return tau_error_set(TAU_EINVAL, "pool snapshot: class %s resource %s set twice",
 		                     gpu_class, resource);
-	if (!grow((void **)&c->resources, &c->cap_resources, c->n_resources + 1,
-	          sizeof(*c->resources)) ||
+	if (tau_budget_grow((void **)&c->resources, &c->cap_resources, c->n_resources + 1,
+	                    sizeof(*c->resources)) ||
 	    (name = strdup(resource)) == NULL)
-		return nomem("pool snapshot");
+		return tau_budget_nomem();
 	memmove(&c->resources[i + 1], &c->resources[i],
 	        (c->n_resources - i) * sizeof(*c->resources));
 	c->resources[i].name = name;
@@ -287,9 +248,9 @@ static int strset_add(strset *s, const char *v)
 
 	if (found)
 		return 0;
-	if (!grow((void **)&s->items, &s->cap, s->n + 1, sizeof(*s->items)) ||
+	if (tau_budget_grow((void **)&s->items, &s->cap, s->n + 1, sizeof(*s->items)) ||
 	    (copy = strdup(v)) == NULL)
-		return nomem("Cohort plan");
+		return tau_budget_nomem();
 	memmove(&s->items[i + 1], &s->items[i], (s->n - i) * sizeof(*s->items));
 	s->items[i] = copy;
 	s->n++;
@@ -310,15 +271,15 @@ static int flavor_add(flavor_list *l, const char *name, const char *gpu_class, b
 
 	if (found)
 		return 0;
-	if (!grow((void **)&l->items, &l->cap, l->n + 1, sizeof(*l->items)))
-		return nomem("Cohort plan");
+	if (tau_budget_grow((void **)&l->items, &l->cap, l->n + 1, sizeof(*l->items)))
+		return tau_budget_nomem();
 	f.name = strdup(name);
 	f.gpu_class = gpu_class != NULL ? strdup(gpu_class) : NULL;
 	f.retained = retained;
 	if (f.name == NULL || (gpu_class != NULL && f.gpu_class == NULL)) {
 		free(f.name);
 		free(f.gpu_class);
-		return nomem("Cohort plan");
+		return tau_budget_nomem();
 	}
 	memmove(&l->items[i + 1], &l->items[i], (l->n - i) * sizeof(*l->items));
 	l->items[i] = f;
@@ -404,8 +365,8 @@ static int retained_class(tau_budget_flavor *f, const cJSON *const *rfs, size_t 
 		const cJSON *rf = rfs[k % n_rfs];
 		const char *c;
 
-		if (!same(name_of(rf), f->name) ||
-		    !same(tau_json_label(rf, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY) ||
+		if (!tau_budget_streq(tau_json_str(rf, "metadata.name"), f->name) ||
+		    !tau_budget_is_managed(rf) ||
 		    (k < n_rfs &&
 		     tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, cluster_uid, NULL,
 		                             0) != TAU_BUDGET_OWNED))
@@ -421,7 +382,7 @@ static int retained_class(tau_budget_flavor *f, const cJSON *const *rfs, size_t 
 		cls = plain;
 	tau_error_clear();
 	if (cls != NULL && (f->gpu_class = strdup(cls)) == NULL)
-		return nomem("Cohort plan");
+		return tau_budget_nomem();
 	return 0;
 }
 
@@ -504,7 +465,7 @@ int tau_budget_plan_build(tau_budget_plan **out, const tau_budget_pool *pool,
 	plan = calloc(1, sizeof(*plan));
 	if (plan == NULL || (res.n > 0 && fl.n > 0 &&
 	                     (plan->quota = calloc(res.n * fl.n, sizeof(*plan->quota))) == NULL)) {
-		rc = nomem("Cohort plan");
+		rc = tau_budget_nomem();
 		goto out;
 	}
 	plan->resources = res.items;
@@ -659,7 +620,7 @@ int tau_budget_desired_flavor(cJSON **out, const char *gpu_class, const char *cl
 	    cJSON_AddStringToObject(nl, TAU_BUDGET_LABEL_GPU_CLASS, gpu_class) == NULL ||
 	    cJSON_AddStringToObject(nl, TAU_BUDGET_LABEL_OS, "linux") == NULL) {
 		cJSON_Delete(obj);
-		return nomem("ResourceFlavor");
+		return tau_budget_nomem();
 	}
 	/* The pool's node selector, so Kueue puts admitted pods only on nodes we counted. */
 	if (!cJSON_IsObject(selector))
@@ -669,7 +630,7 @@ int tau_budget_desired_flavor(cJSON **out, const char *gpu_class, const char *cl
 		if (!flavor_own_key(e->string) &&
 		    cJSON_AddStringToObject(nl, e->string, e->valuestring) == NULL) {
 			cJSON_Delete(obj);
-			return nomem("ResourceFlavor");
+			return tau_budget_nomem();
 		}
 	}
 	*out = obj;
@@ -743,7 +704,7 @@ int tau_budget_desired_cohort(cJSON **out, const tau_budget_plan *plan, const ch
 	if (obj == NULL || (spec = cJSON_AddObjectToObject(obj, "spec")) == NULL ||
 	    (groups = resource_groups(plan, zeroed)) == NULL) {
 		cJSON_Delete(obj);
-		return nomem("Cohort");
+		return tau_budget_nomem();
 	}
 	cJSON_AddItemToObject(spec, "resourceGroups", groups);
 	*out = obj;
@@ -780,7 +741,7 @@ int tau_budget_desired_cluster_queue(cJSON **out, const tau_budget_plan *plan, c
 	    cJSON_AddStringToObject(ml, TAU_BUDGET_LABEL_NAMESPACE_NAME, ns) == NULL ||
 	    (groups = resource_groups(plan, true)) == NULL) {
 		cJSON_Delete(obj);
-		return nomem("ClusterQueue");
+		return tau_budget_nomem();
 	}
 	cJSON_AddItemToObject(spec, "resourceGroups", groups);
 	*out = obj;
@@ -800,7 +761,7 @@ static bool map_subset(const cJSON *want, const cJSON *have, const char *path, c
 	{
 		const char *got = tau_json_member_str(have, item->string);
 
-		if (cJSON_IsString(item) && !same(got, item->valuestring)) {
+		if (cJSON_IsString(item) && !tau_budget_streq(got, item->valuestring)) {
 			tau_say(what, what_len, "%s[%s] is %s%.120s%s, want \"%.120s\"", path,
 			        item->string, got != NULL ? "\"" : "", got != NULL ? got : "absent",
 			        got != NULL ? "\"" : "", item->valuestring);
@@ -989,11 +950,11 @@ static kind_id kind_of(const cJSON *obj)
 {
 	const char *k = tau_json_member_str(obj, "kind");
 
-	if (same(k, "ResourceFlavor"))
+	if (tau_budget_streq(k, "ResourceFlavor"))
 		return KIND_RF;
-	if (same(k, "Cohort"))
+	if (tau_budget_streq(k, "Cohort"))
 		return KIND_COHORT;
-	if (same(k, "ClusterQueue"))
+	if (tau_budget_streq(k, "ClusterQueue"))
 		return KIND_CQ;
 	return KIND_UNKNOWN;
 }
@@ -1175,7 +1136,7 @@ int tau_budget_merge(cJSON **out, const cJSON *observed, const cJSON *desired)
 	return 0;
 oom:
 	cJSON_Delete(body);
-	return nomem("PUT body");
+	return tau_budget_nomem();
 }
 
 bool tau_budget_is_held(const cJSON *cq)
@@ -1191,20 +1152,20 @@ int tau_budget_hold_body(cJSON **out, const cJSON *observed, const char *why)
 		return tau_error_set(TAU_EINVAL, "hold: missing object");
 	body = cJSON_Duplicate(observed, true);
 	if (body == NULL)
-		return nomem("hold body");
+		return tau_budget_nomem();
 	cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
 	if ((meta = object_member(body, "metadata")) == NULL ||
 	    (ann = object_member(meta, "annotations")) == NULL ||
 	    (spec = object_member(body, "spec")) == NULL) {
 		cJSON_Delete(body);
-		return nomem("hold body");
+		return tau_budget_nomem();
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(ann, TAU_BUDGET_ANNOTATION_HELD);
 	cJSON_DeleteItemFromObjectCaseSensitive(spec, "stopPolicy");
 	if (cJSON_AddStringToObject(ann, TAU_BUDGET_ANNOTATION_HELD, why) == NULL ||
 	    cJSON_AddStringToObject(spec, "stopPolicy", "Hold") == NULL) {
 		cJSON_Delete(body);
-		return nomem("hold body");
+		return tau_budget_nomem();
 	}
 	*out = body;
 	return 0;
@@ -1250,7 +1211,7 @@ tau_budget_ownership tau_budget_ownership_of(const cJSON *observed, tau_budget_k
 	const char *uid = tau_json_annotation(observed, key);
 
 	tau_say(why, why_len, "%s", "");
-	if (!same(mb, TAU_BUDGET_MANAGED_BY)) {
+	if (!tau_budget_streq(mb, TAU_BUDGET_MANAGED_BY)) {
 		if (mb == NULL)
 			tau_say(why, why_len, "label %s is absent: not managed by TauGrid",
 			        TAU_BUDGET_LABEL_MANAGED_BY);

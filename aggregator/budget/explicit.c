@@ -10,12 +10,12 @@
  * reductions never go below active reservations.
  */
 #include "explicit.h"
+#include "helpers.h"
 
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/names.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,48 +23,6 @@
 #define MSG_MAX          2048
 #define REASON_OWNERSHIP "OwnershipConflict"
 #define REASON_WAITING   "WaitingForInventory"
-
-static int nomem(void)
-{
-	return tau_error_set(TAU_ENOMEM, "explicit quota: out of memory");
-}
-
-static bool streq(const char *a, const char *b)
-{
-	return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
-static bool managed(const cJSON *obj)
-{
-	return streq(tau_json_label(obj, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY);
-}
-
-static const cJSON *find_named(const cJSON *const *objs, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (streq(tau_json_str(objs[i], "metadata.name"), name))
-			return objs[i];
-	return NULL;
-}
-
-/* Append to a bounded message: "a; b; c". */
-static void append(char *buf, size_t len, const char *f, ...) __attribute__((format(printf, 3, 4)));
-
-static void append(char *buf, size_t len, const char *f, ...)
-{
-	size_t used = strlen(buf);
-	va_list ap;
-
-	if (used > 0 && used + 2 < len) {
-		memcpy(buf + used, "; ", 3);
-		used += 2;
-	}
-	if (used >= len)
-		return;
-	va_start(ap, f);
-	vsnprintf(buf + used, len - used, f, ap);
-	va_end(ap);
-}
 
 static void fmtq(char *buf, size_t len, const tau_quantity *q)
 {
@@ -131,15 +89,8 @@ int tau_budget_cells_add(tau_budget_cells *c, const char *flavor, const char *re
 	at = cell_find(c, flavor, resource, &found);
 	if (found)
 		return tau_quantity_add(&c->items[at].q, &c->items[at].q, q);
-	if (c->n == c->cap) {
-		size_t ncap = c->cap == 0 ? 8 : c->cap * 2;
-		tau_budget_cell *p = realloc(c->items, ncap * sizeof(*p));
-
-		if (p == NULL)
-			return nomem();
-		c->items = p;
-		c->cap = ncap;
-	}
+	if (tau_budget_grow((void **)&c->items, &c->cap, c->n + 1, sizeof(*c->items)) < 0)
+		return -TAU_ENOMEM;
 	memmove(&c->items[at + 1], &c->items[at], (c->n - at) * sizeof(*c->items));
 	cell = &c->items[at];
 	cell->flavor = strdup(flavor);
@@ -147,7 +98,7 @@ int tau_budget_cells_add(tau_budget_cells *c, const char *flavor, const char *re
 	cell->q = *q;
 	c->n++;
 	if (cell->flavor == NULL || cell->resource == NULL)
-		return nomem();
+		return tau_budget_nomem();
 	return 0;
 }
 
@@ -356,11 +307,12 @@ int tau_budget_applied(tau_budget_cells *out, const char *cohort, const cJSON *c
 	if (out == NULL || cohort == NULL)
 		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
 	for (size_t i = 0; i < n_cohorts; i++)
-		if (streq(tau_json_str(cohorts[i], "metadata.name"), cohort) &&
+		if (tau_budget_streq(tau_json_str(cohorts[i], "metadata.name"), cohort) &&
 		    (rc = tau_budget_groups_read(out, cohorts[i], "nominalQuota")) < 0)
 			return rc;
 	for (size_t i = 0; i < n_cqs; i++)
-		if (managed(cqs[i]) && streq(tau_json_str(cqs[i], "spec.cohortName"), cohort) &&
+		if (tau_budget_is_managed(cqs[i]) &&
+		    tau_budget_streq(tau_json_str(cqs[i], "spec.cohortName"), cohort) &&
 		    (rc = tau_budget_groups_read(out, cqs[i], "nominalQuota")) < 0)
 			return rc;
 	return 0;
@@ -388,7 +340,7 @@ static int plan_of(tau_budget_plan **out, const tau_budget_cells *shape, const t
 	size_t nf = 0, nr = 0;
 
 	if (p == NULL)
-		return nomem();
+		return tau_budget_nomem();
 	p->resources = calloc(shape->n + 1, sizeof(*p->resources));
 	p->flavors = calloc(shape->n + 1, sizeof(*p->flavors));
 	if (p->resources == NULL || p->flavors == NULL)
@@ -427,7 +379,7 @@ oom:
 	p->n_flavors = nf;
 	p->n_resources = nr;
 	tau_budget_plan_free(p);
-	return nomem();
+	return tau_budget_nomem();
 }
 
 static int set_qty(cJSON *obj, const char *key, const tau_quantity *q)
@@ -437,7 +389,7 @@ static int set_qty(cJSON *obj, const char *key, const tau_quantity *q)
 	if (tau_quantity_format(text, sizeof(text), q) < 0)
 		return tau_error_set(TAU_ERANGE, "explicit quota: quantity cannot be written");
 	cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
-	return cJSON_AddStringToObject(obj, key, text) != NULL ? 0 : nomem();
+	return cJSON_AddStringToObject(obj, key, text) != NULL ? 0 : tau_budget_nomem();
 }
 
 static int add_label(cJSON *obj, const char *key, const char *value)
@@ -445,7 +397,7 @@ static int add_label(cJSON *obj, const char *key, const char *value)
 	cJSON *labels = (cJSON *)tau_json_find(obj, "metadata.labels");
 
 	if (!cJSON_IsObject(labels) || cJSON_AddStringToObject(labels, key, value) == NULL)
-		return nomem();
+		return tau_budget_nomem();
 	return 0;
 }
 
@@ -534,7 +486,7 @@ typedef struct team_ctx {
 	tau_budget_cells out_reserved; /* their reservations */
 	wsinfo *ws;
 	size_t n_ws;
-	tau_budget_xteam *t;
+	tau_budget_explicit_team *t;
 	char team_msg[MSG_MAX]; /* team-level refusal */
 	const char *team_reason;
 } team_ctx;
@@ -555,7 +507,7 @@ static void ctx_free(team_ctx *c)
 	free(c->ws);
 }
 
-void tau_budget_xteam_free(tau_budget_xteam *t)
+void tau_budget_explicit_team_free(tau_budget_explicit_team *t)
 {
 	if (t == NULL)
 		return;
@@ -585,7 +537,7 @@ const char *tau_budget_workspace_namespace(const cJSON *ws, bool multiple)
 	if (!multiple && cJSON_IsArray(conds))
 		cJSON_ArrayForEach(c, conds)
 		{
-			if (streq(tau_json_str(c, "reason"), "BlockedByActiveWorkspace"))
+			if (tau_budget_streq(tau_json_str(c, "reason"), "BlockedByActiveWorkspace"))
 				return NULL;
 		}
 	return ns;
@@ -618,25 +570,25 @@ static void ownership_message(char *buf, size_t len, const char *kind, const cha
 	}
 }
 
-static int set_team(tau_budget_xteam *t, const char *reason, const char *status, const char *phase,
-                    const char *message)
+static int set_team(tau_budget_explicit_team *t, const char *reason, const char *status,
+                    const char *phase, const char *message)
 {
 	free(t->message);
 	t->reason = reason;
 	t->status = status;
 	t->phase = phase;
 	t->message = strdup(message);
-	return t->message != NULL ? 0 : nomem();
+	return t->message != NULL ? 0 : tau_budget_nomem();
 }
 
 /* Queues the team keeps: every linked workspace that gets a queue. */
 static int list_queues(team_ctx *c)
 {
-	tau_budget_xteam *t = c->t;
+	tau_budget_explicit_team *t = c->t;
 
 	t->queues = calloc(c->n_ws + 1, sizeof(*t->queues));
 	if (t->queues == NULL)
-		return nomem();
+		return tau_budget_nomem();
 	for (size_t i = 0; i < c->n_ws; i++) {
 		if (c->ws[i].ns == NULL)
 			continue;
@@ -648,7 +600,7 @@ static int list_queues(team_ctx *c)
 	return 0;
 }
 
-static tau_budget_xqueue *queue_of(team_ctx *c, const wsinfo *w)
+static tau_budget_explicit_queue *queue_of(team_ctx *c, const wsinfo *w)
 {
 	for (size_t i = 0; i < c->t->n_queues; i++)
 		if (c->t->queues[i].workspace == w->ws)
@@ -658,14 +610,14 @@ static tau_budget_xqueue *queue_of(team_ctx *c, const wsinfo *w)
 
 static int refuse(team_ctx *c, const wsinfo *w, const char *reason, const char *msg)
 {
-	tau_budget_xqueue *q = queue_of(c, w);
+	tau_budget_explicit_queue *q = queue_of(c, w);
 
 	if (q == NULL)
 		return 0;
 	free(q->refusal);
 	q->reason = reason;
 	q->refusal = strdup(msg);
-	return q->refusal != NULL ? 0 : nomem();
+	return q->refusal != NULL ? 0 : tau_budget_nomem();
 }
 
 /* Gather the team's quota, its workspaces and the queues leaving it. */
@@ -679,12 +631,12 @@ static bool recreated_queue(const team_ctx *c, const cJSON *cq, const char *ws)
 {
 	const char *uid = tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID);
 
-	if (!streq(tau_json_label(cq, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY) ||
-	    !streq(tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE), ws) ||
+	if (!tau_budget_is_managed(cq) ||
+	    !tau_budget_streq(tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE), ws) ||
 	    tau_json_label(cq, TAU_BUDGET_LABEL_TEAM) == NULL || uid == NULL || uid[0] == '\0')
 		return false;
 	for (size_t i = 0; i < c->in->n_workspaces; i++)
-		if (streq(tau_json_str(c->in->workspaces[i], "metadata.uid"), uid))
+		if (tau_budget_streq(tau_json_str(c->in->workspaces[i], "metadata.uid"), uid))
 			return false;
 	return true;
 }
@@ -702,12 +654,12 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		return rc == -TAU_ENOMEM ? rc : 1;
 	c->ws = calloc(in->n_workspaces + 1, sizeof(*c->ws));
 	if (c->ws == NULL)
-		return nomem();
+		return tau_budget_nomem();
 	for (size_t i = 0; i < in->n_workspaces; i++) {
 		const cJSON *ws = in->workspaces[i];
 		wsinfo *w;
 
-		if (!streq(tau_json_str(ws, "spec.teamRef.name"), c->name) ||
+		if (!tau_budget_streq(tau_json_str(ws, "spec.teamRef.name"), c->name) ||
 		    tau_json_str(ws, "metadata.name") == NULL ||
 		    tau_json_str(ws, "metadata.uid") == NULL ||
 		    tau_json_str(ws, "metadata.uid")[0] == '\0')
@@ -718,7 +670,8 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		w->ns = tau_budget_workspace_namespace(ws, in->multiple_workspaces);
 		if ((rc = tau_budget_cluster_queue_name(w->cq, sizeof(w->cq), w->name)) < 0)
 			return rc;
-		w->observed = find_named(in->cluster_queues, in->n_cluster_queues, w->cq);
+		w->observed =
+		        tau_budget_find_named(in->cluster_queues, in->n_cluster_queues, w->cq);
 		snprintf(owner, sizeof(owner), "TauWorkspace \"%s\"", w->name);
 		if ((rc = tau_budget_quota_parse(&w->nominal, &w->borrowing, &w->lending,
 		                                 tau_json_find(ws, "spec.quota"), owner, err,
@@ -737,7 +690,8 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		if (w->owned) {
 			const char *cn = tau_json_str(w->observed, "spec.cohortName");
 
-			w->migrating_in = cn != NULL && cn[0] != '\0' && !streq(cn, c->cohort);
+			w->migrating_in =
+			        cn != NULL && cn[0] != '\0' && !tau_budget_streq(cn, c->cohort);
 			if ((rc = tau_budget_groups_read(&w->applied, w->observed,
 			                                 "nominalQuota")) < 0 ||
 			    (rc = tau_budget_reservations_read(&w->reserved, w->observed)) < 0) {
@@ -752,7 +706,8 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		const cJSON *cq = in->cluster_queues[i];
 		bool ours = false;
 
-		if (!managed(cq) || !streq(tau_json_str(cq, "spec.cohortName"), c->cohort))
+		if (!tau_budget_is_managed(cq) ||
+		    !tau_budget_streq(tau_json_str(cq, "spec.cohortName"), c->cohort))
 			continue;
 		for (size_t k = 0; k < c->n_ws && !ours; k++)
 			ours = c->ws[k].observed == cq && c->ws[k].owned && c->ws[k].ns != NULL;
@@ -816,7 +771,7 @@ static int validate(team_ctx *c, const char **reason, char *err, size_t err_len)
 
 		if (i == 0 || strcmp(f, c->shape.items[i - 1].flavor) != 0) {
 			nf++;
-			if (find_named(in->flavors, in->n_flavors, f) == NULL) {
+			if (tau_budget_find_named(in->flavors, in->n_flavors, f) == NULL) {
 				snprintf(err, err_len,
 				         "ResourceFlavor \"%s\" named in the quota of team \"%s\" "
 				         "does "
@@ -867,7 +822,7 @@ static bool capacity_of(const team_ctx *c, const char *flavor, const char *resou
 			if (strcmp(k->resources[r].name, resource) == 0)
 				*out = k->resources[r].total;
 	}
-	rf = find_named(c->in->flavors, c->in->n_flavors, flavor);
+	rf = tau_budget_find_named(c->in->flavors, c->in->n_flavors, flavor);
 	if (!known && rf != NULL && c->in->cluster_uid != NULL &&
 	    tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, c->in->cluster_uid, NULL, 0) ==
 	            TAU_BUDGET_OWNED)
@@ -882,8 +837,8 @@ static int others_applied(team_ctx *c, tau_budget_cells *out)
 	int rc;
 
 	for (size_t i = 0; i < in->n_cohorts; i++)
-		if (managed(in->cohorts[i]) &&
-		    !streq(tau_json_str(in->cohorts[i], "metadata.name"), c->cohort) &&
+		if (tau_budget_is_managed(in->cohorts[i]) &&
+		    !tau_budget_streq(tau_json_str(in->cohorts[i], "metadata.name"), c->cohort) &&
 		    (rc = tau_budget_groups_read(out, in->cohorts[i], "nominalQuota")) < 0)
 			return rc;
 	for (size_t i = 0; i < in->n_cluster_queues; i++) {
@@ -892,8 +847,8 @@ static int others_applied(team_ctx *c, tau_budget_cells *out)
 
 		for (size_t k = 0; k < c->n_ws && !moving; k++)
 			moving = c->ws[k].observed == cq && c->ws[k].migrating_in;
-		if (managed(cq) && !moving &&
-		    !streq(tau_json_str(cq, "spec.cohortName"), c->cohort) &&
+		if (tau_budget_is_managed(cq) && !moving &&
+		    !tau_budget_streq(tau_json_str(cq, "spec.cohortName"), c->cohort) &&
 		    (rc = tau_budget_groups_read(out, cq, "nominalQuota")) < 0)
 			return rc;
 	}
@@ -977,7 +932,7 @@ static int plan_queues(team_ctx *c, bool ready, tau_budget_cells *charged,
 		return rc;
 	for (size_t i = 0; i < c->n_ws; i++) {
 		wsinfo *w = &c->ws[i];
-		tau_budget_xqueue *q = queue_of(c, w);
+		tau_budget_explicit_queue *q = queue_of(c, w);
 		tau_budget_cells max = {0};
 		size_t at = 0;
 
@@ -1194,7 +1149,7 @@ static int plan_mode(team_ctx *c, bool ready, const tau_budget_cells *applied,
 
 static int finish(team_ctx *c, const tau_budget_cells *cohort_q)
 {
-	tau_budget_xteam *t = c->t;
+	tau_budget_explicit_team *t = c->t;
 	char msg[MSG_MAX] = "";
 	const char *reason = c->team_reason;
 	int rc;
@@ -1202,11 +1157,11 @@ static int finish(team_ctx *c, const tau_budget_cells *cohort_q)
 	if ((rc = desired_cohort(&t->desired_cohort, c->name, c->uid, &c->shape, cohort_q)) < 0)
 		return rc;
 	if (c->team_reason != NULL)
-		append(msg, sizeof(msg), "%s", c->team_msg);
+		tau_budget_append(msg, sizeof(msg), "%s", c->team_msg);
 	for (size_t i = 0; i < t->n_queues; i++) {
 		if (t->queues[i].refusal == NULL)
 			continue;
-		append(msg, sizeof(msg), "%s", t->queues[i].refusal);
+		tau_budget_append(msg, sizeof(msg), "%s", t->queues[i].refusal);
 		if (reason == NULL)
 			reason = t->queues[i].reason;
 	}
@@ -1226,7 +1181,7 @@ static int finish(team_ctx *c, const tau_budget_cells *cohort_q)
 static int deleting(team_ctx *c)
 {
 	const tau_budget_explicit_input *in = c->in;
-	tau_budget_xteam *t = c->t;
+	tau_budget_explicit_team *t = c->t;
 	char msg[MSG_MAX] = "";
 	size_t n = 0;
 
@@ -1234,20 +1189,20 @@ static int deleting(team_ctx *c)
 		const cJSON *cq = in->cluster_queues[i];
 		const char *ws = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
 
-		if (!streq(tau_json_str(cq, "spec.cohortName"), c->cohort))
+		if (!tau_budget_streq(tau_json_str(cq, "spec.cohortName"), c->cohort))
 			continue;
 		if (n++ == 0)
 			snprintf(msg, sizeof(msg), "team \"%s\" is being deleted but ", c->name);
 		else
-			append(msg, sizeof(msg), "%s", "");
+			tau_budget_append(msg, sizeof(msg), "%s", "");
 		snprintf(
 		        msg + strlen(msg), sizeof(msg) - strlen(msg),
 		        "ClusterQueue \"%s\" of workspace \"%s\" is still applied to Cohort \"%s\"",
 		        tau_json_str(cq, "metadata.name"), ws != NULL ? ws : "?", c->cohort);
 	}
 	if (n > 0) {
-		append(msg, sizeof(msg), "%s",
-		       "move the workspaces to another team or delete them first");
+		tau_budget_append(msg, sizeof(msg), "%s",
+		                  "move the workspaces to another team or delete them first");
 		return set_team(t, TAU_BUDGET_REASON_DELETION_BLOCKED, "False", "Degraded", msg);
 	}
 	t->delete_cohort = t->owned_cohort != NULL;
@@ -1279,12 +1234,12 @@ static bool recreated_owner(const team_ctx *c, const cJSON *co)
 {
 	const char *uid = tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID);
 
-	if (!streq(tau_json_label(co, TAU_BUDGET_LABEL_MANAGED_BY), TAU_BUDGET_MANAGED_BY) ||
-	    !streq(tau_json_label(co, TAU_BUDGET_LABEL_TEAM), c->name) || uid == NULL ||
+	if (!tau_budget_is_managed(co) ||
+	    !tau_budget_streq(tau_json_label(co, TAU_BUDGET_LABEL_TEAM), c->name) || uid == NULL ||
 	    uid[0] == '\0')
 		return false;
 	for (size_t i = 0; i < c->in->n_teams; i++)
-		if (streq(tau_json_str(c->in->teams[i], "metadata.uid"), uid))
+		if (tau_budget_streq(tau_json_str(c->in->teams[i], "metadata.uid"), uid))
 			return false;
 	return true;
 }
@@ -1301,7 +1256,8 @@ static bool quota_given(const cJSON *team)
 static bool cohort_applied(const team_ctx *c)
 {
 	for (size_t i = 0; i < c->in->n_cluster_queues; i++)
-		if (streq(tau_json_str(c->in->cluster_queues[i], "spec.cohortName"), c->cohort))
+		if (tau_budget_streq(tau_json_str(c->in->cluster_queues[i], "spec.cohortName"),
+		                     c->cohort))
 			return true;
 	return false;
 }
@@ -1309,8 +1265,8 @@ static bool cohort_applied(const team_ctx *c)
 static int decide(team_ctx *c)
 {
 	const tau_budget_explicit_input *in = c->in;
-	tau_budget_xteam *t = c->t;
-	const cJSON *co = find_named(in->cohorts, in->n_cohorts, c->cohort);
+	tau_budget_explicit_team *t = c->t;
+	const cJSON *co = tau_budget_find_named(in->cohorts, in->n_cohorts, c->cohort);
 	tau_budget_cells applied = {0}, next = {0}, reserved = {0}, cohort_q = {0};
 	const char *reason = NULL;
 	char err[MSG_MAX] = "", why[512] = "";
@@ -1349,8 +1305,8 @@ static int decide(team_ctx *c)
 	if (invalid == 1)
 		return set_team(t, TAU_BUDGET_REASON_QUOTA_INVALID, "False", "Degraded", err);
 	if (t->owned_cohort != NULL &&
-	    !streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
-	           TAU_BUDGET_QUOTA_MODE_EXPLICIT) &&
+	    !tau_budget_streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+	                      TAU_BUDGET_QUOTA_MODE_EXPLICIT) &&
 	    tau_json_find(in->team, "spec.quota") == NULL) {
 		snprintf(err, sizeof(err),
 		         "Cohort \"%s\" is the automatic budget team \"%s\" held as the capacity "
@@ -1398,7 +1354,7 @@ out:
 	return rc;
 }
 
-int tau_budget_explicit_decide(tau_budget_xteam **out, const tau_budget_explicit_input *in)
+int tau_budget_explicit_decide(tau_budget_explicit_team **out, const tau_budget_explicit_input *in)
 {
 	team_ctx c = {0};
 	int rc;
@@ -1414,20 +1370,20 @@ int tau_budget_explicit_decide(tau_budget_xteam **out, const tau_budget_explicit
 		return rc;
 	c.t = calloc(1, sizeof(*c.t));
 	if (c.t == NULL)
-		return nomem();
+		return tau_budget_nomem();
 	memcpy(c.t->cohort, c.cohort, sizeof(c.cohort));
 	rc = decide(&c);
 	if (rc == 0) {
 		c.t->summary = malloc(MSG_MAX);
 		if (c.t->summary == NULL)
-			rc = nomem();
+			rc = tau_budget_nomem();
 		else
 			snprintf(c.t->summary, MSG_MAX, "team %s (explicit): %s: %s", c.name,
 			         c.t->reason, c.t->message);
 	}
 	ctx_free(&c);
 	if (rc < 0) {
-		tau_budget_xteam_free(c.t);
+		tau_budget_explicit_team_free(c.t);
 		return rc;
 	}
 	*out = c.t;

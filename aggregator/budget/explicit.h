@@ -161,41 +161,41 @@ typedef struct tau_budget_explicit_input {
 } tau_budget_explicit_input;
 
 /** A workspace ClusterQueue of the team (or leaving it). */
-typedef struct tau_budget_xqueue {
+typedef struct tau_budget_explicit_queue {
 	const cJSON *workspace; /**< borrowed TauWorkspace */
 	char name[TAU_BUDGET_NAME_BUF];
 	const cJSON *observed; /**< borrowed; NULL when absent */
 	cJSON *desired;        /**< to write (create or merge); NULL: no write */
 	const char *reason;    /**< refusal reason; NULL when none */
 	char *refusal;         /**< refusal message (condition on the workspace and the team) */
-} tau_budget_xqueue;
+} tau_budget_explicit_queue;
 
 /** The decision for one explicit team. */
-typedef struct tau_budget_xteam {
+typedef struct tau_budget_explicit_team {
 	const char *reason; /**< QuotaReady reason (static) */
 	const char *status; /**< "True", "False" */
 	const char *phase;  /**< Ready, Degraded, Pending */
 	char *message;
 	char cohort[TAU_BUDGET_NAME_BUF];
-	const cJSON *owned_cohort; /**< the observed Cohort when ours (cohortUID) */
-	cJSON *desired_cohort;     /**< to write; NULL: no write */
-	bool delete_cohort;        /**< E9: remove the owned Cohort */
-	bool add_finalizer;        /**< E9 */
-	bool remove_finalizer;     /**< E9 */
-	tau_budget_xqueue *queues; /**< every queue the team keeps (desired or not) */
+	const cJSON *owned_cohort;         /**< the observed Cohort when ours (cohortUID) */
+	cJSON *desired_cohort;             /**< to write; NULL: no write */
+	bool delete_cohort;                /**< E9: remove the owned Cohort */
+	bool add_finalizer;                /**< E9 */
+	bool remove_finalizer;             /**< E9 */
+	tau_budget_explicit_queue *queues; /**< every queue the team keeps (desired or not) */
 	size_t n_queues;
 	char *summary; /**< one line for the log */
-} tau_budget_xteam;
+} tau_budget_explicit_team;
 
 /**
  * Decide one explicit team (E1-E10).
- * @param out  receives a new decision (tau_budget_xteam_free); untouched on failure.
+ * @param out  receives a new decision (tau_budget_explicit_team_free); untouched on failure.
  * @return 0; -TAU_EINVAL (missing input); -TAU_ENOMEM.  Invalid quotas and
  *         refusals are decisions, not errors.
  */
-int tau_budget_explicit_decide(tau_budget_xteam **out, const tau_budget_explicit_input *in);
+int tau_budget_explicit_decide(tau_budget_explicit_team **out, const tau_budget_explicit_input *in);
 
 /** Free a decision; NULL is a no-op. */
-void tau_budget_xteam_free(tau_budget_xteam *t);
+void tau_budget_explicit_team_free(tau_budget_explicit_team *t);
 
 #endif /* TAU_AGGREGATOR_BUDGET_EXPLICIT_H */

@@ -12,6 +12,7 @@
 
 #include "budget/decide.h"
 #include "budget/names.h"
+#include "helpers.h"
 
 #include "tau/conditions.h"
 #include "tau/error.h"
@@ -43,16 +44,9 @@ static sample *find_or_add(samples *s, const char *team, const char *flavor, con
 		if (strcmp(s->v[i].team, team) == 0 && strcmp(s->v[i].flavor, flavor) == 0 &&
 		    strcmp(s->v[i].resource, resource) == 0)
 			return &s->v[i];
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 16;
-		sample *grown = realloc(s->v, cap * sizeof(*grown));
-
-		if (grown == NULL) {
-			s->oom = true;
-			return NULL;
-		}
-		s->v = grown;
-		s->cap = cap;
+	if (tau_budget_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(*s->v)) < 0) {
+		s->oom = true;
+		return NULL;
 	}
 	memset(&s->v[s->n], 0, sizeof(s->v[0]));
 	s->v[s->n].team = team;
@@ -73,13 +67,6 @@ static void add_term(samples *s, const char *team, const char *flavor, const cha
 	if (!cJSON_IsString(value) || tau_quantity_parse_str(&q, value->valuestring) < 0 ||
 	    tau_quantity_add(&x->sum, &x->sum, &q) < 0)
 		x->bad = true;
-}
-
-static bool ours(const cJSON *obj)
-{
-	const char *v = tau_json_label(obj, TAU_BUDGET_LABEL_MANAGED_BY);
-
-	return v != NULL && strcmp(v, TAU_BUDGET_MANAGED_BY) == 0;
 }
 
 /* The team a Cohort name of ours stands for ("tau-team-<team>"), or NULL. */
@@ -123,7 +110,8 @@ static void nominal_of_cohorts(samples *s, const cJSON *cohorts)
 	{
 		const char *name = NULL, *team;
 
-		if (!ours(c) || tau_json_get_string(&name, c, "metadata.name") < 0 ||
+		if (!tau_budget_is_managed(c) ||
+		    tau_json_get_string(&name, c, "metadata.name") < 0 ||
 		    (team = team_of_cohort(name)) == NULL)
 			continue;
 		cJSON_ArrayForEach(g, tau_json_find(c, "spec.resourceGroups"))
@@ -142,7 +130,8 @@ static void reserved_of_queues(samples *s, const cJSON *queues)
 	{
 		const char *cohort = NULL, *team;
 
-		if (!ours(q) || tau_json_get_string(&cohort, q, "spec.cohortName") < 0 ||
+		if (!tau_budget_is_managed(q) ||
+		    tau_json_get_string(&cohort, q, "spec.cohortName") < 0 ||
 		    (team = team_of_cohort(cohort)) == NULL)
 			continue;
 		add_flavors(s, team, tau_json_find(q, "status.flavorsReservation"), "total");

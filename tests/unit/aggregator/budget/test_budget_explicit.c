@@ -230,7 +230,7 @@ typedef struct world {
 	const cJSON *ws[4], *flavors[4], *cohorts[4], *cqs[6];
 	tau_budget_pool *pool;
 	tau_budget_explicit_input in;
-	tau_budget_xteam *x;
+	tau_budget_explicit_team *x;
 } world;
 
 static const cJSON *add(world *w, const char *json)
@@ -330,14 +330,14 @@ static int teardown(void **state)
 	for (size_t i = 0; i < w->n_objs; i++)
 		cJSON_Delete(w->objs[i]);
 	tau_budget_pool_free(w->pool);
-	tau_budget_xteam_free(w->x);
+	tau_budget_explicit_team_free(w->x);
 	free(w);
 	return 0;
 }
 
 static void decide(world *w)
 {
-	tau_budget_xteam_free(w->x);
+	tau_budget_explicit_team_free(w->x);
 	w->x = NULL;
 	assert_int_equal(tau_budget_explicit_decide(&w->x, &w->in), 0);
 }
@@ -366,7 +366,7 @@ static const char *field(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : "(absent)";
 }
 
-static const tau_budget_xqueue *xq(world *w, const char *name)
+static const tau_budget_explicit_queue *xq(world *w, const char *name)
 {
 	for (size_t i = 0; i < w->x->n_queues; i++)
 		if (strcmp(w->x->queues[i].name, name) == 0)
@@ -384,7 +384,7 @@ static const tau_budget_xqueue *xq(world *w, const char *name)
 static void test_e1_e2_remainder_and_guarantees(void **state)
 {
 	world *w = *state;
-	const tau_budget_xqueue *a, *b;
+	const tau_budget_explicit_queue *a, *b;
 
 	team(w, "ml", QUOTA("10"), "");
 	workspace(w, "a", "ml", QUOTA_B("4", "2"));
@@ -474,7 +474,7 @@ static void test_e4_pool_claimed_by_capacity_team(void **state)
 static void test_e5_queue_guard(void **state)
 {
 	world *w = *state;
-	const tau_budget_xqueue *a;
+	const tau_budget_explicit_queue *a;
 
 	team(w, "ml", QUOTA("10"), "");
 	cohort(w, "ml", "2", OURS("ml"));
@@ -528,7 +528,7 @@ static void test_e5_shrink_releases_to_the_cohort(void **state)
 static void test_e6_migration(void **state)
 {
 	world *w = *state;
-	const tau_budget_xqueue *a;
+	const tau_budget_explicit_queue *a;
 
 	team(w, "ml", QUOTA("4"), "");
 	workspace(w, "a", "ml", QUOTA("2"));
@@ -562,7 +562,7 @@ static void test_e6_old_team_keeps_the_charge(void **state)
 static void test_e7_degraded_team(void **state)
 {
 	world *w = *state;
-	const tau_budget_xqueue *a, *b;
+	const tau_budget_explicit_queue *a, *b;
 
 	cohort(w, "other", "12", OURS("other"));
 	team(w, "ml", QUOTA("10"), ""); /* wants 10, 12 + 10 > 16: CapacityExceeded */
