@@ -485,7 +485,10 @@ class SharedClusterTest(OneClusterTest):
         c.wait_ok(lambda: cond_diffs(c.team("ml"), "QuotaReady", "False", "CapacityExceeded",
                                      refusal), "team ml refused on the pool flavor")
         self.assertEqual(wst.cond(c.team("ml"), "QuotaReady")["message"], refusal)
-        self.assertIn(("TauTeam", "ml", "CapacityExceeded", refusal), c.events("CapacityExceeded"))
+        c.wait_ok(lambda: [] if ("TauTeam", "ml", "CapacityExceeded", refusal) in
+                  c.events("CapacityExceeded") else
+                  ["no CapacityExceeded Event on ml: %s" % c.events("CapacityExceeded")],
+                  "team ml's CapacityExceeded Event recorded")
         # The foreign budget goes: the automatic budget comes back in full, ml stays refused.
         c.delete(COHORTS + "/other-budget")
         self.wait_restored("foreign Cohort removed")
@@ -674,7 +677,9 @@ class SharedClusterTest(OneClusterTest):
                   "leaving refused while workspaces remain")
         self.assertEqual(cohort_diffs(c.cohort("research"), "research", team_uid, full), [],
                          "the budget must be kept while leaving is refused")
-        self.assertTrue(c.events("LeaveRefused"), "no LeaveRefused Event: %s" % c.events())
+        # The status is written before the pass records its Events: wait for the Event.
+        c.wait_ok(lambda: [] if c.events("LeaveRefused") else
+                  ["no LeaveRefused Event: %s" % c.events()], "LeaveRefused Event recorded")
         for ws in sorted(self.WS):
             c.delete(WORKSPACES + "/" + ws)
         for ws in sorted(self.WS):
