@@ -1,5 +1,6 @@
 /*
- * explicit.c - explicit-quota teams (E1-E10, docs/budget.md).
+ * explicit.c - the decision for one explicit-quota team (E1-E10, docs/budget.md); its
+ * arithmetic is cells.c's and its objects explicit_objects.c's.
  *
  * The one idea: a team's quota is the total it may hold in Kueue; the
  * workspace guarantees become ClusterQueue nominal quota and the team Cohort
@@ -10,6 +11,8 @@
  * reductions never go below active reservations.
  */
 #include "explicit.h"
+
+#include "explicit_objects.h"
 #include "helpers.h"
 
 #include "tau/error.h"
@@ -23,444 +26,6 @@
 #define MSG_MAX          2048
 #define REASON_OWNERSHIP "OwnershipConflict"
 #define REASON_WAITING   "WaitingForInventory"
-
-static void fmtq(char *buf, size_t len, const tau_quantity *q)
-{
-	if (tau_quantity_format(buf, len, q) < 0)
-		snprintf(buf, len, "?");
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Cells                                                                                       */
-
-void tau_budget_cells_clear(tau_budget_cells *c)
-{
-	if (c == NULL)
-		return;
-	for (size_t i = 0; i < c->n; i++) {
-		free(c->items[i].flavor);
-		free(c->items[i].resource);
-	}
-	free(c->items);
-	memset(c, 0, sizeof(*c));
-}
-
-static int cell_cmp(const tau_budget_cell *a, const char *flavor, const char *resource)
-{
-	int k = strcmp(a->flavor, flavor);
-
-	return k != 0 ? k : strcmp(a->resource, resource);
-}
-
-/* Index of the cell, or where it would go (*found false). */
-static size_t cell_find(const tau_budget_cells *c, const char *flavor, const char *resource,
-                        bool *found)
-{
-	size_t lo = 0, hi = c->n;
-
-	*found = false;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int k = cell_cmp(&c->items[mid], flavor, resource);
-
-		if (k == 0) {
-			*found = true;
-			return mid;
-		}
-		if (k < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-int tau_budget_cells_add(tau_budget_cells *c, const char *flavor, const char *resource,
-                         const tau_quantity *q)
-{
-	bool found;
-	size_t at;
-	tau_budget_cell *cell;
-
-	if (c == NULL || flavor == NULL || resource == NULL || q == NULL || flavor[0] == '\0' ||
-	    resource[0] == '\0')
-		return tau_error_set(TAU_EINVAL,
-		                     "explicit quota: a cell needs flavor and resource");
-	at = cell_find(c, flavor, resource, &found);
-	if (found)
-		return tau_quantity_add(&c->items[at].q, &c->items[at].q, q);
-	if (tau_budget_grow((void **)&c->items, &c->cap, c->n + 1, sizeof(*c->items)) < 0)
-		return -TAU_ENOMEM;
-	memmove(&c->items[at + 1], &c->items[at], (c->n - at) * sizeof(*c->items));
-	cell = &c->items[at];
-	cell->flavor = strdup(flavor);
-	cell->resource = strdup(resource);
-	cell->q = *q;
-	c->n++;
-	if (cell->flavor == NULL || cell->resource == NULL)
-		return tau_budget_nomem();
-	return 0;
-}
-
-tau_quantity tau_budget_cells_get(const tau_budget_cells *c, const char *flavor,
-                                  const char *resource)
-{
-	bool found = false;
-	size_t at = c != NULL && flavor != NULL && resource != NULL
-	                    ? cell_find(c, flavor, resource, &found)
-	                    : 0;
-
-	return found ? c->items[at].q : tau_quantity_zero();
-}
-
-/* Add every cell of `src` (scaled by sign: +1 or -1) into `dst`. */
-static int cells_merge(tau_budget_cells *dst, const tau_budget_cells *src, int sign)
-{
-	for (size_t i = 0; i < src->n; i++) {
-		tau_quantity q = src->items[i].q, z = tau_quantity_zero();
-		int rc;
-
-		if (sign < 0 && (rc = tau_quantity_sub(&q, &z, &src->items[i].q)) < 0)
-			return rc;
-		if ((rc = tau_budget_cells_add(dst, src->items[i].flavor, src->items[i].resource,
-		                               &q)) < 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* Make sure dst has every cell of shape (at zero when new). */
-static int cells_cover(tau_budget_cells *dst, const tau_budget_cells *shape)
-{
-	tau_quantity z = tau_quantity_zero();
-
-	for (size_t i = 0; i < shape->n; i++) {
-		int rc = tau_budget_cells_add(dst, shape->items[i].flavor, shape->items[i].resource,
-		                              &z);
-
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-static int quantity_of(tau_quantity *q, const cJSON *v, const char *owner, const char *what,
-                       char *err, size_t err_len)
-{
-	char *text;
-
-	if (tau_budget_quantity_of(q, v) == 0 && tau_quantity_sign(q) >= 0)
-		return 0;
-	tau_error_clear();
-	text = cJSON_PrintUnformatted(v);
-	snprintf(err, err_len, "%s: %s %s is not a non-negative quantity", owner, what,
-	         text != NULL ? text : "?");
-	free(text);
-	return tau_error_set(TAU_EINVAL, "%s", err);
-}
-
-int tau_budget_quota_parse(tau_budget_cells *nominal, tau_budget_cells *borrowing,
-                           tau_budget_cells *lending, const cJSON *quota, const char *owner,
-                           char *err, size_t err_len)
-{
-	const cJSON *e;
-	size_t i = 0;
-
-	if (err_len > 0)
-		err[0] = '\0';
-	if (quota == NULL || cJSON_IsNull(quota))
-		return 0;
-	if (!cJSON_IsArray(quota)) {
-		snprintf(err, err_len, "%s: spec.quota is not a list", owner);
-		return tau_error_set(TAU_EINVAL, "%s", err);
-	}
-	cJSON_ArrayForEach(e, quota)
-	{
-		const char *flavor = tau_json_str(e, "flavor"),
-		           *resource = tau_json_str(e, "resource");
-		const char *keys[] = {"nominalQuota", "borrowingLimit", "lendingLimit"};
-		tau_budget_cells *dst[] = {nominal, borrowing, lending};
-		char what[128];
-		bool found = false;
-		int rc;
-
-		if (flavor == NULL || flavor[0] == '\0' || resource == NULL ||
-		    resource[0] == '\0' ||
-		    cJSON_GetObjectItemCaseSensitive(e, "nominalQuota") == NULL) {
-			snprintf(err, err_len,
-			         "%s: spec.quota[%zu] needs flavor, resource and nominalQuota",
-			         owner, i);
-			return tau_error_set(TAU_EINVAL, "%s", err);
-		}
-		(void)cell_find(nominal, flavor, resource, &found);
-		if (found) {
-			snprintf(err, err_len, "%s: spec.quota lists flavor %s resource %s twice",
-			         owner, flavor, resource);
-			return tau_error_set(TAU_EINVAL, "%s", err);
-		}
-		for (size_t k = 0; k < 3; k++) {
-			const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, keys[k]);
-			tau_quantity q = tau_quantity_zero();
-
-			snprintf(what, sizeof(what), "spec.quota[%zu].%s", i, keys[k]);
-			if (v != NULL && !cJSON_IsNull(v) &&
-			    (rc = quantity_of(&q, v, owner, what, err, err_len)) < 0)
-				return rc;
-			if (dst[k] != NULL &&
-			    (rc = tau_budget_cells_add(dst[k], flavor, resource, &q)) < 0)
-				return rc;
-		}
-		i++;
-	}
-	return 0;
-}
-
-/* Visit list[].name + list[].resources[].name / field of a flavors list. */
-static int flavors_read(tau_budget_cells *out, const cJSON *flavors, const char *field,
-                        const char *owner)
-{
-	const cJSON *f, *r;
-	char err[256];
-
-	cJSON_ArrayForEach(f, flavors)
-	{
-		const char *fname = tau_json_str(f, "name");
-
-		cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
-		{
-			const char *rname = tau_json_str(r, "name");
-			const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, field);
-			tau_quantity q;
-			int rc;
-
-			if (fname == NULL || rname == NULL || v == NULL || cJSON_IsNull(v))
-				continue;
-			if ((rc = quantity_of(&q, v, owner, field, err, sizeof(err))) < 0 ||
-			    (rc = tau_budget_cells_add(out, fname, rname, &q)) < 0)
-				return rc;
-		}
-	}
-	return 0;
-}
-
-int tau_budget_groups_read(tau_budget_cells *out, const cJSON *obj, const char *field)
-{
-	const cJSON *g;
-	const char *name = tau_json_str(obj, "metadata.name");
-	int rc;
-
-	if (out == NULL || field == NULL)
-		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
-	cJSON_ArrayForEach(g, tau_json_find(obj, "spec.resourceGroups"))
-	{
-		if ((rc = flavors_read(out, cJSON_GetObjectItemCaseSensitive(g, "flavors"), field,
-		                       name != NULL ? name : "?")) < 0)
-			return rc;
-	}
-	return 0;
-}
-
-int tau_budget_reservations_read(tau_budget_cells *out, const cJSON *cq)
-{
-	const char *name = tau_json_str(cq, "metadata.name");
-
-	if (out == NULL)
-		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
-	return flavors_read(out, tau_json_find(cq, "status.flavorsReservation"), "total",
-	                    name != NULL ? name : "?");
-}
-
-int tau_budget_remainder(tau_budget_cells *out, const tau_budget_cells *team,
-                         const tau_budget_cells *guarantees, char *err, size_t err_len)
-{
-	int rc;
-
-	if (err_len > 0)
-		err[0] = '\0';
-	if ((rc = cells_merge(out, team, 1)) < 0 || (rc = cells_merge(out, guarantees, -1)) < 0)
-		return rc;
-	for (size_t i = 0; i < out->n; i++) {
-		if (tau_quantity_sign(&out->items[i].q) < 0) {
-			tau_quantity g = tau_budget_cells_get(guarantees, out->items[i].flavor,
-			                                      out->items[i].resource),
-			             t = tau_budget_cells_get(team, out->items[i].flavor,
-			                                      out->items[i].resource);
-			char gs[TAU_QUANTITY_STR_MAX], ts[TAU_QUANTITY_STR_MAX];
-
-			fmtq(gs, sizeof(gs), &g);
-			fmtq(ts, sizeof(ts), &t);
-			snprintf(err, err_len,
-			         "workspace guarantees %s exceed team quota %s for flavor %s "
-			         "resource %s",
-			         gs, ts, out->items[i].flavor, out->items[i].resource);
-			return tau_error_set(TAU_ERANGE, "%s", err);
-		}
-	}
-	return 0;
-}
-
-int tau_budget_applied(tau_budget_cells *out, const char *cohort, const cJSON *const *cohorts,
-                       size_t n_cohorts, const cJSON *const *cqs, size_t n_cqs)
-{
-	int rc;
-
-	if (out == NULL || cohort == NULL)
-		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
-	for (size_t i = 0; i < n_cohorts; i++)
-		if (tau_budget_streq(tau_json_str(cohorts[i], "metadata.name"), cohort) &&
-		    (rc = tau_budget_groups_read(out, cohorts[i], "nominalQuota")) < 0)
-			return rc;
-	for (size_t i = 0; i < n_cqs; i++)
-		if (tau_budget_is_managed(cqs[i]) &&
-		    tau_budget_streq(tau_json_str(cqs[i], "spec.cohortName"), cohort) &&
-		    (rc = tau_budget_groups_read(out, cqs[i], "nominalQuota")) < 0)
-			return rc;
-	return 0;
-}
-
-int tau_budget_new_maximum(tau_budget_cells *out, const tau_budget_cells *nominal,
-                           const tau_budget_cells *borrowing)
-{
-	int rc;
-
-	if (out == NULL || nominal == NULL || borrowing == NULL)
-		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
-	if ((rc = cells_merge(out, nominal, 1)) < 0 || (rc = cells_merge(out, borrowing, 1)) < 0)
-		return rc;
-	return 0;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Desired objects                                                                             */
-
-/* A plan (desired.h) of the shape's full flavor x resource grid, quotas from `q`. */
-static int plan_of(tau_budget_plan **out, const tau_budget_cells *shape, const tau_budget_cells *q)
-{
-	tau_budget_plan *p = calloc(1, sizeof(*p));
-	size_t nf = 0, nr = 0;
-
-	if (p == NULL)
-		return tau_budget_nomem();
-	p->resources = calloc(shape->n + 1, sizeof(*p->resources));
-	p->flavors = calloc(shape->n + 1, sizeof(*p->flavors));
-	if (p->resources == NULL || p->flavors == NULL)
-		goto oom;
-	for (size_t i = 0; i < shape->n; i++) {
-		const char *f = shape->items[i].flavor, *r = shape->items[i].resource;
-		bool have_r = false;
-		size_t at;
-
-		if (nf == 0 || strcmp(p->flavors[nf - 1].name, f) != 0)
-			if ((p->flavors[nf++].name = strdup(f)) == NULL)
-				goto oom;
-		for (at = 0; at < nr && !have_r; at++)
-			have_r = strcmp(p->resources[at], r) == 0;
-		if (have_r)
-			continue;
-		for (at = 0; at < nr && strcmp(p->resources[at], r) < 0; at++)
-			;
-		memmove(&p->resources[at + 1], &p->resources[at], (nr - at) * sizeof(char *));
-		nr++;
-		if ((p->resources[at] = strdup(r)) == NULL)
-			goto oom;
-	}
-	p->n_flavors = nf;
-	p->n_resources = nr;
-	p->quota = calloc(nf * nr + 1, sizeof(*p->quota));
-	if (p->quota == NULL)
-		goto oom;
-	for (size_t f = 0; f < nf; f++)
-		for (size_t r = 0; r < nr; r++)
-			p->quota[f * nr + r] =
-			        tau_budget_cells_get(q, p->flavors[f].name, p->resources[r]);
-	*out = p;
-	return 0;
-oom:
-	p->n_flavors = nf;
-	p->n_resources = nr;
-	tau_budget_plan_free(p);
-	return tau_budget_nomem();
-}
-
-static int set_qty(cJSON *obj, const char *key, const tau_quantity *q)
-{
-	char text[TAU_QUANTITY_STR_MAX];
-
-	if (tau_quantity_format(text, sizeof(text), q) < 0)
-		return tau_error_set(TAU_ERANGE, "explicit quota: quantity cannot be written");
-	cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
-	return cJSON_AddStringToObject(obj, key, text) != NULL ? 0 : tau_budget_nomem();
-}
-
-static int add_label(cJSON *obj, const char *key, const char *value)
-{
-	cJSON *labels = (cJSON *)tau_json_find(obj, "metadata.labels");
-
-	if (!cJSON_IsObject(labels) || cJSON_AddStringToObject(labels, key, value) == NULL)
-		return tau_budget_nomem();
-	return 0;
-}
-
-static int desired_cohort(cJSON **out, const char *team, const char *uid,
-                          const tau_budget_cells *shape, const tau_budget_cells *quota)
-{
-	tau_budget_plan *plan = NULL;
-	int rc = plan_of(&plan, shape, quota);
-
-	if (rc == 0)
-		rc = tau_budget_desired_cohort(out, plan, team, uid, false);
-	if (rc == 0 &&
-	    (rc = add_label(*out, TAU_BUDGET_LABEL_QUOTA_MODE, TAU_BUDGET_QUOTA_MODE_EXPLICIT)) < 0)
-		cJSON_Delete(*out);
-	tau_budget_plan_free(plan);
-	return rc;
-}
-
-/* E2: the workspace queue (desired.c's, zero quota) with nominal, borrowingLimit and
- * lendingLimit per cell. */
-static int desired_queue(cJSON **out, const char *team, const cJSON *ws, const char *ns,
-                         const tau_budget_cells *shape, const tau_budget_cells *nominal,
-                         const tau_budget_cells *borrowing, const tau_budget_cells *lending)
-{
-	tau_budget_plan *plan = NULL;
-	cJSON *g, *f, *r;
-	int rc = plan_of(&plan, shape, nominal);
-
-	if (rc == 0)
-		rc = tau_budget_desired_cluster_queue(out, plan, team,
-		                                      tau_json_str(ws, "metadata.name"),
-		                                      tau_json_str(ws, "metadata.uid"), ns);
-	tau_budget_plan_free(plan);
-	if (rc < 0)
-		return rc;
-	cJSON_ArrayForEach(g, (cJSON *)tau_json_find(*out, "spec.resourceGroups"))
-	{
-		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(g, "flavors"))
-		{
-			const char *fname = tau_json_str(f, "name");
-
-			cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
-			{
-				const char *rname = tau_json_str(r, "name");
-				tau_quantity n = tau_budget_cells_get(nominal, fname, rname),
-				             b = tau_budget_cells_get(borrowing, fname, rname),
-				             l = tau_budget_cells_get(lending, fname, rname);
-
-				if ((rc = set_qty(r, "nominalQuota", &n)) < 0 ||
-				    (rc = set_qty(r, "borrowingLimit", &b)) < 0 ||
-				    (rc = set_qty(r, "lendingLimit", &l)) < 0) {
-					cJSON_Delete(*out);
-					*out = NULL;
-					return rc;
-				}
-			}
-		}
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* The decision                                                                                */
 
 /* What is known of one linked workspace. */
 typedef struct wsinfo {
@@ -735,7 +300,7 @@ static int validate(team_ctx *c, const char **reason, char *err, size_t err_len)
 	for (size_t i = 0; i < c->n_ws && rc == 0; i++) {
 		const wsinfo *w = &c->ws[i];
 
-		rc = cells_merge(&guarantees, &w->nominal, 1);
+		rc = tau_budget_cells_merge(&guarantees, &w->nominal, 1);
 		for (size_t k = 0; k < w->lending.n && rc == 0; k++) {
 			tau_quantity n =
 			        tau_budget_cells_get(&w->nominal, w->lending.items[k].flavor,
@@ -744,8 +309,8 @@ static int validate(team_ctx *c, const char **reason, char *err, size_t err_len)
 
 			if (tau_quantity_cmp(&w->lending.items[k].q, &n) <= 0)
 				continue;
-			fmtq(ls, sizeof(ls), &w->lending.items[k].q);
-			fmtq(ns, sizeof(ns), &n);
+			tau_budget_quantity_text(ls, sizeof(ls), &w->lending.items[k].q);
+			tau_budget_quantity_text(ns, sizeof(ns), &n);
 			snprintf(err, err_len,
 			         "TauWorkspace \"%s\": lendingLimit %s exceeds its nominalQuota %s "
 			         "for flavor %s resource %s",
@@ -754,8 +319,8 @@ static int validate(team_ctx *c, const char **reason, char *err, size_t err_len)
 			rc = 1;
 		}
 	}
-	if (rc == 0 && (rc = cells_merge(&c->shape, &c->quota, 1)) == 0)
-		rc = cells_cover(&c->shape, &guarantees);
+	if (rc == 0 && (rc = tau_budget_cells_merge(&c->shape, &c->quota, 1)) == 0)
+		rc = tau_budget_cells_cover(&c->shape, &guarantees);
 	if (rc == 0) {
 		rc = tau_budget_remainder(&rem, &c->quota, &guarantees, err, err_len);
 		if (rc == -TAU_ERANGE) {
@@ -855,20 +420,6 @@ static int others_applied(team_ctx *c, tau_budget_cells *out)
 	return 0;
 }
 
-/* Whether any cell of a is above the same cell of b. */
-static bool any_above(const tau_budget_cells *a, const tau_budget_cells *b, size_t *at)
-{
-	for (size_t i = 0; i < a->n; i++) {
-		tau_quantity v = tau_budget_cells_get(b, a->items[i].flavor, a->items[i].resource);
-
-		if (tau_quantity_cmp(&a->items[i].q, &v) > 0) {
-			*at = i;
-			return true;
-		}
-	}
-	return false;
-}
-
 /*
  * E6: a queue moving in from another Cohort must fit with its reservations
  * (those of the queues already charged here plus its own) within the team's
@@ -885,9 +436,9 @@ static int migration_check(team_ctx *c, const wsinfo *w, bool ready,
 	int rc;
 
 	msg[0] = '\0';
-	rc = cells_merge(&need, reserved, 1);
+	rc = tau_budget_cells_merge(&need, reserved, 1);
 	if (rc == 0)
-		rc = cells_merge(&need, &w->reserved, 1);
+		rc = tau_budget_cells_merge(&need, &w->reserved, 1);
 	for (size_t k = 0; rc == 0 && k < w->reserved.n && msg[0] == '\0'; k++) {
 		const char *f = w->reserved.items[k].flavor, *r = w->reserved.items[k].resource;
 		tau_quantity has = tau_budget_cells_get(&c->quota, f, r),
@@ -896,8 +447,8 @@ static int migration_check(team_ctx *c, const wsinfo *w, bool ready,
 
 		if (tau_quantity_cmp(&has, &n) >= 0)
 			continue;
-		fmtq(ns, sizeof(ns), &n);
-		fmtq(hs, sizeof(hs), &has);
+		tau_budget_quantity_text(ns, sizeof(ns), &n);
+		tau_budget_quantity_text(hs, sizeof(hs), &has);
 		snprintf(
 		        msg, len,
 		        "refusing workspace migration of \"%s\" from Cohort \"%s\" to team \"%s\": "
@@ -906,7 +457,8 @@ static int migration_check(team_ctx *c, const wsinfo *w, bool ready,
 		        w->name, from, c->name, hs, f, r, ns);
 	}
 	tau_budget_cells_clear(&need);
-	if (rc == 0 && msg[0] == '\0' && !ready && any_above(&w->nominal, &none, &at))
+	if (rc == 0 && msg[0] == '\0' && !ready &&
+	    tau_budget_cells_first_above(&w->nominal, &none, &at))
 		snprintf(
 		        msg, len,
 		        "refusing workspace migration of \"%s\" from Cohort \"%s\" to team \"%s\": "
@@ -927,8 +479,8 @@ static int plan_queues(team_ctx *c, bool ready, tau_budget_cells *charged,
 	char msg[MSG_MAX];
 	int rc;
 
-	if ((rc = cells_merge(charged, &c->outgoing, 1)) < 0 ||
-	    (rc = cells_merge(reserved, &c->out_reserved, 1)) < 0)
+	if ((rc = tau_budget_cells_merge(charged, &c->outgoing, 1)) < 0 ||
+	    (rc = tau_budget_cells_merge(reserved, &c->out_reserved, 1)) < 0)
 		return rc;
 	for (size_t i = 0; i < c->n_ws; i++) {
 		wsinfo *w = &c->ws[i];
@@ -938,7 +490,7 @@ static int plan_queues(team_ctx *c, bool ready, tau_budget_cells *charged,
 
 		msg[0] = '\0';
 		if (q == NULL) { /* no namespace yet: its guarantee is still set aside */
-			if ((rc = cells_merge(charged, &w->nominal, 1)) < 0)
+			if ((rc = tau_budget_cells_merge(charged, &w->nominal, 1)) < 0)
 				return rc;
 			continue;
 		}
@@ -951,7 +503,7 @@ static int plan_queues(team_ctx *c, bool ready, tau_budget_cells *charged,
 			ownership_message(msg, sizeof(msg), "ClusterQueue", w->cq, w->ownership,
 			                  w->owner_why);
 			if ((rc = refuse(c, w, REASON_OWNERSHIP, msg)) < 0 ||
-			    (rc = cells_merge(charged, &w->nominal, 1)) < 0)
+			    (rc = tau_budget_cells_merge(charged, &w->nominal, 1)) < 0)
 				return rc;
 			continue;
 		}
@@ -964,27 +516,27 @@ static int plan_queues(team_ctx *c, bool ready, tau_budget_cells *charged,
 					return rc;
 				continue; /* stays in its old Cohort, charged there */
 			}
-		} else if (!ready && any_above(&w->nominal, &w->applied, &at)) {
+		} else if (!ready && tau_budget_cells_first_above(&w->nominal, &w->applied, &at)) {
 			/* E7: a Degraded team takes nothing from its Cohort. */
 			snprintf(msg, sizeof(msg),
 			         "refusing to raise the nominal quota of ClusterQueue \"%s\" "
 			         "(workspace \"%s\"): team \"%s\" is not Ready",
 			         w->cq, w->name, c->name);
 			if ((rc = refuse(c, w, TAU_BUDGET_REASON_TEAM_NOT_READY, msg)) < 0 ||
-			    (rc = cells_merge(charged, &w->applied, 1)) < 0 ||
-			    (rc = cells_merge(reserved, &w->reserved, 1)) < 0)
+			    (rc = tau_budget_cells_merge(charged, &w->applied, 1)) < 0 ||
+			    (rc = tau_budget_cells_merge(reserved, &w->reserved, 1)) < 0)
 				return rc;
 			continue;
 		}
 		/* E5: the new maximum must hold the queue's own reservation. */
 		rc = tau_budget_new_maximum(&max, &w->nominal, &w->borrowing);
-		if (rc == 0 && any_above(&w->reserved, &max, &at)) {
+		if (rc == 0 && tau_budget_cells_first_above(&w->reserved, &max, &at)) {
 			tau_quantity m = tau_budget_cells_get(&max, w->reserved.items[at].flavor,
 			                                      w->reserved.items[at].resource);
 			char ns[TAU_QUANTITY_STR_MAX], ms[TAU_QUANTITY_STR_MAX];
 
-			fmtq(ns, sizeof(ns), &w->reserved.items[at].q);
-			fmtq(ms, sizeof(ms), &m);
+			tau_budget_quantity_text(ns, sizeof(ns), &w->reserved.items[at].q);
+			tau_budget_quantity_text(ms, sizeof(ms), &m);
 			snprintf(msg, sizeof(msg),
 			         "refusing to reduce ClusterQueue \"%s\" below active reservation "
 			         "%s "
@@ -994,20 +546,21 @@ static int plan_queues(team_ctx *c, bool ready, tau_budget_cells *charged,
 			tau_budget_cells_clear(&max);
 			/* It keeps what it has: charged where it is applied now. */
 			if ((rc = refuse(c, w, TAU_BUDGET_REASON_REDUCTION_BLOCKED, msg)) < 0 ||
-			    (rc = cells_merge(charged, w->migrating_in ? &none : &w->applied, 1)) <
-			            0 ||
-			    (rc = cells_merge(reserved, w->migrating_in ? &none : &w->reserved,
-			                      1)) < 0)
+			    (rc = tau_budget_cells_merge(
+			             charged, w->migrating_in ? &none : &w->applied, 1)) < 0 ||
+			    (rc = tau_budget_cells_merge(
+			             reserved, w->migrating_in ? &none : &w->reserved, 1)) < 0)
 				return rc;
 			continue;
 		}
 		tau_budget_cells_clear(&max);
 		if (rc < 0)
 			return rc;
-		if ((rc = desired_queue(&q->desired, c->name, w->ws, w->ns, &c->shape, &w->nominal,
-		                        &w->borrowing, &w->lending)) < 0 ||
-		    (rc = cells_merge(charged, &w->nominal, 1)) < 0 ||
-		    (rc = cells_merge(reserved, &w->reserved, 1)) < 0)
+		if ((rc = tau_budget_explicit_cluster_queue(&q->desired, c->name, w->ws, w->ns,
+		                                            &c->shape, &w->nominal, &w->borrowing,
+		                                            &w->lending)) < 0 ||
+		    (rc = tau_budget_cells_merge(charged, &w->nominal, 1)) < 0 ||
+		    (rc = tau_budget_cells_merge(reserved, &w->reserved, 1)) < 0)
 			return rc;
 	}
 	return 0;
@@ -1019,8 +572,9 @@ static int cohort_quota(tau_budget_cells *out, const tau_budget_cells *target,
 {
 	int rc;
 
-	if ((rc = cells_cover(out, shape)) < 0 || (rc = cells_merge(out, target, 1)) < 0 ||
-	    (rc = cells_merge(out, charged, -1)) < 0)
+	if ((rc = tau_budget_cells_cover(out, shape)) < 0 ||
+	    (rc = tau_budget_cells_merge(out, target, 1)) < 0 ||
+	    (rc = tau_budget_cells_merge(out, charged, -1)) < 0)
 		return rc;
 	for (size_t i = 0; i < out->n; i++)
 		if (tau_quantity_sign(&out->items[i].q) < 0)
@@ -1058,7 +612,7 @@ static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budg
 		    c->in->pool_claimed_by != NULL) {
 			/* The automatic budget owns every pool flavor in full, even while it is
 			 * zeroed: a share taken now would overlap it once it is restored. */
-			fmtq(b, sizeof(b), &cap);
+			tau_budget_quantity_text(b, sizeof(b), &cap);
 			c->team_reason = TAU_BUDGET_REASON_CAPACITY;
 			snprintf(c->team_msg, sizeof(c->team_msg),
 			         "flavor %s is in the automatic pool of capacity team \"%s\" "
@@ -1073,7 +627,7 @@ static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budg
 			 */
 			if ((rc = tau_quantity_add(&total, &next->items[i].q, &o)) == -TAU_ERANGE) {
 				/* Past what a quantity holds: certainly past the capacity. */
-				fmtq(b, sizeof(b), &cap);
+				tau_budget_quantity_text(b, sizeof(b), &cap);
 				c->team_reason = TAU_BUDGET_REASON_CAPACITY;
 				snprintf(c->team_msg, sizeof(c->team_msg),
 				         "team allocations are too large to add up and exceed "
@@ -1086,8 +640,8 @@ static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budg
 			if (rc < 0)
 				break;
 			if (tau_quantity_cmp(&total, &cap) > 0) {
-				fmtq(a, sizeof(a), &total);
-				fmtq(b, sizeof(b), &cap);
+				tau_budget_quantity_text(a, sizeof(a), &total);
+				tau_budget_quantity_text(b, sizeof(b), &cap);
 				c->team_reason = TAU_BUDGET_REASON_CAPACITY;
 				snprintf(c->team_msg, sizeof(c->team_msg),
 				         "team allocations %s exceed discovered capacity %s for "
@@ -1097,8 +651,8 @@ static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budg
 			}
 		} else if (tau_quantity_cmp(&next->items[i].q, &was) < 0 &&
 		           tau_quantity_cmp(&next->items[i].q, &res) < 0) {
-			fmtq(a, sizeof(a), &res);
-			fmtq(b, sizeof(b), &next->items[i].q);
+			tau_budget_quantity_text(a, sizeof(a), &res);
+			tau_budget_quantity_text(b, sizeof(b), &next->items[i].q);
 			c->team_reason = TAU_BUDGET_REASON_REDUCTION_BLOCKED;
 			snprintf(c->team_msg, sizeof(c->team_msg),
 			         "refusing to reduce team \"%s\" below active reservations %s (new "
@@ -1122,7 +676,7 @@ static int plan_mode(team_ctx *c, bool ready, const tau_budget_cells *applied,
 	tau_budget_cells_clear(cohort_q);
 	rc = plan_queues(c, ready, &charged, reserved);
 	if (rc == 0)
-		rc = cells_merge(&shape, &c->shape, 1);
+		rc = tau_budget_cells_merge(&shape, &c->shape, 1);
 	if (rc == 0 && !ready) /* keep what the Cohort holds now: nothing shrinks by shape */
 		for (size_t i = 0; rc == 0 && i < applied->n; i++)
 			rc = tau_budget_cells_add(&shape, applied->items[i].flavor,
@@ -1130,13 +684,13 @@ static int plan_mode(team_ctx *c, bool ready, const tau_budget_cells *applied,
 	if (rc == 0)
 		rc = cohort_quota(cohort_q, ready ? &c->quota : applied, &charged, &shape);
 	if (rc == 0)
-		rc = cells_merge(next, cohort_q, 1);
+		rc = tau_budget_cells_merge(next, cohort_q, 1);
 	if (rc == 0)
-		rc = cells_merge(next, &charged, 1);
+		rc = tau_budget_cells_merge(next, &charged, 1);
 	if (rc == 0) {
 		/* The Cohort's shape is the plan's (E1): rebuild c->shape to include retained. */
 		tau_budget_cells_clear(&c->shape);
-		rc = cells_merge(&c->shape, &shape, 1);
+		rc = tau_budget_cells_merge(&c->shape, &shape, 1);
 		if (rc == 0) {
 			for (size_t i = 0; i < c->shape.n; i++)
 				c->shape.items[i].q = tau_quantity_zero();
@@ -1154,7 +708,8 @@ static int finish(team_ctx *c, const tau_budget_cells *cohort_q)
 	const char *reason = c->team_reason;
 	int rc;
 
-	if ((rc = desired_cohort(&t->desired_cohort, c->name, c->uid, &c->shape, cohort_q)) < 0)
+	if ((rc = tau_budget_explicit_cohort(&t->desired_cohort, c->name, c->uid, &c->shape,
+	                                     cohort_q)) < 0)
 		return rc;
 	if (c->team_reason != NULL)
 		tau_budget_append(msg, sizeof(msg), "%s", c->team_msg);

@@ -8,11 +8,12 @@
  * Pure: inputs are the observed objects, outputs the desired objects, the
  * refusals and the team's state.  decide.c turns them into writes and
  * statuses.  Quantities are exact (tau_quantity), keyed by flavor and
- * resource ("cells").
+ * resource ("cells", budget/cells.h).
  */
 #ifndef TAU_AGGREGATOR_BUDGET_EXPLICIT_H
 #define TAU_AGGREGATOR_BUDGET_EXPLICIT_H
 
+#include "budget/cells.h"
 #include "budget/desired.h"
 
 #include "tau/quantity.h"
@@ -46,92 +47,12 @@ bool tau_budget_has_team_finalizer(const cJSON *team);
 #define TAU_BUDGET_LABEL_QUOTA_MODE    "tau.azure.com/quota-mode"
 #define TAU_BUDGET_QUOTA_MODE_EXPLICIT "explicit"
 
-/* ------------------------------------------------------------------------------------------ */
-/* Cells: quantities keyed by (flavor, resource)                                               */
-
-typedef struct tau_budget_cell {
-	char *flavor;
-	char *resource;
-	tau_quantity q;
-} tau_budget_cell;
-
-/** Sorted by flavor, then resource.  Zero-initialise; free with tau_budget_cells_clear. */
-typedef struct tau_budget_cells {
-	tau_budget_cell *items;
-	size_t n;
-	size_t cap; /**< private */
-} tau_budget_cells;
-
-void tau_budget_cells_clear(tau_budget_cells *c);
-
-/**
- * Add q to the cell (flavor, resource), creating it at q when absent.
- * @return 0; -TAU_EINVAL (NULL/empty names); -TAU_ERANGE (overflow); -TAU_ENOMEM.
- */
-int tau_budget_cells_add(tau_budget_cells *c, const char *flavor, const char *resource,
-                         const tau_quantity *q);
-
-/** The cell's quantity; zero when absent. */
-tau_quantity tau_budget_cells_get(const tau_budget_cells *c, const char *flavor,
-                                  const char *resource);
-
-/**
- * Parse a spec.quota list ([{flavor, resource, nominalQuota, borrowingLimit?,
- * lendingLimit?}]) into three cell sets; omitted limits are recorded as 0
- * (E2).  JSON null or absent gives empty sets (E10: zero, never unlimited).
- *
- * @param owner  names the object in messages, e.g. "TauTeam \"ml\"".
- * @param err    receives the cause on failure.
- * @return 0; -TAU_EINVAL for a list that is not one, an entry without
- *         flavor, resource or nominalQuota, a quantity that does not parse or
- *         is negative, or a (flavor, resource) listed twice; -TAU_ENOMEM.
- *         The cell sets hold what was read so far on failure.
- */
-int tau_budget_quota_parse(tau_budget_cells *nominal, tau_budget_cells *borrowing,
-                           tau_budget_cells *lending, const cJSON *quota, const char *owner,
-                           char *err, size_t err_len);
-
-/**
- * Read `field` ("nominalQuota", "borrowingLimit", "lendingLimit") of every
- * flavor and resource of a Cohort's or ClusterQueue's spec.resourceGroups
- * (absent fields are skipped).  @return 0; -TAU_EINVAL (unparsable); -TAU_ENOMEM.
- */
-int tau_budget_groups_read(tau_budget_cells *out, const cJSON *obj, const char *field);
-
-/** A ClusterQueue's status.flavorsReservation totals.  @return as tau_budget_groups_read. */
-int tau_budget_reservations_read(tau_budget_cells *out, const cJSON *cq);
-
-/**
- * The remainder (E1): team − guarantees, for every cell of either.
- * @param err  on -TAU_ERANGE: "workspace guarantees G exceed team quota Q for
- *             flavor F resource R" (the first cell, in order).
- * @return 0; -TAU_ERANGE (a guarantee above the team's quota: E3); -TAU_ENOMEM.
- */
-int tau_budget_remainder(tau_budget_cells *out, const tau_budget_cells *team,
-                         const tau_budget_cells *guarantees, char *err, size_t err_len);
-
-/**
- * The applied allocation of the team whose Cohort is `cohort` (E4): that
- * Cohort's nominalQuota plus the nominalQuota of every TauGrid-managed
- * ClusterQueue whose spec.cohortName is `cohort`, as written.
- * @return 0; -TAU_EINVAL (a quantity does not parse); -TAU_ENOMEM.
- */
-int tau_budget_applied(tau_budget_cells *out, const char *cohort, const cJSON *const *cohorts,
-                       size_t n_cohorts, const cJSON *const *cqs, size_t n_cqs);
-
-/** New maximum of a ClusterQueue (E5): nominal + borrowingLimit per cell. */
-int tau_budget_new_maximum(tau_budget_cells *out, const tau_budget_cells *nominal,
-                           const tau_budget_cells *borrowing);
-
 /**
  * The namespace a workspace's ClusterQueue selects: its resolved namespace
  * (status.target.resolvedNamespace), or NULL when it gets no queue (not
  * resolved yet, not a DNS-1123 label, or blocked by the v0 rule unless `multiple`).
  */
 const char *tau_budget_workspace_namespace(const cJSON *ws, bool multiple);
-
-/* ------------------------------------------------------------------------------------------ */
-/* One explicit team                                                                           */
 
 /** Everything the decision for one team looks at.  All borrowed. */
 typedef struct tau_budget_explicit_input {
