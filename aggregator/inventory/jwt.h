@@ -6,8 +6,8 @@
  * aggregator can check an agent's token itself: the signature (RS256 or ES256 only), the
  * issuer, the audience, `exp`/`nbf`, the ServiceAccount (`sub` and the `kubernetes.io` claim)
  * and the node and pod the token is bound to.  A token that passes is admitted at once and
- * still confirmed by a TokenReview later (service.c); one that does not pass is never admitted
- * on its claims: it waits for its TokenReview, as it did before local checks existed.
+ * still confirmed by a TokenReview later (service_review.c); one that does not pass is never
+ * admitted on its claims: it waits for its TokenReview, as it did before local checks existed.
  *
  * Everything is fail closed: any parse error, unknown algorithm, missing claim or oversized
  * part is a "no".  Pure functions over the token and the key set, so unit tests cover them.

@@ -325,7 +325,7 @@ static tau_node_facts node_facts(const inv_msg *m)
 	return f;
 }
 
-/* What the aggregator's Report handler does with an accepted inventory (service.c). */
+/* What the aggregator's Report handler does with an accepted inventory (service_report.c). */
 static unsigned ingest(tau_nodestore *s, const Tau__Inventory__V1__NodeInventory *inv, int64_t now)
 {
 	tau_report_view view;
