@@ -26,6 +26,8 @@
  * says what to do.
  */
 #include "cluster.h"
+#include "globalopts.h"
+#include "wait.h"
 
 #include "inventory.h"
 
@@ -342,42 +344,49 @@ static bool run_step(gate_ctx *g, int step, char *msg, size_t cap)
 	return ok;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
+/* The gate's walk: the step reached and what it last said. */
+typedef struct gate_walk {
+	gate_ctx *g;
+	int step;
+	char msg[2048], shown[2048]; /* shown: the last "[waiting]" line's message */
+} gate_walk;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+/* Run the steps from the one reached, printing each one passed; >0 all four passed, 0 not yet. */
+static int gate_look(void *arg)
+{
+	gate_walk *w = arg;
+
+	for (; w->step < 4; w->step++) {
+		if (!run_step(w->g, w->step, w->msg, sizeof(w->msg)))
+			return 0;
+		fprintf(stdout, "[ok]      %d/4 %s: %s\n", w->step + 1, step_names[w->step],
+		        w->msg);
+		fflush(stdout);
+		w->shown[0] = '\0';
+	}
+	return 1;
+}
+
+static void gate_note(void *arg)
+{
+	gate_walk *w = arg;
+
+	if (strcmp(w->msg, w->shown) != 0) {
+		fprintf(stdout, "[waiting] %d/4 %s: %s\n", w->step + 1, step_names[w->step],
+		        w->msg);
+		fflush(stdout);
+		snprintf(w->shown, sizeof(w->shown), "%s", w->msg);
+	}
 }
 
 /* Walk the gate; with timeout_ms > 0 wait for each step.  TAU_CLI_OK or TAU_CLI_FAILED. */
 static int gate(gate_ctx *g, int64_t timeout_ms)
 {
-	int64_t deadline = mono_ms() + timeout_ms;
-	char msg[2048], shown[2048] = "";
+	gate_walk w = {.g = g};
 
-	for (int step = 0; step < 4;) {
-		if (run_step(g, step, msg, sizeof(msg))) {
-			fprintf(stdout, "[ok]      %d/4 %s: %s\n", step + 1, step_names[step], msg);
-			fflush(stdout);
-			step++;
-			shown[0] = '\0';
-			continue;
-		}
-		if (timeout_ms <= 0 || mono_ms() >= deadline) {
-			fprintf(stdout, "[FAILED]  %d/4 %s: %s\n", step + 1, step_names[step], msg);
-			return TAU_CLI_FAILED;
-		}
-		if (strcmp(msg, shown) != 0) {
-			fprintf(stdout, "[waiting] %d/4 %s: %s\n", step + 1, step_names[step], msg);
-			fflush(stdout);
-			snprintf(shown, sizeof(shown), "%s", msg);
-		}
-		{
-			struct timespec ts = {0, GATE_POLL_MS * 1000000L};
-
-			nanosleep(&ts, NULL);
-		}
+	if (tau_cli_wait(gate_look, gate_note, &w, timeout_ms, GATE_POLL_MS) == 0) {
+		fprintf(stdout, "[FAILED]  %d/4 %s: %s\n", w.step + 1, step_names[w.step], w.msg);
+		return TAU_CLI_FAILED;
 	}
 	fprintf(stdout, "TauGrid in %s is ready\n", g->ns);
 	return TAU_CLI_OK;
@@ -559,35 +568,18 @@ static void cluster_usage(FILE *out)
 
 int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum {
-		O_NS = 256,
-		O_SET,
-		O_CONTEXT,
-		O_KUBECONFIG,
-		O_TIMEOUT,
-		O_DRY_RUN,
-		O_RELEASE,
-		O_CHART,
-		O_AGG,
-		O_DELETE_CRDS,
-		O_SYSNS,
-		O_REQUEST_TIMEOUT
-	};
+	enum { O_NS = 256, O_SET, O_TIMEOUT, O_DRY_RUN, O_RELEASE, O_CHART, O_AGG, O_DELETE_CRDS };
 	static const struct option lopts[] = {
-	        {"help", no_argument, NULL, 'h'},
-	        {"namespace", required_argument, NULL, O_NS},
-	        {"system-namespace", required_argument, NULL, O_SYSNS},
+	        TAU_CLI_GLOBAL_LONGOPTS TAU_CLI_SYSTEM_NAMESPACE_LONGOPT{
+	                "namespace", required_argument, NULL, O_NS},
 	        {"values", required_argument, NULL, 'f'},
 	        {"set", required_argument, NULL, O_SET},
-	        {"context", required_argument, NULL, O_CONTEXT},
-	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
 	        {"dry-run", no_argument, NULL, O_DRY_RUN},
 	        {"release", required_argument, NULL, O_RELEASE},
 	        {"chart", required_argument, NULL, O_CHART},
 	        {"aggregator", required_argument, NULL, O_AGG},
 	        {"delete-crds", no_argument, NULL, O_DELETE_CRDS},
-	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
 	tau_cli_globals gl = {0};
@@ -602,19 +594,23 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 	size_t h = 0;
 	tau_kube_client *client = NULL;
 	gate_ctx gc = {0};
-	int c, rc = TAU_CLI_USAGE;
+	int c, taken, rc = TAU_CLI_USAGE;
 
-	if (g != NULL)
-		gl = *g;
-	optind = 0;
-	opterr = 0;
+	tau_cli_opts_begin(&gl, g);
 	while ((c = getopt_long(argc, argv, "hf:", lopts, NULL)) != -1) {
+		/* --system-namespace is --namespace here: where TauGrid is (to be) installed. */
+		if (c != TAU_CLI_OPT_SYSTEM_NAMESPACE &&
+		    (taken = tau_cli_global_option(&gl, c, optarg, "tau cluster")) != 0) {
+			if (taken < 0)
+				return TAU_CLI_USAGE;
+			continue;
+		}
 		switch (c) {
 		case 'h':
 			cluster_usage(stdout);
 			return TAU_CLI_OK;
 		case O_NS:
-		case O_SYSNS:
+		case TAU_CLI_OPT_SYSTEM_NAMESPACE:
 			ns_flag = optarg;
 			break;
 		case 'f':
@@ -630,12 +626,6 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 				return TAU_CLI_USAGE;
 			}
 			sets[n_sets++] = optarg;
-			break;
-		case O_CONTEXT:
-			gl.context = optarg;
-			break;
-		case O_KUBECONFIG:
-			gl.kubeconfig = optarg;
 			break;
 		case O_TIMEOUT:
 			timeout = optarg;
@@ -655,15 +645,8 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		case O_DELETE_CRDS:
 			delete_crds = true;
 			break;
-		case O_REQUEST_TIMEOUT:
-			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
-				fprintf(stderr, "tau cluster: %s\n", tau_error_last()->msg);
-				return TAU_CLI_USAGE;
-			}
-			break;
 		default:
-			fprintf(stderr, "tau cluster: unknown option or missing value: %s\n",
-			        argv[optind - 1]);
+			tau_cli_unknown_option("tau cluster", argv);
 			cluster_usage(stderr);
 			return TAU_CLI_USAGE;
 		}

@@ -9,6 +9,7 @@
 #include "inventory.h"
 
 #include "cli.h"
+#include "globalopts.h"
 #include "table.h"
 
 #include "tau/buf.h"
@@ -682,22 +683,11 @@ static int list_all_nodes(tau_cli_node_pages *out, tau_rpc_channel *ch, const ch
 
 int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum {
-		O_CLASS = 256,
-		O_COUNTED,
-		O_TIMEOUT,
-		O_REQUEST_TIMEOUT,
-		O_GPUS,
-		O_WHOLE,
-		O_PER_NODE,
-		O_IB
-	};
+	enum { O_CLASS = 256, O_COUNTED, O_TIMEOUT, O_GPUS, O_WHOLE, O_PER_NODE, O_IB };
 	static const struct option opts[] = {
-	        {"help", no_argument, NULL, 'h'},
-	        {"gpu-class", required_argument, NULL, O_CLASS},
+	        TAU_CLI_GLOBAL_LONGOPTS{"gpu-class", required_argument, NULL, O_CLASS},
 	        {"counted", no_argument, NULL, O_COUNTED},
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
-	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {"output", required_argument, NULL, 'o'},
 	        {"gpus", required_argument, NULL, O_GPUS},
 	        {"whole-nodes", no_argument, NULL, O_WHOLE},
@@ -712,26 +702,24 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	tau_cli_format fmt = TAU_CLI_TABLE;
 	int64_t timeout_ms = -1; /* --timeout; -1: not given */
 	tau_cli_globals gl = {0};
-	int c, rc = TAU_CLI_FAILED;
+	int c, taken, rc = TAU_CLI_FAILED;
 	const char *target = NULL;
 	tau_rpc_channel *ch = NULL;
 	tau_rpc_status status = {0};
 	ProtobufCMessage *resp = NULL;
 	char *text = NULL;
 
-	if (g != NULL)
-		gl = *g;
+	tau_cli_opts_begin(&gl, g);
 	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		if ((taken = tau_cli_global_option(&gl, c, optarg, "tau inventory")) != 0) {
+			if (taken < 0)
+				return TAU_CLI_USAGE;
+			continue;
+		}
 		switch (c) {
 		case 'h':
 			usage(stdout);
 			return TAU_CLI_OK;
-		case O_REQUEST_TIMEOUT:
-			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
-				fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
-				return TAU_CLI_USAGE;
-			}
-			break;
 		case O_CLASS:
 			cls = optarg;
 			break;
@@ -774,6 +762,7 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 		default:
 			if (tau_cli_aggregator_option(&agg, c, optarg))
 				break;
+			tau_cli_unknown_option("tau inventory", argv);
 			usage(stderr);
 			return TAU_CLI_USAGE;
 		}

@@ -7,11 +7,10 @@
  * docs/cli.md: 0 success, 1 check failed, 2 usage or input error.
  */
 #include "cli.h"
+#include "globalopts.h"
 
-#include "tau/error.h"
 #include "tau/log.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,47 +53,33 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-	enum { O_KUBECONFIG = 256, O_CONTEXT, O_NS, O_TOKEN, O_REQUEST_TIMEOUT };
+	enum { O_VERSION = 256, O_TOKEN };
 	static const struct option opts[] = {
-	        {"help", no_argument, NULL, 'h'},
-	        {"version", no_argument, NULL, 'V'},
-	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
-	        {"context", required_argument, NULL, O_CONTEXT},
-	        {"system-namespace", required_argument, NULL, O_NS},
+	        TAU_CLI_GLOBAL_LONGOPTS TAU_CLI_SYSTEM_NAMESPACE_LONGOPT{"version", no_argument,
+	                                                                 NULL, O_VERSION},
 	        {"token", required_argument, NULL, O_TOKEN},
-	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
 	tau_cli_globals g = {0};
-	int c;
+	int c, taken;
 
 	tau_log_init_from_env();
 	/* "+": stop at the command; its options belong to it. */
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		if ((taken = tau_cli_global_option(&g, c, optarg, "tau")) != 0) {
+			if (taken < 0)
+				return TAU_CLI_USAGE;
+			continue;
+		}
 		switch (c) {
 		case 'h':
 			usage(stdout);
 			return TAU_CLI_OK;
-		case 'V':
+		case O_VERSION:
 			printf("tau %s\n", TAU_VERSION_STRING);
 			return TAU_CLI_OK;
-		case O_KUBECONFIG:
-			g.kubeconfig = optarg;
-			break;
-		case O_CONTEXT:
-			g.context = optarg;
-			break;
-		case O_NS:
-			g.system_namespace = optarg;
-			break;
 		case O_TOKEN:
 			g.token = optarg;
-			break;
-		case O_REQUEST_TIMEOUT:
-			if (tau_cli_request_timeout_parse(&g, optarg) < 0) {
-				fprintf(stderr, "tau: %s\n", tau_error_last()->msg);
-				return TAU_CLI_USAGE;
-			}
 			break;
 		default:
 			usage(stderr);

@@ -25,6 +25,7 @@
  */
 #include "workspace.h"
 
+#include "globalopts.h"
 #include "inventory.h"
 
 #include "tau/csiorigin.h"
@@ -360,15 +361,11 @@ static void storage_usage(FILE *out)
 
 int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_CONTEXT = 256, O_KUBECONFIG, O_DRIVER, O_SEL, O_REQUEST_TIMEOUT };
+	enum { O_DRIVER = 256, O_SEL };
 	static const struct option lopts[] = {
-	        {"help", no_argument, NULL, 'h'},
-	        {"output", required_argument, NULL, 'o'},
-	        {"context", required_argument, NULL, O_CONTEXT},
-	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+	        TAU_CLI_GLOBAL_LONGOPTS{"output", required_argument, NULL, 'o'},
 	        {"driver", required_argument, NULL, O_DRIVER},
 	        {"selector", required_argument, NULL, O_SEL},
-	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
 	tau_cli_aggregator_opts agg = {0};
@@ -379,13 +376,15 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	cJSON *nodes = NULL, *doc = NULL, *drv = NULL;
 	char none[300];
 	bool json = false, ok;
-	int c, rc = TAU_CLI_USAGE;
+	int c, taken, rc = TAU_CLI_USAGE;
 
-	if (g != NULL)
-		gl = *g;
-	optind = 0; /* 0: glibc re-initialises (permuting again after main's "+" parse) */
-	opterr = 0;
+	tau_cli_opts_begin(&gl, g);
 	while ((c = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
+		if ((taken = tau_cli_global_option(&gl, c, optarg, "tau storage")) != 0) {
+			if (taken < 0)
+				return TAU_CLI_USAGE;
+			continue;
+		}
 		switch (c) {
 		case 'h':
 			storage_usage(stdout);
@@ -397,27 +396,16 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 			}
 			json = strcmp(optarg, "json") == 0;
 			break;
-		case O_CONTEXT:
-			gl.context = optarg;
-			break;
-		case O_KUBECONFIG:
-			gl.kubeconfig = optarg;
-			break;
 		case O_DRIVER:
 			driver = optarg;
 			break;
 		case O_SEL:
 			sel = optarg;
 			break;
-		case O_REQUEST_TIMEOUT:
-			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
-				fprintf(stderr, "tau storage: %s\n", tau_error_last()->msg);
-				return TAU_CLI_USAGE;
-			}
-			break;
 		default:
 			if (tau_cli_aggregator_option(&agg, c, optarg))
 				break;
+			tau_cli_unknown_option("tau storage", argv);
 			storage_usage(stderr);
 			return TAU_CLI_USAGE;
 		}

@@ -16,6 +16,7 @@
  */
 #include "team.h"
 
+#include "globalopts.h"
 #include "inventory.h"
 #include "workspace.h"
 
@@ -1001,22 +1002,18 @@ static void team_usage(FILE *out)
 static int parse_args(int argc, char **argv, const char **verb, const char **name,
                       tau_cli_format *fmt, tau_cli_globals *gl, tau_cli_aggregator_opts *agg)
 {
-	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG, O_REQUEST_TIMEOUT };
 	static const struct option lopts[] = {
-	        {"help", no_argument, NULL, 'h'},
-	        {"output", required_argument, NULL, 'o'},
-	        {"context", required_argument, NULL, O_CONTEXT},
-	        {"system-namespace", required_argument, NULL, O_NS},
-	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
-	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
+	        TAU_CLI_GLOBAL_LONGOPTS TAU_CLI_SYSTEM_NAMESPACE_LONGOPT{
+	                "output", required_argument, NULL, 'o'},
 	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
-	int c;
+	int c, taken;
 
-	optind = 0; /* 0: glibc re-initialises (permuting again after main's "+" parse) */
-	opterr = 0;
 	while ((c = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
-		if (c == 'h') {
+		if ((taken = tau_cli_global_option(gl, c, optarg, "tau team")) != 0) {
+			if (taken < 0)
+				return TAU_CLI_USAGE;
+		} else if (c == 'h') {
 			team_usage(stdout);
 			return TAU_CLI_OK;
 		} else if (c == 'o' && strcmp(optarg, "json") == 0) {
@@ -1026,22 +1023,8 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
 		} else if (c == 'o') {
 			fprintf(stderr, "tau team: -o must be table or json, not \"%s\"\n", optarg);
 			return TAU_CLI_USAGE;
-		} else if (c == O_CONTEXT) {
-			gl->context = optarg;
-		} else if (c == O_NS) {
-			gl->system_namespace = optarg;
-		} else if (c == O_KUBECONFIG) {
-			gl->kubeconfig = optarg;
-		} else if (tau_cli_aggregator_option(agg, c, optarg)) {
-			continue;
-		} else if (c == O_REQUEST_TIMEOUT) {
-			if (tau_cli_request_timeout_parse(gl, optarg) < 0) {
-				fprintf(stderr, "tau team: %s\n", tau_error_last()->msg);
-				return TAU_CLI_USAGE;
-			}
-		} else {
-			fprintf(stderr, "tau team: unknown option or missing value: %s\n",
-			        argv[optind - 1]);
+		} else if (!tau_cli_aggregator_option(agg, c, optarg)) {
+			tau_cli_unknown_option("tau team", argv);
 			team_usage(stderr);
 			return TAU_CLI_USAGE;
 		}
@@ -1212,8 +1195,7 @@ int tau_cli_team(int argc, char **argv, const tau_cli_globals *g)
 	tau_cli_aggregator_opts agg = {0};
 	int rc;
 
-	if (g != NULL)
-		gl = *g;
+	tau_cli_opts_begin(&gl, g);
 	if ((rc = parse_args(argc, argv, &verb, &name, &fmt, &gl, &agg)) >= 0)
 		return rc;
 	if (tau_cli_connect(&client, &gl) != 0) {

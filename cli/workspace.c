@@ -16,6 +16,7 @@
  */
 #include "workspace.h"
 
+#include "globalopts.h"
 #include "inventory.h"
 
 #include "tau/csiorigin.h"
@@ -844,15 +845,11 @@ static void ws_usage(FILE *out)
 
 int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_CONTEXT = 256, O_NS, O_KUBECONFIG, O_PVC, O_REQUEST_TIMEOUT };
+	enum { O_PVC = 256 };
 	static const struct option lopts[] = {
-	        {"help", no_argument, NULL, 'h'},
-	        {"output", required_argument, NULL, 'o'},
-	        {"context", required_argument, NULL, O_CONTEXT},
-	        {"system-namespace", required_argument, NULL, O_NS},
-	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+	        TAU_CLI_GLOBAL_LONGOPTS TAU_CLI_SYSTEM_NAMESPACE_LONGOPT{
+	                "output", required_argument, NULL, 'o'},
 	        {"data-pvc", required_argument, NULL, O_PVC},
-	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
 	tau_cli_globals gl = {0};
@@ -863,19 +860,21 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 	tau_kube_client *client = NULL;
 	cJSON *obj = NULL;
 	char *driver = NULL;
-	int c, rc = TAU_CLI_USAGE;
+	int c, taken, rc = TAU_CLI_USAGE;
 
-	if (g != NULL)
-		gl = *g;
 	/* create and delete have their own options: the verb comes first there. */
 	if (argc > 1 && strcmp(argv[1], "create") == 0)
 		return tau_cli_ws_create(argc - 1, argv + 1, g);
 	if (argc > 1 && strcmp(argv[1], "delete") == 0)
 		return tau_cli_ws_delete(argc - 1, argv + 1, g);
-	optind = 0; /* 0: glibc re-initialises (permuting again after main's "+" parse) */
-	opterr = 0;
+	tau_cli_opts_begin(&gl, g);
 	/* argv[0] is "workspace"; options may follow the verb and the name. */
 	while ((c = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
+		if ((taken = tau_cli_global_option(&gl, c, optarg, "tau workspace")) != 0) {
+			if (taken < 0)
+				return TAU_CLI_USAGE;
+			continue;
+		}
 		switch (c) {
 		case 'h':
 			ws_usage(stdout);
@@ -890,28 +889,13 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 				return TAU_CLI_USAGE;
 			}
 			break;
-		case O_CONTEXT:
-			gl.context = optarg;
-			break;
-		case O_NS:
-			gl.system_namespace = optarg;
-			break;
-		case O_KUBECONFIG:
-			gl.kubeconfig = optarg;
-			break;
 		case O_PVC:
 			pvc = optarg;
-			break;
-		case O_REQUEST_TIMEOUT:
-			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
-				fprintf(stderr, "tau workspace: %s\n", tau_error_last()->msg);
-				return TAU_CLI_USAGE;
-			}
 			break;
 		default:
 			if (tau_cli_aggregator_option(&agg, c, optarg))
 				break;
-			fprintf(stderr, "tau workspace: unknown option %s\n", argv[optind - 1]);
+			tau_cli_unknown_option("tau workspace", argv);
 			ws_usage(stderr);
 			return TAU_CLI_USAGE;
 		}

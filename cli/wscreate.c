@@ -19,6 +19,8 @@
  * a deletion or the --timeout ends it with the first failing condition's
  * reason and message (exit 1).
  */
+#include "globalopts.h"
+#include "wait.h"
 #include "workspace.h"
 #include "yaml.h"
 
@@ -32,7 +34,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const tau_kube_resource res_workspaces = {"tau.azure.com", "v1alpha1", "workspaces", true};
 static const tau_kube_resource res_teams = {"tau.azure.com", "v1alpha1", "teams", true};
@@ -312,87 +313,73 @@ static void print_changes(const cJSON *ws, const cJSON *prev)
 	}
 }
 
-static int64_t now_ms(void)
+/* tau workspace create --wait: what one look needs and keeps. */
+typedef struct ws_follow {
+	tau_kube_client *c;
+	const char *sysns, *name;
+	cJSON *prev;    /* the last workspace read, for the changes and the timeout's message */
+	char phase[64]; /* the last phase printed */
+} ws_follow;
+
+/* One GET: print what changed; >0 Ready, <0 Degraded, deleted or being deleted, 0 not yet. */
+static int follow_look(void *arg)
 {
-	struct timespec ts;
+	ws_follow *f = arg;
+	cJSON *ws = NULL;
+	const char *p;
+	int v, g = tau_kube_get(&ws, f->c, &res_workspaces, f->sysns, f->name);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+	if (g == -TAU_ENOTFOUND) {
+		fprintf(stdout, "workspace %s/%s: deleted while waiting\n", f->sysns, f->name);
+		return -1;
+	}
+	if (g != 0) {
+		fprintf(stderr, "tau workspace: reading %s/%s: %s\n", f->sysns, f->name,
+		        tau_cli_api_message());
+		return 0;
+	}
+	p = tau_cli_str(ws, "status.phase");
+	if (strcmp(f->phase, p != NULL ? p : "") != 0) {
+		snprintf(f->phase, sizeof(f->phase), "%s", p != NULL ? p : "");
+		fprintf(stdout, "workspace %s: phase %s\n", f->name,
+		        p != NULL ? p : "<none> (not reconciled yet)");
+	}
+	print_changes(ws, f->prev);
+	fflush(stdout);
+	v = tau_cli_ws_wait_verdict(ws);
+	if (v > 0) {
+		fprintf(stdout, "workspace %s: Ready (namespace %s, queue %s)\n", f->name,
+		        tau_cli_str(ws, "status.target.resolvedNamespace"),
+		        tau_cli_str(ws, "status.queue.localQueue"));
+	} else if (v < 0) {
+		const cJSON *failing = tau_cli_ws_first_failing(ws);
 
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
+		fprintf(stdout, "workspace %s: %s\n", f->name,
+		        tau_cli_str(ws, "metadata.deletionTimestamp") != NULL ? "being deleted"
+		                                                              : "Degraded");
+		if (failing != NULL)
+			print_condition(stdout, "failing: ", failing);
+	}
+	cJSON_Delete(f->prev);
+	f->prev = ws;
+	return v;
 }
 
 int tau_cli_ws_follow(tau_kube_client *c, const char *sysns, const char *name, int64_t timeout_ms)
 {
-	int64_t deadline = now_ms() + timeout_ms;
-	cJSON *prev = NULL, *ws = NULL;
-	char phase[64] = "";
-	int rc = TAU_CLI_FAILED;
+	ws_follow f = {c, sysns, name, NULL, ""};
+	int v = tau_cli_wait(follow_look, NULL, &f, timeout_ms, WAIT_POLL_MS);
 
-	for (;;) {
-		int v, g = tau_kube_get(&ws, c, &res_workspaces, sysns, name);
+	if (v == 0) {
+		const cJSON *failing = tau_cli_ws_first_failing(f.prev);
 
-		if (g == -TAU_ENOTFOUND) {
-			fprintf(stdout, "workspace %s/%s: deleted while waiting\n", sysns, name);
-			break;
-		}
-		if (g != 0) {
-			fprintf(stderr, "tau workspace: reading %s/%s: %s\n", sysns, name,
-			        tau_cli_api_message());
-		} else {
-			const char *p = tau_cli_str(ws, "status.phase");
-
-			if (strcmp(phase, p != NULL ? p : "") != 0) {
-				snprintf(phase, sizeof(phase), "%s", p != NULL ? p : "");
-				fprintf(stdout, "workspace %s: phase %s\n", name,
-				        p != NULL ? p : "<none> (not reconciled yet)");
-			}
-			print_changes(ws, prev);
-			fflush(stdout);
-			v = tau_cli_ws_wait_verdict(ws);
-			if (v > 0) {
-				fprintf(stdout, "workspace %s: Ready (namespace %s, queue %s)\n",
-				        name, tau_cli_str(ws, "status.target.resolvedNamespace"),
-				        tau_cli_str(ws, "status.queue.localQueue"));
-				rc = TAU_CLI_OK;
-				break;
-			}
-			if (v < 0) {
-				const cJSON *f = tau_cli_ws_first_failing(ws);
-
-				fprintf(stdout, "workspace %s: %s\n", name,
-				        tau_cli_str(ws, "metadata.deletionTimestamp") != NULL
-				                ? "being deleted"
-				                : "Degraded");
-				if (f != NULL)
-					print_condition(stdout, "failing: ", f);
-				break;
-			}
-			cJSON_Delete(prev);
-			prev = ws;
-			ws = NULL;
-		}
-		if (now_ms() >= deadline) {
-			const cJSON *f = tau_cli_ws_first_failing(prev);
-
-			fprintf(stdout, "workspace %s: not Ready after %lld s (phase %s)\n", name,
-			        (long long)(timeout_ms / 1000), phase[0] ? phase : "<none>");
-			if (f != NULL)
-				print_condition(stdout, "failing: ", f);
-			break;
-		}
-		cJSON_Delete(ws);
-		ws = NULL;
-		sleep_ms(WAIT_POLL_MS);
+		fprintf(stdout, "workspace %s: not Ready after %lld s (phase %s)\n", name,
+		        (long long)(timeout_ms / 1000), f.phase[0] ? f.phase : "<none>");
+		if (failing != NULL)
+			print_condition(stdout, "failing: ", failing);
 	}
-	cJSON_Delete(ws);
-	cJSON_Delete(prev);
-	return rc;
+	cJSON_Delete(f.prev);
+	return v > 0 ? TAU_CLI_OK : TAU_CLI_FAILED;
 }
 
 /* What only the cluster can tell: refused with exit 1 and the reason; 0 when nothing is. */
@@ -550,10 +537,7 @@ out:
 int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 {
 	enum {
-		O_CONTEXT = 256,
-		O_SYSNS,
-		O_KUBECONFIG,
-		O_NS,
+		O_NS = 256,
 		O_TEAM,
 		O_AUTH,
 		O_PROVIDER,
@@ -567,15 +551,11 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 		O_ADOPT,
 		O_WAIT,
 		O_TIMEOUT,
-		O_DRY_RUN,
-		O_REQUEST_TIMEOUT
+		O_DRY_RUN
 	};
 	static const struct option lopts[] = {
-	        {"help", no_argument, NULL, 'h'},
-	        {"output", required_argument, NULL, 'o'},
-	        {"context", required_argument, NULL, O_CONTEXT},
-	        {"system-namespace", required_argument, NULL, O_SYSNS},
-	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+	        TAU_CLI_GLOBAL_LONGOPTS TAU_CLI_SYSTEM_NAMESPACE_LONGOPT{
+	                "output", required_argument, NULL, 'o'},
 	        {"namespace", required_argument, NULL, O_NS},
 	        {"team", required_argument, NULL, O_TEAM},
 	        {"authorization", required_argument, NULL, O_AUTH},
@@ -591,7 +571,6 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 	        {"wait", no_argument, NULL, O_WAIT},
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
 	        {"dry-run", no_argument, NULL, O_DRY_RUN},
-	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
 	tau_cli_ws_spec spec = {0};
@@ -602,28 +581,21 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 	tau_kube_client *client = NULL;
 	char sysns[TAU_CLI_NS_BUF], err[1024];
 	cJSON *obj = NULL;
-	int c, rc = TAU_CLI_USAGE;
+	int c, taken, rc = TAU_CLI_USAGE;
 
-	if (g != NULL)
-		gl = *g;
-	optind = 0;
-	opterr = 0;
+	tau_cli_opts_begin(&gl, g);
 	while ((c = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
+		if ((taken = tau_cli_global_option(&gl, c, optarg, "tau workspace create")) != 0) {
+			if (taken < 0)
+				return TAU_CLI_USAGE;
+			continue;
+		}
 		switch (c) {
 		case 'h':
 			create_usage(stdout);
 			return TAU_CLI_OK;
 		case 'o':
 			output = optarg;
-			break;
-		case O_CONTEXT:
-			gl.context = optarg;
-			break;
-		case O_SYSNS:
-			gl.system_namespace = optarg;
-			break;
-		case O_KUBECONFIG:
-			gl.kubeconfig = optarg;
 			break;
 		case O_NS:
 			spec.namespace = optarg;
@@ -670,17 +642,8 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 		case O_DRY_RUN:
 			dry_run = true;
 			break;
-		case O_REQUEST_TIMEOUT:
-			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
-				fprintf(stderr, "tau workspace create: %s\n",
-				        tau_error_last()->msg);
-				return TAU_CLI_USAGE;
-			}
-			break;
 		default:
-			fprintf(stderr,
-			        "tau workspace create: unknown option or missing value: %s\n",
-			        argv[optind - 1]);
+			tau_cli_unknown_option("tau workspace create", argv);
 			create_usage(stderr);
 			return TAU_CLI_USAGE;
 		}

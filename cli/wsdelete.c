@@ -11,6 +11,8 @@
  * listing is made by a pure function over the lists (tau_cli_ws_drain_holders)
  * so it is unit tested.
  */
+#include "globalopts.h"
+#include "wait.h"
 #include "workspace.h"
 
 #include "tau/drain.h"
@@ -22,7 +24,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const tau_kube_resource res_workspaces = {"tau.azure.com", "v1alpha1", "workspaces", true};
 static const tau_kube_resource res_localqueues = {"kueue.x-k8s.io", "v1beta2", "localqueues", true};
@@ -146,12 +147,58 @@ static void print_holders(const cJSON *holders)
 	}
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
+/* tau workspace delete: what one look needs and keeps. */
+typedef struct ws_drain {
+	tau_kube_client *c;
+	const char *sysns, *name, *ns; /* ns: the workspace's namespace, where its drain is */
+	bool wait;
+	char *shown; /* the holders last printed (JSON) */
+} ws_drain;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+/*
+ * One GET: print what holds the workspace when it changed.  >0 gone (or, without --wait,
+ * shown once), <0 the API failed, 0 still held.
+ */
+static int drain_look(void *arg)
+{
+	ws_drain *d = arg;
+	cJSON *ws = NULL, *holders;
+	char *now;
+	int gr = tau_kube_get(&ws, d->c, &res_workspaces, d->sysns, d->name), rc = 0;
+
+	if (gr == -TAU_ENOTFOUND) {
+		fprintf(stdout, "workspace %s/%s deleted\n", d->sysns, d->name);
+		return 1;
+	}
+	if (gr != 0) {
+		fprintf(stderr, "tau workspace delete: reading %s/%s: %s\n", d->sysns, d->name,
+		        tau_cli_api_message());
+		return -1;
+	}
+	if (!has_finalizer(ws)) {
+		/* Nothing holds it any more; the API server removes it shortly. */
+		cJSON_Delete(ws);
+		return d->wait ? 0 : 1;
+	}
+	cJSON_Delete(ws);
+	holders = read_holders(d->c, d->name, d->ns);
+	now = holders != NULL ? cJSON_PrintUnformatted(holders) : NULL;
+	if (now != NULL && (d->shown == NULL || strcmp(now, d->shown) != 0)) {
+		fprintf(stdout, "workspace %s: finalizer %s holds it (namespace %s)\n", d->name,
+		        FINALIZER, d->ns);
+		print_holders(holders);
+		fflush(stdout);
+		free(d->shown);
+		d->shown = now;
+		now = NULL;
+	}
+	free(now);
+	cJSON_Delete(holders);
+	if (!d->wait) {
+		fprintf(stdout, "run `tau workspace delete %s --wait` to follow it\n", d->name);
+		rc = 1;
+	}
+	return rc;
 }
 
 static void delete_usage(FILE *out)
@@ -169,54 +216,36 @@ static void delete_usage(FILE *out)
 
 int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_CONTEXT = 256, O_SYSNS, O_KUBECONFIG, O_WAIT, O_TIMEOUT, O_REQUEST_TIMEOUT };
+	enum { O_WAIT = 256, O_TIMEOUT };
 	static const struct option lopts[] = {
-	        {"help", no_argument, NULL, 'h'},
-	        {"context", required_argument, NULL, O_CONTEXT},
-	        {"system-namespace", required_argument, NULL, O_SYSNS},
-	        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
-	        {"wait", no_argument, NULL, O_WAIT},
+	        TAU_CLI_GLOBAL_LONGOPTS TAU_CLI_SYSTEM_NAMESPACE_LONGOPT{"wait", no_argument, NULL,
+	                                                                 O_WAIT},
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
-	        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
 	tau_cli_globals gl = {0};
 	const char *name, *timeout = NULL;
 	bool wait = false;
-	int64_t timeout_ms = DEFAULT_TIMEOUT, deadline;
+	int64_t timeout_ms = DEFAULT_TIMEOUT;
 	tau_kube_client *client = NULL;
-	char sysns[TAU_CLI_NS_BUF], ns[TAU_CLI_NS_BUF], *shown = NULL;
+	char sysns[TAU_CLI_NS_BUF], ns[TAU_CLI_NS_BUF];
 	cJSON *ws = NULL;
-	int c, rc = TAU_CLI_FAILED, gr;
+	int c, taken, rc = TAU_CLI_FAILED, gr;
 
-	if (g != NULL)
-		gl = *g;
-	optind = 0;
-	opterr = 0;
+	tau_cli_opts_begin(&gl, g);
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		if (c == 'h') {
+		if ((taken = tau_cli_global_option(&gl, c, optarg, "tau workspace delete")) != 0) {
+			if (taken < 0)
+				return TAU_CLI_USAGE;
+		} else if (c == 'h') {
 			delete_usage(stdout);
 			return TAU_CLI_OK;
-		} else if (c == O_CONTEXT) {
-			gl.context = optarg;
-		} else if (c == O_SYSNS) {
-			gl.system_namespace = optarg;
-		} else if (c == O_KUBECONFIG) {
-			gl.kubeconfig = optarg;
 		} else if (c == O_WAIT) {
 			wait = true;
 		} else if (c == O_TIMEOUT) {
 			timeout = optarg;
-		} else if (c == O_REQUEST_TIMEOUT) {
-			if (tau_cli_request_timeout_parse(&gl, optarg) < 0) {
-				fprintf(stderr, "tau workspace delete: %s\n",
-				        tau_error_last()->msg);
-				return TAU_CLI_USAGE;
-			}
 		} else {
-			fprintf(stderr,
-			        "tau workspace delete: unknown option or missing value: %s\n",
-			        argv[optind - 1]);
+			tau_cli_unknown_option("tau workspace delete", argv);
 			delete_usage(stderr);
 			return TAU_CLI_USAGE;
 		}
@@ -269,66 +298,17 @@ int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g)
 	} else {
 		fprintf(stdout, "workspace %s/%s: already being deleted\n", sysns, name);
 	}
-	deadline = mono_ms() + timeout_ms;
-	for (;;) {
-		cJSON *holders;
-		char *now;
+	{
+		ws_drain d = {client, sysns, name, ns, wait, NULL};
+		int v = tau_cli_wait(drain_look, NULL, &d, wait ? timeout_ms : 0, POLL_MS);
 
-		cJSON_Delete(ws);
-		ws = NULL;
-		gr = tau_kube_get(&ws, client, &res_workspaces, sysns, name);
-		if (gr == -TAU_ENOTFOUND) {
-			fprintf(stdout, "workspace %s/%s deleted\n", sysns, name);
-			rc = TAU_CLI_OK;
-			break;
-		}
-		if (gr != 0) {
-			fprintf(stderr, "tau workspace delete: reading %s/%s: %s\n", sysns, name,
-			        tau_cli_api_message());
-			break;
-		}
-		if (!has_finalizer(ws)) {
-			/* Nothing holds it any more; the API server removes it shortly. */
-			if (!wait) {
-				rc = TAU_CLI_OK;
-				break;
-			}
-		} else {
-			holders = read_holders(client, name, ns);
-			now = holders != NULL ? cJSON_PrintUnformatted(holders) : NULL;
-			if (now != NULL && (shown == NULL || strcmp(now, shown) != 0)) {
-				fprintf(stdout,
-				        "workspace %s: finalizer %s holds it (namespace %s)\n",
-				        name, FINALIZER, ns);
-				print_holders(holders);
-				fflush(stdout);
-				free(shown);
-				shown = now;
-				now = NULL;
-			}
-			free(now);
-			cJSON_Delete(holders);
-			if (!wait) {
-				fprintf(stdout,
-				        "run `tau workspace delete %s --wait` to follow it\n",
-				        name);
-				rc = TAU_CLI_OK;
-				break;
-			}
-		}
-		if (mono_ms() >= deadline) {
+		if (v == 0)
 			fprintf(stdout, "workspace %s: still held after %lld s\n", name,
 			        (long long)(timeout_ms / 1000));
-			break;
-		}
-		{
-			struct timespec ts = {0, POLL_MS * 1000000L};
-
-			nanosleep(&ts, NULL);
-		}
+		rc = v > 0 ? TAU_CLI_OK : TAU_CLI_FAILED;
+		free(d.shown);
 	}
 out:
-	free(shown);
 	cJSON_Delete(ws);
 	tau_kube_client_free(client);
 	return rc;
