@@ -20,8 +20,8 @@
 #define TAU_CLI_FAILED 1 /**< a check failed, or the answer could not be obtained */
 #define TAU_CLI_USAGE  2 /**< usage or input error */
 
-/** Output format of -o, shared by every command group. */
-typedef enum tau_cli_format { TAU_CLI_TABLE = 0, TAU_CLI_JSON } tau_cli_format;
+/** Output format of -o, shared by every command group (output.h). */
+typedef enum tau_cli_format { TAU_CLI_TABLE = 0, TAU_CLI_JSON, TAU_CLI_YAML } tau_cli_format;
 
 /** The TauCluster singleton's name and where TauGrid installs by default. */
 #define TAU_CLI_CLUSTER_NAME             "cluster"

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "globalopts.h"
+#include "output.h"
 #include "table.h"
 
 #include "tau/buf.h"
@@ -34,24 +35,14 @@
 /* --timeout: a bare number is seconds; an hour is past any sane query. */
 #define TIMEOUT_MAX_MS (3600 * 1000)
 
-static int json_out(char **out, cJSON *root)
+/* The document `root` (taken, freed here) as JSON or YAML text. */
+static int doc_out(char **out, cJSON *root, tau_cli_format fmt)
 {
-	char *text = root != NULL ? cJSON_Print(root) : NULL, *grown;
-	size_t n;
+	int rc = root != NULL ? tau_cli_doc_render(out, root, fmt)
+	                      : tau_error_set(TAU_ENOMEM, "out of memory");
 
 	cJSON_Delete(root);
-	if (text == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory");
-	n = strlen(text);
-	grown = realloc(text, n + 2);
-	if (grown == NULL) {
-		free(text);
-		return tau_error_set(TAU_ENOMEM, "out of memory");
-	}
-	grown[n] = '\n';
-	grown[n + 1] = '\0';
-	*out = grown;
-	return 0;
+	return rc;
 }
 
 static int table_out(char **out, tau_table *t, const char *footer)
@@ -262,7 +253,7 @@ int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool,
 		}
 		if (cap != NULL)
 			capacity_json(cJSON_AddArrayToObject(root, "freeNow"), cap);
-		return json_out(out, root);
+		return doc_out(out, root, fmt);
 	}
 }
 
@@ -308,7 +299,7 @@ static void node_truth_json(cJSON *o, const Tau__Inventory__V1__NodeStatus *n)
 
 int tau_cli_render_fit(char **out, const Tau__Inventory__V1__FitResponse *fit, tau_cli_format fmt)
 {
-	if (fmt == TAU_CLI_JSON) {
+	if (fmt != TAU_CLI_TABLE) {
 		cJSON *root = cJSON_CreateObject(), *pl, *un;
 
 		cJSON_AddBoolToObject(root, "fits", fit->fits);
@@ -330,7 +321,7 @@ int tau_cli_render_fit(char **out, const Tau__Inventory__V1__FitResponse *fit, t
 		un = cJSON_AddArrayToObject(root, "unknownNodes");
 		for (size_t i = 0; i < fit->n_unknown_nodes; i++)
 			cJSON_AddItemToArray(un, cJSON_CreateString(fit->unknown_nodes[i]));
-		return json_out(out, root);
+		return doc_out(out, root, fmt);
 	} else {
 		static const char *const hdr[] = {"NODE", "GPUS", "FREE-NOW"};
 		tau_table *t = NULL;
@@ -376,7 +367,7 @@ int tau_cli_render_fit(char **out, const Tau__Inventory__V1__FitResponse *fit, t
 int tau_cli_render_nodes(char **out, const Tau__Inventory__V1__ListNodesResponse *nodes,
                          tau_cli_format fmt)
 {
-	if (fmt == TAU_CLI_JSON) {
+	if (fmt != TAU_CLI_TABLE) {
 		cJSON *root = cJSON_CreateArray();
 
 		for (size_t i = 0; i < nodes->n_nodes; i++) {
@@ -405,7 +396,7 @@ int tau_cli_render_nodes(char **out, const Tau__Inventory__V1__ListNodesResponse
 			                        (double)n->last_heard_unix_ms);
 			node_truth_json(o, n);
 		}
-		return json_out(out, root);
+		return doc_out(out, root, fmt);
 	} else {
 		static const char *const hdr[] = {"NAME",      "GPU-CLASS", "COUNTED",
 		                                  "CONNECTED", "STALE",     "GPUS",
@@ -512,7 +503,7 @@ static int explain_with_truth(char **out, tau_table *pool_rules, const char *foo
 int tau_cli_render_explain(char **out, const Tau__Inventory__V1__ExplainNodeResponse *ex,
                            tau_cli_format fmt)
 {
-	if (fmt == TAU_CLI_JSON) {
+	if (fmt != TAU_CLI_TABLE) {
 		cJSON *root = cJSON_CreateObject();
 		cJSON *rules;
 
@@ -538,7 +529,7 @@ int tau_cli_render_explain(char **out, const Tau__Inventory__V1__ExplainNodeResp
 			cJSON_AddBoolToObject(r, "unknown", ex->node_truth[i]->unknown);
 			cJSON_AddStringToObject(r, "detail", ex->node_truth[i]->detail);
 		}
-		return json_out(out, root);
+		return doc_out(out, root, fmt);
 	} else {
 		static const char *const hdr[] = {"RULE", "RESULT", "DETAIL"};
 		tau_table *t = NULL;
@@ -584,7 +575,7 @@ static void usage(FILE *out)
 	      "default " TAU_CLI_DEFAULT_AGGREGATOR ")\n"
 	      "  --ca-file F         TLS, trusting the CA in F\n"
 	      "  --insecure          plaintext gRPC (the default without --ca-file)\n"
-	      "  -o table|json       output format (default table)\n"
+	      "  -o table|json|yaml  output format (default table)\n"
 	      "  --timeout DURATION  per request: seconds or 500ms, 1m (default 10)\n"
 	      "  --request-timeout D the same as the global option: 0 means no limit;\n"
 	      "                      --timeout wins when both are given\n"
@@ -749,15 +740,8 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 			}
 			break;
 		case 'o':
-			if (strcmp(optarg, "json") == 0)
-				fmt = TAU_CLI_JSON;
-			else if (strcmp(optarg, "table") == 0)
-				fmt = TAU_CLI_TABLE;
-			else {
-				fprintf(stderr, "tau inventory: -o must be table or json, not %s\n",
-				        optarg);
+			if (tau_cli_output_parse(&fmt, optarg, false, "tau inventory") < 0)
 				return TAU_CLI_USAGE;
-			}
 			break;
 		default:
 			if (tau_cli_aggregator_option(&agg, c, optarg))

@@ -26,6 +26,7 @@
 #include "workspace.h"
 
 #include "globalopts.h"
+#include "output.h"
 #include "inventory.h"
 
 #include "tau/csiorigin.h"
@@ -348,7 +349,7 @@ int tau_cli_csi_live_probe(cJSON *doc, const char *driver, const tau_cli_aggrega
 static void storage_usage(FILE *out)
 {
 	fputs("Usage: tau storage check --driver NAME [--selector SEL] [--aggregator ADDR\n"
-	      "                         [--ca-file F | --insecure]] [-o table|json]\n"
+	      "                         [--ca-file F | --insecure]] [-o table|json|yaml]\n"
 	      "  Checks that the CSI driver is registered (CSINode) on every Ready, schedulable\n"
 	      "  node matching SEL (default: nodes labelled " DEFAULT_SELECTOR "), and that no\n"
 	      "  Flex or other externally registered node relies on the AKS-managed addon for it\n"
@@ -375,7 +376,8 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	const char *driver = NULL, *sel = DEFAULT_SELECTOR;
 	cJSON *nodes = NULL, *doc = NULL, *drv = NULL;
 	char none[300];
-	bool json = false, ok;
+	tau_cli_format fmt = TAU_CLI_TABLE;
+	bool ok;
 	int c, taken, rc = TAU_CLI_USAGE;
 
 	tau_cli_opts_begin(&gl, g);
@@ -390,11 +392,8 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 			storage_usage(stdout);
 			return TAU_CLI_OK;
 		case 'o':
-			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "table") != 0) {
-				fprintf(stderr, "tau storage: -o must be table or json\n");
+			if (tau_cli_output_parse(&fmt, optarg, false, "tau storage") < 0)
 				return TAU_CLI_USAGE;
-			}
-			json = strcmp(optarg, "json") == 0;
 			break;
 		case O_DRIVER:
 			driver = optarg;
@@ -447,12 +446,12 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 		goto out;
 	}
 	ok = tau_cli_csi_finish(doc);
-	if (json) {
-		char *text = cJSON_Print(doc);
-
-		if (text != NULL)
-			printf("%s\n", text);
-		free(text);
+	if (fmt != TAU_CLI_TABLE) {
+		if (tau_cli_doc_print(stdout, doc, fmt) < 0) {
+			fprintf(stderr, "tau storage check: %s\n", tau_error_last()->msg);
+			rc = TAU_CLI_FAILED;
+			goto out;
+		}
 	} else {
 		snprintf(none, sizeof(none), "no eligible node matches %s", sel);
 		tau_cli_csi_print(stdout, doc, none);

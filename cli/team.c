@@ -17,6 +17,7 @@
 #include "team.h"
 
 #include "globalopts.h"
+#include "output.h"
 #include "inventory.h"
 #include "workspace.h"
 
@@ -238,18 +239,6 @@ cJSON *tau_cli_team_list_doc(const cJSON *teams, const cJSON *cluster, const cJS
 	return doc;
 }
 
-static int emit_json(FILE *out, const cJSON *doc)
-{
-	char *s = cJSON_Print(doc);
-
-	if (s == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory");
-	fputs(s, out);
-	fputc('\n', out);
-	free(s);
-	return 0;
-}
-
 /*
  * Print the objects of `arr` as a table, one column per key (a string, a number, or
  * "<none>"), under "heading:"; an empty array prints "label:" and "<none>" aligned with the
@@ -311,8 +300,8 @@ int tau_cli_team_print_list(FILE *out, const cJSON *doc, tau_cli_format fmt)
 
 	if (items == NULL)
 		return tau_error_set(TAU_EINVAL, "team list: no items");
-	if (fmt == TAU_CLI_JSON)
-		return emit_json(out, doc);
+	if (fmt != TAU_CLI_TABLE)
+		return tau_cli_doc_print(out, doc, fmt);
 	if (cJSON_GetArraySize(items) == 0) {
 		fprintf(out, "No teams found.\n");
 		return 0;
@@ -931,8 +920,8 @@ int tau_cli_team_print_status(FILE *out, const cJSON *doc, tau_cli_format fmt)
 
 	if (name == NULL)
 		return tau_error_set(TAU_EINVAL, "team status: no name");
-	if (fmt == TAU_CLI_JSON)
-		return emit_json(out, doc);
+	if (fmt != TAU_CLI_TABLE)
+		return tau_cli_doc_print(out, doc, fmt);
 	tau_json_get_int(&gen, doc, "generation");
 	fprintf(out, "Name:                %s\n", name);
 	fprintf(out, "System namespace:    %s\n", or_none(tau_json_str(doc, "systemNamespace")));
@@ -983,9 +972,9 @@ static int read_optional(cJSON **out, tau_kube_client *c, const tau_kube_resourc
 
 static void team_usage(FILE *out)
 {
-	fputs("Usage: tau team list [-o table|json]\n"
+	fputs("Usage: tau team list [-o table|json|yaml]\n"
 	      "       tau team status NAME [--aggregator ADDR [--ca-file F | --insecure]]\n"
-	      "                            [-o table|json]\n"
+	      "                            [-o table|json|yaml]\n"
 	      "Options: --context C  --system-namespace NS  --kubeconfig F  --request-timeout D\n"
 	      "status shows the team's Cohort budget per flavor and resource beside the pool\n"
 	      "(capacity team) or, for an explicit team, beside its spec.quota, its workspaces'\n"
@@ -1016,13 +1005,9 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
 		} else if (c == 'h') {
 			team_usage(stdout);
 			return TAU_CLI_OK;
-		} else if (c == 'o' && strcmp(optarg, "json") == 0) {
-			*fmt = TAU_CLI_JSON;
-		} else if (c == 'o' && strcmp(optarg, "table") == 0) {
-			*fmt = TAU_CLI_TABLE;
 		} else if (c == 'o') {
-			fprintf(stderr, "tau team: -o must be table or json, not \"%s\"\n", optarg);
-			return TAU_CLI_USAGE;
+			if (tau_cli_output_parse(fmt, optarg, false, "tau team") < 0)
+				return TAU_CLI_USAGE;
 		} else if (!tau_cli_aggregator_option(agg, c, optarg)) {
 			tau_cli_unknown_option("tau team", argv);
 			team_usage(stderr);

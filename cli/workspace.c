@@ -17,6 +17,7 @@
 #include "workspace.h"
 
 #include "globalopts.h"
+#include "output.h"
 #include "inventory.h"
 
 #include "tau/csiorigin.h"
@@ -79,16 +80,14 @@ static void add_str(cJSON *o, const char *k, const char *v)
 		cJSON_AddNullToObject(o, k);
 }
 
-static int print_json(FILE *out, cJSON *doc)
+/* The document `doc` (taken, freed here) as JSON or YAML on `out`. */
+static int print_doc(FILE *out, cJSON *doc, tau_cli_format fmt)
 {
-	char *s = doc != NULL ? cJSON_Print(doc) : NULL;
+	int rc = doc != NULL ? tau_cli_doc_print(out, doc, fmt)
+	                     : tau_error_set(TAU_ENOMEM, "out of memory");
 
 	cJSON_Delete(doc);
-	if (s == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory");
-	fprintf(out, "%s\n", s);
-	free(s);
-	return 0;
+	return rc;
 }
 
 int tau_cli_ws_print_list(FILE *out, const cJSON *list, tau_cli_format fmt)
@@ -99,7 +98,7 @@ int tau_cli_ws_print_list(FILE *out, const cJSON *list, tau_cli_format fmt)
 
 	if (!cJSON_IsArray(items))
 		return tau_error_set(TAU_EINVAL, "workspace list: no items");
-	if (fmt == TAU_CLI_JSON) {
+	if (fmt != TAU_CLI_TABLE) {
 		cJSON *doc = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(doc, "items");
 
 		cJSON_ArrayForEach(it, items)
@@ -114,7 +113,7 @@ int tau_cli_ws_print_list(FILE *out, const cJSON *list, tau_cli_format fmt)
 			add_str(w, "clusterQueue", tau_json_str(it, "status.queue.clusterQueue"));
 			cJSON_AddItemToArray(arr, w);
 		}
-		return print_json(out, doc);
+		return print_doc(out, doc, fmt);
 	}
 	n = (size_t)cJSON_GetArraySize(items);
 	if (n == 0) {
@@ -226,8 +225,8 @@ int tau_cli_ws_print_status(FILE *out, const cJSON *ws, tau_cli_format fmt)
 
 	if (v == NULL)
 		return tau_error_set(TAU_EINVAL, "not a workspace: no metadata.name");
-	if (fmt == TAU_CLI_JSON)
-		return print_json(out, status_doc(ws));
+	if (fmt != TAU_CLI_TABLE)
+		return print_doc(out, status_doc(ws), fmt);
 	tau_json_get_int(&gen, ws, "metadata.generation");
 	fprintf(out, "Name:                %s\n", v);
 	v = tau_json_str(ws, "metadata.namespace");
@@ -822,12 +821,12 @@ failed:
 
 static void ws_usage(FILE *out)
 {
-	fputs("Usage: tau workspace list [-o table|json]\n"
+	fputs("Usage: tau workspace list [-o table|json|yaml]\n"
 	      "       tau workspace create NAME [...]   (tau workspace create --help)\n"
 	      "       tau workspace delete NAME [--wait [--timeout D]]\n"
-	      "       tau workspace status NAME [-o table|json]\n"
+	      "       tau workspace status NAME [-o table|json|yaml]\n"
 	      "       tau workspace check NAME [--data-pvc PVC [--aggregator ADDR "
-	      "[--ca-file F | --insecure]]] [-o table|json]\n"
+	      "[--ca-file F | --insecure]]] [-o table|json|yaml]\n"
 	      "Options: --context C  --system-namespace NS  --kubeconfig F\n"
 	      "With --aggregator, check also requires the PVC's CSI driver to be registered\n"
 	      "on every node that counts in the pool (ADDR defaults to env TAU_AGGREGATOR),\n"
@@ -880,14 +879,8 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 			ws_usage(stdout);
 			return TAU_CLI_OK;
 		case 'o':
-			if (strcmp(optarg, "json") == 0)
-				fmt = TAU_CLI_JSON;
-			else if (strcmp(optarg, "table") == 0 || strcmp(optarg, "wide") == 0)
-				fmt = TAU_CLI_TABLE;
-			else {
-				fprintf(stderr, "tau workspace: -o must be table or json\n");
+			if (tau_cli_output_parse(&fmt, optarg, true, "tau workspace") < 0)
 				return TAU_CLI_USAGE;
-			}
 			break;
 		case O_PVC:
 			pvc = optarg;
@@ -963,13 +956,13 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		goto out;
 	}
 	if (tau_kube_get(&obj, client, &res_workspaces, sysns, name) != 0) {
-		if (fmt == TAU_CLI_JSON && strcmp(verb, "check") == 0) {
+		if (fmt != TAU_CLI_TABLE && strcmp(verb, "check") == 0) {
 			cJSON *doc = cJSON_CreateObject();
 
 			add_str(doc, "name", name);
 			cJSON_AddBoolToObject(doc, "ready", false);
 			add_str(doc, "error", tau_cli_api_message());
-			print_json(stdout, doc);
+			print_doc(stdout, doc, fmt);
 		}
 		fprintf(stderr, "tau workspace %s: workspace %s/%s: %s\n", verb, sysns, name,
 		        tau_cli_api_message());
@@ -985,10 +978,10 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		bool ready = tau_cli_ws_ready(obj), pvc_ok = true;
 		const char *why = NULL;
 		int csi_rc = TAU_CLI_OK;
-		FILE *human = fmt == TAU_CLI_JSON ? stderr : stdout;
+		FILE *human = fmt != TAU_CLI_TABLE ? stderr : stdout;
 		const cJSON *cnd;
 
-		if (fmt != TAU_CLI_JSON) {
+		if (fmt == TAU_CLI_TABLE) {
 			const char *phase = tau_json_str(obj, "status.phase");
 
 			fprintf(stdout, "workspace %s: %s\n", name,
@@ -1033,8 +1026,8 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		} else if (driver != NULL) {
 			csi_rc = check_csi_kube(human, doc, client, obj, driver, &gl);
 		}
-		if (fmt == TAU_CLI_JSON)
-			print_json(stdout, doc);
+		if (fmt != TAU_CLI_TABLE)
+			print_doc(stdout, doc, fmt);
 		else
 			cJSON_Delete(doc);
 		if (csi_rc == TAU_CLI_USAGE)

@@ -20,9 +20,9 @@
  * reason and message (exit 1).
  */
 #include "globalopts.h"
+#include "output.h"
 #include "wait.h"
 #include "workspace.h"
-#include "yaml.h"
 
 #include "tau/error.h"
 #include "tau/json.h"
@@ -703,16 +703,13 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 		goto out;
 	}
 	if (dry_run) {
-		if (output != NULL && strcmp(output, "json") == 0) {
-			char *s = cJSON_Print(obj);
-
-			if (s != NULL)
-				fprintf(stdout, "%s\n", s);
-			free(s);
-			rc = s != NULL ? TAU_CLI_OK : TAU_CLI_FAILED;
-		} else {
-			rc = tau_cli_yaml_write(stdout, obj) == 0 ? TAU_CLI_OK : TAU_CLI_FAILED;
-		}
+		rc = tau_cli_doc_print(stdout, obj,
+		                       output != NULL && strcmp(output, "json") == 0
+		                               ? TAU_CLI_JSON
+		                               : TAU_CLI_YAML);
+		if (rc < 0)
+			fprintf(stderr, "tau workspace create: %s\n", tau_error_last()->msg);
+		rc = rc < 0 ? TAU_CLI_FAILED : TAU_CLI_OK;
 		goto out;
 	}
 	rc = TAU_CLI_FAILED;

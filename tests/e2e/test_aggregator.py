@@ -28,6 +28,7 @@ import time
 import unittest
 
 import grpc
+import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -539,6 +540,16 @@ class AggregatorE2E(unittest.TestCase):
         self.assertEqual({f["name"]: (f["nodes"], {k: qparse(v) for k, v in f["resources"].items()})
                           for f in doc["flavors"]},
                          {k: (len(v["nodes"]), v["resources"]) for k, v in exp.items()})
+        # -o yaml is the same document as -o json, read back by a YAML 1.1 reader (PyYAML).
+        node = self.current_nodes()[0]["metadata"]["name"]
+        for args in (["pool"], ["nodes"], ["explain", node]):
+            js, ym = run(*args, "-o", "json"), run(*args, "-o", "yaml")
+            self.assertEqual((ym.returncode, js.returncode), (0, 0), ym.stderr + js.stderr)
+            docs = [yaml.safe_load(ym.stdout), json.loads(js.stdout)]
+            for d in docs:  # when each node was last heard moves between the two calls
+                for n in d if isinstance(d, list) else []:
+                    n.pop("lastHeardUnixMs")
+            self.assertEqual(docs[0], docs[1], args)
         r = run("pool")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(r.stdout.startswith("FLAVOR"), r.stdout)

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import unittest
 
+import yaml
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
@@ -185,6 +187,15 @@ class TeamCli(unittest.TestCase):
             {"name": "vision", "mode": "explicit", "phase": "Pending", "cohort": None,
              "workspaces": 0, "reason": "ExplicitQuotaUnsupported", "ready": False}]})
 
+    def test_yaml_is_the_json_document(self):
+        # -o yaml is the same document as -o json, read back by a YAML 1.1 reader (PyYAML).
+        for args in (["team", "list"], ["team", "status", "research"],
+                     ["team", "status", "vision"]):
+            rc, js, err = self.tau(*args, "-o", "json")
+            rc2, ym, err2 = self.tau(*args, "-o", "yaml")
+            self.assertEqual((rc2, err2), (rc, err), args)
+            self.assertEqual(yaml.safe_load(ym), json.loads(js), args)
+
     def test_list_other_namespace_is_empty(self):
         rc, out, err = self.tau("--system-namespace", "default", "team", "list")
         self.assertEqual((rc, out), (0, "No teams found.\n"), err)
@@ -309,7 +320,7 @@ class TeamCli(unittest.TestCase):
     def test_usage_errors(self):
         for args, what in ((["team"], "Usage"), (["team", "status"], "NAME is required"),
                            (["team", "frobnicate"], "unknown command"),
-                           (["team", "list", "-o", "yaml"], "-o must be table or json"),
+                           (["team", "list", "-o", "xml"], "-o must be table, json or yaml"),
                            (["team", "list", "extra"], "unexpected argument")):
             rc, out, err = self.tau(*args)
             self.assertEqual(rc, 2, args)

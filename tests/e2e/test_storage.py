@@ -10,6 +10,8 @@ import sys
 import tempfile
 import unittest
 
+import yaml
+
 import require
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -54,6 +56,12 @@ class StorageCheck(unittest.TestCase):
         self.assertEqual({n["name"]: n["registered"] for n in out["nodes"]},
                          {ND: True, FLEX: False})
         self.assertEqual((out["eligible"], out["missing"], out["ok"]), (2, 1, False))
+
+    def test_yaml_is_the_json_document(self):
+        js = self.tau("--driver", "disk.csi.azure.com", "-o", "json")
+        ym = self.tau("--driver", "disk.csi.azure.com", "-o", "yaml")
+        self.assertEqual((ym.returncode, ym.stderr), (js.returncode, js.stderr))
+        self.assertEqual(yaml.safe_load(ym.stdout), json.loads(js.stdout))
 
     def test_selector_narrows_to_nodes_that_have_it(self):
         r = self.tau("--driver", "disk.csi.azure.com", "--selector",

@@ -21,6 +21,8 @@ import tempfile
 import threading
 import unittest
 
+import yaml
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
@@ -758,6 +760,12 @@ class CliTest(WorkspaceTestBase):
         rc, out, _ = e.cli("workspace", "check", "beta", "-o", "json")
         self.assertEqual(rc, 1)
         self.assertFalse(json.loads(out)["ready"])
+        # -o yaml is the same document as -o json, read back by a YAML 1.1 reader (PyYAML).
+        for args in (["list"], ["status", "alpha"], ["check", "alpha"], ["check", "beta"]):
+            rc, js, _ = e.cli("workspace", *args, "-o", "json")
+            rc2, ym, _ = e.cli("workspace", *args, "-o", "yaml")
+            self.assertEqual(rc2, rc, args)
+            self.assertEqual(yaml.safe_load(ym), json.loads(js), args)
         self.assertEqual(e.cli("workspace", "check", "nope")[0], 1)
         self.assertEqual(e.cli("workspace", "bogus")[0], 2)
         self.assertEqual(e.cli("workspace", "check")[0], 2)

@@ -628,13 +628,13 @@ static void test_usage_errors_exit_2(void **state)
 {
 	(void)state;
 	char a0[] = "team", list[] = "list", status[] = "status", bad[] = "Bad_Name", longname[80],
-	     o[] = "-o", yaml[] = "yaml", extra[] = "x", verb[] = "frob", kc[] = "--kubeconfig",
+	     o[] = "-o", xml[] = "xml", extra[] = "x", verb[] = "frob", kc[] = "--kubeconfig",
 	     nokc[] = "/nonexistent/kubeconfig", ok[] = "research";
 	char *none[] = {a0, NULL};
 	char *no_name[] = {a0, status, NULL};
 	char *bad_name[] = {a0, status, bad, NULL};
 	char *long_name[] = {a0, status, longname, NULL};
-	char *bad_o[] = {a0, list, o, yaml, NULL};
+	char *bad_o[] = {a0, list, o, xml, NULL};
 	char *extra_arg[] = {a0, list, extra, NULL};
 	char *bad_verb[] = {a0, verb, NULL};
 	char *no_config[] = {a0, status, ok, kc, nokc, NULL};

@@ -314,7 +314,7 @@ static void test_csi_report_ok_and_empty(void **state)
 static void test_usage_errors_exit_2(void **state)
 {
 	(void)state;
-	char a0[] = "workspace", a1[] = "bogus", a2[] = "check", a3[] = "-o", a4[] = "yaml";
+	char a0[] = "workspace", a1[] = "bogus", a2[] = "check", a3[] = "-o", a4[] = "xml";
 	char *v1[] = {a0, a1, NULL};
 	char *v2[] = {a0, a2, NULL};
 	char *v3[] = {a0, a2, a3, a4, NULL};

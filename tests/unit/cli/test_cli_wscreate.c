@@ -7,7 +7,6 @@
  * `tau workspace delete`'s listing of what holds the drain.
  */
 #include "workspace.h"
-#include "yaml.h"
 
 #include "tau/drain.h"
 #include "tau/json.h"
@@ -258,62 +257,6 @@ static void test_wait_verdict(void **state)
 	cJSON_Delete(fresh);
 }
 
-static char *yaml_of(const char *json)
-{
-	cJSON *o = parse(json);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	assert_non_null(f);
-	assert_int_equal(tau_cli_yaml_write(f, o), 0);
-	fclose(f);
-	cJSON_Delete(o);
-	return buf;
-}
-
-static void test_yaml(void **state)
-{
-	char *y;
-
-	(void)state;
-	y = yaml_of("{'a':'plain-text.x/y','b':'true','c':'0123','d':'No','e':'',"
-	            "'f':'has space','g':'null','h':true,'i':7,'j':1.5,'k':null,"
-	            "'l':{},'m':[],'n':'q\\'uote'}");
-	assert_string_equal(y, "a: plain-text.x/y\n"
-	                       "b: \"true\"\n"
-	                       "c: \"0123\"\n"
-	                       "d: \"No\"\n"
-	                       "e: \"\"\n"
-	                       "f: \"has space\"\n"
-	                       "g: \"null\"\n"
-	                       "h: true\n"
-	                       "i: 7\n"
-	                       "j: 1.5\n"
-	                       "k: null\n"
-	                       "l: {}\n"
-	                       "m: []\n"
-	                       /* a key that YAML 1.1 reads as false is quoted too */
-	                       "\"n\": \"q\\\"uote\"\n");
-	free(y);
-	y = yaml_of("{'spec':{'list':[{'name':'a','v':[1,'x']},'s',[]],"
-	            "'tau.azure.com/k':{'x':'y'}}}");
-	assert_string_equal(y, "spec:\n"
-	                       "  list:\n"
-	                       "    - name: a\n"
-	                       "      v:\n"
-	                       "        - 1\n"
-	                       "        - x\n"
-	                       "    - s\n"
-	                       "    - []\n"
-	                       "  tau.azure.com/k:\n"
-	                       "    x: \"y\"\n"); /* YAML 1.1 reads a plain y as true */
-	free(y);
-	y = yaml_of("{}");
-	assert_string_equal(y, "{}\n");
-	free(y);
-}
-
 static void test_drain_holders(void **state)
 {
 	cJSON *wl = parse("{'items':[{'metadata':{'name':'w1'},'spec':{'queueName':'q'}},"
@@ -357,10 +300,10 @@ static void test_drain_holders(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_defaults),   cmocka_unit_test(test_every_flag),
-	        cmocka_unit_test(test_refusals),   cmocka_unit_test(test_queue_pattern),
-	        cmocka_unit_test(test_created_by), cmocka_unit_test(test_wait_verdict),
-	        cmocka_unit_test(test_yaml),       cmocka_unit_test(test_drain_holders),
+	        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_every_flag),
+	        cmocka_unit_test(test_refusals),      cmocka_unit_test(test_queue_pattern),
+	        cmocka_unit_test(test_created_by),    cmocka_unit_test(test_wait_verdict),
+	        cmocka_unit_test(test_drain_holders),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
