@@ -539,11 +539,11 @@ static int run(char *const *argv, char *err, size_t cap)
 
 static void cluster_usage(FILE *out)
 {
-	fputs("Usage: tau cluster install [--namespace NS] [-f values.yaml]... [--set k=v]...\n"
+	fputs("Usage: tau cluster install [-n|--namespace NS] [-f values.yaml]... [--set k=v]...\n"
 	      "                           [--context C] [--timeout D] [--dry-run]\n"
 	      "                           [--release NAME] [--chart DIR|TGZ] [--aggregator ADDR]\n"
-	      "       tau cluster status [--namespace NS] [--aggregator ADDR]\n"
-	      "       tau cluster uninstall [--namespace NS] [--release NAME] [--delete-crds]\n"
+	      "       tau cluster status [-n|--namespace NS] [--aggregator ADDR]\n"
+	      "       tau cluster uninstall [-n|--namespace NS] [--release NAME] [--delete-crds]\n"
 	      "install: helm upgrade --install of the umbrella chart (release taugrid) into NS\n"
 	      "(default: the installed system namespace, else tau-system) with "
 	      "systemNamespace=NS,\n"
@@ -568,10 +568,10 @@ static void cluster_usage(FILE *out)
 
 int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_NS = 256, O_SET, O_TIMEOUT, O_DRY_RUN, O_RELEASE, O_CHART, O_AGG, O_DELETE_CRDS };
+	enum { O_SET = 256, O_TIMEOUT, O_DRY_RUN, O_RELEASE, O_CHART, O_AGG, O_DELETE_CRDS };
 	static const struct option lopts[] = {
 	        TAU_CLI_GLOBAL_LONGOPTS TAU_CLI_SYSTEM_NAMESPACE_LONGOPT{
-	                "namespace", required_argument, NULL, O_NS},
+	                "namespace", required_argument, NULL, 'n'},
 	        {"values", required_argument, NULL, 'f'},
 	        {"set", required_argument, NULL, O_SET},
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
@@ -597,7 +597,7 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 	int c, taken, rc = TAU_CLI_USAGE;
 
 	tau_cli_opts_begin(&gl, g);
-	while ((c = getopt_long(argc, argv, "hf:", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hf:n:", lopts, NULL)) != -1) {
 		/* --system-namespace is --namespace here: where TauGrid is (to be) installed. */
 		if (c != TAU_CLI_OPT_SYSTEM_NAMESPACE &&
 		    (taken = tau_cli_global_option(&gl, c, optarg, "tau cluster")) != 0) {
@@ -609,7 +609,7 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		case 'h':
 			cluster_usage(stdout);
 			return TAU_CLI_OK;
-		case O_NS:
+		case 'n':
 		case TAU_CLI_OPT_SYSTEM_NAMESPACE:
 			ns_flag = optarg;
 			break;

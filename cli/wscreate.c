@@ -258,7 +258,7 @@ int tau_cli_ws_wait_verdict(const cJSON *ws)
 
 static void create_usage(FILE *out)
 {
-	fputs("Usage: tau workspace create NAME [--system-namespace NS] [--namespace WS_NS]\n"
+	fputs("Usage: tau workspace create NAME [--system-namespace NS] [-n|--namespace WS_NS]\n"
 	      "         [--team T] [--authorization workspace-rbac|cluster-wide]\n"
 	      "         [--principal-provider entra|github] [--principal P]\n"
 	      "         [--subject-kind Group|User|ServiceAccount] [--subject S] [--queue Q]\n"
@@ -537,8 +537,7 @@ out:
 int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 {
 	enum {
-		O_NS = 256,
-		O_TEAM,
+		O_TEAM = 256,
 		O_AUTH,
 		O_PROVIDER,
 		O_PRINCIPAL,
@@ -556,7 +555,7 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 	static const struct option lopts[] = {
 	        TAU_CLI_GLOBAL_LONGOPTS TAU_CLI_SYSTEM_NAMESPACE_LONGOPT{
 	                "output", required_argument, NULL, 'o'},
-	        {"namespace", required_argument, NULL, O_NS},
+	        {"namespace", required_argument, NULL, 'n'},
 	        {"team", required_argument, NULL, O_TEAM},
 	        {"authorization", required_argument, NULL, O_AUTH},
 	        {"principal-provider", required_argument, NULL, O_PROVIDER},
@@ -584,7 +583,7 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 	int c, taken, rc = TAU_CLI_USAGE;
 
 	tau_cli_opts_begin(&gl, g);
-	while ((c = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:n:", lopts, NULL)) != -1) {
 		if ((taken = tau_cli_global_option(&gl, c, optarg, "tau workspace create")) != 0) {
 			if (taken < 0)
 				return TAU_CLI_USAGE;
@@ -597,7 +596,7 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 		case 'o':
 			output = optarg;
 			break;
-		case O_NS:
+		case 'n':
 			spec.namespace = optarg;
 			break;
 		case O_TEAM:

@@ -271,6 +271,10 @@ class WorkspaceCreateTest(AggregatorCase):
                                *EVERY_FLAG)
         self.assertEqual(rc, 0, err)
         want = json.loads(js)
+        # -n: kubectl's short form of --namespace (the workspace's namespace here).
+        rc, js_n, err = self.tau("workspace", "create", "gamma", "--dry-run", "-o", "json",
+                                 *["-n" if f == "--namespace" else f for f in EVERY_FLAG])
+        self.assertEqual((rc, json.loads(js_n)), (0, want), err)
         self.assertEqual(want["metadata"], {"name": "gamma", "namespace": SYSNS,
                                             "annotations": {"tau.azure.com/created-by": "tau"}})
         rc, yml, err = self.tau("workspace", "create", "gamma", "--dry-run", *EVERY_FLAG)
@@ -635,8 +639,9 @@ class ClusterTest(unittest.TestCase):
     def test_dry_run_installs_nothing_and_finds_the_projects_helm(self):
         env = dict(self.env)
         del env["TAU_HELM"]
-        rc, out, err = run_tau(self.sim, "cluster", "install", "--dry-run", "--namespace",
-                               "ml-dry", env=env, timeout=120)
+        # -n: kubectl's short form of --namespace.
+        rc, out, err = run_tau(self.sim, "cluster", "install", "--dry-run", "-n", "ml-dry",
+                               env=env, timeout=120)
         self.assertEqual(rc, 0, out + err)
         self.assertIn("helm from the project's .tools/bin", err)
         self.assertIn("CRD clusters.tau.azure.com not found, so the server cannot validate",
@@ -688,6 +693,7 @@ class ClusterTest(unittest.TestCase):
                           (["cluster", "deploy"], "unknown command deploy"),
                           (["cluster", "status", "--set", "a=b"], "belong to install"),
                           (["cluster", "install", "--namespace", "Bad"], "--namespace"),
+                          (["cluster", "install", "-n", "Bad"], "--namespace"),
                           (["cluster", "install", "--timeout", "x"], "--timeout x")):
             rc, out, err = self.tau(*args)
             self.assertEqual(rc, 2, (args, out, err))
