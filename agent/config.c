@@ -14,6 +14,7 @@
 
 #include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -112,36 +113,45 @@ static int apply_log_format(tau_agent_config *cfg, const char *what, const char 
 	return 0;
 }
 
+/* An environment variable and the field of tau_agent_config it sets. */
+typedef struct env_field {
+	const char *name;
+	size_t offset;
+} env_field;
+
+/* The variables that set a string as they are (an empty one is unset). */
+static const env_field ENV_STRINGS[] = {
+        {"NODE_NAME", offsetof(tau_agent_config, node_name)},
+        {"TAU_AGGREGATOR", offsetof(tau_agent_config, aggregator)},
+        /* KUBECONFIG itself is left to the kube client: it may be a colon-separated list. */
+        {"TAU_CONTEXT", offsetof(tau_agent_config, context)},
+        {"TAU_HOST_ROOT", offsetof(tau_agent_config, host_root)},
+        {"TAU_TOKEN_FILE", offsetof(tau_agent_config, token_file)},
+        {"TAU_CA_FILE", offsetof(tau_agent_config, ca_file)},
+        {"TAU_OUTPUT", offsetof(tau_agent_config, output)},
+        {"TAU_HTTP_LISTEN", offsetof(tau_agent_config, http_listen)},
+};
+
+/* The boolean variables (tau_parse_bool: an empty or other value is an error). */
+static const env_field ENV_BOOLS[] = {
+        {"TAU_INSECURE", offsetof(tau_agent_config, insecure)},
+        {"TAU_ONCE", offsetof(tau_agent_config, once)},
+        {"TAU_NODE_CONDITIONS", offsetof(tau_agent_config, node_conditions)},
+};
+
 static int from_env(tau_agent_config *cfg, tau_agent_env_fn env)
 {
 	const char *v;
 	int rc;
 
-	if ((v = env("NODE_NAME")) != NULL && v[0] != '\0')
-		cfg->node_name = v;
-	if ((v = env("TAU_AGGREGATOR")) != NULL && v[0] != '\0')
-		cfg->aggregator = v;
-	/* KUBECONFIG itself is left to the kube client: it may be a colon-separated list. */
-	if ((v = env("TAU_CONTEXT")) != NULL && v[0] != '\0')
-		cfg->context = v;
-	if ((v = env("TAU_HOST_ROOT")) != NULL && v[0] != '\0')
-		cfg->host_root = v;
-	if ((v = env("TAU_TOKEN_FILE")) != NULL && v[0] != '\0')
-		cfg->token_file = v;
-	if ((v = env("TAU_CA_FILE")) != NULL && v[0] != '\0')
-		cfg->ca_file = v;
-	if ((v = env("TAU_INSECURE")) != NULL &&
-	    (rc = tau_parse_bool(&cfg->insecure, "TAU_INSECURE", v)) < 0)
-		return rc;
-	if ((v = env("TAU_ONCE")) != NULL && (rc = tau_parse_bool(&cfg->once, "TAU_ONCE", v)) < 0)
-		return rc;
-	if ((v = env("TAU_NODE_CONDITIONS")) != NULL &&
-	    (rc = tau_parse_bool(&cfg->node_conditions, "TAU_NODE_CONDITIONS", v)) < 0)
-		return rc;
-	if ((v = env("TAU_OUTPUT")) != NULL && v[0] != '\0')
-		cfg->output = v;
-	if ((v = env("TAU_HTTP_LISTEN")) != NULL && v[0] != '\0')
-		cfg->http_listen = v;
+	for (size_t i = 0; i < sizeof(ENV_STRINGS) / sizeof(ENV_STRINGS[0]); i++)
+		if ((v = env(ENV_STRINGS[i].name)) != NULL && v[0] != '\0')
+			*(const char **)((char *)cfg + ENV_STRINGS[i].offset) = v;
+	for (size_t i = 0; i < sizeof(ENV_BOOLS) / sizeof(ENV_BOOLS[0]); i++)
+		if ((v = env(ENV_BOOLS[i].name)) != NULL &&
+		    (rc = tau_parse_bool((bool *)((char *)cfg + ENV_BOOLS[i].offset),
+		                         ENV_BOOLS[i].name, v)) < 0)
+			return rc;
 	if ((v = env("TAU_PROBE_INTERVAL")) != NULL && v[0] != '\0' &&
 	    (rc = tau_parse_int(&cfg->probe_interval_s, "TAU_PROBE_INTERVAL", v, 1,
 	                        TAU_AGENT_MAX_PROBE_INTERVAL_S)) < 0)

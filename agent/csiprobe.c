@@ -13,6 +13,7 @@
 #include "hostprobe.h"
 #include "localrpc.h"
 
+#include "tau/backoff.h"
 #include "tau/error.h"
 
 #include "csi/v1/identity.pb-c.h"
@@ -22,19 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define METHOD_GET_INFO    "/pluginregistration.Registration/GetInfo"
 #define METHOD_PLUGIN_INFO "/csi.v1.Identity/GetPluginInfo"
 #define METHOD_PROBE       "/csi.v1.Identity/Probe"
-
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void tau_agent_csi_live_free(tau_agent_csi_live *live, size_t n)
 {
@@ -62,6 +54,37 @@ static bool endpoint_allowed(const char *ep)
 	return true;
 }
 
+/* A channel to the socket `shown` (a host path below root); false with l->error set. */
+static bool dial(tau_rpc_channel **ch, tau_agent_csi_live *l, const char *root, const char *shown,
+                 const char *what)
+{
+	char path[PATH_MAX], why[TAU_AGENT_LOCALRPC_WHY_MAX];
+
+	if (tau_agent_host_path(path, sizeof(path), root, shown) < 0) {
+		tau_agent_note_set(&l->error, "%s", tau_error_last()->msg);
+		return false;
+	}
+	if (tau_agent_local_channel_open(ch, path, shown, why, sizeof(why)) < 0) {
+		tau_agent_note_set(&l->error, "%s: %s", what, why);
+		return false;
+	}
+	return true;
+}
+
+/* One call on ch; false with l->error set ("<what> <why>"), *hung when it timed out. */
+static bool call(ProtobufCMessage **resp, tau_rpc_channel *ch, const char *method,
+                 const ProtobufCMessage *req, const ProtobufCMessageDescriptor *desc,
+                 int timeout_ms, tau_agent_csi_live *l, bool *hung, const char *what)
+{
+	char why[TAU_AGENT_LOCALRPC_WHY_MAX];
+
+	if (tau_agent_local_call(resp, ch, method, req, desc, timeout_ms, why, sizeof(why)) == 0)
+		return true;
+	*hung = strstr(why, "DEADLINE_EXCEEDED") != NULL;
+	tau_agent_note_set(&l->error, "%s %s", what, why);
+	return false;
+}
+
 /*
  * GetInfo on the registration socket: l->endpoint on success, l->error otherwise.
  * *hung when the registrar did not answer in time.  0, or -TAU_ENOMEM.
@@ -69,28 +92,19 @@ static bool endpoint_allowed(const char *ep)
 static int ask_registration(tau_agent_csi_live *l, const char *root, int timeout_ms, bool *hung)
 {
 	Pluginregistration__InfoRequest req = PLUGINREGISTRATION__INFO_REQUEST__INIT;
-	char rel[PATH_MAX], path[PATH_MAX], why[TAU_AGENT_LOCALRPC_WHY_MAX];
+	char rel[PATH_MAX];
 	ProtobufCMessage *resp = NULL;
 	tau_rpc_channel *ch = NULL;
 	const Pluginregistration__PluginInfo *info;
 	int rc = 0;
 
 	snprintf(rel, sizeof(rel), "%s/%s-reg.sock", TAU_AGENT_PLUGIN_REGISTRY, l->driver);
-	if (tau_agent_host_path(path, sizeof(path), root, rel) < 0) {
-		tau_agent_note_set(&l->error, "%s", tau_error_last()->msg);
+	if (!dial(&ch, l, root, rel, "registration"))
 		return 0;
-	}
-	if (tau_agent_local_channel_open(&ch, path, rel, why, sizeof(why)) < 0) {
-		tau_agent_note_set(&l->error, "registration: %s", why);
-		return 0;
-	}
-	if (tau_agent_local_call(&resp, ch, METHOD_GET_INFO, &req.base,
-	                         &pluginregistration__plugin_info__descriptor, timeout_ms, why,
-	                         sizeof(why)) < 0) {
-		*hung = strstr(why, "DEADLINE_EXCEEDED") != NULL;
-		tau_agent_note_set(&l->error, "registration %s", why);
+	if (!call(&resp, ch, METHOD_GET_INFO, &req.base,
+	          &pluginregistration__plugin_info__descriptor, timeout_ms, l, hung,
+	          "registration"))
 		goto out;
-	}
 	info = (const Pluginregistration__PluginInfo *)resp;
 	if (!endpoint_allowed(info->endpoint)) {
 		tau_agent_note_set(&l->error,
@@ -112,28 +126,17 @@ static int ask_identity(tau_agent_csi_live *l, const char *root, int timeout_ms,
 {
 	Csi__V1__GetPluginInfoRequest ireq = CSI__V1__GET_PLUGIN_INFO_REQUEST__INIT;
 	Csi__V1__ProbeRequest preq = CSI__V1__PROBE_REQUEST__INIT;
-	char path[PATH_MAX], why[TAU_AGENT_LOCALRPC_WHY_MAX];
 	ProtobufCMessage *info = NULL, *probe = NULL;
 	const Csi__V1__GetPluginInfoResponse *pi;
 	const Csi__V1__ProbeResponse *pr;
 	tau_rpc_channel *ch = NULL;
 	int rc = 0;
 
-	if (tau_agent_host_path(path, sizeof(path), root, l->endpoint) < 0) {
-		tau_agent_note_set(&l->error, "%s", tau_error_last()->msg);
+	if (!dial(&ch, l, root, l->endpoint, "driver socket"))
 		return 0;
-	}
-	if (tau_agent_local_channel_open(&ch, path, l->endpoint, why, sizeof(why)) < 0) {
-		tau_agent_note_set(&l->error, "driver socket: %s", why);
-		return 0;
-	}
-	if (tau_agent_local_call(&info, ch, METHOD_PLUGIN_INFO, &ireq.base,
-	                         &csi__v1__get_plugin_info_response__descriptor, timeout_ms, why,
-	                         sizeof(why)) < 0) {
-		*hung = strstr(why, "DEADLINE_EXCEEDED") != NULL;
-		tau_agent_note_set(&l->error, "Identity %s", why);
+	if (!call(&info, ch, METHOD_PLUGIN_INFO, &ireq.base,
+	          &csi__v1__get_plugin_info_response__descriptor, timeout_ms, l, hung, "Identity"))
 		goto out;
-	}
 	pi = (const Csi__V1__GetPluginInfoResponse *)info;
 	l->plugin_name = strdup(pi->name);
 	l->vendor_version = strdup(pi->vendor_version);
@@ -141,13 +144,9 @@ static int ask_identity(tau_agent_csi_live *l, const char *root, int timeout_ms,
 		rc = tau_error_set(TAU_ENOMEM, "out of memory probing CSI drivers");
 		goto out;
 	}
-	if (tau_agent_local_call(&probe, ch, METHOD_PROBE, &preq.base,
-	                         &csi__v1__probe_response__descriptor, timeout_ms, why,
-	                         sizeof(why)) < 0) {
-		*hung = strstr(why, "DEADLINE_EXCEEDED") != NULL;
-		tau_agent_note_set(&l->error, "Identity %s", why);
+	if (!call(&probe, ch, METHOD_PROBE, &preq.base, &csi__v1__probe_response__descriptor,
+	          timeout_ms, l, hung, "Identity"))
 		goto out;
-	}
 	pr = (const Csi__V1__ProbeResponse *)probe;
 	/* BoolValue: unset is ready (CSI spec). */
 	l->ready = pr->ready == NULL || pr->ready->value;
@@ -163,11 +162,25 @@ out:
 	return rc;
 }
 
+/* The timeout of the next call: the per-call one, or what is left of the budget; 0 (noted in
+ * l->error) when the budget is spent. */
+static int call_timeout(tau_agent_csi_live *l, uint64_t deadline, int timeout_ms, int budget_ms)
+{
+	uint64_t now = tau_backoff_now_ms();
+
+	if (now >= deadline) {
+		tau_agent_note_set(&l->error, "not probed: the CSI probe's %d ms budget was spent",
+		                   budget_ms);
+		return 0;
+	}
+	return deadline - now < (uint64_t)timeout_ms ? (int)(deadline - now) : timeout_ms;
+}
+
 int tau_agent_csi_probe(tau_agent_csi_live **out, const char *host_root, const char *const *drivers,
                         size_t n, int timeout_ms, int budget_ms)
 {
 	tau_agent_csi_live *live;
-	long long deadline;
+	uint64_t deadline;
 	int rc = 0;
 
 	*out = NULL;
@@ -182,11 +195,11 @@ int tau_agent_csi_probe(tau_agent_csi_live **out, const char *host_root, const c
 	live = calloc(n, sizeof(*live));
 	if (live == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory probing CSI drivers");
-	deadline = mono_ms() + budget_ms;
+	deadline = tau_backoff_now_ms() + (uint64_t)budget_ms;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		tau_agent_csi_live *l = &live[i];
 		bool hung = false;
-		long long left = deadline - mono_ms();
+		int t;
 
 		l->ready = -1;
 		l->driver = strdup(drivers[i]);
@@ -194,24 +207,14 @@ int tau_agent_csi_probe(tau_agent_csi_live **out, const char *host_root, const c
 			rc = tau_error_set(TAU_ENOMEM, "out of memory probing CSI drivers");
 			break;
 		}
-		if (left <= 0) {
-			tau_agent_note_set(&l->error,
-			                   "not probed: the CSI probe's %d ms budget was spent",
-			                   budget_ms);
+		if ((t = call_timeout(l, deadline, timeout_ms, budget_ms)) == 0)
 			continue;
-		}
-		rc = ask_registration(l, host_root, left < timeout_ms ? (int)left : timeout_ms,
-		                      &hung);
+		rc = ask_registration(l, host_root, t, &hung);
 		if (rc < 0 || l->endpoint == NULL || hung)
 			continue;
-		left = deadline - mono_ms();
-		if (left <= 0) {
-			tau_agent_note_set(&l->error,
-			                   "not probed: the CSI probe's %d ms budget was spent",
-			                   budget_ms);
+		if ((t = call_timeout(l, deadline, timeout_ms, budget_ms)) == 0)
 			continue;
-		}
-		rc = ask_identity(l, host_root, left < timeout_ms ? (int)left : timeout_ms, &hung);
+		rc = ask_identity(l, host_root, t, &hung);
 	}
 	if (rc < 0) {
 		tau_agent_csi_live_free(live, n);

@@ -40,7 +40,6 @@ struct tau_agent_stream {
 	pthread_mutex_t mu; /* the queue */
 	tau_agent_stream_event *queue;
 	size_t q_head, q_len;
-	uint64_t dropped;
 };
 
 int tau_agent_read_token(char **out, const char *path)
@@ -116,9 +115,7 @@ static void push(tau_agent_stream *s, const tau_agent_stream_event *ev)
 			return;
 		}
 	}
-	if (s->q_len == TAU_AGENT_STREAM_QUEUE_MAX) {
-		s->dropped++;
-	} else {
+	if (s->q_len < TAU_AGENT_STREAM_QUEUE_MAX) { /* full: dropped (OK acks merge above) */
 		s->queue[(s->q_head + s->q_len) % TAU_AGENT_STREAM_QUEUE_MAX] = *ev;
 		s->q_len++;
 	}
@@ -288,16 +285,6 @@ int tau_agent_stream_restart(tau_agent_stream *s)
 	/* A failed re-read keeps the previous token; the CLOSED event above already went. */
 	(void)refresh_token(s);
 	return open_rpc(s);
-}
-
-uint64_t tau_agent_stream_dropped(tau_agent_stream *s)
-{
-	uint64_t n;
-
-	pthread_mutex_lock(&s->mu);
-	n = s->dropped;
-	pthread_mutex_unlock(&s->mu);
-	return n;
 }
 
 void tau_agent_stream_free(tau_agent_stream *s)

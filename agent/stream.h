@@ -100,9 +100,6 @@ int tau_agent_stream_close_send(tau_agent_stream *s);
  */
 int tau_agent_stream_restart(tau_agent_stream *s);
 
-/** Number of events dropped because the queue was full (should stay 0). */
-uint64_t tau_agent_stream_dropped(tau_agent_stream *s);
-
 /** Cancel the stream and free everything.  Never from an rpc callback.  NULL: no-op. */
 void tau_agent_stream_free(tau_agent_stream *s);
 
