@@ -12,6 +12,7 @@
 
 #include "hostprobe.h"
 #include "localrpc.h"
+#include "records.h"
 
 #include "tau/backoff.h"
 #include "tau/error.h"
@@ -20,6 +21,7 @@
 #include "kubelet/pluginregistration/v1/registration.pb-c.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +30,15 @@
 #define METHOD_PLUGIN_INFO "/csi.v1.Identity/GetPluginInfo"
 #define METHOD_PROBE       "/csi.v1.Identity/Probe"
 
+static const size_t LIVE_STRINGS[] = {
+        offsetof(tau_agent_csi_live, driver),      offsetof(tau_agent_csi_live, endpoint),
+        offsetof(tau_agent_csi_live, plugin_name), offsetof(tau_agent_csi_live, vendor_version),
+        offsetof(tau_agent_csi_live, error),
+};
+
 void tau_agent_csi_live_free(tau_agent_csi_live *live, size_t n)
 {
-	for (size_t i = 0; live != NULL && i < n; i++) {
-		free(live[i].driver);
-		free(live[i].endpoint);
-		free(live[i].plugin_name);
-		free(live[i].vendor_version);
-		free(live[i].error);
-	}
-	free(live);
+	tau_agent_records_free(live, n, sizeof(*live), TAU_AGENT_RECORD_STRINGS(LIVE_STRINGS));
 }
 
 /* An endpoint we may dial: absolute, below the plugins directory, no "." or ".." parts. */
@@ -226,27 +227,10 @@ int tau_agent_csi_probe(tau_agent_csi_live **out, const char *host_root, const c
 
 int tau_agent_csi_live_copy(tau_agent_csi_live **out, const tau_agent_csi_live *live, size_t n)
 {
-	tau_agent_csi_live *copy;
-	bool failed = false;
+	void *copy = NULL;
+	int rc = tau_agent_records_copy(&copy, live, n, sizeof(*live),
+	                                TAU_AGENT_RECORD_STRINGS(LIVE_STRINGS), "CSI probes");
 
-	*out = NULL;
-	if (n == 0)
-		return 0;
-	copy = calloc(n, sizeof(*copy));
-	if (copy == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory copying CSI probes");
-	for (size_t i = 0; i < n; i++) {
-		copy[i].ready = live[i].ready;
-		copy[i].driver = tau_agent_strdup_opt(live[i].driver, &failed);
-		copy[i].endpoint = tau_agent_strdup_opt(live[i].endpoint, &failed);
-		copy[i].plugin_name = tau_agent_strdup_opt(live[i].plugin_name, &failed);
-		copy[i].vendor_version = tau_agent_strdup_opt(live[i].vendor_version, &failed);
-		copy[i].error = tau_agent_strdup_opt(live[i].error, &failed);
-	}
-	if (failed) {
-		tau_agent_csi_live_free(copy, n);
-		return tau_error_set(TAU_ENOMEM, "out of memory copying CSI probes");
-	}
 	*out = copy;
-	return 0;
+	return rc;
 }

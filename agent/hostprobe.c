@@ -27,6 +27,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -689,53 +690,26 @@ static int rdma_port_cmp(const void *a, const void *b)
 	return strcmp(x->port, y->port);
 }
 
+static const size_t PORT_STRINGS[] = {
+        offsetof(tau_agent_rdma_port, device),
+        offsetof(tau_agent_rdma_port, port),
+        offsetof(tau_agent_rdma_port, rate),
+        offsetof(tau_agent_rdma_port, link_layer),
+};
+
 void tau_agent_rdma_ports_free(tau_agent_rdma_port *ports, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		free(ports[i].device);
-		free(ports[i].port);
-		free(ports[i].rate);
-		free(ports[i].link_layer);
-	}
-	free(ports);
-}
-
-char *tau_agent_strdup_opt(const char *s, bool *failed)
-{
-	char *copy;
-
-	if (s == NULL)
-		return NULL;
-	copy = strdup(s);
-	if (copy == NULL)
-		*failed = true;
-	return copy;
+	tau_agent_records_free(ports, n, sizeof(*ports), TAU_AGENT_RECORD_STRINGS(PORT_STRINGS));
 }
 
 int tau_agent_rdma_ports_copy(tau_agent_rdma_port **out, const tau_agent_rdma_port *ports, size_t n)
 {
-	tau_agent_rdma_port *copy;
-	bool failed = false;
+	void *copy = NULL;
+	int rc = tau_agent_records_copy(&copy, ports, n, sizeof(*ports),
+	                                TAU_AGENT_RECORD_STRINGS(PORT_STRINGS), "RDMA ports");
 
-	*out = NULL;
-	if (n == 0)
-		return 0;
-	copy = calloc(n, sizeof(*copy));
-	if (copy == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory copying RDMA ports");
-	for (size_t i = 0; i < n; i++) {
-		copy[i] = ports[i];
-		copy[i].device = tau_agent_strdup_opt(ports[i].device, &failed);
-		copy[i].port = tau_agent_strdup_opt(ports[i].port, &failed);
-		copy[i].rate = tau_agent_strdup_opt(ports[i].rate, &failed);
-		copy[i].link_layer = tau_agent_strdup_opt(ports[i].link_layer, &failed);
-	}
-	if (failed) {
-		tau_agent_rdma_ports_free(copy, n);
-		return tau_error_set(TAU_ENOMEM, "out of memory copying RDMA ports");
-	}
 	*out = copy;
-	return 0;
+	return rc;
 }
 
 static int probe_rdma(tau_agent_host_probe *p, const char *root)

@@ -26,6 +26,7 @@
 #include "csiprobe.h"
 #include "nvml.h"
 #include "podresources.h"
+#include "records.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -99,12 +100,6 @@ int tau_agent_problem_list_copy(tau_agent_problem_list *dst, const tau_agent_pro
  * probe's "why not" note.  Out of memory leaves *note NULL: the note is optional.
  */
 void tau_agent_note_set(char **note, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/**
- * strdup for a string that may be NULL (giving NULL); sets *failed when out of memory, so a
- * deep copy can dup every field and check once.
- */
-char *tau_agent_strdup_opt(const char *s, bool *failed);
 
 /**
  * buf = root (without trailing '/') + rel, where rel starts with '/'; NULL root is "".

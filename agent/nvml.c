@@ -26,6 +26,7 @@
 #include "nvml.h"
 
 #include "hostprobe.h"
+#include "records.h"
 
 #include "tau/error.h"
 
@@ -35,6 +36,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -290,16 +292,12 @@ void tau_agent_nvml_init(tau_agent_nvml *n)
 	n->cuda_version = -1;
 }
 
-static void gpus_free(tau_agent_gpu *gpus, size_t count)
-{
-	for (size_t i = 0; i < count; i++) {
-		free(gpus[i].uuid);
-		free(gpus[i].name);
-		free(gpus[i].reason);
-		free(gpus[i].mig_profiles);
-	}
-	free(gpus);
-}
+static const size_t GPU_STRINGS[] = {
+        offsetof(tau_agent_gpu, uuid),
+        offsetof(tau_agent_gpu, name),
+        offsetof(tau_agent_gpu, reason),
+        offsetof(tau_agent_gpu, mig_profiles),
+};
 
 void tau_agent_nvml_free(tau_agent_nvml *n)
 {
@@ -307,7 +305,8 @@ void tau_agent_nvml_free(tau_agent_nvml *n)
 		return;
 	free(n->note);
 	free(n->driver_version);
-	gpus_free(n->gpus, n->n_gpus);
+	tau_agent_records_free(n->gpus, n->n_gpus, sizeof(*n->gpus),
+	                       TAU_AGENT_RECORD_STRINGS(GPU_STRINGS));
 	tau_agent_nvml_init(n);
 }
 
@@ -674,6 +673,7 @@ out:
 int tau_agent_nvml_copy(tau_agent_nvml *dst, const tau_agent_nvml *src)
 {
 	bool failed = false;
+	void *gpus = NULL;
 
 	tau_agent_nvml_free(dst);
 	*dst = *src;
@@ -681,25 +681,11 @@ int tau_agent_nvml_copy(tau_agent_nvml *dst, const tau_agent_nvml *src)
 	dst->driver_version = tau_agent_strdup_opt(src->driver_version, &failed);
 	dst->gpus = NULL;
 	dst->n_gpus = 0;
-	if (src->n_gpus > 0) {
-		dst->gpus = calloc(src->n_gpus, sizeof(*dst->gpus));
-		if (dst->gpus == NULL) {
-			failed = true;
-		} else {
-			for (size_t i = 0; i < src->n_gpus; i++) {
-				dst->gpus[i] = src->gpus[i];
-				dst->gpus[i].uuid =
-				        tau_agent_strdup_opt(src->gpus[i].uuid, &failed);
-				dst->gpus[i].name =
-				        tau_agent_strdup_opt(src->gpus[i].name, &failed);
-				dst->gpus[i].reason =
-				        tau_agent_strdup_opt(src->gpus[i].reason, &failed);
-				dst->gpus[i].mig_profiles =
-				        tau_agent_strdup_opt(src->gpus[i].mig_profiles, &failed);
-			}
-			dst->n_gpus = src->n_gpus;
-		}
-	}
+	if (tau_agent_records_copy(&gpus, src->gpus, src->n_gpus, sizeof(*src->gpus),
+	                           TAU_AGENT_RECORD_STRINGS(GPU_STRINGS), "NVML facts") < 0)
+		failed = true;
+	dst->gpus = gpus;
+	dst->n_gpus = gpus != NULL ? src->n_gpus : 0;
 	if (failed) {
 		tau_agent_nvml_free(dst);
 		return tau_error_set(TAU_ENOMEM, "out of memory copying NVML facts");

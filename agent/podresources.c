@@ -14,6 +14,7 @@
 
 #include "hostprobe.h"
 #include "localrpc.h"
+#include "records.h"
 
 #include "tau/error.h"
 
@@ -22,6 +23,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,32 +35,28 @@ void tau_agent_podres_init(tau_agent_podres *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static void device_free(tau_agent_pod_device *d)
-{
-	free(d->resource);
-	free(d->id);
-	free(d->pod_namespace);
-	free(d->pod_name);
-	free(d->container);
-}
+static const size_t DEVICE_STRINGS[] = {
+        offsetof(tau_agent_pod_device, resource),      offsetof(tau_agent_pod_device, id),
+        offsetof(tau_agent_pod_device, pod_namespace), offsetof(tau_agent_pod_device, pod_name),
+        offsetof(tau_agent_pod_device, container),
+};
+static const size_t DRA_STRINGS[] = {
+        offsetof(tau_agent_dra_device, driver),     offsetof(tau_agent_dra_device, pool),
+        offsetof(tau_agent_dra_device, device),     offsetof(tau_agent_dra_device, claim_namespace),
+        offsetof(tau_agent_dra_device, claim_name), offsetof(tau_agent_dra_device, pod_namespace),
+        offsetof(tau_agent_dra_device, pod_name),   offsetof(tau_agent_dra_device, container),
+};
 
-static void dra_free(tau_agent_dra_device *d)
+/* Free what the probe found and forget it (the note stays). */
+static void podres_clear(tau_agent_podres *r)
 {
-	free(d->driver);
-	free(d->pool);
-	free(d->device);
-	free(d->claim_namespace);
-	free(d->claim_name);
-	free(d->pod_namespace);
-	free(d->pod_name);
-	free(d->container);
-}
-
-static void dra_list_free(tau_agent_podres *r)
-{
-	for (size_t i = 0; i < r->n_dra; i++)
-		dra_free(&r->dra[i]);
-	free(r->dra);
+	tau_agent_records_free(r->devices, r->n_devices, sizeof(*r->devices),
+	                       TAU_AGENT_RECORD_STRINGS(DEVICE_STRINGS));
+	tau_agent_records_free(r->dra, r->n_dra, sizeof(*r->dra),
+	                       TAU_AGENT_RECORD_STRINGS(DRA_STRINGS));
+	r->devices = NULL;
+	r->n_devices = 0;
+	r->n_dropped = 0;
 	r->dra = NULL;
 	r->n_dra = 0;
 	r->n_dra_dropped = 0;
@@ -68,10 +66,7 @@ void tau_agent_podres_free(tau_agent_podres *r)
 {
 	if (r == NULL)
 		return;
-	for (size_t i = 0; i < r->n_devices; i++)
-		device_free(&r->devices[i]);
-	free(r->devices);
-	dra_list_free(r);
+	podres_clear(r);
 	free(r->note);
 	tau_agent_podres_init(r);
 }
@@ -337,14 +332,8 @@ int tau_agent_podres_probe(tau_agent_podres *r, const char *host_root, int timeo
 	rc = 0;
 out:
 	if (!r->probed) {
-		for (size_t i = 0; i < r->n_devices; i++)
-			device_free(&r->devices[i]);
-		free(r->devices);
-		r->devices = NULL;
-		r->n_devices = 0;
-		r->n_dropped = 0;
+		podres_clear(r);
 		r->allocatable_known = false;
-		dra_list_free(r);
 	}
 	tau_rpc_message_free(alloc);
 	tau_rpc_message_free(list);
@@ -355,6 +344,7 @@ out:
 int tau_agent_podres_copy(tau_agent_podres *dst, const tau_agent_podres *src)
 {
 	bool failed = false;
+	void *devices = NULL, *dra = NULL;
 
 	tau_agent_podres_free(dst);
 	*dst = *src;
@@ -363,47 +353,15 @@ int tau_agent_podres_copy(tau_agent_podres *dst, const tau_agent_podres *src)
 	dst->n_devices = 0;
 	dst->dra = NULL;
 	dst->n_dra = 0;
-	if (src->n_dra > 0) {
-		dst->dra = calloc(src->n_dra, sizeof(*dst->dra));
-		if (dst->dra == NULL) {
-			failed = true;
-		} else {
-			for (size_t i = 0; i < src->n_dra; i++) {
-				const tau_agent_dra_device *s = &src->dra[i];
-				tau_agent_dra_device *d = &dst->dra[i];
-
-				d->driver = tau_agent_strdup_opt(s->driver, &failed);
-				d->pool = tau_agent_strdup_opt(s->pool, &failed);
-				d->device = tau_agent_strdup_opt(s->device, &failed);
-				d->claim_namespace =
-				        tau_agent_strdup_opt(s->claim_namespace, &failed);
-				d->claim_name = tau_agent_strdup_opt(s->claim_name, &failed);
-				d->pod_namespace = tau_agent_strdup_opt(s->pod_namespace, &failed);
-				d->pod_name = tau_agent_strdup_opt(s->pod_name, &failed);
-				d->container = tau_agent_strdup_opt(s->container, &failed);
-			}
-			dst->n_dra = src->n_dra;
-		}
-	}
-	if (src->n_devices > 0) {
-		dst->devices = calloc(src->n_devices, sizeof(*dst->devices));
-		if (dst->devices == NULL) {
-			failed = true;
-		} else {
-			for (size_t i = 0; i < src->n_devices; i++) {
-				const tau_agent_pod_device *s = &src->devices[i];
-				tau_agent_pod_device *d = &dst->devices[i];
-
-				*d = *s;
-				d->resource = tau_agent_strdup_opt(s->resource, &failed);
-				d->id = tau_agent_strdup_opt(s->id, &failed);
-				d->pod_namespace = tau_agent_strdup_opt(s->pod_namespace, &failed);
-				d->pod_name = tau_agent_strdup_opt(s->pod_name, &failed);
-				d->container = tau_agent_strdup_opt(s->container, &failed);
-			}
-			dst->n_devices = src->n_devices;
-		}
-	}
+	if (tau_agent_records_copy(&devices, src->devices, src->n_devices, sizeof(*src->devices),
+	                           TAU_AGENT_RECORD_STRINGS(DEVICE_STRINGS), "pod resources") < 0 ||
+	    tau_agent_records_copy(&dra, src->dra, src->n_dra, sizeof(*src->dra),
+	                           TAU_AGENT_RECORD_STRINGS(DRA_STRINGS), "pod resources") < 0)
+		failed = true;
+	dst->devices = devices;
+	dst->n_devices = devices != NULL ? src->n_devices : 0;
+	dst->dra = dra;
+	dst->n_dra = dra != NULL ? src->n_dra : 0;
 	if (failed) {
 		tau_agent_podres_free(dst);
 		return tau_error_set(TAU_ENOMEM, "out of memory copying pod resources");
