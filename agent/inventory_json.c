@@ -55,6 +55,29 @@ static bool add_flag(cJSON *obj, const char *key, int v)
 	return cJSON_AddBoolToObject(obj, key, v != 0) != NULL;
 }
 
+/* Fills one array element from its item; false when out of memory. */
+typedef bool (*fill_fn)(cJSON *e, const void *item, const void *ctx);
+
+/* key: an array with one object per item (`n` items of `size` bytes), each filled by fill. */
+static bool add_objects(cJSON *obj, const char *key, const void *items, size_t n, size_t size,
+                        fill_fn fill, const void *ctx)
+{
+	cJSON *arr = cJSON_AddArrayToObject(obj, key);
+
+	if (arr == NULL)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		cJSON *e = cJSON_CreateObject();
+
+		if (e == NULL)
+			return false;
+		cJSON_AddItemToArray(arr, e);
+		if (!fill(e, (const char *)items + i * size, ctx))
+			return false;
+	}
+	return true;
+}
+
 /* "probe": the live check of a driver, or null when it was not made (no socket). */
 static bool add_csi_live(cJSON *obj, const tau_agent_csi_live *l)
 {
@@ -70,30 +93,18 @@ static bool add_csi_live(cJSON *obj, const tau_agent_csi_live *l)
 	       add_string_or_null(p, "error", l->error);
 }
 
-static bool add_drivers(cJSON *obj, const tau_agent_inventory *inv)
+static bool fill_driver(cJSON *e, const void *item, const void *ctx)
 {
-	cJSON *arr = cJSON_AddArrayToObject(obj, "csiDrivers");
+	const tau_agent_csi_driver *d = item;
 
-	if (arr == NULL)
-		return false;
-	for (size_t i = 0; i < inv->n_csi_drivers; i++) {
-		const tau_agent_csi_driver *d = &inv->csi_drivers[i];
-		cJSON *e = cJSON_CreateObject();
-
-		if (e == NULL)
-			return false;
-		cJSON_AddItemToArray(arr, e);
-		if (cJSON_AddStringToObject(e, "name", d->name) == NULL ||
-		    cJSON_AddBoolToObject(e, "inCSINode", d->in_csinode) == NULL ||
-		    !add_tristate(e, "socketPresent", d->socket) ||
-		    cJSON_AddStringToObject(e, "managedBy",
-		                            tau_csi_managed_by_name(d->managed_by)) == NULL ||
-		    cJSON_AddBoolToObject(e, "supported", tau_agent_csi_driver_supported(inv, d)) ==
-		            NULL ||
-		    !add_csi_live(e, d->live))
-			return false;
-	}
-	return true;
+	return cJSON_AddStringToObject(e, "name", d->name) != NULL &&
+	       cJSON_AddBoolToObject(e, "inCSINode", d->in_csinode) != NULL &&
+	       add_tristate(e, "socketPresent", d->socket) &&
+	       cJSON_AddStringToObject(e, "managedBy", tau_csi_managed_by_name(d->managed_by)) !=
+	               NULL &&
+	       cJSON_AddBoolToObject(e, "supported", tau_agent_csi_driver_supported(ctx, d)) !=
+	               NULL &&
+	       add_csi_live(e, d->live);
 }
 
 /* "12.4" from NVML's 12040; NULL-safe buffer of 16. */
@@ -105,13 +116,12 @@ static const char *cuda_text(char buf[16], int v)
 	return buf;
 }
 
-static bool add_gpu(cJSON *arr, const tau_agent_gpu *g)
+static bool fill_gpu(cJSON *e, const void *item, const void *ctx)
 {
-	cJSON *e = cJSON_CreateObject(), *rows, *pages, *links, *xid;
+	const tau_agent_gpu *g = item;
+	cJSON *rows, *pages, *links, *xid;
 
-	if (e == NULL)
-		return false;
-	cJSON_AddItemToArray(arr, e);
+	(void)ctx;
 	if (!add_count(e, "index", g->index) || !add_string_or_null(e, "uuid", g->uuid) ||
 	    !add_string_or_null(e, "name", g->name) ||
 	    cJSON_AddBoolToObject(e, "healthy", g->healthy) == NULL ||
@@ -141,13 +151,12 @@ static bool add_gpu(cJSON *arr, const tau_agent_gpu *g)
 /* What NVML said beyond the counts: versions, symbols it lacks, each GPU. */
 static bool add_nvml(cJSON *gpus, const tau_agent_nvml *n)
 {
-	cJSON *missing, *list;
+	cJSON *missing;
 	char cuda[16];
 
 	if (!add_string_or_null(gpus, "driverVersion", n->driver_version) ||
 	    !add_string_or_null(gpus, "cudaVersion", cuda_text(cuda, n->cuda_version)) ||
-	    (missing = cJSON_AddArrayToObject(gpus, "nvmlMissingSymbols")) == NULL ||
-	    (list = cJSON_AddArrayToObject(gpus, "devices")) == NULL)
+	    (missing = cJSON_AddArrayToObject(gpus, "nvmlMissingSymbols")) == NULL)
 		return false;
 	for (size_t i = 0; i < n->n_missing; i++) {
 		cJSON *s = cJSON_CreateString(n->missing_symbols[i]);
@@ -156,104 +165,77 @@ static bool add_nvml(cJSON *gpus, const tau_agent_nvml *n)
 			return false;
 		cJSON_AddItemToArray(missing, s);
 	}
-	for (size_t i = 0; i < n->n_gpus; i++)
-		if (!add_gpu(list, &n->gpus[i]))
-			return false;
-	return true;
+	return add_objects(gpus, "devices", n->gpus, n->n_gpus, sizeof(*n->gpus), fill_gpu, NULL);
 }
 
-static bool add_rdma_ports(cJSON *obj, const tau_agent_devices *dev)
+static bool fill_rdma_port(cJSON *e, const void *item, const void *ctx)
 {
-	cJSON *arr = cJSON_AddArrayToObject(obj, "ports");
+	const tau_agent_rdma_port *p = item;
 
-	if (arr == NULL)
-		return false;
-	for (size_t i = 0; i < dev->n_rdma_ports; i++) {
-		const tau_agent_rdma_port *p = &dev->rdma_ports[i];
-		cJSON *e = cJSON_CreateObject();
-
-		if (e == NULL)
-			return false;
-		cJSON_AddItemToArray(arr, e);
-		if (!add_string_or_null(e, "device", p->device) ||
-		    !add_string_or_null(e, "port", p->port) || !add_count(e, "state", p->state) ||
-		    !add_count(e, "physState", p->phys_state) ||
-		    !add_string_or_null(e, "rate", p->rate) ||
-		    !add_count(e, "rateMbps", p->rate_mbps) ||
-		    !add_string_or_null(e, "linkLayer", p->link_layer) ||
-		    !add_count(e, "linkDowned", p->link_downed))
-			return false;
-	}
-	return true;
+	(void)ctx;
+	return add_string_or_null(e, "device", p->device) &&
+	       add_string_or_null(e, "port", p->port) && add_count(e, "state", p->state) &&
+	       add_count(e, "physState", p->phys_state) && add_string_or_null(e, "rate", p->rate) &&
+	       add_count(e, "rateMbps", p->rate_mbps) &&
+	       add_string_or_null(e, "linkLayer", p->link_layer) &&
+	       add_count(e, "linkDowned", p->link_downed);
 }
 
-/* The DRA devices ResourceClaims hold (podResources.draDevices, draDropped). */
-static bool add_dra_devices(cJSON *pr, const tau_agent_podres *r)
+/* key: {"namespace", "name"[, "container"]}: who holds a device, or the claim it is in. */
+static bool add_ref(cJSON *e, const char *key, const char *ns, const char *name,
+                    const char *container, bool with_container)
 {
-	cJSON *list = cJSON_AddArrayToObject(pr, "draDevices");
+	cJSON *o = cJSON_AddObjectToObject(e, key);
 
-	if (list == NULL || !add_count(pr, "draDropped", (int64_t)r->n_dra_dropped))
+	return o != NULL && add_string_or_null(o, "namespace", ns) &&
+	       add_string_or_null(o, "name", name) &&
+	       (!with_container || add_string_or_null(o, "container", container));
+}
+
+/* One of the DRA devices ResourceClaims hold (podResources.draDevices). */
+static bool fill_dra_device(cJSON *e, const void *item, const void *ctx)
+{
+	const tau_agent_dra_device *d = item;
+
+	(void)ctx;
+	return add_string_or_null(e, "driver", d->driver) &&
+	       add_string_or_null(e, "pool", d->pool) &&
+	       add_string_or_null(e, "device", d->device) &&
+	       add_ref(e, "claim", d->claim_namespace, d->claim_name, NULL, false) &&
+	       add_ref(e, "pod", d->pod_namespace, d->pod_name, d->container, true);
+}
+
+static bool fill_pod_device(cJSON *e, const void *item, const void *ctx)
+{
+	const tau_agent_pod_device *d = item;
+
+	(void)ctx;
+	if (!add_string_or_null(e, "resource", d->resource) ||
+	    !add_string_or_null(e, "id", d->id) || !add_count(e, "numaNode", d->numa_node) ||
+	    cJSON_AddBoolToObject(e, "allocatable", d->allocatable) == NULL)
 		return false;
-	for (size_t i = 0; i < r->n_dra; i++) {
-		const tau_agent_dra_device *d = &r->dra[i];
-		cJSON *e = cJSON_CreateObject(), *claim, *pod;
-
-		if (e == NULL)
-			return false;
-		cJSON_AddItemToArray(list, e);
-		if (!add_string_or_null(e, "driver", d->driver) ||
-		    !add_string_or_null(e, "pool", d->pool) ||
-		    !add_string_or_null(e, "device", d->device) ||
-		    (claim = cJSON_AddObjectToObject(e, "claim")) == NULL ||
-		    !add_string_or_null(claim, "namespace", d->claim_namespace) ||
-		    !add_string_or_null(claim, "name", d->claim_name) ||
-		    (pod = cJSON_AddObjectToObject(e, "pod")) == NULL ||
-		    !add_string_or_null(pod, "namespace", d->pod_namespace) ||
-		    !add_string_or_null(pod, "name", d->pod_name) ||
-		    !add_string_or_null(pod, "container", d->container))
-			return false;
-	}
-	return true;
+	if (d->pod_name == NULL)
+		return cJSON_AddNullToObject(e, "pod") != NULL;
+	return add_ref(e, "pod", d->pod_namespace, d->pod_name, d->container, true);
 }
 
 static bool add_pod_resources(cJSON *obj, const tau_agent_devices *dev)
 {
 	const tau_agent_podres *r = &dev->podres;
-	cJSON *pr = cJSON_AddObjectToObject(obj, "podResources"), *list;
+	cJSON *pr = cJSON_AddObjectToObject(obj, "podResources");
 	const char *note = r->note;
 
 	if (!dev->host_probed)
 		note = "host not probed";
-	if (pr == NULL || cJSON_AddBoolToObject(pr, "probed", r->probed) == NULL ||
-	    cJSON_AddBoolToObject(pr, "allocatableKnown", r->allocatable_known) == NULL ||
-	    !add_string_or_null(pr, "note", note) ||
-	    (list = cJSON_AddArrayToObject(pr, "devices")) == NULL ||
-	    !add_count(pr, "dropped", (int64_t)r->n_dropped))
-		return false;
-	for (size_t i = 0; i < r->n_devices; i++) {
-		const tau_agent_pod_device *d = &r->devices[i];
-		cJSON *e = cJSON_CreateObject(), *pod;
-
-		if (e == NULL)
-			return false;
-		cJSON_AddItemToArray(list, e);
-		if (!add_string_or_null(e, "resource", d->resource) ||
-		    !add_string_or_null(e, "id", d->id) ||
-		    !add_count(e, "numaNode", d->numa_node) ||
-		    cJSON_AddBoolToObject(e, "allocatable", d->allocatable) == NULL)
-			return false;
-		if (d->pod_name == NULL) {
-			if (cJSON_AddNullToObject(e, "pod") == NULL)
-				return false;
-			continue;
-		}
-		if ((pod = cJSON_AddObjectToObject(e, "pod")) == NULL ||
-		    !add_string_or_null(pod, "namespace", d->pod_namespace) ||
-		    !add_string_or_null(pod, "name", d->pod_name) ||
-		    !add_string_or_null(pod, "container", d->container))
-			return false;
-	}
-	return add_dra_devices(pr, r);
+	return pr != NULL && cJSON_AddBoolToObject(pr, "probed", r->probed) != NULL &&
+	       cJSON_AddBoolToObject(pr, "allocatableKnown", r->allocatable_known) != NULL &&
+	       add_string_or_null(pr, "note", note) &&
+	       add_objects(pr, "devices", r->devices, r->n_devices, sizeof(*r->devices),
+	                   fill_pod_device, NULL) &&
+	       add_count(pr, "dropped", (int64_t)r->n_dropped) &&
+	       add_objects(pr, "draDevices", r->dra, r->n_dra, sizeof(*r->dra), fill_dra_device,
+	                   NULL) &&
+	       add_count(pr, "draDropped", (int64_t)r->n_dra_dropped);
 }
 
 static bool add_devices(cJSON *obj, const tau_agent_inventory *inv)
@@ -278,7 +260,9 @@ static bool add_devices(cJSON *obj, const tau_agent_inventory *inv)
 		return false;
 	rdma = cJSON_AddObjectToObject(devices, "rdmaPorts");
 	return rdma != NULL && add_count(rdma, "total", dev->rdma_ports_total) &&
-	       add_count(rdma, "up", dev->rdma_ports_up) && add_rdma_ports(rdma, dev) &&
+	       add_count(rdma, "up", dev->rdma_ports_up) &&
+	       add_objects(rdma, "ports", dev->rdma_ports, dev->n_rdma_ports,
+	                   sizeof(*dev->rdma_ports), fill_rdma_port, NULL) &&
 	       add_pod_resources(devices, dev);
 }
 
@@ -304,7 +288,9 @@ int tau_agent_inventory_to_json(cJSON **out, const tau_agent_inventory *inv)
 	     add_tristate(root, "deleting", inv->deleting) &&
 	     add_kvs(root, "labels", inv->labels, inv->n_labels) &&
 	     add_kvs(root, "allocatable", inv->allocatable, inv->n_allocatable) &&
-	     add_drivers(root, inv) && add_devices(root, inv);
+	     add_objects(root, "csiDrivers", inv->csi_drivers, inv->n_csi_drivers,
+	                 sizeof(*inv->csi_drivers), fill_driver, inv) &&
+	     add_devices(root, inv);
 	if (ok) {
 		problems = cJSON_AddArrayToObject(root, "problems");
 		ok = problems != NULL;
