@@ -116,36 +116,38 @@ static const char *cuda_text(char buf[16], int v)
 	return buf;
 }
 
+/* key: {k1: v1, k2: v2}, each a count (negative: null). */
+static bool add_count_pair(cJSON *obj, const char *key, const char *k1, int64_t v1, const char *k2,
+                           int64_t v2)
+{
+	cJSON *o = cJSON_AddObjectToObject(obj, key);
+
+	return o != NULL && add_count(o, k1, v1) && add_count(o, k2, v2);
+}
+
 static bool fill_gpu(cJSON *e, const void *item, const void *ctx)
 {
 	const tau_agent_gpu *g = item;
-	cJSON *rows, *pages, *links, *xid;
 
 	(void)ctx;
-	if (!add_count(e, "index", g->index) || !add_string_or_null(e, "uuid", g->uuid) ||
-	    !add_string_or_null(e, "name", g->name) ||
-	    cJSON_AddBoolToObject(e, "healthy", g->healthy) == NULL ||
-	    !add_string_or_null(e, "reason", g->reason) || !add_flag(e, "lost", g->lost) ||
-	    !add_flag(e, "remapPending", g->remap_pending) ||
-	    !add_flag(e, "remapFailure", g->remap_failure) ||
-	    (rows = cJSON_AddObjectToObject(e, "remappedRows")) == NULL ||
-	    !add_count(rows, "correctable", g->remapped_correctable) ||
-	    !add_count(rows, "uncorrectable", g->remapped_uncorrectable) ||
-	    (pages = cJSON_AddObjectToObject(e, "retiredPages")) == NULL ||
-	    !add_count(pages, "singleBitEcc", g->retired_pages_sbe) ||
-	    !add_count(pages, "doubleBitEcc", g->retired_pages_dbe) ||
-	    !add_flag(e, "retirePending", g->retired_pending) ||
-	    !add_flag(e, "migEnabled", g->mig_mode) ||
-	    !add_count(e, "migDevices", g->mig_devices) ||
-	    !add_string_or_null(e, "migProfiles", g->mig_profiles) ||
-	    (links = cJSON_AddObjectToObject(e, "nvlinkLinks")) == NULL ||
-	    !add_count(links, "active", g->nvlink_active) ||
-	    !add_count(links, "down", g->nvlink_down) ||
-	    (xid = cJSON_AddObjectToObject(e, "criticalXids")) == NULL ||
-	    !add_count(xid, "count", g->xid_critical) ||
-	    !add_count(xid, "last", g->last_xid > 0 ? (int64_t)g->last_xid : -1))
-		return false;
-	return true;
+	return add_count(e, "index", g->index) && add_string_or_null(e, "uuid", g->uuid) &&
+	       add_string_or_null(e, "name", g->name) &&
+	       cJSON_AddBoolToObject(e, "healthy", g->healthy) != NULL &&
+	       add_string_or_null(e, "reason", g->reason) && add_flag(e, "lost", g->lost) &&
+	       add_flag(e, "remapPending", g->remap_pending) &&
+	       add_flag(e, "remapFailure", g->remap_failure) &&
+	       add_count_pair(e, "remappedRows", "correctable", g->remapped_correctable,
+	                      "uncorrectable", g->remapped_uncorrectable) &&
+	       add_count_pair(e, "retiredPages", "singleBitEcc", g->retired_pages_sbe,
+	                      "doubleBitEcc", g->retired_pages_dbe) &&
+	       add_flag(e, "retirePending", g->retired_pending) &&
+	       add_flag(e, "migEnabled", g->mig_mode) &&
+	       add_count(e, "migDevices", g->mig_devices) &&
+	       add_string_or_null(e, "migProfiles", g->mig_profiles) &&
+	       add_count_pair(e, "nvlinkLinks", "active", g->nvlink_active, "down",
+	                      g->nvlink_down) &&
+	       add_count_pair(e, "criticalXids", "count", g->xid_critical, "last",
+	                      g->last_xid > 0 ? (int64_t)g->last_xid : -1);
 }
 
 /* What NVML said beyond the counts: versions, symbols it lacks, each GPU. */

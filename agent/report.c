@@ -144,6 +144,43 @@ static Tau__Inventory__V1__TriState tri_to_proto(int v)
 	         : TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_FALSE;
 }
 
+/*
+ * A new message of `desc`, initialised, with every string field NULL: the fill then sets
+ * only owned strings, so protobuf-c's free can free each one it finds even when a fill
+ * stops half way (out of memory).  NULL when out of memory.
+ */
+static void *new_message(const ProtobufCMessageDescriptor *desc)
+{
+	ProtobufCMessage *m = malloc(desc->sizeof_message);
+
+	if (m == NULL)
+		return NULL;
+	protobuf_c_message_init(desc, m);
+	for (unsigned i = 0; i < desc->n_fields; i++)
+		if (desc->fields[i].type == PROTOBUF_C_TYPE_STRING &&
+		    desc->fields[i].label != PROTOBUF_C_LABEL_REPEATED)
+			*(char **)((char *)m + desc->fields[i].offset) = NULL;
+	return m;
+}
+
+/* Valid-UTF-8 copies of n strings into a new array; 0 or -TAU_ENOMEM (*n_out counts them). */
+static int dup_strings(char ***out, size_t *n_out, const char *const *strings, size_t n)
+{
+	if (n == 0)
+		return 0;
+	*out = calloc(n, sizeof(**out));
+	if (*out == NULL)
+		return -TAU_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		char *s = tau_agent_utf8_dup(strings[i]);
+
+		if (s == NULL)
+			return -TAU_ENOMEM;
+		(*out)[(*n_out)++] = s;
+	}
+	return 0;
+}
+
 /* LocalDevices' NVML fields: versions, missing symbols, one Gpu per GPU described. */
 static int fill_gpus(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devices *dev)
 {
@@ -153,25 +190,15 @@ static int fill_gpus(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devic
 	if (n->cuda_version > 0)
 		snprintf(cuda, sizeof(cuda), "%d.%d", n->cuda_version / 1000,
 		         (n->cuda_version % 1000) / 10);
-	ld->driver_version = ld->cuda_version = ld->gpus_not_probed_reason = NULL;
 	if ((ld->driver_version = tau_agent_utf8_dup(n->driver_version)) == NULL ||
 	    (ld->cuda_version = tau_agent_utf8_dup(cuda)) == NULL ||
 	    (ld->gpus_not_probed_reason = tau_agent_utf8_dup(
 	             dev->nvml_probed ? "" : (dev->nvml_note != NULL ? dev->nvml_note : ""))) ==
 	            NULL)
 		return -TAU_ENOMEM;
-	if (n->n_missing > 0) {
-		ld->nvml_missing_symbols = calloc(n->n_missing, sizeof(*ld->nvml_missing_symbols));
-		if (ld->nvml_missing_symbols == NULL)
-			return -TAU_ENOMEM;
-		for (size_t i = 0; i < n->n_missing; i++) {
-			char *sym = tau_agent_utf8_dup(n->missing_symbols[i]);
-
-			if (sym == NULL)
-				return -TAU_ENOMEM;
-			ld->nvml_missing_symbols[ld->n_nvml_missing_symbols++] = sym;
-		}
-	}
+	if (dup_strings(&ld->nvml_missing_symbols, &ld->n_nvml_missing_symbols, n->missing_symbols,
+	                n->n_missing) < 0)
+		return -TAU_ENOMEM;
 	if (n->n_gpus == 0)
 		return 0;
 	ld->gpus = calloc(n->n_gpus, sizeof(*ld->gpus));
@@ -179,12 +206,10 @@ static int fill_gpus(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devic
 		return -TAU_ENOMEM;
 	for (size_t i = 0; i < n->n_gpus; i++) {
 		const tau_agent_gpu *g = &n->gpus[i];
-		Tau__Inventory__V1__Gpu *m = malloc(sizeof(*m));
+		Tau__Inventory__V1__Gpu *m = new_message(&tau__inventory__v1__gpu__descriptor);
 
 		if (m == NULL)
 			return -TAU_ENOMEM;
-		tau__inventory__v1__gpu__init(m);
-		m->uuid = m->name = m->reason = m->mig_profiles = NULL;
 		ld->gpus[ld->n_gpus++] = m;
 		m->index = g->index;
 		m->healthy = g->healthy;
@@ -237,14 +262,11 @@ static int fill_dra_devices(Tau__Inventory__V1__LocalDevices *ld, const tau_agen
 		return -TAU_ENOMEM;
 	for (size_t i = 0; i < r->n_dra; i++) {
 		const tau_agent_dra_device *d = &r->dra[i];
-		Tau__Inventory__V1__DraDevice *m = malloc(sizeof(*m));
+		Tau__Inventory__V1__DraDevice *m =
+		        new_message(&tau__inventory__v1__dra_device__descriptor);
 
 		if (m == NULL)
 			return -TAU_ENOMEM;
-		tau__inventory__v1__dra_device__init(m);
-		m->driver_name = m->pool_name = m->device_name = NULL;
-		m->claim_namespace = m->claim_name = NULL;
-		m->pod_namespace = m->pod_name = m->container_name = NULL;
 		ld->dra_devices[ld->n_dra_devices++] = m;
 		if ((m->driver_name = tau_agent_utf8_dup(d->driver)) == NULL ||
 		    (m->pool_name = tau_agent_utf8_dup(d->pool)) == NULL ||
@@ -278,13 +300,11 @@ static int fill_pod_devices(Tau__Inventory__V1__LocalDevices *ld, const tau_agen
 		return -TAU_ENOMEM;
 	for (size_t i = 0; i < r->n_devices; i++) {
 		const tau_agent_pod_device *d = &r->devices[i];
-		Tau__Inventory__V1__PodDevice *m = malloc(sizeof(*m));
+		Tau__Inventory__V1__PodDevice *m =
+		        new_message(&tau__inventory__v1__pod_device__descriptor);
 
 		if (m == NULL)
 			return -TAU_ENOMEM;
-		tau__inventory__v1__pod_device__init(m);
-		m->resource_name = m->device_id = m->pod_namespace = m->pod_name = NULL;
-		m->container_name = NULL;
 		ld->pod_devices[ld->n_pod_devices++] = m;
 		m->numa_node = d->numa_node;
 		m->allocatable = d->allocatable;
@@ -308,12 +328,11 @@ static int fill_rdma_ports(Tau__Inventory__V1__LocalDevices *ld, const tau_agent
 		return -TAU_ENOMEM;
 	for (size_t i = 0; i < dev->n_rdma_ports; i++) {
 		const tau_agent_rdma_port *p = &dev->rdma_ports[i];
-		Tau__Inventory__V1__RdmaPort *r = malloc(sizeof(*r));
+		Tau__Inventory__V1__RdmaPort *r =
+		        new_message(&tau__inventory__v1__rdma_port__descriptor);
 
 		if (r == NULL)
 			return -TAU_ENOMEM;
-		tau__inventory__v1__rdma_port__init(r);
-		r->device = r->port = r->rate = r->link_layer = NULL;
 		ld->rdma_ports[ld->n_rdma_ports++] = r;
 		r->state = p->state > 0 ? (uint32_t)p->state : 0;
 		r->phys_state = p->phys_state > 0 ? (uint32_t)p->phys_state : 0;
@@ -360,13 +379,11 @@ static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inve
 		if (m->labels == NULL)
 			return -TAU_ENOMEM;
 		for (size_t i = 0; i < inv->n_labels; i++) {
-			Tau__Inventory__V1__NodeInventory__LabelsEntry *e = malloc(sizeof(*e));
+			Tau__Inventory__V1__NodeInventory__LabelsEntry *e = new_message(
+			        &tau__inventory__v1__node_inventory__labels_entry__descriptor);
 
 			if (e == NULL)
 				return -TAU_ENOMEM;
-			tau__inventory__v1__node_inventory__labels_entry__init(e);
-			e->key = NULL;
-			e->value = NULL;
 			m->labels[m->n_labels++] = e;
 			if ((e->key = tau_agent_utf8_dup(inv->labels[i].key)) == NULL ||
 			    (e->value = tau_agent_utf8_dup(inv->labels[i].value)) == NULL)
@@ -378,13 +395,11 @@ static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inve
 		if (m->allocatable == NULL)
 			return -TAU_ENOMEM;
 		for (size_t i = 0; i < inv->n_allocatable; i++) {
-			Tau__Inventory__V1__ResourceQuantity *q = malloc(sizeof(*q));
+			Tau__Inventory__V1__ResourceQuantity *q =
+			        new_message(&tau__inventory__v1__resource_quantity__descriptor);
 
 			if (q == NULL)
 				return -TAU_ENOMEM;
-			tau__inventory__v1__resource_quantity__init(q);
-			q->name = NULL;
-			q->quantity = NULL;
 			m->allocatable[m->n_allocatable++] = q;
 			if ((q->name = tau_agent_utf8_dup(inv->allocatable[i].key)) == NULL ||
 			    (q->quantity = tau_agent_utf8_dup(inv->allocatable[i].value)) == NULL)
@@ -397,15 +412,12 @@ static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inve
 			return -TAU_ENOMEM;
 		for (size_t i = 0; i < inv->n_csi_drivers; i++) {
 			const tau_agent_csi_driver *d = &inv->csi_drivers[i];
-			Tau__Inventory__V1__CsiDriver *c = malloc(sizeof(*c));
+			Tau__Inventory__V1__CsiDriver *c =
+			        new_message(&tau__inventory__v1__csi_driver__descriptor);
 			bool supported = tau_agent_csi_driver_supported(inv, d);
 
 			if (c == NULL)
 				return -TAU_ENOMEM;
-			tau__inventory__v1__csi_driver__init(c);
-			c->name = NULL;
-			c->detail = NULL;
-			c->endpoint = c->plugin_name = c->vendor_version = c->probe_error = NULL;
 			m->csi_drivers[m->n_csi_drivers++] = c;
 			c->in_csi_node = d->in_csinode;
 			c->socket_present = d->socket == TAU_AGENT_TRUE;
@@ -420,13 +432,9 @@ static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inve
 		}
 	}
 
-	ld = malloc(sizeof(*ld));
+	ld = new_message(&tau__inventory__v1__local_devices__descriptor);
 	if (ld == NULL)
 		return -TAU_ENOMEM;
-	tau__inventory__v1__local_devices__init(ld);
-	/* Owned strings only (see tau_agent_inventory_to_proto), even if a fill fails early. */
-	ld->driver_version = ld->cuda_version = ld->gpus_not_probed_reason = NULL;
-	ld->pod_resources_note = NULL;
 	m->devices = ld;
 	ld->gpus_probed = dev->nvml_probed;
 	ld->gpus_present = count_to_u32(dev->nvml_probed ? dev->nvml_gpus : dev->gpu_device_nodes);
@@ -436,18 +444,9 @@ static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inve
 	if (fill_rdma_ports(ld, dev) < 0 || fill_gpus(ld, dev) < 0 || fill_pod_devices(ld, dev) < 0)
 		return -TAU_ENOMEM;
 
-	if (inv->problems.n > 0) {
-		m->problems = calloc(inv->problems.n, sizeof(*m->problems));
-		if (m->problems == NULL)
-			return -TAU_ENOMEM;
-		for (size_t i = 0; i < inv->problems.n; i++) {
-			char *p = tau_agent_utf8_dup(inv->problems.items[i]);
-
-			if (p == NULL)
-				return -TAU_ENOMEM;
-			m->problems[m->n_problems++] = p;
-		}
-	}
+	if (dup_strings(&m->problems, &m->n_problems, (const char *const *)inv->problems.items,
+	                inv->problems.n) < 0)
+		return -TAU_ENOMEM;
 #undef DUP
 	return 0;
 }
@@ -460,13 +459,9 @@ int tau_agent_inventory_to_proto(Tau__Inventory__V1__NodeInventory **out,
 
 	if (out == NULL || inv == NULL)
 		return tau_error_set(TAU_EINVAL, "no inventory to convert");
-	m = malloc(sizeof(*m));
+	m = new_message(&tau__inventory__v1__node_inventory__descriptor);
 	if (m == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory converting the inventory");
-	tau__inventory__v1__node_inventory__init(m);
-	/* Owned strings only, so free_unpacked can free each one it finds. */
-	m->node_name = m->node_uid = m->gpu_class = m->os = m->provider_id = NULL;
-	m->resource_version = m->agent_version = m->digest = NULL;
 	if (fill_proto(m, inv, digest, observed_ms, version) < 0) {
 		tau_agent_node_inventory_free(m);
 		return tau_error_set(TAU_ENOMEM, "out of memory converting the inventory");
@@ -595,29 +590,32 @@ int64_t tau_agent_session_wait_ms(const tau_agent_session *s, int64_t now_ms)
 	return due > now_ms ? due - now_ms : 0;
 }
 
-void tau_agent_report_init_inventory(Tau__Inventory__V1__AgentReport *report, uint64_t seq,
-                                     Tau__Inventory__V1__NodeInventory *inv)
+/* An AgentReport with seq and the body case set; the caller sets the body. */
+static void init_report(Tau__Inventory__V1__AgentReport *report, uint64_t seq,
+                        Tau__Inventory__V1__AgentReport__BodyCase body)
 {
 	tau__inventory__v1__agent_report__init(report);
 	report->seq = seq;
-	report->body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_INVENTORY;
+	report->body_case = body;
+}
+
+void tau_agent_report_init_inventory(Tau__Inventory__V1__AgentReport *report, uint64_t seq,
+                                     Tau__Inventory__V1__NodeInventory *inv)
+{
+	init_report(report, seq, TAU__INVENTORY__V1__AGENT_REPORT__BODY_INVENTORY);
 	report->inventory = inv;
 }
 
 void tau_agent_report_init_heartbeat(Tau__Inventory__V1__AgentReport *report, uint64_t seq,
                                      Tau__Inventory__V1__Heartbeat *hb)
 {
-	tau__inventory__v1__agent_report__init(report);
-	report->seq = seq;
-	report->body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_HEARTBEAT;
+	init_report(report, seq, TAU__INVENTORY__V1__AGENT_REPORT__BODY_HEARTBEAT);
 	report->heartbeat = hb;
 }
 
 void tau_agent_report_init_stopping(Tau__Inventory__V1__AgentReport *report, uint64_t seq,
                                     Tau__Inventory__V1__Stopping *stopping)
 {
-	tau__inventory__v1__agent_report__init(report);
-	report->seq = seq;
-	report->body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_STOPPING;
+	init_report(report, seq, TAU__INVENTORY__V1__AGENT_REPORT__BODY_STOPPING);
 	report->stopping = stopping;
 }
