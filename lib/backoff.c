@@ -2,17 +2,17 @@
  * backoff.c - jittered exponential backoff and a token bucket.
  *
  * The one idea: both are pure arithmetic over a caller-supplied clock and
- * random number, so tests check the sequences exactly; only the helpers at
- * the bottom touch the real clock or entropy.
+ * random number, so tests check the sequences exactly; only tau_backoff_rand
+ * at the bottom touches entropy (the clocks are tau/clock.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tau/backoff.h"
 
-#include <errno.h>
+#include "tau/clock.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <sys/random.h>
-#include <time.h>
 
 void tau_backoff_init(tau_backoff *b, uint64_t initial_ms, uint64_t cap_ms, double factor,
                       double jitter)
@@ -85,30 +85,6 @@ uint64_t tau_backoff_bucket_reserve(tau_backoff_bucket *tb, uint64_t now_ms)
 	return (uint64_t)ceil(wait - 1e-9);
 }
 
-uint64_t tau_backoff_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-uint64_t tau_backoff_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-uint64_t tau_backoff_wall_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 double tau_backoff_rand(void)
 {
 	/* xorshift64* per thread, seeded once from the kernel. */
@@ -116,19 +92,10 @@ double tau_backoff_rand(void)
 
 	if (state == 0) {
 		if (getrandom(&state, sizeof(state), 0) != (ssize_t)sizeof(state) || state == 0)
-			state = (uint64_t)tau_backoff_wall_us() | 1u;
+			state = (uint64_t)tau_clock_wall_us() | 1u;
 	}
 	state ^= state >> 12;
 	state ^= state << 25;
 	state ^= state >> 27;
 	return (double)((state * 2685821657736338717ull) >> 11) / 9007199254740992.0;
-}
-
-void tau_backoff_sleep_ms(uint64_t ms)
-{
-	struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
-	                      .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
 }

@@ -9,17 +9,6 @@
 
 #include <string.h>
 
-int tau_rfc3339(char buf[TAU_RFC3339_LEN], time_t t)
-{
-	struct tm tm;
-
-	if (gmtime_r(&t, &tm) == NULL || tm.tm_year + 1900 > 9999 || tm.tm_year + 1900 < 0)
-		return tau_error_set(TAU_EINVAL, "time %lld is outside RFC 3339", (long long)t);
-	if (strftime(buf, TAU_RFC3339_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm) != TAU_RFC3339_LEN - 1)
-		return tau_error_set(TAU_EINVAL, "time %lld is outside RFC 3339", (long long)t);
-	return 0;
-}
-
 const cJSON *tau_conditions_find(const cJSON *conds, const char *type)
 {
 	const cJSON *c;

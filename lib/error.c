@@ -80,14 +80,3 @@ const char *tau_error_name(int code)
 		return "EUNKNOWN";
 	return names[code];
 }
-
-void tau_say(char *buf, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (buf == NULL || cap == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, cap, fmt, ap);
-	va_end(ap);
-}

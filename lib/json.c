@@ -10,6 +10,7 @@
 
 #include "tau/error.h"
 #include "tau/rpc.h"
+#include "tau/utf8.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -243,20 +244,6 @@ int tau_json_print(char **out, const cJSON *item)
 		return tau_error_set(TAU_ENOMEM, "out of memory serialising JSON");
 	*out = s;
 	return 0;
-}
-
-size_t tau_utf8_sequence(const char *s, size_t len)
-{
-	unsigned char c = (unsigned char)s[0];
-	size_t n = c < 0x80             ? 1
-	           : (c & 0xE0) == 0xC0 ? 2
-	           : (c & 0xF0) == 0xE0 ? 3
-	           : (c & 0xF8) == 0xF0 ? 4
-	                                : 0;
-
-	if (len == 0 || n == 0 || n > len || !tau_rpc_utf8_valid(s, n))
-		return 0;
-	return n;
 }
 
 /* A valid UTF-8 copy of `s` (invalid bytes as U+00XX), or NULL when out of memory. */

@@ -3,14 +3,16 @@
  *
  * Both are plain values advanced by the caller with an explicit clock and
  * an explicit random number, so their arithmetic can be unit-tested
- * without sleeping; tau_backoff_now_ms() and tau_backoff_rand() supply the
- * real clock and randomness.  Neither locks: callers that share one across
+ * without sleeping; tau_clock_mono_ms() (tau/clock.h) and tau_backoff_rand()
+ * supply the real clock and randomness.  Neither locks: callers that share one across
  * threads hold their own mutex.
  */
 #ifndef TAU_BACKOFF_H
 #define TAU_BACKOFF_H
 
 #include <stdint.h>
+
+#include "tau/clock.h"
 
 /** Exponential backoff: initial, initial*factor, ... capped, each plus up to jitter*base. */
 typedef struct tau_backoff {
@@ -55,19 +57,16 @@ void tau_backoff_bucket_init(tau_backoff_bucket *tb, double qps, unsigned burst,
  */
 uint64_t tau_backoff_bucket_reserve(tau_backoff_bucket *tb, uint64_t now_ms);
 
-/** CLOCK_MONOTONIC in milliseconds. */
-uint64_t tau_backoff_now_ms(void);
-
-/** CLOCK_MONOTONIC in microseconds (durations a histogram observes). */
-uint64_t tau_backoff_now_us(void);
-
-/** CLOCK_REALTIME in microseconds since the epoch (for MicroTime stamps). */
-uint64_t tau_backoff_wall_us(void);
+/*
+ * Deprecated: the clocks live in tau/clock.h under names that say which clock.  These
+ * aliases go when no caller is left.
+ */
+#define tau_backoff_now_ms   tau_clock_mono_ms
+#define tau_backoff_now_us   tau_clock_mono_us
+#define tau_backoff_wall_us  tau_clock_wall_us
+#define tau_backoff_sleep_ms tau_clock_sleep_ms
 
 /** A thread-safe uniform random number in [0,1). */
 double tau_backoff_rand(void);
-
-/** Block the calling thread for `ms` (used only by blocking APIs between retries). */
-void tau_backoff_sleep_ms(uint64_t ms);
 
 #endif /* TAU_BACKOFF_H */

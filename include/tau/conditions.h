@@ -22,14 +22,7 @@
 
 #include <cjson/cJSON.h>
 
-/** Bytes of an RFC 3339 UTC timestamp with seconds, NUL included ("2026-12-02T17:51:11Z"). */
-#define TAU_RFC3339_LEN 21
-
-/**
- * Format `t` as RFC 3339 UTC with second precision, as Kubernetes writes
- * metav1.Time.  @return 0, or -TAU_EINVAL when the time cannot be represented.
- */
-int tau_rfc3339(char buf[TAU_RFC3339_LEN], time_t t);
+#include "tau/clock.h" /* tau_rfc3339 moved there; kept until every caller includes it */
 
 /**
  * Append the condition `type` to the array `conds` (replacing one of that

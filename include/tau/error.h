@@ -56,12 +56,9 @@ const tau_error *tau_error_last(void);
 /** Forget this thread's last error. */
 void tau_error_clear(void);
 
-/**
- * Format a message ("why" text for the caller) into an optional buffer: does
- * nothing when buf is NULL or cap is 0, else writes at most cap - 1 bytes and
- * a NUL (truncating like snprintf).
- */
-void tau_say(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* tau_say is tau_str_printf (tau/str.h); this alias goes when every caller uses that name. */
+#include "tau/str.h"
+#define tau_say tau_str_printf
 
 /** A short constant name for a code ("EINVAL"); accepts positive or negative. */
 const char *tau_error_name(int code);

@@ -15,6 +15,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "tau/utf8.h" /* tau_utf8_sequence moved there; kept until every caller includes it */
+
 /** Default cap for one JSON document (Kubernetes objects are <= 1.5 MiB in etcd). */
 #define TAU_JSON_DEFAULT_CAP (3u * 1024u * 1024u)
 
@@ -91,12 +93,6 @@ int tau_json_get_array(const cJSON **out, const cJSON *root, const char *path);
  * @return 0 or -TAU_ENOMEM.
  */
 int tau_json_print(char **out, const cJSON *item);
-
-/**
- * Bytes of the valid UTF-8 sequence that starts at `s` (at most `len` bytes are looked at):
- * 1 for ASCII, 2 to 4 for a well-formed multi-byte character, 0 when none starts there.
- */
-size_t tau_utf8_sequence(const char *s, size_t len);
 
 /**
  * Make every string under `root` (values and member names) valid UTF-8, for output built

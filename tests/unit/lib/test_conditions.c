@@ -26,17 +26,6 @@ static const char *field(const cJSON *c, const char *name)
 	return v->valuestring;
 }
 
-static void test_rfc3339(void **state)
-{
-	char buf[TAU_RFC3339_LEN];
-
-	(void)state;
-	assert_int_equal(tau_rfc3339(buf, 0), 0);
-	assert_string_equal(buf, "1970-01-01T00:00:00Z");
-	assert_int_equal(tau_rfc3339(buf, 1796233871), 0);
-	assert_string_equal(buf, "2026-12-02T17:51:11Z");
-}
-
 static void test_new_condition_takes_now(void **state)
 {
 	cJSON *conds = cJSON_CreateArray();
@@ -157,7 +146,6 @@ static void test_equal_ignores_time_and_order(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_rfc3339),
 	        cmocka_unit_test(test_new_condition_takes_now),
 	        cmocka_unit_test(test_negative_generation_writes_none),
 	        cmocka_unit_test(test_transition_time_kept_while_status_same),

@@ -80,20 +80,6 @@ static void test_names(void **state)
 	assert_string_equal(tau_error_name(999), "EUNKNOWN");
 }
 
-static void test_say(void **state)
-{
-	char buf[8] = "unset";
-
-	(void)state;
-	tau_say(buf, sizeof(buf), "node %s: %d", "n1", 42);
-	assert_string_equal(buf, "node n1"); /* truncated to cap - 1 */
-	tau_say(buf, 0, "ignored");
-	assert_string_equal(buf, "node n1");
-	tau_say(NULL, 16, "nowhere %d", 1); /* no buffer: nothing, no crash */
-	tau_say(buf, sizeof(buf), "%s", "");
-	assert_string_equal(buf, "");
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -102,7 +88,6 @@ int main(void)
 	        cmocka_unit_test(test_long_messages_truncate),
 	        cmocka_unit_test(test_thread_local),
 	        cmocka_unit_test(test_names),
-	        cmocka_unit_test(test_say),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
