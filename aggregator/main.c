@@ -68,7 +68,7 @@ typedef struct budget_runtime {
 } budget_runtime;
 
 typedef struct runtime {
-	tau_agg *agg;
+	tau_inventory *agg;
 	tau_kube_client *clients[2]; /* "main" and "review", for their request metrics */
 	tau_kube_leader *leader;
 	bool leader_elect;
@@ -148,7 +148,7 @@ static int review_query(void *ud, const char *token, const char *resource, tau_a
 		return 0;
 	}
 	rc = tau_kube_subject_access_review(&allowed, reason, sizeof(reason), r->client, tr,
-	                                    TAU_QAUTH_VERB, TAU_QAUTH_GROUP, resource);
+	                                    TAU_QUERY_AUTH_VERB, TAU_QUERY_AUTH_GROUP, resource);
 	tau_kube_token_review_free(tr);
 	if (rc < 0)
 		return rc;
@@ -161,7 +161,7 @@ static int review_query(void *ud, const char *token, const char *resource, tau_a
 static bool readiness(void *ud, char *reason, size_t cap)
 {
 	runtime *rt = ud;
-	bool established = tau_agg_established(rt->agg);
+	bool established = tau_inventory_established(rt->agg);
 
 	if (!atomic_load(&rt->serving)) {
 		snprintf(reason, cap, "starting");
@@ -205,7 +205,7 @@ static int ws_open(runtime *rt)
 		goto out;
 	}
 	ws->loop_running = true;
-	tau_agg_set_workspaces(rt->agg, ws->ctl);
+	tau_inventory_set_workspaces(rt->agg, ws->ctl);
 out:
 	pthread_mutex_unlock(&ws->mu);
 	return rc;
@@ -242,7 +242,8 @@ static void ws_shutdown(runtime *rt)
 	pthread_mutex_lock(&ws->mu);
 	ws->closed = true;
 	if (rt->agg != NULL)
-		tau_agg_set_workspaces(rt->agg, NULL); /* waits for queries reading the cache */
+		tau_inventory_set_workspaces(rt->agg,
+		                             NULL); /* waits for queries reading the cache */
 	/* stop is safe on a controller never or half started; join is a no-op without a thread */
 	tau_ws_controller_stop(ws->ctl);
 	if (ws->loop != NULL)
@@ -292,7 +293,7 @@ static int budget_inventory(void *arg, tau_budget_inventory *out)
 {
 	runtime *rt = arg;
 	tau_pool_snapshot *snap = NULL;
-	int rc = tau_agg_pool_snapshot(rt->agg, &snap);
+	int rc = tau_inventory_pool_snapshot(rt->agg, &snap);
 
 	return rc < 0 ? rc : tau_budget_inventory_from_snapshot(out, snap);
 }
@@ -335,7 +336,7 @@ static int budget_start(runtime *rt)
 	tau_budget_controller_start_informers(b->ctl);
 	if ((rc = tau_kube_loop_start_thread(b->loop)) < 0 ||
 	    (rc = tau_budget_controller_start(b->ctl)) < 0 ||
-	    (rc = tau_agg_pool_subscribe(rt->agg, budget_pool_changed, rt)) < 0) {
+	    (rc = tau_inventory_pool_subscribe(rt->agg, budget_pool_changed, rt)) < 0) {
 		tau_log_error("cannot start the budget controller", "reason", tau_error_last()->msg,
 		              NULL);
 		goto out;
@@ -382,7 +383,7 @@ static void budget_shutdown(runtime *rt)
 	pthread_mutex_lock(&b->mu);
 	b->closed = true;
 	if (b->running && rt->agg != NULL)
-		tau_agg_pool_unsubscribe(rt->agg, budget_pool_changed, rt);
+		tau_inventory_pool_unsubscribe(rt->agg, budget_pool_changed, rt);
 	tau_budget_controller_stop(b->ctl);
 	if (b->loop != NULL) {
 		tau_kube_loop_stop(b->loop);
@@ -402,7 +403,7 @@ static void on_started_leading(void *arg)
 {
 	runtime *rt = arg;
 
-	tau_agg_set_leader(rt->agg, true);
+	tau_inventory_set_leader(rt->agg, true);
 	tau_log_info("became leader", NULL);
 	if (ws_start(rt) < 0 || budget_start(rt) < 0) {
 		/* A leader that cannot reconcile should hand over: restart. */
@@ -415,7 +416,7 @@ static void on_stopped_leading(void *arg)
 {
 	runtime *rt = arg;
 
-	tau_agg_set_leader(rt->agg, false);
+	tau_inventory_set_leader(rt->agg, false);
 	tau_log_warn("stopped leading", NULL);
 	/* A lost lease is not regained (kube_leader.h): restart to campaign again. */
 	if (rt->leader != NULL && tau_kube_leader_lost(rt->leader))
@@ -465,12 +466,12 @@ int main(int argc, char **argv)
 	tau_kube_config *review_cfg = NULL;
 	tau_rpc_server *srv = NULL;
 	tau_rpc_health *health = NULL;
-	tau_agg_kube *kube = NULL;
+	tau_inventory_kube *kube = NULL;
 	tau_agg_http *http = NULL;
-	tau_agg_config acfg = {0};
-	tau_qauth_config qcfg = {0};
+	tau_inventory_config acfg = {0};
+	tau_query_auth_config qcfg = {0};
 	tau_rpc_server_opts sopts = {0};
-	tau_qauth *qauth = NULL;
+	tau_query_auth *query_auth = NULL;
 	tau_auth_keys *keys = NULL;
 	tau_kube_config_options kopts = {0};
 	tau_rpc_server_tls tls = {0};
@@ -597,18 +598,18 @@ int main(int argc, char **argv)
 		qcfg.review = review_query;
 		qcfg.review_ud = &rv;
 		qcfg.max_pending = (size_t)o.max_pending_reviews;
-		if (tau_qauth_new(&qauth, &qcfg) < 0)
+		if (tau_query_auth_new(&query_auth, &qcfg) < 0)
 			goto fail;
-		acfg.qauth = qauth;
+		acfg.query_auth = query_auth;
 	}
-	if (tau_agg_new(&rt.agg, &acfg) < 0)
+	if (tau_inventory_new(&rt.agg, &acfg) < 0)
 		goto fail;
 	rt.leader_elect = o.leader_elect;
 	if (!o.leader_elect)
-		tau_agg_set_leader(rt.agg, true);
+		tau_inventory_set_leader(rt.agg, true);
 
 	if (tau_rpc_server_new(&srv, &sopts) < 0 || tau_rpc_health_new(&health) < 0 ||
-	    tau_rpc_health_register(health, srv) < 0 || tau_agg_register(rt.agg, srv) < 0)
+	    tau_rpc_health_register(health, srv) < 0 || tau_inventory_register(rt.agg, srv) < 0)
 		goto fail;
 	if ((rc = tau_rpc_server_listen(srv, o.grpc_listen, o.tls_cert ? &tls : NULL, &grpc_port)) <
 	    0) {
@@ -618,9 +619,9 @@ int main(int argc, char **argv)
 		exit_code = rc == -TAU_EINVAL || rc == -TAU_EIO ? 2 : 1;
 		goto out;
 	}
-	if (tau_agg_start(rt.agg) < 0 || tau_rpc_server_start(srv) < 0)
+	if (tau_inventory_start(rt.agg) < 0 || tau_rpc_server_start(srv) < 0)
 		goto fail;
-	if (tau_agg_kube_start(&kube, client, rt.agg, o.kueue_namespace) < 0)
+	if (tau_inventory_kube_start(&kube, client, rt.agg, o.kueue_namespace) < 0)
 		goto fail;
 	if (ws_open(&rt) < 0)
 		goto out; /* ws_open logged why */
@@ -683,15 +684,15 @@ out:
 		tau_kube_leader_stop(rt.leader);
 	if (srv != NULL)
 		tau_rpc_server_shutdown(srv, 5000);
-	tau_agg_kube_stop(kube);
+	tau_inventory_kube_stop(kube);
 	if (rt.agg != NULL)
-		tau_agg_stop(rt.agg);
+		tau_inventory_stop(rt.agg);
 	tau_agg_http_stop(http);
 	tau_rpc_server_free(srv);
-	tau_qauth_free(qauth); /* after the server: no call is left to review */
+	tau_query_auth_free(query_auth); /* after the server: no call is left to review */
 	tau_rpc_health_free(health);
 	tau_kube_leader_free(rt.leader);
-	tau_agg_free(rt.agg);
+	tau_inventory_free(rt.agg);
 	tau_auth_keys_free(keys); /* after the state that borrowed it */
 	tau_kube_client_free(review_client);
 	tau_kube_config_free(review_cfg);

@@ -3,8 +3,8 @@
  * (--compare-bare) against a bare gRPC server on the same streams, in the same run.
  *
  * The server is this program re-executed (--serve) in a child process, so its memory is the
- * aggregator's alone: the real handler code of aggregator/inventory/service.c (validation, the node
- * store, the pool, the sync gate, coalesced WatchPool), with a stub TokenReview (token
+ * aggregator's alone: the real handler code of aggregator/inventory/service_*.c (validation, the
+ * node store, the pool, the sync gate, coalesced WatchPool), with a stub TokenReview (token
  * AGENT_JWT "<name>" is the agent ServiceAccount bound to <name>: JWT-shaped, with the agent's
  * sub, as the aggregator wants before it reviews; the node name is its signature segment; reviews
  * are cached as in production, so this costs one call per agent) and N Nodes fed to the store as
@@ -115,7 +115,7 @@ static int stub_review(void *ud, const char *token, tau_auth_review *out)
 }
 
 /* Node i as the Node informer delivers it, with the given cpu allocatable. */
-static void upsert_node(tau_agg *agg, int i, const char *cpu)
+static void upsert_node(tau_inventory *agg, int i, const char *cpu)
 {
 	char name[32], json[1024];
 	cJSON *node;
@@ -132,7 +132,7 @@ static void upsert_node(tau_agg *agg, int i, const char *cpu)
 	         "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
 	         name, i, name, i % 4, cpu);
 	node = cJSON_Parse(json);
-	tau_agg_node_upsert(agg, node);
+	tau_inventory_node_upsert(agg, node);
 	cJSON_Delete(node);
 }
 
@@ -141,13 +141,13 @@ static int server_threads = 2;
 
 static int serve(int agents)
 {
-	tau_agg_config cfg = {.agent_user = "system:serviceaccount:tau-system:tau-node-agent",
-	                      .review = stub_review,
-	                      .sync_timeout_ms = 3600000,
-	                      /* every agent comes from this one host at once */
-	                      .max_pending_reviews = (size_t)agents + 16,
-	                      .max_reviews_per_peer = (size_t)agents + 16};
-	tau_agg *agg = NULL;
+	tau_inventory_config cfg = {.agent_user = "system:serviceaccount:tau-system:tau-node-agent",
+	                            .review = stub_review,
+	                            .sync_timeout_ms = 3600000,
+	                            /* every agent comes from this one host at once */
+	                            .max_pending_reviews = (size_t)agents + 16,
+	                            .max_reviews_per_peer = (size_t)agents + 16};
+	tau_inventory *agg = NULL;
 	tau_rpc_server *srv = NULL;
 	tau_rpc_server_opts opts = {.requests_per_method = SERVER_REQUESTS_ARMED,
 	                            .cq_threads = server_threads};
@@ -160,15 +160,15 @@ static int serve(int agents)
 	sigaddset(&sigs, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	tau_log_set_level(TAU_LOG_WARN);
-	if (tau_agg_new(&agg, &cfg) < 0 || tau_rpc_server_new(&srv, &opts) < 0 ||
-	    tau_agg_register(agg, srv) < 0 ||
-	    tau_rpc_server_listen(srv, "127.0.0.1:0", NULL, &port) < 0 || tau_agg_start(agg) < 0 ||
-	    tau_rpc_server_start(srv) < 0)
+	if (tau_inventory_new(&agg, &cfg) < 0 || tau_rpc_server_new(&srv, &opts) < 0 ||
+	    tau_inventory_register(agg, srv) < 0 ||
+	    tau_rpc_server_listen(srv, "127.0.0.1:0", NULL, &port) < 0 ||
+	    tau_inventory_start(agg) < 0 || tau_rpc_server_start(srv) < 0)
 		die("server");
 	/* The Node informer's part: every node known from the API, then synced. */
 	for (int i = 0; i < agents; i++)
 		upsert_node(agg, i, "94940m");
-	tau_agg_nodes_synced(agg);
+	tau_inventory_nodes_synced(agg);
 	printf("port %d\n", port);
 	fflush(stdout);
 	/*
@@ -192,9 +192,9 @@ static int serve(int agents)
 		fflush(stdout);
 	}
 	tau_rpc_server_shutdown(srv, 1000);
-	tau_agg_stop(agg);
+	tau_inventory_stop(agg);
 	tau_rpc_server_free(srv);
-	tau_agg_free(agg);
+	tau_inventory_free(agg);
 	return 0;
 }
 

@@ -20,17 +20,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-const tau_kube_resource tau_agg_res_deviceclasses = {.group = "resource.k8s.io",
-                                                     .version = "v1",
-                                                     .plural = "deviceclasses",
-                                                     .namespaced = false};
-const tau_kube_resource tau_agg_res_resourceslices = {.group = "resource.k8s.io",
-                                                      .version = "v1",
-                                                      .plural = "resourceslices",
-                                                      .namespaced = false};
+const tau_kube_resource tau_inventory_res_deviceclasses = {.group = "resource.k8s.io",
+                                                           .version = "v1",
+                                                           .plural = "deviceclasses",
+                                                           .namespaced = false};
+const tau_kube_resource tau_inventory_res_resourceslices = {.group = "resource.k8s.io",
+                                                            .version = "v1",
+                                                            .plural = "resourceslices",
+                                                            .namespaced = false};
 
-struct tau_agg_dra_watch {
-	tau_agg_dra_sink sink;
+struct tau_inventory_dra_watch {
+	tau_inventory_dra_sink sink;
 	char *kueue_namespace;
 	char *kueue_configmap;
 	tau_kube_informer *classes;
@@ -50,7 +50,7 @@ static void prune(void *arg, cJSON *obj)
 
 static void slice_add(void *arg, const cJSON *obj)
 {
-	tau_agg_dra_watch *w = arg;
+	tau_inventory_dra_watch *w = arg;
 
 	if (w->sink.slice_upsert)
 		w->sink.slice_upsert(w->sink.arg, obj);
@@ -64,7 +64,7 @@ static void slice_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
 
 static void slice_delete(void *arg, const cJSON *obj)
 {
-	tau_agg_dra_watch *w = arg;
+	tau_inventory_dra_watch *w = arg;
 
 	if (w->sink.slice_delete)
 		w->sink.slice_delete(w->sink.arg, obj);
@@ -72,7 +72,7 @@ static void slice_delete(void *arg, const cJSON *obj)
 
 static void class_add(void *arg, const cJSON *obj)
 {
-	tau_agg_dra_watch *w = arg;
+	tau_inventory_dra_watch *w = arg;
 
 	if (w->sink.class_upsert)
 		w->sink.class_upsert(w->sink.arg, obj);
@@ -86,17 +86,17 @@ static void class_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
 
 static void class_delete(void *arg, const cJSON *obj)
 {
-	tau_agg_dra_watch *w = arg;
+	tau_inventory_dra_watch *w = arg;
 
 	if (w->sink.class_delete)
 		w->sink.class_delete(w->sink.arg, obj);
 }
 
 /* Hand the sink the Configuration `cm` holds (NULL: no ConfigMap). */
-static void kueue_report(tau_agg_dra_watch *w, const cJSON *cm)
+static void kueue_report(tau_inventory_dra_watch *w, const cJSON *cm)
 {
 	const char *doc =
-	        cm ? tau_json_member_str(tau_json_find(cm, "data"), TAU_AGG_KUEUE_CONFIG_KEY)
+	        cm ? tau_json_member_str(tau_json_find(cm, "data"), TAU_INVENTORY_KUEUE_CONFIG_KEY)
 	           : NULL;
 	tau_kueue_config *cfg = NULL;
 	char error[1024];
@@ -104,10 +104,10 @@ static void kueue_report(tau_agg_dra_watch *w, const cJSON *cm)
 	if (w->sink.kueue_config == NULL)
 		return;
 	if (cm != NULL && doc == NULL &&
-	    cJSON_GetObjectItemCaseSensitive(tau_json_find(cm, "data"), TAU_AGG_KUEUE_CONFIG_KEY) !=
-	            NULL) {
+	    cJSON_GetObjectItemCaseSensitive(tau_json_find(cm, "data"),
+	                                     TAU_INVENTORY_KUEUE_CONFIG_KEY) != NULL) {
 		snprintf(error, sizeof(error), "ConfigMap %.63s/%.253s: %s is not a string",
-		         w->kueue_namespace, w->kueue_configmap, TAU_AGG_KUEUE_CONFIG_KEY);
+		         w->kueue_namespace, w->kueue_configmap, TAU_INVENTORY_KUEUE_CONFIG_KEY);
 		goto refused;
 	}
 	if (doc == NULL) {
@@ -116,7 +116,7 @@ static void kueue_report(tau_agg_dra_watch *w, const cJSON *cm)
 	}
 	if (tau_kueue_config_parse(&cfg, doc, strlen(doc)) < 0) {
 		snprintf(error, sizeof(error), "ConfigMap %.63s/%.253s key %s: %.512s",
-		         w->kueue_namespace, w->kueue_configmap, TAU_AGG_KUEUE_CONFIG_KEY,
+		         w->kueue_namespace, w->kueue_configmap, TAU_INVENTORY_KUEUE_CONFIG_KEY,
 		         tau_error_last()->msg);
 		goto refused;
 	}
@@ -149,7 +149,7 @@ static void kueue_delete(void *arg, const cJSON *obj)
 /* A complete list with nothing in it delivers no add: say "no ConfigMap" then. */
 static void kueue_synced(void *arg)
 {
-	tau_agg_dra_watch *w = arg;
+	tau_inventory_dra_watch *w = arg;
 
 	if (tau_kube_informer_count(w->kueue) == 0)
 		kueue_report(w, NULL);
@@ -166,10 +166,11 @@ static char *dup_or(const char *s, const char *dflt)
 	return d;
 }
 
-int tau_agg_dra_watch_new(tau_agg_dra_watch **out, tau_kube_loop *loop,
-                          const tau_agg_dra_watch_options *opts, const tau_agg_dra_sink *sink)
+int tau_inventory_dra_watch_new(tau_inventory_dra_watch **out, tau_kube_loop *loop,
+                                const tau_inventory_dra_watch_options *opts,
+                                const tau_inventory_dra_sink *sink)
 {
-	tau_agg_dra_watch *w = calloc(1, sizeof(*w));
+	tau_inventory_dra_watch *w = calloc(1, sizeof(*w));
 	tau_kube_handlers sh = {
 	        .on_add = slice_add, .on_update = slice_update, .on_delete = slice_delete};
 	tau_kube_handlers ch = {
@@ -186,8 +187,9 @@ int tau_agg_dra_watch_new(tau_agg_dra_watch **out, tau_kube_loop *loop,
 	if (sink != NULL)
 		w->sink = *sink;
 	w->kueue_namespace =
-	        dup_or(opts ? opts->kueue_namespace : NULL, TAU_AGG_KUEUE_CONFIG_NAMESPACE);
-	w->kueue_configmap = dup_or(opts ? opts->kueue_configmap : NULL, TAU_AGG_KUEUE_CONFIG_NAME);
+	        dup_or(opts ? opts->kueue_namespace : NULL, TAU_INVENTORY_KUEUE_CONFIG_NAMESPACE);
+	w->kueue_configmap =
+	        dup_or(opts ? opts->kueue_configmap : NULL, TAU_INVENTORY_KUEUE_CONFIG_NAME);
 	if (w->kueue_namespace == NULL || w->kueue_configmap == NULL) {
 		rc = tau_error_set(TAU_ENOMEM, "out of memory");
 		goto fail;
@@ -207,33 +209,33 @@ int tau_agg_dra_watch_new(tau_agg_dra_watch **out, tau_kube_loop *loop,
 	ko.namespace = w->kueue_namespace;
 	ko.field_selector = selector;
 	sh.arg = ch.arg = kh.arg = w;
-	if ((rc = tau_kube_informer_new(&w->slices, loop, &tau_agg_res_resourceslices, &dra, &sh)) <
-	            0 ||
-	    (rc = tau_kube_informer_new(&w->classes, loop, &tau_agg_res_deviceclasses, &dra, &ch)) <
-	            0 ||
+	if ((rc = tau_kube_informer_new(&w->slices, loop, &tau_inventory_res_resourceslices, &dra,
+	                                &sh)) < 0 ||
+	    (rc = tau_kube_informer_new(&w->classes, loop, &tau_inventory_res_deviceclasses, &dra,
+	                                &ch)) < 0 ||
 	    (rc = tau_kube_informer_new(&w->kueue, loop, &tau_kube_res_configmaps, &ko, &kh)) < 0)
 		goto fail;
 	*out = w;
 	return 0;
 fail:
-	tau_agg_dra_watch_free(w);
+	tau_inventory_dra_watch_free(w);
 	return rc;
 }
 
-void tau_agg_dra_watch_start(tau_agg_dra_watch *w)
+void tau_inventory_dra_watch_start(tau_inventory_dra_watch *w)
 {
 	tau_kube_informer_start(w->classes);
 	tau_kube_informer_start(w->slices);
 	tau_kube_informer_start(w->kueue);
 }
 
-bool tau_agg_dra_watch_synced(tau_agg_dra_watch *w)
+bool tau_inventory_dra_watch_synced(tau_inventory_dra_watch *w)
 {
 	return w != NULL && tau_kube_informer_has_synced(w->classes) &&
 	       tau_kube_informer_has_synced(w->slices) && tau_kube_informer_has_synced(w->kueue);
 }
 
-void tau_agg_dra_watch_free(tau_agg_dra_watch *w)
+void tau_inventory_dra_watch_free(tau_inventory_dra_watch *w)
 {
 	if (w == NULL)
 		return;

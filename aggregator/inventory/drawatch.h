@@ -15,19 +15,19 @@
 #include "tau/kueueconfig.h"
 
 /** The kinds (cluster-scoped). */
-extern const tau_kube_resource tau_agg_res_deviceclasses;
-extern const tau_kube_resource tau_agg_res_resourceslices;
+extern const tau_kube_resource tau_inventory_res_deviceclasses;
+extern const tau_kube_resource tau_inventory_res_resourceslices;
 
 /** Where the Kueue manager reads its Configuration (Kueue's release manifests). */
-#define TAU_AGG_KUEUE_CONFIG_NAMESPACE "kueue-system"
-#define TAU_AGG_KUEUE_CONFIG_NAME      "kueue-manager-config"
-#define TAU_AGG_KUEUE_CONFIG_KEY       "controller_manager_config.yaml"
+#define TAU_INVENTORY_KUEUE_CONFIG_NAMESPACE "kueue-system"
+#define TAU_INVENTORY_KUEUE_CONFIG_NAME      "kueue-manager-config"
+#define TAU_INVENTORY_KUEUE_CONFIG_KEY       "controller_manager_config.yaml"
 
 /**
  * Where the watch hands what it reads.  Every callback runs on the kube loop thread; objects
  * and configurations are lent for the call.  Any callback may be NULL.
  */
-typedef struct tau_agg_dra_sink {
+typedef struct tau_inventory_dra_sink {
 	void *arg;
 	/** A ResourceSlice appeared or changed (pruned: no managedFields or annotations). */
 	void (*slice_upsert)(void *arg, const cJSON *slice);
@@ -43,33 +43,34 @@ typedef struct tau_agg_dra_sink {
 	 * once when its first list completes.
 	 */
 	void (*kueue_config)(void *arg, const tau_kueue_config *cfg, const char *error);
-} tau_agg_dra_sink;
+} tau_inventory_dra_sink;
 
-/** Where Kueue's ConfigMap is; zeroed fields take the TAU_AGG_KUEUE_CONFIG_* defaults. */
-typedef struct tau_agg_dra_watch_options {
+/** Where Kueue's ConfigMap is; zeroed fields take the TAU_INVENTORY_KUEUE_CONFIG_* defaults. */
+typedef struct tau_inventory_dra_watch_options {
 	const char *kueue_namespace;
 	const char *kueue_configmap;
-} tau_agg_dra_watch_options;
+} tau_inventory_dra_watch_options;
 
-typedef struct tau_agg_dra_watch tau_agg_dra_watch;
+typedef struct tau_inventory_dra_watch tau_inventory_dra_watch;
 
 /**
  * Make the three informers on `loop` (borrowed; started by the caller) feeding `sink`
- * (copied).  They do nothing until tau_agg_dra_watch_start.  A cluster that does not serve
+ * (copied).  They do nothing until tau_inventory_dra_watch_start.  A cluster that does not serve
  * resource.k8s.io/v1 (before Kubernetes 1.34) has no DRA objects: its 404 counts as an empty
  * list, retried on the backoff schedule (tau_kube_informer_options.not_served_is_empty).
  * @return 0, -TAU_ENOMEM, -TAU_EINVAL.
  */
-int tau_agg_dra_watch_new(tau_agg_dra_watch **out, tau_kube_loop *loop,
-                          const tau_agg_dra_watch_options *opts, const tau_agg_dra_sink *sink);
+int tau_inventory_dra_watch_new(tau_inventory_dra_watch **out, tau_kube_loop *loop,
+                                const tau_inventory_dra_watch_options *opts,
+                                const tau_inventory_dra_sink *sink);
 
 /** Begin listing and watching.  Thread-safe. */
-void tau_agg_dra_watch_start(tau_agg_dra_watch *w);
+void tau_inventory_dra_watch_start(tau_inventory_dra_watch *w);
 
 /** True once all three lists have completed once (safe from any thread). */
-bool tau_agg_dra_watch_synced(tau_agg_dra_watch *w);
+bool tau_inventory_dra_watch_synced(tau_inventory_dra_watch *w);
 
 /** Free the informers; call with the loop not running.  NULL is a no-op. */
-void tau_agg_dra_watch_free(tau_agg_dra_watch *w);
+void tau_inventory_dra_watch_free(tau_inventory_dra_watch *w);
 
 #endif /* TAU_AGGREGATOR_DRAWATCH_H */

@@ -1,7 +1,7 @@
 /*
  * http.c - the aggregator's /healthz, /readyz and /metrics on libtau's HTTP server.
  *
- * The server thread asks tau_agg_metrics (which copies under the aggregator's lock) and the
+ * The server thread asks tau_inventory_metrics (which copies under the aggregator's lock) and the
  * readiness callback; nothing here keeps state of its own.  Up to 64 connections, 30 s idle
  * timeout: Prometheus and the kubelet are the only expected clients.
  */
@@ -14,7 +14,7 @@
 
 struct tau_agg_http {
 	tau_http_server *server;
-	tau_agg *agg;
+	tau_inventory *agg;
 	tau_agg_ready_fn ready;
 	void *ready_ud;
 	tau_agg_metrics_fn more;
@@ -33,7 +33,7 @@ static int metrics(void *ud, char **out)
 	tau_agg_http *h = ud;
 	tau_buf b = TAU_BUF_INIT(0);
 	char *inventory = NULL;
-	int rc = tau_agg_metrics(h->agg, &inventory);
+	int rc = tau_inventory_metrics(h->agg, &inventory);
 
 	if (rc < 0 || h->more == NULL) {
 		*out = inventory;
@@ -48,9 +48,9 @@ static int metrics(void *ud, char **out)
 	return rc;
 }
 
-int tau_agg_http_start(tau_agg_http **out, const char *addr, tau_agg *agg, tau_agg_ready_fn ready,
-                       void *ready_ud, tau_agg_metrics_fn more_metrics, void *more_ud,
-                       int *port_out)
+int tau_agg_http_start(tau_agg_http **out, const char *addr, tau_inventory *agg,
+                       tau_agg_ready_fn ready, void *ready_ud, tau_agg_metrics_fn more_metrics,
+                       void *more_ud, int *port_out)
 {
 	tau_http_server_opts o = {.listen = addr,
 	                          .readyz = readyz,

@@ -1,7 +1,7 @@
 /*
  * http.h - the aggregator's plain HTTP endpoints, served by libtau's HTTP server
  * (tau/http.h): /healthz and /livez (the process serves), /readyz (the readiness
- * callback says so), /metrics (Prometheus text from tau_agg_metrics).
+ * callback says so), /metrics (Prometheus text from tau_inventory_metrics).
  */
 #ifndef TAU_AGGREGATOR_HTTP_H
 #define TAU_AGGREGATOR_HTTP_H
@@ -26,9 +26,9 @@ typedef int (*tau_agg_metrics_fn)(void *ud, tau_buf *out);
  * (may be NULL) gets the bound port.
  * @return 0, -TAU_EINVAL (address), -TAU_EIO (cannot listen).
  */
-int tau_agg_http_start(tau_agg_http **out, const char *addr, tau_agg *agg, tau_agg_ready_fn ready,
-                       void *ready_ud, tau_agg_metrics_fn more_metrics, void *more_ud,
-                       int *port_out);
+int tau_agg_http_start(tau_agg_http **out, const char *addr, tau_inventory *agg,
+                       tau_agg_ready_fn ready, void *ready_ud, tau_agg_metrics_fn more_metrics,
+                       void *more_ud, int *port_out);
 
 /** Stop serving and free; NULL is a no-op. */
 void tau_agg_http_stop(tau_agg_http *h);

@@ -2,11 +2,11 @@
  * kubewatch.c - Node and TauCluster informers feeding the aggregator state.
  *
  * Handlers run on the kube loop thread and only translate events: a Node
- * becomes tau_node_facts inside tau_agg_node_upsert, the TauCluster becomes
+ * becomes tau_node_facts inside tau_inventory_node_upsert, the TauCluster becomes
  * a node selector.  The Node informer's cache holds pruned objects only
  * (tau_node_facts_prune as its transform), so whole Nodes are never kept.  Whether
  * the Node and TauCluster lists have been applied is asked by the state's own periodic tick
- * (tau_agg_set_sync_probe), so no extra timer thread is needed here.  The DRA watch
+ * (tau_inventory_set_sync_probe), so no extra timer thread is needed here.  The DRA watch
  * (drawatch.h: DeviceClasses, ResourceSlices, Kueue's ConfigMap) runs on the same loop and
  * hands its objects to the state's DRA store.
  */
@@ -21,74 +21,78 @@
 
 #include <stdlib.h>
 
-const tau_kube_resource tau_agg_res_clusters = {
+const tau_kube_resource tau_inventory_res_clusters = {
         .group = "tau.azure.com", .version = "v1alpha1", .plural = "clusters", .namespaced = false};
 
-struct tau_agg_kube {
-	tau_agg *agg;
+struct tau_inventory_kube {
+	tau_inventory *agg;
 	tau_kube_loop *loop;
 	tau_kube_informer *nodes;
 	tau_kube_informer *clusters;
-	tau_agg_dra_watch *dra;
+	tau_inventory_dra_watch *dra;
 	bool running;
 };
 
 static void node_add(void *arg, const cJSON *obj)
 {
-	tau_agg_node_upsert(((tau_agg_kube *)arg)->agg, obj);
+	tau_inventory_node_upsert(((tau_inventory_kube *)arg)->agg, obj);
 }
 
 static void node_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
 {
 	(void)old_obj;
-	tau_agg_node_upsert(((tau_agg_kube *)arg)->agg, new_obj);
+	tau_inventory_node_upsert(((tau_inventory_kube *)arg)->agg, new_obj);
 }
 
 static void node_delete(void *arg, const cJSON *obj)
 {
-	tau_agg_node_delete(((tau_agg_kube *)arg)->agg, obj);
+	tau_inventory_node_delete(((tau_inventory_kube *)arg)->agg, obj);
 }
 
 static void cluster_add(void *arg, const cJSON *obj)
 {
-	tau_agg_cluster(((tau_agg_kube *)arg)->agg, obj);
+	tau_inventory_cluster(((tau_inventory_kube *)arg)->agg, obj);
 }
 
 static void cluster_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
 {
 	(void)old_obj;
-	tau_agg_cluster(((tau_agg_kube *)arg)->agg, new_obj);
+	tau_inventory_cluster(((tau_inventory_kube *)arg)->agg, new_obj);
 }
 
 static void cluster_delete(void *arg, const cJSON *obj)
 {
 	(void)obj;
-	tau_agg_cluster(((tau_agg_kube *)arg)->agg, NULL);
+	tau_inventory_cluster(((tau_inventory_kube *)arg)->agg, NULL);
 }
 
 static void slice_upsert(void *arg, const cJSON *obj)
 {
-	tau_agg_dra_object(((tau_agg_kube *)arg)->agg, TAU_AGG_DRA_SLICE, obj, false);
+	tau_inventory_dra_object(((tau_inventory_kube *)arg)->agg, TAU_INVENTORY_DRA_SLICE, obj,
+	                         false);
 }
 
 static void slice_delete(void *arg, const cJSON *obj)
 {
-	tau_agg_dra_object(((tau_agg_kube *)arg)->agg, TAU_AGG_DRA_SLICE, obj, true);
+	tau_inventory_dra_object(((tau_inventory_kube *)arg)->agg, TAU_INVENTORY_DRA_SLICE, obj,
+	                         true);
 }
 
 static void class_upsert(void *arg, const cJSON *obj)
 {
-	tau_agg_dra_object(((tau_agg_kube *)arg)->agg, TAU_AGG_DRA_CLASS, obj, false);
+	tau_inventory_dra_object(((tau_inventory_kube *)arg)->agg, TAU_INVENTORY_DRA_CLASS, obj,
+	                         false);
 }
 
 static void class_delete(void *arg, const cJSON *obj)
 {
-	tau_agg_dra_object(((tau_agg_kube *)arg)->agg, TAU_AGG_DRA_CLASS, obj, true);
+	tau_inventory_dra_object(((tau_inventory_kube *)arg)->agg, TAU_INVENTORY_DRA_CLASS, obj,
+	                         true);
 }
 
 static void kueue_config(void *arg, const tau_kueue_config *cfg, const char *error)
 {
-	tau_agg_dra_kueue(((tau_agg_kube *)arg)->agg, cfg, error);
+	tau_inventory_dra_kueue(((tau_inventory_kube *)arg)->agg, cfg, error);
 }
 
 /* The informer caches what this leaves: a few hundred bytes per Node, not kilobytes. */
@@ -108,28 +112,28 @@ static void prune_node(void *arg, cJSON *obj)
  */
 static bool inputs_synced(void *ud)
 {
-	tau_agg_kube *k = ud;
+	tau_inventory_kube *k = ud;
 
 	return tau_kube_informer_has_synced(k->nodes) &&
-	       tau_kube_informer_has_synced(k->clusters) && tau_agg_dra_watch_synced(k->dra);
+	       tau_kube_informer_has_synced(k->clusters) && tau_inventory_dra_watch_synced(k->dra);
 }
 
-int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg,
-                       const char *kueue_namespace)
+int tau_inventory_kube_start(tau_inventory_kube **out, tau_kube_client *client, tau_inventory *agg,
+                             const char *kueue_namespace)
 {
-	tau_agg_kube *k = calloc(1, sizeof(*k));
+	tau_inventory_kube *k = calloc(1, sizeof(*k));
 	tau_kube_handlers nh = {
 	        .on_add = node_add, .on_update = node_update, .on_delete = node_delete};
 	tau_kube_handlers ch = {
 	        .on_add = cluster_add, .on_update = cluster_update, .on_delete = cluster_delete};
 	tau_kube_informer_options nopts = {.transform = prune_node};
 	tau_kube_informer_options copts = {.field_selector = "metadata.name=cluster"};
-	tau_agg_dra_watch_options dopts = {.kueue_namespace = kueue_namespace};
-	tau_agg_dra_sink sink = {.slice_upsert = slice_upsert,
-	                         .slice_delete = slice_delete,
-	                         .class_upsert = class_upsert,
-	                         .class_delete = class_delete,
-	                         .kueue_config = kueue_config};
+	tau_inventory_dra_watch_options dopts = {.kueue_namespace = kueue_namespace};
+	tau_inventory_dra_sink sink = {.slice_upsert = slice_upsert,
+	                               .slice_delete = slice_delete,
+	                               .class_upsert = class_upsert,
+	                               .class_delete = class_delete,
+	                               .kueue_config = kueue_config};
 	int rc;
 
 	if (k == NULL)
@@ -141,22 +145,22 @@ int tau_agg_kube_start(tau_agg_kube **out, tau_kube_client *client, tau_agg *agg
 	if ((rc = tau_kube_loop_new(&k->loop, client)) < 0 ||
 	    (rc = tau_kube_informer_new(&k->nodes, k->loop, &tau_kube_res_nodes, &nopts, &nh)) <
 	            0 ||
-	    (rc = tau_kube_informer_new(&k->clusters, k->loop, &tau_agg_res_clusters, &copts,
+	    (rc = tau_kube_informer_new(&k->clusters, k->loop, &tau_inventory_res_clusters, &copts,
 	                                &ch)) < 0 ||
-	    (rc = tau_agg_dra_watch_new(&k->dra, k->loop, &dopts, &sink)) < 0)
+	    (rc = tau_inventory_dra_watch_new(&k->dra, k->loop, &dopts, &sink)) < 0)
 		goto fail;
-	tau_agg_set_sync_probe(agg, inputs_synced, k);
+	tau_inventory_set_sync_probe(agg, inputs_synced, k);
 	tau_kube_informer_start(k->nodes);
 	tau_kube_informer_start(k->clusters);
-	tau_agg_dra_watch_start(k->dra);
+	tau_inventory_dra_watch_start(k->dra);
 	if ((rc = tau_kube_loop_start_thread(k->loop)) < 0)
 		goto fail;
 	k->running = true;
 	*out = k;
 	return 0;
 fail:
-	tau_agg_set_sync_probe(agg, NULL, NULL);
-	tau_agg_dra_watch_free(k->dra);
+	tau_inventory_set_sync_probe(agg, NULL, NULL);
+	tau_inventory_dra_watch_free(k->dra);
 	tau_kube_informer_free(k->clusters);
 	tau_kube_informer_free(k->nodes);
 	tau_kube_loop_free(k->loop);
@@ -164,14 +168,14 @@ fail:
 	return rc;
 }
 
-void tau_agg_kube_stop(tau_agg_kube *k)
+void tau_inventory_kube_stop(tau_inventory_kube *k)
 {
 	if (k == NULL)
 		return;
-	tau_agg_set_sync_probe(k->agg, NULL, NULL);
+	tau_inventory_set_sync_probe(k->agg, NULL, NULL);
 	if (k->running)
 		tau_kube_loop_join(k->loop);
-	tau_agg_dra_watch_free(k->dra);
+	tau_inventory_dra_watch_free(k->dra);
 	tau_kube_informer_free(k->clusters);
 	tau_kube_informer_free(k->nodes);
 	tau_kube_loop_free(k->loop);

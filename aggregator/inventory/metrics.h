@@ -63,7 +63,7 @@ typedef struct tau_metrics {
 	uint64_t grpc_refused_metadata; /**< calls refused for oversized request headers */
 	uint64_t pool_watchers;         /**< open WatchPool calls */
 	uint64_t pool_watchers_refused; /**< WatchPool calls refused over the cap */
-	/** QueryService decisions by outcome (qauth.h); all 0 with anonymous queries. */
+	/** QueryService decisions by outcome (query_auth.h); all 0 with anonymous queries. */
 	uint64_t query_allowed, query_unauthenticated, query_denied, query_unavailable;
 	uint64_t query_overloaded; /**< refused RESOURCE_EXHAUSTED (review queue full) */
 	uint64_t query_reviews;    /**< TokenReview + SubjectAccessReview pairs (cache misses) */

@@ -24,7 +24,7 @@
 
 #define PEER_LOG_MAX 4096
 
-int64_t tau_agg_now_ms(void)
+int64_t tau_inventory_now_ms(void)
 {
 	struct timespec ts;
 
@@ -35,7 +35,7 @@ int64_t tau_agg_now_ms(void)
 /* ---- logging once per peer ---- */
 
 /* True the first time `key` is seen (bounded: the set is forgotten when full). */
-bool tau_agg_first_time(tau_agg *a, const char *key)
+bool tau_inventory_first_time(tau_inventory *a, const char *key)
 {
 	bool first = true;
 
@@ -61,7 +61,7 @@ bool tau_agg_first_time(tau_agg *a, const char *key)
 }
 
 /* The peer's address without its port: one agent reconnecting is one peer. */
-void tau_agg_peer_host(char *out, size_t cap, const char *peer)
+void tau_inventory_peer_host(char *out, size_t cap, const char *peer)
 {
 	const char *colon = peer != NULL ? strrchr(peer, ':') : NULL;
 	size_t n = colon != NULL ? (size_t)(colon - peer) : (peer != NULL ? strlen(peer) : 0);
@@ -74,9 +74,9 @@ void tau_agg_peer_host(char *out, size_t cap, const char *peer)
 
 /* ---- lifecycle ---- */
 
-int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
+int tau_inventory_new(tau_inventory **out, const tau_inventory_config *cfg)
 {
-	tau_agg *a;
+	tau_inventory *a;
 	int rc;
 
 	if (cfg->agent_user == NULL || cfg->review == NULL)
@@ -116,8 +116,9 @@ int tau_agg_new(tau_agg **out, const tau_agg_config *cfg)
 		rc = tau_error_set(TAU_ENOMEM, "out of memory");
 		goto fail;
 	}
-	a->sync_deadline_ms = tau_agg_now_ms() + a->cfg.sync_timeout_ms;
-	if ((rc = tau_nodestore_new(&a->store, tau_agg_now_ms(), a->cfg.sync_timeout_ms)) < 0 ||
+	a->sync_deadline_ms = tau_inventory_now_ms() + a->cfg.sync_timeout_ms;
+	if ((rc = tau_nodestore_new(&a->store, tau_inventory_now_ms(), a->cfg.sync_timeout_ms)) <
+	            0 ||
 	    (rc = tau_dra_store_new(&a->dra)) < 0 ||
 	    (rc = tau_auth_cache_new(&a->cache, a->cfg.auth_cache_max)) < 0)
 		goto fail;
@@ -150,27 +151,27 @@ fail:
 	return rc;
 }
 
-int tau_agg_start(tau_agg *a)
+int tau_inventory_start(tau_inventory *a)
 {
 	a->workers = calloc((size_t)a->cfg.auth_threads, sizeof(*a->workers));
 	if (a->workers == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	for (int i = 0; i < a->cfg.auth_threads; i++) {
-		if (pthread_create(&a->workers[i], NULL, tau_agg_auth_worker, a) != 0) {
-			tau_agg_stop(a);
+		if (pthread_create(&a->workers[i], NULL, tau_inventory_auth_worker, a) != 0) {
+			tau_inventory_stop(a);
 			return tau_error_set(TAU_EIO, "cannot start auth worker");
 		}
 		a->n_workers++;
 	}
-	if (pthread_create(&a->publisher, NULL, tau_agg_publisher, a) != 0) {
-		tau_agg_stop(a);
+	if (pthread_create(&a->publisher, NULL, tau_inventory_publisher, a) != 0) {
+		tau_inventory_stop(a);
 		return tau_error_set(TAU_EIO, "cannot start pool publisher");
 	}
 	a->started = true;
 	return 0;
 }
 
-void tau_agg_stop(tau_agg *a)
+void tau_inventory_stop(tau_inventory *a)
 {
 	pthread_mutex_lock(&a->jobs_mu);
 	a->jobs_stop = true;
@@ -183,9 +184,9 @@ void tau_agg_stop(tau_agg *a)
 	a->workers = NULL;
 	/* Jobs never taken: the rpc server is down, their calls are over. */
 	pthread_mutex_lock(&a->jobs_mu);
-	for (stream *s; (s = tau_agg_next_job(a)) != NULL;) {
-		tau_agg_review_peer_release(a, s->rpeer);
-		tau_agg_stream_unref(s);
+	for (stream *s; (s = tau_inventory_next_job(a)) != NULL;) {
+		tau_inventory_review_peer_release(a, s->rpeer);
+		tau_inventory_stream_unref(s);
 	}
 	pthread_mutex_unlock(&a->jobs_mu);
 	if (a->started) {
@@ -198,11 +199,11 @@ void tau_agg_stop(tau_agg *a)
 	}
 }
 
-void tau_agg_free(tau_agg *a)
+void tau_inventory_free(tau_inventory *a)
 {
 	if (a == NULL)
 		return;
-	tau_agg_stop(a);
+	tau_inventory_stop(a);
 	for (size_t i = 0; i < a->n_watchers; i++)
 		tau_rpc_call_unref(a->watchers[i].call);
 	free(a->watchers);

@@ -17,7 +17,7 @@
 
 #include "auth.h"
 #include "keys.h"
-#include "qauth.h"
+#include "query_auth.h"
 #include "workspace/summary.h"
 
 #include "tau/kueueconfig.h"
@@ -27,10 +27,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct tau_agg tau_agg;
+typedef struct tau_inventory tau_inventory;
 
 /** Settings; zero takes the default in brackets. */
-typedef struct tau_agg_config {
+typedef struct tau_inventory_config {
 	const char *agent_user;    /**< "system:serviceaccount:NS:NAME" (required) */
 	tau_auth_review_fn review; /**< TokenReview (required) */
 	void *review_ud;
@@ -55,76 +55,80 @@ typedef struct tau_agg_config {
 	 * for its review before admission [65536] */
 	size_t max_pending_confirms;
 	/** Guards QueryService (borrowed, outlives the state); NULL: anonymous queries. */
-	tau_qauth *qauth;
-} tau_agg_config;
+	tau_query_auth *query_auth;
+} tau_inventory_config;
 
 /** Create the state.  @return 0, -TAU_EINVAL (config), -TAU_ENOMEM. */
-int tau_agg_new(tau_agg **out, const tau_agg_config *cfg);
+int tau_inventory_new(tau_inventory **out, const tau_inventory_config *cfg);
 
 /**
  * Register Report and the inventory queries on `srv` (before it starts); /metrics then also
  * reports the server's own refusals (tau_rpc_server_stats_get).
  */
-int tau_agg_register(tau_agg *a, tau_rpc_server *srv);
+int tau_inventory_register(tau_inventory *a, tau_rpc_server *srv);
 
 /** Start the auth workers and the publisher.  @return 0 or -TAU_EIO. */
-int tau_agg_start(tau_agg *a);
+int tau_inventory_start(tau_inventory *a);
 
 /** Stop the threads (after the rpc server has shut down).  Idempotent. */
-void tau_agg_stop(tau_agg *a);
+void tau_inventory_stop(tau_inventory *a);
 
 /** Stop and free; NULL is a no-op. */
-void tau_agg_free(tau_agg *a);
+void tau_inventory_free(tau_inventory *a);
 
 /* ---- what the kube side tells the state (thread-safe) ---- */
 
 /** A Node was added or changed (the object is lent; only tau_node_facts are kept). */
-void tau_agg_node_upsert(tau_agg *a, const cJSON *node);
+void tau_inventory_node_upsert(tau_inventory *a, const cJSON *node);
 /** A Node was deleted. */
-void tau_agg_node_delete(tau_agg *a, const cJSON *node);
+void tau_inventory_node_delete(tau_inventory *a, const cJSON *node);
 /** The Node watch delivered its initial list. */
-void tau_agg_nodes_synced(tau_agg *a);
+void tau_inventory_nodes_synced(tau_inventory *a);
 /**
  * The TauCluster `cluster` changed (NULL: it does not exist).  Its
  * spec.nodes.selector (equality map) filters the pool; absent: every node.
  */
-void tau_agg_cluster(tau_agg *a, const cJSON *cluster);
-/** Which DRA object tau_agg_dra_object is given. */
-typedef enum tau_agg_dra_kind { TAU_AGG_DRA_SLICE, TAU_AGG_DRA_CLASS } tau_agg_dra_kind;
+void tau_inventory_cluster(tau_inventory *a, const cJSON *cluster);
+/** Which DRA object tau_inventory_dra_object is given. */
+typedef enum tau_inventory_dra_kind {
+	TAU_INVENTORY_DRA_SLICE,
+	TAU_INVENTORY_DRA_CLASS
+} tau_inventory_dra_kind;
 /**
  * A ResourceSlice or DeviceClass appeared, changed or (`deleted`) went away (lent; the API's
  * JSON).  The DRA store keeps it (one the API would refuse is logged and counts nothing) and
  * every node is recounted with it.
  */
-void tau_agg_dra_object(tau_agg *a, tau_agg_dra_kind kind, const cJSON *obj, bool deleted);
+void tau_inventory_dra_object(tau_inventory *a, tau_inventory_dra_kind kind, const cJSON *obj,
+                              bool deleted);
 /**
  * Kueue's Configuration now stands as `cfg` (lent; NULL: none), or cannot be read (`error`
  * set): then no DRA device counts until it can (fail closed).
  */
-void tau_agg_dra_kueue(tau_agg *a, const tau_kueue_config *cfg, const char *error);
+void tau_inventory_dra_kueue(tau_inventory *a, const tau_kueue_config *cfg, const char *error);
 /**
  * Tell the state how to ask whether the Node watch has delivered its initial
  * list; the publisher's tick asks until it has (then calls
- * tau_agg_nodes_synced itself).  `probe` must be cheap and thread-safe.
+ * tau_inventory_nodes_synced itself).  `probe` must be cheap and thread-safe.
  */
-void tau_agg_set_sync_probe(tau_agg *a, bool (*probe)(void *ud), void *ud);
+void tau_inventory_set_sync_probe(tau_inventory *a, bool (*probe)(void *ud), void *ud);
 /**
  * Answer ListWorkspaces/GetWorkspace from `ctl`'s cache (borrowed), or
  * UNAVAILABLE when NULL (a follower, or no controller configured).  Set it
  * to NULL before freeing the controller: this waits for queries reading it.
  */
-void tau_agg_set_workspaces(tau_agg *a, tau_ws_controller *ctl);
+void tau_inventory_set_workspaces(tau_inventory *a, tau_ws_controller *ctl);
 /** This replica leads (or no longer does). */
-void tau_agg_set_leader(tau_agg *a, bool leader);
+void tau_inventory_set_leader(tau_inventory *a, bool leader);
 
 /* ---- state for the HTTP side (thread-safe) ---- */
 
 /** True once the sync gate opened. */
-bool tau_agg_established(tau_agg *a);
+bool tau_inventory_established(tau_inventory *a);
 /** Render /metrics.  @param out receives a malloc'd string.  @return 0 or -TAU_ENOMEM. */
-int tau_agg_metrics(tau_agg *a, char **out);
+int tau_inventory_metrics(tau_inventory *a, char **out);
 
 /** Current wall-clock time in ms since the epoch. */
-int64_t tau_agg_now_ms(void);
+int64_t tau_inventory_now_ms(void);
 
 #endif /* TAU_AGGREGATOR_SERVICE_H */

@@ -58,7 +58,7 @@ typedef struct stream_review {
 typedef struct stream {
 	atomic_int refs;
 	pthread_mutex_t mu;
-	tau_agg *agg;
+	tau_inventory *agg;
 	tau_rpc_call *call; /* referenced for the stream's lifetime */
 	auth_state auth;
 	bool done;
@@ -80,7 +80,7 @@ typedef struct stream {
 
 /* The reviews of one peer: its queue, and how many are queued or running (jobs_mu). */
 struct review_peer {
-	tau_hmap_node hnode; /* in tau_agg.review_peers */
+	tau_hmap_node hnode; /* in tau_inventory.review_peers */
 	stream *head, *tail;
 	size_t reviews;
 	bool in_turn; /* in the round of peers with queued streams */
@@ -89,7 +89,7 @@ struct review_peer {
 };
 
 typedef struct binding {
-	tau_hmap_node hnode; /* in tau_agg.bindings, keyed by node */
+	tau_hmap_node hnode; /* in tau_inventory.bindings, keyed by node */
 	stream *s;
 	char node[];
 } binding;
@@ -99,8 +99,8 @@ typedef struct watcher {
 	uint64_t sent_generation;
 } watcher;
 
-struct tau_agg {
-	tau_agg_config cfg;
+struct tau_inventory {
+	tau_inventory_config cfg;
 	char *agent_user;
 	pthread_mutex_t mu;
 	pthread_cond_t cond; /* publisher wake-up: dirty, stop */
@@ -172,60 +172,61 @@ struct tau_agg {
 /* ---- service.c: shared helpers ---- */
 
 /* True the first time `key` is seen (bounded: the set is forgotten when full). */
-bool tau_agg_first_time(tau_agg *a, const char *key);
+bool tau_inventory_first_time(tau_inventory *a, const char *key);
 /* The peer's address without its port: one agent reconnecting is one peer. */
-void tau_agg_peer_host(char *out, size_t cap, const char *peer);
+void tau_inventory_peer_host(char *out, size_t cap, const char *peer);
 
 /* ---- service_report.c: the Report stream ---- */
 
 /* Drop the review state: the token and any reports still held. */
-void tau_agg_stream_review_free(stream *s);
-void tau_agg_stream_unref(stream *s);
+void tau_inventory_stream_review_free(stream *s);
+void tau_inventory_stream_unref(stream *s);
 /* Log an agent/Node difference once, when it appears (taken from the store under the lock). */
-void tau_agg_log_mismatch(const char *node, const char *mismatch);
+void tau_inventory_log_mismatch(const char *node, const char *mismatch);
 /* Handle one report of an authenticated stream (stream mutex held); frees `rep`. */
-void tau_agg_handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep);
+void tau_inventory_handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep);
 /* The Report method's callbacks (CQ thread). */
-int tau_agg_report_start(tau_rpc_call *call, void *ud);
-void tau_agg_report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud);
-void tau_agg_report_half_close(tau_rpc_call *call, void *ud);
-void tau_agg_report_done(tau_rpc_call *call, tau_rpc_end end, void *ud);
+int tau_inventory_report_start(tau_rpc_call *call, void *ud);
+void tau_inventory_report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud);
+void tau_inventory_report_half_close(tau_rpc_call *call, void *ud);
+void tau_inventory_report_done(tau_rpc_call *call, tau_rpc_end end, void *ud);
 
 /* ---- service_review.c: the review queue and the auth workers ---- */
 
 /* Count and log (once per peer and reason) a refused stream, and finish its call. */
-void tau_agg_refuse(stream *s, tau_rpc_code code, const char *msg);
+void tau_inventory_refuse(stream *s, tau_rpc_code code, const char *msg);
 /*
  * Queue `s` for review in its peer's queue.  @return 0, or RESOURCE_EXHAUSTED with `msg` set
  * when the peer or the whole aggregator has as many reviews queued or running as allowed.
  */
-tau_rpc_code tau_agg_enqueue_review(tau_agg *a, stream *s, const char *key, char *msg, size_t cap);
+tau_rpc_code tau_inventory_enqueue_review(tau_inventory *a, stream *s, const char *key, char *msg,
+                                          size_t cap);
 /*
  * Admit `s` on its own token when the issuer's keys verify it, its TokenReview queued to
  * confirm it.  @return true when admitted; false: it waits for its review.
  */
-bool tau_agg_admit_locally(tau_agg *a, stream *s, const char *token, const char *hash);
+bool tau_inventory_admit_locally(tau_inventory *a, stream *s, const char *token, const char *hash);
 /* The next stream to review (jobs_mu held); NULL when none waits. */
-stream *tau_agg_next_job(tau_agg *a);
+stream *tau_inventory_next_job(tau_inventory *a);
 /* One review of `p` (NULL: a confirming review) is over (jobs_mu held). */
-void tau_agg_review_peer_release(tau_agg *a, review_peer *p);
+void tau_inventory_review_peer_release(tau_inventory *a, review_peer *p);
 /* An auth worker thread. */
-void *tau_agg_auth_worker(void *arg);
+void *tau_inventory_auth_worker(void *arg);
 
 /* ---- service_pool.c: the pool publisher and its subscribers (state mutex held) ---- */
 
 /* Mark the pool for a rebuild and wake the publisher. */
-void tau_agg_mark_dirty_locked(tau_agg *a);
+void tau_inventory_mark_dirty_locked(tau_inventory *a);
 /* Rebuild the pool now when it is dirty or was never built. */
-void tau_agg_ensure_pool_locked(tau_agg *a);
+void tau_inventory_ensure_pool_locked(tau_inventory *a);
 /* Send the current pool to every watcher that has not had it and is not behind. */
-void tau_agg_send_to_watchers_locked(tau_agg *a);
+void tau_inventory_send_to_watchers_locked(tau_inventory *a);
 /* The publisher thread. */
-void *tau_agg_publisher(void *arg);
+void *tau_inventory_publisher(void *arg);
 
 /* ---- service_query.c ---- */
 
 /* The query options of now (staleness from the heartbeat interval). */
-tau_query_opts tau_agg_query_opts(const tau_agg *a);
+tau_query_opts tau_inventory_query_opts(const tau_inventory *a);
 
 #endif /* TAU_AGGREGATOR_SERVICE_INTERNAL_H */

@@ -21,7 +21,7 @@
 
 /* ---- kube side ---- */
 
-void tau_agg_node_upsert(tau_agg *a, const cJSON *node)
+void tau_inventory_node_upsert(tau_inventory *a, const cJSON *node)
 {
 	tau_node_facts facts = {0};
 	char mismatch[TAU_NODE_MISMATCH_MAX];
@@ -41,7 +41,7 @@ void tau_agg_node_upsert(tau_agg *a, const cJSON *node)
 		    tau_names_check_dns1123_subdomain(name->valuestring) == 0) {
 			pthread_mutex_lock(&a->mu);
 			(void)tau_nodestore_api_unreadable(a->store, name->valuestring, reason);
-			tau_agg_mark_dirty_locked(a);
+			tau_inventory_mark_dirty_locked(a);
 			pthread_mutex_unlock(&a->mu);
 		}
 		return;
@@ -50,16 +50,16 @@ void tau_agg_node_upsert(tau_agg *a, const cJSON *node)
 	rc = tau_nodestore_api_upsert(a->store, &facts);
 	mismatch[0] = '\0';
 	(void)tau_nodestore_take_mismatch(a->store, facts.name, mismatch, sizeof(mismatch));
-	tau_agg_mark_dirty_locked(a);
+	tau_inventory_mark_dirty_locked(a);
 	pthread_mutex_unlock(&a->mu);
 	if (rc < 0)
 		tau_log_warn("node ignored", "node", facts.name, "reason", tau_error_last()->msg,
 		             NULL);
-	tau_agg_log_mismatch(facts.name, mismatch);
+	tau_inventory_log_mismatch(facts.name, mismatch);
 	tau_node_facts_clear(&facts);
 }
 
-void tau_agg_node_delete(tau_agg *a, const cJSON *node)
+void tau_inventory_node_delete(tau_inventory *a, const cJSON *node)
 {
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(
 	        cJSON_GetObjectItemCaseSensitive(node, "metadata"), "name");
@@ -68,7 +68,7 @@ void tau_agg_node_delete(tau_agg *a, const cJSON *node)
 		return;
 	pthread_mutex_lock(&a->mu);
 	if (tau_nodestore_api_delete(a->store, name->valuestring) == 0)
-		tau_agg_mark_dirty_locked(a);
+		tau_inventory_mark_dirty_locked(a);
 	pthread_mutex_unlock(&a->mu);
 	tau_log_info("node deleted", "node", name->valuestring, NULL);
 }
@@ -88,19 +88,20 @@ static const char *object_name(const cJSON *obj)
  * DeviceClass or Kueue's configuration changed, so subscribers (the TauCluster's
  * DRAClassesUsable) hear of it even when no count moves (a class that selects nothing yet).
  */
-static void dra_recount_locked(tau_agg *a, bool classes)
+static void dra_recount_locked(tau_inventory *a, bool classes)
 {
 	if (tau_nodestore_set_dra(a->store, a->dra) < 0)
 		tau_log_error("nodes not recounted with their DRA devices", "reason",
 		              tau_error_last()->msg, NULL);
 	if (classes)
 		a->notify_pending = true;
-	tau_agg_mark_dirty_locked(a);
+	tau_inventory_mark_dirty_locked(a);
 }
 
-void tau_agg_dra_object(tau_agg *a, tau_agg_dra_kind kind, const cJSON *obj, bool deleted)
+void tau_inventory_dra_object(tau_inventory *a, tau_inventory_dra_kind kind, const cJSON *obj,
+                              bool deleted)
 {
-	const char *what = kind == TAU_AGG_DRA_SLICE ? "ResourceSlice" : "DeviceClass";
+	const char *what = kind == TAU_INVENTORY_DRA_SLICE ? "ResourceSlice" : "DeviceClass";
 	const char *name = object_name(obj);
 	char reason[TAU_ERROR_MSG_MAX];
 	int rc;
@@ -108,7 +109,7 @@ void tau_agg_dra_object(tau_agg *a, tau_agg_dra_kind kind, const cJSON *obj, boo
 	if (deleted && name == NULL)
 		return;
 	pthread_mutex_lock(&a->mu);
-	if (kind == TAU_AGG_DRA_SLICE)
+	if (kind == TAU_INVENTORY_DRA_SLICE)
 		rc = deleted ? tau_dra_store_slice_delete(a->dra, name)
 		             : tau_dra_store_slice_upsert(a->dra, obj);
 	else
@@ -118,14 +119,14 @@ void tau_agg_dra_object(tau_agg *a, tau_agg_dra_kind kind, const cJSON *obj, boo
 	if (rc < 0 && rc != -TAU_ENOTFOUND)
 		snprintf(reason, sizeof(reason), "%s", tau_error_last()->msg);
 	/* A refused object replaced the old one by nothing: the nodes follow either way. */
-	dra_recount_locked(a, kind == TAU_AGG_DRA_CLASS);
+	dra_recount_locked(a, kind == TAU_INVENTORY_DRA_CLASS);
 	pthread_mutex_unlock(&a->mu);
 	if (reason[0] != '\0')
 		tau_log_warn("DRA object does not count", "kind", what, "name",
 		             name != NULL ? name : "?", "reason", reason, NULL);
 }
 
-void tau_agg_dra_kueue(tau_agg *a, const tau_kueue_config *cfg, const char *error)
+void tau_inventory_dra_kueue(tau_inventory *a, const tau_kueue_config *cfg, const char *error)
 {
 	int rc;
 
@@ -144,7 +145,7 @@ void tau_agg_dra_kueue(tau_agg *a, const tau_kueue_config *cfg, const char *erro
 		        "reason", error, NULL);
 }
 
-void tau_agg_set_sync_probe(tau_agg *a, bool (*probe)(void *ud), void *ud)
+void tau_inventory_set_sync_probe(tau_inventory *a, bool (*probe)(void *ud), void *ud)
 {
 	pthread_mutex_lock(&a->mu);
 	a->sync_probe = probe;
@@ -152,7 +153,7 @@ void tau_agg_set_sync_probe(tau_agg *a, bool (*probe)(void *ud), void *ud)
 	pthread_mutex_unlock(&a->mu);
 }
 
-void tau_agg_nodes_synced(tau_agg *a)
+void tau_inventory_nodes_synced(tau_inventory *a)
 {
 	pthread_mutex_lock(&a->mu);
 	a->nodes_synced = true;
@@ -204,7 +205,7 @@ static int cluster_selector(tau_selector **out, char *why, size_t cap, const cJS
 	return 0;
 }
 
-void tau_agg_cluster(tau_agg *a, const cJSON *cluster)
+void tau_inventory_cluster(tau_inventory *a, const cJSON *cluster)
 {
 	tau_selector *sel = NULL;
 	char why[TAU_ERROR_MSG_MAX];
@@ -222,7 +223,7 @@ void tau_agg_cluster(tau_agg *a, const cJSON *cluster)
 	/* Most TauCluster events are its status (the budget's own writes): the same selector. */
 	changed = rc < 0 || gen != tau_pool_generation(tau_nodestore_pool(a->store));
 	if (changed)
-		tau_agg_mark_dirty_locked(a);
+		tau_inventory_mark_dirty_locked(a);
 	pthread_mutex_unlock(&a->mu);
 	if (!changed)
 		return;
@@ -236,14 +237,14 @@ void tau_agg_cluster(tau_agg *a, const cJSON *cluster)
 		tau_log_info("TauCluster node selector", "selector", shown, NULL);
 }
 
-void tau_agg_set_workspaces(tau_agg *a, tau_ws_controller *ctl)
+void tau_inventory_set_workspaces(tau_inventory *a, tau_ws_controller *ctl)
 {
 	pthread_mutex_lock(&a->ws_mu);
 	a->workspaces = ctl;
 	pthread_mutex_unlock(&a->ws_mu);
 }
 
-void tau_agg_set_leader(tau_agg *a, bool leader)
+void tau_inventory_set_leader(tau_inventory *a, bool leader)
 {
 	pthread_mutex_lock(&a->mu);
 	a->leader = leader;

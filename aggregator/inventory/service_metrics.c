@@ -1,6 +1,6 @@
 /*
  * service_metrics.c - what the HTTP side reads from the state: whether the sync gate opened,
- * and /metrics (tau_agg_metrics) gathered from the node store, the pool, the counters of the
+ * and /metrics (tau_inventory_metrics) gathered from the node store, the pool, the counters of the
  * Report streams and reviews, the issuer's keys, the rpc server and the query guard, then
  * rendered by metrics.c.
  */
@@ -11,7 +11,7 @@
 #include "keys.h"
 #include "metrics.h"
 #include "nodestore.h"
-#include "qauth.h"
+#include "query_auth.h"
 #include "query.h"
 #include "truthrules.h"
 
@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-bool tau_agg_established(tau_agg *a)
+bool tau_inventory_established(tau_inventory *a)
 {
 	bool e;
 
@@ -34,13 +34,13 @@ bool tau_agg_established(tau_agg *a)
 	return e;
 }
 
-int tau_agg_metrics(tau_agg *a, char **out)
+int tau_inventory_metrics(tau_inventory *a, char **out)
 {
 	tau_metrics m = {0};
 	tau_metrics_flavor *flavors = NULL;
 	tau_metrics_resource *resources = NULL;
 	size_t n_res = 0, cap_res = 0;
-	tau_query_opts o = tau_agg_query_opts(a);
+	tau_query_opts o = tau_inventory_query_opts(a);
 	const tau_pool *pool;
 	int rc = -TAU_ENOMEM;
 
@@ -155,10 +155,10 @@ int tau_agg_metrics(tau_agg *a, char **out)
 		m.grpc_refused_metadata = st.refused_metadata;
 	}
 	{
-		tau_qauth_counts qc;
+		tau_query_auth_counts qc;
 
 		m.pool_watchers_refused = atomic_load(&a->watchers_refused);
-		tau_qauth_counts_get(a->cfg.qauth, &qc);
+		tau_query_auth_counts_get(a->cfg.query_auth, &qc);
 		m.query_allowed = qc.allowed;
 		m.query_unauthenticated = qc.unauthenticated;
 		m.query_denied = qc.denied;
@@ -166,7 +166,7 @@ int tau_agg_metrics(tau_agg *a, char **out)
 		m.query_overloaded = qc.overloaded;
 		m.query_reviews = qc.reviews;
 		m.query_reviews_pending = qc.pending;
-		m.query_review_latency = tau_qauth_review_latency(a->cfg.qauth);
+		m.query_review_latency = tau_query_auth_review_latency(a->cfg.query_auth);
 	}
 	m.report_review_latency = &a->review_latency;
 	/* Names are lent from the pool: render before letting go of the lock. */

@@ -25,7 +25,7 @@
 
 #define WATCH_QUEUE_MAX 4 /* a watcher further behind gets the newest pool later */
 
-void tau_agg_mark_dirty_locked(tau_agg *a)
+void tau_inventory_mark_dirty_locked(tau_inventory *a)
 {
 	if (!a->dirty) {
 		a->dirty = true;
@@ -35,7 +35,7 @@ void tau_agg_mark_dirty_locked(tau_agg *a)
 
 /* ---- pool snapshot and watchers (state mutex held) ---- */
 
-void tau_agg_send_to_watchers_locked(tau_agg *a)
+void tau_inventory_send_to_watchers_locked(tau_inventory *a)
 {
 	for (size_t i = 0; i < a->n_watchers; i++) {
 		watcher *w = &a->watchers[i];
@@ -49,7 +49,7 @@ void tau_agg_send_to_watchers_locked(tau_agg *a)
 	}
 }
 
-static void rebuild_pool_locked(tau_agg *a)
+static void rebuild_pool_locked(tau_inventory *a)
 {
 	Tau__Inventory__V1__Pool *p = NULL;
 	uint8_t *key;
@@ -80,22 +80,22 @@ static void rebuild_pool_locked(tau_agg *a)
 	a->pool_key = key;
 	a->pool_key_len = len;
 	p->generation = ++a->pool_gen;
-	p->computed_unix_ms = tau_agg_now_ms();
+	p->computed_unix_ms = tau_inventory_now_ms();
 	if (a->pool_msg != NULL)
 		tau_rpc_message_free(&a->pool_msg->base);
 	a->pool_msg = p;
 	if (p->established)
 		tau_log_debug("pool published", NULL);
-	tau_agg_send_to_watchers_locked(a);
+	tau_inventory_send_to_watchers_locked(a);
 }
 
-void tau_agg_ensure_pool_locked(tau_agg *a)
+void tau_inventory_ensure_pool_locked(tau_inventory *a)
 {
 	if (a->dirty || a->pool_msg == NULL)
 		rebuild_pool_locked(a);
 }
 
-static void tick_locked(tau_agg *a)
+static void tick_locked(tau_inventory *a)
 {
 	uint64_t gen = tau_pool_generation(tau_nodestore_pool(a->store));
 
@@ -104,13 +104,13 @@ static void tick_locked(tau_agg *a)
 		tau_nodestore_api_synced(a->store);
 		tau_log_info("Node and TauCluster watches synced", NULL);
 	} else if (!a->nodes_synced && !a->warned_unsynced &&
-	           tau_agg_now_ms() >= a->sync_deadline_ms) {
+	           tau_inventory_now_ms() >= a->sync_deadline_ms) {
 		a->warned_unsynced = true;
 		tau_log_warn("pool not established: the Node or TauCluster list has not been read "
 		             "yet (is the TauCluster CRD installed? can the aggregator list both?)",
 		             NULL);
 	}
-	tau_nodestore_tick(a->store, tau_agg_now_ms());
+	tau_nodestore_tick(a->store, tau_inventory_now_ms());
 	if (!a->told_established && tau_nodestore_established(a->store)) {
 		size_t missing = tau_nodestore_missing(a->store, NULL, 0);
 		char count[32];
@@ -134,7 +134,7 @@ static void tick_locked(tau_agg *a)
 }
 
 /* True (and the news marked as told) when subscribers must hear of a pool change. */
-static bool take_pool_news_locked(tau_agg *a)
+static bool take_pool_news_locked(tau_inventory *a)
 {
 	const tau_pool *pool = tau_nodestore_pool(a->store);
 	uint64_t gen = tau_pool_generation(pool);
@@ -152,7 +152,7 @@ static bool take_pool_news_locked(tau_agg *a)
 }
 
 /* Call every subscriber; no state lock held (they take snapshots). */
-static void notify_subscribers(tau_agg *a)
+static void notify_subscribers(tau_inventory *a)
 {
 	pthread_mutex_lock(&a->subs_mu);
 	for (size_t i = 0; i < a->n_subs; i++)
@@ -160,7 +160,7 @@ static void notify_subscribers(tau_agg *a)
 	pthread_mutex_unlock(&a->subs_mu);
 }
 
-int tau_agg_pool_subscribe(tau_agg *a, tau_pool_changed_fn fn, void *ud)
+int tau_inventory_pool_subscribe(tau_inventory *a, tau_pool_changed_fn fn, void *ud)
 {
 	pthread_mutex_lock(&a->subs_mu);
 	if (a->n_subs == SUBSCRIBERS_MAX) {
@@ -173,12 +173,12 @@ int tau_agg_pool_subscribe(tau_agg *a, tau_pool_changed_fn fn, void *ud)
 	pthread_mutex_unlock(&a->subs_mu);
 	pthread_mutex_lock(&a->mu);
 	a->notify_pending = true;
-	tau_agg_mark_dirty_locked(a);
+	tau_inventory_mark_dirty_locked(a);
 	pthread_mutex_unlock(&a->mu);
 	return 0;
 }
 
-int tau_agg_pool_unsubscribe(tau_agg *a, tau_pool_changed_fn fn, void *ud)
+int tau_inventory_pool_unsubscribe(tau_inventory *a, tau_pool_changed_fn fn, void *ud)
 {
 	int rc = tau_error_set(TAU_ENOTFOUND, "no such pool subscriber");
 
@@ -198,7 +198,7 @@ int tau_agg_pool_unsubscribe(tau_agg *a, tau_pool_changed_fn fn, void *ud)
 	return rc;
 }
 
-int tau_agg_pool_snapshot(tau_agg *a, tau_pool_snapshot **out)
+int tau_inventory_pool_snapshot(tau_inventory *a, tau_pool_snapshot **out)
 {
 	int rc;
 
@@ -218,9 +218,9 @@ static void add_ms(struct timespec *ts, int64_t ms)
 	}
 }
 
-void *tau_agg_publisher(void *arg)
+void *tau_inventory_publisher(void *arg)
 {
-	tau_agg *a = arg;
+	tau_inventory *a = arg;
 
 	pthread_mutex_lock(&a->mu);
 	while (!a->stop) {
@@ -263,7 +263,7 @@ void *tau_agg_publisher(void *arg)
 		tick_locked(a);
 		if (a->dirty)
 			rebuild_pool_locked(a);
-		tau_agg_send_to_watchers_locked(a);
+		tau_inventory_send_to_watchers_locked(a);
 		if (take_pool_news_locked(a)) {
 			pthread_mutex_unlock(&a->mu);
 			notify_subscribers(a);

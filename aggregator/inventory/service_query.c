@@ -11,7 +11,7 @@
  */
 #include "service_internal.h"
 
-#include "qauth.h"
+#include "query_auth.h"
 #include "query.h"
 
 #include "tau/error.h"
@@ -29,9 +29,9 @@
 
 /* ---- query callbacks (CQ thread) ---- */
 
-tau_query_opts tau_agg_query_opts(const tau_agg *a)
+tau_query_opts tau_inventory_query_opts(const tau_inventory *a)
 {
-	tau_query_opts o = {.now_ms = tau_agg_now_ms(),
+	tau_query_opts o = {.now_ms = tau_inventory_now_ms(),
 	                    .stale_after_ms = 3000LL * a->cfg.heartbeat_interval_s};
 	return o;
 }
@@ -58,9 +58,9 @@ static void answer(tau_rpc_call *call, int rc, ProtobufCMessage *resp)
 
 static void q_list_nodes(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
-	tau_agg *a = ud;
+	tau_inventory *a = ud;
 	Tau__Inventory__V1__ListNodesResponse *resp = NULL;
-	tau_query_opts o = tau_agg_query_opts(a);
+	tau_query_opts o = tau_inventory_query_opts(a);
 	int rc;
 
 	pthread_mutex_lock(&a->mu);
@@ -72,9 +72,9 @@ static void q_list_nodes(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 
 static void q_get_node(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
-	tau_agg *a = ud;
+	tau_inventory *a = ud;
 	Tau__Inventory__V1__GetNodeResponse *resp = NULL;
-	tau_query_opts o = tau_agg_query_opts(a);
+	tau_query_opts o = tau_inventory_query_opts(a);
 	int rc;
 
 	pthread_mutex_lock(&a->mu);
@@ -87,7 +87,7 @@ static void q_get_node(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 
 static void q_explain(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
-	tau_agg *a = ud;
+	tau_inventory *a = ud;
 	Tau__Inventory__V1__ExplainNodeResponse *resp = NULL;
 	int rc;
 
@@ -101,10 +101,10 @@ static void q_explain(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 
 static void q_get_pool(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
-	tau_agg *a = ud;
+	tau_inventory *a = ud;
 
 	pthread_mutex_lock(&a->mu);
-	tau_agg_ensure_pool_locked(a);
+	tau_inventory_ensure_pool_locked(a);
 	if (a->pool_msg != NULL)
 		tau_rpc_call_reply(call, &a->pool_msg->base);
 	else
@@ -115,7 +115,7 @@ static void q_get_pool(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 
 static void q_watch_pool(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
-	tau_agg *a = ud;
+	tau_inventory *a = ud;
 
 	tau_rpc_message_free(msg);
 	pthread_mutex_lock(&a->mu);
@@ -131,9 +131,9 @@ static void q_watch_pool(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 		{
 			char key[160];
 
-			tau_agg_peer_host(key, sizeof(key), tau_rpc_call_peer_address(call));
+			tau_inventory_peer_host(key, sizeof(key), tau_rpc_call_peer_address(call));
 			strncat(key, "|watchpool-cap", sizeof(key) - strlen(key) - 1);
-			if (tau_agg_first_time(a, key)) /* once per peer host */
+			if (tau_inventory_first_time(a, key)) /* once per peer host */
 				tau_log_warn("WatchPool refused: watcher cap reached", "peer",
 				             tau_rpc_call_peer_address(call), "reason", text, NULL);
 		}
@@ -155,14 +155,14 @@ static void q_watch_pool(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	a->watchers[a->n_watchers].call = tau_rpc_call_ref(call);
 	a->watchers[a->n_watchers].sent_generation = 0;
 	a->n_watchers++;
-	tau_agg_ensure_pool_locked(a);
-	tau_agg_send_to_watchers_locked(a);
+	tau_inventory_ensure_pool_locked(a);
+	tau_inventory_send_to_watchers_locked(a);
 	pthread_mutex_unlock(&a->mu);
 }
 
 static void q_watch_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
 {
-	tau_agg *a = ud;
+	tau_inventory *a = ud;
 
 	(void)end;
 	/* The call user is not ours (the query guard owns it): look the call up. */
@@ -178,7 +178,7 @@ static void q_watch_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
 }
 
 /* Called with ws_mu held.  False (and the call finished) when no synced controller runs here. */
-static bool workspaces_available(tau_agg *a, tau_rpc_call *call)
+static bool workspaces_available(tau_inventory *a, tau_rpc_call *call)
 {
 	if (a->workspaces == NULL) {
 		tau_rpc_call_finish(call, TAU_RPC_UNAVAILABLE,
@@ -195,7 +195,7 @@ static bool workspaces_available(tau_agg *a, tau_rpc_call *call)
 
 static void q_list_workspaces(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
-	tau_agg *a = ud;
+	tau_inventory *a = ud;
 	Tau__Inventory__V1__ListWorkspacesResponse *resp = NULL;
 	tau_ws_summary *list = NULL;
 	size_t n = 0;
@@ -217,7 +217,7 @@ static void q_list_workspaces(tau_rpc_call *call, ProtobufCMessage *msg, void *u
 
 static void q_get_workspace(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
-	tau_agg *a = ud;
+	tau_inventory *a = ud;
 	const char *name = ((Tau__Inventory__V1__GetWorkspaceRequest *)msg)->name;
 	Tau__Inventory__V1__WorkspaceSummary *resp = NULL;
 	tau_ws_summary sum = {0};
@@ -256,25 +256,25 @@ out:
 
 static void q_get_capacity(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
-	tau_agg *a = ud;
+	tau_inventory *a = ud;
 	Tau__Inventory__V1__GetCapacityResponse *resp = NULL;
-	tau_query_opts o = tau_agg_query_opts(a);
+	tau_query_opts o = tau_inventory_query_opts(a);
 	int rc;
 
 	pthread_mutex_lock(&a->mu);
 	rc = tau_query_capacity(&resp, a->store, &o);
 	pthread_mutex_unlock(&a->mu);
 	if (resp != NULL)
-		resp->computed_unix_ms = tau_agg_now_ms();
+		resp->computed_unix_ms = tau_inventory_now_ms();
 	answer(call, rc, resp != NULL ? &resp->base : NULL);
 	tau_rpc_message_free(msg);
 }
 
 static void q_fit(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
-	tau_agg *a = ud;
+	tau_inventory *a = ud;
 	Tau__Inventory__V1__FitResponse *resp = NULL;
-	tau_query_opts o = tau_agg_query_opts(a);
+	tau_query_opts o = tau_inventory_query_opts(a);
 	int rc;
 
 	pthread_mutex_lock(&a->mu);
@@ -284,7 +284,7 @@ static void q_fit(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	tau_rpc_message_free(msg);
 }
 
-int tau_agg_register(tau_agg *a, tau_rpc_server *srv)
+int tau_inventory_register(tau_inventory *a, tau_rpc_server *srv)
 {
 	a->srv = srv;
 #define QUERY(p, k, req, resp, fn)                                                                 \
@@ -299,10 +299,10 @@ int tau_agg_register(tau_agg *a, tau_rpc_server *srv)
 	         .kind = TAU_RPC_BIDI,
 	         .request = &tau__inventory__v1__agent_report__descriptor,
 	         .response = &tau__inventory__v1__report_ack__descriptor,
-	         .on_start = tau_agg_report_start,
-	         .on_message = tau_agg_report_message,
-	         .on_half_close = tau_agg_report_half_close,
-	         .on_done = tau_agg_report_done,
+	         .on_start = tau_inventory_report_start,
+	         .on_message = tau_inventory_report_message,
+	         .on_half_close = tau_inventory_report_half_close,
+	         .on_done = tau_inventory_report_done,
 	         .ud = a},
 	        QUERY("ListNodes", TAU_RPC_UNARY, list_nodes_request, list_nodes_response,
 	              q_list_nodes),
@@ -325,11 +325,11 @@ int tau_agg_register(tau_agg *a, tau_rpc_server *srv)
 		int rc = 0;
 
 		/* Every query but Report (its own agent auth) is guarded unless anonymous. */
-		if (i > 0 && a->cfg.qauth != NULL)
-			rc = tau_qauth_guard(a->cfg.qauth, &methods[i],
-			                     strstr(methods[i].path, "Workspace") != NULL
-			                             ? "workspaces"
-			                             : "inventory");
+		if (i > 0 && a->cfg.query_auth != NULL)
+			rc = tau_query_auth_guard(a->cfg.query_auth, &methods[i],
+			                          strstr(methods[i].path, "Workspace") != NULL
+			                                  ? "workspaces"
+			                                  : "inventory");
 		if (rc == 0)
 			rc = tau_rpc_server_add_method(srv, &methods[i]);
 		if (rc < 0)

@@ -37,7 +37,7 @@ static char no_digest[] = "";
 /* ---- stream lifetime ---- */
 
 /* Drop the review state: the token and any reports still held. */
-void tau_agg_stream_review_free(stream *s)
+void tau_inventory_stream_review_free(stream *s)
 {
 	if (s->rv == NULL)
 		return;
@@ -64,11 +64,11 @@ static void stream_set_digest(stream *s, const char *digest)
 	s->digest = copy != NULL ? copy : no_digest;
 }
 
-void tau_agg_stream_unref(stream *s)
+void tau_inventory_stream_unref(stream *s)
 {
 	if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
 		return;
-	tau_agg_stream_review_free(s);
+	tau_inventory_stream_review_free(s);
 	free(s->node);
 	if (s->digest != no_digest)
 		free(s->digest);
@@ -79,7 +79,7 @@ void tau_agg_stream_unref(stream *s)
 
 /* ---- node -> stream binding (state mutex held) ---- */
 
-static binding *binding_of(tau_agg *a, const char *node)
+static binding *binding_of(tau_inventory *a, const char *node)
 {
 	tau_hmap_node *n = tau_hmap_get(&a->bindings, node);
 
@@ -91,7 +91,7 @@ static binding *binding_of(tau_agg *a, const char *node)
  * (referenced) or NULL.  @return 0, or -TAU_ENOMEM with `s` left unbound (its heartbeats are
  * then answered RESEND_FULL, so the agent's next full inventory binds it).
  */
-static int bind_stream(tau_agg *a, stream *s, const char *node, tau_rpc_call **replaced)
+static int bind_stream(tau_inventory *a, stream *s, const char *node, tau_rpc_call **replaced)
 {
 	binding *b = binding_of(a, node);
 
@@ -118,7 +118,7 @@ static int bind_stream(tau_agg *a, stream *s, const char *node, tau_rpc_call **r
 	return 0;
 }
 
-static void unbind_stream(tau_agg *a, stream *s)
+static void unbind_stream(tau_inventory *a, stream *s)
 {
 	binding *b;
 
@@ -135,7 +135,7 @@ static void unbind_stream(tau_agg *a, stream *s)
 /* ---- Report processing (stream mutex held, stream authenticated) ---- */
 
 /* Log an agent/Node difference once, when it appears (taken from the store under the lock). */
-void tau_agg_log_mismatch(const char *node, const char *mismatch)
+void tau_inventory_log_mismatch(const char *node, const char *mismatch)
 {
 	if (mismatch[0] != '\0')
 		tau_log_warn("agent report differs from the Node object; the Node counts", "node",
@@ -143,7 +143,7 @@ void tau_agg_log_mismatch(const char *node, const char *mismatch)
 }
 
 /* The node's agent.* verdicts as a fingerprint (truthrules.h); 0 for none failing or unknown. */
-static uint64_t truth_fingerprint_locked(tau_agg *a, const char *name)
+static uint64_t truth_fingerprint_locked(tau_inventory *a, const char *name)
 {
 	tau_node_status st;
 
@@ -159,7 +159,7 @@ static uint64_t truth_fingerprint_locked(tau_agg *a, const char *name)
 static int store_inventory(stream *s, const tau_node_facts *facts,
                            const Tau__Inventory__V1__NodeInventory *inv, tau_nodetruth *truth)
 {
-	tau_agg *a = s->agg;
+	tau_inventory *a = s->agg;
 	/* Labels and allocatable the agent's facts give back are not kept twice (report.h). */
 	unsigned elided = tau_report_inventory_elidable(inv, facts);
 	Tau__Inventory__V1__NodeInventory kept;
@@ -182,14 +182,14 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 	pthread_mutex_lock(&a->mu);
 	rc = atomic_load(&s->replaced)
 	             ? tau_error_set(TAU_ECONFLICT, "a newer Report stream reports for this node")
-	             : tau_nodestore_report(a->store, facts, tau_agg_now_ms());
+	             : tau_nodestore_report(a->store, facts, tau_inventory_now_ms());
 	mismatch[0] = '\0';
 	(void)tau_nodestore_take_mismatch(a->store, facts->name, mismatch, sizeof(mismatch));
 	if (rc >= 0) {
 		/* The facts are stored whatever follows; a failure below is refused to the agent.
 		 * Unchanged facts (rc 1) cannot move the pool: no rebuild for them. */
 		if (rc == 0)
-			tau_agg_mark_dirty_locked(a);
+			tau_inventory_mark_dirty_locked(a);
 		uint64_t before = truth_fingerprint_locked(a, facts->name);
 
 		rc = tau_nodestore_set_inventory(a->store, facts->name, bytes, len,
@@ -209,7 +209,7 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 	tau_nodetruth_free(truth);
 	if (bytes != stack_bytes)
 		free(bytes);
-	tau_agg_log_mismatch(facts->name, mismatch);
+	tau_inventory_log_mismatch(facts->name, mismatch);
 	if (replaced != NULL) {
 		tau_rpc_call_finish(replaced, TAU_RPC_ABORTED,
 		                    "replaced by a newer Report stream for the same node");
@@ -218,9 +218,9 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 	return rc;
 }
 
-void tau_agg_handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
+void tau_inventory_handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 {
-	tau_agg *a = s->agg;
+	tau_inventory *a = s->agg;
 	Tau__Inventory__V1__ReportAck ack = TAU__INVENTORY__V1__REPORT_ACK__INIT;
 	char msg[TAU_ERROR_MSG_MAX];
 	tau_report_action act = tau_report_seq_classify(&s->seq, rep->seq, rep->body_case);
@@ -255,7 +255,7 @@ void tau_agg_handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 			        tau_auth_decide_node(msg, sizeof(msg), s->node, inv->node_name);
 
 			if (code != TAU_RPC_OK) {
-				tau_agg_refuse(s, code, msg);
+				tau_inventory_refuse(s, code, msg);
 				s->auth = AUTH_FAILED;
 				goto out;
 			}
@@ -288,7 +288,7 @@ void tau_agg_handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
 			if (strcmp(d, s->digest) == 0) {
 				pthread_mutex_lock(&a->mu);
 				rc = s->bound ? tau_nodestore_heartbeat(a->store, s->node,
-				                                        tau_agg_now_ms())
+				                                        tau_inventory_now_ms())
 				              : -TAU_ENOTFOUND;
 				pthread_mutex_unlock(&a->mu);
 			}
@@ -330,7 +330,7 @@ out:
 
 static int report_start_with_token(tau_rpc_call *call, void *ud)
 {
-	tau_agg *a = ud;
+	tau_inventory *a = ud;
 	const char *token = tau_rpc_call_bearer_token(call);
 	char host[128], hash[65];
 	stream *s;
@@ -338,7 +338,7 @@ static int report_start_with_token(tau_rpc_call *call, void *ud)
 	int64_t exp_s;
 	char msg[512];
 
-	tau_agg_peer_host(host, sizeof(host), tau_rpc_call_peer_address(call));
+	tau_inventory_peer_host(host, sizeof(host), tau_rpc_call_peer_address(call));
 	s = calloc(1, sizeof(*s) + strlen(host) + 1);
 	if (s == NULL)
 		return TAU_RPC_RESOURCE_EXHAUSTED;
@@ -353,7 +353,7 @@ static int report_start_with_token(tau_rpc_call *call, void *ud)
 	if (token == NULL || token[0] == '\0') {
 		tau_auth_decide_user(msg, sizeof(msg), false, false, NULL, a->agent_user);
 		s->auth = AUTH_FAILED;
-		tau_agg_refuse(s, TAU_RPC_UNAUTHENTICATED, msg);
+		tau_inventory_refuse(s, TAU_RPC_UNAUTHENTICATED, msg);
 		return TAU_RPC_UNAUTHENTICATED;
 	}
 	/* Not a JWT, or its own (unverified) claims are someone else's: no API request. */
@@ -365,19 +365,19 @@ static int report_start_with_token(tau_rpc_call *call, void *ud)
 			                                                  : &a->tokens_not_agent,
 			                 1);
 			s->auth = AUTH_FAILED;
-			tau_agg_refuse(s, code, msg);
+			tau_inventory_refuse(s, code, msg);
 			return (int)code;
 		}
 	}
 	tau_auth_token_hash(hash, token);
-	if ((tau_auth_token_expiry(&exp_s, token) < 0 || exp_s * 1000 > tau_agg_now_ms()) &&
-	    tau_auth_cache_get(a->cache, hash, tau_agg_now_ms(), &review)) {
+	if ((tau_auth_token_expiry(&exp_s, token) < 0 || exp_s * 1000 > tau_inventory_now_ms()) &&
+	    tau_auth_cache_get(a->cache, hash, tau_inventory_now_ms(), &review)) {
 		tau_rpc_code code =
 		        tau_auth_decide_user(msg, sizeof(msg), true, false, &review, a->agent_user);
 
 		if (code != TAU_RPC_OK) {
 			s->auth = AUTH_FAILED;
-			tau_agg_refuse(s, code, msg);
+			tau_inventory_refuse(s, code, msg);
 			return (int)code;
 		}
 		s->node = strdup(review.node_name);
@@ -388,7 +388,7 @@ static int report_start_with_token(tau_rpc_call *call, void *ud)
 		s->auth = AUTH_OK;
 		return 0;
 	}
-	if (tau_agg_admit_locally(a, s, token, hash))
+	if (tau_inventory_admit_locally(a, s, token, hash))
 		return 0;
 	s->rv = calloc(1, sizeof(*s->rv));
 	if (s->rv == NULL || (s->rv->token = strdup(token)) == NULL) {
@@ -401,13 +401,13 @@ static int report_start_with_token(tau_rpc_call *call, void *ud)
 	atomic_fetch_add(&s->refs, 1);
 	{
 		const char *key = tau_rpc_call_peer_key(call);
-		tau_rpc_code code =
-		        tau_agg_enqueue_review(a, s, key != NULL ? key : "", msg, sizeof(msg));
+		tau_rpc_code code = tau_inventory_enqueue_review(a, s, key != NULL ? key : "", msg,
+		                                                 sizeof(msg));
 
 		if (code != TAU_RPC_OK) {
-			tau_agg_stream_unref(s); /* the queue's reference */
+			tau_inventory_stream_unref(s); /* the queue's reference */
 			s->auth = AUTH_FAILED;
-			tau_agg_refuse(s, code, msg);
+			tau_inventory_refuse(s, code, msg);
 			return (int)code;
 		}
 	}
@@ -416,7 +416,7 @@ static int report_start_with_token(tau_rpc_call *call, void *ud)
 
 /* The token is copied (review block) or reduced to a node name here: the call's own copy of
  * its headers (~1 KiB with a real ServiceAccount token) need not live as long as the stream. */
-int tau_agg_report_start(tau_rpc_call *call, void *ud)
+int tau_inventory_report_start(tau_rpc_call *call, void *ud)
 {
 	int rc = report_start_with_token(call, ud);
 
@@ -424,7 +424,7 @@ int tau_agg_report_start(tau_rpc_call *call, void *ud)
 	return rc;
 }
 
-void tau_agg_report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+void tau_inventory_report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
 	stream *s = tau_rpc_call_user(call);
 
@@ -432,7 +432,7 @@ void tau_agg_report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	pthread_mutex_lock(&s->mu);
 	switch (s->auth) {
 	case AUTH_OK:
-		tau_agg_handle_report(s, (Tau__Inventory__V1__AgentReport *)msg);
+		tau_inventory_handle_report(s, (Tau__Inventory__V1__AgentReport *)msg);
 		break;
 	case AUTH_PENDING:
 		if (s->rv != NULL && s->rv->n_pending < PENDING_MAX) {
@@ -449,7 +449,7 @@ void tau_agg_report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	pthread_mutex_unlock(&s->mu);
 }
 
-void tau_agg_report_half_close(tau_rpc_call *call, void *ud)
+void tau_inventory_report_half_close(tau_rpc_call *call, void *ud)
 {
 	stream *s = tau_rpc_call_user(call);
 	bool later = false;
@@ -466,10 +466,10 @@ void tau_agg_report_half_close(tau_rpc_call *call, void *ud)
 		tau_rpc_call_finish(call, TAU_RPC_OK, NULL);
 }
 
-void tau_agg_report_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
+void tau_inventory_report_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
 {
 	stream *s = tau_rpc_call_user(call);
-	tau_agg *a = ud;
+	tau_inventory *a = ud;
 
 	if (s == NULL)
 		return;
@@ -480,7 +480,7 @@ void tau_agg_report_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
 		/* Cancelled or gone before its review: nobody can be told, but the log says so. */
 		atomic_fetch_add(&a->ended_unauthenticated, 1);
 		snprintf(key, sizeof(key), "%s|ended-unauthenticated", s->peer);
-		if (tau_agg_first_time(a, key))
+		if (tau_inventory_first_time(a, key))
 			tau_log_warn("agent stream ended before authentication completed", "peer",
 			             s->peer, "end",
 			             end == TAU_RPC_END_DEADLINE ? "deadline" : "cancelled", NULL);
@@ -495,10 +495,10 @@ void tau_agg_report_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
 	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_lock(&a->mu);
 	if (s->bound) {
-		tau_nodestore_set_connected(a->store, s->node, false, tau_agg_now_ms());
+		tau_nodestore_set_connected(a->store, s->node, false, tau_inventory_now_ms());
 		unbind_stream(a, s);
 	}
 	pthread_mutex_unlock(&a->mu);
 	tau_rpc_call_set_user(call, NULL);
-	tau_agg_stream_unref(s);
+	tau_inventory_stream_unref(s);
 }

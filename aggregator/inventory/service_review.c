@@ -26,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-void tau_agg_refuse(stream *s, tau_rpc_code code, const char *msg)
+void tau_inventory_refuse(stream *s, tau_rpc_code code, const char *msg)
 {
-	tau_agg *a = s->agg;
+	tau_inventory *a = s->agg;
 	char key[400];
 
 	if (code == TAU_RPC_UNAUTHENTICATED)
@@ -40,7 +40,7 @@ void tau_agg_refuse(stream *s, tau_rpc_code code, const char *msg)
 	else
 		atomic_fetch_add(&a->auth_unavail, 1);
 	snprintf(key, sizeof(key), "%s|%d|%.250s", s->peer, (int)code, msg);
-	if (tau_agg_first_time(a, key))
+	if (tau_inventory_first_time(a, key))
 		tau_log_warn("agent stream refused", "peer", s->peer, "code",
 		             tau_rpc_code_name(code), "reason", msg, NULL);
 	tau_rpc_call_finish(s->call, code, msg);
@@ -53,7 +53,7 @@ void tau_agg_refuse(stream *s, tau_rpc_code code, const char *msg)
  * a review that could not be made, closes the stream (fail closed; the agent reconnects and is
  * admitted again only on a token that verifies).
  */
-static void confirm_decided(tau_agg *a, stream *s, int rc, bool expired,
+static void confirm_decided(tau_inventory *a, stream *s, int rc, bool expired,
                             const tau_auth_review *review)
 {
 	char msg[512];
@@ -79,16 +79,16 @@ static void confirm_decided(tau_agg *a, stream *s, int rc, bool expired,
 	tau_log_warn("locally admitted agent stream closed: its TokenReview did not confirm it",
 	             "node", s->node, "peer", s->peer, "code", tau_rpc_code_name(code), "reason",
 	             msg, NULL);
-	tau_agg_refuse(s, code, msg);
+	tau_inventory_refuse(s, code, msg);
 }
 
-static void review_stream(tau_agg *a, stream *s)
+static void review_stream(tau_inventory *a, stream *s)
 {
 	tau_auth_review review;
 	/* Only this worker frees s->rv before the stream's end: its token may be read unlocked. */
 	const char *token = s->rv->token, *hash = s->rv->token_hash;
 	char msg[512];
-	int64_t now = tau_agg_now_ms(), exp_s = 0;
+	int64_t now = tau_inventory_now_ms(), exp_s = 0;
 	bool have_exp = tau_auth_token_expiry(&exp_s, token) == 0;
 	bool expired = have_exp && exp_s * 1000 <= now;
 	tau_rpc_code code;
@@ -97,10 +97,10 @@ static void review_stream(tau_agg *a, stream *s)
 	memset(&review, 0, sizeof(review));
 	pthread_mutex_lock(&s->mu);
 	if (s->done) {
-		/* Ended while it waited (logged by tau_agg_report_done): its review would cost for
-		 * nothing.
+		/* Ended while it waited (logged by tau_inventory_report_done): its review would
+		 * cost for nothing.
 		 */
-		tau_agg_stream_review_free(s);
+		tau_inventory_stream_review_free(s);
 		pthread_mutex_unlock(&s->mu);
 		return;
 	}
@@ -131,7 +131,7 @@ static void review_stream(tau_agg *a, stream *s)
 		snprintf(msg, sizeof(msg), "could not review the token: %.400s",
 		         tau_error_last()->msg);
 		s->auth = AUTH_FAILED;
-		tau_agg_refuse(s, TAU_RPC_UNAVAILABLE, msg);
+		tau_inventory_refuse(s, TAU_RPC_UNAVAILABLE, msg);
 		goto out;
 	}
 	code = tau_auth_decide_user(msg, sizeof(msg), true, expired, &review, a->agent_user);
@@ -141,23 +141,25 @@ static void review_stream(tau_agg *a, stream *s)
 	}
 	if (code != TAU_RPC_OK) {
 		s->auth = AUTH_FAILED;
-		tau_agg_refuse(s, code, msg);
+		tau_inventory_refuse(s, code, msg);
 		goto out;
 	}
 	s->auth = AUTH_OK;
 	for (size_t i = 0; i < s->rv->n_pending && s->auth == AUTH_OK; i++) {
-		tau_agg_handle_report(s, (Tau__Inventory__V1__AgentReport *)s->rv->pending[i]);
+		tau_inventory_handle_report(s,
+		                            (Tau__Inventory__V1__AgentReport *)s->rv->pending[i]);
 		s->rv->pending[i] = NULL;
 	}
 	if (s->half_closed)
 		tau_rpc_call_finish(s->call, TAU_RPC_OK, NULL); /* after the acks just queued */
 out:
-	tau_agg_stream_review_free(s); /* the token and what the review held: no longer needed */
+	tau_inventory_stream_review_free(
+	        s); /* the token and what the review held: no longer needed */
 	pthread_mutex_unlock(&s->mu);
 }
 
 /* Put `p` at the end of the round (jobs_mu held). */
-static void turn_append(tau_agg *a, review_peer *p)
+static void turn_append(tau_inventory *a, review_peer *p)
 {
 	p->in_turn = true;
 	p->next_turn = NULL;
@@ -169,7 +171,7 @@ static void turn_append(tau_agg *a, review_peer *p)
 }
 
 /* The next stream to review: the first of the peer whose turn it is (jobs_mu held). */
-stream *tau_agg_next_job(tau_agg *a)
+stream *tau_inventory_next_job(tau_inventory *a)
 {
 	review_peer *p = a->turn_head;
 	stream *s;
@@ -201,7 +203,7 @@ stream *tau_agg_next_job(tau_agg *a)
 
 /* One review of `p` (NULL: a confirming review) is over (jobs_mu held); forget a peer with
  * none left. */
-void tau_agg_review_peer_release(tau_agg *a, review_peer *p)
+void tau_inventory_review_peer_release(tau_inventory *a, review_peer *p)
 {
 	if (p == NULL) {
 		a->confirms_pending--;
@@ -214,9 +216,9 @@ void tau_agg_review_peer_release(tau_agg *a, review_peer *p)
 	}
 }
 
-void *tau_agg_auth_worker(void *arg)
+void *tau_inventory_auth_worker(void *arg)
 {
-	tau_agg *a = arg;
+	tau_inventory *a = arg;
 
 	pthread_mutex_lock(&a->jobs_mu);
 	for (;;) {
@@ -226,14 +228,14 @@ void *tau_agg_auth_worker(void *arg)
 			pthread_cond_wait(&a->jobs_cond, &a->jobs_mu);
 		if (a->jobs_stop)
 			break;
-		s = tau_agg_next_job(a);
+		s = tau_inventory_next_job(a);
 		pthread_mutex_unlock(&a->jobs_mu);
 		review_stream(a, s);
 		pthread_mutex_lock(&a->jobs_mu);
-		tau_agg_review_peer_release(a, s->rpeer);
+		tau_inventory_review_peer_release(a, s->rpeer);
 		s->rpeer = NULL;
 		pthread_mutex_unlock(&a->jobs_mu);
-		tau_agg_stream_unref(s);
+		tau_inventory_stream_unref(s);
 		pthread_mutex_lock(&a->jobs_mu);
 	}
 	pthread_mutex_unlock(&a->jobs_mu);
@@ -244,7 +246,8 @@ void *tau_agg_auth_worker(void *arg)
  * Queue `s` for review in its peer's queue.  @return 0, or RESOURCE_EXHAUSTED with `msg` set
  * when the peer or the whole aggregator has as many reviews queued or running as allowed.
  */
-tau_rpc_code tau_agg_enqueue_review(tau_agg *a, stream *s, const char *key, char *msg, size_t cap)
+tau_rpc_code tau_inventory_enqueue_review(tau_inventory *a, stream *s, const char *key, char *msg,
+                                          size_t cap)
 {
 	tau_hmap_node *n;
 	review_peer *p;
@@ -298,7 +301,7 @@ tau_rpc_code tau_agg_enqueue_review(tau_agg *a, stream *s, const char *key, char
 }
 
 /* Queue `s` for its confirming review.  @return false when as many wait as allowed. */
-static bool enqueue_confirm(tau_agg *a, stream *s)
+static bool enqueue_confirm(tau_inventory *a, stream *s)
 {
 	bool ok;
 
@@ -324,7 +327,7 @@ static bool enqueue_confirm(tau_agg *a, stream *s)
  * claims), its TokenReview queued to confirm it.  @return true when admitted; false: it waits
  * for its review as without local verification (counted by why).
  */
-bool tau_agg_admit_locally(tau_agg *a, stream *s, const char *token, const char *hash)
+bool tau_inventory_admit_locally(tau_inventory *a, stream *s, const char *token, const char *hash)
 {
 	tau_jwt_claims claims;
 	char msg[256];
@@ -339,7 +342,7 @@ bool tau_agg_admit_locally(tau_agg *a, stream *s, const char *token, const char 
 		atomic_fetch_add(
 		        r == TAU_JWT_UNKNOWN_KEY ? &a->local_unknown_key : &a->local_invalid, 1);
 		snprintf(key, sizeof(key), "%s|local|%.250s", s->peer, msg);
-		if (tau_agg_first_time(a, key))
+		if (tau_inventory_first_time(a, key))
 			tau_log_info("agent token not verified locally: admitted only after its "
 			             "TokenReview",
 			             "peer", s->peer, "reason", msg, NULL);
@@ -364,7 +367,7 @@ bool tau_agg_admit_locally(tau_agg *a, stream *s, const char *token, const char 
 	atomic_fetch_add(&a->local_admitted, 1);
 	return true;
 undo:
-	tau_agg_stream_review_free(s);
+	tau_inventory_stream_review_free(s);
 	free(s->node);
 	s->node = NULL;
 	return false;

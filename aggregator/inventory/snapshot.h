@@ -7,14 +7,14 @@
  * read on any thread for as long as needed:
  *
  *   tau_pool_snapshot *snap;
- *   if (tau_agg_pool_snapshot(agg, &snap) == 0) {
+ *   if (tau_inventory_pool_snapshot(agg, &snap) == 0) {
  *           if (!snap->established)  -> wait, write nothing (P5: never shrink early)
  *           else if (!snap->valid)   -> zero the budget, condition says snap->invalid_reason
  *           else                     -> budget = snap->flavors; P4 checks use snap->nodes
  *           tau_pool_snapshot_free(snap);
  *   }
  *
- * Change notification: tau_agg_pool_subscribe registers a callback that the
+ * Change notification: tau_inventory_pool_subscribe registers a callback that the
  * aggregator's publisher thread calls, with no lock held, after any change
  * of what a snapshot holds (the counted nodes, their labels or allocatable,
  * established, valid, a counted node's agent.* verdicts in `truth`, and any change of the
@@ -137,14 +137,14 @@ int tau_pool_snapshot_build(tau_pool_snapshot **out, const tau_nodestore *store)
 /** Free a snapshot; NULL is a no-op. */
 void tau_pool_snapshot_free(tau_pool_snapshot *snap);
 
-typedef struct tau_agg tau_agg;
+typedef struct tau_inventory tau_inventory;
 
 /**
  * The aggregator's pool now, as a snapshot the caller owns.  Thread-safe.
  * O(counted nodes): take one per notification, not per read.
  * @return 0 or -TAU_ENOMEM.
  */
-int tau_agg_pool_snapshot(tau_agg *agg, tau_pool_snapshot **out);
+int tau_inventory_pool_snapshot(tau_inventory *agg, tau_pool_snapshot **out);
 
 /** Called after the pool changed (see the file comment); `ud` as registered. */
 typedef void (*tau_pool_changed_fn)(void *ud);
@@ -155,13 +155,13 @@ typedef void (*tau_pool_changed_fn)(void *ud);
  * soon after subscribing, so a reader starts from a fresh snapshot.
  * @return 0, -TAU_ENOMEM, -TAU_ETOOBIG (more than 16 subscribers).
  */
-int tau_agg_pool_subscribe(tau_agg *agg, tau_pool_changed_fn fn, void *ud);
+int tau_inventory_pool_subscribe(tau_inventory *agg, tau_pool_changed_fn fn, void *ud);
 
 /**
  * Remove a subscription (same fn and ud).  On return no call to it is
  * running or will start, so `ud` may be freed.  Must not be called from the
  * callback itself.  @return 0 or -TAU_ENOTFOUND.
  */
-int tau_agg_pool_unsubscribe(tau_agg *agg, tau_pool_changed_fn fn, void *ud);
+int tau_inventory_pool_unsubscribe(tau_inventory *agg, tau_pool_changed_fn fn, void *ud);
 
 #endif /* TAU_AGGREGATOR_SNAPSHOT_H */

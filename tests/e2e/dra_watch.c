@@ -116,12 +116,12 @@ static void r_kueue(void *arg, const tau_kueue_config *cfg, const char *error)
 
 static recorder rec = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static const tau_agg_dra_sink sink = {.arg = &rec,
-                                      .slice_upsert = r_slice_upsert,
-                                      .slice_delete = r_slice_delete,
-                                      .class_upsert = r_class_upsert,
-                                      .class_delete = r_class_delete,
-                                      .kueue_config = r_kueue};
+static const tau_inventory_dra_sink sink = {.arg = &rec,
+                                            .slice_upsert = r_slice_upsert,
+                                            .slice_delete = r_slice_delete,
+                                            .class_upsert = r_class_upsert,
+                                            .class_delete = r_class_delete,
+                                            .kueue_config = r_kueue};
 
 static void reset_log(void)
 {
@@ -150,28 +150,28 @@ static void expect_line(const char *line)
 
 static bool synced(void *arg)
 {
-	return tau_agg_dra_watch_synced(arg);
+	return tau_inventory_dra_watch_synced(arg);
 }
 
 typedef struct running {
 	tau_kube_client *client;
 	tau_kube_loop *loop;
-	tau_agg_dra_watch *watch;
+	tau_inventory_dra_watch *watch;
 } running;
 
 static void start(running *r)
 {
 	r->client = e2e_client(200, 0);
 	assert_int_equal(tau_kube_loop_new(&r->loop, r->client), 0);
-	assert_int_equal(tau_agg_dra_watch_new(&r->watch, r->loop, NULL, &sink), 0);
-	tau_agg_dra_watch_start(r->watch);
+	assert_int_equal(tau_inventory_dra_watch_new(&r->watch, r->loop, NULL, &sink), 0);
+	tau_inventory_dra_watch_start(r->watch);
 	assert_int_equal(tau_kube_loop_start_thread(r->loop), 0);
 }
 
 static void stop(running *r)
 {
 	tau_kube_loop_join(r->loop);
-	tau_agg_dra_watch_free(r->watch);
+	tau_inventory_dra_watch_free(r->watch);
 	tau_kube_loop_free(r->loop);
 	tau_kube_client_free(r->client);
 }
@@ -243,7 +243,8 @@ static void fixtures_then_changes(void **state)
 		        "\",\"generation\":2,\"resourceSliceCount\":2},"
 		        "\"devices\":[{\"name\":\"gpu-4\"},{\"name\":\"gpu-5\"}]}}");
 
-		assert_int_equal(tau_kube_create(&out, c, &tau_agg_res_resourceslices, NULL, s), 0);
+		assert_int_equal(
+		        tau_kube_create(&out, c, &tau_inventory_res_resourceslices, NULL, s), 0);
 		cJSON_Delete(out);
 		out = NULL;
 		cJSON_Delete(s);
@@ -251,21 +252,21 @@ static void fixtures_then_changes(void **state)
 	expect_line("slice+ " NODE1 "-gpu.nvidia.com-z2v8r gen=2 devices=2");
 	/* the class loses its extended resource name, then goes */
 	reset_log();
-	assert_int_equal(tau_kube_patch(&out, c, &tau_agg_res_deviceclasses, NULL, "gpu.nvidia.com",
-	                                NULL, TAU_KUBE_PATCH_MERGE,
+	assert_int_equal(tau_kube_patch(&out, c, &tau_inventory_res_deviceclasses, NULL,
+	                                "gpu.nvidia.com", NULL, TAU_KUBE_PATCH_MERGE,
 	                                "{\"spec\":{\"extendedResourceName\":null}}"),
 	                 0);
 	cJSON_Delete(out);
 	out = NULL;
 	expect_line("class+ gpu.nvidia.com ern=-");
-	assert_int_equal(
-	        tau_kube_delete(&out, c, &tau_agg_res_deviceclasses, NULL, "gpu.nvidia.com", NULL),
-	        0);
+	assert_int_equal(tau_kube_delete(&out, c, &tau_inventory_res_deviceclasses, NULL,
+	                                 "gpu.nvidia.com", NULL),
+	                 0);
 	cJSON_Delete(out);
 	out = NULL;
 	expect_line("class- gpu.nvidia.com");
-	assert_int_equal(tau_kube_delete(&out, c, &tau_agg_res_resourceslices, NULL, SLICE0, NULL),
-	                 0);
+	assert_int_equal(
+	        tau_kube_delete(&out, c, &tau_inventory_res_resourceslices, NULL, SLICE0, NULL), 0);
 	cJSON_Delete(out);
 	expect_line("slice- " SLICE0);
 	assert_int_equal(rec.pruned_violations, 0);

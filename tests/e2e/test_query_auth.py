@@ -110,7 +110,7 @@ class Agg:
 class QueryAuthE2E(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="tau-qauth-e2e-", dir=ta.WORK)
+        cls.tmp = tempfile.mkdtemp(prefix="tau-query-auth-e2e-", dir=ta.WORK)
         tokens = os.path.join(cls.tmp, "tokens.json")
         with open(tokens, "w") as f:
             json.dump(TOKENS, f)

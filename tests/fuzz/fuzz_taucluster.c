@@ -4,7 +4,7 @@
  * Any bytes go through the bounded JSON parser; whatever parses is the
  * TauCluster of the fixed world (kube_world.h) and goes to the budget's
  * decision (tau_budget_decide: managementMode, capacityTeamRef, metadata.uid)
- * and to the inventory's node selector (tau_agg_cluster, which must fail
+ * and to the inventory's node selector (tau_inventory_cluster, which must fail
  * closed on anything it cannot read).  world_check asserts what holds of
  * any decision.  A broken property aborts.
  */
@@ -28,17 +28,17 @@ static int no_review(void *ud, const char *token, tau_auth_review *out)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static tau_agg *agg;
+	static tau_inventory *agg;
 	cJSON *cluster = NULL;
 	world_view v;
 
 	if (agg == NULL) {
-		tau_agg_config cfg = {.agent_user =
-		                              "system:serviceaccount:tau-system:tau-node-agent",
-		                      .review = no_review};
+		tau_inventory_config cfg = {
+		        .agent_user = "system:serviceaccount:tau-system:tau-node-agent",
+		        .review = no_review};
 
 		tau_log_set_level(TAU_LOG_OFF);
-		if (tau_agg_new(&agg, &cfg) < 0)
+		if (tau_inventory_new(&agg, &cfg) < 0)
 			world_fail("fuzz_taucluster", "cannot make the aggregator state");
 	}
 	if (tau_json_parse(&cluster, (const char *)data, size, 1u << 20) < 0)
@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	world_view_of(&v, world_get());
 	v.in.cluster = cluster;
 	world_check("fuzz_taucluster", &v.in);
-	tau_agg_cluster(agg, cluster);
+	tau_inventory_cluster(agg, cluster);
 	cJSON_Delete(cluster);
 	return 0;
 }

@@ -324,7 +324,7 @@ typedef struct watch {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	int calls;
-	tau_agg *agg;
+	tau_inventory *agg;
 	bool last_valid; /* what a snapshot taken in the callback said */
 	size_t last_nodes;
 } watch;
@@ -335,7 +335,7 @@ static void on_change(void *ud)
 	tau_pool_snapshot *snap = NULL;
 
 	/* The callback runs without the state lock: taking a snapshot here must work. */
-	assert_int_equal(tau_agg_pool_snapshot(w->agg, &snap), 0);
+	assert_int_equal(tau_inventory_pool_snapshot(w->agg, &snap), 0);
 	pthread_mutex_lock(&w->mu);
 	w->calls++;
 	w->last_valid = snap->valid;
@@ -370,7 +370,7 @@ static int no_review(void *ud, const char *token, tau_auth_review *out)
 	return tau_error_set(TAU_EIO, "not in this test");
 }
 
-static void agg_node(tau_agg *a, const char *name)
+static void agg_node(tau_inventory *a, const char *name)
 {
 	char json[512];
 	cJSON *root = NULL;
@@ -382,45 +382,45 @@ static void agg_node(tau_agg *a, const char *name)
 	         "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
 	         name);
 	assert_int_equal(tau_json_parse(&root, json, strlen(json), 0), 0);
-	tau_agg_node_upsert(a, root);
+	tau_inventory_node_upsert(a, root);
 	cJSON_Delete(root);
 }
 
 static void aggregator_notifies_subscribers(void **state)
 {
-	tau_agg_config cfg = {.agent_user = "system:serviceaccount:tau-system:agent",
-	                      .review = no_review,
-	                      .sync_timeout_ms = 1,
-	                      .auth_threads = 1};
+	tau_inventory_config cfg = {.agent_user = "system:serviceaccount:tau-system:agent",
+	                            .review = no_review,
+	                            .sync_timeout_ms = 1,
+	                            .auth_threads = 1};
 	watch w = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 	const char *bad = "{\"spec\":{\"nodes\":{\"selector\":{\"pool\":\"not a label value\"}}}}";
 	cJSON *cluster = NULL;
 
 	(void)state;
-	assert_int_equal(tau_agg_new(&w.agg, &cfg), 0);
-	assert_int_equal(tau_agg_start(w.agg), 0);
-	assert_int_equal(tau_agg_pool_subscribe(w.agg, on_change, &w), 0);
+	assert_int_equal(tau_inventory_new(&w.agg, &cfg), 0);
+	assert_int_equal(tau_inventory_start(w.agg), 0);
+	assert_int_equal(tau_inventory_pool_subscribe(w.agg, on_change, &w), 0);
 	agg_node(w.agg, "n1");
 	agg_node(w.agg, "n2");
-	tau_agg_nodes_synced(w.agg);
+	tau_inventory_nodes_synced(w.agg);
 	wait_for_news(&w, true, 2);
 	/* an unusable selector: the callback hears of it, and the snapshot says why */
 	assert_int_equal(tau_json_parse(&cluster, bad, strlen(bad), 0), 0);
-	tau_agg_cluster(w.agg, cluster);
+	tau_inventory_cluster(w.agg, cluster);
 	wait_for_news(&w, false, 0);
 	{
 		tau_pool_snapshot *snap = NULL;
 
-		assert_int_equal(tau_agg_pool_snapshot(w.agg, &snap), 0);
+		assert_int_equal(tau_inventory_pool_snapshot(w.agg, &snap), 0);
 		assert_non_null(strstr(snap->invalid_reason, "spec.nodes.selector"));
 		tau_pool_snapshot_free(snap);
 	}
-	tau_agg_cluster(w.agg, NULL);
+	tau_inventory_cluster(w.agg, NULL);
 	wait_for_news(&w, true, 2);
-	assert_int_equal(tau_agg_pool_unsubscribe(w.agg, on_change, &w), 0);
-	assert_int_equal(tau_agg_pool_unsubscribe(w.agg, on_change, &w), -TAU_ENOTFOUND);
+	assert_int_equal(tau_inventory_pool_unsubscribe(w.agg, on_change, &w), 0);
+	assert_int_equal(tau_inventory_pool_unsubscribe(w.agg, on_change, &w), -TAU_ENOTFOUND);
 	cJSON_Delete(cluster);
-	tau_agg_free(w.agg);
+	tau_inventory_free(w.agg);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * qauth.h - who may query the aggregator: authentication and authorization
+ * query_auth.h - who may query the aggregator: authentication and authorization
  * of QueryService calls delegated to the API server.
  *
  * Every guarded call must carry "authorization: Bearer <token>".  The token
@@ -12,8 +12,8 @@
  * token's own `exp`.  Reviews waiting for a worker are capped: beyond the cap
  * a call is refused RESOURCE_EXHAUSTED at once, before any API request.
  */
-#ifndef TAU_AGGREGATOR_QAUTH_H
-#define TAU_AGGREGATOR_QAUTH_H
+#ifndef TAU_AGGREGATOR_QUERY_AUTH_H
+#define TAU_AGGREGATOR_QUERY_AUTH_H
 
 #include "auth.h"
 
@@ -25,8 +25,8 @@
 #include <stdint.h>
 
 /** The API group and verb every query is authorized against. */
-#define TAU_QAUTH_GROUP "tau.azure.com"
-#define TAU_QAUTH_VERB  "get"
+#define TAU_QUERY_AUTH_GROUP "tau.azure.com"
+#define TAU_QUERY_AUTH_VERB  "get"
 
 /**
  * Review `token` and authorize its user for `resource`, filling `out`:
@@ -36,46 +36,46 @@
  * code when the API server could not be asked (the caller answers UNAVAILABLE).
  * Called from worker threads.
  */
-typedef int (*tau_qauth_review_fn)(void *ud, const char *token, const char *resource,
-                                   tau_auth_review *out);
+typedef int (*tau_query_auth_review_fn)(void *ud, const char *token, const char *resource,
+                                        tau_auth_review *out);
 
 /** Settings; zero takes the default in brackets. */
-typedef struct tau_qauth_config {
-	tau_qauth_review_fn review; /**< required */
+typedef struct tau_query_auth_config {
+	tau_query_auth_review_fn review; /**< required */
 	void *review_ud;
 	int threads;        /**< review workers [2] */
 	size_t max_pending; /**< reviews waiting for a worker before RESOURCE_EXHAUSTED [256] */
 	int64_t ttl_ms;     /**< cache time of a decision, allowed or not [10000] */
 	size_t cache_max;   /**< cached decisions [16384] */
-} tau_qauth_config;
+} tau_query_auth_config;
 
-typedef struct tau_qauth tau_qauth;
+typedef struct tau_query_auth tau_query_auth;
 
 /** Counters for /metrics. */
-typedef struct tau_qauth_counts {
+typedef struct tau_query_auth_counts {
 	uint64_t allowed, unauthenticated, denied, unavailable, overloaded, reviews;
 	size_t pending;
-} tau_qauth_counts;
+} tau_query_auth_counts;
 
 /** How long each review pair took (lent, lives as long as `q`); NULL when `q` is NULL. */
-const tau_prom_histogram *tau_qauth_review_latency(const tau_qauth *q);
+const tau_prom_histogram *tau_query_auth_review_latency(const tau_query_auth *q);
 
 /**
  * The status a decision gives: TAU_RPC_OK, TAU_RPC_UNAUTHENTICATED (no token, or
  * `review` not authenticated) or TAU_RPC_PERMISSION_DENIED (authenticated, not
  * allowed).  `msg` says why in words a caller can act on.  Pure.
  */
-tau_rpc_code tau_qauth_decide(char *msg, size_t cap, bool token_present,
-                              const tau_auth_review *review, const char *resource);
+tau_rpc_code tau_query_auth_decide(char *msg, size_t cap, bool token_present,
+                                   const tau_auth_review *review, const char *resource);
 
 /** Create and start the workers.  @return 0, -TAU_EINVAL, -TAU_ENOMEM, -TAU_EIO. */
-int tau_qauth_new(tau_qauth **out, const tau_qauth_config *cfg);
+int tau_query_auth_new(tau_query_auth **out, const tau_query_auth_config *cfg);
 
 /**
  * Stop the workers (after the rpc server is shut down: no call is left) and
  * free.  NULL is a no-op.
  */
-void tau_qauth_free(tau_qauth *q);
+void tau_query_auth_free(tau_query_auth *q);
 
 /**
  * Guard `m` (before it is registered): its on_start, on_message and on_done
@@ -85,9 +85,9 @@ void tau_qauth_free(tau_qauth *q);
  * the wrapped handlers must not use it.  Unary and server-streaming methods only.
  * @return 0, -TAU_EINVAL (other kinds), -TAU_ENOMEM.
  */
-int tau_qauth_guard(tau_qauth *q, tau_rpc_method *m, const char *resource);
+int tau_query_auth_guard(tau_query_auth *q, tau_rpc_method *m, const char *resource);
 
 /** Snapshot of the counters.  Thread-safe. */
-void tau_qauth_counts_get(tau_qauth *q, tau_qauth_counts *out);
+void tau_query_auth_counts_get(tau_query_auth *q, tau_query_auth_counts *out);
 
-#endif /* TAU_AGGREGATOR_QAUTH_H */
+#endif /* TAU_AGGREGATOR_QUERY_AUTH_H */

@@ -1,5 +1,5 @@
 /*
- * qauth.c - QueryService authentication and authorization (see qauth.h).
+ * query_auth.c - QueryService authentication and authorization (see query_auth.h).
  *
  * Per call a small state (qcall) holds the one request message until the
  * decision.  The call's handler runs with the qcall mutex held and only while
@@ -8,7 +8,7 @@
  * somewhere (WatchPool) therefore either ran before on_done, which then
  * unregisters it, or never runs.
  */
-#include "qauth.h"
+#include "query_auth.h"
 
 #include "tau/backoff.h"
 #include "tau/error.h"
@@ -22,7 +22,7 @@
 #include <time.h>
 
 typedef struct guard {
-	tau_qauth *q;
+	tau_query_auth *q;
 	tau_rpc_method orig;
 	char resource[32];
 	struct guard *next;
@@ -44,8 +44,8 @@ typedef struct qcall {
 	struct qcall *next_job;
 } qcall;
 
-struct tau_qauth {
-	tau_qauth_config cfg;
+struct tau_query_auth {
+	tau_query_auth_config cfg;
 	tau_auth_cache *cache;
 	guard *guards;
 	pthread_mutex_t jobs_mu;
@@ -73,13 +73,13 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-tau_rpc_code tau_qauth_decide(char *msg, size_t cap, bool token_present,
-                              const tau_auth_review *review, const char *resource)
+tau_rpc_code tau_query_auth_decide(char *msg, size_t cap, bool token_present,
+                                   const tau_auth_review *review, const char *resource)
 {
 	if (!token_present) {
 		snprintf(msg, cap,
 		         "missing bearer token (authorization: Bearer <token>); queries need a "
-		         "Kubernetes identity allowed to get %s." TAU_QAUTH_GROUP,
+		         "Kubernetes identity allowed to get %s." TAU_QUERY_AUTH_GROUP,
 		         resource);
 		return TAU_RPC_UNAUTHENTICATED;
 	}
@@ -89,7 +89,7 @@ tau_rpc_code tau_qauth_decide(char *msg, size_t cap, bool token_present,
 		return TAU_RPC_UNAUTHENTICATED;
 	}
 	if (review->error[0] != '\0') {
-		snprintf(msg, cap, "user %.200s may not get %s." TAU_QAUTH_GROUP ": %.200s",
+		snprintf(msg, cap, "user %.200s may not get %s." TAU_QUERY_AUTH_GROUP ": %.200s",
 		         review->username, resource, review->error);
 		return TAU_RPC_PERMISSION_DENIED;
 	}
@@ -111,7 +111,7 @@ static void qcall_unref(qcall *c)
 	free(c);
 }
 
-static void count(tau_qauth *q, tau_rpc_code code)
+static void count(tau_query_auth *q, tau_rpc_code code)
 {
 	switch (code) {
 	case TAU_RPC_OK:
@@ -132,7 +132,7 @@ static void count(tau_qauth *q, tau_rpc_code code)
 }
 
 /* Finish a refused call, count and log it (rate-limited). */
-static void refuse(tau_qauth *q, tau_rpc_call *call, tau_rpc_code code, const char *msg)
+static void refuse(tau_query_auth *q, tau_rpc_call *call, tau_rpc_code code, const char *msg)
 {
 	int64_t sec = now_ms() / 1000;
 	unsigned dropped = 0;
@@ -199,7 +199,7 @@ static void key_of(char out[65], const char *resource, const char *token)
 
 /* ---- workers ---- */
 
-static void review_one(tau_qauth *q, qcall *c)
+static void review_one(tau_query_auth *q, qcall *c)
 {
 	tau_auth_review review;
 	char msg[512];
@@ -231,7 +231,8 @@ static void review_one(tau_qauth *q, qcall *c)
 		c->held = NULL;
 		pthread_mutex_unlock(&c->mu);
 		if (rc == 0)
-			count(q, tau_qauth_decide(msg, sizeof(msg), true, &review, c->g->resource));
+			count(q, tau_query_auth_decide(msg, sizeof(msg), true, &review,
+			                               c->g->resource));
 		tau_log_info("query ended before its review finished", "method",
 		             tau_rpc_call_method(c->call), "peer",
 		             tau_rpc_call_peer_address(c->call), NULL);
@@ -242,8 +243,8 @@ static void review_one(tau_qauth *q, qcall *c)
 		         tau_error_last()->msg);
 		c->state = Q_REFUSED;
 		refuse(q, c->call, TAU_RPC_UNAVAILABLE, msg);
-	} else if ((code = tau_qauth_decide(msg, sizeof(msg), true, &review, c->g->resource)) !=
-	           TAU_RPC_OK) {
+	} else if ((code = tau_query_auth_decide(msg, sizeof(msg), true, &review,
+	                                         c->g->resource)) != TAU_RPC_OK) {
 		c->state = Q_REFUSED;
 		refuse(q, c->call, code, msg);
 	} else {
@@ -258,7 +259,7 @@ static void review_one(tau_qauth *q, qcall *c)
 
 static void *worker(void *arg)
 {
-	tau_qauth *q = arg;
+	tau_query_auth *q = arg;
 
 	pthread_mutex_lock(&q->jobs_mu);
 	for (;;) {
@@ -287,7 +288,7 @@ static void *worker(void *arg)
 static int g_start_with_token(tau_rpc_call *call, void *ud)
 {
 	guard *g = ud;
-	tau_qauth *q = g->q;
+	tau_query_auth *q = g->q;
 	const char *token = tau_rpc_call_bearer_token(call);
 	qcall *c;
 	tau_auth_review review;
@@ -297,7 +298,7 @@ static int g_start_with_token(tau_rpc_call *call, void *ud)
 	bool queued = false;
 
 	if (token == NULL || token[0] == '\0') {
-		code = tau_qauth_decide(msg, sizeof(msg), false, NULL, g->resource);
+		code = tau_query_auth_decide(msg, sizeof(msg), false, NULL, g->resource);
 		refuse(q, call, code, msg);
 		return (int)code;
 	}
@@ -317,7 +318,7 @@ static int g_start_with_token(tau_rpc_call *call, void *ud)
 	key_of(c->key, g->resource, token);
 	tau_rpc_call_set_user(call, c);
 	if (tau_auth_cache_get(q->cache, c->key, now, &review)) {
-		code = tau_qauth_decide(msg, sizeof(msg), true, &review, g->resource);
+		code = tau_query_auth_decide(msg, sizeof(msg), true, &review, g->resource);
 		if (code != TAU_RPC_OK) {
 			c->state = Q_REFUSED;
 			refuse(q, call, code, msg);
@@ -423,7 +424,7 @@ static void g_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
 		g->orig.on_done(call, end, g->orig.ud);
 }
 
-int tau_qauth_guard(tau_qauth *q, tau_rpc_method *m, const char *resource)
+int tau_query_auth_guard(tau_query_auth *q, tau_rpc_method *m, const char *resource)
 {
 	guard *g;
 
@@ -451,9 +452,9 @@ int tau_qauth_guard(tau_qauth *q, tau_rpc_method *m, const char *resource)
 
 /* ---- lifecycle ---- */
 
-int tau_qauth_new(tau_qauth **out, const tau_qauth_config *cfg)
+int tau_query_auth_new(tau_query_auth **out, const tau_query_auth_config *cfg)
 {
-	tau_qauth *q;
+	tau_query_auth *q;
 	int rc;
 
 	if (cfg->review == NULL)
@@ -479,12 +480,12 @@ int tau_qauth_new(tau_qauth **out, const tau_qauth_config *cfg)
 	pthread_mutex_init(&q->log_mu, NULL);
 	q->workers = calloc((size_t)q->cfg.threads, sizeof(*q->workers));
 	if (q->workers == NULL) {
-		tau_qauth_free(q);
+		tau_query_auth_free(q);
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	}
 	for (int i = 0; i < q->cfg.threads; i++) {
 		if (pthread_create(&q->workers[i], NULL, worker, q) != 0) {
-			tau_qauth_free(q);
+			tau_query_auth_free(q);
 			return tau_error_set(TAU_EIO, "cannot start a query auth worker");
 		}
 		q->n_workers++;
@@ -493,7 +494,7 @@ int tau_qauth_new(tau_qauth **out, const tau_qauth_config *cfg)
 	return 0;
 }
 
-void tau_qauth_free(tau_qauth *q)
+void tau_query_auth_free(tau_query_auth *q)
 {
 	if (q == NULL)
 		return;
@@ -523,7 +524,7 @@ void tau_qauth_free(tau_qauth *q)
 	free(q);
 }
 
-void tau_qauth_counts_get(tau_qauth *q, tau_qauth_counts *out)
+void tau_query_auth_counts_get(tau_query_auth *q, tau_query_auth_counts *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (q == NULL)
@@ -539,7 +540,7 @@ void tau_qauth_counts_get(tau_qauth *q, tau_qauth_counts *out)
 	pthread_mutex_unlock(&q->jobs_mu);
 }
 
-const tau_prom_histogram *tau_qauth_review_latency(const tau_qauth *q)
+const tau_prom_histogram *tau_query_auth_review_latency(const tau_query_auth *q)
 {
 	return q != NULL ? &q->review_latency : NULL;
 }

@@ -1,9 +1,9 @@
 /*
- * Unit tests of aggregator/inventory/qauth.c: the decision table, and a guarded unary method
+ * Unit tests of aggregator/inventory/query_auth.c: the decision table, and a guarded unary method
  * on a real rpc server (loopback) with a fake review: allowed, unauthenticated, denied,
  * unavailable, the decision cache, and the handler never run for a refused call.
  */
-#include "inventory/qauth.h"
+#include "inventory/query_auth.h"
 
 #include "tau/error.h"
 
@@ -28,21 +28,22 @@ static void decision_table(void **state)
 	char msg[512];
 
 	(void)state;
-	assert_int_equal(tau_qauth_decide(msg, sizeof(msg), false, NULL, "inventory"),
+	assert_int_equal(tau_query_auth_decide(msg, sizeof(msg), false, NULL, "inventory"),
 	                 TAU_RPC_UNAUTHENTICATED);
 	assert_non_null(strstr(msg, "missing bearer token"));
 	assert_non_null(strstr(msg, "inventory.tau.azure.com"));
 	tau_auth_review_set(&r, false, NULL, NULL, "token expired");
-	assert_int_equal(tau_qauth_decide(msg, sizeof(msg), true, &r, "inventory"),
+	assert_int_equal(tau_query_auth_decide(msg, sizeof(msg), true, &r, "inventory"),
 	                 TAU_RPC_UNAUTHENTICATED);
 	assert_string_equal(msg, "bearer token rejected by TokenReview: token expired");
 	tau_auth_review_set(&r, true, "bob", NULL, "no RBAC rule allows it");
-	assert_int_equal(tau_qauth_decide(msg, sizeof(msg), true, &r, "workspaces"),
+	assert_int_equal(tau_query_auth_decide(msg, sizeof(msg), true, &r, "workspaces"),
 	                 TAU_RPC_PERMISSION_DENIED);
 	assert_string_equal(
 	        msg, "user bob may not get workspaces.tau.azure.com: no RBAC rule allows it");
 	tau_auth_review_set(&r, true, "alice", NULL, NULL);
-	assert_int_equal(tau_qauth_decide(msg, sizeof(msg), true, &r, "inventory"), TAU_RPC_OK);
+	assert_int_equal(tau_query_auth_decide(msg, sizeof(msg), true, &r, "inventory"),
+	                 TAU_RPC_OK);
 	assert_string_equal(msg, "");
 }
 
@@ -75,7 +76,7 @@ static void on_get_node(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 }
 
 typedef struct fixture {
-	tau_qauth *q;
+	tau_query_auth *q;
 	tau_rpc_server *srv;
 	tau_rpc_channel *ch;
 } fixture;
@@ -83,7 +84,7 @@ typedef struct fixture {
 static int setup(void **state)
 {
 	fixture *f = calloc(1, sizeof(*f));
-	tau_qauth_config cfg = {.review = fake_review, .threads = 2, .ttl_ms = 60000};
+	tau_query_auth_config cfg = {.review = fake_review, .threads = 2, .ttl_ms = 60000};
 	tau_rpc_method m = {.path = PATH,
 	                    .kind = TAU_RPC_UNARY,
 	                    .request = &tau__inventory__v1__get_node_request__descriptor,
@@ -94,8 +95,8 @@ static int setup(void **state)
 	tau_rpc_channel_opts co = {0};
 
 	assert_non_null(f);
-	assert_int_equal(tau_qauth_new(&f->q, &cfg), 0);
-	assert_int_equal(tau_qauth_guard(f->q, &m, "inventory"), 0);
+	assert_int_equal(tau_query_auth_new(&f->q, &cfg), 0);
+	assert_int_equal(tau_query_auth_guard(f->q, &m, "inventory"), 0);
 	assert_int_equal(tau_rpc_server_new(&f->srv, NULL), 0);
 	assert_int_equal(tau_rpc_server_add_method(f->srv, &m), 0);
 	assert_int_equal(tau_rpc_server_listen(f->srv, "127.0.0.1:0", NULL, &port), 0);
@@ -115,7 +116,7 @@ static int teardown(void **state)
 
 	tau_rpc_channel_free(f->ch);
 	tau_rpc_server_free(f->srv);
-	tau_qauth_free(f->q);
+	tau_query_auth_free(f->q);
 	free(f);
 	return 0;
 }
@@ -140,7 +141,7 @@ static void guarded_calls(void **state)
 {
 	fixture *f = *state;
 	tau_rpc_status st;
-	tau_qauth_counts c;
+	tau_query_auth_counts c;
 
 	assert_int_equal(call_with(f, NULL, &st), TAU_RPC_UNAUTHENTICATED);
 	assert_non_null(strstr(st.message, "missing bearer token"));
@@ -162,7 +163,7 @@ static void guarded_calls(void **state)
 	assert_int_equal(call_with(f, "down", &st), TAU_RPC_UNAVAILABLE);
 	assert_int_equal(atomic_load(&reviews), 5);
 	assert_int_equal(atomic_load(&handled), 2);
-	tau_qauth_counts_get(f->q, &c);
+	tau_query_auth_counts_get(f->q, &c);
 	assert_int_equal(c.allowed, 2);
 	assert_int_equal(c.unauthenticated, 2);
 	assert_int_equal(c.denied, 2);
@@ -173,19 +174,19 @@ static void guarded_calls(void **state)
 
 static void only_unary_and_server_streaming(void **state)
 {
-	tau_qauth *q = NULL;
-	tau_qauth_config cfg = {.review = fake_review};
+	tau_query_auth *q = NULL;
+	tau_query_auth_config cfg = {.review = fake_review};
 	tau_rpc_method m = {.path = PATH, .kind = TAU_RPC_BIDI};
 
 	(void)state;
-	assert_int_equal(tau_qauth_new(&q, &cfg), 0);
-	assert_int_equal(tau_qauth_guard(q, &m, "inventory"), -TAU_EINVAL);
-	assert_int_equal(tau_qauth_guard(q, &(tau_rpc_method){.kind = TAU_RPC_UNARY},
-	                                 "a-resource-name-far-too-long-to-hold"),
+	assert_int_equal(tau_query_auth_new(&q, &cfg), 0);
+	assert_int_equal(tau_query_auth_guard(q, &m, "inventory"), -TAU_EINVAL);
+	assert_int_equal(tau_query_auth_guard(q, &(tau_rpc_method){.kind = TAU_RPC_UNARY},
+	                                      "a-resource-name-far-too-long-to-hold"),
 	                 -TAU_EINVAL);
-	tau_qauth_free(q);
+	tau_query_auth_free(q);
 	cfg.review = NULL;
-	assert_int_equal(tau_qauth_new(&q, &cfg), -TAU_EINVAL);
+	assert_int_equal(tau_query_auth_new(&q, &cfg), -TAU_EINVAL);
 }
 
 int main(void)
