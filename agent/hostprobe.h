@@ -211,6 +211,13 @@ int tau_agent_sysfs_numbered(const char *text, size_t len);
  */
 int tau_agent_rdma_rate_mbps(int64_t *mbps, const char *text, size_t len);
 
+/**
+ * The RDMA part of the probe (rdma.c): count and describe the ports under
+ * <root>/sys/class/infiniband into p; unreadable parts become problems.
+ * @return 0 or -TAU_ENOMEM.
+ */
+int tau_agent_probe_rdma(tau_agent_host_probe *p, const char *root);
+
 /** Free `n` ports and the array (NULL is a no-op). */
 void tau_agent_rdma_ports_free(tau_agent_rdma_port *ports, size_t n);
 
