@@ -181,6 +181,8 @@ static void test_hang_bounded_and_budget(void **state)
 	tau_agent_csi_live *live = NULL;
 	const char *const three[] = {DRIVER, DRIVER, "other.csi.example.com"};
 	int64_t t0, took;
+	int waited = 0;
+	char close_paren = 0;
 
 	serve(f, "{\"name\": \"" DRIVER "\", \"hang\": true}",
 	      "/var/lib/kubelet/plugins/" DRIVER "/csi.sock");
@@ -188,10 +190,21 @@ static void test_hang_bounded_and_budget(void **state)
 	assert_int_equal(tau_agent_csi_probe(&live, f->root, three, 3, 300, 450), 0);
 	took = test_now_ms() - t0;
 	assert_int_equal(live[0].ready, -1);
-	assert_string_equal(live[0].error, "Identity GetPluginInfo: no answer within 300 ms "
-	                                   "(DEADLINE_EXCEEDED)");
-	/* The second gets what is left of the budget (150 ms), the third nothing. */
-	assert_non_null(strstr(live[1].error, "DEADLINE_EXCEEDED"));
+	/* 300 ms, or less when its registration call ate more than 150 ms of the 450 ms
+	 * budget (180-280 ms seen under ASan on a loaded machine); never more. */
+	assert_int_equal(
+	        sscanf(live[0].error,
+	               "Identity GetPluginInfo: no answer within %d ms (DEADLINE_EXCEEDED%c",
+	               &waited, &close_paren),
+	        2);
+	assert_true(waited > 0 && waited <= 300);
+	assert_int_equal(close_paren, ')');
+	/* The second gets what is left of the budget, the third nothing.  On a loaded machine
+	 * the first driver's own calls may spend it all, and the second is not probed either. */
+	if (strcmp(live[1].error, "not probed: the CSI probe's 450 ms budget was spent") != 0) {
+		assert_int_equal(waited, 300);
+		assert_non_null(strstr(live[1].error, "DEADLINE_EXCEEDED"));
+	}
 	assert_string_equal(live[2].error, "not probed: the CSI probe's 450 ms budget was spent");
 	assert_true(took >= 400);
 	assert_true(took < 1500);
