@@ -26,13 +26,13 @@ import glob
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "e2e", "agent"))
-import harness  # noqa: E402
+import harness_path  # noqa: E402,F401  (puts tests/e2e on sys.path)
+from harness import agents, kubesim, paths, procs, proto  # noqa: E402
+from harness.tls import make_tls  # noqa: E402
 
 GOAL_CPU = 1.3
 GOAL_RSS = 1.4
@@ -113,7 +113,7 @@ def ratio(a, b):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--agent", default=harness.AGENT_BIN)
+    ap.add_argument("--agent", default=paths.AGENT_BIN)
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--heartbeat", type=int, default=30)
     ap.add_argument("--once-runs", type=int, default=20)
@@ -122,23 +122,23 @@ def main():
     ap.add_argument("--mappings", action="store_true",
                     help="also print Rss per mapped object (smaps), agent against floor")
     a = ap.parse_args()
-    harness.AGENT_BIN = a.agent
+    paths.AGENT_BIN = a.agent
     work = tempfile.mkdtemp(prefix="tau-agent-bench-")
     floor_bin = build_floor(work)
-    pb = harness.load_messages(work)
-    sim = harness.KubeSim(work, [harness.fixture("node-nd-h100-v5.json"),
-                                 harness.fixture("csinode-nd-h100-v5.json")])
-    host = harness.HostTree(work)
+    pb = proto.inventory()
+    sim = kubesim.KubeSim(objects=[kubesim.fixture("node-nd-h100-v5.json"),
+                                   kubesim.fixture("csinode-nd-h100-v5.json")])
+    host = agents.HostTree(work)
     if a.tls:
-        tls = harness.make_tls(work)
-        rec = harness.Recorder(pb, heartbeat_s=a.heartbeat, tls=(tls["cert"], tls["key"]))
+        tls = make_tls(work)
+        rec = agents.Recorder(pb, heartbeat_s=a.heartbeat, tls=(tls["cert"], tls["key"]))
         security, floor_extra = ["--ca-file", tls["ca"]], ["30000", tls["ca"]]
     else:
-        rec = harness.Recorder(pb, heartbeat_s=a.heartbeat)
+        rec = agents.Recorder(pb, heartbeat_s=a.heartbeat)
         security, floor_extra = ["--insecure"], []
-    agent = harness.Agent(work, ["--node-name", harness.ND_NODE, "--kubeconfig", sim.kubeconfig,
-                                 "--aggregator", "127.0.0.1:%d" % rec.port, *security,
-                                 "--host-root", host.root, "--log-level", "warn"])
+    agent = agents.Agent(work, ["--node-name", agents.ND_NODE, "--kubeconfig", sim.kubeconfig,
+                                "--aggregator", "127.0.0.1:%d" % rec.port, *security,
+                                "--host-root", host.root, "--log-level", "warn"])
     floor = None
     try:
         rec.wait_inventory(lambda i: True, 0, 60, "first inventory")
@@ -151,8 +151,8 @@ def main():
         time.sleep(a.seconds)  # the measured idle window itself
         elapsed = time.monotonic() - t0
         a1, f1 = sample(agent.proc.pid), sample(floor.pid)
-        mem = harness.proc_memory(agent.proc.pid)
-        fmem = harness.proc_memory(floor.pid)
+        mem = procs.proc_memory(agent.proc.pid)
+        fmem = procs.proc_memory(floor.pid)
         amap, fmap = smaps_by_object(agent.proc.pid), smaps_by_object(floor.pid)
         if agent.proc.poll() is not None or floor.poll() is not None:
             raise SystemExit("agent or floor exited during the window")
@@ -162,7 +162,7 @@ def main():
         times = []
         for _ in range(a.once_runs):
             t = time.monotonic()
-            subprocess.run([a.agent, "--once", "-o", "json", "--node-name", harness.ND_NODE,
+            subprocess.run([a.agent, "--once", "-o", "json", "--node-name", agents.ND_NODE,
                             "--kubeconfig", sim.kubeconfig, "--host-root", host.root],
                            check=True, capture_output=True, env=env)
             times.append(time.monotonic() - t)

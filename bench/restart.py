@@ -62,11 +62,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "e2e", "agent"))
-
-import harness  # noqa: E402
+import harness_path  # noqa: E402,F401  (puts tests/e2e on sys.path)
+from harness import procs  # noqa: E402
+from harness.tls import make_tls  # noqa: E402
 from kubesim import satoken  # noqa: E402
 import test_aggregator as ta  # noqa: E402
 
@@ -236,10 +234,10 @@ class Bench:
         with open(self.kubeconfig) as f:
             self.admin = json.load(f)["users"][0]["user"]["token"]
         self.tls()
-        self.grpc_port = harness.free_port()
+        self.grpc_port = procs.free_port()
 
     def tls(self):
-        t = harness.make_tls(self.work)
+        t = make_tls(self.work)
         self.ca, self.cert, self.key = t["ca"], t["cert"], t["key"]
 
     def start_agg(self):

@@ -73,13 +73,12 @@ import grpc  # noqa: E402
 
 import test_aggregator_workspaces as taw  # noqa: E402
 import test_workspace as wst  # noqa: E402
-from aggregator.agent import FakeAgent, agent_token, inventory_from_node  # noqa: E402
 from budget import harness as h  # noqa: E402
-from aggregator.quantity import parse as qparse  # noqa: E402
+from harness import agents, paths  # noqa: E402
+from harness.agents import FakeAgent, inventory_from_node  # noqa: E402
+from harness.quantity import parse as qparse  # noqa: E402
+from harness.tokens import agent_token  # noqa: E402
 from test_aggregator import expected_pool  # noqa: E402
-
-sys.path.insert(0, os.path.join(ROOT, "tests", "e2e", "agent"))
-import harness as agent_harness  # noqa: E402
 
 TEAM = "research"
 COHORT = h.cohort_name(TEAM)
@@ -332,8 +331,8 @@ class Soak:
         tok = os.path.join(work, "token-" + name)
         with open(tok, "w") as f:
             f.write(agent_token(name))
-        host = agent_harness.HostTree(work)
-        self.real_agents[name] = agent_harness.Agent(work, [
+        host = agents.HostTree(work)
+        self.real_agents[name] = agents.Agent(work, [
             "--node-name", name, "--kubeconfig", self.c.sim.kubeconfig,
             "--aggregator", "127.0.0.1:%d" % self.port, "--insecure", "--token-file", tok,
             "--host-root", host.root, "--log-level", "warn"])
@@ -1005,7 +1004,7 @@ def main():
         ap.error("need --duration >= 30, --kills >= 0, --agents >= 4, --churn-rate > 0")
     taw.AGG_BIN = os.path.join(a.build, "tau-aggregator")
     taw.CLI_BIN = os.path.join(a.build, "tau")
-    agent_harness.AGENT_BIN = os.path.join(a.build, "tau-node-agent")
+    paths.AGENT_BIN = os.path.join(a.build, "tau-node-agent")
     if a.real_agents > a.agents:
         ap.error("--real-agents is at most --agents")
     if not os.access(taw.AGG_BIN, os.X_OK):

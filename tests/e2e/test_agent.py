@@ -3,7 +3,7 @@
     TAU_AGENT_BIN=build/tau-node-agent /usr/bin/python3 -m unittest -v test_agent  (in tests/e2e)
 
 The agent runs for real: its informers watch kube-sim, it probes a fake --host-root, and it
-streams to a Python grpcio recorder that stands in for the aggregator (tests/e2e/agent/harness.py).
+streams to a Python grpcio recorder that stands in for the aggregator (tests/e2e/harness/agents.py).
 Every wait is for a condition; "exactly one new report" is checked by waiting for the report and
 then for two more heartbeats from the agent (the recorder acks with a 1 s interval), never by a
 bare sleep.
@@ -14,18 +14,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "kube-sim"))
-import harness  # noqa: E402
-import require  # noqa: E402
-import simtest  # noqa: E402
-from harness import ND_NODE  # noqa: E402
+from harness import agents, kubesim, paths, procs, proto, require
+from harness.agents import ND_NODE
+from harness.tls import make_tls
+from harness.waits import wait_for
 
 WORK = None
 pb = None
@@ -33,12 +29,12 @@ pb = None
 
 def setUpModule():
     global WORK, pb
-    require.binary(harness.AGENT_BIN, "TAU_AGENT_BIN")
+    require.binary(paths.AGENT_BIN, "TAU_AGENT_BIN")
     require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
     require.tool("kubectl", "kubernetes-client", "KUBECTL")
     require.module("grpc", "python3-grpcio")
     WORK = tempfile.mkdtemp(prefix="tau-agent-e2e-")
-    pb = harness.load_messages(WORK)
+    pb = proto.inventory()
 
 
 def tearDownModule():
@@ -47,10 +43,10 @@ def tearDownModule():
 
 
 def nd_objects(finalizer=False):
-    node = harness.fixture("node-nd-h100-v5.json")
+    node = kubesim.fixture("node-nd-h100-v5.json")
     if finalizer:
         node["metadata"]["finalizers"] = ["tau.azure.com/e2e-hold"]
-    return [node, harness.fixture("csinode-nd-h100-v5.json")]
+    return [node, kubesim.fixture("csinode-nd-h100-v5.json")]
 
 
 def labels(inv):
@@ -80,13 +76,13 @@ class AgentStreaming(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.sim = harness.KubeSim(WORK, nd_objects(finalizer=True))
-        cls.host = harness.HostTree(WORK)
-        cls.rec = harness.Recorder(pb, heartbeat_s=1)
+        cls.sim = kubesim.KubeSim(objects=nd_objects(finalizer=True))
+        cls.host = agents.HostTree(WORK)
+        cls.rec = agents.Recorder(pb, heartbeat_s=1)
         cls.token_file = os.path.join(WORK, "token")
         write_token(cls.token_file, "token-one")
-        cls.http_port = harness.free_port()
-        cls.agent = harness.Agent(WORK, [
+        cls.http_port = procs.free_port()
+        cls.agent = agents.Agent(WORK, [
             "--node-name", ND_NODE, "--kubeconfig", cls.sim.kubeconfig,
             "--aggregator", "127.0.0.1:%d" % cls.rec.port, "--insecure",
             "--token-file", cls.token_file, "--host-root", cls.host.root,
@@ -129,7 +125,7 @@ class AgentStreaming(unittest.TestCase):
         self.assertTrue(inv.ready and inv.schedulable and not inv.deleting)
         self.assertEqual(alloc(inv)["nvidia.com/gpu"], "8")
         self.assertEqual(alloc(inv)["memory"], "1977700032Ki")
-        self.assertEqual(labels(inv), harness.fixture("node-nd-h100-v5.json")["metadata"]["labels"])
+        self.assertEqual(labels(inv), kubesim.fixture("node-nd-h100-v5.json")["metadata"]["labels"])
         self.assertEqual(inv.devices.gpus_present, 8)
         self.assertFalse(inv.devices.gpus_probed)
         self.assertEqual((inv.devices.rdma_ports_total, inv.devices.rdma_ports_up), (8, 8))
@@ -145,14 +141,14 @@ class AgentStreaming(unittest.TestCase):
         self.assertEqual(hb[0].heartbeat.digest, inv.digest)
 
     def test_02_healthz_and_metrics(self):
-        code, body = harness.http_get(self.http_port, "/healthz")
+        code, body = procs.http_get(self.http_port, "/healthz")
         self.assertEqual((code, body.strip()), (200, "ok"))
-        code, body = harness.http_get(self.http_port, "/metrics")
+        code, body = procs.http_get(self.http_port, "/metrics")
         self.assertEqual(code, 200)
         self.assertIn("tau_agent_connected 1", body)
         self.assertIn('tau_agent_reports_sent_total{kind="inventory"}', body)
         self.assertIn("tau_agent_problems 1", body)
-        self.assertEqual(harness.http_get(self.http_port, "/nope")[0], 404)
+        self.assertEqual(procs.http_get(self.http_port, "/nope")[0], 404)
 
     def test_03_cordon(self):
         inv = self.expect_one(lambda: self.sim.kubectl("cordon", ND_NODE),
@@ -169,19 +165,19 @@ class AgentStreaming(unittest.TestCase):
     def test_05_allocatable(self):
         patch = {"status": {"allocatable": {"nvidia.com/gpu": "7", "memory": "1024Mi"}}}
         inv = self.expect_one(
-            lambda: self.sim.req("PATCH", "/api/v1/nodes/%s/status" % ND_NODE, patch),
+            lambda: self.sim.merge("/api/v1/nodes/%s/status" % ND_NODE, patch),
             lambda i: alloc(i).get("nvidia.com/gpu") == "7", "allocatable change")
         self.assertEqual(alloc(inv)["memory"], "1Gi")  # canonical form
         self.assertTrue(any("nvidia.com/gpu" in p for p in inv.problems), inv.problems)
 
     def test_06_not_ready(self):
-        node = self.sim.req("GET", "/api/v1/nodes/" + ND_NODE)
+        node = self.sim.get("/api/v1/nodes/" + ND_NODE)
         conds = copy.deepcopy(node["status"]["conditions"])
         for c in conds:
             if c["type"] == "Ready":
                 c.update(status="False", reason="KubeletNotReady", message="PLEG is not healthy")
         inv = self.expect_one(
-            lambda: self.sim.req("PATCH", "/api/v1/nodes/%s/status" % ND_NODE,
+            lambda: self.sim.merge("/api/v1/nodes/%s/status" % ND_NODE,
                                  {"status": {"conditions": conds}}),
             lambda i: not i.ready, "NotReady")
         self.assertTrue(inv.schedulable)
@@ -202,7 +198,7 @@ class AgentStreaming(unittest.TestCase):
         self.assertEqual((first.seq, first.WhichOneof("body")), (1, "inventory"))
         self.assertEqual(first.inventory.digest, last.digest)
         self.assertEqual(alloc(first.inventory), alloc(last))
-        code, body = harness.http_get(self.http_port, "/metrics")
+        code, body = procs.http_get(self.http_port, "/metrics")
         self.assertRegex(body, r"tau_agent_reconnects_total [1-9]")
 
     def test_09_rotated_token_used_on_next_connect(self):
@@ -240,11 +236,11 @@ class AgentBadInput(unittest.TestCase):
     def test_bad_quantity_and_unreadable_sysfs(self):
         objs = nd_objects()
         objs[0]["status"]["allocatable"]["example.com/widgets"] = "12abc"
-        sim = harness.KubeSim(WORK, objs)
-        host = harness.HostTree(WORK)
+        sim = kubesim.KubeSim(objects=objs)
+        host = agents.HostTree(WORK)
         host.break_port_state("mlx5_3")
-        rec = harness.Recorder(pb, heartbeat_s=1)
-        agent = harness.Agent(WORK, [
+        rec = agents.Recorder(pb, heartbeat_s=1)
+        agent = agents.Agent(WORK, [
             "--node-name", ND_NODE, "--kubeconfig", sim.kubeconfig, "--aggregator",
             "127.0.0.1:%d" % rec.port, "--insecure", "--host-root", host.root])
         try:
@@ -256,7 +252,7 @@ class AgentBadInput(unittest.TestCase):
                             inv.problems)
             self.assertEqual((inv.devices.rdma_ports_total, inv.devices.rdma_ports_up), (8, 7))
             # Another malformed write: a new report, still alive.
-            sim.req("PATCH", "/api/v1/nodes/%s/status" % ND_NODE,
+            sim.merge("/api/v1/nodes/%s/status" % ND_NODE,
                     {"status": {"allocatable": {"nvidia.com/gpu": "eight"}}})
             _, inv = rec.wait_inventory(lambda i: "nvidia.com/gpu" not in alloc(i), 1, 20,
                                         "inventory without the bad gpu quantity")
@@ -286,17 +282,17 @@ class AgentTls(unittest.TestCase):
     OpenSSL's error strings: docs/PERFORMANCE.md, Node agent)."""
 
     def test_ca_file(self):
-        tls = harness.make_tls(WORK, require.tool("openssl", "openssl", "TAU_OPENSSL"))
-        sim = harness.KubeSim(WORK, nd_objects())
-        host = harness.HostTree(WORK)
-        rec = harness.Recorder(pb, heartbeat_s=1, tls=(tls["cert"], tls["key"]))
-        agents = []
+        tls = make_tls(WORK, require.tool("openssl", "openssl", "TAU_OPENSSL"))
+        sim = kubesim.KubeSim(objects=nd_objects())
+        host = agents.HostTree(WORK)
+        rec = agents.Recorder(pb, heartbeat_s=1, tls=(tls["cert"], tls["key"]))
+        started = []
         try:
             def start(ca):
-                agents.append(harness.Agent(WORK, [
+                started.append(agents.Agent(WORK, [
                     "--node-name", ND_NODE, "--kubeconfig", sim.kubeconfig, "--aggregator",
                     "127.0.0.1:%d" % rec.port, "--ca-file", ca, "--host-root", host.root]))
-                return agents[-1]
+                return started[-1]
             start(tls["ca"])
             _, inv = rec.wait_inventory(lambda i: True, 0, 30, "first inventory over TLS")
             self.assertEqual(inv.node_name, ND_NODE)
@@ -309,11 +305,11 @@ class AgentTls(unittest.TestCase):
                            "certificate verify failed" in line
                            for line in wrong.logs().splitlines())
 
-            simtest.wait_for(refused_in_words, timeout=30,
-                             msg="the handshake failure logged in words")
+            wait_for(refused_in_words, timeout=30,
+                     what="the handshake failure logged in words")
             self.assertEqual(rec.streams, 1, "only the agent that trusts the right CA streams")
         finally:
-            codes = [a.terminate()[0] for a in agents]
+            codes = [a.terminate()[0] for a in started]
             rec.stop()
             sim.stop()
         self.assertEqual(codes, [0, 0])
@@ -324,8 +320,8 @@ class AgentOnce(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.sim = harness.KubeSim(WORK, nd_objects())
-        cls.host = harness.HostTree(WORK)
+        cls.sim = kubesim.KubeSim(objects=nd_objects())
+        cls.host = agents.HostTree(WORK)
 
     @classmethod
     def tearDownClass(cls):
@@ -333,7 +329,7 @@ class AgentOnce(unittest.TestCase):
 
     def once(self, *extra):
         env = dict(os.environ, TAU_AGENT_NVML="off")
-        return subprocess.run([harness.AGENT_BIN, "--once", "-o", "json", "--node-name", ND_NODE,
+        return subprocess.run([paths.AGENT_BIN, "--once", "-o", "json", "--node-name", ND_NODE,
                                "--kubeconfig", self.sim.kubeconfig, "--host-root", self.host.root,
                                *extra], capture_output=True, text=True, timeout=60, env=env)
 
@@ -341,7 +337,7 @@ class AgentOnce(unittest.TestCase):
         r = self.once()
         self.assertEqual(r.returncode, 0, r.stderr)
         got = json.loads(r.stdout)
-        with open(os.path.join(harness.HERE, "expected-nd-h100-v5.json")) as f:
+        with open(os.path.join(paths.E2E, "agent", "expected-nd-h100-v5.json")) as f:
             want = json.load(f)
         # resourceVersion is the simulator's own counter; it is not part of the content.
         self.assertTrue(got.pop("resourceVersion"))
@@ -351,10 +347,10 @@ class AgentOnce(unittest.TestCase):
                          ["nodeName", "nodeUID", "resourceVersion", "providerID"])
 
     def test_missing_csinode_is_a_problem_not_a_failure(self):
-        sim = harness.KubeSim(WORK, nd_objects()[:1])
+        sim = kubesim.KubeSim(objects=nd_objects()[:1])
         try:
             env = dict(os.environ, TAU_AGENT_NVML="off")
-            r = subprocess.run([harness.AGENT_BIN, "--once", "--node-name", ND_NODE,
+            r = subprocess.run([paths.AGENT_BIN, "--once", "--node-name", ND_NODE,
                                 "--kubeconfig", sim.kubeconfig, "--host-root", self.host.root],
                                capture_output=True, text=True, timeout=60, env=env)
         finally:
@@ -387,7 +383,7 @@ class AgentOnce(unittest.TestCase):
             with open(path, "w") as f:
                 json.dump(kc, f)
             start = time.monotonic()
-            r = subprocess.run([harness.AGENT_BIN, "--once", "-o", "json", "--node-name", ND_NODE,
+            r = subprocess.run([paths.AGENT_BIN, "--once", "-o", "json", "--node-name", ND_NODE,
                                 "--kubeconfig", path, "--host-root", self.host.root,
                                 "--request-timeout", "1s"], capture_output=True, text=True,
                                timeout=60, env=dict(os.environ, TAU_AGENT_NVML="off"))
@@ -415,7 +411,7 @@ class AgentOnce(unittest.TestCase):
                  {"NODE_NAME": "n"}, "only applies to --once")):
             env = dict({k: v for k, v in os.environ.items()
                         if k not in ("NODE_NAME", "TAU_AGGREGATOR", "TAU_INSECURE")}, **env)
-            r = subprocess.run([harness.AGENT_BIN, *args], capture_output=True, text=True,
+            r = subprocess.run([paths.AGENT_BIN, *args], capture_output=True, text=True,
                                timeout=10, env=env)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
             self.assertIn(text, r.stderr, args)

@@ -27,41 +27,33 @@ import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "kube-sim"))
-import harness  # noqa: E402
-import require  # noqa: E402
-from harness import write_atomic  # noqa: E402
-from simtest import wait_for  # noqa: E402
+from harness import agents, kubesim, paths, procs, proto, require
+from harness.agents import FAKE_GPUS as GPUS
+from harness.agents import write_atomic
+from harness.waits import wait_for
 
 REPORT_WITHIN_S = 5
 NS = "tau-system"
 SA_USER = "system:serviceaccount:%s:tau-node-agent" % NS
 PLAIN_USER = "system:serviceaccount:%s:plain-agent" % NS
-HELM = os.environ.get("HELM") or os.path.join(harness.ROOT, ".tools", "bin", "helm")
+HELM = paths.HELM
 NODES = {"sick": "gpu-sick", "plain": "gpu-plain", "off": "gpu-off"}
-GPUS = ["GPU-%08d-h100" % i for i in range(8)]
 OURS = ("TauGPUHealthy", "TauNetworkReady")
 
 WORK = None
 pb = None
 
 
-def build_dir():
-    return os.environ.get("TAU_BUILD_DIR") or os.path.join(harness.ROOT, "build")
-
-
 def setUpModule():
     global WORK, pb
-    require.binary(harness.AGENT_BIN, "TAU_AGENT_BIN")
-    require.binary(os.path.join(build_dir(), "fakes/nvml-full/libnvidia-ml.so.1"), "TAU_BUILD_DIR")
+    require.binary(paths.AGENT_BIN, "TAU_AGENT_BIN")
+    require.binary(paths.build("fakes/nvml-full/libnvidia-ml.so.1"), "TAU_BUILD_DIR")
     require.binary(HELM, "HELM")
     require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
     require.module("grpc", "python3-grpcio")
     require.module("yaml", "python3-yaml")
     WORK = tempfile.mkdtemp(prefix="tau-nc-")
-    pb = harness.load_messages(WORK)
+    pb = proto.inventory()
 
 
 def tearDownModule():
@@ -72,7 +64,7 @@ def tearDownModule():
 def chart_rbac():
     """The ClusterRoles and bindings the node-agent chart renders with nodeConditions on."""
     import yaml
-    r = subprocess.run([HELM, "template", "t", os.path.join(harness.ROOT, "charts",
+    r = subprocess.run([HELM, "template", "t", os.path.join(paths.ROOT, "charts",
                                                             "tau-node-agent"),
                         "-n", NS, "--set", "nodeConditions.enabled=true"],
                        capture_output=True, text=True, timeout=60, check=True)
@@ -81,7 +73,7 @@ def chart_rbac():
 
 
 def node(name):
-    n = harness.fixture("node-nd-h100-v5.json")
+    n = kubesim.fixture("node-nd-h100-v5.json")
     n["metadata"] = {"name": name, "labels": dict(n["metadata"]["labels"],
                                                   **{"kubernetes.io/hostname": name})}
     return n
@@ -89,12 +81,12 @@ def node(name):
 
 def conditions(sim, name):
     """The Node's conditions by type."""
-    n = sim.req("GET", "/api/v1/nodes/" + name)
+    n = sim.get("/api/v1/nodes/" + name)
     return {c["type"]: c for c in n.get("status", {}).get("conditions", [])}
 
 
 def metric(port, name):
-    status, body = harness.http_get(port, "/metrics")
+    status, body = procs.http_get(port, "/metrics")
     assert status == 200, body
     for line in body.splitlines():
         if line.startswith(name + " "):
@@ -122,15 +114,15 @@ class NodeConditions(unittest.TestCase):
         with open(tokens, "w") as f:
             json.dump({"agent-token": {"username": SA_USER},
                        "plain-token": {"username": PLAIN_USER}}, f)
-        cls.sim = harness.KubeSim(WORK, seed, args=("--authz", "rbac", "--tokens", tokens))
-        cls.rec = harness.Recorder(pb, heartbeat_s=1)
+        cls.sim = kubesim.KubeSim(objects=seed, args=("--authz", "rbac", "--tokens", tokens))
+        cls.rec = agents.Recorder(pb, heartbeat_s=1)
         cls.nvml_conf = os.path.join(WORK, "nvml.conf")
-        write_atomic(cls.nvml_conf, harness.fake_nvml_config(GPUS))
+        write_atomic(cls.nvml_conf, agents.fake_nvml_config(GPUS))
         cls.hosts, cls.agents, cls.ports = {}, {}, {}
         for key, token, flag in (("sick", "agent-token", True), ("plain", "plain-token", True),
                                  ("off", "agent-token", False)):
-            cls.hosts[key] = harness.HostTree(WORK, sockets=())
-            cls.ports[key] = harness.free_port()
+            cls.hosts[key] = agents.HostTree(WORK, sockets=())
+            cls.ports[key] = procs.free_port()
             args = ["--node-name", NODES[key],
                     "--kubeconfig", cls.sim.kubeconfig_for(token, key),
                     "--aggregator", "127.0.0.1:%d" % cls.rec.port, "--insecure",
@@ -138,11 +130,10 @@ class NodeConditions(unittest.TestCase):
                     "--http-listen", "127.0.0.1:%d" % cls.ports[key]]
             env = {}
             if key == "sick":
-                env = {"TAU_AGENT_NVML": os.path.join(build_dir(),
-                                                      "fakes/nvml-full/libnvidia-ml.so.1"),
+                env = {"TAU_AGENT_NVML": paths.build("fakes/nvml-full/libnvidia-ml.so.1"),
                        "TAU_FAKE_NVML_CONFIG": cls.nvml_conf}
-            cls.agents[key] = harness.Agent(WORK, args + (["--node-conditions"] if flag else []),
-                                            env=env)
+            cls.agents[key] = agents.Agent(WORK, args + (["--node-conditions"] if flag else []),
+                                           env=env)
         for key, name in NODES.items():
             cls.rec.wait(lambda r, n=name: any(x[2].WhichOneof("body") == "inventory" and
                                                x[2].inventory.node_name == n
@@ -163,7 +154,7 @@ class NodeConditions(unittest.TestCase):
     def wait_conditions(self, pred, what, within=REPORT_WITHIN_S):
         t0 = time.monotonic()
         conds = wait_for(lambda: (lambda c: c if pred(c) else None)(
-            conditions(self.sim, NODES["sick"])), timeout=within + 10, interval=0.1, msg=what)
+            conditions(self.sim, NODES["sick"])), timeout=within + 10, interval=0.1, what=what)
         took = time.monotonic() - t0
         sys.stderr.write("%s: on the Node in %.2f s\n" % (what, took))
         self.assertLess(took, within, "%s took %.1f s; logs:\n%s" % (what, took,
@@ -196,7 +187,7 @@ class NodeConditions(unittest.TestCase):
 
     def test_03_gpu_needs_a_remap(self):
         net_since = conditions(self.sim, NODES["sick"])["TauNetworkReady"]["lastTransitionTime"]
-        write_atomic(self.nvml_conf, harness.fake_nvml_config(GPUS, sick=3))
+        write_atomic(self.nvml_conf, agents.fake_nvml_config(GPUS, sick=3))
         c = self.wait_conditions(lambda c: c["TauGPUHealthy"]["status"] == "False",
                                  "TauGPUHealthy False")
         gpu = c["TauGPUHealthy"]
@@ -218,7 +209,7 @@ class NodeConditions(unittest.TestCase):
         # Level-triggered: someone else sets the condition True; the Node's own update event
         # makes the agent compare again and restore what the node knows.
         before = metric(self.ports["sick"], PATCH_OK)
-        edited = self.sim.req("PATCH", "/api/v1/nodes/%s/status" % NODES["sick"], {"status": {
+        edited = self.sim.ok("PATCH", "/api/v1/nodes/%s/status" % NODES["sick"], {"status": {
             "conditions": [{"type": "TauGPUHealthy", "status": "True", "reason": "Manual",
                             "message": "edited", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
             ctype="application/strategic-merge-patch+json")
@@ -232,7 +223,7 @@ class NodeConditions(unittest.TestCase):
     def test_06_without_rbac_a_clear_error_and_the_agent_keeps_going(self):
         agent = self.agents["plain"]
         wait_for(lambda: metric(self.ports["plain"], PATCH_ERR) >= 1, timeout=15,
-                 msg="a refused patch")
+                 what="a refused patch")
         before = len([i for i in self.rec.inventories() if i.node_name == NODES["plain"]])
         self.hosts["plain"].set_port_down("mlx5_0")  # its reports still flow
         self.rec.wait_inventory(lambda i: i.node_name == NODES["plain"] and

@@ -4,7 +4,7 @@
         test_agent_node_truth   (in tests/e2e)
 
 The real agent runs against kube-sim, streams to the recording aggregator of
-tests/e2e/agent/harness.py and probes a fake host root that holds what a GPU node holds: our
+tests/e2e/harness/agents.py and probes a fake host root that holds what a GPU node holds: our
 fake libnvidia-ml.so.1 (build/fakes/nvml-full, GPUs from a file it reads at every nvmlInit), a
 fake kubelet serving pod-resources on <root>/var/lib/kubelet/pod-resources/kubelet.sock, a fake
 CSI driver with its registration socket, and the InfiniBand sysfs tree of an ND H100 v5. Each
@@ -18,87 +18,40 @@ probes once an hour: a pod event alone must bring kubelet's new allocation withi
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent"))
-import harness  # noqa: E402
-import require  # noqa: E402
-from harness import ND_NODE, write_atomic  # noqa: E402
+from harness import agents, kubesim, paths, proto, require
+from harness.agents import (DISK, DRA_DRIVER, ND_NODE, FakePlugin, kubelet_config,
+                            write_atomic)
+from harness.agents import FAKE_GPUS as GPUS
 
 # --probe-interval 1: a change is seen at the next probe (<= 1 s), then built and sent at once.
 PROBE_INTERVAL_S = 1
 REPORT_WITHIN_S = 5
 
-DISK = "disk.csi.azure.com"
-GPUS = ["GPU-%08d-h100" % i for i in range(8)]
-DRA_DRIVER = "gpu.nvidia.com"
-
 WORK = None
 pb = None
 
 
-def build_dir():
-    return os.environ.get("TAU_BUILD_DIR") or os.path.join(
-        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build")
-
-
 def setUpModule():
     global WORK, pb
-    require.binary(harness.AGENT_BIN, "TAU_AGENT_BIN")
+    require.binary(paths.AGENT_BIN, "TAU_AGENT_BIN")
     for fake in ("fakes/bin/fake_kubelet", "fakes/bin/fake_csi_driver",
                  "fakes/nvml-full/libnvidia-ml.so.1"):
-        require.binary(os.path.join(build_dir(), fake), "TAU_BUILD_DIR")
+        require.binary(os.path.join(paths.BUILD, fake), "TAU_BUILD_DIR")
     require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
     require.tool("kubectl", "kubernetes-client", "KUBECTL")
     require.module("grpc", "python3-grpcio")
     WORK = tempfile.mkdtemp(prefix="tau-nt-")
-    pb = harness.load_messages(WORK)
+    pb = proto.inventory()
 
 
 def tearDownModule():
     if WORK:
         shutil.rmtree(WORK, ignore_errors=True)
-
-
-class Fake:
-    """One of our fake node plugins (tests/fakes), started and waited for ("ready")."""
-
-    def __init__(self, name, args):
-        self.proc = subprocess.Popen([os.path.join(build_dir(), "fakes/bin", name), *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     stdin=subprocess.DEVNULL, text=True)
-        line = self.proc.stdout.readline()
-        if line.strip() != "ready":
-            self.proc.kill()
-            raise RuntimeError("%s did not start: %r" % (name, line))
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(10)
-
-
-def kubelet_config(held=(), claimed=()):
-    """held: device-plugin GPUs train-0 holds; claimed: DRA devices (gpu.nvidia.com, pool = the
-    node) the ResourceClaim ml/infer-0-gpus of infer-0 holds."""
-    pods = []
-    if held:
-        pods.append({"namespace": "ml", "name": "train-0",
-                     "containers": [{"name": "main", "devices": [
-                         {"resource": "nvidia.com/gpu", "ids": list(held), "numa": 0}]}]})
-    if claimed:
-        pods.append({"namespace": "ml", "name": "infer-0",
-                     "containers": [{"name": "server", "dynamic": [
-                         {"claimNamespace": "ml", "claimName": "infer-0-gpus",
-                          "devices": [{"driver": DRA_DRIVER, "pool": ND_NODE, "device": d}
-                                      for d in claimed]}]}]})
-    return json.dumps({
-        "allocatable": [{"resource": "nvidia.com/gpu", "ids": GPUS[:4], "numa": 0},
-                        {"resource": "nvidia.com/gpu", "ids": GPUS[4:], "numa": 1}],
-        "pods": pods})
 
 
 def gpu(inv, index):
@@ -125,35 +78,35 @@ class FakedNode:
 
     @classmethod
     def setUpClass(cls):
-        cls.sim = harness.KubeSim(WORK, [harness.fixture("node-nd-h100-v5.json"),
-                                         harness.fixture("csinode-nd-h100-v5.json")])
-        cls.host = harness.HostTree(WORK, sockets=())
+        cls.sim = kubesim.KubeSim(objects=[kubesim.fixture("node-nd-h100-v5.json"),
+                                          kubesim.fixture("csinode-nd-h100-v5.json")])
+        cls.host = agents.HostTree(WORK, sockets=())
         root = cls.host.root
         os.makedirs(os.path.join(root, "var/lib/kubelet/pod-resources"))
         os.makedirs(os.path.join(root, "var/lib/kubelet/plugins", DISK))
         cls.nvml_conf = os.path.join(WORK, "nvml.conf")
         cls.kubelet_conf = os.path.join(WORK, "kubelet.json")
         cls.csi_conf = os.path.join(WORK, "csi.json")
-        write_atomic(cls.nvml_conf, harness.fake_nvml_config(GPUS))
+        write_atomic(cls.nvml_conf, agents.fake_nvml_config(GPUS))
         write_atomic(cls.kubelet_conf, kubelet_config())
         write_atomic(cls.csi_conf, json.dumps({"name": DISK, "vendorVersion": "v1.29.9",
                                                "ready": True}))
         cls.fakes = [
-            Fake("fake_kubelet", [
+            FakePlugin("fake_kubelet", [
                 "--socket", os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock"),
                 "--config", cls.kubelet_conf]),
-            Fake("fake_csi_driver", [
+            FakePlugin("fake_csi_driver", [
                 "--registration", os.path.join(cls.host.registry, DISK + "-reg.sock"),
                 "--endpoint", os.path.join(root, "var/lib/kubelet/plugins", DISK, "csi.sock"),
                 "--advertise", "/var/lib/kubelet/plugins/%s/csi.sock" % DISK,
                 "--config", cls.csi_conf]),
         ]
-        cls.rec = harness.Recorder(pb, heartbeat_s=1)
-        cls.agent = harness.Agent(WORK, [
+        cls.rec = agents.Recorder(pb, heartbeat_s=1)
+        cls.agent = agents.Agent(WORK, [
             "--node-name", ND_NODE, "--kubeconfig", cls.sim.kubeconfig,
             "--aggregator", "127.0.0.1:%d" % cls.rec.port, "--insecure",
             "--host-root", root, "--probe-interval", str(cls.PROBE_S)],
-            env={"TAU_AGENT_NVML": os.path.join(build_dir(), "fakes/nvml-full/libnvidia-ml.so.1"),
+            env={"TAU_AGENT_NVML": os.path.join(paths.BUILD, "fakes/nvml-full/libnvidia-ml.so.1"),
                  "TAU_FAKE_NVML_CONFIG": cls.nvml_conf})
         cls.rec.wait(lambda r: any(x[2].WhichOneof("body") == "inventory" for x in r.reports),
                      30, "the first inventory")
@@ -218,7 +171,7 @@ class NodeTruth(FakedNode, unittest.TestCase):
 
     def test_03_gpu_turns_unhealthy(self):
         inv = self.reported(
-            lambda: write_atomic(self.nvml_conf, harness.fake_nvml_config(GPUS, sick=3)),
+            lambda: write_atomic(self.nvml_conf, agents.fake_nvml_config(GPUS, sick=3)),
             lambda i: not gpu(i, 3).healthy, "GPU 3 rows pending remap")
         g = gpu(inv, 3)
         self.assertEqual(g.remap_pending, pb.TRI_STATE_TRUE)
@@ -284,7 +237,7 @@ class PodBetweenProbes(FakedNode, unittest.TestCase):
             # kubelet admits the pod and gives it two GPUs; then its object shows up.
             write_atomic(self.kubelet_conf, kubelet_config(GPUS[6:]))
             self.sim.kubectl("create", "namespace", "ml")
-            self.sim.req("POST", "/api/v1/namespaces/ml/pods", {
+            self.sim.ok("POST", "/api/v1/namespaces/ml/pods", {
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": "train-0", "namespace": "ml"},
                 "spec": {"nodeName": ND_NODE, "containers": [{"name": "main", "image": "x"}]}},

@@ -16,7 +16,7 @@ from test_aggregator import AGENT_USER, Aggregator, Proc, kube_request  # noqa: 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kube-sim"))
 from kubesim import satoken  # noqa: E402
-from aggregator.agent import FakeAgent, inventory_from_node  # noqa: E402
+from harness.agents import FakeAgent, inventory_from_node  # noqa: E402
 from simtest import wait_for  # noqa: E402
 
 REVIEW_MS = 2000

@@ -23,32 +23,25 @@ count a claimed GPU as in use, within CHANGE_WITHIN_S of the claim changing.
 
 import json
 import os
-
-import grpc
 import subprocess
 import sys
 import tempfile
 import shutil
 import time
 import unittest
-import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "agent"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-import harness  # noqa: E402
-import require  # noqa: E402
-import test_agent_node_truth as ant  # noqa: E402  (the fake host's pieces, not its tests)
-from aggregator.agent import FakeAgent, agent_token, inventory_from_node  # noqa: E402
-from harness import ND_NODE, write_atomic  # noqa: E402
+import grpc
 
-AGG_BIN = os.environ.get("TAU_AGGREGATOR_BIN", os.path.join(ROOT, "build/tau-aggregator"))
-CLI_BIN = os.environ.get("TAU_CLI_BIN", os.path.join(ROOT, "build/tau"))
-AGENT_USER = "system:serviceaccount:tau-system:tau-node-agent"
+from harness import agents, kubesim, paths, proto, require
+from harness.agents import (DISK, ND_NODE, FakeAgent, FakePlugin, inventory_from_node,
+                            kubelet_config, write_atomic)
+from harness.agents import FAKE_GPUS as GPUS
+from harness.aggregator import Aggregator
+from harness.tokens import agent_token, agent_tokens, write_table
+
+ROOT = paths.ROOT
+CLI_BIN = paths.CLI_BIN
 CLASS = "h100-ib"
-GPUS = ant.GPUS
 # A change is seen at the agent's next probe (<= 1 s), sent at once, and queried at once.
 CHANGE_WITHIN_S = 5
 # The TauCluster condition adds the publisher's tick (250 ms), the budget's coalescing (200 ms)
@@ -56,7 +49,7 @@ CHANGE_WITHIN_S = 5
 CONDITION_WITHIN_S = 10
 CLUSTER_PATH = "/apis/tau.azure.com/v1alpha1/clusters"
 # The drivers the node's CSINode lists (fixtures/kube/csinode-nd-h100-v5.json), each faked.
-CSI_DRIVERS = (ant.DISK, "file.csi.azure.com")
+CSI_DRIVERS = (DISK, "file.csi.azure.com")
 DRA_FIXTURES = os.path.join(ROOT, "tests", "fixtures", "dra")
 DRA_NODE = "aks-ndh100dra-20914731-vmss000000"  # its pool is named after it, devices gpu-0..7
 DRA_DRIVER = "gpu.nvidia.com"
@@ -66,12 +59,12 @@ WORK = None
 
 def setUpModule():
     global WORK
-    require.binary(AGG_BIN, "TAU_AGGREGATOR_BIN")
+    require.binary(paths.AGG_BIN, "TAU_AGGREGATOR_BIN")
     require.binary(CLI_BIN, "TAU_CLI_BIN")
-    require.binary(harness.AGENT_BIN, "TAU_AGENT_BIN")
+    require.binary(paths.AGENT_BIN, "TAU_AGENT_BIN")
     for fake in ("fakes/bin/fake_kubelet", "fakes/bin/fake_csi_driver",
                  "fakes/nvml-full/libnvidia-ml.so.1"):
-        require.binary(os.path.join(ant.build_dir(), fake), "TAU_BUILD_DIR")
+        require.binary(paths.build(fake), "TAU_BUILD_DIR")
     WORK = tempfile.mkdtemp(prefix="tau-agg-nt-")
 
 
@@ -80,41 +73,8 @@ def tearDownModule():
         shutil.rmtree(WORK, ignore_errors=True)
 
 
-class Aggregator:
-    def __init__(self, kubeconfig, name="aggregator"):
-        self.log_path = os.path.join(WORK, name + ".log")
-        self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [AGG_BIN, "--kubeconfig", kubeconfig, "--grpc-listen", "127.0.0.1:0",
-             "--http-listen", "127.0.0.1:0", "--initial-sync-timeout", "60s"],
-            stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("ready "):
-            raise AssertionError("aggregator did not start: %r\n%s" % (line, self.logs()))
-        parts = dict(kv.split("=") for kv in line.split()[1:])
-        self.addr = "127.0.0.1:%s" % parts["grpc"]
-        self.http = "http://127.0.0.1:%s" % parts["http"]
-
-    def metric(self, sample):
-        """The value of one sample of /metrics, e.g. 'name{label="v"}'."""
-        with urllib.request.urlopen(self.http + "/metrics", timeout=30) as r:
-            text = r.read().decode()
-        return [int(float(line[len(sample) + 1:])) for line in text.splitlines()
-                if line.startswith(sample + " ")][0]
-
-    def disagreements(self, rule):
-        return self.metric('tau_aggregator_node_truth_disagreements{rule="%s"}' % rule)
-
-    def logs(self):
-        with open(self.log_path) as f:
-            return f.read()[-3000:]
-
-    def stop(self):
-        self.proc.terminate()
-        rc = self.proc.wait(30)
-        self.proc.stdout.close()
-        self.log.close()
-        return rc
+def disagreements(agg, rule):
+    return agg.metric('tau_aggregator_node_truth_disagreements{rule="%s"}' % rule)
 
 
 class WithAggregator:
@@ -161,7 +121,7 @@ class WithAggregator:
             if time.monotonic() > deadline:
                 self.fail("%s: not seen in %.0f s; node %s\nagent:\n%s\naggregator:\n%s"
                           % (what, limit + 10, self.node(), self.agent.logs()[-2000:],
-                             self.agg.logs()))
+                             self.agg.log()[-3000:]))
             time.sleep(0.1)  # poll interval of a wait-for-condition, not a fixed wait
         took = time.monotonic() - t0
         sys.stderr.write("%s: seen in %.2f s\n" % (what, took))
@@ -174,23 +134,19 @@ class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        tokens = os.path.join(WORK, "tokens.json")
         cls.token = agent_token(ND_NODE)
-        with open(tokens, "w") as f:
-            json.dump({cls.token: {"username": AGENT_USER, "audiences": ["taugrid"],
-                                   "extra": {"authentication.kubernetes.io/node-name":
-                                             [ND_NODE]}}}, f)
-        cls.sim = harness.KubeSim(WORK, [harness.fixture("node-nd-h100-v5.json"),
-                                         harness.fixture("csinode-nd-h100-v5.json")],
+        tokens = write_table(os.path.join(WORK, "tokens.json"), agent_tokens([ND_NODE]))
+        cls.sim = kubesim.KubeSim(objects=[kubesim.fixture("node-nd-h100-v5.json"),
+                                           kubesim.fixture("csinode-nd-h100-v5.json")],
                                   args=("--tokens", tokens,
                                         "--crds", os.path.join(ROOT, "charts/taugrid/crds"),
                                         "--crds", os.path.join(ROOT, "tests/fixtures/kueue")))
         # The TauCluster the budget controller writes NodeTruthAgrees on (Observe mode).
-        cls.sim.req("POST", CLUSTER_PATH, {"apiVersion": "tau.azure.com/v1alpha1",
+        cls.sim.ok("POST", CLUSTER_PATH, {"apiVersion": "tau.azure.com/v1alpha1",
                                            "kind": "TauCluster", "metadata": {"name": "cluster"},
                                            "spec": {}}, ctype="application/json")
-        cls.agg = Aggregator(cls.sim.kubeconfig)
-        cls.host = harness.HostTree(WORK, sockets=())
+        cls.agg = Aggregator(cls.sim.kubeconfig, WORK, log_level=None)
+        cls.host = agents.HostTree(WORK, sockets=())
         root = cls.host.root
         os.makedirs(os.path.join(root, "var/lib/kubelet/pod-resources"))
         # Both drivers the node's CSINode lists answer Probe, so a healthy node agrees.
@@ -198,10 +154,10 @@ class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
             os.makedirs(os.path.join(root, "var/lib/kubelet/plugins", drv))
         cls.nvml_conf = os.path.join(WORK, "nvml.conf")
         cls.kubelet_conf = os.path.join(WORK, "kubelet.json")
-        write_atomic(cls.nvml_conf, harness.fake_nvml_config(GPUS))
-        write_atomic(cls.kubelet_conf, ant.kubelet_config())
+        write_atomic(cls.nvml_conf, agents.fake_nvml_config(GPUS))
+        write_atomic(cls.kubelet_conf, kubelet_config())
         cls.fakes = [
-            ant.Fake("fake_kubelet", [
+            FakePlugin("fake_kubelet", [
                 "--socket", os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock"),
                 "--config", cls.kubelet_conf]),
         ]
@@ -209,7 +165,7 @@ class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
             csi_conf = os.path.join(WORK, drv + ".json")
             write_atomic(csi_conf, json.dumps({"name": drv, "vendorVersion": "v1.29.9",
                                                "ready": True}))
-            cls.fakes.append(ant.Fake("fake_csi_driver", [
+            cls.fakes.append(FakePlugin("fake_csi_driver", [
                 "--registration", os.path.join(cls.host.registry, drv + "-reg.sock"),
                 "--endpoint", os.path.join(root, "var/lib/kubelet/plugins", drv, "csi.sock"),
                 "--advertise", "/var/lib/kubelet/plugins/%s/csi.sock" % drv,
@@ -217,12 +173,11 @@ class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
         token_file = os.path.join(WORK, "agent-token")
         with open(token_file, "w") as f:
             f.write(cls.token)
-        cls.agent = harness.Agent(WORK, [
+        cls.agent = agents.Agent(WORK, [
             "--node-name", ND_NODE, "--kubeconfig", cls.sim.kubeconfig,
             "--aggregator", cls.agg.addr, "--insecure", "--token-file", token_file,
             "--host-root", root, "--probe-interval", "1"],
-            env={"TAU_AGENT_NVML": os.path.join(ant.build_dir(),
-                                                "fakes/nvml-full/libnvidia-ml.so.1"),
+            env={"TAU_AGENT_NVML": paths.build("fakes/nvml-full/libnvidia-ml.so.1"),
                  "TAU_FAKE_NVML_CONFIG": cls.nvml_conf})
 
     def node(self):
@@ -249,7 +204,7 @@ class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
 
     def test_02_pod_takes_gpus(self):
         doc = self.within(
-            lambda: write_atomic(self.kubelet_conf, ant.kubelet_config(GPUS[:2])),
+            lambda: write_atomic(self.kubelet_conf, kubelet_config(GPUS[:2])),
             lambda: (lambda d: d if not d["fits"] else None)(self.fit("--gpus", "8")),
             "a pod takes 2 GPUs: 8 no longer fit")
         self.assertIn("8 GPUs of class %s do not fit now: 6 can be had on 1 of 1" % CLASS,
@@ -265,7 +220,7 @@ class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
 
     def test_03_gpu_turns_unhealthy(self):
         n = self.within(
-            lambda: write_atomic(self.nvml_conf, harness.fake_nvml_config(GPUS, sick=3)),
+            lambda: write_atomic(self.nvml_conf, agents.fake_nvml_config(GPUS, sick=3)),
             lambda: (lambda n: n if n["health"] == "degraded" else None)(self.node()),
             "GPU 3 needs a reset: HEALTH degraded")
         self.assertEqual((n["gpusHealthy"], n["gpusFree"]), (7, 5))
@@ -288,7 +243,7 @@ class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
 
     def truth_condition(self, want):
         """The TauCluster's NodeTruthAgrees when its status is `want`, else None."""
-        st = self.sim.req("GET", CLUSTER_PATH + "/cluster").get("status") or {}
+        st = self.sim.get(CLUSTER_PATH + "/cluster").get("status") or {}
         for c in st.get("conditions") or []:
             if c["type"] == "NodeTruthAgrees" and c["status"] == want:
                 return c
@@ -305,7 +260,7 @@ class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
         c = self.truth_condition("False" if sick else "True")
         if c is None or self.explain_gpu_health()["pass"] == sick:
             return None
-        return c if self.agg.disagreements("agent.gpu-health") == int(sick) else None
+        return c if disagreements(self.agg, "agent.gpu-health") == int(sick) else None
 
     def test_03a_cluster_condition_follows_node_truth(self):
         # GPU 3 waits for a row remap since test_03: the node disagrees with its Node.
@@ -316,14 +271,14 @@ class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
         self.assertIn("%s: agent.gpu-health: Node advertises 8 nvidia.com/gpu GPUs; the agent "
                       "sees 7 healthy (NVML); GPU 3 (%s): row remap pending"
                       % (ND_NODE, GPUS[3]), c["message"])
-        c = self.within(lambda: write_atomic(self.nvml_conf, harness.fake_nvml_config(GPUS)),
+        c = self.within(lambda: write_atomic(self.nvml_conf, agents.fake_nvml_config(GPUS)),
                         lambda: self.everywhere(False),
                         "GPU 3 healthy again: explain, metric, NodeTruthAgrees True",
                         limit=CONDITION_WITHIN_S)
         self.assertEqual(c["reason"], "Agrees")
         self.assertIn("the agents of 1 of 1 counted nodes report node-local facts", c["message"])
         c = self.within(
-            lambda: write_atomic(self.nvml_conf, harness.fake_nvml_config(GPUS, sick=3)),
+            lambda: write_atomic(self.nvml_conf, agents.fake_nvml_config(GPUS, sick=3)),
             lambda: self.everywhere(True),
             "GPU 3 needs a reset again: explain, metric, NodeTruthAgrees False",
             limit=CONDITION_WITHIN_S)
@@ -338,7 +293,7 @@ class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
         # restarts) while the next probes bring no new event.
         n = self.within(
             lambda: write_atomic(self.nvml_conf,
-                                 harness.fake_nvml_config(GPUS, sick=3) + "xid 5 79\n"),
+                                 agents.fake_nvml_config(GPUS, sick=3) + "xid 5 79\n"),
             lambda: (lambda n: n if n["gpusHealthy"] == 6 else None)(self.node()),
             "critical XID on GPU 5: 6 healthy")
         self.assertIn("GPU 5 (%s) unhealthy: critical XID 79 (1 since the agent's NVML session "
@@ -394,8 +349,8 @@ class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
         # An agent (here a stand-in with the same token) sends devices past the limit: the
         # whole inventory is refused with a clear message, and the node keeps what it had.
         before = self.node()
-        pb = harness.load_messages(WORK)
-        inv = inventory_from_node(pb, harness.fixture("node-nd-h100-v5.json"))
+        pb = proto.inventory()
+        inv = inventory_from_node(pb, kubesim.fixture("node-nd-h100-v5.json"))
         inv.devices.pod_resources_probed = True
         inv.devices.pod_resources_allocatable_known = True
         for i in range(257):
@@ -437,30 +392,26 @@ class DraFreeNow(WithAggregator, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        tokens = os.path.join(WORK, "dra-tokens.json")
         cls.token = agent_token(DRA_NODE)
-        with open(tokens, "w") as f:
-            json.dump({cls.token: {"username": AGENT_USER, "audiences": ["taugrid"],
-                                   "extra": {"authentication.kubernetes.io/node-name":
-                                             [DRA_NODE]}}}, f)
-        cls.sim = harness.KubeSim(WORK, [dra_fixture("deviceclass-gpu.nvidia.com.json"),
-                                         dra_fixture("node-dra-h100-0.json"),
-                                         dra_fixture("resourceslice-h100-complete.json")],
+        tokens = write_table(os.path.join(WORK, "dra-tokens.json"), agent_tokens([DRA_NODE]))
+        cls.sim = kubesim.KubeSim(objects=[dra_fixture("deviceclass-gpu.nvidia.com.json"),
+                                           dra_fixture("node-dra-h100-0.json"),
+                                           dra_fixture("resourceslice-h100-complete.json")],
                                   args=("--tokens", tokens))
-        cls.agg = Aggregator(cls.sim.kubeconfig, name="aggregator-dra")
-        cls.host = harness.HostTree(WORK, sockets=())
+        cls.agg = Aggregator(cls.sim.kubeconfig, WORK, "aggregator-dra", log_level=None)
+        cls.host = agents.HostTree(WORK, sockets=())
         root = cls.host.root
         os.makedirs(os.path.join(root, "var/lib/kubelet/pod-resources"))
         cls.kubelet_conf = os.path.join(WORK, "dra-kubelet.json")
         write_atomic(cls.kubelet_conf,
                      dra_kubelet_config([(DRA_DRIVER, "gpu-0"), (DRA_DRIVER, "gpu-1")]))
-        cls.fakes = [ant.Fake("fake_kubelet", [
+        cls.fakes = [FakePlugin("fake_kubelet", [
             "--socket", os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock"),
             "--config", cls.kubelet_conf])]
         token_file = os.path.join(WORK, "dra-agent-token")
         with open(token_file, "w") as f:
             f.write(cls.token)
-        cls.agent = harness.Agent(WORK, [
+        cls.agent = agents.Agent(WORK, [
             "--node-name", DRA_NODE, "--kubeconfig", cls.sim.kubeconfig,
             "--aggregator", cls.agg.addr, "--insecure", "--token-file", token_file,
             "--host-root", root, "--probe-interval", "1"], env={"TAU_AGENT_NVML": "off"})

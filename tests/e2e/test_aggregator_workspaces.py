@@ -35,11 +35,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-import require  # noqa: E402
+from harness import require  # noqa: E402
 import simtest  # noqa: E402
 
 import test_workspace as wst  # noqa: E402
-from aggregator.agent import FakeAgent, agent_token, inventory_from_node  # noqa: E402
+from harness.agents import FakeAgent, inventory_from_node  # noqa: E402
+from harness.tokens import agent_token  # noqa: E402
 
 AGG_BIN = os.environ.get("TAU_AGGREGATOR_BIN", os.path.join(ROOT, "build", "tau-aggregator"))
 CLI_BIN = os.environ.get("TAU_CLI", os.path.join(ROOT, "build", "tau"))

@@ -33,7 +33,7 @@ import tempfile
 import time
 import unittest
 
-import require
+from harness import require
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHART = os.path.join(ROOT, "charts", "taugrid")

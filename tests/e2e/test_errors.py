@@ -19,7 +19,7 @@ import threading
 import time
 import unittest
 
-import require
+from harness import require
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))

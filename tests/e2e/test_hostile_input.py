@@ -24,10 +24,11 @@ import grpc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "agent"))
-import harness  # noqa: E402
 import test_aggregator as ta  # noqa: E402
-from aggregator.agent import REPORT, FakeAgent, agent_token, inventory_from_node  # noqa: E402
+from harness import require  # noqa: E402
+from harness.agents import REPORT, FakeAgent, inventory_from_node  # noqa: E402
+from harness.tls import make_tls  # noqa: E402
+from harness.tokens import agent_token  # noqa: E402
 
 MIB = 1 << 20
 
@@ -168,8 +169,8 @@ class HostileInputE2E(unittest.TestCase):
         self.assert_undisturbed()
 
     def test_untrusted_tls_ca(self):
-        openssl = ta.require.tool("openssl", "openssl", "TAU_OPENSSL")
-        tls = harness.make_tls(self.dir, openssl)
+        openssl = require.tool("openssl", "openssl", "TAU_OPENSSL")
+        tls = make_tls(self.dir, openssl)
         agg = ta.Aggregator(self.kubeconfig, sync_timeout="1s", ca=tls["ca"],
                             extra=("--tls-cert", tls["cert"], "--tls-key", tls["key"]))
         try:

@@ -13,7 +13,7 @@ sleeps standing in for synchronisation.
 import base64
 import json
 import os
-import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,14 +21,14 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 
-import require
+from harness import paths, require
+from harness.kubesim import KubeSim
+from harness.waits import wait_for
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KUBE_SIM = os.path.join(ROOT, "tests", "kube-sim", "kube-sim")
+ROOT = paths.ROOT
+KUBE_SIM = paths.KUBE_SIM
 BIN_DIR = os.environ.get("KUBE_E2E_BIN_DIR", os.path.join(ROOT, "build", "tests", "e2e"))
-FIXTURES = os.path.join(ROOT, "tests", "fixtures", "kube")
 SLOW = float(os.environ.get("KUBE_E2E_SLOWDOWN", "1"))  # scale deadlines (sanitizers)
 
 SA_TOKENS = {
@@ -47,68 +47,6 @@ SA_TOKENS = {
 
 def binary(name):
     return require.binary(os.path.join(BIN_DIR, name), "KUBE_E2E_BIN_DIR")
-
-
-def wait_for(cond, timeout, what):
-    """Polls cond() until it returns a true value or the deadline passes."""
-    end = time.monotonic() + timeout * SLOW
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > end:
-            raise AssertionError("timed out after %.0f s waiting for %s" % (timeout * SLOW, what))
-        time.sleep(0.05)
-
-
-class KubeSim:
-    """A kube-sim process on a free port; .kubeconfig is its kubeconfig."""
-
-    def __init__(self, tmp, *args):
-        self.kubeconfig = os.path.join(tmp, "kubeconfig")
-        self.log = open(os.path.join(tmp, "kube-sim.log"), "w")
-        self.proc = subprocess.Popen(
-            [sys.executable, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
-             self.kubeconfig] + list(args),
-            stdout=subprocess.PIPE, stderr=self.log, text=True)
-        lines = queue.Queue()
-        threading.Thread(target=lambda: lines.put(self.proc.stdout.readline()),
-                         daemon=True).start()
-        try:
-            line = lines.get(timeout=60 * SLOW)
-        except queue.Empty:
-            self.stop()
-            raise AssertionError("kube-sim did not become ready")
-        if not line.startswith("ready "):
-            self.stop()
-            raise AssertionError("kube-sim said %r (see %s)" % (line, self.log.name))
-        self.port = int(line.split()[1])
-        with open(self.kubeconfig) as f:
-            kc = json.load(f)
-        self.server = kc["clusters"][0]["cluster"]["server"]
-        self.token = kc["users"][0]["user"].get("token")
-
-    def request(self, method, path, body=None):
-        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path), method=method,
-                                     data=json.dumps(body).encode() if body is not None else None)
-        req.add_header("Authorization", "Bearer %s" % self.token)
-        req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return r.status, json.loads(r.read() or b"null")
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"null")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
-        self.log.close()
 
 
 class Candidate:
@@ -152,7 +90,7 @@ class KubeClientE2E(unittest.TestCase):
             s.stop()
 
     def sim(self, *args):
-        s = KubeSim(self.tmp, *args)
+        s = KubeSim(args, start_timeout=60 * SLOW)
         self.sims.append(s)
         return s
 
@@ -193,7 +131,8 @@ class KubeClientE2E(unittest.TestCase):
         subprocess.run([sys.executable, KUBE_SIM, "mint-client-cert", "--kubeconfig",
                         s.kubeconfig, "--cn", "tau-tester", "--org", "system:masters",
                         "--out", prefix], check=True, stdout=subprocess.DEVNULL)
-        ca = s.kubeconfig + ".ca.crt"
+        # Beside the kubeconfigs written below: a relative path resolves against their folder.
+        ca = shutil.copy(s.kubeconfig + ".ca.crt", self.tmp)
 
         def b64(path):
             with open(path, "rb") as f:
@@ -229,16 +168,17 @@ class KubeClientE2E(unittest.TestCase):
         a = Candidate(s, "cand-a", extra)
         b = Candidate(s, "cand-b", extra)
         try:
-            wait_for(lambda: a.first("started") or b.first("started"), 60, "a first leader")
+            wait_for(lambda: a.first("started") or b.first("started"), 60 * SLOW,
+                     "a first leader")
             leader, other = (a, b) if a.first("started") else (b, a)
             # Exactly one leader: the other stays a follower for several lease durations
             # while the leader keeps renewing.
             t_watch = time.monotonic()
-            wait_for(lambda: time.monotonic() - t_watch > 3 * lease_ms / 1000.0, 30,
+            wait_for(lambda: time.monotonic() - t_watch > 3 * lease_ms / 1000.0, 30 * SLOW,
                      "three lease durations")
             self.assertIsNone(other.first("started"), "two leaders at once")
             self.assertIsNone(leader.first("stopped"), "the leader lost its lease")
-            code, lease = s.request("GET", "/apis/coordination.k8s.io/v1/namespaces/default/"
+            code, lease = s.req("GET", "/apis/coordination.k8s.io/v1/namespaces/default/"
                                            "leases/tau-e2e")
             self.assertEqual(code, 200)
             self.assertEqual(lease["spec"]["holderIdentity"], leader.identity)
@@ -247,22 +187,23 @@ class KubeClientE2E(unittest.TestCase):
             leader.proc.send_signal(signal.SIGKILL)
             t_kill = time.monotonic()
             leader.proc.wait()
-            t_new = wait_for(lambda: other.first("started"), 60, "a takeover")
+            t_new = wait_for(lambda: other.first("started"), 60 * SLOW, "a takeover")
             took = t_new - t_kill
             sys.stderr.write("leader election: takeover after %.2f s\n" % took)
             budget = (lease_ms + 2.2 * retry_ms) / 1000.0
             # The bound is the algorithm's; allow scheduling slack on a busy machine.
             self.assertLessEqual(took, budget + 4.0 * SLOW)
-            code, lease = s.request("GET", "/apis/coordination.k8s.io/v1/namespaces/default/"
+            code, lease = s.req("GET", "/apis/coordination.k8s.io/v1/namespaces/default/"
                                            "leases/tau-e2e")
             self.assertEqual(lease["spec"]["holderIdentity"], other.identity)
             self.assertGreaterEqual(lease["spec"].get("leaseTransitions", 0), 1)
             # Make renewals fail: the leader must stop by itself within the renew deadline
             # (before the lease could expire for anyone else) and exit with status 3.
-            s.request("PUT", "/sim/faults", {"rules": [
+            s.req("PUT", "/sim/faults", {"rules": [
                 {"verb": "get,update,create,patch", "resource": "leases", "status": 500}]})
             t_fault = time.monotonic()
-            t_stop = wait_for(lambda: other.first("stopped"), 60, "the leader to step down")
+            t_stop = wait_for(lambda: other.first("stopped"), 60 * SLOW,
+                              "the leader to step down")
             sys.stderr.write("leader election: stepped down %.2f s after renewals began "
                              "failing\n" % (t_stop - t_fault))
             self.assertLessEqual(t_stop - t_fault, (renew_ms + 2 * retry_ms) / 1000.0 + 4 * SLOW)
@@ -272,8 +213,8 @@ class KubeClientE2E(unittest.TestCase):
             b.stop()
 
     def test_demo_lists_nodes(self):
-        s = self.sim("--seed", os.path.join(FIXTURES, "node-nd-h100-v5.json"),
-                     "--seed", os.path.join(FIXTURES, "node-flex-h100.json"))
+        s = self.sim("--seed", os.path.join(paths.KUBE_FIXTURES, "node-nd-h100-v5.json"),
+                     "--seed", os.path.join(paths.KUBE_FIXTURES, "node-flex-h100.json"))
         r = subprocess.run([binary("tau-kube-demo"), "--kubeconfig", s.kubeconfig],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            timeout=120 * SLOW)

@@ -38,7 +38,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import test_aggregator as ta  # noqa: E402
-from aggregator.agent import agent_token  # noqa: E402
+from harness.tokens import agent_token  # noqa: E402
 
 import yaml  # noqa: E402  (python3-yaml)
 

@@ -24,7 +24,7 @@ import unittest
 
 import grpc
 
-import require
+from harness import require
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

@@ -12,7 +12,7 @@ import unittest
 
 import yaml
 
-import require
+from harness import require
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

@@ -26,8 +26,9 @@ from fractions import Fraction
 import simtest
 import test_aggregator_workspaces as taw
 import test_workspace as wst
-from aggregator.agent import FakeAgent, agent_token, inventory_from_node
-from aggregator.quantity import parse as qparse
+from harness.agents import FakeAgent, inventory_from_node
+from harness.quantity import parse as qparse
+from harness.tokens import agent_token
 from test_aggregator import _node as agg_node
 from test_aggregator import expected_pool
 

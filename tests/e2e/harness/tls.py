@@ -1,0 +1,25 @@
+"""Throwaway TLS material for the suites and benches (openssl, EC P-256, one day)."""
+import os
+import subprocess
+import tempfile
+
+
+def make_tls(workdir, openssl="openssl"):
+    """A CA, a server certificate for 127.0.0.1 and localhost it signs, and a second CA that
+    signs nothing: {"ca", "cert", "key", "other_ca"} file paths in a new directory under
+    workdir."""
+    d = tempfile.mkdtemp(prefix="tls-", dir=workdir)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+    def sh(*a):
+        subprocess.run([openssl, *a], cwd=d, check=True, capture_output=True)
+    for ca in ("ca", "other"):
+        sh("req", "-x509", *ec, "-keyout", ca + ".key", "-out", ca + ".pem", "-days", "1",
+           "-subj", "/CN=tau-test-" + ca)
+    with open(os.path.join(d, "ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    sh("req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=localhost")
+    sh("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+       "-out", "srv.pem", "-days", "1", "-extfile", "ext")
+    return {k: os.path.join(d, v) for k, v in
+            (("ca", "ca.pem"), ("cert", "srv.pem"), ("key", "srv.key"), ("other_ca", "other.pem"))}
