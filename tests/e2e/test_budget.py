@@ -19,7 +19,7 @@ where a scenario needs reports (budget/harness.py says where each piece comes fr
   GateObserveV0Test  agents and a 600 s gate: nothing written before the pool is established
                      (P5), Observe mode, a retained flavor whose name was cleaned up keeps
                      its class (issue 24, finding 5), v0 (one active workspace), a steady cluster makes zero
-                     writes in a measured 30 s window (--budget-resync 2s).
+                     writes in 15 budget passes (--budget-resync 2s).
   LeaderStormTest    two aggregators with --leader-elect; the leader is SIGKILLed during a node
                      storm; every Cohort version seen on a watch holds at least the true pool,
                      and the new leader writes the exact pool once its own inventory is
@@ -31,7 +31,6 @@ with deadlines, never fixed sleeps.
 import os
 import sys
 import threading
-import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,7 +45,8 @@ from budget import harness as h  # noqa: E402
 from budget.harness import (CLUSTER, COHORTS, CQS, KUEUE, NODES, RFS, TAU, TEAMS,  # noqa: E402
                             WORKSPACES, cohort_diffs, cond_diffs, cq_diffs, rf_diffs)
 
-STEADY_WINDOW_S = 30.0
+STEADY_PASSES = 15  # budget passes a steady cluster makes without writing (test_03)
+STEADY_DEADLINE_S = 120.0  # for those passes: about 30 s at --budget-resync 2s
 
 
 def setUpModule():
@@ -803,16 +803,25 @@ class GateObserveV0Test(OneClusterTest):
         c.wait_ok(lambda: cq_diffs(c.get(CQS + "/tau-ws-alpha"), "alpha", ws_uid, "research",
                                    "ml-alpha", groups), "the active workspace's queue")
         c.wait_ok(lambda: c.team_ready_diffs("research"), "team Ready")
-        # A measured window (not a wait): with --budget-resync 2s about 15 full reconciles run
-        # in it, and none may write.
+        # Waited for: STEADY_PASSES more budget passes over the steady cluster, counted by
+        # the aggregator's tau_budget_passes_total (--budget-resync 2s queues one every 2 s;
+        # a pass counts once its writes are done), stopping at the first write kube-sim sees.
+        # None of them may write.
         c.reset_stats()
-        start = time.monotonic()
-        writes = {}
-        while time.monotonic() - start < STEADY_WINDOW_S and not writes:
-            time.sleep(1)
-            writes = c.writes(h.KUEUE_KINDS + h.TAU_KINDS)
-        self.assertEqual(writes, {}, "a steady cluster wrote after %.1f s" % (
-            time.monotonic() - start))
+        base = h.budget_passes(self.agg)
+        seen = {}
+
+        def passes_left():
+            seen["writes"] = c.writes(h.KUEUE_KINDS + h.TAU_KINDS)
+            seen["passes"] = h.budget_passes(self.agg) - base
+            if seen["writes"] or seen["passes"] >= STEADY_PASSES:
+                return []
+            return ["%d of %d budget passes since the stats reset" % (seen["passes"],
+                                                                     STEADY_PASSES)]
+        c.wait_ok(passes_left, "%d budget passes over a steady cluster (tau_budget_passes_total)"
+                  % STEADY_PASSES, timeout=STEADY_DEADLINE_S)
+        self.assertEqual(seen["writes"], {}, "a steady cluster wrote within %d budget passes" %
+                         seen["passes"])
         self.assertEqual(c.ours(CQS), ["tau-ws-alpha"], "v0: only the active workspace")
 
 

@@ -295,6 +295,13 @@ def capacity_of(cluster_obj):
     return out
 
 
+def budget_passes(agg):
+    """The aggregator's tau_budget_passes_total: budget passes ended, each after its writes."""
+    m = re.search(r"^tau_budget_passes_total (\d+)$", agg.metrics(), re.M)
+    assert m is not None, "no tau_budget_passes_total in the aggregator's /metrics"
+    return int(m.group(1))
+
+
 def pool_capacity(pool):
     """The same shape from the oracle's pool: flavors by their ResourceFlavor name."""
     return {(flavor_name(cls), r): v for cls, f in pool.items()
