@@ -20,7 +20,8 @@
  *      reports/s acked.
  *   3. latency (aggregator only): on a quiet system, a Node update in the server (SIGUSR2);
  *      time until WatchPool pushes the new pool (includes the 20 ms coalescing window).
- *   4. every stream closed: server RSS after malloc_trim.
+ *   4. every stream closed: once the server's live calls (tau_rpc_server_live_calls) are
+ *      down to the WatchPool stream, server RSS after malloc_trim.
  * With --compare-bare, aggregator and bare runs alternate --rounds times, the best ingest of
  * each is kept and the last line reads "ratio R (aggregator X reports/s, bare Y reports/s)".
  * Usage: bench_swarm [--agents N] [--channels C] [--reports R] [--samples S]
@@ -62,6 +63,11 @@
 /* Requests armed per method, in both servers. */
 #define SERVER_REQUESTS_ARMED 64
 
+/* How long a server waits, after the parent closed every agent's stream, for their calls to end. */
+#define CALLS_GONE_TIMEOUT_S 30
+/* Calls the parent keeps open on the aggregator to the end: its WatchPool stream. */
+#define CALLS_KEPT 1
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -74,6 +80,29 @@ static void die(const char *what)
 {
 	fprintf(stderr, "bench_swarm: %s: %s\n", what, tau_error_last()->msg);
 	exit(1);
+}
+
+/*
+ * SIGUSR1 in a server: the parent has closed every agent's stream. Waits (polling every 10 ms,
+ * at most CALLS_GONE_TIMEOUT_S) until the server's live calls are down to the `keep` the parent
+ * still holds, gives freed memory back and answers "trimmed <live calls>", so the parent's RSS
+ * reading shows what is live once the server has seen the cancellations.
+ */
+static void trim_when_calls_gone(size_t (*live)(void *), void *ud, size_t keep)
+{
+	double deadline = now_s() + CALLS_GONE_TIMEOUT_S;
+	size_t n;
+
+	while ((n = live(ud)) > keep && now_s() < deadline)
+		usleep(10000); /* the poll step of a bounded wait */
+	malloc_trim(0);
+	printf("trimmed %zu\n", n);
+	fflush(stdout);
+}
+
+static size_t server_live_calls(void *srv)
+{
+	return tau_rpc_server_live_calls(srv);
 }
 
 static void raise_nofile(void)
@@ -172,7 +201,7 @@ static int serve(int agents)
 	printf("port %d\n", port);
 	fflush(stdout);
 	/*
-	 * SIGUSR1: give freed memory back, so the parent's RSS reading shows what is live.
+	 * SIGUSR1: every agent's stream is closed (the parent keeps its WatchPool stream).
 	 * SIGUSR2: a Node update as the informer would deliver it (node 0's cpu allocatable
 	 * changes), the latency probe: the Node is the authority, so only a Node change moves the
 	 * pool.
@@ -187,9 +216,7 @@ static int serve(int agents)
 			upsert_node(agg, 0, cpu);
 			continue;
 		}
-		malloc_trim(0);
-		printf("trimmed\n");
-		fflush(stdout);
+		trim_when_calls_gone(server_live_calls, srv, CALLS_KEPT);
 	}
 	tau_rpc_server_shutdown(srv, 1000);
 	tau_inventory_stop(agg);
@@ -226,6 +253,15 @@ typedef struct bare_slot {
 	grpc_metadata_array md;
 } bare_slot;
 
+/* Calls the bare server has taken and not yet freed. */
+static atomic_size_t bare_live;
+
+static size_t bare_live_calls(void *ud)
+{
+	(void)ud;
+	return atomic_load(&bare_live);
+}
+
 /* Releases c->mu; frees the call once it is closed and nothing is in flight. */
 static void bare_maybe_done(bare_call *c)
 {
@@ -239,6 +275,7 @@ static void bare_maybe_done(bare_call *c)
 	grpc_call_unref(c->call);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
+	atomic_fetch_sub(&bare_live, 1);
 }
 
 static void bare_batch(bare_call *c, grpc_op *ops, size_t n, struct tau_rpc_tag *tag)
@@ -393,6 +430,7 @@ static void bare_on_request(struct tau_rpc_tag *t, bool ok)
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		exit(1);
+	atomic_fetch_add(&bare_live, 1);
 	c->close_tag.fn = bare_on_close;
 	c->recv_tag.fn = bare_on_recv;
 	c->send_tag.fn = bare_on_send;
@@ -481,11 +519,8 @@ static int serve_bare(void)
 		pthread_create(&thread, NULL, bare_cq_thread, cq);
 	printf("port %d\n", port);
 	fflush(stdout);
-	while (sigwait(&sigs, &sig) == 0 && sig == SIGUSR1) {
-		malloc_trim(0);
-		printf("trimmed\n");
-		fflush(stdout);
-	}
+	while (sigwait(&sigs, &sig) == 0 && sig == SIGUSR1)
+		trim_when_calls_gone(bare_live_calls, NULL, 0);
 	/* The parent has its figures; the process ends without a drain. */
 	_exit(0);
 }
@@ -701,6 +736,7 @@ static int run(bool bare, int n_agents, int n_channels, int reports, int samples
 	pid_t child;
 	FILE *from_child;
 	char target[64], line[64];
+	size_t live;
 	tau_rpc_channel **chans;
 	agent *agents;
 	tau_rpc_channel *wch = NULL;
@@ -900,13 +936,22 @@ static int run(bool bare, int n_agents, int n_channels, int reports, int samples
 	/* 4. every agent gone: the store keeps every node (stale), gRPC's per-stream state goes. */
 	for (int i = 0; i < n_agents; i++)
 		tau_rpc_stream_free(agents[i].stream);
-	usleep(500000); /* let the server see the cancellations (benchmark pacing only) */
-	kill(child, SIGUSR1);
-	if (fgets(line, sizeof(line), from_child) != NULL) {
-		r->rss_closed = child_rss_kib(child);
-		printf("[%s] server RSS, every stream closed%s (after malloc_trim): %.1f MiB\n",
-		       who, bare ? "" : ", every node kept (stale)", (double)r->rss_closed / 1024);
+	kill(child, SIGUSR1); /* answered once the server's calls are gone, or after its wait */
+	if (fgets(line, sizeof(line), from_child) == NULL ||
+	    sscanf(line, "trimmed %zu", &live) != 1) {
+		fprintf(stderr, "bench_swarm: [%s] no answer from the server to SIGUSR1\n", who);
+		return 1;
 	}
+	if (live > (bare ? 0 : CALLS_KEPT)) {
+		fprintf(stderr,
+		        "bench_swarm: [%s] %zu calls still live on the server %d s after the "
+		        "agents' streams were closed (waited for %d)\n",
+		        who, live, CALLS_GONE_TIMEOUT_S, bare ? 0 : CALLS_KEPT);
+		return 1;
+	}
+	r->rss_closed = child_rss_kib(child);
+	printf("[%s] server RSS, every stream closed%s (after malloc_trim): %.1f MiB\n", who,
+	       bare ? "" : ", every node kept (stale)", (double)r->rss_closed / 1024);
 	if (wstream != NULL)
 		tau_rpc_stream_free(wstream);
 	for (int c = 0; c < n_channels; c++)
