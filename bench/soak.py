@@ -46,7 +46,8 @@ write, faults and compaction notwithstanding) by replaying the Node events into 
   I5 fresh state   at the end (faults cleared, churn stopped) the Cohort, ResourceFlavors,
                    workspace ClusterQueues, TauTeam and TauCluster status equal what the
                    oracle computes from the Node objects; then a fresh aggregator started
-                   against the soaked cluster settles without changing any of them.
+                   against the soaked cluster (--budget-resync 2s) settles and makes 3 more
+                   budget passes without changing any of them.
 
 Prints a summary; exit 0 when every invariant held, 1 with each broken invariant and its
 evidence (the offending write from kube-sim's history, the true pool around it), 2 on bad usage.
@@ -85,6 +86,7 @@ COHORT = h.cohort_name(TEAM)
 # GPU classes and their nodes' allocatable (share of the nodes); h200 nodes can move to h100.
 CLASSES = (("h100", h.H100, 0.5), ("h200", h.H100_B, 0.25), ("a100", h.A100, 0.25))
 WATCHED = ("nodes", "cohorts", "clusterqueues", "resourceflavors", "teams", "clusters")
+FRESH_PASSES = 3  # budget passes the fresh aggregator makes, after it agrees, writing nothing
 LOOP_KINDS = ("cohorts", "clusterqueues", "resourceflavors", "teams", "clusters")
 TRANSIENT = (429, 500, 502, 503, 504)
 
@@ -342,14 +344,14 @@ class Soak:
         alloc = dict(cls_alloc(cls))
         return h.node(name, cls, alloc, labels={"tau.test/rack": "r0"})
 
-    def start_aggregator(self, name):
+    def start_aggregator(self, name, *extra):
         t = now()
         agg = self.c.start_aggregator(
             name, "--grpc-listen", "127.0.0.1:%d" % self.port, "--initial-sync-timeout",
             "%ds" % self.a.sync_timeout, "--feature-gates", "MultipleWorkspaces=true",
             # Every agent comes from this one host, and all reconnect at each restart.
             "--max-reviews-per-peer", "100000", "--max-pending-reviews", "100000",
-            "--max-streams-per-peer", "100000")
+            "--max-streams-per-peer", "100000", *extra)
         self.restart_s.append(now() - t)
         self.aggs.append([agg, None])
         self.started_at.append(time.time())
@@ -789,7 +791,8 @@ class Soak:
                 self.fail("I4 no crash", "aggregator %s exited %s on SIGTERM:\n%s" % (
                     os.path.basename(self.agg.log_path), rc, self.agg.log()[-3000:]))
             rv0 = self.hist_rv
-            fresh = self.agg = self.start_aggregator("agg-fresh")
+            # A pass every 2 s, so that passes after it agrees can be counted (below).
+            fresh = self.agg = self.start_aggregator("agg-fresh", "--budget-resync", "2s")
         # Its own inventory established with every agent reconnected and reviewed (missingCount
         # 0: not the --sync-timeout path, which counts Node objects with every agent refused),
         # then a budget pass on it: only then has it computed the budget afresh.
@@ -798,9 +801,14 @@ class Soak:
         simtest_wait(lambda: 'msg="budget reconciled" state=BudgetApplied' in fresh.log(),
                      a.settle, "the fresh aggregator's budget pass on its established pool")
         c.wait_ok(self.end_state_diffs, "the fresh aggregator agrees", timeout=a.settle)
-        # An observation window, not a wait: proving the fresh aggregator writes nothing needs
-        # a quiet stretch longer than its coalescing (200 ms) plus its write spacing (1 s).
-        time.sleep(3)
+        # Waited for: FRESH_PASSES more budget passes of the fresh aggregator after it agreed
+        # (tau_budget_passes_total; a pass counts once its writes are done, a pass deferred by
+        # the write spacing counts when it has written), each deciding on the soaked state
+        # again: any write it would make is then in the history read below.
+        base = h.budget_passes(fresh)
+        simtest_wait(lambda: h.budget_passes(fresh) >= base + FRESH_PASSES, a.settle,
+                     "%d budget passes of the fresh aggregator after it agreed "
+                     "(tau_budget_passes_total)" % FRESH_PASSES)
         self.check_history()
         st, hist = c.sim.req("GET", "/sim/history?resource=%s&since=%d" % (
             ",".join(LOOP_KINDS), rv0), token=False)
