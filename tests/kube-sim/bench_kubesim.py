@@ -144,16 +144,23 @@ def main():
         lat = []
         for rnd in range(a.rounds):
             seen = [None] * len(watchers)
+            ready = threading.Barrier(len(watchers) + 1)
             done = threading.Barrier(len(watchers) + 1)
 
             def run(i, w):
+                ready.wait()
                 ev = w.next()
                 seen[i] = time.monotonic()
                 done.wait()
             ts = [threading.Thread(target=run, args=(i, w), daemon=True) for i, w in enumerate(watchers)]
             for t in ts:
                 t.start()
-            time.sleep(0.2)
+            # Waited for: every watcher thread started and at its read (a late one would read
+            # the event buffered, so its latency could only look longer).
+            try:
+                ready.wait(30)
+            except threading.BrokenBarrierError:
+                sys.exit("bench_kubesim: not every watcher thread started within 30 s")
             t0 = time.monotonic()
             sim.ok("PATCH", "/api/v1/nodes/bench-node-00000",
                    {"metadata": {"labels": {"round": str(rnd)}}}, "application/merge-patch+json")
