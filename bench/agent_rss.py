@@ -11,8 +11,8 @@ holding one idle Report stream with the gRPC core alone, on a channel with the a
 arguments (keepalive included) and credentials (plaintext: the agent runs with --insecure, the
 chart's default; with --tls both verify the recorder's certificate against a CA made here, the
 agent with --ca-file, as with the chart's tls.enabled=true), sending the same heartbeats (built
-here with cc and pkg-config grpc). Both
-idle for --seconds side by side; then it reports, for each and as the agent's ratio to the floor: VmRSS (/proc/<pid>/status), CPU time over the
+here with cc and pkg-config grpc). Once both have settled (VmRSS and thread count steady
+for 1 s), both idle for --seconds side by side; then it reports, for each and as the agent's ratio to the floor: VmRSS (/proc/<pid>/status), CPU time over the
 window (the sum of every thread's /proc/<pid>/task/*/schedstat run time, nanosecond
 resolution) and wake-ups (voluntary + involuntary context switches of every thread). The probe
 cycle is the wall time of `--once -o json` (process start, kubeconfig, three API reads, host
@@ -71,6 +71,27 @@ def sample(pid):
         except FileNotFoundError:
             pass  # a thread that ended between the listing and the read
     return rss, cpu, switches
+
+
+def wait_settled(pids, steady=5, step=0.2, timeout=30):
+    """Wait until each process's VmRSS and thread count have read the same `steady` samples in
+    a row, `step` s apart (its start-up allocations and threads are done); at most `timeout` s.
+    """
+    def shape(pid):
+        return sample(pid)[0], len(threads(pid))
+    last = {pid: shape(pid) for pid in pids}
+    same = {pid: 1 for pid in pids}
+    deadline = time.monotonic() + timeout
+    while min(same.values()) < steady:
+        if time.monotonic() > deadline:
+            raise SystemExit("VmRSS or thread count still changing after %.0f s (pid: (VmRSS KiB, "
+                             "threads), same samples in a row): %s" % (
+                                 timeout, {p: (last[p], same[p]) for p in pids}))
+        time.sleep(step)  # the poll step of a bounded wait
+        for pid in pids:
+            now = shape(pid)
+            same[pid] = same[pid] + 1 if now == last[pid] else 1
+            last[pid] = now
 
 
 def smaps_by_object(pid):
@@ -145,7 +166,9 @@ def main():
         floor = subprocess.Popen([floor_bin, "127.0.0.1:%d" % rec.port, str(a.heartbeat),
                                   *floor_extra])
         rec.wait(lambda r: r.streams >= 2 and len(r.reports) >= 2, 30, "the floor's stream")
-        time.sleep(2)  # let start-up allocations settle before the window opens
+        # Waited for: both processes' start-up allocations and threads done (VmRSS and thread
+        # count steady for 1 s), so that the window measures the idle state alone.
+        wait_settled([agent.proc.pid, floor.pid])
         a0, f0 = sample(agent.proc.pid), sample(floor.pid)
         t0 = time.monotonic()
         time.sleep(a.seconds)  # the measured idle window itself
