@@ -566,12 +566,24 @@ static void cluster_usage(FILE *out)
 	      out);
 }
 
+/* Keep optarg in args (a repeated option: -f, --set), at most `cap` of them. */
+static int push_arg(const char **args, size_t *n, size_t cap, const char *what)
+{
+	if (*n == cap) {
+		fprintf(stderr, "tau cluster: at most %zu %s\n", cap, what);
+		return -1;
+	}
+	args[(*n)++] = optarg;
+	return 0;
+}
+
 int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 {
 	enum { O_SET = 256, O_TIMEOUT, O_DRY_RUN, O_RELEASE, O_CHART, O_AGG, O_DELETE_CRDS };
 	static const struct option lopts[] = {
-	        TAU_CLI_GLOBAL_LONGOPTS TAU_CLI_SYSTEM_NAMESPACE_LONGOPT{
-	                "namespace", required_argument, NULL, 'n'},
+	        /* --system-namespace is --namespace here: where TauGrid is (to be) installed. */
+	        TAU_CLI_GLOBAL_LONGOPTS{"system-namespace", required_argument, NULL, 'n'},
+	        {"namespace", required_argument, NULL, 'n'},
 	        {"values", required_argument, NULL, 'f'},
 	        {"set", required_argument, NULL, O_SET},
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
@@ -582,6 +594,8 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 	        {"delete-crds", no_argument, NULL, O_DELETE_CRDS},
 	        {NULL, 0, NULL, 0},
 	};
+	static const tau_cli_optspec optspec = {"tau cluster", "hf:n:", lopts, cluster_usage};
+	int exit_code = TAU_CLI_USAGE;
 	tau_cli_globals gl = {0};
 	const char *verb, *ns_flag = NULL, *timeout = NULL, *release = DEFAULT_RELEASE,
 	                  *chart_flag = NULL, *helm_why = "", *values[32], *sets[64];
@@ -594,38 +608,25 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 	size_t h = 0;
 	tau_kube_client *client = NULL;
 	gate_ctx gc = {0};
-	int c, taken, rc = TAU_CLI_USAGE;
+	int c, rc = TAU_CLI_USAGE;
 
 	tau_cli_opts_begin(&gl, g);
-	while ((c = getopt_long(argc, argv, "hf:n:", lopts, NULL)) != -1) {
-		/* --system-namespace is --namespace here: where TauGrid is (to be) installed. */
-		if (c != TAU_CLI_OPT_SYSTEM_NAMESPACE &&
-		    (taken = tau_cli_global_option(&gl, c, optarg, "tau cluster")) != 0) {
-			if (taken < 0)
-				return TAU_CLI_USAGE;
-			continue;
-		}
+	while ((c = tau_cli_getopt(&gl, &exit_code, argc, argv, &optspec)) != -1) {
 		switch (c) {
-		case 'h':
-			cluster_usage(stdout);
-			return TAU_CLI_OK;
+		case TAU_CLI_OPT_EXIT:
+			return exit_code;
 		case 'n':
-		case TAU_CLI_OPT_SYSTEM_NAMESPACE:
 			ns_flag = optarg;
 			break;
 		case 'f':
-			if (n_values == sizeof(values) / sizeof(values[0])) {
-				fprintf(stderr, "tau cluster: at most 32 -f files\n");
+			if (push_arg(values, &n_values, sizeof(values) / sizeof(values[0]),
+			             "-f files") < 0)
 				return TAU_CLI_USAGE;
-			}
-			values[n_values++] = optarg;
 			break;
 		case O_SET:
-			if (n_sets == sizeof(sets) / sizeof(sets[0])) {
-				fprintf(stderr, "tau cluster: at most 64 --set values\n");
+			if (push_arg(sets, &n_sets, sizeof(sets) / sizeof(sets[0]),
+			             "--set values") < 0)
 				return TAU_CLI_USAGE;
-			}
-			sets[n_sets++] = optarg;
 			break;
 		case O_TIMEOUT:
 			timeout = optarg;
@@ -645,10 +646,6 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		case O_DELETE_CRDS:
 			delete_crds = true;
 			break;
-		default:
-			tau_cli_unknown_option("tau cluster", argv);
-			cluster_usage(stderr);
-			return TAU_CLI_USAGE;
 		}
 	}
 	if (optind + 1 != argc) {

@@ -12,6 +12,7 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <stdio.h>
 
 /**
  * getopt_long codes of the shared options: above a command's own (which start at 256) and
@@ -40,22 +41,38 @@ enum {
  * Start a command group's parse: *gl becomes a copy of the options given before the command
  * (`g`, may be NULL), and getopt starts over on the group's argv (optind 0: glibc
  * re-initialises, permuting again after main's "+" parse) without printing its own messages
- * (opterr 0: the group prints tau_cli_unknown_option's).
+ * (opterr 0: tau_cli_getopt prints its own messages).
  */
 void tau_cli_opts_begin(tau_cli_globals *gl, const tau_cli_globals *g);
 
-/**
- * Take getopt_long's answer `c` (its optarg `arg`) into *gl when it is a shared option other
- * than --help.  A bad --request-timeout prints "<cmd>: --request-timeout X: reason" on stderr.
- * @return 1 taken, 0 `c` is not a shared option, -1 refused (message printed; exit
- *         TAU_CLI_USAGE).
- */
-int tau_cli_global_option(tau_cli_globals *gl, int c, const char *arg, const char *cmd);
+/** A group's parse: its name in messages, its getopt strings and its usage. */
+typedef struct tau_cli_optspec {
+	const char *cmd;               /**< "tau team": the prefix of every message */
+	const char *optstring;         /**< getopt_long's, e.g. "ho:" */
+	const struct option *longopts; /**< the group's rows, the shared ones among them */
+	void (*usage)(FILE *out);      /**< for --help (stdout) and unknown options (stderr) */
+} tau_cli_optspec;
+
+/** tau_cli_getopt's answer when the parse ends before the group's own options are done. */
+#define TAU_CLI_OPT_EXIT 0x7f0
 
 /**
- * Print "<cmd>: unknown option or missing value: X" on stderr for the argument getopt_long
- * just refused (X is argv[optind - 1]).
+ * getopt_long over spec->longopts that answers what every group answers the same way:
+ * --context, --kubeconfig, --request-timeout and --system-namespace go into *gl; --help prints
+ * the usage on stdout (exit 0); a bad --request-timeout prints "<cmd>: --request-timeout X:
+ * reason" and an unknown option or a missing value "<cmd>: unknown option or missing value:
+ * X" and the usage on stderr (exit 2).
+ * @return the next option the group handles (optarg set), -1 after the last, or
+ *         TAU_CLI_OPT_EXIT with *exit_code (TAU_CLI_OK or TAU_CLI_USAGE) set.
  */
-void tau_cli_unknown_option(const char *cmd, char *const *argv);
+int tau_cli_getopt(tau_cli_globals *gl, int *exit_code, int argc, char **argv,
+                   const tau_cli_optspec *spec);
+
+/**
+ * After the options: exactly one operand, a NAME that can be a TauWorkspace.  Prints
+ * "<cmd>: NAME is required", "<cmd>: one NAME only" or tau_cli_workspace_name_check's
+ * message.  @return 0 with *name set, or -1 (exit TAU_CLI_USAGE).
+ */
+int tau_cli_one_workspace_name(const char **name, int argc, char **argv, const char *cmd);
 
 #endif /* TAU_CLI_GLOBALOPTS_H */

@@ -686,6 +686,8 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	        {"ib", no_argument, NULL, O_IB},
 	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
+	static const tau_cli_optspec optspec = {"tau inventory", "ho:", opts, usage};
+	int exit_code = TAU_CLI_USAGE;
 	tau_cli_aggregator_opts agg = {0};
 	const char *cls = NULL, *what, *node = NULL;
 	bool counted_only = false, whole_nodes = false, needs_ib = false;
@@ -693,7 +695,7 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	tau_cli_format fmt = TAU_CLI_TABLE;
 	int64_t timeout_ms = -1; /* --timeout; -1: not given */
 	tau_cli_globals gl = {0};
-	int c, taken, rc = TAU_CLI_FAILED;
+	int c, rc = TAU_CLI_FAILED;
 	const char *target = NULL;
 	tau_rpc_channel *ch = NULL;
 	tau_rpc_status status = {0};
@@ -701,16 +703,10 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	char *text = NULL;
 
 	tau_cli_opts_begin(&gl, g);
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-		if ((taken = tau_cli_global_option(&gl, c, optarg, "tau inventory")) != 0) {
-			if (taken < 0)
-				return TAU_CLI_USAGE;
-			continue;
-		}
+	while ((c = tau_cli_getopt(&gl, &exit_code, argc, argv, &optspec)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return TAU_CLI_OK;
+		case TAU_CLI_OPT_EXIT:
+			return exit_code;
 		case O_CLASS:
 			cls = optarg;
 			break;
@@ -743,12 +739,9 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 			if (tau_cli_output_parse(&fmt, optarg, false, "tau inventory") < 0)
 				return TAU_CLI_USAGE;
 			break;
-		default:
-			if (tau_cli_aggregator_option(&agg, c, optarg))
-				break;
-			tau_cli_unknown_option("tau inventory", argv);
-			usage(stderr);
-			return TAU_CLI_USAGE;
+		default: /* the aggregator options */
+			tau_cli_aggregator_option(&agg, c, optarg);
+			break;
 		}
 	}
 	if (optind >= argc) {

@@ -60,30 +60,23 @@ int main(int argc, char **argv)
 	        {"token", required_argument, NULL, O_TOKEN},
 	        {NULL, 0, NULL, 0},
 	};
+	static const tau_cli_optspec optspec = {"tau", "+", opts, usage};
+	int exit_code = TAU_CLI_USAGE;
 	tau_cli_globals g = {0};
-	int c, taken;
+	int c;
 
 	tau_log_init_from_env();
 	/* "+": stop at the command; its options belong to it. */
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-		if ((taken = tau_cli_global_option(&g, c, optarg, "tau")) != 0) {
-			if (taken < 0)
-				return TAU_CLI_USAGE;
-			continue;
-		}
+	while ((c = tau_cli_getopt(&g, &exit_code, argc, argv, &optspec)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return TAU_CLI_OK;
+		case TAU_CLI_OPT_EXIT:
+			return exit_code;
 		case O_VERSION:
 			printf("tau %s\n", TAU_VERSION_STRING);
 			return TAU_CLI_OK;
 		case O_TOKEN:
 			g.token = optarg;
 			break;
-		default:
-			usage(stderr);
-			return TAU_CLI_USAGE;
 		}
 	}
 	if (optind >= argc) {

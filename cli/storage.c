@@ -369,6 +369,8 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	        {"selector", required_argument, NULL, O_SEL},
 	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
+	static const tau_cli_optspec optspec = {"tau storage", "ho:", lopts, storage_usage};
+	int exit_code = TAU_CLI_USAGE;
 	tau_cli_aggregator_opts agg = {0};
 	tau_cli_globals gl = {0};
 	tau_kube_client *client = NULL;
@@ -378,19 +380,13 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	char none[300];
 	tau_cli_format fmt = TAU_CLI_TABLE;
 	bool ok;
-	int c, taken, rc = TAU_CLI_USAGE;
+	int c, rc = TAU_CLI_USAGE;
 
 	tau_cli_opts_begin(&gl, g);
-	while ((c = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
-		if ((taken = tau_cli_global_option(&gl, c, optarg, "tau storage")) != 0) {
-			if (taken < 0)
-				return TAU_CLI_USAGE;
-			continue;
-		}
+	while ((c = tau_cli_getopt(&gl, &exit_code, argc, argv, &optspec)) != -1) {
 		switch (c) {
-		case 'h':
-			storage_usage(stdout);
-			return TAU_CLI_OK;
+		case TAU_CLI_OPT_EXIT:
+			return exit_code;
 		case 'o':
 			if (tau_cli_output_parse(&fmt, optarg, false, "tau storage") < 0)
 				return TAU_CLI_USAGE;
@@ -401,12 +397,9 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 		case O_SEL:
 			sel = optarg;
 			break;
-		default:
-			if (tau_cli_aggregator_option(&agg, c, optarg))
-				break;
-			tau_cli_unknown_option("tau storage", argv);
-			storage_usage(stderr);
-			return TAU_CLI_USAGE;
+		default: /* the aggregator options */
+			tau_cli_aggregator_option(&agg, c, optarg);
+			break;
 		}
 	}
 	if (optind + 1 != argc || strcmp(argv[optind], "check") != 0 || driver == NULL ||

@@ -81,22 +81,18 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
 	                "output", required_argument, NULL, 'o'},
 	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
-	int c, taken;
+	static const tau_cli_optspec optspec = {"tau team", "ho:", lopts, team_usage};
+	int exit_code = TAU_CLI_USAGE;
+	int c;
 
-	while ((c = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
-		if ((taken = tau_cli_global_option(gl, c, optarg, "tau team")) != 0) {
-			if (taken < 0)
-				return TAU_CLI_USAGE;
-		} else if (c == 'h') {
-			team_usage(stdout);
-			return TAU_CLI_OK;
+	while ((c = tau_cli_getopt(gl, &exit_code, argc, argv, &optspec)) != -1) {
+		if (c == TAU_CLI_OPT_EXIT) {
+			return exit_code;
 		} else if (c == 'o') {
 			if (tau_cli_output_parse(fmt, optarg, false, "tau team") < 0)
 				return TAU_CLI_USAGE;
-		} else if (!tau_cli_aggregator_option(agg, c, optarg)) {
-			tau_cli_unknown_option("tau team", argv);
-			team_usage(stderr);
-			return TAU_CLI_USAGE;
+		} else {
+			tau_cli_aggregator_option(agg, c, optarg);
 		}
 	}
 	if (optind >= argc) {

@@ -851,6 +851,8 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 	        {"data-pvc", required_argument, NULL, O_PVC},
 	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
+	static const tau_cli_optspec optspec = {"tau workspace", "ho:", lopts, ws_usage};
+	int exit_code = TAU_CLI_USAGE;
 	tau_cli_globals gl = {0};
 	tau_cli_format fmt = TAU_CLI_TABLE;
 	const char *verb, *name = NULL, *pvc = NULL, *sysns;
@@ -859,7 +861,7 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 	tau_kube_client *client = NULL;
 	cJSON *obj = NULL;
 	char *driver = NULL;
-	int c, taken, rc = TAU_CLI_USAGE;
+	int c, rc = TAU_CLI_USAGE;
 
 	/* create and delete have their own options: the verb comes first there. */
 	if (argc > 1 && strcmp(argv[1], "create") == 0)
@@ -868,16 +870,10 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		return tau_cli_ws_delete(argc - 1, argv + 1, g);
 	tau_cli_opts_begin(&gl, g);
 	/* argv[0] is "workspace"; options may follow the verb and the name. */
-	while ((c = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
-		if ((taken = tau_cli_global_option(&gl, c, optarg, "tau workspace")) != 0) {
-			if (taken < 0)
-				return TAU_CLI_USAGE;
-			continue;
-		}
+	while ((c = tau_cli_getopt(&gl, &exit_code, argc, argv, &optspec)) != -1) {
 		switch (c) {
-		case 'h':
-			ws_usage(stdout);
-			return TAU_CLI_OK;
+		case TAU_CLI_OPT_EXIT:
+			return exit_code;
 		case 'o':
 			if (tau_cli_output_parse(&fmt, optarg, true, "tau workspace") < 0)
 				return TAU_CLI_USAGE;
@@ -885,12 +881,9 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		case O_PVC:
 			pvc = optarg;
 			break;
-		default:
-			if (tau_cli_aggregator_option(&agg, c, optarg))
-				break;
-			tau_cli_unknown_option("tau workspace", argv);
-			ws_usage(stderr);
-			return TAU_CLI_USAGE;
+		default: /* the aggregator options */
+			tau_cli_aggregator_option(&agg, c, optarg);
+			break;
 		}
 	}
 	if (optind >= argc) {

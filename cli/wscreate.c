@@ -572,6 +572,9 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 	        {"dry-run", no_argument, NULL, O_DRY_RUN},
 	        {NULL, 0, NULL, 0},
 	};
+	static const tau_cli_optspec optspec = {"tau workspace create", "ho:n:", lopts,
+	                                        create_usage};
+	int exit_code = TAU_CLI_USAGE;
 	tau_cli_ws_spec spec = {0};
 	tau_cli_globals gl = {0};
 	const char *output = NULL, *timeout = NULL;
@@ -580,19 +583,13 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 	tau_kube_client *client = NULL;
 	char sysns[TAU_CLI_NS_BUF], err[1024];
 	cJSON *obj = NULL;
-	int c, taken, rc = TAU_CLI_USAGE;
+	int c, rc = TAU_CLI_USAGE;
 
 	tau_cli_opts_begin(&gl, g);
-	while ((c = getopt_long(argc, argv, "ho:n:", lopts, NULL)) != -1) {
-		if ((taken = tau_cli_global_option(&gl, c, optarg, "tau workspace create")) != 0) {
-			if (taken < 0)
-				return TAU_CLI_USAGE;
-			continue;
-		}
+	while ((c = tau_cli_getopt(&gl, &exit_code, argc, argv, &optspec)) != -1) {
 		switch (c) {
-		case 'h':
-			create_usage(stdout);
-			return TAU_CLI_OK;
+		case TAU_CLI_OPT_EXIT:
+			return exit_code;
 		case 'o':
 			output = optarg;
 			break;
@@ -641,20 +638,10 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 		case O_DRY_RUN:
 			dry_run = true;
 			break;
-		default:
-			tau_cli_unknown_option("tau workspace create", argv);
-			create_usage(stderr);
-			return TAU_CLI_USAGE;
 		}
 	}
 	/* argv[0] is "create" (getopt's program name); then exactly NAME. */
-	if (optind + 1 != argc) {
-		fprintf(stderr, optind >= argc ? "tau workspace create: NAME is required\n"
-		                               : "tau workspace create: one NAME only\n");
-		return TAU_CLI_USAGE;
-	}
-	spec.name = argv[optind];
-	if (tau_cli_workspace_name_check("tau workspace create", spec.name) < 0)
+	if (tau_cli_one_workspace_name(&spec.name, argc, argv, "tau workspace create") < 0)
 		return TAU_CLI_USAGE;
 	if (output != NULL && !dry_run) {
 		fprintf(stderr, "tau workspace create: -o belongs to --dry-run\n");

@@ -223,6 +223,8 @@ int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g)
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
+	static const tau_cli_optspec optspec = {"tau workspace delete", "h", lopts, delete_usage};
+	int exit_code = TAU_CLI_USAGE;
 	tau_cli_globals gl = {0};
 	const char *name, *timeout = NULL;
 	bool wait = false;
@@ -230,33 +232,19 @@ int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g)
 	tau_kube_client *client = NULL;
 	char sysns[TAU_CLI_NS_BUF], ns[TAU_CLI_NS_BUF];
 	cJSON *ws = NULL;
-	int c, taken, rc = TAU_CLI_FAILED, gr;
+	int c, rc = TAU_CLI_FAILED, gr;
 
 	tau_cli_opts_begin(&gl, g);
-	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		if ((taken = tau_cli_global_option(&gl, c, optarg, "tau workspace delete")) != 0) {
-			if (taken < 0)
-				return TAU_CLI_USAGE;
-		} else if (c == 'h') {
-			delete_usage(stdout);
-			return TAU_CLI_OK;
+	while ((c = tau_cli_getopt(&gl, &exit_code, argc, argv, &optspec)) != -1) {
+		if (c == TAU_CLI_OPT_EXIT) {
+			return exit_code;
 		} else if (c == O_WAIT) {
 			wait = true;
 		} else if (c == O_TIMEOUT) {
 			timeout = optarg;
-		} else {
-			tau_cli_unknown_option("tau workspace delete", argv);
-			delete_usage(stderr);
-			return TAU_CLI_USAGE;
 		}
 	}
-	if (optind + 1 != argc) {
-		fprintf(stderr, optind >= argc ? "tau workspace delete: NAME is required\n"
-		                               : "tau workspace delete: one NAME only\n");
-		return TAU_CLI_USAGE;
-	}
-	name = argv[optind];
-	if (tau_cli_workspace_name_check("tau workspace delete", name) < 0)
+	if (tau_cli_one_workspace_name(&name, argc, argv, "tau workspace delete") < 0)
 		return TAU_CLI_USAGE;
 	if (timeout != NULL && (!wait || tau_parse_duration_ms(&timeout_ms, "--timeout", timeout, 1,
 	                                                       INT64_C(86400000)) != 0)) {

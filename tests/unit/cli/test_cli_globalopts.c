@@ -1,8 +1,8 @@
 /*
  * test_cli_globalopts.c - the options every `tau` command group shares
- * (cli/globalopts.c): the getopt rows and the take function, before and after
- * a command's own options, what the options before the command carry over,
- * and a bad --request-timeout refused with its message.
+ * (cli/globalopts.c): the getopt rows and tau_cli_getopt, which takes them
+ * beside a command's own options, what the options before the command carry
+ * over, a bad --request-timeout refused with its message, an unknown option.
  */
 #include "globalopts.h"
 
@@ -18,12 +18,22 @@
 
 #include <cmocka.h>
 
+static int usages_out, usages_err;
+
+static void usage(FILE *out)
+{
+	if (out == stdout)
+		usages_out++;
+	else
+		usages_err++;
+}
+
 /*
  * Parse argv as a group does: the shared rows (with --system-namespace when `sysns`), one
- * option of its own.  @return 0, the take function's -1, or -2 for an option nobody took.
+ * option of its own.  @return -1 when the options are done, else the exit code.
  */
 static int parse(tau_cli_globals *gl, const tau_cli_globals *before, bool sysns, int argc,
-                 char **argv, int *own, int *help)
+                 char **argv, int *own)
 {
 	static const struct option with_ns[] = {
 	        TAU_CLI_GLOBAL_LONGOPTS TAU_CLI_SYSTEM_NAMESPACE_LONGOPT{"own", no_argument, NULL,
@@ -34,22 +44,17 @@ static int parse(tau_cli_globals *gl, const tau_cli_globals *before, bool sysns,
 	        TAU_CLI_GLOBAL_LONGOPTS{"own", no_argument, NULL, 256},
 	        {NULL, 0, NULL, 0},
 	};
-	int c, taken;
+	const tau_cli_optspec spec = {"tau test", "h", sysns ? with_ns : without_ns, usage};
+	int c, exit_code = -5;
 
 	tau_cli_opts_begin(gl, before);
-	while ((c = getopt_long(argc, argv, "h", sysns ? with_ns : without_ns, NULL)) != -1) {
-		if ((taken = tau_cli_global_option(gl, c, optarg, "tau test")) < 0)
-			return -1;
-		if (taken > 0)
-			continue;
-		if (c == 'h')
-			(*help)++;
-		else if (c == 256)
-			(*own)++;
-		else
-			return -2;
+	while ((c = tau_cli_getopt(gl, &exit_code, argc, argv, &spec)) != -1) {
+		if (c == TAU_CLI_OPT_EXIT)
+			return exit_code;
+		assert_int_equal(c, 256); /* only the group's own option comes back */
+		(*own)++;
 	}
-	return 0;
+	return -1;
 }
 
 static void test_rows_and_take(void **state)
@@ -59,17 +64,21 @@ static void test_rows_and_take(void **state)
 	     a7[] = "--system-namespace", a8[] = "sys", a9[] = "-h";
 	char *argv[] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, NULL};
 	tau_cli_globals gl;
-	int own = 0, help = 0;
+	int own = 0;
 
 	(void)state;
-	assert_int_equal(parse(&gl, NULL, true, 10, argv, &own, &help), 0);
+	usages_out = usages_err = 0;
+	assert_int_equal(parse(&gl, NULL, true, 9, argv, &own), -1);
 	assert_string_equal(gl.context, "ctx");
 	assert_string_equal(gl.kubeconfig, "/k");
 	assert_string_equal(gl.system_namespace, "sys");
 	assert_true(gl.request_timeout_set);
 	assert_int_equal(gl.request_timeout_ms, 2000);
-	assert_int_equal(own, 1);  /* the group's own option is left to it */
-	assert_int_equal(help, 1); /* and -h too */
+	assert_int_equal(own, 1); /* the group's own option is left to it */
+	/* -h: the usage on stdout, exit 0, before anything after it */
+	assert_int_equal(parse(&gl, NULL, true, 10, argv, &own), TAU_CLI_OK);
+	assert_int_equal(usages_out, 1);
+	assert_int_equal(usages_err, 0);
 }
 
 static void test_before_the_command_carries_over(void **state)
@@ -82,16 +91,16 @@ static void test_before_the_command_carries_over(void **state)
 	                                .request_timeout_set = true,
 	                                .request_timeout_ms = 5};
 	tau_cli_globals gl;
-	int own = 0, help = 0;
+	int own = 0;
 
 	(void)state;
-	assert_int_equal(parse(&gl, &before, false, 3, argv, &own, &help), 0);
+	assert_int_equal(parse(&gl, &before, false, 3, argv, &own), -1);
 	assert_string_equal(gl.context, "after"); /* after the command wins */
 	assert_string_equal(gl.kubeconfig, "/before");
 	assert_string_equal(gl.token, "t");
 	assert_int_equal(gl.request_timeout_ms, 5);
 	/* Nothing before the command: all unset. */
-	assert_int_equal(parse(&gl, NULL, false, 1, argv, &own, &help), 0);
+	assert_int_equal(parse(&gl, NULL, false, 1, argv, &own), -1);
 	assert_null(gl.context);
 	assert_false(gl.request_timeout_set);
 }
@@ -104,21 +113,24 @@ static void test_refusals(void **state)
 	char *no_sysns[] = {a0, a3, a4, NULL};
 	char *no_value[] = {a0, a5, NULL};
 	tau_cli_globals gl;
-	int own = 0, help = 0;
+	int own = 0;
 
 	(void)state;
-	assert_int_equal(parse(&gl, NULL, true, 3, bad_timeout, &own, &help), -1);
+	usages_out = usages_err = 0;
+	/* A bad value: its message only (no usage), exit 2. */
+	assert_int_equal(parse(&gl, NULL, true, 3, bad_timeout, &own), TAU_CLI_USAGE);
 	assert_non_null(strstr(tau_error_last()->msg, "--request-timeout soon"));
 	assert_false(gl.request_timeout_set);
-	/* A group without the --system-namespace row does not take it. */
-	assert_int_equal(parse(&gl, NULL, false, 3, no_sysns, &own, &help), -2);
+	assert_int_equal(usages_err, 0);
+	/* A group without the --system-namespace row does not take it: unknown, with the usage. */
+	assert_int_equal(parse(&gl, NULL, false, 3, no_sysns, &own), TAU_CLI_USAGE);
 	assert_null(gl.system_namespace);
-	/* A value missing: getopt's '?', taken by nobody. */
-	assert_int_equal(parse(&gl, NULL, false, 2, no_value, &own, &help), -2);
-	/* Not a shared option: not taken, nothing changed. */
-	assert_int_equal(tau_cli_global_option(&gl, 'o', "json", "tau test"), 0);
-	assert_int_equal(tau_cli_global_option(&gl, 'h', NULL, "tau test"), 0);
+	assert_int_equal(usages_err, 1);
+	/* A value missing: the same. */
+	assert_int_equal(parse(&gl, NULL, false, 2, no_value, &own), TAU_CLI_USAGE);
 	assert_null(gl.context);
+	assert_int_equal(usages_err, 2);
+	assert_int_equal(usages_out, 0);
 }
 
 int main(void)
