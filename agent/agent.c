@@ -19,7 +19,7 @@
  */
 #include "daemon.h"
 
-#include "tau/backoff.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/kube.h"
 #include "tau/kube_informer.h"
@@ -45,17 +45,6 @@
 /* While an informer has not listed yet, re-check this often after the grace period
  * (before it, each informer's on_synced wakes the loop). */
 #define SYNC_CHECK_SLOW_MS 5000
-
-/* CLOCK_MONOTONIC and CLOCK_REALTIME in milliseconds. */
-static int64_t mono_ms(void)
-{
-	return (int64_t)tau_backoff_now_ms();
-}
-
-static int64_t wall_ms(void)
-{
-	return (int64_t)(tau_backoff_wall_us() / 1000);
-}
 
 static void rebuild(tau_agent_daemon *a)
 {
@@ -131,7 +120,7 @@ static void rebuild(tau_agent_daemon *a)
 			             "problem", a->logged.items[i], NULL);
 	(void)tau_agent_problem_list_copy(&a->logged, &a->inv.problems); /* short: re-logged */
 	memcpy(a->digest, digest, sizeof(a->digest));
-	a->observed_ms = wall_ms();
+	a->observed_ms = (int64_t)tau_clock_wall_ms();
 	a->built = true;
 	tau_log_info("inventory changed", "node", a->cfg->node_name, "digest", a->digest,
 	             "resource_version", a->inv.resource_version, NULL);
@@ -292,7 +281,7 @@ int tau_agent_run(const tau_agent_config *cfg)
 		tau_log_error("cannot create the event loop fds", "error", strerror(errno), NULL);
 		goto out;
 	}
-	a->start_ms = mono_ms();
+	a->start_ms = (int64_t)tau_clock_mono_ms();
 	a->next_probe_ms = a->start_ms + (int64_t)cfg->probe_interval_s * 1000;
 	a->host_dirty = true;
 	tau_log_info("tau-node-agent starting", "version", TAU_VERSION_STRING, "node",
@@ -307,7 +296,7 @@ int tau_agent_run(const tau_agent_config *cfg)
 	for (;;) {
 		struct pollfd pfd[3];
 		nfds_t n = 2;
-		int64_t now = mono_ms();
+		int64_t now = (int64_t)tau_clock_mono_ms();
 		int ready;
 
 		if (a->stopping && (a->stop_closed || now >= a->stop_deadline_ms))
@@ -351,7 +340,7 @@ int tau_agent_run(const tau_agent_config *cfg)
 			if (r != 0)
 				a->host_dirty = true;
 		}
-		now = mono_ms();
+		now = (int64_t)tau_clock_mono_ms();
 		if (now >= a->next_probe_ms) {
 			a->host_dirty = true;
 			a->next_probe_ms = now + (int64_t)cfg->probe_interval_s * 1000;

@@ -14,7 +14,7 @@
 #include "localrpc.h"
 #include "records.h"
 
-#include "tau/backoff.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 
 #include "csi/v1/identity.pb-c.h"
@@ -167,7 +167,7 @@ out:
  * l->error) when the budget is spent. */
 static int call_timeout(tau_agent_csi_live *l, uint64_t deadline, int timeout_ms, int budget_ms)
 {
-	uint64_t now = tau_backoff_now_ms();
+	uint64_t now = tau_clock_mono_ms();
 
 	if (now >= deadline) {
 		tau_agent_note_set(&l->error, "not probed: the CSI probe's %d ms budget was spent",
@@ -196,7 +196,7 @@ int tau_agent_csi_probe(tau_agent_csi_live **out, const char *host_root, const c
 	live = calloc(n, sizeof(*live));
 	if (live == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory probing CSI drivers");
-	deadline = tau_backoff_now_ms() + (uint64_t)budget_ms;
+	deadline = tau_clock_mono_ms() + (uint64_t)budget_ms;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		tau_agent_csi_live *l = &live[i];
 		bool hung = false;

@@ -8,7 +8,7 @@
  */
 #include "daemon.h"
 
-#include "tau/backoff.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
 
@@ -28,7 +28,7 @@
 static void note_sent(tau_agent_daemon *a, tau_agent_action what, const char *digest, int64_t now)
 {
 	tau_agent_session_sent(&a->session, what, digest, now);
-	atomic_store(&a->metrics.last_report_ms, (int64_t)(tau_backoff_wall_us() / 1000));
+	atomic_store(&a->metrics.last_report_ms, (int64_t)tau_clock_wall_ms());
 }
 
 static int send_inventory(tau_agent_daemon *a, int64_t now)
@@ -63,7 +63,7 @@ static int send_heartbeat(tau_agent_daemon *a, int64_t now)
 	char seqbuf[24];
 	int rc;
 
-	hb.sent_unix_ms = (int64_t)(tau_backoff_wall_us() / 1000);
+	hb.sent_unix_ms = (int64_t)tau_clock_wall_ms();
 	hb.digest = a->session.sent_digest;
 	tau_agent_report_init_heartbeat(&report, tau_agent_session_next_seq(&a->session), &hb);
 	rc = tau_agent_stream_send(a->stream, &report);
@@ -79,7 +79,7 @@ static int send_heartbeat(tau_agent_daemon *a, int64_t now)
 void tau_agent_daemon_send_due(tau_agent_daemon *a)
 {
 	for (int i = 0; i < MAX_SENDS_PER_TURN && !a->stopping; i++) {
-		int64_t now = (int64_t)tau_backoff_now_ms();
+		int64_t now = (int64_t)tau_clock_mono_ms();
 		tau_agent_action act =
 		        tau_agent_session_next(&a->session, now, a->built ? a->digest : NULL);
 		int rc = 0;
@@ -132,7 +132,7 @@ void tau_agent_daemon_stream_events(tau_agent_daemon *a)
 		case TAU_AGENT_EV_CONNECTED:
 			if (a->stopping)
 				break;
-			tau_agent_session_connected(&a->session, (int64_t)tau_backoff_now_ms());
+			tau_agent_session_connected(&a->session, (int64_t)tau_clock_mono_ms());
 			a->failed_digest[0] = '\0';
 			if (atomic_fetch_add(&a->metrics.connects, 1) > 0)
 				atomic_fetch_add(&a->metrics.reconnects, 1);
@@ -143,7 +143,7 @@ void tau_agent_daemon_stream_events(tau_agent_daemon *a)
 		case TAU_AGENT_EV_ACK: {
 			tau_agent_ack_result r =
 			        tau_agent_session_ack(&a->session, ev.seq, ev.interval_s, ev.status,
-			                              (int64_t)tau_backoff_now_ms());
+			                              (int64_t)tau_clock_mono_ms());
 
 			snprintf(b1, sizeof(b1), "%" PRIu64, ev.seq);
 			if (r == TAU_AGENT_ACK_REJECTED)
@@ -187,7 +187,7 @@ void tau_agent_daemon_begin_stop(tau_agent_daemon *a, const char *reason)
 
 	snprintf(sig, sizeof(sig), "%s", reason);
 	a->stopping = true;
-	a->stop_deadline_ms = (int64_t)tau_backoff_now_ms() + STOP_WAIT_MS;
+	a->stop_deadline_ms = (int64_t)tau_clock_mono_ms() + STOP_WAIT_MS;
 	tau_log_info("stopping", "reason", reason, NULL);
 	if (a->stream == NULL || !a->session.connected) {
 		a->stop_closed = true;
@@ -200,6 +200,6 @@ void tau_agent_daemon_begin_stop(tau_agent_daemon *a, const char *reason)
 		a->stop_closed = true;
 		return;
 	}
-	note_sent(a, TAU_AGENT_ACTION_NONE, NULL, (int64_t)tau_backoff_now_ms());
+	note_sent(a, TAU_AGENT_ACTION_NONE, NULL, (int64_t)tau_clock_mono_ms());
 	atomic_fetch_add(&a->metrics.stopping_sent, 1);
 }

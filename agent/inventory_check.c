@@ -10,6 +10,7 @@
 
 #include "tau/error.h"
 #include "tau/quantity.h"
+#include "tau/str.h"
 
 #include <string.h>
 
@@ -50,7 +51,7 @@ static int check_gpus(tau_agent_inventory *inv)
 
 	if (advertised != NULL && gpus >= 0) {
 		/* Under MIG "single", nvidia.com/gpu counts MIG slices, not GPUs. */
-		if (strategy != NULL && strcmp(strategy, "single") == 0)
+		if (tau_str_eq_both_set(strategy, "single"))
 			goto health;
 		if (dev->gpu_device_nodes >= 0 && gpus != dev->gpu_device_nodes * replicas) {
 			rc = tau_agent_inventory_add_problem(

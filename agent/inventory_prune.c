@@ -6,7 +6,7 @@
  */
 #include "inventory.h"
 
-#include <string.h>
+#include "tau/str.h"
 
 /* Deletes every member of obj whose name is not in keep (NULL-terminated). */
 static void keep_only(cJSON *obj, const char *const *keep)
@@ -20,7 +20,7 @@ static void keep_only(cJSON *obj, const char *const *keep)
 
 		next = m->next;
 		for (i = 0; keep[i] != NULL; i++)
-			if (m->string != NULL && strcmp(m->string, keep[i]) == 0)
+			if (tau_str_eq_both_set(m->string, keep[i]))
 				break;
 		if (keep[i] == NULL)
 			cJSON_Delete(cJSON_DetachItemViaPointer(obj, m));

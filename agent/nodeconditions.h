@@ -38,7 +38,7 @@
  *
  * @param current  the Node's status.conditions (lent; NULL: none): a condition whose status
  *                 is unchanged keeps its lastTransitionTime
- * @param now      RFC 3339 time (tau_rfc3339) for new transitions and the heartbeat
+ * @param now      RFC 3339 time (tau_rfc3339, tau/clock.h) for new transitions and the heartbeat
  * @param out      receives a new array (cJSON_Delete); untouched on failure
  * @return 0 or -TAU_ENOMEM.
  */

@@ -10,11 +10,12 @@
 
 #include "nodeconditions.h"
 
-#include "tau/backoff.h"
+#include "tau/clock.h"
 #include "tau/conditions.h"
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/log.h"
+#include "tau/str.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,9 +86,9 @@ static void conditions_failed(tau_agent_conditions_publisher *p, const char *nod
 	if (delay > CONDITIONS_RETRY_MAX_MS)
 		delay = CONDITIONS_RETRY_MAX_MS;
 	p->backoff_ms = delay;
-	p->retry_ms = (int64_t)tau_backoff_now_ms() + delay;
+	p->retry_ms = (int64_t)tau_clock_mono_ms() + delay;
 	snprintf(retry, sizeof(retry), "%lld", (long long)delay);
-	if (p->error != NULL && strcmp(p->error, error) == 0) {
+	if (tau_str_eq_both_set(p->error, error)) {
 		tau_log_debug("cannot publish the node conditions", "node", node_name, "error",
 		              error, "retry_in_ms", retry, NULL);
 		return;
@@ -118,7 +119,7 @@ void tau_agent_conditions_publish(tau_agent_conditions_publisher *p, tau_kube_cl
 
 	if (node == NULL)
 		return;
-	if (p->retry_ms != 0 && (int64_t)tau_backoff_now_ms() < p->retry_ms)
+	if (p->retry_ms != 0 && (int64_t)tau_clock_mono_ms() < p->retry_ms)
 		return;
 	(void)tau_json_get_array(&current, node, "status.conditions");
 	(void)tau_json_get_string(&rv, node, "metadata.resourceVersion");

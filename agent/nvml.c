@@ -29,6 +29,7 @@
 #include "records.h"
 
 #include "tau/error.h"
+#include "tau/str.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -183,7 +184,7 @@ static bool session_open(const char *library)
 {
 	nvml_api *a = &ev.api;
 
-	if (ev.library != NULL && strcmp(ev.library, library) == 0)
+	if (tau_str_eq_both_set(ev.library, library))
 		return true;
 	session_close(false);
 	ev.lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
