@@ -13,6 +13,7 @@
  * Server and client share the machine; pin with taskset for stable figures.
  * Usage: bench_rpc [--messages N] [--window W] [--streams S] [--skip-idle]
  */
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/rpc.h"
 
@@ -31,20 +32,11 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define BARE_PATH  "/bench.Bare/Stream"
 #define REPORT     "/tau.inventory.v1.InventoryService/Report"
 #define BARE_BYTES 300
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static long rss_kib(void)
 {
@@ -263,7 +255,7 @@ static double bench_bare(uint64_t n)
 	grpc_call_start_batch(call, ops, 1, &tag_status, NULL);
 	bare_op(call, GRPC_OP_RECV_MESSAGE, &recv, &tag_read);
 
-	t0 = now_s();
+	t0 = ((double)tau_clock_mono_us() / 1e6);
 	send = seq_buffer(++sent, BARE_BYTES);
 	send_busy = true;
 	bare_op(call, GRPC_OP_SEND_MESSAGE, send, &tag_write);
@@ -287,7 +279,7 @@ static double bench_bare(uint64_t n)
 			grpc_byte_buffer_destroy(recv);
 			recv = NULL;
 			if (acked >= n && !closing) {
-				t1 = now_s();
+				t1 = ((double)tau_clock_mono_us() / 1e6);
 				closing = true;
 				bare_op(call, GRPC_OP_SEND_CLOSE_FROM_CLIENT, NULL, &tag_close);
 			}
@@ -478,7 +470,7 @@ static double bench_lib(uint64_t n, uint64_t window, size_t *msg_bytes)
 	while (connected_streams == 0)
 		pthread_cond_wait(&cv, &mu);
 	pthread_mutex_unlock(&mu);
-	t0 = now_s();
+	t0 = ((double)tau_clock_mono_us() / 1e6);
 	for (uint64_t seq = 1; seq <= n; seq++) {
 		pthread_mutex_lock(&mu);
 		while (seq - acked_seq > window)
@@ -492,7 +484,7 @@ static double bench_lib(uint64_t n, uint64_t window, size_t *msg_bytes)
 	while (acked_seq < n)
 		pthread_cond_wait(&cv, &mu);
 	pthread_mutex_unlock(&mu);
-	t1 = now_s();
+	t1 = ((double)tau_clock_mono_us() / 1e6);
 	tau_rpc_stream_free(s);
 	tau_rpc_channel_free(ch);
 	tau_rpc_server_free(srv);
@@ -563,7 +555,7 @@ static void bench_idle(int streams)
 	snprintf(target, sizeof(target), "127.0.0.1:%d", port);
 	acked_streams = 0;
 	connected_streams = 0;
-	t0 = now_s();
+	t0 = ((double)tau_clock_mono_us() / 1e6);
 	for (int i = 0; i < streams; i++) {
 		tau_rpc_channel_opts copts = {0};
 		tau_rpc_stream_opts so = {0};
@@ -602,7 +594,7 @@ static void bench_idle(int streams)
 		exit(1);
 	printf("idle: %d Report streams (one connection each, one ~300 B report acked), set up in "
 	       "%.2f s\n",
-	       streams, now_s() - t0);
+	       streams, ((double)tau_clock_mono_us() / 1e6) - t0);
 	printf("idle: server VmRSS %.1f MiB -> %.1f MiB with %zu live calls: %.1f KiB per stream\n",
 	       (double)base / 1024.0, (double)loaded / 1024.0, calls,
 	       (double)(loaded - base) / (double)streams);

@@ -32,6 +32,7 @@
 #include "inventory/service.h"
 
 #include "../lib/rpc_internal.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
 #include "tau/rpc.h"
@@ -68,14 +69,6 @@
 /* Calls the parent keeps open on the aggregator to the end: its WatchPool stream. */
 #define CALLS_KEPT 1
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void die(const char *what)
 {
 	fprintf(stderr, "bench_swarm: %s: %s\n", what, tau_error_last()->msg);
@@ -90,10 +83,10 @@ static void die(const char *what)
  */
 static void trim_when_calls_gone(size_t (*live)(void *), void *ud, size_t keep)
 {
-	double deadline = now_s() + CALLS_GONE_TIMEOUT_S;
+	double deadline = ((double)tau_clock_mono_us() / 1e6) + CALLS_GONE_TIMEOUT_S;
 	size_t n;
 
-	while ((n = live(ud)) > keep && now_s() < deadline)
+	while ((n = live(ud)) > keep && ((double)tau_clock_mono_us() / 1e6) < deadline)
 		usleep(10000); /* the poll step of a bounded wait */
 	malloc_trim(0);
 	printf("trimmed %zu\n", n);
@@ -705,7 +698,7 @@ static void on_pool(tau_rpc_stream *s, ProtobufCMessage *msg, void *ud)
 	pthread_mutex_lock(&w->mu);
 	w->generation = p->generation;
 	w->established = p->established;
-	w->at = now_s();
+	w->at = ((double)tau_clock_mono_us() / 1e6);
 	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->mu);
 	tau_rpc_message_free(msg);
@@ -811,7 +804,7 @@ static int run(bool bare, int n_agents, int n_channels, int reports, int samples
 	}
 
 	/* 1. connect */
-	t0 = now_s();
+	t0 = ((double)tau_clock_mono_us() / 1e6);
 	for (int i = 0; i < n_agents; i++) {
 		agent *a = &agents[i];
 		char token[192];
@@ -833,7 +826,7 @@ static int run(bool bare, int n_agents, int n_channels, int reports, int samples
 			die("stream");
 	}
 	while (atomic_load(&connected) < n_agents) {
-		if (now_s() - t0 > 300) {
+		if (((double)tau_clock_mono_us() / 1e6) - t0 > 300) {
 			fprintf(stderr, "bench_swarm: [%s] only %d of %d agents acked\n", who,
 			        (int)atomic_load(&connected), n_agents);
 			return 1;
@@ -850,7 +843,7 @@ static int run(bool bare, int n_agents, int n_channels, int reports, int samples
 			break;
 	}
 	pthread_mutex_unlock(&w.mu);
-	t_conn = now_s() - t0;
+	t_conn = ((double)tau_clock_mono_us() / 1e6) - t0;
 	r->connect_s = t_conn;
 	r->rss_conn = child_rss_kib(child);
 	printf("[%s] connect: %d streams opened, first inventory acked%s: %.2f s (%.0f agents/s)\n",
@@ -871,19 +864,19 @@ static int run(bool bare, int n_agents, int n_channels, int reports, int samples
 	phase2 = 1;
 	cpu_srv = child_cpu_s(child);
 	cpu_cli = self_cpu_s();
-	t0 = now_s();
+	t0 = ((double)tau_clock_mono_us() / 1e6);
 	if (reports > 0) {
 		for (int i = 0; i < n_agents; i++)
 			send_inventory(&agents[i], 1);
 		while (atomic_load(&acks_total) - base < (uint64_t)n_agents * (uint64_t)reports) {
-			if (now_s() - t0 > 600) {
+			if (((double)tau_clock_mono_us() / 1e6) - t0 > 600) {
 				fprintf(stderr, "bench_swarm: [%s] ingest stalled\n", who);
 				return 1;
 			}
 			usleep(2000);
 		}
 	}
-	t_ingest = now_s() - t0;
+	t_ingest = ((double)tau_clock_mono_us() / 1e6) - t0;
 	cpu_srv = child_cpu_s(child) - cpu_srv;
 	cpu_cli = self_cpu_s() - cpu_cli;
 	phase2 = 0;
@@ -911,7 +904,7 @@ static int run(bool bare, int n_agents, int n_channels, int reports, int samples
 		pthread_mutex_lock(&w.mu);
 		gen = w.generation;
 		pthread_mutex_unlock(&w.mu);
-		sent = now_s();
+		sent = ((double)tau_clock_mono_us() / 1e6);
 		kill(child, SIGUSR2);
 		pthread_mutex_lock(&w.mu);
 		while (w.generation == gen) {

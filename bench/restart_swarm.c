@@ -17,6 +17,7 @@
  * Usage: restart_swarm --target HOST:PORT --agents-file FILE [--channels C] [--ca FILE]
  *                      [--every-ms MS]
  */
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
 #include "tau/rpc.h"
@@ -31,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #define REPORT "/tau.inventory.v1.InventoryService/Report"
@@ -49,14 +49,6 @@ typedef struct agent {
 
 static atomic_int live_count;
 static atomic_uint_fast64_t acks, closes;
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void die(const char *what)
 {
@@ -104,7 +96,7 @@ static void send_inventory_locked(agent *a)
 	rep.seq = ++a->seq;
 	rep.body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_INVENTORY;
 	rep.inventory = &inv;
-	a->last_send_ms = now_ms();
+	a->last_send_ms = (int64_t)tau_clock_mono_ms();
 	(void)tau_rpc_stream_send(a->stream, &rep.base); /* a lost stream reconnects */
 }
 
@@ -117,7 +109,7 @@ static void send_heartbeat_locked(agent *a)
 	rep.seq = ++a->seq;
 	rep.body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_HEARTBEAT;
 	rep.heartbeat = &hb;
-	a->last_send_ms = now_ms();
+	a->last_send_ms = (int64_t)tau_clock_mono_ms();
 	(void)tau_rpc_stream_send(a->stream, &rep.base);
 }
 
@@ -226,7 +218,7 @@ int main(int argc, char **argv)
 	agent *agents = NULL;
 	tau_rpc_channel **chans;
 	struct rlimit rl;
-	int64_t t0 = now_ms();
+	int64_t t0 = (int64_t)tau_clock_mono_ms();
 
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -310,7 +302,7 @@ int main(int argc, char **argv)
 			if (read(0, buf, sizeof(buf)) <= 0)
 				break;
 		}
-		now = now_ms();
+		now = (int64_t)tau_clock_mono_ms();
 		for (int i = 0; i < n; i++) {
 			agent *a = &agents[i];
 

@@ -10,6 +10,7 @@
  * is kube_request.c.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "tau/clock.h"
 #include "tau/kube.h"
 
 #include "kube_internal.h"
@@ -61,7 +62,7 @@ int tau_kube_client_new(tau_kube_client **out, const tau_kube_config *cfg)
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	tau_kube_request_metrics_init(&c->metrics);
-	tau_backoff_bucket_init(&c->bucket, cfg->qps, cfg->burst, tau_backoff_now_ms());
+	tau_backoff_bucket_init(&c->bucket, cfg->qps, cfg->burst, tau_clock_mono_ms());
 	*out = c;
 	return 0;
 }
@@ -139,7 +140,7 @@ uint64_t tau_kube_client_reserve(tau_kube_client *c)
 	uint64_t wait;
 
 	pthread_mutex_lock(&c->lock);
-	wait = tau_backoff_bucket_reserve(&c->bucket, tau_backoff_now_ms());
+	wait = tau_backoff_bucket_reserve(&c->bucket, tau_clock_mono_ms());
 	c->stats.throttled_ms += wait;
 	pthread_mutex_unlock(&c->lock);
 	return wait;
@@ -172,7 +173,7 @@ static int auth_header(tau_kube_client *c, tau_buf *hdr)
 		return 0;
 	pthread_mutex_lock(&c->lock);
 	{
-		uint64_t now = tau_backoff_now_ms();
+		uint64_t now = tau_clock_mono_ms();
 
 		if (!c->token_valid || c->token == NULL ||
 		    now - c->token_read_ms >= c->cfg->token_reread_ms) {

@@ -15,6 +15,7 @@
  * complete line is applied to the cache at once.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "tau/clock.h"
 #include "tau/kube_informer.h"
 
 #include "kube_internal.h"
@@ -419,12 +420,12 @@ static int start_transfer(tau_kube_informer *inf, bool watch)
 		goto out;
 	}
 	tau_kube_client_count_request(loop->client, false);
-	t->started_us = tau_backoff_now_us();
+	t->started_us = tau_clock_mono_us();
 	inf->xfer = t;
 	t = NULL;
 	if (watch) {
 		inf->state = ST_WATCHING;
-		inf->watch_started_ms = tau_backoff_now_ms();
+		inf->watch_started_ms = tau_clock_mono_ms();
 		inf->watch_events = 0;
 		inf->need_relist = false;
 		pthread_mutex_lock(&inf->lock);
@@ -447,13 +448,13 @@ out:
 static void schedule(tau_kube_informer *inf, inf_state st, uint64_t delay_ms)
 {
 	inf->state = st;
-	inf->due_ms = tau_backoff_now_ms() + delay_ms;
+	inf->due_ms = tau_clock_mono_ms() + delay_ms;
 	inf->token_held = false;
 }
 
 static void schedule_backoff(tau_kube_informer *inf, inf_state st, int retry_after)
 {
-	uint64_t now = tau_backoff_now_ms();
+	uint64_t now = tau_clock_mono_ms();
 	uint64_t d = tau_backoff_next(&inf->backoff, now, tau_backoff_rand());
 
 	if (retry_after > 0 && (uint64_t)retry_after * 1000u > d)
@@ -487,7 +488,7 @@ static void informer_fire(tau_kube_informer *inf)
 
 		inf->token_held = true;
 		if (wait > 0) {
-			inf->due_ms = tau_backoff_now_ms() + wait;
+			inf->due_ms = tau_clock_mono_ms() + wait;
 			return;
 		}
 	}
@@ -708,7 +709,7 @@ static void transfer_done(tau_kube_informer *inf, CURLcode cc)
 	/* A watch lasts as long as the server keeps it: counted, not timed. */
 	tau_kube_request_metrics_record(tau_kube_client_request_metrics(inf->loop->client),
 	                                t->watch ? TAU_KUBE_VERB_WATCH : TAU_KUBE_VERB_LIST, code,
-	                                tau_backoff_now_us() - t->started_us, !t->watch);
+	                                tau_clock_mono_us() - t->started_us, !t->watch);
 	if (!t->watch) {
 		if (cc == CURLE_OK && code == 200) {
 			list_page_done(inf, t);
@@ -749,7 +750,7 @@ static void transfer_done(tau_kube_informer *inf, CURLcode cc)
 			schedule(inf, ST_LIST_DUE, 0);
 		inf->relist_backoff = false;
 	} else if (cc == CURLE_OK && code == 200) {
-		uint64_t lived = tau_backoff_now_ms() - inf->watch_started_ms;
+		uint64_t lived = tau_clock_mono_ms() - inf->watch_started_ms;
 
 		/* A normal end re-watches at once; a stream that ends instantly backs off. */
 		if (inf->watch_events > 0 || lived >= 1000) {
@@ -1074,7 +1075,7 @@ void tau_kube_loop_stop(tau_kube_loop *loop)
 /* Start informers whose start was requested; @return the earliest due time (0 = none). */
 static uint64_t run_due(tau_kube_loop *loop)
 {
-	uint64_t now = tau_backoff_now_ms(), earliest = 0;
+	uint64_t now = tau_clock_mono_ms(), earliest = 0;
 	tau_kube_informer *first;
 
 	pthread_mutex_lock(&loop->lock);
@@ -1116,7 +1117,7 @@ static int loop_iterate(tau_kube_loop *loop, uint64_t max_wait_ms)
 	long curl_ms = -1;
 	CURLMsg *msg;
 
-	now = tau_backoff_now_ms();
+	now = tau_clock_mono_ms();
 	if (due)
 		wait = due <= now ? 0 : (due - now < wait ? due - now : wait);
 	if (curl_multi_timeout(loop->multi, &curl_ms) == CURLM_OK && curl_ms >= 0 &&
@@ -1142,11 +1143,11 @@ static int loop_iterate(tau_kube_loop *loop, uint64_t max_wait_ms)
 
 int tau_kube_loop_run_for(tau_kube_loop *loop, uint64_t ms)
 {
-	uint64_t end = tau_backoff_now_ms() + ms;
+	uint64_t end = tau_clock_mono_ms() + ms;
 	int rc = 0;
 
 	while (!atomic_load(&loop->stop) && rc == 0) {
-		uint64_t now = tau_backoff_now_ms();
+		uint64_t now = tau_clock_mono_ms();
 
 		if (now >= end)
 			break;

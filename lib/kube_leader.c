@@ -11,6 +11,7 @@
  * condition variable, so stop() interrupts it at once.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "tau/clock.h"
 #include "tau/kube_leader.h"
 
 #include "kube_internal.h"
@@ -117,13 +118,13 @@ int tau_kube_leader_new(tau_kube_leader **out, tau_kube_client *client,
 /* Wait up to ms; @return true if asked to stop. */
 static bool wait_or_stop(tau_kube_leader *le, uint64_t ms)
 {
-	uint64_t until = tau_backoff_now_ms() + ms;
+	uint64_t until = tau_clock_mono_ms() + ms;
 	struct timespec ts = {.tv_sec = (time_t)(until / 1000),
 	                      .tv_nsec = (long)(until % 1000) * 1000000L};
 	bool stop;
 
 	pthread_mutex_lock(&le->lock);
-	while (!le->stopping && tau_backoff_now_ms() < until)
+	while (!le->stopping && tau_clock_mono_ms() < until)
 		pthread_cond_timedwait(&le->cond, &le->lock, &ts);
 	stop = le->stopping;
 	pthread_mutex_unlock(&le->lock);
@@ -176,7 +177,7 @@ static int fill_spec(tau_kube_leader *le, cJSON *spec, bool renewing, int64_t tr
 {
 	char now[40];
 
-	tau_kube_leader_microtime(now, sizeof(now), tau_backoff_wall_us());
+	tau_kube_leader_microtime(now, sizeof(now), tau_clock_wall_us());
 	cJSON_DeleteItemFromObjectCaseSensitive(spec, "holderIdentity");
 	cJSON_DeleteItemFromObjectCaseSensitive(spec, "leaseDurationSeconds");
 	cJSON_DeleteItemFromObjectCaseSensitive(spec, "renewTime");
@@ -211,7 +212,7 @@ static void observe(tau_kube_leader *le, const cJSON *lease)
 		free(le->observed_spec);
 		le->observed_spec = text;
 		text = NULL;
-		le->observed_ms = tau_backoff_now_ms();
+		le->observed_ms = tau_clock_mono_ms();
 		if (tau_json_get_string(&holder, lease, "spec.holderIdentity") < 0)
 			holder = "";
 		if (tau_json_get_int(&dur, lease, "spec.leaseDurationSeconds") < 0 || dur <= 0)
@@ -230,7 +231,7 @@ static void observe(tau_kube_leader *le, const cJSON *lease)
 /* One tryAcquireOrRenew.  @return true when we hold the Lease afterwards. */
 static bool try_acquire_or_renew(tau_kube_leader *le, uint64_t timeout_ms)
 {
-	uint64_t now = tau_backoff_now_ms();
+	uint64_t now = tau_clock_mono_ms();
 	cJSON *got = NULL, *spec;
 	int64_t transitions = 0;
 	bool mine;
@@ -326,7 +327,7 @@ static void release(tau_kube_leader *le)
 		char now[40];
 		int rc = -1;
 
-		tau_kube_leader_microtime(now, sizeof(now), tau_backoff_wall_us());
+		tau_kube_leader_microtime(now, sizeof(now), tau_clock_wall_us());
 		if (spec) {
 			cJSON_ReplaceItemInObjectCaseSensitive(spec, "holderIdentity",
 			                                       cJSON_CreateString(""));
@@ -375,13 +376,13 @@ static void *elector(void *arg)
 		c->on_started(c->arg);
 	/* renew(): each round must succeed within the renew deadline. */
 	for (;;) {
-		uint64_t deadline = tau_backoff_now_ms() + c->renew_deadline_ms;
+		uint64_t deadline = tau_clock_mono_ms() + c->renew_deadline_ms;
 		bool renewed = false;
 
 		if (wait_or_stop(le, c->retry_period_ms))
 			break;
 		while (!stop_requested(le)) {
-			uint64_t now = tau_backoff_now_ms();
+			uint64_t now = tau_clock_mono_ms();
 
 			if (now >= deadline)
 				break;
@@ -389,7 +390,7 @@ static void *elector(void *arg)
 				renewed = true;
 				break;
 			}
-			now = tau_backoff_now_ms();
+			now = tau_clock_mono_ms();
 			if (now >= deadline)
 				break;
 			wait_or_stop(le, deadline - now < c->retry_period_ms ? deadline - now

@@ -9,6 +9,7 @@
  * tau_kube_api_error (kube_errors.c).
  */
 #define _POSIX_C_SOURCE 200809L
+#include "tau/clock.h"
 #include "tau/kube.h"
 
 #include "kube_internal.h"
@@ -112,7 +113,7 @@ int tau_kube_client_request(cJSON **out, tau_kube_client *c, const tau_kube_requ
 
 		wait = tau_kube_client_reserve(c);
 		if (wait)
-			tau_backoff_sleep_ms(wait);
+			tau_clock_sleep_ms(wait);
 		if (poisoned) {
 			curl_easy_cleanup(h);
 			h = curl_easy_init();
@@ -137,13 +138,13 @@ int tau_kube_client_request(cJSON **out, tau_kube_client *c, const tau_kube_requ
 			curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
 		}
 		tau_kube_client_count_request(c, attempt > 0);
-		sent_us = tau_backoff_now_us();
+		sent_us = tau_clock_mono_us();
 		cc = curl_easy_perform(h);
 		curl_slist_free_all(headers);
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 		tau_kube_request_metrics_record(tau_kube_client_request_metrics(c),
 		                                tau_kube_verb_of(method), code,
-		                                tau_backoff_now_us() - sent_us, true);
+		                                tau_clock_mono_us() - sent_us, true);
 		if (cc != CURLE_OK) {
 			tau_kube_api_error_reset();
 			if (t.too_big) {
@@ -205,10 +206,10 @@ int tau_kube_client_request(cJSON **out, tau_kube_client *c, const tau_kube_requ
 		if (!retry || attempt >= max_retries)
 			break;
 		if (delay == 0)
-			delay = tau_backoff_next(&bo, tau_backoff_now_ms(), tau_backoff_rand());
+			delay = tau_backoff_next(&bo, tau_clock_mono_ms(), tau_backoff_rand());
 		tau_log_debug("kube: retrying request", "method", method, "path", req->path,
 		              "error", tau_error_last()->msg, NULL);
-		tau_backoff_sleep_ms(delay);
+		tau_clock_sleep_ms(delay);
 	}
 	if (h != NULL && poisoned) {
 		curl_easy_cleanup(h);

@@ -10,6 +10,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/utf8.h"
 
 #include <pthread.h>
 #include <stdarg.h>

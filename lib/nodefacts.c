@@ -11,6 +11,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/names.h"
+#include "tau/str.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -385,28 +386,25 @@ static int dup_array(char ***dst, char *const *src, size_t n)
 	return 0;
 }
 
-static bool str_equal(const char *a, const char *b)
-{
-	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
-}
-
 bool tau_node_facts_equal(const tau_node_facts *a, const tau_node_facts *b)
 {
 	if (a->ready != b->ready || a->schedulable != b->schedulable ||
 	    a->deleting != b->deleting || a->n_labels != b->n_labels ||
-	    a->n_allocatable != b->n_allocatable || !str_equal(a->name, b->name) ||
-	    !str_equal(a->uid, b->uid) || !str_equal(a->resource_version, b->resource_version) ||
-	    !str_equal(a->os, b->os) || !str_equal(a->gpu_class, b->gpu_class) ||
-	    !str_equal(a->provider_id, b->provider_id))
+	    a->n_allocatable != b->n_allocatable || !tau_str_eq_or_both_null(a->name, b->name) ||
+	    !tau_str_eq_or_both_null(a->uid, b->uid) ||
+	    !tau_str_eq_or_both_null(a->resource_version, b->resource_version) ||
+	    !tau_str_eq_or_both_null(a->os, b->os) ||
+	    !tau_str_eq_or_both_null(a->gpu_class, b->gpu_class) ||
+	    !tau_str_eq_or_both_null(a->provider_id, b->provider_id))
 		return false;
 	for (size_t i = 0; i < a->n_labels; i++) {
-		if (!str_equal(a->label_keys[i], b->label_keys[i]) ||
-		    !str_equal(a->label_values[i], b->label_values[i]))
+		if (!tau_str_eq_or_both_null(a->label_keys[i], b->label_keys[i]) ||
+		    !tau_str_eq_or_both_null(a->label_values[i], b->label_values[i]))
 			return false;
 	}
 	for (size_t i = 0; i < a->n_allocatable; i++) {
 		/* Equal values in the same format are equal bytes (tau/quantity.h). */
-		if (!str_equal(a->allocatable[i].name, b->allocatable[i].name) ||
+		if (!tau_str_eq_or_both_null(a->allocatable[i].name, b->allocatable[i].name) ||
 		    memcmp(&a->allocatable[i].value, &b->allocatable[i].value,
 		           sizeof(a->allocatable[i].value)) != 0)
 			return false;

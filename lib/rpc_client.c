@@ -14,6 +14,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "tau/clock.h"
 #include "tau/rpc.h"
 
 #include "tau/error.h"
@@ -105,13 +106,6 @@ struct tau_rpc_stream {
 };
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-static int64_t now_ms(void)
-{
-	gpr_timespec t = gpr_now(GPR_CLOCK_MONOTONIC);
-
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static gpr_timespec ms_from_now(int64_t ms)
 {
@@ -636,7 +630,7 @@ static void maybe_end_unlock(tau_rpc_stream *s)
 	s->call = NULL;
 	if (s->o.reconnect && !s->freeing) {
 		retry = next_backoff_ms(s);
-		set_retry_locked(s, now_ms() + retry);
+		set_retry_locked(s, (int64_t)tau_clock_mono_ms() + retry);
 	}
 	/* Keep the stream alive for free() until the owner has heard. */
 	s->in_callback = true;
@@ -836,7 +830,7 @@ static void *stream_thread(void *arg)
 			}
 			pthread_mutex_unlock(&ch->mu);
 		}
-		now = now_ms();
+		now = (int64_t)tau_clock_mono_ms();
 		deadline = next == 0 ? gpr_inf_future(GPR_CLOCK_MONOTONIC)
 		                     : ms_from_now(next > now ? next - now : 0);
 		ev = grpc_completion_queue_next(ch->cq, deadline, NULL);
@@ -851,7 +845,7 @@ static void *stream_thread(void *arg)
 		 * Reconnects that are due. One scheduled while handling this event lies at least a
 		 * backoff ahead; the next turn of the loop computes its deadline.
 		 */
-		now = now_ms();
+		now = (int64_t)tau_clock_mono_ms();
 		if (next == 0 || next > now)
 			continue;
 		pthread_mutex_lock(&ch->mu);
@@ -892,7 +886,8 @@ int tau_rpc_stream_open(tau_rpc_stream **out, tau_rpc_channel *ch, const tau_rpc
 		s->o.backoff_max_ms = s->o.backoff_initial_ms;
 	if (s->o.max_send_queue == 0)
 		s->o.max_send_queue = DEFAULT_SEND_QUEUE;
-	s->rng = (uint64_t)(uintptr_t)s ^ (uint64_t)now_ms() ^ 0x9E3779B97F4A7C15ull;
+	s->rng = (uint64_t)(uintptr_t)s ^ (uint64_t)(int64_t)tau_clock_mono_ms() ^
+	         0x9E3779B97F4A7C15ull;
 	if (s->rng == 0)
 		s->rng = 1;
 	s->details = grpc_empty_slice();
@@ -941,7 +936,7 @@ int tau_rpc_stream_open(tau_rpc_stream **out, tau_rpc_channel *ch, const tau_rpc
 	pthread_mutex_lock(&s->mu);
 	rc = start_attempt_locked(s);
 	if (rc < 0 && s->o.reconnect) {
-		set_retry_locked(s, now_ms() + next_backoff_ms(s));
+		set_retry_locked(s, (int64_t)tau_clock_mono_ms() + next_backoff_ms(s));
 		rc = 0;
 	}
 	pthread_mutex_unlock(&s->mu);

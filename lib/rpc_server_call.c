@@ -14,10 +14,10 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "tau/clock.h"
 #include "tau/rpc.h"
 
 #include "rpc_server_internal.h"
-#include "tau/backoff.h"
 #include "tau/error.h"
 #include "tau/log.h"
 
@@ -350,7 +350,7 @@ static void post_recv_locked(tau_rpc_call *c)
 static void log_refused(tau_rpc_call *c, tau_rpc_code code, const char *why)
 {
 	tau_rpc_server *srv = c->srv;
-	uint64_t now = tau_backoff_now_ms(), n;
+	uint64_t now = tau_clock_mono_ms(), n;
 	char count[24];
 
 	pthread_mutex_lock(&srv->mu);

@@ -8,6 +8,7 @@
  * is freed as soon as it has no state left.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "tau/clock.h"
 #include "tau/workqueue.h"
 
 #include "tau/backoff.h"
@@ -50,7 +51,7 @@ struct tau_workqueue {
 
 static uint64_t clock_ms(tau_workqueue *q)
 {
-	return q->opts.now_ms ? q->opts.now_ms(q->opts.clock_arg) : tau_backoff_now_ms();
+	return q->opts.now_ms ? q->opts.now_ms(q->opts.clock_arg) : tau_clock_mono_ms();
 }
 
 static wq_entry *lookup(tau_workqueue *q, const char *key)
@@ -182,7 +183,7 @@ static int add_locked(tau_workqueue *q, wq_entry *e)
 	if (e->dirty)
 		return 0;
 	e->dirty = true;
-	e->dirty_us = tau_backoff_now_us();
+	e->dirty_us = tau_clock_mono_us();
 	q->adds++;
 	if (e->processing)
 		return 0;
@@ -197,7 +198,7 @@ static int add_locked(tau_workqueue *q, wq_entry *e)
 /* Move every delayed key whose time has come into the FIFO. */
 static void promote_due(tau_workqueue *q)
 {
-	uint64_t now = tau_backoff_now_ms();
+	uint64_t now = tau_clock_mono_ms();
 
 	while (q->heap_len > 0 && q->heap[0]->ready_ms <= now) {
 		wq_entry *e = q->heap[0];
@@ -305,7 +306,7 @@ int tau_workqueue_add_after(tau_workqueue *q, const char *key, uint64_t delay_ms
 		return tau_workqueue_add(q, key);
 	if ((rc = check_key(key)) < 0)
 		return rc;
-	ready = tau_backoff_now_ms() + delay_ms;
+	ready = tau_clock_mono_ms() + delay_ms;
 	pthread_mutex_lock(&q->lock);
 	if (q->shutting_down) {
 		rc = tau_error_set(TAU_EAGAIN, "work queue is shutting down");
@@ -421,7 +422,7 @@ static void deadline_ts(struct timespec *ts, uint64_t at_ms)
 
 int tau_workqueue_get(tau_workqueue *q, char **out, int64_t timeout_ms)
 {
-	uint64_t deadline = timeout_ms >= 0 ? tau_backoff_now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t deadline = timeout_ms >= 0 ? tau_clock_mono_ms() + (uint64_t)timeout_ms : 0;
 	int rc = 0;
 
 	pthread_mutex_lock(&q->lock);
@@ -442,7 +443,7 @@ int tau_workqueue_get(tau_workqueue *q, char **out, int64_t timeout_ms)
 			}
 			strcpy(copy, e->key);
 			tau_prom_histogram_observe(&q->queue_latency,
-			                           tau_backoff_now_us() - e->dirty_us);
+			                           tau_clock_mono_us() - e->dirty_us);
 			e->dirty = false;
 			e->processing = true;
 			*out = copy;
@@ -452,7 +453,7 @@ int tau_workqueue_get(tau_workqueue *q, char **out, int64_t timeout_ms)
 			rc = tau_error_set(TAU_EAGAIN, "work queue is shut down");
 			break;
 		}
-		now = tau_backoff_now_ms();
+		now = tau_clock_mono_ms();
 		if (timeout_ms >= 0 && now >= deadline) {
 			rc = tau_error_set(TAU_ETIMEOUT, "work queue: nothing to do");
 			break;

@@ -13,6 +13,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/str.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,11 +29,6 @@ static const char *meta_str(const cJSON *obj, const char *section, const char *k
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, key);
 
 	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static bool same(const char *a, const char *b)
-{
-	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
 static void quoted(char *buf, size_t len, const char *v)
@@ -86,7 +82,7 @@ bool tau_apply_owned(const cJSON *obs, const tau_apply_owner *owner, const char 
 	char d[210];
 
 	tau_say(why, why_len, "%s", "");
-	if (!same(mb, owner->managed_by)) {
+	if (!tau_str_eq_or_both_null(mb, owner->managed_by)) {
 		quoted(d, sizeof(d), mb);
 		tau_say(why, why_len, "label %s is %s, not \"%s\"", owner->managed_by_label, d,
 		        owner->managed_by);
@@ -95,7 +91,7 @@ bool tau_apply_owned(const cJSON *obs, const tau_apply_owner *owner, const char 
 	if (owner->owner_label != NULL) {
 		const char *o = meta_str(obs, "labels", owner->owner_label);
 
-		if (owner->owner == NULL || !same(o, owner->owner)) {
+		if (owner->owner == NULL || !tau_str_eq_or_both_null(o, owner->owner)) {
 			quoted(d, sizeof(d), o);
 			tau_say(why, why_len, "label %s is %s, not \"%s\"", owner->owner_label, d,
 			        owner->owner != NULL ? owner->owner : "");
@@ -105,7 +101,7 @@ bool tau_apply_owned(const cJSON *obs, const tau_apply_owner *owner, const char 
 	if (uid != NULL && owner->uid_annotation != NULL) {
 		const char *u = meta_str(obs, "annotations", owner->uid_annotation);
 
-		if (!same(u, uid)) {
+		if (!tau_str_eq_or_both_null(u, uid)) {
 			quoted(d, sizeof(d), u);
 			tau_say(why, why_len, "annotation %s is %s, not \"%s\"",
 			        owner->uid_annotation, d, uid);
@@ -137,7 +133,7 @@ static bool section_differs(const cJSON *desired, const cJSON *observed, const c
 		const char *have = meta_str(observed, section, it->string);
 		char d[210];
 
-		if (!cJSON_IsString(it) || same(have, it->valuestring))
+		if (!cJSON_IsString(it) || tau_str_eq_or_both_null(have, it->valuestring))
 			continue;
 		quoted(d, sizeof(d), have);
 		tau_say(what, what_len, "metadata.%s[\"%s\"] is %s, want \"%.200s\"", section,

@@ -12,6 +12,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/log.h"
+#include "tau/str.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -93,11 +94,6 @@ static bool listed(const char *const *types, const char *type)
 	return false;
 }
 
-static bool same_str(const char *a, const char *b)
-{
-	return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
 int tau_ctl_record_condition_events(tau_kube_client *client, const char *controller,
                                     const cJSON *object, const cJSON *before, const cJSON *now,
                                     const char *const *types,
@@ -116,8 +112,8 @@ int tau_ctl_record_condition_events(tau_kube_client *client, const char *control
 		if (type == NULL || status == NULL || reason == NULL || !listed(types, type))
 			continue;
 		old = tau_conditions_find(before, type);
-		if (old != NULL && same_str(tau_json_str(old, "status"), status) &&
-		    same_str(tau_json_str(old, "reason"), reason))
+		if (old != NULL && tau_str_eq_both_set(tau_json_str(old, "status"), status) &&
+		    tau_str_eq_both_set(tau_json_str(old, "reason"), reason))
 			continue;
 		message = tau_json_str(c, "message");
 		if (message == NULL || message[0] == '\0') {

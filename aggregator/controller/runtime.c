@@ -15,7 +15,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "runtime.h"
 
-#include "tau/backoff.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/log.h"
@@ -268,13 +268,13 @@ static bool wait_gate(tau_ctl *ctl)
 static void process(tau_ctl *ctl, const char *key)
 {
 	tau_ctl_result res = {0};
-	uint64_t started_us = tau_backoff_now_us();
+	uint64_t started_us = tau_clock_mono_us();
 	int rc;
 
 	tau_error_clear();
 	rc = ctl->reconcile(ctl->arg, ctl, key, &res);
 	/* Counted once it ended, so a scrape sees the pass's outcome with its count. */
-	tau_prom_histogram_observe(&ctl->reconcile_latency, tau_backoff_now_us() - started_us);
+	tau_prom_histogram_observe(&ctl->reconcile_latency, tau_clock_mono_us() - started_us);
 	atomic_fetch_add(&ctl->reconciles, 1);
 	if (rc == -TAU_ECONFLICT) {
 		atomic_fetch_add(&ctl->conflicts, 1);
@@ -310,11 +310,10 @@ static void *worker_main(void *arg)
 	if (!wait_gate(ctl))
 		return NULL;
 	enqueue_all(ctl, 0); /* a new leader looks at everything once */
-	next_resync = ctl->resync_ms == TAU_CTL_RESYNC_NEVER
-	                      ? UINT64_MAX
-	                      : tau_backoff_now_ms() + ctl->resync_ms;
+	next_resync = ctl->resync_ms == TAU_CTL_RESYNC_NEVER ? UINT64_MAX
+	                                                     : tau_clock_mono_ms() + ctl->resync_ms;
 	for (;;) {
-		uint64_t now = tau_backoff_now_ms();
+		uint64_t now = tau_clock_mono_ms();
 		int64_t wait = next_resync == UINT64_MAX ? -1
 		               : next_resync > now       ? (int64_t)(next_resync - now)
 		                                         : 0;

@@ -17,6 +17,7 @@
 #include "dra.h"
 #include "sorted.h"
 
+#include "tau/array.h"
 #include "tau/error.h"
 
 #include <stdarg.h>
@@ -60,26 +61,6 @@ struct tau_dra_view {
 	size_t n_members, cap_members;
 };
 
-static int grow(void **items, size_t *cap, size_t need, size_t size)
-{
-	size_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap != 0 ? *cap * 2 : 16;
-	while (ncap < need)
-		ncap *= 2;
-	if (ncap > SIZE_MAX / size)
-		return tau_error_set(TAU_ENOMEM, "out of memory building the DRA view");
-	p = realloc(*items, ncap * size);
-	if (p == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory building the DRA view");
-	*items = p;
-	*cap = ncap;
-	return 0;
-}
-
 static char *vformat(const char *fmt, va_list ap)
 {
 	va_list copy;
@@ -122,8 +103,8 @@ static int note(tau_dra_view *v, const char *node, const char *rule, const char 
 		v->notes[v->n_notes++] = (tau_dra_note){.rule = rule, .detail = detail};
 		return 0;
 	}
-	if (grow((void **)&v->node_notes, &v->cap_node_notes, v->n_node_notes + 1,
-	         sizeof(*v->node_notes)) < 0) {
+	if (tau_array_grow((void **)&v->node_notes, &v->cap_node_notes, v->n_node_notes + 1,
+	                   sizeof(*v->node_notes)) < 0) {
 		free(detail);
 		return -TAU_ENOMEM;
 	}
@@ -200,7 +181,8 @@ static int classes_resolve(tau_dra_view *v, const tau_dra_class *classes, size_t
 static int add_match(tau_dra_view *v, const tau_dra_slice *s, const tau_dra_device *d,
                      const char *node, size_t class_index)
 {
-	if (grow((void **)&v->matches, &v->cap_matches, v->n_matches + 1, sizeof(*v->matches)) < 0)
+	if (tau_array_grow((void **)&v->matches, &v->cap_matches, v->n_matches + 1,
+	                   sizeof(*v->matches)) < 0)
 		return -TAU_ENOMEM;
 	v->matches[v->n_matches++] = (match){
 	        .node = node,
@@ -331,7 +313,7 @@ static tau_dra_node *node_get(tau_dra_view *v, const char *name, size_t *cap)
 {
 	if (v->n_nodes > 0 && strcmp(v->nodes[v->n_nodes - 1].name, name) == 0)
 		return &v->nodes[v->n_nodes - 1];
-	if (grow((void **)&v->nodes, cap, v->n_nodes + 1, sizeof(*v->nodes)) < 0)
+	if (tau_array_grow((void **)&v->nodes, cap, v->n_nodes + 1, sizeof(*v->nodes)) < 0)
 		return NULL;
 	v->nodes[v->n_nodes] = (tau_dra_node){.name = name};
 	return &v->nodes[v->n_nodes++];
@@ -377,7 +359,8 @@ static int by_member(const void *a, const void *b)
 
 static int add_member(tau_dra_view *v, const match *m, const char *resource, uint32_t unit)
 {
-	if (grow((void **)&v->members, &v->cap_members, v->n_members + 1, sizeof(*v->members)) < 0)
+	if (tau_array_grow((void **)&v->members, &v->cap_members, v->n_members + 1,
+	                   sizeof(*v->members)) < 0)
 		return -TAU_ENOMEM;
 	v->members[v->n_members++] = (tau_dra_member){
 	        .driver = m->driver,

@@ -3,6 +3,7 @@
  */
 #include "keys.h"
 
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
 
@@ -32,14 +33,6 @@ struct tau_auth_keys {
 	pthread_t thread;
 	atomic_uint_fast64_t fetched, fetch_failed, n_keys;
 };
-
-static int64_t mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec;
-}
 
 int tau_auth_keys_new(tau_auth_keys **out, tau_auth_keys_fetch_fn fetch, void *ud,
                       const char *audience, const char *user)
@@ -126,7 +119,7 @@ static void *keys_thread(void *arg)
 		bool ok;
 
 		k->want = false;
-		k->last_fetch_s = mono_s();
+		k->last_fetch_s = (int64_t)(tau_clock_mono_ms() / 1000);
 		pthread_mutex_unlock(&k->mu);
 		ok = fetch_once(k);
 		pthread_mutex_lock(&k->mu);
@@ -138,7 +131,8 @@ static void *keys_thread(void *arg)
 			;
 		/* An unknown kid waits out REFETCH_MIN_S since the last fetch. */
 		if (!k->stop && k->want) {
-			int64_t left = k->last_fetch_s + REFETCH_MIN_S - mono_s();
+			int64_t left = k->last_fetch_s + REFETCH_MIN_S -
+			               (int64_t)(tau_clock_mono_ms() / 1000);
 
 			if (left > 0) {
 				clock_gettime(CLOCK_MONOTONIC, &until);

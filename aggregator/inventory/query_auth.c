@@ -10,7 +10,7 @@
  */
 #include "query_auth.h"
 
-#include "tau/backoff.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
 
@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct guard {
 	tau_query_auth *q;
@@ -64,14 +63,6 @@ struct tau_query_auth {
 };
 
 #define LOG_PER_S 10
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 tau_rpc_code tau_query_auth_decide(char *msg, size_t cap, bool token_present,
                                    const tau_auth_review *review, const char *resource)
@@ -134,7 +125,7 @@ static void count(tau_query_auth *q, tau_rpc_code code)
 /* Finish a refused call, count and log it (rate-limited). */
 static void refuse(tau_query_auth *q, tau_rpc_call *call, tau_rpc_code code, const char *msg)
 {
-	int64_t sec = now_ms() / 1000;
+	int64_t sec = (int64_t)tau_clock_wall_ms() / 1000;
 	unsigned dropped = 0;
 	bool log;
 
@@ -203,17 +194,17 @@ static void review_one(tau_query_auth *q, qcall *c)
 {
 	tau_auth_review review;
 	char msg[512];
-	int64_t now = now_ms();
+	int64_t now = (int64_t)tau_clock_wall_ms();
 	tau_rpc_code code;
 	int rc = 0;
 
 	memset(&review, 0, sizeof(review));
 	if (!tau_auth_cache_get(q->cache, c->key, now, &review)) {
-		uint64_t started_us = tau_backoff_now_us();
+		uint64_t started_us = tau_clock_mono_us();
 
 		atomic_fetch_add(&q->reviews, 1);
 		rc = q->cfg.review(q->cfg.review_ud, c->token, c->g->resource, &review);
-		tau_prom_histogram_observe(&q->review_latency, tau_backoff_now_us() - started_us);
+		tau_prom_histogram_observe(&q->review_latency, tau_clock_mono_us() - started_us);
 		if (rc == 0) {
 			int64_t until = now + q->cfg.ttl_ms;
 
@@ -294,7 +285,7 @@ static int g_start_with_token(tau_rpc_call *call, void *ud)
 	tau_auth_review review;
 	tau_rpc_code code;
 	char msg[512];
-	int64_t exp_s = 0, now = now_ms();
+	int64_t exp_s = 0, now = (int64_t)tau_clock_wall_ms();
 	bool queued = false;
 
 	if (token == NULL || token[0] == '\0') {

@@ -16,6 +16,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/names.h"
+#include "tau/str.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -362,13 +363,6 @@ int tau_ws_desired_service_account(cJSON **out, const tau_ws_spec *ws, const cha
 /* ------------------------------------------------------------------------------------------ */
 /* Drift and ownership                                                                         */
 
-static bool same(const char *a, const char *b)
-{
-	if (a == NULL || b == NULL)
-		return a == b;
-	return strcmp(a, b) == 0;
-}
-
 /* Describe a value for a message: "absent" or the quoted string. */
 static void describe(char *buf, size_t len, const char *v)
 {
@@ -397,7 +391,7 @@ static bool map_drifted(const cJSON *desired, const cJSON *observed, const char 
 		const char *gv = cJSON_IsString(got) ? got->valuestring : NULL;
 		char d[210];
 
-		if (!cJSON_IsString(item) || same(gv, item->valuestring))
+		if (!cJSON_IsString(item) || tau_str_eq_or_both_null(gv, item->valuestring))
 			continue;
 		describe(d, sizeof(d), gv);
 		tau_say(what, what_len, "metadata.%s[\"%s\"] is %s, want \"%.200s\"", map,
@@ -431,7 +425,7 @@ static bool field_drifted(const cJSON *desired, const cJSON *observed, const cha
 	const char *have = tau_json_str(observed, path);
 	char d[210];
 
-	if (same(want, have))
+	if (tau_str_eq_or_both_null(want, have))
 		return false;
 	describe(d, sizeof(d), have);
 	tau_say(what, what_len, "%s is %s, want \"%.200s\"", path, d, want != NULL ? want : "");
@@ -458,8 +452,8 @@ static const char *or_empty(const char *s)
 
 static bool subject_equal(const cJSON *a, const cJSON *b)
 {
-	return same(tau_json_str(a, "kind"), tau_json_str(b, "kind")) &&
-	       same(tau_json_str(a, "name"), tau_json_str(b, "name")) &&
+	return tau_str_eq_or_both_null(tau_json_str(a, "kind"), tau_json_str(b, "kind")) &&
+	       tau_str_eq_or_both_null(tau_json_str(a, "name"), tau_json_str(b, "name")) &&
 	       strcmp(or_empty(tau_json_str(a, "namespace")),
 	              or_empty(tau_json_str(b, "namespace"))) == 0 &&
 	       strcmp(subject_group(a), subject_group(b)) == 0;

@@ -15,6 +15,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/str.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -129,19 +130,12 @@ const char *tau_ws_drain_step_name(tau_ws_step_kind kind)
 	return step_names[kind];
 }
 
-static bool differs(const char *a, const char *b)
-{
-	if (a == NULL || b == NULL)
-		return a != b;
-	return strcmp(a, b) != 0;
-}
-
 bool tau_ws_drain_identity_changed(const tau_ws_old_ns_input *in)
 {
 	if (in == NULL || in->sa_name == NULL)
 		return false;
-	return !in->wi_wanted || differs(in->sa_name, in->wi_sa_name) ||
-	       differs(in->sa_client_id, in->wi_client_id);
+	return !in->wi_wanted || !tau_str_eq_or_both_null(in->sa_name, in->wi_sa_name) ||
+	       !tau_str_eq_or_both_null(in->sa_client_id, in->wi_client_id);
 }
 
 /* The plan's message; truncation is fine (it is bounded prose, not data). */

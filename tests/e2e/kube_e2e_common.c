@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tau/backoff.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/json.h"
 
@@ -89,13 +89,13 @@ int e2e_namespace(tau_kube_client *c, const char *name)
 
 bool e2e_wait(bool (*cond)(void *arg), void *arg, uint64_t timeout_ms)
 {
-	uint64_t end = tau_backoff_now_ms() + timeout_ms;
+	uint64_t end = tau_clock_mono_ms() + timeout_ms;
 
 	for (;;) {
 		if (cond(arg))
 			return true;
-		if (tau_backoff_now_ms() >= end)
+		if (tau_clock_mono_ms() >= end)
 			return cond(arg);
-		tau_backoff_sleep_ms(20);
+		tau_clock_sleep_ms(20);
 	}
 }

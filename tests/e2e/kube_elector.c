@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tau/backoff.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/kube.h"
 #include "tau/kube_leader.h"
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 			printf("leading %s\n", identity);
 			fflush(stdout);
 		}
-		tau_backoff_sleep_ms(lc.retry_period_ms ? lc.retry_period_ms : 2000);
+		tau_clock_sleep_ms(lc.retry_period_ms ? lc.retry_period_ms : 2000);
 	}
 	rc = tau_kube_leader_lost(le) ? 3 : 0;
 out:

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "kube_e2e.h"
-#include "tau/backoff.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/kube.h"
@@ -217,7 +217,7 @@ static void *writer_main(void *arg)
 			                NULL);
 		}
 		atomic_fetch_add(&w->ops, 1);
-		tau_backoff_sleep_ms(5);
+		tau_clock_sleep_ms(5);
 	}
 	return NULL;
 }

@@ -6,6 +6,8 @@
 #ifndef TAU_TEST_FAKE_HOST_H
 #define TAU_TEST_FAKE_HOST_H
 
+#include "tau/clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -21,7 +23,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -115,15 +116,6 @@ __attribute__((unused)) static pid_t start_fake(char *const argv[])
 	if (strstr(buf, "ready") == NULL)
 		fail_msg("%s did not get ready", argv[0]);
 	return pid;
-}
-
-/* Monotonic milliseconds, to show a probe is bounded by its deadline. */
-__attribute__((unused)) static int64_t test_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 __attribute__((unused)) static void stop_fake(pid_t pid)

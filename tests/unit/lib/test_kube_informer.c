@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tau/backoff.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/kube.h"
@@ -312,7 +312,7 @@ static void test_scripted_server(void **state)
 	assert_false(tau_kube_informer_has_synced(inf));
 	tau_kube_informer_start(inf);
 	/* Run until the fifth watch (the quiet one) is open. */
-	end = tau_backoff_now_ms() + 30000;
+	end = tau_clock_mono_ms() + 30000;
 	for (;;) {
 		int w;
 
@@ -320,7 +320,7 @@ static void test_scripted_server(void **state)
 		pthread_mutex_lock(&srv_lock);
 		w = watch_calls;
 		pthread_mutex_unlock(&srv_lock);
-		if (w >= 5 || tau_backoff_now_ms() > end)
+		if (w >= 5 || tau_clock_mono_ms() > end)
 			break;
 	}
 	tau_kube_loop_run_for(loop, 100);

@@ -23,8 +23,8 @@
 #include "controller/runtime.h"
 #include "fake_kube.h"
 
-#include "tau/backoff.h"
 #include "tau/buf.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
 
@@ -72,7 +72,7 @@ static int reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *r
 	pthread_mutex_lock(&r->mu);
 	if (r->n < MAX_LOG) {
 		snprintf(r->keys[r->n], sizeof(r->keys[0]), "%s", key);
-		r->at_ms[r->n] = tau_backoff_now_ms();
+		r->at_ms[r->n] = tau_clock_mono_ms();
 		r->cache_hit[r->n] = hit;
 	}
 	if (r->n < r->n_script)
@@ -112,11 +112,11 @@ static size_t calls(rec *r)
 /* Wait until reconcile ran at least `n` times.  @return the count reached. */
 static size_t wait_calls(rec *r, size_t n, uint64_t timeout_ms)
 {
-	uint64_t end = tau_backoff_now_ms() + timeout_ms;
+	uint64_t end = tau_clock_mono_ms() + timeout_ms;
 	size_t got;
 
 	pthread_mutex_lock(&r->mu);
-	while (r->n < n && tau_backoff_now_ms() < end) {
+	while (r->n < n && tau_clock_mono_ms() < end) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -147,9 +147,9 @@ static size_t calls_for(rec *r, const char *key)
 
 static void wait_key(rec *r, const char *key, size_t n, uint64_t timeout_ms)
 {
-	uint64_t end = tau_backoff_now_ms() + timeout_ms;
+	uint64_t end = tau_clock_mono_ms() + timeout_ms;
 
-	while (calls_for(r, key) < n && tau_backoff_now_ms() < end)
+	while (calls_for(r, key) < n && tau_clock_mono_ms() < end)
 		wait_calls(r, calls(r) + 1, 50);
 	assert_true(calls_for(r, key) >= n);
 }
@@ -319,7 +319,7 @@ static void test_single_key_coalesces(void **state)
 	assert_string_equal(e.r.keys[0], "team");
 
 	before = calls(&e.r);
-	t0 = tau_backoff_now_ms();
+	t0 = tau_clock_mono_ms();
 	for (int i = 0; i < 20; i++) {
 		char name[16];
 

@@ -25,7 +25,7 @@
 #include "fake_kube.h"
 #include "workspace/internal.h"
 
-#include "tau/backoff.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/log.h"
@@ -85,7 +85,7 @@ static const char *str(const cJSON *o, const char *path)
 static void sync_cache(env *e, int i, const tau_kube_resource *res, const char *ns,
                        const char *name)
 {
-	uint64_t end = tau_backoff_now_ms() + WAIT_MS;
+	uint64_t end = tau_clock_mono_ms() + WAIT_MS;
 	struct timespec ts = {0, 5 * 1000 * 1000};
 
 	for (;;) {
@@ -101,7 +101,7 @@ static void sync_cache(env *e, int i, const tau_kube_resource *res, const char *
 		cJSON_Delete(have);
 		if (same)
 			return;
-		assert_true(tau_backoff_now_ms() < end);
+		assert_true(tau_clock_mono_ms() < end);
 		nanosleep(&ts, NULL);
 	}
 }
@@ -489,7 +489,7 @@ static void test_allowlist_file_from_taucluster(void **state)
 	/* The file changes: the namespace is no longer allowed. */
 	write_file(path, "[\"ml-other\"]");
 	{
-		uint64_t end = tau_backoff_now_ms() + WAIT_MS;
+		uint64_t end = tau_clock_mono_ms() + WAIT_MS;
 		struct timespec ts = {0, 10 * 1000 * 1000};
 		cJSON *ws = NULL;
 		const cJSON *c = NULL;
@@ -502,7 +502,7 @@ static void test_allowlist_file_from_taucluster(void **state)
 			c = condition(ws, "QueueReady");
 			if (c != NULL && strcmp(str(c, "reason"), "NamespaceNotAllowed") == 0)
 				break;
-			assert_true(tau_backoff_now_ms() < end);
+			assert_true(tau_clock_mono_ms() < end);
 			nanosleep(&ts, NULL);
 		}
 		assert_string_equal(str(c, "status"), "False");
