@@ -1,7 +1,7 @@
 /*
  * service.c - the inventory service's life cycle: create the state with its defaults, start
  * the auth workers and the pool publisher, stop them, free the state; plus the two small
- * things every part of the service uses (the wall clock, logging once per peer).
+ * thing every part of the service uses (logging once per peer).
  *
  * The state and how its parts share it: service_internal.h.  The parts: the Report stream
  * (service_report.c), the review queue and auth workers (service_review.c), the pool
@@ -13,6 +13,7 @@
 #include "drastore.h"
 #include "nodestore.h"
 
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/hmap.h"
 #include "tau/rpc.h"
@@ -23,14 +24,6 @@
 #include <time.h>
 
 #define PEER_LOG_MAX 4096
-
-int64_t tau_inventory_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- logging once per peer ---- */
 
@@ -116,9 +109,8 @@ int tau_inventory_new(tau_inventory **out, const tau_inventory_config *cfg)
 		rc = tau_error_set(TAU_ENOMEM, "out of memory");
 		goto fail;
 	}
-	a->sync_deadline_ms = tau_inventory_now_ms() + a->cfg.sync_timeout_ms;
-	if ((rc = tau_nodestore_new(&a->store, tau_inventory_now_ms(), a->cfg.sync_timeout_ms)) <
-	            0 ||
+	a->sync_deadline_ms = tau_clock_wall_ms() + a->cfg.sync_timeout_ms;
+	if ((rc = tau_nodestore_new(&a->store, tau_clock_wall_ms(), a->cfg.sync_timeout_ms)) < 0 ||
 	    (rc = tau_dra_store_new(&a->dra)) < 0 ||
 	    (rc = tau_auth_cache_new(&a->cache, a->cfg.auth_cache_max)) < 0)
 		goto fail;

@@ -128,7 +128,4 @@ bool tau_inventory_established(tau_inventory *a);
 /** Render /metrics.  @param out receives a malloc'd string.  @return 0 or -TAU_ENOMEM. */
 int tau_inventory_metrics(tau_inventory *a, char **out);
 
-/** Current wall-clock time in ms since the epoch. */
-int64_t tau_inventory_now_ms(void);
-
 #endif /* TAU_AGGREGATOR_SERVICE_H */

@@ -113,8 +113,8 @@ struct tau_inventory {
 	uint8_t *pool_key;
 	size_t pool_key_len;
 	uint64_t pool_gen;
-	int64_t build_us;      /* cost of the last pool rebuild, to stretch the coalescing window */
-	struct timespec built; /* when it ended */
+	int64_t build_us;  /* cost of the last pool rebuild, to stretch the coalescing window */
+	uint64_t built_us; /* when it ended (tau_clock_mono_us) */
 	bool dirty;
 	bool leader;
 	bool nodes_synced;

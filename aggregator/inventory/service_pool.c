@@ -13,6 +13,7 @@
 #include "query.h"
 #include "snapshot.h"
 
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
 #include "tau/rpc.h"
@@ -54,9 +55,8 @@ static void rebuild_pool_locked(tau_inventory *a)
 	Tau__Inventory__V1__Pool *p = NULL;
 	uint8_t *key;
 	size_t len;
-	struct timespec t0, t1;
+	uint64_t t0 = tau_clock_mono_us(), t1;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (tau_query_pool(&p, a->store) < 0)
 		return; /* stays dirty: retried on the next tick */
 	a->dirty = false;
@@ -68,9 +68,9 @@ static void rebuild_pool_locked(tau_inventory *a)
 		return;
 	}
 	protobuf_c_message_pack(&p->base, key);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	a->build_us = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000;
-	a->built = t1;
+	t1 = tau_clock_mono_us();
+	a->build_us = (int64_t)(t1 - t0);
+	a->built_us = t1;
 	if (a->pool_msg != NULL && len == a->pool_key_len && memcmp(key, a->pool_key, len) == 0) {
 		free(key);
 		tau_rpc_message_free(&p->base);
@@ -80,7 +80,7 @@ static void rebuild_pool_locked(tau_inventory *a)
 	a->pool_key = key;
 	a->pool_key_len = len;
 	p->generation = ++a->pool_gen;
-	p->computed_unix_ms = tau_inventory_now_ms();
+	p->computed_unix_ms = tau_clock_wall_ms();
 	if (a->pool_msg != NULL)
 		tau_rpc_message_free(&a->pool_msg->base);
 	a->pool_msg = p;
@@ -104,13 +104,13 @@ static void tick_locked(tau_inventory *a)
 		tau_nodestore_api_synced(a->store);
 		tau_log_info("Node and TauCluster watches synced", NULL);
 	} else if (!a->nodes_synced && !a->warned_unsynced &&
-	           tau_inventory_now_ms() >= a->sync_deadline_ms) {
+	           (int64_t)tau_clock_wall_ms() >= a->sync_deadline_ms) {
 		a->warned_unsynced = true;
 		tau_log_warn("pool not established: the Node or TauCluster list has not been read "
 		             "yet (is the TauCluster CRD installed? can the aggregator list both?)",
 		             NULL);
 	}
-	tau_nodestore_tick(a->store, tau_inventory_now_ms());
+	tau_nodestore_tick(a->store, tau_clock_wall_ms());
 	if (!a->told_established && tau_nodestore_established(a->store)) {
 		size_t missing = tau_nodestore_missing(a->store, NULL, 0);
 		char count[32];
@@ -240,12 +240,9 @@ void *tau_inventory_publisher(void *arg)
 			 * most 1 s): rebuilding then takes <= 10% of the time.  A change on a
 			 * quiet system still goes out after the plain window.
 			 */
-			int64_t window = a->build_us / 100, since_ms;
-			struct timespec now;
+			int64_t window = a->build_us / 100;
+			int64_t since_ms = (int64_t)((tau_clock_mono_us() - a->built_us) / 1000);
 
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			since_ms = (int64_t)(now.tv_sec - a->built.tv_sec) * 1000 +
-			           (now.tv_nsec - a->built.tv_nsec) / 1000000;
 			if (since_ms > window)
 				window = a->cfg.coalesce_ms;
 			if (window < a->cfg.coalesce_ms)

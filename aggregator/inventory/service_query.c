@@ -14,6 +14,7 @@
 #include "query_auth.h"
 #include "query.h"
 
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
 #include "tau/rpc.h"
@@ -31,7 +32,7 @@
 
 tau_query_opts tau_inventory_query_opts(const tau_inventory *a)
 {
-	tau_query_opts o = {.now_ms = tau_inventory_now_ms(),
+	tau_query_opts o = {.now_ms = tau_clock_wall_ms(),
 	                    .stale_after_ms = 3000LL * a->cfg.heartbeat_interval_s};
 	return o;
 }
@@ -265,7 +266,7 @@ static void q_get_capacity(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	rc = tau_query_capacity(&resp, a->store, &o);
 	pthread_mutex_unlock(&a->mu);
 	if (resp != NULL)
-		resp->computed_unix_ms = tau_inventory_now_ms();
+		resp->computed_unix_ms = tau_clock_wall_ms();
 	answer(call, rc, resp != NULL ? &resp->base : NULL);
 	tau_rpc_message_free(msg);
 }

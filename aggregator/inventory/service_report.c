@@ -17,6 +17,7 @@
 #include "report.h"
 #include "truthrules.h"
 
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
 #include "tau/nodefacts.h"
@@ -182,7 +183,7 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 	pthread_mutex_lock(&a->mu);
 	rc = atomic_load(&s->replaced)
 	             ? tau_error_set(TAU_ECONFLICT, "a newer Report stream reports for this node")
-	             : tau_nodestore_report(a->store, facts, tau_inventory_now_ms());
+	             : tau_nodestore_report(a->store, facts, tau_clock_wall_ms());
 	mismatch[0] = '\0';
 	(void)tau_nodestore_take_mismatch(a->store, facts->name, mismatch, sizeof(mismatch));
 	if (rc >= 0) {
@@ -288,7 +289,7 @@ void tau_inventory_handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep
 			if (strcmp(d, s->digest) == 0) {
 				pthread_mutex_lock(&a->mu);
 				rc = s->bound ? tau_nodestore_heartbeat(a->store, s->node,
-				                                        tau_inventory_now_ms())
+				                                        tau_clock_wall_ms())
 				              : -TAU_ENOTFOUND;
 				pthread_mutex_unlock(&a->mu);
 			}
@@ -370,8 +371,9 @@ static int report_start_with_token(tau_rpc_call *call, void *ud)
 		}
 	}
 	tau_auth_token_hash(hash, token);
-	if ((tau_auth_token_expiry(&exp_s, token) < 0 || exp_s * 1000 > tau_inventory_now_ms()) &&
-	    tau_auth_cache_get(a->cache, hash, tau_inventory_now_ms(), &review)) {
+	if ((tau_auth_token_expiry(&exp_s, token) < 0 ||
+	     exp_s * 1000 > (int64_t)tau_clock_wall_ms()) &&
+	    tau_auth_cache_get(a->cache, hash, tau_clock_wall_ms(), &review)) {
 		tau_rpc_code code =
 		        tau_auth_decide_user(msg, sizeof(msg), true, false, &review, a->agent_user);
 
@@ -495,7 +497,7 @@ void tau_inventory_report_done(tau_rpc_call *call, tau_rpc_end end, void *ud)
 	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_lock(&a->mu);
 	if (s->bound) {
-		tau_nodestore_set_connected(a->store, s->node, false, tau_inventory_now_ms());
+		tau_nodestore_set_connected(a->store, s->node, false, tau_clock_wall_ms());
 		unbind_stream(a, s);
 	}
 	pthread_mutex_unlock(&a->mu);

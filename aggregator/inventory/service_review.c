@@ -13,7 +13,7 @@
 #include "auth.h"
 #include "keys.h"
 
-#include "tau/backoff.h"
+#include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/hmap.h"
 #include "tau/log.h"
@@ -88,7 +88,7 @@ static void review_stream(tau_inventory *a, stream *s)
 	/* Only this worker frees s->rv before the stream's end: its token may be read unlocked. */
 	const char *token = s->rv->token, *hash = s->rv->token_hash;
 	char msg[512];
-	int64_t now = tau_inventory_now_ms(), exp_s = 0;
+	int64_t now = tau_clock_wall_ms(), exp_s = 0;
 	bool have_exp = tau_auth_token_expiry(&exp_s, token) == 0;
 	bool expired = have_exp && exp_s * 1000 <= now;
 	tau_rpc_code code;
@@ -106,11 +106,11 @@ static void review_stream(tau_inventory *a, stream *s)
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (!expired && !tau_auth_cache_get(a->cache, hash, now, &review)) {
-		uint64_t started_us = tau_backoff_now_us();
+		uint64_t started_us = tau_clock_mono_us();
 
 		atomic_fetch_add(&a->token_reviews, 1);
 		rc = a->cfg.review(a->cfg.review_ud, token, &review);
-		tau_prom_histogram_observe(&a->review_latency, tau_backoff_now_us() - started_us);
+		tau_prom_histogram_observe(&a->review_latency, tau_clock_mono_us() - started_us);
 		if (rc == 0) {
 			int64_t until = review.authenticated ? now + a->cfg.review_ttl_ms
 			                                     : now + a->cfg.negative_ttl_ms;
