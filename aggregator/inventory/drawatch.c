@@ -29,8 +29,15 @@ const tau_kube_resource tau_inventory_res_resourceslices = {.group = "resource.k
                                                             .plural = "resourceslices",
                                                             .namespaced = false};
 
+/* An informer of DRA objects: its watch, and which kind it lists. */
+typedef struct dra_informer {
+	struct tau_inventory_dra_watch *w;
+	tau_inventory_dra_kind kind;
+} dra_informer;
+
 struct tau_inventory_dra_watch {
 	tau_inventory_dra_sink sink;
+	dra_informer slices_of, classes_of; /* the informers' handler arguments */
 	char *kueue_namespace;
 	char *kueue_configmap;
 	tau_kube_informer *classes;
@@ -48,48 +55,26 @@ static void prune(void *arg, cJSON *obj)
 	cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
 }
 
-static void slice_add(void *arg, const cJSON *obj)
+static void dra_hand(const dra_informer *d, const cJSON *obj, bool deleted)
 {
-	tau_inventory_dra_watch *w = arg;
-
-	if (w->sink.slice_upsert)
-		w->sink.slice_upsert(w->sink.arg, obj);
+	if (d->w->sink.object)
+		d->w->sink.object(d->w->sink.arg, d->kind, obj, deleted);
 }
 
-static void slice_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
+static void dra_add(void *arg, const cJSON *obj)
+{
+	dra_hand(arg, obj, false);
+}
+
+static void dra_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
 {
 	(void)old_obj;
-	slice_add(arg, new_obj);
+	dra_hand(arg, new_obj, false);
 }
 
-static void slice_delete(void *arg, const cJSON *obj)
+static void dra_delete(void *arg, const cJSON *obj)
 {
-	tau_inventory_dra_watch *w = arg;
-
-	if (w->sink.slice_delete)
-		w->sink.slice_delete(w->sink.arg, obj);
-}
-
-static void class_add(void *arg, const cJSON *obj)
-{
-	tau_inventory_dra_watch *w = arg;
-
-	if (w->sink.class_upsert)
-		w->sink.class_upsert(w->sink.arg, obj);
-}
-
-static void class_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
-{
-	(void)old_obj;
-	class_add(arg, new_obj);
-}
-
-static void class_delete(void *arg, const cJSON *obj)
-{
-	tau_inventory_dra_watch *w = arg;
-
-	if (w->sink.class_delete)
-		w->sink.class_delete(w->sink.arg, obj);
+	dra_hand(arg, obj, true);
 }
 
 /* Hand the sink the Configuration `cm` holds (NULL: no ConfigMap). */
@@ -172,9 +157,8 @@ int tau_inventory_dra_watch_new(tau_inventory_dra_watch **out, tau_kube_loop *lo
 {
 	tau_inventory_dra_watch *w = calloc(1, sizeof(*w));
 	tau_kube_handlers sh = {
-	        .on_add = slice_add, .on_update = slice_update, .on_delete = slice_delete};
-	tau_kube_handlers ch = {
-	        .on_add = class_add, .on_update = class_update, .on_delete = class_delete};
+	        .on_add = dra_add, .on_update = dra_update, .on_delete = dra_delete};
+	tau_kube_handlers ch = sh;
 	tau_kube_handlers kh = {
 	        .on_add = kueue_add, .on_update = kueue_update, .on_delete = kueue_delete};
 	tau_kube_informer_options dra = {.transform = prune, .not_served_is_empty = true};
@@ -208,7 +192,11 @@ int tau_inventory_dra_watch_new(tau_inventory_dra_watch **out, tau_kube_loop *lo
 	snprintf(selector, sizeof(selector), "metadata.name=%s", w->kueue_configmap);
 	ko.namespace = w->kueue_namespace;
 	ko.field_selector = selector;
-	sh.arg = ch.arg = kh.arg = w;
+	w->slices_of = (dra_informer){w, TAU_INVENTORY_DRA_SLICE};
+	w->classes_of = (dra_informer){w, TAU_INVENTORY_DRA_CLASS};
+	sh.arg = &w->slices_of;
+	ch.arg = &w->classes_of;
+	kh.arg = w;
 	if ((rc = tau_kube_informer_new(&w->slices, loop, &tau_inventory_res_resourceslices, &dra,
 	                                &sh)) < 0 ||
 	    (rc = tau_kube_informer_new(&w->classes, loop, &tau_inventory_res_deviceclasses, &dra,

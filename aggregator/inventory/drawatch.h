@@ -23,18 +23,23 @@ extern const tau_kube_resource tau_inventory_res_resourceslices;
 #define TAU_INVENTORY_KUEUE_CONFIG_NAME      "kueue-manager-config"
 #define TAU_INVENTORY_KUEUE_CONFIG_KEY       "controller_manager_config.yaml"
 
+/** Which DRA object the sink is handed. */
+typedef enum tau_inventory_dra_kind {
+	TAU_INVENTORY_DRA_SLICE,
+	TAU_INVENTORY_DRA_CLASS
+} tau_inventory_dra_kind;
+
 /**
  * Where the watch hands what it reads.  Every callback runs on the kube loop thread; objects
  * and configurations are lent for the call.  Any callback may be NULL.
  */
 typedef struct tau_inventory_dra_sink {
 	void *arg;
-	/** A ResourceSlice appeared or changed (pruned: no managedFields or annotations). */
-	void (*slice_upsert)(void *arg, const cJSON *slice);
-	void (*slice_delete)(void *arg, const cJSON *slice);
-	/** A DeviceClass appeared or changed (pruned as slices are). */
-	void (*class_upsert)(void *arg, const cJSON *device_class);
-	void (*class_delete)(void *arg, const cJSON *device_class);
+	/**
+	 * A ResourceSlice or DeviceClass (`kind`) appeared or changed, or (`deleted`) went away;
+	 * pruned: no managedFields or annotations.
+	 */
+	void (*object)(void *arg, tau_inventory_dra_kind kind, const cJSON *obj, bool deleted);
 	/**
 	 * Kueue's Configuration as it now stands: `cfg` set when it was read; `cfg` NULL and
 	 * `error` NULL when there is no such ConfigMap or key (Kueue runs on its defaults: no

@@ -66,28 +66,9 @@ static void cluster_delete(void *arg, const cJSON *obj)
 	tau_inventory_cluster(((tau_inventory_kube *)arg)->agg, NULL);
 }
 
-static void slice_upsert(void *arg, const cJSON *obj)
+static void dra_object(void *arg, tau_inventory_dra_kind kind, const cJSON *obj, bool deleted)
 {
-	tau_inventory_dra_object(((tau_inventory_kube *)arg)->agg, TAU_INVENTORY_DRA_SLICE, obj,
-	                         false);
-}
-
-static void slice_delete(void *arg, const cJSON *obj)
-{
-	tau_inventory_dra_object(((tau_inventory_kube *)arg)->agg, TAU_INVENTORY_DRA_SLICE, obj,
-	                         true);
-}
-
-static void class_upsert(void *arg, const cJSON *obj)
-{
-	tau_inventory_dra_object(((tau_inventory_kube *)arg)->agg, TAU_INVENTORY_DRA_CLASS, obj,
-	                         false);
-}
-
-static void class_delete(void *arg, const cJSON *obj)
-{
-	tau_inventory_dra_object(((tau_inventory_kube *)arg)->agg, TAU_INVENTORY_DRA_CLASS, obj,
-	                         true);
+	tau_inventory_dra_object(((tau_inventory_kube *)arg)->agg, kind, obj, deleted);
 }
 
 static void kueue_config(void *arg, const tau_kueue_config *cfg, const char *error)
@@ -129,11 +110,7 @@ int tau_inventory_kube_start(tau_inventory_kube **out, tau_kube_client *client, 
 	tau_kube_informer_options nopts = {.transform = prune_node};
 	tau_kube_informer_options copts = {.field_selector = "metadata.name=cluster"};
 	tau_inventory_dra_watch_options dopts = {.kueue_namespace = kueue_namespace};
-	tau_inventory_dra_sink sink = {.slice_upsert = slice_upsert,
-	                               .slice_delete = slice_delete,
-	                               .class_upsert = class_upsert,
-	                               .class_delete = class_delete,
-	                               .kueue_config = kueue_config};
+	tau_inventory_dra_sink sink = {.object = dra_object, .kueue_config = kueue_config};
 	int rc;
 
 	if (k == NULL)

@@ -12,6 +12,7 @@
 #include "tau/promtext.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,38 +50,283 @@ static void free_now(tau_buf *b, const tau_metrics *m)
 	              node_states, false);
 }
 
+/* Where a sample's value is kept in tau_metrics: a uint64_t, or a bool rendered 0/1. */
+#define U64(field)                                                                                 \
+	{                                                                                          \
+		offsetof(tau_metrics, field), false                                                \
+	}
+#define FLAG(field)                                                                                \
+	{                                                                                          \
+		offsetof(tau_metrics, field), true                                                 \
+	}
+
+#define METRIC_VALUES_MAX 5 /* label values of one family */
+
+typedef struct metric_value {
+	size_t at;
+	bool flag;
+} metric_value;
+
+/*
+ * One family: with `label` NULL a single unlabelled sample (values[0]), else one sample per
+ * label value in `label_values`.  The tables list the families in the order /metrics shows
+ * them.
+ */
+typedef struct metric_family {
+	const char *name, *type, *help, *label;
+	const char *label_values[METRIC_VALUES_MAX];
+	metric_value values[METRIC_VALUES_MAX];
+} metric_family;
+
+static const metric_family nodes_families[] = {
+        {"tau_aggregator_agents_connected",
+         "gauge",
+         "Agent Report streams open and bound to a node.",
+         NULL,
+         {NULL},
+         {U64(agents_connected)}},
+        {"tau_aggregator_nodes",
+         "gauge",
+         "Node records (from the Node watch or agents).",
+         NULL,
+         {NULL},
+         {U64(nodes_known)}},
+        {"tau_aggregator_nodes_stale",
+         "gauge",
+         "Nodes whose agent reported but is disconnected or silent for 3 heartbeats.",
+         NULL,
+         {NULL},
+         {U64(nodes_stale)}},
+        {"tau_aggregator_nodes_counted",
+         "gauge",
+         "Nodes counted in the pool.",
+         NULL,
+         {NULL},
+         {U64(nodes_counted)}},
+        {"tau_aggregator_nodes_agent_mismatch",
+         "gauge",
+         "Nodes whose agent's report differs from the Node object (the Node counts).",
+         NULL,
+         {NULL},
+         {U64(nodes_mismatch)}},
+        {"tau_aggregator_dra_devices",
+         "gauge",
+         "DRA devices counted on nodes under a quota resource (complete pools, usable "
+         "classes, once each); a resource a node also advertises in allocatable "
+         "counts from allocatable instead.",
+         NULL,
+         {NULL},
+         {U64(dra_devices)}},
+        {"tau_aggregator_dra_pools_incomplete",
+         "gauge",
+         "DRA pools (driver and pool name) of which nothing counts: not every slice "
+         "of their newest generation is seen.",
+         NULL,
+         {NULL},
+         {U64(dra_pools_incomplete)}},
+        {"tau_aggregator_dra_classes_unusable",
+         "gauge",
+         "DeviceClasses that count nothing: a selector outside the CEL subset, or "
+         "Kueue maps them under two names.",
+         NULL,
+         {NULL},
+         {U64(dra_classes_unusable)}},
+};
+
+static const metric_family streams_families[] = {
+        {"tau_aggregator_reports_total",
+         "counter",
+         "Agent reports processed, by kind (duplicates not counted).",
+         "kind",
+         {"inventory", "heartbeat", "stopping"},
+         {U64(reports_inventory), U64(reports_heartbeat), U64(reports_stopping)}},
+        {"tau_aggregator_reports_rejected_total",
+         "counter",
+         "Reports answered ACK_STATUS_REJECTED (invalid content).",
+         NULL,
+         {NULL},
+         {U64(reports_rejected)}},
+        {"tau_aggregator_reports_resend_full_total",
+         "counter",
+         "Reports answered ACK_STATUS_RESEND_FULL.",
+         NULL,
+         {NULL},
+         {U64(reports_resend_full)}},
+        {"tau_aggregator_auth_failures_total",
+         "counter",
+         "Report streams refused, by gRPC status.",
+         "code",
+         {"UNAUTHENTICATED", "PERMISSION_DENIED", "UNAVAILABLE", "RESOURCE_EXHAUSTED"},
+         {U64(auth_unauthenticated), U64(auth_permission_denied), U64(auth_unavailable),
+          U64(auth_overloaded)}},
+        {"tau_aggregator_token_reviews_total",
+         "counter",
+         "TokenReviews sent to the API server (review cache misses).",
+         NULL,
+         {NULL},
+         {U64(token_reviews)}},
+        {"tau_aggregator_token_reviews_pending",
+         "gauge",
+         "Report token reviews queued or running (capped by --max-pending-reviews, and "
+         "per peer by --max-reviews-per-peer).",
+         NULL,
+         {NULL},
+         {U64(token_reviews_pending)}},
+        {"tau_aggregator_tokens_refused_unreviewed_total",
+         "counter",
+         "Report tokens refused before any TokenReview, by reason.",
+         "reason",
+         {"not_jwt", "claims"},
+         {U64(tokens_not_jwt), U64(tokens_not_agent)}},
+        {"tau_aggregator_streams_ended_unauthenticated_total",
+         "counter",
+         "Report streams cancelled or lost before their token review finished.",
+         NULL,
+         {NULL},
+         {U64(ended_unauthenticated)}},
+        {"tau_aggregator_auth_local_total",
+         "counter",
+         "Report tokens checked against the issuer's keys: admitted at once, or left "
+         "to wait for their TokenReview (unknown_key, invalid, queue_full).",
+         "result",
+         {"admitted", "unknown_key", "invalid", "queue_full"},
+         {U64(local_admitted), U64(local_unknown_key), U64(local_invalid), U64(local_queue_full)}},
+        {"tau_aggregator_auth_confirm_total",
+         "counter",
+         "Confirming TokenReviews of locally admitted streams, by outcome (refused "
+         "and failed close the stream).",
+         "result",
+         {"confirmed", "refused", "failed"},
+         {U64(confirmed), U64(confirm_refused), U64(confirm_failed)}},
+        {"tau_aggregator_auth_confirms_pending",
+         "gauge",
+         "Locally admitted streams whose confirming TokenReview is queued or running.",
+         NULL,
+         {NULL},
+         {U64(confirms_pending)}},
+        {"tau_aggregator_auth_keys_fetches_total",
+         "counter",
+         "Fetches of the service-account issuer's keys (/openid/v1/jwks), by result.",
+         "result",
+         {"ok", "error"},
+         {U64(keys_fetched), U64(keys_fetch_failed)}},
+        {"tau_aggregator_auth_keys",
+         "gauge",
+         "Keys of the service-account issuer held for local token checks.",
+         NULL,
+         {NULL},
+         {U64(keys_held)}},
+        {"tau_aggregator_grpc_refused_total",
+         "counter",
+         "gRPC calls refused RESOURCE_EXHAUSTED before any handler ran, by reason.",
+         "reason",
+         {"streams_per_peer", "metadata_size"},
+         {U64(grpc_refused_per_peer), U64(grpc_refused_metadata)}},
+        {"tau_aggregator_pool_watchers",
+         "gauge",
+         "Open WatchPool streams.",
+         NULL,
+         {NULL},
+         {U64(pool_watchers)}},
+        {"tau_aggregator_pool_watchers_refused_total",
+         "counter",
+         "WatchPool calls refused RESOURCE_EXHAUSTED (--max-pool-watchers reached).",
+         NULL,
+         {NULL},
+         {U64(pool_watchers_refused)}},
+        {"tau_aggregator_query_auth_total",
+         "counter",
+         "QueryService calls by authentication/authorization outcome.",
+         "code",
+         {"OK", "UNAUTHENTICATED", "PERMISSION_DENIED", "UNAVAILABLE", "RESOURCE_EXHAUSTED"},
+         {U64(query_allowed), U64(query_unauthenticated), U64(query_denied), U64(query_unavailable),
+          U64(query_overloaded)}},
+        {"tau_aggregator_query_reviews_total",
+         "counter",
+         "TokenReview and SubjectAccessReview pairs sent for queries (cache misses).",
+         NULL,
+         {NULL},
+         {U64(query_reviews)}},
+        {"tau_aggregator_query_reviews_pending",
+         "gauge",
+         "Query token reviews waiting for a worker (capped by --max-pending-reviews).",
+         NULL,
+         {NULL},
+         {U64(query_reviews_pending)}},
+};
+
+static const metric_family pool_families[] = {
+        {"tau_aggregator_pool_established",
+         "gauge",
+         "1 once the sync gate opened (every GPU node reported or the timeout passed).",
+         NULL,
+         {NULL},
+         {FLAG(established)}},
+        {"tau_aggregator_pool_valid",
+         "gauge",
+         "1 while every input the pool depends on is usable (0: nothing counts; see "
+         "GetPool.invalid_reason).",
+         NULL,
+         {NULL},
+         {FLAG(valid)}},
+        {"tau_aggregator_pool_missing_nodes",
+         "gauge",
+         "GPU nodes known from the API whose agent has not reported.",
+         NULL,
+         {NULL},
+         {U64(missing_nodes)}},
+        {"tau_aggregator_pool_generation_total",
+         "counter",
+         "Changes of the published pool (its generation).",
+         NULL,
+         {NULL},
+         {U64(pool_generation)}},
+        {"tau_aggregator_leader",
+         "gauge",
+         "1 while this replica holds the leader Lease.",
+         NULL,
+         {NULL},
+         {FLAG(leader)}},
+};
+
+static uint64_t metric_value_of(const tau_metrics *m, metric_value v)
+{
+	const char *at = (const char *)m + v.at;
+	uint64_t n;
+	bool flag;
+
+	if (v.flag) {
+		memcpy(&flag, at, sizeof(flag));
+		return flag ? 1 : 0;
+	}
+	memcpy(&n, at, sizeof(n));
+	return n;
+}
+
+static void render_families(tau_buf *b, const tau_metrics *m, const metric_family *fams, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const metric_family *f = &fams[i];
+
+		if (f->label == NULL) {
+			tau_prom_scalar(b, f->name, f->type, f->help,
+			                metric_value_of(m, f->values[0]));
+			continue;
+		}
+		tau_prom_family(b, f->name, f->type, f->help);
+		for (size_t k = 0; k < METRIC_VALUES_MAX && f->label_values[k] != NULL; k++)
+			tau_prom_labelled(b, f->name, f->label, f->label_values[k],
+			                  metric_value_of(m, f->values[k]));
+	}
+}
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
 int tau_metrics_render(char **out, const tau_metrics *m)
 {
 	tau_buf b = TAU_BUF_INIT(0);
 
-	tau_prom_scalar(&b, "tau_aggregator_agents_connected", "gauge",
-	                "Agent Report streams open and bound to a node.", m->agents_connected);
-	tau_prom_scalar(&b, "tau_aggregator_nodes", "gauge",
-	                "Node records (from the Node watch or agents).", m->nodes_known);
-	tau_prom_scalar(
-	        &b, "tau_aggregator_nodes_stale", "gauge",
-	        "Nodes whose agent reported but is disconnected or silent for 3 heartbeats.",
-	        m->nodes_stale);
-	tau_prom_scalar(&b, "tau_aggregator_nodes_counted", "gauge", "Nodes counted in the pool.",
-	                m->nodes_counted);
-	tau_prom_scalar(
-	        &b, "tau_aggregator_nodes_agent_mismatch", "gauge",
-	        "Nodes whose agent's report differs from the Node object (the Node counts).",
-	        m->nodes_mismatch);
-	tau_prom_scalar(
-	        &b, "tau_aggregator_dra_devices", "gauge",
-	        "DRA devices counted on nodes under a quota resource (complete pools, usable "
-	        "classes, once each); a resource a node also advertises in allocatable "
-	        "counts from allocatable instead.",
-	        m->dra_devices);
-	tau_prom_scalar(&b, "tau_aggregator_dra_pools_incomplete", "gauge",
-	                "DRA pools (driver and pool name) of which nothing counts: not every slice "
-	                "of their newest generation is seen.",
-	                m->dra_pools_incomplete);
-	tau_prom_scalar(&b, "tau_aggregator_dra_classes_unusable", "gauge",
-	                "DeviceClasses that count nothing: a selector outside the CEL subset, or "
-	                "Kueue maps them under two names.",
-	                m->dra_classes_unusable);
+	render_families(&b, m, nodes_families, N_OF(nodes_families));
 	tau_prom_family(&b, "tau_aggregator_node_truth_disagreements", "gauge",
 	                "Nodes whose own agent sees less than the Node advertises, by agent.* "
 	                "explain rule (the Node still counts).");
@@ -88,111 +334,7 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 		tau_prom_labelled(&b, "tau_aggregator_node_truth_disagreements", "rule",
 		                  tau_truth_rule_name((tau_truth_rule_id)i),
 		                  m->node_truth_failing[i]);
-	tau_prom_family(&b, "tau_aggregator_reports_total", "counter",
-	                "Agent reports processed, by kind (duplicates not counted).");
-	tau_prom_labelled(&b, "tau_aggregator_reports_total", "kind", "inventory",
-	                  m->reports_inventory);
-	tau_prom_labelled(&b, "tau_aggregator_reports_total", "kind", "heartbeat",
-	                  m->reports_heartbeat);
-	tau_prom_labelled(&b, "tau_aggregator_reports_total", "kind", "stopping",
-	                  m->reports_stopping);
-	tau_prom_scalar(&b, "tau_aggregator_reports_rejected_total", "counter",
-	                "Reports answered ACK_STATUS_REJECTED (invalid content).",
-	                m->reports_rejected);
-	tau_prom_scalar(&b, "tau_aggregator_reports_resend_full_total", "counter",
-	                "Reports answered ACK_STATUS_RESEND_FULL.", m->reports_resend_full);
-	tau_prom_family(&b, "tau_aggregator_auth_failures_total", "counter",
-	                "Report streams refused, by gRPC status.");
-	tau_prom_labelled(&b, "tau_aggregator_auth_failures_total", "code", "UNAUTHENTICATED",
-	                  m->auth_unauthenticated);
-	tau_prom_labelled(&b, "tau_aggregator_auth_failures_total", "code", "PERMISSION_DENIED",
-	                  m->auth_permission_denied);
-	tau_prom_labelled(&b, "tau_aggregator_auth_failures_total", "code", "UNAVAILABLE",
-	                  m->auth_unavailable);
-	tau_prom_labelled(&b, "tau_aggregator_auth_failures_total", "code", "RESOURCE_EXHAUSTED",
-	                  m->auth_overloaded);
-	tau_prom_scalar(&b, "tau_aggregator_token_reviews_total", "counter",
-	                "TokenReviews sent to the API server (review cache misses).",
-	                m->token_reviews);
-	tau_prom_scalar(
-	        &b, "tau_aggregator_token_reviews_pending", "gauge",
-	        "Report token reviews queued or running (capped by --max-pending-reviews, and "
-	        "per peer by --max-reviews-per-peer).",
-	        m->token_reviews_pending);
-	tau_prom_family(&b, "tau_aggregator_tokens_refused_unreviewed_total", "counter",
-	                "Report tokens refused before any TokenReview, by reason.");
-	tau_prom_labelled(&b, "tau_aggregator_tokens_refused_unreviewed_total", "reason", "not_jwt",
-	                  m->tokens_not_jwt);
-	tau_prom_labelled(&b, "tau_aggregator_tokens_refused_unreviewed_total", "reason", "claims",
-	                  m->tokens_not_agent);
-	tau_prom_scalar(&b, "tau_aggregator_streams_ended_unauthenticated_total", "counter",
-	                "Report streams cancelled or lost before their token review finished.",
-	                m->ended_unauthenticated);
-	tau_prom_family(
-	        &b, "tau_aggregator_auth_local_total", "counter",
-	        "Report tokens checked against the issuer's keys: admitted at once, or left "
-	        "to wait for their TokenReview (unknown_key, invalid, queue_full).");
-	tau_prom_labelled(&b, "tau_aggregator_auth_local_total", "result", "admitted",
-	                  m->local_admitted);
-	tau_prom_labelled(&b, "tau_aggregator_auth_local_total", "result", "unknown_key",
-	                  m->local_unknown_key);
-	tau_prom_labelled(&b, "tau_aggregator_auth_local_total", "result", "invalid",
-	                  m->local_invalid);
-	tau_prom_labelled(&b, "tau_aggregator_auth_local_total", "result", "queue_full",
-	                  m->local_queue_full);
-	tau_prom_family(&b, "tau_aggregator_auth_confirm_total", "counter",
-	                "Confirming TokenReviews of locally admitted streams, by outcome (refused "
-	                "and failed close the stream).");
-	tau_prom_labelled(&b, "tau_aggregator_auth_confirm_total", "result", "confirmed",
-	                  m->confirmed);
-	tau_prom_labelled(&b, "tau_aggregator_auth_confirm_total", "result", "refused",
-	                  m->confirm_refused);
-	tau_prom_labelled(&b, "tau_aggregator_auth_confirm_total", "result", "failed",
-	                  m->confirm_failed);
-	tau_prom_scalar(
-	        &b, "tau_aggregator_auth_confirms_pending", "gauge",
-	        "Locally admitted streams whose confirming TokenReview is queued or running.",
-	        m->confirms_pending);
-	tau_prom_family(
-	        &b, "tau_aggregator_auth_keys_fetches_total", "counter",
-	        "Fetches of the service-account issuer's keys (/openid/v1/jwks), by result.");
-	tau_prom_labelled(&b, "tau_aggregator_auth_keys_fetches_total", "result", "ok",
-	                  m->keys_fetched);
-	tau_prom_labelled(&b, "tau_aggregator_auth_keys_fetches_total", "result", "error",
-	                  m->keys_fetch_failed);
-	tau_prom_scalar(&b, "tau_aggregator_auth_keys", "gauge",
-	                "Keys of the service-account issuer held for local token checks.",
-	                m->keys_held);
-	tau_prom_family(&b, "tau_aggregator_grpc_refused_total", "counter",
-	                "gRPC calls refused RESOURCE_EXHAUSTED before any handler ran, by reason.");
-	tau_prom_labelled(&b, "tau_aggregator_grpc_refused_total", "reason", "streams_per_peer",
-	                  m->grpc_refused_per_peer);
-	tau_prom_labelled(&b, "tau_aggregator_grpc_refused_total", "reason", "metadata_size",
-	                  m->grpc_refused_metadata);
-	tau_prom_scalar(&b, "tau_aggregator_pool_watchers", "gauge", "Open WatchPool streams.",
-	                m->pool_watchers);
-	tau_prom_scalar(&b, "tau_aggregator_pool_watchers_refused_total", "counter",
-	                "WatchPool calls refused RESOURCE_EXHAUSTED (--max-pool-watchers reached).",
-	                m->pool_watchers_refused);
-	tau_prom_family(&b, "tau_aggregator_query_auth_total", "counter",
-	                "QueryService calls by authentication/authorization outcome.");
-	tau_prom_labelled(&b, "tau_aggregator_query_auth_total", "code", "OK", m->query_allowed);
-	tau_prom_labelled(&b, "tau_aggregator_query_auth_total", "code", "UNAUTHENTICATED",
-	                  m->query_unauthenticated);
-	tau_prom_labelled(&b, "tau_aggregator_query_auth_total", "code", "PERMISSION_DENIED",
-	                  m->query_denied);
-	tau_prom_labelled(&b, "tau_aggregator_query_auth_total", "code", "UNAVAILABLE",
-	                  m->query_unavailable);
-	tau_prom_labelled(&b, "tau_aggregator_query_auth_total", "code", "RESOURCE_EXHAUSTED",
-	                  m->query_overloaded);
-	tau_prom_scalar(
-	        &b, "tau_aggregator_query_reviews_total", "counter",
-	        "TokenReview and SubjectAccessReview pairs sent for queries (cache misses).",
-	        m->query_reviews);
-	tau_prom_scalar(
-	        &b, "tau_aggregator_query_reviews_pending", "gauge",
-	        "Query token reviews waiting for a worker (capped by --max-pending-reviews).",
-	        m->query_reviews_pending);
+	render_families(&b, m, streams_families, N_OF(streams_families));
 	tau_prom_family(&b, "tau_aggregator_token_review_duration_seconds", "histogram",
 	                "Time a review took: a Report token's TokenReview (kind=report), a "
 	                "query's TokenReview and SubjectAccessReview (kind=query).");
@@ -204,21 +346,7 @@ int tau_metrics_render(char **out, const tau_metrics *m)
 		tau_prom_histogram_write(&b, "tau_aggregator_token_review_duration_seconds",
 		                         (const char *const[]){"kind", "query", NULL},
 		                         m->query_review_latency);
-	tau_prom_scalar(
-	        &b, "tau_aggregator_pool_established", "gauge",
-	        "1 once the sync gate opened (every GPU node reported or the timeout passed).",
-	        m->established ? 1 : 0);
-	tau_prom_scalar(&b, "tau_aggregator_pool_valid", "gauge",
-	                "1 while every input the pool depends on is usable (0: nothing counts; see "
-	                "GetPool.invalid_reason).",
-	                m->valid ? 1 : 0);
-	tau_prom_scalar(&b, "tau_aggregator_pool_missing_nodes", "gauge",
-	                "GPU nodes known from the API whose agent has not reported.",
-	                m->missing_nodes);
-	tau_prom_scalar(&b, "tau_aggregator_pool_generation_total", "counter",
-	                "Changes of the published pool (its generation).", m->pool_generation);
-	tau_prom_scalar(&b, "tau_aggregator_leader", "gauge",
-	                "1 while this replica holds the leader Lease.", m->leader ? 1 : 0);
+	render_families(&b, m, pool_families, N_OF(pool_families));
 	tau_prom_family(&b, "tau_aggregator_pool_flavor_nodes", "gauge",
 	                "Nodes counted per flavor.");
 	for (size_t i = 0; i < m->n_flavors; i++) {

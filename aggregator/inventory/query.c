@@ -34,6 +34,68 @@ static void free_msg(void *m)
 		protobuf_c_message_free_unpacked(m, NULL);
 }
 
+/* A new message of descriptor `d`, initialised; NULL, with the tau error set, when out of memory.
+ */
+static void *new_msg(const ProtobufCMessageDescriptor *d)
+{
+	ProtobufCMessage *m = malloc(d->sizeof_message);
+
+	if (m == NULL) {
+		OOM();
+		return NULL;
+	}
+	protobuf_c_message_init(d, m);
+	return m;
+}
+
+/* The record of node `name`, or -TAU_ENOTFOUND with the tau error set. */
+static int known_node(const tau_nodestore *store, const char *name, tau_node_status *st)
+{
+	if (tau_nodestore_get(store, name, st) < 0)
+		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
+	return 0;
+}
+
+/* Out of memory building `m` (freed): the tau error, as OOM(). */
+static int oom_free(void *m)
+{
+	free_msg(m);
+	return OOM();
+}
+
+/*
+ * A message of two strings, `d` saying which (ResourceQuantity: name and quantity; an entry of
+ * a string map: key and value): fields 1 and 2 get copies of `first` and `second`.
+ * NULL, with the tau error set, when out of memory.
+ */
+static void *string_pair(const ProtobufCMessageDescriptor *d, const char *first, const char *second)
+{
+	ProtobufCMessage *m = new_msg(d);
+	char **a, **b;
+
+	if (m == NULL)
+		return NULL;
+	a = (char **)(void *)((char *)m + protobuf_c_message_descriptor_get_field(d, 1)->offset);
+	b = (char **)(void *)((char *)m + protobuf_c_message_descriptor_get_field(d, 2)->offset);
+	*a = dup_str(first);
+	*b = dup_str(second);
+	if (*a == NULL || *b == NULL) {
+		free_msg(m);
+		OOM();
+		return NULL;
+	}
+	return m;
+}
+
+/* string_pair with a count as the second string. */
+static void *count_pair(const ProtobufCMessageDescriptor *d, const char *name, uint64_t count)
+{
+	char q[32];
+
+	snprintf(q, sizeof(q), "%" PRIu64, count);
+	return string_pair(d, name, q);
+}
+
 bool tau_query_is_stale(const tau_node_status *st, const tau_query_opts *opts)
 {
 	if (st->stale)
@@ -117,20 +179,15 @@ static int fill_resources(Tau__Inventory__V1__ResourceQuantity ***out, size_t *n
 	if (*out == NULL)
 		return OOM();
 	for (size_t i = 0; i < f->n_allocatable; i++) {
-		Tau__Inventory__V1__ResourceQuantity *r = malloc(sizeof(*r));
 		char q[TAU_QUANTITY_STR_MAX];
 
-		if (r == NULL)
-			return OOM();
-		tau__inventory__v1__resource_quantity__init(r);
-		(*out)[i] = r;
-		*n = i + 1;
 		if (tau_quantity_format(q, sizeof(q), &f->allocatable[i].value) < 0)
 			snprintf(q, sizeof(q), "0");
-		r->name = dup_str(f->allocatable[i].name);
-		r->quantity = dup_str(q);
-		if (r->name == NULL || r->quantity == NULL)
-			return OOM();
+		(*out)[i] = string_pair(&tau__inventory__v1__resource_quantity__descriptor,
+		                        f->allocatable[i].name, q);
+		if ((*out)[i] == NULL)
+			return -TAU_ENOMEM;
+		*n = i + 1;
 	}
 	return 0;
 }
@@ -262,19 +319,14 @@ static int fill_dra_resources(Tau__Inventory__V1__NodeStatus *ns, const tau_node
 		return OOM();
 	for (size_t i = 0; i < n->n_resources; i++) {
 		Tau__Inventory__V1__ResourceQuantity *r;
-		char q[32];
 
 		if (!tau_dra_counts_beside(&n->resources[i], st->facts, NULL, 0))
 			continue;
-		if ((r = malloc(sizeof(*r))) == NULL)
-			return OOM();
-		tau__inventory__v1__resource_quantity__init(r);
+		r = count_pair(&tau__inventory__v1__resource_quantity__descriptor,
+		               n->resources[i].name, n->resources[i].devices);
+		if (r == NULL)
+			return -TAU_ENOMEM;
 		ns->dra_resources[ns->n_dra_resources++] = r;
-		snprintf(q, sizeof(q), "%" PRIu32, n->resources[i].devices);
-		r->name = dup_str(n->resources[i].name);
-		r->quantity = dup_str(q);
-		if (r->name == NULL || r->quantity == NULL)
-			return OOM();
 	}
 	return 0;
 }
@@ -326,8 +378,7 @@ int tau_query_node_status(Tau__Inventory__V1__NodeStatus **out, const tau_nodest
 	*out = ns;
 	return 0;
 oom:
-	free_msg(ns);
-	return OOM();
+	return oom_free(ns);
 }
 
 int tau_query_list_nodes(Tau__Inventory__V1__ListNodesResponse **out, const tau_nodestore *store,
@@ -389,8 +440,7 @@ int tau_query_list_nodes(Tau__Inventory__V1__ListNodesResponse **out, const tau_
 	*out = resp;
 	return 0;
 oom:
-	free_msg(resp);
-	return OOM();
+	return oom_free(resp);
 }
 
 int tau_query_get_node(Tau__Inventory__V1__GetNodeResponse **out, const tau_nodestore *store,
@@ -399,12 +449,10 @@ int tau_query_get_node(Tau__Inventory__V1__GetNodeResponse **out, const tau_node
 	Tau__Inventory__V1__GetNodeResponse *resp;
 	tau_node_status st;
 
-	if (tau_nodestore_get(store, name, &st) < 0)
-		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
-	resp = malloc(sizeof(*resp));
-	if (resp == NULL)
-		return OOM();
-	tau__inventory__v1__get_node_response__init(resp);
+	if (known_node(store, name, &st) < 0)
+		return -TAU_ENOTFOUND;
+	if ((resp = new_msg(&tau__inventory__v1__get_node_response__descriptor)) == NULL)
+		return -TAU_ENOMEM;
 	if (tau_query_node_status(&resp->status, store, &st, opts) < 0)
 		goto oom;
 	if (st.truth != NULL && truth_devices(resp->status->truth, st.truth) < 0)
@@ -424,8 +472,7 @@ int tau_query_get_node(Tau__Inventory__V1__GetNodeResponse **out, const tau_node
 	*out = resp;
 	return 0;
 oom:
-	free_msg(resp);
-	return OOM();
+	return oom_free(resp);
 }
 
 /* Append one rule to an ExplainNode response (room reserved by the caller). */
@@ -525,12 +572,10 @@ int tau_query_explain(Tau__Inventory__V1__ExplainNodeResponse **out, const tau_n
 	tau_query_rule rules[TAU_QUERY_RULE_COUNT];
 	tau_node_status st;
 
-	if (tau_nodestore_get(store, name, &st) < 0)
-		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
-	resp = malloc(sizeof(*resp));
-	if (resp == NULL)
-		return OOM();
-	tau__inventory__v1__explain_node_response__init(resp);
+	if (known_node(store, name, &st) < 0)
+		return -TAU_ENOTFOUND;
+	if ((resp = new_msg(&tau__inventory__v1__explain_node_response__descriptor)) == NULL)
+		return -TAU_ENOMEM;
 	resp->counted = tau_query_rules(store, &st, rules);
 	resp->name = dup_str(name);
 	resp->flavor = dup_str(resp->counted && st.facts != NULL
@@ -549,8 +594,7 @@ int tau_query_explain(Tau__Inventory__V1__ExplainNodeResponse **out, const tau_n
 	*out = resp;
 	return 0;
 oom:
-	free_msg(resp);
-	return OOM();
+	return oom_free(resp);
 }
 
 /* The DRA part of one flavor's sum of one resource. */
@@ -626,18 +670,13 @@ static int flavor_dra(Tau__Inventory__V1__Flavor *fl, const dra_shares *s)
 	if (s->n > 0 && (fl->dra_resources = calloc(s->n, sizeof(*fl->dra_resources))) == NULL)
 		return OOM();
 	for (size_t r = 0; r < s->n; r++) {
-		Tau__Inventory__V1__Flavor__DraResourcesEntry *e = malloc(sizeof(*e));
-		char q[32];
+		Tau__Inventory__V1__Flavor__DraResourcesEntry *e =
+		        count_pair(&tau__inventory__v1__flavor__dra_resources_entry__descriptor,
+		                   s->v[r].resource, s->v[r].devices);
 
 		if (e == NULL)
-			return OOM();
-		tau__inventory__v1__flavor__dra_resources_entry__init(e);
+			return -TAU_ENOMEM;
 		fl->dra_resources[fl->n_dra_resources++] = e;
-		snprintf(q, sizeof(q), "%" PRIu64, s->v[r].devices);
-		e->key = dup_str(s->v[r].resource);
-		e->value = dup_str(q);
-		if (e->key == NULL || e->value == NULL)
-			return OOM();
 	}
 	return 0;
 }
@@ -659,19 +698,16 @@ static int pool_flavor(Tau__Inventory__V1__Pool *p, const tau_pool_flavor *f, co
 	    (fl->resources = calloc(f->n_resources, sizeof(*fl->resources))) == NULL)
 		return OOM();
 	for (size_t r = 0; r < f->n_resources; r++) {
-		Tau__Inventory__V1__Flavor__ResourcesEntry *e = malloc(sizeof(*e));
+		Tau__Inventory__V1__Flavor__ResourcesEntry *e;
 		char q[TAU_QUANTITY_STR_MAX];
 
-		if (e == NULL)
-			return OOM();
-		tau__inventory__v1__flavor__resources_entry__init(e);
-		fl->resources[fl->n_resources++] = e;
 		if (tau_pool_sum_format(q, sizeof(q), &f->resources[r]) < 0)
 			snprintf(q, sizeof(q), "0");
-		e->key = dup_str(f->resources[r].name);
-		e->value = dup_str(q);
-		if (e->key == NULL || e->value == NULL)
-			return OOM();
+		e = string_pair(&tau__inventory__v1__flavor__resources_entry__descriptor,
+		                f->resources[r].name, q);
+		if (e == NULL)
+			return -TAU_ENOMEM;
+		fl->resources[fl->n_resources++] = e;
 	}
 	return flavor_dra(fl, dra);
 }
@@ -746,8 +782,7 @@ int tau_query_pool(Tau__Inventory__V1__Pool **out, const tau_nodestore *store)
 	*out = p;
 	return 0;
 oom:
-	free_msg(p);
-	return OOM();
+	return oom_free(p);
 }
 
 /* ---- free-now capacity ---- */
@@ -788,8 +823,7 @@ int tau_query_capacity(Tau__Inventory__V1__GetCapacityResponse **out, const tau_
 	*out = resp;
 	return 0;
 oom:
-	free_msg(resp);
-	return OOM();
+	return oom_free(resp);
 }
 
 int tau_query_fit(Tau__Inventory__V1__FitResponse **out, const tau_nodestore *store,
@@ -845,8 +879,7 @@ int tau_query_fit(Tau__Inventory__V1__FitResponse **out, const tau_nodestore *st
 	return 0;
 oom:
 	tau_fit_result_clear(&r);
-	free_msg(resp);
-	return OOM();
+	return oom_free(resp);
 }
 
 /* ---- workspaces ---- */
@@ -854,7 +887,6 @@ oom:
 int tau_query_workspace(Tau__Inventory__V1__WorkspaceSummary **out, const tau_ws_summary *s)
 {
 	Tau__Inventory__V1__WorkspaceSummary *ws = malloc(sizeof(*ws));
-	int rc = -TAU_ENOMEM;
 
 	if (ws == NULL)
 		return OOM();
@@ -864,18 +896,18 @@ int tau_query_workspace(Tau__Inventory__V1__WorkspaceSummary **out, const tau_ws
 	ws->namespace_ = dup_str(s->namespace_name);
 	ws->queue = dup_str(s->local_queue);
 	if (ws->name == NULL || ws->phase == NULL || ws->namespace_ == NULL || ws->queue == NULL)
-		goto out;
+		goto oom;
 	if (s->n_conditions > 0) {
 		ws->conditions = calloc(s->n_conditions, sizeof(*ws->conditions));
 		if (ws->conditions == NULL)
-			goto out;
+			goto oom;
 	}
 	for (size_t i = 0; i < s->n_conditions; i++) {
 		const tau_ws_summary_condition *sc = &s->conditions[i];
 		Tau__Inventory__V1__Condition *c = malloc(sizeof(*c));
 
 		if (c == NULL)
-			goto out;
+			goto oom;
 		tau__inventory__v1__condition__init(c);
 		ws->conditions[ws->n_conditions++] = c;
 		c->type = dup_str(sc->type);
@@ -884,26 +916,19 @@ int tau_query_workspace(Tau__Inventory__V1__WorkspaceSummary **out, const tau_ws
 		c->message = dup_str(sc->message);
 		c->last_transition_unix_ms = sc->last_transition_unix_ms;
 		if (c->type == NULL || c->status == NULL || c->reason == NULL || c->message == NULL)
-			goto out;
+			goto oom;
 	}
 	*out = ws;
-	ws = NULL;
-	rc = 0;
-out:
-	if (ws != NULL) {
-		/* Every string was replaced by a malloc'd copy or NULL, so protobuf-c's free fits.
-		 */
-		free_msg(ws);
-		OOM();
-	}
-	return rc;
+	return 0;
+oom:
+	/* Every string was replaced by a malloc'd copy or NULL, so protobuf-c's free fits. */
+	return oom_free(ws);
 }
 
 int tau_query_list_workspaces(Tau__Inventory__V1__ListWorkspacesResponse **out,
                               const tau_ws_summary *s, size_t n)
 {
 	Tau__Inventory__V1__ListWorkspacesResponse *resp = malloc(sizeof(*resp));
-	int rc = -TAU_ENOMEM;
 
 	if (resp == NULL)
 		return OOM();
@@ -911,20 +936,15 @@ int tau_query_list_workspaces(Tau__Inventory__V1__ListWorkspacesResponse **out,
 	if (n > 0) {
 		resp->workspaces = calloc(n, sizeof(*resp->workspaces));
 		if (resp->workspaces == NULL)
-			goto out;
+			goto oom;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (tau_query_workspace(&resp->workspaces[i], &s[i]) < 0)
-			goto out;
+			goto oom;
 		resp->n_workspaces++;
 	}
 	*out = resp;
-	resp = NULL;
-	rc = 0;
-out:
-	if (resp != NULL) {
-		free_msg(resp);
-		OOM();
-	}
-	return rc;
+	return 0;
+oom:
+	return oom_free(resp);
 }

@@ -16,6 +16,7 @@
 #define TAU_AGGREGATOR_SERVICE_H
 
 #include "auth.h"
+#include "drawatch.h"
 #include "keys.h"
 #include "query_auth.h"
 #include "workspace/summary.h"
@@ -89,11 +90,6 @@ void tau_inventory_nodes_synced(tau_inventory *a);
  * spec.nodes.selector (equality map) filters the pool; absent: every node.
  */
 void tau_inventory_cluster(tau_inventory *a, const cJSON *cluster);
-/** Which DRA object tau_inventory_dra_object is given. */
-typedef enum tau_inventory_dra_kind {
-	TAU_INVENTORY_DRA_SLICE,
-	TAU_INVENTORY_DRA_CLASS
-} tau_inventory_dra_kind;
 /**
  * A ResourceSlice or DeviceClass appeared, changed or (`deleted`) went away (lent; the API's
  * JSON).  The DRA store keeps it (one the API would refuse is logged and counts nothing) and

@@ -57,47 +57,86 @@ static void answer(tau_rpc_call *call, int rc, ProtobufCMessage *resp)
 		tau_rpc_message_free(resp);
 }
 
-static void q_list_nodes(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+/* The unary queries that read the node store (query.h), one handler for all. */
+typedef enum store_query {
+	STORE_LIST_NODES,
+	STORE_GET_NODE,
+	STORE_EXPLAIN,
+	STORE_CAPACITY,
+	STORE_FIT
+} store_query;
+
+/* Run query `q` on `msg` under the state mutex, answer it, then free `msg`. */
+static void answer_store_query(tau_rpc_call *call, ProtobufCMessage *msg, tau_inventory *a,
+                               store_query q)
 {
-	tau_inventory *a = ud;
-	Tau__Inventory__V1__ListNodesResponse *resp = NULL;
+	union {
+		Tau__Inventory__V1__ListNodesResponse *list;
+		Tau__Inventory__V1__GetNodeResponse *node;
+		Tau__Inventory__V1__ExplainNodeResponse *explain;
+		Tau__Inventory__V1__GetCapacityResponse *capacity;
+		Tau__Inventory__V1__FitResponse *fit;
+	} r = {NULL};
+	ProtobufCMessage *resp = NULL;
 	tau_query_opts o = tau_inventory_query_opts(a);
-	int rc;
+	int rc = 0;
 
 	pthread_mutex_lock(&a->mu);
-	rc = tau_query_list_nodes(&resp, a->store, (Tau__Inventory__V1__ListNodesRequest *)msg, &o);
+	switch (q) {
+	case STORE_LIST_NODES:
+		rc = tau_query_list_nodes(&r.list, a->store,
+		                          (Tau__Inventory__V1__ListNodesRequest *)msg, &o);
+		resp = r.list != NULL ? &r.list->base : NULL;
+		break;
+	case STORE_GET_NODE:
+		rc = tau_query_get_node(&r.node, a->store,
+		                        ((Tau__Inventory__V1__GetNodeRequest *)msg)->name, &o);
+		resp = r.node != NULL ? &r.node->base : NULL;
+		break;
+	case STORE_EXPLAIN:
+		rc = tau_query_explain(&r.explain, a->store,
+		                       ((Tau__Inventory__V1__ExplainNodeRequest *)msg)->name);
+		resp = r.explain != NULL ? &r.explain->base : NULL;
+		break;
+	case STORE_CAPACITY:
+		rc = tau_query_capacity(&r.capacity, a->store, &o);
+		if (r.capacity != NULL)
+			r.capacity->computed_unix_ms = tau_clock_wall_ms();
+		resp = r.capacity != NULL ? &r.capacity->base : NULL;
+		break;
+	case STORE_FIT:
+		rc = tau_query_fit(&r.fit, a->store, (Tau__Inventory__V1__FitRequest *)msg, &o);
+		resp = r.fit != NULL ? &r.fit->base : NULL;
+		break;
+	}
 	pthread_mutex_unlock(&a->mu);
-	answer(call, rc, resp != NULL ? &resp->base : NULL);
+	answer(call, rc, resp);
 	tau_rpc_message_free(msg);
+}
+
+static void q_list_nodes(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	answer_store_query(call, msg, ud, STORE_LIST_NODES);
 }
 
 static void q_get_node(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
-	tau_inventory *a = ud;
-	Tau__Inventory__V1__GetNodeResponse *resp = NULL;
-	tau_query_opts o = tau_inventory_query_opts(a);
-	int rc;
-
-	pthread_mutex_lock(&a->mu);
-	rc = tau_query_get_node(&resp, a->store, ((Tau__Inventory__V1__GetNodeRequest *)msg)->name,
-	                        &o);
-	pthread_mutex_unlock(&a->mu);
-	answer(call, rc, resp != NULL ? &resp->base : NULL);
-	tau_rpc_message_free(msg);
+	answer_store_query(call, msg, ud, STORE_GET_NODE);
 }
 
 static void q_explain(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 {
-	tau_inventory *a = ud;
-	Tau__Inventory__V1__ExplainNodeResponse *resp = NULL;
-	int rc;
+	answer_store_query(call, msg, ud, STORE_EXPLAIN);
+}
 
-	pthread_mutex_lock(&a->mu);
-	rc = tau_query_explain(&resp, a->store,
-	                       ((Tau__Inventory__V1__ExplainNodeRequest *)msg)->name);
-	pthread_mutex_unlock(&a->mu);
-	answer(call, rc, resp != NULL ? &resp->base : NULL);
-	tau_rpc_message_free(msg);
+static void q_get_capacity(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	answer_store_query(call, msg, ud, STORE_CAPACITY);
+}
+
+static void q_fit(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
+{
+	answer_store_query(call, msg, ud, STORE_FIT);
 }
 
 static void q_get_pool(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
@@ -252,36 +291,6 @@ out:
 	if (resp != NULL)
 		tau_rpc_message_free(&resp->base);
 	tau_ws_summary_clear(&sum);
-	tau_rpc_message_free(msg);
-}
-
-static void q_get_capacity(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
-{
-	tau_inventory *a = ud;
-	Tau__Inventory__V1__GetCapacityResponse *resp = NULL;
-	tau_query_opts o = tau_inventory_query_opts(a);
-	int rc;
-
-	pthread_mutex_lock(&a->mu);
-	rc = tau_query_capacity(&resp, a->store, &o);
-	pthread_mutex_unlock(&a->mu);
-	if (resp != NULL)
-		resp->computed_unix_ms = tau_clock_wall_ms();
-	answer(call, rc, resp != NULL ? &resp->base : NULL);
-	tau_rpc_message_free(msg);
-}
-
-static void q_fit(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
-{
-	tau_inventory *a = ud;
-	Tau__Inventory__V1__FitResponse *resp = NULL;
-	tau_query_opts o = tau_inventory_query_opts(a);
-	int rc;
-
-	pthread_mutex_lock(&a->mu);
-	rc = tau_query_fit(&resp, a->store, (Tau__Inventory__V1__FitRequest *)msg, &o);
-	pthread_mutex_unlock(&a->mu);
-	answer(call, rc, resp != NULL ? &resp->base : NULL);
 	tau_rpc_message_free(msg);
 }
 

@@ -158,6 +158,31 @@ out:
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Put `s` at the end of the job list `head`..`tail` (jobs_mu held). */
+static void job_push(stream **head, stream **tail, stream *s)
+{
+	s->next_job = NULL;
+	if (*tail != NULL)
+		(*tail)->next_job = s;
+	else
+		*head = s;
+	*tail = s;
+}
+
+/* Take the first stream of the job list `head`..`tail`; NULL when it is empty (jobs_mu held). */
+static stream *job_pop(stream **head, stream **tail)
+{
+	stream *s = *head;
+
+	if (s != NULL) {
+		*head = s->next_job;
+		if (*head == NULL)
+			*tail = NULL;
+		s->next_job = NULL;
+	}
+	return s;
+}
+
 /* Put `p` at the end of the round (jobs_mu held). */
 static void turn_append(tau_inventory *a, review_peer *p)
 {
@@ -176,28 +201,16 @@ stream *tau_inventory_next_job(tau_inventory *a)
 	review_peer *p = a->turn_head;
 	stream *s;
 
-	if (p == NULL) {
-		/* Nobody waits for admission: confirm the streams admitted on their own token. */
-		s = a->confirm_head;
-		if (s != NULL) {
-			a->confirm_head = s->next_job;
-			if (a->confirm_head == NULL)
-				a->confirm_tail = NULL;
-			s->next_job = NULL;
-		}
-		return s;
-	}
+	/* Nobody waits for admission: confirm the streams admitted on their own token. */
+	if (p == NULL)
+		return job_pop(&a->confirm_head, &a->confirm_tail);
 	a->turn_head = p->next_turn;
 	if (a->turn_head == NULL)
 		a->turn_tail = NULL;
 	p->in_turn = false;
-	s = p->head;
-	p->head = s->next_job;
-	if (p->head == NULL)
-		p->tail = NULL;
-	else
+	s = job_pop(&p->head, &p->tail);
+	if (p->head != NULL)
 		turn_append(a, p); /* its next stream waits for every other peer's turn */
-	s->next_job = NULL;
 	return s;
 }
 
@@ -284,12 +297,7 @@ tau_rpc_code tau_inventory_enqueue_review(tau_inventory *a, stream *s, const cha
 	}
 	if (code == TAU_RPC_OK) {
 		s->rpeer = p;
-		s->next_job = NULL;
-		if (p->tail != NULL)
-			p->tail->next_job = s;
-		else
-			p->head = s;
-		p->tail = s;
+		job_push(&p->head, &p->tail, s);
 		p->reviews++;
 		a->reviews_pending++;
 		if (!p->in_turn)
@@ -309,12 +317,7 @@ static bool enqueue_confirm(tau_inventory *a, stream *s)
 	ok = !a->jobs_stop && a->confirms_pending < a->cfg.max_pending_confirms;
 	if (ok) {
 		s->rpeer = NULL;
-		s->next_job = NULL;
-		if (a->confirm_tail != NULL)
-			a->confirm_tail->next_job = s;
-		else
-			a->confirm_head = s;
-		a->confirm_tail = s;
+		job_push(&a->confirm_head, &a->confirm_tail, s);
 		a->confirms_pending++;
 		pthread_cond_signal(&a->jobs_cond);
 	}

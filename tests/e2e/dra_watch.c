@@ -68,32 +68,26 @@ static void check_pruned(recorder *r, const cJSON *obj)
 	}
 }
 
-static void r_slice_upsert(void *arg, const cJSON *o)
+static void r_object(void *arg, tau_inventory_dra_kind kind, const cJSON *o, bool deleted)
 {
-	int64_t gen = -1, devices = cJSON_GetArraySize(tau_json_find(o, "spec.devices"));
+	const char *what = kind == TAU_INVENTORY_DRA_SLICE ? "slice" : "class";
 
-	tau_json_get_int(&gen, o, "spec.pool.generation");
+	if (deleted) {
+		say(arg, "%s- %s", what, tau_json_str(o, "metadata.name"));
+		return;
+	}
 	check_pruned(arg, o);
-	say(arg, "slice+ %s gen=%lld devices=%lld", tau_json_str(o, "metadata.name"),
-	    (long long)gen, (long long)devices);
-}
+	if (kind == TAU_INVENTORY_DRA_SLICE) {
+		int64_t gen = -1, devices = cJSON_GetArraySize(tau_json_find(o, "spec.devices"));
 
-static void r_slice_delete(void *arg, const cJSON *o)
-{
-	say(arg, "slice- %s", tau_json_str(o, "metadata.name"));
-}
+		tau_json_get_int(&gen, o, "spec.pool.generation");
+		say(arg, "slice+ %s gen=%lld devices=%lld", tau_json_str(o, "metadata.name"),
+		    (long long)gen, (long long)devices);
+	} else {
+		const char *ern = tau_json_str(o, "spec.extendedResourceName");
 
-static void r_class_upsert(void *arg, const cJSON *o)
-{
-	const char *ern = tau_json_str(o, "spec.extendedResourceName");
-
-	check_pruned(arg, o);
-	say(arg, "class+ %s ern=%s", tau_json_str(o, "metadata.name"), ern ? ern : "-");
-}
-
-static void r_class_delete(void *arg, const cJSON *o)
-{
-	say(arg, "class- %s", tau_json_str(o, "metadata.name"));
+		say(arg, "class+ %s ern=%s", tau_json_str(o, "metadata.name"), ern ? ern : "-");
+	}
 }
 
 static void r_kueue(void *arg, const tau_kueue_config *cfg, const char *error)
@@ -116,12 +110,8 @@ static void r_kueue(void *arg, const tau_kueue_config *cfg, const char *error)
 
 static recorder rec = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static const tau_inventory_dra_sink sink = {.arg = &rec,
-                                            .slice_upsert = r_slice_upsert,
-                                            .slice_delete = r_slice_delete,
-                                            .class_upsert = r_class_upsert,
-                                            .class_delete = r_class_delete,
-                                            .kueue_config = r_kueue};
+static const tau_inventory_dra_sink sink = {
+        .arg = &rec, .object = r_object, .kueue_config = r_kueue};
 
 static void reset_log(void)
 {
