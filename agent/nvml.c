@@ -678,8 +678,6 @@ int tau_agent_nvml_copy(tau_agent_nvml *dst, const tau_agent_nvml *src)
 	*dst = *src;
 	dst->note = tau_agent_strdup_opt(src->note, &failed);
 	dst->driver_version = tau_agent_strdup_opt(src->driver_version, &failed);
-	dst->gpus = NULL;
-	dst->n_gpus = 0;
 	if (tau_agent_records_copy(&gpus, src->gpus, src->n_gpus, sizeof(*src->gpus),
 	                           TAU_AGENT_RECORD_STRINGS(GPU_STRINGS), "NVML facts") < 0)
 		failed = true;

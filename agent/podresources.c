@@ -349,10 +349,6 @@ int tau_agent_podres_copy(tau_agent_podres *dst, const tau_agent_podres *src)
 	tau_agent_podres_free(dst);
 	*dst = *src;
 	dst->note = tau_agent_strdup_opt(src->note, &failed);
-	dst->devices = NULL;
-	dst->n_devices = 0;
-	dst->dra = NULL;
-	dst->n_dra = 0;
 	if (tau_agent_records_copy(&devices, src->devices, src->n_devices, sizeof(*src->devices),
 	                           TAU_AGENT_RECORD_STRINGS(DEVICE_STRINGS), "pod resources") < 0 ||
 	    tau_agent_records_copy(&dra, src->dra, src->n_dra, sizeof(*src->dra),
