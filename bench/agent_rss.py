@@ -31,7 +31,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 import harness_path  # noqa: E402,F401  (puts tests/e2e on sys.path)
-from harness import agents, kubesim, paths, procs, proto  # noqa: E402
+from harness import agents, kubesim, paths, procs, proto, waits  # noqa: E402
 from harness.tls import make_tls  # noqa: E402
 
 GOAL_CPU = 1.3
@@ -73,25 +73,24 @@ def sample(pid):
     return rss, cpu, switches
 
 
-def wait_settled(pids, steady=5, step=0.2, timeout=30):
+def wait_settled(pids, steady=6, step=0.2, timeout=30):
     """Wait until each process's VmRSS and thread count have read the same `steady` samples in
-    a row, `step` s apart (its start-up allocations and threads are done); at most `timeout` s.
-    """
-    def shape(pid):
-        return sample(pid)[0], len(threads(pid))
-    last = {pid: shape(pid) for pid in pids}
-    same = {pid: 1 for pid in pids}
-    deadline = time.monotonic() + timeout
-    while min(same.values()) < steady:
-        if time.monotonic() > deadline:
-            raise SystemExit("VmRSS or thread count still changing after %.0f s (pid: (VmRSS KiB, "
-                             "threads), same samples in a row): %s" % (
-                                 timeout, {p: (last[p], same[p]) for p in pids}))
-        time.sleep(step)  # the poll step of a bounded wait
+    a row, `step` s apart (1 s: its start-up allocations and threads are done); at most
+    `timeout` s."""
+    last, same = {}, {pid: 0 for pid in pids}
+
+    def settled():
         for pid in pids:
-            now = shape(pid)
-            same[pid] = same[pid] + 1 if now == last[pid] else 1
+            now = sample(pid)[0], len(threads(pid))
+            same[pid] = same[pid] + 1 if now == last.get(pid) else 1
             last[pid] = now
+        return min(same.values()) >= steady
+    try:
+        waits.wait_for(settled, timeout, "VmRSS and thread count of agent and floor the same "
+                       "%d samples in a row" % steady, interval=step)
+    except AssertionError as e:
+        raise SystemExit("%s; by pid, (VmRSS KiB, threads) and same samples in a row: %s" % (
+            e, {p: (last[p], same[p]) for p in pids}))
 
 
 def smaps_by_object(pid):
