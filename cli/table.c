@@ -7,6 +7,7 @@
  */
 #include "table.h"
 
+#include "tau/array.h"
 #include "tau/buf.h"
 #include "tau/error.h"
 
@@ -42,19 +43,10 @@ int tau_table_new(tau_table **out, size_t n_cols, const char *const *headers)
 
 int tau_table_add(tau_table *t, const char *const *cells)
 {
-	if (t->n_rows == t->cap_rows) {
-		size_t cap = t->cap_rows ? t->cap_rows * 2 : 16;
-		char **grown;
-
-		if (cap > SIZE_MAX / sizeof(char *) / t->n_cols)
-			return tau_error_set(TAU_ENOMEM, "table: too many rows");
-		grown = realloc(t->cells, cap * t->n_cols * sizeof(char *));
-
-		if (grown == NULL)
-			return tau_error_set(TAU_ENOMEM, "out of memory");
-		t->cells = grown;
-		t->cap_rows = cap;
-	}
+	/* A row is n_cols cells: the array's element. */
+	if (tau_array_grow((void **)&t->cells, &t->cap_rows, t->n_rows + 1,
+	                   t->n_cols * sizeof(*t->cells)) < 0)
+		return -TAU_ENOMEM;
 	for (size_t c = 0; c < t->n_cols; c++) {
 		char *copy = strdup(cells[c] != NULL ? cells[c] : "");
 

@@ -12,6 +12,7 @@
  */
 #include "team_internal.h"
 
+#include "tau/array.h"
 #include "tau/error.h"
 #include "tau/json.h"
 
@@ -48,8 +49,8 @@ typedef struct budget_rows {
 static budget_row *row_find(budget_rows *rows, const char *flavor, const char *resource)
 {
 	for (size_t i = 0; i < rows->n; i++)
-		if (tau_cli_team_same(rows->v[i].flavor, flavor) &&
-		    tau_cli_team_same(rows->v[i].resource, resource))
+		if (tau_str_eq_both_set(rows->v[i].flavor, flavor) &&
+		    tau_str_eq_both_set(rows->v[i].resource, resource))
 			return &rows->v[i];
 	return NULL;
 }
@@ -60,15 +61,8 @@ static budget_row *row_add(budget_rows *rows, const char *flavor, const char *re
 
 	if (r != NULL)
 		return r;
-	if (rows->n == rows->cap) {
-		size_t cap = rows->cap != 0 ? rows->cap * 2 : 16;
-		budget_row *v = realloc(rows->v, cap * sizeof(*v));
-
-		if (v == NULL)
-			return NULL;
-		rows->v = v;
-		rows->cap = cap;
-	}
+	if (tau_array_grow((void **)&rows->v, &rows->cap, rows->n + 1, sizeof(*rows->v)) < 0)
+		return NULL;
 	r = &rows->v[rows->n++];
 	memset(r, 0, sizeof(*r));
 	r->flavor = flavor;
@@ -95,7 +89,7 @@ static const char *cohort_flavor(const budget_rows *rows, const char *flavor)
 	size_t plen = strlen(TAU_CLI_TEAM_FLAVOR_PREFIX);
 
 	for (size_t i = 0; i < rows->n; i++)
-		if (tau_cli_team_same(rows->v[i].flavor, flavor))
+		if (tau_str_eq_both_set(rows->v[i].flavor, flavor))
 			return rows->v[i].flavor;
 	for (size_t i = 0; i < rows->n; i++)
 		if (strncmp(rows->v[i].flavor, TAU_CLI_TEAM_FLAVOR_PREFIX, plen) == 0 &&
@@ -216,7 +210,7 @@ static int collect_explicit(budget_rows *rows, const tau_cli_team_input *in, con
 
 	cJSON_ArrayForEach(w, tau_cli_team_items_of(in->workspaces))
 	{
-		if (!tau_cli_team_same(tau_json_str(w, "spec.teamRef.name"), team))
+		if (!tau_str_eq_both_set(tau_json_str(w, "spec.teamRef.name"), team))
 			continue;
 		snprintf(what, sizeof(what), "TauWorkspace %s spec.quota",
 		         tau_cli_team_or_none(tau_json_str(w, "metadata.name")));
@@ -231,9 +225,9 @@ static int collect_explicit(budget_rows *rows, const tau_cli_team_input *in, con
 		return rc;
 	cJSON_ArrayForEach(q, tau_cli_team_items_of(in->queues))
 	{
-		if (!tau_cli_team_same(tau_json_label(q, TAU_CLI_TEAM_LABEL_MANAGED),
-		                       TAU_CLI_TEAM_MANAGED_BY) ||
-		    !tau_cli_team_same(tau_json_str(q, "spec.cohortName"), cohort_name))
+		if (!tau_str_eq_both_set(tau_json_label(q, TAU_CLI_TEAM_LABEL_MANAGED),
+		                         TAU_CLI_TEAM_MANAGED_BY) ||
+		    !tau_str_eq_both_set(tau_json_str(q, "spec.cohortName"), cohort_name))
 			continue;
 		if ((rc = sum_groups(rows, 1, q, "nominalQuota", doc)) < 0)
 			return rc;
@@ -278,9 +272,9 @@ static const char *via_dra(const cJSON *dra, const char *flavor, const char *res
 		const char *q;
 
 		if (cls->string == NULL ||
-		    (!tau_cli_team_same(cls->string, flavor) &&
+		    (!tau_str_eq_both_set(cls->string, flavor) &&
 		     !(strncmp(flavor, TAU_CLI_TEAM_FLAVOR_PREFIX, plen) == 0 &&
-		       tau_cli_team_same(cls->string, flavor + plen))))
+		       tau_str_eq_both_set(cls->string, flavor + plen))))
 			continue;
 		/* not tau_json_str: a resource name holds dots, which it reads as a path */
 		q = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cls, resource));

@@ -24,11 +24,6 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Small readers and writers                                                                   */
 
-bool tau_cli_team_same(const char *a, const char *b)
-{
-	return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
 const char *tau_cli_team_or_none(const char *s)
 {
 	return s != NULL ? s : TAU_CLI_TEAM_NONE;
@@ -125,7 +120,7 @@ const cJSON *tau_cli_team_condition(const cJSON *obj, const char *type)
 
 	cJSON_ArrayForEach(c, tau_json_find(obj, "status.conditions"))
 	{
-		if (tau_cli_team_same(tau_json_str(c, "type"), type))
+		if (tau_str_eq_both_set(tau_json_str(c, "type"), type))
 			return c;
 	}
 	return NULL;
@@ -136,8 +131,8 @@ const cJSON *tau_cli_team_condition(const cJSON *obj, const char *type)
 
 const char *tau_cli_team_mode(const cJSON *team, const cJSON *cluster)
 {
-	return tau_cli_team_same(tau_json_str(cluster, "spec.queues.capacityTeamRef.name"),
-	                         tau_json_str(team, "metadata.name"))
+	return tau_str_eq_both_set(tau_json_str(cluster, "spec.queues.capacityTeamRef.name"),
+	                           tau_json_str(team, "metadata.name"))
 	               ? "capacity"
 	               : "explicit";
 }
@@ -149,7 +144,7 @@ bool tau_cli_team_ready(const cJSON *team)
 	tau_json_get_int(&gen, team, "metadata.generation");
 	if (team == NULL || tau_json_get_int(&obs, team, "status.observedGeneration") != 0)
 		return false;
-	return tau_cli_team_same(tau_json_str(team, "status.phase"), "Ready") && gen == obs;
+	return tau_str_eq_both_set(tau_json_str(team, "status.phase"), "Ready") && gen == obs;
 }
 
 static size_t count_workspaces(const cJSON *workspaces, const char *team)
@@ -159,7 +154,7 @@ static size_t count_workspaces(const cJSON *workspaces, const char *team)
 
 	cJSON_ArrayForEach(w, tau_cli_team_items_of(workspaces))
 	{
-		n += tau_cli_team_same(tau_json_str(w, "spec.teamRef.name"), team);
+		n += tau_str_eq_both_set(tau_json_str(w, "spec.teamRef.name"), team);
 	}
 	return n;
 }

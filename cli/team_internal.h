@@ -13,6 +13,7 @@
 
 #include "tau/names.h"
 #include "tau/quantity.h"
+#include "tau/str.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -30,9 +31,6 @@
 /** The document's poolSource: where the pool beside the budget comes from. */
 #define TAU_CLI_TEAM_SRC_DISCOVERED "discoveredCapacity"
 #define TAU_CLI_TEAM_SRC_SPEC_QUOTA "spec.quota"
-
-/** Both set and equal (two NULLs differ: an absent name never matches another absent one). */
-bool tau_cli_team_same(const char *a, const char *b);
 
 /** s, or "<none>" when NULL. */
 const char *tau_cli_team_or_none(const char *s);

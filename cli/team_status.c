@@ -87,19 +87,20 @@ static int add_queues(cJSON *doc, const tau_cli_team_input *in, const char *team
 		const cJSON *match = NULL;
 		char cq_name[TAU_CLI_TEAM_NAME_BUF];
 
-		if (ws == NULL || !tau_cli_team_same(tau_json_str(w, "spec.teamRef.name"), team))
+		if (ws == NULL || !tau_str_eq_both_set(tau_json_str(w, "spec.teamRef.name"), team))
 			continue;
 		snprintf(cq_name, sizeof(cq_name), TAU_CLI_TEAM_CQ_PREFIX "%s", ws);
 		i = 0;
 		cJSON_ArrayForEach(q, qitems)
 		{
 			bool labelled =
-			        tau_cli_team_same(tau_json_label(q, TAU_CLI_TEAM_LABEL_WS), ws) &&
-			        tau_cli_team_same(tau_json_label(q, TAU_CLI_TEAM_LABEL_TEAM), team);
+			        tau_str_eq_both_set(tau_json_label(q, TAU_CLI_TEAM_LABEL_WS), ws) &&
+			        tau_str_eq_both_set(tau_json_label(q, TAU_CLI_TEAM_LABEL_TEAM),
+			                            team);
 
 			if (!used[i] &&
 			    (labelled ||
-			     tau_cli_team_same(tau_json_str(q, "metadata.name"), cq_name))) {
+			     tau_str_eq_both_set(tau_json_str(q, "metadata.name"), cq_name))) {
 				used[i] = true;
 				match = q;
 				break;
@@ -112,8 +113,8 @@ static int add_queues(cJSON *doc, const tau_cli_team_input *in, const char *team
 	cJSON_ArrayForEach(q, qitems)
 	{
 		if (!used[i] &&
-		    (tau_cli_team_same(tau_json_label(q, TAU_CLI_TEAM_LABEL_TEAM), team) ||
-		     tau_cli_team_same(tau_json_str(q, "spec.cohortName"), cohort_name)))
+		    (tau_str_eq_both_set(tau_json_label(q, TAU_CLI_TEAM_LABEL_TEAM), team) ||
+		     tau_str_eq_both_set(tau_json_str(q, "spec.cohortName"), cohort_name)))
 			cJSON_AddItemToArray(
 			        arr, queue_entry(doc, tau_json_label(q, TAU_CLI_TEAM_LABEL_WS),
 			                         NULL, q));
@@ -208,7 +209,7 @@ static int print_budget(FILE *out, const cJSON *doc)
 	                                     "budget", "applied",  "reserved"};
 	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(doc, "budget");
 
-	if (tau_cli_team_same(tau_json_str(doc, "poolSource"), TAU_CLI_TEAM_SRC_SPEC_QUOTA))
+	if (tau_str_eq_both_set(tau_json_str(doc, "poolSource"), TAU_CLI_TEAM_SRC_SPEC_QUOTA))
 		return tau_cli_team_print_objects(
 		        out, "Budget",
 		        "Budget (QUOTA: spec.quota; GUARANTEES: workspace spec.quota; "

@@ -10,24 +10,24 @@
  */
 #include "wait.h"
 
-#include "tau/backoff.h"
+#include "tau/clock.h"
 
 #include <stddef.h>
 
 int tau_cli_wait(tau_cli_wait_look look, tau_cli_wait_note note, void *arg, int64_t timeout_ms,
                  uint64_t interval_ms)
 {
-	uint64_t deadline = tau_backoff_now_ms() + (timeout_ms > 0 ? (uint64_t)timeout_ms : 0);
+	uint64_t deadline = tau_clock_mono_ms() + (timeout_ms > 0 ? (uint64_t)timeout_ms : 0);
 
 	for (;;) {
 		int v = look(arg);
 
 		if (v != 0)
 			return v;
-		if (timeout_ms <= 0 || tau_backoff_now_ms() >= deadline)
+		if (timeout_ms <= 0 || tau_clock_mono_ms() >= deadline)
 			return 0;
 		if (note != NULL)
 			note(arg);
-		tau_backoff_sleep_ms(interval_ms);
+		tau_clock_sleep_ms(interval_ms);
 	}
 }

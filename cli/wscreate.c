@@ -29,6 +29,7 @@
 #include "tau/kube.h"
 #include "tau/names.h"
 #include "tau/parse.h"
+#include "tau/str.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -286,11 +287,6 @@ static void print_condition(FILE *out, const char *prefix, const cJSON *c)
 	        tau_cli_str(c, "message") != NULL ? tau_cli_str(c, "message") : "");
 }
 
-static bool same(const char *a, const char *b)
-{
-	return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
-}
-
 /* Print the conditions of `ws` that are new or changed since `prev` (NULL: all). */
 static void print_changes(const cJSON *ws, const cJSON *prev)
 {
@@ -302,10 +298,14 @@ static void print_changes(const cJSON *ws, const cJSON *prev)
 
 		cJSON_ArrayForEach(pc, tau_json_find(prev, "status.conditions"))
 		{
-			if (same(tau_cli_str(pc, "type"), tau_cli_str(c, "type")) &&
-			    same(tau_cli_str(pc, "status"), tau_cli_str(c, "status")) &&
-			    same(tau_cli_str(pc, "reason"), tau_cli_str(c, "reason")) &&
-			    same(tau_cli_str(pc, "message"), tau_cli_str(c, "message")))
+			if (tau_str_eq_or_both_null(tau_cli_str(pc, "type"),
+			                            tau_cli_str(c, "type")) &&
+			    tau_str_eq_or_both_null(tau_cli_str(pc, "status"),
+			                            tau_cli_str(c, "status")) &&
+			    tau_str_eq_or_both_null(tau_cli_str(pc, "reason"),
+			                            tau_cli_str(c, "reason")) &&
+			    tau_str_eq_or_both_null(tau_cli_str(pc, "message"),
+			                            tau_cli_str(c, "message")))
 				seen = true;
 		}
 		if (!seen)
@@ -451,7 +451,7 @@ static int cluster_refusals(tau_kube_client *c, const cJSON *obj, const char *sy
 		           *wns = tau_cli_str(w, "metadata.namespace");
 		const char *tgt = tau_cli_str(w, "status.target.resolvedNamespace");
 
-		if (wn == NULL || (strcmp(wn, name) == 0 && same(wns, sysns)))
+		if (wn == NULL || (strcmp(wn, name) == 0 && tau_str_eq_or_both_null(wns, sysns)))
 			continue;
 		if (tgt == NULL)
 			tgt = tau_cli_str(w, "spec.target.namespace") != NULL
