@@ -356,7 +356,7 @@ static int more_metrics(void *arg, tau_buf *out)
 	static const char *const client_names[2] = {"main", "review"};
 	runtime *rt = arg;
 	budget_runtime *b = &rt->budget;
-	tau_ctl *ctls[2];
+	tau_controller *ctls[2];
 	size_t n = 0;
 	int rc;
 
@@ -367,7 +367,7 @@ static int more_metrics(void *arg, tau_buf *out)
 		ctls[n++] = tau_ws_controller_runtime(rt->ws.ctl);
 	if (b->ctl != NULL)
 		ctls[n++] = tau_budget_controller_runtime(b->ctl);
-	tau_ctl_metrics_write(out, ctls, n);
+	tau_controller_metrics_write(out, ctls, n);
 	pthread_mutex_unlock(&b->mu);
 	pthread_mutex_unlock(&rt->ws.mu);
 	tau_kube_client_metrics_write(out, "tau_aggregator", rt->clients, client_names,

@@ -43,7 +43,7 @@ static const tau_kube_resource res_cluster_queues = {"kueue.x-k8s.io", "v1beta2"
                                                      false};
 
 struct tau_budget_controller {
-	tau_ctl *ctl;
+	tau_controller *ctl;
 	tau_kube_informer *clusters, *teams, *workspaces, *flavors, *cohorts, *cluster_queues;
 	char *system_namespace;
 	bool multiple_workspaces;
@@ -93,7 +93,7 @@ static const cJSON **items_of(const cJSON *arr, size_t *n)
 
 static int do_write(tau_budget_controller *b, const tau_budget_write *w)
 {
-	tau_kube_client *c = tau_ctl_client(b->ctl);
+	tau_kube_client *c = tau_controller_client(b->ctl);
 	const tau_kube_resource *res = resource_of(w->kind);
 	const char *verb = w->remove ? "deleted" : w->create ? "created" : "updated";
 	/* Kueue objects are cluster-scoped; a TauTeam lives in the system namespace. */
@@ -150,7 +150,7 @@ static int do_status(tau_budget_controller *b, const tau_budget_status *s)
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
 	cJSON_AddItemToObject(obj, "status", st);
-	rc = tau_kube_update_status(NULL, tau_ctl_client(b->ctl), resource_of_object(obj),
+	rc = tau_kube_update_status(NULL, tau_controller_client(b->ctl), resource_of_object(obj),
 	                            tau_json_str(obj, "metadata.namespace"), obj);
 	if (rc == -TAU_ENOTFOUND)
 		rc = 0; /* deleted meanwhile: nothing to report on */
@@ -170,8 +170,8 @@ static int do_status(tau_budget_controller *b, const tau_budget_status *s)
 /* An Event of the decision (controller/events.h: best effort, logged). */
 static void do_event(tau_budget_controller *b, const tau_budget_event *e)
 {
-	tau_ctl_record_event(tau_ctl_client(b->ctl), "team-budget", e->object, e->type, e->reason,
-	                     e->message);
+	tau_controller_record_event(tau_controller_client(b->ctl), "team-budget", e->object,
+	                            e->type, e->reason, e->message);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -263,7 +263,7 @@ static uint64_t now_ms(uint64_t *out)
 	return *out;
 }
 
-static int reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *res)
+static int reconcile(void *arg, tau_controller *ctl, const char *key, tau_controller_result *res)
 {
 	tau_budget_controller *b = arg;
 	tau_budget_observed o = {0};
@@ -330,8 +330,8 @@ static int reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *r
 int tau_budget_controller_new(tau_budget_controller **out, const tau_budget_controller_config *cfg)
 {
 	tau_budget_controller *b;
-	tau_ctl_options o = {0};
-	tau_ctl_watch_opts w = {0};
+	tau_controller_options o = {0};
+	tau_controller_watch_opts w = {0};
 	int rc;
 
 	if (out == NULL || cfg == NULL || cfg->client == NULL || cfg->loop == NULL ||
@@ -355,28 +355,28 @@ int tau_budget_controller_new(tau_budget_controller **out, const tau_budget_cont
 	o.single_key = KEY;
 	o.coalesce_ms = cfg->coalesce_ms != 0 ? cfg->coalesce_ms : DEFAULT_COALESCE_MS;
 	o.resync_ms = cfg->resync_ms;
-	rc = tau_ctl_new(&b->ctl, &o);
+	rc = tau_controller_new(&b->ctl, &o);
 	if (rc < 0)
 		goto fail;
 	w.res = &res_clusters;
-	if ((rc = tau_ctl_watch(&b->clusters, b->ctl, &w)) < 0)
+	if ((rc = tau_controller_watch(&b->clusters, b->ctl, &w)) < 0)
 		goto fail;
 	w.res = &res_teams;
 	w.namespace = b->system_namespace;
-	if ((rc = tau_ctl_watch(&b->teams, b->ctl, &w)) < 0)
+	if ((rc = tau_controller_watch(&b->teams, b->ctl, &w)) < 0)
 		goto fail;
 	w.res = &res_workspaces;
-	if ((rc = tau_ctl_watch(&b->workspaces, b->ctl, &w)) < 0)
+	if ((rc = tau_controller_watch(&b->workspaces, b->ctl, &w)) < 0)
 		goto fail;
 	w.namespace = NULL;
 	w.res = &res_flavors;
-	if ((rc = tau_ctl_watch(&b->flavors, b->ctl, &w)) < 0)
+	if ((rc = tau_controller_watch(&b->flavors, b->ctl, &w)) < 0)
 		goto fail;
 	w.res = &res_cohorts;
-	if ((rc = tau_ctl_watch(&b->cohorts, b->ctl, &w)) < 0)
+	if ((rc = tau_controller_watch(&b->cohorts, b->ctl, &w)) < 0)
 		goto fail;
 	w.res = &res_cluster_queues;
-	if ((rc = tau_ctl_watch(&b->cluster_queues, b->ctl, &w)) < 0)
+	if ((rc = tau_controller_watch(&b->cluster_queues, b->ctl, &w)) < 0)
 		goto fail;
 	*out = b;
 	return 0;
@@ -387,27 +387,28 @@ fail:
 
 void tau_budget_controller_start_informers(tau_budget_controller *b)
 {
-	tau_ctl_start_informers(b->ctl);
+	tau_controller_start_informers(b->ctl);
 }
 
 int tau_budget_controller_start(tau_budget_controller *b)
 {
-	return tau_ctl_start_worker(b->ctl);
+	return tau_controller_start_worker(b->ctl);
 }
 
 void tau_budget_controller_stop(tau_budget_controller *b)
 {
 	if (b != NULL)
-		tau_ctl_stop_worker(b->ctl);
+		tau_controller_stop_worker(b->ctl);
 }
 
 void tau_budget_controller_trigger(tau_budget_controller *b)
 {
 	if (b != NULL)
-		(void)tau_ctl_trigger(b->ctl, NULL); /* a failure is counted; the resync heals */
+		(void)tau_controller_trigger(b->ctl,
+		                             NULL); /* a failure is counted; the resync heals */
 }
 
-tau_ctl *tau_budget_controller_runtime(tau_budget_controller *b)
+tau_controller *tau_budget_controller_runtime(tau_budget_controller *b)
 {
 	return b->ctl;
 }
@@ -445,7 +446,7 @@ void tau_budget_controller_free(tau_budget_controller *b)
 {
 	if (b == NULL)
 		return;
-	tau_ctl_free(b->ctl);
+	tau_controller_free(b->ctl);
 	free(b->system_namespace);
 	free(b->last_summary);
 	pthread_mutex_destroy(&b->lock);

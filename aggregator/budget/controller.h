@@ -103,8 +103,8 @@ typedef struct tau_budget_stats {
 /** Copy the counters. */
 void tau_budget_controller_stats(tau_budget_controller *b, tau_budget_stats *out);
 
-/** The runtime the controller runs on (lent), for its metrics (tau_ctl_metrics_write). */
-tau_ctl *tau_budget_controller_runtime(tau_budget_controller *b);
+/** The runtime the controller runs on (lent), for its metrics (tau_controller_metrics_write). */
+tau_controller *tau_budget_controller_runtime(tau_budget_controller *b);
 
 /**
  * Append the budget's metrics (budget/metrics.h) from the controller's caches to `out`.

@@ -58,8 +58,9 @@ static cJSON *event_of(const cJSON *object, const char *ns, const char *type, co
 	return ev;
 }
 
-void tau_ctl_record_event(tau_kube_client *client, const char *controller, const cJSON *object,
-                          const char *type, const char *reason, const char *message)
+void tau_controller_record_event(tau_kube_client *client, const char *controller,
+                                 const cJSON *object, const char *type, const char *reason,
+                                 const char *message)
 {
 	const char *ns = tau_json_str(object, "metadata.namespace");
 	const char *name = tau_json_str(object, "metadata.name");
@@ -94,10 +95,10 @@ static bool listed(const char *const *types, const char *type)
 	return false;
 }
 
-int tau_ctl_record_condition_events(tau_kube_client *client, const char *controller,
-                                    const cJSON *object, const cJSON *before, const cJSON *now,
-                                    const char *const *types,
-                                    bool (*warning)(const char *type, const char *status))
+int tau_controller_record_condition_events(tau_kube_client *client, const char *controller,
+                                           const cJSON *object, const cJSON *before,
+                                           const cJSON *now, const char *const *types,
+                                           bool (*warning)(const char *type, const char *status))
 {
 	const cJSON *c;
 	int n = 0;
@@ -122,9 +123,10 @@ int tau_ctl_record_condition_events(tau_kube_client *client, const char *control
 			         reason);
 			message = said;
 		}
-		tau_ctl_record_event(client, controller, object,
-		                     warning(type, status) ? TAU_EVENT_WARNING : TAU_EVENT_NORMAL,
-		                     reason, message);
+		tau_controller_record_event(client, controller, object,
+		                            warning(type, status) ? TAU_EVENT_WARNING
+		                                                  : TAU_EVENT_NORMAL,
+		                            reason, message);
 		n++;
 	}
 	return n;

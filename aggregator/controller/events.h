@@ -27,8 +27,9 @@
  * source and reportingComponent tau-aggregator.  Logs "event recorded" at info with
  * `controller`, or "event not recorded" at warn on failure.
  */
-void tau_ctl_record_event(tau_kube_client *client, const char *controller, const cJSON *object,
-                          const char *type, const char *reason, const char *message);
+void tau_controller_record_event(tau_kube_client *client, const char *controller,
+                                 const cJSON *object, const char *type, const char *reason,
+                                 const char *message);
 
 /**
  * Record an Event for each condition of `now` (an array of conditions) whose status or
@@ -39,9 +40,9 @@ void tau_ctl_record_event(tau_kube_client *client, const char *controller, const
  * count: another controller's conditions on the same object are not ours to announce.
  * @return the number of Events attempted.
  */
-int tau_ctl_record_condition_events(tau_kube_client *client, const char *controller,
-                                    const cJSON *object, const cJSON *before, const cJSON *now,
-                                    const char *const *types,
-                                    bool (*warning)(const char *type, const char *status));
+int tau_controller_record_condition_events(tau_kube_client *client, const char *controller,
+                                           const cJSON *object, const cJSON *before,
+                                           const cJSON *now, const char *const *types,
+                                           bool (*warning)(const char *type, const char *status));
 
 #endif /* TAU_AGGREGATOR_CONTROLLER_EVENTS_H */

@@ -10,7 +10,7 @@
  * due; stopping it adds a wake key that cannot be an object key, so nothing
  * polls.  The synced gate is a counter of watches whose first list completed,
  * moved by the informers' on_synced callbacks under `mu`, with a condition
- * variable the worker (and tau_ctl_wait_synced) sleep on.
+ * variable the worker (and tau_controller_wait_synced) sleep on.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "runtime.h"
@@ -33,22 +33,22 @@
 #define WAKE_KEY "\001stop"
 
 typedef struct ctl_watch {
-	tau_ctl *ctl;
-	tau_ctl_watch_opts w; /* strings below are owned copies */
+	tau_controller *ctl;
+	tau_controller_watch_opts w; /* strings below are owned copies */
 	char *label;
 	tau_kube_informer *inf;
 	bool synced; /* guarded by ctl->mu */
 } ctl_watch;
 
-struct tau_ctl {
+struct tau_controller {
 	char *name;
 	char *single_key;
 	tau_kube_client *client;
 	tau_kube_loop *loop;
-	tau_ctl_reconcile_fn reconcile;
+	tau_controller_reconcile_fn reconcile;
 	void *arg;
 	uint64_t coalesce_ms, resync_ms;
-	void (*on_synced)(void *arg, tau_ctl *ctl);
+	void (*on_synced)(void *arg, tau_controller *ctl);
 
 	ctl_watch **watches;
 	size_t n_watches;
@@ -70,7 +70,7 @@ struct tau_ctl {
 /* ------------------------------------------------------------------------------------------ */
 /* Keys                                                                                        */
 
-static int add_key(tau_ctl *ctl, const char *key, uint64_t delay_ms)
+static int add_key(tau_controller *ctl, const char *key, uint64_t delay_ms)
 {
 	int rc;
 
@@ -87,17 +87,17 @@ static int add_key(tau_ctl *ctl, const char *key, uint64_t delay_ms)
 	return rc;
 }
 
-int tau_ctl_enqueue(tau_ctl *ctl, const char *key)
+int tau_controller_enqueue(tau_controller *ctl, const char *key)
 {
 	return add_key(ctl, key, 0);
 }
 
-int tau_ctl_enqueue_after(tau_ctl *ctl, const char *key, uint64_t delay_ms)
+int tau_controller_enqueue_after(tau_controller *ctl, const char *key, uint64_t delay_ms)
 {
 	return add_key(ctl, key, delay_ms);
 }
 
-int tau_ctl_enqueue_event(tau_ctl *ctl, const char *key)
+int tau_controller_enqueue_event(tau_controller *ctl, const char *key)
 {
 	return add_key(ctl, key, ctl->coalesce_ms);
 }
@@ -111,14 +111,14 @@ static const char *object_key(char *buf, size_t cap, const ctl_watch *cw, const 
 
 	if (name == NULL)
 		return NULL;
-	if (cw->w.keys != TAU_CTL_KEYS_NS_NAME || ns == NULL || ns[0] == '\0')
+	if (cw->w.keys != TAU_CONTROLLER_KEYS_NS_NAME || ns == NULL || ns[0] == '\0')
 		return name;
 	n = snprintf(buf, cap, "%s/%s", ns, name);
 	return n > 0 && (size_t)n < cap ? buf : NULL;
 }
 
 /* Every key of the primary watch (or the single key), after `delay_ms`. */
-static int enqueue_all(tau_ctl *ctl, uint64_t delay_ms)
+static int enqueue_all(tau_controller *ctl, uint64_t delay_ms)
 {
 	cJSON *all = NULL;
 	const cJSON *it;
@@ -147,7 +147,7 @@ static int enqueue_all(tau_ctl *ctl, uint64_t delay_ms)
 	return rc;
 }
 
-int tau_ctl_trigger(tau_ctl *ctl, const char *key)
+int tau_controller_trigger(tau_controller *ctl, const char *key)
 {
 	if (key != NULL)
 		return add_key(ctl, key, ctl->coalesce_ms);
@@ -155,9 +155,9 @@ int tau_ctl_trigger(tau_ctl *ctl, const char *key)
 }
 
 /* One informer event (kube loop thread). */
-static void on_event(ctl_watch *cw, tau_ctl_event ev, const cJSON *old_obj, const cJSON *obj)
+static void on_event(ctl_watch *cw, tau_controller_event ev, const cJSON *old_obj, const cJSON *obj)
 {
-	tau_ctl *ctl = cw->ctl;
+	tau_controller *ctl = cw->ctl;
 	char buf[TAU_WORKQUEUE_KEY_MAX + 1];
 	const char *key;
 
@@ -166,22 +166,22 @@ static void on_event(ctl_watch *cw, tau_ctl_event ev, const cJSON *old_obj, cons
 		return;
 	}
 	switch (cw->w.keys) {
-	case TAU_CTL_KEYS_NAME:
-	case TAU_CTL_KEYS_NS_NAME:
+	case TAU_CONTROLLER_KEYS_NAME:
+	case TAU_CONTROLLER_KEYS_NS_NAME:
 		if ((key = object_key(buf, sizeof(buf), cw, obj)) != NULL)
 			add_key(ctl, key, ctl->coalesce_ms);
 		break;
-	case TAU_CTL_KEYS_LABEL:
+	case TAU_CONTROLLER_KEYS_LABEL:
 		/* A label moved from one owner to another concerns both. */
 		if (old_obj != NULL && (key = tau_json_label(old_obj, cw->label)) != NULL)
 			add_key(ctl, key, ctl->coalesce_ms);
 		if ((key = tau_json_label(obj, cw->label)) != NULL)
 			add_key(ctl, key, ctl->coalesce_ms);
 		break;
-	case TAU_CTL_KEYS_ALL:
+	case TAU_CONTROLLER_KEYS_ALL:
 		enqueue_all(ctl, ctl->coalesce_ms);
 		break;
-	case TAU_CTL_KEYS_CUSTOM:
+	case TAU_CONTROLLER_KEYS_CUSTOM:
 		cw->w.keys_fn(ctl->arg, ctl, ev, old_obj, obj);
 		break;
 	}
@@ -189,17 +189,17 @@ static void on_event(ctl_watch *cw, tau_ctl_event ev, const cJSON *old_obj, cons
 
 static void h_add(void *arg, const cJSON *obj)
 {
-	on_event(arg, TAU_CTL_ADDED, NULL, obj);
+	on_event(arg, TAU_CONTROLLER_ADDED, NULL, obj);
 }
 
 static void h_update(void *arg, const cJSON *old_obj, const cJSON *obj)
 {
-	on_event(arg, TAU_CTL_UPDATED, old_obj, obj);
+	on_event(arg, TAU_CONTROLLER_UPDATED, old_obj, obj);
 }
 
 static void h_delete(void *arg, const cJSON *obj)
 {
-	on_event(arg, TAU_CTL_DELETED, NULL, obj);
+	on_event(arg, TAU_CONTROLLER_DELETED, NULL, obj);
 }
 
 static void h_transform(void *arg, cJSON *obj)
@@ -213,7 +213,7 @@ static void h_transform(void *arg, cJSON *obj)
 static void h_synced(void *arg)
 {
 	ctl_watch *cw = arg;
-	tau_ctl *ctl = cw->ctl;
+	tau_controller *ctl = cw->ctl;
 	bool all = false;
 
 	pthread_mutex_lock(&ctl->mu);
@@ -242,7 +242,7 @@ static void h_synced(void *arg)
 /* ------------------------------------------------------------------------------------------ */
 /* Worker                                                                                      */
 
-static bool should_stop(tau_ctl *ctl)
+static bool should_stop(tau_controller *ctl)
 {
 	bool s;
 
@@ -253,7 +253,7 @@ static bool should_stop(tau_ctl *ctl)
 }
 
 /* Sleep until every watch synced or a stop.  @return false on stop. */
-static bool wait_gate(tau_ctl *ctl)
+static bool wait_gate(tau_controller *ctl)
 {
 	bool ok;
 
@@ -265,9 +265,9 @@ static bool wait_gate(tau_ctl *ctl)
 	return ok;
 }
 
-static void process(tau_ctl *ctl, const char *key)
+static void process(tau_controller *ctl, const char *key)
 {
-	tau_ctl_result res = {0};
+	tau_controller_result res = {0};
 	uint64_t started_us = tau_clock_mono_us();
 	int rc;
 
@@ -304,14 +304,15 @@ static void process(tau_ctl *ctl, const char *key)
 
 static void *worker_main(void *arg)
 {
-	tau_ctl *ctl = arg;
+	tau_controller *ctl = arg;
 	uint64_t next_resync;
 
 	if (!wait_gate(ctl))
 		return NULL;
 	enqueue_all(ctl, 0); /* a new leader looks at everything once */
-	next_resync = ctl->resync_ms == TAU_CTL_RESYNC_NEVER ? UINT64_MAX
-	                                                     : tau_clock_mono_ms() + ctl->resync_ms;
+	next_resync = ctl->resync_ms == TAU_CONTROLLER_RESYNC_NEVER
+	                      ? UINT64_MAX
+	                      : tau_clock_mono_ms() + ctl->resync_ms;
 	for (;;) {
 		uint64_t now = tau_clock_mono_ms();
 		int64_t wait = next_resync == UINT64_MAX ? -1
@@ -356,9 +357,9 @@ static void *worker_main(void *arg)
 /* ------------------------------------------------------------------------------------------ */
 /* Lifecycle                                                                                   */
 
-int tau_ctl_new(tau_ctl **out, const tau_ctl_options *opts)
+int tau_controller_new(tau_controller **out, const tau_controller_options *opts)
 {
-	tau_ctl *ctl;
+	tau_controller *ctl;
 	int rc;
 
 	if (opts == NULL || opts->name == NULL || opts->client == NULL || opts->loop == NULL ||
@@ -379,23 +380,24 @@ int tau_ctl_new(tau_ctl **out, const tau_ctl_options *opts)
 	ctl->reconcile = opts->reconcile;
 	ctl->arg = opts->arg;
 	ctl->coalesce_ms = opts->coalesce_ms;
-	ctl->resync_ms = opts->resync_ms != 0 ? opts->resync_ms : TAU_CTL_DEFAULT_RESYNC_MS;
+	ctl->resync_ms = opts->resync_ms != 0 ? opts->resync_ms : TAU_CONTROLLER_DEFAULT_RESYNC_MS;
 	ctl->on_synced = opts->on_synced;
 	ctl->name = strdup(opts->name);
 	ctl->single_key = opts->single_key != NULL ? strdup(opts->single_key) : NULL;
 	if (ctl->name == NULL || (opts->single_key != NULL && ctl->single_key == NULL)) {
-		tau_ctl_free(ctl);
+		tau_controller_free(ctl);
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	}
 	if ((rc = tau_workqueue_new(&ctl->queue, NULL)) != 0) {
-		tau_ctl_free(ctl);
+		tau_controller_free(ctl);
 		return rc;
 	}
 	*out = ctl;
 	return 0;
 }
 
-int tau_ctl_watch(tau_kube_informer **inf, tau_ctl *ctl, const tau_ctl_watch_opts *w)
+int tau_controller_watch(tau_kube_informer **inf, tau_controller *ctl,
+                         const tau_controller_watch_opts *w)
 {
 	tau_kube_informer_options io = {0};
 	tau_kube_handlers h;
@@ -415,19 +417,20 @@ int tau_ctl_watch(tau_kube_informer **inf, tau_ctl *ctl, const tau_ctl_watch_opt
 	if (w->primary && ctl->primary != NULL)
 		return tau_error_set(TAU_EINVAL, "controller %s: a second primary watch (%s)",
 		                     ctl->name, w->res->plural);
-	if (w->primary && (w->keys == TAU_CTL_KEYS_LABEL || w->keys == TAU_CTL_KEYS_ALL))
+	if (w->primary &&
+	    (w->keys == TAU_CONTROLLER_KEYS_LABEL || w->keys == TAU_CONTROLLER_KEYS_ALL))
 		return tau_error_set(
 		        TAU_EINVAL,
 		        "controller %s: the primary watch %s cannot have LABEL or ALL keys",
 		        ctl->name, w->res->plural);
-	if (w->keys == TAU_CTL_KEYS_LABEL && (w->label == NULL || w->label[0] == '\0'))
+	if (w->keys == TAU_CONTROLLER_KEYS_LABEL && (w->label == NULL || w->label[0] == '\0'))
 		return tau_error_set(TAU_EINVAL, "controller %s: label keys without a label (%s)",
 		                     ctl->name, w->res->plural);
-	if (w->keys == TAU_CTL_KEYS_CUSTOM && w->keys_fn == NULL)
+	if (w->keys == TAU_CONTROLLER_KEYS_CUSTOM && w->keys_fn == NULL)
 		return tau_error_set(TAU_EINVAL,
 		                     "controller %s: custom keys without a function (%s)",
 		                     ctl->name, w->res->plural);
-	if (w->keys == TAU_CTL_KEYS_ALL && ctl->primary == NULL && ctl->single_key == NULL)
+	if (w->keys == TAU_CONTROLLER_KEYS_ALL && ctl->primary == NULL && ctl->single_key == NULL)
 		return tau_error_set(
 		        TAU_EINVAL, "controller %s: ALL keys need a primary watch added first (%s)",
 		        ctl->name, w->res->plural);
@@ -465,7 +468,7 @@ int tau_ctl_watch(tau_kube_informer **inf, tau_ctl *ctl, const tau_ctl_watch_opt
 	return 0;
 }
 
-void tau_ctl_start_informers(tau_ctl *ctl)
+void tau_controller_start_informers(tau_controller *ctl)
 {
 	bool start;
 
@@ -479,11 +482,11 @@ void tau_ctl_start_informers(tau_ctl *ctl)
 		tau_kube_informer_start(ctl->watches[i]->inf);
 }
 
-int tau_ctl_start_worker(tau_ctl *ctl)
+int tau_controller_start_worker(tau_controller *ctl)
 {
 	int rc = 0;
 
-	tau_ctl_start_informers(ctl);
+	tau_controller_start_informers(ctl);
 	pthread_mutex_lock(&ctl->mu);
 	if (!ctl->worker_running) {
 		ctl->stopping = false;
@@ -499,7 +502,7 @@ int tau_ctl_start_worker(tau_ctl *ctl)
 	return rc;
 }
 
-void tau_ctl_stop_worker(tau_ctl *ctl)
+void tau_controller_stop_worker(tau_controller *ctl)
 {
 	bool join;
 
@@ -523,7 +526,7 @@ void tau_ctl_stop_worker(tau_ctl *ctl)
 	tau_log_info("controller worker stopped", "controller", ctl->name, NULL);
 }
 
-bool tau_ctl_worker_running(tau_ctl *ctl)
+bool tau_controller_worker_running(tau_controller *ctl)
 {
 	bool r;
 
@@ -533,11 +536,11 @@ bool tau_ctl_worker_running(tau_ctl *ctl)
 	return r;
 }
 
-void tau_ctl_free(tau_ctl *ctl)
+void tau_controller_free(tau_controller *ctl)
 {
 	if (ctl == NULL)
 		return;
-	tau_ctl_stop_worker(ctl);
+	tau_controller_stop_worker(ctl);
 	for (size_t i = 0; i < ctl->n_watches; i++) {
 		tau_kube_informer_free(ctl->watches[i]->inf);
 		free(ctl->watches[i]->label);
@@ -552,7 +555,7 @@ void tau_ctl_free(tau_ctl *ctl)
 	free(ctl);
 }
 
-bool tau_ctl_synced(tau_ctl *ctl)
+bool tau_controller_synced(tau_controller *ctl)
 {
 	bool s;
 
@@ -562,7 +565,7 @@ bool tau_ctl_synced(tau_ctl *ctl)
 	return s;
 }
 
-int tau_ctl_wait_synced(tau_ctl *ctl, uint64_t timeout_ms)
+int tau_controller_wait_synced(tau_controller *ctl, uint64_t timeout_ms)
 {
 	struct timespec ts;
 	char missing[512] = "";
@@ -602,17 +605,17 @@ int tau_ctl_wait_synced(tau_ctl *ctl, uint64_t timeout_ms)
 	return 0;
 }
 
-tau_kube_client *tau_ctl_client(tau_ctl *ctl)
+tau_kube_client *tau_controller_client(tau_controller *ctl)
 {
 	return ctl->client;
 }
 
-const char *tau_ctl_name(const tau_ctl *ctl)
+const char *tau_controller_name(const tau_controller *ctl)
 {
 	return ctl->name;
 }
 
-void tau_ctl_stats_get(tau_ctl *ctl, tau_ctl_stats *out)
+void tau_controller_stats_get(tau_controller *ctl, tau_controller_stats *out)
 {
 	out->reconciles = atomic_load(&ctl->reconciles);
 	out->failures = atomic_load(&ctl->failures);
@@ -622,8 +625,9 @@ void tau_ctl_stats_get(tau_ctl *ctl, tau_ctl_stats *out)
 }
 
 /* One counter family: a series per controller. */
-static void counter_family(tau_buf *b, const char *name, const char *help, tau_ctl *const *ctls,
-                           size_t n, const atomic_uint_fast64_t *(*field)(tau_ctl *ctl))
+static void counter_family(tau_buf *b, const char *name, const char *help,
+                           tau_controller *const *ctls, size_t n,
+                           const atomic_uint_fast64_t *(*field)(tau_controller *ctl))
 {
 	tau_prom_family(b, name, "counter", help);
 	for (size_t i = 0; i < n; i++)
@@ -631,32 +635,32 @@ static void counter_family(tau_buf *b, const char *name, const char *help, tau_c
 		                  atomic_load(field(ctls[i])));
 }
 
-static const atomic_uint_fast64_t *f_reconciles(tau_ctl *c)
+static const atomic_uint_fast64_t *f_reconciles(tau_controller *c)
 {
 	return &c->reconciles;
 }
 
-static const atomic_uint_fast64_t *f_failures(tau_ctl *c)
+static const atomic_uint_fast64_t *f_failures(tau_controller *c)
 {
 	return &c->failures;
 }
 
-static const atomic_uint_fast64_t *f_conflicts(tau_ctl *c)
+static const atomic_uint_fast64_t *f_conflicts(tau_controller *c)
 {
 	return &c->conflicts;
 }
 
-static const atomic_uint_fast64_t *f_resyncs(tau_ctl *c)
+static const atomic_uint_fast64_t *f_resyncs(tau_controller *c)
 {
 	return &c->resyncs;
 }
 
-static const atomic_uint_fast64_t *f_enqueue_failures(tau_ctl *c)
+static const atomic_uint_fast64_t *f_enqueue_failures(tau_controller *c)
 {
 	return &c->enqueue_failures;
 }
 
-void tau_ctl_metrics_write(tau_buf *b, tau_ctl *const *ctls, size_t n)
+void tau_controller_metrics_write(tau_buf *b, tau_controller *const *ctls, size_t n)
 {
 	tau_workqueue_stats st;
 

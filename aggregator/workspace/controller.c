@@ -41,32 +41,32 @@ static char *xstrdup(const char *s)
 }
 
 /* TauWorkspace events: the workspace itself; a delete concerns every workspace. */
-static void workspace_keys(void *arg, tau_ctl *ctl, tau_ctl_event ev, const cJSON *old_obj,
-                           const cJSON *obj)
+static void workspace_keys(void *arg, tau_controller *ctl, tau_controller_event ev,
+                           const cJSON *old_obj, const cJSON *obj)
 {
 	const char *name = NULL;
 
 	(void)arg;
 	(void)old_obj;
-	if (ev == TAU_CTL_DELETED) {
-		tau_ctl_trigger(ctl, NULL);
+	if (ev == TAU_CONTROLLER_DELETED) {
+		tau_controller_trigger(ctl, NULL);
 		return;
 	}
 	if (tau_json_get_string(&name, obj, "metadata.name") == 0)
-		tau_ctl_enqueue_event(ctl, name);
+		tau_controller_enqueue_event(ctl, name);
 }
 
 static void allowlist_changed(void *arg)
 {
 	tau_ws_controller *wc = arg;
 
-	tau_ctl_trigger(wc->ctl, NULL);
+	tau_controller_trigger(wc->ctl, NULL);
 }
 
 int tau_ws_controller_new(tau_ws_controller **out, const tau_ws_controller_opts *opts)
 {
 	tau_ws_controller *wc = NULL;
-	tau_ctl_options co = {0};
+	tau_controller_options co = {0};
 	int rc = -TAU_ENOMEM;
 
 	if (opts == NULL || opts->client == NULL || opts->loop == NULL)
@@ -109,37 +109,38 @@ int tau_ws_controller_new(tau_ws_controller **out, const tau_ws_controller_opts 
 	co.reconcile = tau_ws_reconcile;
 	co.arg = wc;
 	co.resync_ms = opts->resync_ms != 0 ? opts->resync_ms : TAU_WS_DEFAULT_RESYNC_MS;
-	if ((rc = tau_ctl_new(&wc->ctl, &co)) != 0)
+	if ((rc = tau_controller_new(&wc->ctl, &co)) != 0)
 		goto fail;
 	{
-		const tau_ctl_watch_opts watches[WS_INF_N] = {
+		const tau_controller_watch_opts watches[WS_INF_N] = {
 		        [WS_INF_WORKSPACES] = {.res = &tau_ws_res_workspaces,
 		                               .namespace = wc->system_namespace,
-		                               .keys = TAU_CTL_KEYS_CUSTOM,
+		                               .keys = TAU_CONTROLLER_KEYS_CUSTOM,
 		                               .keys_fn = workspace_keys,
 		                               .primary = true},
 		        [WS_INF_CLUSTER] = {.res = &tau_ws_res_clusters,
 		                            .field_selector = "metadata.name=cluster",
-		                            .keys = TAU_CTL_KEYS_ALL},
+		                            .keys = TAU_CONTROLLER_KEYS_ALL},
 		        [WS_INF_NAMESPACES] = {.res = &tau_kube_res_namespaces,
-		                               .keys = TAU_CTL_KEYS_ALL},
-		        [WS_INF_CQ] = {.res = &tau_ws_res_clusterqueues, .keys = TAU_CTL_KEYS_ALL},
+		                               .keys = TAU_CONTROLLER_KEYS_ALL},
+		        [WS_INF_CQ] = {.res = &tau_ws_res_clusterqueues,
+		                       .keys = TAU_CONTROLLER_KEYS_ALL},
 		        [WS_INF_RB] = {.res = &tau_ws_res_rolebindings,
 		                       .label_selector = OWNED_SELECTOR,
-		                       .keys = TAU_CTL_KEYS_LABEL,
+		                       .keys = TAU_CONTROLLER_KEYS_LABEL,
 		                       .label = TAU_WS_LABEL_WORKSPACE},
 		        [WS_INF_LQ] = {.res = &tau_ws_res_localqueues,
 		                       .label_selector = OWNED_SELECTOR,
-		                       .keys = TAU_CTL_KEYS_LABEL,
+		                       .keys = TAU_CONTROLLER_KEYS_LABEL,
 		                       .label = TAU_WS_LABEL_WORKSPACE},
 		        [WS_INF_SA] = {.res = &tau_ws_res_serviceaccounts,
 		                       .label_selector = OWNED_SELECTOR,
-		                       .keys = TAU_CTL_KEYS_LABEL,
+		                       .keys = TAU_CONTROLLER_KEYS_LABEL,
 		                       .label = TAU_WS_LABEL_WORKSPACE},
 		};
 
 		for (size_t i = 0; i < WS_INF_N; i++)
-			if ((rc = tau_ctl_watch(&wc->inf[i], wc->ctl, &watches[i])) != 0)
+			if ((rc = tau_controller_watch(&wc->inf[i], wc->ctl, &watches[i])) != 0)
 				goto fail;
 	}
 	*out = wc;
@@ -153,7 +154,7 @@ fail:
 
 int tau_ws_controller_start_informers(tau_ws_controller *wc)
 {
-	tau_ctl_start_informers(wc->ctl);
+	tau_controller_start_informers(wc->ctl);
 	return 0;
 }
 
@@ -163,13 +164,13 @@ int tau_ws_controller_start(tau_ws_controller *wc)
 	if (wc->flag_allowlist_file != NULL &&
 	    tau_ws_allowlist_file_follow(wc->allowlist_file, wc->flag_allowlist_file) != 0)
 		return tau_error_set(TAU_EIO, "cannot start the allowlist watcher");
-	return tau_ctl_start_worker(wc->ctl);
+	return tau_controller_start_worker(wc->ctl);
 }
 
 void tau_ws_controller_stop(tau_ws_controller *wc)
 {
 	if (wc != NULL && wc->ctl != NULL)
-		tau_ctl_stop_worker(wc->ctl);
+		tau_controller_stop_worker(wc->ctl);
 }
 
 void tau_ws_controller_free(tau_ws_controller *wc)
@@ -177,7 +178,7 @@ void tau_ws_controller_free(tau_ws_controller *wc)
 	if (wc == NULL)
 		return;
 	tau_ws_controller_stop(wc);
-	tau_ctl_free(wc->ctl);
+	tau_controller_free(wc->ctl);
 	tau_ws_allowlist_file_free(wc->allowlist_file);
 	tau_selector_free(wc->allowlist_selector);
 	cJSON_Delete(wc->map);
@@ -189,12 +190,12 @@ void tau_ws_controller_free(tau_ws_controller *wc)
 
 bool tau_ws_controller_synced(tau_ws_controller *wc)
 {
-	return tau_ctl_synced(wc->ctl);
+	return tau_controller_synced(wc->ctl);
 }
 
 int tau_ws_controller_wait_synced(tau_ws_controller *wc, uint64_t timeout_ms)
 {
-	return tau_ctl_wait_synced(wc->ctl, timeout_ms);
+	return tau_controller_wait_synced(wc->ctl, timeout_ms);
 }
 
 uint64_t tau_ws_controller_passes(tau_ws_controller *wc)
@@ -202,7 +203,7 @@ uint64_t tau_ws_controller_passes(tau_ws_controller *wc)
 	return atomic_load(&wc->passes);
 }
 
-tau_ctl *tau_ws_controller_runtime(tau_ws_controller *wc)
+tau_controller *tau_ws_controller_runtime(tau_ws_controller *wc)
 {
 	return wc->ctl;
 }

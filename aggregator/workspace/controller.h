@@ -95,8 +95,8 @@ int tau_ws_controller_wait_synced(tau_ws_controller *ctl, uint64_t timeout_ms);
 /** Reconcile passes run so far (tests). */
 uint64_t tau_ws_controller_passes(tau_ws_controller *ctl);
 
-/** The runtime the controller runs on (lent), for its metrics (tau_ctl_metrics_write). */
-tau_ctl *tau_ws_controller_runtime(tau_ws_controller *ctl);
+/** The runtime the controller runs on (lent), for its metrics (tau_controller_metrics_write). */
+tau_controller *tau_ws_controller_runtime(tau_ws_controller *ctl);
 
 /**
  * Parse a namespace map file: one JSON object of workspace -> namespace

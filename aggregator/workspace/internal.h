@@ -60,7 +60,7 @@ struct tau_ws_controller {
 	char *researcher_role;
 	uint64_t drain_poll_ms;
 
-	tau_ctl *ctl;
+	tau_controller *ctl;
 	tau_kube_informer *inf[WS_INF_N];
 	tau_ws_allowlist_file *allowlist_file; /* follows the flag's or TauCluster's file */
 	atomic_uint_fast64_t passes;
@@ -207,7 +207,7 @@ void tau_ws_old_view_free(ws_old_view *v);
 void tau_ws_prune_stale_queues(ws_pass *p, const char *lq_name);
 
 /** The runtime's reconcile function: every phase in order. */
-int tau_ws_reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *res);
+int tau_ws_reconcile(void *arg, tau_controller *ctl, const char *key, tau_controller_result *res);
 
 /** An Event about the pass's workspace (controller/events.h; best effort). */
 void tau_ws_pass_event(ws_pass *p, const char *type, const char *reason, const char *message);

@@ -101,7 +101,7 @@ void tau_ws_pass_event(ws_pass *p, const char *type, const char *reason, const c
 {
 	if (p->ws == NULL)
 		return; /* the workspace is gone: nothing to attach the Event to */
-	tau_ctl_record_event(p->ctl->client, "workspace", p->ws, type, reason, message);
+	tau_controller_record_event(p->ctl->client, "workspace", p->ws, type, reason, message);
 }
 
 static int write_status(ws_pass *p)
@@ -143,7 +143,7 @@ static int write_status(ws_pass *p)
 		tau_log_info("workspace status", "workspace", p->name, "phase",
 		             tau_ws_str(st, "phase"), "conditions", reasons, NULL);
 		/* Only now that the status says it: one Event per condition that moved. */
-		tau_ctl_record_condition_events(
+		tau_controller_record_condition_events(
 		        p->ctl->client, "workspace", p->ws,
 		        p->status != NULL
 		                ? cJSON_GetObjectItemCaseSensitive(p->status, "conditions")
@@ -485,7 +485,7 @@ int tau_ws_phase_status(ws_pass *p)
 	return rc < 0 ? rc : WS_STOP;
 }
 
-int tau_ws_reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *res)
+int tau_ws_reconcile(void *arg, tau_controller *ctl, const char *key, tau_controller_result *res)
 {
 	static int (*const phases[])(ws_pass *) = {
 	        tau_ws_phase_deletion,  tau_ws_phase_finalizer, tau_ws_phase_v0,

@@ -72,8 +72,9 @@ static void test_event_names_its_object(void **state)
 	env *e = *state;
 	cJSON *ev;
 
-	tau_ctl_record_event(e->client, "workspace", e->ws, TAU_EVENT_NORMAL, "ObjectCreated",
-	                     "RoleBinding ml-alpha/tau-researchers created");
+	tau_controller_record_event(e->client, "workspace", e->ws, TAU_EVENT_NORMAL,
+	                            "ObjectCreated",
+	                            "RoleBinding ml-alpha/tau-researchers created");
 	assert_int_equal(fake_kube_count(e->fk, &res_events), 1);
 	/* generateName "alpha." and the fake server's counter */
 	ev = fake_kube_get(e->fk, &res_events, "tau-system", "alpha.00001");
@@ -126,21 +127,21 @@ static void test_condition_events_only_for_changes(void **state)
 	assert_non_null(now);
 	/* QueueReady moved (Normal, it is True now) and DriftDetected moved (Warning); RBACReady
 	 * did not; QuotaReady is another controller's. */
-	assert_int_equal(tau_ctl_record_condition_events(e->client, "workspace", e->ws, before, now,
-	                                                 types, warn_if),
+	assert_int_equal(tau_controller_record_condition_events(e->client, "workspace", e->ws,
+	                                                        before, now, types, warn_if),
 	                 2);
 	assert_int_equal(fake_kube_count(e->fk, &res_events), 2);
 	expect_event(e, "alpha.00001", "Normal", "LocalQueueReady",
 	             "LocalQueue ml-alpha/default points at tau-ws-alpha");
 	expect_event(e, "alpha.00002", "Warning", "DriftCorrected", "RoleBinding corrected");
 	/* The same conditions again (the next pass, a resync): nothing new. */
-	assert_int_equal(tau_ctl_record_condition_events(e->client, "workspace", e->ws, now, now,
-	                                                 types, warn_if),
+	assert_int_equal(tau_controller_record_condition_events(e->client, "workspace", e->ws, now,
+	                                                        now, types, warn_if),
 	                 0);
 	/* No status before: every one of ours is news, a condition without words too. */
 	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetArrayItem(now, 0), "message");
-	assert_int_equal(tau_ctl_record_condition_events(e->client, "workspace", e->ws, NULL, now,
-	                                                 types, warn_if),
+	assert_int_equal(tau_controller_record_condition_events(e->client, "workspace", e->ws, NULL,
+	                                                        now, types, warn_if),
 	                 3);
 	assert_int_equal(fake_kube_count(e->fk, &res_events), 5);
 	expect_event(e, "alpha.00003", "Normal", "RoleBindingReady",
@@ -154,8 +155,8 @@ static void test_failure_is_dropped(void **state)
 	env *e = *state;
 
 	fake_kube_fail(e->fk, "POST", &res_events, 500, 1);
-	tau_ctl_record_event(e->client, "workspace", e->ws, TAU_EVENT_WARNING, "ObjectRestored",
-	                     "restored");
+	tau_controller_record_event(e->client, "workspace", e->ws, TAU_EVENT_WARNING,
+	                            "ObjectRestored", "restored");
 	assert_int_equal(fake_kube_count(e->fk, &res_events), 0);
 	/* One try only: the failed Event is not retried behind the caller's back. */
 	assert_int_equal(fake_kube_requests(e->fk, "POST", &res_events), 1);

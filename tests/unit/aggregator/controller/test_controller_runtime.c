@@ -52,11 +52,11 @@ typedef struct env {
 	fake_kube *fk;
 	tau_kube_client *client;
 	tau_kube_loop *loop;
-	tau_ctl *ctl;
+	tau_controller *ctl;
 	rec r;
 } env;
 
-static int reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *res)
+static int reconcile(void *arg, tau_controller *ctl, const char *key, tau_controller_result *res)
 {
 	rec *r = arg;
 	int rc = 0;
@@ -89,7 +89,7 @@ static int reconcile(void *arg, tau_ctl *ctl, const char *key, tau_ctl_result *r
 	return 0;
 }
 
-static void on_synced(void *arg, tau_ctl *ctl)
+static void on_synced(void *arg, tau_controller *ctl)
 {
 	rec *r = arg;
 
@@ -154,7 +154,7 @@ static void wait_key(rec *r, const char *key, size_t n, uint64_t timeout_ms)
 	assert_true(calls_for(r, key) >= n);
 }
 
-static void env_up(env *e, tau_ctl_options *o)
+static void env_up(env *e, tau_controller_options *o)
 {
 	memset(e, 0, sizeof(*e));
 	pthread_mutex_init(&e->r.mu, NULL);
@@ -168,7 +168,7 @@ static void env_up(env *e, tau_ctl_options *o)
 	o->reconcile = reconcile;
 	o->arg = &e->r;
 	o->on_synced = on_synced;
-	assert_int_equal(tau_ctl_new(&e->ctl, o), 0);
+	assert_int_equal(tau_controller_new(&e->ctl, o), 0);
 }
 
 static void env_run(env *e)
@@ -178,9 +178,9 @@ static void env_run(env *e)
 
 static void env_down(env *e)
 {
-	tau_ctl_stop_worker(e->ctl);
+	tau_controller_stop_worker(e->ctl);
 	tau_kube_loop_join(e->loop);
-	tau_ctl_free(e->ctl);
+	tau_controller_free(e->ctl);
 	tau_kube_loop_free(e->loop);
 	tau_kube_client_free(e->client);
 	fake_kube_stop(e->fk);
@@ -217,9 +217,10 @@ static void seed_gadget(env *e, const char *name)
 /* No reconcile before every informer listed once; on_synced opens the gate at once. */
 static void test_synced_gate(void **state)
 {
-	tau_ctl_options o = {.resync_ms = TAU_CTL_RESYNC_NEVER};
-	tau_ctl_watch_opts wg = {.res = &res_gadgets, .primary = true};
-	tau_ctl_watch_opts ww = {.res = &res_widgets, .keys = TAU_CTL_KEYS_LABEL, .label = "owner"};
+	tau_controller_options o = {.resync_ms = TAU_CONTROLLER_RESYNC_NEVER};
+	tau_controller_watch_opts wg = {.res = &res_gadgets, .primary = true};
+	tau_controller_watch_opts ww = {
+	        .res = &res_widgets, .keys = TAU_CONTROLLER_KEYS_LABEL, .label = "owner"};
 	env e;
 
 	(void)state;
@@ -227,23 +228,23 @@ static void test_synced_gate(void **state)
 	seed_gadget(&e, "g1");
 	seed_widget(&e, "ns1", "w1", "g1");
 	fake_kube_hold_lists(e.fk, &res_widgets, true);
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl, &wg), 0);
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl, &ww), 0);
+	assert_int_equal(tau_controller_watch(NULL, e.ctl, &wg), 0);
+	assert_int_equal(tau_controller_watch(NULL, e.ctl, &ww), 0);
 	env_run(&e);
-	assert_int_equal(tau_ctl_start_worker(e.ctl), 0);
-	assert_true(tau_ctl_worker_running(e.ctl));
+	assert_int_equal(tau_controller_start_worker(e.ctl), 0);
+	assert_true(tau_controller_worker_running(e.ctl));
 
 	/* The gadgets list completes, the widgets list is held: the gate stays shut. */
-	assert_int_equal(tau_ctl_wait_synced(e.ctl, 400), -TAU_ETIMEOUT);
+	assert_int_equal(tau_controller_wait_synced(e.ctl, 400), -TAU_ETIMEOUT);
 	assert_non_null(strstr(tau_error_last()->msg, "widgets"));
 	assert_null(strstr(tau_error_last()->msg, "gadgets"));
-	assert_false(tau_ctl_synced(e.ctl));
+	assert_false(tau_controller_synced(e.ctl));
 	assert_int_equal(calls(&e.r), 0);
 	assert_int_equal(e.r.synced_calls, 0);
 
 	fake_kube_hold_lists(e.fk, &res_widgets, false);
-	assert_int_equal(tau_ctl_wait_synced(e.ctl, 5000), 0);
-	assert_true(tau_ctl_synced(e.ctl));
+	assert_int_equal(tau_controller_wait_synced(e.ctl, 5000), 0);
+	assert_true(tau_controller_synced(e.ctl));
 	wait_key(&e.r, "g1", 1, 5000);
 	pthread_mutex_lock(&e.r.mu);
 	assert_int_equal(e.r.synced_calls, 1);
@@ -254,9 +255,10 @@ static void test_synced_gate(void **state)
 /* Name keys from the primary watch; label keys from an owned kind (old and new owner). */
 static void test_object_and_label_keys(void **state)
 {
-	tau_ctl_options o = {.resync_ms = TAU_CTL_RESYNC_NEVER};
-	tau_ctl_watch_opts wg = {.res = &res_gadgets, .primary = true};
-	tau_ctl_watch_opts ww = {.res = &res_widgets, .keys = TAU_CTL_KEYS_LABEL, .label = "owner"};
+	tau_controller_options o = {.resync_ms = TAU_CONTROLLER_RESYNC_NEVER};
+	tau_controller_watch_opts wg = {.res = &res_gadgets, .primary = true};
+	tau_controller_watch_opts ww = {
+	        .res = &res_widgets, .keys = TAU_CONTROLLER_KEYS_LABEL, .label = "owner"};
 	env e;
 	size_t g1, g2;
 
@@ -265,10 +267,10 @@ static void test_object_and_label_keys(void **state)
 	seed_gadget(&e, "g1");
 	seed_gadget(&e, "g2");
 	seed_widget(&e, "ns1", "w1", "g1");
-	assert_int_equal(tau_ctl_watch(&e.r.cache, e.ctl, &wg), 0);
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl, &ww), 0);
+	assert_int_equal(tau_controller_watch(&e.r.cache, e.ctl, &wg), 0);
+	assert_int_equal(tau_controller_watch(NULL, e.ctl, &ww), 0);
 	env_run(&e);
-	assert_int_equal(tau_ctl_start_worker(e.ctl), 0);
+	assert_int_equal(tau_controller_start_worker(e.ctl), 0);
 	wait_key(&e.r, "g1", 1, 5000);
 	wait_key(&e.r, "g2", 1, 5000);
 	/* The reconcile read its key's object from the cache. */
@@ -300,20 +302,21 @@ static void test_object_and_label_keys(void **state)
  * (1.5 s) is long against the time the 40 events take to arrive, even on a loaded machine. */
 static void test_single_key_coalesces(void **state)
 {
-	tau_ctl_options o = {
-	        .single_key = "team", .coalesce_ms = 1500, .resync_ms = TAU_CTL_RESYNC_NEVER};
-	tau_ctl_watch_opts wg = {.res = &res_gadgets};
-	tau_ctl_watch_opts ww = {.res = &res_widgets, .namespace = "ns1"};
+	tau_controller_options o = {.single_key = "team",
+	                            .coalesce_ms = 1500,
+	                            .resync_ms = TAU_CONTROLLER_RESYNC_NEVER};
+	tau_controller_watch_opts wg = {.res = &res_gadgets};
+	tau_controller_watch_opts ww = {.res = &res_widgets, .namespace = "ns1"};
 	env e;
 	uint64_t t0;
 	size_t before;
 
 	(void)state;
 	env_up(&e, &o);
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl, &wg), 0);
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl, &ww), 0);
+	assert_int_equal(tau_controller_watch(NULL, e.ctl, &wg), 0);
+	assert_int_equal(tau_controller_watch(NULL, e.ctl, &ww), 0);
 	env_run(&e);
-	assert_int_equal(tau_ctl_start_worker(e.ctl), 0);
+	assert_int_equal(tau_controller_start_worker(e.ctl), 0);
 	/* Empty caches still give the one key one pass once synced. */
 	assert_int_equal(wait_calls(&e.r, 1, 5000), 1);
 	assert_string_equal(e.r.keys[0], "team");
@@ -340,34 +343,34 @@ static void test_single_key_coalesces(void **state)
 
 static void *trigger_main(void *arg)
 {
-	tau_ctl *ctl = arg;
+	tau_controller *ctl = arg;
 
 	for (int i = 0; i < 10; i++)
-		tau_ctl_trigger(ctl, NULL);
+		tau_controller_trigger(ctl, NULL);
 	return NULL;
 }
 
 /* Another thread triggers the single key; the ten triggers coalesce into one pass. */
 static void test_trigger_from_thread(void **state)
 {
-	tau_ctl_options o = {
-	        .single_key = "team", .coalesce_ms = 200, .resync_ms = TAU_CTL_RESYNC_NEVER};
-	tau_ctl_watch_opts wg = {.res = &res_gadgets};
+	tau_controller_options o = {
+	        .single_key = "team", .coalesce_ms = 200, .resync_ms = TAU_CONTROLLER_RESYNC_NEVER};
+	tau_controller_watch_opts wg = {.res = &res_gadgets};
 	pthread_t t;
 	env e;
 
 	(void)state;
 	env_up(&e, &o);
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl, &wg), 0);
+	assert_int_equal(tau_controller_watch(NULL, e.ctl, &wg), 0);
 	env_run(&e);
-	assert_int_equal(tau_ctl_start_worker(e.ctl), 0);
+	assert_int_equal(tau_controller_start_worker(e.ctl), 0);
 	assert_int_equal(wait_calls(&e.r, 1, 5000), 1);
 	assert_int_equal(pthread_create(&t, NULL, trigger_main, e.ctl), 0);
 	pthread_join(t, NULL);
 	assert_int_equal(wait_calls(&e.r, 2, 5000), 2);
 	assert_int_equal(wait_calls(&e.r, 3, 600), 2);
 	/* A named trigger enqueues that key. */
-	assert_int_equal(tau_ctl_trigger(e.ctl, "other"), 0);
+	assert_int_equal(tau_controller_trigger(e.ctl, "other"), 0);
 	wait_key(&e.r, "other", 1, 5000);
 	env_down(&e);
 }
@@ -375,21 +378,21 @@ static void test_trigger_from_thread(void **state)
 /* With no event at all, the periodic resync reconciles every primary key again. */
 static void test_periodic_resync(void **state)
 {
-	tau_ctl_options o = {.resync_ms = 150};
-	tau_ctl_watch_opts wg = {.res = &res_gadgets, .primary = true};
-	tau_ctl_stats st;
+	tau_controller_options o = {.resync_ms = 150};
+	tau_controller_watch_opts wg = {.res = &res_gadgets, .primary = true};
+	tau_controller_stats st;
 	env e;
 
 	(void)state;
 	env_up(&e, &o);
 	seed_gadget(&e, "a");
 	seed_gadget(&e, "b");
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl, &wg), 0);
+	assert_int_equal(tau_controller_watch(NULL, e.ctl, &wg), 0);
 	env_run(&e);
-	assert_int_equal(tau_ctl_start_worker(e.ctl), 0);
+	assert_int_equal(tau_controller_start_worker(e.ctl), 0);
 	wait_key(&e.r, "a", 3, 5000);
 	wait_key(&e.r, "b", 3, 5000);
-	tau_ctl_stats_get(e.ctl, &st);
+	tau_controller_stats_get(e.ctl, &st);
 	assert_true(st.resyncs >= 2);
 	assert_int_equal(st.failures, 0);
 	env_down(&e);
@@ -398,9 +401,9 @@ static void test_periodic_resync(void **state)
 /* requeue_after, a conflict (retried soon) and failures (retried with backoff). */
 static void test_requeue_conflict_failure(void **state)
 {
-	tau_ctl_options o = {.resync_ms = TAU_CTL_RESYNC_NEVER};
-	tau_ctl_watch_opts wg = {.res = &res_gadgets, .primary = true};
-	tau_ctl_stats st;
+	tau_controller_options o = {.resync_ms = TAU_CONTROLLER_RESYNC_NEVER};
+	tau_controller_watch_opts wg = {.res = &res_gadgets, .primary = true};
+	tau_controller_stats st;
 	env e;
 
 	(void)state;
@@ -413,25 +416,25 @@ static void test_requeue_conflict_failure(void **state)
 	e.r.script[4] = 0;
 	e.r.n_script = 5;
 	seed_gadget(&e, "a");
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl, &wg), 0);
+	assert_int_equal(tau_controller_watch(NULL, e.ctl, &wg), 0);
 	env_run(&e);
-	assert_int_equal(tau_ctl_start_worker(e.ctl), 0);
+	assert_int_equal(tau_controller_start_worker(e.ctl), 0);
 	assert_int_equal(wait_calls(&e.r, 5, 5000), 5);
 	pthread_mutex_lock(&e.r.mu);
 	assert_true(e.r.at_ms[1] >= e.r.at_ms[0] + 100 - 5);
 	pthread_mutex_unlock(&e.r.mu);
 	/* The counters move once reconcile has returned. */
 	assert_int_equal(wait_calls(&e.r, 6, 300), 5);
-	tau_ctl_stats_get(e.ctl, &st);
+	tau_controller_stats_get(e.ctl, &st);
 	assert_int_equal(st.conflicts, 1);
 	assert_int_equal(st.failures, 2);
 	assert_int_equal(st.reconciles, 5);
 	{
 		/* The same counts on /metrics, every pass timed, the three retries counted. */
 		tau_buf b = TAU_BUF_INIT(0);
-		tau_ctl *one[1] = {e.ctl};
+		tau_controller *one[1] = {e.ctl};
 
-		tau_ctl_metrics_write(&b, one, 1);
+		tau_controller_metrics_write(&b, one, 1);
 		assert_int_equal(tau_buf_error(&b), 0);
 		assert_non_null(
 		        strstr(b.p, "\ntau_controller_reconcile_total{controller=\"test\"} 5\n"));
@@ -457,33 +460,33 @@ static void test_requeue_conflict_failure(void **state)
 /* A stopped worker reconciles nothing; a restarted one resyncs everything. */
 static void test_start_stop(void **state)
 {
-	tau_ctl_options o = {.resync_ms = TAU_CTL_RESYNC_NEVER};
-	tau_ctl_watch_opts wg = {.res = &res_gadgets, .primary = true};
+	tau_controller_options o = {.resync_ms = TAU_CONTROLLER_RESYNC_NEVER};
+	tau_controller_watch_opts wg = {.res = &res_gadgets, .primary = true};
 	env e;
 	size_t n;
 
 	(void)state;
 	env_up(&e, &o);
 	seed_gadget(&e, "a");
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl, &wg), 0);
-	tau_ctl_start_informers(e.ctl); /* a follower: caches only */
+	assert_int_equal(tau_controller_watch(NULL, e.ctl, &wg), 0);
+	tau_controller_start_informers(e.ctl); /* a follower: caches only */
 	env_run(&e);
-	assert_int_equal(tau_ctl_wait_synced(e.ctl, 5000), 0);
-	assert_false(tau_ctl_worker_running(e.ctl));
+	assert_int_equal(tau_controller_wait_synced(e.ctl, 5000), 0);
+	assert_false(tau_controller_worker_running(e.ctl));
 	assert_int_equal(wait_calls(&e.r, 1, 300), 0);
 
-	assert_int_equal(tau_ctl_start_worker(e.ctl), 0); /* became leader */
-	assert_int_equal(tau_ctl_start_worker(e.ctl), 0); /* idempotent */
+	assert_int_equal(tau_controller_start_worker(e.ctl), 0); /* became leader */
+	assert_int_equal(tau_controller_start_worker(e.ctl), 0); /* idempotent */
 	wait_key(&e.r, "a", 1, 5000);
-	tau_ctl_stop_worker(e.ctl); /* lost leadership */
-	tau_ctl_stop_worker(e.ctl);
-	assert_false(tau_ctl_worker_running(e.ctl));
+	tau_controller_stop_worker(e.ctl); /* lost leadership */
+	tau_controller_stop_worker(e.ctl);
+	assert_false(tau_controller_worker_running(e.ctl));
 	n = calls(&e.r);
 	seed_gadget(&e, "b");
 	assert_int_equal(fake_kube_patch(e.fk, &res_gadgets, NULL, "a", "{\"spec\":{\"n\":3}}"), 0);
 	assert_int_equal(wait_calls(&e.r, n + 1, 400), n);
 
-	assert_int_equal(tau_ctl_start_worker(e.ctl), 0);
+	assert_int_equal(tau_controller_start_worker(e.ctl), 0);
 	wait_key(&e.r, "b", 1, 5000);
 	wait_key(&e.r, "a", 2, 5000);
 	env_down(&e);
@@ -492,35 +495,39 @@ static void test_start_stop(void **state)
 /* Refused options say what is wrong. */
 static void test_refused_options(void **state)
 {
-	tau_ctl_options o = {0};
-	tau_ctl_watch_opts w = {.res = &res_gadgets, .primary = true};
-	tau_ctl *ctl = NULL;
+	tau_controller_options o = {0};
+	tau_controller_watch_opts w = {.res = &res_gadgets, .primary = true};
+	tau_controller *ctl = NULL;
 	env e;
 
 	(void)state;
-	assert_int_equal(tau_ctl_new(&ctl, &o), -TAU_EINVAL);
+	assert_int_equal(tau_controller_new(&ctl, &o), -TAU_EINVAL);
 	assert_non_null(strstr(tau_error_last()->msg, "required"));
 	env_up(&e, &o);
 	assert_int_equal(
-	        tau_ctl_watch(NULL, e.ctl,
-	                      &(tau_ctl_watch_opts){.res = &res_widgets, .keys = TAU_CTL_KEYS_ALL}),
+	        tau_controller_watch(NULL, e.ctl,
+	                             &(tau_controller_watch_opts){.res = &res_widgets,
+	                                                          .keys = TAU_CONTROLLER_KEYS_ALL}),
 	        -TAU_EINVAL);
 	assert_non_null(strstr(tau_error_last()->msg, "primary"));
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl, &w), 0);
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl, &w), -TAU_EINVAL);
+	assert_int_equal(tau_controller_watch(NULL, e.ctl, &w), 0);
+	assert_int_equal(tau_controller_watch(NULL, e.ctl, &w), -TAU_EINVAL);
 	assert_non_null(strstr(tau_error_last()->msg, "second primary"));
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl,
-	                               &(tau_ctl_watch_opts){.res = &res_widgets,
-	                                                     .keys = TAU_CTL_KEYS_LABEL}),
+	assert_int_equal(tau_controller_watch(
+	                         NULL, e.ctl,
+	                         &(tau_controller_watch_opts){.res = &res_widgets,
+	                                                      .keys = TAU_CONTROLLER_KEYS_LABEL}),
 	                 -TAU_EINVAL);
 	assert_non_null(strstr(tau_error_last()->msg, "label"));
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl,
-	                               &(tau_ctl_watch_opts){.res = &res_widgets,
-	                                                     .keys = TAU_CTL_KEYS_CUSTOM}),
+	assert_int_equal(tau_controller_watch(
+	                         NULL, e.ctl,
+	                         &(tau_controller_watch_opts){.res = &res_widgets,
+	                                                      .keys = TAU_CONTROLLER_KEYS_CUSTOM}),
 	                 -TAU_EINVAL);
-	assert_int_equal(tau_ctl_enqueue(e.ctl, ""), -TAU_EINVAL);
-	tau_ctl_start_informers(e.ctl);
-	assert_int_equal(tau_ctl_watch(NULL, e.ctl, &(tau_ctl_watch_opts){.res = &res_widgets}),
+	assert_int_equal(tau_controller_enqueue(e.ctl, ""), -TAU_EINVAL);
+	tau_controller_start_informers(e.ctl);
+	assert_int_equal(tau_controller_watch(NULL, e.ctl,
+	                                      &(tau_controller_watch_opts){.res = &res_widgets}),
 	                 -TAU_EINVAL);
 	assert_non_null(strstr(tau_error_last()->msg, "before start"));
 	env_run(&e);

@@ -131,7 +131,7 @@ static void seed_ws(env *e, const char *name, const char *spec)
 /* One whole pass through the runtime's reconcile function. */
 static int reconcile(env *e, const char *name)
 {
-	tau_ctl_result res = {0};
+	tau_controller_result res = {0};
 
 	return tau_ws_reconcile(e->wc, NULL, name, &res);
 }
