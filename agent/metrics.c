@@ -1,5 +1,5 @@
 /*
- * metrics.c - tau-node-agent's Prometheus text, on libtau's exposition pieces (tau/promtext.h).
+ * metrics.c - tau-node-agent's Prometheus text, on libtau's exposition pieces (tau/prom.h).
  *
  * The one idea: one read of each counter the event loop writes, rendered as the families
  * docs/agent.md lists ("Health and metrics"), always all of them (a report never sent is 0,
@@ -9,7 +9,7 @@
 
 #include "tau/buf.h"
 #include "tau/error.h"
-#include "tau/promtext.h"
+#include "tau/prom.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -19,7 +19,7 @@
 #include "tau/buf.h"
 #include "tau/file.h"
 #include "tau/kube.h"
-#include "tau/promtext.h"
+#include "tau/prom.h"
 
 /** strdup that tolerates NULL (returns NULL for NULL). */
 char *tau_kube_strdup(const char *s);

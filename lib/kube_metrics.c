@@ -8,7 +8,7 @@
  */
 #include "kube_internal.h"
 
-#include "tau/promtext.h"
+#include "tau/prom.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -16,7 +16,7 @@
 
 #include "tau/conditions.h"
 #include "tau/error.h"
-#include "tau/promtext.h"
+#include "tau/prom.h"
 #include "tau/quantity.h"
 
 #include <stdbool.h>

@@ -19,7 +19,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/log.h"
-#include "tau/promtext.h"
+#include "tau/prom.h"
 #include "tau/workqueue.h"
 
 #include <pthread.h>

@@ -9,7 +9,7 @@
 #include "metrics.h"
 
 #include "tau/error.h"
-#include "tau/promtext.h"
+#include "tau/prom.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -8,7 +8,7 @@
 
 #include "truthrules.h"
 
-#include "tau/promtext.h"
+#include "tau/prom.h"
 #include "tau/quantity.h"
 
 #include <stdbool.h>

@@ -17,7 +17,7 @@
 
 #include "auth.h"
 
-#include "tau/promtext.h"
+#include "tau/prom.h"
 #include "tau/rpc.h"
 
 #include <stdbool.h>

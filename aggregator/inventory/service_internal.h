@@ -20,7 +20,7 @@
 #include "snapshot.h"
 
 #include "tau/hmap.h"
-#include "tau/promtext.h"
+#include "tau/prom.h"
 #include "tau/rpc.h"
 
 #include "tau/inventory/v1/inventory.pb-c.h"

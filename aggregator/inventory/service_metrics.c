@@ -16,7 +16,7 @@
 #include "truthrules.h"
 
 #include "tau/error.h"
-#include "tau/promtext.h"
+#include "tau/prom.h"
 #include "tau/rpc.h"
 
 #include <pthread.h>

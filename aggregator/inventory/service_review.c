@@ -17,7 +17,7 @@
 #include "tau/error.h"
 #include "tau/hmap.h"
 #include "tau/log.h"
-#include "tau/promtext.h"
+#include "tau/prom.h"
 #include "tau/rpc.h"
 
 #include <pthread.h>

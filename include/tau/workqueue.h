@@ -15,7 +15,7 @@
 #ifndef TAU_WORKQUEUE_H
 #define TAU_WORKQUEUE_H
 
-#include "tau/promtext.h"
+#include "tau/prom.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
 #include "inventory/metrics.h"
 
 #include "tau/error.h"
-#include "tau/promtext.h"
+#include "tau/prom.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,12 +1,12 @@
 /*
- * promtext.c - Prometheus text exposition pieces shared by the /metrics renderers.
+ * prom.c - Prometheus text exposition pieces shared by the /metrics renderers.
  *
  * A histogram counts each observation once, in its own bucket; the cumulative counts
  * Prometheus wants are summed while writing, from one read of each bucket, so the
  * series written is always consistent (buckets never decrease, +Inf equals _count)
  * even while other threads observe.
  */
-#include "tau/promtext.h"
+#include "tau/prom.h"
 
 #include "tau/error.h"
 

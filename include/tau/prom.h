@@ -1,5 +1,5 @@
 /*
- * tau/promtext.h - the Prometheus text exposition format (version 0.0.4) on tau_buf.
+ * tau/prom.h - the Prometheus text exposition format (version 0.0.4) on tau_buf.
  *
  * The one home for the pieces every /metrics renderer needs: a family's HELP and
  * TYPE lines, a label value escaped (backslash, quote, newline: names come from node
@@ -7,8 +7,8 @@
  * latency histograms: observed from any thread (atomic counters, no lock), written
  * with cumulative buckets whose +Inf bucket always equals _count.
  */
-#ifndef TAU_PROMTEXT_H
-#define TAU_PROMTEXT_H
+#ifndef TAU_PROM_H
+#define TAU_PROM_H
 
 #include "tau/buf.h"
 #include "tau/quantity.h"
@@ -88,4 +88,4 @@ uint64_t tau_prom_histogram_count(const tau_prom_histogram *h);
 void tau_prom_histogram_write(tau_buf *b, const char *name, const char *const *labels,
                               const tau_prom_histogram *h);
 
-#endif /* TAU_PROMTEXT_H */
+#endif /* TAU_PROM_H */

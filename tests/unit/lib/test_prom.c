@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tau/promtext.h"
+#include "tau/prom.h"
 
 static void test_family_and_scalar(void **state)
 {
