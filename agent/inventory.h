@@ -27,7 +27,7 @@
 
 #include "hostprobe.h"
 
-#include "tau/csiorigin.h"
+#include "tau/csi.h"
 #include "tau/nodekind.h"
 
 #include <stdbool.h>
@@ -137,7 +137,7 @@ int tau_agent_inventory_add_problem(tau_agent_inventory *inv, const char *fmt, .
 
 /**
  * Deletes, in place, every member of a Node, CSINode or Pod that the inventory readers here
- * and in libtau (tau/nodekind.h, tau/csiorigin.h) never look at: managedFields, annotations,
+ * and in libtau (tau/nodekind.h, tau/csi.h) never look at: managedFields, annotations,
  * a Node's images and volumes, a Pod's volumes, status and container specs beyond the
  * command, args and env the CSI-origin rules read.  The agent's informers cache objects
  * through it, so an idle agent holds a few hundred bytes per Pod instead of the whole
@@ -172,7 +172,7 @@ int tau_agent_inventory_apply_csinode(tau_agent_inventory *inv, const cJSON *csi
 /**
  * Decide who deployed each CSI driver, from the pods on this node (a PodList
  * object with "items", or a bare array of pods), by libtau's rules
- * (tau_csi_origins_from_pods in tau/csiorigin.h; drivers registered in CSINode
+ * (tau_csi_origins_from_pods in tau/csi.h; drivers registered in CSINode
  * count as known).  Drivers seen only here are added (not in CSINode); the
  * rules' problems become the inventory's.  Calling it again replaces the
  * previous decision (NULL: no pods known).

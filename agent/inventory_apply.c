@@ -5,7 +5,7 @@
  * The one idea: each of these inputs speaks of CSI drivers or devices the node holds, and
  * is merged into the inventory's driver table and device facts by name.  Who deployed a CSI
  * driver is read from the labels and args of its node pod by libtau's rules
- * (tau/csiorigin.h) that `tau storage check` shares; unmarked pods give "Unknown" rather
+ * (tau/csi.h) that `tau storage check` shares; unmarked pods give "Unknown" rather
  * than a guess.
  */
 #include "inventory.h"

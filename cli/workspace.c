@@ -20,7 +20,7 @@
 #include "output.h"
 #include "inventory.h"
 
-#include "tau/csiorigin.h"
+#include "tau/csi.h"
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/kube.h"
@@ -297,7 +297,7 @@ static const Tau__Inventory__V1__CsiDriver *find_csi(const Tau__Inventory__V1__N
 	return NULL;
 }
 
-/* The names of what the agent reported (libtau's tau/nodekind.h, tau/csiorigin.h), as
+/* The names of what the agent reported (libtau's tau/nodekind.h, tau/csi.h), as
  * `tau storage check` shows them. */
 static const char *node_kind_name(Tau__Inventory__V1__NodeKind kind)
 {

@@ -1,5 +1,5 @@
 /*
- * tau/csiorigin.h - who deployed the CSI drivers on a node: the AKS-managed
+ * tau/csi.h - who deployed the CSI drivers on a node: the AKS-managed
  * add-on, or the cluster's own deployment (Helm, kubectl manifests), read
  * from the labels and arguments of the node pods that serve each driver.
  *
@@ -7,8 +7,8 @@
  * and `tau storage check` applies the Flex rule with it; both decide with
  * these rules.
  */
-#ifndef TAU_CSIORIGIN_H
-#define TAU_CSIORIGIN_H
+#ifndef TAU_CSI_H
+#define TAU_CSI_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -82,4 +82,4 @@ const tau_csi_origin *tau_csi_origins_find(const tau_csi_origin *origins, size_t
 /** Free what tau_csi_origins_from_pods returned.  NULL is a no-op. */
 void tau_csi_origins_free(tau_csi_origin *origins, size_t n);
 
-#endif /* TAU_CSIORIGIN_H */
+#endif /* TAU_CSI_H */

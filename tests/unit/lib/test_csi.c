@@ -1,5 +1,5 @@
 /*
- * test_csiorigin.c - who deployed each CSI driver on a node (tau/csiorigin.h),
+ * test_csiorigin.c - who deployed each CSI driver on a node (tau/csi.h),
  * the rules the node agent and `tau storage check` share: which pods serve
  * which drivers, the add-on and self-deployment marks, disagreement, caps
  * and malformed input.
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tau/csiorigin.h"
+#include "tau/csi.h"
 #include "tau/error.h"
 #include "tau/json.h"
 

@@ -1,5 +1,5 @@
 /*
- * csiorigin.c - who deployed each CSI driver on a node (tau/csiorigin.h),
+ * csi.c - who deployed each CSI driver on a node (tau/csi.h),
  * read from the pods there.
  *
  * Two passes over the pods: the first finds every driver a pod serves (so a
@@ -8,7 +8,7 @@
  * A driver gets a verdict only when no pod contradicts it.  Input is never
  * trusted: every list read from a pod has a cap, and strings are bounded.
  */
-#include "tau/csiorigin.h"
+#include "tau/csi.h"
 
 #include "tau/error.h"
 #include "tau/json.h"
