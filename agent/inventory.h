@@ -28,7 +28,7 @@
 #include "hostprobe.h"
 
 #include "tau/csi.h"
-#include "tau/nodekind.h"
+#include "tau/node_kind.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -137,7 +137,7 @@ int tau_agent_inventory_add_problem(tau_agent_inventory *inv, const char *fmt, .
 
 /**
  * Deletes, in place, every member of a Node, CSINode or Pod that the inventory readers here
- * and in libtau (tau/nodekind.h, tau/csi.h) never look at: managedFields, annotations,
+ * and in libtau (tau/node_kind.h, tau/csi.h) never look at: managedFields, annotations,
  * a Node's images and volumes, a Pod's volumes, status and container specs beyond the
  * command, args and env the CSI-origin rules read.  The agent's informers cache objects
  * through it, so an idle agent holds a few hundred bytes per Pod instead of the whole

@@ -5,7 +5,7 @@
  * deletion, each read defensively: a field that cannot be read is unknown with a problem
  * saying why.  Quantities are re-emitted in canonical form (tau_quantity_format), so
  * "1024Mi" in a Node becomes "1Gi", as the API server would print it; the node kind comes
- * from its labels by libtau's rules (tau/nodekind.h) that `tau storage check` shares.
+ * from its labels by libtau's rules (tau/node_kind.h) that `tau storage check` shares.
  */
 #include "inventory.h"
 #include "inventory_internal.h"

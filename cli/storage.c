@@ -13,7 +13,7 @@
  * AKS-managed CSI addons on Flex or other externally registered nodes (any
  * node that is not an AKS agent-pool node).  On such a node the check reads
  * the pods there and decides who deployed the driver exactly as the node
- * agent does (libtau's tau/nodekind.h and tau/csi.h: node kind, pod
+ * agent does (libtau's tau/node_kind.h and tau/csi.h: node kind, pod
  * labels and arguments); a driver that is the AKS-managed addon fails the
  * check, naming the node.
  *
@@ -33,7 +33,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/kube.h"
-#include "tau/nodekind.h"
+#include "tau/node_kind.h"
 #include "tau/nodefacts.h"
 
 #include <getopt.h>

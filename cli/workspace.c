@@ -25,7 +25,7 @@
 #include "tau/json.h"
 #include "tau/kube.h"
 #include "tau/names.h"
-#include "tau/nodekind.h"
+#include "tau/node_kind.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -297,7 +297,7 @@ static const Tau__Inventory__V1__CsiDriver *find_csi(const Tau__Inventory__V1__N
 	return NULL;
 }
 
-/* The names of what the agent reported (libtau's tau/nodekind.h, tau/csi.h), as
+/* The names of what the agent reported (libtau's tau/node_kind.h, tau/csi.h), as
  * `tau storage check` shows them. */
 static const char *node_kind_name(Tau__Inventory__V1__NodeKind kind)
 {

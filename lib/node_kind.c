@@ -1,8 +1,8 @@
 /*
- * nodekind.c - the node-kind rules (tau/nodekind.h): AKS agent pool, Flex or
+ * node_kind.c - the node-kind rules (tau/node_kind.h): AKS agent pool, Flex or
  * other, from a few labels and the provider ID.
  */
-#include "tau/nodekind.h"
+#include "tau/node_kind.h"
 
 #include "tau/json.h"
 

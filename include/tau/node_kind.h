@@ -1,13 +1,13 @@
 /*
- * tau/nodekind.h - what kind of node a Kubernetes Node is: an AKS agent-pool
+ * tau/node_kind.h - what kind of node a Kubernetes Node is: an AKS agent-pool
  * VM, an AKS Flex node, or anything else (a virtual node, another cloud).
  *
  * The node agent reports the kind of its own node (docs/agent-inventory-json.md)
  * and `tau storage check` applies the Flex rule to every eligible node; both
  * decide with these rules, read from the same labels and spec.providerID.
  */
-#ifndef TAU_NODEKIND_H
-#define TAU_NODEKIND_H
+#ifndef TAU_NODE_KIND_H
+#define TAU_NODE_KIND_H
 
 #include <stdbool.h>
 
@@ -63,4 +63,4 @@ bool tau_node_provider_id_is_azure_compute(const char *provider_id);
 /** "AgentPool", "Flex", "Other"; NULL for UNKNOWN. */
 const char *tau_node_kind_name(tau_node_kind kind);
 
-#endif /* TAU_NODEKIND_H */
+#endif /* TAU_NODE_KIND_H */

@@ -1,5 +1,5 @@
 /*
- * test_nodekind.c - the node-kind rules (tau/nodekind.h) that the node agent
+ * test_nodekind.c - the node-kind rules (tau/node_kind.h) that the node agent
  * and `tau storage check` share: a table of label and providerID signals, and
  * the same rules read from Node objects.
  */
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "tau/json.h"
-#include "tau/nodekind.h"
+#include "tau/node_kind.h"
 
 static void test_kind_table(void **state)
 {
