@@ -15,6 +15,7 @@
 #include "controller/events.h"
 #include "controller/runtime.h"
 
+#include "tau/clock.h"
 #include "tau/conditions.h"
 #include "tau/error.h"
 #include "tau/json.h"

@@ -8,6 +8,7 @@
  */
 #include "events.h"
 
+#include "tau/clock.h"
 #include "tau/conditions.h"
 #include "tau/error.h"
 #include "tau/json.h"

@@ -22,8 +22,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "tau/clock.h" /* tau_rfc3339 moved there; kept until every caller includes it */
-
 /**
  * Append the condition `type` to the array `conds` (replacing one of that
  * type already there).  lastTransitionTime is the previous condition's when
@@ -35,7 +33,7 @@
  * @param message     human-readable; NULL means "".
  * @param generation  observedGeneration written into the condition; negative: none
  *                    (a Node's conditions, v1.NodeCondition, have no such field).
- * @param now         RFC 3339 timestamp (tau_rfc3339).
+ * @param now         RFC 3339 timestamp (tau_rfc3339, tau/clock.h).
  * @return 0; -TAU_EINVAL for a missing type/status/reason/now or a status
  *         outside the three; -TAU_ENOMEM.
  */
