@@ -15,8 +15,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "tau/utf8.h" /* tau_utf8_sequence moved there; kept until every caller includes it */
-
 /** Default cap for one JSON document (Kubernetes objects are <= 1.5 MiB in etcd). */
 #define TAU_JSON_DEFAULT_CAP (3u * 1024u * 1024u)
 
