@@ -20,6 +20,7 @@
 #include "tau/conditions.h"
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/str.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -409,15 +410,16 @@ static bool ensure(builder *b, tau_budget_kind kind, cJSON *desired, const cJSON
 		const char *was = tau_json_annotation(observed, tau_budget_owner_annotation(kind));
 
 		if (adopt == NULL || !orphaned(adopt->in, adopt->cluster_uid, kind, observed)) {
-			tau_say(problem, problem_len, "%s %s exists but is not ours: %s",
-			        tau_budget_kind_name(kind), name, why);
+			tau_str_printf(problem, problem_len, "%s %s exists but is not ours: %s",
+			               tau_budget_kind_name(kind), name, why);
 			cJSON_Delete(desired);
 			return false;
 		}
 		if (allowed) {
 			char msg[MSG_MAX];
 
-			tau_say(msg, sizeof(msg),
+			tau_str_printf(
+			        msg, sizeof(msg),
 			        "%s %s carries TauGrid's labels but its owner (%s %s) no longer "
 			        "exists: adopted by %s %s (UID %s)",
 			        tau_budget_kind_name(kind), name, tau_budget_owner_annotation(kind),
@@ -509,9 +511,9 @@ static bool cohort_cells_drift(char *buf, size_t len, const cJSON *desired, cons
 					continue;
 				tau_quantity_format(w, sizeof(w), &want);
 				tau_quantity_format(l, sizeof(l), &got);
-				tau_say(buf + used, len - used, "%s%s/%s holds %s, want %s",
-				        used > 0 ? "; " : "", flavor, res,
-				        have != NULL ? l : "nothing", w);
+				tau_str_printf(buf + used, len - used, "%s%s/%s holds %s, want %s",
+				               used > 0 ? "; " : "", flavor, res,
+				               have != NULL ? l : "nothing", w);
 				used += strlen(buf + used);
 			}
 		}
@@ -619,7 +621,7 @@ static void previous_teams(ctx *c)
 		if (n > 0) {
 			if (c->blocked_team == NULL) {
 				c->blocked_team = t;
-				tau_say(c->blocked_ws, sizeof(c->blocked_ws), "%s", ws);
+				tau_str_printf(c->blocked_ws, sizeof(c->blocked_ws), "%s", ws);
 			}
 			continue;
 		}
@@ -629,8 +631,9 @@ static void previous_teams(ctx *c)
 			char cells[MSG_MAX];
 
 			if (!cohort_cells_drift(cells, sizeof(cells), co, co, true))
-				tau_say(cells, sizeof(cells), "its quota cannot be read");
-			tau_say(c->retire_drift + used, sizeof(c->retire_drift) - used,
+				tau_str_printf(cells, sizeof(cells), "its quota cannot be read");
+			tau_str_printf(
+			        c->retire_drift + used, sizeof(c->retire_drift) - used,
 			        "%sCohort %s of previous capacity team %s is not removed%s%s",
 			        used > 0 ? "; " : "", name, t, cells[0] != '\0' ? ": " : "", cells);
 		}
@@ -711,7 +714,8 @@ static bool misconfigured(char *buf, size_t len, const ctx *c, const cJSON *ws)
 	if (ws == NULL || c->effective == NULL || !tau_budget_streq(team_of(ws), c->effective))
 		return false;
 	if (tau_json_find(ws, "spec.quota") != NULL) {
-		tau_say(buf, len,
+		tau_str_printf(
+		        buf, len,
 		        "TauWorkspace %s of capacity team %s sets spec.quota (workspaces of the "
 		        "capacity team share the pool): remove spec.quota",
 		        name, c->effective);
@@ -722,14 +726,16 @@ static bool misconfigured(char *buf, size_t len, const ctx *c, const cJSON *ws)
 		 * namespace too): its QueueReady names the active one. */
 		const char *which = tau_json_str(queue_ready, "message");
 
-		tau_say(buf, len,
+		tau_str_printf(
+		        buf, len,
 		        "TauWorkspace %s is blocked by the one-active-workspace rule (%s): delete "
 		        "the active workspace or enable the MultipleWorkspaces feature gate",
 		        name,
 		        which != NULL && which[0] != '\0' ? which : "another workspace is active");
 	} else if (ns == NULL || ns[0] == '\0' ||
 	           tau_budget_workspace_namespace(ws, c->in->multiple_workspaces) == NULL) {
-		tau_say(buf, len,
+		tau_str_printf(
+		        buf, len,
 		        "TauWorkspace %s has no resolved namespace: fix what its Ready condition "
 		        "names (namespaceMap, namespace allowlist or a namespace taken by another "
 		        "workspace)",
@@ -798,7 +804,8 @@ static void orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted)
 			continue;
 		}
 		if (!mistake)
-			tau_say(why, sizeof(why),
+			tau_str_printf(
+			        why, sizeof(why),
 			        ws == NULL
 			                ? "TauWorkspace %s no longer exists: its queue is deleted "
 			                  "once its admitted and reserving work has drained"
@@ -1134,7 +1141,7 @@ static int plan_budget(tau_budget_plan **plan, int *plan_rc, char *err, size_t e
 		return 0;
 	if (*plan_rc == -TAU_ENOMEM)
 		return *plan_rc;
-	tau_say(err, err_len, "%s", tau_error_last()->msg);
+	tau_str_printf(err, err_len, "%s", tau_error_last()->msg);
 	rc = tau_budget_pool_new(&empty);
 	if (rc < 0)
 		return rc;
@@ -1206,7 +1213,7 @@ static int find_conflicts(char *buf, size_t len, char *unreadable, size_t unread
 	ci.n_workspaces = n_ws;
 	rc = tau_budget_conflicts_find(&list, &ci);
 	if (rc == -TAU_ETYPE || rc == -TAU_EINVAL) {
-		tau_say(unreadable, unreadable_len, "%s", tau_error_last()->msg);
+		tau_str_printf(unreadable, unreadable_len, "%s", tau_error_last()->msg);
 		rc = 0;
 	} else if (rc == 0) {
 		tau_budget_conflicts_summary(buf, len, list);
@@ -1243,19 +1250,24 @@ static void observe_drift(char *buf, size_t len, const cJSON *desired, const cJS
 	bool equal = false;
 
 	if (desired == NULL)
-		tau_say(buf, len, "no budget can be computed for Cohort %s", cohort);
+		tau_str_printf(buf, len, "no budget can be computed for Cohort %s", cohort);
 	else if (live == NULL)
-		tau_say(buf, len, "Cohort %s does not exist, the pool would create it", cohort);
+		tau_str_printf(buf, len, "Cohort %s does not exist, the pool would create it",
+		               cohort);
 	else if (tau_budget_owned_equal(&equal, what, sizeof(what), desired, live) < 0)
-		tau_say(buf, len, "the live Cohort %s cannot be compared with the pool", cohort);
+		tau_str_printf(buf, len, "the live Cohort %s cannot be compared with the pool",
+		               cohort);
 	else if (equal)
-		tau_say(buf, len, "the live Cohort %s matches the pool", cohort);
+		tau_str_printf(buf, len, "the live Cohort %s matches the pool", cohort);
 	else if (cohort_cells_drift(what, sizeof(what), desired, live, false) && what[0] != '\0')
-		tau_say(buf, len, "the live Cohort %s does not follow the pool: %s", cohort, what);
+		tau_str_printf(buf, len, "the live Cohort %s does not follow the pool: %s", cohort,
+		               what);
 	else if (tau_budget_owned_equal(&equal, what, sizeof(what), desired, live) == 0)
-		tau_say(buf, len, "the live Cohort %s does not follow the pool: %s", cohort, what);
+		tau_str_printf(buf, len, "the live Cohort %s does not follow the pool: %s", cohort,
+		               what);
 	else
-		tau_say(buf, len, "the live Cohort %s cannot be compared with the pool", cohort);
+		tau_str_printf(buf, len, "the live Cohort %s cannot be compared with the pool",
+		               cohort);
 }
 
 /*
@@ -1320,8 +1332,9 @@ static int decide_team(ctx *c, cJSON *managed)
 				orphan_cohort =
 				        cohort; /* adopted by the team; zeroed while it is gone */
 			else if (team != NULL)
-				tau_say(problem, sizeof(problem),
-				        "Cohort %s exists but is not ours: %s", cohort_name, why);
+				tau_str_printf(problem, sizeof(problem),
+				               "Cohort %s exists but is not ours: %s", cohort_name,
+				               why);
 		}
 		team_workspaces(team_ws, sizeof(team_ws), &n_team_ws, in, c->effective);
 	}
@@ -1360,14 +1373,15 @@ static int decide_team(ctx *c, cJSON *managed)
 			continue;
 		}
 		if (n_foreign++ == 0)
-			tau_say(rf_problem, sizeof(rf_problem),
-			        "ResourceFlavor %s exists but is not ours: %s",
-			        plan->flavors[f].name, why);
+			tau_str_printf(rf_problem, sizeof(rf_problem),
+			               "ResourceFlavor %s exists but is not ours: %s",
+			               plan->flavors[f].name, why);
 		tau_budget_plan_drop_flavor(plan, f);
 	}
 	if (n_foreign > 1)
-		tau_say(rf_problem + strlen(rf_problem), sizeof(rf_problem) - strlen(rf_problem),
-		        " (and %zu more flavors)", n_foreign - 1);
+		tau_str_printf(rf_problem + strlen(rf_problem),
+		               sizeof(rf_problem) - strlen(rf_problem), " (and %zu more flavors)",
+		               n_foreign - 1);
 	{
 		tau_budget_observed filtered = *in;
 
@@ -1398,8 +1412,8 @@ static int decide_team(ctx *c, cJSON *managed)
 	           !tau_budget_streq(s.reason, TAU_BUDGET_REASON_OWNERSHIP)) {
 		char keep[MSG_MAX];
 
-		tau_say(keep, sizeof(keep), "%s", s.message);
-		tau_say(s.message, sizeof(s.message), "%s; also %s", keep, rf_problem);
+		tau_str_printf(keep, sizeof(keep), "%s", s.message);
+		tau_str_printf(s.message, sizeof(s.message), "%s; also %s", keep, rf_problem);
 	}
 	/* Our own Cohort is written even while its team is gone (zeroed), never another's. */
 	s.write_cohort = c->writes_allowed && (team != NULL || orphan_cohort != NULL) &&
@@ -1523,7 +1537,7 @@ static int decide_team(ctx *c, cJSON *managed)
 	if (deleting && !cleanup) {
 		char keep[MSG_MAX];
 
-		tau_say(keep, sizeof(keep), "%s", s.message);
+		tau_str_printf(keep, sizeof(keep), "%s", s.message);
 		set_state(&s, TAU_BUDGET_REASON_DELETION_BLOCKED, "False", "Degraded",
 		          "team %s is being deleted but its workspaces (%s) still use its budget: "
 		          "delete them or move them to another team; until then finalizer %s "
@@ -1556,7 +1570,7 @@ static int decide_team(ctx *c, cJSON *managed)
 	if (c->blocked_team != NULL) {
 		char keep[MSG_MAX];
 
-		tau_say(keep, sizeof(keep), "%s", s.message);
+		tau_str_printf(keep, sizeof(keep), "%s", s.message);
 		set_state(
 		        &s, TAU_BUDGET_REASON_LEAVE_BLOCKED, "False", "Degraded",
 		        "spec.queues.capacityTeamRef %s%s, but team %s still has workspaces (%s): "
@@ -1573,11 +1587,11 @@ static int decide_team(ctx *c, cJSON *managed)
 		          c->capacity != NULL ? c->capacity : "(none)",
 		          c->retire_wait[0] != '\0' ? " (" : "", c->retire_wait,
 		          c->retire_wait[0] != '\0' ? ")" : "");
-		tau_say(drift, sizeof(drift), "%s", c->retire_drift);
+		tau_str_printf(drift, sizeof(drift), "%s", c->retire_drift);
 	} else if (c->retire_drift[0] != '\0') {
 		size_t used = strlen(drift);
 
-		tau_say(drift + used, sizeof(drift) - used, "; %s", c->retire_drift);
+		tau_str_printf(drift + used, sizeof(drift) - used, "; %s", c->retire_drift);
 	}
 	if (!c->reconcile) {
 		char would[MSG_MAX];
@@ -1585,7 +1599,7 @@ static int decide_team(ctx *c, cJSON *managed)
 		if (flavor_drift[0] != '\0')
 			tau_budget_append(drift, sizeof(drift), "%s", flavor_drift);
 
-		tau_say(would, sizeof(would), "%s: %s", s.reason, s.message);
+		tau_str_printf(would, sizeof(would), "%s: %s", s.reason, s.message);
 		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
 		          "managementMode is Observe: nothing is written; %s (would be %s)", drift,
 		          would);
@@ -1688,7 +1702,7 @@ static void workspace_status(builder *b, const tau_budget_observed *in, const ch
 	} else if (tau_budget_streq(x->status, "True")) {
 		ws_quota_ready(b, in, ws, "", NULL, NULL);
 	} else {
-		tau_say(msg, sizeof(msg), "team \"%s\" is not Ready: %s", team, x->message);
+		tau_str_printf(msg, sizeof(msg), "team \"%s\" is not Ready: %s", team, x->message);
 		ws_quota_ready(b, in, ws, "False", x->reason, msg);
 	}
 }
@@ -1788,7 +1802,7 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_explicit_team *
 	if (!c->reconcile) {
 		char would[MSG_MAX];
 
-		tau_say(would, sizeof(would), "%s: %s", s.reason, s.message);
+		tau_str_printf(would, sizeof(would), "%s: %s", s.reason, s.message);
 		set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
 		          "managementMode is Observe: nothing is written (%s)", would);
 	}
@@ -1999,7 +2013,8 @@ static void workspace_held(builder *b, const tau_budget_observed *in, const cJSO
 {
 	char msg[MSG_MAX];
 
-	tau_say(msg, sizeof(msg),
+	tau_str_printf(
+	        msg, sizeof(msg),
 	        "its ClusterQueue is held (stopPolicy Hold: nothing new is admitted, admitted "
 	        "work runs to completion) instead of deleted: %s",
 	        why);
@@ -2028,14 +2043,14 @@ static const char *flavor_user(const tau_budget_observed *in, const char *flavor
 {
 	for (size_t i = 0; i < in->n_cluster_queues; i++)
 		if (names_flavor(in->cluster_queues[i], flavor)) {
-			tau_say(buf, len, "ClusterQueue %s",
-			        tau_json_str(in->cluster_queues[i], "metadata.name"));
+			tau_str_printf(buf, len, "ClusterQueue %s",
+			               tau_json_str(in->cluster_queues[i], "metadata.name"));
 			return buf;
 		}
 	for (size_t i = 0; i < in->n_cohorts; i++)
 		if (names_flavor(in->cohorts[i], flavor)) {
-			tau_say(buf, len, "Cohort %s",
-			        tau_json_str(in->cohorts[i], "metadata.name"));
+			tau_str_printf(buf, len, "Cohort %s",
+			               tau_json_str(in->cohorts[i], "metadata.name"));
 			return buf;
 		}
 	return NULL;
@@ -2101,7 +2116,8 @@ static bool delete_managed_queues(ctx *c, const char *cohort, char *held, size_t
 	bool applied = false;
 	char why[MSG_MAX];
 
-	tau_say(why, sizeof(why),
+	tau_str_printf(
+	        why, sizeof(why),
 	        "TauCluster cluster is gone (deletionPolicy DeleteManaged): the queue is deleted "
 	        "once its admitted and reserving work has drained, then Cohort %s",
 	        cohort);
@@ -2349,8 +2365,8 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 		c.cluster_uid = NULL; /* no owner: we own no ResourceFlavor (never an error) */
 	c.selector = tau_json_find(in->cluster, "spec.nodes.selector");
 	if (tau_budget_flavor_selector_check(c.selector) < 0)
-		tau_say(c.selector_problem, sizeof(c.selector_problem), "%s",
-		        tau_error_last()->msg);
+		tau_str_printf(c.selector_problem, sizeof(c.selector_problem), "%s",
+		               tau_error_last()->msg);
 	previous_teams(&c);
 	explicit_teams(&c, managed);
 	if (c.effective != NULL || c.capacity != NULL || c.retiring) {

@@ -19,6 +19,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/names.h"
+#include "tau/str.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -762,9 +763,10 @@ static bool map_subset(const cJSON *want, const cJSON *have, const char *path, c
 		const char *got = tau_json_member_str(have, item->string);
 
 		if (cJSON_IsString(item) && !tau_budget_streq(got, item->valuestring)) {
-			tau_say(what, what_len, "%s[%s] is %s%.120s%s, want \"%.120s\"", path,
-			        item->string, got != NULL ? "\"" : "", got != NULL ? got : "absent",
-			        got != NULL ? "\"" : "", item->valuestring);
+			tau_str_printf(what, what_len, "%s[%s] is %s%.120s%s, want \"%.120s\"",
+			               path, item->string, got != NULL ? "\"" : "",
+			               got != NULL ? got : "absent", got != NULL ? "\"" : "",
+			               item->valuestring);
 			return false;
 		}
 	}
@@ -782,8 +784,8 @@ static bool map_equal(const cJSON *want, const cJSON *have, const char *path, ch
 	cJSON_ArrayForEach(item, all)
 	{
 		if (tau_json_member_str(want, item->string) == NULL) {
-			tau_say(what, what_len, "%s has %s, which we do not set", path,
-			        item->string);
+			tau_str_printf(what, what_len, "%s has %s, which we do not set", path,
+			               item->string);
 			return false;
 		}
 	}
@@ -813,8 +815,8 @@ static bool quantity_equal(const cJSON *want, const cJSON *have, const char *pat
 		return true;
 	tau_error_clear();
 	describe(d, sizeof(d), have);
-	tau_say(what, what_len, "%s is %s, want %s", path, d,
-	        cJSON_IsString(want) ? want->valuestring : "absent");
+	tau_str_printf(what, what_len, "%s is %s, want %s", path, d,
+	               cJSON_IsString(want) ? want->valuestring : "absent");
 	return false;
 }
 
@@ -827,8 +829,8 @@ static bool strings_equal(const cJSON *want, const cJSON *have, const char *path
 	    strcmp(want->valuestring, have->valuestring) == 0)
 		return true;
 	describe(d, sizeof(d), have);
-	tau_say(what, what_len, "%s is %s, want \"%.120s\"", path, d,
-	        cJSON_IsString(want) ? want->valuestring : "");
+	tau_str_printf(what, what_len, "%s is %s, want \"%.120s\"", path, d,
+	               cJSON_IsString(want) ? want->valuestring : "");
 	return false;
 }
 
@@ -840,9 +842,9 @@ static bool list_len_equal(const cJSON *want, const cJSON *have, const char *pat
 	if (nw == nh && nh >= 0)
 		return true;
 	if (nh < 0)
-		tau_say(what, what_len, "%s is not a list", path);
+		tau_str_printf(what, what_len, "%s is not a list", path);
 	else
-		tau_say(what, what_len, "%s has %d entries, want %d", path, nh, nw);
+		tau_str_printf(what, what_len, "%s has %d entries, want %d", path, nh, nw);
 	return false;
 }
 
@@ -852,12 +854,12 @@ static bool resource_equal(const cJSON *want, const cJSON *have, const char *pat
 	static const char *const limits[] = {"nominalQuota", "borrowingLimit", "lendingLimit"};
 	char p[256];
 
-	tau_say(p, sizeof(p), "%s.name", path);
+	tau_str_printf(p, sizeof(p), "%s.name", path);
 	if (!strings_equal(cJSON_GetObjectItemCaseSensitive(want, "name"),
 	                   cJSON_GetObjectItemCaseSensitive(have, "name"), p, what, what_len))
 		return false;
 	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
-		tau_say(p, sizeof(p), "%s.%s", path, limits[i]);
+		tau_str_printf(p, sizeof(p), "%s.%s", path, limits[i]);
 		if (!quantity_equal(cJSON_GetObjectItemCaseSensitive(want, limits[i]),
 		                    cJSON_GetObjectItemCaseSensitive(have, limits[i]), p, what,
 		                    what_len))
@@ -873,15 +875,15 @@ static bool flavor_equal(const cJSON *want, const cJSON *have, const char *path,
 	const cJSON *hr = cJSON_GetObjectItemCaseSensitive(have, "resources");
 	char p[256];
 
-	tau_say(p, sizeof(p), "%s.name", path);
+	tau_str_printf(p, sizeof(p), "%s.name", path);
 	if (!strings_equal(cJSON_GetObjectItemCaseSensitive(want, "name"),
 	                   cJSON_GetObjectItemCaseSensitive(have, "name"), p, what, what_len))
 		return false;
-	tau_say(p, sizeof(p), "%s.resources", path);
+	tau_str_printf(p, sizeof(p), "%s.resources", path);
 	if (!list_len_equal(wr, hr, p, what, what_len))
 		return false;
 	for (int i = 0; i < list_size(wr); i++) {
-		tau_say(p, sizeof(p), "%s.resources[%d]", path, i);
+		tau_str_printf(p, sizeof(p), "%s.resources[%d]", path, i);
 		if (!resource_equal(cJSON_GetArrayItem(wr, i), cJSON_GetArrayItem(hr, i), p, what,
 		                    what_len))
 			return false;
@@ -902,20 +904,21 @@ static bool groups_equal(const cJSON *want, const cJSON *have, char *what, size_
 		const cJSON *wf = cJSON_GetObjectItemCaseSensitive(wg, "flavors");
 		const cJSON *hf = cJSON_GetObjectItemCaseSensitive(hg, "flavors");
 
-		tau_say(p, sizeof(p), "spec.resourceGroups[%d].coveredResources", g);
+		tau_str_printf(p, sizeof(p), "spec.resourceGroups[%d].coveredResources", g);
 		if (!list_len_equal(wc, hc, p, what, what_len))
 			return false;
 		for (int i = 0; i < list_size(wc); i++) {
-			tau_say(p, sizeof(p), "spec.resourceGroups[%d].coveredResources[%d]", g, i);
+			tau_str_printf(p, sizeof(p), "spec.resourceGroups[%d].coveredResources[%d]",
+			               g, i);
 			if (!strings_equal(cJSON_GetArrayItem(wc, i), cJSON_GetArrayItem(hc, i), p,
 			                   what, what_len))
 				return false;
 		}
-		tau_say(p, sizeof(p), "spec.resourceGroups[%d].flavors", g);
+		tau_str_printf(p, sizeof(p), "spec.resourceGroups[%d].flavors", g);
 		if (!list_len_equal(wf, hf, p, what, what_len))
 			return false;
 		for (int i = 0; i < list_size(wf); i++) {
-			tau_say(p, sizeof(p), "spec.resourceGroups[%d].flavors[%d]", g, i);
+			tau_str_printf(p, sizeof(p), "spec.resourceGroups[%d].flavors[%d]", g, i);
 			if (!flavor_equal(cJSON_GetArrayItem(wf, i), cJSON_GetArrayItem(hf, i), p,
 			                  what, what_len))
 				return false;
@@ -930,7 +933,7 @@ static bool selector_equal(const cJSON *want, const cJSON *have, char *what, siz
 	const cJSON *he = tau_json_find(have, "matchExpressions");
 
 	if (have == NULL || cJSON_IsNull(have)) {
-		tau_say(what, what_len, "spec.namespaceSelector is absent");
+		tau_str_printf(what, what_len, "spec.namespaceSelector is absent");
 		return false;
 	}
 	if (!map_equal(tau_json_find(want, "matchLabels"), tau_json_find(have, "matchLabels"),
@@ -940,7 +943,7 @@ static bool selector_equal(const cJSON *want, const cJSON *have, char *what, siz
 		return true;
 	if (we != NULL && he != NULL && cJSON_Compare(we, he, true))
 		return true;
-	tau_say(what, what_len, "spec.namespaceSelector.matchExpressions differ");
+	tau_str_printf(what, what_len, "spec.namespaceSelector.matchExpressions differ");
 	return false;
 }
 
@@ -972,7 +975,7 @@ int tau_budget_owned_equal(bool *out, char *what, size_t what_len, const cJSON *
 	if (kind == KIND_UNKNOWN)
 		return tau_error_set(TAU_EINVAL, "owned-fields comparison: desired kind is not "
 		                                 "ResourceFlavor, Cohort or ClusterQueue");
-	tau_say(what, what_len, "%s", "");
+	tau_str_printf(what, what_len, "%s", "");
 	eq = map_subset(tau_json_find(desired, "metadata.labels"),
 	                tau_json_find(observed, "metadata.labels"), "metadata.labels", what,
 	                what_len) &&
@@ -990,7 +993,7 @@ int tau_budget_owned_equal(bool *out, char *what, size_t what_len, const cJSON *
 			char d[130];
 
 			describe(d, sizeof(d), parent);
-			tau_say(what, what_len, "spec.parentName is %s, want absent", d);
+			tau_str_printf(what, what_len, "spec.parentName is %s, want absent", d);
 			eq = false;
 		}
 	}
@@ -1003,9 +1006,9 @@ int tau_budget_owned_equal(bool *out, char *what, size_t what_len, const cJSON *
 		                    what_len);
 	if (eq && kind == KIND_CQ && tau_budget_is_held(observed) &&
 	    tau_json_annotation(desired, TAU_BUDGET_ANNOTATION_HELD) == NULL) {
-		tau_say(what, what_len, "the queue is held (%s %.200s), want it released",
-		        TAU_BUDGET_ANNOTATION_HELD,
-		        tau_json_annotation(observed, TAU_BUDGET_ANNOTATION_HELD));
+		tau_str_printf(what, what_len, "the queue is held (%s %.200s), want it released",
+		               TAU_BUDGET_ANNOTATION_HELD,
+		               tau_json_annotation(observed, TAU_BUDGET_ANNOTATION_HELD));
 		eq = false;
 	}
 	if (eq && kind != KIND_RF)
@@ -1210,18 +1213,19 @@ tau_budget_ownership tau_budget_ownership_of(const cJSON *observed, tau_budget_k
 	const char *mb = tau_json_label(observed, TAU_BUDGET_LABEL_MANAGED_BY);
 	const char *uid = tau_json_annotation(observed, key);
 
-	tau_say(why, why_len, "%s", "");
+	tau_str_printf(why, why_len, "%s", "");
 	if (!tau_budget_streq(mb, TAU_BUDGET_MANAGED_BY)) {
 		if (mb == NULL)
-			tau_say(why, why_len, "label %s is absent: not managed by TauGrid",
-			        TAU_BUDGET_LABEL_MANAGED_BY);
+			tau_str_printf(why, why_len, "label %s is absent: not managed by TauGrid",
+			               TAU_BUDGET_LABEL_MANAGED_BY);
 		else
-			tau_say(why, why_len, "label %s is \"%.100s\", not \"%s\"",
-			        TAU_BUDGET_LABEL_MANAGED_BY, mb, TAU_BUDGET_MANAGED_BY);
+			tau_str_printf(why, why_len, "label %s is \"%.100s\", not \"%s\"",
+			               TAU_BUDGET_LABEL_MANAGED_BY, mb, TAU_BUDGET_MANAGED_BY);
 		return TAU_BUDGET_FOREIGN;
 	}
 	if (uid == NULL) {
-		tau_say(why, why_len,
+		tau_str_printf(
+		        why, why_len,
 		        "legacy ownership metadata: labelled %s=%s but no %s annotation, so its "
 		        "owner "
 		        "cannot be proven",
@@ -1229,8 +1233,9 @@ tau_budget_ownership tau_budget_ownership_of(const cJSON *observed, tau_budget_k
 		return TAU_BUDGET_LEGACY_OWNER;
 	}
 	if (expected_uid == NULL || expected_uid[0] == '\0' || strcmp(uid, expected_uid) != 0) {
-		tau_say(why, why_len, "annotation %s is \"%.100s\", not \"%.100s\": another owner",
-		        key, uid, expected_uid != NULL ? expected_uid : "");
+		tau_str_printf(why, why_len,
+		               "annotation %s is \"%.100s\", not \"%.100s\": another owner", key,
+		               uid, expected_uid != NULL ? expected_uid : "");
 		return TAU_BUDGET_OTHER_OWNER;
 	}
 	return TAU_BUDGET_OWNED;

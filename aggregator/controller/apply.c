@@ -81,11 +81,11 @@ bool tau_apply_owned(const cJSON *obs, const tau_apply_owner *owner, const char 
 	const char *mb = meta_str(obs, "labels", owner->managed_by_label);
 	char d[210];
 
-	tau_say(why, why_len, "%s", "");
+	tau_str_printf(why, why_len, "%s", "");
 	if (!tau_str_eq_or_both_null(mb, owner->managed_by)) {
 		quoted(d, sizeof(d), mb);
-		tau_say(why, why_len, "label %s is %s, not \"%s\"", owner->managed_by_label, d,
-		        owner->managed_by);
+		tau_str_printf(why, why_len, "label %s is %s, not \"%s\"", owner->managed_by_label,
+		               d, owner->managed_by);
 		return false;
 	}
 	if (owner->owner_label != NULL) {
@@ -93,8 +93,9 @@ bool tau_apply_owned(const cJSON *obs, const tau_apply_owner *owner, const char 
 
 		if (owner->owner == NULL || !tau_str_eq_or_both_null(o, owner->owner)) {
 			quoted(d, sizeof(d), o);
-			tau_say(why, why_len, "label %s is %s, not \"%s\"", owner->owner_label, d,
-			        owner->owner != NULL ? owner->owner : "");
+			tau_str_printf(why, why_len, "label %s is %s, not \"%s\"",
+			               owner->owner_label, d,
+			               owner->owner != NULL ? owner->owner : "");
 			return false;
 		}
 	}
@@ -103,8 +104,8 @@ bool tau_apply_owned(const cJSON *obs, const tau_apply_owner *owner, const char 
 
 		if (!tau_str_eq_or_both_null(u, uid)) {
 			quoted(d, sizeof(d), u);
-			tau_say(why, why_len, "annotation %s is %s, not \"%s\"",
-			        owner->uid_annotation, d, uid);
+			tau_str_printf(why, why_len, "annotation %s is %s, not \"%s\"",
+			               owner->uid_annotation, d, uid);
 			return false;
 		}
 	}
@@ -136,8 +137,8 @@ static bool section_differs(const cJSON *desired, const cJSON *observed, const c
 		if (!cJSON_IsString(it) || tau_str_eq_or_both_null(have, it->valuestring))
 			continue;
 		quoted(d, sizeof(d), have);
-		tau_say(what, what_len, "metadata.%s[\"%s\"] is %s, want \"%.200s\"", section,
-		        it->string, d, it->valuestring);
+		tau_str_printf(what, what_len, "metadata.%s[\"%s\"] is %s, want \"%.200s\"",
+		               section, it->string, d, it->valuestring);
 		return true;
 	}
 	return false;
@@ -160,7 +161,7 @@ static bool field_differs(const char *path, const cJSON *want, const cJSON *have
 		return false;
 	value_text(w, sizeof(w), want);
 	value_text(h, sizeof(h), have);
-	tau_say(what, what_len, "%s is %s, want %s", path, h, w);
+	tau_str_printf(what, what_len, "%s is %s, want %s", path, h, w);
 	return true;
 }
 
@@ -171,7 +172,7 @@ int tau_apply_diff_default(bool *differs, char *what, size_t what_len, const cJS
 
 	if (differs == NULL || desired == NULL || observed == NULL)
 		return tau_error_set(TAU_EINVAL, "apply: comparison without objects");
-	tau_say(what, what_len, "%s", "");
+	tau_str_printf(what, what_len, "%s", "");
 	*differs = section_differs(desired, observed, "labels", what, what_len) ||
 	           section_differs(desired, observed, "annotations", what, what_len);
 	cJSON_ArrayForEach(it, desired)
@@ -303,7 +304,8 @@ static int create(tau_apply_result *out, tau_kube_client *c, const tau_apply_kin
 	cJSON_Delete(created);
 	*exists = rc == -TAU_ECONFLICT;
 	if (rc != 0 && !*exists)
-		tau_say(out->detail, sizeof(out->detail), "create failed: %s", last_error_text());
+		tau_str_printf(out->detail, sizeof(out->detail), "create failed: %s",
+		               last_error_text());
 	return rc;
 }
 
@@ -320,8 +322,8 @@ static int replace(tau_apply_result *out, tau_kube_client *c, const tau_apply_ki
 		char diff[TAU_APPLY_DETAIL_MAX];
 
 		memcpy(diff, out->detail, sizeof(diff));
-		tau_say(out->detail, sizeof(out->detail), "%.300s (replace: delete failed: %s)",
-		        diff, last_error_text());
+		tau_str_printf(out->detail, sizeof(out->detail),
+		               "%.300s (replace: delete failed: %s)", diff, last_error_text());
 		return rc;
 	}
 	/* With finalizers the old object lingers: the create answers 409 until it is gone. */
@@ -359,8 +361,8 @@ int tau_apply_ensure(tau_apply_result *out, tau_kube_client *c, const tau_apply_
 			goto out;
 		}
 		if (rc != 0) {
-			tau_say(out->detail, sizeof(out->detail), "read failed: %s",
-			        last_error_text());
+			tau_str_printf(out->detail, sizeof(out->detail), "read failed: %s",
+			               last_error_text());
 			goto out;
 		}
 		if (!tau_apply_owned(obs, owner, owner->check_uid_on_update ? owner->uid : NULL,
@@ -397,8 +399,8 @@ int tau_apply_ensure(tau_apply_result *out, tau_kube_client *c, const tau_apply_
 		/* Someone wrote between our read and our update: read again. */
 	}
 	if (rc != 0)
-		tau_say(out->detail, sizeof(out->detail), "%.300s (update failed: %s)", what,
-		        last_error_text());
+		tau_str_printf(out->detail, sizeof(out->detail), "%.300s (update failed: %s)", what,
+		               last_error_text());
 out:
 	cJSON_Delete(obs);
 	return rc;
@@ -422,7 +424,8 @@ int tau_apply_delete_owned(tau_apply_result *out, tau_kube_client *c, const tau_
 		return 0;
 	}
 	if (rc != 0) {
-		tau_say(out->detail, sizeof(out->detail), "read failed: %s", last_error_text());
+		tau_str_printf(out->detail, sizeof(out->detail), "read failed: %s",
+		               last_error_text());
 		return rc;
 	}
 	if (!tau_apply_owned(obs, owner, owner->uid, out->detail, sizeof(out->detail))) {
@@ -443,7 +446,8 @@ int tau_apply_delete_owned(tau_apply_result *out, tau_kube_client *c, const tau_
 		out->outcome = TAU_APPLY_ABSENT;
 		rc = 0;
 	} else {
-		tau_say(out->detail, sizeof(out->detail), "delete failed: %s", last_error_text());
+		tau_str_printf(out->detail, sizeof(out->detail), "delete failed: %s",
+		               last_error_text());
 	}
 out:
 	cJSON_Delete(obs);

@@ -19,6 +19,7 @@
 
 #include "tau/array.h"
 #include "tau/error.h"
+#include "tau/str.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -169,8 +170,8 @@ static int classes_resolve(tau_dra_view *v, const tau_dra_class *classes, size_t
 		} else if (s->cls->unusable != NULL) {
 			s->unusable = true;
 			s->resource = NULL;
-			tau_say(s->note, sizeof(s->note), "class %s: %s", s->cls->name,
-			        s->cls->unusable);
+			tau_str_printf(s->note, sizeof(s->note), "class %s: %s", s->cls->name,
+			               s->cls->unusable);
 		}
 	}
 	qsort(v->classes, n, sizeof(*v->classes), by_class_name);
@@ -619,7 +620,8 @@ bool tau_dra_counts_beside(const tau_dra_resource *r, const tau_node_facts *fact
 			continue;
 		if (tau_quantity_format(q, sizeof(q), &facts->allocatable[i].value) < 0)
 			snprintf(q, sizeof(q), "?");
-		tau_say(why, why_cap,
+		tau_str_printf(
+		        why, why_cap,
 		        "node %s advertises %s %s in allocatable and %u DRA devices map to it: "
 		        "allocatable counts, the DRA devices do not",
 		        facts->name, q, r->name, r->devices);

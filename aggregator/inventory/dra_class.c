@@ -12,6 +12,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/names.h"
+#include "tau/str.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,13 +131,14 @@ tau_dra_via tau_dra_class_resource(const char **resource, const tau_dra_class *c
 	const char *kueue = NULL;
 
 	*resource = NULL;
-	tau_say(note, note_cap, "%s", "");
+	tau_str_printf(note, note_cap, "%s", "");
 	for (size_t i = 0; i < n_mappings; i++)
 		for (size_t j = 0; j < mappings[i].n_device_classes; j++) {
 			if (strcmp(mappings[i].device_classes[j], cls->name) != 0)
 				continue;
 			if (kueue != NULL && strcmp(kueue, mappings[i].name) != 0) {
-				tau_say(note, note_cap,
+				tau_str_printf(
+				        note, note_cap,
 				        "class %s: Kueue's deviceClassMappings name it under %s "
 				        "and %s; "
 				        "it counts nothing until one is removed",
@@ -148,7 +150,8 @@ tau_dra_via tau_dra_class_resource(const char **resource, const tau_dra_class *c
 	if (kueue != NULL) {
 		if (cls->extended_resource_name != NULL &&
 		    strcmp(cls->extended_resource_name, kueue) != 0)
-			tau_say(note, note_cap,
+			tau_str_printf(
+			        note, note_cap,
 			        "class %s: counted as %s, Kueue's deviceClassMappings, not as its "
 			        "extendedResourceName %s",
 			        cls->name, kueue, cls->extended_resource_name);
@@ -159,7 +162,8 @@ tau_dra_via tau_dra_class_resource(const char **resource, const tau_dra_class *c
 		*resource = cls->extended_resource_name;
 		return TAU_DRA_VIA_EXTENDED;
 	}
-	tau_say(note, note_cap,
+	tau_str_printf(
+	        note, note_cap,
 	        "class %s: no extendedResourceName and not in Kueue's deviceClassMappings: its "
 	        "devices count under no quota resource",
 	        cls->name);

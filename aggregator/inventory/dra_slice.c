@@ -13,6 +13,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/names.h"
+#include "tau/str.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -486,7 +487,8 @@ static void judge(tau_dra_pool_state *p, const tau_dra_slice *const *sorted, siz
 	p->expected = sorted[lo]->slice_count;
 	for (size_t i = lo; i < hi; i++)
 		if (sorted[i]->slice_count != p->expected) {
-			tau_say(p->reason, sizeof(p->reason),
+			tau_str_printf(
+			        p->reason, sizeof(p->reason),
 			        "pool %s of driver %s: slices of generation %lld disagree on "
 			        "resourceSliceCount (%lld and %lld)",
 			        p->pool, p->driver, (long long)p->generation,
@@ -495,14 +497,16 @@ static void judge(tau_dra_pool_state *p, const tau_dra_slice *const *sorted, siz
 			return;
 		}
 	if ((int64_t)p->seen != p->expected) {
-		tau_say(p->reason, sizeof(p->reason),
-		        "pool %s of driver %s: %zu of %lld slices of generation %lld seen%s",
-		        p->pool, p->driver, p->seen, (long long)p->expected,
-		        (long long)p->generation, p->older > 0 ? " (an update in flight)" : "");
+		tau_str_printf(p->reason, sizeof(p->reason),
+		               "pool %s of driver %s: %zu of %lld slices of generation %lld seen%s",
+		               p->pool, p->driver, p->seen, (long long)p->expected,
+		               (long long)p->generation,
+		               p->older > 0 ? " (an update in flight)" : "");
 		return;
 	}
 	if (dup != NULL) {
-		tau_say(p->reason, sizeof(p->reason),
+		tau_str_printf(
+		        p->reason, sizeof(p->reason),
 		        "pool %s of driver %s: device %s is published by two slices of generation "
 		        "%lld",
 		        p->pool, p->driver, dup, (long long)p->generation);

@@ -394,8 +394,8 @@ static bool map_drifted(const cJSON *desired, const cJSON *observed, const char 
 		if (!cJSON_IsString(item) || tau_str_eq_or_both_null(gv, item->valuestring))
 			continue;
 		describe(d, sizeof(d), gv);
-		tau_say(what, what_len, "metadata.%s[\"%s\"] is %s, want \"%.200s\"", map,
-		        item->string, d, item->valuestring);
+		tau_str_printf(what, what_len, "metadata.%s[\"%s\"] is %s, want \"%.200s\"", map,
+		               item->string, d, item->valuestring);
 		return true;
 	}
 	return false;
@@ -414,7 +414,7 @@ static bool owned_key_extra(const cJSON *desired, const cJSON *observed, const c
 	got = have != NULL ? cJSON_GetObjectItemCaseSensitive(have, key) : NULL;
 	if (got == NULL || cJSON_IsNull(got))
 		return false;
-	tau_say(what, what_len, "metadata.annotations[\"%s\"] is set, want it absent", key);
+	tau_str_printf(what, what_len, "metadata.annotations[\"%s\"] is set, want it absent", key);
 	return true;
 }
 
@@ -428,7 +428,8 @@ static bool field_drifted(const cJSON *desired, const cJSON *observed, const cha
 	if (tau_str_eq_or_both_null(want, have))
 		return false;
 	describe(d, sizeof(d), have);
-	tau_say(what, what_len, "%s is %s, want \"%.200s\"", path, d, want != NULL ? want : "");
+	tau_str_printf(what, what_len, "%s is %s, want \"%.200s\"", path, d,
+	               want != NULL ? want : "");
 	return true;
 }
 
@@ -469,7 +470,7 @@ static bool subjects_drifted(const cJSON *desired, const cJSON *observed, char *
 	int nh = cJSON_IsArray(have) ? cJSON_GetArraySize(have) : 0;
 
 	if (nw != nh) {
-		tau_say(what, what_len, "subjects has %d entries, want %d", nh, nw);
+		tau_str_printf(what, what_len, "subjects has %d entries, want %d", nh, nw);
 		return true;
 	}
 	cJSON_ArrayForEach(w, want)
@@ -484,9 +485,9 @@ static bool subjects_drifted(const cJSON *desired, const cJSON *observed, char *
 			}
 		}
 		if (!found) {
-			tau_say(what, what_len, "subjects lacks %s \"%.200s\"",
-			        or_empty(tau_json_str(w, "kind")),
-			        or_empty(tau_json_str(w, "name")));
+			tau_str_printf(what, what_len, "subjects lacks %s \"%.200s\"",
+			               or_empty(tau_json_str(w, "kind")),
+			               or_empty(tau_json_str(w, "name")));
 			return true;
 		}
 	}
@@ -504,7 +505,7 @@ int tau_ws_desired_drifted(bool *out, char *what, size_t what_len, const cJSON *
 	kind = tau_json_str(desired, "kind");
 	if (kind == NULL)
 		return tau_error_set(TAU_EINVAL, "drift check: desired object has no kind");
-	tau_say(what, what_len, "%s", "");
+	tau_str_printf(what, what_len, "%s", "");
 	d = map_drifted(desired, observed, "labels", what, what_len) ||
 	    map_drifted(desired, observed, "annotations", what, what_len);
 	if (!d && strcmp(kind, "ServiceAccount") == 0)

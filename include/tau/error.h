@@ -56,10 +56,6 @@ const tau_error *tau_error_last(void);
 /** Forget this thread's last error. */
 void tau_error_clear(void);
 
-/* tau_say is tau_str_printf (tau/str.h); this alias goes when every caller uses that name. */
-#include "tau/str.h"
-#define tau_say tau_str_printf
-
 /** A short constant name for a code ("EINVAL"); accepts positive or negative. */
 const char *tau_error_name(int code);
 
