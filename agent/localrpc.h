@@ -9,9 +9,8 @@
 #ifndef TAU_AGENT_LOCALRPC_H
 #define TAU_AGENT_LOCALRPC_H
 
-#include "tau/rpc.h"
-
 #include <stddef.h>
+#include "tau/rpc_client.h"
 
 /** Longest reason text written by these helpers, NUL included. */
 #define TAU_AGENT_LOCALRPC_WHY_MAX 320

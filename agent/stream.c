@@ -18,7 +18,7 @@
 #include "tau/error.h"
 #include "tau/file.h"
 #include "tau/pem.h"
-#include "tau/rpc.h"
+#include "tau/rpc_client.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -31,7 +31,7 @@
 #include "tau/log.h"
 #include "tau/parse.h"
 #include "tau/pem.h"
-#include "tau/rpc.h"
+#include "tau/rpc_server.h"
 
 #include <errno.h>
 #include <netdb.h>

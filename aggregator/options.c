@@ -10,7 +10,7 @@
 
 #include "tau/error.h"
 #include "tau/parse.h"
-#include "tau/rpc.h"
+#include "tau/rpc_server.h"
 
 #include <getopt.h>
 #include <stddef.h>

@@ -15,9 +15,10 @@
  */
 #include "tau/clock.h"
 #include "tau/error.h"
-#include "tau/rpc.h"
 
 #include "tau/inventory/v1/inventory.pb-c.h"
+#include "tau/rpc_client.h"
+#include "tau/rpc_server.h"
 
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>

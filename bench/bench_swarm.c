@@ -35,10 +35,11 @@
 #include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
-#include "tau/rpc.h"
 
 #include "tau/inventory/v1/inventory.pb-c.h"
 #include "tau/inventory/v1/query.pb-c.h"
+#include "tau/rpc_client.h"
+#include "tau/rpc_server.h"
 
 #include <cjson/cJSON.h>
 #include <grpc/byte_buffer_reader.h>

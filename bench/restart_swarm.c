@@ -20,9 +20,9 @@
 #include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
-#include "tau/rpc.h"
 
 #include "tau/inventory/v1/inventory.pb-c.h"
+#include "tau/rpc_client.h"
 
 #include <poll.h>
 #include <pthread.h>

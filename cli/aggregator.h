@@ -9,8 +9,7 @@
 #define TAU_CLI_AGGREGATOR_H
 
 #include "cli.h"
-
-#include "tau/rpc.h"
+#include "tau/rpc_client.h"
 
 #include <getopt.h>
 #include <stdbool.h>

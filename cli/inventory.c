@@ -17,7 +17,7 @@
 #include "tau/error.h"
 #include "tau/kube.h"
 #include "tau/parse.h"
-#include "tau/rpc.h"
+#include "tau/rpc_client.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>

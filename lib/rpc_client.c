@@ -15,9 +15,9 @@
 #define _GNU_SOURCE
 #endif
 #include "tau/clock.h"
-#include "tau/rpc.h"
 
 #include "tau/error.h"
+#include "tau/rpc_client.h"
 
 #include "rpc_internal.h"
 

@@ -10,9 +10,9 @@
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
-#include "tau/rpc.h"
 
 #include "tau/error.h"
+#include "tau/rpc_server.h"
 
 #include "grpc/health/v1/health.pb-c.h"
 

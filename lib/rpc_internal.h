@@ -9,9 +9,8 @@
 #ifndef TAU_RPC_INTERNAL_H
 #define TAU_RPC_INTERNAL_H
 
-#include "tau/rpc.h"
-
 #include <grpc/byte_buffer.h>
+#include "tau/rpc_server.h"
 #include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>
 

@@ -15,12 +15,12 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "tau/rpc.h"
 
 #include "rpc_server_internal.h"
 #include "tau/backoff.h"
 #include "tau/error.h"
 #include "tau/log.h"
+#include "tau/rpc_server.h"
 
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>

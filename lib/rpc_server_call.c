@@ -15,11 +15,11 @@
 #define _GNU_SOURCE
 #endif
 #include "tau/clock.h"
-#include "tau/rpc.h"
 
 #include "rpc_server_internal.h"
 #include "tau/error.h"
 #include "tau/log.h"
+#include "tau/rpc_server.h"
 
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>

@@ -11,7 +11,7 @@
 
 #include "rpc_internal.h"
 #include "tau/hmap.h"
-#include "tau/rpc.h"
+#include "tau/rpc_server.h"
 
 #include <grpc/grpc.h>
 #include <grpc/support/time.h>

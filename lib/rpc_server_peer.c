@@ -9,10 +9,10 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "tau/rpc.h"
 
 #include "rpc_server_internal.h"
 #include "tau/error.h"
+#include "tau/rpc_server.h"
 
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>

@@ -18,7 +18,7 @@
 #include "auth.h"
 
 #include "tau/prom.h"
-#include "tau/rpc.h"
+#include "tau/rpc_server.h"
 
 #include <stdbool.h>
 #include <stddef.h>

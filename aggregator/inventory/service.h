@@ -22,7 +22,7 @@
 #include "workspace/summary.h"
 
 #include "tau/kueueconfig.h"
-#include "tau/rpc.h"
+#include "tau/rpc_server.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>

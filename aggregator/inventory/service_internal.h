@@ -21,9 +21,9 @@
 
 #include "tau/hmap.h"
 #include "tau/prom.h"
-#include "tau/rpc.h"
 
 #include "tau/inventory/v1/inventory.pb-c.h"
+#include "tau/rpc_server.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -17,7 +17,7 @@
 
 #include "tau/error.h"
 #include "tau/prom.h"
-#include "tau/rpc.h"
+#include "tau/rpc_server.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

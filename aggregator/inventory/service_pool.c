@@ -16,7 +16,7 @@
 #include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
-#include "tau/rpc.h"
+#include "tau/rpc_server.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -17,10 +17,10 @@
 #include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
-#include "tau/rpc.h"
 
 #include "tau/inventory/v1/inventory.pb-c.h"
 #include "tau/inventory/v1/query.pb-c.h"
+#include "tau/rpc_server.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

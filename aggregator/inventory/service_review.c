@@ -18,7 +18,7 @@
 #include "tau/hmap.h"
 #include "tau/log.h"
 #include "tau/prom.h"
-#include "tau/rpc.h"
+#include "tau/rpc_server.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -16,11 +16,11 @@
  */
 #include "tau/error.h"
 #include "tau/file.h"
-#include "tau/rpc.h"
 
 #include "grpc/health/v1/health.pb-c.h"
 #include "tau/inventory/v1/inventory.pb-c.h"
 #include "tau/inventory/v1/query.pb-c.h"
+#include "tau/rpc_client.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -12,10 +12,10 @@
  */
 #include "tau/error.h"
 #include "tau/file.h"
-#include "tau/rpc.h"
 
 #include "tau/inventory/v1/inventory.pb-c.h"
 #include "tau/inventory/v1/query.pb-c.h"
+#include "tau/rpc_server.h"
 
 #include <pthread.h>
 #include <signal.h>

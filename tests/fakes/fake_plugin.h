@@ -10,7 +10,7 @@
 #include "tau/error.h"
 #include "tau/file.h"
 #include "tau/json.h"
-#include "tau/rpc.h"
+#include "tau/rpc_server.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -6,11 +6,12 @@
  * one mutex and signal one condition variable; tests wait for conditions, never sleep.
  */
 #include "tau/error.h"
-#include "tau/rpc.h"
 
 #include "grpc/health/v1/health.pb-c.h"
 #include "tau/inventory/v1/inventory.pb-c.h"
 #include "tau/inventory/v1/query.pb-c.h"
+#include "tau/rpc_client.h"
+#include "tau/rpc_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

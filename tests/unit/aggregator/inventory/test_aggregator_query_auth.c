@@ -8,6 +8,8 @@
 #include "tau/error.h"
 
 #include "tau/inventory/v1/query.pb-c.h"
+#include "tau/rpc_client.h"
+#include "tau/rpc_server.h"
 
 #include <pthread.h>
 #include <setjmp.h>
