@@ -11,6 +11,7 @@
  */
 #include "status.h"
 
+#include "tau/conditions.h"
 #include "tau/error.h"
 #include "tau/json.h"
 
@@ -301,27 +302,11 @@ int tau_ws_status_conditions(tau_ws_condition out[TAU_WS_N_CONDITIONS],
 	return 0;
 }
 
-/* The previous condition of `type` in a status object, or NULL. */
-static const cJSON *find_condition(const cJSON *status, const char *type)
-{
-	const cJSON *conds = NULL, *c;
-
-	if (status == NULL || tau_json_get_array(&conds, status, "conditions") < 0)
-		return NULL;
-	cJSON_ArrayForEach(c, conds)
-	{
-		const char *t = NULL;
-
-		if (tau_json_get_string(&t, c, "type") == 0 && strcmp(t, type) == 0)
-			return c;
-	}
-	return NULL;
-}
-
 static const char *transition_time(const cJSON *previous, const tau_ws_condition *c,
                                    const char *now)
 {
-	const cJSON *old = find_condition(previous, c->type);
+	const cJSON *old = tau_conditions_find(
+	        cJSON_GetObjectItemCaseSensitive(previous, "conditions"), c->type);
 	const char *st = NULL, *ltt = NULL;
 
 	if (old != NULL && tau_json_get_string(&st, old, "status") == 0 &&
@@ -476,7 +461,8 @@ bool tau_ws_status_changed(const cJSON *desired, const cJSON *current)
 
 		if (tau_json_get_string(&type, c, "type") < 0)
 			continue;
-		old = find_condition(current, type);
+		old = tau_conditions_find(cJSON_GetObjectItemCaseSensitive(current, "conditions"),
+		                          type);
 		if (old == NULL || !same_string(c, old, "status") ||
 		    !same_string(c, old, "reason") || !same_string(c, old, "message") ||
 		    !same_int(c, old, "observedGeneration"))
