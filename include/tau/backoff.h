@@ -12,8 +12,6 @@
 
 #include <stdint.h>
 
-#include "tau/clock.h"
-
 /** Exponential backoff: initial, initial*factor, ... capped, each plus up to jitter*base. */
 typedef struct tau_backoff {
 	uint64_t initial_ms;     /**< first delay */
@@ -56,15 +54,6 @@ void tau_backoff_bucket_init(tau_backoff_bucket *tb, double qps, unsigned burst,
  * golang.org/x/time/rate's Reserve does.
  */
 uint64_t tau_backoff_bucket_reserve(tau_backoff_bucket *tb, uint64_t now_ms);
-
-/*
- * Deprecated: the clocks live in tau/clock.h under names that say which clock.  These
- * aliases go when no caller is left.
- */
-#define tau_backoff_now_ms   tau_clock_mono_ms
-#define tau_backoff_now_us   tau_clock_mono_us
-#define tau_backoff_wall_us  tau_clock_wall_us
-#define tau_backoff_sleep_ms tau_clock_sleep_ms
 
 /** A thread-safe uniform random number in [0,1). */
 double tau_backoff_rand(void);
