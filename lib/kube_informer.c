@@ -806,6 +806,19 @@ static char *dup_opt(const char *s, bool *bad)
 	return d;
 }
 
+/* Free the cache (its entries already gone), the copied names and selectors, and `inf`. */
+static void release(tau_kube_informer *inf)
+{
+	tau_hmap_destroy(&inf->cache);
+	free(inf->group);
+	free(inf->version);
+	free(inf->plural);
+	free(inf->ns);
+	free(inf->label_selector);
+	free(inf->field_selector);
+	free(inf);
+}
+
 int tau_kube_informer_new(tau_kube_informer **out, tau_kube_loop *loop,
                           const tau_kube_resource *res, const tau_kube_informer_options *opts,
                           const tau_kube_handlers *handlers)
@@ -857,14 +870,7 @@ int tau_kube_informer_new(tau_kube_informer **out, tau_kube_loop *loop,
 	if (!bad && tau_hmap_init(&inf->cache, 1024) < 0)
 		bad = true;
 	if (bad) {
-		tau_hmap_destroy(&inf->cache);
-		free(inf->group);
-		free(inf->version);
-		free(inf->plural);
-		free(inf->ns);
-		free(inf->label_selector);
-		free(inf->field_selector);
-		free(inf);
+		release(inf);
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	}
 	pthread_mutex_init(&inf->lock, NULL);
@@ -913,15 +919,8 @@ void tau_kube_informer_free(tau_kube_informer *inf)
 			free(e);
 		}
 	}
-	tau_hmap_destroy(&inf->cache);
 	pthread_mutex_destroy(&inf->lock);
-	free(inf->group);
-	free(inf->version);
-	free(inf->plural);
-	free(inf->ns);
-	free(inf->label_selector);
-	free(inf->field_selector);
-	free(inf);
+	release(inf);
 }
 
 bool tau_kube_informer_has_synced(tau_kube_informer *inf)
