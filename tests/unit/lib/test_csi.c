@@ -1,5 +1,5 @@
 /*
- * test_csiorigin.c - who deployed each CSI driver on a node (tau/csi.h),
+ * test_csi.c - who deployed each CSI driver on a node (tau/csi.h),
  * the rules the node agent and `tau storage check` share: which pods serve
  * which drivers, the add-on and self-deployment marks, disagreement, caps
  * and malformed input.

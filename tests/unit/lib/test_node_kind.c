@@ -1,5 +1,5 @@
 /*
- * test_nodekind.c - the node-kind rules (tau/node_kind.h) that the node agent
+ * test_node_kind.c - the node-kind rules (tau/node_kind.h) that the node agent
  * and `tau storage check` share: a table of label and providerID signals, and
  * the same rules read from Node objects.
  */

@@ -1,5 +1,5 @@
 /*
- * test_promtext.c - the Prometheus text pieces: HELP/TYPE lines, escaped label
+ * test_prom.c - the Prometheus text pieces: HELP/TYPE lines, escaped label
  * values, quantities as exact sample values.
  */
 #include <setjmp.h>
