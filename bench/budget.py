@@ -5,8 +5,8 @@
         [--storm-rate 1000] [--storm-seconds 10] [--steady-seconds 10] [--json FILE]
 
 Runs the real tau-aggregator (default budget flags: --budget-coalesce 200ms, --budget-resync
-5m) against kube-sim on 127.0.0.1, set up as the budget e2e suite does (tests/e2e/budget/
-harness.py: TLS, `--authz rbac`, the Kueue and taugrid CRDs, the aggregator with only its
+5m) against kube-sim on 127.0.0.1, set up as the budget e2e suite does (tests/e2e/harness/
+budget.py: TLS, `--authz rbac`, the Kueue and taugrid CRDs, the aggregator with only its
 ServiceAccount's token).  The nodes have no agents: the sync gate opens on its 1 s timeout and
 each node counts with its Node's allocatable, so every change below goes through the API.
 The Nodes are seeded (kube-sim `--seed`, so 50,000 of them take seconds, not minutes of POSTs)
@@ -56,14 +56,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-import simtest  # noqa: E402
-
-import soak  # noqa: E402  (bench/: its Cluster passes extra kube-sim flags)
-import test_aggregator_workspaces as taw  # noqa: E402
-from budget import harness as h  # noqa: E402
-from test_budget import quota  # noqa: E402
+import harness_path  # noqa: E402,F401  (puts tests/e2e on sys.path)
+from harness import budget as h  # noqa: E402
+from harness import paths  # noqa: E402
+from harness.budget import quota  # noqa: E402
 
 FLAVOR_CLS = "h100"
 GPU = "nvidia.com/gpu"
@@ -249,7 +245,7 @@ class Bench:
                        "items": [h.node(n, "h100", h.H100) for n in self.h100] +
                        [h.node(n, "a100", h.A100) for n in self.a100]}, f)
         window = max(1000, 2 * int(self.a.storm_rate * self.a.storm_seconds) + 1000)
-        c = self.c = soak.SoakCluster((), ["--seed", seed, "--watch-cache-events", str(window)])
+        c = self.c = h.Cluster((), ["--seed", seed, "--watch-cache-events", str(window)])
         os.unlink(seed)
         c.create(h.team("research"), h.TEAMS)
         c.create(h.tau_cluster(), h.TAU + "/clusters")
@@ -550,9 +546,9 @@ def main():
     if a.gap is None:
         # An isolated change: past the coalescing window and the budget's 1 s spacing of writes.
         a.gap = max(coalesce_s, 1.0) + 0.2
-    taw.AGG_BIN = os.path.join(a.build, "tau-aggregator")
-    if not os.access(taw.AGG_BIN, os.X_OK):
-        print("bench/budget: %s is not built" % taw.AGG_BIN, file=sys.stderr)
+    paths.AGG_BIN = os.path.join(a.build, "tau-aggregator")
+    if not os.access(paths.AGG_BIN, os.X_OK):
+        print("bench/budget: %s is not built" % paths.AGG_BIN, file=sys.stderr)
         return 1
     # A hang is reported with every thread's stack rather than waited out.
     faulthandler.dump_traceback_later(a.deadline + 60, exit=True)

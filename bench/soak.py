@@ -6,7 +6,7 @@
         [--json FILE] [--keep]
 
 Everything runs on 127.0.0.1: kube-sim (TLS, `--authz rbac`, the Kueue and taugrid CRDs, the
-chart's RBAC, set up as the budget e2e suite does: tests/e2e/budget/harness.py) with
+chart's RBAC, set up as the budget e2e suite does: tests/e2e/harness/budget.py) with
 `--history-events`, one real tau-aggregator (its ServiceAccount's token only,
 MultipleWorkspaces=true) on a fixed gRPC port, and --agents agents: a swarm of Report streams
 in this process (tests/e2e/aggregator/agent.FakeAgent, one node-bound token each, reconnecting
@@ -26,7 +26,7 @@ For --duration seconds, all at once:
 
 Invariants, checked continuously from kube-sim's history (GET /sim/history: every committed
 write, faults and compaction notwithstanding) by replaying the Node events into the true pool
-(tests/e2e/test_aggregator.expected_pool, exact Fractions) after every resourceVersion:
+(tests/e2e/harness/aggregator.py expected_pool, exact Fractions) after every resourceVersion:
 
   I1 budget floor  every write of the root Cohort tau-team-research holds, per flavor and
                    resource, at least the smallest true pool of the last --lag seconds before
@@ -68,18 +68,17 @@ from fractions import Fraction
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
 import grpc  # noqa: E402
 
-import test_aggregator_workspaces as taw  # noqa: E402
-import test_workspace as wst  # noqa: E402
-from budget import harness as h  # noqa: E402
-from harness import agents, paths  # noqa: E402
+import harness_path  # noqa: E402,F401  (puts tests/e2e on sys.path)
+from harness import agents, paths, proto  # noqa: E402
+from harness import budget as h  # noqa: E402
+from harness import workspace as wst  # noqa: E402
 from harness.agents import FakeAgent, inventory_from_node  # noqa: E402
+from harness.aggregator import expected_pool  # noqa: E402
 from harness.quantity import parse as qparse  # noqa: E402
 from harness.tokens import agent_token  # noqa: E402
-from test_aggregator import expected_pool  # noqa: E402
+from harness.waits import wait_for  # noqa: E402
 
 TEAM = "research"
 COHORT = h.cohort_name(TEAM)
@@ -147,26 +146,6 @@ class Api:
         return self.must("PATCH", path, patch, "application/merge-patch+json")
 
 
-# -- kube-sim with history ----------------------------------------------------------------------
-
-class SoakCluster(h.Cluster):
-    """The budget harness's Cluster, its kube-sim also keeping a write history."""
-
-    def __init__(self, agent_nodes, sim_args):
-        class Sim(taw._SimWithAgentTokens):
-            def __init__(self, args, **kw):
-                super().__init__(list(args) + list(sim_args), **kw)
-        saved = wst.SimProcess, taw.CSI_NODES
-        wst.SimProcess, taw.CSI_NODES = Sim, tuple(agent_nodes)
-        try:
-            self.env = wst.Env(start=False)
-        finally:
-            wst.SimProcess, taw.CSI_NODES = saved
-        self.sim = self.env.sim
-        self.aggs = []
-        self.agents = {}
-
-
 # -- the agents -----------------------------------------------------------------------------------
 
 class Swarm(threading.Thread):
@@ -191,8 +170,8 @@ class Swarm(threading.Thread):
             self.dirty.add(name)
 
     def _start(self, name, obj, i):
-        a = FakeAgent(taw.ipb, self.chans[i % len(self.chans)], agent_token(name),
-                      inventory_from_node(taw.ipb, obj))
+        a = FakeAgent(proto.inventory(), self.chans[i % len(self.chans)], agent_token(name),
+                      inventory_from_node(proto.inventory(), obj))
         self.connects += 1
         return a
 
@@ -220,7 +199,7 @@ class Swarm(threading.Thread):
                         if t >= st[1]:
                             st[0] = self._start(name, obj, i)
                     elif name in dirty:
-                        a.send_inventory(inventory_from_node(taw.ipb, obj))
+                        a.send_inventory(inventory_from_node(proto.inventory(), obj))
         except Exception as e:  # reported by the main loop
             self.error = e
 
@@ -294,7 +273,7 @@ class Soak:
         plan = (plan + [CLASSES[0][0]] * n)[:n]
         self.names = ["soak-%s-%03d" % (cls, i) for i, cls in enumerate(plan)]
         self.home = dict(zip(self.names, plan))
-        self.c = SoakCluster(self.names, ["--history-events", "2000000",
+        self.c = h.Cluster(self.names, ["--history-events", "2000000",
                                           "--fault-seed", str(a.seed)])
         self.api = Api(self.c.sim, self.halt)
         for name in self.names:
@@ -500,9 +479,7 @@ class Soak:
                 self.aggs[-1][1] = "SIGKILL"
                 rv = self.c.sim.req("GET", "/sim/state", token=False)[1]["resourceVersion"]
                 self.kills.append((time.time(), int(rv)))
-                if agg.channel is not None:
-                    agg.channel.close()
-                    agg.channel = None
+                agg.close_channel()
                 self.agg = self.start_aggregator("agg-%02d" % (i + 1))
 
     def monitor(self):
@@ -658,8 +635,8 @@ class Soak:
         try:
             got, token = {}, ""
             while True:
-                r = agg.unary("ListNodes", taw.qpb.ListNodesRequest(page_token=token),
-                              taw.qpb.ListNodesResponse)
+                r = agg.unary("ListNodes", proto.query().ListNodesRequest(page_token=token),
+                              proto.query().ListNodesResponse)
                 got.update({n.name: n for n in r.nodes})
                 token = r.next_page_token
                 if not token:
@@ -943,15 +920,14 @@ def cls_alloc(cls):
 def pool_established(agg, every_agent=False):
     """The pool is established; with every_agent, also no GPU node's agent missing."""
     try:
-        p = agg.unary("GetPool", taw.qpb.GetPoolRequest(), taw.qpb.Pool)
+        p = agg.unary("GetPool", proto.query().GetPoolRequest(), proto.query().Pool)
     except grpc.RpcError:
         return False
     return p.established and (not every_agent or p.missing_count == 0)
 
 
 def simtest_wait(pred, timeout, msg):
-    import simtest
-    simtest.wait_for(pred, timeout=timeout, interval=0.2, msg=msg)
+    wait_for(pred, timeout, msg, interval=0.2)
 
 
 def report(out):
@@ -1010,16 +986,16 @@ def main():
     a = ap.parse_args()
     if a.duration < 30 or a.kills < 0 or a.agents < 4 or a.churn_rate <= 0:
         ap.error("need --duration >= 30, --kills >= 0, --agents >= 4, --churn-rate > 0")
-    taw.AGG_BIN = os.path.join(a.build, "tau-aggregator")
-    taw.CLI_BIN = os.path.join(a.build, "tau")
+    paths.AGG_BIN = os.path.join(a.build, "tau-aggregator")
+    paths.CLI_BIN = os.path.join(a.build, "tau")
     paths.AGENT_BIN = os.path.join(a.build, "tau-node-agent")
     if a.real_agents > a.agents:
         ap.error("--real-agents is at most --agents")
-    if not os.access(taw.AGG_BIN, os.X_OK):
-        print("soak: %s is not built" % taw.AGG_BIN, file=sys.stderr)
+    if not os.access(paths.AGG_BIN, os.X_OK):
+        print("soak: %s is not built" % paths.AGG_BIN, file=sys.stderr)
         return 1
     faulthandler.dump_traceback_later(a.duration + 3 * a.settle + 600, exit=True)
-    taw.setUpModule()
+    proto.inventory()
     s = Soak(a)
     try:
         s.run()
@@ -1027,7 +1003,6 @@ def main():
         s.fail("I5 fresh state" if s.halt.is_set() else "setup", str(e)[:6000])
     finally:
         s.stop()
-        taw.tearDownModule()
     out = s.summary()
     report(out)
     if a.json:

@@ -12,14 +12,13 @@ bare sleep.
 import copy
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 import unittest
 
 from harness import agents, kubesim, paths, procs, proto, require
 from harness.agents import ND_NODE
+from harness.procs import make_workdir, remove_workdir
 from harness.tls import make_tls
 from harness.waits import wait_for
 
@@ -29,17 +28,13 @@ pb = None
 
 def setUpModule():
     global WORK, pb
-    require.binary(paths.AGENT_BIN, "TAU_AGENT_BIN")
-    require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
-    require.tool("kubectl", "kubernetes-client", "KUBECTL")
-    require.module("grpc", "python3-grpcio")
-    WORK = tempfile.mkdtemp(prefix="tau-agent-e2e-")
+    agents.require_all()
+    WORK = make_workdir("tau-agent-e2e-")
     pb = proto.inventory()
 
 
 def tearDownModule():
-    if WORK:
-        shutil.rmtree(WORK, ignore_errors=True)
+    remove_workdir(WORK)
 
 
 def nd_objects(finalizer=False):

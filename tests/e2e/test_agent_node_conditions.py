@@ -20,16 +20,15 @@ ServiceAccount. Three real agents stream to the recording aggregator of tests/e2
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 from harness import agents, kubesim, paths, procs, proto, require
 from harness.agents import FAKE_GPUS as GPUS
 from harness.agents import write_atomic
+from harness.procs import make_workdir, remove_workdir
 from harness.waits import wait_for
 
 REPORT_WITHIN_S = 5
@@ -46,19 +45,15 @@ pb = None
 
 def setUpModule():
     global WORK, pb
-    require.binary(paths.AGENT_BIN, "TAU_AGENT_BIN")
-    require.binary(paths.build("fakes/nvml-full/libnvidia-ml.so.1"), "TAU_BUILD_DIR")
+    agents.require_all(("fakes/nvml-full/libnvidia-ml.so.1",), kubectl=False)
     require.binary(HELM, "HELM")
-    require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
-    require.module("grpc", "python3-grpcio")
     require.module("yaml", "python3-yaml")
-    WORK = tempfile.mkdtemp(prefix="tau-nc-")
+    WORK = make_workdir("tau-nc-")
     pb = proto.inventory()
 
 
 def tearDownModule():
-    if WORK:
-        shutil.rmtree(WORK, ignore_errors=True)
+    remove_workdir(WORK)
 
 
 def chart_rbac():

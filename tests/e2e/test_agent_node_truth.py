@@ -17,16 +17,15 @@ probes once an hour: a pod event alone must bring kubelet's new allocation withi
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 import unittest
 
-from harness import agents, kubesim, paths, proto, require
+from harness import agents, kubesim, paths, proto
 from harness.agents import (DISK, DRA_DRIVER, ND_NODE, FakePlugin, kubelet_config,
                             write_atomic)
 from harness.agents import FAKE_GPUS as GPUS
+from harness.procs import make_workdir, remove_workdir
 
 # --probe-interval 1: a change is seen at the next probe (<= 1 s), then built and sent at once.
 PROBE_INTERVAL_S = 1
@@ -38,20 +37,14 @@ pb = None
 
 def setUpModule():
     global WORK, pb
-    require.binary(paths.AGENT_BIN, "TAU_AGENT_BIN")
-    for fake in ("fakes/bin/fake_kubelet", "fakes/bin/fake_csi_driver",
-                 "fakes/nvml-full/libnvidia-ml.so.1"):
-        require.binary(os.path.join(paths.BUILD, fake), "TAU_BUILD_DIR")
-    require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
-    require.tool("kubectl", "kubernetes-client", "KUBECTL")
-    require.module("grpc", "python3-grpcio")
-    WORK = tempfile.mkdtemp(prefix="tau-nt-")
+    agents.require_all(("fakes/bin/fake_kubelet", "fakes/bin/fake_csi_driver",
+                        "fakes/nvml-full/libnvidia-ml.so.1"))
+    WORK = make_workdir("tau-nt-")
     pb = proto.inventory()
 
 
 def tearDownModule():
-    if WORK:
-        shutil.rmtree(WORK, ignore_errors=True)
+    remove_workdir(WORK)
 
 
 def gpu(inv, index):

@@ -5,13 +5,13 @@ Run with the system interpreter (python3-grpcio lives there), from tests/e2e:
     /usr/bin/python3 -m unittest -v test_aggregator_workspaces
 
 Each case starts kube-sim (`--authz rbac`, the Kueue and taugrid CRDs, the RBAC the chart
-ships; test_workspace.Env) and tau-aggregator with a kubeconfig holding only its
+ships; harness/workspace.py Env) and tau-aggregator with a kubeconfig holding only its
 ServiceAccount's token, creates a ClusterQueue and a TauWorkspace, waits until the real `tau`
 binary says `tau workspace check NAME` (exit 0), and reads ListWorkspaces/GetWorkspace over
 gRPC with message classes protoc generates from proto/.  Also covered: --leader-elect (only
 the leader runs the controller; a follower answers UNAVAILABLE and takes over when the leader
 stops), --no-workspace-controller, an invalid configuration refused at start-up (exit 2), and
-`tau workspace check --data-pvc PVC --aggregator ADDR`: fake agents (aggregator/agent.py) report
+`tau workspace check --data-pvc PVC --aggregator ADDR`: fake agents (harness/agents.py) report
 the CSI drivers of two counted nodes, and the check fails naming the node whose agent lacks the
 PVC's driver, then passes once it reports it; then fails again naming the node whose agent's live
 CSI Identity Probe says the driver is not ready, as does `tau storage check --aggregator` (which
@@ -21,145 +21,30 @@ Waits are wait-for-condition loops with deadlines, never fixed sleeps.
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
-import tempfile
-import threading
 import time
 import unittest
 
 import grpc
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-from harness import require  # noqa: E402
-import simtest  # noqa: E402
+from harness import paths, proto, require
+from harness import workspace as wst
+from harness.agents import FakeAgent, inventory_from_node
+from harness.tokens import agent_token
+from harness.waits import wait_for
 
-import test_workspace as wst  # noqa: E402
-from harness.agents import FakeAgent, inventory_from_node  # noqa: E402
-from harness.tokens import agent_token  # noqa: E402
-
-AGG_BIN = os.environ.get("TAU_AGGREGATOR_BIN", os.path.join(ROOT, "build", "tau-aggregator"))
-CLI_BIN = os.environ.get("TAU_CLI", os.path.join(ROOT, "build", "tau"))
-PROTOC = None  # setUpModule: require.tool
-PROTO_DIR = os.path.join(ROOT, "proto")
-QRY = "/tau.inventory.v1.QueryService/"
-TIMEOUT = float(os.environ.get("TAU_WS_E2E_TIMEOUT", "30"))
-
-qpb = ipb = None
-WORK = None
-AGENT_USER = "system:serviceaccount:tau-system:tau-node-agent"
+CLI_BIN = paths.CLI_BIN
 CSI_NODES = ("gpu-a", "gpu-b")
 BLOB = "blob.csi.azure.com"
 
+qpb = ipb = None
+
 
 def setUpModule():
-    global qpb, ipb, WORK, PROTOC
-    require.binary(AGG_BIN, "TAU_AGGREGATOR_BIN")
+    global qpb, ipb
+    require.binary(paths.AGG_BIN, "TAU_AGGREGATOR_BIN")
     require.binary(CLI_BIN, "TAU_CLI")
-    PROTOC = require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
-    WORK = tempfile.mkdtemp(prefix="tau-aggws-e2e-")
-    gen = os.path.join(WORK, "gen")
-    os.makedirs(gen)
-    subprocess.run([PROTOC, "-I" + PROTO_DIR, "--python_out=" + gen,
-                    os.path.join(PROTO_DIR, "tau/inventory/v1/inventory.proto"),
-                    os.path.join(PROTO_DIR, "tau/inventory/v1/query.proto")], check=True)
-    sys.path.insert(0, gen)
-    from tau.inventory.v1 import inventory_pb2, query_pb2  # noqa: E402
-    qpb, ipb = query_pb2, inventory_pb2
-
-
-def tearDownModule():
-    if WORK and not os.environ.get("TAU_E2E_KEEP"):
-        shutil.rmtree(WORK, ignore_errors=True)
-
-
-def wait_for(pred, timeout=TIMEOUT, msg="condition"):
-    return simtest.wait_for(pred, timeout=timeout, msg=msg)
-
-class Aggregator:
-    """The real tau-aggregator; its stderr goes to a file, its "ready" line is awaited."""
-
-    def __init__(self, env, name, extra=(), expect_ready=True):
-        self.log_path = os.path.join(env.tmp, name + ".log")
-        log = open(self.log_path, "a")
-        self.p = subprocess.Popen(
-            [AGG_BIN, "--kubeconfig", env.sa_kubeconfig, "--grpc-listen", "127.0.0.1:0",
-             "--http-listen", "127.0.0.1:0", "--system-namespace", "tau-system",
-             "--initial-sync-timeout", "1s", "--log-level", "info"] + list(extra),
-            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
-            universal_newlines=True)
-        log.close()
-        self.channel = None
-        if not expect_ready:
-            return
-        line = []
-        t = threading.Thread(target=lambda: line.append(self.p.stdout.readline()), daemon=True)
-        t.start()
-        t.join(60)
-        if not line or not line[0].startswith("ready "):
-            self.stop()
-            raise AssertionError("tau-aggregator did not start:\n" + self.log())
-        ports = dict(kv.split("=") for kv in line[0].split()[1:])
-        self.http_port = int(ports["http"])
-        self.addr = "127.0.0.1:%s" % ports["grpc"]
-        self.channel = grpc.insecure_channel(self.addr)
-        # Queries carry the admin token: TokenReview + SubjectAccessReview allow it.
-        self.md = (("authorization", "Bearer " + env.sim.token),)
-
-    def log(self):
-        with open(self.log_path) as f:
-            return f.read()
-
-    def unary(self, method, req, resp_cls):
-        fn = self.channel.unary_unary(QRY + method,
-                                      request_serializer=lambda m: m.SerializeToString(),
-                                      response_deserializer=resp_cls.FromString)
-        return fn(req, timeout=10, metadata=self.md)
-
-    def list_workspaces(self):
-        return self.unary("ListWorkspaces", qpb.ListWorkspacesRequest(),
-                          qpb.ListWorkspacesResponse).workspaces
-
-    def get_workspace(self, name):
-        return self.unary("GetWorkspace", qpb.GetWorkspaceRequest(name=name),
-                          qpb.WorkspaceSummary)
-
-    def rpc_error(self, fn, *args):
-        try:
-            fn(*args)
-        except grpc.RpcError as e:
-            return e
-        return None
-
-    def metrics(self):
-        import http.client
-        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
-        c.request("GET", "/metrics")
-        body = c.getresponse().read().decode()
-        c.close()
-        return body
-
-    def is_leader(self):
-        return "tau_aggregator_leader 1\n" in self.metrics()
-
-    def stop(self, timeout=30):
-        if self.channel is not None:
-            self.channel.close()
-            self.channel = None
-        if self.p.poll() is None:
-            self.p.terminate()
-        try:
-            rc = self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            rc = self.p.wait()
-        if self.p.stdout:
-            self.p.stdout.close()
-        return rc
+    qpb, ipb = proto.query(), proto.inventory()
 
 
 class AggregatorWorkspacesTest(unittest.TestCase):
@@ -174,7 +59,7 @@ class AggregatorWorkspacesTest(unittest.TestCase):
                 a.stop()
 
     def start(self, name="aggregator", extra=(), expect_ready=True):
-        a = Aggregator(self.env, name, extra, expect_ready)
+        a = self.env.aggregator(name, extra, expect_ready)
         self.aggs.append(a)
         return a
 
@@ -196,7 +81,7 @@ class AggregatorWorkspacesTest(unittest.TestCase):
             last[:] = [self.tau("workspace", "check", name)]
             return last[0][0] == 0
         try:
-            wait_for(checked, msg="`tau workspace check %s` exits 0" % name)
+            wait_for(checked, what="`tau workspace check %s` exits 0" % name)
         except AssertionError as e:
             raise AssertionError("%s\nlast check: %r\naggregator log:\n%s" % (
                 e, last, agg.log()[-6000:]))
@@ -210,7 +95,7 @@ class AggregatorWorkspacesTest(unittest.TestCase):
                 if e.code() != grpc.StatusCode.UNAVAILABLE:
                     raise
                 return False
-        wait_for(served, msg="ListWorkspaces served")
+        wait_for(served, what="ListWorkspaces served")
 
     def assert_alpha(self, ws):
         self.assertEqual(ws.name, "alpha")
@@ -239,7 +124,7 @@ class AggregatorWorkspacesTest(unittest.TestCase):
         self.wait_checked("alpha", agg)
         # The cache follows the status the controller wrote; the check read the API.
         ws = wait_for(lambda: [w for w in agg.list_workspaces() if w.phase == "Ready"],
-                      msg="alpha Ready in ListWorkspaces")
+                      what="alpha Ready in ListWorkspaces")
         self.assertEqual(len(ws), 1)
         self.assert_alpha(ws[0])
         self.assert_alpha(agg.get_workspace("alpha"))
@@ -285,7 +170,7 @@ class AggregatorWorkspacesTest(unittest.TestCase):
         want += [("Normal", "ObjectCreated", "rolebindings ml-alpha/tau-workspace-alpha created"),
                  ("Normal", "ObjectCreated", "localqueues ml-alpha/alpha created")]
         evs = wait_for(lambda: (lambda e: e if all(w in e for w in want) else None)(
-            self.workspace_events()), msg="the Events of alpha's first passes: %s" % want)
+            self.workspace_events()), what="the Events of alpha's first passes: %s" % want)
         # Once each: the passes that found nothing new (and the status write's own echo)
         # recorded nothing twice.
         self.assertEqual(len(evs), len(set(evs)), evs)
@@ -296,7 +181,7 @@ class AggregatorWorkspacesTest(unittest.TestCase):
         obj = self.env.ws("alpha")
         obj["metadata"].setdefault("annotations", {})["example.com/touched"] = "1"
         self.env.sim.ok("PUT", wst.WS_API + "/alpha", obj)
-        wait_for(lambda: self.reconciles(agg) > before, msg="a pass after the annotation")
+        wait_for(lambda: self.reconciles(agg) > before, what="a pass after the annotation")
         self.assertEqual([e for e in self.workspace_events() if e not in seen], [])
         # Drift: the RoleBinding deleted behind the controller's back comes back, with a Warning
         # for the write, and DriftDetected's move to DriftCorrected is announced.
@@ -304,7 +189,7 @@ class AggregatorWorkspacesTest(unittest.TestCase):
                         "rolebindings/tau-workspace-alpha", expect=(200, 202))
         evs = wait_for(lambda: (lambda e: e if any(r == "ObjectRestored" for _, r, _ in e)
                                 else None)([e for e in self.workspace_events() if e not in seen]),
-                       msg="the RoleBinding restored, with an Event")
+                       what="the RoleBinding restored, with an Event")
         self.assertIn(("Warning", "ObjectRestored",
                        "rolebindings ml-alpha/tau-workspace-alpha restored: it was deleted out "
                        "of band"), evs)
@@ -312,7 +197,7 @@ class AggregatorWorkspacesTest(unittest.TestCase):
         dc = [c for c in drift["status"]["conditions"] if c["type"] == "DriftDetected"][0]
         self.assertIn("tau-workspace-alpha", dc["message"])
         wait_for(lambda: ("Normal", "DriftCorrected", dc["message"]) in self.workspace_events(),
-                 msg="an Event for DriftDetected DriftCorrected")
+                 what="an Event for DriftDetected DriftCorrected")
         self.assertEqual(agg.stop(), 0, agg.log()[-3000:])
 
     def test_leader_runs_the_controller_follower_answers_from_its_cache(self):
@@ -325,7 +210,7 @@ class AggregatorWorkspacesTest(unittest.TestCase):
                                        "namespace": "tau-system"}]})
         a1 = self.start("agg1", ("--leader-elect",))
         a2 = self.start("agg2", ("--leader-elect",))
-        leaders = wait_for(lambda: [a for a in (a1, a2) if a.is_leader()], msg="a leader")
+        leaders = wait_for(lambda: [a for a in (a1, a2) if a.is_leader()], what="a leader")
         self.assertEqual(len(leaders), 1)
         leader, follower = leaders[0], (a2 if leaders[0] is a1 else a1)
         self.create_workspace()
@@ -334,7 +219,7 @@ class AggregatorWorkspacesTest(unittest.TestCase):
         self.assert_alpha(leader.get_workspace("alpha"))
         # The follower reconciles nothing but answers from its own informer cache.
         ws = wait_for(lambda: [w for w in follower.list_workspaces() if w.phase == "Ready"],
-                      msg="alpha Ready in the follower's ListWorkspaces")
+                      what="alpha Ready in the follower's ListWorkspaces")
         self.assertEqual(len(ws), 1)
         self.assert_alpha(ws[0])
         self.assert_alpha(follower.get_workspace("alpha"))
@@ -343,7 +228,7 @@ class AggregatorWorkspacesTest(unittest.TestCase):
         self.assertNotIn("workspace controller started", follower.log())
         # The leader releases the Lease on SIGTERM; the follower starts its controller.
         self.assertEqual(leader.stop(), 0, leader.log()[-3000:])
-        wait_for(follower.is_leader, timeout=60, msg="follower takes over")
+        wait_for(follower.is_leader, timeout=60, what="follower takes over")
         self.wait_served(follower)
         self.assert_alpha(follower.get_workspace("alpha"))
         self.assertEqual(follower.log().count("workspace controller started"), 1)
@@ -366,21 +251,6 @@ class AggregatorWorkspacesTest(unittest.TestCase):
         self.assertIn("allowlist", agg.log())
         agg = self.start("bad-mode", extra=("--namespace-mode", "Sometimes"), expect_ready=False)
         self.assertEqual(agg.p.wait(30), 2)
-
-
-class _SimWithAgentTokens(wst.SimProcess):
-    """kube-sim whose tokens file also holds a node-bound token per CSI_NODES agent."""
-
-    def __init__(self, args, **kw):
-        path = args[args.index("--tokens") + 1]
-        with open(path) as f:
-            tokens = json.load(f)
-        for n in CSI_NODES:
-            tokens[agent_token(n)] = {"username": AGENT_USER, "audiences": ["taugrid"],
-                                  "extra": {"authentication.kubernetes.io/node-name": [n]}}
-        with open(path, "w") as f:
-            json.dump(tokens, f)
-        super().__init__(args, **kw)
 
 
 def _gpu_node(name):
@@ -412,14 +282,9 @@ def _with_csi(node, drivers, probe=None):
 
 class WorkspaceCsiCheckTest(unittest.TestCase):
     def setUp(self):
-        orig = wst.SimProcess
-        wst.SimProcess = _SimWithAgentTokens
-        try:
-            self.env = wst.Env(start=False)
-        finally:
-            wst.SimProcess = orig
+        self.env = wst.Env(start=False, agent_nodes=CSI_NODES)
         self.addCleanup(self.env.stop)
-        self.agg = Aggregator(self.env, "aggregator")
+        self.agg = self.env.aggregator("aggregator")
         self.addCleanup(self.agg.stop)
         self.agents = []
 
@@ -448,7 +313,7 @@ class WorkspaceCsiCheckTest(unittest.TestCase):
         e.create(wst.cluster_queue("alpha"))
         e.create(wst.workspace("alpha", ns="ml-alpha", queue="alpha"))
         wait_for(lambda: self.tau("workspace", "check", "alpha")[0] == 0,
-                 msg="workspace alpha Ready")
+                 what="workspace alpha Ready")
         e.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                   "metadata": {"name": "azureblob"}, "provisioner": BLOB},
                  "/apis/storage.k8s.io/v1/storageclasses")
@@ -471,7 +336,7 @@ class WorkspaceCsiCheckTest(unittest.TestCase):
             a = FakeAgent(ipb, self.agg.channel, agent_token(n), _with_csi(nodes[n], have[n]))
             self.agents.append(a)
             self.assertEqual(a.wait_ack(1).status, ipb.ACK_STATUS_OK)
-        wait_for(lambda: self.counted() == list(CSI_NODES), msg="both nodes counted")
+        wait_for(lambda: self.counted() == list(CSI_NODES), what="both nodes counted")
 
         # gpu-b's agent does not report the driver: exit 1 naming it.
         rc, out, err = self.check("--aggregator", self.agg.addr, "--insecure")
@@ -512,7 +377,7 @@ class WorkspaceCsiCheckTest(unittest.TestCase):
         def passes():
             last[:] = [self.check("--aggregator", self.agg.addr, "--insecure")]
             return last[0][0] == 0
-        wait_for(passes, msg="check passes once gpu-b reports " + BLOB)
+        wait_for(passes, what="check passes once gpu-b reports " + BLOB)
         self.assertIn("registered on all 2 eligible nodes", last[0][1])
         # These fake agents made no live check: unknown, said, not a silent pass.
         self.assertIn("live Probe unknown on 2 of 2 nodes: gpu-a gpu-b", last[0][1])
@@ -528,7 +393,7 @@ class WorkspaceCsiCheckTest(unittest.TestCase):
         def fails():
             last[:] = [self.check("--aggregator", self.agg.addr, "--insecure")]
             return last[0][0] == 1
-        wait_for(fails, msg="check fails once gpu-b's driver does not answer Probe")
+        wait_for(fails, what="check fails once gpu-b's driver does not answer Probe")
         self.assertIn("CSI driver %s: node gpu-b: %s registered in CSINode but not answering "
                       "Probe: Probe: the driver answered not ready" % (BLOB, BLOB), last[0][1])
         rc, out, err = self.check("--aggregator", self.agg.addr, "-o", "json")

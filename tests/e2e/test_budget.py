@@ -7,7 +7,7 @@ Run with the system interpreter (python3-grpcio lives there), from tests/e2e:
 What runs: kube-sim with `--authz rbac`, the real Kueue CRDs (and kube-sim's Kueue admission
 rules, so every object the controller writes must pass them), the taugrid CRDs and the chart's
 RBAC; the real tau-aggregator with only its ServiceAccount's token; fake agents over grpcio
-where a scenario needs reports (budget/harness.py says where each piece comes from).
+where a scenario needs reports (harness/budget.py says where each piece comes from).
 
   SharedClusterTest  one kube-sim + one aggregator (MultipleWorkspaces=true, --budget-resync
                      3600s so that every change below is picked up by its event, P8; the sync
@@ -28,33 +28,24 @@ where a scenario needs reports (budget/harness.py says where each piece comes fr
 Expected objects are exact (quantities compared by value); waits are wait-for-condition loops
 with deadlines, never fixed sleeps.
 """
-import os
-import sys
 import threading
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-import simtest  # noqa: E402
-
-import test_aggregator_workspaces as taw  # noqa: E402
-import test_workspace as wst  # noqa: E402
-from budget import harness as h  # noqa: E402
-from budget.harness import (CLUSTER, COHORTS, CQS, KUEUE, NODES, RFS, TAU, TEAMS,  # noqa: E402
-                            WORKSPACES, cohort_diffs, cond_diffs, cq_diffs, rf_diffs)
+from harness import budget as h
+from harness import proto
+from harness import workspace as wst
+from harness.agents import FakeAgent, inventory_from_node
+from harness.budget import (CLUSTER, COHORTS, CQS, KUEUE, NODES, RFS, TAU, TEAMS, WORKSPACES,
+                            OneCluster, cohort_diffs, cond_diffs, cq_diffs, quota, rf_diffs)
+from harness.tokens import agent_token
+from harness.waits import wait_for
 
 STEADY_PASSES = 15  # budget passes a steady cluster makes without writing (test_03)
 STEADY_DEADLINE_S = 120.0  # for those passes: about 30 s at --budget-resync 2s
 
 
 def setUpModule():
-    taw.setUpModule()
-
-
-def tearDownModule():
-    taw.tearDownModule()
+    h.require_all()
 
 
 def fixture_nodes():
@@ -71,56 +62,7 @@ def fixture_nodes():
     ]
 
 
-def quota(cohort, cls, resource):
-    for g in h.norm_groups((cohort or {}).get("spec", {}).get("resourceGroups")):
-        for f in g["flavors"]:
-            if f["name"] == h.flavor_name(cls):
-                for r in f["resources"]:
-                    if r["name"] == resource:
-                        return r["nominalQuota"]
-    return None
-
-
-class OneClusterTest(unittest.TestCase):
-    """Cases of a subclass share one kube-sim and one aggregator (AGG_ARGS), set up with
-    populate(), a TauTeam research and a TauCluster in Reconcile mode naming it."""
-    AGENT_NODES = ()
-    AGG_ARGS = ()
-
-    @classmethod
-    def populate(cls, c):
-        pass
-
-    @classmethod
-    def setUpClass(cls):
-        c = cls.c = h.Cluster(agent_nodes=cls.AGENT_NODES)
-        try:
-            cls.populate(c)
-            c.create(h.team("research"), TEAMS)
-            c.create(h.tau_cluster(), TAU + "/clusters")
-            cls.agg = c.start_aggregator("aggregator", *cls.AGG_ARGS)
-        except BaseException:
-            c.stop()
-            raise
-        cls.shape = h.Shape()
-        cls.fault_spans = []  # where in the log writes failed on purpose
-
-    @classmethod
-    def tearDownClass(cls):
-        rc = cls.agg.stop() if cls.agg.p.poll() is None else cls.agg.p.returncode
-        log = cls.agg.log()
-        cls.c.stop()
-        assert rc == 0, "aggregator exit code %s after SIGTERM:\n%s" % (rc, log[-3000:])
-        # Every object it wrote passed kube-sim's Kueue admission rules and the CRD schemas:
-        # no write failed but those the fault case made fail on purpose.
-        for start, end in reversed(cls.fault_spans):
-            log = log[:start] + log[end:]
-        refused = [line for line in log.splitlines()
-                   if "budget write failed" in line or "admission webhook" in line]
-        assert not refused, "writes refused:\n" + "\n".join(refused[:20])
-
-
-class SharedClusterTest(OneClusterTest):
+class SharedClusterTest(OneCluster, unittest.TestCase):
     # The workspace every later case keeps; test_02 adds a second one and removes it again.
     WS = {"alpha": "ml-alpha"}
     AGG_ARGS = ("--feature-gates", "MultipleWorkspaces=true", "--budget-resync", "3600s")
@@ -702,7 +644,7 @@ class SharedClusterTest(OneClusterTest):
         self.assertEqual(c.ours(RFS), ["taugrid-gpu-a100", "taugrid-gpu-h100"])
 
 
-class GateObserveV0Test(OneClusterTest):
+class GateObserveV0Test(OneCluster, unittest.TestCase):
     AGENT_NODES = ("gpu-a", "gpu-b", "gpu-x")  # gpu-x: test_02b's node, created there
     AGG_ARGS = ("--initial-sync-timeout", "600s", "--budget-resync", "2s")
 
@@ -723,7 +665,7 @@ class GateObserveV0Test(OneClusterTest):
                                      "WaitingForInventory") +
                   cond_diffs(c.cluster(), "InventoryEstablished", "False"),
                   "the controller waits for the inventory")
-        pool = self.agg.unary("GetPool", taw.qpb.GetPoolRequest(), taw.qpb.Pool)
+        pool = self.agg.unary("GetPool", proto.query().GetPoolRequest(), proto.query().Pool)
         self.assertFalse(pool.established)
         self.assertEqual(list(pool.missing_nodes), ["gpu-b"])
         self.assertEqual(c.team("research")["status"].get("phase"), "Pending")
@@ -848,8 +790,9 @@ class Storm(threading.Thread):
                 obj = self.c.create(h.node(name, "h100", h.H100), NODES)
                 leader = self.leader
                 if leader is not None:
-                    self.agents[name] = h.FakeAgent(taw.ipb, leader.channel, h.agent_token(name),
-                                                    h.inventory_from_node(taw.ipb, obj))
+                    pb = proto.inventory()
+                    self.agents[name] = FakeAgent(pb, leader.channel, agent_token(name),
+                                                  inventory_from_node(pb, obj))
                 self.live.append(name)
                 self.ops += 1
                 if len(self.live) > 3:
@@ -892,7 +835,7 @@ class LeaderStormTest(unittest.TestCase):
         c.create(h.tau_cluster(), TAU + "/clusters")
         args = ("--leader-elect", "--initial-sync-timeout", "600s")
         a1 = c.start_aggregator("agg1", *args)
-        simtest.wait_for(a1.is_leader, timeout=60, msg="agg1 leads")
+        wait_for(a1.is_leader, timeout=60, what="agg1 leads")
         for n in nodes:
             c.start_agent(a1, n)
         shape = h.Shape()
@@ -914,12 +857,12 @@ class LeaderStormTest(unittest.TestCase):
         a1.p.kill()
         a1.p.wait(30)
         storm.leader = None
-        simtest.wait_for(a2.is_leader, timeout=60, msg="agg2 takes over")
+        wait_for(a2.is_leader, timeout=60, what="agg2 takes over")
         # The storm goes on under the new leader, whose own inventory is not established.
         ops = storm.ops
-        simtest.wait_for(lambda: storm.ops >= ops + 20, timeout=30, msg="storm under agg2")
+        wait_for(lambda: storm.ops >= ops + 20, timeout=30, what="storm under agg2")
         storm.finish()
-        pool = a2.unary("GetPool", taw.qpb.GetPoolRequest(), taw.qpb.Pool)
+        pool = a2.unary("GetPool", proto.query().GetPoolRequest(), proto.query().Pool)
         self.assertFalse(pool.established, "agg2's gate must still be closed here")
         for n in nodes:
             c.start_agent(a2, c.get(NODES + "/" + n["metadata"]["name"]))

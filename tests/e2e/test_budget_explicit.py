@@ -4,7 +4,7 @@ Run with the system interpreter (python3-grpcio lives there), from tests/e2e:
     TAU_AGGREGATOR_BIN=build/tau-aggregator TAU_CLI=build/tau \
     /usr/bin/python3 -m unittest -v test_budget_explicit
 
-What runs: the team budget's harness (budget/harness.py: kube-sim with `--authz rbac`, the real
+What runs: the team budget's harness (harness/budget.py: kube-sim with `--authz rbac`, the real
 Kueue CRDs and kube-sim's Kueue admission rules, the taugrid CRDs and the chart's RBAC, the real
 tau-aggregator with only its ServiceAccount's token).  The TauCluster names no capacity team, so
 every TauTeam is an explicit-quota team.  The pool is three Ready Linux nodes (h100: 16 GPUs,
@@ -16,23 +16,15 @@ and each leaves the cluster as the next expects it.  Expected objects are exact 
 compared by value) and messages are matched in full where the contract fixes them.
 """
 import json
-import os
 import subprocess
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+from harness import budget as h
+from harness import paths
+from harness import workspace as wst
+from harness.budget import COHORTS, CQS, NODES, RFS, TAU, TEAMS, WORKSPACES, cond_diffs
 
-import test_aggregator_workspaces as taw  # noqa: E402
-import test_workspace as wst  # noqa: E402
-from budget import harness as h  # noqa: E402
-from budget.harness import (COHORTS, CQS, NODES, RFS, TAU, TEAMS, WORKSPACES,  # noqa: E402
-                            cond_diffs)
-
-CLI = os.environ.get("TAU_CLI") or os.path.join(ROOT, "build", "tau")
+CLI = paths.CLI_BIN
 H100 = "taugrid-gpu-h100"
 GPU = "nvidia.com/gpu"
 CPU = "cpu"
@@ -41,11 +33,7 @@ QUOTA_MODE = "tau.azure.com/quota-mode"
 
 
 def setUpModule():
-    taw.setUpModule()
-
-
-def tearDownModule():
-    taw.tearDownModule()
+    h.require_all()
 
 
 def entry(flavor, resource, nominal, borrowing=None, lending=None):
@@ -102,10 +90,7 @@ class ExplicitTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        rc = cls.agg.stop() if cls.agg.p.poll() is None else cls.agg.p.returncode
-        log = cls.agg.log()
-        cls.c.stop()
-        assert rc == 0, "aggregator exit code %s after SIGTERM:\n%s" % (rc, log[-3000:])
+        cls.c.stop_checked(cls.agg)
 
     # -- helpers --
 

@@ -4,7 +4,7 @@ Run with the system interpreter (python3-grpcio lives there), from tests/e2e:
     TAU_AGGREGATOR_BIN=build/tau-aggregator TAU_CLI=build/tau \
     /usr/bin/python3 -m unittest -v test_budget_safety
 
-What runs: the team budget's harness (budget/harness.py: kube-sim with `--authz rbac`, the real
+What runs: the team budget's harness (harness/budget.py: kube-sim with `--authz rbac`, the real
 Kueue CRDs and kube-sim's Kueue admission rules, the taugrid CRDs and the chart's RBAC, the real
 tau-aggregator with only its ServiceAccount's token, --budget-resync 3600s so every step is
 picked up by its event).  The pool is three Ready Linux nodes counted from their Node objects
@@ -56,34 +56,23 @@ Expected objects are exact on the fields the contract fixes (quantities by value
 are matched on the words that name the cause and the fix.  Waits are wait-for-condition loops.
 """
 import json
-import os
 import subprocess
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+from harness import budget as h
+from harness import paths
+from harness import workspace as wst
+from harness.budget import (CLUSTER, COHORTS, CQS, NODES, RFS, TAU, TEAMS, WORKSPACES,
+                            cohort_diffs, cond_diffs)
 
-import test_aggregator_workspaces as taw  # noqa: E402
-import test_workspace as wst  # noqa: E402
-from budget import harness as h  # noqa: E402
-from budget.harness import (CLUSTER, COHORTS, CQS, NODES, RFS, TAU, TEAMS,  # noqa: E402
-                            WORKSPACES, cohort_diffs, cond_diffs)
-
-CLI = os.environ.get("TAU_CLI") or os.path.join(ROOT, "build", "tau")
+CLI = paths.CLI_BIN
 GPU = "nvidia.com/gpu"
 FINALIZER = "tau.azure.com/team-cleanup"
 HELD = "tau.azure.com/held"
 
 
 def setUpModule():
-    taw.setUpModule()
-
-
-def tearDownModule():
-    taw.tearDownModule()
+    h.require_all()
 
 
 class SafetyTest(unittest.TestCase):
@@ -107,10 +96,7 @@ class SafetyTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        rc = cls.agg.stop() if cls.agg.p.poll() is None else cls.agg.p.returncode
-        log = cls.agg.log()
-        cls.c.stop()
-        assert rc == 0, "aggregator exit code %s after SIGTERM:\n%s" % (rc, log[-3000:])
+        cls.c.stop_checked(cls.agg)
 
     # -- helpers --
 

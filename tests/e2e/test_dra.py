@@ -30,26 +30,20 @@ research; each case goes on from where the one before left the cluster:
           DRAClassesUsable True (NoMappedClasses); an unusable class that selects nothing
           anyway -> DRAClassesUsable False naming it (no count moved)
 
-Waits are wait-for-condition loops (budget/harness.py Cluster.wait_ok), never fixed sleeps.
+Waits are wait-for-condition loops (harness/budget.py Cluster.wait_ok), never fixed sleeps.
 """
 import copy
 import json
 import os
 import subprocess
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-import test_aggregator_workspaces as taw  # noqa: E402
-from budget import harness as h  # noqa: E402
-from budget.harness import NODES  # noqa: E402
-from test_budget import OneClusterTest, quota  # noqa: E402
+from harness import budget as h
+from harness import paths
+from harness.budget import NODES, OneCluster, quota
 
-FIXTURES = os.path.join(ROOT, "tests", "fixtures", "dra")
-CLI = os.environ.get("TAU_CLI") or os.path.join(ROOT, "build", "tau")
+FIXTURES = os.path.join(paths.FIXTURES, "dra")
+CLI = paths.CLI_BIN
 DRA = "/apis/resource.k8s.io/v1"
 CLASSES = DRA + "/deviceclasses"
 SLICES = DRA + "/resourceslices"
@@ -64,11 +58,7 @@ KUEUE_KEY = "controller_manager_config.yaml"
 
 
 def setUpModule():
-    taw.setUpModule()
-
-
-def tearDownModule():
-    taw.tearDownModule()
+    h.require_all()
 
 
 def fixture(name):
@@ -100,7 +90,7 @@ def kueue_configmap(mapped_to):
     return cm
 
 
-class DraBudgetTest(OneClusterTest, unittest.TestCase):
+class DraBudgetTest(OneCluster, unittest.TestCase):
     """test_budget's one kube-sim + one aggregator (research team, TauCluster in Reconcile mode;
     no budget write refused), populated with the DRA fixtures."""
     AGG_ARGS = ("--budget-resync", "3600s")

@@ -5,7 +5,7 @@
 - Both charts render the same rules into a PrometheusRule and the dashboard into a ConfigMap
   labelled grafana_dashboard, from the one source file each (charts/tau-aggregator/files; the
   umbrella renders it as its subchart aggregator).
-- A live aggregator (kube-sim, a capacity team, two fake agents; budget/harness.py) is scraped:
+- A live aggregator (kube-sim, a capacity team, two fake agents; harness/budget.py) is scraped:
   every metric name the rules and the dashboard use exists in its /metrics, the budget
   families carry the values the Cohort and the TauCluster hold, every histogram is cumulative
   and agrees with its _count, and a pass whose write fails (kube-sim answers 500) moves the
@@ -18,22 +18,17 @@ import json
 import os
 import re
 import subprocess
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
+import yaml
 
-import yaml  # noqa: E402
+from harness import budget as h
+from harness import paths
+from harness.budget import NODES, TAU, TEAMS
 
-import test_aggregator_workspaces as taw  # noqa: E402
-from budget import harness as h  # noqa: E402
-from budget.harness import NODES, TAU, TEAMS  # noqa: E402
-
+ROOT = paths.ROOT
 PROMTOOL = os.environ.get("TAU_PROMTOOL") or "promtool"
-HELM = os.environ.get("HELM") or os.path.join(ROOT, ".tools", "bin", "helm")
+HELM = paths.HELM
 FILES = os.path.join(ROOT, "charts", "tau-aggregator", "files")
 RULES = os.path.join(FILES, "alerts.rules.yaml")
 DASHBOARD = os.path.join(FILES, "dashboard.json")
@@ -93,11 +88,7 @@ def histogram_problems(body):
 
 
 def setUpModule():
-    taw.setUpModule()
-
-
-def tearDownModule():
-    taw.tearDownModule()
+    h.require_all()
 
 
 def run(argv, stderr=subprocess.STDOUT, **kw):

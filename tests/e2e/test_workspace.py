@@ -1,7 +1,7 @@
 """End-to-end tests of the TauWorkspace controller and `tau workspace` against kube-sim.
 
-Each test starts kube-sim with `--authz rbac`, the Kueue CRDs and taugrid's CRDs, applies the
-RBAC the project ships (charts/tau-aggregator/rbac/*.yaml, charts/tau-node-agent/rbac/*.yaml) with the admin kubeconfig, binds the
+Each test starts kube-sim (harness/workspace.py Env) with `--authz rbac`, the Kueue CRDs and
+taugrid's CRDs, applies the RBAC the project ships (charts/tau-aggregator/rbac/*.yaml, charts/tau-node-agent/rbac/*.yaml) with the admin kubeconfig, binds the
 tau-aggregator ClusterRole to the ServiceAccount system:serviceaccount:tau-system:tau-aggregator
 and runs the controller (tests/e2e/ws_controller_main.c) with a kubeconfig carrying only that
 ServiceAccount's token, so the controller has exactly the rights the chart grants.
@@ -9,247 +9,25 @@ ServiceAccount's token, so the controller has exactly the rights the chart grant
 Binaries come from the environment (cmake/workspace-tests.cmake sets them):
   TAU_WS_CONTROLLER  the ws_controller driver
   TAU_WS_CLI         the tau binary (`tau workspace ...`, `tau storage ...`)
-Waits are wait-for-condition loops (simtest.wait_for), never fixed sleeps.
+Waits are wait-for-condition loops (harness.waits.wait_for), never fixed sleeps.
 Standard library only.
 """
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import threading
 import unittest
 
 import yaml
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-from simtest import SimProcess, WatchStream, wait_for  # noqa: E402
+from harness import paths
+from harness.kubesim import WatchStream
+from harness.waits import wait_for
+from harness.workspace import (KUEUE, TIMEOUT, WS_API, Env, cluster_queue, cond,
+                               workspace)
 
-KUEUE_CRDS = os.path.join(ROOT, "tests", "fixtures", "kueue")
-TAU_CRDS = os.path.join(ROOT, "charts", "taugrid", "crds")
-# The RBAC manifests of the component charts that render them.
-RBAC_DIRS = [os.path.join(ROOT, "charts", c, "rbac")
-             for c in ("tau-aggregator", "tau-node-agent")]
-PUBLISHED = os.path.join(ROOT, "tests", "fixtures", "taugrid")
-EXTRA_CRDS = os.path.join(HERE, "workspace")
-
-
-def _find_bin(env, name):
-    if os.environ.get(env):
-        return os.environ[env]
-    for d in ("/tmp/wsbuild/tests/e2e", os.path.join(ROOT, "build", "tests", "e2e")):
-        p = os.path.join(d, name)
-        if os.path.exists(p):
-            return p
-    return name
-
-
-CONTROLLER = _find_bin("TAU_WS_CONTROLLER", "ws_controller")
-CLI = os.environ.get("TAU_WS_CLI") or os.path.join(ROOT, "build", "tau")
-SA_USER = "system:serviceaccount:tau-system:tau-aggregator"
-SA_TOKEN = "tau-aggregator-sa-token"
-TIMEOUT = float(os.environ.get("TAU_WS_E2E_TIMEOUT", "30"))
-
-WS_API = "/apis/tau.azure.com/v1alpha1/namespaces/tau-system/workspaces"
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
-
-
-def workspace(name, ns=None, queue=None, subject=("Group", "researchers"), create_ns=True,
-              team=None, wi=None, authz="workspace-rbac"):
-    spec = {"authorization": {"mode": authz}}
-    if authz == "workspace-rbac":
-        # the CRD's rule: workspace-rbac needs principalRef, kubernetesSubject and role
-        spec["principalRef"] = {"provider": "entra", "name": subject[1]}
-        spec["kubernetesSubject"] = {"kind": subject[0], "name": subject[1]}
-        spec["role"] = "researcher"
-    target = {"createNamespace": create_ns}
-    if ns is not None:
-        target["namespace"] = ns
-    spec["target"] = target
-    if queue is not None:
-        spec["queue"] = queue
-    if team is not None:
-        spec["teamRef"] = {"name": team}
-    if wi is not None:
-        spec["workloadIdentity"] = wi
-    return {"apiVersion": "tau.azure.com/v1alpha1", "kind": "TauWorkspace",
-            "metadata": {"name": name, "namespace": "tau-system"}, "spec": spec}
-
-
-def cluster_queue(name):
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-            "metadata": {"name": name}, "spec": {"namespaceSelector": {}}}
-
-
-def cond(obj, ctype):
-    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == ctype:
-            return c
-    return None
-
-
-class Env:
-    """kube-sim + shipped RBAC + the controller running as its own ServiceAccount."""
-
-    def __init__(self, controller_args=(), crds=(), start=True):
-        self.tmp = tempfile.mkdtemp(prefix="ws-e2e-")
-        tokens = os.path.join(self.tmp, "tokens.json")
-        with open(tokens, "w") as f:
-            json.dump({SA_TOKEN: {"username": SA_USER}}, f)
-        args = ["--authz", "rbac", "--tokens", tokens, "--crds", KUEUE_CRDS, "--crds", TAU_CRDS]
-        for d in crds:
-            args += ["--crds", d]
-        self.sim = SimProcess(args, tls=True)
-        self.ctl = None
-        self.ctl_log = os.path.join(self.tmp, "controller.log")
-        try:
-            self.sim.ok("POST", "/api/v1/namespaces",
-                        {"apiVersion": "v1", "kind": "Namespace",
-                         "metadata": {"name": "tau-system"}})
-            self.sim.kubectl("apply", "-f", RBAC_DIRS[0], "-f", RBAC_DIRS[1])
-            self.create({"apiVersion": "rbac.authorization.k8s.io/v1",
-                         "kind": "ClusterRoleBinding", "metadata": {"name": "tau-aggregator"},
-                         "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
-                                     "kind": "ClusterRole", "name": "tau-aggregator"},
-                         "subjects": [{"kind": "ServiceAccount", "name": "tau-aggregator",
-                                       "namespace": "tau-system"}]})
-            with open(self.sim.kubeconfig) as f:
-                kc = json.load(f)
-            kc["users"][0]["user"] = {"token": SA_TOKEN}
-            self.sa_kubeconfig = os.path.join(self.tmp, "sa-kubeconfig")
-            with open(self.sa_kubeconfig, "w") as f:
-                json.dump(kc, f)
-            if start:
-                self.start(controller_args)
-        except BaseException:
-            self.stop()
-            raise
-
-    # -- controller ---------------------------------------------------------------
-    def start(self, args=()):
-        log = open(self.ctl_log, "a")
-        env = dict(os.environ)
-        env.setdefault("TAU_LOG_LEVEL", "info")
-        self.ctl = subprocess.Popen(
-            [CONTROLLER, "--kubeconfig", self.sa_kubeconfig, "--system-namespace", "tau-system",
-             "--drain-poll-ms", "300"] + list(args),
-            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, env=env)
-        log.close()
-        line = []
-        t = threading.Thread(target=lambda: line.append(self.ctl.stdout.readline()))
-        t.daemon = True
-        t.start()
-        t.join(60)
-        if not line or not line[0].startswith(b"ready"):
-            raise AssertionError("controller did not start:\n" + self.log())
-
-    def stop_controller(self):
-        if self.ctl is not None and self.ctl.poll() is None:
-            self.ctl.terminate()
-            try:
-                self.ctl.wait(20)
-            except subprocess.TimeoutExpired:
-                self.ctl.kill()
-                self.ctl.wait()
-        if self.ctl is not None and self.ctl.stdout:
-            self.ctl.stdout.close()
-        self.ctl = None
-
-    def stop(self):
-        self.stop_controller()
-        self.sim.stop()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def log(self):
-        try:
-            with open(self.ctl_log) as f:
-                return f.read()
-        except OSError:
-            return ""
-
-    # -- API helpers (admin) --------------------------------------------------------
-    def create(self, obj, path=None):
-        return self.sim.ok("POST", path or self.path_of(obj), obj)
-
-    def path_of(self, obj, name=False):
-        api = obj["apiVersion"]
-        kind = obj["kind"]
-        plural = {"TauWorkspace": "workspaces", "TauCluster": "clusters",
-                  "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues",
-                  "Workload": "workloads", "Job": "jobs", "Deployment": "deployments",
-                  "RayJob": "rayjobs", "RayService": "rayservices", "Namespace": "namespaces",
-                  "ClusterRoleBinding": "clusterrolebindings",
-                  "RoleBinding": "rolebindings"}[kind]
-        base = "/api/" + api if "/" not in api else "/apis/" + api
-        ns = (obj.get("metadata") or {}).get("namespace")
-        p = base + ("/namespaces/%s" % ns if ns else "") + "/" + plural
-        if name:
-            p += "/" + obj["metadata"]["name"]
-        return p
-
-    def get(self, path):
-        st, obj = self.sim.req("GET", path)
-        return obj if st == 200 else None
-
-    def ws(self, name):
-        return self.get(WS_API + "/" + name)
-
-    def wait_ws(self, name, pred, msg, timeout=TIMEOUT):
-        try:
-            return wait_for(lambda: (lambda o: o if o and pred(o) else None)(self.ws(name)),
-                            timeout=timeout, msg=msg)
-        except AssertionError as e:
-            raise AssertionError("%s\nlast workspace: %s\ncontroller log:\n%s" % (
-                e, json.dumps(self.ws(name), indent=1), self.log()[-6000:]))
-
-    def wait_cond(self, name, ctype, status, reason=None, timeout=TIMEOUT):
-        def ok(o):
-            c = cond(o, ctype)
-            return c and c["status"] == status and (reason is None or c["reason"] == reason)
-        return self.wait_ws(name, ok, "%s %s=%s/%s" % (name, ctype, status, reason), timeout)
-
-    def wait_phase(self, name, phase, timeout=TIMEOUT):
-        def ok(o):
-            st = o.get("status") or {}
-            return (st.get("phase") == phase and
-                    st.get("observedGeneration") == o["metadata"].get("generation"))
-        return self.wait_ws(name, ok, "%s phase %s" % (name, phase), timeout)
-
-    def wait_gone(self, path, timeout=TIMEOUT):
-        wait_for(lambda: self.sim.req("GET", path)[0] == 404, timeout=timeout,
-                 msg="%s gone" % path)
-
-    def stats(self):
-        st, obj = self.sim.req("GET", "/sim/stats", token=False)
-        return obj
-
-    def writes(self):
-        return {k: v for k, v in self.stats().items()
-                if k.split("/")[0] in WRITE_VERBS and v}
-
-    def reset_stats(self):
-        self.sim.req("POST", "/sim/stats/reset", token=False)
-
-    def cli(self, *args):
-        r = subprocess.run([CLI, "--kubeconfig", self.sim.kubeconfig,
-                            "--system-namespace", "tau-system"] + list(args),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           universal_newlines=True, timeout=60)
-        return r.returncode, r.stdout, r.stderr
-
-    def sar(self, user=None, groups=(), ns=None, verb="create", resource="jobs", group="batch"):
-        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-                "spec": {"groups": list(groups),
-                         "resourceAttributes": {"namespace": ns, "verb": verb,
-                                                "group": group, "resource": resource}}}
-        if user:
-            body["spec"]["user"] = user
-        obj = self.sim.ok("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body)
-        return bool((obj.get("status") or {}).get("allowed"))
+PUBLISHED = os.path.join(paths.ROOT, "tests", "fixtures", "taugrid")
+EXTRA_CRDS = os.path.join(paths.E2E, "workspace")
 
 
 class WorkspaceTestBase(unittest.TestCase):
@@ -299,10 +77,10 @@ class HappyPathTest(WorkspaceTestBase):
         wait_for(lambda: any(ev.get("reason") == "NoDrift" and
                              ev["involvedObject"].get("name") == "alpha"
                              for ev in e.sim.ok("GET", "/api/v1/namespaces/tau-system/events")
-                             ["items"]), timeout=TIMEOUT, msg="the NoDrift Event")
+                             ["items"]), timeout=TIMEOUT, what="the NoDrift Event")
         e.reset_stats()
         wait_for(lambda: e.stats().get("get/workspaces", 0) >= 4, timeout=TIMEOUT,
-                 msg="several resync passes")
+                 what="several resync passes")
         self.assertEqual(e.writes(), {})
 
     def test_researcher_can_create_jobs_only_in_workspace_namespace(self):
@@ -402,7 +180,7 @@ class ConditionReasonsTest(WorkspaceTestBase):
                                                "x-kubernetes-preserve-unknown-fields": True}}
         e.sim.ok("PUT", crd_path, crd)
         wait_for(lambda: e.sim.req("POST", WS_API, bad)[0] in (200, 201), timeout=TIMEOUT,
-                 msg="the schema-less CRD accepts the spec")
+                 what="the schema-less CRD accepts the spec")
         o = e.wait_cond("alpha", "RBACReady", "False", "InvalidSpec")
         self.assertIn("serviceAccountName", cond(o, "RBACReady")["message"])
         self.assertEqual(cond(o, "QueueReady")["reason"], "InvalidSpec")
@@ -469,7 +247,7 @@ class DriftTest(WorkspaceTestBase):
         e.sim.ok("PATCH", WS_API + "/alpha", {"spec": {"teamRef": {"name": "research"}}},
                  ctype="application/merge-patch+json")
         wait_for(lambda: (e.get(lq_path) or {}).get("spec", {}).get("clusterQueue") ==
-                 "tau-ws-alpha", timeout=TIMEOUT, msg="LocalQueue replaced")
+                 "tau-ws-alpha", timeout=TIMEOUT, what="LocalQueue replaced")
         self.assertNotEqual(e.get(lq_path)["metadata"]["uid"], uid)
         e.wait_phase("alpha", "Ready")
 
@@ -520,7 +298,7 @@ class OperatorFileTest(unittest.TestCase):
         with open(path + ".tmp", "w") as f:
             f.write("not json")
         os.replace(path + ".tmp", path)  # a broken update keeps the previous list
-        wait_for(lambda: "reload failed" in env.log(), timeout=TIMEOUT, msg="reload failure")
+        wait_for(lambda: "reload failed" in env.log(), timeout=TIMEOUT, what="reload failure")
         with open(path + ".tmp", "w") as f:
             f.write('["ml-alpha"]')
         os.replace(path + ".tmp", path)
@@ -634,8 +412,8 @@ class RetargetDrainTest(WorkspaceTestBase):
         e.sim.ok("PUT", WS_API + "/alpha", o)
         # The new namespace is set up; the old route is retained while the source runs.
         wait_for(lambda: e.get(KUEUE + "/namespaces/ml-alpha2/localqueues/alpha"),
-                 timeout=TIMEOUT, msg="new LocalQueue")
-        wait_for(lambda: "workspace cleanup waits" in e.log(), timeout=TIMEOUT, msg="drain wait")
+                 timeout=TIMEOUT, what="new LocalQueue")
+        wait_for(lambda: "workspace cleanup waits" in e.log(), timeout=TIMEOUT, what="drain wait")
         self.assertIsNotNone(e.get(KUEUE + "/namespaces/ml-alpha/localqueues/alpha"))
         self.assertEqual(e.ws("alpha")["status"]["target"]["resolvedNamespace"], "ml-alpha")
         finish(src)
@@ -688,7 +466,7 @@ class RayDrainTest(WorkspaceTestBase):
         e.create(rj)
         e.create(rs)
         e.sim.ok("DELETE", WS_API + "/alpha")
-        wait_for(lambda: "workspace cleanup waits" in e.log(), timeout=TIMEOUT, msg="drain wait")
+        wait_for(lambda: "workspace cleanup waits" in e.log(), timeout=TIMEOUT, what="drain wait")
         self.assertIsNotNone(e.ws("alpha"))
         obj = e.get(e.path_of(rj, name=True))
         obj["status"] = {"jobDeploymentStatus": "Complete"}
@@ -710,7 +488,7 @@ class IdentityChangeTest(WorkspaceTestBase):
         e.wait_gone("/api/v1/namespaces/ml-alpha/serviceaccounts/old-sa")
         self.assertIsNotNone(e.get(KUEUE + "/namespaces/ml-alpha/localqueues/alpha"))
         wait_for(lambda: e.get("/api/v1/namespaces/ml-alpha2/serviceaccounts/new-sa"),
-                 timeout=TIMEOUT, msg="new ServiceAccount")
+                 timeout=TIMEOUT, what="new ServiceAccount")
         log = e.log()
         self.assertIn("obsolete workload identity", log)
 

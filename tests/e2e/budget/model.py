@@ -7,7 +7,7 @@ kube-sim and the real tau-aggregator, every write checked from kube-sim's write 
         [--seed N --sequence JSON] [--keep]
 
 For each seed: kube-sim (the budget e2e harness's, with --history-events, as bench/soak.py sets
-it up: SoakCluster), the real aggregator (MultipleWorkspaces=true) on a fixed gRPC port, the
+it up: harness.budget.Cluster with a write history), the real aggregator (MultipleWorkspaces=true) on a fixed gRPC port, the
 soak's agent swarm (one Report stream per Node, following the Node as the model changes it),
 three GPU nodes, the capacity team `research` with one workspace. Then --ops operations drawn by
 random.Random(seed), each applied at once or after the previous one settled (the seed decides):
@@ -95,8 +95,12 @@ from fractions import Fraction
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-import soak  # noqa: E402  (puts tests/e2e and tests/kube-sim on sys.path)
-from soak import h, taw, wst, qparse, expected_pool  # noqa: E402
+import soak  # noqa: E402  (bench/soak.py: its Api and Swarm; it puts tests/e2e on sys.path)
+from harness import budget as h  # noqa: E402
+from harness import paths, proto  # noqa: E402
+from harness import workspace as wst  # noqa: E402
+from harness.aggregator import expected_pool  # noqa: E402
+from harness.quantity import parse as qparse  # noqa: E402
 
 NODE_NAMES = ["m-%d" % i for i in range(10)]
 GPU = "nvidia.com/gpu"
@@ -128,7 +132,7 @@ class Run:
 
     # set-up and tear-down
     def start(self):
-        self.c = soak.SoakCluster(NODE_NAMES + DRA_NODES, ["--history-events", "400000"])
+        self.c = h.Cluster(NODE_NAMES + DRA_NODES, ["--history-events", "400000"])
         self.api = soak.Api(self.c.sim, None)
         self.rv0 = int(self.c.sim.req("GET", "/sim/state", token=False)[1]["resourceVersion"])
         s = socket.socket()
@@ -263,9 +267,7 @@ class Run:
         elif op == "restart":
             self.agg.p.send_signal(signal.SIGKILL)
             self.agg.p.wait(30)
-            if self.agg.channel is not None:
-                self.agg.channel.close()
-                self.agg.channel = None
+            self.agg.close_channel()
             self.start_aggregator()
         elif op.startswith("dra-"):
             self.apply_dra(o)
@@ -937,44 +939,41 @@ def main():
     a = ap.parse_args()
     if a.seeds < 1 or a.ops < 1 or (a.sequence is not None and a.seed is None):
         ap.error("need --seeds >= 1, --ops >= 1, and --seed with --sequence")
-    taw.AGG_BIN = os.path.join(a.build, "tau-aggregator")
-    taw.CLI_BIN = os.path.join(a.build, "tau")
-    if not os.access(taw.AGG_BIN, os.X_OK):
-        print("model: %s is not built" % taw.AGG_BIN, file=sys.stderr)
+    paths.AGG_BIN = os.path.join(a.build, "tau-aggregator")
+    paths.CLI_BIN = os.path.join(a.build, "tau")
+    if not os.access(paths.AGG_BIN, os.X_OK):
+        print("model: %s is not built" % paths.AGG_BIN, file=sys.stderr)
         return 2
-    taw.setUpModule()
+    proto.inventory()
     bad = 0
-    try:
-        if a.seed is not None:
-            seeds = [(a.seed, json.loads(a.sequence) if a.sequence else
-                      draw_all(a.seed, a.ops, not a.no_lifecycle, not a.no_dra))]
-        else:
-            seeds = [(s, draw_all(s, a.ops, not a.no_lifecycle, not a.no_dra))
-                     for s in range(a.first_seed, a.first_seed + a.seeds)]
-        t0 = time.monotonic()
-        for seed, ops in seeds:
-            t = time.monotonic()
-            notes = []
-            failures = run_once(a, seed, ops, notes)
-            print("model: seed %d: %d operations, %s (%.1f s)%s" % (
-                seed, len(ops), "ok" if not failures else "%d broken" % len(failures),
-                time.monotonic() - t, "; " + notes[0] if notes else ""), flush=True)
-            if not failures:
-                continue
-            bad += 1
-            small, sfail = shrink(a, seed, ops, failures) if a.sequence is None else \
-                (ops, failures)
-            for inv, msg in sfail[:5]:
-                print("model: seed %d INVARIANT %s BROKEN: %s" % (seed, inv, msg), flush=True)
-            print("model: seed %d minimal reproduction (%d of %d operations):\n  %s --seed %d "
-                  "--sequence '%s'" % (seed, len(small), len(ops), sys.argv[0], seed,
-                                       json.dumps(small)), flush=True)
-            if len(small) < len(ops):
-                print("model: seed %d as drawn: --sequence '%s'" % (seed, json.dumps(ops)),
-                      flush=True)
-        print("model: %d seeds, %d failed, %.0f s" % (len(seeds), bad, time.monotonic() - t0))
-    finally:
-        taw.tearDownModule()
+    if a.seed is not None:
+        seeds = [(a.seed, json.loads(a.sequence) if a.sequence else
+                  draw_all(a.seed, a.ops, not a.no_lifecycle, not a.no_dra))]
+    else:
+        seeds = [(s, draw_all(s, a.ops, not a.no_lifecycle, not a.no_dra))
+                 for s in range(a.first_seed, a.first_seed + a.seeds)]
+    t0 = time.monotonic()
+    for seed, ops in seeds:
+        t = time.monotonic()
+        notes = []
+        failures = run_once(a, seed, ops, notes)
+        print("model: seed %d: %d operations, %s (%.1f s)%s" % (
+            seed, len(ops), "ok" if not failures else "%d broken" % len(failures),
+            time.monotonic() - t, "; " + notes[0] if notes else ""), flush=True)
+        if not failures:
+            continue
+        bad += 1
+        small, sfail = shrink(a, seed, ops, failures) if a.sequence is None else \
+            (ops, failures)
+        for inv, msg in sfail[:5]:
+            print("model: seed %d INVARIANT %s BROKEN: %s" % (seed, inv, msg), flush=True)
+        print("model: seed %d minimal reproduction (%d of %d operations):\n  %s --seed %d "
+              "--sequence '%s'" % (seed, len(small), len(ops), sys.argv[0], seed,
+                                   json.dumps(small)), flush=True)
+        if len(small) < len(ops):
+            print("model: seed %d as drawn: --sequence '%s'" % (seed, json.dumps(ops)),
+                  flush=True)
+    print("model: %d seeds, %d failed, %.0f s" % (len(seeds), bad, time.monotonic() - t0))
     return 1 if bad else 0
 
 

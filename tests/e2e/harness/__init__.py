@@ -11,6 +11,8 @@
     agents     FakeAgent, the recording aggregator, the fake host root, the real agent
     aggregator Aggregator (the real tau-aggregator), PoolWatcher, the pool oracle
     quantity   Kubernetes quantities as exact Fractions
+    workspace  kube-sim with the shipped RBAC and the workspace controller (Env)
+    budget     the team budget's objects, expected shapes, Cluster and OneCluster
 
 How it is found: ctest runs every Python suite from tests/e2e (run_suite.py puts the working
 directory on sys.path, as `python3 -m unittest` does), so `import harness` works in a test

@@ -32,7 +32,7 @@ import time
 
 import grpc
 
-from harness import paths
+from harness import paths, require
 from harness.procs import Proc
 from harness.tokens import agent_token
 from harness.waits import wait_on
@@ -42,6 +42,18 @@ ND_NODE = "aks-ndh100-35817294-vmss000000"
 FAKE_GPUS = ["GPU-%08d-h100" % i for i in range(8)]  # the fake NVML's and kubelet's GPUs
 DISK = "disk.csi.azure.com"
 DRA_DRIVER = "gpu.nvidia.com"
+
+
+def require_all(fakes=(), kubectl=True):
+    """What an agent suite needs (its setUpModule): the agent, protoc, grpc, kubectl unless
+    told otherwise, and `fakes` (paths under the build tree, e.g. fakes/bin/fake_kubelet)."""
+    require.binary(paths.AGENT_BIN, "TAU_AGENT_BIN")
+    for fake in fakes:
+        require.binary(paths.build(fake), "TAU_BUILD_DIR")
+    require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
+    if kubectl:
+        require.tool("kubectl", "kubernetes-client", "KUBECTL")
+    require.module("grpc", "python3-grpcio")
 
 
 # --------------------------------------------------------------------------- fake agent

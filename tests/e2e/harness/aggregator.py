@@ -14,9 +14,8 @@ import http.client
 import json
 import os
 import socket
+import importlib
 import threading
-
-import grpc
 
 from harness import paths, proto, require
 from harness.procs import Proc
@@ -24,6 +23,12 @@ from harness.quantity import parse as qparse
 from harness.waits import wait_on
 
 QRY = "/tau.inventory.v1.QueryService/"
+
+
+def _grpc():
+    """grpc, imported when a gRPC call is made: suites run with an interpreter without it use
+    Aggregator for its process, logs and /metrics only."""
+    return importlib.import_module("grpc")
 
 
 def require_all():
@@ -50,7 +55,7 @@ class Aggregator:
                           "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
                           "--initial-sync-timeout", sync_timeout, *level, *extra], name, workdir)
         self.log_path = self.proc.log_path
-        self.channel = None
+        self._channel = None
         if not expect_ready:
             return
         try:
@@ -66,12 +71,20 @@ class Aggregator:
                 token = json.load(f)["users"][0]["user"]["token"]
         # Queries carry this token: TokenReview + SubjectAccessReview.
         self.md = (("authorization", "Bearer " + token),)
-        if ca:
-            with open(ca, "rb") as f:
-                creds = grpc.ssl_channel_credentials(root_certificates=f.read())
-            self.channel = grpc.secure_channel(self.addr, creds)
-        else:
-            self.channel = grpc.insecure_channel(self.addr)
+        self.ca = ca
+
+    @property
+    def channel(self):
+        """The gRPC channel to it (TLS with `ca`), made at first use."""
+        if self._channel is None:
+            grpc = _grpc()
+            if self.ca:
+                with open(self.ca, "rb") as f:
+                    creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+                self._channel = grpc.secure_channel(self.addr, creds)
+            else:
+                self._channel = grpc.insecure_channel(self.addr)
+        return self._channel
 
     @property
     def p(self):
@@ -118,7 +131,7 @@ class Aggregator:
         """The grpc.RpcError fn(*args) raises, or None."""
         try:
             fn(*args)
-        except grpc.RpcError as e:
+        except _grpc().RpcError as e:
             return e
         return None
 
@@ -143,10 +156,14 @@ class Aggregator:
     def is_leader(self):
         return "tau_aggregator_leader 1\n" in self.metrics()
 
+    def close_channel(self):
+        """Close the gRPC channel, if one was made (a killed replica's, say)."""
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+
     def stop(self, timeout=30):
-        if self.channel is not None:
-            self.channel.close()
-            self.channel = None
+        self.close_channel()
         return self.proc.stop(timeout)
 
 
@@ -168,7 +185,7 @@ class PoolWatcher:
                 with self.cond:
                     self.pools.append(p)
                     self.cond.notify_all()
-        except grpc.RpcError:
+        except _grpc().RpcError:
             pass
 
     def wait(self, pred, timeout=30):

@@ -30,7 +30,8 @@ class Proc:
         self.lines = []
         self.eof = False  # the child closed its stdout (it exited)
         self.cond = threading.Condition()
-        threading.Thread(target=self._pump, daemon=True).start()
+        self.pump = threading.Thread(target=self._pump, daemon=True)
+        self.pump.start()
 
     def _pump(self):
         for line in self.p.stdout:
@@ -46,20 +47,22 @@ class Proc:
             return f.read()
 
     def wait_line(self, prefix, timeout=60):
-        """The first stdout line starting with prefix; fails at the deadline or when the child
-        exits without one, showing the end of its log."""
+        """The first stdout line starting with prefix (or, when prefix is a function, for which
+        it is true); fails at the deadline or when the child exits without one, showing the end
+        of its log. After stop(), it finds the lines the child wrote before it exited."""
+        match = prefix if callable(prefix) else (lambda line: line.startswith(prefix))
         exited = []
 
         def find():
             for line in self.lines:
-                if line.startswith(prefix):
+                if match(line):
                     return line
             if self.eof:
                 exited.append(self.p.poll())
                 return "exited"
             return None
         try:
-            line = wait_on(self.cond, find, timeout, "a %r line" % prefix)
+            line = wait_on(self.cond, find, timeout, "a %r line" % (prefix,))
         except AssertionError as e:
             raise AssertionError("%s; log:\n%s" % (e, self.logs()[-3000:]))
         if exited:
@@ -75,6 +78,7 @@ class Proc:
         except subprocess.TimeoutExpired:
             self.p.kill()
             rc = self.p.wait()
+        self.pump.join(5)  # every line the child wrote is collected
         self.log.close()
         self.p.stdout.close()
         return rc

@@ -4,10 +4,11 @@ import subprocess
 import tempfile
 
 
-def make_tls(workdir, openssl="openssl"):
+def make_tls(workdir, openssl="openssl", client_cn=None):
     """A CA, a server certificate for 127.0.0.1 and localhost it signs, and a second CA that
     signs nothing: {"ca", "cert", "key", "other_ca"} file paths in a new directory under
-    workdir."""
+    workdir. With client_cn, also a client certificate the CA signs (CN and DNS SAN client_cn,
+    clientAuth): "client_cert", "client_key"."""
     d = tempfile.mkdtemp(prefix="tls-", dir=workdir)
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 
@@ -21,5 +22,12 @@ def make_tls(workdir, openssl="openssl"):
     sh("req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=localhost")
     sh("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
        "-out", "srv.pem", "-days", "1", "-extfile", "ext")
-    return {k: os.path.join(d, v) for k, v in
-            (("ca", "ca.pem"), ("cert", "srv.pem"), ("key", "srv.key"), ("other_ca", "other.pem"))}
+    files = (("ca", "ca.pem"), ("cert", "srv.pem"), ("key", "srv.key"), ("other_ca", "other.pem"))
+    if client_cn:
+        with open(os.path.join(d, "client-ext"), "w") as f:
+            f.write("subjectAltName=DNS:%s\nextendedKeyUsage=clientAuth\n" % client_cn)
+        sh("req", *ec, "-keyout", "client.key", "-out", "client.csr", "-subj", "/CN=" + client_cn)
+        sh("x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+           "-CAcreateserial", "-out", "client.pem", "-days", "1", "-extfile", "client-ext")
+        files += (("client_cert", "client.pem"), ("client_key", "client.key"))
+    return {k: os.path.join(d, v) for k, v in files}

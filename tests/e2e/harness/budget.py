@@ -4,14 +4,14 @@ Everything here follows docs/budget.md, the contract: object names (`taugrid-gpu
 `tau-team-<team>`, `tau-ws-<workspace>`), ownership labels and annotations, the Cohort's shape
 (one resource group, coveredResources sorted, flavors sorted, every flavor listing every covered
 resource with nominalQuota = the exact pool sum, "0" where the class lacks it) and the status of
-TauTeam and TauCluster.  The pool oracle is test_aggregator.expected_pool (exact Fractions,
+TauTeam and TauCluster.  The pool oracle is harness.aggregator.expected_pool (exact Fractions,
 independent of the C code); quantities read back are compared by value.
 
-It reuses the other e2e suites' pieces instead of copying them: test_workspace.Env (kube-sim with
-`--authz rbac`, the Kueue and taugrid CRDs, the chart's RBAC, the aggregator's ServiceAccount
-kubeconfig), test_aggregator_workspaces.Aggregator (the real tau-aggregator, its `ready` line,
-gRPC, /metrics) and its agent-token kube-sim, aggregator/agent.FakeAgent, simtest.wait_for and
-simtest.WatchStream.  The importer puts tests/e2e and tests/kube-sim on sys.path first.
+Cluster is workspace.Env (kube-sim with `--authz rbac`, the Kueue and taugrid CRDs, the chart's
+RBAC, the aggregator's ServiceAccount kubeconfig, agent tokens for the nodes it is given) plus
+real aggregators (Env.aggregator) and agents.FakeAgent; Recorder keeps every watch event of a
+collection. OneCluster: the setUpClass/tearDownClass of cases that share one Cluster and one
+aggregator; quota() reads one nominalQuota of a Cohort.
 """
 import hashlib
 import http.client
@@ -23,14 +23,15 @@ import threading
 import time
 from fractions import Fraction
 
-import simtest
-import test_aggregator_workspaces as taw
-import test_workspace as wst
+from harness import paths, proto, require
+from harness import workspace as wst
 from harness.agents import FakeAgent, inventory_from_node
+from harness.aggregator import expected_pool
+from harness.aggregator import node as agg_node
+from harness.kubesim import WatchStream
 from harness.quantity import parse as qparse
 from harness.tokens import agent_token
-from test_aggregator import _node as agg_node
-from test_aggregator import expected_pool
+from harness.waits import wait_for
 
 SYS_NS = "tau-system"
 KUEUE = wst.KUEUE
@@ -71,7 +72,7 @@ CPU = {"cpu": "16", "memory": "64Gi", "pods": "110"}
 
 def node(name, cls=None, alloc=None, os_name="linux", ready=True, cordoned=False, labels=None,
          finalizers=()):
-    """A Node as a kubelet registers it (test_aggregator's builder plus OS and finalizers)."""
+    """A Node as a kubelet registers it (harness.aggregator.node plus OS and finalizers)."""
     n = agg_node(name, cls, dict(alloc or CPU), ready=ready, unschedulable=cordoned,
                  extra_labels=labels)
     n["metadata"]["labels"]["kubernetes.io/os"] = os_name
@@ -310,23 +311,13 @@ def pool_capacity(pool):
 
 # -- the harness -----------------------------------------------------------------------------
 
-def _env_with_agent_tokens(agent_nodes):
-    """test_workspace.Env whose kube-sim also knows a node-bound agent token (agent_token(node)) per
-    agent_nodes (test_aggregator_workspaces' kube-sim, given our node names)."""
-    saved = wst.SimProcess, taw.CSI_NODES
-    wst.SimProcess, taw.CSI_NODES = taw._SimWithAgentTokens, tuple(agent_nodes)
-    try:
-        return wst.Env(start=False)
-    finally:
-        wst.SimProcess, taw.CSI_NODES = saved
-
-
 class Cluster:
-    """kube-sim (test_workspace.Env) plus real aggregators and fake agents, with the API and
+    """kube-sim (workspace.Env) plus real aggregators and fake agents, with the API and
     wait helpers the budget scenarios use."""
 
-    def __init__(self, agent_nodes=()):
-        self.env = _env_with_agent_tokens(agent_nodes)
+    def __init__(self, agent_nodes=(), sim_args=()):
+        """agent_nodes: the nodes fake agents may report for; sim_args: more kube-sim flags."""
+        self.env = wst.Env(start=False, agent_nodes=agent_nodes, sim_args=sim_args)
         self.sim = self.env.sim
         self.aggs = []
         self.agents = {}
@@ -339,9 +330,18 @@ class Cluster:
             a.stop()  # a killed one is only reaped
         self.env.stop()
 
+    def stop_checked(self, agg):
+        """Stop everything; `agg` must have exited 0 on SIGTERM (the sanitizer build fails it
+        on a leak). Returns its log."""
+        rc = agg.stop() if agg.p.poll() is None else agg.p.returncode
+        log = agg.log()
+        self.stop()
+        assert rc == 0, "aggregator exit code %s after SIGTERM:\n%s" % (rc, log[-3000:])
+        return log
+
     # -- processes --
     def start_aggregator(self, name, *extra, expect_ready=True):
-        a = taw.Aggregator(self.env, name, list(extra), expect_ready)
+        a = self.env.aggregator(name, list(extra), expect_ready)
         self.aggs.append(a)
         return a
 
@@ -351,19 +351,20 @@ class Cluster:
         old = self.agents.pop(name, None)
         if old is not None and not old.done:
             old.cancel()
-        a = FakeAgent(taw.ipb, agg.channel, agent_token(name), inventory_from_node(taw.ipb, node_obj))
+        pb = proto.inventory()
+        a = FakeAgent(pb, agg.channel, agent_token(name), inventory_from_node(pb, node_obj))
         self.agents[name] = a
         if wait:
             ack = a.wait_ack(1)
-            assert ack.status == taw.ipb.ACK_STATUS_OK, ack.message
+            assert ack.status == pb.ACK_STATUS_OK, ack.message
         return a
 
     def report(self, node_obj):
         """The node's agent sends a new full inventory (node_obj as it should now read)."""
         a = self.agents[node_obj["metadata"]["name"]]
-        inv = inventory_from_node(taw.ipb, node_obj)
-        ack = a.wait_ack(a.send_inventory(inv))
-        assert ack.status == taw.ipb.ACK_STATUS_OK, ack.message
+        pb = proto.inventory()
+        ack = a.wait_ack(a.send_inventory(inventory_from_node(pb, node_obj)))
+        assert ack.status == pb.ACK_STATUS_OK, ack.message
 
     def log_tail(self, n=6000):
         parts = []
@@ -492,7 +493,7 @@ class Cluster:
             last[0] = check()
             return not last[0]
         try:
-            simtest.wait_for(ok, timeout=timeout, interval=0.1, msg=msg)
+            wait_for(ok, timeout=timeout, what=msg, interval=0.1)
         except AssertionError as e:
             raise AssertionError("%s\n%s\n%s" % (e, "\n".join(last[0]), self.log_tail()))
 
@@ -507,7 +508,7 @@ class Recorder:
     def __init__(self, sim, path):
         # limit=1: the collection's resourceVersion without reading every object.
         rv = sim.ok("GET", path + "?limit=1")["metadata"]["resourceVersion"]
-        self.w = simtest.WatchStream(sim, "%s?watch=1&resourceVersion=%s" % (path, rv),
+        self.w = WatchStream(sim, "%s?watch=1&resourceVersion=%s" % (path, rv),
                                      timeout=900)
         self.events = []
         self.lock = threading.Lock()
@@ -537,3 +538,60 @@ class Recorder:
             pass
         self.t.join(10)
         self.w.close()
+
+
+# -- cases sharing one cluster -------------------------------------------------------------------
+
+def quota(cohort, cls, resource):
+    """The nominalQuota of `resource` in the flavor of GPU class `cls` of a Cohort, or None."""
+    for g in norm_groups((cohort or {}).get("spec", {}).get("resourceGroups")):
+        for f in g["flavors"]:
+            if f["name"] == flavor_name(cls):
+                for r in f["resources"]:
+                    if r["name"] == resource:
+                        return r["nominalQuota"]
+    return None
+
+
+class OneCluster:
+    """Mixin of a TestCase whose cases share one kube-sim and one aggregator (AGG_ARGS), set up
+    with populate(), a TauTeam research and a TauCluster in Reconcile mode naming it."""
+    AGENT_NODES = ()
+    AGG_ARGS = ()
+
+    @classmethod
+    def populate(cls, c):
+        pass
+
+    @classmethod
+    def setUpClass(cls):
+        c = cls.c = Cluster(agent_nodes=cls.AGENT_NODES)
+        try:
+            cls.populate(c)
+            c.create(team("research"), TEAMS)
+            c.create(tau_cluster(), TAU + "/clusters")
+            cls.agg = c.start_aggregator("aggregator", *cls.AGG_ARGS)
+        except BaseException:
+            c.stop()
+            raise
+        cls.shape = Shape()
+        cls.fault_spans = []  # where in the log writes failed on purpose
+
+    @classmethod
+    def tearDownClass(cls):
+        log = cls.c.stop_checked(cls.agg)
+        # Every object it wrote passed kube-sim's Kueue admission rules and the CRD schemas:
+        # no write failed but those the fault case made fail on purpose.
+        for start, end in reversed(cls.fault_spans):
+            log = log[:start] + log[end:]
+        refused = [line for line in log.splitlines()
+                   if "budget write failed" in line or "admission webhook" in line]
+        assert not refused, "writes refused:\n" + "\n".join(refused[:20])
+
+
+def require_all():
+    """What a budget suite needs (its setUpModule): the aggregator, the CLI, and protoc for the
+    message classes."""
+    require.binary(paths.AGG_BIN, "TAU_AGGREGATOR_BIN")
+    require.binary(paths.CLI_BIN, "TAU_CLI")
+    proto.inventory()
