@@ -58,13 +58,18 @@ import sys
 import threading
 import time
 
+import grpc
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-
-import test_aggregator as ta  # noqa: E402
-import test_aggregator_ha as tha  # noqa: E402
+import harness_path  # noqa: E402,F401  (puts tests/e2e on sys.path)
+from harness import paths  # noqa: E402
+from harness.aggregator import (Aggregator, ServiceProxy, expected_pool, node,  # noqa: E402
+                                require_all)
+from harness.kubesim import kube_request  # noqa: E402
+from harness.procs import Proc, make_workdir, remove_workdir  # noqa: E402
+from harness.quantity import parse as qparse  # noqa: E402
+from harness.tokens import agent_tokens, agent_token, write_table  # noqa: E402
 
 TEAM = "research"
 NS = "kube-system"
@@ -91,7 +96,7 @@ def cohort_quotas(obj):
             name = f["name"]
             res = out.setdefault(name[len(FLAVOR):] if name.startswith(FLAVOR) else name, {})
             for r in f.get("resources") or []:
-                res[r["name"]] = ta.qparse(str(r["nominalQuota"]))
+                res[r["name"]] = qparse(str(r["nominalQuota"]))
     return out
 
 
@@ -182,9 +187,9 @@ class Agent:
         os.makedirs(os.path.join(root, "dev"), exist_ok=True)
         token = os.path.join(work, "token-" + name)
         with open(token, "w") as f:
-            f.write(ta.agent_token(name))
+            f.write(agent_token(name))
         self.log = open(os.path.join(work, "agent-" + name + ".log"), "a")
-        self.p = subprocess.Popen([ta.AGENT_BIN, "--node-name", name, "--aggregator", addr,
+        self.p = subprocess.Popen([paths.AGENT_BIN, "--node-name", name, "--aggregator", addr,
                                    "--kubeconfig", kubeconfig, "--host-root", root,
                                    "--token-file", token, "--insecure", "--log-level", level],
                                   stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
@@ -238,12 +243,12 @@ class Bench:
             time.sleep(POLL_S)
 
     def req(self, method, path, body=None, ctype="application/json"):
-        return ta.kube_request(self.port, self.admin, method, path, body, ctype=ctype)
+        return kube_request(self.port, self.admin, method, path, body, ctype=ctype)
 
     # -- set-up --
     def setup(self):
-        ta.setUpModule()
-        self.work = ta.WORK
+        require_all()
+        self.work = make_workdir("tau-bench-%s-" % os.path.basename(__file__)[:-3])
         n = self.a.agents
         n_a100 = n // 4
         self.nodes = []
@@ -251,24 +256,19 @@ class Bench:
             a100 = i < n_a100
             name = ("fo-a100-%03d" % i) if a100 else ("fo-h100-%03d" % (i - n_a100))
             gpus = "4" if a100 else "8"
-            self.nodes.append(ta._node(name, "a100" if a100 else "h100", {
+            self.nodes.append(node(name, "a100" if a100 else "h100", {
                 "cpu": "96", "memory": "1800Gi", GPU: gpus, "pods": "110"}))
         self.victim = self.nodes[-1]["metadata"]["name"]  # an h100 node
-        tokens = {ta.agent_token(x["metadata"]["name"]): {
-            "username": ta.AGENT_USER, "audiences": ["taugrid"],
-            "extra": {"authentication.kubernetes.io/node-name": [x["metadata"]["name"]]}}
-            for x in self.nodes}
-        with open(os.path.join(self.work, "tokens.json"), "w") as f:
-            json.dump(tokens, f)
+        write_table(os.path.join(self.work, "tokens.json"), agent_tokens(self.nodes))
         with open(os.path.join(self.work, "seed.json"), "w") as f:
             json.dump({"kind": "List", "items": self.nodes}, f)
         self.kubeconfig = os.path.join(self.work, "kubeconfig")
-        self.sim = ta.Proc([ta.SIM_PYTHON, ta.KUBE_SIM, "--listen", "127.0.0.1:0",
+        self.sim = Proc([paths.SIM_PYTHON, paths.KUBE_SIM, "--listen", "127.0.0.1:0",
                             "--kubeconfig-out", self.kubeconfig, "--tokens",
                             os.path.join(self.work, "tokens.json"), "--seed",
                             os.path.join(self.work, "seed.json"), "--crds",
                             os.path.join(ROOT, "charts/taugrid/crds"), "--crds",
-                            os.path.join(ROOT, "tests/fixtures/kueue")], "kube-sim")
+                            os.path.join(ROOT, "tests/fixtures/kueue")], "kube-sim", self.work)
         self.port = int(self.sim.wait_line("ready ", timeout=120).split()[1])
         with open(self.kubeconfig) as f:
             self.admin = json.load(f)["users"][0]["user"]["token"]
@@ -285,16 +285,16 @@ class Bench:
             if st != 201:
                 raise Failed("POST %s: %s %s" % (path, st, body))
         # The Service stand-in routes to whatever self.aggs holds at each connection.
-        self.svc = tha.ServiceProxy(self.aggs)
+        self.svc = ServiceProxy(self.aggs)
 
     def pool(self, cordoned):
         """The true pool {flavor: {resource: n}} with the victim cordoned or not."""
         nodes = [dict(x, spec={"unschedulable": True}) if cordoned and
                  x["metadata"]["name"] == self.victim else x for x in self.nodes]
-        return {k: v["resources"] for k, v in ta.expected_pool(nodes).items()}
+        return {k: v["resources"] for k, v in expected_pool(nodes).items()}
 
     def start_agg(self, kind):
-        return ta.Aggregator(self.kubeconfig, sync_timeout=SYNC[kind], extra=(
+        return Aggregator(self.kubeconfig, self.work, sync_timeout=SYNC[kind], extra=(
             "--leader-elect", "--system-namespace", NS, "--no-workspace-controller",
             "--log-level", "info",
             # Every agent comes from this one host, and all reconnect at each failover.
@@ -402,7 +402,7 @@ class Bench:
                         p = follower.pool()
                         if p.established:
                             answers.append(p)
-                    except ta.grpc.RpcError:
+                    except grpc.RpcError:
                         pass
                 for ev in cw.snapshot():
                     if ev[1] in ("ADDED", "MODIFIED") and ev[2] > uncordon_rv and \
@@ -425,8 +425,8 @@ class Bench:
             want = {fl: (res.get(GPU, 0), res.get("cpu", 0)) for fl, res in full.items()}
             alt = {fl: (res.get(GPU, 0), res.get("cpu", 0)) for fl, res in less.items()}
             for p in answers:
-                got = {f.name: (ta.qparse(f.resources.get(GPU, "0")),
-                                ta.qparse(f.resources.get("cpu", "0"))) for f in p.flavors}
+                got = {f.name: (qparse(f.resources.get(GPU, "0")),
+                                qparse(f.resources.get("cpu", "0"))) for f in p.flavors}
                 if got != want and got != alt:
                     bad.append("GetPool on the new leader established with %s (pool %s)"
                                % (got, want))
@@ -490,7 +490,7 @@ class Bench:
                 ag.stop()
         if self.sim is not None:
             self.sim.stop()
-        ta.tearDownModule()
+        remove_workdir(self.work)
 
 
 def report(out):
@@ -531,10 +531,10 @@ def main():
     kinds = [k for k in a.follower.split(",") if k]
     if a.agents < 4 or a.runs < 1 or not kinds or any(k not in SYNC for k in kinds):
         ap.error("need --agents >= 4, --runs >= 1, --follower from cold,warm")
-    ta.AGG_BIN = os.path.join(a.build, "tau-aggregator")
-    ta.AGENT_BIN = os.path.join(a.build, "tau-node-agent")
-    ta.CLI_BIN = os.path.join(a.build, "tau")
-    for b in (ta.AGG_BIN, ta.AGENT_BIN):
+    paths.AGG_BIN = os.path.join(a.build, "tau-aggregator")
+    paths.AGENT_BIN = os.path.join(a.build, "tau-node-agent")
+    paths.CLI_BIN = os.path.join(a.build, "tau")
+    for b in (paths.AGG_BIN, paths.AGENT_BIN):
         if not os.access(b, os.X_OK):
             print("bench/failover: %s is not built" % b, file=sys.stderr)
             return 1

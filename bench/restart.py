@@ -63,10 +63,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 import harness_path  # noqa: E402,F401  (puts tests/e2e on sys.path)
-from harness import procs  # noqa: E402
+from harness import paths, procs  # noqa: E402
+from harness.aggregator import Aggregator, node, require_all  # noqa: E402
+from harness.kubesim import kube_request  # noqa: E402
+from harness.procs import Proc, make_workdir, remove_workdir  # noqa: E402
 from harness.tls import make_tls  # noqa: E402
+from harness.tokens import AGENT_USER, agent_token  # noqa: E402
 from kubesim import satoken  # noqa: E402
-import test_aggregator as ta  # noqa: E402
 
 GPU = "nvidia.com/gpu"
 POLL_S = 0.1  # sampling period of the aggregator's /metrics: the figures' resolution
@@ -147,7 +150,7 @@ class Sampler:
     def _run(self):
         while not self.stop_ev.is_set():
             try:
-                st, body = ta.kube_request(self.sim_port, self.admin, "GET", "/sim/stats")
+                st, body = kube_request(self.sim_port, self.admin, "GET", "/sim/stats")
                 if st == 200:
                     total = sum(v for v in body.values() if isinstance(v, int))
                     tr = sum(v for k, v in body.items() if k.endswith("/tokenreviews"))
@@ -195,26 +198,26 @@ class Bench:
         return min(self.deadline, time.monotonic() + seconds)
 
     def setup(self):
-        ta.setUpModule()
-        self.work = ta.WORK
+        require_all()
+        self.work = make_workdir("tau-bench-%s-" % os.path.basename(__file__)[:-3])
         n = self.a.agents
         self.names = ["rs-%05d" % i for i in range(n)]
-        nodes = [ta._node(x, "h100", {"cpu": "96", "memory": "1800Gi", GPU: "8", "pods": "110"})
+        nodes = [node(x, "h100", {"cpu": "96", "memory": "1800Gi", GPU: "8", "pods": "110"})
                  for x in self.names]
         sim_key = []
         if self.a.unsigned:
-            self.tokens = [ta.agent_token(x) for x in self.names]
+            self.tokens = [agent_token(x) for x in self.names]
         else:
             key_path = os.path.join(self.work, "sa.key")
             key = satoken.SigningKey.generate(key_path)
             t0 = time.monotonic()
-            self.tokens = [satoken.projected_token(ta.AGENT_USER, ["taugrid"], node=x,
+            self.tokens = [satoken.projected_token(AGENT_USER, ["taugrid"], node=x,
                                                    pod="tau-node-agent-" + x, key=key)
                            for x in self.names]
             self.out["signing_s"] = time.monotonic() - t0
             sim_key = ["--service-account-signing-key-file", key_path]
         with open(os.path.join(self.work, "tokens.json"), "w") as f:
-            json.dump({t: satoken.table_entry(ta.AGENT_USER, ["taugrid"], node=x,
+            json.dump({t: satoken.table_entry(AGENT_USER, ["taugrid"], node=x,
                                               pod="" if self.a.unsigned else "tau-node-agent-" + x)
                        for x, t in zip(self.names, self.tokens)}, f)
         with open(os.path.join(self.work, "seed.json"), "w") as f:
@@ -224,12 +227,12 @@ class Bench:
             for x, t in zip(self.names, self.tokens):
                 f.write("%s %s\n" % (x, t))
         self.kubeconfig = os.path.join(self.work, "kubeconfig")
-        self.sim = ta.Proc([ta.SIM_PYTHON, ta.KUBE_SIM, "--listen", "127.0.0.1:0",
+        self.sim = Proc([paths.SIM_PYTHON, paths.KUBE_SIM, "--listen", "127.0.0.1:0",
                             "--kubeconfig-out", self.kubeconfig, "--tokens",
                             os.path.join(self.work, "tokens.json"), "--seed",
                             os.path.join(self.work, "seed.json"), "--crds",
                             os.path.join(ROOT, "charts/taugrid/crds"), "--crds",
-                            os.path.join(ROOT, "tests/fixtures/kueue"), *sim_key], "kube-sim")
+                            os.path.join(ROOT, "tests/fixtures/kueue"), *sim_key], "kube-sim", self.work)
         self.port = int(self.sim.wait_line("ready ", timeout=600).split()[1])
         with open(self.kubeconfig) as f:
             self.admin = json.load(f)["users"][0]["user"]["token"]
@@ -244,7 +247,7 @@ class Bench:
         n = str(max(self.a.agents, 256))
         budget = ("--review-qps", str(self.a.review_qps),
                   "--review-burst", str(self.a.review_burst))
-        agg = ta.Aggregator(self.kubeconfig, sync_timeout="1h", ca=self.ca, extra=(
+        agg = Aggregator(self.kubeconfig, self.work, sync_timeout="1h", ca=self.ca, extra=(
             "--grpc-listen", "127.0.0.1:%d" % self.grpc_port,
             "--tls-cert", self.cert, "--tls-key", self.key,
             "--no-workspace-controller", "--log-level", "warn",
@@ -316,7 +319,7 @@ class Bench:
         n = self.a.agents
         self.wait(lambda: self.established(self.agg) and self.swarm.live == n, self.a.timeout,
                   "established with every agent before run %d" % i)
-        ta.kube_request(self.port, self.admin, "POST", "/sim/stats/reset")
+        kube_request(self.port, self.admin, "POST", "/sim/stats/reset")
         sampler = Sampler(self.port, self.admin, self.a.sample)
         sampler.wait_past(time.monotonic(), count=2)  # a quiet baseline before the kill
         closed0 = self.swarm.closed
@@ -355,7 +358,7 @@ class Bench:
         t1 = time.monotonic()
         sampler.wait_past(t1)  # the sample that covers t1
         sampler.stop()
-        st, stats = ta.kube_request(self.port, self.admin, "GET", "/sim/stats")
+        st, stats = kube_request(self.port, self.admin, "GET", "/sim/stats")
         m = metrics(self.agg.http_port) or m
         row = dict(marks)
         row.update(sampler.rates(t0, t1 + self.a.sample * 1.5))
@@ -377,7 +380,7 @@ class Bench:
             self.agg.stop()
         if self.sim is not None:
             self.sim.stop()
-        ta.tearDownModule()
+        remove_workdir(self.work)
 
 
 def report(out):
@@ -456,10 +459,10 @@ def main():
     if a.agents < 1 or a.runs < 1 or a.channels < 1:
         ap.error("need --agents, --runs, --channels >= 1")
     a.build = os.path.abspath(a.build)
-    ta.AGG_BIN = os.path.join(a.build, "tau-aggregator")
-    ta.AGENT_BIN = os.path.join(a.build, "tau-node-agent")
-    ta.CLI_BIN = os.path.join(a.build, "tau")
-    for b in (ta.AGG_BIN, os.path.join(a.build, "bench-tools", "restart_swarm")):
+    paths.AGG_BIN = os.path.join(a.build, "tau-aggregator")
+    paths.AGENT_BIN = os.path.join(a.build, "tau-node-agent")
+    paths.CLI_BIN = os.path.join(a.build, "tau")
+    for b in (paths.AGG_BIN, os.path.join(a.build, "bench-tools", "restart_swarm")):
         if not os.access(b, os.X_OK):
             print("bench/restart: %s is not built" % b, file=sys.stderr)
             return 1

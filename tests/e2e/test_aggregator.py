@@ -12,10 +12,6 @@ out-of-order reports the cases need), and in the last case the real tau-node-age
 independent calculation with exact Fractions. Waits are for conditions, never fixed sleeps.
 """
 
-import base64
-import copy
-import glob
-import http.client
 import json
 import os
 import shutil
@@ -23,291 +19,47 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
 import grpc
 import yaml
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-from harness import require  # noqa: E402
-import simtest  # noqa: E402
+from harness import paths, proto, require
+from harness.agents import FakeAgent, RealAgent, inventory_from_node
+from harness.aggregator import (Aggregator, PoolWatcher, expected_pool, gpu_nodes,
+                                make_nodes, pool_values)
+from harness.aggregator import node as _node
+from harness.kubesim import kube_request
+from harness.procs import Proc
+from harness.quantity import parse as qparse
+from harness.tls import make_tls
+from harness.tokens import AGENT_USER, agent_token, bare_jwt, expired_token
+from harness.waits import wait_for
 
-from harness.agents import FakeAgent, inventory_from_node  # noqa: E402
-from harness.quantity import parse as qparse  # noqa: E402
-from harness.tokens import agent_token  # noqa: E402
-
-AGG_BIN = os.environ.get("TAU_AGGREGATOR_BIN", os.path.join(ROOT, "build/tau-aggregator"))
-CLI_BIN = os.environ.get("TAU_CLI_BIN", os.path.join(ROOT, "build/tau"))
-AGENT_BIN = os.environ.get("TAU_AGENT_BIN", os.path.join(ROOT, "build/tau-node-agent"))
-RPC_CLIENT = os.environ.get("TAU_RPC_TEST_CLIENT", os.path.join(ROOT, "build/tests/e2e/rpc_test_client"))
-PROTOC = None  # setUpModule: require.tool
-PROTO_DIR = os.environ.get("TAU_PROTO_DIR", os.path.join(ROOT, "proto"))
-GRPC_PROTO_DIR = os.environ.get("TAU_GRPC_PROTO_DIR", "/usr/share/grpc-proto")
-KUBE_SIM = os.path.join(ROOT, "tests/kube-sim/kube-sim")
-SIM_PYTHON = os.environ.get("TAU_SIM_PYTHON", shutil.which("python3") or sys.executable)
-AGENT_USER = "system:serviceaccount:tau-system:tau-node-agent"
-QRY = "/tau.inventory.v1.QueryService/"
-
+ROOT = paths.ROOT
 pb = qpb = hpb = None
 WORK = None
 
-
-def _jwt(claims):
-    enc = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()  # noqa: E731
-    return ".".join([enc(b'{"alg":"RS256"}'), enc(json.dumps(claims).encode()), enc(b"sig")])
-
-
-EXPIRED_TOKEN = _jwt({"exp": int(time.time()) - 3600, "sub": AGENT_USER})
+EXPIRED_TOKEN = expired_token()
 WRONG_USER = agent_token("", tag="wrong-user")
 WRONG_AUD = agent_token("", tag="wrong-aud")
 NO_NODE = agent_token("", tag="no-node")
 
 
-def _node(name, cls, alloc, ready=True, unschedulable=False, extra_labels=None):
-    labels = {"kubernetes.io/os": "linux", "kubernetes.io/hostname": name}
-    if cls:
-        labels["tau.azure.com/gpu-class"] = cls
-    labels.update(extra_labels or {})
-    return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"unschedulable": True} if unschedulable else {},
-        "status": {"allocatable": alloc, "capacity": alloc,
-                   "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
-    }
-
-
-def make_nodes():
-    nodes = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "tests/fixtures/kube/node-*.json"))):
-        with open(path) as f:
-            n = json.load(f)
-        for k in ("resourceVersion", "uid", "creationTimestamp"):
-            n["metadata"].pop(k, None)
-        nodes.append(n)
-    # Same class as the ND fixture, quantities written in other notations.
-    nodes.append(_node("gpu-ib-2", "h100-ib", {"cpu": "95", "memory": "1886Gi",
-                                               "nvidia.com/gpu": "8", "rdma/ib": "8",
-                                               "ephemeral-storage": "100G", "pods": "110"}))
-    nodes.append(_node("gpu-ib-3", "h100-ib", {"cpu": "1.5", "memory": "1024Mi",
-                                               "nvidia.com/gpu": "4", "pods": "110"}))
-    nodes.append(_node("gpu-notready", "h100-ib", {"cpu": "8", "nvidia.com/gpu": "8"},
-                       ready=False))
-    nodes.append(_node("cpu-only-1", None, {"cpu": "16", "memory": "64Gi"}))
-    return nodes
-
-
-def gpu_nodes(nodes):
-    return [n for n in nodes if n["metadata"]["labels"].get("tau.azure.com/gpu-class")]
-
-
-def expected_pool(nodes, selector=None):
-    """{class: {"nodes": [names], "resources": {name: Fraction}}} by rules P1-P2."""
-    pool = {}
-    for n in nodes:
-        labels = n["metadata"]["labels"]
-        cls = labels.get("tau.azure.com/gpu-class")
-        ready = any(c["type"] == "Ready" and c["status"] == "True"
-                    for c in n["status"].get("conditions", []))
-        if (labels.get("kubernetes.io/os") != "linux" or not cls or not ready
-                or n.get("spec", {}).get("unschedulable")
-                or (selector and any(labels.get(k) != v for k, v in selector.items()))):
-            continue
-        f = pool.setdefault(cls, {"nodes": [], "resources": {}})
-        f["nodes"].append(n["metadata"]["name"])
-        for r, q in n["status"]["allocatable"].items():
-            f["resources"][r] = f["resources"].get(r, 0) + qparse(q)
-    for f in pool.values():
-        f["nodes"].sort()
-    return pool
-
-
-def pool_values(p):
-    """The same shape from a Pool message (values parsed back exactly; node counts, since a Pool
-    does not name its nodes: ListNodes does)."""
-    return {f.name: {"nodes": f.node_count,
-                     "resources": {k: qparse(v) for k, v in f.resources.items()}}
-            for f in p.flavors}
-
-
 def setUpModule():
-    global pb, qpb, hpb, WORK, PROTOC
-    require.binary(AGG_BIN, "TAU_AGGREGATOR_BIN")
-    require.binary(CLI_BIN, "TAU_CLI_BIN")
-    require.binary(AGENT_BIN, "TAU_AGENT_BIN")
-    PROTOC = require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
+    global pb, qpb, hpb, WORK
+    require.binary(paths.AGG_BIN, "TAU_AGGREGATOR_BIN")
+    require.binary(paths.CLI_BIN, "TAU_CLI_BIN")
+    require.binary(paths.AGENT_BIN, "TAU_AGENT_BIN")
     require.tool("openssl", "openssl", "TAU_OPENSSL")
     WORK = tempfile.mkdtemp(prefix="tau-agg-e2e-")
-    gen, hgen = os.path.join(WORK, "gen"), os.path.join(WORK, "hgen")
-    os.makedirs(gen)
-    os.makedirs(hgen)
-    subprocess.run([PROTOC, "-I" + PROTO_DIR, "--python_out=" + gen,
-                    os.path.join(PROTO_DIR, "tau/inventory/v1/inventory.proto"),
-                    os.path.join(PROTO_DIR, "tau/inventory/v1/query.proto")], check=True)
-    subprocess.run([PROTOC, "-I" + GRPC_PROTO_DIR, "--python_out=" + hgen,
-                    os.path.join(GRPC_PROTO_DIR, "grpc/health/v1/health.proto")], check=True)
-    sys.path.insert(0, gen)
-    sys.path.insert(0, os.path.join(hgen, "grpc/health/v1"))
-    from tau.inventory.v1 import inventory_pb2, query_pb2  # noqa: E402
-    import health_pb2  # noqa: E402
-    pb, qpb, hpb = inventory_pb2, query_pb2, health_pb2
+    pb, qpb, hpb = proto.inventory(), proto.query(), proto.health()
 
 
 def tearDownModule():
     if WORK and not os.environ.get("TAU_E2E_KEEP"):
         shutil.rmtree(WORK, ignore_errors=True)
-
-
-class Proc:
-    """A child whose stdout lines are collected; stderr goes to a file."""
-
-    def __init__(self, argv, name, env=None):
-        self.log_path = os.path.join(WORK, name + ".log")
-        self.log = open(self.log_path, "a")
-        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log, text=True,
-                                  env=env, stdin=subprocess.DEVNULL)
-        self.lines = []
-        self.cond = threading.Condition()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for line in self.p.stdout:
-            with self.cond:
-                self.lines.append(line.rstrip("\n"))
-                self.cond.notify_all()
-        with self.cond:
-            self.cond.notify_all()
-
-    def wait_line(self, prefix, timeout=60):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for line in self.lines:
-                    if line.startswith(prefix):
-                        return line
-                left = deadline - time.monotonic()
-                if left <= 0 or self.p.poll() is not None:
-                    with open(self.log_path) as f:
-                        raise AssertionError("no %r line; log:\n%s" % (prefix, f.read()[-3000:]))
-                self.cond.wait(min(left, 0.5))
-
-    def stop(self, timeout=30):
-        if self.p.poll() is None:
-            self.p.terminate()
-        try:
-            rc = self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            rc = self.p.wait()
-        self.log.close()
-        self.p.stdout.close()
-        return rc
-
-
-def kube_request(port, token, method, path, body=None, ctype="application/json"):
-    """One request to kube-sim as admin: (status, decoded body or None)."""
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    c.request(method, path, body=json.dumps(body) if body is not None else None,
-              headers={"Authorization": "Bearer " + token, "Content-Type": ctype})
-    r = c.getresponse()
-    data = r.read()
-    c.close()
-    return r.status, json.loads(data) if data else None
-
-
-def wait_for(pred, timeout=30, msg="condition"):
-    return simtest.wait_for(pred, timeout=timeout, msg=msg)
-
-class Aggregator:
-    def __init__(self, kubeconfig, sync_timeout="60s", extra=(), ca=None, name="aggregator"):
-        self.proc = Proc([AGG_BIN, "--kubeconfig", kubeconfig, "--grpc-listen", "127.0.0.1:0",
-                          "--http-listen", "127.0.0.1:0", "--initial-sync-timeout", sync_timeout,
-                          "--log-level", "debug", *extra], name)
-        line = self.proc.wait_line("ready ")
-        parts = dict(kv.split("=") for kv in line.split()[1:])
-        self.grpc_port, self.http_port = int(parts["grpc"]), int(parts["http"])
-        self.addr = "127.0.0.1:%d" % self.grpc_port
-        # Queries carry the kubeconfig's (admin) token: TokenReview + SubjectAccessReview.
-        with open(kubeconfig) as f:
-            self.md = (("authorization", "Bearer " + json.load(f)["users"][0]["user"]["token"]),)
-        if ca:
-            with open(ca, "rb") as f:
-                creds = grpc.ssl_channel_credentials(root_certificates=f.read())
-            self.channel = grpc.secure_channel(self.addr, creds)
-        else:
-            self.channel = grpc.insecure_channel(self.addr)
-
-    def unary(self, method, req, resp_cls, timeout=10):
-        fn = self.channel.unary_unary(QRY + method, request_serializer=lambda m: m.SerializeToString(),
-                                      response_deserializer=resp_cls.FromString)
-        return fn(req, timeout=timeout, metadata=self.md)
-
-    def pool(self):
-        return self.unary("GetPool", qpb.GetPoolRequest(), qpb.Pool)
-
-    def nodes(self, **kw):
-        """Every node, following ListNodes pages."""
-        out, token = [], ""
-        while True:
-            r = self.unary("ListNodes", qpb.ListNodesRequest(page_token=token, **kw),
-                           qpb.ListNodesResponse)
-            out += r.nodes
-            if not r.next_page_token:
-                return out
-            token = r.next_page_token
-
-    def http(self, path):
-        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
-        c.request("GET", path)
-        r = c.getresponse()
-        body = r.read().decode()
-        c.close()
-        return r.status, body
-
-    def stop(self):
-        self.channel.close()
-        return self.proc.stop()
-
-
-class PoolWatcher:
-    """Collects every Pool pushed by WatchPool."""
-
-    def __init__(self, channel, metadata):
-        fn = channel.unary_stream(QRY + "WatchPool", request_serializer=lambda m: m.SerializeToString(),
-                                  response_deserializer=qpb.Pool.FromString)
-        self.call = fn(qpb.WatchPoolRequest(), metadata=metadata)
-        self.pools = []
-        self.cond = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        try:
-            for p in self.call:
-                with self.cond:
-                    self.pools.append(p)
-                    self.cond.notify_all()
-        except grpc.RpcError:
-            pass
-
-    def wait(self, pred, timeout=30):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for p in self.pools:
-                    if pred(p):
-                        return p
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError("no matching pool among %d pushed" % len(self.pools))
-                self.cond.wait(left)
-
-    def cancel(self):
-        self.call.cancel()
 
 
 class AggregatorE2E(unittest.TestCase):
@@ -337,16 +89,16 @@ class AggregatorE2E(unittest.TestCase):
         with open(seed, "w") as f:
             json.dump({"kind": "List", "items": cls.nodes}, f)
         cls.kubeconfig = os.path.join(WORK, "kubeconfig")
-        cls.sim = Proc([SIM_PYTHON, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+        cls.sim = Proc([paths.SIM_PYTHON, paths.KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
                         cls.kubeconfig, "--tokens", cls.tokens_path, "--seed", seed,
-                        "--crds", os.path.join(ROOT, "charts/taugrid/crds")], "kube-sim")
+                        "--crds", os.path.join(ROOT, "charts/taugrid/crds")], "kube-sim", WORK)
         cls.sim_port = int(cls.sim.wait_line("ready ").split()[1])
         with open(cls.kubeconfig) as f:
             cls.admin_token = json.load(f)["users"][0]["user"]["token"]
-        cls.agg = Aggregator(cls.kubeconfig)
+        cls.agg = Aggregator(cls.kubeconfig, WORK)
         cls.agents = {}
         # The Node watch has delivered every Node before any case starts.
-        wait_for(lambda: len(cls.agg.nodes()) == len(cls.nodes), msg="every Node known")
+        wait_for(lambda: len(cls.agg.nodes()) == len(cls.nodes), what="every Node known")
 
     @classmethod
     def tearDownClass(cls):
@@ -397,7 +149,7 @@ class AggregatorE2E(unittest.TestCase):
             (EXPIRED_TOKEN, inv, grpc.StatusCode.UNAUTHENTICATED, "expired"),
             (WRONG_USER, inv, grpc.StatusCode.PERMISSION_DENIED, "not the agent service account"),
             # A JWT whose own claims name another user: refused without a TokenReview.
-            (_jwt({"sub": "system:serviceaccount:default:intruder"}), inv,
+            (bare_jwt({"sub": "system:serviceaccount:default:intruder"}), inv,
              grpc.StatusCode.PERMISSION_DENIED, "no TokenReview made"),
             (NO_NODE, inv, grpc.StatusCode.PERMISSION_DENIED, "not bound to a node"),
             (agent_token(first["metadata"]["name"]), other, grpc.StatusCode.PERMISSION_DENIED,
@@ -464,12 +216,12 @@ class AggregatorE2E(unittest.TestCase):
                 self.assertEqual(sorted(p.missing_nodes),
                                  sorted(n["metadata"]["name"] for n in gpus[i + 1:]))
         p = wait_for(lambda: (lambda q: q if q.established else None)(self.agg.pool()),
-                     msg="established pool")
+                     what="established pool")
         self.assertEqual(list(p.missing_nodes), [])
         self.assert_pool_matches(p)
         # The gate opened on the last report, not on the timer: the log says so all the same.
         wait_for(lambda: 'msg="pool established" missing_nodes=0' in self.agg_log(),
-                 msg="the log line saying the pool is established")
+                 what="the log line saying the pool is established")
         pushed = watcher.wait(lambda q: q.established)
         self.assertEqual(pool_values(pushed), pool_values(p))
         gens = [q.generation for q in watcher.pools]
@@ -524,7 +276,7 @@ class AggregatorE2E(unittest.TestCase):
                          hpb.HealthCheckResponse.SERVING)
 
     def test_05_cli(self):
-        run = lambda *a: subprocess.run([CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", *a, "--aggregator", self.agg.addr],  # noqa: E731
+        run = lambda *a: subprocess.run([paths.CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", *a, "--aggregator", self.agg.addr],  # noqa: E731
                                         capture_output=True, text=True, timeout=30)
         r = run("pool", "-o", "json")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -603,7 +355,7 @@ class AggregatorE2E(unittest.TestCase):
         err = self.agents.pop(name).stop()
         self.assertIsNone(err, err)
         n = wait_for(lambda: [x for x in self.agg.nodes() if x.name == name and x.stale],
-                     msg="stale node")[0]
+                     what="stale node")[0]
         self.assertTrue(n.counted)
         self.assertFalse(n.connected)
         after = self.agg.pool()
@@ -620,7 +372,7 @@ class AggregatorE2E(unittest.TestCase):
             if n["metadata"]["name"] == name:
                 n["_deleted"] = True
         wait_for(lambda: name not in [n.name for n in self.agg.nodes(counted_only=True)],
-                 msg="the deleted node no longer counted")
+                 what="the deleted node no longer counted")
         p = self.agg.pool()
         self.assert_pool_matches(p)
         self.assertNotIn(name, [n.name for n in self.agg.nodes()])
@@ -634,12 +386,12 @@ class AggregatorE2E(unittest.TestCase):
         self.assertIn(status, (200, 201), body)
         sel = {"kubernetes.azure.com/nodepool-type": "FlexNodes"}
         p = wait_for(lambda: (lambda q: q if set(f.name for f in q.flavors) == {"h100-flex"} else None)(
-            self.agg.pool()), msg="pool narrowed by the TauCluster selector")
+            self.agg.pool()), what="pool narrowed by the TauCluster selector")
         self.assert_pool_matches(p, selector=sel)
         status, _ = self.kube("DELETE", "/apis/tau.azure.com/v1alpha1/clusters/cluster")
         self.assertEqual(status, 200)
         p = wait_for(lambda: (lambda q: q if len(q.flavors) > 1 else None)(self.agg.pool()),
-                     msg="pool back to every node")
+                     what="pool back to every node")
         self.assert_pool_matches(p)
 
     def test_10_restart_never_publishes_a_smaller_pool(self):
@@ -648,7 +400,7 @@ class AggregatorE2E(unittest.TestCase):
             a.cancel()
         self.agents.clear()
         self.assertEqual(self.agg.stop(), 0)
-        type(self).agg = agg = Aggregator(self.kubeconfig)
+        type(self).agg = agg = Aggregator(self.kubeconfig, WORK)
         watcher = PoolWatcher(agg.channel, agg.md)
         observed = [agg.pool()]
         live = [n for n in gpu_nodes(self.current_nodes())]
@@ -656,7 +408,7 @@ class AggregatorE2E(unittest.TestCase):
             self.agents[node["metadata"]["name"]] = self.start_agent(node, agg)
             observed.append(agg.pool())
         final = wait_for(lambda: (lambda q: q if q.established else None)(agg.pool()),
-                         msg="established after restart")
+                         what="established after restart")
         watcher.wait(lambda q: q.established)
         observed += watcher.pools
         watcher.cancel()
@@ -671,35 +423,26 @@ class AggregatorE2E(unittest.TestCase):
 
     def test_11_tls_and_initial_sync_timeout(self):
         openssl = require.tool("openssl", "openssl", "TAU_OPENSSL")
-        d = os.path.join(WORK, "tls")
-        os.makedirs(d, exist_ok=True)
-        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        sh = lambda *a: subprocess.run([openssl, *a], cwd=d, check=True, capture_output=True)  # noqa: E731
-        sh("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1", "-subj", "/CN=tau-test-ca")
-        with open(os.path.join(d, "ext"), "w") as f:
-            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-        sh("req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=localhost")
-        sh("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-           "-out", "srv.pem", "-days", "1", "-extfile", "ext")
-        ca = os.path.join(d, "ca.pem")
+        tls = make_tls(WORK, openssl)
+        ca = tls["ca"]
         # Only one agent reports: the gate opens on the (short) timeout, naming the others.
-        agg = Aggregator(self.kubeconfig, sync_timeout="1s", ca=ca,
-                         extra=("--tls-cert", os.path.join(d, "srv.pem"), "--tls-key", os.path.join(d, "srv.key")))
+        agg = Aggregator(self.kubeconfig, WORK, sync_timeout="1s", ca=ca,
+                         extra=("--tls-cert", tls["cert"], "--tls-key", tls["key"]))
         try:
             live = gpu_nodes(self.current_nodes())
             a = self.start_agent(live[0], agg)
             p = wait_for(lambda: (lambda q: q if q.established else None)(agg.pool()),
-                         msg="gate opened by the timeout")
+                         what="gate opened by the timeout")
             self.assertEqual(sorted(p.missing_nodes), sorted(n["metadata"]["name"] for n in live[1:]))
             # Silent nodes count with their Node's allocatable: the same pool as before.
             self.assert_pool_matches(p)
             # By IP (the certificate names 127.0.0.1): no DNS resolver in the picture.
-            r = subprocess.run([CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "pool", "-o", "json", "--aggregator",
+            r = subprocess.run([paths.CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "pool", "-o", "json", "--aggregator",
                                 agg.addr, "--ca-file", ca],
                                capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(sorted(json.loads(r.stdout)["missingNodes"]), sorted(p.missing_nodes))
-            r = subprocess.run([CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "pool", "--aggregator", agg.addr,
+            r = subprocess.run([paths.CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "pool", "--aggregator", agg.addr,
                                 "--timeout", "3"], capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 1, "plaintext to a TLS port must fail")
             a.cancel()
@@ -715,9 +458,9 @@ class AggregatorE2E(unittest.TestCase):
         token = os.path.join(WORK, "agent-token")
         with open(token, "w") as f:
             f.write(agent_token(name))
-        agent = Proc([AGENT_BIN, "--node-name", name, "--aggregator", self.agg.addr,
+        agent = Proc([paths.AGENT_BIN, "--node-name", name, "--aggregator", self.agg.addr,
                       "--kubeconfig", self.kubeconfig, "--host-root", root, "--token-file", token,
-                      "--insecure"], "agent")
+                      "--insecure"], "agent", WORK)
         try:
             # The newest stream for a node wins: the fake agent's stream is ended.
             err = fake.wait_done(30)
@@ -725,34 +468,34 @@ class AggregatorE2E(unittest.TestCase):
             got = wait_for(lambda: (lambda g: g if g.status.connected and g.inventory.agent_version
                                     and g.inventory.agent_version != "fake-0" else None)(
                 self.agg.unary("GetNode", qpb.GetNodeRequest(name=name), qpb.GetNodeResponse)),
-                msg="inventory from the real agent")
+                what="inventory from the real agent")
             self.assertEqual(got.inventory.node_name, name)
             self.assertEqual(pool_values(self.agg.pool()), before)
         finally:
             self.assertEqual(agent.stop(), 0)
         n = wait_for(lambda: [x for x in self.agg.nodes() if x.name == name and x.stale],
-                     msg="stale after the agent stopped")[0]
+                     what="stale after the agent stopped")[0]
         self.assertTrue(n.counted)
 
     def test_13_leader_election(self):
         extra = ("--leader-elect", "--system-namespace", "kube-system")
-        a1 = Aggregator(self.kubeconfig, sync_timeout="1s", extra=extra)
-        a2 = Aggregator(self.kubeconfig, sync_timeout="1s", extra=extra)
+        a1 = Aggregator(self.kubeconfig, WORK, sync_timeout="1s", extra=extra)
+        a2 = Aggregator(self.kubeconfig, WORK, sync_timeout="1s", extra=extra)
         leader_of = lambda a: "tau_aggregator_leader 1\n" in a.http("/metrics")[1]  # noqa: E731
         try:
-            first = wait_for(lambda: [a for a in (a1, a2) if leader_of(a)], msg="a leader")
+            first = wait_for(lambda: [a for a in (a1, a2) if leader_of(a)], what="a leader")
             self.assertEqual(len(first), 1)
             leader, follower = first[0], (a2 if first[0] is a1 else a1)
             # Only the leader is Ready (a Service routes agents and queries to it alone).
-            wait_for(lambda: leader.http("/readyz")[0] == 200, msg="leader ready")
+            wait_for(lambda: leader.http("/readyz")[0] == 200, what="leader ready")
             self.assertEqual(follower.http("/readyz")[0], 503, follower.http("/readyz")[1])
             self.assertIn("follower", follower.http("/readyz")[1])
             # The follower keeps its own inventory from its own Node watch (once it has listed).
             want = len(self.current_nodes())
-            wait_for(lambda: len(follower.nodes()) == want, msg="the follower knows every node")
+            wait_for(lambda: len(follower.nodes()) == want, what="the follower knows every node")
             # The leader hands the Lease back on SIGTERM: the follower takes over.
             self.assertEqual(leader.stop(), 0)
-            wait_for(lambda: leader_of(follower), timeout=60, msg="follower takes over")
+            wait_for(lambda: leader_of(follower), timeout=60, what="follower takes over")
         finally:
             for a in (a1, a2):
                 if a.proc.p.poll() is None:
@@ -766,35 +509,13 @@ def flavor_of(p, name):
     return None
 
 
-class RealAgent:
-    """tau-node-agent for one node of kube-sim, with an empty fake host root."""
-
-    def __init__(self, name, agg_addr, kubeconfig):
-        root = os.path.join(WORK, "host-" + name)
-        os.makedirs(os.path.join(root, "dev"), exist_ok=True)
-        token = os.path.join(WORK, "token-" + name)
-        with open(token, "w") as f:
-            f.write(agent_token(name))
-        self.proc = Proc([AGENT_BIN, "--node-name", name, "--aggregator", agg_addr,
-                          "--kubeconfig", kubeconfig, "--host-root", root, "--token-file", token,
-                          "--insecure", "--log-level", "debug"], "agent-" + name)
-
-    def kill(self):
-        """SIGKILL: the agent says nothing more, not even Stopping."""
-        self.proc.p.kill()
-        self.proc.p.wait(30)
-
-    def stop(self):
-        return self.proc.stop()
-
-
 class TrustE2E(unittest.TestCase):
     """Issue 12: the pool follows the API, and bad input fails closed (real agents)."""
 
     @classmethod
     def setUpClass(cls):
-        if not os.access(AGENT_BIN, os.X_OK):
-            raise AssertionError("tau-node-agent not built (%s)" % AGENT_BIN)
+        if not os.access(paths.AGENT_BIN, os.X_OK):
+            raise AssertionError("tau-node-agent not built (%s)" % paths.AGENT_BIN)
         cls.nodes = [_node("trust-a", "t4", {"cpu": "8", "nvidia.com/gpu": "1"}),
                      _node("trust-b", "t4", {"cpu": "8", "nvidia.com/gpu": "1"}),
                      _node("trust-c", "t4", {"cpu": "8", "nvidia.com/gpu": "1"})]
@@ -811,21 +532,21 @@ class TrustE2E(unittest.TestCase):
         with open(seed, "w") as f:
             json.dump({"kind": "List", "items": cls.nodes}, f)
         cls.kubeconfig = os.path.join(d, "kubeconfig")
-        cls.sim = Proc([SIM_PYTHON, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+        cls.sim = Proc([paths.SIM_PYTHON, paths.KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
                         cls.kubeconfig, "--tokens", tokens_path, "--seed", seed,
-                        "--crds", os.path.join(ROOT, "charts/taugrid/crds")], "kube-sim-trust")
+                        "--crds", os.path.join(ROOT, "charts/taugrid/crds")], "kube-sim-trust", WORK)
         cls.sim_port = int(cls.sim.wait_line("ready ").split()[1])
         with open(cls.kubeconfig) as f:
             cls.admin_token = json.load(f)["users"][0]["user"]["token"]
-        cls.agg = Aggregator(cls.kubeconfig)
-        cls.agents = {n["metadata"]["name"]: RealAgent(n["metadata"]["name"], cls.agg.addr,
+        cls.agg = Aggregator(cls.kubeconfig, WORK)
+        cls.agents = {n["metadata"]["name"]: RealAgent(WORK, n["metadata"]["name"], cls.agg.addr,
                                                        cls.kubeconfig) for n in cls.nodes}
         # Established with no missing node: each real agent reported (not the sync gate's
         # timeout, which would count the nodes from their Node objects with every agent refused).
         wait_for(lambda: (lambda p: p.established and p.missing_count == 0
                           and flavor_of(p, "t4") is not None
                           and flavor_of(p, "t4").node_count == 3)(cls.agg.pool()),
-                 timeout=60, msg="every real agent reported")
+                 timeout=60, what="every real agent reported")
 
     @classmethod
     def tearDownClass(cls):
@@ -858,7 +579,7 @@ class TrustE2E(unittest.TestCase):
                         "%s's agent is not connected before the kill" % name)
         self.agents[name].kill()
         wait_for(lambda: [x for x in self.agg.nodes() if x.name == name and not x.connected],
-                 msg="%s's stream closed" % name)
+                 what="%s's stream closed" % name)
         # Still counted: the Node is Ready and schedulable, and only its agent is gone.
         ex, _ = self.explain(name)
         self.assertTrue(ex.counted)
@@ -870,7 +591,7 @@ class TrustE2E(unittest.TestCase):
         self.patch_node(name, {"status": {"conditions": [{"type": "Ready", "status": "Unknown",
                                                           "reason": "NodeStatusUnknown"}]}},
                         "/status")
-        wait_for(lambda: self.t4_nodes() == before - 1, msg="trust-a out of the pool")
+        wait_for(lambda: self.t4_nodes() == before - 1, what="trust-a out of the pool")
         ex, rules = self.explain(name)
         self.assertFalse(ex.counted)
         self.assertEqual(rules["P1.ready"], (False, "Ready condition is not True"))
@@ -889,13 +610,13 @@ class TrustE2E(unittest.TestCase):
         before = self.t4_nodes()
         self.kill_agent_and_wait_stale(name)
         self.patch_node(name, {"spec": {"unschedulable": True}})
-        wait_for(lambda: self.t4_nodes() == before - 1, msg="trust-b out of the pool")
+        wait_for(lambda: self.t4_nodes() == before - 1, what="trust-b out of the pool")
         ex, rules = self.explain(name)
         self.assertFalse(ex.counted)
         self.assertEqual(rules["P1.schedulable"], (False, "cordoned (spec.unschedulable)"))
         # Uncordoned, it counts again, still without its agent.
         self.patch_node(name, {"spec": {"unschedulable": False}})
-        wait_for(lambda: self.t4_nodes() == before, msg="trust-b back in the pool")
+        wait_for(lambda: self.t4_nodes() == before, what="trust-b back in the pool")
 
     def test_03_unusable_selector_counts_nothing_and_says_why(self):
         counted = self.t4_nodes()
@@ -906,7 +627,7 @@ class TrustE2E(unittest.TestCase):
                    "spec": {"nodes": {"selector": {"tau.azure.com/pool": "not a value"}}}}
         self.kube("POST", "/apis/tau.azure.com/v1alpha1/clusters", cluster)
         p = wait_for(lambda: (lambda q: q if not q.valid else None)(self.agg.pool()),
-                     msg="pool marked invalid")
+                     what="pool marked invalid")
         self.assertEqual(list(p.flavors), [], "an unusable selector must count nothing")
         self.assertIn("spec.nodes.selector", p.invalid_reason)
         self.assertIn("not a value", p.invalid_reason)
@@ -920,7 +641,7 @@ class TrustE2E(unittest.TestCase):
         self.assertIn("tau_aggregator_nodes_counted 0\n", m)
         with open(self.agg.proc.log_path) as f:
             self.assertIn("TauCluster node selector unusable", f.read())
-        r = subprocess.run([CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "pool", "-o", "json", "--aggregator",
+        r = subprocess.run([paths.CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "pool", "-o", "json", "--aggregator",
                             self.agg.addr], capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
@@ -933,7 +654,7 @@ class TrustE2E(unittest.TestCase):
                                                    "kubernetes.io/os": "linux"}}}},
                   "application/merge-patch+json")
         p = wait_for(lambda: (lambda q: q if q.valid and flavor_of(q, "t4") else None)(
-            self.agg.pool()), msg="pool valid again")
+            self.agg.pool()), what="pool valid again")
         self.assertEqual(p.invalid_reason, "")
         self.assertEqual(self.t4_nodes(), counted)
         self.kube("DELETE", "/apis/tau.azure.com/v1alpha1/clusters/cluster")
@@ -942,11 +663,11 @@ class TrustE2E(unittest.TestCase):
         """Create the Node, wait until the aggregator knows it, then start its real agent."""
         name = node["metadata"]["name"]
         self.kube("POST", "/api/v1/nodes", node)
-        wait_for(lambda: [n for n in self.agg.nodes() if n.name == name], msg=name + " known")
-        self.agents[name] = RealAgent(name, self.agg.addr, self.kubeconfig)
+        wait_for(lambda: [n for n in self.agg.nodes() if n.name == name], what=name + " known")
+        self.agents[name] = RealAgent(WORK, name, self.agg.addr, self.kubeconfig)
         wait_for(lambda: self.agg.unary("GetNode", qpb.GetNodeRequest(name=name),
                                         qpb.GetNodeResponse).HasField("inventory"),
-                 msg=name + "'s agent reported")
+                 what=name + "'s agent reported")
 
     def test_04_absurd_node_next_to_a_sane_one_in_both_orders(self):
         # Class x5: the absurd node arrives first; class x6: the sane one does.
@@ -959,7 +680,7 @@ class TrustE2E(unittest.TestCase):
                 self.add_node_with_agent(n)
         for cls, bad, qty, good, _ in cases:
             with self.subTest(cls=cls):
-                f = wait_for(lambda: flavor_of(self.agg.pool(), cls), msg="flavor " + cls)
+                f = wait_for(lambda: flavor_of(self.agg.pool(), cls), what="flavor " + cls)
                 self.assertEqual(f.node_count, 1)
                 self.assertEqual([n.name for n in self.agg.nodes(gpu_class=cls, counted_only=True)],
                                  [good])
@@ -988,16 +709,16 @@ class TrustE2E(unittest.TestCase):
         with open(seed, "w") as f:
             json.dump({"kind": "List", "items": [_node("lone", "t4", {"nvidia.com/gpu": "1"})]}, f)
         kubeconfig = os.path.join(d, "kubeconfig")
-        sim = Proc([SIM_PYTHON, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
-                    kubeconfig, "--seed", seed], "kube-sim-no-crd")
+        sim = Proc([paths.SIM_PYTHON, paths.KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+                    kubeconfig, "--seed", seed], "kube-sim-no-crd", WORK)
         sim.wait_line("ready ")
-        agg = Aggregator(kubeconfig, sync_timeout="1s", extra=("--no-workspace-controller",))
+        agg = Aggregator(kubeconfig, WORK, sync_timeout="1s", extra=("--no-workspace-controller",))
         try:
             def warned():
                 with open(agg.proc.log_path) as f:
                     return "the Node or TauCluster list has not been read yet" in f.read()
-            wait_for(warned, msg="the unread-list warning")
-            wait_for(lambda: [n.name for n in agg.nodes()] == ["lone"], msg="the Node known")
+            wait_for(warned, what="the unread-list warning")
+            wait_for(lambda: [n.name for n in agg.nodes()] == ["lone"], what="the Node known")
             self.assertFalse(agg.pool().established)
             self.assertEqual(agg.http("/readyz")[0], 503)
         finally:
@@ -1028,18 +749,18 @@ class ScaleE2E(unittest.TestCase):
         with open(os.path.join(d, "seed.json"), "w") as f:
             json.dump({"kind": "List", "items": nodes}, f)
         cls.kubeconfig = os.path.join(d, "kubeconfig")
-        cls.sim = Proc([SIM_PYTHON, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+        cls.sim = Proc([paths.SIM_PYTHON, paths.KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
                         cls.kubeconfig, "--tokens", os.path.join(d, "tokens.json"),
                         "--seed", os.path.join(d, "seed.json"),
-                        "--crds", os.path.join(ROOT, "charts/taugrid/crds")], "kube-sim-scale")
+                        "--crds", os.path.join(ROOT, "charts/taugrid/crds")], "kube-sim-scale", WORK)
         cls.sim.wait_line("ready ", timeout=180)
-        cls.agg = Aggregator(cls.kubeconfig, sync_timeout="1s")
-        cls.agent = RealAgent(real, cls.agg.addr, cls.kubeconfig)
+        cls.agg = Aggregator(cls.kubeconfig, WORK, sync_timeout="1s")
+        cls.agent = RealAgent(WORK, real, cls.agg.addr, cls.kubeconfig)
         wait_for(lambda: "tau_aggregator_nodes %d\n" % cls.N in cls.agg.http("/metrics")[1]
-                 and cls.agg.pool().established, timeout=180, msg="50,000 nodes known, established")
+                 and cls.agg.pool().established, timeout=180, what="50,000 nodes known, established")
         wait_for(lambda: cls.agg.unary("GetNode", qpb.GetNodeRequest(name=real),
                                        qpb.GetNodeResponse).HasField("inventory"),
-                 timeout=60, msg="the real agent reported")
+                 timeout=60, what="the real agent reported")
 
     @classmethod
     def tearDownClass(cls):
@@ -1085,7 +806,7 @@ class ScaleE2E(unittest.TestCase):
         self.assertIn("invalid page_token", cm.exception.details())
 
     def test_03_cli_lists_all_50000_nodes(self):
-        r = subprocess.run([CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "nodes", "-o", "json", "--aggregator",
+        r = subprocess.run([paths.CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "nodes", "-o", "json", "--aggregator",
                             self.agg.addr], capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
         nodes = json.loads(r.stdout)
@@ -1093,7 +814,7 @@ class ScaleE2E(unittest.TestCase):
         self.assertEqual(sum(1 for n in nodes if n["counted"]), sum(self.counted.values()))
         real = nodes[1]
         self.assertTrue(real["connected"], real)
-        r = subprocess.run([CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "nodes", "-o", "json", "--counted",
+        r = subprocess.run([paths.CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "nodes", "-o", "json", "--counted",
                             "--gpu-class", "c0", "--aggregator", self.agg.addr],
                            capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -1111,7 +832,7 @@ class BoundedAuthE2E(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        require.binary(RPC_CLIENT, "TAU_RPC_TEST_CLIENT")
+        require.binary(paths.RPC_CLIENT, "TAU_RPC_TEST_CLIENT")
         cls.nodes = make_nodes()
         cls.gpu_nodes = gpu_nodes(cls.nodes)
         cls.gpu = [n["metadata"]["name"] for n in cls.gpu_nodes]
@@ -1125,19 +846,19 @@ class BoundedAuthE2E(unittest.TestCase):
         with open(os.path.join(d, "seed.json"), "w") as f:
             json.dump({"kind": "List", "items": cls.nodes}, f)
         cls.kubeconfig = os.path.join(d, "kubeconfig")
-        cls.sim = Proc([SIM_PYTHON, KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+        cls.sim = Proc([paths.SIM_PYTHON, paths.KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
                         cls.kubeconfig, "--tokens", os.path.join(d, "tokens.json"),
                         "--seed", os.path.join(d, "seed.json"),
-                        "--crds", os.path.join(ROOT, "charts/taugrid/crds")], "kube-sim-bounded")
+                        "--crds", os.path.join(ROOT, "charts/taugrid/crds")], "kube-sim-bounded", WORK)
         cls.sim_port = int(cls.sim.wait_line("ready ").split()[1])
         with open(cls.kubeconfig) as f:
             cls.admin_token = json.load(f)["users"][0]["user"]["token"]
         # Listening on [::] too: the flood comes from ::1, the real agents from 127.0.0.1, two
         # peers on one machine. The caps are raised so all 2,000 flood streams wait in the queue.
-        cls.agg = Aggregator(cls.kubeconfig, extra=(
+        cls.agg = Aggregator(cls.kubeconfig, WORK, extra=(
             "--grpc-listen", "[::]:0", "--max-reviews-per-peer", "4000",
             "--max-pending-reviews", "4000", "--max-streams-per-peer", "4000"), name="aggregator-bounded")
-        wait_for(lambda: len(cls.agg.nodes()) == len(cls.nodes), msg="every Node known")
+        wait_for(lambda: len(cls.agg.nodes()) == len(cls.nodes), what="every Node known")
 
     @classmethod
     def tearDownClass(cls):
@@ -1169,9 +890,9 @@ class BoundedAuthE2E(unittest.TestCase):
         inv = inventory_from_node(pb, self.nodes[0])
         intruder = "system:serviceaccount:default:intruder"
         cases = ([("opaque-%d" % i, grpc.StatusCode.UNAUTHENTICATED, "not a JWT") for i in range(20)]
-                 + [(_jwt({"sub": intruder, "jti": str(i)}), grpc.StatusCode.PERMISSION_DENIED,
+                 + [(bare_jwt({"sub": intruder, "jti": str(i)}), grpc.StatusCode.PERMISSION_DENIED,
                      "no TokenReview made") for i in range(20)]
-                 + [(_jwt({"sub": AGENT_USER, "jti": str(i), "kubernetes.io": {
+                 + [(bare_jwt({"sub": AGENT_USER, "jti": str(i), "kubernetes.io": {
                      "namespace": "default", "serviceaccount": {"name": "tau-node-agent"}}}),
                      grpc.StatusCode.UNAUTHENTICATED, "kubernetes.io claims") for i in range(10)])
         for token, code, text in cases:
@@ -1206,21 +927,21 @@ class BoundedAuthE2E(unittest.TestCase):
         c = FakeAgent(pb, self.agg.channel, agent_token(self.gpu[1]))
         c.cancel()
         wait_for(lambda: self.metric(self.agg, "tau_aggregator_streams_ended_unauthenticated_total") >= 1,
-                 msg="the cancelled stream counted")
+                 what="the cancelled stream counted")
         wait_for(lambda: self.log_count(self.agg, "agent stream ended before authentication completed") == 1,
-                 msg="the cancelled stream logged")
+                 what="the cancelled stream logged")
 
     def test_3_flood_does_not_starve_a_real_agent(self):
         self.api("POST", "/sim/faults", {"verb": "create", "resource": "tokenreviews",
                                          "latencyMs": self.REVIEW_MS})
         # 2,000 streams, each with its own token that claims to be the agent's: each would need
         # a TokenReview of its own, first in first out 2,000 x 200 ms / 8 workers = 50 s.
-        flood = Proc([RPC_CLIENT, "--target", "[::1]:%d" % self.agg.grpc_port,
-                      "--token", agent_token("", tag="flood"), "--flood", "2000"], "flood")
+        flood = Proc([paths.RPC_CLIENT, "--target", "[::1]:%d" % self.agg.grpc_port,
+                      "--token", agent_token("", tag="flood"), "--flood", "2000"], "flood", WORK)
         try:
             flood.wait_line("flood settled", timeout=180)
             wait_for(lambda: self.metric(self.agg, "tau_aggregator_token_reviews_pending") >= 1000,
-                     msg="the flood waiting for reviews")
+                     what="the flood waiting for reviews")
             node = self.gpu_nodes[2]
             start = time.monotonic()
             a = FakeAgent(pb, self.agg.channel, agent_token(self.gpu[2]), inventory_from_node(pb, node))
@@ -1241,13 +962,13 @@ class BoundedAuthE2E(unittest.TestCase):
 
     def test_4_per_peer_caps(self):
         self.api("POST", "/sim/faults", {"verb": "create", "resource": "tokenreviews", "latencyMs": 8000})
-        capped = Aggregator(self.kubeconfig, extra=("--max-reviews-per-peer", "2",
+        capped = Aggregator(self.kubeconfig, WORK, extra=("--max-reviews-per-peer", "2",
                                                     "--max-streams-per-peer", "6"), name="aggregator-capped")
         try:
             inv = inventory_from_node(pb, self.nodes[0])
             waiting = [FakeAgent(pb, capped.channel, agent_token("", tag="cap-%d" % i), inv) for i in range(2)]
             wait_for(lambda: self.metric(capped, "tau_aggregator_token_reviews_pending") == 2,
-                     msg="two reviews pending")
+                     what="two reviews pending")
             err = FakeAgent(pb, capped.channel, agent_token("", tag="cap-3"), inv).wait_done()
             self.assertIsNotNone(err)
             self.assertEqual(err.code(), grpc.StatusCode.RESOURCE_EXHAUSTED, err.details())
@@ -1275,7 +996,7 @@ class BoundedAuthE2E(unittest.TestCase):
                 return True
 
             for _ in range(4):
-                wait_for(hold_one, timeout=30, msg="a health watch held within the cap")
+                wait_for(hold_one, timeout=30, what="a health watch held within the cap")
             refused = self.metric(capped, 'tau_aggregator_grpc_refused_total{reason="streams_per_peer"}')
             with self.assertRaises(grpc.RpcError) as cm:
                 next(watch(hpb.HealthCheckRequest(), timeout=60))
@@ -1294,10 +1015,10 @@ class BoundedAuthE2E(unittest.TestCase):
         """Reviews are paced by their own budget (--review-qps, --review-burst): with 2/s and a
         burst of 1, the agents' reviews cannot all be done in less than (agents - 1) / 2 s; each
         agent is still authenticated, one TokenReview each."""
-        paced = Aggregator(self.kubeconfig, extra=("--review-qps", "2", "--review-burst", "1"),
+        paced = Aggregator(self.kubeconfig, WORK, extra=("--review-qps", "2", "--review-burst", "1"),
                            name="aggregator-paced")
         try:
-            wait_for(lambda: len(paced.nodes()) == len(self.nodes), msg="every Node known")
+            wait_for(lambda: len(paced.nodes()) == len(self.nodes), what="every Node known")
             before = self.reviews()
             start = time.monotonic()
             agents = [FakeAgent(pb, paced.channel, agent_token(n["metadata"]["name"]),

@@ -11,36 +11,43 @@ import unittest
 
 import grpc
 
-import test_aggregator as ta
-from test_aggregator import AGENT_USER, Aggregator, Proc, kube_request  # noqa: F401
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kube-sim"))
-from kubesim import satoken  # noqa: E402
-from harness.agents import FakeAgent, inventory_from_node  # noqa: E402
-from simtest import wait_for  # noqa: E402
+from harness import paths, proto
+from harness.agents import FakeAgent, inventory_from_node
+from harness.aggregator import Aggregator, node, require_all
+from harness.kubesim import kube_request
+from harness.procs import Proc, make_workdir, remove_workdir
+from harness.tokens import AGENT_USER
+from harness.waits import wait_for
+from kubesim import satoken
 
 REVIEW_MS = 2000
 # A refused stream must be closed within its review's latency plus this.
 CLOSE_MARGIN_S = 3.0
 GPU = "nvidia.com/gpu"
 
+WORK = None
+pb = None
+
 
 def setUpModule():
-    ta.setUpModule()
+    global WORK, pb
+    require_all()
+    WORK = make_workdir("tau-agg-la-")
+    pb = proto.inventory()
 
 
 def tearDownModule():
-    ta.tearDownModule()
+    remove_workdir(WORK)
 
 
 class LocalTokenVerification(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        d = os.path.join(ta.WORK, "localauth")
+        d = os.path.join(WORK, "localauth")
         os.makedirs(d, exist_ok=True)
         cls.key = satoken.SigningKey.generate(os.path.join(d, "sa.key"))
         cls.names = ["la-%d" % i for i in range(4)]
-        cls.nodes = [ta._node(n, "h100", {"cpu": "96", "memory": "1Ti", GPU: "8", "pods": "110"})
+        cls.nodes = [node(n, "h100", {"cpu": "96", "memory": "1Ti", GPU: "8", "pods": "110"})
                      for n in cls.names]
         cls.tokens = {n: satoken.projected_token(AGENT_USER, ["taugrid"], node=n, pod="agent-" + n,
                                                  key=cls.key) for n in cls.names}
@@ -51,19 +58,19 @@ class LocalTokenVerification(unittest.TestCase):
         with open(os.path.join(d, "seed.json"), "w") as f:
             json.dump({"kind": "List", "items": cls.nodes}, f)
         cls.kubeconfig = os.path.join(d, "kubeconfig")
-        cls.sim = Proc([ta.SIM_PYTHON, ta.KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
-                        cls.kubeconfig, "--tokens", os.path.join(d, "tokens.json"),
-                        "--seed", os.path.join(d, "seed.json"),
+        cls.sim = Proc([paths.SIM_PYTHON, paths.KUBE_SIM, "--listen", "127.0.0.1:0",
+                        "--kubeconfig-out", cls.kubeconfig, "--tokens",
+                        os.path.join(d, "tokens.json"), "--seed", os.path.join(d, "seed.json"),
                         "--service-account-signing-key-file", os.path.join(d, "sa.key"),
-                        "--crds", os.path.join(ta.ROOT, "charts/taugrid/crds")], "kube-sim-la")
+                        "--crds", paths.TAU_CRDS], "kube-sim-la", WORK)
         cls.port = int(cls.sim.wait_line("ready ").split()[1])
         with open(cls.kubeconfig) as f:
             cls.admin = json.load(f)["users"][0]["user"]["token"]
         cls.api("POST", "/sim/faults", {"verb": "create", "resource": "tokenreviews",
                                         "latencyMs": REVIEW_MS})
-        cls.agg = Aggregator(cls.kubeconfig, name="aggregator-localauth")
+        cls.agg = Aggregator(cls.kubeconfig, WORK, name="aggregator-localauth")
         wait_for(lambda: cls.metric(cls.agg, "tau_aggregator_auth_keys") == 1, timeout=30,
-                 msg="the issuer's key fetched")
+                 what="the issuer's key fetched")
 
     @classmethod
     def tearDownClass(cls):
@@ -87,19 +94,19 @@ class LocalTokenVerification(unittest.TestCase):
             return f.read().count(text)
 
     def report(self, agg, i, token=None):
-        return FakeAgent(ta.pb, agg.channel, token or self.tokens[self.names[i]],
-                         inventory_from_node(ta.pb, self.nodes[i]))
+        return FakeAgent(pb, agg.channel, token or self.tokens[self.names[i]],
+                         inventory_from_node(pb, self.nodes[i]))
 
     def test_1_admitted_before_its_review_then_confirmed(self):
         t0 = time.monotonic()
         a = self.report(self.agg, 0)
         ack = a.wait_ack(1, timeout=REVIEW_MS / 1000.0 + 10)
         took = time.monotonic() - t0
-        self.assertEqual(ack.status, ta.pb.ACK_STATUS_OK, ack.message)
+        self.assertEqual(ack.status, pb.ACK_STATUS_OK, ack.message)
         self.assertLess(took, REVIEW_MS / 1000.0, "acked only after the TokenReview")
         self.assertTrue(any(n.name == self.names[0] and n.connected for n in self.agg.nodes()))
         wait_for(lambda: '{result="confirmed"} 1' in self.agg.http("/metrics")[1], timeout=15,
-                 msg="the confirming review")
+                 what="the confirming review")
         m = self.agg.http("/metrics")[1]
         self.assertIn('tau_aggregator_auth_local_total{result="admitted"} 1', m)
         self.assertIsNone(a.error)
@@ -108,7 +115,7 @@ class LocalTokenVerification(unittest.TestCase):
         self.assertIsNone(a.stop())
         before = self.api("GET", "/sim/stats")[1].get("create/tokenreviews", 0)
         b = self.report(self.agg, 0)
-        self.assertEqual(b.wait_ack(1).status, ta.pb.ACK_STATUS_OK)
+        self.assertEqual(b.wait_ack(1).status, pb.ACK_STATUS_OK)
         self.assertEqual(self.api("GET", "/sim/stats")[1].get("create/tokenreviews", 0), before)
         self.assertIsNone(b.stop())
 
@@ -118,7 +125,7 @@ class LocalTokenVerification(unittest.TestCase):
                                   {"token": self.tokens[name]})[0], 200)
         t0 = time.monotonic()
         a = self.report(self.agg, 1)
-        self.assertEqual(a.wait_ack(1, timeout=10).status, ta.pb.ACK_STATUS_OK)
+        self.assertEqual(a.wait_ack(1, timeout=10).status, pb.ACK_STATUS_OK)
         err = a.wait_done(timeout=REVIEW_MS / 1000.0 + CLOSE_MARGIN_S + 5)
         closed = time.monotonic() - t0
         print("revoked token: admitted, closed %.2f s later (review latency %.1f s)"
@@ -128,15 +135,15 @@ class LocalTokenVerification(unittest.TestCase):
         self.assertIn("rejected by TokenReview", err.details())
         self.assertLess(closed, REVIEW_MS / 1000.0 + CLOSE_MARGIN_S)
         wait_for(lambda: self.log_count(self.agg, "locally admitted agent stream closed") == 1,
-                 msg="the closing logged")
+                 what="the closing logged")
         m = self.agg.http("/metrics")[1]
         self.assertIn('tau_aggregator_auth_confirm_total{result="refused"} 1', m)
         wait_for(lambda: not any(n.name == name and n.connected for n in self.agg.nodes()),
-                 msg="the node no longer connected")
+                 what="the node no longer connected")
 
     def test_3_unverifiable_tokens_wait_for_their_review(self):
         # Signed by another key (its kid unknown) and unsigned: neither is admitted early.
-        other = satoken.SigningKey.generate(os.path.join(ta.WORK, "localauth", "other.key"))
+        other = satoken.SigningKey.generate(os.path.join(WORK, "localauth", "other.key"))
         name = self.names[2]
         for tok in (satoken.projected_token(AGENT_USER, ["taugrid"], node=name,
                                             pod="agent-" + name, key=other),
@@ -148,13 +155,13 @@ class LocalTokenVerification(unittest.TestCase):
         self.assertIn('tau_aggregator_auth_local_total{result="unknown_key"} 2', m)
 
     def test_4_turned_off(self):
-        agg = Aggregator(self.kubeconfig, extra=("--no-local-token-verification",),
+        agg = Aggregator(self.kubeconfig, WORK, extra=("--no-local-token-verification",),
                          name="aggregator-no-local")
         try:
             t0 = time.monotonic()
             a = self.report(agg, 3)
             self.assertEqual(a.wait_ack(1, timeout=REVIEW_MS / 1000.0 + 10).status,
-                             ta.pb.ACK_STATUS_OK)
+                             pb.ACK_STATUS_OK)
             self.assertGreaterEqual(time.monotonic() - t0, REVIEW_MS / 1000.0 * 0.9)
             self.assertIn('tau_aggregator_auth_local_total{result="admitted"} 0',
                           agg.http("/metrics")[1])

@@ -34,16 +34,17 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import threading
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-from simtest import SimProcess, wait_for  # noqa: E402
+from harness import paths
+from harness.kubesim import KubeSim
+from harness.waits import wait_for
+
+HERE = paths.E2E
+ROOT = paths.ROOT
 
 CHARTS = os.path.join(ROOT, "charts")
 UMBRELLA = os.path.join(CHARTS, "taugrid")
@@ -161,7 +162,7 @@ def start_sim(*crd_dirs):
     args = []
     for d in crd_dirs:
         args += ["--crds", d]
-    return SimProcess(args)
+    return KubeSim(args)
 
 
 class StaticTest(unittest.TestCase):
@@ -664,7 +665,7 @@ class InstallTest(unittest.TestCase):
                                         stderr=subprocess.PIPE, universal_newlines=True)
                 try:
                     # helm deletes the last run's Pod first (before-hook-creation).
-                    pod = wait_for(lambda: self.pending_pod(pod_path), 60, msg="the helm test Pod")
+                    pod = wait_for(lambda: self.pending_pod(pod_path), 60, what="the helm test Pod")
                     c = pod["spec"]["containers"][0]
                     env = {e["name"]: e["value"] for e in c["env"]}
                     self.assertEqual(env["TAU_READYZ_ADDRESS"], "tau-aggregator.%s.svc:8080" % NS)

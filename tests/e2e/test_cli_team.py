@@ -12,15 +12,14 @@ Binary: TAU_CLI (cmake/team-cli-tests.cmake sets it), else build/tau. Standard l
 import json
 import os
 import subprocess
-import sys
 import unittest
 
 import yaml
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-from simtest import SimProcess  # noqa: E402
+from harness import paths
+from harness.kubesim import KubeSim
+
+ROOT = paths.ROOT
 
 KUEUE_CRDS = os.path.join(ROOT, "tests", "fixtures", "kueue")
 TAU_CRDS = os.path.join(ROOT, "charts", "taugrid", "crds")
@@ -69,7 +68,7 @@ def workspace(name, team=None):
 class TeamCli(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.sim = SimProcess(["--crds", KUEUE_CRDS, "--crds", TAU_CRDS])
+        cls.sim = KubeSim(["--crds", KUEUE_CRDS, "--crds", TAU_CRDS])
         try:
             cls.seed()
         except BaseException:

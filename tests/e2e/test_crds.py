@@ -25,17 +25,15 @@ standard-library loader (tests/kube-sim/kubesim/yamlmini.py).
 import copy
 import os
 import re
-import select
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
 import unittest
 
-from harness import require
+from harness import paths, require
+from harness.kubesim import KubeSim
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = paths.ROOT
 CHART = os.path.join(ROOT, "charts", "taugrid")
 CRD_DIR = os.path.join(CHART, "crds")
 SAMPLES_DIR = os.path.join(CHART, "samples")
@@ -44,7 +42,6 @@ RBAC_DIRS = tuple(os.path.join(ROOT, "charts", c, "rbac") for c in ("tau-aggrega
                                                                       "tau-node-agent"))
 TEMPLATES_DIR = os.path.join(CHART, "templates")
 PUBLISHED_DIR = os.path.join(ROOT, "tests", "fixtures", "taugrid")
-KUBE_SIM = os.path.join(ROOT, "tests", "kube-sim", "kube-sim")
 PUBLISHED_SAMPLES = ("tau.azure.com_v1alpha1_taucluster.yaml",
                      "tau.azure.com_v1alpha1_tauworkspace.yaml")
 
@@ -55,12 +52,8 @@ try:
 except ImportError:
     _pyyaml = None
 
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-try:
-    from kubesim import celrules as _celrules
-    from kubesim import yamlmini as _yamlmini
-finally:
-    sys.path.pop(0)
+from kubesim import celrules as _celrules  # noqa: E402  (the harness put tests/kube-sim on sys.path)
+from kubesim import yamlmini as _yamlmini  # noqa: E402
 
 
 def load_all(path):
@@ -847,8 +840,6 @@ class KubeSimApplyTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        if not os.access(KUBE_SIM, os.X_OK):
-            raise require.MissingRequirement("%s is missing or not executable" % KUBE_SIM)
         require.tool("kubectl", "kubernetes-client")
         cls.tmp = tempfile.mkdtemp(prefix="tau-crds-")
         cls.sims = []
@@ -861,39 +852,14 @@ class KubeSimApplyTest(unittest.TestCase):
     @classmethod
     def start_sim(cls, tag, *extra):
         """Start one kube-sim; return the kubeconfig it wrote."""
-        kubeconfig = os.path.join(cls.tmp, "kubeconfig-" + tag)
-        log = open(os.path.join(cls.tmp, "kube-sim-%s.log" % tag), "w+")
-        proc = subprocess.Popen(
-            [KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig, *extra],
-            stdout=subprocess.PIPE, stderr=log, text=True)
-        cls.sims.append((proc, log))
-        line = ""
-        deadline = time.monotonic() + 30
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
-                break  # no output in time: do not block on a silent process
-            line = proc.stdout.readline()
-            if line.startswith("ready ") or not line:
-                break
-        if not line.startswith("ready "):
-            log.seek(0)
-            raise AssertionError("kube-sim did not print 'ready <port>' (got %r): %s" %
-                                 (line, log.read()[-2000:]))
-        return kubeconfig
+        sim = KubeSim(extra, start_timeout=30)
+        cls.sims.append(sim)
+        return sim.kubeconfig
 
     @classmethod
     def tearDownClass(cls):
-        for proc, log in getattr(cls, "sims", []):
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if proc.stdout:
-                proc.stdout.close()
-            log.close()
+        for sim in getattr(cls, "sims", []):
+            sim.stop()
         cls.sims = []
         if getattr(cls, "tmp", None):
             shutil.rmtree(cls.tmp, ignore_errors=True)

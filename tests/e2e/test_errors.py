@@ -19,13 +19,12 @@ import threading
 import time
 import unittest
 
-from harness import require
+from harness import paths, require
+from harness.procs import free_port
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-CLI_BIN = os.environ.get("TAU_CLI_BIN", os.path.join(ROOT, "build", "tau"))
-AGG_BIN = os.environ.get("TAU_AGGREGATOR_BIN", os.path.join(ROOT, "build", "tau-aggregator"))
-AGENT_BIN = os.environ.get("TAU_AGENT_BIN", os.path.join(ROOT, "build", "tau-node-agent"))
+CLI_BIN = paths.CLI_BIN
+AGG_BIN = paths.AGG_BIN
+AGENT_BIN = paths.AGENT_BIN
 SCALE = float(os.environ.get("TAU_TEST_TIME_SCALE", "1"))
 
 
@@ -65,15 +64,6 @@ class Silent:
             c.close()
 
 
-def closed_port():
-    """A port nothing listens on (bound, then released)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 KUBECONFIG = """apiVersion: v1
 kind: Config
 clusters:
@@ -95,7 +85,7 @@ class Env:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="tau-errors-")
         self.silent = Silent()
-        self.closed = closed_port()
+        self.closed = free_port()  # nothing listens on it
         self.silent_kc = self.write("silent.yaml", KUBECONFIG % (self.silent.port, "{token: abc}"))
         self.closed_kc = self.write("closed.yaml", KUBECONFIG % (self.closed, "{token: abc}"))
         self.malformed_kc = self.write("malformed.yaml", "clusters: [\n")

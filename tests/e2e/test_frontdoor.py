@@ -22,28 +22,27 @@
   (no leader); uninstall keeps the CRDs. The umbrella/standalone conflict both ways.
 
 Binaries: TAU_CLI and TAU_AGGREGATOR_BIN (cmake/frontdoor-tests.cmake sets them), else build/.
-kubectl: KUBECTL, else .tools/bin/kubectl (scripts/install-deps). Standard library only.
+kubectl: KUBECTL, else .tools/bin/kubectl (scripts/install-deps). Processes and waits: the e2e
+harness (tests/e2e/harness).
 Waits are wait-for-condition loops with deadlines, never fixed sleeps.
 """
 import json
 import os
 import subprocess
-import sys
 import threading
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-from simtest import SimProcess, wait_for  # noqa: E402
+from harness import paths, require
+from harness.aggregator import Aggregator
+from harness.kubesim import KubeSim
+from harness.waits import wait_for
 
-KUEUE_CRDS = os.path.join(ROOT, "tests", "fixtures", "kueue")
-TAU_CRDS = os.path.join(ROOT, "charts", "taugrid", "crds")
-CLI = os.environ.get("TAU_CLI") or os.path.join(ROOT, "build", "tau")
-AGG = os.environ.get("TAU_AGGREGATOR_BIN") or os.path.join(ROOT, "build", "tau-aggregator")
-TOOLS = os.path.join(ROOT, ".tools", "bin")
-KUBECTL = os.environ.get("KUBECTL") or os.path.join(TOOLS, "kubectl")
-HELM = os.environ.get("TAU_HELM") or os.path.join(TOOLS, "helm")
+ROOT = paths.ROOT
+KUEUE_CRDS = paths.KUEUE_CRDS
+TAU_CRDS = paths.TAU_CRDS
+CLI = paths.CLI_BIN
+KUBECTL = os.environ.get("KUBECTL") or os.path.join(paths.TOOLS, "kubectl")
+HELM = os.environ.get("TAU_HELM") or os.path.join(paths.TOOLS, "helm")
 CHARTS = os.path.join(ROOT, "charts")
 SYSNS = "ml-platform"
 
@@ -68,56 +67,19 @@ def run_tau(sim, *args, env=None, timeout=60):
     return r.returncode, r.stdout, r.stderr
 
 
-def require(path, what):
-    if not os.access(path, os.X_OK):
-        raise AssertionError("missing %s (%s): build it, or run scripts/install-deps" % (
-            path, what))
-
-
-class Aggregator:
-    """The real tau-aggregator against kube-sim; its "ready" line is awaited."""
-
-    def __init__(self, sim, sysns, extra=()):
-        require(AGG, "TAU_AGGREGATOR_BIN")
-        self.log_path = os.path.join(sim.tmp, "aggregator-%s.log" % sysns)
-        log = open(self.log_path, "a")
-        self.p = subprocess.Popen(
-            [AGG, "--kubeconfig", sim.kubeconfig, "--grpc-listen", "127.0.0.1:0",
-             "--http-listen", "127.0.0.1:0", "--system-namespace", sysns,
-             "--initial-sync-timeout", "1s", "--budget-coalesce", "50ms",
-             "--feature-gates", "MultipleWorkspaces=true", "--log-level", "info"] + list(extra),
-            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
-            universal_newlines=True)
-        log.close()
-        line = []
-        t = threading.Thread(target=lambda: line.append(self.p.stdout.readline()), daemon=True)
-        t.start()
-        t.join(60)
-        if not line or not line[0].startswith("ready "):
-            self.stop()
-            raise AssertionError("tau-aggregator did not start:\n" + self.log())
-        self.ports = dict(kv.split("=") for kv in line[0].split()[1:])
-
-    def log(self):
-        with open(self.log_path) as f:
-            return f.read()
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(30)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        if self.p.stdout:
-            self.p.stdout.close()
+def start_aggregator(sim, sysns, extra=()):
+    """The real tau-aggregator against kube-sim (admin), system namespace `sysns`."""
+    require.binary(paths.AGG_BIN, "TAU_AGGREGATOR_BIN")
+    return Aggregator(sim.kubeconfig, sim.tmp, "aggregator-%s" % sysns,
+                      extra=["--system-namespace", sysns, "--budget-coalesce", "50ms",
+                             "--feature-gates", "MultipleWorkspaces=true", *extra],
+                      sync_timeout="1s", log_level="info")
 
 
 class SystemNamespaceTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.sim = SimProcess(["--crds", KUEUE_CRDS, "--crds", TAU_CRDS])
+        cls.sim = KubeSim(["--crds", KUEUE_CRDS, "--crds", TAU_CRDS])
         try:
             for ns in ("tau-system", "ml-platform"):
                 cls.sim.ok("POST", "/api/v1/namespaces", namespace(ns))
@@ -201,8 +163,8 @@ class AggregatorCase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        require(KUBECTL, "KUBECTL")
-        cls.sim = SimProcess(["--crds", KUEUE_CRDS, "--crds", TAU_CRDS])
+        require.binary(KUBECTL, "KUBECTL")
+        cls.sim = KubeSim(["--crds", KUEUE_CRDS, "--crds", TAU_CRDS])
         cls.agg = None
         try:
             cls.sim.ok("POST", "/api/v1/namespaces", namespace(SYSNS))
@@ -215,9 +177,9 @@ class AggregatorCase(unittest.TestCase):
             cls.sim.ok("POST", TAU + "/namespaces/%s/teams" % SYSNS, {
                 "apiVersion": "tau.azure.com/v1alpha1", "kind": "TauTeam",
                 "metadata": {"name": "research", "namespace": SYSNS}, "spec": {}})
-            cls.agg = Aggregator(cls.sim, SYSNS)
+            cls.agg = start_aggregator(cls.sim, SYSNS)
             wait_for(lambda: cls.get(TAU + "/clusters/cluster").get("status", {}).get(
-                "systemNamespace") == SYSNS, msg="TauCluster status.systemNamespace recorded")
+                "systemNamespace") == SYSNS, what="TauCluster status.systemNamespace recorded")
         except BaseException:
             cls.tearDownClass()
             raise
@@ -403,7 +365,7 @@ class WorkspaceCreateTest(AggregatorCase):
             q = conds.get("QueueReady") or {}
             return (st.get("phase") == "Pending" and q.get("status") == "False"
                     and "no-such-cq" in q.get("message", ""))
-        wait_for(queue_not_ready, timeout=60, msg="zeta Pending with QueueReady False")
+        wait_for(queue_not_ready, timeout=60, what="zeta Pending with QueueReady False")
         rc, out, err = self.tau(*args, "--wait", "--timeout", "3s")
         self.assertEqual(rc, 1, out + err)
         self.assertIn("workspace zeta: not Ready after 3 s (phase Pending)", out)
@@ -449,7 +411,7 @@ class WorkspaceDeleteTest(AggregatorCase):
         r = LineReader(p)
         self.addCleanup(self.reap, p, r)
         wait_for(lambda: "Job del/train (unfinished)" in r.text(), timeout=30,
-                 msg="delete names the unfinished Job")
+                 what="delete names the unfinished Job")
         self.assertIn("workspace %s/del: deletion requested" % SYSNS, r.text())
         self.assertIn("finalizer tau.azure.com/workspace-cleanup holds it (namespace del)",
                       r.text())
@@ -483,7 +445,7 @@ class WorkspaceDeleteTest(AggregatorCase):
         rc, out, err = self.tau("workspace", "delete", "quick")
         self.assertEqual(rc, 0, out + err)
         self.assertIn("workspace %s/quick: deletion requested" % SYSNS, out)
-        wait_for(lambda: self.ws("quick") == {}, timeout=30, msg="quick gone")
+        wait_for(lambda: self.ws("quick") == {}, timeout=30, what="quick gone")
         rc, out, err = self.tau("workspace", "delete", "quick")
         self.assertEqual(rc, 1, out + err)
         self.assertIn("workspace %s/quick: not found" % SYSNS, err)
@@ -499,8 +461,8 @@ CAPACITY_TEAM = ["--set", "tauCluster.managementMode=Reconcile",
 
 class ClusterTest(unittest.TestCase):
     def setUp(self):
-        require(HELM, "TAU_HELM")
-        self.sim = SimProcess(["--crds", KUEUE_CRDS])
+        require.binary(HELM, "TAU_HELM")
+        self.sim = KubeSim(["--crds", KUEUE_CRDS])
         self.addCleanup(self.sim.stop)
         self.env = self.sim.kenv()
         for var, sub in (("HELM_CACHE_HOME", "cache"), ("HELM_CONFIG_HOME", "config"),
@@ -545,9 +507,9 @@ class ClusterTest(unittest.TestCase):
         # What the deployment controller and the aggregator's pod would do: an available
         # replica, and the real aggregator leading in ns (Lease, TauCluster status).
         self.make_available(ns)
-        self.agg = Aggregator(self.sim, ns, extra=("--leader-elect",))
+        self.agg = start_aggregator(self.sim, ns, extra=("--leader-elect",))
         wait_for(lambda: self.tau("cluster", "status")[0] == 0, timeout=60,
-                 msg="tau cluster status passes (found without flags)")
+                 what="tau cluster status passes (found without flags)")
         rc, out, err = self.tau("cluster", "status")
         self.assertEqual(rc, 0, out + err)
         self.assertIn("TauGrid readiness gate in namespace %s" % ns, out)

@@ -22,23 +22,28 @@ import unittest
 
 import grpc
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import test_aggregator as ta  # noqa: E402
-from harness import require  # noqa: E402
-from harness.agents import REPORT, FakeAgent, inventory_from_node  # noqa: E402
-from harness.tls import make_tls  # noqa: E402
-from harness.tokens import agent_token  # noqa: E402
+from harness import paths, proto, require
+from harness.agents import REPORT, FakeAgent, inventory_from_node
+from harness.aggregator import QRY, Aggregator, node, pool_values, require_all
+from harness.procs import Proc, make_workdir, remove_workdir
+from harness.tls import make_tls
+from harness.tokens import agent_token, agent_tokens, write_table
+from harness.waits import wait_for
 
 MIB = 1 << 20
+WORK = None
+pb = qpb = None
 
 
 def setUpModule():
-    ta.setUpModule()
+    global WORK, pb, qpb
+    require_all()
+    WORK = make_workdir("tau-hostile-")
+    pb, qpb = proto.inventory(), proto.query()
 
 
 def tearDownModule():
-    ta.tearDownModule()
+    remove_workdir(WORK)
 
 
 def vm_kib(pid, field):
@@ -53,33 +58,28 @@ def vm_kib(pid, field):
 class HostileInputE2E(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        d = os.path.join(ta.WORK, "hostile")
+        d = os.path.join(WORK, "hostile")
         os.makedirs(d, exist_ok=True)
-        cls.nodes = [ta._node("hostile-good", "t4", {"cpu": "8", "nvidia.com/gpu": "1"}),
-                     ta._node("hostile-bad", "t4", {"cpu": "8", "nvidia.com/gpu": "1"})]
-        tokens = {agent_token(n["metadata"]["name"]): {
-            "username": ta.AGENT_USER, "audiences": ["taugrid"],
-            "extra": {"authentication.kubernetes.io/node-name": [n["metadata"]["name"]]}}
-            for n in cls.nodes}
-        with open(os.path.join(d, "tokens.json"), "w") as f:
-            json.dump(tokens, f)
+        cls.nodes = [node("hostile-good", "t4", {"cpu": "8", "nvidia.com/gpu": "1"}),
+                     node("hostile-bad", "t4", {"cpu": "8", "nvidia.com/gpu": "1"})]
+        write_table(os.path.join(d, "tokens.json"), agent_tokens(cls.nodes))
         with open(os.path.join(d, "seed.json"), "w") as f:
             json.dump({"kind": "List", "items": cls.nodes}, f)
         cls.dir = d
         cls.kubeconfig = os.path.join(d, "kubeconfig")
-        cls.sim = ta.Proc([ta.SIM_PYTHON, ta.KUBE_SIM, "--listen", "127.0.0.1:0", "--kubeconfig-out",
-                           cls.kubeconfig, "--tokens", os.path.join(d, "tokens.json"),
-                           "--seed", os.path.join(d, "seed.json"),
-                           "--crds", os.path.join(ta.ROOT, "charts/taugrid/crds")], "kube-sim-hostile")
+        cls.sim = Proc([paths.SIM_PYTHON, paths.KUBE_SIM, "--listen", "127.0.0.1:0",
+                        "--kubeconfig-out", cls.kubeconfig, "--tokens",
+                        os.path.join(d, "tokens.json"), "--seed", os.path.join(d, "seed.json"),
+                        "--crds", paths.TAU_CRDS], "kube-sim-hostile", WORK)
         cls.sim.wait_line("ready ")
-        cls.agg = ta.Aggregator(cls.kubeconfig, sync_timeout="1s")
-        cls.good = FakeAgent(ta.pb, cls.agg.channel, agent_token("hostile-good"),
-                             inventory_from_node(ta.pb, cls.nodes[0]))
+        cls.agg = Aggregator(cls.kubeconfig, WORK, sync_timeout="1s")
+        cls.good = FakeAgent(pb, cls.agg.channel, agent_token("hostile-good"),
+                             inventory_from_node(pb, cls.nodes[0]))
         ack = cls.good.wait_ack(1)
-        assert ack.status == ta.pb.ACK_STATUS_OK, ack.message
-        cls.baseline = ta.wait_for(
-            lambda: (lambda p: ta.pool_values(p) if p.established and p.flavors else None)(cls.agg.pool()),
-            msg="the pool established")
+        assert ack.status == pb.ACK_STATUS_OK, ack.message
+        cls.baseline = wait_for(
+            lambda: (lambda p: pool_values(p) if p.established and p.flavors else None)(cls.agg.pool()),
+            what="the pool established")
 
     @classmethod
     def tearDownClass(cls):
@@ -95,13 +95,13 @@ class HostileInputE2E(unittest.TestCase):
             return f.read()
 
     def wait_logged(self, text):
-        ta.wait_for(lambda: text in self.log(), msg="log line %r" % text)
+        wait_for(lambda: text in self.log(), what="log line %r" % text)
 
     def assert_undisturbed(self):
         self.assertIsNone(self.agg.proc.p.poll(), "the aggregator exited")
         ack = self.good.wait_ack(self.good.heartbeat())
-        self.assertEqual(ack.status, ta.pb.ACK_STATUS_OK, ack.message)
-        self.assertEqual(ta.pool_values(self.agg.pool()), self.baseline)
+        self.assertEqual(ack.status, pb.ACK_STATUS_OK, ack.message)
+        self.assertEqual(pool_values(self.agg.pool()), self.baseline)
         good = [n for n in self.agg.nodes() if n.name == "hostile-good"]
         self.assertTrue(good and good[0].connected)
 
@@ -124,7 +124,7 @@ class HostileInputE2E(unittest.TestCase):
         # A length-delimited field whose length runs past the end of the message.
         code, details = self.raw_report([b"\x12\xff\xff\xff\xff\x0f"])
         self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, details)
-        fn = self.agg.channel.unary_unary(ta.QRY + "GetNode", request_serializer=lambda b: b,
+        fn = self.agg.channel.unary_unary(QRY + "GetNode", request_serializer=lambda b: b,
                                           response_deserializer=lambda b: b)
         with self.assertRaises(grpc.RpcError) as cm:
             fn(b"\x0a\xff\xff\xff\xff\x0f", timeout=10, metadata=self.agg.md)
@@ -135,20 +135,20 @@ class HostileInputE2E(unittest.TestCase):
         self.assert_undisturbed()
 
     def test_100000_labels(self):
-        inv = inventory_from_node(ta.pb, self.nodes[1])
+        inv = inventory_from_node(pb, self.nodes[1])
         for i in range(100000):
             inv.labels["l%05d" % i] = "v"
-        msg = ta.pb.AgentReport(seq=1, inventory=inv).SerializeToString()
+        msg = pb.AgentReport(seq=1, inventory=inv).SerializeToString()
         self.assertGreater(len(msg), MIB)
         code, details = self.raw_report([msg])
         self.assertEqual(code, grpc.StatusCode.RESOURCE_EXHAUSTED, details)
         # Under the message cap, the label cap (512) refuses the report itself.
-        bad = FakeAgent(ta.pb, self.agg.channel, agent_token("hostile-bad"))
-        inv = inventory_from_node(ta.pb, self.nodes[1])
+        bad = FakeAgent(pb, self.agg.channel, agent_token("hostile-bad"))
+        inv = inventory_from_node(pb, self.nodes[1])
         for i in range(600):
             inv.labels["l%05d" % i] = "v"
         ack = bad.wait_ack(bad.send_inventory(inv))
-        self.assertEqual(ack.status, ta.pb.ACK_STATUS_REJECTED)
+        self.assertEqual(ack.status, pb.ACK_STATUS_REJECTED)
         self.assertIn("labels", ack.message)
         bad.cancel()
         self.wait_logged("agent report refused")
@@ -157,9 +157,9 @@ class HostileInputE2E(unittest.TestCase):
     def test_100_mib_message(self):
         pid = self.agg.proc.p.pid
         before = vm_kib(pid, "VmHWM")
-        inv = inventory_from_node(ta.pb, self.nodes[1])
+        inv = inventory_from_node(pb, self.nodes[1])
         inv.problems.append("x" * (100 * MIB))
-        msg = ta.pb.AgentReport(seq=1, inventory=inv).SerializeToString()
+        msg = pb.AgentReport(seq=1, inventory=inv).SerializeToString()
         code, details = self.raw_report([msg])
         self.assertEqual(code, grpc.StatusCode.RESOURCE_EXHAUSTED, details)
         # Open (issue 17, lib/rpc): the core still reads the whole message before refusing it;
@@ -171,25 +171,25 @@ class HostileInputE2E(unittest.TestCase):
     def test_untrusted_tls_ca(self):
         openssl = require.tool("openssl", "openssl", "TAU_OPENSSL")
         tls = make_tls(self.dir, openssl)
-        agg = ta.Aggregator(self.kubeconfig, sync_timeout="1s", ca=tls["ca"],
+        agg = Aggregator(self.kubeconfig, WORK, sync_timeout="1s", ca=tls["ca"],
                             extra=("--tls-cert", tls["cert"], "--tls-key", tls["key"]))
         try:
             with open(tls["other_ca"], "rb") as f:
                 untrusted = grpc.secure_channel(agg.addr, grpc.ssl_channel_credentials(f.read()))
             try:
-                fn = untrusted.unary_unary(ta.QRY + "GetPool",
+                fn = untrusted.unary_unary(QRY + "GetPool",
                                            request_serializer=lambda m: m.SerializeToString(),
-                                           response_deserializer=ta.qpb.Pool.FromString)
+                                           response_deserializer=qpb.Pool.FromString)
                 with self.assertRaises(grpc.RpcError) as cm:
-                    fn(ta.qpb.GetPoolRequest(), timeout=10, metadata=agg.md)
+                    fn(qpb.GetPoolRequest(), timeout=10, metadata=agg.md)
                 self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
                 # An agent that trusts another CA never gets to send its token.
-                a = FakeAgent(ta.pb, untrusted, agent_token("hostile-bad"),
-                              inventory_from_node(ta.pb, self.nodes[1]))
+                a = FakeAgent(pb, untrusted, agent_token("hostile-bad"),
+                              inventory_from_node(pb, self.nodes[1]))
                 self.assertEqual(a.wait_done().code(), grpc.StatusCode.UNAVAILABLE)
             finally:
                 untrusted.close()
-            r = subprocess.run([ta.CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "pool",
+            r = subprocess.run([paths.CLI_BIN, "--kubeconfig", self.kubeconfig, "inventory", "pool",
                                 "--aggregator", agg.addr, "--ca-file", tls["other_ca"],
                                 "--timeout", "5"], capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 1, r.stderr)

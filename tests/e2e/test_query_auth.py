@@ -14,28 +14,27 @@ Run with the system interpreter (python3-grpcio), from tests/e2e:
     TAU_AGGREGATOR_BIN=build/tau-aggregator TAU_CLI_BIN=build/tau \\
         python3 -m unittest test_query_auth
 """
-import base64
 import concurrent.futures
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
 import grpc
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-import simtest  # noqa: E402
-import test_aggregator as ta  # noqa: E402
+from harness import paths, proto
+from harness.aggregator import QRY, Aggregator, require_all
+from harness.kubesim import KubeSim
+from harness.procs import make_workdir, remove_workdir
+from harness.tokens import bare_jwt
+from harness.waits import wait_for
 
+ROOT = paths.ROOT
 # The RBAC manifests of the component charts that render them.
 RBAC_DIRS = [os.path.join(ROOT, "charts", c, "rbac")
              for c in ("tau-aggregator", "tau-node-agent")]
-TAU_CRDS = os.path.join(ROOT, "charts", "taugrid", "crds")
+TAU_CRDS = paths.TAU_CRDS
 SA_TOKEN = "tau-aggregator-sa-token"
 TOKENS = {
     SA_TOKEN: {"username": "system:serviceaccount:tau-system:tau-aggregator",
@@ -46,39 +45,37 @@ TOKENS = {
 }
 
 
+WORK = None
+qpb = hpb = None
+
+
 def setUpModule():
-    ta.setUpModule()
+    global WORK, qpb, hpb
+    require_all()
+    WORK = make_workdir("tau-query-auth-")
+    qpb, hpb = proto.query(), proto.health()
 
 
 def tearDownModule():
-    ta.tearDownModule()
+    remove_workdir(WORK)
 
 
 def expired_jwt():
-    def seg(d):
-        return base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()
-    return "%s.%s.sig" % (seg({"alg": "RS256"}), seg({"sub": "alice", "exp": 1000}))
+    return bare_jwt({"sub": "alice", "exp": 1000})
 
 
-class Agg:
-    """tau-aggregator as the ServiceAccount; stderr to a file, the `ready` line awaited."""
+class Agg(Aggregator):
+    """tau-aggregator as the ServiceAccount, without the workspace controller; each call
+    carries the token the case names."""
 
-    def __init__(self, tmp, kubeconfig, name, extra=()):
-        self.log_path = os.path.join(tmp, name + ".log")
-        self.proc = ta.Proc([ta.AGG_BIN, "--kubeconfig", kubeconfig, "--grpc-listen", "127.0.0.1:0",
-                             "--http-listen", "127.0.0.1:0", "--initial-sync-timeout", "1s",
-                             "--no-workspace-controller", *extra], name)
-        self.log_path = self.proc.log_path
-        line = self.proc.wait_line("ready ")
-        ports = dict(kv.split("=") for kv in line.split()[1:])
-        self.addr = "127.0.0.1:%s" % ports["grpc"]
-        self.http_port = int(ports["http"])
-        self.channel = grpc.insecure_channel(self.addr)
+    def __init__(self, kubeconfig, name, extra=()):
+        super().__init__(kubeconfig, WORK, name, extra=("--no-workspace-controller", *extra),
+                         sync_timeout="1s", log_level=None)
 
     def call(self, method, token=None, timeout=10, req=None, resp=None):
-        req = req if req is not None else ta.qpb.GetPoolRequest()
-        fn = self.channel.unary_unary(ta.QRY + method, request_serializer=lambda m: m.SerializeToString(),
-                                      response_deserializer=(resp or ta.qpb.Pool).FromString)
+        req = req if req is not None else qpb.GetPoolRequest()
+        fn = self.channel.unary_unary(QRY + method, request_serializer=lambda m: m.SerializeToString(),
+                                      response_deserializer=(resp or qpb.Pool).FromString)
         md = (("authorization", "Bearer " + token),) if token is not None else None
         return fn(req, timeout=timeout, metadata=md)
 
@@ -89,32 +86,15 @@ class Agg:
             return e.code(), e.details()
         return grpc.StatusCode.OK, ""
 
-    def metrics(self):
-        return ta.Aggregator.http(self, "/metrics")[1]
-
-    def metric(self, name):
-        for line in self.metrics().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        raise AssertionError("no metric %s" % name)
-
-    def log(self):
-        with open(self.log_path) as f:
-            return f.read()
-
-    def stop(self):
-        self.channel.close()
-        return self.proc.stop()
-
 
 class QueryAuthE2E(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="tau-query-auth-e2e-", dir=ta.WORK)
+        cls.tmp = tempfile.mkdtemp(prefix="tau-query-auth-e2e-", dir=WORK)
         tokens = os.path.join(cls.tmp, "tokens.json")
         with open(tokens, "w") as f:
             json.dump(TOKENS, f)
-        cls.sim = simtest.SimProcess(["--authz", "rbac", "--tokens", tokens, "--crds", TAU_CRDS], tls=True)
+        cls.sim = KubeSim(["--authz", "rbac", "--tokens", tokens, "--crds", TAU_CRDS], tls=True)
         cls.aggs = []
         try:
             cls.sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
@@ -138,7 +118,7 @@ class QueryAuthE2E(unittest.TestCase):
                 cls.kubeconfigs[who] = os.path.join(cls.tmp, who + "-kubeconfig")
                 with open(cls.kubeconfigs[who], "w") as f:
                     json.dump(kc, f)
-            cls.agg = Agg(cls.tmp, cls.kubeconfigs["sa"], "aggregator")
+            cls.agg = Agg(cls.kubeconfigs["sa"], "aggregator")
             cls.aggs.append(cls.agg)
         except BaseException:
             cls.tearDownClass()
@@ -163,7 +143,7 @@ class QueryAuthE2E(unittest.TestCase):
         e.pop("KUBECONFIG", None)
         e["HOME"] = self.tmp  # no ~/.kube/config: only what the test names
         e.update(env or {})
-        return subprocess.run([ta.CLI_BIN, *args], capture_output=True, text=True, timeout=60, env=e)
+        return subprocess.run([paths.CLI_BIN, *args], capture_output=True, text=True, timeout=60, env=e)
 
     def test_01_refusals_and_codes(self):
         a = self.agg
@@ -177,16 +157,16 @@ class QueryAuthE2E(unittest.TestCase):
         for method in ("GetPool", "ListNodes", "GetNode", "ExplainNode", "WatchPool"):
             for token, code, text in cases:
                 with self.subTest(method=method, token=token):
-                    req = {"ListNodes": ta.qpb.ListNodesRequest(),
-                           "GetNode": ta.qpb.GetNodeRequest(name="n"),
-                           "ExplainNode": ta.qpb.ExplainNodeRequest(name="n")}.get(method)
+                    req = {"ListNodes": qpb.ListNodesRequest(),
+                           "GetNode": qpb.GetNodeRequest(name="n"),
+                           "ExplainNode": qpb.ExplainNodeRequest(name="n")}.get(method)
                     if method == "WatchPool":
-                        fn = a.channel.unary_stream(ta.QRY + method,
+                        fn = a.channel.unary_stream(QRY + method,
                                                     request_serializer=lambda m: m.SerializeToString(),
-                                                    response_deserializer=ta.qpb.Pool.FromString)
+                                                    response_deserializer=qpb.Pool.FromString)
                         md = (("authorization", "Bearer " + token),) if token else None
                         with self.assertRaises(grpc.RpcError) as cm:
-                            next(iter(fn(ta.qpb.WatchPoolRequest(), timeout=10, metadata=md)))
+                            next(iter(fn(qpb.WatchPoolRequest(), timeout=10, metadata=md)))
                         got = (cm.exception.code(), cm.exception.details())
                     else:
                         got = a.code(method, token, req=req)
@@ -194,13 +174,13 @@ class QueryAuthE2E(unittest.TestCase):
                     self.assertIn(text, got[1])
         # Workspaces are their own resource: carol may read the inventory only.
         self.assertEqual(a.code("GetPool", "carol-tok")[0], grpc.StatusCode.OK)
-        code, text = a.code("ListWorkspaces", "carol-tok", req=ta.qpb.ListWorkspacesRequest(),
-                            resp=ta.qpb.ListWorkspacesResponse)
+        code, text = a.code("ListWorkspaces", "carol-tok", req=qpb.ListWorkspacesRequest(),
+                            resp=qpb.ListWorkspacesResponse)
         self.assertEqual(code, grpc.StatusCode.PERMISSION_DENIED, text)
         self.assertIn("may not get workspaces.tau.azure.com", text)
         # alice may: past authorization, this replica has no workspace controller.
-        code, text = a.code("ListWorkspaces", "alice-tok", req=ta.qpb.ListWorkspacesRequest(),
-                            resp=ta.qpb.ListWorkspacesResponse)
+        code, text = a.code("ListWorkspaces", "alice-tok", req=qpb.ListWorkspacesRequest(),
+                            resp=qpb.ListWorkspacesResponse)
         self.assertEqual((code, text), (grpc.StatusCode.UNAVAILABLE,
                                         "workspace controller not running on this replica"))
         log = a.log()
@@ -214,27 +194,27 @@ class QueryAuthE2E(unittest.TestCase):
         a = self.agg
         p = a.call("GetPool", "alice-tok")
         self.assertTrue(p.established or p.missing_count == 0)
-        nodes = a.call("ListNodes", "alice-tok", req=ta.qpb.ListNodesRequest(),
-                       resp=ta.qpb.ListNodesResponse)
+        nodes = a.call("ListNodes", "alice-tok", req=qpb.ListNodesRequest(),
+                       resp=qpb.ListNodesResponse)
         self.assertEqual(len(nodes.nodes), 0)
         reviews = a.metric("tau_aggregator_query_reviews_total")
         for _ in range(5):
             a.call("GetPool", "alice-tok")
         self.assertEqual(a.metric("tau_aggregator_query_reviews_total"), reviews,
                          "a cached decision must not ask the API server again")
-        fn = a.channel.unary_stream(ta.QRY + "WatchPool", request_serializer=lambda m: m.SerializeToString(),
-                                    response_deserializer=ta.qpb.Pool.FromString)
-        call = fn(ta.qpb.WatchPoolRequest(), metadata=(("authorization", "Bearer alice-tok"),))
+        fn = a.channel.unary_stream(QRY + "WatchPool", request_serializer=lambda m: m.SerializeToString(),
+                                    response_deserializer=qpb.Pool.FromString)
+        call = fn(qpb.WatchPoolRequest(), metadata=(("authorization", "Bearer alice-tok"),))
         self.assertIsNotNone(next(iter(call)))
-        simtest.wait_for(lambda: a.metric("tau_aggregator_pool_watchers") == 1, msg="one watcher")
+        wait_for(lambda: a.metric("tau_aggregator_pool_watchers") == 1, what="one watcher")
         call.cancel()
-        simtest.wait_for(lambda: a.metric("tau_aggregator_pool_watchers") == 0, msg="watcher gone")
+        wait_for(lambda: a.metric("tau_aggregator_pool_watchers") == 0, what="watcher gone")
         # grpc.health needs no token (kubelet probes send none).
         health = a.channel.unary_unary("/grpc.health.v1.Health/Check",
                                        request_serializer=lambda m: m.SerializeToString(),
-                                       response_deserializer=ta.hpb.HealthCheckResponse.FromString)
-        self.assertEqual(health(ta.hpb.HealthCheckRequest(), timeout=10).status,
-                         ta.hpb.HealthCheckResponse.SERVING)
+                                       response_deserializer=hpb.HealthCheckResponse.FromString)
+        self.assertEqual(health(hpb.HealthCheckRequest(), timeout=10).status,
+                         hpb.HealthCheckResponse.SERVING)
 
     def test_03_cli_sends_the_kubeconfig_token(self):
         addr = ["--aggregator", self.agg.addr]
@@ -265,14 +245,14 @@ class QueryAuthE2E(unittest.TestCase):
         self.assertIn("--aggregator is empty", r.stderr)
 
     def test_04_anonymous_opt_out_is_explicit_and_logged(self):
-        b = Agg(self.tmp, self.kubeconfigs["sa"], "anonymous", ("--allow-anonymous-queries",))
+        b = Agg(self.kubeconfigs["sa"], "anonymous", ("--allow-anonymous-queries",))
         self.aggs.append(b)
         self.assertEqual(b.code("GetPool")[0], grpc.StatusCode.OK)
         self.assertIn("queries are not authenticated", b.log())
         self.assertIn("--allow-anonymous-queries", b.log())
 
     def test_05_pending_review_cap_and_early_end(self):
-        c = Agg(self.tmp, self.kubeconfigs["sa"], "capped", ("--max-pending-reviews", "1"))
+        c = Agg(self.kubeconfigs["sa"], "capped", ("--max-pending-reviews", "1"))
         self.aggs.append(c)
         self.sim.ok("PUT", "/sim/faults", {"rules": [{"verb": "create", "resource": "tokenreviews",
                                                       "latencyMs": 1500}]})
@@ -290,29 +270,29 @@ class QueryAuthE2E(unittest.TestCase):
             # A caller that gives up before its review ends: logged, not answered OK.
             code, _ = c.code("GetPool", "impatient", timeout=0.3)
             self.assertEqual(code, grpc.StatusCode.DEADLINE_EXCEEDED)
-            simtest.wait_for(lambda: "query ended before its review finished" in c.log(),
-                             timeout=20, msg="the early end logged")
+            wait_for(lambda: "query ended before its review finished" in c.log(),
+                             timeout=20, what="the early end logged")
         finally:
             self.sim.ok("DELETE", "/sim/faults")
 
     def test_06_pool_watcher_cap(self):
-        w = Agg(self.tmp, self.kubeconfigs["sa"], "watch-capped", ("--max-pool-watchers", "1"))
+        w = Agg(self.kubeconfigs["sa"], "watch-capped", ("--max-pool-watchers", "1"))
         self.aggs.append(w)
-        fn = w.channel.unary_stream(ta.QRY + "WatchPool", request_serializer=lambda m: m.SerializeToString(),
-                                    response_deserializer=ta.qpb.Pool.FromString)
+        fn = w.channel.unary_stream(QRY + "WatchPool", request_serializer=lambda m: m.SerializeToString(),
+                                    response_deserializer=qpb.Pool.FromString)
         md = (("authorization", "Bearer alice-tok"),)
-        first = fn(ta.qpb.WatchPoolRequest(), metadata=md)
+        first = fn(qpb.WatchPoolRequest(), metadata=md)
         self.assertIsNotNone(next(iter(first)))
         with self.assertRaises(grpc.RpcError) as cm:
-            next(iter(fn(ta.qpb.WatchPoolRequest(), timeout=10, metadata=md)))
+            next(iter(fn(qpb.WatchPoolRequest(), timeout=10, metadata=md)))
         self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
         self.assertIn("too many WatchPool streams (1, --max-pool-watchers)", cm.exception.details())
         self.assertEqual(w.metric("tau_aggregator_pool_watchers_refused_total"), 1)
         self.assertIn("WatchPool refused: watcher cap reached", w.log())
         first.cancel()
         # The slot is free again once the first watcher is gone.
-        simtest.wait_for(lambda: w.metric("tau_aggregator_pool_watchers") == 0, msg="slot freed")
-        again = fn(ta.qpb.WatchPoolRequest(), metadata=md)
+        wait_for(lambda: w.metric("tau_aggregator_pool_watchers") == 0, what="slot freed")
+        again = fn(qpb.WatchPoolRequest(), metadata=md)
         self.assertIsNotNone(next(iter(again)))
         again.cancel()
 
@@ -323,7 +303,7 @@ class QueryAuthE2E(unittest.TestCase):
         notpem = os.path.join(self.tmp, "not-a-ca.pem")
         with open(notpem, "w") as f:
             f.write("hello\n")
-        base = [ta.AGG_BIN, "--http-listen", "127.0.0.1:0"]
+        base = [paths.AGG_BIN, "--http-listen", "127.0.0.1:0"]
         for argv, text in (
                 (base + ["--kubeconfig", bad, "--grpc-listen", "127.0.0.1:0"], "kubeconfig"),
                 (base + ["--kubeconfig", os.path.join(self.tmp, "absent"), "--grpc-listen",

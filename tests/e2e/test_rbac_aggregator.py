@@ -35,14 +35,18 @@ import tempfile
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import test_aggregator as ta  # noqa: E402
-from harness.tokens import agent_token  # noqa: E402
+import grpc
+import yaml  # python3-yaml
 
-import yaml  # noqa: E402  (python3-yaml)
+from harness import paths, proto
+from harness.aggregator import QRY, node, require_all
+from harness.kubesim import kube_request
+from harness.procs import Proc, make_workdir, remove_workdir
+from harness.quantity import parse as qparse
+from harness.tokens import agent_token, agent_tokens
 
-HELM = os.environ.get("HELM") or os.path.join(ta.ROOT, ".tools", "bin", "helm")
+HERE = paths.E2E
+HELM = paths.HELM
 JOBS = int(os.environ.get("TAU_RBAC_JOBS", "8"))
 FAIL_WAIT_S = float(os.environ.get("TAU_RBAC_FAIL_WAIT", "8"))
 PASS_WAIT_S = float(os.environ.get("TAU_RBAC_PASS_WAIT", "60"))
@@ -73,7 +77,7 @@ WS_UID_ANNOTATION = "tau.azure.com/workspace-uid"
 KUEUE_NS = "kueue-system"
 KUEUE_CM = "/api/v1/namespaces/%s/configmaps" % KUEUE_NS
 DRA = "/apis/resource.k8s.io/v1"
-DRA_FIXTURES = os.path.join(ta.ROOT, "tests", "fixtures", "dra")
+DRA_FIXTURES = os.path.join(paths.ROOT, "tests", "fixtures", "dra")
 # The aggregator's roles whose rules are removed one by one (name -> kind).
 ROLES = {"tau-aggregator": "ClusterRole", "tau-aggregator-leader-election": "Role"}
 
@@ -163,16 +167,23 @@ EXPECT = {
 }
 
 
+WORK = None
+qpb = None
+
+
 def setUpModule():
-    ta.setUpModule()
+    global WORK, qpb
+    require_all()
+    WORK = make_workdir("tau-rbac-agg-")
+    qpb = proto.query()
 
 
 def tearDownModule():
-    ta.tearDownModule()
+    remove_workdir(WORK)
 
 
 def helm_template(chart, show_only, tmp):
-    r = subprocess.run([HELM, "template", "t", os.path.join(ta.ROOT, "charts", chart), "-n", NS,
+    r = subprocess.run([HELM, "template", "t", os.path.join(paths.ROOT, "charts", chart), "-n", NS,
                         "--show-only", show_only], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, universal_newlines=True,
                        env=dict(os.environ, HOME=tmp))
@@ -209,9 +220,10 @@ class Run:
 
     def __init__(self, tag, objects, removed):
         self.tag = tag
-        self.dir = tempfile.mkdtemp(prefix="rbac-%s-" % tag, dir=ta.WORK)
+        self.dir = tempfile.mkdtemp(prefix="rbac-%s-" % tag, dir=WORK)
         self.removed = removed
         self.procs = []
+        self.agg = None
         self.state = {}
         seed = []  # no kueue-system: without Kueue's namespace there is no Kueue configuration
         for o in objects:
@@ -220,7 +232,7 @@ class Run:
                 o["rules"] = rules_of([a for a in atoms(o) if a != removed[1]])
             seed.append(o)
         for n in NODES:
-            seed.append(ta._node(n, "h100", {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8",
+            seed.append(node(n, "h100", {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8",
                                              "pods": "110"}))
             seed.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
                          "metadata": {"name": n}, "spec": {"drivers": []}})
@@ -235,9 +247,7 @@ class Run:
         tokens = {AGG_TOKEN: {"username": AGG_USER},
                   AGENT_KUBE_TOKEN: {"username": AGENT_USER},
                   READER_TOKEN: {"username": "reader"}}
-        for n in NODES:
-            tokens[agent_token(n)] = {"username": AGENT_USER, "audiences": ["taugrid"],
-                                  "extra": {"authentication.kubernetes.io/node-name": [n]}}
+        tokens.update(agent_tokens(NODES))
         with open(os.path.join(self.dir, "tokens.json"), "w") as f:
             json.dump(tokens, f)
 
@@ -245,17 +255,17 @@ class Run:
         return os.path.join(self.dir, name)
 
     def proc(self, argv, name):
-        p = ta.Proc(argv, "%s/%s" % (os.path.basename(self.dir), name))
+        p = Proc(argv, name, self.dir)
         self.procs.append(p)
         return p
 
     def start(self):
         kc = self.path("kubeconfig")
-        sim = self.proc([ta.SIM_PYTHON, ta.KUBE_SIM, "--listen", "127.0.0.1:0",
+        sim = self.proc([paths.SIM_PYTHON, paths.KUBE_SIM, "--listen", "127.0.0.1:0",
                          "--kubeconfig-out", kc, "--authz", "rbac",
                          "--tokens", self.path("tokens.json"), "--seed", self.path("seed.json"),
-                         "--crds", os.path.join(ta.ROOT, "charts/taugrid/crds"),
-                         "--crds", os.path.join(ta.ROOT, "tests/fixtures/kueue"),
+                         "--crds", os.path.join(paths.ROOT, "charts/taugrid/crds"),
+                         "--crds", os.path.join(paths.ROOT, "tests/fixtures/kueue"),
                          "--crds", os.path.join(HERE, "workspace")], "kube-sim")
         self.port = int(sim.wait_line("ready ", timeout=PASS_WAIT_S).split()[1])
         with open(kc) as f:
@@ -265,7 +275,7 @@ class Run:
             k["users"][0]["user"] = {"token": token}
             with open(self.path(user + "-kubeconfig"), "w") as f:
                 json.dump(k, f)
-        self.agg = self.proc([ta.AGG_BIN, "--kubeconfig", self.path("aggregator-kubeconfig"),
+        self.agg = self.proc([paths.AGG_BIN, "--kubeconfig", self.path("aggregator-kubeconfig"),
                               "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
                               "--system-namespace", NS, "--leader-elect",
                               "--initial-sync-timeout", "1s", "--budget-coalesce", "50ms",
@@ -278,7 +288,7 @@ class Run:
             os.makedirs(os.path.join(root, "dev"))
             with open(self.path("token-" + n), "w") as f:
                 f.write(agent_token(n))
-            self.proc([ta.AGENT_BIN, "--node-name", n, "--aggregator", self.grpc,
+            self.proc([paths.AGENT_BIN, "--node-name", n, "--aggregator", self.grpc,
                        "--kubeconfig", self.path("agent-kubeconfig"), "--host-root", root,
                        "--token-file", self.path("token-" + n), "--insecure"], "agent-" + n)
 
@@ -290,12 +300,14 @@ class Run:
             p.stop(timeout=10)
 
     def log(self):
+        if self.agg is None:
+            return "(no aggregator: the run failed before starting it)"
         with open(self.agg.log_path) as f:
             return f.read()
 
     # -- API, as admin --
     def req(self, method, path, body=None, ctype="application/json"):
-        return ta.kube_request(self.port, self.admin, method, path, body, ctype)
+        return kube_request(self.port, self.admin, method, path, body, ctype)
 
     def get(self, path):
         st, obj = self.req("GET", path)
@@ -318,15 +330,15 @@ class Run:
         return body
 
     def query_ok(self):
-        ch = ta.grpc.insecure_channel(self.grpc)
+        ch = grpc.insecure_channel(self.grpc)
         try:
-            fn = ch.unary_unary(ta.QRY + "GetPool",
+            fn = ch.unary_unary(QRY + "GetPool",
                                 request_serializer=lambda m: m.SerializeToString(),
-                                response_deserializer=ta.qpb.Pool.FromString)
-            p = fn(ta.qpb.GetPoolRequest(), timeout=5,
+                                response_deserializer=qpb.Pool.FromString)
+            p = fn(qpb.GetPoolRequest(), timeout=5,
                    metadata=(("authorization", "Bearer " + READER_TOKEN),))
             return p.established
-        except ta.grpc.RpcError:
+        except grpc.RpcError:
             return False
         finally:
             ch.close()
@@ -345,7 +357,7 @@ def gpu_quota(cohort):
         for f in g.get("flavors") or []:
             for r in f.get("resources") or []:
                 if r.get("name") == "nvidia.com/gpu":
-                    total += int(ta.qparse(str(r.get("nominalQuota"))))
+                    total += int(qparse(str(r.get("nominalQuota"))))
     return total
 
 
@@ -643,10 +655,10 @@ def run_scenario(r, expect=None):
 class AggregatorRoleTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for b in (ta.AGG_BIN, ta.AGENT_BIN, HELM):
+        for b in (paths.AGG_BIN, paths.AGENT_BIN, HELM):
             if not os.access(b, os.X_OK):
                 raise AssertionError("missing %s (build it; helm: scripts/install-deps)" % b)
-        tmp = tempfile.mkdtemp(dir=ta.WORK)
+        tmp = tempfile.mkdtemp(dir=WORK)
         keep = ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount")
         cls.objects = [o for o in helm_template("tau-aggregator", "templates/aggregator.yaml", tmp)
                        + helm_template("tau-node-agent", "templates/node-agent.yaml", tmp)

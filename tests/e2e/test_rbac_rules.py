@@ -13,14 +13,13 @@ Standard library only.
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-from simtest import SimProcess  # noqa: E402
+from harness import paths
+from harness.kubesim import KubeSim
+
+ROOT = paths.ROOT
 
 AGENT = os.environ.get("TAU_AGENT_BIN") or os.path.join(ROOT, "build", "tau-node-agent")
 HELM = os.environ.get("HELM") or os.path.join(ROOT, ".tools", "bin", "helm")
@@ -39,7 +38,7 @@ class NodeAgentRoleTest(unittest.TestCase):
         tokens = os.path.join(cls.tmp, "tokens.json")
         with open(tokens, "w") as f:
             json.dump({SA_TOKEN: {"username": SA_USER}}, f)
-        cls.sim = SimProcess(["--authz", "rbac", "--tokens", tokens], tls=True)
+        cls.sim = KubeSim(["--authz", "rbac", "--tokens", tokens], tls=True)
         try:
             cls.sim.kubectl("create", "namespace", "tau-system")
             r = subprocess.run([HELM, "template", "t", os.path.join(ROOT, "charts", "tau-node-agent"),

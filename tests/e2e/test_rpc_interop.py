@@ -11,29 +11,23 @@ condition (a line on a pipe, a process exit, an RPC answer), never a fixed sleep
 """
 
 import concurrent.futures
+import itertools
 import os
 import queue
-import shutil
-import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 import unittest
 
 import grpc
 
-from harness import require
+from harness import paths, proto, require
+from harness.procs import Proc, make_workdir, remove_workdir
+from harness.tls import make_tls
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = paths.ROOT
 SERVER_BIN = os.environ.get("TAU_RPC_TEST_SERVER", os.path.join(ROOT, "build/tests/e2e/rpc_test_server"))
-CLIENT_BIN = os.environ.get("TAU_RPC_TEST_CLIENT", os.path.join(ROOT, "build/tests/e2e/rpc_test_client"))
-PROTOC = os.environ.get("TAU_PROTOC") or shutil.which("protoc")
-OPENSSL = os.environ.get("TAU_OPENSSL") or shutil.which("openssl")
-PROTO_DIR = os.environ.get("TAU_PROTO_DIR", os.path.join(ROOT, "proto"))
-GRPC_PROTO_DIR = os.environ.get("TAU_GRPC_PROTO_DIR", "/usr/share/grpc-proto")
+CLIENT_BIN = paths.RPC_CLIENT
 
 TOKEN = "interop-token"
 INV = "/tau.inventory.v1.InventoryService/"
@@ -47,32 +41,6 @@ WORK = None
 CERTS = {}
 
 
-def _run(*cmd):
-    subprocess.run(cmd, check=True, cwd=WORK, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def _make_certs():
-    """A CA, a server cert for localhost/127.0.0.1 and a node client cert (CN=SAN=gpu-node-1)."""
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    _run(OPENSSL, "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
-         "-subj", "/CN=tau-interop-ca")
-    for name, cn, ext in (
-        ("server", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
-        ("client", "gpu-node-1", "subjectAltName=DNS:gpu-node-1\nextendedKeyUsage=clientAuth\n"),
-    ):
-        with open(os.path.join(WORK, name + ".ext"), "w") as f:
-            f.write(ext)
-        _run(OPENSSL, "req", *ec, "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + cn)
-        _run(OPENSSL, "x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-             "-CAcreateserial", "-out", name + ".pem", "-days", "1", "-extfile", name + ".ext")
-    # A second, unrelated CA: clients trusting it must fail the handshake.
-    _run(OPENSSL, "req", "-x509", *ec, "-keyout", "other.key", "-out", "other.pem", "-days", "1",
-         "-subj", "/CN=other-ca")
-    for name in ("ca", "server", "client", "other"):
-        CERTS[name + ".pem"] = os.path.join(WORK, name + ".pem")
-        CERTS[name + ".key"] = os.path.join(WORK, name + ".key")
-
-
 def _read(path):
     with open(path, "rb") as f:
         return f.read()
@@ -82,85 +50,27 @@ def setUpModule():
     global pb, qpb, hpb, WORK
     require.binary(SERVER_BIN, "TAU_RPC_TEST_SERVER")
     require.binary(CLIENT_BIN, "TAU_RPC_TEST_CLIENT")
-    require.tool("protoc", "protobuf-compiler", "TAU_PROTOC")
-    require.tool("openssl", "openssl", "TAU_OPENSSL")
-    WORK = tempfile.mkdtemp(prefix="tau-rpc-interop-")
-    gen = os.path.join(WORK, "gen")
-    hgen = os.path.join(WORK, "hgen")
-    os.makedirs(gen)
-    os.makedirs(hgen)
-    subprocess.run([PROTOC, "-I" + PROTO_DIR, "--python_out=" + gen,
-                    os.path.join(PROTO_DIR, "tau/inventory/v1/inventory.proto"),
-                    os.path.join(PROTO_DIR, "tau/inventory/v1/query.proto")], check=True)
-    subprocess.run([PROTOC, "-I" + GRPC_PROTO_DIR, "--python_out=" + hgen,
-                    os.path.join(GRPC_PROTO_DIR, "grpc/health/v1/health.proto")], check=True)
-    # The installed grpc package shadows grpc.health.v1: import health_pb2 from its directory.
-    sys.path.insert(0, gen)
-    sys.path.insert(0, os.path.join(hgen, "grpc/health/v1"))
-    from tau.inventory.v1 import inventory_pb2, query_pb2  # noqa: E402
-    import health_pb2  # noqa: E402
-    pb, qpb, hpb = inventory_pb2, query_pb2, health_pb2
-    _make_certs()
+    openssl = require.tool("openssl", "openssl", "TAU_OPENSSL")
+    WORK = make_workdir("tau-rpc-interop-")
+    pb, qpb, hpb = proto.inventory(), proto.query(), proto.health()
+    # A CA, a server certificate for localhost/127.0.0.1, a node client certificate
+    # (CN=SAN=gpu-node-1) and a second, unrelated CA: clients trusting it fail the handshake.
+    t = make_tls(WORK, openssl, client_cn="gpu-node-1")
+    CERTS.update({"ca.pem": t["ca"], "server.pem": t["cert"], "server.key": t["key"],
+                  "client.pem": t["client_cert"], "client.key": t["client_key"],
+                  "other.pem": t["other_ca"]})
 
 
 def tearDownModule():
-    if WORK:
-        shutil.rmtree(WORK, ignore_errors=True)
+    remove_workdir(WORK)
 
 
-class Proc:
-    """A child process whose stdout lines are collected by a thread, to wait on."""
-
-    def __init__(self, argv):
-        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.lines = []
-        self.cond = threading.Condition()
-        self.t = threading.Thread(target=self._pump, daemon=True)
-        self.t.start()
-
-    def _pump(self):
-        for line in self.p.stdout:
-            with self.cond:
-                self.lines.append(line.rstrip("\n"))
-                self.cond.notify_all()
-        with self.cond:
-            self.cond.notify_all()
-
-    def wait_line(self, pred, timeout=20):
-        """The first collected line matching pred (waits for it)."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for line in self.lines:
-                    if pred(line):
-                        return line
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.p.poll() is not None and not self.t.is_alive()):
-                    raise AssertionError("no matching line; got %r; stderr: %s"
-                                         % (self.lines, self._stderr()))
-                self.cond.wait(left)
-
-    def _stderr(self):
-        if self.p.poll() is None:
-            return "(running)"
-        return self.p.stderr.read()[-2000:]
-
-    def stop(self, timeout=20):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-        try:
-            rc = self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            rc = self.p.wait()
-        self.t.join(5)
-        self.p.stdout.close()
-        self.p.stderr.close()
-        return rc
+_SERVERS = itertools.count(1)
 
 
 def start_c_server(*args):
-    proc = Proc([SERVER_BIN, "--listen", "127.0.0.1:0", *args])
+    proc = Proc([SERVER_BIN, "--listen", "127.0.0.1:0", *args],
+                "rpc_test_server-%d" % next(_SERVERS), WORK)
     line = proc.wait_line(lambda l: l.startswith("ready "))
     return proc, int(line.split()[1])
 
@@ -538,7 +448,8 @@ class CClientToPythonServer(unittest.TestCase):
     def test_reconnects_and_resends_inventory(self):
         srv = PyServer()
         port = srv.port
-        client = Proc([CLIENT_BIN, "--target", "127.0.0.1:%d" % port, "--token", TOKEN, "--hold"])
+        client = Proc([CLIENT_BIN, "--target", "127.0.0.1:%d" % port, "--token", TOKEN, "--hold"],
+                      "rpc_test_client", WORK)
         try:
             client.wait_line(lambda l: l == "connected 1")
             client.wait_line(lambda l: l == "acked 1")

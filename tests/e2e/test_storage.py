@@ -6,18 +6,15 @@ import copy
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
 import yaml
 
-from harness import require
+from harness import paths, require
+from harness.kubesim import KubeSim
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "kube-sim"))
-from simtest import SimProcess  # noqa: E402
+ROOT = paths.ROOT
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "kube")
 CLI = require.binary(os.environ.get("TAU_WS_CLI", os.path.join(ROOT, "build", "tau")),
@@ -37,7 +34,7 @@ class StorageCheck(unittest.TestCase):
         seed = os.path.join(cls.tmp, "seed.json")
         with open(seed, "w") as f:
             json.dump({"kind": "List", "items": items}, f)
-        cls.sim = SimProcess(["--seed", seed])
+        cls.sim = KubeSim(["--seed", seed])
 
     @classmethod
     def tearDownClass(cls):
@@ -206,7 +203,7 @@ class FlexRule(unittest.TestCase):
             json.dump({"kind": "List",
                        "items": [nd, nd_csi, flex, flex_csi, KUBE_SYSTEM] + owners + pods +
                        workspaces}, f)
-        cls.sim = SimProcess(["--seed", seed,
+        cls.sim = KubeSim(["--seed", seed,
                               "--crds", os.path.join(ROOT, "charts", "taugrid", "crds"),
                               "--crds", os.path.join(ROOT, "tests", "fixtures", "kueue")])
 
