@@ -1,0 +1,469 @@
+/*
+ * compare.c - what exists against what the plan wants (desired.h): the owned-field
+ * comparison, the merge that makes a PUT body, and the body that holds a ClusterQueue.
+ *
+ * The one idea: only our fields count, and quantities by value, because Kueue rewrites
+ * quantity text and fills in defaults on read-back; a write keeps everything else it read.
+ */
+#include "desired.h"
+
+#include "helpers.h"
+
+#include "tau/error.h"
+#include "tau/json.h"
+#include "tau/names.h"
+#include "tau/str.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tau_budget_quantity_of(tau_quantity *out, const cJSON *v)
+{
+	char *text;
+	int rc;
+
+	if (cJSON_IsString(v))
+		return tau_quantity_parse_str(out, v->valuestring);
+	if (!cJSON_IsNumber(v))
+		return tau_error_set(TAU_ETYPE, "a quantity must be a string or a number");
+	text = cJSON_PrintUnformatted(v);
+	if (text == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory printing a quantity");
+	rc = tau_quantity_parse_json_value(out, text, strlen(text));
+	free(text);
+	return rc;
+}
+
+/* Describe a JSON value for a message: absent, or its compact text. */
+static void describe(char *buf, size_t len, const cJSON *v)
+{
+	char *text;
+
+	if (v == NULL) {
+		snprintf(buf, len, "absent");
+		return;
+	}
+	text = cJSON_PrintUnformatted(v);
+	snprintf(buf, len, "%.120s", text != NULL ? text : "?");
+	free(text);
+}
+
+/* Every key of want (a JSON map) has the same string value in have. */
+static bool map_subset(const cJSON *want, const cJSON *have, const char *path, char *what,
+                       size_t what_len)
+{
+	const cJSON *item;
+
+	cJSON_ArrayForEach(item, want)
+	{
+		const char *got = tau_json_member_str(have, item->string);
+
+		if (cJSON_IsString(item) && !tau_budget_streq(got, item->valuestring)) {
+			tau_str_printf(what, what_len, "%s[%s] is %s%.120s%s, want \"%.120s\"",
+			               path, item->string, got != NULL ? "\"" : "",
+			               got != NULL ? got : "absent", got != NULL ? "\"" : "",
+			               item->valuestring);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Two string maps hold exactly the same keys and values (absent equals {}). */
+static bool map_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
+                      size_t what_len)
+{
+	const cJSON *item, *all = cJSON_IsObject(have) ? have : NULL;
+
+	if (!map_subset(want, have, path, what, what_len))
+		return false;
+	cJSON_ArrayForEach(item, all)
+	{
+		if (tau_json_member_str(want, item->string) == NULL) {
+			tau_str_printf(what, what_len, "%s has %s, which we do not set", path,
+			               item->string);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Size of a JSON list, with absent/null/[] all 0; -1 when present but not a list. */
+static int list_size(const cJSON *v)
+{
+	if (v == NULL || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return -1;
+	return cJSON_GetArraySize(v);
+}
+
+static bool quantity_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
+                           size_t what_len)
+{
+	tau_quantity a, b;
+	char d[130];
+
+	if ((want == NULL || cJSON_IsNull(want)) && (have == NULL || cJSON_IsNull(have)))
+		return true;
+	if (want != NULL && have != NULL && tau_budget_quantity_of(&a, want) == 0 &&
+	    tau_budget_quantity_of(&b, have) == 0 && tau_quantity_cmp(&a, &b) == 0)
+		return true;
+	tau_error_clear();
+	describe(d, sizeof(d), have);
+	tau_str_printf(what, what_len, "%s is %s, want %s", path, d,
+	               cJSON_IsString(want) ? want->valuestring : "absent");
+	return false;
+}
+
+static bool strings_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
+                          size_t what_len)
+{
+	char d[130];
+
+	if (cJSON_IsString(want) && cJSON_IsString(have) &&
+	    strcmp(want->valuestring, have->valuestring) == 0)
+		return true;
+	describe(d, sizeof(d), have);
+	tau_str_printf(what, what_len, "%s is %s, want \"%.120s\"", path, d,
+	               cJSON_IsString(want) ? want->valuestring : "");
+	return false;
+}
+
+static bool list_len_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
+                           size_t what_len)
+{
+	int nw = list_size(want), nh = list_size(have);
+
+	if (nw == nh && nh >= 0)
+		return true;
+	if (nh < 0)
+		tau_str_printf(what, what_len, "%s is not a list", path);
+	else
+		tau_str_printf(what, what_len, "%s has %d entries, want %d", path, nh, nw);
+	return false;
+}
+
+static bool resource_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
+                           size_t what_len)
+{
+	static const char *const limits[] = {"nominalQuota", "borrowingLimit", "lendingLimit"};
+	char p[256];
+
+	tau_str_printf(p, sizeof(p), "%s.name", path);
+	if (!strings_equal(cJSON_GetObjectItemCaseSensitive(want, "name"),
+	                   cJSON_GetObjectItemCaseSensitive(have, "name"), p, what, what_len))
+		return false;
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		tau_str_printf(p, sizeof(p), "%s.%s", path, limits[i]);
+		if (!quantity_equal(cJSON_GetObjectItemCaseSensitive(want, limits[i]),
+		                    cJSON_GetObjectItemCaseSensitive(have, limits[i]), p, what,
+		                    what_len))
+			return false;
+	}
+	return true;
+}
+
+static bool flavor_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
+                         size_t what_len)
+{
+	const cJSON *wr = cJSON_GetObjectItemCaseSensitive(want, "resources");
+	const cJSON *hr = cJSON_GetObjectItemCaseSensitive(have, "resources");
+	char p[256];
+
+	tau_str_printf(p, sizeof(p), "%s.name", path);
+	if (!strings_equal(cJSON_GetObjectItemCaseSensitive(want, "name"),
+	                   cJSON_GetObjectItemCaseSensitive(have, "name"), p, what, what_len))
+		return false;
+	tau_str_printf(p, sizeof(p), "%s.resources", path);
+	if (!list_len_equal(wr, hr, p, what, what_len))
+		return false;
+	for (int i = 0; i < list_size(wr); i++) {
+		tau_str_printf(p, sizeof(p), "%s.resources[%d]", path, i);
+		if (!resource_equal(cJSON_GetArrayItem(wr, i), cJSON_GetArrayItem(hr, i), p, what,
+		                    what_len))
+			return false;
+	}
+	return true;
+}
+
+static bool groups_equal(const cJSON *want, const cJSON *have, char *what, size_t what_len)
+{
+	char p[256];
+
+	if (!list_len_equal(want, have, "spec.resourceGroups", what, what_len))
+		return false;
+	for (int g = 0; g < list_size(want); g++) {
+		const cJSON *wg = cJSON_GetArrayItem(want, g), *hg = cJSON_GetArrayItem(have, g);
+		const cJSON *wc = cJSON_GetObjectItemCaseSensitive(wg, "coveredResources");
+		const cJSON *hc = cJSON_GetObjectItemCaseSensitive(hg, "coveredResources");
+		const cJSON *wf = cJSON_GetObjectItemCaseSensitive(wg, "flavors");
+		const cJSON *hf = cJSON_GetObjectItemCaseSensitive(hg, "flavors");
+
+		tau_str_printf(p, sizeof(p), "spec.resourceGroups[%d].coveredResources", g);
+		if (!list_len_equal(wc, hc, p, what, what_len))
+			return false;
+		for (int i = 0; i < list_size(wc); i++) {
+			tau_str_printf(p, sizeof(p), "spec.resourceGroups[%d].coveredResources[%d]",
+			               g, i);
+			if (!strings_equal(cJSON_GetArrayItem(wc, i), cJSON_GetArrayItem(hc, i), p,
+			                   what, what_len))
+				return false;
+		}
+		tau_str_printf(p, sizeof(p), "spec.resourceGroups[%d].flavors", g);
+		if (!list_len_equal(wf, hf, p, what, what_len))
+			return false;
+		for (int i = 0; i < list_size(wf); i++) {
+			tau_str_printf(p, sizeof(p), "spec.resourceGroups[%d].flavors[%d]", g, i);
+			if (!flavor_equal(cJSON_GetArrayItem(wf, i), cJSON_GetArrayItem(hf, i), p,
+			                  what, what_len))
+				return false;
+		}
+	}
+	return true;
+}
+
+static bool selector_equal(const cJSON *want, const cJSON *have, char *what, size_t what_len)
+{
+	const cJSON *we = tau_json_find(want, "matchExpressions");
+	const cJSON *he = tau_json_find(have, "matchExpressions");
+
+	if (have == NULL || cJSON_IsNull(have)) {
+		tau_str_printf(what, what_len, "spec.namespaceSelector is absent");
+		return false;
+	}
+	if (!map_equal(tau_json_find(want, "matchLabels"), tau_json_find(have, "matchLabels"),
+	               "spec.namespaceSelector.matchLabels", what, what_len))
+		return false;
+	if (list_size(we) == 0 && list_size(he) == 0)
+		return true;
+	if (we != NULL && he != NULL && cJSON_Compare(we, he, true))
+		return true;
+	tau_str_printf(what, what_len, "spec.namespaceSelector.matchExpressions differ");
+	return false;
+}
+
+typedef enum kind_id { KIND_UNKNOWN = -1, KIND_RF, KIND_COHORT, KIND_CQ } kind_id;
+
+static kind_id kind_of(const cJSON *obj)
+{
+	const char *k = tau_json_member_str(obj, "kind");
+
+	if (tau_budget_streq(k, "ResourceFlavor"))
+		return KIND_RF;
+	if (tau_budget_streq(k, "Cohort"))
+		return KIND_COHORT;
+	if (tau_budget_streq(k, "ClusterQueue"))
+		return KIND_CQ;
+	return KIND_UNKNOWN;
+}
+
+int tau_budget_owned_equal(bool *out, char *what, size_t what_len, const cJSON *desired,
+                           const cJSON *observed)
+{
+	kind_id kind;
+	const cJSON *parent;
+	bool eq;
+
+	if (out == NULL || desired == NULL || observed == NULL)
+		return tau_error_set(TAU_EINVAL, "owned-fields comparison: missing object");
+	kind = kind_of(desired);
+	if (kind == KIND_UNKNOWN)
+		return tau_error_set(TAU_EINVAL, "owned-fields comparison: desired kind is not "
+		                                 "ResourceFlavor, Cohort or ClusterQueue");
+	tau_str_printf(what, what_len, "%s", "");
+	eq = map_subset(tau_json_find(desired, "metadata.labels"),
+	                tau_json_find(observed, "metadata.labels"), "metadata.labels", what,
+	                what_len) &&
+	     map_subset(tau_json_find(desired, "metadata.annotations"),
+	                tau_json_find(observed, "metadata.annotations"), "metadata.annotations",
+	                what, what_len);
+	if (eq && kind == KIND_RF)
+		eq = map_equal(tau_json_find(desired, "spec.nodeLabels"),
+		               tau_json_find(observed, "spec.nodeLabels"), "spec.nodeLabels", what,
+		               what_len);
+	if (eq && kind == KIND_COHORT) {
+		parent = tau_json_find(observed, "spec.parentName");
+		if (parent != NULL && !cJSON_IsNull(parent) &&
+		    !(cJSON_IsString(parent) && parent->valuestring[0] == '\0')) {
+			char d[130];
+
+			describe(d, sizeof(d), parent);
+			tau_str_printf(what, what_len, "spec.parentName is %s, want absent", d);
+			eq = false;
+		}
+	}
+	if (eq && kind == KIND_CQ)
+		eq = strings_equal(tau_json_find(desired, "spec.cohortName"),
+		                   tau_json_find(observed, "spec.cohortName"), "spec.cohortName",
+		                   what, what_len) &&
+		     selector_equal(tau_json_find(desired, "spec.namespaceSelector"),
+		                    tau_json_find(observed, "spec.namespaceSelector"), what,
+		                    what_len);
+	if (eq && kind == KIND_CQ && tau_budget_is_held(observed) &&
+	    tau_json_annotation(desired, TAU_BUDGET_ANNOTATION_HELD) == NULL) {
+		tau_str_printf(what, what_len, "the queue is held (%s %.200s), want it released",
+		               TAU_BUDGET_ANNOTATION_HELD,
+		               tau_json_annotation(observed, TAU_BUDGET_ANNOTATION_HELD));
+		eq = false;
+	}
+	if (eq && kind != KIND_RF)
+		eq = groups_equal(tau_json_find(desired, "spec.resourceGroups"),
+		                  tau_json_find(observed, "spec.resourceGroups"), what, what_len);
+	*out = eq;
+	return 0;
+}
+
+int tau_budget_diff(bool *differs, char *what, size_t what_len, const cJSON *desired,
+                    const cJSON *observed)
+{
+	bool equal = false;
+	int rc = tau_budget_owned_equal(&equal, what, what_len, desired, observed);
+
+	if (rc == 0 && differs != NULL)
+		*differs = !equal;
+	return rc;
+}
+
+/* The object member `key` of obj, replaced by a new {} when absent or not an object. */
+static cJSON *object_member(cJSON *obj, const char *key)
+{
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (cJSON_IsObject(v))
+		return v;
+	cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+	return cJSON_AddObjectToObject(obj, key);
+}
+
+/* obj[key] = copy of value, in place when present (value NULL: the key is removed). */
+static bool put_copy(cJSON *obj, const char *key, const cJSON *value)
+{
+	cJSON *copy;
+
+	if (value == NULL) {
+		cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+		return true;
+	}
+	copy = cJSON_Duplicate(value, true);
+	if (copy == NULL)
+		return false;
+	if (cJSON_GetObjectItemCaseSensitive(obj, key) != NULL)
+		return cJSON_ReplaceItemInObjectCaseSensitive(obj, key, copy) ||
+		       (cJSON_Delete(copy), false);
+	if (!cJSON_AddItemToObject(obj, key, copy)) {
+		cJSON_Delete(copy);
+		return false;
+	}
+	return true;
+}
+
+static bool merge_map(cJSON *meta, const cJSON *desired, const char *map)
+{
+	const cJSON *want = tau_json_find(desired, map), *item;
+	cJSON *have;
+
+	if (!cJSON_IsObject(want))
+		return true;
+	have = object_member(meta, map + strlen("metadata."));
+	if (have == NULL)
+		return false;
+	cJSON_ArrayForEach(item, want)
+	{
+		if (!put_copy(have, item->string, item))
+			return false;
+	}
+	return true;
+}
+
+int tau_budget_merge(cJSON **out, const cJSON *observed, const cJSON *desired)
+{
+	static const char *const rf_fields[] = {"nodeLabels"};
+	static const char *const cohort_fields[] = {"resourceGroups"};
+	static const char *const cq_fields[] = {"cohortName", "resourceGroups",
+	                                        "namespaceSelector"};
+	const char *const *fields;
+	size_t n_fields;
+	kind_id kind;
+	cJSON *body = NULL, *meta, *spec;
+	const cJSON *dspec;
+
+	if (out == NULL || observed == NULL || desired == NULL || !cJSON_IsObject(observed))
+		return tau_error_set(TAU_EINVAL, "merge: missing object");
+	kind = kind_of(desired);
+	switch (kind) {
+	case KIND_RF:
+		fields = rf_fields, n_fields = 1;
+		break;
+	case KIND_COHORT:
+		fields = cohort_fields, n_fields = 1;
+		break;
+	case KIND_CQ:
+		fields = cq_fields, n_fields = 3;
+		break;
+	default:
+		return tau_error_set(TAU_EINVAL, "merge: desired kind is not ResourceFlavor, "
+		                                 "Cohort or ClusterQueue");
+	}
+	dspec = cJSON_GetObjectItemCaseSensitive(desired, "spec");
+	body = cJSON_Duplicate(observed, true);
+	if (body == NULL ||
+	    !put_copy(body, "apiVersion", cJSON_GetObjectItem(desired, "apiVersion")) ||
+	    !put_copy(body, "kind", cJSON_GetObjectItem(desired, "kind")) ||
+	    (meta = object_member(body, "metadata")) == NULL ||
+	    !merge_map(meta, desired, "metadata.labels") ||
+	    !merge_map(meta, desired, "metadata.annotations") ||
+	    (spec = object_member(body, "spec")) == NULL)
+		goto oom;
+	for (size_t i = 0; i < n_fields; i++)
+		if (!put_copy(spec, fields[i], cJSON_GetObjectItemCaseSensitive(dspec, fields[i])))
+			goto oom;
+	if (kind == KIND_COHORT)
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "parentName");
+	if (kind == KIND_CQ && tau_budget_is_held(observed) &&
+	    tau_json_annotation(desired, TAU_BUDGET_ANNOTATION_HELD) == NULL) {
+		/* Released: our hold goes, and with it the stopPolicy it set. */
+		cJSON_DeleteItemFromObjectCaseSensitive(
+		        cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
+		        TAU_BUDGET_ANNOTATION_HELD);
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "stopPolicy");
+	}
+	*out = body;
+	return 0;
+oom:
+	cJSON_Delete(body);
+	return tau_budget_nomem();
+}
+
+bool tau_budget_is_held(const cJSON *cq)
+{
+	return tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD) != NULL;
+}
+
+int tau_budget_hold_body(cJSON **out, const cJSON *observed, const char *why)
+{
+	cJSON *body, *meta, *ann, *spec;
+
+	if (out == NULL || observed == NULL || why == NULL || !cJSON_IsObject(observed))
+		return tau_error_set(TAU_EINVAL, "hold: missing object");
+	body = cJSON_Duplicate(observed, true);
+	if (body == NULL)
+		return tau_budget_nomem();
+	cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
+	if ((meta = object_member(body, "metadata")) == NULL ||
+	    (ann = object_member(meta, "annotations")) == NULL ||
+	    (spec = object_member(body, "spec")) == NULL) {
+		cJSON_Delete(body);
+		return tau_budget_nomem();
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(ann, TAU_BUDGET_ANNOTATION_HELD);
+	cJSON_DeleteItemFromObjectCaseSensitive(spec, "stopPolicy");
+	if (cJSON_AddStringToObject(ann, TAU_BUDGET_ANNOTATION_HELD, why) == NULL ||
+	    cJSON_AddStringToObject(spec, "stopPolicy", "Hold") == NULL) {
+		cJSON_Delete(body);
+		return tau_budget_nomem();
+	}
+	*out = body;
+	return 0;
+}

@@ -1,0 +1,96 @@
+/*
+ * ownership.c - whose an existing object is (desired.h): the kinds the budget writes, their
+ * owner-UID annotations, and the check that guards every write (our managed-by label and the
+ * expected owner's UID), so nothing another owner made is changed or deleted.
+ */
+#include "desired.h"
+
+#include "helpers.h"
+
+#include "tau/error.h"
+#include "tau/json.h"
+#include "tau/names.h"
+#include "tau/str.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *tau_budget_kind_name(tau_budget_kind kind)
+{
+	switch (kind) {
+	case TAU_BUDGET_RESOURCE_FLAVOR:
+		return "ResourceFlavor";
+	case TAU_BUDGET_COHORT:
+		return "Cohort";
+	case TAU_BUDGET_CLUSTER_QUEUE:
+		return "ClusterQueue";
+	case TAU_BUDGET_TEAM:
+		return "TauTeam";
+	}
+	return "?";
+}
+
+const char *tau_budget_owner_annotation(tau_budget_kind kind)
+{
+	switch (kind) {
+	case TAU_BUDGET_RESOURCE_FLAVOR:
+		return TAU_BUDGET_ANNOTATION_CLUSTER_UID;
+	case TAU_BUDGET_COHORT:
+		return TAU_BUDGET_ANNOTATION_TEAM_UID;
+	case TAU_BUDGET_CLUSTER_QUEUE:
+	case TAU_BUDGET_TEAM:
+		return TAU_BUDGET_ANNOTATION_WORKSPACE_UID;
+	}
+	return TAU_BUDGET_ANNOTATION_WORKSPACE_UID;
+}
+
+const char *tau_budget_ownership_name(tau_budget_ownership ownership)
+{
+	switch (ownership) {
+	case TAU_BUDGET_OWNED:
+		return "Owned";
+	case TAU_BUDGET_OTHER_OWNER:
+		return "OtherOwner";
+	case TAU_BUDGET_LEGACY_OWNER:
+		return "LegacyOwner";
+	case TAU_BUDGET_FOREIGN:
+		return "Foreign";
+	}
+	return "Foreign";
+}
+
+tau_budget_ownership tau_budget_ownership_of(const cJSON *observed, tau_budget_kind kind,
+                                             const char *expected_uid, char *why, size_t why_len)
+{
+	const char *key = tau_budget_owner_annotation(kind);
+	const char *mb = tau_json_label(observed, TAU_BUDGET_LABEL_MANAGED_BY);
+	const char *uid = tau_json_annotation(observed, key);
+
+	tau_str_printf(why, why_len, "%s", "");
+	if (!tau_budget_streq(mb, TAU_BUDGET_MANAGED_BY)) {
+		if (mb == NULL)
+			tau_str_printf(why, why_len, "label %s is absent: not managed by TauGrid",
+			               TAU_BUDGET_LABEL_MANAGED_BY);
+		else
+			tau_str_printf(why, why_len, "label %s is \"%.100s\", not \"%s\"",
+			               TAU_BUDGET_LABEL_MANAGED_BY, mb, TAU_BUDGET_MANAGED_BY);
+		return TAU_BUDGET_FOREIGN;
+	}
+	if (uid == NULL) {
+		tau_str_printf(
+		        why, why_len,
+		        "legacy ownership metadata: labelled %s=%s but no %s annotation, so its "
+		        "owner "
+		        "cannot be proven",
+		        TAU_BUDGET_LABEL_MANAGED_BY, TAU_BUDGET_MANAGED_BY, key);
+		return TAU_BUDGET_LEGACY_OWNER;
+	}
+	if (expected_uid == NULL || expected_uid[0] == '\0' || strcmp(uid, expected_uid) != 0) {
+		tau_str_printf(why, why_len,
+		               "annotation %s is \"%.100s\", not \"%.100s\": another owner", key,
+		               uid, expected_uid != NULL ? expected_uid : "");
+		return TAU_BUDGET_OTHER_OWNER;
+	}
+	return TAU_BUDGET_OWNED;
+}
