@@ -222,11 +222,11 @@ static int gather(tau_budget_controller *b, gathered *g, tau_budget_observed *o,
 	    (rc = tau_kube_informer_snapshot(&g->cohorts, b->cohorts)) < 0 ||
 	    (rc = tau_kube_informer_snapshot(&g->cqs, b->cluster_queues)) < 0)
 		return rc;
-	g->v_teams = items_of(g->teams, &o->n_teams);
-	g->v_ws = items_of(g->workspaces, &o->n_workspaces);
-	g->v_flavors = items_of(g->flavors, &o->n_flavors);
-	g->v_cohorts = items_of(g->cohorts, &o->n_cohorts);
-	g->v_cqs = items_of(g->cqs, &o->n_cluster_queues);
+	g->v_teams = items_of(g->teams, &o->api.n_teams);
+	g->v_ws = items_of(g->workspaces, &o->api.n_workspaces);
+	g->v_flavors = items_of(g->flavors, &o->api.n_flavors);
+	g->v_cohorts = items_of(g->cohorts, &o->api.n_cohorts);
+	g->v_cqs = items_of(g->cqs, &o->api.n_cluster_queues);
 	if (g->v_teams == NULL || g->v_ws == NULL || g->v_flavors == NULL || g->v_cohorts == NULL ||
 	    g->v_cqs == NULL)
 		return tau_error_set(TAU_ENOMEM, "budget: out of memory");
@@ -244,11 +244,11 @@ static int gather(tau_budget_controller *b, gathered *g, tau_budget_observed *o,
 	o->dra = g->inv.snapshot != NULL ? &g->inv.dra : NULL;
 	o->read_problem = problem[0] != '\0' ? problem : NULL;
 	o->cluster = g->cluster;
-	o->teams = g->v_teams;
-	o->workspaces = g->v_ws;
-	o->flavors = g->v_flavors;
-	o->cohorts = g->v_cohorts;
-	o->cluster_queues = g->v_cqs;
+	o->api.teams = g->v_teams;
+	o->api.workspaces = g->v_ws;
+	o->api.flavors = g->v_flavors;
+	o->api.cohorts = g->v_cohorts;
+	o->api.cluster_queues = g->v_cqs;
 	o->multiple_workspaces = b->multiple_workspaces;
 	o->system_namespace = b->system_namespace;
 	return 0;

@@ -38,10 +38,11 @@ void tau_budget_team_workspaces(char *buf, size_t len, size_t *n, const tau_budg
 
 	*n = 0;
 	buf[0] = '\0';
-	for (size_t i = 0; i < in->n_workspaces; i++) {
-		const char *name = tau_json_str(in->workspaces[i], "metadata.name");
+	for (size_t i = 0; i < in->api.n_workspaces; i++) {
+		const char *name = tau_json_str(in->api.workspaces[i], "metadata.name");
 
-		if (!tau_budget_streq(tau_budget_team_of(in->workspaces[i]), team) || name == NULL)
+		if (!tau_budget_streq(tau_budget_team_of(in->api.workspaces[i]), team) ||
+		    name == NULL)
 			continue;
 		(*n)++;
 		if (named < NAMED_MAX && used < len) {
@@ -62,8 +63,8 @@ static void previous_teams(ctx *c)
 {
 	const tau_budget_observed *in = c->in;
 
-	for (size_t i = 0; i < in->n_cohorts; i++) {
-		const cJSON *co = in->cohorts[i];
+	for (size_t i = 0; i < in->api.n_cohorts; i++) {
+		const cJSON *co = in->api.cohorts[i];
 		const char *t = tau_json_label(co, TAU_BUDGET_LABEL_TEAM),
 		           *name = tau_json_str(co, "metadata.name");
 		const cJSON *team;
@@ -76,7 +77,7 @@ static void previous_teams(ctx *c)
 		if (!tau_budget_is_managed(co) || t == NULL || name == NULL ||
 		    tau_budget_streq(t, c->capacity))
 			continue;
-		team = tau_budget_find_named(in->teams, in->n_teams, t);
+		team = tau_budget_find_named(in->api.teams, in->api.n_teams, t);
 		/* A deleted team still owns what carries its annotation. */
 		uid = team != NULL ? tau_json_str(team, "metadata.uid")
 		                   : tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID);
@@ -143,10 +144,10 @@ static void previous_teams(ctx *c)
 bool tau_budget_cohort_applied(const tau_budget_observed *in, const char *cohort,
                                const char **first)
 {
-	for (size_t i = 0; i < in->n_cluster_queues; i++)
-		if (tau_budget_streq(tau_json_str(in->cluster_queues[i], "spec.cohortName"),
+	for (size_t i = 0; i < in->api.n_cluster_queues; i++)
+		if (tau_budget_streq(tau_json_str(in->api.cluster_queues[i], "spec.cohortName"),
 		                     cohort)) {
-			*first = tau_json_str(in->cluster_queues[i], "metadata.name");
+			*first = tau_json_str(in->api.cluster_queues[i], "metadata.name");
 			return true;
 		}
 	return false;
@@ -157,8 +158,8 @@ static void other_teams(ctx *c)
 {
 	const tau_budget_observed *in = c->in;
 
-	for (size_t i = 0; i < in->n_teams; i++) {
-		const cJSON *t = in->teams[i];
+	for (size_t i = 0; i < in->api.n_teams; i++) {
+		const cJSON *t = in->api.teams[i];
 		const char *name = tau_json_str(t, "metadata.name");
 		team_state s = {0};
 
@@ -189,8 +190,8 @@ static void capacity_finalizers(ctx *c)
 {
 	const tau_budget_observed *in = c->in;
 
-	for (size_t i = 0; i < in->n_teams && c->writes_allowed; i++) {
-		const cJSON *t = in->teams[i];
+	for (size_t i = 0; i < in->api.n_teams && c->writes_allowed; i++) {
+		const cJSON *t = in->api.teams[i];
 		const char *name = tau_json_str(t, "metadata.name");
 		bool has = tau_budget_has_team_finalizer(t), want, deleting;
 		char ws[MSG_MAX];
@@ -275,7 +276,7 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 	b.d->state = TAU_BUDGET_REASON_NO_TEAM;
 	c.in = in;
 	c.b = &b;
-	c.ws_held = calloc(in->n_workspaces + 1, sizeof(*c.ws_held));
+	c.ws_held = calloc(in->api.n_workspaces + 1, sizeof(*c.ws_held));
 	if (c.ws_held == NULL) {
 		b.rc = tau_budget_nomem();
 		goto done;
@@ -332,7 +333,7 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 	if (!in->ever_established && established_before(in->cluster))
 		keep_established_status(b.d);
 done:
-	for (size_t i = 0; c.ws_held != NULL && i < in->n_workspaces; i++)
+	for (size_t i = 0; c.ws_held != NULL && i < in->api.n_workspaces; i++)
 		free(c.ws_held[i]);
 	free(c.ws_held);
 	free(c.explicit_wanted);

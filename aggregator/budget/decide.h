@@ -14,6 +14,7 @@
 
 #include "budget/conflict.h"
 #include "budget/desired.h"
+#include "budget/objects.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -93,17 +94,8 @@ typedef struct tau_budget_observed {
 	/** An error reading flavors, queues or teams (an informer not synced, ...). */
 	const char *read_problem;
 	/* The API (borrowed objects as the caches hold them). */
-	const cJSON *cluster; /**< the TauCluster "cluster"; NULL when absent */
-	const cJSON *const *teams;
-	size_t n_teams;
-	const cJSON *const *workspaces;
-	size_t n_workspaces;
-	const cJSON *const *flavors;
-	size_t n_flavors;
-	const cJSON *const *cohorts;
-	size_t n_cohorts;
-	const cJSON *const *cluster_queues;
-	size_t n_cluster_queues;
+	const cJSON *cluster;     /**< the TauCluster "cluster"; NULL when absent */
+	tau_budget_objects api;   /**< TauTeams, TauWorkspaces and the Kueue objects */
 	bool multiple_workspaces; /**< feature gate MultipleWorkspaces */
 	/** Where this aggregator runs (TauCluster status.systemNamespace, for `tau`); may be NULL.
 	 */

@@ -150,7 +150,7 @@ static int plan_budget(tau_budget_plan **plan, int *plan_rc, char *err, size_t e
 	int rc;
 
 	*plan = NULL;
-	*plan_rc = tau_budget_plan_build(plan, in->pool, cohort, in->flavors, in->n_flavors,
+	*plan_rc = tau_budget_plan_build(plan, in->pool, cohort, in->api.flavors, in->api.n_flavors,
 	                                 cluster_uid);
 	if (*plan_rc == 0)
 		return 0;
@@ -160,7 +160,8 @@ static int plan_budget(tau_budget_plan **plan, int *plan_rc, char *err, size_t e
 	rc = tau_budget_pool_new(&empty);
 	if (rc < 0)
 		return rc;
-	rc = tau_budget_plan_build(plan, empty, cohort, in->flavors, in->n_flavors, cluster_uid);
+	rc = tau_budget_plan_build(plan, empty, cohort, in->api.flavors, in->api.n_flavors,
+	                           cluster_uid);
 	tau_budget_pool_free(empty);
 	if (rc == -TAU_ENOMEM)
 		return rc;
@@ -186,7 +187,7 @@ static int find_conflicts(char *buf, size_t len, char *unreadable, size_t unread
 	int rc;
 
 	buf[0] = '\0';
-	ws = calloc(in->n_workspaces + 1, sizeof(*ws));
+	ws = calloc(in->api.n_workspaces + 1, sizeof(*ws));
 	own = calloc((plan != NULL ? plan->n_flavors : 0) + in->pool->n_classes + 1, sizeof(*own));
 	names = calloc(in->pool->n_classes + 1, sizeof(*names));
 	if (ws == NULL || own == NULL || names == NULL) {
@@ -199,8 +200,8 @@ static int find_conflicts(char *buf, size_t len, char *unreadable, size_t unread
 		if (tau_budget_flavor_name(names[i], sizeof(names[i]), in->pool->classes[i].name) ==
 		    0)
 			own[n_own++] = names[i];
-	for (size_t i = 0; i < in->n_workspaces; i++) {
-		const cJSON *w = in->workspaces[i];
+	for (size_t i = 0; i < in->api.n_workspaces; i++) {
+		const cJSON *w = in->api.workspaces[i];
 
 		if (!tau_budget_streq(tau_budget_team_of(w), c->effective))
 			continue;
@@ -214,12 +215,12 @@ static int find_conflicts(char *buf, size_t len, char *unreadable, size_t unread
 	ci.own_flavors = own;
 	ci.n_own_flavors = n_own;
 	ci.cluster_uid = c->cluster_uid;
-	ci.flavors = in->flavors;
-	ci.n_flavors = in->n_flavors;
-	ci.cluster_queues = in->cluster_queues;
-	ci.n_cluster_queues = in->n_cluster_queues;
-	ci.cohorts = in->cohorts;
-	ci.n_cohorts = in->n_cohorts;
+	ci.flavors = in->api.flavors;
+	ci.n_flavors = in->api.n_flavors;
+	ci.cluster_queues = in->api.cluster_queues;
+	ci.n_cluster_queues = in->api.n_cluster_queues;
+	ci.cohorts = in->api.cohorts;
+	ci.n_cohorts = in->api.n_cohorts;
 	ci.team = c->effective;
 	ci.team_exists = team != NULL;
 	ci.team_uid = tau_json_str(team, "metadata.uid");
@@ -278,9 +279,10 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 {
 	const tau_budget_observed *in = c->in;
 	builder *b = c->b;
-	const cJSON *team = c->effective != NULL
-	                            ? tau_budget_find_named(in->teams, in->n_teams, c->effective)
-	                            : NULL;
+	const cJSON *team =
+	        c->effective != NULL
+	                ? tau_budget_find_named(in->api.teams, in->api.n_teams, c->effective)
+	                : NULL;
 	const char *team_uid = tau_json_str(team, "metadata.uid");
 
 	if (team_uid == NULL || team_uid[0] == '\0') {
@@ -307,7 +309,7 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 		rc = tau_budget_cohort_name(cohort_name, sizeof(cohort_name), c->effective);
 		if (rc < 0)
 			return rc;
-		cohort = tau_budget_find_named(in->cohorts, in->n_cohorts, cohort_name);
+		cohort = tau_budget_find_named(in->api.cohorts, in->api.n_cohorts, cohort_name);
 		if (cohort != NULL) {
 			char why[512];
 
@@ -338,18 +340,18 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 	 * finalizer keeps its owner from deleting it); ours whose recorded TauCluster is gone (a
 	 * reinstall) is adopted.
 	 */
-	rfs = calloc(in->n_flavors + 1, sizeof(*rfs));
+	rfs = calloc(in->api.n_flavors + 1, sizeof(*rfs));
 	if (rfs == NULL) {
 		tau_budget_plan_free(plan);
 		return tau_budget_nomem();
 	}
-	for (size_t i = 0; i < in->n_flavors; i++)
+	for (size_t i = 0; i < in->api.n_flavors; i++)
 		if (!tau_budget_orphaned(in, c->cluster_uid, TAU_BUDGET_RESOURCE_FLAVOR,
-		                         in->flavors[i]))
-			rfs[n_rfs++] = in->flavors[i];
+		                         in->api.flavors[i]))
+			rfs[n_rfs++] = in->api.flavors[i];
 	for (size_t f = 0; plan != NULL && f < plan->n_flavors;) {
-		const cJSON *rf =
-		        tau_budget_find_named(in->flavors, in->n_flavors, plan->flavors[f].name);
+		const cJSON *rf = tau_budget_find_named(in->api.flavors, in->api.n_flavors,
+		                                        plan->flavors[f].name);
 		char why[512];
 
 		if (rf == NULL ||
@@ -372,8 +374,8 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 	{
 		tau_budget_observed filtered = *in;
 
-		filtered.flavors = rfs;
-		filtered.n_flavors = n_rfs;
+		filtered.api.flavors = rfs;
+		filtered.api.n_flavors = n_rfs;
 		c->in = &filtered; /* adopted flavors are ours: no P4 conflict */
 		rc = find_conflicts(conflict_msg, sizeof(conflict_msg), read_problem,
 		                    sizeof(read_problem), c, team, plan);
@@ -430,8 +432,8 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 		tau_budget_managed_add(managed, "ResourceFlavor", plan->flavors[f].name);
 		if (!c->reconcile) {
 			/* Observe: a flavor not rewritten (a new node selector) says so too. */
-			const cJSON *live = tau_budget_find_named(in->flavors, in->n_flavors,
-			                                          plan->flavors[f].name);
+			const cJSON *live = tau_budget_find_named(
+			        in->api.flavors, in->api.n_flavors, plan->flavors[f].name);
 			char what[MSG_MAX] = "";
 			bool same = false;
 
@@ -443,12 +445,13 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 				                  plan->flavors[f].name, what);
 		}
 		/* Another owner's Cohort under our name blocks the Cohort, not our flavors. */
-		tau_budget_ensure(
-		        b, TAU_BUDGET_RESOURCE_FLAVOR, rf,
-		        tau_budget_find_named(in->flavors, in->n_flavors, plan->flavors[f].name),
-		        c->cluster_uid,
-		        c->writes_allowed && !cleanup && (team != NULL || orphan_cohort != NULL),
-		        scratch, sizeof(scratch), &by_cluster);
+		tau_budget_ensure(b, TAU_BUDGET_RESOURCE_FLAVOR, rf,
+		                  tau_budget_find_named(in->api.flavors, in->api.n_flavors,
+		                                        plan->flavors[f].name),
+		                  c->cluster_uid,
+		                  c->writes_allowed && !cleanup &&
+		                          (team != NULL || orphan_cohort != NULL),
+		                  scratch, sizeof(scratch), &by_cluster);
 	}
 	if (plan != NULL && c->effective != NULL && (team != NULL || orphan_cohort != NULL)) {
 		const char *uid = team != NULL
@@ -475,13 +478,13 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 	}
 
 	/* Workspace ClusterQueues. */
-	wanted = calloc(in->n_workspaces + 1, sizeof(*wanted));
+	wanted = calloc(in->api.n_workspaces + 1, sizeof(*wanted));
 	if (wanted == NULL) {
 		tau_budget_plan_free(plan);
 		return tau_budget_nomem();
 	}
-	for (size_t i = 0; c->effective != NULL && i < in->n_workspaces; i++) {
-		const cJSON *ws = in->workspaces[i];
+	for (size_t i = 0; c->effective != NULL && i < in->api.n_workspaces; i++) {
+		const cJSON *ws = in->api.workspaces[i];
 		const char *wname = tau_json_str(ws, "metadata.name"), *ns;
 		char cq_name[TAU_BUDGET_NAME_BUF], ws_problem[MSG_MAX] = "";
 		cJSON *cq = NULL;
@@ -494,9 +497,10 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 		    tau_budget_cluster_queue_name(cq_name, sizeof(cq_name), wname) < 0)
 			continue;
 		/* The queue is wanted even when it cannot be written now: never an orphan. */
-		wanted[n_wanted] = tau_json_str(
-		        tau_budget_find_named(in->cluster_queues, in->n_cluster_queues, cq_name),
-		        "metadata.name");
+		wanted[n_wanted] =
+		        tau_json_str(tau_budget_find_named(in->api.cluster_queues,
+		                                           in->api.n_cluster_queues, cq_name),
+		                     "metadata.name");
 		if (wanted[n_wanted] != NULL)
 			n_wanted++;
 		if (plan == NULL || team == NULL)
@@ -509,8 +513,8 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 		}
 		tau_budget_managed_add(managed, "ClusterQueue", cq_name);
 		if (!tau_budget_ensure(b, TAU_BUDGET_CLUSTER_QUEUE, cq,
-		                       tau_budget_find_named(in->cluster_queues,
-		                                             in->n_cluster_queues, cq_name),
+		                       tau_budget_find_named(in->api.cluster_queues,
+		                                             in->api.n_cluster_queues, cq_name),
 		                       tau_json_str(ws, "metadata.uid"), s.write_queues, ws_problem,
 		                       sizeof(ws_problem), &by_team) &&
 		    tau_budget_streq(s.reason, TAU_BUDGET_REASON_APPLIED)) {

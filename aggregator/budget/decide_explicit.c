@@ -94,9 +94,10 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_explicit_team *
 	}
 	if (x->desired_cohort != NULL) {
 		tau_budget_managed_add(managed, "Cohort", x->cohort);
-		tau_budget_ensure(b, TAU_BUDGET_COHORT, x->desired_cohort,
-		                  tau_budget_find_named(in->cohorts, in->n_cohorts, x->cohort), uid,
-		                  w, problem, sizeof(problem), &by_team);
+		tau_budget_ensure(
+		        b, TAU_BUDGET_COHORT, x->desired_cohort,
+		        tau_budget_find_named(in->api.cohorts, in->api.n_cohorts, x->cohort), uid,
+		        w, problem, sizeof(problem), &by_team);
 		x->desired_cohort = NULL;
 	}
 	if (w && x->delete_cohort && x->owned_cohort != NULL)
@@ -121,8 +122,8 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_explicit_team *
 		tau_budget_set_state(&s, TAU_BUDGET_REASON_OBSERVE_ONLY, "Unknown", "Pending",
 		                     "managementMode is Observe: nothing is written (%s)", would);
 	}
-	for (size_t i = 0; i < in->n_workspaces; i++) {
-		const cJSON *ws = in->workspaces[i];
+	for (size_t i = 0; i < in->api.n_workspaces; i++) {
+		const cJSON *ws = in->api.workspaces[i];
 		const tau_budget_explicit_queue *q = NULL;
 
 		if (!tau_budget_streq(tau_budget_team_of(ws), name) ||
@@ -148,8 +149,8 @@ static void explicit_leftovers(ctx *c)
 {
 	const tau_budget_observed *in = c->in;
 
-	for (size_t i = 0; i < in->n_cohorts && c->writes_allowed; i++) {
-		const cJSON *co = in->cohorts[i];
+	for (size_t i = 0; i < in->api.n_cohorts && c->writes_allowed; i++) {
+		const cJSON *co = in->api.cohorts[i];
 		const char *t = tau_json_label(co, TAU_BUDGET_LABEL_TEAM),
 		           *name = tau_json_str(co, "metadata.name");
 		bool applied = false;
@@ -157,15 +158,15 @@ static void explicit_leftovers(ctx *c)
 		if (t == NULL || name == NULL ||
 		    !tau_budget_streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
 		                      TAU_BUDGET_QUOTA_MODE_EXPLICIT) ||
-		    tau_budget_find_named(in->teams, in->n_teams, t) != NULL ||
+		    tau_budget_find_named(in->api.teams, in->api.n_teams, t) != NULL ||
 		    tau_json_find(co, "metadata.deletionTimestamp") != NULL ||
 		    tau_budget_ownership_of(co, TAU_BUDGET_COHORT,
 		                            tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID),
 		                            NULL, 0) != TAU_BUDGET_OWNED)
 			continue;
-		for (size_t k = 0; k < in->n_cluster_queues && !applied; k++)
+		for (size_t k = 0; k < in->api.n_cluster_queues && !applied; k++)
 			applied = tau_budget_streq(
-			        tau_json_str(in->cluster_queues[k], "spec.cohortName"), name);
+			        tau_json_str(in->api.cluster_queues[k], "spec.cohortName"), name);
 		if (!applied)
 			tau_budget_add_write(
 			        c->b, TAU_BUDGET_COHORT, name, true, false, NULL,
@@ -183,28 +184,19 @@ void tau_budget_decide_explicit_teams(ctx *c, cJSON *managed)
 	const tau_budget_observed *in = c->in;
 	tau_budget_explicit_input xi = {0};
 
-	c->explicit_wanted = calloc(in->n_cluster_queues + 1, sizeof(*c->explicit_wanted));
-	c->ws_linked = calloc(in->n_workspaces + 1, sizeof(*c->ws_linked));
+	c->explicit_wanted = calloc(in->api.n_cluster_queues + 1, sizeof(*c->explicit_wanted));
+	c->ws_linked = calloc(in->api.n_workspaces + 1, sizeof(*c->ws_linked));
 	if (c->explicit_wanted == NULL || c->ws_linked == NULL) {
 		c->b->rc = c->b->rc < 0 ? c->b->rc : tau_budget_nomem();
 		return;
 	}
 	xi.capacity = in->ever_established ? in->pool : NULL;
 	xi.pool_claimed_by = c->blocked_team != NULL ? c->blocked_team : c->capacity;
-	xi.teams = in->teams;
-	xi.n_teams = in->n_teams;
+	xi.api = in->api;
 	xi.cluster_uid = c->cluster_uid;
-	xi.workspaces = in->workspaces;
-	xi.n_workspaces = in->n_workspaces;
-	xi.flavors = in->flavors;
-	xi.n_flavors = in->n_flavors;
-	xi.cohorts = in->cohorts;
-	xi.n_cohorts = in->n_cohorts;
-	xi.cluster_queues = in->cluster_queues;
-	xi.n_cluster_queues = in->n_cluster_queues;
 	xi.multiple_workspaces = in->multiple_workspaces;
-	for (size_t i = 0; i < in->n_teams && c->b->rc == 0; i++) {
-		const cJSON *t = in->teams[i];
+	for (size_t i = 0; i < in->api.n_teams && c->b->rc == 0; i++) {
+		const cJSON *t = in->api.teams[i];
 		const char *name = tau_json_str(t, "metadata.name");
 		tau_budget_explicit_team *x = NULL;
 		int rc;
@@ -223,7 +215,7 @@ void tau_budget_decide_explicit_teams(ctx *c, cJSON *managed)
 		}
 		for (size_t q = 0; q < x->n_queues; q++)
 			if (x->queues[q].observed != NULL &&
-			    c->n_explicit_wanted < in->n_cluster_queues)
+			    c->n_explicit_wanted < in->api.n_cluster_queues)
 				c->explicit_wanted[c->n_explicit_wanted++] =
 				        tau_json_str(x->queues[q].observed, "metadata.name");
 		explicit_apply(c, t, x, managed);
@@ -244,9 +236,9 @@ void tau_budget_workspaces_unlinked(ctx *c)
 {
 	const tau_budget_observed *in = c->in;
 
-	for (size_t i = 0; i < in->n_workspaces && c->b->rc == 0; i++)
+	for (size_t i = 0; i < in->api.n_workspaces && c->b->rc == 0; i++)
 		if (c->ws_held != NULL && c->ws_held[i] != NULL)
-			tau_budget_workspace_held(c->b, in, in->workspaces[i], c->ws_held[i]);
+			tau_budget_workspace_held(c->b, in, in->api.workspaces[i], c->ws_held[i]);
 		else if (c->ws_linked != NULL && !c->ws_linked[i])
-			tau_budget_workspace_unlinked(c->b, in->workspaces[i]);
+			tau_budget_workspace_unlinked(c->b, in->api.workspaces[i]);
 }

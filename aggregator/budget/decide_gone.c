@@ -37,16 +37,16 @@ static bool names_flavor(const cJSON *obj, const char *flavor)
 static const char *flavor_user(const tau_budget_observed *in, const char *flavor, char *buf,
                                size_t len)
 {
-	for (size_t i = 0; i < in->n_cluster_queues; i++)
-		if (names_flavor(in->cluster_queues[i], flavor)) {
+	for (size_t i = 0; i < in->api.n_cluster_queues; i++)
+		if (names_flavor(in->api.cluster_queues[i], flavor)) {
 			tau_str_printf(buf, len, "ClusterQueue %s",
-			               tau_json_str(in->cluster_queues[i], "metadata.name"));
+			               tau_json_str(in->api.cluster_queues[i], "metadata.name"));
 			return buf;
 		}
-	for (size_t i = 0; i < in->n_cohorts; i++)
-		if (names_flavor(in->cohorts[i], flavor)) {
+	for (size_t i = 0; i < in->api.n_cohorts; i++)
+		if (names_flavor(in->api.cohorts[i], flavor)) {
 			tau_str_printf(buf, len, "Cohort %s",
-			               tau_json_str(in->cohorts[i], "metadata.name"));
+			               tau_json_str(in->api.cohorts[i], "metadata.name"));
 			return buf;
 		}
 	return NULL;
@@ -62,8 +62,8 @@ static void delete_managed_flavors(ctx *c, cJSON *left, char *held, size_t len)
 {
 	const tau_budget_observed *in = c->in;
 
-	for (size_t i = 0; i < in->n_flavors; i++) {
-		const cJSON *rf = in->flavors[i];
+	for (size_t i = 0; i < in->api.n_flavors; i++) {
+		const cJSON *rf = in->api.flavors[i];
 		const char *name = tau_json_str(rf, "metadata.name");
 		const char *uid = tau_json_annotation(rf, TAU_BUDGET_ANNOTATION_CLUSTER_UID);
 		char user[TAU_BUDGET_NAME_BUF + 32];
@@ -117,8 +117,8 @@ static bool delete_managed_queues(ctx *c, const char *cohort, char *held, size_t
 	        "TauCluster cluster is gone (deletionPolicy DeleteManaged): the queue is deleted "
 	        "once its admitted and reserving work has drained, then Cohort %s",
 	        cohort);
-	for (size_t i = 0; i < in->n_cluster_queues; i++) {
-		const cJSON *cq = in->cluster_queues[i];
+	for (size_t i = 0; i < in->api.n_cluster_queues; i++) {
+		const cJSON *cq = in->api.cluster_queues[i];
 		const char *name = tau_json_str(cq, "metadata.name");
 		const char *w = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
 		cJSON *body = NULL;
@@ -148,8 +148,8 @@ static bool delete_managed_queues(ctx *c, const char *cohort, char *held, size_t
 			                       "the queue holds no work"));
 			continue;
 		}
-		tau_budget_note_held(c, tau_budget_find_named(in->workspaces, in->n_workspaces, w),
-		                     why);
+		tau_budget_note_held(
+		        c, tau_budget_find_named(in->api.workspaces, in->api.n_workspaces, w), why);
 		tau_budget_append(
 		        held, held_len,
 		        "ClusterQueue %s is held (stopPolicy Hold) until its admitted and "
@@ -179,13 +179,13 @@ int tau_budget_decide_cluster_gone(ctx *c)
 	size_t n = 0;
 	int rc = left == NULL ? tau_budget_nomem() : 0;
 
-	for (size_t i = 0; rc == 0 && i < in->n_cohorts; i++) {
-		const cJSON *co = in->cohorts[i];
+	for (size_t i = 0; rc == 0 && i < in->api.n_cohorts; i++) {
+		const cJSON *co = in->api.cohorts[i];
 		const char *t = tau_json_label(co, TAU_BUDGET_LABEL_TEAM),
 		           *uid = tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID),
 		           *name = tau_json_str(co, "metadata.name");
 		const cJSON *team =
-		        t != NULL ? tau_budget_find_named(in->teams, in->n_teams, t) : NULL;
+		        t != NULL ? tau_budget_find_named(in->api.teams, in->api.n_teams, t) : NULL;
 		bool del = tau_budget_streq(
 		        tau_json_annotation(co, TAU_BUDGET_ANNOTATION_DELETION_POLICY),
 		        TAU_BUDGET_POLICY_DELETE);
@@ -246,9 +246,9 @@ int tau_budget_decide_cluster_gone(ctx *c)
 	}
 	if (rc == 0)
 		delete_managed_flavors(c, left, held, sizeof(held));
-	for (size_t i = 0; rc == 0 && i < in->n_workspaces; i++)
+	for (size_t i = 0; rc == 0 && i < in->api.n_workspaces; i++)
 		if (c->ws_held[i] != NULL)
-			tau_budget_workspace_held(c->b, in, in->workspaces[i], c->ws_held[i]);
+			tau_budget_workspace_held(c->b, in, in->api.workspaces[i], c->ws_held[i]);
 	if (rc == 0 && in->cluster != NULL) {
 		/* Held by another finalizer (foreground deletion): it still says what happens. */
 		const char *policy = tau_json_str(in->cluster, "spec.deletionPolicy");

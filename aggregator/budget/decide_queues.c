@@ -92,8 +92,8 @@ static bool misconfigured(char *buf, size_t len, const ctx *c, const cJSON *ws)
 
 void tau_budget_note_held(ctx *c, const cJSON *ws, const char *why)
 {
-	for (size_t i = 0; i < c->in->n_workspaces && c->ws_held != NULL; i++)
-		if (c->in->workspaces[i] == ws && c->ws_held[i] == NULL &&
+	for (size_t i = 0; i < c->in->api.n_workspaces && c->ws_held != NULL; i++)
+		if (c->in->api.workspaces[i] == ws && c->ws_held[i] == NULL &&
 		    (c->ws_held[i] = strdup(why)) == NULL)
 			c->b->rc = c->b->rc < 0 ? c->b->rc : tau_budget_nomem();
 }
@@ -102,8 +102,8 @@ void tau_budget_orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted
 {
 	const tau_budget_observed *in = c->in;
 
-	for (size_t i = 0; i < in->n_cluster_queues; i++) {
-		const cJSON *cq = in->cluster_queues[i];
+	for (size_t i = 0; i < in->api.n_cluster_queues; i++) {
+		const cJSON *cq = in->api.cluster_queues[i];
 		const char *name = tau_json_str(cq, "metadata.name");
 		const char *w = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
 		const char *ann = tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID);
@@ -119,7 +119,7 @@ void tau_budget_orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted
 			keep = tau_budget_streq(wanted[j], name);
 		for (size_t j = 0; j < c->n_explicit_wanted && !keep; j++)
 			keep = tau_budget_streq(c->explicit_wanted[j], name);
-		ws = tau_budget_find_named(in->workspaces, in->n_workspaces, w);
+		ws = tau_budget_find_named(in->api.workspaces, in->api.n_workspaces, w);
 		if (keep ||
 		    (ws != NULL && !tau_budget_streq(tau_json_str(ws, "metadata.uid"), ann)))
 			continue;

@@ -149,14 +149,14 @@ bool tau_budget_orphaned(const tau_budget_observed *in, const char *cluster_uid,
 			rc = tau_budget_cohort_name(want, sizeof(want), label);
 		tau_error_clear();
 		return rc == 0 && tau_budget_streq(want, name) &&
-		       !uid_alive(in->teams, in->n_teams, uid);
+		       !uid_alive(in->api.teams, in->api.n_teams, uid);
 	case TAU_BUDGET_CLUSTER_QUEUE:
 		label = tau_json_label(obs, TAU_BUDGET_LABEL_WORKSPACE);
 		if (label != NULL && tau_json_label(obs, TAU_BUDGET_LABEL_TEAM) != NULL)
 			rc = tau_budget_cluster_queue_name(want, sizeof(want), label);
 		tau_error_clear();
 		return rc == 0 && tau_budget_streq(want, name) &&
-		       !uid_alive(in->workspaces, in->n_workspaces, uid);
+		       !uid_alive(in->api.workspaces, in->api.n_workspaces, uid);
 	case TAU_BUDGET_TEAM:
 		break;
 	}
@@ -242,7 +242,7 @@ int tau_budget_zero_cohort(builder *b, const tau_budget_observed *in, const cJSO
 
 	if (rc < 0)
 		return rc;
-	rc = tau_budget_plan_build(&plan, empty, co, in->flavors, in->n_flavors, NULL);
+	rc = tau_budget_plan_build(&plan, empty, co, in->api.flavors, in->api.n_flavors, NULL);
 	tau_budget_pool_free(empty);
 	if (rc == -TAU_ENOMEM)
 		return rc;

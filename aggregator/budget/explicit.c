@@ -200,8 +200,8 @@ static bool recreated_queue(const team_ctx *c, const cJSON *cq, const char *ws)
 	    !tau_budget_streq(tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE), ws) ||
 	    tau_json_label(cq, TAU_BUDGET_LABEL_TEAM) == NULL || uid == NULL || uid[0] == '\0')
 		return false;
-	for (size_t i = 0; i < c->in->n_workspaces; i++)
-		if (tau_budget_streq(tau_json_str(c->in->workspaces[i], "metadata.uid"), uid))
+	for (size_t i = 0; i < c->in->api.n_workspaces; i++)
+		if (tau_budget_streq(tau_json_str(c->in->api.workspaces[i], "metadata.uid"), uid))
 			return false;
 	return true;
 }
@@ -217,11 +217,11 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 	                                 tau_json_find(in->team, "spec.quota"), owner, err,
 	                                 err_len)) < 0)
 		return rc == -TAU_ENOMEM ? rc : 1;
-	c->ws = calloc(in->n_workspaces + 1, sizeof(*c->ws));
+	c->ws = calloc(in->api.n_workspaces + 1, sizeof(*c->ws));
 	if (c->ws == NULL)
 		return tau_budget_nomem();
-	for (size_t i = 0; i < in->n_workspaces; i++) {
-		const cJSON *ws = in->workspaces[i];
+	for (size_t i = 0; i < in->api.n_workspaces; i++) {
+		const cJSON *ws = in->api.workspaces[i];
 		wsinfo *w;
 
 		if (!tau_budget_streq(tau_json_str(ws, "spec.teamRef.name"), c->name) ||
@@ -235,8 +235,8 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		w->ns = tau_budget_workspace_namespace(ws, in->multiple_workspaces);
 		if ((rc = tau_budget_cluster_queue_name(w->cq, sizeof(w->cq), w->name)) < 0)
 			return rc;
-		w->observed =
-		        tau_budget_find_named(in->cluster_queues, in->n_cluster_queues, w->cq);
+		w->observed = tau_budget_find_named(in->api.cluster_queues,
+		                                    in->api.n_cluster_queues, w->cq);
 		snprintf(owner, sizeof(owner), "TauWorkspace \"%s\"", w->name);
 		if ((rc = tau_budget_quota_parse(&w->nominal, &w->borrowing, &w->lending,
 		                                 tau_json_find(ws, "spec.quota"), owner, err,
@@ -267,8 +267,8 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		}
 	}
 	/* E6: managed queues still in our Cohort whose workspace is not ours now stay charged. */
-	for (size_t i = 0; i < in->n_cluster_queues; i++) {
-		const cJSON *cq = in->cluster_queues[i];
+	for (size_t i = 0; i < in->api.n_cluster_queues; i++) {
+		const cJSON *cq = in->api.cluster_queues[i];
 		bool ours = false;
 
 		if (!tau_budget_is_managed(cq) ||
@@ -336,7 +336,7 @@ static int validate(team_ctx *c, const char **reason, char *err, size_t err_len)
 
 		if (i == 0 || strcmp(f, c->shape.items[i - 1].flavor) != 0) {
 			nf++;
-			if (tau_budget_find_named(in->flavors, in->n_flavors, f) == NULL) {
+			if (tau_budget_find_named(in->api.flavors, in->api.n_flavors, f) == NULL) {
 				snprintf(err, err_len,
 				         "ResourceFlavor \"%s\" named in the quota of team \"%s\" "
 				         "does "
@@ -387,7 +387,7 @@ static bool capacity_of(const team_ctx *c, const char *flavor, const char *resou
 			if (strcmp(k->resources[r].name, resource) == 0)
 				*out = k->resources[r].total;
 	}
-	rf = tau_budget_find_named(c->in->flavors, c->in->n_flavors, flavor);
+	rf = tau_budget_find_named(c->in->api.flavors, c->in->api.n_flavors, flavor);
 	if (!known && rf != NULL && c->in->cluster_uid != NULL &&
 	    tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, c->in->cluster_uid, NULL, 0) ==
 	            TAU_BUDGET_OWNED)
@@ -401,13 +401,14 @@ static int others_applied(team_ctx *c, tau_budget_cells *out)
 	const tau_budget_explicit_input *in = c->in;
 	int rc;
 
-	for (size_t i = 0; i < in->n_cohorts; i++)
-		if (tau_budget_is_managed(in->cohorts[i]) &&
-		    !tau_budget_streq(tau_json_str(in->cohorts[i], "metadata.name"), c->cohort) &&
-		    (rc = tau_budget_groups_read(out, in->cohorts[i], "nominalQuota")) < 0)
+	for (size_t i = 0; i < in->api.n_cohorts; i++)
+		if (tau_budget_is_managed(in->api.cohorts[i]) &&
+		    !tau_budget_streq(tau_json_str(in->api.cohorts[i], "metadata.name"),
+		                      c->cohort) &&
+		    (rc = tau_budget_groups_read(out, in->api.cohorts[i], "nominalQuota")) < 0)
 			return rc;
-	for (size_t i = 0; i < in->n_cluster_queues; i++) {
-		const cJSON *cq = in->cluster_queues[i];
+	for (size_t i = 0; i < in->api.n_cluster_queues; i++) {
+		const cJSON *cq = in->api.cluster_queues[i];
 		bool moving = false;
 
 		for (size_t k = 0; k < c->n_ws && !moving; k++)
@@ -740,8 +741,8 @@ static int deleting(team_ctx *c)
 	char msg[MSG_MAX] = "";
 	size_t n = 0;
 
-	for (size_t i = 0; i < in->n_cluster_queues; i++) {
-		const cJSON *cq = in->cluster_queues[i];
+	for (size_t i = 0; i < in->api.n_cluster_queues; i++) {
+		const cJSON *cq = in->api.cluster_queues[i];
 		const char *ws = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
 
 		if (!tau_budget_streq(tau_json_str(cq, "spec.cohortName"), c->cohort))
@@ -793,8 +794,8 @@ static bool recreated_owner(const team_ctx *c, const cJSON *co)
 	    !tau_budget_streq(tau_json_label(co, TAU_BUDGET_LABEL_TEAM), c->name) || uid == NULL ||
 	    uid[0] == '\0')
 		return false;
-	for (size_t i = 0; i < c->in->n_teams; i++)
-		if (tau_budget_streq(tau_json_str(c->in->teams[i], "metadata.uid"), uid))
+	for (size_t i = 0; i < c->in->api.n_teams; i++)
+		if (tau_budget_streq(tau_json_str(c->in->api.teams[i], "metadata.uid"), uid))
 			return false;
 	return true;
 }
@@ -810,8 +811,8 @@ static bool quota_given(const cJSON *team)
 /* Is any ClusterQueue applied to the team's Cohort? */
 static bool cohort_applied(const team_ctx *c)
 {
-	for (size_t i = 0; i < c->in->n_cluster_queues; i++)
-		if (tau_budget_streq(tau_json_str(c->in->cluster_queues[i], "spec.cohortName"),
+	for (size_t i = 0; i < c->in->api.n_cluster_queues; i++)
+		if (tau_budget_streq(tau_json_str(c->in->api.cluster_queues[i], "spec.cohortName"),
 		                     c->cohort))
 			return true;
 	return false;
@@ -821,7 +822,7 @@ static int decide(team_ctx *c)
 {
 	const tau_budget_explicit_input *in = c->in;
 	tau_budget_explicit_team *t = c->t;
-	const cJSON *co = tau_budget_find_named(in->cohorts, in->n_cohorts, c->cohort);
+	const cJSON *co = tau_budget_find_named(in->api.cohorts, in->api.n_cohorts, c->cohort);
 	tau_budget_cells applied = {0}, next = {0}, reserved = {0}, cohort_q = {0};
 	const char *reason = NULL;
 	char err[MSG_MAX] = "", why[512] = "";
@@ -885,8 +886,8 @@ static int decide(team_ctx *c)
 		return set_team(t, REASON_WAITING, "False", "Pending",
 		                "the inventory was not established yet: the discovered capacity "
 		                "is unknown, so nothing is written");
-	rc = tau_budget_applied(&applied, c->cohort, in->cohorts, in->n_cohorts, in->cluster_queues,
-	                        in->n_cluster_queues);
+	rc = tau_budget_applied(&applied, c->cohort, in->api.cohorts, in->api.n_cohorts,
+	                        in->api.cluster_queues, in->api.n_cluster_queues);
 	if (rc == -TAU_EINVAL) {
 		snprintf(err, sizeof(err), "applied quota of team \"%s\" cannot be read: %s",
 		         c->name, tau_error_last()->msg);

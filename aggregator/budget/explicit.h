@@ -15,6 +15,7 @@
 
 #include "budget/cells.h"
 #include "budget/desired.h"
+#include "budget/objects.h"
 
 #include "tau/quantity.h"
 
@@ -66,18 +67,12 @@ typedef struct tau_budget_explicit_input {
 	 */
 	const char *pool_claimed_by;
 	const char *cluster_uid; /**< owner of our ResourceFlavors */
-	/** Every TauTeam: a Cohort of ours recording a team UID none of them has (the team was
-	 * created again under its name) is adopted, not another owner's (issue 24). */
-	const cJSON *const *teams;
-	size_t n_teams;
-	const cJSON *const *workspaces;
-	size_t n_workspaces;
-	const cJSON *const *flavors;
-	size_t n_flavors;
-	const cJSON *const *cohorts;
-	size_t n_cohorts;
-	const cJSON *const *cluster_queues;
-	size_t n_cluster_queues;
+	/**
+	 * Every TauTeam (a Cohort of ours recording a team UID none of them has, the team created
+	 * again under its name, is adopted, not another owner's: issue 24), TauWorkspace and
+	 * Kueue object.
+	 */
+	tau_budget_objects api;
 	bool multiple_workspaces; /**< feature gate: else blocked v0 workspaces get no queue */
 } tau_budget_explicit_input;
 

@@ -48,11 +48,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	world_check_merge("fuzz_clusterqueue", ours, cq);
 	world_view_of(&v, w);
 	if (slot < 2) {
-		for (size_t i = 0; i < v.in.n_cluster_queues; i++)
+		for (size_t i = 0; i < v.in.api.n_cluster_queues; i++)
 			if (v.cqs[i] == ours)
 				v.cqs[i] = cq;
 	} else {
-		v.cqs[v.in.n_cluster_queues++] = cq;
+		v.cqs[v.in.api.n_cluster_queues++] = cq;
 	}
 	world_check("fuzz_clusterqueue", &v.in);
 	cJSON_Delete(cq);

@@ -43,21 +43,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	world_check_merge("fuzz_cohort", ours, cohort);
 	world_view_of(&v, w);
 	if (slot < 2) {
-		for (size_t i = 0; i < v.in.n_cohorts; i++)
+		for (size_t i = 0; i < v.in.api.n_cohorts; i++)
 			if (v.cohorts[i] == ours)
 				v.cohorts[i] = cohort;
 	} else {
-		v.cohorts[v.in.n_cohorts++] = cohort;
+		v.cohorts[v.in.api.n_cohorts++] = cohort;
 	}
-	for (size_t i = 0; i < v.in.n_cohorts; i++)
+	for (size_t i = 0; i < v.in.api.n_cohorts; i++)
 		cohorts[i] = v.cohorts[i];
-	for (size_t i = 0; i < v.in.n_cluster_queues; i++)
+	for (size_t i = 0; i < v.in.api.n_cluster_queues; i++)
 		cqs[i] = v.cqs[i];
 	for (size_t t = 0; t < 2; t++) {
 		tau_budget_cells applied = {0};
 
-		(void)tau_budget_applied(&applied, names[t], cohorts, v.in.n_cohorts, cqs,
-		                         v.in.n_cluster_queues);
+		(void)tau_budget_applied(&applied, names[t], cohorts, v.in.api.n_cohorts, cqs,
+		                         v.in.api.n_cluster_queues);
 		tau_budget_cells_clear(&applied);
 	}
 	world_check("fuzz_cohort", &v.in);

@@ -35,11 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	world_check_merge("fuzz_resourceflavor", ours, flavor);
 	world_view_of(&v, w);
 	if (data[0] & 1) {
-		for (size_t i = 0; i < v.in.n_flavors; i++)
+		for (size_t i = 0; i < v.in.api.n_flavors; i++)
 			if (v.flavors[i] == ours)
 				v.flavors[i] = flavor;
 	} else {
-		v.flavors[v.in.n_flavors++] = flavor;
+		v.flavors[v.in.api.n_flavors++] = flavor;
 	}
 	world_check("fuzz_resourceflavor", &v.in);
 	cJSON_Delete(flavor);

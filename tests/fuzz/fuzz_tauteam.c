@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (slot < 2)
 		v.teams[slot] = team;
 	else
-		v.teams[v.in.n_teams++] = team;
+		v.teams[v.in.api.n_teams++] = team;
 	world_check("fuzz_tauteam", &v.in);
 	cJSON_Delete(team);
 	return 0;

@@ -110,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (slot < 2)
 		v.wss[slot] = ws;
 	else
-		v.wss[v.in.n_workspaces++] = ws;
+		v.wss[v.in.api.n_workspaces++] = ws;
 	world_check("fuzz_tauworkspace", &v.in);
 	cJSON_Delete(ws);
 	return 0;

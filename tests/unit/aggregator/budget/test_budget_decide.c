@@ -79,13 +79,13 @@ static int setup(void **state)
 	f->in.nodes_counted = 3;
 	f->in.nodes_observed = 3;
 	f->in.cluster = f->cluster;
-	f->in.teams = f->teams;
-	f->in.n_teams = 1;
-	f->in.workspaces = f->wss;
-	f->in.n_workspaces = 1;
-	f->in.flavors = f->flavors;
-	f->in.cohorts = f->cohorts;
-	f->in.cluster_queues = f->cqs;
+	f->in.api.teams = f->teams;
+	f->in.api.n_teams = 1;
+	f->in.api.workspaces = f->wss;
+	f->in.api.n_workspaces = 1;
+	f->in.api.flavors = f->flavors;
+	f->in.api.cohorts = f->cohorts;
+	f->in.api.cluster_queues = f->cqs;
 	f->in.now = NOW;
 	f->in.system_namespace = "tau-system";
 	*state = f;
@@ -147,15 +147,15 @@ static void apply_writes(fixture *f)
 		switch (w->kind) {
 		case TAU_BUDGET_RESOURCE_FLAVOR:
 			arr = f->flavors;
-			n = &f->in.n_flavors;
+			n = &f->in.api.n_flavors;
 			break;
 		case TAU_BUDGET_COHORT:
 			arr = f->cohorts;
-			n = &f->in.n_cohorts;
+			n = &f->in.api.n_cohorts;
 			break;
 		default:
 			arr = f->cqs;
-			n = &f->in.n_cluster_queues;
+			n = &f->in.api.n_cluster_queues;
 			break;
 		}
 		assert_true(*n < 4);
@@ -505,7 +505,7 @@ static void test_foreign_flavor_conflict_zeroes(void **state)
 	tau_budget_node node = {.name = "gpu-1", .labels = labels};
 
 	keep(f, labels);
-	f->flavors[f->in.n_flavors++] =
+	f->flavors[f->in.api.n_flavors++] =
 	        keep(f, parse("{\"kind\":\"ResourceFlavor\",\"metadata\":{\"name\":\"gpu\"},"
 	                      "\"spec\":{\"nodeLabels\":{\"tau.azure.com/gpu-class\":\"h100\"}}}"));
 	f->in.nodes = &node;
@@ -522,7 +522,7 @@ static void test_foreign_cohort_with_our_name(void **state)
 {
 	fixture *f = *state;
 
-	f->cohorts[f->in.n_cohorts++] =
+	f->cohorts[f->in.api.n_cohorts++] =
 	        keep(f, parse("{\"kind\":\"Cohort\",\"metadata\":{\"name\":\"tau-team-research\","
 	                      "\"uid\":\"x\"},\"spec\":{}}"));
 	decide(f);
@@ -554,7 +554,7 @@ static void test_v0_block_gets_no_queue_unless_gate(void **state)
 	        "\"status\":{\"target\":{\"resolvedNamespace\":\"beta\"},\"conditions\":[{\"type\":"
 	        "\"QueueReady\",\"status\":\"False\",\"reason\":\"BlockedByActiveWorkspace\"}]}}");
 
-	f->wss[f->in.n_workspaces++] = keep(f, blocked);
+	f->wss[f->in.api.n_workspaces++] = keep(f, blocked);
 	decide(f);
 	assert_null(find_write(f, "tau-ws-beta"));
 	f->in.multiple_workspaces = true;
@@ -585,7 +585,7 @@ static void test_leave_after_workspaces_removed_deletes_cohort(void **state)
 	decide(f);
 	apply_writes(f);
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(f->cluster, "spec"), "queues");
-	f->in.n_workspaces = 0;
+	f->in.api.n_workspaces = 0;
 	decide(f);
 	/* The workspace's queue goes first: its workspace no longer exists. */
 	w = find_write(f, "tau-ws-alpha");
@@ -594,7 +594,7 @@ static void test_leave_after_workspaces_removed_deletes_cohort(void **state)
 	/* The Cohort stays (at 0) while a ClusterQueue is still applied to it. */
 	assert_true(find_write(f, "tau-team-research") == NULL ||
 	            !find_write(f, "tau-team-research")->remove);
-	f->in.n_cluster_queues = 0;
+	f->in.api.n_cluster_queues = 0;
 	decide(f);
 	w = find_write(f, "tau-team-research");
 	assert_non_null(w);
@@ -630,7 +630,7 @@ static void test_missing_team_is_a_conflict(void **state)
 {
 	fixture *f = *state;
 
-	f->in.n_teams = 0;
+	f->in.api.n_teams = 0;
 	decide(f);
 	assert_string_equal(reason_of(f, f->cluster, "ConflictDetected"), "ConflictDetected");
 	assert_null(find_write(f, "tau-team-research"));
@@ -647,7 +647,7 @@ static void test_explicit_team_beside_the_capacity_team(void **state)
 	              "\"namespace\":\"tau-system\",\"uid\":\"v\"},\"spec\":{\"quota\":[]}}");
 	const tau_budget_write *w;
 
-	f->teams[f->in.n_teams++] = keep(f, other);
+	f->teams[f->in.api.n_teams++] = keep(f, other);
 	decide(f);
 	assert_string_equal(reason_of(f, other, "QuotaReady"), "QuotaApplied");
 	assert_null(find_write(f, "tau-team-vision"));
@@ -678,7 +678,7 @@ static void test_capacity_team_finalizer_removed(void **state)
 	                      cJSON_Parse("[\"other/keep\",\"tau.azure.com/team-cleanup\"]"));
 	decide(f);
 	assert_null(find_write(f, "research")); /* workspace alpha: kept */
-	f->in.n_workspaces = 0;
+	f->in.api.n_workspaces = 0;
 	decide(f);
 	w = find_write(f, "research");
 	assert_non_null(w);
@@ -703,11 +703,11 @@ static void test_explicit_leftover_cohort_removed(void **state)
 	                  "\"spec\":{\"cohortName\":\"tau-team-gone\"}}");
 	const tau_budget_write *w;
 
-	f->cohorts[f->in.n_cohorts++] = keep(f, co);
-	f->cqs[f->in.n_cluster_queues++] = keep(f, cq);
+	f->cohorts[f->in.api.n_cohorts++] = keep(f, co);
+	f->cqs[f->in.api.n_cluster_queues++] = keep(f, cq);
 	decide(f);
 	assert_null(find_write(f, "tau-team-gone")); /* still used by a queue */
-	f->in.n_cluster_queues = 0;
+	f->in.api.n_cluster_queues = 0;
 	decide(f);
 	w = find_write(f, "tau-team-gone");
 	assert_non_null(w);
@@ -729,7 +729,7 @@ static void test_explicit_team_events_on_change_only(void **state)
 	                    "\"nvidia.com/gpu\",\"nominalQuota\":\"4\"}]}}");
 	const tau_budget_event *e = NULL;
 
-	f->teams[f->in.n_teams++] = keep(f, team);
+	f->teams[f->in.api.n_teams++] = keep(f, team);
 	decide(f);
 	assert_string_equal(reason_of(f, team, "QuotaReady"), "FlavorNotReady");
 	assert_int_equal(events_about(f, team, NULL, &e), 1);
@@ -743,7 +743,7 @@ static void test_explicit_team_events_on_change_only(void **state)
 	assert_int_equal(events_about(f, team, NULL, NULL), 0);
 	assert_null(status_of(f, team));
 	/* The platform creates the flavor: Ready again. */
-	f->flavors[f->in.n_flavors++] =
+	f->flavors[f->in.api.n_flavors++] =
 	        keep(f, parse("{\"kind\":\"ResourceFlavor\",\"metadata\":{\"name\":"
 	                      "\"platform-a\"},\"spec\":{}}"));
 	decide(f);
@@ -804,9 +804,9 @@ static void test_workspace_leaving_explicit_team(void **state)
 	cJSON *spec = cJSON_GetObjectItem(ws, "spec");
 	const cJSON *st;
 
-	f->teams[f->in.n_teams++] = keep(f, vision);
-	f->teams[f->in.n_teams++] = keep(f, cv);
-	f->wss[f->in.n_workspaces++] = keep(f, ws);
+	f->teams[f->in.api.n_teams++] = keep(f, vision);
+	f->teams[f->in.api.n_teams++] = keep(f, cv);
+	f->wss[f->in.api.n_workspaces++] = keep(f, ws);
 	decide(f);
 	assert_string_equal(reason_of(f, ws, "QuotaReady"), "QuotaApplied");
 	apply_status(f, ws);
@@ -861,13 +861,13 @@ static void observe_cohort_write(fixture *f, const tau_budget_write *w)
 	cJSON *obj = cJSON_Duplicate(w->body, true);
 
 	cJSON_AddStringToObject(cJSON_GetObjectItem(obj, "metadata"), "uid", "k-uid");
-	for (size_t i = 0; i < f->in.n_cohorts; i++)
+	for (size_t i = 0; i < f->in.api.n_cohorts; i++)
 		if (strcmp(tau_json_str(f->cohorts[i], "metadata.name"), w->name) == 0) {
 			f->cohorts[i] = keep(f, obj);
 			return;
 		}
-	assert_true(f->in.n_cohorts < 4);
-	f->cohorts[f->in.n_cohorts++] = keep(f, obj);
+	assert_true(f->in.api.n_cohorts < 4);
+	f->cohorts[f->in.api.n_cohorts++] = keep(f, obj);
 }
 
 /* The nominalQuota a write gives flavor/resource, "" when it names neither. */
@@ -921,7 +921,7 @@ static void test_one_ledger_explicit_refused_on_pool_flavors(void **state)
 	assert_non_null(co);
 	assert_string_equal(written_quota(co, "taugrid-gpu-h100", "nvidia.com/gpu"), "0");
 	observe_cohort_write(f, co);
-	f->teams[f->in.n_teams++] = keep(f, ml);
+	f->teams[f->in.api.n_teams++] = keep(f, ml);
 	decide(f);
 	assert_null(find_write(f, "tau-team-research"));
 	assert_string_equal(reason_of(f, ml, "QuotaReady"), "CapacityExceeded");
@@ -1002,7 +1002,7 @@ static void test_reinstall_adopts_our_objects(void **state)
 	                       "c-uid) no longer exists: adopted by TauCluster cluster (UID "
 	                       "c-uid-2)"));
 	/* Once adopted, a steady state. */
-	f->in.n_flavors = f->in.n_cohorts = f->in.n_cluster_queues = 0;
+	f->in.api.n_flavors = f->in.api.n_cohorts = f->in.api.n_cluster_queues = 0;
 	decide(f);
 	apply_writes(f);
 	decide(f);
@@ -1063,7 +1063,7 @@ static void test_foreign_flavor_under_our_name_blocks_only_it(void **state)
 	                       "tau-team-research and its ClusterQueues (the rest of the pool is "
 	                       "applied), so no queue of ours keeps its owner from deleting it"));
 	/* Steady: once written, the next pass writes neither again. */
-	f->in.n_cohorts = f->in.n_cluster_queues = 0;
+	f->in.api.n_cohorts = f->in.api.n_cluster_queues = 0;
 	apply_writes(f);
 	decide(f);
 	assert_null(find_write(f, "tau-team-research"));
@@ -1085,10 +1085,11 @@ static void test_cohort_of_a_live_owner_is_not_adopted(void **state)
 {
 	fixture *f = *state;
 
-	f->teams[f->in.n_teams++] = keep(f, parse("{\"kind\":\"TauTeam\",\"metadata\":{\"name\":"
-	                                          "\"other\",\"namespace\":\"tau-system\","
-	                                          "\"uid\":\"o-uid\"},\"spec\":{}}"));
-	f->cohorts[f->in.n_cohorts++] = keep(
+	f->teams[f->in.api.n_teams++] =
+	        keep(f, parse("{\"kind\":\"TauTeam\",\"metadata\":{\"name\":"
+	                      "\"other\",\"namespace\":\"tau-system\","
+	                      "\"uid\":\"o-uid\"},\"spec\":{}}"));
+	f->cohorts[f->in.api.n_cohorts++] = keep(
 	        f, parse("{\"kind\":\"Cohort\",\"metadata\":{\"name\":\"tau-team-research\","
 	                 "\"uid\":\"k\",\"labels\":{\"app.kubernetes.io/managed-by\":\"taugrid\","
 	                 "\"tau.azure.com/team\":\"research\"},\"annotations\":{"
@@ -1107,7 +1108,7 @@ static void test_missing_team_zeroes_its_cohort(void **state)
 
 	decide(f);
 	apply_writes(f);
-	f->in.n_teams = 0;
+	f->in.api.n_teams = 0;
 	decide(f);
 	co = find_write(f, "tau-team-research");
 	assert_non_null(co);
@@ -1141,7 +1142,7 @@ static void test_capacity_team_deletion_waits_then_cleans_up(void **state)
 	assert_string_equal(quota_text(find_write(f, "tau-team-research")->body, 1, 1), "8");
 	assert_null(find_write(f, "research")); /* the finalizer stays */
 	/* The workspace goes; its queue (no work) is deleted; the Cohort waits for it. */
-	f->in.n_workspaces = 0;
+	f->in.api.n_workspaces = 0;
 	decide(f);
 	w = find_write(f, "tau-ws-alpha");
 	assert_non_null(w);
@@ -1151,7 +1152,7 @@ static void test_capacity_team_deletion_waits_then_cleans_up(void **state)
 	assert_non_null(strstr(message_of(f, f->team, "QuotaReady"),
 	                       "Cohort tau-team-research goes once no ClusterQueue is applied"));
 	/* The queue is gone: the Cohort is deleted and the finalizer removed, in that order. */
-	f->in.n_cluster_queues = 0;
+	f->in.api.n_cluster_queues = 0;
 	decide(f);
 	w = find_write(f, "tau-team-research");
 	assert_non_null(w);
@@ -1279,7 +1280,7 @@ static void test_queue_of_a_deleted_workspace_drains_first(void **state)
 	decide(f);
 	apply_writes(f);
 	f->cqs[0] = keep(f, with_work(f->cqs[0]));
-	f->in.n_workspaces = 0;
+	f->in.api.n_workspaces = 0;
 	decide(f);
 	w = find_write(f, "tau-ws-alpha");
 	assert_non_null(w);
@@ -1381,7 +1382,7 @@ static void test_delete_managed_drains_then_deletes(void **state)
 	assert_true(w->remove);
 	assert_true(find_write(f, "tau-team-research") == NULL ||
 	            !find_write(f, "tau-team-research")->remove);
-	f->in.n_cluster_queues = 0;
+	f->in.api.n_cluster_queues = 0;
 	decide(f);
 	w = find_write(f, "tau-team-research");
 	assert_non_null(w);
@@ -1389,13 +1390,13 @@ static void test_delete_managed_drains_then_deletes(void **state)
 	assert_null(find_write(f, "taugrid-gpu-h100")); /* not while the Cohort names it */
 	/* The Cohort gone: our flavors go, except one a foreign queue still names (Kueue's
 	 * resource-in-use finalizer would hold it Terminating): kept and said. */
-	f->in.n_cohorts = 0;
+	f->in.api.n_cohorts = 0;
 	f->cqs[0] = keep(f, parse("{\"metadata\":{\"name\":\"other-cq\",\"uid\":\"o-1\"},"
 	                          "\"spec\":{\"resourceGroups\":[{\"coveredResources\":["
 	                          "\"nvidia.com/gpu\"],\"flavors\":[{\"name\":"
 	                          "\"taugrid-gpu-h100\",\"resources\":[{\"name\":"
 	                          "\"nvidia.com/gpu\",\"nominalQuota\":\"0\"}]}]}]}}"));
-	f->in.n_cluster_queues = 1;
+	f->in.api.n_cluster_queues = 1;
 	decide(f);
 	w = find_write(f, "taugrid-gpu-a100");
 	assert_non_null(w);
@@ -1404,7 +1405,7 @@ static void test_delete_managed_drains_then_deletes(void **state)
 	assert_null(find_write(f, "taugrid-gpu-h100"));
 	assert_non_null(strstr(f->d->summary, "ResourceFlavor taugrid-gpu-h100 is kept while "
 	                                      "ClusterQueue other-cq names it"));
-	f->in.n_cluster_queues = 0;
+	f->in.api.n_cluster_queues = 0;
 	decide(f);
 	assert_true(find_write(f, "taugrid-gpu-h100") != NULL &&
 	            find_write(f, "taugrid-gpu-h100")->remove);
@@ -1418,8 +1419,8 @@ static void test_retain_keeps_flavors(void **state)
 	decide(f);
 	apply_writes(f);
 	f->in.cluster = NULL;
-	f->in.n_cluster_queues = 0;
-	f->in.n_cohorts = 0;
+	f->in.api.n_cluster_queues = 0;
+	f->in.api.n_cohorts = 0;
 	decide(f);
 	assert_null(find_write(f, "taugrid-gpu-h100"));
 	assert_null(find_write(f, "taugrid-gpu-a100"));
@@ -1507,7 +1508,7 @@ static void test_observe_reports_a_retiring_cohort(void **state)
 	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(f->cluster, "spec"), "managementMode",
 	                          cJSON_CreateString("Observe"));
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(f->cluster, "spec"), "queues");
-	f->in.n_workspaces = 0;
+	f->in.api.n_workspaces = 0;
 	decide(f);
 	assert_int_equal(f->d->n_writes, 0);
 	msg = message_of(f, f->cluster, "BudgetReady");
@@ -1534,11 +1535,11 @@ static void test_moved_capacity_waits_for_held_queues(void **state)
 	apply_writes(f);
 	f->teams[1] = keep(f, parse("{\"metadata\":{\"name\":\"ml\",\"uid\":\"ml-uid\"},"
 	                            "\"spec\":{}}"));
-	f->in.n_teams = 2;
+	f->in.api.n_teams = 2;
 	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(f->cluster, "spec"), "queues",
 	                          parse("{\"capacityTeamRef\":{\"name\":\"ml\"}}"));
 	f->cqs[0] = keep(f, with_work(f->cqs[0]));
-	f->in.n_workspaces = 0;
+	f->in.api.n_workspaces = 0;
 	decide(f);
 	w = find_write(f, "tau-ws-alpha");
 	assert_non_null(w);
@@ -1552,13 +1553,13 @@ static void test_moved_capacity_waits_for_held_queues(void **state)
 	assert_non_null(strstr(f->d->summary, "Cohort tau-team-research goes once ClusterQueue "
 	                                      "tau-ws-alpha, still applied to it, has drained"));
 	/* Drained and gone: the Cohort goes; only then does ml take the pool. */
-	f->in.n_cluster_queues = 0;
+	f->in.api.n_cluster_queues = 0;
 	decide(f);
 	w = find_write(f, "tau-team-research");
 	assert_non_null(w);
 	assert_true(w->remove);
 	assert_null(find_write(f, "tau-team-ml"));
-	f->in.n_cohorts = 0;
+	f->in.api.n_cohorts = 0;
 	decide(f);
 	assert_non_null(find_write(f, "tau-team-ml"));
 }

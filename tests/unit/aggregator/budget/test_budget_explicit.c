@@ -261,7 +261,7 @@ static void workspace(world *w, const char *name, const char *team_name, const c
 	         "\"spec\":{\"teamRef\":{\"name\":\"%s\"},\"quota\":%s},"
 	         "\"status\":{\"target\":{\"resolvedNamespace\":\"ns-%s\"}}}",
 	         name, name, team_name, quota, name);
-	w->ws[w->in.n_workspaces++] = add(w, buf);
+	w->ws[w->in.api.n_workspaces++] = add(w, buf);
 }
 
 /* A queue as we would have written it: nominal/borrowing on H100/GPU, reservation `res`. */
@@ -281,7 +281,7 @@ static void queue(world *w, const char *ws, const char *cohort, const char *nomi
 	         "\"status\":{\"flavorsReservation\":[{\"name\":\"" H100 "\",\"resources\":[{"
 	         "\"name\":\"" GPU "\",\"total\":\"%s\",\"borrowed\":\"0\"}]}]}}",
 	         ws, ws, ws, cohort, nominal, borrowing, res);
-	w->cqs[w->in.n_cluster_queues++] = add(w, buf);
+	w->cqs[w->in.api.n_cluster_queues++] = add(w, buf);
 }
 
 static void cohort(world *w, const char *team_name, const char *nominal, const char *meta)
@@ -294,7 +294,7 @@ static void cohort(world *w, const char *team_name, const char *nominal, const c
 	         "\"flavors\":[{\"name\":\"" H100 "\",\"resources\":[{\"name\":\"" GPU "\","
 	         "\"nominalQuota\":\"%s\"}]}]}]}}",
 	         team_name, team_name, meta, nominal);
-	w->cohorts[w->in.n_cohorts++] = add(w, buf);
+	w->cohorts[w->in.api.n_cohorts++] = add(w, buf);
 }
 
 #define OURS(team_name)                                                                            \
@@ -310,14 +310,14 @@ static int setup(void **state)
 	assert_non_null(w);
 	assert_int_equal(tau_budget_pool_new(&w->pool), 0);
 	assert_int_equal(tau_budget_pool_set(w->pool, "h100", GPU, &v), 0);
-	w->flavors[w->in.n_flavors++] = add(w, "{\"kind\":\"ResourceFlavor\",\"metadata\":"
-	                                       "{\"name\":\"" H100 "\"}}");
+	w->flavors[w->in.api.n_flavors++] = add(w, "{\"kind\":\"ResourceFlavor\",\"metadata\":"
+	                                           "{\"name\":\"" H100 "\"}}");
 	w->in.capacity = w->pool;
 	w->in.cluster_uid = "c-uid";
-	w->in.workspaces = w->ws;
-	w->in.flavors = w->flavors;
-	w->in.cohorts = w->cohorts;
-	w->in.cluster_queues = w->cqs;
+	w->in.api.workspaces = w->ws;
+	w->in.api.flavors = w->flavors;
+	w->in.api.cohorts = w->cohorts;
+	w->in.api.cluster_queues = w->cqs;
 	w->in.multiple_workspaces = true;
 	*state = w;
 	return 0;
@@ -618,7 +618,7 @@ static void test_e9_deletion(void **state)
 	              "still applied to Cohort \"tau-team-ml\"");
 	assert_false(w->x->remove_finalizer);
 	assert_false(w->x->delete_cohort);
-	w->in.n_cluster_queues = 0;
+	w->in.api.n_cluster_queues = 0;
 	decide(w);
 	assert_true(w->x->remove_finalizer);
 	assert_true(w->x->delete_cohort);
@@ -661,8 +661,8 @@ static void test_e8_recreated_team_adopts_its_cohort(void **state)
 	       ",\"labels\":{\"app.kubernetes.io/managed-by\":\"taugrid\",\"tau.azure.com/team\":"
 	       "\"ml\",\"tau.azure.com/quota-mode\":\"explicit\"},\"annotations\":{"
 	       "\"tau.azure.com/team-uid\":\"uid-old\"}");
-	w->in.teams = &w->in.team;
-	w->in.n_teams = 1;
+	w->in.api.teams = &w->in.team;
+	w->in.api.n_teams = 1;
 	decide(w);
 	assert_non_null(w->x->owned_cohort);
 	assert_reason(w, "QuotaApplied", "tau-team-ml");
@@ -671,14 +671,14 @@ static void test_e8_recreated_team_adopts_its_cohort(void **state)
 	{
 		const cJSON *both[2] = {w->in.team, other};
 
-		w->in.teams = both;
-		w->in.n_teams = 2;
+		w->in.api.teams = both;
+		w->in.api.n_teams = 2;
 		decide(w);
 		assert_null(w->x->owned_cohort);
 		assert_reason(w, "OwnershipConflict", "tau-team-ml");
 	}
-	w->in.teams = NULL;
-	w->in.n_teams = 0;
+	w->in.api.teams = NULL;
+	w->in.api.n_teams = 0;
 }
 
 /* A workspace created again (new UID) finds its queue recording the old one: ours (our labels
@@ -707,7 +707,7 @@ static void test_e8_recreated_workspace_adopts_its_queue(void **state)
 	decide(w);
 	assert_reason(w, "OwnershipConflict", "tau-ws-a");
 	/* Without our team label (legacy labels) it is not ours either. */
-	w->in.n_workspaces = 1;
+	w->in.api.n_workspaces = 1;
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(meta, "labels"), "tau.azure.com/team");
 	decide(w);
 	assert_reason(w, "OwnershipConflict", "tau-ws-a");
@@ -722,7 +722,7 @@ static void test_e10_zero_and_missing_flavor(void **state)
 	workspace(w, "a", "ml", QUOTA("1"));
 	decide(w);
 	assert_reason(w, "QuotaInvalid", "workspace guarantees 1 exceed team quota 0");
-	w->in.n_workspaces = 0;
+	w->in.api.n_workspaces = 0;
 	team(w, "ml2", "[{\"flavor\":\"nope\",\"resource\":\"gpu\",\"nominalQuota\":\"1\"}]", "");
 	decide(w);
 	assert_reason(w, "FlavorNotReady", "ResourceFlavor \"nope\"");
