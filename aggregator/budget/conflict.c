@@ -372,6 +372,24 @@ static bool own_cluster_queue(const cJSON *cq, const char *name,
 	       strcmp(cqname, name) == 0;
 }
 
+/*
+ * A foreign member of the team Cohort: `obj` (not `whose`) names `cohort` in spec.<field>, so
+ * `who` would borrow the team budget.
+ */
+static int check_member(tau_budget_conflicts *list, const cJSON *obj, const char *kind,
+                        const char *name, const char *whose, const char *field, const char *cohort,
+                        const char *who)
+{
+	const char *member = tau_json_member_str(tau_json_find(obj, "spec"), field);
+
+	if (member == NULL || strcmp(member, cohort) != 0)
+		return 0;
+	return add(list, TAU_BUDGET_CONFLICT_FOREIGN_MEMBER, kind, name,
+	           "%s %s is not %s but its %s is %s: %s would borrow the team budget; remove it "
+	           "or change its %s through its owner",
+	           kind, name, whose, field, cohort, who, field);
+}
+
 static int check_queues(tau_budget_conflicts *list, const tau_budget_conflict_input *in,
                         const char *cohort, const char *const *pool, size_t n_pool)
 {
@@ -379,7 +397,8 @@ static int check_queues(tau_budget_conflicts *list, const tau_budget_conflict_in
 
 	for (size_t i = 0; i < in->n_cluster_queues; i++) {
 		const cJSON *cq = in->cluster_queues[i];
-		const char *name = tau_json_str(cq, "metadata.name"), *member, *legacy;
+		const char *name = tau_json_str(cq, "metadata.name"), *legacy;
+		char whose[TAU_BUDGET_NAME_BUF + 48];
 
 		if (name == NULL)
 			return tau_error_set(TAU_ETYPE, "a ClusterQueue has no metadata.name");
@@ -397,19 +416,14 @@ static int check_queues(tau_budget_conflicts *list, const tau_budget_conflict_in
 		if ((rc = check_reservations(list, cq, name, pool, n_pool)) < 0 ||
 		    (rc = check_quota(list, cq, "ClusterQueue", name, pool, n_pool)) < 0)
 			return rc;
-		member = tau_json_member_str(tau_json_find(cq, "spec"), "cohortName");
-		if (member != NULL && strcmp(member, cohort) == 0 &&
-		    (rc = add(list, TAU_BUDGET_CONFLICT_FOREIGN_MEMBER, "ClusterQueue", name,
-		              "ClusterQueue %s is not a TauGrid workspace queue of team %s but its "
-		              "cohortName is %s: it would borrow the team budget; remove it or "
-		              "change "
-		              "its cohortName through its owner",
-		              name, in->team, cohort)) < 0)
+		snprintf(whose, sizeof(whose), "a TauGrid workspace queue of team %s", in->team);
+		if ((rc = check_member(list, cq, "ClusterQueue", name, whose, "cohortName", cohort,
+		                       "it")) < 0)
 			return rc;
 	}
 	for (size_t i = 0; i < in->n_cohorts; i++) {
 		const cJSON *co = in->cohorts[i];
-		const char *name = tau_json_str(co, "metadata.name"), *parent;
+		const char *name = tau_json_str(co, "metadata.name");
 
 		if (name == NULL)
 			return tau_error_set(TAU_ETYPE, "a Cohort has no metadata.name");
@@ -429,15 +443,8 @@ static int check_queues(tau_budget_conflicts *list, const tau_budget_conflict_in
 			continue;
 		if ((rc = check_quota(list, co, "Cohort", name, pool, n_pool)) < 0)
 			return rc;
-		parent = tau_json_member_str(tau_json_find(co, "spec"), "parentName");
-		if (parent != NULL && strcmp(parent, cohort) == 0 &&
-		    (rc = add(list, TAU_BUDGET_CONFLICT_FOREIGN_MEMBER, "Cohort", name,
-		              "Cohort %s is not TauGrid's but its parentName is %s: its queues "
-		              "would "
-		              "borrow the team budget; remove it or change its parentName through "
-		              "its "
-		              "owner",
-		              name, cohort)) < 0)
+		if ((rc = check_member(list, co, "Cohort", name, "TauGrid's", "parentName", cohort,
+		                       "its queues")) < 0)
 			return rc;
 	}
 	return 0;

@@ -10,13 +10,13 @@
 #include "controller.h"
 
 #include "decide.h"
+#include "helpers.h"
 #include "metrics.h"
 
 #include "controller/events.h"
 #include "controller/runtime.h"
 
 #include "tau/clock.h"
-#include "tau/conditions.h"
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/log.h"
@@ -43,9 +43,22 @@ static const tau_kube_resource res_cohorts = {"kueue.x-k8s.io", "v1beta2", "coho
 static const tau_kube_resource res_cluster_queues = {"kueue.x-k8s.io", "v1beta2", "clusterqueues",
                                                      false};
 
+/* The informers, the TauCluster's first, then the lists of tau_budget_objects in its order. */
+enum { W_CLUSTERS, W_TEAMS, W_WORKSPACES, W_FLAVORS, W_COHORTS, W_CLUSTER_QUEUES, N_WATCHES };
+#define N_LISTS (N_WATCHES - W_TEAMS)
+
+static const struct {
+	const tau_kube_resource *res;
+	bool in_system_namespace; /* TauTeams and TauWorkspaces; the others are cluster-scoped */
+} WATCHES[N_WATCHES] = {
+        [W_CLUSTERS] = {&res_clusters, false},    [W_TEAMS] = {&res_teams, true},
+        [W_WORKSPACES] = {&res_workspaces, true}, [W_FLAVORS] = {&res_flavors, false},
+        [W_COHORTS] = {&res_cohorts, false},      [W_CLUSTER_QUEUES] = {&res_cluster_queues, false},
+};
+
 struct tau_budget_controller {
 	tau_controller *ctl;
-	tau_kube_informer *clusters, *teams, *workspaces, *flavors, *cohorts, *cluster_queues;
+	tau_kube_informer *informers[N_WATCHES];
 	char *system_namespace;
 	bool multiple_workspaces;
 	tau_budget_inventory_fn inventory;
@@ -178,31 +191,32 @@ static void do_event(tau_budget_controller *b, const tau_budget_event *e)
 /* ------------------------------------------------------------------------------------------ */
 /* One pass                                                                                    */
 
+/* What one pass read: the TauCluster, each list as copied from its cache and its items. */
 typedef struct gathered {
-	cJSON *cluster, *teams, *workspaces, *flavors, *cohorts, *cqs;
-	const cJSON **v_teams, **v_ws, **v_flavors, **v_cohorts, **v_cqs;
+	cJSON *cluster;
+	cJSON *lists[N_LISTS];
+	const cJSON **items[N_LISTS];
 	tau_budget_inventory inv;
 } gathered;
 
 static void gathered_free(gathered *g)
 {
 	cJSON_Delete(g->cluster);
-	cJSON_Delete(g->teams);
-	cJSON_Delete(g->workspaces);
-	cJSON_Delete(g->flavors);
-	cJSON_Delete(g->cohorts);
-	cJSON_Delete(g->cqs);
-	free(g->v_teams);
-	free(g->v_ws);
-	free(g->v_flavors);
-	free(g->v_cohorts);
-	free(g->v_cqs);
+	for (size_t i = 0; i < N_LISTS; i++) {
+		cJSON_Delete(g->lists[i]);
+		free(g->items[i]);
+	}
 	tau_budget_inventory_clear(&g->inv);
 }
 
 static int gather(tau_budget_controller *b, gathered *g, tau_budget_observed *o, char *problem,
                   size_t problem_len)
 {
+	/* Where each list goes in the pass's objects, in the order of WATCHES from W_TEAMS. */
+	const cJSON *const **arrays[N_LISTS] = {&o->api.teams, &o->api.workspaces, &o->api.flavors,
+	                                        &o->api.cohorts, &o->api.cluster_queues};
+	size_t *counts[N_LISTS] = {&o->api.n_teams, &o->api.n_workspaces, &o->api.n_flavors,
+	                           &o->api.n_cohorts, &o->api.n_cluster_queues};
 	int rc;
 
 	rc = b->inventory(b->inventory_arg, &g->inv);
@@ -213,23 +227,16 @@ static int gather(tau_budget_controller *b, gathered *g, tau_budget_observed *o,
 	}
 	if (g->inv.pool == NULL && (rc = tau_budget_pool_new(&g->inv.pool)) < 0)
 		return rc;
-	rc = tau_kube_informer_get(&g->cluster, b->clusters, NULL, "cluster");
+	rc = tau_kube_informer_get(&g->cluster, b->informers[W_CLUSTERS], NULL, "cluster");
 	if (rc < 0 && rc != -TAU_ENOTFOUND)
 		return rc;
-	if ((rc = tau_kube_informer_snapshot(&g->teams, b->teams)) < 0 ||
-	    (rc = tau_kube_informer_snapshot(&g->workspaces, b->workspaces)) < 0 ||
-	    (rc = tau_kube_informer_snapshot(&g->flavors, b->flavors)) < 0 ||
-	    (rc = tau_kube_informer_snapshot(&g->cohorts, b->cohorts)) < 0 ||
-	    (rc = tau_kube_informer_snapshot(&g->cqs, b->cluster_queues)) < 0)
-		return rc;
-	g->v_teams = items_of(g->teams, &o->api.n_teams);
-	g->v_ws = items_of(g->workspaces, &o->api.n_workspaces);
-	g->v_flavors = items_of(g->flavors, &o->api.n_flavors);
-	g->v_cohorts = items_of(g->cohorts, &o->api.n_cohorts);
-	g->v_cqs = items_of(g->cqs, &o->api.n_cluster_queues);
-	if (g->v_teams == NULL || g->v_ws == NULL || g->v_flavors == NULL || g->v_cohorts == NULL ||
-	    g->v_cqs == NULL)
-		return tau_error_set(TAU_ENOMEM, "budget: out of memory");
+	for (size_t i = 0; i < N_LISTS; i++) {
+		if ((rc = tau_kube_informer_snapshot(&g->lists[i], b->informers[W_TEAMS + i])) < 0)
+			return rc;
+		if ((g->items[i] = items_of(g->lists[i], counts[i])) == NULL)
+			return tau_budget_nomem();
+		*arrays[i] = g->items[i];
+	}
 	if (g->inv.established)
 		atomic_store(&b->ever_established, true);
 	o->established = g->inv.established && problem[0] == '\0';
@@ -244,11 +251,6 @@ static int gather(tau_budget_controller *b, gathered *g, tau_budget_observed *o,
 	o->dra = g->inv.snapshot != NULL ? &g->inv.dra : NULL;
 	o->read_problem = problem[0] != '\0' ? problem : NULL;
 	o->cluster = g->cluster;
-	o->api.teams = g->v_teams;
-	o->api.workspaces = g->v_ws;
-	o->api.flavors = g->v_flavors;
-	o->api.cohorts = g->v_cohorts;
-	o->api.cluster_queues = g->v_cqs;
 	o->multiple_workspaces = b->multiple_workspaces;
 	o->system_namespace = b->system_namespace;
 	return 0;
@@ -359,26 +361,12 @@ int tau_budget_controller_new(tau_budget_controller **out, const tau_budget_cont
 	rc = tau_controller_new(&b->ctl, &o);
 	if (rc < 0)
 		goto fail;
-	w.res = &res_clusters;
-	if ((rc = tau_controller_watch(&b->clusters, b->ctl, &w)) < 0)
-		goto fail;
-	w.res = &res_teams;
-	w.namespace = b->system_namespace;
-	if ((rc = tau_controller_watch(&b->teams, b->ctl, &w)) < 0)
-		goto fail;
-	w.res = &res_workspaces;
-	if ((rc = tau_controller_watch(&b->workspaces, b->ctl, &w)) < 0)
-		goto fail;
-	w.namespace = NULL;
-	w.res = &res_flavors;
-	if ((rc = tau_controller_watch(&b->flavors, b->ctl, &w)) < 0)
-		goto fail;
-	w.res = &res_cohorts;
-	if ((rc = tau_controller_watch(&b->cohorts, b->ctl, &w)) < 0)
-		goto fail;
-	w.res = &res_cluster_queues;
-	if ((rc = tau_controller_watch(&b->cluster_queues, b->ctl, &w)) < 0)
-		goto fail;
+	for (size_t i = 0; i < N_WATCHES; i++) {
+		w.res = WATCHES[i].res;
+		w.namespace = WATCHES[i].in_system_namespace ? b->system_namespace : NULL;
+		if ((rc = tau_controller_watch(&b->informers[i], b->ctl, &w)) < 0)
+			goto fail;
+	}
 	*out = b;
 	return 0;
 fail:
@@ -429,9 +417,10 @@ int tau_budget_controller_metrics(tau_budget_controller *b, tau_buf *out)
 
 	if (b != NULL) {
 		/* Absent TauCluster: no conditions, so ready/zeroed/conflict read 0. */
-		if (tau_kube_informer_get(&cluster, b->clusters, NULL, "cluster") == -TAU_ENOMEM ||
-		    tau_kube_informer_snapshot(&cohorts, b->cohorts) < 0 ||
-		    tau_kube_informer_snapshot(&queues, b->cluster_queues) < 0)
+		if (tau_kube_informer_get(&cluster, b->informers[W_CLUSTERS], NULL, "cluster") ==
+		            -TAU_ENOMEM ||
+		    tau_kube_informer_snapshot(&cohorts, b->informers[W_COHORTS]) < 0 ||
+		    tau_kube_informer_snapshot(&queues, b->informers[W_CLUSTER_QUEUES]) < 0)
 			rc = tau_error_set(TAU_ENOMEM, "out of memory copying the budget's caches");
 		tau_budget_controller_stats(b, &st);
 	}

@@ -226,6 +226,16 @@ static int check_kueue_int64(const char *flavor, const char *resource, const tau
 	                     flavor, resource, text, cpu ? "milli-units" : "base units");
 }
 
+/* Kueue's limit of `max` resources or flavors in one resource group. */
+static int kueue_limit(size_t n, int max, const char *verb, const char *what, const char *holds)
+{
+	if (n <= (size_t)max)
+		return 0;
+	return tau_error_set(TAU_ERANGE,
+	                     "the budget %s %zu %s; a Kueue resource group %s at most %d", verb, n,
+	                     what, holds, max);
+}
+
 int tau_budget_plan_build(tau_budget_plan **out, const tau_budget_pool *pool,
                           const cJSON *observed_cohort, const cJSON *const *observed_flavors,
                           size_t n_observed_flavors, const char *cluster_uid)
@@ -271,20 +281,10 @@ int tau_budget_plan_build(tau_budget_plan **out, const tau_budget_pool *pool,
 			        "only)");
 			goto out;
 		}
-	if (res.n > TAU_BUDGET_MAX_RESOURCES) {
-		rc = tau_error_set(TAU_ERANGE,
-		                   "the budget covers %zu resources; a Kueue resource group "
-		                   "covers at most %d",
-		                   res.n, TAU_BUDGET_MAX_RESOURCES);
+	if ((rc = kueue_limit(res.n, TAU_BUDGET_MAX_RESOURCES, "covers", "resources", "covers")) <
+	            0 ||
+	    (rc = kueue_limit(fl.n, TAU_BUDGET_MAX_FLAVORS, "has", "flavors", "holds")) < 0)
 		goto out;
-	}
-	if (fl.n > TAU_BUDGET_MAX_FLAVORS) {
-		rc = tau_error_set(TAU_ERANGE,
-		                   "the budget has %zu flavors; a Kueue resource group holds at "
-		                   "most %d",
-		                   fl.n, TAU_BUDGET_MAX_FLAVORS);
-		goto out;
-	}
 	plan = calloc(1, sizeof(*plan));
 	if (plan == NULL || (res.n > 0 && fl.n > 0 &&
 	                     (plan->quota = calloc(res.n * fl.n, sizeof(*plan->quota))) == NULL)) {
