@@ -14,6 +14,8 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/str.h"
+#include "tau/array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +83,7 @@ int tau_budget_cells_add(tau_budget_cells *c, const char *flavor, const char *re
 	at = cell_find(c, flavor, resource, &found);
 	if (found)
 		return tau_quantity_add(&c->items[at].q, &c->items[at].q, q);
-	if (tau_budget_grow((void **)&c->items, &c->cap, c->n + 1, sizeof(*c->items)) < 0)
+	if (tau_array_grow((void **)&c->items, &c->cap, c->n + 1, sizeof(*c->items)) < 0)
 		return -TAU_ENOMEM;
 	memmove(&c->items[at + 1], &c->items[at], (c->n - at) * sizeof(*c->items));
 	cell = &c->items[at];
@@ -298,12 +300,12 @@ int tau_budget_applied(tau_budget_cells *out, const char *cohort, const cJSON *c
 	if (out == NULL || cohort == NULL)
 		return tau_error_set(TAU_EINVAL, "explicit quota: missing input");
 	for (size_t i = 0; i < n_cohorts; i++)
-		if (tau_budget_streq(tau_json_str(cohorts[i], "metadata.name"), cohort) &&
+		if (tau_str_eq_both_set(tau_json_str(cohorts[i], "metadata.name"), cohort) &&
 		    (rc = tau_budget_groups_read(out, cohorts[i], "nominalQuota")) < 0)
 			return rc;
 	for (size_t i = 0; i < n_cqs; i++)
 		if (tau_budget_is_managed(cqs[i]) &&
-		    tau_budget_streq(tau_json_str(cqs[i], "spec.cohortName"), cohort) &&
+		    tau_str_eq_both_set(tau_json_str(cqs[i], "spec.cohortName"), cohort) &&
 		    (rc = tau_budget_groups_read(out, cqs[i], "nominalQuota")) < 0)
 			return rc;
 	return 0;

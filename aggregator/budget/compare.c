@@ -59,7 +59,7 @@ static bool map_subset(const cJSON *want, const cJSON *have, const char *path, c
 	{
 		const char *got = tau_json_member_str(have, item->string);
 
-		if (cJSON_IsString(item) && !tau_budget_streq(got, item->valuestring)) {
+		if (cJSON_IsString(item) && !tau_str_eq_both_set(got, item->valuestring)) {
 			tau_str_printf(what, what_len, "%s[%s] is %s%.120s%s, want \"%.120s\"",
 			               path, item->string, got != NULL ? "\"" : "",
 			               got != NULL ? got : "absent", got != NULL ? "\"" : "",
@@ -250,11 +250,11 @@ static kind_id kind_of(const cJSON *obj)
 {
 	const char *k = tau_json_member_str(obj, "kind");
 
-	if (tau_budget_streq(k, "ResourceFlavor"))
+	if (tau_str_eq_both_set(k, "ResourceFlavor"))
 		return KIND_RF;
-	if (tau_budget_streq(k, "Cohort"))
+	if (tau_str_eq_both_set(k, "Cohort"))
 		return KIND_COHORT;
-	if (tau_budget_streq(k, "ClusterQueue"))
+	if (tau_str_eq_both_set(k, "ClusterQueue"))
 		return KIND_CQ;
 	return KIND_UNKNOWN;
 }

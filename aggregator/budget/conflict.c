@@ -17,6 +17,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/quantity.h"
+#include "tau/array.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,7 +63,7 @@ static int add(tau_budget_conflicts *list, tau_budget_conflict_reason reason, co
 	va_list ap;
 	int n;
 
-	if (tau_budget_grow((void **)&list->items, &list->cap, list->n + 1, sizeof(*list->items)) <
+	if (tau_array_grow((void **)&list->items, &list->cap, list->n + 1, sizeof(*list->items)) <
 	    0)
 		return -TAU_ENOMEM;
 	va_start(ap, fmt);

@@ -65,6 +65,7 @@ struct tau_budget_controller {
 	void *inventory_arg;
 	atomic_bool ever_established;
 	char *last_summary;     /* worker thread only */
+	bool wrote;             /* worker thread only: a pass wrote in this process */
 	uint64_t last_write_ms; /* worker thread only: monotonic time of the last pass that wrote */
 	pthread_mutex_t lock;
 	tau_budget_stats stats;
@@ -256,16 +257,6 @@ static int gather(tau_budget_controller *b, gathered *g, tau_budget_observed *o,
 	return 0;
 }
 
-/* Monotonic milliseconds (never 0), also stored in *out. */
-static uint64_t now_ms(uint64_t *out)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	*out = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u + 1u;
-	return *out;
-}
-
 static int reconcile(void *arg, tau_controller *ctl, const char *key, tau_controller_result *res)
 {
 	tau_budget_controller *b = arg;
@@ -273,7 +264,7 @@ static int reconcile(void *arg, tau_controller *ctl, const char *key, tau_contro
 	tau_budget_decision *d = NULL;
 	gathered g = {0};
 	char now[TAU_RFC3339_LEN], problem[1024] = "";
-	uint64_t mono = 0;
+	uint64_t mono;
 	int rc, first = 0;
 
 	(void)ctl;
@@ -290,15 +281,18 @@ static int reconcile(void *arg, tau_controller *ctl, const char *key, tau_contro
 	}
 	/* A pass that would write soon after the last one waits for its turn (decided again then).
 	 */
-	if ((d->n_writes > 0 || d->n_statuses > 0) && b->last_write_ms != 0 &&
-	    now_ms(&mono) - b->last_write_ms < MIN_WRITE_INTERVAL_MS) {
+	mono = tau_clock_mono_ms();
+	if ((d->n_writes > 0 || d->n_statuses > 0) && b->wrote &&
+	    mono - b->last_write_ms < MIN_WRITE_INTERVAL_MS) {
 		res->requeue_after_ms = MIN_WRITE_INTERVAL_MS - (mono - b->last_write_ms);
 		tau_budget_decision_free(d);
 		gathered_free(&g);
 		return 0;
 	}
-	if (d->n_writes > 0 || d->n_statuses > 0)
-		b->last_write_ms = now_ms(&mono);
+	if (d->n_writes > 0 || d->n_statuses > 0) {
+		b->wrote = true;
+		b->last_write_ms = mono;
+	}
 	/* Writes in order; a conflict stops the pass (the next one starts from fresh state). */
 	for (size_t i = 0; i < d->n_writes && first == 0; i++)
 		first = do_write(b, &d->writes[i]);

@@ -41,7 +41,7 @@ void tau_budget_team_workspaces(char *buf, size_t len, size_t *n, const tau_budg
 	for (size_t i = 0; i < in->api.n_workspaces; i++) {
 		const char *name = tau_json_str(in->api.workspaces[i], "metadata.name");
 
-		if (!tau_budget_streq(tau_budget_team_of(in->api.workspaces[i]), team) ||
+		if (!tau_str_eq_both_set(tau_budget_team_of(in->api.workspaces[i]), team) ||
 		    name == NULL)
 			continue;
 		(*n)++;
@@ -75,7 +75,7 @@ static void previous_teams(ctx *c)
 		int rc;
 
 		if (!tau_budget_is_managed(co) || t == NULL || name == NULL ||
-		    tau_budget_streq(t, c->capacity))
+		    tau_str_eq_both_set(t, c->capacity))
 			continue;
 		team = tau_budget_find_named(in->api.teams, in->api.n_teams, t);
 		/* A deleted team still owns what carries its annotation. */
@@ -85,8 +85,8 @@ static void previous_teams(ctx *c)
 		    TAU_BUDGET_OWNED)
 			continue;
 		if ((team != NULL && tau_json_find(team, "spec.quota") != NULL) ||
-		    tau_budget_streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
-		                     TAU_BUDGET_QUOTA_MODE_EXPLICIT))
+		    tau_str_eq_both_set(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+		                        TAU_BUDGET_QUOTA_MODE_EXPLICIT))
 			continue; /* an explicit-quota team's Cohort */
 		tau_budget_team_workspaces(ws, sizeof(ws), &n, in, t);
 		if (n > 0) {
@@ -145,8 +145,8 @@ bool tau_budget_cohort_applied(const tau_budget_observed *in, const char *cohort
                                const char **first)
 {
 	for (size_t i = 0; i < in->api.n_cluster_queues; i++)
-		if (tau_budget_streq(tau_json_str(in->api.cluster_queues[i], "spec.cohortName"),
-		                     cohort)) {
+		if (tau_str_eq_both_set(tau_json_str(in->api.cluster_queues[i], "spec.cohortName"),
+		                        cohort)) {
 			*first = tau_json_str(in->api.cluster_queues[i], "metadata.name");
 			return true;
 		}
@@ -163,8 +163,8 @@ static void other_teams(ctx *c)
 		const char *name = tau_json_str(t, "metadata.name");
 		team_state s = {0};
 
-		if (name == NULL || tau_budget_streq(name, c->effective) ||
-		    !tau_budget_streq(name, c->capacity))
+		if (name == NULL || tau_str_eq_both_set(name, c->effective) ||
+		    !tau_str_eq_both_set(name, c->capacity))
 			continue; /* the kept budget, or an explicit team
 			             (tau_budget_decide_explicit_teams) */
 		tau_budget_set_state(&s, TAU_BUDGET_REASON_LEAVE_BLOCKED, "False", "Pending",
@@ -197,11 +197,12 @@ static void capacity_finalizers(ctx *c)
 		char ws[MSG_MAX];
 		size_t n = 0;
 
-		if (!tau_budget_streq(name, c->effective) && !tau_budget_streq(name, c->capacity))
+		if (!tau_str_eq_both_set(name, c->effective) &&
+		    !tau_str_eq_both_set(name, c->capacity))
 			continue;
 		deleting = tau_json_find(t, "metadata.deletionTimestamp") != NULL;
 		tau_budget_team_workspaces(ws, sizeof(ws), &n, in, name);
-		want = deleting ? tau_budget_streq(name, c->effective) && c->cleanup_pending
+		want = deleting ? tau_str_eq_both_set(name, c->effective) && c->cleanup_pending
 		                : n > 0;
 		if (want && !has && !deleting)
 			tau_budget_team_finalizer(
@@ -228,7 +229,7 @@ static bool established_before(const cJSON *cluster)
 	const cJSON *c =
 	        tau_conditions_find(tau_budget_conditions_of(cluster), "InventoryEstablished");
 
-	return tau_budget_streq(tau_json_str(c, "status"), "True");
+	return tau_str_eq_both_set(tau_json_str(c, "status"), "True");
 }
 
 /*
@@ -295,7 +296,7 @@ int tau_budget_decide(tau_budget_decision **out, const tau_budget_observed *in)
 		goto done;
 	}
 	c.reconcile =
-	        tau_budget_streq(tau_json_str(in->cluster, "spec.managementMode"), "Reconcile");
+	        tau_str_eq_both_set(tau_json_str(in->cluster, "spec.managementMode"), "Reconcile");
 	c.writes_allowed = c.reconcile && in->ever_established;
 	c.capacity = tau_json_str(in->cluster, "spec.queues.capacityTeamRef.name");
 	if (c.capacity != NULL && c.capacity[0] == '\0')

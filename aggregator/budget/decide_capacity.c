@@ -29,11 +29,11 @@ static const cJSON *cohort_cell(const cJSON *co, const char *flavor, const char 
 	{
 		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(g, "flavors"))
 		{
-			if (!tau_budget_streq(tau_json_str(f, "name"), flavor))
+			if (!tau_str_eq_both_set(tau_json_str(f, "name"), flavor))
 				continue;
 			cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "resources"))
 			{
-				if (tau_budget_streq(tau_json_str(r, "name"), resource))
+				if (tau_str_eq_both_set(tau_json_str(r, "name"), resource))
 					return cJSON_GetObjectItemCaseSensitive(r, "nominalQuota");
 			}
 		}
@@ -138,8 +138,9 @@ static void decide_state(team_state *s, ctx *c, const cJSON *team, int plan_rc,
 		                     in->nodes_counted);
 	}
 	s->write_cohort = c->writes_allowed && team != NULL &&
-	                  !tau_budget_streq(s->reason, TAU_BUDGET_REASON_OWNERSHIP);
-	s->write_queues = s->write_cohort && !tau_budget_streq(s->reason, TAU_BUDGET_REASON_LIMITS);
+	                  !tau_str_eq_both_set(s->reason, TAU_BUDGET_REASON_OWNERSHIP);
+	s->write_queues =
+	        s->write_cohort && !tau_str_eq_both_set(s->reason, TAU_BUDGET_REASON_LIMITS);
 }
 
 /* Plan the Cohort; on a planning error, a zeroed plan of what was written before. */
@@ -203,7 +204,7 @@ static int find_conflicts(char *buf, size_t len, char *unreadable, size_t unread
 	for (size_t i = 0; i < in->api.n_workspaces; i++) {
 		const cJSON *w = in->api.workspaces[i];
 
-		if (!tau_budget_streq(tau_budget_team_of(w), c->effective))
+		if (!tau_str_eq_both_set(tau_budget_team_of(w), c->effective))
 			continue;
 		ws[n_ws].name = tau_json_str(w, "metadata.name");
 		ws[n_ws].uid = tau_json_str(w, "metadata.uid");
@@ -391,7 +392,7 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 	             : in->read_problem != NULL       ? in->read_problem
 	             : c->selector_problem[0] != '\0' ? c->selector_problem
 	                                              : NULL);
-	if (rf_problem[0] != '\0' && tau_budget_streq(s.reason, TAU_BUDGET_REASON_APPLIED)) {
+	if (rf_problem[0] != '\0' && tau_str_eq_both_set(s.reason, TAU_BUDGET_REASON_APPLIED)) {
 		tau_budget_set_state(
 		        &s, TAU_BUDGET_REASON_OWNERSHIP, "False", "Degraded",
 		        "%s; it is never changed or adopted: its flavor is left out of Cohort %s "
@@ -399,7 +400,7 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 		        "ours keeps its owner from deleting it",
 		        rf_problem, cohort_name);
 	} else if (rf_problem[0] != '\0' &&
-	           !tau_budget_streq(s.reason, TAU_BUDGET_REASON_OWNERSHIP)) {
+	           !tau_str_eq_both_set(s.reason, TAU_BUDGET_REASON_OWNERSHIP)) {
 		char keep[MSG_MAX];
 
 		tau_str_printf(keep, sizeof(keep), "%s", s.message);
@@ -409,7 +410,7 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 	s.write_cohort = c->writes_allowed && (team != NULL || orphan_cohort != NULL) &&
 	                 problem[0] == '\0' && !cleanup;
 	s.write_queues = s.write_cohort && team != NULL &&
-	                 !tau_budget_streq(s.reason, TAU_BUDGET_REASON_LIMITS);
+	                 !tau_str_eq_both_set(s.reason, TAU_BUDGET_REASON_LIMITS);
 
 	/* ResourceFlavors, then the Cohort. */
 	for (size_t f = 0; plan != NULL && f < plan->n_flavors; f++) {
@@ -489,7 +490,7 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 		char cq_name[TAU_BUDGET_NAME_BUF], ws_problem[MSG_MAX] = "";
 		cJSON *cq = NULL;
 
-		if (!tau_budget_streq(tau_budget_team_of(ws), c->effective) || wname == NULL ||
+		if (!tau_str_eq_both_set(tau_budget_team_of(ws), c->effective) || wname == NULL ||
 		    tau_json_str(ws, "metadata.uid") == NULL ||
 		    tau_json_str(ws, "metadata.uid")[0] == '\0' ||
 		    (ns = tau_budget_workspace_namespace(ws, in->multiple_workspaces)) == NULL ||
@@ -517,7 +518,7 @@ int tau_budget_decide_capacity_team(ctx *c, cJSON *managed)
 		                                             in->api.n_cluster_queues, cq_name),
 		                       tau_json_str(ws, "metadata.uid"), s.write_queues, ws_problem,
 		                       sizeof(ws_problem), &by_team) &&
-		    tau_budget_streq(s.reason, TAU_BUDGET_REASON_APPLIED)) {
+		    tau_str_eq_both_set(s.reason, TAU_BUDGET_REASON_APPLIED)) {
 			tau_budget_set_state(
 			        &s, TAU_BUDGET_REASON_OWNERSHIP, "False", "Degraded",
 			        "%s; it is never changed or adopted: remove it through its owner",

@@ -30,10 +30,10 @@ static void workspace_status(builder *b, const tau_budget_observed *in, const ch
 
 	if (q != NULL && q->refusal != NULL) {
 		tau_budget_ws_quota_ready(b, in, ws, "False", q->reason, q->refusal);
-	} else if (tau_budget_streq(x->status, "True") && q != NULL) {
+	} else if (tau_str_eq_both_set(x->status, "True") && q != NULL) {
 		tau_budget_ws_quota_ready(b, in, ws, "True", TAU_BUDGET_REASON_QUOTA_APPLIED,
 		                          "its ClusterQueue holds the workspace's guarantee");
-	} else if (tau_budget_streq(x->status, "True")) {
+	} else if (tau_str_eq_both_set(x->status, "True")) {
 		tau_budget_ws_quota_ready(b, in, ws, "", NULL, NULL);
 	} else {
 		tau_str_printf(msg, sizeof(msg), "team \"%s\" is not Ready: %s", team, x->message);
@@ -51,12 +51,12 @@ static void explicit_events(builder *b, const cJSON *team, const team_state *s)
 {
 	const cJSON *old = tau_conditions_find(tau_budget_conditions_of(team), "QuotaReady");
 	const char *old_phase = tau_json_str(team, "status.phase");
-	bool was_degraded = tau_budget_streq(old_phase, "Degraded");
+	bool was_degraded = tau_str_eq_both_set(old_phase, "Degraded");
 
-	if (tau_budget_streq(s->phase, "Degraded") &&
-	    (!was_degraded || !tau_budget_streq(tau_json_str(old, "reason"), s->reason)))
+	if (tau_str_eq_both_set(s->phase, "Degraded") &&
+	    (!was_degraded || !tau_str_eq_both_set(tau_json_str(old, "reason"), s->reason)))
 		tau_budget_add_event(b, team, "Warning", s->reason, s->message);
-	else if (tau_budget_streq(s->status, "True") && was_degraded)
+	else if (tau_str_eq_both_set(s->status, "True") && was_degraded)
 		tau_budget_add_event(b, team, "Normal", TAU_BUDGET_EVENT_QUOTA_RESTORED,
 		                     s->message);
 }
@@ -126,7 +126,7 @@ static void explicit_apply(ctx *c, const cJSON *team, tau_budget_explicit_team *
 		const cJSON *ws = in->api.workspaces[i];
 		const tau_budget_explicit_queue *q = NULL;
 
-		if (!tau_budget_streq(tau_budget_team_of(ws), name) ||
+		if (!tau_str_eq_both_set(tau_budget_team_of(ws), name) ||
 		    tau_json_str(ws, "metadata.name") == NULL)
 			continue;
 		c->ws_linked[i] = true;
@@ -156,8 +156,8 @@ static void explicit_leftovers(ctx *c)
 		bool applied = false;
 
 		if (t == NULL || name == NULL ||
-		    !tau_budget_streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
-		                      TAU_BUDGET_QUOTA_MODE_EXPLICIT) ||
+		    !tau_str_eq_both_set(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+		                         TAU_BUDGET_QUOTA_MODE_EXPLICIT) ||
 		    tau_budget_find_named(in->api.teams, in->api.n_teams, t) != NULL ||
 		    tau_json_find(co, "metadata.deletionTimestamp") != NULL ||
 		    tau_budget_ownership_of(co, TAU_BUDGET_COHORT,
@@ -165,7 +165,7 @@ static void explicit_leftovers(ctx *c)
 		                            NULL, 0) != TAU_BUDGET_OWNED)
 			continue;
 		for (size_t k = 0; k < in->api.n_cluster_queues && !applied; k++)
-			applied = tau_budget_streq(
+			applied = tau_str_eq_both_set(
 			        tau_json_str(in->api.cluster_queues[k], "spec.cohortName"), name);
 		if (!applied)
 			tau_budget_add_write(
@@ -201,8 +201,8 @@ void tau_budget_decide_explicit_teams(ctx *c, cJSON *managed)
 		tau_budget_explicit_team *x = NULL;
 		int rc;
 
-		if (name == NULL || tau_budget_streq(name, c->effective) ||
-		    tau_budget_streq(name, c->capacity))
+		if (name == NULL || tau_str_eq_both_set(name, c->effective) ||
+		    tau_str_eq_both_set(name, c->capacity))
 			continue;
 		/* No uid (not from an API server): nothing can be owned by it; skip, never fail. */
 		if (tau_json_str(t, "metadata.uid") == NULL ||

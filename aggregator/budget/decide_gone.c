@@ -26,7 +26,7 @@ static bool names_flavor(const cJSON *obj, const char *flavor)
 	{
 		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(g, "flavors"))
 		{
-			if (tau_budget_streq(tau_json_str(f, "name"), flavor))
+			if (tau_str_eq_both_set(tau_json_str(f, "name"), flavor))
 				return true;
 		}
 	}
@@ -72,7 +72,7 @@ static void delete_managed_flavors(ctx *c, cJSON *left, char *held, size_t len)
 		    tau_json_label(rf, TAU_BUDGET_LABEL_GPU_CLASS) == NULL ||
 		    tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, uid, NULL, 0) !=
 		            TAU_BUDGET_OWNED ||
-		    !tau_budget_streq(
+		    !tau_str_eq_both_set(
 		            tau_json_annotation(rf, TAU_BUDGET_ANNOTATION_DELETION_POLICY),
 		            TAU_BUDGET_POLICY_DELETE))
 			continue;
@@ -123,7 +123,8 @@ static bool delete_managed_queues(ctx *c, const char *cohort, char *held, size_t
 		const char *w = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
 		cJSON *body = NULL;
 
-		if (!tau_budget_streq(tau_json_str(cq, "spec.cohortName"), cohort) || name == NULL)
+		if (!tau_str_eq_both_set(tau_json_str(cq, "spec.cohortName"), cohort) ||
+		    name == NULL)
 			continue;
 		applied = true;
 		if (tau_json_find(cq, "metadata.deletionTimestamp") != NULL) {
@@ -156,8 +157,8 @@ static bool delete_managed_queues(ctx *c, const char *cohort, char *held, size_t
 		        "reserving "
 		        "work drains",
 		        name);
-		if (tau_budget_streq(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD), why) &&
-		    tau_budget_streq(tau_json_str(cq, "spec.stopPolicy"), "Hold"))
+		if (tau_str_eq_both_set(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD), why) &&
+		    tau_str_eq_both_set(tau_json_str(cq, "spec.stopPolicy"), "Hold"))
 			continue;
 		if (tau_budget_hold_body(&body, cq, why) < 0) {
 			c->b->rc = c->b->rc < 0 ? c->b->rc : tau_budget_nomem();
@@ -186,15 +187,15 @@ int tau_budget_decide_cluster_gone(ctx *c)
 		           *name = tau_json_str(co, "metadata.name");
 		const cJSON *team =
 		        t != NULL ? tau_budget_find_named(in->api.teams, in->api.n_teams, t) : NULL;
-		bool del = tau_budget_streq(
+		bool del = tau_str_eq_both_set(
 		        tau_json_annotation(co, TAU_BUDGET_ANNOTATION_DELETION_POLICY),
 		        TAU_BUDGET_POLICY_DELETE);
 		team_state s = {0};
 
 		if (t == NULL || name == NULL ||
 		    tau_json_find(co, "metadata.deletionTimestamp") != NULL ||
-		    tau_budget_streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
-		                     TAU_BUDGET_QUOTA_MODE_EXPLICIT) ||
+		    tau_str_eq_both_set(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+		                        TAU_BUDGET_QUOTA_MODE_EXPLICIT) ||
 		    tau_budget_ownership_of(co, TAU_BUDGET_COHORT, uid, NULL, 0) !=
 		            TAU_BUDGET_OWNED)
 			continue;
@@ -225,7 +226,7 @@ int tau_budget_decide_cluster_gone(ctx *c)
 				                  "Cohort %s is kept at 0 (deletionPolicy Retain)",
 				                  name);
 		}
-		if (team == NULL || !tau_budget_streq(tau_json_str(team, "metadata.uid"), uid))
+		if (team == NULL || !tau_str_eq_both_set(tau_json_str(team, "metadata.uid"), uid))
 			continue;
 		if (del)
 			tau_budget_set_state(
@@ -260,7 +261,7 @@ int tau_budget_decide_cluster_gone(ctx *c)
 		        &s, TAU_BUDGET_REASON_ZEROED, "False", "Degraded",
 		        "root quota is 0: TauCluster cluster is being deleted (deletionPolicy "
 		        "%s): %s",
-		        tau_budget_streq(policy, TAU_BUDGET_POLICY_DELETE)
+		        tau_str_eq_both_set(policy, TAU_BUDGET_POLICY_DELETE)
 		                ? TAU_BUDGET_POLICY_DELETE
 		                : TAU_BUDGET_POLICY_RETAIN,
 		        held[0] != '\0' ? held : "nothing of TauGrid's is left to remove");

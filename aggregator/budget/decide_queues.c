@@ -55,7 +55,7 @@ static bool misconfigured(char *buf, size_t len, const ctx *c, const cJSON *ws)
 	        tau_conditions_find(tau_json_find(ws, "status.conditions"), "QueueReady");
 
 	if (ws == NULL || c->effective == NULL ||
-	    !tau_budget_streq(tau_budget_team_of(ws), c->effective))
+	    !tau_str_eq_both_set(tau_budget_team_of(ws), c->effective))
 		return false;
 	if (tau_json_find(ws, "spec.quota") != NULL) {
 		tau_str_printf(
@@ -64,8 +64,8 @@ static bool misconfigured(char *buf, size_t len, const ctx *c, const cJSON *ws)
 		        "capacity team share the pool): remove spec.quota",
 		        name, c->effective);
 	} else if (!c->in->multiple_workspaces &&
-	           tau_budget_streq(tau_json_str(queue_ready, "reason"),
-	                            "BlockedByActiveWorkspace")) {
+	           tau_str_eq_both_set(tau_json_str(queue_ready, "reason"),
+	                               "BlockedByActiveWorkspace")) {
 		/* v0 is one active workspace in the cluster (a blocked one loses its resolved
 		 * namespace too): its QueueReady names the active one. */
 		const char *which = tau_json_str(queue_ready, "message");
@@ -116,12 +116,12 @@ void tau_budget_orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted
 		    name == NULL || tau_json_find(cq, "metadata.deletionTimestamp") != NULL)
 			continue;
 		for (size_t j = 0; j < n_wanted && !keep; j++)
-			keep = tau_budget_streq(wanted[j], name);
+			keep = tau_str_eq_both_set(wanted[j], name);
 		for (size_t j = 0; j < c->n_explicit_wanted && !keep; j++)
-			keep = tau_budget_streq(c->explicit_wanted[j], name);
+			keep = tau_str_eq_both_set(c->explicit_wanted[j], name);
 		ws = tau_budget_find_named(in->api.workspaces, in->api.n_workspaces, w);
 		if (keep ||
-		    (ws != NULL && !tau_budget_streq(tau_json_str(ws, "metadata.uid"), ann)))
+		    (ws != NULL && !tau_str_eq_both_set(tau_json_str(ws, "metadata.uid"), ann)))
 			continue;
 		mistake = misconfigured(why, sizeof(why), c, ws);
 		if (!mistake && !tau_budget_queue_has_work(cq)) {
@@ -154,8 +154,9 @@ void tau_budget_orphan_queues(ctx *c, const char *const *wanted, size_t n_wanted
 			continue; /* Observe, or not established yet: nothing is held */
 		if (ws != NULL)
 			tau_budget_note_held(c, ws, why);
-		if (!(tau_budget_streq(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD), why) &&
-		      tau_budget_streq(tau_json_str(cq, "spec.stopPolicy"), "Hold"))) {
+		if (!(tau_str_eq_both_set(tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_HELD),
+		                          why) &&
+		      tau_str_eq_both_set(tau_json_str(cq, "spec.stopPolicy"), "Hold"))) {
 			cJSON *body = NULL;
 
 			if (tau_budget_hold_body(&body, cq, why) < 0) {

@@ -32,8 +32,8 @@ void tau_budget_set_state(team_state *s, const char *reason, const char *status,
 
 static bool is_zeroing(const char *reason)
 {
-	return tau_budget_streq(reason, TAU_BUDGET_REASON_ZEROED) ||
-	       tau_budget_streq(reason, TAU_BUDGET_REASON_CONFLICT);
+	return tau_str_eq_both_set(reason, TAU_BUDGET_REASON_ZEROED) ||
+	       tau_str_eq_both_set(reason, TAU_BUDGET_REASON_CONFLICT);
 }
 
 cJSON *tau_budget_conditions_of(const cJSON *obj)
@@ -51,7 +51,7 @@ static int condition_index(const cJSON *conds, const char *type)
 		return -1;
 	cJSON_ArrayForEach(c, conds)
 	{
-		if (tau_budget_streq(tau_json_str(c, "type"), type))
+		if (tau_str_eq_both_set(tau_json_str(c, "type"), type))
 			return i;
 		i++;
 	}
@@ -148,20 +148,21 @@ void tau_budget_state_events(builder *b, const cJSON *obj, const char *cond_type
 
 	if (is_zeroing(s->reason) && !is_zeroing(old_reason))
 		tau_budget_add_event(b, obj, "Warning", "BudgetZeroed", s->message);
-	else if (tau_budget_streq(s->reason, TAU_BUDGET_REASON_APPLIED) && is_zeroing(old_reason))
+	else if (tau_str_eq_both_set(s->reason, TAU_BUDGET_REASON_APPLIED) &&
+	         is_zeroing(old_reason))
 		tau_budget_add_event(b, obj, "Normal", "BudgetRestored", s->message);
-	if (tau_budget_streq(s->reason, TAU_BUDGET_REASON_LEAVE_BLOCKED) &&
-	    !tau_budget_streq(old_reason, TAU_BUDGET_REASON_LEAVE_BLOCKED))
+	if (tau_str_eq_both_set(s->reason, TAU_BUDGET_REASON_LEAVE_BLOCKED) &&
+	    !tau_str_eq_both_set(old_reason, TAU_BUDGET_REASON_LEAVE_BLOCKED))
 		tau_budget_add_event(b, obj, "Warning", "LeaveRefused", s->message);
 }
 
 void tau_budget_conflict_events(builder *b, const cJSON *obj, bool now, const char *message)
 {
 	const cJSON *old = tau_conditions_find(tau_budget_conditions_of(obj), "ConflictDetected");
-	bool was = old != NULL && tau_budget_streq(tau_json_str(old, "status"), "True");
+	bool was = old != NULL && tau_str_eq_both_set(tau_json_str(old, "status"), "True");
 	const char *old_msg = old != NULL ? tau_json_str(old, "message") : NULL;
 
-	if (now && (!was || !tau_budget_streq(old_msg, message)))
+	if (now && (!was || !tau_str_eq_both_set(old_msg, message)))
 		tau_budget_add_event(b, obj, "Warning", "ConflictDetected", message);
 	else if (!now && was)
 		tau_budget_add_event(b, obj, "Normal", "ConflictCleared",

@@ -10,6 +10,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/str.h"
+#include "tau/array.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,8 +22,8 @@ void tau_budget_add_write(builder *b, tau_budget_kind kind, const char *name, bo
 {
 	tau_budget_write *w;
 
-	if (b->rc < 0 || tau_budget_grow((void **)&b->d->writes, &b->cap_writes, b->d->n_writes + 1,
-	                                 sizeof(*b->d->writes))) {
+	if (b->rc < 0 || tau_array_grow((void **)&b->d->writes, &b->cap_writes, b->d->n_writes + 1,
+	                                sizeof(*b->d->writes))) {
 		cJSON_Delete(body);
 		free(why);
 		if (b->rc == 0)
@@ -46,8 +47,8 @@ void tau_budget_add_write(builder *b, tau_budget_kind kind, const char *name, bo
 void tau_budget_add_status(builder *b, const cJSON *object, cJSON *status)
 {
 	if (b->rc < 0 || status == NULL ||
-	    tau_budget_grow((void **)&b->d->statuses, &b->cap_statuses, b->d->n_statuses + 1,
-	                    sizeof(*b->d->statuses))) {
+	    tau_array_grow((void **)&b->d->statuses, &b->cap_statuses, b->d->n_statuses + 1,
+	                   sizeof(*b->d->statuses))) {
 		cJSON_Delete(status);
 		if (b->rc == 0)
 			b->rc = tau_budget_nomem();
@@ -65,8 +66,8 @@ void tau_budget_add_event(builder *b, const cJSON *object, const char *type, con
 
 	if (b->rc < 0 || object == NULL)
 		return;
-	if (tau_budget_grow((void **)&b->d->events, &b->cap_events, b->d->n_events + 1,
-	                    sizeof(*b->d->events))) {
+	if (tau_array_grow((void **)&b->d->events, &b->cap_events, b->d->n_events + 1,
+	                   sizeof(*b->d->events))) {
 		b->rc = tau_budget_nomem();
 		return;
 	}
@@ -119,7 +120,7 @@ int tau_budget_managed_add(cJSON *arr, const char *kind, const char *name)
 static bool uid_alive(const cJSON *const *objs, size_t n, const char *uid)
 {
 	for (size_t i = 0; i < n; i++)
-		if (tau_budget_streq(tau_json_str(objs[i], "metadata.uid"), uid))
+		if (tau_str_eq_both_set(tau_json_str(objs[i], "metadata.uid"), uid))
 			return true;
 	return false;
 }
@@ -141,21 +142,21 @@ bool tau_budget_orphaned(const tau_budget_observed *in, const char *cluster_uid,
 		if (label != NULL)
 			rc = tau_budget_flavor_name(want, sizeof(want), label);
 		tau_error_clear();
-		return rc == 0 && tau_budget_streq(want, name) && cluster_uid != NULL &&
-		       !tau_budget_streq(uid, cluster_uid);
+		return rc == 0 && tau_str_eq_both_set(want, name) && cluster_uid != NULL &&
+		       !tau_str_eq_both_set(uid, cluster_uid);
 	case TAU_BUDGET_COHORT:
 		label = tau_json_label(obs, TAU_BUDGET_LABEL_TEAM);
 		if (label != NULL)
 			rc = tau_budget_cohort_name(want, sizeof(want), label);
 		tau_error_clear();
-		return rc == 0 && tau_budget_streq(want, name) &&
+		return rc == 0 && tau_str_eq_both_set(want, name) &&
 		       !uid_alive(in->api.teams, in->api.n_teams, uid);
 	case TAU_BUDGET_CLUSTER_QUEUE:
 		label = tau_json_label(obs, TAU_BUDGET_LABEL_WORKSPACE);
 		if (label != NULL && tau_json_label(obs, TAU_BUDGET_LABEL_TEAM) != NULL)
 			rc = tau_budget_cluster_queue_name(want, sizeof(want), label);
 		tau_error_clear();
-		return rc == 0 && tau_budget_streq(want, name) &&
+		return rc == 0 && tau_str_eq_both_set(want, name) &&
 		       !uid_alive(in->api.workspaces, in->api.n_workspaces, uid);
 	case TAU_BUDGET_TEAM:
 		break;
@@ -267,7 +268,7 @@ int tau_budget_record_policy(cJSON *obj, const char *policy)
 {
 	cJSON *ann = (cJSON *)tau_json_find(obj, "metadata.annotations");
 
-	if (!tau_budget_streq(policy, TAU_BUDGET_POLICY_DELETE))
+	if (!tau_str_eq_both_set(policy, TAU_BUDGET_POLICY_DELETE))
 		policy = TAU_BUDGET_POLICY_RETAIN;
 	if (!cJSON_IsObject(ann) ||
 	    cJSON_AddStringToObject(ann, TAU_BUDGET_ANNOTATION_DELETION_POLICY, policy) == NULL)

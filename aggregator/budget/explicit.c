@@ -18,6 +18,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/names.h"
+#include "tau/str.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,7 +103,8 @@ const char *tau_budget_workspace_namespace(const cJSON *ws, bool multiple)
 	if (!multiple && cJSON_IsArray(conds))
 		cJSON_ArrayForEach(c, conds)
 		{
-			if (tau_budget_streq(tau_json_str(c, "reason"), "BlockedByActiveWorkspace"))
+			if (tau_str_eq_both_set(tau_json_str(c, "reason"),
+			                        "BlockedByActiveWorkspace"))
 				return NULL;
 		}
 	return ns;
@@ -197,11 +199,12 @@ static bool recreated_queue(const team_ctx *c, const cJSON *cq, const char *ws)
 	const char *uid = tau_json_annotation(cq, TAU_BUDGET_ANNOTATION_WORKSPACE_UID);
 
 	if (!tau_budget_is_managed(cq) ||
-	    !tau_budget_streq(tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE), ws) ||
+	    !tau_str_eq_both_set(tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE), ws) ||
 	    tau_json_label(cq, TAU_BUDGET_LABEL_TEAM) == NULL || uid == NULL || uid[0] == '\0')
 		return false;
 	for (size_t i = 0; i < c->in->api.n_workspaces; i++)
-		if (tau_budget_streq(tau_json_str(c->in->api.workspaces[i], "metadata.uid"), uid))
+		if (tau_str_eq_both_set(tau_json_str(c->in->api.workspaces[i], "metadata.uid"),
+		                        uid))
 			return false;
 	return true;
 }
@@ -224,7 +227,7 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		const cJSON *ws = in->api.workspaces[i];
 		wsinfo *w;
 
-		if (!tau_budget_streq(tau_json_str(ws, "spec.teamRef.name"), c->name) ||
+		if (!tau_str_eq_both_set(tau_json_str(ws, "spec.teamRef.name"), c->name) ||
 		    tau_json_str(ws, "metadata.name") == NULL ||
 		    tau_json_str(ws, "metadata.uid") == NULL ||
 		    tau_json_str(ws, "metadata.uid")[0] == '\0')
@@ -256,7 +259,7 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 			const char *cn = tau_json_str(w->observed, "spec.cohortName");
 
 			w->migrating_in =
-			        cn != NULL && cn[0] != '\0' && !tau_budget_streq(cn, c->cohort);
+			        cn != NULL && cn[0] != '\0' && !tau_str_eq_both_set(cn, c->cohort);
 			if ((rc = tau_budget_groups_read(&w->applied, w->observed,
 			                                 "nominalQuota")) < 0 ||
 			    (rc = tau_budget_reservations_read(&w->reserved, w->observed)) < 0) {
@@ -272,7 +275,7 @@ static int gather(team_ctx *c, char *err, size_t err_len)
 		bool ours = false;
 
 		if (!tau_budget_is_managed(cq) ||
-		    !tau_budget_streq(tau_json_str(cq, "spec.cohortName"), c->cohort))
+		    !tau_str_eq_both_set(tau_json_str(cq, "spec.cohortName"), c->cohort))
 			continue;
 		for (size_t k = 0; k < c->n_ws && !ours; k++)
 			ours = c->ws[k].observed == cq && c->ws[k].owned && c->ws[k].ns != NULL;
@@ -403,8 +406,8 @@ static int others_applied(team_ctx *c, tau_budget_cells *out)
 
 	for (size_t i = 0; i < in->api.n_cohorts; i++)
 		if (tau_budget_is_managed(in->api.cohorts[i]) &&
-		    !tau_budget_streq(tau_json_str(in->api.cohorts[i], "metadata.name"),
-		                      c->cohort) &&
+		    !tau_str_eq_both_set(tau_json_str(in->api.cohorts[i], "metadata.name"),
+		                         c->cohort) &&
 		    (rc = tau_budget_groups_read(out, in->api.cohorts[i], "nominalQuota")) < 0)
 			return rc;
 	for (size_t i = 0; i < in->api.n_cluster_queues; i++) {
@@ -414,7 +417,7 @@ static int others_applied(team_ctx *c, tau_budget_cells *out)
 		for (size_t k = 0; k < c->n_ws && !moving; k++)
 			moving = c->ws[k].observed == cq && c->ws[k].migrating_in;
 		if (tau_budget_is_managed(cq) && !moving &&
-		    !tau_budget_streq(tau_json_str(cq, "spec.cohortName"), c->cohort) &&
+		    !tau_str_eq_both_set(tau_json_str(cq, "spec.cohortName"), c->cohort) &&
 		    (rc = tau_budget_groups_read(out, cq, "nominalQuota")) < 0)
 			return rc;
 	}
@@ -745,7 +748,7 @@ static int deleting(team_ctx *c)
 		const cJSON *cq = in->api.cluster_queues[i];
 		const char *ws = tau_json_label(cq, TAU_BUDGET_LABEL_WORKSPACE);
 
-		if (!tau_budget_streq(tau_json_str(cq, "spec.cohortName"), c->cohort))
+		if (!tau_str_eq_both_set(tau_json_str(cq, "spec.cohortName"), c->cohort))
 			continue;
 		if (n++ == 0)
 			snprintf(msg, sizeof(msg), "team \"%s\" is being deleted but ", c->name);
@@ -791,11 +794,11 @@ static bool recreated_owner(const team_ctx *c, const cJSON *co)
 	const char *uid = tau_json_annotation(co, TAU_BUDGET_ANNOTATION_TEAM_UID);
 
 	if (!tau_budget_is_managed(co) ||
-	    !tau_budget_streq(tau_json_label(co, TAU_BUDGET_LABEL_TEAM), c->name) || uid == NULL ||
-	    uid[0] == '\0')
+	    !tau_str_eq_both_set(tau_json_label(co, TAU_BUDGET_LABEL_TEAM), c->name) ||
+	    uid == NULL || uid[0] == '\0')
 		return false;
 	for (size_t i = 0; i < c->in->api.n_teams; i++)
-		if (tau_budget_streq(tau_json_str(c->in->api.teams[i], "metadata.uid"), uid))
+		if (tau_str_eq_both_set(tau_json_str(c->in->api.teams[i], "metadata.uid"), uid))
 			return false;
 	return true;
 }
@@ -812,8 +815,9 @@ static bool quota_given(const cJSON *team)
 static bool cohort_applied(const team_ctx *c)
 {
 	for (size_t i = 0; i < c->in->api.n_cluster_queues; i++)
-		if (tau_budget_streq(tau_json_str(c->in->api.cluster_queues[i], "spec.cohortName"),
-		                     c->cohort))
+		if (tau_str_eq_both_set(
+		            tau_json_str(c->in->api.cluster_queues[i], "spec.cohortName"),
+		            c->cohort))
 			return true;
 	return false;
 }
@@ -861,8 +865,8 @@ static int decide(team_ctx *c)
 	if (invalid == 1)
 		return set_team(t, TAU_BUDGET_REASON_QUOTA_INVALID, "False", "Degraded", err);
 	if (t->owned_cohort != NULL &&
-	    !tau_budget_streq(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
-	                      TAU_BUDGET_QUOTA_MODE_EXPLICIT) &&
+	    !tau_str_eq_both_set(tau_json_label(co, TAU_BUDGET_LABEL_QUOTA_MODE),
+	                         TAU_BUDGET_QUOTA_MODE_EXPLICIT) &&
 	    tau_json_find(in->team, "spec.quota") == NULL) {
 		snprintf(err, sizeof(err),
 		         "Cohort \"%s\" is the automatic budget team \"%s\" held as the capacity "

@@ -8,37 +8,12 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/str.h"
 
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-bool tau_budget_streq(const char *a, const char *b)
-{
-	return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
-int tau_budget_grow(void **items, size_t *cap, size_t need, size_t elem_size)
-{
-	size_t ncap = *cap < 8 ? 8 : *cap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / elem_size)
-			return tau_budget_nomem();
-		ncap *= 2;
-	}
-	p = realloc(*items, ncap * elem_size);
-	if (p == NULL)
-		return tau_budget_nomem();
-	*items = p;
-	*cap = ncap;
-	return 0;
-}
 
 int tau_budget_nomem(void)
 {
@@ -48,15 +23,15 @@ int tau_budget_nomem(void)
 const cJSON *tau_budget_find_named(const cJSON *const *objs, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n && name != NULL; i++)
-		if (tau_budget_streq(tau_json_str(objs[i], "metadata.name"), name))
+		if (tau_str_eq_both_set(tau_json_str(objs[i], "metadata.name"), name))
 			return objs[i];
 	return NULL;
 }
 
 bool tau_budget_is_managed(const cJSON *obj)
 {
-	return tau_budget_streq(tau_json_label(obj, TAU_BUDGET_LABEL_MANAGED_BY),
-	                        TAU_BUDGET_MANAGED_BY);
+	return tau_str_eq_both_set(tau_json_label(obj, TAU_BUDGET_LABEL_MANAGED_BY),
+	                           TAU_BUDGET_MANAGED_BY);
 }
 
 int64_t tau_budget_generation(const cJSON *obj)

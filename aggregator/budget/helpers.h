@@ -13,15 +13,6 @@
 
 #include <cjson/cJSON.h>
 
-/** Two strings, both set and equal (NULL equals nothing).  Until tau/str.h lands. */
-bool tau_budget_streq(const char *a, const char *b);
-
-/**
- * Make room for `need` elements of `elem_size` bytes in *items (capacity *cap, doubling, at
- * least 8).  @return 0, or -TAU_ENOMEM (*items and *cap untouched).  Until tau/array.h lands.
- */
-int tau_budget_grow(void **items, size_t *cap, size_t need, size_t elem_size);
-
 /** Set the tau error "team budget: out of memory" and return -TAU_ENOMEM. */
 int tau_budget_nomem(void);
 

@@ -18,6 +18,7 @@
 #include "tau/error.h"
 #include "tau/prom.h"
 #include "tau/quantity.h"
+#include "tau/array.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -44,7 +45,7 @@ static sample *find_or_add(samples *s, const char *team, const char *flavor, con
 		if (strcmp(s->v[i].team, team) == 0 && strcmp(s->v[i].flavor, flavor) == 0 &&
 		    strcmp(s->v[i].resource, resource) == 0)
 			return &s->v[i];
-	if (tau_budget_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(*s->v)) < 0) {
+	if (tau_array_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(*s->v)) < 0) {
 		s->oom = true;
 		return NULL;
 	}

@@ -68,7 +68,7 @@ tau_budget_ownership tau_budget_ownership_of(const cJSON *observed, tau_budget_k
 	const char *uid = tau_json_annotation(observed, key);
 
 	tau_str_printf(why, why_len, "%s", "");
-	if (!tau_budget_streq(mb, TAU_BUDGET_MANAGED_BY)) {
+	if (!tau_str_eq_both_set(mb, TAU_BUDGET_MANAGED_BY)) {
 		if (mb == NULL)
 			tau_str_printf(why, why_len, "label %s is absent: not managed by TauGrid",
 			               TAU_BUDGET_LABEL_MANAGED_BY);

@@ -19,6 +19,8 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/names.h"
+#include "tau/str.h"
+#include "tau/array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +73,7 @@ static int strset_add(strset *s, const char *v)
 
 	if (found)
 		return 0;
-	if (tau_budget_grow((void **)&s->items, &s->cap, s->n + 1, sizeof(*s->items)) ||
+	if (tau_array_grow((void **)&s->items, &s->cap, s->n + 1, sizeof(*s->items)) ||
 	    (copy = strdup(v)) == NULL)
 		return tau_budget_nomem();
 	memmove(&s->items[i + 1], &s->items[i], (s->n - i) * sizeof(*s->items));
@@ -94,7 +96,7 @@ static int flavor_add(flavor_list *l, const char *name, const char *gpu_class, b
 
 	if (found)
 		return 0;
-	if (tau_budget_grow((void **)&l->items, &l->cap, l->n + 1, sizeof(*l->items)))
+	if (tau_array_grow((void **)&l->items, &l->cap, l->n + 1, sizeof(*l->items)))
 		return tau_budget_nomem();
 	f.name = strdup(name);
 	f.gpu_class = gpu_class != NULL ? strdup(gpu_class) : NULL;
@@ -188,7 +190,7 @@ static int retained_class(tau_budget_flavor *f, const cJSON *const *rfs, size_t 
 		const cJSON *rf = rfs[k % n_rfs];
 		const char *c;
 
-		if (!tau_budget_streq(tau_json_str(rf, "metadata.name"), f->name) ||
+		if (!tau_str_eq_both_set(tau_json_str(rf, "metadata.name"), f->name) ||
 		    !tau_budget_is_managed(rf) ||
 		    (k < n_rfs &&
 		     tau_budget_ownership_of(rf, TAU_BUDGET_RESOURCE_FLAVOR, cluster_uid, NULL,

@@ -12,6 +12,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/names.h"
+#include "tau/array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +56,8 @@ static int pool_class(tau_budget_class **cls, tau_budget_pool *pool, const char 
 	i = tau_sorted_index(pool->classes, pool->n_classes, sizeof(*pool->classes), gpu_class,
 	                     &found);
 	if (!found) {
-		if (tau_budget_grow((void **)&pool->classes, &pool->cap_classes,
-		                    pool->n_classes + 1, sizeof(*pool->classes)) ||
+		if (tau_array_grow((void **)&pool->classes, &pool->cap_classes, pool->n_classes + 1,
+		                   sizeof(*pool->classes)) ||
 		    (name = strdup(gpu_class)) == NULL)
 			return tau_budget_nomem();
 		memmove(&pool->classes[i + 1], &pool->classes[i],
@@ -96,8 +97,8 @@ int tau_budget_pool_set(tau_budget_pool *pool, const char *gpu_class, const char
 	if (found)
 		return tau_error_set(TAU_EINVAL, "pool snapshot: class %s resource %s set twice",
 		                     gpu_class, resource);
-	if (tau_budget_grow((void **)&c->resources, &c->cap_resources, c->n_resources + 1,
-	                    sizeof(*c->resources)) ||
+	if (tau_array_grow((void **)&c->resources, &c->cap_resources, c->n_resources + 1,
+	                   sizeof(*c->resources)) ||
 	    (name = strdup(resource)) == NULL)
 		return tau_budget_nomem();
 	memmove(&c->resources[i + 1], &c->resources[i],
