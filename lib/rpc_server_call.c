@@ -42,7 +42,7 @@ static tau_rpc_code decode_buffer(ProtobufCMessage **out, const ProtobufCMessage
                                   grpc_byte_buffer *bb, size_t max)
 {
 	grpc_byte_buffer_reader reader;
-	grpc_slice all;
+	grpc_slice all, *first = NULL;
 	size_t len = grpc_byte_buffer_length(bb);
 	int rc;
 
@@ -55,11 +55,24 @@ static tau_rpc_code decode_buffer(ProtobufCMessage **out, const ProtobufCMessage
 		tau_error_set(TAU_EINVAL, "cannot read message (bad compression?)");
 		return TAU_RPC_INVALID_ARGUMENT;
 	}
-	all = grpc_byte_buffer_reader_readall(&reader);
-	grpc_byte_buffer_reader_destroy(&reader);
-	rc = tau_rpc_message_decode(out, desc, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all),
-	                            max);
-	grpc_slice_unref(all);
+	/* A message in one slice (a small one, the usual case) is decoded where it lies. */
+	if (grpc_byte_buffer_reader_peek(&reader, &first) && GRPC_SLICE_LENGTH(*first) == len) {
+		rc = tau_rpc_message_decode(out, desc, GRPC_SLICE_START_PTR(*first), len, max);
+		grpc_byte_buffer_reader_destroy(&reader);
+	} else {
+		grpc_byte_buffer_reader_destroy(&reader);
+		if (!grpc_byte_buffer_reader_init(&reader, bb)) {
+			tau_error_set(TAU_EINVAL, "cannot read message (bad compression?)");
+			return TAU_RPC_INVALID_ARGUMENT;
+		}
+		all = grpc_byte_buffer_reader_readall(&reader);
+		grpc_byte_buffer_reader_destroy(&reader);
+		rc = tau_rpc_message_decode(out, desc, GRPC_SLICE_START_PTR(all),
+		                            GRPC_SLICE_LENGTH(all), max);
+		grpc_slice_unref(all);
+	}
+	if (rc == -TAU_EINTERNAL)
+		return TAU_RPC_INTERNAL;
 	if (rc == -TAU_ETOOBIG)
 		return TAU_RPC_RESOURCE_EXHAUSTED;
 	if (rc == -TAU_ENOMEM)

@@ -140,6 +140,13 @@ static const metric_family streams_families[] = {
          "kind",
          {"inventory", "heartbeat", "stopping"},
          {U64(reports_inventory), U64(reports_heartbeat), U64(reports_stopping)}},
+        {"tau_aggregator_reports_unchanged_total",
+         "counter",
+         "Inventories recognised as the one their stream sent before but for digest and time, "
+         "stored as a heartbeat is (counted in reports_total too).",
+         NULL,
+         {NULL},
+         {U64(reports_unchanged)}},
         {"tau_aggregator_reports_rejected_total",
          "counter",
          "Reports answered ACK_STATUS_REJECTED (invalid content).",

@@ -44,7 +44,9 @@ typedef struct tau_metrics {
 	uint64_t node_truth_failing[TAU_TRUTH_RULE_COUNT];
 	uint64_t reports_inventory, reports_heartbeat, reports_stopping; /**< counters */
 	uint64_t reports_rejected;                                       /**< acks REJECTED */
-	uint64_t reports_resend_full;                                    /**< acks RESEND_FULL */
+	/** Inventories recognised as unchanged by their fingerprint (of the inventory ones). */
+	uint64_t reports_unchanged;
+	uint64_t reports_resend_full;    /**< acks RESEND_FULL */
 	uint64_t auth_unauthenticated;   /**< streams refused UNAUTHENTICATED */
 	uint64_t auth_permission_denied; /**< streams refused PERMISSION_DENIED */
 	uint64_t auth_unavailable;       /**< streams refused because TokenReview failed */

@@ -45,10 +45,11 @@ typedef struct record {
 	char *api_error;             /* the Node exists but could not be read: it does not count */
 	char *mismatch;              /* agent vs Node difference, NULL when none */
 	uint8_t *inventory;          /* opaque copy of the agent's last inventory */
+	uint64_t inventory_fp;       /* its fingerprint (tau_nodestore_report_same), 0: none */
 	uint32_t inventory_len;
 	uint8_t inventory_elided; /* the caller's mask: what it left out of the copy */
-	tau_nodetruth *truth;     /* decoded node-local facts of that inventory; NULL if none */
 	uint8_t truth_failed; /* its agent.* verdicts: a bit per failing rule (update_verdict) */
+	tau_nodetruth *truth; /* decoded node-local facts of that inventory; NULL if none */
 	int64_t last_heard_ms;
 	tau_node_source source; /* what the pool holds for it now */
 	bool api_known;
@@ -586,6 +587,8 @@ int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t 
 	rc = tau_node_facts_validate(facts);
 	if (rc < 0)
 		return rc;
+	if (found)
+		s->recs[i].inventory_fp = 0; /* it stands for facts about to be replaced */
 	r = get_or_add(s, facts->name);
 	if (r == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory adding node %s", facts->name);
@@ -623,21 +626,18 @@ int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t 
 	return 0;
 }
 
-int tau_nodestore_set_inventory(tau_nodestore *s, const char *name, const uint8_t *bytes,
-                                size_t len, uint8_t elided)
+/* Replace the record's kept inventory; on failure it has none (and no fingerprint). */
+static int keep_inventory(record *r, const uint8_t *bytes, size_t len, uint8_t elided,
+                          uint64_t fingerprint)
 {
-	bool found;
-	size_t i = find(s, name, &found);
-	record *r;
 	uint8_t *copy = NULL;
 
-	if (!found)
-		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
-	r = &s->recs[i];
+	r->inventory_fp = 0;
 	if (len > 0 && len == r->inventory_len) {
 		/* the usual case: same shape, new digest and time; no allocation */
 		memcpy(r->inventory, bytes, len);
 		r->inventory_elided = elided;
+		r->inventory_fp = fingerprint;
 		return 0;
 	}
 	/* The old copy goes whatever happens: it may lean on facts the last report replaced. */
@@ -646,18 +646,46 @@ int tau_nodestore_set_inventory(tau_nodestore *s, const char *name, const uint8_
 	r->inventory_len = 0;
 	r->inventory_elided = 0;
 	if (len > UINT32_MAX)
-		return tau_error_set(TAU_ETOOBIG, "inventory of %s is %zu bytes", name, len);
+		return tau_error_set(TAU_ETOOBIG, "inventory of %s is %zu bytes", r->name, len);
 	if (len > 0) {
 		copy = malloc(len);
 		if (copy == NULL)
 			return tau_error_set(TAU_ENOMEM, "out of memory keeping inventory of %s",
-			                     name);
+			                     r->name);
 		memcpy(copy, bytes, len);
 	}
 	r->inventory = copy;
 	r->inventory_len = (uint32_t)len;
 	r->inventory_elided = copy != NULL ? elided : 0;
+	r->inventory_fp = copy != NULL ? fingerprint : 0;
 	return 0;
+}
+
+int tau_nodestore_set_inventory(tau_nodestore *s, const char *name, const uint8_t *bytes,
+                                size_t len, uint8_t elided, uint64_t fingerprint)
+{
+	bool found;
+	size_t i = find(s, name, &found);
+
+	if (!found)
+		return tau_error_set(TAU_ENOTFOUND, "node %s is not known", name);
+	return keep_inventory(&s->recs[i], bytes, len, elided, fingerprint);
+}
+
+int tau_nodestore_report_same(tau_nodestore *s, const char *name, uint64_t fingerprint,
+                              const uint8_t *bytes, size_t len, uint8_t elided, int64_t now_ms)
+{
+	bool found;
+	size_t i = find(s, name, &found);
+	record *r = found ? &s->recs[i] : NULL;
+
+	if (r == NULL || fingerprint == 0 || !r->reported || !r->connected ||
+	    r->inventory_fp != fingerprint || r->inventory_elided != elided)
+		return 0;
+	r->last_heard_ms = now_ms;
+	if (keep_inventory(r, bytes, len, elided, fingerprint) < 0)
+		return -TAU_ENOMEM;
+	return 1;
 }
 
 int tau_nodestore_set_truth(tau_nodestore *s, const char *name, tau_nodetruth *truth)

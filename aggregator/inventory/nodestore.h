@@ -138,14 +138,32 @@ int tau_nodestore_report(tau_nodestore *store, const tau_node_facts *facts, int6
  * Keep the agent's last inventory as opaque bytes (e.g. the packed protobuf) with
  * the record, for queries; copied, replacing the previous one.  The bytes live
  * and die with the record.  Call it right after the tau_nodestore_report that
- * accepted this inventory's facts: `elided` (opaque to the store, 0 for none)
- * says which parts were left out because agent_facts gives them back, and those
- * facts stay until the next report.  On failure the previous copy is dropped too
- * (it may lean on facts that report replaced).
+ * accepted this inventory's facts (and before its tau_nodestore_set_truth):
+ * `elided` (opaque to the store, 0 for none) says which parts were left out
+ * because agent_facts gives them back, and those facts stay until the next
+ * report.  `fingerprint` (0: none) stands for the inventory as received, of which
+ * the facts, these bytes and the truth set next were all made
+ * (tau_nodestore_report_same).  On failure the previous copy is dropped too (it may
+ * lean on facts that report replaced), and the fingerprint with it.
  * @return 0, -TAU_ENOTFOUND, -TAU_ETOOBIG (over 4 GiB), -TAU_ENOMEM.
  */
 int tau_nodestore_set_inventory(tau_nodestore *store, const char *name, const uint8_t *bytes,
-                                size_t len, uint8_t elided);
+                                size_t len, uint8_t elided, uint64_t fingerprint);
+
+/**
+ * The node's agent sent, on its connected stream, the very inventory whose
+ * `fingerprint` the record keeps (tau_nodestore_set_inventory; tau_report_fingerprint:
+ * equal but for its digest and observation time): its facts and node truth were
+ * validated and stored from the same bytes, so only its liveness is refreshed and
+ * the kept bytes are replaced by `bytes` (packed with the same `elided` mask, so a
+ * query sees the new digest and time).  A new report of other facts clears the
+ * fingerprint (tau_nodestore_report), so this never stands for facts replaced since.
+ * @return 1 when done; 0 when the record is not connected and reported or does not
+ *         keep that fingerprint and mask (nothing changed: take the full path);
+ *         -TAU_ENOMEM (the kept copy and its fingerprint are dropped).
+ */
+int tau_nodestore_report_same(tau_nodestore *store, const char *name, uint64_t fingerprint,
+                              const uint8_t *bytes, size_t len, uint8_t elided, int64_t now_ms);
 
 /**
  * Keep the node-local facts decoded from the agent's last inventory

@@ -3,7 +3,8 @@
  * node list, rule explanation and the pool, as protobuf-c messages.
  *
  * Every message returned here is allocated with malloc and freed with
- * protobuf_c_message_free_unpacked(msg, NULL) (or tau_rpc_message_free).
+ * protobuf_c_message_free_unpacked(msg, NULL), never tau_rpc_message_free (that one frees
+ * only what tau_rpc_message_decode gave: a decoded message is one arena).
  * The caller holds whatever lock guards the store.
  */
 #ifndef TAU_AGGREGATOR_QUERY_H

@@ -79,6 +79,18 @@ void tau_report_inventory_kept(Tau__Inventory__V1__NodeInventory *out,
 int tau_report_inventory_restore(Tau__Inventory__V1__NodeInventory *inv,
                                  const tau_node_facts *facts, unsigned elided);
 
+/**
+ * A keyed 64-bit fingerprint of the inventory in an AgentReport as received (`wire`, `len`: the
+ * report's bytes, tau_rpc_message_wire): SipHash-2-4 of every byte of the inventory's fields
+ * but observed_unix_ms and digest, so two inventories with equal fingerprints decode to the
+ * same facts, node truth and labels whatever their digests say (the digest is the agent's word
+ * and decides nothing here). The key is drawn from the kernel once per process, so an agent
+ * cannot craft two inventories that collide. Returns 0, meaning "none", when the bytes do not
+ * decide alone: not exactly one inventory field and no other body, a group, a malformed
+ * field, a digest over TAU_REPORT_MAX_ID, or no random key.
+ */
+uint64_t tau_report_fingerprint(const uint8_t *wire, size_t len);
+
 /** Sequence state of one Report stream. */
 typedef struct tau_report_seq {
 	uint64_t last;  /**< highest seq accepted, 0 before the first */

@@ -213,7 +213,7 @@ void tau_inventory_free(tau_inventory *a)
 		free(a->peers[i]);
 	free(a->peers);
 	if (a->pool_msg != NULL)
-		tau_rpc_message_free(&a->pool_msg->base);
+		protobuf_c_message_free_unpacked(&a->pool_msg->base, NULL);
 	free(a->pool_key);
 	tau_nodestore_free(a->store);
 	tau_dra_store_free(a->dra);

@@ -65,6 +65,7 @@ typedef struct stream {
 	bool half_closed; /* the client half-closed while the review ran: finish after it */
 	bool warned_invalid;
 	bool confirming;   /* admitted on a locally verified token; its TokenReview is to come */
+	uint8_t elided;    /* the mask its last stored inventory was kept with (report.h) */
 	stream_review *rv; /* while the review is pending, else NULL */
 	char *node;        /* the node its token is bound to, once authenticated */
 	tau_report_seq seq;
@@ -145,6 +146,7 @@ struct tau_inventory {
 	/* counters */
 	atomic_uint_fast64_t reports_inventory, reports_heartbeat, reports_stopping;
 	atomic_uint_fast64_t reports_rejected, reports_resend;
+	atomic_uint_fast64_t reports_same; /* inventories recognised unchanged (fingerprint) */
 	atomic_uint_fast64_t auth_unauth, auth_denied, auth_unavail, token_reviews;
 	tau_prom_histogram review_latency;     /* Report TokenReviews */
 	atomic_uint_fast64_t watchers_refused; /* WatchPool calls over max_pool_watchers */

@@ -116,6 +116,7 @@ int tau_inventory_metrics(tau_inventory *a, char **out)
 	m.resources = resources;
 	m.n_resources = n_res;
 	m.reports_inventory = atomic_load(&a->reports_inventory);
+	m.reports_unchanged = atomic_load(&a->reports_same);
 	m.reports_heartbeat = atomic_load(&a->reports_heartbeat);
 	m.reports_stopping = atomic_load(&a->reports_stopping);
 	m.reports_rejected = atomic_load(&a->reports_rejected);

@@ -63,7 +63,7 @@ static void rebuild_pool_locked(tau_inventory *a)
 	len = protobuf_c_message_get_packed_size(&p->base);
 	key = malloc(len > 0 ? len : 1);
 	if (key == NULL) {
-		tau_rpc_message_free(&p->base);
+		protobuf_c_message_free_unpacked(&p->base, NULL);
 		a->dirty = true;
 		return;
 	}
@@ -73,7 +73,7 @@ static void rebuild_pool_locked(tau_inventory *a)
 	a->built_us = t1;
 	if (a->pool_msg != NULL && len == a->pool_key_len && memcmp(key, a->pool_key, len) == 0) {
 		free(key);
-		tau_rpc_message_free(&p->base);
+		protobuf_c_message_free_unpacked(&p->base, NULL);
 		return;
 	}
 	free(a->pool_key);
@@ -82,7 +82,7 @@ static void rebuild_pool_locked(tau_inventory *a)
 	p->generation = ++a->pool_gen;
 	p->computed_unix_ms = tau_clock_wall_ms();
 	if (a->pool_msg != NULL)
-		tau_rpc_message_free(&a->pool_msg->base);
+		protobuf_c_message_free_unpacked(&a->pool_msg->base, NULL);
 	a->pool_msg = p;
 	if (p->established)
 		tau_log_debug("pool published", NULL);

@@ -54,7 +54,7 @@ static void answer(tau_rpc_call *call, int rc, ProtobufCMessage *resp)
 	else
 		tau_rpc_call_reply(call, resp);
 	if (resp != NULL)
-		tau_rpc_message_free(resp);
+		protobuf_c_message_free_unpacked(resp, NULL);
 }
 
 /* The unary queries that read the node store (query.h), one handler for all. */
@@ -289,7 +289,7 @@ static void q_get_workspace(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 		tau_rpc_call_reply(call, &resp->base);
 out:
 	if (resp != NULL)
-		tau_rpc_message_free(&resp->base);
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
 	tau_ws_summary_clear(&sum);
 	tau_rpc_message_free(msg);
 }

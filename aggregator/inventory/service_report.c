@@ -158,7 +158,8 @@ static uint64_t truth_fingerprint_locked(tau_inventory *a, const char *name)
  * store's error (nothing changed).
  */
 static int store_inventory(stream *s, const tau_node_facts *facts,
-                           const Tau__Inventory__V1__NodeInventory *inv, tau_nodetruth *truth)
+                           const Tau__Inventory__V1__NodeInventory *inv, tau_nodetruth *truth,
+                           uint64_t fingerprint)
 {
 	tau_inventory *a = s->agg;
 	/* Labels and allocatable the agent's facts give back are not kept twice (report.h). */
@@ -193,8 +194,10 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 			tau_inventory_mark_dirty_locked(a);
 		uint64_t before = truth_fingerprint_locked(a, facts->name);
 
-		rc = tau_nodestore_set_inventory(a->store, facts->name, bytes, len,
-		                                 (uint8_t)elided);
+		rc = tau_nodestore_set_inventory(a->store, facts->name, bytes, len, (uint8_t)elided,
+		                                 fingerprint);
+		if (rc == 0)
+			s->elided = (uint8_t)elided;
 		/* The truth goes with the inventory it was decoded from, or not at all. */
 		trc = tau_nodestore_set_truth(a->store, facts->name, rc == 0 ? truth : NULL);
 		truth = NULL;
@@ -217,6 +220,37 @@ static int store_inventory(stream *s, const tau_node_facts *facts,
 		tau_rpc_call_unref(replaced);
 	}
 	return rc;
+}
+
+/*
+ * An inventory this stream sent before, but for its digest and time (the fingerprint, report.h;
+ * the agent's digest decides nothing): its facts and node truth were validated and stored from
+ * the same bytes, and the store still holds them for this stream's node, so it costs what a
+ * heartbeat costs, plus the kept copy's new digest and time.  Returns true when so handled;
+ * false to take the full path (nothing changed).
+ */
+static bool store_same(stream *s, const Tau__Inventory__V1__NodeInventory *inv,
+                       uint64_t fingerprint)
+{
+	tau_inventory *a = s->agg;
+	Tau__Inventory__V1__NodeInventory kept;
+	uint8_t bytes[INVENTORY_STACK_BYTES];
+	size_t len;
+	int rc = 0;
+
+	if (fingerprint == 0 || atomic_load(&s->replaced))
+		return false;
+	tau_report_inventory_kept(&kept, inv, s->elided);
+	len = protobuf_c_message_get_packed_size(&kept.base);
+	if (len > sizeof(bytes))
+		return false;
+	protobuf_c_message_pack(&kept.base, bytes);
+	pthread_mutex_lock(&a->mu);
+	if (s->bound)
+		rc = tau_nodestore_report_same(a->store, s->node, fingerprint, bytes, len,
+		                               s->elided, tau_clock_wall_ms());
+	pthread_mutex_unlock(&a->mu);
+	return rc > 0;
 }
 
 void tau_inventory_handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep)
@@ -254,18 +288,27 @@ void tau_inventory_handle_report(stream *s, Tau__Inventory__V1__AgentReport *rep
 			tau_nodetruth *truth = NULL;
 			tau_rpc_code code =
 			        tau_auth_decide_node(msg, sizeof(msg), s->node, inv->node_name);
+			size_t wire_len;
+			const uint8_t *wire = tau_rpc_message_wire(&rep->base, &wire_len);
+			uint64_t fingerprint = tau_report_fingerprint(wire, wire_len);
 
 			if (code != TAU_RPC_OK) {
 				tau_inventory_refuse(s, code, msg);
 				s->auth = AUTH_FAILED;
 				goto out;
 			}
+			memset(&view, 0, sizeof(view));
 			/* The facts borrow the message's strings: the store copies them only if
 			 * they changed. */
 			/* Facts and node truth are both checked before anything is stored. */
-			if (tau_report_view_facts(&view, inv) < 0 ||
-			    tau_nodetruth_decode(&truth, inv) < 0 ||
-			    store_inventory(s, &view.facts, inv, truth) < 0) {
+			if (store_same(s, inv, fingerprint)) {
+				tau_report_seq_accept(&s->seq, rep->seq, rep->body_case);
+				stream_set_digest(s, inv->digest);
+				atomic_fetch_add(&a->reports_inventory, 1);
+				atomic_fetch_add(&a->reports_same, 1);
+			} else if (tau_report_view_facts(&view, inv) < 0 ||
+			           tau_nodetruth_decode(&truth, inv) < 0 ||
+			           store_inventory(s, &view.facts, inv, truth, fingerprint) < 0) {
 				ack.status = TAU__INVENTORY__V1__ACK_STATUS__ACK_STATUS_REJECTED;
 				snprintf(msg, sizeof(msg), "inventory of %.100s refused: %.380s",
 				         inv->node_name, tau_error_last()->msg);

@@ -78,6 +78,9 @@ const char *tau_rpc_code_name(int code);
  * Decode `len` bytes as a message of type `desc`: the bytes are rejected before decoding when
  * longer than `max_len`, then unpacked, then every string field (nested, repeated, map and oneof
  * ones included) is checked for valid UTF-8. Pure function (no I/O), so fuzzable.
+ * The message, its strings, arrays and sub-messages are one arena, freed only all at once by
+ * tau_rpc_message_free: never free or keep a part of it on its own (no
+ * protobuf_c_message_free_unpacked, no taking a string), and copy what must outlive it.
  * Returns 0 and gives *out (free with tau_rpc_message_free); -TAU_ETOOBIG over the cap;
  * -TAU_EINVAL for malformed protobuf or invalid UTF-8 (the message names the field);
  * -TAU_ENOMEM.
@@ -86,12 +89,22 @@ int tau_rpc_message_decode(ProtobufCMessage **out, const ProtobufCMessageDescrip
                            const uint8_t *data, size_t len, size_t max_len);
 
 /**
+ * The bytes a message from tau_rpc_message_decode (a handler's request, a client's response)
+ * was decoded from, `*len` of them; they live as long as the message.
+ */
+const uint8_t *tau_rpc_message_wire(const ProtobufCMessage *msg, size_t *len);
+
+/**
  * Check every string field of `msg`, recursively, for valid UTF-8 (no overlongs, no surrogates,
  * nothing above U+10FFFF). Returns 0 or -TAU_EINVAL naming the first bad field.
  */
 int tau_rpc_message_check_utf8(const ProtobufCMessage *msg);
 
-/** Free a message returned by this module (NULL is a no-op). */
+/**
+ * Free a message returned by tau_rpc_message_decode (every message the server's handlers and
+ * the client's callers are given), all of it at once. NULL is a no-op. A message built another
+ * way must not be given here (it aborts: the arena's header is not there).
+ */
 void tau_rpc_message_free(ProtobufCMessage *msg);
 
 /** True when `len` bytes at `s` are valid UTF-8. */

@@ -59,7 +59,9 @@ typedef struct tau_rpc_method {
 	int (*on_start)(tau_rpc_call *call, void *ud);
 	/**
 	 * A decoded, validated request. `msg` is given to the handler (free it with
-	 * tau_rpc_message_free). Unary and server-streaming methods get exactly one; streaming
+	 * tau_rpc_message_free, whole: see tau_rpc_message_decode; a handler may hold it past
+	 * this call, e.g. while the caller is authenticated). Unary and server-streaming methods
+	 * get exactly one; streaming
 	 * requests get one per message, the next only after this returns.
 	 */
 	void (*on_message)(tau_rpc_call *call, ProtobufCMessage *msg, void *ud);

@@ -95,7 +95,12 @@ class FakeAgent:
         self.seq = 0
         self.digest = ""
         md = [("authorization", "Bearer " + token)] if token else None
-        fn = channel.stream_stream(REPORT, request_serializer=lambda m: m.SerializeToString(),
+        # Deterministic: map entries in key order, as the real agent sends its labels (Python's
+        # own order varies between serializations, so the aggregator could never recognise an
+        # unchanged inventory by its bytes).
+        fn = channel.stream_stream(REPORT,
+                                   request_serializer=lambda m: m.SerializeToString(
+                                       deterministic=True),
                                    response_deserializer=pb.ReportAck.FromString)
         self.call = fn(self._requests(), metadata=md)
         self.t = threading.Thread(target=self._read, daemon=True)

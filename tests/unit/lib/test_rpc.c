@@ -569,6 +569,85 @@ static void test_decode(void **state)
 	assert_string_equal(tau_rpc_code_name(99), "UNKNOWN_CODE");
 }
 
+/*
+ * A decoded message is one arena: an inventory of many small labels needs more room than its
+ * first block (sized from the wire length), so further blocks are taken; everything reads back,
+ * the wire bytes are kept, and every way out (success, malformed, bad UTF-8 deep inside after
+ * hundreds of allocations) frees all of it (the ASan tree's leak check fails otherwise).
+ */
+static void test_decode_arena(void **state)
+{
+	enum { N = 600 };
+	Tau__Inventory__V1__AgentReport rep = TAU__INVENTORY__V1__AGENT_REPORT__INIT;
+	Tau__Inventory__V1__NodeInventory inv = TAU__INVENTORY__V1__NODE_INVENTORY__INIT;
+	Tau__Inventory__V1__NodeInventory__LabelsEntry l[N], *lp[N];
+	char keys[N][16];
+	const Tau__Inventory__V1__NodeInventory *got;
+	ProtobufCMessage *msg = NULL;
+	const uint8_t *wire;
+	uint8_t *buf;
+	size_t n, wire_len;
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		tau__inventory__v1__node_inventory__labels_entry__init(&l[i]);
+		l[i].key = keys[i];
+		l[i].value = (char *)"v";
+		lp[i] = &l[i];
+	}
+	inv.node_name = (char *)"n1";
+	inv.n_labels = N;
+	inv.labels = lp;
+	rep.seq = 7;
+	rep.body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_INVENTORY;
+	rep.inventory = &inv;
+	n = protobuf_c_message_get_packed_size(&rep.base);
+	buf = malloc(n + 16);
+	assert_non_null(buf);
+	protobuf_c_message_pack(&rep.base, buf);
+	assert_int_equal(tau_rpc_message_decode(&msg, &tau__inventory__v1__agent_report__descriptor,
+	                                        buf, n, TAU_RPC_DEFAULT_MAX_MESSAGE),
+	                 0);
+	got = ((Tau__Inventory__V1__AgentReport *)msg)->inventory;
+	assert_int_equal(((Tau__Inventory__V1__AgentReport *)msg)->seq, 7);
+	assert_string_equal(got->node_name, "n1");
+	assert_int_equal(got->n_labels, N);
+	for (int i = 0; i < N; i++) {
+		assert_string_equal(got->labels[i]->key, keys[i]);
+		assert_string_equal(got->labels[i]->value, "v");
+	}
+	wire = tau_rpc_message_wire(msg, &wire_len);
+	assert_int_equal(wire_len, n);
+	assert_memory_equal(wire, buf, n);
+	tau_rpc_message_free(msg);
+	/* Cut short after most labels: malformed, after hundreds of allocations. */
+	msg = NULL;
+	assert_int_equal(tau_rpc_message_decode(&msg, &tau__inventory__v1__agent_report__descriptor,
+	                                        buf, n - 3, TAU_RPC_DEFAULT_MAX_MESSAGE),
+	                 -TAU_EINVAL);
+	assert_null(msg);
+	/* The last label's value is not UTF-8: refused once everything is decoded. */
+	l[N - 1].value = (char *)"\xc3\x28";
+	n = protobuf_c_message_get_packed_size(&rep.base);
+	protobuf_c_message_pack(&rep.base, buf);
+	assert_int_equal(tau_rpc_message_decode(&msg, &tau__inventory__v1__agent_report__descriptor,
+	                                        buf, n, TAU_RPC_DEFAULT_MAX_MESSAGE),
+	                 -TAU_EINVAL);
+	assert_non_null(strstr(tau_error_last()->msg, "UTF-8"));
+	assert_null(msg);
+	/* An empty message decodes too (no bytes to keep). */
+	assert_int_equal(tau_rpc_message_decode(&msg, &tau__inventory__v1__agent_report__descriptor,
+	                                        buf, 0, TAU_RPC_DEFAULT_MAX_MESSAGE),
+	                 0);
+	assert_int_equal(((Tau__Inventory__V1__AgentReport *)msg)->seq, 0);
+	(void)tau_rpc_message_wire(msg, &wire_len);
+	assert_int_equal(wire_len, 0);
+	tau_rpc_message_free(msg);
+	tau_rpc_message_free(NULL);
+	free(buf);
+}
+
 /* ---- call tests --------------------------------------------------------------------------- */
 
 static int get_node(tau_rpc_channel *ch, const char *name, int timeout_ms, tau_rpc_status *st,
@@ -1258,6 +1337,7 @@ int main(void)
 	        cmocka_unit_test(test_utf8),
 	        cmocka_unit_test(test_check_utf8_nested),
 	        cmocka_unit_test(test_decode),
+	        cmocka_unit_test(test_decode_arena),
 	        cmocka_unit_test(test_bad_setup),
 	        cmocka_unit_test_setup_teardown(test_unary, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_server_stream, setup, teardown),

@@ -34,6 +34,7 @@ static void renders_families(void **state)
 	                 .dra_pools_incomplete = 1,
 	                 .reports_inventory = 5,
 	                 .reports_heartbeat = 7,
+	                 .reports_unchanged = 2,
 	                 .auth_unauthenticated = 4,
 	                 .auth_permission_denied = 3,
 	                 .established = true,
@@ -54,6 +55,8 @@ static void renders_families(void **state)
 	contains(text, "# TYPE tau_aggregator_reports_total counter\n");
 	contains(text, "tau_aggregator_reports_total{kind=\"inventory\"} 5\n");
 	contains(text, "tau_aggregator_reports_total{kind=\"heartbeat\"} 7\n");
+	contains(text, "# TYPE tau_aggregator_reports_unchanged_total counter\n");
+	contains(text, "tau_aggregator_reports_unchanged_total 2\n");
 	contains(text, "tau_aggregator_auth_failures_total{code=\"UNAUTHENTICATED\"} 4\n");
 	contains(text, "tau_aggregator_auth_failures_total{code=\"PERMISSION_DENIED\"} 3\n");
 	contains(text, "tau_aggregator_nodes_stale 1\n");

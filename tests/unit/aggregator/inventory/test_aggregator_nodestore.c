@@ -347,6 +347,70 @@ static void test_repeated_report_only_refreshes_liveness(void **state)
 	tau_nodestore_free(s);
 }
 
+/*
+ * An inventory recognised by its fingerprint refreshes liveness and the kept bytes only, and
+ * only while the record still holds what that fingerprint stood for: not after other facts
+ * were reported, nor with another mask, nor once the agent disconnected or the Node went.
+ */
+static void test_report_same_only_for_what_the_fingerprint_stood_for(void **state)
+{
+	tau_nodestore *s = two_reported_nodes();
+	tau_node_facts f = facts("g1", "h100", 8, true);
+	tau_node_status st;
+	const uint8_t first[] = {1, 2, 3}, again[] = {1, 2, 4}, longer[] = {1, 2, 3, 4, 5};
+
+	(void)state;
+	/* No fingerprint kept yet: the full path. */
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 42, again, sizeof(again), 0, 5), 0);
+	assert_int_equal(tau_nodestore_report(s, &f, 6), 1);
+	assert_int_equal(tau_nodestore_set_inventory(s, "g1", first, sizeof(first), 1, 42), 0);
+	/* Fingerprint 0 is none, another one or another mask is not this inventory. */
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 0, again, sizeof(again), 1, 7), 0);
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 43, again, sizeof(again), 1, 7), 0);
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 42, again, sizeof(again), 0, 7), 0);
+	assert_int_equal(tau_nodestore_report_same(s, "nope", 42, again, sizeof(again), 1, 7), 0);
+	assert_int_equal(tau_nodestore_get(s, "g1", &st), 0);
+	assert_int_equal(st.last_heard_ms, 6);
+	assert_memory_equal(st.inventory, first, sizeof(first));
+	/* The same one: liveness and the kept bytes (same size, then another size). */
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 42, again, sizeof(again), 1, 8), 1);
+	assert_int_equal(tau_nodestore_get(s, "g1", &st), 0);
+	assert_int_equal(st.last_heard_ms, 8);
+	assert_memory_equal(st.inventory, again, sizeof(again));
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 42, longer, sizeof(longer), 1, 9), 1);
+	assert_int_equal(tau_nodestore_get(s, "g1", &st), 0);
+	assert_int_equal(st.inventory_len, sizeof(longer));
+	assert_int_equal(st.inventory_elided, 1);
+	assert_memory_equal(st.inventory, longer, sizeof(longer));
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 42, again, sizeof(again), 1, 10), 1);
+	/* Other facts reported: the fingerprint no longer stands for what is held, even before
+	 * the new inventory is kept (and a failed keep leaves none). */
+	tau_node_facts_clear(&f);
+	f = facts("g1", "h100", 4, true);
+	assert_int_equal(tau_nodestore_report(s, &f, 11), 0);
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 42, again, sizeof(again), 1, 12), 0);
+	assert_int_equal(gpus_in(s, "h100"), 16); /* the Node counts, not the agent */
+	assert_int_equal(tau_nodestore_set_inventory(s, "g1", first, sizeof(first), 1, 44), 0);
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 44, again, sizeof(again), 1, 13), 1);
+	/* The same facts again keep it (rc 1 of tau_nodestore_report changes nothing). */
+	assert_int_equal(tau_nodestore_report(s, &f, 14), 1);
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 44, again, sizeof(again), 1, 15), 1);
+	/* Disconnected: the next stream takes the full path. */
+	tau_nodestore_set_connected(s, "g1", false, 16);
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 44, again, sizeof(again), 1, 17), 0);
+	assert_int_equal(tau_nodestore_get(s, "g1", &st), 0);
+	assert_false(st.connected);
+	assert_int_not_equal(st.last_heard_ms, 17);
+	/* Reconnected with its inventory kept anew, then the Node deleted: gone with it. */
+	assert_int_equal(tau_nodestore_report(s, &f, 18), 0);
+	assert_int_equal(tau_nodestore_set_inventory(s, "g1", first, sizeof(first), 1, 44), 0);
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 44, again, sizeof(again), 1, 19), 1);
+	assert_int_equal(tau_nodestore_api_delete(s, "g1"), 0);
+	assert_int_equal(tau_nodestore_report_same(s, "g1", 44, again, sizeof(again), 1, 20), 0);
+	tau_node_facts_clear(&f);
+	tau_nodestore_free(s);
+}
+
 /* A Node that can no longer be read stops counting (fail closed) and says why. */
 static void test_unreadable_node_stops_counting(void **state)
 {
@@ -506,6 +570,7 @@ int main(void)
 	        cmocka_unit_test(test_unreadable_node_stops_counting),
 	        cmocka_unit_test(test_report_leaves_the_pool_unchanged),
 	        cmocka_unit_test(test_repeated_report_only_refreshes_liveness),
+	        cmocka_unit_test(test_report_same_only_for_what_the_fingerprint_stood_for),
 	        cmocka_unit_test(test_incremental_pool_equals_recount),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

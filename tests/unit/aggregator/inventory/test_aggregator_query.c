@@ -210,7 +210,7 @@ static void get_node_inventory(void **state)
 	inv.node_name = (char *)"a";
 	inv.agent_version = (char *)"1.2.3";
 	len = tau__inventory__v1__node_inventory__pack(&inv, buf);
-	assert_int_equal(tau_nodestore_set_inventory(s, "a", buf, len, 0), 0);
+	assert_int_equal(tau_nodestore_set_inventory(s, "a", buf, len, 0, 0), 0);
 	assert_int_equal(tau_query_get_node(&resp, s, "a", &o), 0);
 	assert_non_null(resp->inventory);
 	assert_string_equal(resp->inventory->agent_version, "1.2.3");
@@ -343,7 +343,7 @@ static unsigned ingest(tau_nodestore *s, const Tau__Inventory__V1__NodeInventory
 	assert_non_null(bytes);
 	assert_int_equal(protobuf_c_message_pack(&kept.base, bytes), len);
 	assert_int_equal(
-	        tau_nodestore_set_inventory(s, inv->node_name, bytes, len, (uint8_t)elided), 0);
+	        tau_nodestore_set_inventory(s, inv->node_name, bytes, len, (uint8_t)elided, 0), 0);
 	free(bytes);
 	tau_report_view_clear(&view);
 	return elided;

@@ -283,13 +283,128 @@ static void ack_supersedes(void **state)
 	assert_false(tau_report_ack_supersedes(&st, 4, act));
 }
 
+/* The report's bytes as the agent sends them, into buf; returns the length. */
+static size_t packed_report(uint8_t *buf, size_t cap, const Tau__Inventory__V1__NodeInventory *inv)
+{
+	Tau__Inventory__V1__AgentReport rep = TAU__INVENTORY__V1__AGENT_REPORT__INIT;
+	size_t n;
+
+	rep.seq = 3;
+	rep.body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_INVENTORY;
+	rep.inventory = (Tau__Inventory__V1__NodeInventory *)inv;
+	n = protobuf_c_message_get_packed_size(&rep.base);
+	assert_true(n <= cap);
+	return protobuf_c_message_pack(&rep.base, buf);
+}
+
+static uint64_t fingerprint_of(const Tau__Inventory__V1__NodeInventory *inv)
+{
+	uint8_t buf[2048];
+	size_t n = packed_report(buf, sizeof(buf), inv);
+
+	return tau_report_fingerprint(buf, n);
+}
+
+/*
+ * The fingerprint stands for everything but the digest and the observation time: a new digest
+ * or time over the same facts keeps it, and any other change moves it, with the digest kept
+ * the same (the agent's digest is never trusted to say "unchanged").
+ */
+static void fingerprint_ignores_only_digest_and_time(void **state)
+{
+	fixture f;
+	uint64_t base;
+	char big[TAU_REPORT_MAX_ID + 2];
+
+	(void)state;
+	build(&f);
+	f.inv.digest = (char *)"d0";
+	f.inv.observed_unix_ms = 1000;
+	base = fingerprint_of(&f.inv);
+	assert_int_not_equal(base, 0);
+	assert_int_equal(fingerprint_of(&f.inv), base);
+	f.inv.digest = (char *)"d1";
+	f.inv.observed_unix_ms = 2000;
+	assert_int_equal(fingerprint_of(&f.inv), base);
+	f.inv.digest = NULL; /* no digest at all: the same facts still */
+	assert_int_equal(fingerprint_of(&f.inv), base);
+	f.inv.digest = (char *)"d0";
+
+	/* Same digest, one field changed: a different fingerprint each time. */
+	f.res[0].quantity = (char *)"7";
+	assert_int_not_equal(fingerprint_of(&f.inv), base);
+	f.res[0].quantity = (char *)"8";
+	f.lab[2].value = (char *)"y";
+	assert_int_not_equal(fingerprint_of(&f.inv), base);
+	f.lab[2].value = (char *)"x";
+	f.inv.ready = false;
+	assert_int_not_equal(fingerprint_of(&f.inv), base);
+	f.inv.ready = true;
+	f.inv.resource_version = (char *)"2";
+	assert_int_not_equal(fingerprint_of(&f.inv), base);
+	f.inv.resource_version = NULL;
+	f.inv.agent_version = (char *)"v2";
+	assert_int_not_equal(fingerprint_of(&f.inv), base);
+	f.inv.agent_version = NULL;
+	assert_int_equal(fingerprint_of(&f.inv), base);
+
+	/* A digest over the limit gives none: the full path refuses it with its own error. */
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	f.inv.digest = big;
+	assert_int_equal(fingerprint_of(&f.inv), 0);
+	f.inv.digest = (char *)"d0";
+	assert_int_equal(fingerprint_of(&f.inv), base);
+}
+
+/* Bytes whose fingerprint would not decide alone give none. */
+static void fingerprint_none(void **state)
+{
+	fixture f;
+	uint8_t buf[2048], two[4096];
+	size_t n;
+	Tau__Inventory__V1__AgentReport rep = TAU__INVENTORY__V1__AGENT_REPORT__INIT;
+	Tau__Inventory__V1__Heartbeat hb = TAU__INVENTORY__V1__HEARTBEAT__INIT;
+	/* seq 1 and field 2 as a varint, not an inventory */
+	const uint8_t varint_inventory[] = {0x08, 0x01, 0x10, 0x05};
+	/* a group (wire type 3) */
+	const uint8_t group[] = {0x08, 0x01, 0x13, 0x14};
+
+	(void)state;
+	build(&f);
+	n = packed_report(buf, sizeof(buf), &f.inv);
+	assert_int_not_equal(tau_report_fingerprint(buf, n), 0);
+	/* truncated, empty, NULL */
+	assert_int_equal(tau_report_fingerprint(buf, n - 1), 0);
+	assert_int_equal(tau_report_fingerprint(buf, 0), 0);
+	assert_int_equal(tau_report_fingerprint(NULL, 0), 0);
+	/* two inventories one after the other (the decoder merges them) */
+	memcpy(two, buf, n);
+	memcpy(two + n, buf, n);
+	assert_int_equal(tau_report_fingerprint(two, 2 * n), 0);
+	/* a heartbeat */
+	hb.digest = (char *)"d0";
+	rep.seq = 2;
+	rep.body_case = TAU__INVENTORY__V1__AGENT_REPORT__BODY_HEARTBEAT;
+	rep.heartbeat = &hb;
+	n = protobuf_c_message_pack(&rep.base, buf);
+	assert_int_equal(tau_report_fingerprint(buf, n), 0);
+	assert_int_equal(tau_report_fingerprint(varint_inventory, sizeof(varint_inventory)), 0);
+	assert_int_equal(tau_report_fingerprint(group, sizeof(group)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(converts_and_sorts), cmocka_unit_test(bad_names),
-	        cmocka_unit_test(bad_quantities),     cmocka_unit_test(oversize),
-	        cmocka_unit_test(sequence_rules),     cmocka_unit_test(view_borrows),
+	        cmocka_unit_test(converts_and_sorts),
+	        cmocka_unit_test(bad_names),
+	        cmocka_unit_test(bad_quantities),
+	        cmocka_unit_test(oversize),
+	        cmocka_unit_test(sequence_rules),
+	        cmocka_unit_test(view_borrows),
 	        cmocka_unit_test(ack_supersedes),
+	        cmocka_unit_test(fingerprint_ignores_only_digest_and_time),
+	        cmocka_unit_test(fingerprint_none),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
