@@ -282,6 +282,8 @@ static void report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	tau_rpc_message_free(msg);
 	if (atomic_load(&drop_md) && md_gone(call))
 		bump(&srv_seen.md_gone);
+	/* Counted before it is acked: a client that has its ack may look at the count. */
+	bump(&srv_seen.reports);
 	if (ack_scripts && seq == ACK_BURST) {
 		for (uint64_t i = 1; i <= ACK_BURST; i++)
 			send_ack(call, i, true);
@@ -291,7 +293,6 @@ static void report_message(tau_rpc_call *call, ProtobufCMessage *msg, void *ud)
 	} else {
 		send_ack(call, seq, false);
 	}
-	bump(&srv_seen.reports);
 }
 
 static int report_start(tau_rpc_call *call, void *ud)
