@@ -78,19 +78,29 @@ static int kv_cmp(const void *a, const void *b)
 	return strcmp(((const kv *)a)->key, ((const kv *)b)->key);
 }
 
-/* Collect an object's members sorted by key; *out is malloc'd. */
-static int sorted_members(kv **out, size_t *n, const cJSON *obj, size_t max, const char *what)
+/*
+ * Collect the members of the object at `path` in `node`, sorted by key; *out is malloc'd. An
+ * absent object is an empty one (*n == 0).
+ */
+static int sorted_members(kv **out, size_t *n, const cJSON *node, const char *path, size_t max)
 {
+	const cJSON *obj = NULL;
 	size_t count = 0, i = 0;
 	kv *arr;
+	int rc = tau_json_get_object(&obj, node, path);
 
+	*n = 0;
+	*out = NULL;
+	if (rc == -TAU_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return rc;
 	for (const cJSON *it = obj->child; it != NULL; it = it->next)
 		count++;
 	if (count > max)
-		return tau_error_set(TAU_ETOOBIG, "%s: %zu entries exceed the limit of %zu", what,
+		return tau_error_set(TAU_ETOOBIG, "%s: %zu entries exceed the limit of %zu", path,
 		                     count, max);
 	*n = count;
-	*out = NULL;
 	if (count == 0)
 		return 0;
 	arr = calloc(count, sizeof(*arr));
@@ -101,8 +111,8 @@ static int sorted_members(kv **out, size_t *n, const cJSON *obj, size_t max, con
 	qsort(arr, count, sizeof(*arr), kv_cmp);
 	for (i = 1; i < count; i++) {
 		if (strcmp(arr[i - 1].key, arr[i].key) == 0) {
-			int rc = tau_error_set(TAU_EINVAL, "%s: key \"%s\" appears twice", what,
-			                       arr[i].key);
+			rc = tau_error_set(TAU_EINVAL, "%s: key \"%s\" appears twice", path,
+			                   arr[i].key);
 
 			free(arr);
 			return rc;
@@ -114,16 +124,10 @@ static int sorted_members(kv **out, size_t *n, const cJSON *obj, size_t max, con
 
 static int read_labels(tau_node_facts *f, const cJSON *node)
 {
-	const cJSON *labels = NULL;
 	kv *arr = NULL;
 	size_t n = 0;
-	int rc = tau_json_get_object(&labels, node, "metadata.labels");
+	int rc = sorted_members(&arr, &n, node, "metadata.labels", TAU_NODE_MAX_LABELS);
 
-	if (rc == -TAU_ENOTFOUND)
-		return 0;
-	if (rc < 0)
-		return rc;
-	rc = sorted_members(&arr, &n, labels, TAU_NODE_MAX_LABELS, "metadata.labels");
 	if (rc < 0 || n == 0)
 		return rc;
 	f->label_keys = calloc(n, sizeof(char *));
@@ -159,16 +163,10 @@ out:
 
 static int read_allocatable(tau_node_facts *f, const cJSON *node)
 {
-	const cJSON *alloc = NULL;
 	kv *arr = NULL;
 	size_t n = 0;
-	int rc = tau_json_get_object(&alloc, node, "status.allocatable");
+	int rc = sorted_members(&arr, &n, node, "status.allocatable", TAU_NODE_MAX_RESOURCES);
 
-	if (rc == -TAU_ENOTFOUND)
-		return 0;
-	if (rc < 0)
-		return rc;
-	rc = sorted_members(&arr, &n, alloc, TAU_NODE_MAX_RESOURCES, "status.allocatable");
 	if (rc < 0 || n == 0)
 		return rc;
 	f->allocatable = calloc(n, sizeof(*f->allocatable));
