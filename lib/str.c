@@ -1,6 +1,6 @@
 /*
- * str.c - string equality with both NULL meanings, and formatting into an
- * optional buffer.
+ * str.c - string equality with both NULL meanings, formatting into an
+ * optional buffer, and an enum value's text from its table.
  */
 #include "tau/str.h"
 
@@ -29,4 +29,11 @@ void tau_str_printf(char *buf, size_t cap, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, cap, fmt, ap);
 	va_end(ap);
+}
+
+const char *tau_str_enum_name(const char *const *names, size_t n, int value, const char *unknown)
+{
+	if (value < 0 || (size_t)value >= n || names[value] == NULL)
+		return unknown;
+	return names[value];
 }

@@ -26,4 +26,14 @@ bool tau_str_eq_both_set(const char *a, const char *b);
 void tau_str_printf(char *buf, size_t cap, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
+/**
+ * The text of an enum value from a table indexed by the value (a designated
+ * initializer, `[TAU_X_FOO] = "Foo"`): unknown when the value is outside the
+ * table or its slot is empty.
+ *
+ *   static const char *const names[] = {[TAU_NODE_KIND_FLEX] = "Flex", ...};
+ *   return tau_str_enum_name(names, TAU_N_ELEMENTS(names), kind, "Unknown");
+ */
+const char *tau_str_enum_name(const char *const *names, size_t n, int value, const char *unknown);
+
 #endif /* TAU_STR_H */

@@ -1,5 +1,10 @@
-/* Unit tests of string equality (both NULL meanings) and formatting into an optional buffer. */
+/*
+ * Unit tests of string equality (both NULL meanings), formatting into an optional buffer
+ * and enum names from a table.
+ */
 #include "tau/str.h"
+
+#include "tau/mem.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,12 +52,29 @@ static void test_printf(void **state)
 	assert_string_equal(buf, "");
 }
 
+enum colour { RED, GREEN, BLUE, N_COLOURS };
+
+static void test_enum_name(void **state)
+{
+	static const char *const names[] = {[RED] = "Red", [BLUE] = "Blue"};
+
+	(void)state;
+	assert_string_equal(tau_str_enum_name(names, TAU_N_ELEMENTS(names), RED, "?"), "Red");
+	assert_string_equal(tau_str_enum_name(names, TAU_N_ELEMENTS(names), BLUE, "?"), "Blue");
+	/* a hole in the table, a value past its end and a negative value: the fallback */
+	assert_string_equal(tau_str_enum_name(names, TAU_N_ELEMENTS(names), GREEN, "?"), "?");
+	assert_string_equal(tau_str_enum_name(names, TAU_N_ELEMENTS(names), N_COLOURS, "?"), "?");
+	assert_string_equal(tau_str_enum_name(names, TAU_N_ELEMENTS(names), -1, "?"), "?");
+	assert_null(tau_str_enum_name(names, TAU_N_ELEMENTS(names), 7, NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_eq_or_both_null),
 	        cmocka_unit_test(test_eq_both_set),
 	        cmocka_unit_test(test_printf),
+	        cmocka_unit_test(test_enum_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
