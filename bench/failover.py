@@ -70,6 +70,7 @@ from harness.kubesim import kube_request  # noqa: E402
 from harness.procs import Proc, make_workdir, remove_workdir  # noqa: E402
 from harness.quantity import parse as qparse  # noqa: E402
 from harness.tokens import agent_tokens, agent_token, write_table  # noqa: E402
+from harness.waits import EventLog, wait_for  # noqa: E402
 
 TEAM = "research"
 NS = "kube-system"
@@ -130,8 +131,7 @@ class Watch:
     """Every event of one object from a kube-sim watch, with its arrival time, in a thread."""
 
     def __init__(self, port, token, collection, name, rv):
-        self.events = []  # (monotonic arrival, type, resourceVersion as int, object)
-        self.cv = threading.Condition()
+        self.log = EventLog()  # (monotonic arrival, type, resourceVersion as int, object)
         self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
         self.c.request("GET", "%s?watch=1&fieldSelector=metadata.name%%3D%s&resourceVersion=%s"
                        % (collection, name, rv), headers={"Authorization": "Bearer " + token})
@@ -147,28 +147,17 @@ class Watch:
                 ev = json.loads(line)
                 obj = ev.get("object") or {}
                 rv = int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-                with self.cv:
-                    self.events.append((now, ev.get("type"), rv, obj))
-                    self.cv.notify_all()
+                self.log.append((now, ev.get("type"), rv, obj))
         except Exception:  # noqa: BLE001 - the stream ends when close() shuts the socket
             pass
+        finally:
+            self.log.end()
 
     def wait(self, pred, deadline, what):
-        with self.cv:
-            i = 0
-            while True:
-                while i < len(self.events):
-                    if pred(self.events[i]):
-                        return self.events[i]
-                    i += 1
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise Failed("timed out waiting for %s" % what)
-                self.cv.wait(left)
+        return self.log.wait(pred, 0, deadline - time.monotonic(), what)[1]
 
     def snapshot(self):
-        with self.cv:
-            return list(self.events)
+        return self.log.snapshot()
 
     def close(self):
         try:
@@ -233,14 +222,7 @@ class Bench:
         return min(self.deadline, time.monotonic() + seconds)
 
     def wait(self, pred, seconds, what):
-        end = self.until(seconds)
-        while True:
-            got = pred()
-            if got:
-                return got
-            if time.monotonic() >= end:
-                raise Failed("timed out waiting for %s" % what)
-            time.sleep(POLL_S)
+        return wait_for(pred, self.until(seconds) - time.monotonic(), what, interval=POLL_S)
 
     def req(self, method, path, body=None, ctype="application/json"):
         return kube_request(self.port, self.admin, method, path, body, ctype=ctype)

@@ -69,6 +69,7 @@ from harness.kubesim import kube_request  # noqa: E402
 from harness.procs import Proc, make_workdir, remove_workdir  # noqa: E402
 from harness.tls import make_tls  # noqa: E402
 from harness.tokens import AGENT_USER, agent_token  # noqa: E402
+from harness.waits import wait_for  # noqa: E402
 from kubesim import satoken  # noqa: E402
 
 GPU = "nvidia.com/gpu"
@@ -263,19 +264,16 @@ class Bench:
             m.get("tau_aggregator_agents_connected") == self.a.agents and \
             m.get("tau_aggregator_auth_confirms_pending") == 0
 
+    def alive(self):
+        """Raises Failed when the aggregator or the swarm has exited (a wait's guard)."""
+        if self.agg is not None and self.agg.proc.p.poll() is not None:
+            raise Failed("the aggregator exited (rc %s)" % self.agg.proc.p.returncode)
+        if self.swarm is not None and self.swarm.p.poll() is not None:
+            raise Failed("the swarm exited (rc %s)" % self.swarm.p.returncode)
+
     def wait(self, pred, seconds, what):
-        end = self.until(seconds)
-        while True:
-            got = pred()
-            if got:
-                return got
-            if time.monotonic() >= end:
-                raise Failed("timed out waiting for %s" % what)
-            if self.agg is not None and self.agg.proc.p.poll() is not None:
-                raise Failed("the aggregator exited (rc %s)" % self.agg.proc.p.returncode)
-            if self.swarm is not None and self.swarm.p.poll() is not None:
-                raise Failed("the swarm exited (rc %s)" % self.swarm.p.returncode)
-            time.sleep(POLL_S)
+        return wait_for(pred, self.until(seconds) - time.monotonic(), what, interval=POLL_S,
+                        guard=self.alive)
 
     def floor(self):
         """kube-sim answering one TokenReview per agent on FLOOR_CONNS keep-alive connections."""

@@ -74,8 +74,8 @@ import harness_path  # noqa: E402,F401  (puts tests/e2e on sys.path)
 from harness import agents, paths, proto  # noqa: E402
 from harness import budget as h  # noqa: E402
 from harness import workspace as wst  # noqa: E402
-from harness.agents import FakeAgent, inventory_from_node  # noqa: E402
 from harness.aggregator import expected_pool  # noqa: E402
+from harness.churn import Api, Failed, Swarm  # noqa: E402
 from harness.quantity import parse as qparse  # noqa: E402
 from harness.tokens import agent_token  # noqa: E402
 from harness.waits import wait_for  # noqa: E402
@@ -87,11 +87,6 @@ CLASSES = (("h100", h.H100, 0.5), ("h200", h.H100_B, 0.25), ("a100", h.A100, 0.2
 WATCHED = ("nodes", "cohorts", "clusterqueues", "resourceflavors", "teams", "clusters")
 FRESH_PASSES = 3  # budget passes the fresh aggregator makes, after it agrees, writing nothing
 LOOP_KINDS = ("cohorts", "clusterqueues", "resourceflavors", "teams", "clusters")
-TRANSIENT = (429, 500, 502, 503, 504)
-
-
-class Failed(Exception):
-    pass
 
 
 def now():
@@ -112,109 +107,6 @@ def quotas(cohort):
 
 def show(d):
     return ", ".join("%s/%s=%s" % (k[0], k[1], v) for k, v in sorted(d.items()))
-
-
-# -- the API, retried through the injected faults -----------------------------------------------
-
-class Api:
-    def __init__(self, sim, stop):
-        self.sim, self.stop = sim, stop
-
-    def call(self, method, path, body=None, ctype="application/json", ok=(200, 201),
-             timeout=60):
-        deadline = now() + timeout
-        while True:
-            try:
-                st, obj = self.sim.req(method, path, body, ctype)
-            except OSError:
-                st, obj = None, None
-            if st in ok:
-                return st, obj
-            if st is not None and st not in TRANSIENT:
-                return st, obj
-            if now() > deadline:
-                raise Failed("%s %s: still %s after %d s" % (method, path, st, timeout))
-            time.sleep(1.0 if st == 429 else 0.1)
-
-    def must(self, method, path, body=None, ctype="application/json", ok=(200, 201)):
-        st, obj = self.call(method, path, body, ctype, ok)
-        if st not in ok:
-            raise Failed("%s %s -> %s %s" % (method, path, st, json.dumps(obj)[:300]))
-        return obj
-
-    def merge(self, path, patch):
-        return self.must("PATCH", path, patch, "application/merge-patch+json")
-
-
-# -- the agents -----------------------------------------------------------------------------------
-
-class Swarm(threading.Thread):
-    """One Report stream per node over a few channels; a stream that ends is reopened after a
-    jittered backoff (0.5 s x1.6, at most 5 s, reset by an ack), starting again with seq 1."""
-
-    def __init__(self, addr, rng, channels=4):
-        super().__init__(daemon=True)
-        self.chans = [grpc.insecure_channel(addr) for _ in range(channels)]
-        self.rng = rng
-        self.lock = threading.Lock()
-        self.nodes = {}      # name -> Node object as the API returned it (None: deleted)
-        self.dirty = set()
-        self.agents = {}     # name -> [FakeAgent or None, next try, failures]
-        self.halt = threading.Event()
-        self.connects = 0
-        self.error = None
-
-    def set_node(self, name, obj):
-        with self.lock:
-            self.nodes[name] = obj
-            self.dirty.add(name)
-
-    def _start(self, name, obj, i):
-        a = FakeAgent(proto.inventory(), self.chans[i % len(self.chans)], agent_token(name),
-                      inventory_from_node(proto.inventory(), obj))
-        self.connects += 1
-        return a
-
-    def run(self):
-        try:
-            while not self.halt.wait(0.1):
-                with self.lock:
-                    items = list(self.nodes.items())
-                    dirty, self.dirty = self.dirty, set()
-                t = now()
-                for i, (name, obj) in enumerate(items):
-                    st = self.agents.setdefault(name, [None, 0.0, 0])
-                    a = st[0]
-                    if obj is None:
-                        if a is not None and not a.done:
-                            a.cancel()
-                        st[0] = None
-                        continue
-                    if a is not None and a.done:
-                        got_ack = bool(a.acks)
-                        st[2] = 0 if got_ack else st[2] + 1
-                        st[1] = t + min(5.0, 0.5 * 1.6 ** st[2]) * self.rng.uniform(0.8, 1.2)
-                        st[0] = a = None
-                    if a is None:
-                        if t >= st[1]:
-                            st[0] = self._start(name, obj, i)
-                    elif name in dirty:
-                        a.send_inventory(inventory_from_node(proto.inventory(), obj))
-        except Exception as e:  # reported by the main loop
-            self.error = e
-
-    def close(self):
-        self.halt.set()
-        if self.ident is not None:  # started
-            self.join(10)
-        for st in self.agents.values():
-            if st[0] is not None and not st[0].done:
-                try:
-                    st[0].call.cancel()
-                except Exception:
-                    pass
-        for c in self.chans:
-            c.close()
 
 
 # -- the soak -------------------------------------------------------------------------------------

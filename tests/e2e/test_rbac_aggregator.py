@@ -38,7 +38,7 @@ import unittest
 import grpc
 import yaml  # python3-yaml
 
-from harness import paths, proto
+from harness import paths, proto, waits
 from harness.aggregator import QRY, node, require_all
 from harness.kubesim import kube_request
 from harness.procs import Proc, make_workdir, remove_workdir
@@ -624,17 +624,19 @@ CHECKS = [name for name, _, _ in SCENARIO]
 
 
 def wait(r, cond, timeout):
-    """Seconds until cond(r) held, or None after timeout (polled, never slept blindly)."""
+    """Seconds until cond(r) held, or None after timeout (an API error reads as not yet)."""
     t0 = time.monotonic()
-    while True:
+
+    def held():
         try:
-            if cond(r):
-                return time.monotonic() - t0
+            return cond(r)
         except (OSError, http.client.HTTPException, ValueError):
-            pass
-        if time.monotonic() - t0 >= timeout:
-            return None
-        time.sleep(0.1)
+            return False
+    try:
+        waits.wait_for(held, timeout, "the scenario's condition", interval=0.1)
+    except AssertionError:
+        return None
+    return time.monotonic() - t0
 
 
 def run_scenario(r, expect=None):

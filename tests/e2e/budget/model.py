@@ -8,7 +8,7 @@ kube-sim and the real tau-aggregator, every write checked from kube-sim's write 
 
 For each seed: kube-sim (the budget e2e harness's, with --history-events, as bench/soak.py sets
 it up: harness.budget.Cluster with a write history), the real aggregator (MultipleWorkspaces=true) on a fixed gRPC port, the
-soak's agent swarm (one Report stream per Node, following the Node as the model changes it),
+harness.churn's agent swarm (one Report stream per Node, following the Node as the model changes it),
 three GPU nodes, the capacity team `research` with one workspace. Then --ops operations drawn by
 random.Random(seed), each applied at once or after the previous one settled (the seed decides):
 
@@ -94,12 +94,12 @@ from fractions import Fraction
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-import soak  # noqa: E402  (bench/soak.py: its Api and Swarm; it puts tests/e2e on sys.path)
+sys.path.insert(0, os.path.dirname(HERE))  # tests/e2e, the harness package's folder
 from harness import budget as h  # noqa: E402
 from harness import paths, proto  # noqa: E402
 from harness import workspace as wst  # noqa: E402
 from harness.aggregator import expected_pool  # noqa: E402
+from harness.churn import Api, Failed, Swarm  # noqa: E402
 from harness.quantity import parse as qparse  # noqa: E402
 
 NODE_NAMES = ["m-%d" % i for i in range(10)]
@@ -133,13 +133,13 @@ class Run:
     # set-up and tear-down
     def start(self):
         self.c = h.Cluster(NODE_NAMES + DRA_NODES, ["--history-events", "400000"])
-        self.api = soak.Api(self.c.sim, None)
+        self.api = Api(self.c.sim, None)
         self.rv0 = int(self.c.sim.req("GET", "/sim/state", token=False)[1]["resourceVersion"])
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
         self.port = s.getsockname()[1]
         s.close()
-        self.swarm = soak.Swarm("127.0.0.1:%d" % self.port, random.Random(self.seed), 2)
+        self.swarm = Swarm("127.0.0.1:%d" % self.port, random.Random(self.seed), 2)
         for name, cls, rack in (("m-0", "h100", "r0"), ("m-1", "h100", "r1"),
                                 ("m-2", "a100", "r1")):
             self.node_add({"name": name, "cls": cls, "rack": rack})
@@ -899,7 +899,7 @@ def run_once(a, seed, ops, notes=None):
             chk.fail("L1 no loop", "owned objects still written 30 s after the last "
                      "operation (%d owned writes in all)" % r.owned_write_rv()[1])
         return chk.failures
-    except (soak.Failed, AssertionError) as e:
+    except (Failed, AssertionError) as e:
         return [("run", str(e)[:3000])]
     finally:
         r.stop()

@@ -31,7 +31,7 @@ from harness.aggregator import node as agg_node
 from harness.kubesim import WatchStream
 from harness.quantity import parse as qparse
 from harness.tokens import agent_token
-from harness.waits import wait_for
+from harness.waits import EventLog, wait_for
 
 SYS_NS = "tau-system"
 KUEUE = wst.KUEUE
@@ -503,32 +503,32 @@ class Cluster:
 
 
 class Recorder:
-    """Every watch event of a collection from now on, with its arrival time."""
+    """Every watch event of a collection from now on, with its arrival time: a waits.EventLog
+    of (monotonic arrival, type, decode(object)); decode defaults to the object itself (a
+    bench with many events keeps only what it needs of each)."""
 
-    def __init__(self, sim, path):
+    def __init__(self, sim, path, decode=None):
+        self.decode = decode or (lambda obj: obj)
         # limit=1: the collection's resourceVersion without reading every object.
         rv = sim.ok("GET", path + "?limit=1")["metadata"]["resourceVersion"]
         self.w = WatchStream(sim, "%s?watch=1&resourceVersion=%s" % (path, rv),
                                      timeout=900)
-        self.events = []
-        self.lock = threading.Lock()
+        self.log = EventLog()
         self.t = threading.Thread(target=self._read, daemon=True)
         self.t.start()
 
     def _read(self):
         try:
-            while True:
-                ev = self.w.next()
-                if ev is None:
-                    return
-                with self.lock:
-                    self.events.append((time.monotonic(), ev.get("type"), ev.get("object")))
+            for ev in iter(self.w.next, None):
+                self.log.append((time.monotonic(), ev.get("type"),
+                                 self.decode(ev.get("object") or {})))
         except (OSError, ValueError, http.client.HTTPException):
-            return  # closed
+            pass  # closed
+        finally:
+            self.log.end()
 
     def snapshot(self):
-        with self.lock:
-            return list(self.events)
+        return self.log.snapshot()
 
     def close(self):
         # Shut the socket first: closing the response would wait for the reader's lock.
