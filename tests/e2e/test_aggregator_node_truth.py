@@ -31,8 +31,9 @@ import time
 import unittest
 
 import grpc
+import yaml
 
-from harness import agents, kubesim, paths, proto, require
+from harness import agents, kubesim, paths, proto, require, waits
 from harness.agents import (DISK, ND_NODE, FakeAgent, FakePlugin, inventory_from_node,
                             kubelet_config, write_atomic)
 from harness.agents import FAKE_GPUS as GPUS
@@ -113,16 +114,12 @@ class WithAggregator:
         """Run change(); the CLI must show pred() within `limit` seconds (measured)."""
         t0 = time.monotonic()
         change()
-        deadline = t0 + limit + 10
-        while True:
-            got = pred()
-            if got:
-                break
-            if time.monotonic() > deadline:
-                self.fail("%s: not seen in %.0f s; node %s\nagent:\n%s\naggregator:\n%s"
-                          % (what, limit + 10, self.node(), self.agent.logs()[-2000:],
-                             self.agg.log()[-3000:]))
-            time.sleep(0.1)  # poll interval of a wait-for-condition, not a fixed wait
+        try:
+            got = waits.wait_for(pred, limit + 10, what, interval=0.1)
+        except AssertionError:
+            self.fail("%s: not seen in %.0f s; node %s\nagent:\n%s\naggregator:\n%s"
+                      % (what, limit + 10, self.node(), self.agent.logs()[-2000:],
+                         self.agg.log()[-3000:]))
         took = time.monotonic() - t0
         sys.stderr.write("%s: seen in %.2f s\n" % (what, took))
         self.assertLess(took, limit, "%s took %.1f s" % (what, took))
@@ -191,6 +188,11 @@ class AggregatorNodeTruth(WithAggregator, unittest.TestCase):
         doc = self.fit("--gpus", "8", "--whole-nodes", "--ib")
         self.assertEqual(doc["placement"], [{"node": ND_NODE, "gpus": 8, "gpusFree": 8}])
         self.assertEqual(doc["unknownCount"], 0)
+        # -o yaml is the same document, read back by a YAML 1.1 reader (PyYAML).
+        r = self.tau("fit", "--gpu-class", CLASS, "--gpus", "8", "--whole-nodes", "--ib",
+                     "-o", "yaml")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(yaml.safe_load(r.stdout), doc)
         r = self.tau("nodes")
         self.assertEqual(r.returncode, 0, r.stderr)
         head = r.stdout.splitlines()[0].split()
