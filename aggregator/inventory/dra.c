@@ -19,6 +19,7 @@
 
 #include "tau/array.h"
 #include "tau/error.h"
+#include "tau/mem.h"
 #include "tau/str.h"
 
 #include <stdarg.h>
@@ -126,21 +127,15 @@ void tau_dra_view_free(tau_dra_view *view)
 	for (size_t i = 0; i < view->n_nodes; i++) {
 		for (size_t j = 0; j < view->nodes[i].n_notes; j++)
 			free_note(&view->nodes[i].notes[j]);
-		free(view->nodes[i].notes);
-		free(view->nodes[i].resources);
-		free(view->nodes[i].members);
+		tau_free_many(view->nodes[i].notes, view->nodes[i].resources,
+		              view->nodes[i].members);
 	}
 	for (size_t i = 0; i < view->n_notes; i++)
 		free_note(&view->notes[i]);
 	for (size_t i = 0; i < view->n_node_notes; i++)
 		free_note(&view->node_notes[i].note);
-	free(view->nodes);
-	free(view->notes);
-	free(view->node_notes);
-	free(view->matches);
-	free(view->members);
-	free(view->classes);
-	free(view->pools);
+	tau_free_many(view->nodes, view->notes, view->node_notes, view->matches, view->members,
+	              view->classes, view->pools);
 	free(view);
 }
 

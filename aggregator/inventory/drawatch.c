@@ -16,6 +16,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/log.h"
+#include "tau/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,14 +36,15 @@ typedef struct dra_informer {
 	tau_inventory_dra_kind kind;
 } dra_informer;
 
+/* The watch's informers, in the order they start (freed in the reverse order). */
+enum { CLASSES, SLICES, KUEUE, N_INFORMERS };
+
 struct tau_inventory_dra_watch {
 	tau_inventory_dra_sink sink;
 	dra_informer slices_of, classes_of; /* the informers' handler arguments */
 	char *kueue_namespace;
 	char *kueue_configmap;
-	tau_kube_informer *classes;
-	tau_kube_informer *slices;
-	tau_kube_informer *kueue;
+	tau_kube_informer *informers[N_INFORMERS];
 };
 
 /* Informers cache what this leaves: the spec and the identity, not the write history. */
@@ -136,7 +138,7 @@ static void kueue_synced(void *arg)
 {
 	tau_inventory_dra_watch *w = arg;
 
-	if (tau_kube_informer_count(w->kueue) == 0)
+	if (tau_kube_informer_count(w->informers[KUEUE]) == 0)
 		kueue_report(w, NULL);
 }
 
@@ -197,11 +199,12 @@ int tau_inventory_dra_watch_new(tau_inventory_dra_watch **out, tau_kube_loop *lo
 	sh.arg = &w->slices_of;
 	ch.arg = &w->classes_of;
 	kh.arg = w;
-	if ((rc = tau_kube_informer_new(&w->slices, loop, &tau_inventory_res_resourceslices, &dra,
-	                                &sh)) < 0 ||
-	    (rc = tau_kube_informer_new(&w->classes, loop, &tau_inventory_res_deviceclasses, &dra,
-	                                &ch)) < 0 ||
-	    (rc = tau_kube_informer_new(&w->kueue, loop, &tau_kube_res_configmaps, &ko, &kh)) < 0)
+	if ((rc = tau_kube_informer_new(&w->informers[SLICES], loop,
+	                                &tau_inventory_res_resourceslices, &dra, &sh)) < 0 ||
+	    (rc = tau_kube_informer_new(&w->informers[CLASSES], loop,
+	                                &tau_inventory_res_deviceclasses, &dra, &ch)) < 0 ||
+	    (rc = tau_kube_informer_new(&w->informers[KUEUE], loop, &tau_kube_res_configmaps, &ko,
+	                                &kh)) < 0)
 		goto fail;
 	*out = w;
 	return 0;
@@ -212,25 +215,26 @@ fail:
 
 void tau_inventory_dra_watch_start(tau_inventory_dra_watch *w)
 {
-	tau_kube_informer_start(w->classes);
-	tau_kube_informer_start(w->slices);
-	tau_kube_informer_start(w->kueue);
+	for (size_t i = 0; i < N_INFORMERS; i++)
+		tau_kube_informer_start(w->informers[i]);
 }
 
 bool tau_inventory_dra_watch_synced(tau_inventory_dra_watch *w)
 {
-	return w != NULL && tau_kube_informer_has_synced(w->classes) &&
-	       tau_kube_informer_has_synced(w->slices) && tau_kube_informer_has_synced(w->kueue);
+	if (w == NULL)
+		return false;
+	for (size_t i = 0; i < N_INFORMERS; i++)
+		if (!tau_kube_informer_has_synced(w->informers[i]))
+			return false;
+	return true;
 }
 
 void tau_inventory_dra_watch_free(tau_inventory_dra_watch *w)
 {
 	if (w == NULL)
 		return;
-	tau_kube_informer_free(w->kueue);
-	tau_kube_informer_free(w->slices);
-	tau_kube_informer_free(w->classes);
-	free(w->kueue_namespace);
-	free(w->kueue_configmap);
+	for (size_t i = N_INFORMERS; i-- > 0;)
+		tau_kube_informer_free(w->informers[i]);
+	tau_free_many(w->kueue_namespace, w->kueue_configmap);
 	free(w);
 }
