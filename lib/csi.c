@@ -12,6 +12,8 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
+#include "tau/str.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,15 +28,12 @@
 
 const char *tau_csi_managed_by_name(tau_csi_managed_by managed_by)
 {
-	switch (managed_by) {
-	case TAU_CSI_MANAGED_AKS_ADDON:
-		return "AKSAddon";
-	case TAU_CSI_MANAGED_DEPLOYMENT:
-		return "Deployment";
-	case TAU_CSI_MANAGED_UNKNOWN:
-		break;
-	}
-	return "Unknown";
+	static const char *const names[] = {
+	        [TAU_CSI_MANAGED_AKS_ADDON] = "AKSAddon",
+	        [TAU_CSI_MANAGED_DEPLOYMENT] = "Deployment",
+	};
+
+	return tau_str_enum_name(names, TAU_N_ELEMENTS(names), (int)managed_by, "Unknown");
 }
 
 /* One served driver and the first pod of each verdict (names lent from the list). */

@@ -13,6 +13,7 @@
 #include "tau/error.h"
 #include "tau/kubeconfig.h"
 #include "tau/log.h"
+#include "tau/mem.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -75,21 +76,9 @@ void tau_kube_config_free(tau_kube_config *cfg)
 {
 	if (cfg == NULL)
 		return;
-	free(cfg->server);
-	free(cfg->tls_server_name);
-	free(cfg->ca_file);
-	free(cfg->ca_data);
-	free(cfg->cert_file);
-	free(cfg->cert_data);
-	free(cfg->key_file);
-	free(cfg->key_data);
-	free(cfg->token);
-	free(cfg->token_file);
-	free(cfg->username);
-	free(cfg->password);
-	free(cfg->namespace);
-	free(cfg->context);
-	free(cfg->user_agent);
+	tau_free_many(cfg->server, cfg->tls_server_name, cfg->ca_file, cfg->ca_data, cfg->cert_file,
+	              cfg->cert_data, cfg->key_file, cfg->key_data, cfg->token, cfg->token_file,
+	              cfg->username, cfg->password, cfg->namespace, cfg->context, cfg->user_agent);
 	free(cfg);
 }
 

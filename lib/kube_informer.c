@@ -24,6 +24,7 @@
 #include "tau/hmap.h"
 #include "tau/json.h"
 #include "tau/log.h"
+#include "tau/mem.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -810,12 +811,8 @@ static char *dup_opt(const char *s, bool *bad)
 static void release(tau_kube_informer *inf)
 {
 	tau_hmap_destroy(&inf->cache);
-	free(inf->group);
-	free(inf->version);
-	free(inf->plural);
-	free(inf->ns);
-	free(inf->label_selector);
-	free(inf->field_selector);
+	tau_free_many(inf->group, inf->version, inf->plural, inf->ns, inf->label_selector,
+	              inf->field_selector);
 	free(inf);
 }
 

@@ -19,6 +19,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/log.h"
+#include "tau/mem.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -95,9 +96,7 @@ int tau_kube_leader_new(tau_kube_leader **out, tau_kube_client *client,
 	le->name = tau_kube_strdup(cfg->name);
 	le->identity = tau_kube_strdup(cfg->identity);
 	if (le->ns == NULL || le->name == NULL || le->identity == NULL) {
-		free(le->ns);
-		free(le->name);
-		free(le->identity);
+		tau_free_many(le->ns, le->name, le->identity);
 		free(le);
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	}
@@ -457,8 +456,6 @@ void tau_kube_leader_free(tau_kube_leader *le)
 	free(le->observed_spec);
 	pthread_cond_destroy(&le->cond);
 	pthread_mutex_destroy(&le->lock);
-	free(le->ns);
-	free(le->name);
-	free(le->identity);
+	tau_free_many(le->ns, le->name, le->identity);
 	free(le);
 }

@@ -13,6 +13,7 @@
 #include "kube_internal.h"
 #include "yaml_internal.h"
 #include "tau/error.h"
+#include "tau/mem.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -65,32 +66,18 @@ struct tau_kubeconfig {
 
 static void cluster_clear(kc_cluster *c)
 {
-	free(c->name);
-	free(c->server);
-	free(c->ca_file);
-	free(c->ca_data);
-	free(c->tls_server_name);
+	tau_free_many(c->name, c->server, c->ca_file, c->ca_data, c->tls_server_name);
 }
 
 static void user_clear(kc_user *u)
 {
-	free(u->name);
-	free(u->token);
-	free(u->token_file);
-	free(u->cert_file);
-	free(u->cert_data);
-	free(u->key_file);
-	free(u->key_data);
-	free(u->username);
-	free(u->password);
+	tau_free_many(u->name, u->token, u->token_file, u->cert_file, u->cert_data, u->key_file,
+	              u->key_data, u->username, u->password);
 }
 
 static void context_clear(kc_context *c)
 {
-	free(c->name);
-	free(c->cluster);
-	free(c->user);
-	free(c->namespace);
+	tau_free_many(c->name, c->cluster, c->user, c->namespace);
 }
 
 void tau_kubeconfig_free(tau_kubeconfig *kc)
@@ -103,10 +90,7 @@ void tau_kubeconfig_free(tau_kubeconfig *kc)
 		user_clear(&kc->users[i]);
 	for (size_t i = 0; i < kc->n_contexts; i++)
 		context_clear(&kc->contexts[i]);
-	free(kc->clusters);
-	free(kc->users);
-	free(kc->contexts);
-	free(kc->current_context);
+	tau_free_many(kc->clusters, kc->users, kc->contexts, kc->current_context);
 	free(kc);
 }
 

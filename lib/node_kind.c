@@ -5,6 +5,8 @@
 #include "tau/node_kind.h"
 
 #include "tau/json.h"
+#include "tau/mem.h"
+#include "tau/str.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -12,17 +14,13 @@
 
 const char *tau_node_kind_name(tau_node_kind kind)
 {
-	switch (kind) {
-	case TAU_NODE_KIND_AGENT_POOL:
-		return "AgentPool";
-	case TAU_NODE_KIND_FLEX:
-		return "Flex";
-	case TAU_NODE_KIND_OTHER:
-		return "Other";
-	case TAU_NODE_KIND_UNKNOWN:
-		break;
-	}
-	return NULL;
+	static const char *const names[] = {
+	        [TAU_NODE_KIND_AGENT_POOL] = "AgentPool",
+	        [TAU_NODE_KIND_FLEX] = "Flex",
+	        [TAU_NODE_KIND_OTHER] = "Other",
+	};
+
+	return tau_str_enum_name(names, TAU_N_ELEMENTS(names), (int)kind, NULL);
 }
 
 /* Case-insensitive search for needle in hay; returns the match or NULL. */

@@ -10,6 +10,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 #include "tau/names.h"
 #include "tau/str.h"
 
@@ -20,12 +21,7 @@ void tau_node_facts_clear(tau_node_facts *f)
 {
 	if (f == NULL)
 		return;
-	free(f->name);
-	free(f->uid);
-	free(f->resource_version);
-	free(f->os);
-	free(f->gpu_class);
-	free(f->provider_id);
+	tau_free_many(f->name, f->uid, f->resource_version, f->os, f->gpu_class, f->provider_id);
 	for (size_t i = 0; i < f->n_labels; i++) {
 		free(f->label_keys[i]);
 		free(f->label_values[i]);

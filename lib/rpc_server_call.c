@@ -19,6 +19,7 @@
 #include "rpc_server_internal.h"
 #include "tau/error.h"
 #include "tau/log.h"
+#include "tau/mem.h"
 #include "tau/rpc_server.h"
 
 #include <grpc/byte_buffer.h>
@@ -87,10 +88,7 @@ static tau_rpc_code decode_buffer(ProtobufCMessage **out, const ProtobufCMessage
 static void call_free(tau_rpc_call *c)
 {
 	tau_rpc_ring_free(&c->sendq);
-	free(atomic_load(&c->md));
-	free(c->peer_identity);
-	free(c->peer_cn);
-	free(c->peer_address);
+	tau_free_many(atomic_load(&c->md), c->peer_identity, c->peer_cn, c->peer_address);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
