@@ -187,51 +187,87 @@ static bool readiness(void *ud, char *reason, size_t cap)
 	return established;
 }
 
+/*
+ * Run one start of the workspace or budget controller once, under the controller's `mu`:
+ * nothing when `*done` or after its shutdown (`*closed`); else `step`, which answers > 0
+ * when there is no controller, 0 when it started (`*done` turns true) or < 0, logged with
+ * `what` as the reason's message.  @return 0 or < 0.
+ */
+static int start_once(runtime *rt, pthread_mutex_t *mu, const bool *closed, bool *done,
+                      int (*step)(runtime *rt), const char *what)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(mu);
+	if (!*closed && !*done) {
+		rc = step(rt);
+		if (rc < 0)
+			tau_log_error(what, "reason", tau_error_last()->msg, NULL);
+		*done = rc == 0;
+	}
+	pthread_mutex_unlock(mu);
+	return rc < 0 ? rc : 0;
+}
+
+static int ws_open_step(runtime *rt)
+{
+	ws_runtime *ws = &rt->ws;
+	int rc;
+
+	if (ws->ctl == NULL)
+		return 1;
+	if ((rc = tau_ws_controller_start_informers(ws->ctl)) < 0 ||
+	    (rc = tau_kube_loop_start_thread(ws->loop)) < 0)
+		return rc;
+	tau_inventory_set_workspaces(rt->agg, ws->ctl);
+	return 0;
+}
+
 /* Open the workspace controller's caches on every replica (main thread): the informers
  * and their loop start, and workspace queries answer from them, leader or not.
  * @return 0 or < 0. */
 static int ws_open(runtime *rt)
 {
-	ws_runtime *ws = &rt->ws;
-	int rc = 0;
+	return start_once(rt, &rt->ws.mu, &rt->ws.closed, &rt->ws.loop_running, ws_open_step,
+	                  "cannot start the workspace informers");
+}
 
-	pthread_mutex_lock(&ws->mu);
-	if (ws->ctl == NULL || ws->closed || ws->loop_running)
-		goto out;
-	if ((rc = tau_ws_controller_start_informers(ws->ctl)) < 0 ||
-	    (rc = tau_kube_loop_start_thread(ws->loop)) < 0) {
-		tau_log_error("cannot start the workspace informers", "reason",
-		              tau_error_last()->msg, NULL);
-		goto out;
-	}
-	ws->loop_running = true;
-	tau_inventory_set_workspaces(rt->agg, ws->ctl);
-out:
-	pthread_mutex_unlock(&ws->mu);
-	return rc;
+static int ws_start_step(runtime *rt)
+{
+	ws_runtime *ws = &rt->ws;
+	int rc;
+
+	if (ws->ctl == NULL)
+		return 1;
+	if ((rc = tau_ws_controller_start(ws->ctl)) < 0)
+		return rc;
+	tau_log_info("workspace controller started", "system_namespace", ws->system_namespace,
+	             "namespace_mode", ws->mode, NULL);
+	return 0;
 }
 
 /* Start reconciling (main thread without --leader-elect, else the leader thread).
  * Once per process: a lost lease ends the process.  @return 0 or < 0. */
 static int ws_start(runtime *rt)
 {
-	ws_runtime *ws = &rt->ws;
-	int rc = 0;
+	return start_once(rt, &rt->ws.mu, &rt->ws.closed, &rt->ws.running, ws_start_step,
+	                  "cannot start the workspace controller");
+}
 
-	pthread_mutex_lock(&ws->mu);
-	if (ws->ctl == NULL || ws->closed || ws->running)
-		goto out;
-	if ((rc = tau_ws_controller_start(ws->ctl)) < 0) {
-		tau_log_error("cannot start the workspace controller", "reason",
-		              tau_error_last()->msg, NULL);
-		goto out;
-	}
-	ws->running = true;
-	tau_log_info("workspace controller started", "system_namespace", ws->system_namespace,
-	             "namespace_mode", ws->mode, NULL);
-out:
-	pthread_mutex_unlock(&ws->mu);
-	return rc;
+/*
+ * The end of the workspace or budget controller's shutdown, with its `mu` held and the
+ * controller freed: log `stopped` if it was running, free its loop (which outlives the
+ * controller's informers) and unlock.
+ */
+static void shutdown_end(pthread_mutex_t *mu, bool *running, tau_kube_loop **loop,
+                         const char *stopped)
+{
+	if (*running)
+		tau_log_info(stopped, NULL);
+	*running = false;
+	tau_kube_loop_free(*loop);
+	*loop = NULL;
+	pthread_mutex_unlock(mu);
 }
 
 /* Stop and free the controller, and keep it from starting later.  Idempotent. */
@@ -248,14 +284,9 @@ static void ws_shutdown(runtime *rt)
 	tau_ws_controller_stop(ws->ctl);
 	if (ws->loop != NULL)
 		tau_kube_loop_join(ws->loop);
-	if (ws->running)
-		tau_log_info("workspace controller stopped", NULL);
-	ws->running = false;
 	tau_ws_controller_free(ws->ctl);
 	ws->ctl = NULL;
-	tau_kube_loop_free(ws->loop);
-	ws->loop = NULL;
-	pthread_mutex_unlock(&ws->mu);
+	shutdown_end(&ws->mu, &ws->running, &ws->loop, "workspace controller stopped");
 }
 
 /* Build the controller without starting it, so a bad option fails at start-up.
@@ -324,28 +355,27 @@ static int budget_prepare(runtime *rt, const tau_agg_options *o, tau_kube_client
 	return tau_budget_controller_new(&rt->budget.ctl, &bc);
 }
 
-/* Start the budget controller on the leader (informers, loop, worker, pool trigger). */
-static int budget_start(runtime *rt)
+static int budget_start_step(runtime *rt)
 {
 	budget_runtime *b = &rt->budget;
-	int rc = 0;
+	int rc;
 
-	pthread_mutex_lock(&b->mu);
-	if (b->ctl == NULL || b->closed || b->running)
-		goto out;
+	if (b->ctl == NULL)
+		return 1;
 	tau_budget_controller_start_informers(b->ctl);
 	if ((rc = tau_kube_loop_start_thread(b->loop)) < 0 ||
 	    (rc = tau_budget_controller_start(b->ctl)) < 0 ||
-	    (rc = tau_inventory_pool_subscribe(rt->agg, budget_pool_changed, rt)) < 0) {
-		tau_log_error("cannot start the budget controller", "reason", tau_error_last()->msg,
-		              NULL);
-		goto out;
-	}
-	b->running = true;
+	    (rc = tau_inventory_pool_subscribe(rt->agg, budget_pool_changed, rt)) < 0)
+		return rc;
 	tau_log_info("budget controller started", NULL);
-out:
-	pthread_mutex_unlock(&b->mu);
-	return rc;
+	return 0;
+}
+
+/* Start the budget controller on the leader (informers, loop, worker, pool trigger). */
+static int budget_start(runtime *rt)
+{
+	return start_once(rt, &rt->budget.mu, &rt->budget.closed, &rt->budget.running,
+	                  budget_start_step, "cannot start the budget controller");
 }
 
 /* /metrics after the inventory's families: the budget's, from its caches (zeros before the
@@ -389,14 +419,9 @@ static void budget_shutdown(runtime *rt)
 		tau_kube_loop_stop(b->loop);
 		tau_kube_loop_join(b->loop);
 	}
-	if (b->running)
-		tau_log_info("budget controller stopped", NULL);
-	b->running = false;
 	tau_budget_controller_free(b->ctl);
 	b->ctl = NULL;
-	tau_kube_loop_free(b->loop);
-	b->loop = NULL;
-	pthread_mutex_unlock(&b->mu);
+	shutdown_end(&b->mu, &b->running, &b->loop, "budget controller stopped");
 }
 
 static void on_started_leading(void *arg)
