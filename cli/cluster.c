@@ -34,6 +34,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/kube.h"
+#include "tau/mem.h"
 #include "tau/names.h"
 #include "tau/parse.h"
 
@@ -566,20 +567,38 @@ static void cluster_usage(FILE *out)
 	      out);
 }
 
-/* Keep optarg in args (a repeated option: -f, --set), at most `cap` of them. */
-static int push_arg(const char **args, size_t *n, size_t cap, const char *what)
+enum { O_SET = 256, O_TIMEOUT, O_DRY_RUN, O_RELEASE, O_CHART, O_AGG, O_DELETE_CRDS };
+
+/* The repeated options, -f and --set, each kept in the order given. */
+typedef struct helm_lists {
+	const char *values[32], *sets[64];
+	size_t n_values, n_sets;
+} helm_lists;
+
+/* Keep arg in args, at most `cap` of them.  @return -1 to go on, else the exit code. */
+static int push_arg(const char **args, size_t *n, size_t cap, const char *arg, const char *what)
 {
 	if (*n == cap) {
 		fprintf(stderr, "tau cluster: at most %zu %s\n", cap, what);
-		return -1;
+		return TAU_CLI_USAGE;
 	}
-	args[(*n)++] = optarg;
-	return 0;
+	args[(*n)++] = arg;
+	return -1;
+}
+
+/* tau_cli_optspec.take: -f and --set into the helm_lists ctx. */
+static int take_list(void *ctx, int c, const char *arg)
+{
+	helm_lists *l = ctx;
+
+	if (c == 'f')
+		return push_arg(l->values, &l->n_values, TAU_N_ELEMENTS(l->values), arg,
+		                "-f files");
+	return push_arg(l->sets, &l->n_sets, TAU_N_ELEMENTS(l->sets), arg, "--set values");
 }
 
 int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_SET = 256, O_TIMEOUT, O_DRY_RUN, O_RELEASE, O_CHART, O_AGG, O_DELETE_CRDS };
 	static const struct option lopts[] = {
 	        /* --system-namespace is --namespace here: where TauGrid is (to be) installed. */
 	        TAU_CLI_GLOBAL_LONGOPTS{"system-namespace", required_argument, NULL, 'n'},
@@ -594,60 +613,34 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 	        {"delete-crds", no_argument, NULL, O_DELETE_CRDS},
 	        {NULL, 0, NULL, 0},
 	};
-	static const tau_cli_optspec optspec = {"tau cluster", "hf:n:", lopts, cluster_usage};
-	int exit_code = TAU_CLI_USAGE;
-	tau_cli_globals gl = {0};
+	static const tau_cli_optspec optspec = {"tau cluster", "hf:n:", lopts, cluster_usage,
+	                                        .take = take_list};
 	const char *verb, *ns_flag = NULL, *timeout = NULL, *release = DEFAULT_RELEASE,
-	                  *chart_flag = NULL, *helm_why = "", *values[32], *sets[64];
-	size_t n_values = 0, n_sets = 0;
+	                  *chart_flag = NULL, *helm_why = "";
 	bool dry_run = false, delete_crds = false;
+	gate_ctx gc = {0};
+	const tau_cli_keep keep[] = {
+	        {'n', .arg = &ns_flag},
+	        {O_TIMEOUT, .arg = &timeout},
+	        {O_DRY_RUN, .flag = &dry_run},
+	        {O_RELEASE, .arg = &release},
+	        {O_CHART, .arg = &chart_flag},
+	        {O_AGG, .arg = &gc.aggregator},
+	        {O_DELETE_CRDS, .flag = &delete_crds},
+	        {0},
+	};
+	helm_lists lists = {0};
+	tau_cli_opts o;
 	int64_t timeout_ms = DEFAULT_TIMEOUT_MS;
 	char ns[TAU_CLI_NS_BUF], helm[PATH_MAX], chart[PATH_MAX], nsset[TAU_CLI_NS_BUF + 32],
 	        tmo[32];
 	char *hargv[MAX_HELM_ARGS], helm_err[16384];
 	size_t h = 0;
 	tau_kube_client *client = NULL;
-	gate_ctx gc = {0};
-	int c, rc = TAU_CLI_USAGE;
+	int exit_code, c, rc = TAU_CLI_USAGE;
 
-	tau_cli_opts_begin(&gl, g);
-	while ((c = tau_cli_getopt(&gl, &exit_code, argc, argv, &optspec)) != -1) {
-		switch (c) {
-		case TAU_CLI_OPT_EXIT:
-			return exit_code;
-		case 'n':
-			ns_flag = optarg;
-			break;
-		case 'f':
-			if (push_arg(values, &n_values, sizeof(values) / sizeof(values[0]),
-			             "-f files") < 0)
-				return TAU_CLI_USAGE;
-			break;
-		case O_SET:
-			if (push_arg(sets, &n_sets, sizeof(sets) / sizeof(sets[0]),
-			             "--set values") < 0)
-				return TAU_CLI_USAGE;
-			break;
-		case O_TIMEOUT:
-			timeout = optarg;
-			break;
-		case O_DRY_RUN:
-			dry_run = true;
-			break;
-		case O_RELEASE:
-			release = optarg;
-			break;
-		case O_CHART:
-			chart_flag = optarg;
-			break;
-		case O_AGG:
-			gc.aggregator = optarg;
-			break;
-		case O_DELETE_CRDS:
-			delete_crds = true;
-			break;
-		}
-	}
+	if ((exit_code = tau_cli_parse(&o, g, argc, argv, &optspec, keep, &lists)) >= 0)
+		return exit_code;
 	if (optind + 1 != argc) {
 		cluster_usage(stderr);
 		return TAU_CLI_USAGE;
@@ -658,8 +651,8 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		fprintf(stderr, "tau cluster: unknown command %s\n", verb);
 		return TAU_CLI_USAGE;
 	}
-	if (strcmp(verb, "install") != 0 &&
-	    (n_values > 0 || n_sets > 0 || dry_run || chart_flag != NULL || timeout != NULL)) {
+	if (strcmp(verb, "install") != 0 && (lists.n_values > 0 || lists.n_sets > 0 || dry_run ||
+	                                     chart_flag != NULL || timeout != NULL)) {
 		fprintf(stderr,
 		        "tau cluster %s: -f, --set, --dry-run, --chart and --timeout belong "
 		        "to install\n",
@@ -684,19 +677,19 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		return TAU_CLI_USAGE;
 	}
 	/* The gate's --timeout bounds each of its requests unless --request-timeout says. */
-	if (!gl.request_timeout_set && strcmp(verb, "install") == 0 && timeout_ms > 0) {
-		gl.request_timeout_set = true;
-		gl.request_timeout_ms = timeout_ms;
+	if (!o.gl.request_timeout_set && strcmp(verb, "install") == 0 && timeout_ms > 0) {
+		o.gl.request_timeout_set = true;
+		o.gl.request_timeout_ms = timeout_ms;
 	}
-	if (tau_cli_connect(&client, &gl) != 0) {
+	if (tau_cli_connect(&client, &o.gl) != 0) {
 		fprintf(stderr, "tau cluster: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}
 	tau_cli_system_namespace(ns, sizeof(ns), client,
-	                         ns_flag != NULL ? ns_flag : gl.system_namespace);
+	                         ns_flag != NULL ? ns_flag : o.gl.system_namespace);
 	gc.c = client;
 	gc.ns = ns;
-	gc.g = &gl;
+	gc.g = &o.gl;
 	if (strcmp(verb, "status") == 0) {
 		fprintf(stdout, "TauGrid readiness gate in namespace %s:\n", ns);
 		rc = gate(&gc, 0);
@@ -736,13 +729,13 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		hargv[h++] = (char *)"--create-namespace";
 		hargv[h++] = (char *)"--timeout";
 		hargv[h++] = tmo;
-		for (size_t i = 0; i < n_values; i++) {
+		for (size_t i = 0; i < lists.n_values; i++) {
 			hargv[h++] = (char *)"-f";
-			hargv[h++] = (char *)values[i];
+			hargv[h++] = (char *)lists.values[i];
 		}
-		for (size_t i = 0; i < n_sets; i++) {
+		for (size_t i = 0; i < lists.n_sets; i++) {
 			hargv[h++] = (char *)"--set";
-			hargv[h++] = (char *)sets[i];
+			hargv[h++] = (char *)lists.sets[i];
 		}
 		/* Last: the release namespace is the system namespace (the chart checks it). */
 		hargv[h++] = (char *)"--set";
@@ -766,13 +759,13 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 	}
 	hargv[h++] = (char *)"--namespace";
 	hargv[h++] = ns;
-	if (gl.context != NULL) {
+	if (o.gl.context != NULL) {
 		hargv[h++] = (char *)"--kube-context";
-		hargv[h++] = (char *)gl.context;
+		hargv[h++] = (char *)o.gl.context;
 	}
-	if (gl.kubeconfig != NULL) {
+	if (o.gl.kubeconfig != NULL) {
 		hargv[h++] = (char *)"--kubeconfig";
-		hargv[h++] = (char *)gl.kubeconfig;
+		hargv[h++] = (char *)o.gl.kubeconfig;
 	}
 	hargv[h] = NULL;
 	fprintf(stderr, "tau cluster %s: running %s (helm from %s)\n", verb, helm, helm_why);

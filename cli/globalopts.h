@@ -3,15 +3,17 @@
  * --help, --context, --kubeconfig and --request-timeout (kubectl's names),
  * and --system-namespace for the groups that read TauWorkspaces or TauTeams.
  * main.c takes them before the command, each group after it, through the
- * same rows, the same take function and the same messages (docs/cli.md,
+ * same rows, the same parse function and the same messages (docs/cli.md,
  * "Global options").
  */
 #ifndef TAU_CLI_GLOBALOPTS_H
 #define TAU_CLI_GLOBALOPTS_H
 
+#include "aggregator.h"
 #include "cli.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 /**
@@ -37,36 +39,51 @@ enum {
 #define TAU_CLI_SYSTEM_NAMESPACE_LONGOPT                                                           \
 	{"system-namespace", required_argument, NULL, TAU_CLI_OPT_SYSTEM_NAMESPACE},
 
-/**
- * Start a command group's parse: *gl becomes a copy of the options given before the command
- * (`g`, may be NULL), and getopt starts over on the group's argv (optind 0: glibc
- * re-initialises, permuting again after main's "+" parse) without printing its own messages
- * (opterr 0: tau_cli_getopt prints its own messages).
- */
-void tau_cli_opts_begin(tau_cli_globals *gl, const tau_cli_globals *g);
-
 /** A group's parse: its name in messages, its getopt strings and its usage. */
 typedef struct tau_cli_optspec {
 	const char *cmd;               /**< "tau team": the prefix of every message */
 	const char *optstring;         /**< getopt_long's, e.g. "ho:" */
 	const struct option *longopts; /**< the group's rows, the shared ones among them */
 	void (*usage)(FILE *out);      /**< for --help (stdout) and unknown options (stderr) */
+	/**
+	 * The group's options that are neither shared nor kept (tau_cli_keep), with the `ctx`
+	 * given to tau_cli_parse; NULL where there are none.
+	 * @return -1 to go on, else the exit code to stop with (after its own message).
+	 */
+	int (*take)(void *ctx, int c, const char *arg);
+	bool wide_is_table; /**< -o wide is taken too, as table */
 } tau_cli_optspec;
 
-/** tau_cli_getopt's answer when the parse ends before the group's own options are done. */
-#define TAU_CLI_OPT_EXIT 0x7f0
+/** A group's option that is only kept: getopt's code and where its value goes. */
+typedef struct tau_cli_keep {
+	int code;
+	const char **arg; /**< optarg is stored here (a required_argument row), or */
+	bool *flag;       /**< true is stored here (a no_argument row) */
+} tau_cli_keep;
+
+/** What a group's parse fills besides its own options. */
+typedef struct tau_cli_opts {
+	tau_cli_globals gl;          /**< the shared options, over those given before the command */
+	tau_cli_format fmt;          /**< -o table|json|yaml, where the rows have "output" */
+	tau_cli_aggregator_opts agg; /**< the aggregator options, where the rows have them */
+} tau_cli_opts;
 
 /**
- * getopt_long over spec->longopts that answers what every group answers the same way:
- * --context, --kubeconfig, --request-timeout and --system-namespace go into *gl; --help prints
- * the usage on stdout (exit 0); a bad --request-timeout prints "<cmd>: --request-timeout X:
- * reason" and an unknown option or a missing value "<cmd>: unknown option or missing value:
- * X" and the usage on stderr (exit 2).
- * @return the next option the group handles (optarg set), -1 after the last, or
- *         TAU_CLI_OPT_EXIT with *exit_code (TAU_CLI_OK or TAU_CLI_USAGE) set.
+ * A group's whole option parse, over its argv (getopt starts over: optind 0, glibc
+ * re-initialises and permutes; opterr 0: the messages are the ones below).  *o starts as the
+ * options given before the command (`g`, may be NULL), format table, no aggregator option.
+ * Each option getopt_long answers from spec->longopts is taken by the first of:
+ * --context, --kubeconfig, --request-timeout and --system-namespace go into o->gl; a row of
+ * `keep` (ending in a {0} row; NULL: none); -o into o->fmt (its message prefixed spec->cmd);
+ * the aggregator options into o->agg; spec->take(ctx, c, optarg).  --help prints the usage
+ * on stdout (exit 0); a bad --request-timeout prints "<cmd>: --request-timeout X: reason"
+ * and an unknown option or a missing value "<cmd>: unknown option or missing value: X" and
+ * the usage on stderr (exit 2).
+ * @return -1 when the options are done (optind at the first operand), else the exit code
+ *         (TAU_CLI_OK or TAU_CLI_USAGE, or what spec->take answered).
  */
-int tau_cli_getopt(tau_cli_globals *gl, int *exit_code, int argc, char **argv,
-                   const tau_cli_optspec *spec);
+int tau_cli_parse(tau_cli_opts *o, const tau_cli_globals *g, int argc, char **argv,
+                  const tau_cli_optspec *spec, const tau_cli_keep *keep, void *ctx);
 
 /**
  * After the options: exactly one operand, a NAME that can be a TauWorkspace.  Prints

@@ -672,9 +672,35 @@ static int list_all_nodes(tau_cli_node_pages *out, tau_rpc_channel *ch, const ch
 	return rc;
 }
 
+enum { O_CLASS = 256, O_COUNTED, O_TIMEOUT, O_GPUS, O_WHOLE, O_PER_NODE, O_IB };
+
+/* The options that are numbers, each refused as it is taken when it does not parse. */
+typedef struct inventory_numbers {
+	int gpus, per_node; /* fit: 0 not given */
+	int64_t timeout_ms; /* --timeout; -1: not given */
+} inventory_numbers;
+
+/* tau_cli_optspec.take: --gpus, --per-node and --timeout into the inventory_numbers ctx. */
+static int take_number(void *ctx, int c, const char *arg)
+{
+	inventory_numbers *num = ctx;
+	int rc;
+
+	if (c == O_TIMEOUT)
+		rc = tau_parse_duration_ms(&num->timeout_ms, "--timeout", arg, 1, TIMEOUT_MAX_MS);
+	else
+		rc = tau_parse_int(c == O_GPUS ? &num->gpus : &num->per_node,
+		                   c == O_GPUS ? "--gpus" : "--per-node", arg, 1,
+		                   TAU_CLI_FIT_MAX_GPUS);
+	if (rc < 0) {
+		fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
+		return TAU_CLI_USAGE;
+	}
+	return -1;
+}
+
 int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 {
-	enum { O_CLASS = 256, O_COUNTED, O_TIMEOUT, O_GPUS, O_WHOLE, O_PER_NODE, O_IB };
 	static const struct option opts[] = {
 	        TAU_CLI_GLOBAL_LONGOPTS{"gpu-class", required_argument, NULL, O_CLASS},
 	        {"counted", no_argument, NULL, O_COUNTED},
@@ -686,64 +712,26 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 	        {"ib", no_argument, NULL, O_IB},
 	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
-	static const tau_cli_optspec optspec = {"tau inventory", "ho:", opts, usage};
-	int exit_code = TAU_CLI_USAGE;
-	tau_cli_aggregator_opts agg = {0};
+	static const tau_cli_optspec optspec = {"tau inventory", "ho:", opts, usage,
+	                                        .take = take_number};
 	const char *cls = NULL, *what, *node = NULL;
 	bool counted_only = false, whole_nodes = false, needs_ib = false;
-	int gpus = 0, per_node = 0; /* fit: 0 not given */
-	tau_cli_format fmt = TAU_CLI_TABLE;
-	int64_t timeout_ms = -1; /* --timeout; -1: not given */
-	tau_cli_globals gl = {0};
-	int c, rc = TAU_CLI_FAILED;
+	const tau_cli_keep keep[] = {{O_CLASS, .arg = &cls},
+	                             {O_COUNTED, .flag = &counted_only},
+	                             {O_WHOLE, .flag = &whole_nodes},
+	                             {O_IB, .flag = &needs_ib},
+	                             {0}};
+	inventory_numbers num = {.timeout_ms = -1};
+	tau_cli_opts o;
+	int exit_code, rc = TAU_CLI_FAILED;
 	const char *target = NULL;
 	tau_rpc_channel *ch = NULL;
 	tau_rpc_status status = {0};
 	ProtobufCMessage *resp = NULL;
 	char *text = NULL;
 
-	tau_cli_opts_begin(&gl, g);
-	while ((c = tau_cli_getopt(&gl, &exit_code, argc, argv, &optspec)) != -1) {
-		switch (c) {
-		case TAU_CLI_OPT_EXIT:
-			return exit_code;
-		case O_CLASS:
-			cls = optarg;
-			break;
-		case O_COUNTED:
-			counted_only = true;
-			break;
-		case O_GPUS:
-		case O_PER_NODE:
-			if (tau_parse_int(c == O_GPUS ? &gpus : &per_node,
-			                  c == O_GPUS ? "--gpus" : "--per-node", optarg, 1,
-			                  TAU_CLI_FIT_MAX_GPUS) < 0) {
-				fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
-				return TAU_CLI_USAGE;
-			}
-			break;
-		case O_WHOLE:
-			whole_nodes = true;
-			break;
-		case O_IB:
-			needs_ib = true;
-			break;
-		case O_TIMEOUT:
-			if (tau_parse_duration_ms(&timeout_ms, "--timeout", optarg, 1,
-			                          TIMEOUT_MAX_MS) < 0) {
-				fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
-				return TAU_CLI_USAGE;
-			}
-			break;
-		case 'o':
-			if (tau_cli_output_parse(&fmt, optarg, false, "tau inventory") < 0)
-				return TAU_CLI_USAGE;
-			break;
-		default: /* the aggregator options */
-			tau_cli_aggregator_option(&agg, c, optarg);
-			break;
-		}
-	}
+	if ((exit_code = tau_cli_parse(&o, g, argc, argv, &optspec, keep, &num)) >= 0)
+		return exit_code;
 	if (optind >= argc) {
 		usage(stderr);
 		return TAU_CLI_USAGE;
@@ -757,10 +745,10 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 		node = argv[optind++];
 	} else if (strcmp(what, "fit") == 0) {
 		const char *bad = cls == NULL || cls[0] == '\0' ? "--gpu-class C is required"
-		                  : gpus == 0                   ? "--gpus N is required"
-		                  : whole_nodes && per_node > 0
+		                  : num.gpus == 0               ? "--gpus N is required"
+		                  : whole_nodes && num.per_node > 0
 		                          ? "--whole-nodes and --per-node exclude each other"
-		                  : per_node > 0 && gpus % per_node != 0
+		                  : num.per_node > 0 && num.gpus % num.per_node != 0
 		                          ? "--gpus must be a multiple of --per-node"
 		                          : NULL;
 
@@ -774,7 +762,8 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 		        what);
 		return TAU_CLI_USAGE;
 	}
-	if (strcmp(what, "fit") != 0 && (gpus > 0 || per_node > 0 || whole_nodes || needs_ib)) {
+	if (strcmp(what, "fit") != 0 &&
+	    (num.gpus > 0 || num.per_node > 0 || whole_nodes || needs_ib)) {
 		fprintf(stderr,
 		        "tau inventory %s: --gpus, --per-node, --whole-nodes and --ib are for "
 		        "fit\n",
@@ -786,9 +775,9 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 		        argv[optind]);
 		return TAU_CLI_USAGE;
 	}
-	if (timeout_ms < 0)
-		timeout_ms = tau_cli_rpc_timeout_ms(&gl, 10000);
-	if (tau_cli_aggregator_channel(&ch, &target, &agg, &gl) < 0) {
+	if (num.timeout_ms < 0)
+		num.timeout_ms = tau_cli_rpc_timeout_ms(&o.gl, 10000);
+	if (tau_cli_aggregator_channel(&ch, &target, &o.agg, &o.gl) < 0) {
 		fprintf(stderr, "tau inventory: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}
@@ -801,12 +790,13 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 		tau_rpc_status cst = {0};
 
 		if (tau_rpc_unary(&resp, ch, QUERY "GetPool", &req.base,
-		                  &tau__inventory__v1__pool__descriptor, timeout_ms, &status) < 0)
+		                  &tau__inventory__v1__pool__descriptor, num.timeout_ms,
+		                  &status) < 0)
 			goto rpc_failed;
 		/* An aggregator without GetCapacity (older) still shows its pool. */
 		if (tau_rpc_unary(&cap, ch, QUERY "GetCapacity", &creq.base,
 		                  &tau__inventory__v1__get_capacity_response__descriptor,
-		                  timeout_ms, &cst) < 0) {
+		                  num.timeout_ms, &cst) < 0) {
 			fprintf(stderr,
 			        "tau inventory pool: free-now figures unavailable: %s: %s\n",
 			        tau_rpc_code_name(cst.code),
@@ -814,7 +804,8 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 			cap = NULL;
 		}
 		if (tau_cli_render_pool(&text, (Tau__Inventory__V1__Pool *)resp,
-		                        (Tau__Inventory__V1__GetCapacityResponse *)cap, fmt) < 0) {
+		                        (Tau__Inventory__V1__GetCapacityResponse *)cap,
+		                        o.fmt) < 0) {
 			tau_rpc_message_free(cap);
 			goto render_failed;
 		}
@@ -824,27 +815,27 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 		Tau__Inventory__V1__FitRequest req = TAU__INVENTORY__V1__FIT_REQUEST__INIT;
 
 		req.gpu_class = (char *)cls;
-		req.gpus = (uint32_t)gpus;
-		req.gpus_per_node = (uint32_t)per_node;
+		req.gpus = (uint32_t)num.gpus;
+		req.gpus_per_node = (uint32_t)num.per_node;
 		req.whole_nodes = whole_nodes;
 		req.needs_ib = needs_ib;
 		if (tau_rpc_unary(&resp, ch, QUERY "Fit", &req.base,
-		                  &tau__inventory__v1__fit_response__descriptor, timeout_ms,
+		                  &tau__inventory__v1__fit_response__descriptor, num.timeout_ms,
 		                  &status) < 0)
 			goto rpc_failed;
-		if (tau_cli_render_fit(&text, (Tau__Inventory__V1__FitResponse *)resp, fmt) < 0)
+		if (tau_cli_render_fit(&text, (Tau__Inventory__V1__FitResponse *)resp, o.fmt) < 0)
 			goto render_failed;
 		rc = ((Tau__Inventory__V1__FitResponse *)resp)->fits ? TAU_CLI_OK : TAU_CLI_FAILED;
 	} else if (strcmp(what, "nodes") == 0) {
 		tau_cli_node_pages pages = {0};
 
-		if (list_all_nodes(&pages, ch, cls, counted_only, timeout_ms, &status) < 0) {
+		if (list_all_nodes(&pages, ch, cls, counted_only, num.timeout_ms, &status) < 0) {
 			node_pages_clear(&pages);
 			if (status.code != TAU_RPC_OK)
 				goto rpc_failed;
 			goto render_failed;
 		}
-		if (tau_cli_render_nodes(&text, &pages.all, fmt) < 0) {
+		if (tau_cli_render_nodes(&text, &pages.all, o.fmt) < 0) {
 			node_pages_clear(&pages);
 			goto render_failed;
 		}
@@ -857,10 +848,10 @@ int tau_cli_inventory(int argc, char **argv, const tau_cli_globals *g)
 		req.name = (char *)node;
 		if (tau_rpc_unary(&resp, ch, QUERY "ExplainNode", &req.base,
 		                  &tau__inventory__v1__explain_node_response__descriptor,
-		                  timeout_ms, &status) < 0)
+		                  num.timeout_ms, &status) < 0)
 			goto rpc_failed;
 		if (tau_cli_render_explain(&text, (Tau__Inventory__V1__ExplainNodeResponse *)resp,
-		                           fmt) < 0)
+		                           o.fmt) < 0)
 			goto render_failed;
 		rc = ((Tau__Inventory__V1__ExplainNodeResponse *)resp)->counted ? TAU_CLI_OK
 		                                                                : TAU_CLI_FAILED;

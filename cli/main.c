@@ -51,6 +51,16 @@ static void usage(FILE *out)
 	      out);
 }
 
+/* tau_cli_optspec.take: --version, the one option that ends the parse. */
+static int version(void *ctx, int c, const char *arg)
+{
+	(void)ctx;
+	(void)c;
+	(void)arg;
+	printf("tau %s\n", TAU_VERSION_STRING);
+	return TAU_CLI_OK;
+}
+
 int main(int argc, char **argv)
 {
 	enum { O_VERSION = 256, O_TOKEN };
@@ -60,25 +70,15 @@ int main(int argc, char **argv)
 	        {"token", required_argument, NULL, O_TOKEN},
 	        {NULL, 0, NULL, 0},
 	};
-	static const tau_cli_optspec optspec = {"tau", "+", opts, usage};
-	int exit_code = TAU_CLI_USAGE;
-	tau_cli_globals g = {0};
-	int c;
+	/* "+": stop at the command; its options belong to it. */
+	static const tau_cli_optspec optspec = {"tau", "+", opts, usage, .take = version};
+	tau_cli_opts o;
+	const tau_cli_keep keep[] = {{O_TOKEN, .arg = &o.gl.token}, {0}};
+	int exit_code;
 
 	tau_log_init_from_env();
-	/* "+": stop at the command; its options belong to it. */
-	while ((c = tau_cli_getopt(&g, &exit_code, argc, argv, &optspec)) != -1) {
-		switch (c) {
-		case TAU_CLI_OPT_EXIT:
-			return exit_code;
-		case O_VERSION:
-			printf("tau %s\n", TAU_VERSION_STRING);
-			return TAU_CLI_OK;
-		case O_TOKEN:
-			g.token = optarg;
-			break;
-		}
-	}
+	if ((exit_code = tau_cli_parse(&o, NULL, argc, argv, &optspec, keep, NULL)) >= 0)
+		return exit_code;
 	if (optind >= argc) {
 		usage(stderr);
 		return TAU_CLI_USAGE;
@@ -89,7 +89,7 @@ int main(int argc, char **argv)
 			char **sub_argv = argv + optind;
 
 			optind = 0; /* glibc: re-initialise getopt for the command's own argv */
-			return commands[i].run(sub_argc, sub_argv, &g);
+			return commands[i].run(sub_argc, sub_argv, &o.gl);
 		}
 	}
 	fprintf(stderr, "tau: unknown command \"%s\" (see tau --help)\n", argv[optind]);

@@ -369,49 +369,30 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	        {"selector", required_argument, NULL, O_SEL},
 	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
-	static const tau_cli_optspec optspec = {"tau storage", "ho:", lopts, storage_usage};
-	int exit_code = TAU_CLI_USAGE;
-	tau_cli_aggregator_opts agg = {0};
-	tau_cli_globals gl = {0};
+	static const tau_cli_optspec optspec = {"tau storage", "ho:", lopts, storage_usage,
+	                                        .take = NULL};
+	const char *driver = NULL, *sel = DEFAULT_SELECTOR;
+	const tau_cli_keep keep[] = {{O_DRIVER, .arg = &driver}, {O_SEL, .arg = &sel}, {0}};
+	tau_cli_opts o;
 	tau_kube_client *client = NULL;
 	tau_kube_list_options lo = {0};
-	const char *driver = NULL, *sel = DEFAULT_SELECTOR;
 	cJSON *nodes = NULL, *doc = NULL, *drv = NULL;
 	char none[300];
-	tau_cli_format fmt = TAU_CLI_TABLE;
 	bool ok;
-	int c, rc = TAU_CLI_USAGE;
+	int exit_code, rc = TAU_CLI_USAGE;
 
-	tau_cli_opts_begin(&gl, g);
-	while ((c = tau_cli_getopt(&gl, &exit_code, argc, argv, &optspec)) != -1) {
-		switch (c) {
-		case TAU_CLI_OPT_EXIT:
-			return exit_code;
-		case 'o':
-			if (tau_cli_output_parse(&fmt, optarg, false, "tau storage") < 0)
-				return TAU_CLI_USAGE;
-			break;
-		case O_DRIVER:
-			driver = optarg;
-			break;
-		case O_SEL:
-			sel = optarg;
-			break;
-		default: /* the aggregator options */
-			tau_cli_aggregator_option(&agg, c, optarg);
-			break;
-		}
-	}
+	if ((exit_code = tau_cli_parse(&o, g, argc, argv, &optspec, keep, NULL)) >= 0)
+		return exit_code;
 	if (optind + 1 != argc || strcmp(argv[optind], "check") != 0 || driver == NULL ||
 	    driver[0] == '\0') {
 		storage_usage(stderr);
 		return TAU_CLI_USAGE;
 	}
-	if (tau_cli_aggregator_check(&agg) < 0) {
+	if (tau_cli_aggregator_check(&o.agg) < 0) {
 		fprintf(stderr, "tau storage check: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}
-	if (tau_cli_connect(&client, &gl) != 0) {
+	if (tau_cli_connect(&client, &o.gl) != 0) {
 		fprintf(stderr, "tau storage: %s\n", tau_error_last()->msg);
 		goto out;
 	}
@@ -434,13 +415,13 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 	if (tau_cli_csi_check_nodes(doc, client, cJSON_GetObjectItem(nodes, "items"), driver,
 	                            "tau storage check") < 0)
 		goto out;
-	if (tau_cli_csi_live_probe(doc, driver, &agg, &gl) < 0) {
+	if (tau_cli_csi_live_probe(doc, driver, &o.agg, &o.gl) < 0) {
 		rc = TAU_CLI_USAGE;
 		goto out;
 	}
 	ok = tau_cli_csi_finish(doc);
-	if (fmt != TAU_CLI_TABLE) {
-		if (tau_cli_doc_print(stdout, doc, fmt) < 0) {
+	if (o.fmt != TAU_CLI_TABLE) {
+		if (tau_cli_doc_print(stdout, doc, o.fmt) < 0) {
 			fprintf(stderr, "tau storage check: %s\n", tau_error_last()->msg);
 			rc = TAU_CLI_FAILED;
 			goto out;

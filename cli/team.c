@@ -72,29 +72,20 @@ static void team_usage(FILE *out)
 	      out);
 }
 
-/* Parse argv; fills *verb, *name, *fmt, *gl, *agg.  @return -1 to go on, else the exit code. */
-static int parse_args(int argc, char **argv, const char **verb, const char **name,
-                      tau_cli_format *fmt, tau_cli_globals *gl, tau_cli_aggregator_opts *agg)
+/* Parse argv; fills *verb, *name, *o.  @return -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, const tau_cli_globals *g, const char **verb,
+                      const char **name, tau_cli_opts *o)
 {
 	static const struct option lopts[] = {
 	        TAU_CLI_GLOBAL_LONGOPTS TAU_CLI_SYSTEM_NAMESPACE_LONGOPT{
 	                "output", required_argument, NULL, 'o'},
 	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
-	static const tau_cli_optspec optspec = {"tau team", "ho:", lopts, team_usage};
-	int exit_code = TAU_CLI_USAGE;
-	int c;
+	static const tau_cli_optspec optspec = {"tau team", "ho:", lopts, team_usage, .take = NULL};
+	int exit_code = tau_cli_parse(o, g, argc, argv, &optspec, NULL, NULL);
 
-	while ((c = tau_cli_getopt(gl, &exit_code, argc, argv, &optspec)) != -1) {
-		if (c == TAU_CLI_OPT_EXIT) {
-			return exit_code;
-		} else if (c == 'o') {
-			if (tau_cli_output_parse(fmt, optarg, false, "tau team") < 0)
-				return TAU_CLI_USAGE;
-		} else {
-			tau_cli_aggregator_option(agg, c, optarg);
-		}
-	}
+	if (exit_code >= 0)
+		return exit_code;
 	if (optind >= argc) {
 		team_usage(stderr);
 		return TAU_CLI_USAGE;
@@ -123,13 +114,13 @@ static int parse_args(int argc, char **argv, const char **verb, const char **nam
 		fprintf(stderr, "tau team %s: unexpected argument %s\n", *verb, argv[optind]);
 		return TAU_CLI_USAGE;
 	}
-	if (tau_cli_aggregator_given(agg) && strcmp(*verb, "status") != 0) {
+	if (tau_cli_aggregator_given(&o->agg) && strcmp(*verb, "status") != 0) {
 		fprintf(stderr,
 		        "tau team %s: --aggregator, --ca-file and --insecure are for status\n",
 		        *verb);
 		return TAU_CLI_USAGE;
 	}
-	if (tau_cli_aggregator_check(agg) < 0) {
+	if (tau_cli_aggregator_check(&o->agg) < 0) {
 		fprintf(stderr, "tau team status: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}
@@ -253,25 +244,23 @@ out:
 
 int tau_cli_team(int argc, char **argv, const tau_cli_globals *g)
 {
-	tau_cli_format fmt = TAU_CLI_TABLE;
 	const char *verb = NULL, *name = NULL, *sysns;
 	char sysns_buf[TAU_CLI_NS_BUF];
 	tau_kube_client *client = NULL;
-	tau_cli_globals gl = {0};
-	tau_cli_aggregator_opts agg = {0};
+	tau_cli_opts o;
 	int rc;
 
-	tau_cli_opts_begin(&gl, g);
-	if ((rc = parse_args(argc, argv, &verb, &name, &fmt, &gl, &agg)) >= 0)
+	if ((rc = parse_args(argc, argv, g, &verb, &name, &o)) >= 0)
 		return rc;
-	if (tau_cli_connect(&client, &gl) != 0) {
+	if (tau_cli_connect(&client, &o.gl) != 0) {
 		fprintf(stderr, "tau team: %s\n", tau_error_last()->msg);
 		tau_kube_client_free(client);
 		return TAU_CLI_USAGE;
 	}
-	sysns = tau_cli_system_namespace(sysns_buf, sizeof(sysns_buf), client, gl.system_namespace);
-	rc = strcmp(verb, "list") == 0 ? run_list(client, sysns, fmt)
-	                               : run_status(client, sysns, name, fmt, &agg, &gl);
+	sysns = tau_cli_system_namespace(sysns_buf, sizeof(sysns_buf), client,
+	                                 o.gl.system_namespace);
+	rc = strcmp(verb, "list") == 0 ? run_list(client, sysns, o.fmt)
+	                               : run_status(client, sysns, name, o.fmt, &o.agg, &o.gl);
 	tau_kube_client_free(client);
 	return rc;
 }

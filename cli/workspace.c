@@ -851,41 +851,25 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 	        {"data-pvc", required_argument, NULL, O_PVC},
 	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
 	};
-	static const tau_cli_optspec optspec = {"tau workspace", "ho:", lopts, ws_usage};
-	int exit_code = TAU_CLI_USAGE;
-	tau_cli_globals gl = {0};
-	tau_cli_format fmt = TAU_CLI_TABLE;
+	static const tau_cli_optspec optspec = {"tau workspace", "ho:", lopts, ws_usage,
+	                                        .wide_is_table = true};
 	const char *verb, *name = NULL, *pvc = NULL, *sysns;
+	const tau_cli_keep keep[] = {{O_PVC, .arg = &pvc}, {0}};
+	tau_cli_opts o;
 	char sysns_buf[TAU_CLI_NS_BUF];
-	tau_cli_aggregator_opts agg = {0};
 	tau_kube_client *client = NULL;
 	cJSON *obj = NULL;
 	char *driver = NULL;
-	int c, rc = TAU_CLI_USAGE;
+	int exit_code, rc = TAU_CLI_USAGE;
 
 	/* create and delete have their own options: the verb comes first there. */
 	if (argc > 1 && strcmp(argv[1], "create") == 0)
 		return tau_cli_ws_create(argc - 1, argv + 1, g);
 	if (argc > 1 && strcmp(argv[1], "delete") == 0)
 		return tau_cli_ws_delete(argc - 1, argv + 1, g);
-	tau_cli_opts_begin(&gl, g);
 	/* argv[0] is "workspace"; options may follow the verb and the name. */
-	while ((c = tau_cli_getopt(&gl, &exit_code, argc, argv, &optspec)) != -1) {
-		switch (c) {
-		case TAU_CLI_OPT_EXIT:
-			return exit_code;
-		case 'o':
-			if (tau_cli_output_parse(&fmt, optarg, true, "tau workspace") < 0)
-				return TAU_CLI_USAGE;
-			break;
-		case O_PVC:
-			pvc = optarg;
-			break;
-		default: /* the aggregator options */
-			tau_cli_aggregator_option(&agg, c, optarg);
-			break;
-		}
-	}
+	if ((exit_code = tau_cli_parse(&o, g, argc, argv, &optspec, keep, NULL)) >= 0)
+		return exit_code;
 	if (optind >= argc) {
 		ws_usage(stderr);
 		return TAU_CLI_USAGE;
@@ -915,54 +899,55 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		if (tau_cli_workspace_name_check(cmd, name) < 0)
 			return TAU_CLI_USAGE;
 	}
-	if ((pvc != NULL || tau_cli_aggregator_given(&agg)) && strcmp(verb, "check") != 0) {
+	if ((pvc != NULL || tau_cli_aggregator_given(&o.agg)) && strcmp(verb, "check") != 0) {
 		fprintf(stderr, "tau workspace: --data-pvc, --aggregator, --ca-file and --insecure "
 		                "belong to check\n");
 		return TAU_CLI_USAGE;
 	}
-	if ((agg.ca_file != NULL || agg.insecure) && agg.addr == NULL) {
+	if ((o.agg.ca_file != NULL || o.agg.insecure) && o.agg.addr == NULL) {
 		fprintf(stderr,
 		        "tau workspace check: --ca-file and --insecure need --aggregator\n");
 		return TAU_CLI_USAGE;
 	}
-	if (agg.addr != NULL && pvc == NULL) {
+	if (o.agg.addr != NULL && pvc == NULL) {
 		fprintf(stderr, "tau workspace check: --aggregator checks the CSI driver of "
 		                "--data-pvc PVC; give one\n");
 		return TAU_CLI_USAGE;
 	}
-	if (tau_cli_aggregator_check(&agg) < 0) {
+	if (tau_cli_aggregator_check(&o.agg) < 0) {
 		fprintf(stderr, "tau workspace check: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}
-	if (tau_cli_connect(&client, &gl) != 0) {
+	if (tau_cli_connect(&client, &o.gl) != 0) {
 		fprintf(stderr, "tau workspace: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}
-	sysns = tau_cli_system_namespace(sysns_buf, sizeof(sysns_buf), client, gl.system_namespace);
+	sysns = tau_cli_system_namespace(sysns_buf, sizeof(sysns_buf), client,
+	                                 o.gl.system_namespace);
 	rc = TAU_CLI_FAILED;
 	if (strcmp(verb, "list") == 0) {
 		if (tau_kube_list_all(&obj, client, &res_workspaces, sysns, NULL) != 0) {
 			fprintf(stderr, "tau workspace list: %s\n", tau_cli_api_message());
 			goto out;
 		}
-		rc = tau_cli_ws_print_list(stdout, obj, fmt) == 0 ? TAU_CLI_OK : TAU_CLI_FAILED;
+		rc = tau_cli_ws_print_list(stdout, obj, o.fmt) == 0 ? TAU_CLI_OK : TAU_CLI_FAILED;
 		goto out;
 	}
 	if (tau_kube_get(&obj, client, &res_workspaces, sysns, name) != 0) {
-		if (fmt != TAU_CLI_TABLE && strcmp(verb, "check") == 0) {
+		if (o.fmt != TAU_CLI_TABLE && strcmp(verb, "check") == 0) {
 			cJSON *doc = cJSON_CreateObject();
 
 			add_str(doc, "name", name);
 			cJSON_AddBoolToObject(doc, "ready", false);
 			add_str(doc, "error", tau_cli_api_message());
-			print_doc(stdout, doc, fmt);
+			print_doc(stdout, doc, o.fmt);
 		}
 		fprintf(stderr, "tau workspace %s: workspace %s/%s: %s\n", verb, sysns, name,
 		        tau_cli_api_message());
 		goto out;
 	}
 	if (strcmp(verb, "status") == 0) {
-		rc = tau_cli_ws_print_status(stdout, obj, fmt) == 0 ? TAU_CLI_OK : TAU_CLI_FAILED;
+		rc = tau_cli_ws_print_status(stdout, obj, o.fmt) == 0 ? TAU_CLI_OK : TAU_CLI_FAILED;
 		goto out;
 	}
 	{
@@ -971,10 +956,10 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		bool ready = tau_cli_ws_ready(obj), pvc_ok = true;
 		const char *why = NULL;
 		int csi_rc = TAU_CLI_OK;
-		FILE *human = fmt != TAU_CLI_TABLE ? stderr : stdout;
+		FILE *human = o.fmt != TAU_CLI_TABLE ? stderr : stdout;
 		const cJSON *cnd;
 
-		if (fmt == TAU_CLI_TABLE) {
+		if (o.fmt == TAU_CLI_TABLE) {
 			const char *phase = tau_json_str(obj, "status.phase");
 
 			fprintf(stdout, "workspace %s: %s\n", name,
@@ -1003,7 +988,7 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 			pvc_ok = check_pvc(human, doc, client,
 			                   tau_json_str(obj, "status.target.resolvedNamespace"),
 			                   pvc, &driver, &why);
-		if (agg.addr != NULL && driver == NULL) {
+		if (o.agg.addr != NULL && driver == NULL) {
 			cJSON *rep = cJSON_CreateObject();
 
 			/* --aggregator needs --data-pvc (checked above): pvc and why are set. */
@@ -1014,13 +999,13 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 			cJSON_AddBoolToObject(rep, "ok", false);
 			cJSON_AddItemToObject(doc, "csi", rep);
 			csi_rc = TAU_CLI_FAILED;
-		} else if (agg.addr != NULL) {
-			csi_rc = check_csi(human, doc, driver, &agg, &gl);
+		} else if (o.agg.addr != NULL) {
+			csi_rc = check_csi(human, doc, driver, &o.agg, &o.gl);
 		} else if (driver != NULL) {
-			csi_rc = check_csi_kube(human, doc, client, obj, driver, &gl);
+			csi_rc = check_csi_kube(human, doc, client, obj, driver, &o.gl);
 		}
-		if (fmt != TAU_CLI_TABLE)
-			print_doc(stdout, doc, fmt);
+		if (o.fmt != TAU_CLI_TABLE)
+			print_doc(stdout, doc, o.fmt);
 		else
 			cJSON_Delete(doc);
 		if (csi_rc == TAU_CLI_USAGE)

@@ -573,73 +573,38 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 	        {NULL, 0, NULL, 0},
 	};
 	static const tau_cli_optspec optspec = {"tau workspace create", "ho:n:", lopts,
-	                                        create_usage};
-	int exit_code = TAU_CLI_USAGE;
+	                                        create_usage, .take = NULL};
 	tau_cli_ws_spec spec = {0};
-	tau_cli_globals gl = {0};
 	const char *output = NULL, *timeout = NULL;
 	bool wait = false, dry_run = false;
+	const tau_cli_keep keep[] = {
+	        {'o', .arg = &output},
+	        {'n', .arg = &spec.namespace},
+	        {O_TEAM, .arg = &spec.team},
+	        {O_AUTH, .arg = &spec.authorization},
+	        {O_PROVIDER, .arg = &spec.principal_provider},
+	        {O_PRINCIPAL, .arg = &spec.principal},
+	        {O_SUBJECT_KIND, .arg = &spec.subject_kind},
+	        {O_SUBJECT, .arg = &spec.subject},
+	        {O_QUEUE, .arg = &spec.queue},
+	        {O_WI_SA, .arg = &spec.wi_service_account},
+	        {O_CLIENT_ID, .arg = &spec.client_id},
+	        {O_CREATE_NS, .flag = &spec.create_namespace},
+	        {O_ADOPT, .flag = &spec.adopt},
+	        {O_WAIT, .flag = &wait},
+	        {O_TIMEOUT, .arg = &timeout},
+	        {O_DRY_RUN, .flag = &dry_run},
+	        {0},
+	};
+	tau_cli_opts o;
 	int64_t timeout_ms = DEFAULT_TIMEOUT_MS;
 	tau_kube_client *client = NULL;
 	char sysns[TAU_CLI_NS_BUF], err[1024];
 	cJSON *obj = NULL;
-	int c, rc = TAU_CLI_USAGE;
+	int exit_code, rc = TAU_CLI_USAGE;
 
-	tau_cli_opts_begin(&gl, g);
-	while ((c = tau_cli_getopt(&gl, &exit_code, argc, argv, &optspec)) != -1) {
-		switch (c) {
-		case TAU_CLI_OPT_EXIT:
-			return exit_code;
-		case 'o':
-			output = optarg;
-			break;
-		case 'n':
-			spec.namespace = optarg;
-			break;
-		case O_TEAM:
-			spec.team = optarg;
-			break;
-		case O_AUTH:
-			spec.authorization = optarg;
-			break;
-		case O_PROVIDER:
-			spec.principal_provider = optarg;
-			break;
-		case O_PRINCIPAL:
-			spec.principal = optarg;
-			break;
-		case O_SUBJECT_KIND:
-			spec.subject_kind = optarg;
-			break;
-		case O_SUBJECT:
-			spec.subject = optarg;
-			break;
-		case O_QUEUE:
-			spec.queue = optarg;
-			break;
-		case O_WI_SA:
-			spec.wi_service_account = optarg;
-			break;
-		case O_CLIENT_ID:
-			spec.client_id = optarg;
-			break;
-		case O_CREATE_NS:
-			spec.create_namespace = true;
-			break;
-		case O_ADOPT:
-			spec.adopt = true;
-			break;
-		case O_WAIT:
-			wait = true;
-			break;
-		case O_TIMEOUT:
-			timeout = optarg;
-			break;
-		case O_DRY_RUN:
-			dry_run = true;
-			break;
-		}
-	}
+	if ((exit_code = tau_cli_parse(&o, g, argc, argv, &optspec, keep, NULL)) >= 0)
+		return exit_code;
 	/* argv[0] is "create" (getopt's program name); then exactly NAME. */
 	if (tau_cli_one_workspace_name(&spec.name, argc, argv, "tau workspace create") < 0)
 		return TAU_CLI_USAGE;
@@ -666,12 +631,12 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 		return TAU_CLI_USAGE;
 	}
 	/* --wait's --timeout bounds each request too, unless --request-timeout says. */
-	if (wait && !gl.request_timeout_set) {
-		gl.request_timeout_set = true;
-		gl.request_timeout_ms = timeout_ms;
+	if (wait && !o.gl.request_timeout_set) {
+		o.gl.request_timeout_set = true;
+		o.gl.request_timeout_ms = timeout_ms;
 	}
 	/* Offline with an explicit system namespace: the spec alone decides a dry run. */
-	if (!(dry_run && gl.system_namespace != NULL) && tau_cli_connect(&client, &gl) != 0) {
+	if (!(dry_run && o.gl.system_namespace != NULL) && tau_cli_connect(&client, &o.gl) != 0) {
 		fprintf(stderr, "tau workspace create: %s%s\n", tau_error_last()->msg,
 		        dry_run ? " (a dry run needs the cluster only to find the system "
 		                  "namespace: give --system-namespace)"
@@ -679,9 +644,9 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 		return TAU_CLI_USAGE;
 	}
 	if (client != NULL)
-		tau_cli_system_namespace(sysns, sizeof(sysns), client, gl.system_namespace);
+		tau_cli_system_namespace(sysns, sizeof(sysns), client, o.gl.system_namespace);
 	else
-		snprintf(sysns, sizeof(sysns), "%s", gl.system_namespace);
+		snprintf(sysns, sizeof(sysns), "%s", o.gl.system_namespace);
 	spec.system_namespace = sysns;
 	obj = tau_cli_ws_build(&spec, err, sizeof(err));
 	if (obj == NULL) {

@@ -223,27 +223,20 @@ int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g)
 	        {"timeout", required_argument, NULL, O_TIMEOUT},
 	        {NULL, 0, NULL, 0},
 	};
-	static const tau_cli_optspec optspec = {"tau workspace delete", "h", lopts, delete_usage};
-	int exit_code = TAU_CLI_USAGE;
-	tau_cli_globals gl = {0};
+	static const tau_cli_optspec optspec = {"tau workspace delete", "h", lopts, delete_usage,
+	                                        .take = NULL};
 	const char *name, *timeout = NULL;
 	bool wait = false;
+	const tau_cli_keep keep[] = {{O_WAIT, .flag = &wait}, {O_TIMEOUT, .arg = &timeout}, {0}};
+	tau_cli_opts o;
 	int64_t timeout_ms = DEFAULT_TIMEOUT;
 	tau_kube_client *client = NULL;
 	char sysns[TAU_CLI_NS_BUF], ns[TAU_CLI_NS_BUF];
 	cJSON *ws = NULL;
-	int c, rc = TAU_CLI_FAILED, gr;
+	int exit_code, rc = TAU_CLI_FAILED, gr;
 
-	tau_cli_opts_begin(&gl, g);
-	while ((c = tau_cli_getopt(&gl, &exit_code, argc, argv, &optspec)) != -1) {
-		if (c == TAU_CLI_OPT_EXIT) {
-			return exit_code;
-		} else if (c == O_WAIT) {
-			wait = true;
-		} else if (c == O_TIMEOUT) {
-			timeout = optarg;
-		}
-	}
+	if ((exit_code = tau_cli_parse(&o, g, argc, argv, &optspec, keep, NULL)) >= 0)
+		return exit_code;
 	if (tau_cli_one_workspace_name(&name, argc, argv, "tau workspace delete") < 0)
 		return TAU_CLI_USAGE;
 	if (timeout != NULL && (!wait || tau_parse_duration_ms(&timeout_ms, "--timeout", timeout, 1,
@@ -253,15 +246,15 @@ int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g)
 		return TAU_CLI_USAGE;
 	}
 	/* --wait's --timeout bounds each request too, unless --request-timeout says. */
-	if (wait && !gl.request_timeout_set) {
-		gl.request_timeout_set = true;
-		gl.request_timeout_ms = timeout_ms;
+	if (wait && !o.gl.request_timeout_set) {
+		o.gl.request_timeout_set = true;
+		o.gl.request_timeout_ms = timeout_ms;
 	}
-	if (tau_cli_connect(&client, &gl) != 0) {
+	if (tau_cli_connect(&client, &o.gl) != 0) {
 		fprintf(stderr, "tau workspace delete: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
 	}
-	tau_cli_system_namespace(sysns, sizeof(sysns), client, gl.system_namespace);
+	tau_cli_system_namespace(sysns, sizeof(sysns), client, o.gl.system_namespace);
 	gr = tau_kube_get(&ws, client, &res_workspaces, sysns, name);
 	if (gr != 0) {
 		fprintf(stderr, "tau workspace delete: workspace %s/%s: %s\n", sysns, name,

@@ -1,8 +1,9 @@
 /*
  * test_cli_globalopts.c - the options every `tau` command group shares
- * (cli/globalopts.c): the getopt rows and tau_cli_getopt, which takes them
+ * (cli/globalopts.c): the getopt rows and tau_cli_parse, which takes them
  * beside a command's own options, what the options before the command carry
- * over, a bad --request-timeout refused with its message, an unknown option.
+ * over, a bad --request-timeout refused with its message, an unknown option,
+ * and what a group hands it: kept values, -o and the aggregator options.
  */
 #include "globalopts.h"
 
@@ -28,6 +29,15 @@ static void usage(FILE *out)
 		usages_err++;
 }
 
+/* tau_cli_optspec.take: counts the group's own option in *(int *)ctx. */
+static int take_own(void *ctx, int c, const char *arg)
+{
+	(void)arg;
+	assert_int_equal(c, 256); /* only the group's own option comes here */
+	(*(int *)ctx)++;
+	return -1;
+}
+
 /*
  * Parse argv as a group does: the shared rows (with --system-namespace when `sysns`), one
  * option of its own.  @return -1 when the options are done, else the exit code.
@@ -44,17 +54,13 @@ static int parse(tau_cli_globals *gl, const tau_cli_globals *before, bool sysns,
 	        TAU_CLI_GLOBAL_LONGOPTS{"own", no_argument, NULL, 256},
 	        {NULL, 0, NULL, 0},
 	};
-	const tau_cli_optspec spec = {"tau test", "h", sysns ? with_ns : without_ns, usage};
-	int c, exit_code = -5;
+	const tau_cli_optspec spec = {"tau test", "h", sysns ? with_ns : without_ns, usage,
+	                              .take = take_own};
+	tau_cli_opts o;
+	int exit_code = tau_cli_parse(&o, before, argc, argv, &spec, NULL, own);
 
-	tau_cli_opts_begin(gl, before);
-	while ((c = tau_cli_getopt(gl, &exit_code, argc, argv, &spec)) != -1) {
-		if (c == TAU_CLI_OPT_EXIT)
-			return exit_code;
-		assert_int_equal(c, 256); /* only the group's own option comes back */
-		(*own)++;
-	}
-	return -1;
+	*gl = o.gl;
+	return exit_code;
 }
 
 static void test_rows_and_take(void **state)
@@ -133,12 +139,56 @@ static void test_refusals(void **state)
 	assert_int_equal(usages_out, 0);
 }
 
+/* What a group hands the parse: kept values and flags, -o, the aggregator options. */
+static void test_keep_output_aggregator(void **state)
+{
+	enum { O_NAME = 256, O_FLAG };
+	static const struct option rows[] = {
+	        TAU_CLI_GLOBAL_LONGOPTS{"output", required_argument, NULL, 'o'},
+	        {"name", required_argument, NULL, O_NAME},
+	        {"flag", no_argument, NULL, O_FLAG},
+	        TAU_CLI_AGGREGATOR_LONGOPTS{NULL, 0, NULL, 0},
+	};
+	const tau_cli_optspec spec = {"tau test", "ho:", rows, usage, .take = NULL};
+	const tau_cli_optspec wide = {"tau test", "ho:", rows, usage, .wide_is_table = true};
+	char a0[] = "group", a1[] = "--name", a2[] = "n", a3[] = "--flag", a4[] = "-o",
+	     a5[] = "json", a6[] = "--aggregator", a7[] = "a:1", a8[] = "--insecure", a9[] = "wide",
+	     a10[] = "-owide";
+	char *all[] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, NULL};
+	char *o_wide[] = {a0, a4, a9, NULL};
+	char *o_kept[] = {a0, a10, NULL};
+	const char *name = NULL, *output = NULL;
+	bool flag = false;
+	const tau_cli_keep keep[] = {{O_NAME, .arg = &name}, {O_FLAG, .flag = &flag}, {0}};
+	const tau_cli_keep keep_o[] = {{'o', .arg = &output}, {0}};
+	tau_cli_opts o;
+
+	(void)state;
+	usages_out = usages_err = 0;
+	assert_int_equal(tau_cli_parse(&o, NULL, 9, all, &spec, keep, NULL), -1);
+	assert_string_equal(name, "n");
+	assert_true(flag);
+	assert_int_equal(o.fmt, TAU_CLI_JSON);
+	assert_string_equal(o.agg.addr, "a:1");
+	assert_true(o.agg.insecure);
+	assert_null(o.agg.ca_file);
+	/* -o wide: a usage error unless the group takes it as table. */
+	assert_int_equal(tau_cli_parse(&o, NULL, 3, o_wide, &spec, NULL, NULL), TAU_CLI_USAGE);
+	assert_int_equal(tau_cli_parse(&o, NULL, 3, o_wide, &wide, NULL, NULL), -1);
+	assert_int_equal(o.fmt, TAU_CLI_TABLE);
+	/* A group that keeps -o itself gets its value as it is. */
+	assert_int_equal(tau_cli_parse(&o, NULL, 2, o_kept, &spec, keep_o, NULL), -1);
+	assert_string_equal(output, "wide");
+	assert_int_equal(usages_err + usages_out, 0); /* a bad -o has its message only */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_rows_and_take),
 	        cmocka_unit_test(test_before_the_command_carries_over),
 	        cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_keep_output_aggregator),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
