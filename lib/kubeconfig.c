@@ -348,46 +348,44 @@ fail:
 	return rc;
 }
 
+/* What tau_kubeconfig_parse hands tau_yaml_read: the document being filled and its folder. */
+typedef struct kc_read {
+	tau_kubeconfig *kc;
+	const char *dir;
+} kc_read;
+
+static int read_document(void *ctx, yaml_document_t *doc, yaml_node_t *root)
+{
+	kc_read *r = ctx;
+	int rc;
+
+	if (root != NULL && !tau_yaml_is_null(root) && root->type != YAML_MAPPING_NODE)
+		return tau_error_set(TAU_EINVAL, "kubeconfig: the document is not a mapping");
+	/* An empty document is a valid, empty kubeconfig. */
+	if (root == NULL || root->type != YAML_MAPPING_NODE)
+		return 0;
+	if ((rc = walk_list(r->kc, doc, root, "clusters", "cluster", on_cluster, r->dir)) < 0 ||
+	    (rc = walk_list(r->kc, doc, root, "users", "user", on_user, r->dir)) < 0 ||
+	    (rc = walk_list(r->kc, doc, root, "contexts", "context", on_context, r->dir)) < 0 ||
+	    (rc = get_str(&r->kc->current_context, doc, root, "current-context", "top level")) < 0)
+		return rc;
+	return 0;
+}
+
 int tau_kubeconfig_parse(tau_kubeconfig **out, const char *buf, size_t len, const char *dir)
 {
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root;
-	tau_kubeconfig *kc = NULL;
-	bool loaded = false;
-	int rc = -1;
+	kc_read r = {.kc = calloc(1, sizeof(*r.kc)), .dir = dir};
+	int rc;
 
-	if (len > TAU_KUBECONFIG_MAX_BYTES)
-		return tau_error_set(TAU_ETOOBIG, "kubeconfig of %zu bytes exceeds the %u byte cap",
-		                     len, TAU_KUBECONFIG_MAX_BYTES);
-	kc = calloc(1, sizeof(*kc));
-	if (kc == NULL)
+	if (r.kc == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
-	if ((rc = tau_yaml_load(&parser, &doc, buf, len, "kubeconfig")) < 0)
-		goto out;
-	loaded = true;
-	root = yaml_document_get_root_node(&doc);
-	if (root != NULL && !tau_yaml_is_null(root) && root->type != YAML_MAPPING_NODE) {
-		rc = tau_error_set(TAU_EINVAL, "kubeconfig: the document is not a mapping");
-		goto out;
+	rc = tau_yaml_read(buf, len, TAU_KUBECONFIG_MAX_BYTES, "kubeconfig", read_document, &r);
+	if (rc < 0) {
+		tau_kubeconfig_free(r.kc);
+		return rc;
 	}
-	/* An empty document is a valid, empty kubeconfig. */
-	if (root != NULL && root->type == YAML_MAPPING_NODE) {
-		if ((rc = walk_list(kc, &doc, root, "clusters", "cluster", on_cluster, dir)) < 0 ||
-		    (rc = walk_list(kc, &doc, root, "users", "user", on_user, dir)) < 0 ||
-		    (rc = walk_list(kc, &doc, root, "contexts", "context", on_context, dir)) < 0 ||
-		    (rc = get_str(&kc->current_context, &doc, root, "current-context",
-		                  "top level")) < 0)
-			goto out;
-	}
-	*out = kc;
-	kc = NULL;
-	rc = 0;
-out:
-	if (loaded)
-		tau_yaml_unload(&parser, &doc);
-	tau_kubeconfig_free(kc);
-	return rc;
+	*out = r.kc;
+	return 0;
 }
 
 int tau_kubeconfig_load_file(tau_kubeconfig **out, const char *path)

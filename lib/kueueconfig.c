@@ -224,40 +224,32 @@ static int read_mappings(tau_kueue_config *cfg, yaml_document_t *doc, yaml_node_
 	return 0;
 }
 
+static int read_document(void *ctx, yaml_document_t *doc, yaml_node_t *root)
+{
+	tau_kueue_config *cfg = ctx;
+	int rc;
+
+	if (root == NULL || root->type != YAML_MAPPING_NODE)
+		return tau_error_set(TAU_EINVAL, WHERE ": the document is not a map");
+	if ((rc = read_header(doc, root)) < 0 || (rc = read_gate(&cfg->dra_gate, doc, root)) < 0 ||
+	    (rc = read_mappings(cfg, doc, root)) < 0)
+		return rc;
+	return 0;
+}
+
 int tau_kueue_config_parse(tau_kueue_config **out, const char *buf, size_t len)
 {
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root;
-	tau_kueue_config *cfg = NULL;
-	bool loaded = false;
-	int rc = -1;
+	tau_kueue_config *cfg = calloc(1, sizeof(*cfg));
+	int rc;
 
-	if (len > TAU_KUEUE_CONFIG_MAX_BYTES)
-		return tau_error_set(TAU_ETOOBIG, WHERE " of %zu bytes exceeds the %u byte cap",
-		                     len, TAU_KUEUE_CONFIG_MAX_BYTES);
-	cfg = calloc(1, sizeof(*cfg));
 	if (cfg == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	cfg->dra_gate = -1;
-	if ((rc = tau_yaml_load(&parser, &doc, buf, len, WHERE)) < 0)
-		goto out;
-	loaded = true;
-	root = yaml_document_get_root_node(&doc);
-	if (root == NULL || root->type != YAML_MAPPING_NODE) {
-		rc = tau_error_set(TAU_EINVAL, WHERE ": the document is not a map");
-		goto out;
+	rc = tau_yaml_read(buf, len, TAU_KUEUE_CONFIG_MAX_BYTES, WHERE, read_document, cfg);
+	if (rc < 0) {
+		tau_kueue_config_free(cfg);
+		return rc;
 	}
-	if ((rc = read_header(&doc, root)) < 0 ||
-	    (rc = read_gate(&cfg->dra_gate, &doc, root)) < 0 ||
-	    (rc = read_mappings(cfg, &doc, root)) < 0)
-		goto out;
 	*out = cfg;
-	cfg = NULL;
-	rc = 0;
-out:
-	if (loaded)
-		tau_yaml_unload(&parser, &doc);
-	tau_kueue_config_free(cfg);
-	return rc;
+	return 0;
 }

@@ -76,4 +76,29 @@ static inline void tau_yaml_unload(yaml_parser_t *parser, yaml_document_t *doc)
 	yaml_parser_delete(parser);
 }
 
+/* Reads a loaded document from its root (NULL for an empty document) into ctx. */
+typedef int (*tau_yaml_read_fn)(void *ctx, yaml_document_t *doc, yaml_node_t *root);
+
+/*
+ * Read the one document of `buf` (at most `cap` bytes, else TAU_ETOOBIG "<what> of N bytes
+ * exceeds the CAP byte cap"): load it as tau_yaml_load does, hand its root to read(ctx, ...)
+ * and free the document again.  Returns what read returns, or the load's error.
+ */
+static inline int tau_yaml_read(const char *buf, size_t len, unsigned cap, const char *what,
+                                tau_yaml_read_fn read, void *ctx)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	int rc;
+
+	if (len > cap)
+		return tau_error_set(TAU_ETOOBIG, "%s of %zu bytes exceeds the %u byte cap", what,
+		                     len, cap);
+	if ((rc = tau_yaml_load(&parser, &doc, buf, len, what)) < 0)
+		return rc;
+	rc = read(ctx, &doc, yaml_document_get_root_node(&doc));
+	tau_yaml_unload(&parser, &doc);
+	return rc;
+}
+
 #endif /* TAU_YAML_INTERNAL_H */

@@ -4,7 +4,7 @@
  * numbers, bools and null are plain and read back to the same value, nesting
  * and empty maps and lists, and each document read back through libtau's
  * YAML loader (lib/yaml_internal.h) with the core schema equals the one
- * written.
+ * written; tau_yaml_read's cap, load errors and hand-over of the root.
  */
 #include "tau/yaml.h"
 
@@ -246,6 +246,45 @@ static void test_refusals(void **state)
 	cJSON_Delete(doc);
 }
 
+/* tau_yaml_read's reader: counts the root's pairs (-1 for no root), returns ctx's rc. */
+typedef struct reading {
+	int pairs;
+	int rc;
+} reading;
+
+static int count_pairs(void *ctx, yaml_document_t *doc, yaml_node_t *root)
+{
+	reading *r = ctx;
+
+	(void)doc;
+	if (root == NULL)
+		r->pairs = -1;
+	else if (root->type == YAML_MAPPING_NODE)
+		r->pairs = (int)(root->data.mapping.pairs.top - root->data.mapping.pairs.start);
+	return r->rc;
+}
+
+static void test_read_document(void **state)
+{
+	static const char two[] = "a: 1\nb: [x]\n";
+	reading r = {.pairs = 0, .rc = 0};
+
+	(void)state;
+	assert_int_equal(tau_yaml_read(two, strlen(two), 64, "doc", count_pairs, &r), 0);
+	assert_int_equal(r.pairs, 2);
+	assert_int_equal(tau_yaml_read("", 0, 64, "doc", count_pairs, &r), 0);
+	assert_int_equal(r.pairs, -1); /* an empty document has no root */
+	r.rc = -TAU_EINVAL;            /* what the reader says is what comes back */
+	assert_int_equal(tau_yaml_read(two, strlen(two), 64, "doc", count_pairs, &r), -TAU_EINVAL);
+	r.rc = 0;
+	r.pairs = 0;
+	assert_int_equal(tau_yaml_read(two, strlen(two), 4, "doc", count_pairs, &r), -TAU_ETOOBIG);
+	assert_string_equal(tau_error_last()->msg, "doc of 12 bytes exceeds the 4 byte cap");
+	assert_int_equal(tau_yaml_read("a: [", 4, 64, "doc", count_pairs, &r), -TAU_EINVAL);
+	assert_non_null(strstr(tau_error_last()->msg, "doc: invalid YAML at line "));
+	assert_int_equal(r.pairs, 0); /* the reader never ran */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +294,7 @@ int main(void)
 	        cmocka_unit_test(test_nested_and_empty),
 	        cmocka_unit_test(test_keys_quoted_like_values),
 	        cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_read_document),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
