@@ -14,6 +14,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 #include "tau/str.h"
 #include "tau/array.h"
 
@@ -31,12 +32,16 @@ void tau_budget_cells_clear(tau_budget_cells *c)
 {
 	if (c == NULL)
 		return;
-	for (size_t i = 0; i < c->n; i++) {
-		free(c->items[i].flavor);
-		free(c->items[i].resource);
-	}
+	for (size_t i = 0; i < c->n; i++)
+		tau_free_many(c->items[i].flavor, c->items[i].resource);
 	free(c->items);
 	memset(c, 0, sizeof(*c));
+}
+
+void tau_budget_cells_clear_each(tau_budget_cells *const *sets, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		tau_budget_cells_clear(sets[i]);
 }
 
 static int cell_cmp(const tau_budget_cell *a, const char *flavor, const char *resource)

@@ -5,6 +5,7 @@
 #ifndef TAU_AGGREGATOR_BUDGET_CELLS_H
 #define TAU_AGGREGATOR_BUDGET_CELLS_H
 
+#include "tau/mem.h"
 #include "tau/quantity.h"
 
 #include <stdbool.h>
@@ -26,6 +27,14 @@ typedef struct tau_budget_cells {
 } tau_budget_cells;
 
 void tau_budget_cells_clear(tau_budget_cells *c);
+
+/** tau_budget_cells_clear each of the n sets (NULL entries are fine). */
+void tau_budget_cells_clear_each(tau_budget_cells *const *sets, size_t n);
+
+/** Clear every argument (pointers to cell sets), the way tau_free_many frees. */
+#define tau_budget_cells_clear_many(...)                                                           \
+	tau_budget_cells_clear_each((tau_budget_cells *const[]){__VA_ARGS__},                      \
+	                            TAU_N_ELEMENTS(((tau_budget_cells *const[]){__VA_ARGS__})))
 
 /**
  * Add q to the cell (flavor, resource), creating it at q when absent.

@@ -18,6 +18,7 @@
 #include "tau/json.h"
 #include "tau/quantity.h"
 #include "tau/array.h"
+#include "tau/mem.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,12 +46,9 @@ void tau_budget_conflicts_free(tau_budget_conflicts *list)
 {
 	if (list == NULL)
 		return;
-	for (size_t i = 0; i < list->n; i++) {
-		free(list->items[i].name);
-		free(list->items[i].message);
-	}
-	free(list->items);
-	free(list);
+	for (size_t i = 0; i < list->n; i++)
+		tau_free_many(list->items[i].name, list->items[i].message);
+	tau_free_many(list->items, list);
 }
 
 static int add(tau_budget_conflicts *list, tau_budget_conflict_reason reason, const char *kind,

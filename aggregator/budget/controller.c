@@ -20,6 +20,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/log.h"
+#include "tau/mem.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -431,8 +432,7 @@ void tau_budget_controller_free(tau_budget_controller *b)
 	if (b == NULL)
 		return;
 	tau_controller_free(b->ctl);
-	free(b->system_namespace);
-	free(b->last_summary);
+	tau_free_many(b->system_namespace, b->last_summary);
 	pthread_mutex_destroy(&b->lock);
 	free(b);
 }

@@ -9,6 +9,7 @@
 #include "tau/conditions.h"
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 #include "tau/str.h"
 #include "tau/array.h"
 
@@ -87,20 +88,14 @@ void tau_budget_decision_free(tau_budget_decision *d)
 	if (d == NULL)
 		return;
 	for (size_t i = 0; i < d->n_writes; i++) {
-		free(d->writes[i].name);
 		cJSON_Delete(d->writes[i].body);
-		free(d->writes[i].uid);
-		free(d->writes[i].why);
+		tau_free_many(d->writes[i].name, d->writes[i].uid, d->writes[i].why);
 	}
 	for (size_t i = 0; i < d->n_statuses; i++)
 		cJSON_Delete(d->statuses[i].status);
 	for (size_t i = 0; i < d->n_events; i++)
 		free(d->events[i].message);
-	free(d->writes);
-	free(d->statuses);
-	free(d->events);
-	free(d->summary);
-	free(d);
+	tau_free_many(d->writes, d->statuses, d->events, d->summary, d);
 }
 
 int tau_budget_managed_add(cJSON *arr, const char *kind, const char *name)

@@ -17,9 +17,11 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 #include "tau/names.h"
 #include "tau/str.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,17 +61,11 @@ typedef struct team_ctx {
 
 static void ctx_free(team_ctx *c)
 {
-	tau_budget_cells_clear(&c->quota);
-	tau_budget_cells_clear(&c->shape);
-	tau_budget_cells_clear(&c->outgoing);
-	tau_budget_cells_clear(&c->out_reserved);
-	for (size_t i = 0; i < c->n_ws; i++) {
-		tau_budget_cells_clear(&c->ws[i].nominal);
-		tau_budget_cells_clear(&c->ws[i].borrowing);
-		tau_budget_cells_clear(&c->ws[i].lending);
-		tau_budget_cells_clear(&c->ws[i].applied);
-		tau_budget_cells_clear(&c->ws[i].reserved);
-	}
+	tau_budget_cells_clear_many(&c->quota, &c->shape, &c->outgoing, &c->out_reserved);
+	for (size_t i = 0; i < c->n_ws; i++)
+		tau_budget_cells_clear_many(&c->ws[i].nominal, &c->ws[i].borrowing,
+		                            &c->ws[i].lending, &c->ws[i].applied,
+		                            &c->ws[i].reserved);
 	free(c->ws);
 }
 
@@ -81,11 +77,8 @@ void tau_budget_explicit_team_free(tau_budget_explicit_team *t)
 		cJSON_Delete(t->queues[i].desired);
 		free(t->queues[i].refusal);
 	}
-	free(t->queues);
 	cJSON_Delete(t->desired_cohort);
-	free(t->message);
-	free(t->summary);
-	free(t);
+	tau_free_many(t->queues, t->message, t->summary, t);
 }
 
 const char *tau_budget_workspace_namespace(const cJSON *ws, bool multiple)
@@ -364,8 +357,7 @@ static int validate(team_ctx *c, const char **reason, char *err, size_t err_len)
 		         c->name, nf, nr, TAU_BUDGET_MAX_FLAVORS, TAU_BUDGET_MAX_RESOURCES);
 		rc = 1;
 	}
-	tau_budget_cells_clear(&guarantees);
-	tau_budget_cells_clear(&rem);
+	tau_budget_cells_clear_many(&guarantees, &rem);
 	return rc;
 }
 
@@ -586,6 +578,20 @@ static int cohort_quota(tau_budget_cells *out, const tau_budget_cells *target,
 	return 0;
 }
 
+static void team_refuse(team_ctx *c, const char *reason, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* Record why the team may not change (its reason and message). */
+static void team_refuse(team_ctx *c, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	c->team_reason = reason;
+	va_start(ap, fmt);
+	vsnprintf(c->team_msg, sizeof(c->team_msg), fmt, ap);
+	va_end(ap);
+}
+
 /* E4 and E5 at the team level; sets c->team_reason / team_msg when the team may not change. */
 static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budget_cells *applied,
                        const tau_budget_cells *reserved)
@@ -597,12 +603,12 @@ static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budg
 		/* Another team's Cohort or queue holds a quantity we cannot read (kubectl edit,
 		 * no Kueue webhook): what is free is unknown, so this team may not change, and the
 		 * other teams are decided as usual. */
-		c->team_reason = TAU_BUDGET_REASON_QUOTA_INVALID;
-		snprintf(c->team_msg, sizeof(c->team_msg),
-		         "the quota applied by other teams cannot be read (%s); team \"%s\" keeps "
-		         "its "
-		         "applied allocation",
-		         tau_error_last()->msg, c->name);
+		team_refuse(
+		        c, TAU_BUDGET_REASON_QUOTA_INVALID,
+		        "the quota applied by other teams cannot be read (%s); team \"%s\" keeps "
+		        "its "
+		        "applied allocation",
+		        tau_error_last()->msg, c->name);
 		rc = 0;
 	}
 	for (size_t i = 0; rc == 0 && i < next->n && c->team_reason == NULL; i++) {
@@ -617,14 +623,14 @@ static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budg
 			/* The automatic budget owns every pool flavor in full, even while it is
 			 * zeroed: a share taken now would overlap it once it is restored. */
 			tau_budget_quantity_text(b, sizeof(b), &cap);
-			c->team_reason = TAU_BUDGET_REASON_CAPACITY;
-			snprintf(c->team_msg, sizeof(c->team_msg),
-			         "flavor %s is in the automatic pool of capacity team \"%s\" "
-			         "(TauCluster spec.queues.capacityTeamRef), which holds all of its "
-			         "discovered capacity %s for resource %s even while its budget is "
-			         "zeroed; team \"%s\" keeps its applied allocation: quote a flavor "
-			         "outside the pool",
-			         f, c->in->pool_claimed_by, b, r, c->name);
+			team_refuse(
+			        c, TAU_BUDGET_REASON_CAPACITY,
+			        "flavor %s is in the automatic pool of capacity team \"%s\" "
+			        "(TauCluster spec.queues.capacityTeamRef), which holds all of its "
+			        "discovered capacity %s for resource %s even while its budget is "
+			        "zeroed; team \"%s\" keeps its applied allocation: quote a flavor "
+			        "outside the pool",
+			        f, c->in->pool_claimed_by, b, r, c->name);
 		} else if (tau_quantity_cmp(&next->items[i].q, &was) > 0 &&
 		           capacity_of(c, f, r, &cap)) {
 			/* Growing: everything applied elsewhere plus our new allocation must fit.
@@ -632,12 +638,12 @@ static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budg
 			if ((rc = tau_quantity_add(&total, &next->items[i].q, &o)) == -TAU_ERANGE) {
 				/* Past what a quantity holds: certainly past the capacity. */
 				tau_budget_quantity_text(b, sizeof(b), &cap);
-				c->team_reason = TAU_BUDGET_REASON_CAPACITY;
-				snprintf(c->team_msg, sizeof(c->team_msg),
-				         "team allocations are too large to add up and exceed "
-				         "discovered capacity %s for flavor %s resource %s; team "
-				         "\"%s\" keeps its applied allocation",
-				         b, f, r, c->name);
+				team_refuse(
+				        c, TAU_BUDGET_REASON_CAPACITY,
+				        "team allocations are too large to add up and exceed "
+				        "discovered capacity %s for flavor %s resource %s; team "
+				        "\"%s\" keeps its applied allocation",
+				        b, f, r, c->name);
 				rc = 0;
 				break;
 			}
@@ -646,22 +652,22 @@ static int team_checks(team_ctx *c, const tau_budget_cells *next, const tau_budg
 			if (tau_quantity_cmp(&total, &cap) > 0) {
 				tau_budget_quantity_text(a, sizeof(a), &total);
 				tau_budget_quantity_text(b, sizeof(b), &cap);
-				c->team_reason = TAU_BUDGET_REASON_CAPACITY;
-				snprintf(c->team_msg, sizeof(c->team_msg),
-				         "team allocations %s exceed discovered capacity %s for "
-				         "flavor "
-				         "%s resource %s; team \"%s\" keeps its applied allocation",
-				         a, b, f, r, c->name);
+				team_refuse(
+				        c, TAU_BUDGET_REASON_CAPACITY,
+				        "team allocations %s exceed discovered capacity %s for "
+				        "flavor "
+				        "%s resource %s; team \"%s\" keeps its applied allocation",
+				        a, b, f, r, c->name);
 			}
 		} else if (tau_quantity_cmp(&next->items[i].q, &was) < 0 &&
 		           tau_quantity_cmp(&next->items[i].q, &res) < 0) {
 			tau_budget_quantity_text(a, sizeof(a), &res);
 			tau_budget_quantity_text(b, sizeof(b), &next->items[i].q);
-			c->team_reason = TAU_BUDGET_REASON_REDUCTION_BLOCKED;
-			snprintf(c->team_msg, sizeof(c->team_msg),
-			         "refusing to reduce team \"%s\" below active reservations %s (new "
-			         "allocation %s) for flavor %s resource %s",
-			         c->name, a, b, f, r);
+			team_refuse(
+			        c, TAU_BUDGET_REASON_REDUCTION_BLOCKED,
+			        "refusing to reduce team \"%s\" below active reservations %s (new "
+			        "allocation %s) for flavor %s resource %s",
+			        c->name, a, b, f, r);
 		}
 	}
 	tau_budget_cells_clear(&others);
@@ -675,9 +681,7 @@ static int plan_mode(team_ctx *c, bool ready, const tau_budget_cells *applied,
 	tau_budget_cells charged = {0}, shape = {0};
 	int rc;
 
-	tau_budget_cells_clear(next);
-	tau_budget_cells_clear(reserved);
-	tau_budget_cells_clear(cohort_q);
+	tau_budget_cells_clear_many(next, reserved, cohort_q);
 	rc = plan_queues(c, ready, &charged, reserved);
 	if (rc == 0)
 		rc = tau_budget_cells_merge(&shape, &c->shape, 1);
@@ -700,8 +704,7 @@ static int plan_mode(team_ctx *c, bool ready, const tau_budget_cells *applied,
 				c->shape.items[i].q = tau_quantity_zero();
 		}
 	}
-	tau_budget_cells_clear(&charged);
-	tau_budget_cells_clear(&shape);
+	tau_budget_cells_clear_many(&charged, &shape);
 	return rc;
 }
 
@@ -907,10 +910,7 @@ static int decide(team_ctx *c)
 	if (rc == 0)
 		rc = finish(c, &cohort_q);
 out:
-	tau_budget_cells_clear(&applied);
-	tau_budget_cells_clear(&next);
-	tau_budget_cells_clear(&reserved);
-	tau_budget_cells_clear(&cohort_q);
+	tau_budget_cells_clear_many(&applied, &next, &reserved, &cohort_q);
 	return rc;
 }
 

@@ -9,6 +9,7 @@
 #include "inventory/snapshot.h"
 
 #include "tau/error.h"
+#include "tau/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,8 @@ void tau_budget_inventory_clear(tau_budget_inventory *inv)
 {
 	if (inv == NULL)
 		return;
-	free(inv->problem);
+	tau_free_many(inv->problem, inv->nodes);
 	tau_budget_pool_free(inv->pool);
-	free(inv->nodes);
 	tau_pool_snapshot_free(inv->snapshot);
 	memset(inv, 0, sizeof(*inv));
 }

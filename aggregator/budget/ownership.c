@@ -9,6 +9,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 #include "tau/names.h"
 #include "tau/str.h"
 
@@ -16,48 +17,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Each kind's name and the annotation that holds its owner's UID. */
+static const struct kind_info {
+	const char *name;
+	const char *owner_annotation;
+} kinds[] = {
+        [TAU_BUDGET_RESOURCE_FLAVOR] = {"ResourceFlavor", TAU_BUDGET_ANNOTATION_CLUSTER_UID},
+        [TAU_BUDGET_COHORT] = {"Cohort", TAU_BUDGET_ANNOTATION_TEAM_UID},
+        [TAU_BUDGET_CLUSTER_QUEUE] = {"ClusterQueue", TAU_BUDGET_ANNOTATION_WORKSPACE_UID},
+        [TAU_BUDGET_TEAM] = {"TauTeam", TAU_BUDGET_ANNOTATION_WORKSPACE_UID},
+};
+
 const char *tau_budget_kind_name(tau_budget_kind kind)
 {
-	switch (kind) {
-	case TAU_BUDGET_RESOURCE_FLAVOR:
-		return "ResourceFlavor";
-	case TAU_BUDGET_COHORT:
-		return "Cohort";
-	case TAU_BUDGET_CLUSTER_QUEUE:
-		return "ClusterQueue";
-	case TAU_BUDGET_TEAM:
-		return "TauTeam";
-	}
-	return "?";
+	return (size_t)kind < TAU_N_ELEMENTS(kinds) ? kinds[kind].name : "?";
 }
 
 const char *tau_budget_owner_annotation(tau_budget_kind kind)
 {
-	switch (kind) {
-	case TAU_BUDGET_RESOURCE_FLAVOR:
-		return TAU_BUDGET_ANNOTATION_CLUSTER_UID;
-	case TAU_BUDGET_COHORT:
-		return TAU_BUDGET_ANNOTATION_TEAM_UID;
-	case TAU_BUDGET_CLUSTER_QUEUE:
-	case TAU_BUDGET_TEAM:
-		return TAU_BUDGET_ANNOTATION_WORKSPACE_UID;
-	}
-	return TAU_BUDGET_ANNOTATION_WORKSPACE_UID;
+	return (size_t)kind < TAU_N_ELEMENTS(kinds) ? kinds[kind].owner_annotation
+	                                            : TAU_BUDGET_ANNOTATION_WORKSPACE_UID;
 }
 
 const char *tau_budget_ownership_name(tau_budget_ownership ownership)
 {
-	switch (ownership) {
-	case TAU_BUDGET_OWNED:
-		return "Owned";
-	case TAU_BUDGET_OTHER_OWNER:
-		return "OtherOwner";
-	case TAU_BUDGET_LEGACY_OWNER:
-		return "LegacyOwner";
-	case TAU_BUDGET_FOREIGN:
-		return "Foreign";
-	}
-	return "Foreign";
+	static const char *const names[] = {
+	        [TAU_BUDGET_OWNED] = "Owned",
+	        [TAU_BUDGET_OTHER_OWNER] = "OtherOwner",
+	        [TAU_BUDGET_LEGACY_OWNER] = "LegacyOwner",
+	        [TAU_BUDGET_FOREIGN] = "Foreign",
+	};
+
+	return tau_str_enum_name(names, TAU_N_ELEMENTS(names), (int)ownership, "Foreign");
 }
 
 tau_budget_ownership tau_budget_ownership_of(const cJSON *observed, tau_budget_kind kind,

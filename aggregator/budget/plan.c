@@ -18,6 +18,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 #include "tau/names.h"
 #include "tau/str.h"
 #include "tau/array.h"
@@ -26,20 +27,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void flavor_clear(tau_budget_flavor *f)
+{
+	tau_free_many(f->name, f->gpu_class);
+}
+
+/* Free a plan's resource names and flavors (both arrays and what they hold). */
+static void names_free(char **resources, size_t n_resources, tau_budget_flavor *flavors,
+                       size_t n_flavors)
+{
+	for (size_t i = 0; i < n_resources; i++)
+		free(resources[i]);
+	for (size_t i = 0; i < n_flavors; i++)
+		flavor_clear(&flavors[i]);
+	tau_free_many(resources, flavors);
+}
+
 void tau_budget_plan_free(tau_budget_plan *plan)
 {
 	if (plan == NULL)
 		return;
-	for (size_t i = 0; i < plan->n_resources; i++)
-		free(plan->resources[i]);
-	for (size_t i = 0; i < plan->n_flavors; i++) {
-		free(plan->flavors[i].name);
-		free(plan->flavors[i].gpu_class);
-	}
-	free(plan->resources);
-	free(plan->flavors);
-	free(plan->quota);
-	free(plan);
+	names_free(plan->resources, plan->n_resources, plan->flavors, plan->n_flavors);
+	tau_free_many(plan->quota, plan);
 }
 
 const tau_quantity *tau_budget_plan_quota(const tau_budget_plan *plan, size_t f, size_t r)
@@ -51,8 +60,7 @@ void tau_budget_plan_drop_flavor(tau_budget_plan *plan, size_t f)
 {
 	size_t nr = plan->n_resources, after = plan->n_flavors - f - 1;
 
-	free(plan->flavors[f].name);
-	free(plan->flavors[f].gpu_class);
+	flavor_clear(&plan->flavors[f]);
 	memmove(&plan->flavors[f], &plan->flavors[f + 1], after * sizeof(*plan->flavors));
 	memmove(&plan->quota[f * nr], &plan->quota[(f + 1) * nr],
 	        after * nr * sizeof(*plan->quota));
@@ -102,8 +110,7 @@ static int flavor_add(flavor_list *l, const char *name, const char *gpu_class, b
 	f.gpu_class = gpu_class != NULL ? strdup(gpu_class) : NULL;
 	f.retained = retained;
 	if (f.name == NULL || (gpu_class != NULL && f.gpu_class == NULL)) {
-		free(f.name);
-		free(f.gpu_class);
+		flavor_clear(&f);
 		return tau_budget_nomem();
 	}
 	memmove(&l->items[i + 1], &l->items[i], (l->n - i) * sizeof(*l->items));
@@ -328,14 +335,7 @@ int tau_budget_plan_build(tau_budget_plan **out, const tau_budget_pool *pool,
 	plan = NULL;
 	rc = 0;
 out:
-	for (size_t i = 0; i < res.n; i++)
-		free(res.items[i]);
-	free(res.items);
-	for (size_t i = 0; i < fl.n; i++) {
-		free(fl.items[i].name);
-		free(fl.items[i].gpu_class);
-	}
-	free(fl.items);
+	names_free(res.items, res.n, fl.items, fl.n);
 	tau_budget_plan_free(plan);
 	return rc;
 }

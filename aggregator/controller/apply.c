@@ -13,6 +13,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 #include "tau/str.h"
 
 #include <stdio.h>
@@ -51,25 +52,14 @@ static const char *last_error_text(void)
 
 const char *tau_apply_outcome_name(tau_apply_outcome o)
 {
-	switch (o) {
-	case TAU_APPLY_UNCHANGED:
-		return "unchanged";
-	case TAU_APPLY_CREATED:
-		return "created";
-	case TAU_APPLY_UPDATED:
-		return "updated";
-	case TAU_APPLY_REPLACED:
-		return "replaced";
-	case TAU_APPLY_NOT_OWNED:
-		return "not-owned";
-	case TAU_APPLY_DELETED:
-		return "deleted";
-	case TAU_APPLY_DELETING:
-		return "deleting";
-	case TAU_APPLY_ABSENT:
-		return "absent";
-	}
-	return "unknown";
+	static const char *const names[] = {
+	        [TAU_APPLY_UNCHANGED] = "unchanged", [TAU_APPLY_CREATED] = "created",
+	        [TAU_APPLY_UPDATED] = "updated",     [TAU_APPLY_REPLACED] = "replaced",
+	        [TAU_APPLY_NOT_OWNED] = "not-owned", [TAU_APPLY_DELETED] = "deleted",
+	        [TAU_APPLY_DELETING] = "deleting",   [TAU_APPLY_ABSENT] = "absent",
+	};
+
+	return tau_str_enum_name(names, TAU_N_ELEMENTS(names), (int)o, "unknown");
 }
 
 /* ------------------------------------------------------------------------------------------ */

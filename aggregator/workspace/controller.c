@@ -20,6 +20,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/log.h"
+#include "tau/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -182,9 +183,7 @@ void tau_ws_controller_free(tau_ws_controller *wc)
 	tau_ws_allowlist_file_free(wc->allowlist_file);
 	tau_selector_free(wc->allowlist_selector);
 	cJSON_Delete(wc->map);
-	free(wc->system_namespace);
-	free(wc->flag_allowlist_file);
-	free(wc->researcher_role);
+	tau_free_many(wc->system_namespace, wc->flag_allowlist_file, wc->researcher_role);
 	free(wc);
 }
 

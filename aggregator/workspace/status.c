@@ -14,6 +14,8 @@
 #include "tau/conditions.h"
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
+#include "tau/str.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,14 +46,9 @@ static const char *detail_or(const tau_ws_obj_check *chk, const char *fallback)
 
 const char *tau_ws_status_cond_name(tau_ws_cond_status s)
 {
-	switch (s) {
-	case TAU_WS_TRUE:
-		return "True";
-	case TAU_WS_FALSE:
-		return "False";
-	default:
-		return "Unknown";
-	}
+	static const char *const names[] = {[TAU_WS_FALSE] = "False", [TAU_WS_TRUE] = "True"};
+
+	return tau_str_enum_name(names, TAU_N_ELEMENTS(names), (int)s, "Unknown");
 }
 
 const char *tau_ws_status_phase(tau_ws_cond_status rbac, tau_ws_cond_status queue,

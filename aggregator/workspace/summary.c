@@ -10,6 +10,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,16 +21,11 @@ void tau_ws_summary_clear(tau_ws_summary *s)
 {
 	if (s == NULL)
 		return;
-	free(s->name);
-	free(s->phase);
-	free(s->namespace_name);
-	free(s->local_queue);
-	free(s->cluster_queue);
+	tau_free_many(s->name, s->phase, s->namespace_name, s->local_queue, s->cluster_queue);
 	for (size_t i = 0; i < s->n_conditions; i++) {
-		free(s->conditions[i].type);
-		free(s->conditions[i].status);
-		free(s->conditions[i].reason);
-		free(s->conditions[i].message);
+		const tau_ws_summary_condition *c = &s->conditions[i];
+
+		tau_free_many(c->type, c->status, c->reason, c->message);
 	}
 	free(s->conditions);
 	memset(s, 0, sizeof(*s));
