@@ -8,8 +8,10 @@
 #include "drastore.h"
 #include "sorted.h"
 
+#include "tau/array.h"
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +22,48 @@ typedef struct refusal {
 	char *text; /* the key, ": ", why */
 } refusal;
 
+/*
+ * One kind of object the store keeps: how to read and clear one record, and the records,
+ * sorted by name (each starts with `char *name`).
+ */
+typedef struct shelf {
+	const char *kind; /* "ResourceSlice" or "DeviceClass", as the API names it */
+	size_t size;      /* of one record */
+	int (*read)(void *rec, const cJSON *obj);
+	void (*clear)(void *rec);
+	void *items;
+	size_t n, cap;
+} shelf;
+
+/* Room for one record of either kind. */
+typedef union any_record {
+	tau_dra_slice slice;
+	tau_dra_class cls;
+} any_record;
+
+static int read_slice(void *rec, const cJSON *obj)
+{
+	return tau_dra_slice_from_json(rec, obj);
+}
+
+static void clear_slice(void *rec)
+{
+	tau_dra_slice_clear(rec);
+}
+
+static int read_class(void *rec, const cJSON *obj)
+{
+	return tau_dra_class_from_json(rec, obj);
+}
+
+static void clear_class(void *rec)
+{
+	tau_dra_class_clear(rec);
+}
+
 struct tau_dra_store {
-	tau_dra_slice *slices; /* sorted by name */
-	size_t n_slices, cap_slices;
-	tau_dra_class *classes; /* sorted by name */
-	size_t n_classes, cap_classes;
+	shelf slices;  /* tau_dra_slice records */
+	shelf classes; /* tau_dra_class records */
 	tau_kueue_dra_mapping *mappings;
 	size_t n_mappings;
 	char *kueue_error;
@@ -40,8 +79,28 @@ int tau_dra_store_new(tau_dra_store **out)
 
 	if (s == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory creating the DRA store");
+	s->slices = (shelf){.kind = "ResourceSlice",
+	                    .size = sizeof(tau_dra_slice),
+	                    .read = read_slice,
+	                    .clear = clear_slice};
+	s->classes = (shelf){.kind = "DeviceClass",
+	                     .size = sizeof(tau_dra_class),
+	                     .read = read_class,
+	                     .clear = clear_class};
 	*out = s;
 	return 0;
+}
+
+static void *rec_at(const shelf *sh, size_t i)
+{
+	return (char *)sh->items + i * sh->size;
+}
+
+static void shelf_clear(shelf *sh)
+{
+	for (size_t i = 0; i < sh->n; i++)
+		sh->clear(rec_at(sh, i));
+	free(sh->items);
 }
 
 void tau_dra_store_free(tau_dra_store *store)
@@ -49,19 +108,12 @@ void tau_dra_store_free(tau_dra_store *store)
 	if (store == NULL)
 		return;
 	tau_dra_view_free(store->view);
-	for (size_t i = 0; i < store->n_slices; i++)
-		tau_dra_slice_clear(&store->slices[i]);
-	for (size_t i = 0; i < store->n_classes; i++)
-		tau_dra_class_clear(&store->classes[i]);
-	for (size_t i = 0; i < store->n_refused; i++) {
-		free(store->refused[i].key);
-		free(store->refused[i].text);
-	}
+	shelf_clear(&store->slices);
+	shelf_clear(&store->classes);
+	for (size_t i = 0; i < store->n_refused; i++)
+		tau_free_many(store->refused[i].key, store->refused[i].text);
 	tau_dra_mappings_free(store->mappings, store->n_mappings);
-	free(store->slices);
-	free(store->classes);
-	free(store->refused);
-	free(store->kueue_error);
+	tau_free_many(store->refused, store->kueue_error);
 	free(store);
 }
 
@@ -125,111 +177,84 @@ static int object_key(char *key, size_t cap, const char *kind, const cJSON *obj)
 	return 0;
 }
 
-/* Replace (or insert) the item named like `item` in a sorted array; `clear` frees one. */
-#define STORE_PUT(s, arr, n, cap, item, clearfn)                                                   \
-	do {                                                                                       \
-		bool found_;                                                                       \
-		size_t i_ = tau_sorted_index((s)->arr, (s)->n, sizeof(*(s)->arr), (item).name,     \
-		                             &found_);                                             \
-		if (found_) {                                                                      \
-			clearfn(&(s)->arr[i_]);                                                    \
-			(s)->arr[i_] = (item);                                                     \
-			break;                                                                     \
-		}                                                                                  \
-		if ((s)->n == (s)->cap) {                                                          \
-			size_t nc_ = (s)->cap != 0 ? (s)->cap * 2 : 16;                            \
-			void *p_ = realloc((s)->arr, nc_ * sizeof(*(s)->arr));                     \
-			if (p_ == NULL) {                                                          \
-				clearfn(&(item));                                                  \
-				return tau_error_set(TAU_ENOMEM, "out of memory in the DRA "       \
-				                                 "store");                         \
-			}                                                                          \
-			(s)->arr = p_;                                                             \
-			(s)->cap = nc_;                                                            \
-		}                                                                                  \
-		memmove(&(s)->arr[i_ + 1], &(s)->arr[i_], ((s)->n - i_) * sizeof(*(s)->arr));      \
-		(s)->arr[i_] = (item);                                                             \
-		(s)->n++;                                                                          \
-	} while (0)
-
-static int drop_slice(tau_dra_store *s, const char *name)
+/* Replace (or insert) the record named like `rec`; a record that cannot be stored is cleared. */
+static int put(shelf *sh, void *rec)
 {
 	bool found;
-	size_t i = tau_sorted_index(s->slices, s->n_slices, sizeof(*s->slices), name, &found);
+	size_t i = tau_sorted_index(sh->items, sh->n, sh->size, *(char *const *)rec, &found);
 
-	if (!found)
-		return -TAU_ENOTFOUND;
-	tau_dra_slice_clear(&s->slices[i]);
-	memmove(&s->slices[i], &s->slices[i + 1], (s->n_slices - i - 1) * sizeof(*s->slices));
-	s->n_slices--;
+	if (found) {
+		sh->clear(rec_at(sh, i));
+		memcpy(rec_at(sh, i), rec, sh->size);
+		return 0;
+	}
+	if (tau_array_grow(&sh->items, &sh->cap, sh->n + 1, sh->size) < 0) {
+		sh->clear(rec);
+		return tau_error_set(TAU_ENOMEM, "out of memory in the DRA store");
+	}
+	memmove(rec_at(sh, i + 1), rec_at(sh, i), (sh->n - i) * sh->size);
+	memcpy(rec_at(sh, i), rec, sh->size);
+	sh->n++;
 	return 0;
 }
 
-static int drop_class(tau_dra_store *s, const char *name)
+static int drop(shelf *sh, const char *name)
 {
 	bool found;
-	size_t i = tau_sorted_index(s->classes, s->n_classes, sizeof(*s->classes), name, &found);
+	size_t i = tau_sorted_index(sh->items, sh->n, sh->size, name, &found);
 
 	if (!found)
 		return -TAU_ENOTFOUND;
-	tau_dra_class_clear(&s->classes[i]);
-	memmove(&s->classes[i], &s->classes[i + 1], (s->n_classes - i - 1) * sizeof(*s->classes));
-	s->n_classes--;
+	sh->clear(rec_at(sh, i));
+	memmove(rec_at(sh, i), rec_at(sh, i + 1), (sh->n - i - 1) * sh->size);
+	sh->n--;
 	return 0;
+}
+
+static int upsert(tau_dra_store *store, shelf *sh, const cJSON *obj)
+{
+	any_record rec;
+	char key[300];
+
+	if (object_key(key, sizeof(key), sh->kind, obj) < 0)
+		return -TAU_EINVAL;
+	changed(store);
+	if (sh->read(&rec, obj) < 0) {
+		(void)drop(sh, tau_json_str(obj, "metadata.name"));
+		return remember_refusal(store, key);
+	}
+	forget_refusal(store, key);
+	return put(sh, &rec);
+}
+
+static int delete (tau_dra_store *store, shelf *sh, const char *name)
+{
+	char key[300];
+
+	snprintf(key, sizeof(key), "%s %s", sh->kind, name);
+	changed(store);
+	forget_refusal(store, key);
+	return drop(sh, name);
 }
 
 int tau_dra_store_slice_upsert(tau_dra_store *store, const cJSON *slice)
 {
-	tau_dra_slice f;
-	char key[300];
-
-	if (object_key(key, sizeof(key), "ResourceSlice", slice) < 0)
-		return -TAU_EINVAL;
-	changed(store);
-	if (tau_dra_slice_from_json(&f, slice) < 0) {
-		(void)drop_slice(store, tau_json_str(slice, "metadata.name"));
-		return remember_refusal(store, key);
-	}
-	forget_refusal(store, key);
-	STORE_PUT(store, slices, n_slices, cap_slices, f, tau_dra_slice_clear);
-	return 0;
+	return upsert(store, &store->slices, slice);
 }
 
 int tau_dra_store_slice_delete(tau_dra_store *store, const char *name)
 {
-	char key[300];
-
-	snprintf(key, sizeof(key), "ResourceSlice %s", name);
-	changed(store);
-	forget_refusal(store, key);
-	return drop_slice(store, name);
+	return delete (store, &store->slices, name);
 }
 
 int tau_dra_store_class_upsert(tau_dra_store *store, const cJSON *device_class)
 {
-	tau_dra_class f;
-	char key[300];
-
-	if (object_key(key, sizeof(key), "DeviceClass", device_class) < 0)
-		return -TAU_EINVAL;
-	changed(store);
-	if (tau_dra_class_from_json(&f, device_class) < 0) {
-		(void)drop_class(store, tau_json_str(device_class, "metadata.name"));
-		return remember_refusal(store, key);
-	}
-	forget_refusal(store, key);
-	STORE_PUT(store, classes, n_classes, cap_classes, f, tau_dra_class_clear);
-	return 0;
+	return upsert(store, &store->classes, device_class);
 }
 
 int tau_dra_store_class_delete(tau_dra_store *store, const char *name)
 {
-	char key[300];
-
-	snprintf(key, sizeof(key), "DeviceClass %s", name);
-	changed(store);
-	forget_refusal(store, key);
-	return drop_class(store, name);
+	return delete (store, &store->classes, name);
 }
 
 static int copy_mappings(tau_kueue_dra_mapping **out, const tau_kueue_dra_mapping *src, size_t n)
@@ -286,10 +311,11 @@ int tau_dra_store_view(tau_dra_store *store, const tau_dra_view **out)
 {
 	if (store->view == NULL) {
 		/* Kueue's configuration unreadable: no class may count (fail closed) */
-		size_t n_classes = store->kueue_error != NULL ? 0 : store->n_classes;
+		size_t n_classes = store->kueue_error != NULL ? 0 : store->classes.n;
 
-		if (tau_dra_view_build(&store->view, store->classes, n_classes, store->slices,
-		                       store->n_slices, store->mappings, store->n_mappings) < 0)
+		if (tau_dra_view_build(&store->view, store->classes.items, n_classes,
+		                       store->slices.items, store->slices.n, store->mappings,
+		                       store->n_mappings) < 0)
 			return -TAU_ENOMEM;
 	}
 	*out = store->view;
