@@ -15,6 +15,7 @@
 #include "inventory_internal.h"
 
 #include "tau/error.h"
+#include "tau/mem.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -54,12 +55,8 @@ void tau_agent_inventory_free(tau_agent_inventory *inv)
 {
 	if (inv == NULL)
 		return;
-	free(inv->node_name);
-	free(inv->node_uid);
-	free(inv->resource_version);
-	free(inv->provider_id);
-	free(inv->gpu_class);
-	free(inv->os);
+	tau_free_many(inv->node_name, inv->node_uid, inv->resource_version, inv->provider_id,
+	              inv->gpu_class, inv->os);
 	tau_agent_kvs_free(inv->labels, inv->n_labels);
 	tau_agent_kvs_free(inv->allocatable, inv->n_allocatable);
 	for (size_t i = 0; i < inv->n_csi_drivers; i++) {
