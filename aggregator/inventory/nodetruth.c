@@ -5,8 +5,9 @@
  * the single allocation that holds the struct, its arrays and every string
  * (so it is freed with free() alone and costs one malloc header per node).
  * A device's resource name is shared by the devices of that resource, and
- * empty strings are stored as NULL.  Everything a reader asks often (the GPU
- * figures, the health verdict, the problem count) is derived here, once per
+ * empty strings are stored as NULL.  An inventory without node-local facts
+ * gets no block of its own: every such node lends the one empty block.  Everything a reader asks
+ * often (the GPU figures, the health verdict, the problem count) is derived here, once per
  * inventory, not per query.
  */
 #include "nodetruth.h"
@@ -426,6 +427,23 @@ static void derive(tau_nodetruth *t)
 	                                                       : TAU_TRUTH_HEALTH_UNKNOWN;
 }
 
+/*
+ * The block of an inventory without node-local facts: every figure unknown, no list.  One
+ * for the process, lent to every such node (tau_nodetruth_free leaves it), so an agent that
+ * reports no devices costs no block of its own.  Never written.
+ */
+static const tau_nodetruth empty_block = {.health = TAU_TRUTH_HEALTH_UNKNOWN};
+
+/* `t` (built and derived, with no list or string) says nothing empty_block does not. */
+static bool says_nothing(const tau_nodetruth *t)
+{
+	return !t->pod_resources_known && !t->allocatable_known && !t->dra_known &&
+	       t->dra_dropped == 0 && !t->gpus_probed && t->gpus_present == 0 &&
+	       t->gpus_healthy == 0 && t->rdma_ports_total == 0 && t->rdma_ports_up == 0 &&
+	       !t->gpu.known && t->gpu.devices == 0 && t->gpu.healthy == 0 && t->gpu.in_use == 0 &&
+	       t->gpu.free == 0 && t->health == empty_block.health && t->n_problems == 0;
+}
+
 int tau_nodetruth_decode(tau_nodetruth **out, const Tau__Inventory__V1__NodeInventory *inv)
 {
 	packer p = {0};
@@ -435,6 +453,19 @@ int tau_nodetruth_decode(tau_nodetruth **out, const Tau__Inventory__V1__NodeInve
 	if (rc < 0)
 		return rc;
 	(void)build(&p, inv);
+	if (p.used == sizeof(*t)) {
+		/* No list and no string: built on the stack, it is kept only if it says more. */
+		tau_nodetruth scalars;
+
+		p = (packer){.base = (char *)&scalars};
+		(void)build(&p, inv);
+		derive(&scalars);
+		if (says_nothing(&scalars)) {
+			*out = (tau_nodetruth *)(void *)&empty_block;
+			return 0;
+		}
+		p = (packer){.used = sizeof(*t)};
+	}
 	p.base = malloc(p.used);
 	if (p.base == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory decoding node %s's devices",
@@ -450,7 +481,13 @@ int tau_nodetruth_decode(tau_nodetruth **out, const Tau__Inventory__V1__NodeInve
 
 void tau_nodetruth_free(tau_nodetruth *t)
 {
-	free(t);
+	if (t != &empty_block)
+		free(t);
+}
+
+bool tau_nodetruth_is_shared(const tau_nodetruth *t)
+{
+	return t == &empty_block;
 }
 
 bool tau_nodetruth_problem(const tau_nodetruth *t, size_t i, char *buf, size_t cap)

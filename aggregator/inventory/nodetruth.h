@@ -145,7 +145,7 @@ typedef struct tau_nodetruth {
 	tau_truth_gpus gpu;      /**< the GPU figures */
 	tau_truth_health health; /**< see tau_truth_health */
 	size_t n_problems;       /**< what makes it DEGRADED (tau_nodetruth_problem) */
-	size_t bytes;            /**< memory the block takes (its one allocation) */
+	size_t bytes; /**< memory the block takes (its one allocation); 0 for the shared one */
 } tau_nodetruth;
 
 /**
@@ -157,14 +157,20 @@ typedef struct tau_nodetruth {
  * every DRA device has driver, pool and device name and is listed once, in
  * the protocol's order (driver, pool, device);
  * numa_node -1..1023; port state 0..5, phys_state 0..7.
- * @param out  set to a new block (tau_nodetruth_free) on success; untouched on failure
+ * An inventory that carries no node-local facts (nothing a reader would see differ from
+ * "all unknown, no lists") gets the one shared empty block (tau_nodetruth_is_shared), not
+ * a block of its own: readers see the same figures either way.
+ * @param out  set to a block (tau_nodetruth_free) on success; untouched on failure
  * @return 0; -TAU_EINVAL or -TAU_ETOOBIG naming the first bad field (tau_error_last);
  *         -TAU_ENOMEM.
  */
 int tau_nodetruth_decode(tau_nodetruth **out, const Tau__Inventory__V1__NodeInventory *inv);
 
-/** Free a block; NULL is a no-op. */
+/** Free a block; NULL and the shared empty block are no-ops. */
 void tau_nodetruth_free(tau_nodetruth *t);
+
+/** True for the shared empty block (see tau_nodetruth_decode). */
+bool tau_nodetruth_is_shared(const tau_nodetruth *t);
 
 /**
  * Describe problem `i` (0 <= i < t->n_problems) into buf: an unhealthy GPU,

@@ -5,6 +5,7 @@
  */
 #include "inventory/nodetruth.h"
 #include "inventory/query.h"
+#include "inventory/truthrules.h"
 #include "truth_fixture.h"
 
 #include "tau/error.h"
@@ -117,6 +118,128 @@ static void unknown_is_not_free(void **state)
 	assert_int_equal(t->n_devices, 0);
 	assert_int_equal(t->health, TAU_TRUTH_HEALTH_UNKNOWN);
 	tau_nodetruth_free(t);
+	free(f);
+}
+
+/*
+ * What every reader sees of a node whose inventory says nothing node-local: what the block
+ * the decoder allocated for it before (all zero, every figure unknown) said, verdicts included.
+ */
+static void assert_says_nothing(const tau_nodetruth *t)
+{
+	bool failed[TAU_TRUTH_RULE_COUNT], was_failed[TAU_TRUTH_RULE_COUNT];
+	tau_truth_rule rules[TAU_TRUTH_RULE_COUNT], was_rules[TAU_TRUTH_RULE_COUNT];
+	char line[64] = "";
+	tau_node_facts nf = truth_fixture_facts("gpu-1", "h100", 8);
+	tau_nodetruth *was = calloc(1, sizeof(*was));
+
+	assert_non_null(was);
+	assert_memory_equal(t, was, sizeof(*was));
+
+	assert_false(t->pod_resources_known || t->allocatable_known || t->dra_known ||
+	             t->gpus_probed || t->gpu.known);
+	assert_int_equal(t->n_devices + t->n_dra + t->n_gpus + t->n_ports + t->n_csi, 0);
+	assert_null(t->pod_resources_note);
+	assert_null(t->gpus_not_probed_reason);
+	assert_null(t->driver_version);
+	assert_int_equal(t->gpu.devices + t->gpu.free + t->gpu.in_use + t->gpu.healthy, 0);
+	assert_int_equal(t->gpus_present + t->rdma_ports_total + t->rdma_ports_up, 0);
+	assert_int_equal(t->health, TAU_TRUTH_HEALTH_UNKNOWN);
+	assert_int_equal(t->n_problems, 0);
+	assert_false(tau_nodetruth_problem(t, 0, line, sizeof(line)));
+	assert_false(tau_nodetruth_has_active_port(t));
+	assert_int_equal(tau_truth_rules_failing(&nf, t, failed),
+	                 tau_truth_rules_failing(&nf, was, was_failed));
+	assert_memory_equal(failed, was_failed, sizeof(failed));
+	assert_int_equal(tau_truth_rules_fingerprint(&nf, t),
+	                 tau_truth_rules_fingerprint(&nf, was));
+	tau_truth_rules(rules, &nf, t);
+	tau_truth_rules(was_rules, &nf, was);
+	for (int i = 0; i < TAU_TRUTH_RULE_COUNT; i++) {
+		assert_int_equal(rules[i].pass, was_rules[i].pass);
+		assert_int_equal(rules[i].unknown, was_rules[i].unknown);
+		assert_string_equal(rules[i].detail, was_rules[i].detail);
+	}
+	free(was);
+	tau_node_facts_clear(&nf);
+}
+
+static void empty_inventory_shares_one_block(void **state)
+{
+	fixture *f = node8();
+	tau_nodetruth *t = NULL, *t2 = NULL;
+	tau_nodestore *s = NULL;
+	tau_node_facts a = truth_fixture_facts("gpu-1", "h100", 8),
+	               b = truth_fixture_facts("gpu-2", "h100", 8);
+	tau_node_status st;
+
+	(void)state;
+	/* no LocalDevices and no CSI driver: the shared block, no allocation of its own */
+	f->inv.devices = NULL;
+	f->inv.n_csi_drivers = 0;
+	assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
+	assert_int_equal(tau_nodetruth_decode(&t2, &f->inv), 0);
+	assert_true(tau_nodetruth_is_shared(t));
+	assert_ptr_equal(t, t2);
+	assert_int_equal(t->bytes, 0);
+	assert_says_nothing(t);
+	/* LocalDevices present but every field unset: the same */
+	tau__inventory__v1__local_devices__init(&f->ld);
+	f->inv.devices = &f->ld;
+	assert_int_equal(tau_nodetruth_decode(&t2, &f->inv), 0);
+	assert_ptr_equal(t2, t);
+	/* both kept by a store, counted as no bytes; the record's deletion frees nothing */
+	assert_int_equal(tau_nodestore_new(&s, 0, 60000), 0);
+	assert_int_equal(tau_nodestore_api_upsert(s, &a), 0);
+	assert_int_equal(tau_nodestore_api_upsert(s, &b), 0);
+	assert_int_equal(tau_nodestore_report(s, &a, 1000), 0);
+	assert_int_equal(tau_nodestore_report(s, &b, 1000), 0);
+	assert_int_equal(tau_nodestore_set_truth(s, "gpu-1", t), 0);
+	assert_int_equal(tau_nodestore_set_truth(s, "gpu-2", t2), 0);
+	assert_int_equal(tau_nodestore_get(s, "gpu-1", &st), 0);
+	assert_ptr_equal(st.truth, t);
+	/* kubelet's pod-resources unknown on a node whose Node has GPUs: that rule fails, as
+	 * it did with a block of its own (assert_says_nothing) */
+	assert_int_equal(st.truth_failed, 1u << TAU_TRUTH_RULE_POD_RESOURCES);
+	assert_int_equal(tau_nodestore_truth_bytes(s), 0);
+	assert_int_equal(tau_nodestore_api_delete(s, "gpu-1"), 0);
+	tau_nodestore_free(s);
+	tau_nodetruth_free(t); /* a no-op, however often */
+	assert_says_nothing(t);
+
+	/* any one fact of its own: a block of its own, with that fact */
+	f->ld.gpus_present = 2;
+	assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
+	assert_false(tau_nodetruth_is_shared(t));
+	assert_int_equal(t->gpus_present, 2);
+	assert_true(t->bytes > 0);
+	tau_nodetruth_free(t);
+	f->ld.gpus_present = 0;
+	f->ld.dra_devices_dropped = 1;
+	assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
+	assert_false(tau_nodetruth_is_shared(t));
+	assert_int_equal(t->dra_dropped, 1);
+	tau_nodetruth_free(t);
+	f->ld.dra_devices_dropped = 0;
+	f->ld.pod_resources_probed = true; /* List answered, nothing held: OK, not unknown */
+	assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
+	assert_false(tau_nodetruth_is_shared(t));
+	assert_int_equal(t->health, TAU_TRUTH_HEALTH_OK);
+	tau_nodetruth_free(t);
+	f->ld.pod_resources_probed = false;
+	f->ld.cuda_version = TRUTH_S("12.4");
+	assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
+	assert_false(tau_nodetruth_is_shared(t));
+	assert_string_equal(t->cuda_version, "12.4");
+	tau_nodetruth_free(t);
+	f->ld.cuda_version = NULL;
+	f->inv.n_csi_drivers = 1; /* one CSI driver: a list */
+	assert_int_equal(tau_nodetruth_decode(&t, &f->inv), 0);
+	assert_false(tau_nodetruth_is_shared(t));
+	assert_int_equal(t->n_csi, 1);
+	tau_nodetruth_free(t);
+	tau_node_facts_clear(&a);
+	tau_node_facts_clear(&b);
 	free(f);
 }
 
@@ -383,6 +506,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(decode_counts_and_health),
 	        cmocka_unit_test(unknown_is_not_free),
+	        cmocka_unit_test(empty_inventory_shares_one_block),
 	        cmocka_unit_test(bad_input_refused),
 	        cmocka_unit_test(dra_devices_decoded),
 	        cmocka_unit_test(dra_bad_input_refused),
