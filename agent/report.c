@@ -12,6 +12,7 @@
 #include "report.h"
 
 #include "tau/error.h"
+#include "tau/mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,33 +81,21 @@ char *tau_agent_utf8_dup(const char *s)
 
 /* ------------------------------------------------------ to protobuf */
 
-static Tau__Inventory__V1__NodeKind kind_to_proto(tau_node_kind kind)
-{
-	switch (kind) {
-	case TAU_NODE_KIND_AGENT_POOL:
-		return TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_AGENT_POOL;
-	case TAU_NODE_KIND_FLEX:
-		return TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_FLEX;
-	case TAU_NODE_KIND_OTHER:
-		return TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_OTHER;
-	case TAU_NODE_KIND_UNKNOWN:
-		break;
-	}
-	return TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_UNSPECIFIED;
-}
+/* The wire's NodeKind of each tau_node_kind (UNKNOWN: unspecified). */
+static const Tau__Inventory__V1__NodeKind node_kinds[] = {
+        [TAU_NODE_KIND_UNKNOWN] = TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_UNSPECIFIED,
+        [TAU_NODE_KIND_AGENT_POOL] = TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_AGENT_POOL,
+        [TAU_NODE_KIND_FLEX] = TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_FLEX,
+        [TAU_NODE_KIND_OTHER] = TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_OTHER,
+};
 
-static Tau__Inventory__V1__CsiManagedBy managed_to_proto(tau_csi_managed_by m)
-{
-	switch (m) {
-	case TAU_CSI_MANAGED_AKS_ADDON:
-		return TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_AKS_ADDON;
-	case TAU_CSI_MANAGED_DEPLOYMENT:
-		return TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_DEPLOYMENT;
-	case TAU_CSI_MANAGED_UNKNOWN:
-		break;
-	}
-	return TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_UNKNOWN;
-}
+/* The wire's CsiManagedBy of each tau_csi_managed_by. */
+static const Tau__Inventory__V1__CsiManagedBy csi_managers[] = {
+        [TAU_CSI_MANAGED_UNKNOWN] = TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_UNKNOWN,
+        [TAU_CSI_MANAGED_AKS_ADDON] = TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_AKS_ADDON,
+        [TAU_CSI_MANAGED_DEPLOYMENT] =
+                TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_DEPLOYMENT,
+};
 
 static uint32_t count_to_u32(int64_t v)
 {
@@ -181,6 +170,129 @@ static int dup_strings(char ***out, size_t *n_out, const char *const *strings, s
 	return 0;
 }
 
+/* Fill message `msg` from the i-th item that `ctx` holds.  @return 0 or -TAU_ENOMEM. */
+typedef int (*fill_item_fn)(void *msg, const void *ctx, size_t i);
+
+/*
+ * A repeated message field: `field` points at protobuf-c's T ** and n_field at its count.  n
+ * new messages of `desc`, each counted as soon as it is made (protobuf-c's free then finds
+ * exactly those when a fill stops half way) and filled by fill(msg, ctx, i).
+ * @return 0 or -TAU_ENOMEM.
+ */
+static int fill_repeated(void *field, size_t *n_field, size_t n,
+                         const ProtobufCMessageDescriptor *desc, fill_item_fn fill, const void *ctx)
+{
+	void **msgs;
+
+	if (n == 0)
+		return 0;
+	msgs = calloc(n, sizeof(*msgs));
+	if (msgs == NULL)
+		return -TAU_ENOMEM;
+	memcpy(field, &msgs, sizeof(msgs));
+	for (size_t i = 0; i < n; i++) {
+		void *m = new_message(desc);
+
+		if (m == NULL)
+			return -TAU_ENOMEM;
+		msgs[(*n_field)++] = m;
+		if (fill(m, ctx, i) < 0)
+			return -TAU_ENOMEM;
+	}
+	return 0;
+}
+
+/* Valid-UTF-8 copies of a key and its value into *key and *value.  0 or -TAU_ENOMEM. */
+static int dup_kv(char **key, char **value, const tau_agent_kv *kv)
+{
+	if ((*key = tau_agent_utf8_dup(kv->key)) == NULL ||
+	    (*value = tau_agent_utf8_dup(kv->value)) == NULL)
+		return -TAU_ENOMEM;
+	return 0;
+}
+
+/* fill_item_fn: a label of the node from the tau_agent_kv array ctx. */
+static int fill_label(void *msg, const void *ctx, size_t i)
+{
+	Tau__Inventory__V1__NodeInventory__LabelsEntry *e = msg;
+
+	return dup_kv(&e->key, &e->value, &((const tau_agent_kv *)ctx)[i]);
+}
+
+/* fill_item_fn: an allocatable quantity of the node from the tau_agent_kv array ctx. */
+static int fill_quantity(void *msg, const void *ctx, size_t i)
+{
+	Tau__Inventory__V1__ResourceQuantity *q = msg;
+
+	return dup_kv(&q->name, &q->quantity, &((const tau_agent_kv *)ctx)[i]);
+}
+
+/* CsiDriver's live-check fields (all "" / UNKNOWN when not probed). */
+static int fill_csi_live(Tau__Inventory__V1__CsiDriver *c, const tau_agent_csi_live *l)
+{
+	c->probed = l != NULL;
+	c->probe_ready = tri_to_proto(l != NULL ? l->ready : -1);
+	if ((c->endpoint = tau_agent_utf8_dup(l != NULL ? l->endpoint : NULL)) == NULL ||
+	    (c->plugin_name = tau_agent_utf8_dup(l != NULL ? l->plugin_name : NULL)) == NULL ||
+	    (c->vendor_version = tau_agent_utf8_dup(l != NULL ? l->vendor_version : NULL)) ==
+	            NULL ||
+	    (c->probe_error = tau_agent_utf8_dup(l != NULL ? l->error : NULL)) == NULL)
+		return -TAU_ENOMEM;
+	return 0;
+}
+
+/* fill_item_fn: one CsiDriver from the inventory ctx. */
+static int fill_csi_driver(void *msg, const void *ctx, size_t i)
+{
+	const tau_agent_inventory *inv = ctx;
+	const tau_agent_csi_driver *d = &inv->csi_drivers[i];
+	Tau__Inventory__V1__CsiDriver *c = msg;
+	bool supported = tau_agent_csi_driver_supported(inv, d);
+
+	c->in_csi_node = d->in_csinode;
+	c->socket_present = d->socket == TAU_AGENT_TRUE;
+	c->managed_by = (size_t)d->managed_by < TAU_N_ELEMENTS(csi_managers)
+	                        ? csi_managers[d->managed_by]
+	                        : TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_UNKNOWN;
+	c->supported = supported;
+	if (fill_csi_live(c, d->live) < 0)
+		return -TAU_ENOMEM;
+	if ((c->name = tau_agent_utf8_dup(d->name)) == NULL ||
+	    (c->detail = tau_agent_utf8_dup(driver_detail(inv, d, supported))) == NULL)
+		return -TAU_ENOMEM;
+	return 0;
+}
+
+/* fill_item_fn: one Gpu from the tau_agent_nvml ctx. */
+static int fill_gpu(void *msg, const void *ctx, size_t i)
+{
+	const tau_agent_gpu *g = &((const tau_agent_nvml *)ctx)->gpus[i];
+	Tau__Inventory__V1__Gpu *m = msg;
+
+	m->index = g->index;
+	m->healthy = g->healthy;
+	m->lost = tri_to_proto(g->lost);
+	m->remap_pending = tri_to_proto(g->remap_pending);
+	m->remap_failure = tri_to_proto(g->remap_failure);
+	m->remapped_rows_correctable = g->remapped_correctable;
+	m->remapped_rows_uncorrectable = g->remapped_uncorrectable;
+	m->retired_pages_single_bit = g->retired_pages_sbe;
+	m->retired_pages_double_bit = g->retired_pages_dbe;
+	m->retire_pending = tri_to_proto(g->retired_pending);
+	m->mig_enabled = tri_to_proto(g->mig_mode);
+	m->nvlink_links_active = g->nvlink_active;
+	m->nvlink_links_down = g->nvlink_down;
+	m->xid_critical_count = g->xid_critical;
+	m->last_xid = g->last_xid;
+	m->mig_devices = g->mig_devices;
+	if ((m->uuid = tau_agent_utf8_dup(g->uuid)) == NULL ||
+	    (m->name = tau_agent_utf8_dup(g->name)) == NULL ||
+	    (m->reason = tau_agent_utf8_dup(g->reason)) == NULL ||
+	    (m->mig_profiles = tau_agent_utf8_dup(g->mig_profiles)) == NULL)
+		return -TAU_ENOMEM;
+	return 0;
+}
+
 /* LocalDevices' NVML fields: versions, missing symbols, one Gpu per GPU described. */
 static int fill_gpus(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devices *dev)
 {
@@ -199,89 +311,46 @@ static int fill_gpus(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devic
 	if (dup_strings(&ld->nvml_missing_symbols, &ld->n_nvml_missing_symbols, n->missing_symbols,
 	                n->n_missing) < 0)
 		return -TAU_ENOMEM;
-	if (n->n_gpus == 0)
-		return 0;
-	ld->gpus = calloc(n->n_gpus, sizeof(*ld->gpus));
-	if (ld->gpus == NULL)
-		return -TAU_ENOMEM;
-	for (size_t i = 0; i < n->n_gpus; i++) {
-		const tau_agent_gpu *g = &n->gpus[i];
-		Tau__Inventory__V1__Gpu *m = new_message(&tau__inventory__v1__gpu__descriptor);
-
-		if (m == NULL)
-			return -TAU_ENOMEM;
-		ld->gpus[ld->n_gpus++] = m;
-		m->index = g->index;
-		m->healthy = g->healthy;
-		m->lost = tri_to_proto(g->lost);
-		m->remap_pending = tri_to_proto(g->remap_pending);
-		m->remap_failure = tri_to_proto(g->remap_failure);
-		m->remapped_rows_correctable = g->remapped_correctable;
-		m->remapped_rows_uncorrectable = g->remapped_uncorrectable;
-		m->retired_pages_single_bit = g->retired_pages_sbe;
-		m->retired_pages_double_bit = g->retired_pages_dbe;
-		m->retire_pending = tri_to_proto(g->retired_pending);
-		m->mig_enabled = tri_to_proto(g->mig_mode);
-		m->nvlink_links_active = g->nvlink_active;
-		m->nvlink_links_down = g->nvlink_down;
-		m->xid_critical_count = g->xid_critical;
-		m->last_xid = g->last_xid;
-		m->mig_devices = g->mig_devices;
-		if ((m->uuid = tau_agent_utf8_dup(g->uuid)) == NULL ||
-		    (m->name = tau_agent_utf8_dup(g->name)) == NULL ||
-		    (m->reason = tau_agent_utf8_dup(g->reason)) == NULL ||
-		    (m->mig_profiles = tau_agent_utf8_dup(g->mig_profiles)) == NULL)
-			return -TAU_ENOMEM;
-	}
-	return 0;
+	return fill_repeated(&ld->gpus, &ld->n_gpus, n->n_gpus,
+	                     &tau__inventory__v1__gpu__descriptor, fill_gpu, n);
 }
 
-/* CsiDriver's live-check fields (all "" / UNKNOWN when not probed). */
-static int fill_csi_live(Tau__Inventory__V1__CsiDriver *c, const tau_agent_csi_live *l)
+/* fill_item_fn: one DraDevice (a device a ResourceClaim holds) from the tau_agent_podres ctx. */
+static int fill_dra_device(void *msg, const void *ctx, size_t i)
 {
-	c->probed = l != NULL;
-	c->probe_ready = tri_to_proto(l != NULL ? l->ready : -1);
-	if ((c->endpoint = tau_agent_utf8_dup(l != NULL ? l->endpoint : NULL)) == NULL ||
-	    (c->plugin_name = tau_agent_utf8_dup(l != NULL ? l->plugin_name : NULL)) == NULL ||
-	    (c->vendor_version = tau_agent_utf8_dup(l != NULL ? l->vendor_version : NULL)) ==
-	            NULL ||
-	    (c->probe_error = tau_agent_utf8_dup(l != NULL ? l->error : NULL)) == NULL)
+	const tau_agent_dra_device *d = &((const tau_agent_podres *)ctx)->dra[i];
+	Tau__Inventory__V1__DraDevice *m = msg;
+
+	if ((m->driver_name = tau_agent_utf8_dup(d->driver)) == NULL ||
+	    (m->pool_name = tau_agent_utf8_dup(d->pool)) == NULL ||
+	    (m->device_name = tau_agent_utf8_dup(d->device)) == NULL ||
+	    (m->claim_namespace = tau_agent_utf8_dup(d->claim_namespace)) == NULL ||
+	    (m->claim_name = tau_agent_utf8_dup(d->claim_name)) == NULL ||
+	    (m->pod_namespace = tau_agent_utf8_dup(d->pod_namespace)) == NULL ||
+	    (m->pod_name = tau_agent_utf8_dup(d->pod_name)) == NULL ||
+	    (m->container_name = tau_agent_utf8_dup(d->container)) == NULL)
 		return -TAU_ENOMEM;
 	return 0;
 }
 
-/* LocalDevices' DRA fields: the devices ResourceClaims hold. */
-static int fill_dra_devices(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_podres *r)
+/* fill_item_fn: one PodDevice from the tau_agent_podres ctx. */
+static int fill_pod_device(void *msg, const void *ctx, size_t i)
 {
-	ld->dra_devices_read = r->probed;
-	ld->dra_devices_dropped = count_to_u32((int64_t)r->n_dra_dropped);
-	if (r->n_dra == 0)
-		return 0;
-	ld->dra_devices = calloc(r->n_dra, sizeof(*ld->dra_devices));
-	if (ld->dra_devices == NULL)
-		return -TAU_ENOMEM;
-	for (size_t i = 0; i < r->n_dra; i++) {
-		const tau_agent_dra_device *d = &r->dra[i];
-		Tau__Inventory__V1__DraDevice *m =
-		        new_message(&tau__inventory__v1__dra_device__descriptor);
+	const tau_agent_pod_device *d = &((const tau_agent_podres *)ctx)->devices[i];
+	Tau__Inventory__V1__PodDevice *m = msg;
 
-		if (m == NULL)
-			return -TAU_ENOMEM;
-		ld->dra_devices[ld->n_dra_devices++] = m;
-		if ((m->driver_name = tau_agent_utf8_dup(d->driver)) == NULL ||
-		    (m->pool_name = tau_agent_utf8_dup(d->pool)) == NULL ||
-		    (m->device_name = tau_agent_utf8_dup(d->device)) == NULL ||
-		    (m->claim_namespace = tau_agent_utf8_dup(d->claim_namespace)) == NULL ||
-		    (m->claim_name = tau_agent_utf8_dup(d->claim_name)) == NULL ||
-		    (m->pod_namespace = tau_agent_utf8_dup(d->pod_namespace)) == NULL ||
-		    (m->pod_name = tau_agent_utf8_dup(d->pod_name)) == NULL ||
-		    (m->container_name = tau_agent_utf8_dup(d->container)) == NULL)
-			return -TAU_ENOMEM;
-	}
+	m->numa_node = d->numa_node;
+	m->allocatable = d->allocatable;
+	if ((m->resource_name = tau_agent_utf8_dup(d->resource)) == NULL ||
+	    (m->device_id = tau_agent_utf8_dup(d->id)) == NULL ||
+	    (m->pod_namespace = tau_agent_utf8_dup(d->pod_namespace)) == NULL ||
+	    (m->pod_name = tau_agent_utf8_dup(d->pod_name)) == NULL ||
+	    (m->container_name = tau_agent_utf8_dup(d->container)) == NULL)
+		return -TAU_ENOMEM;
 	return 0;
 }
 
-/* LocalDevices' pod-resources fields. */
+/* LocalDevices' pod-resources fields, the DRA devices among them. */
 static int fill_pod_devices(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devices *dev)
 {
 	const tau_agent_podres *r = &dev->podres;
@@ -291,59 +360,30 @@ static int fill_pod_devices(Tau__Inventory__V1__LocalDevices *ld, const tau_agen
 	ld->pod_resources_note = tau_agent_utf8_dup(r->note);
 	if (ld->pod_resources_note == NULL)
 		return -TAU_ENOMEM;
-	if (fill_dra_devices(ld, r) < 0)
+	ld->dra_devices_read = r->probed;
+	ld->dra_devices_dropped = count_to_u32((int64_t)r->n_dra_dropped);
+	if (fill_repeated(&ld->dra_devices, &ld->n_dra_devices, r->n_dra,
+	                  &tau__inventory__v1__dra_device__descriptor, fill_dra_device, r) < 0)
 		return -TAU_ENOMEM;
-	if (r->n_devices == 0)
-		return 0;
-	ld->pod_devices = calloc(r->n_devices, sizeof(*ld->pod_devices));
-	if (ld->pod_devices == NULL)
-		return -TAU_ENOMEM;
-	for (size_t i = 0; i < r->n_devices; i++) {
-		const tau_agent_pod_device *d = &r->devices[i];
-		Tau__Inventory__V1__PodDevice *m =
-		        new_message(&tau__inventory__v1__pod_device__descriptor);
-
-		if (m == NULL)
-			return -TAU_ENOMEM;
-		ld->pod_devices[ld->n_pod_devices++] = m;
-		m->numa_node = d->numa_node;
-		m->allocatable = d->allocatable;
-		if ((m->resource_name = tau_agent_utf8_dup(d->resource)) == NULL ||
-		    (m->device_id = tau_agent_utf8_dup(d->id)) == NULL ||
-		    (m->pod_namespace = tau_agent_utf8_dup(d->pod_namespace)) == NULL ||
-		    (m->pod_name = tau_agent_utf8_dup(d->pod_name)) == NULL ||
-		    (m->container_name = tau_agent_utf8_dup(d->container)) == NULL)
-			return -TAU_ENOMEM;
-	}
-	return 0;
+	return fill_repeated(&ld->pod_devices, &ld->n_pod_devices, r->n_devices,
+	                     &tau__inventory__v1__pod_device__descriptor, fill_pod_device, r);
 }
 
-/* LocalDevices.rdma_ports from the inventory's port details. */
-static int fill_rdma_ports(Tau__Inventory__V1__LocalDevices *ld, const tau_agent_devices *dev)
+/* fill_item_fn: one RdmaPort from the tau_agent_devices ctx's port details. */
+static int fill_rdma_port(void *msg, const void *ctx, size_t i)
 {
-	if (dev->n_rdma_ports == 0)
-		return 0;
-	ld->rdma_ports = calloc(dev->n_rdma_ports, sizeof(*ld->rdma_ports));
-	if (ld->rdma_ports == NULL)
-		return -TAU_ENOMEM;
-	for (size_t i = 0; i < dev->n_rdma_ports; i++) {
-		const tau_agent_rdma_port *p = &dev->rdma_ports[i];
-		Tau__Inventory__V1__RdmaPort *r =
-		        new_message(&tau__inventory__v1__rdma_port__descriptor);
+	const tau_agent_rdma_port *p = &((const tau_agent_devices *)ctx)->rdma_ports[i];
+	Tau__Inventory__V1__RdmaPort *r = msg;
 
-		if (r == NULL)
-			return -TAU_ENOMEM;
-		ld->rdma_ports[ld->n_rdma_ports++] = r;
-		r->state = p->state > 0 ? (uint32_t)p->state : 0;
-		r->phys_state = p->phys_state > 0 ? (uint32_t)p->phys_state : 0;
-		r->rate_mbps = p->rate_mbps > 0 ? (uint64_t)p->rate_mbps : 0;
-		r->link_downed = p->link_downed;
-		if ((r->device = tau_agent_utf8_dup(p->device)) == NULL ||
-		    (r->port = tau_agent_utf8_dup(p->port)) == NULL ||
-		    (r->rate = tau_agent_utf8_dup(p->rate)) == NULL ||
-		    (r->link_layer = tau_agent_utf8_dup(p->link_layer)) == NULL)
-			return -TAU_ENOMEM;
-	}
+	r->state = p->state > 0 ? (uint32_t)p->state : 0;
+	r->phys_state = p->phys_state > 0 ? (uint32_t)p->phys_state : 0;
+	r->rate_mbps = p->rate_mbps > 0 ? (uint64_t)p->rate_mbps : 0;
+	r->link_downed = p->link_downed;
+	if ((r->device = tau_agent_utf8_dup(p->device)) == NULL ||
+	    (r->port = tau_agent_utf8_dup(p->port)) == NULL ||
+	    (r->rate = tau_agent_utf8_dup(p->rate)) == NULL ||
+	    (r->link_layer = tau_agent_utf8_dup(p->link_layer)) == NULL)
+		return -TAU_ENOMEM;
 	return 0;
 }
 
@@ -371,66 +411,19 @@ static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inve
 	m->ready = inv->ready == TAU_AGENT_TRUE;
 	m->schedulable = inv->schedulable == TAU_AGENT_TRUE;
 	m->deleting = inv->deleting == TAU_AGENT_TRUE;
-	m->kind = kind_to_proto(inv->kind);
+	m->kind = (size_t)inv->kind < TAU_N_ELEMENTS(node_kinds)
+	                  ? node_kinds[inv->kind]
+	                  : TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_UNSPECIFIED;
 	m->observed_unix_ms = observed_ms;
-
-	if (inv->n_labels > 0) {
-		m->labels = calloc(inv->n_labels, sizeof(*m->labels));
-		if (m->labels == NULL)
-			return -TAU_ENOMEM;
-		for (size_t i = 0; i < inv->n_labels; i++) {
-			Tau__Inventory__V1__NodeInventory__LabelsEntry *e = new_message(
-			        &tau__inventory__v1__node_inventory__labels_entry__descriptor);
-
-			if (e == NULL)
-				return -TAU_ENOMEM;
-			m->labels[m->n_labels++] = e;
-			if ((e->key = tau_agent_utf8_dup(inv->labels[i].key)) == NULL ||
-			    (e->value = tau_agent_utf8_dup(inv->labels[i].value)) == NULL)
-				return -TAU_ENOMEM;
-		}
-	}
-	if (inv->n_allocatable > 0) {
-		m->allocatable = calloc(inv->n_allocatable, sizeof(*m->allocatable));
-		if (m->allocatable == NULL)
-			return -TAU_ENOMEM;
-		for (size_t i = 0; i < inv->n_allocatable; i++) {
-			Tau__Inventory__V1__ResourceQuantity *q =
-			        new_message(&tau__inventory__v1__resource_quantity__descriptor);
-
-			if (q == NULL)
-				return -TAU_ENOMEM;
-			m->allocatable[m->n_allocatable++] = q;
-			if ((q->name = tau_agent_utf8_dup(inv->allocatable[i].key)) == NULL ||
-			    (q->quantity = tau_agent_utf8_dup(inv->allocatable[i].value)) == NULL)
-				return -TAU_ENOMEM;
-		}
-	}
-	if (inv->n_csi_drivers > 0) {
-		m->csi_drivers = calloc(inv->n_csi_drivers, sizeof(*m->csi_drivers));
-		if (m->csi_drivers == NULL)
-			return -TAU_ENOMEM;
-		for (size_t i = 0; i < inv->n_csi_drivers; i++) {
-			const tau_agent_csi_driver *d = &inv->csi_drivers[i];
-			Tau__Inventory__V1__CsiDriver *c =
-			        new_message(&tau__inventory__v1__csi_driver__descriptor);
-			bool supported = tau_agent_csi_driver_supported(inv, d);
-
-			if (c == NULL)
-				return -TAU_ENOMEM;
-			m->csi_drivers[m->n_csi_drivers++] = c;
-			c->in_csi_node = d->in_csinode;
-			c->socket_present = d->socket == TAU_AGENT_TRUE;
-			c->managed_by = managed_to_proto(d->managed_by);
-			c->supported = supported;
-			if (fill_csi_live(c, d->live) < 0)
-				return -TAU_ENOMEM;
-			if ((c->name = tau_agent_utf8_dup(d->name)) == NULL ||
-			    (c->detail = tau_agent_utf8_dup(driver_detail(inv, d, supported))) ==
-			            NULL)
-				return -TAU_ENOMEM;
-		}
-	}
+	if (fill_repeated(&m->labels, &m->n_labels, inv->n_labels,
+	                  &tau__inventory__v1__node_inventory__labels_entry__descriptor, fill_label,
+	                  inv->labels) < 0 ||
+	    fill_repeated(&m->allocatable, &m->n_allocatable, inv->n_allocatable,
+	                  &tau__inventory__v1__resource_quantity__descriptor, fill_quantity,
+	                  inv->allocatable) < 0 ||
+	    fill_repeated(&m->csi_drivers, &m->n_csi_drivers, inv->n_csi_drivers,
+	                  &tau__inventory__v1__csi_driver__descriptor, fill_csi_driver, inv) < 0)
+		return -TAU_ENOMEM;
 
 	ld = new_message(&tau__inventory__v1__local_devices__descriptor);
 	if (ld == NULL)
@@ -441,7 +434,9 @@ static int fill_proto(Tau__Inventory__V1__NodeInventory *m, const tau_agent_inve
 	ld->gpus_healthy = dev->nvml_probed ? count_to_u32(dev->nvml_healthy) : 0;
 	ld->rdma_ports_total = count_to_u32(dev->rdma_ports_total);
 	ld->rdma_ports_up = count_to_u32(dev->rdma_ports_up);
-	if (fill_rdma_ports(ld, dev) < 0 || fill_gpus(ld, dev) < 0 || fill_pod_devices(ld, dev) < 0)
+	if (fill_repeated(&ld->rdma_ports, &ld->n_rdma_ports, dev->n_rdma_ports,
+	                  &tau__inventory__v1__rdma_port__descriptor, fill_rdma_port, dev) < 0 ||
+	    fill_gpus(ld, dev) < 0 || fill_pod_devices(ld, dev) < 0)
 		return -TAU_ENOMEM;
 
 	if (dup_strings(&m->problems, &m->n_problems, (const char *const *)inv->problems.items,
