@@ -90,13 +90,19 @@ tau_truth_gpus tau_capacity_node_gpus(const tau_node_status *st, const tau_dra_v
 	return g;
 }
 
-/* The verdict on `st` for class `cls`; *g receives its figures when KNOWN. */
-static verdict classify(const tau_node_status *st, const char *cls, const tau_dra_view *view,
-                        const tau_query_opts *opts, tau_truth_gpus *g)
+/*
+ * The verdict on the store's k-th node (*st, NOT_COUNTED when there is none) for class `cls`;
+ * *g receives its figures when KNOWN.
+ */
+static verdict classify(const tau_nodestore *store, size_t k, const char *cls,
+                        const tau_dra_view *view, const tau_query_opts *opts, tau_node_status *st,
+                        tau_truth_gpus *g)
 {
-	const char *c =
-	        st->facts != NULL ? tau_node_facts_label(st->facts, TAU_GPU_CLASS_LABEL) : NULL;
+	const char *c;
 
+	if (tau_nodestore_at(store, k, st) < 0)
+		return NOT_COUNTED;
+	c = st->facts != NULL ? tau_node_facts_label(st->facts, TAU_GPU_CLASS_LABEL) : NULL;
 	if (c == NULL || strcmp(c, cls) != 0 || !st->counted)
 		return NOT_COUNTED;
 	if (st->truth == NULL || tau_query_is_stale(st, opts))
@@ -128,11 +134,8 @@ int tau_capacity_class(tau_class_capacity *out, const tau_nodestore *store, size
 	for (size_t k = 0; k < n; k++) {
 		tau_node_status st;
 		tau_truth_gpus g = {0};
-		verdict v;
+		verdict v = classify(store, k, f->name, view, opts, &st, &g);
 
-		if (tau_nodestore_at(store, k, &st) < 0)
-			continue;
-		v = classify(&st, f->name, view, opts, &g);
 		if (v == NOT_COUNTED)
 			continue;
 		c.nodes++;
@@ -238,12 +241,9 @@ int tau_capacity_fit(tau_fit_result *out, const tau_nodestore *store, const tau_
 	for (size_t k = 0; k < n; k++) {
 		tau_node_status st;
 		tau_truth_gpus g = {0};
-		verdict v;
+		verdict v = classify(store, k, req->gpu_class, view, opts, &st, &g);
 		uint32_t o;
 
-		if (tau_nodestore_at(store, k, &st) < 0)
-			continue;
-		v = classify(&st, req->gpu_class, view, opts, &g);
 		if (v == NOT_COUNTED)
 			continue;
 		r.nodes++;

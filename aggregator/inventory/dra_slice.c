@@ -12,6 +12,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 #include "tau/names.h"
 #include "tau/str.h"
 
@@ -22,8 +23,7 @@
 
 static void value_clear(tau_dra_value *v)
 {
-	free(v->name);
-	free(v->text);
+	tau_free_many(v->name, v->text);
 }
 
 static void device_clear(tau_dra_device *d)
@@ -32,11 +32,7 @@ static void device_clear(tau_dra_device *d)
 		value_clear(&d->attributes[i]);
 	for (size_t i = 0; i < d->n_capacity; i++)
 		value_clear(&d->capacity[i]);
-	free(d->attributes);
-	free(d->capacity);
-	free(d->name);
-	free(d->node_name);
-	free(d->counter_set);
+	tau_free_many(d->attributes, d->capacity, d->name, d->node_name, d->counter_set);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -46,11 +42,7 @@ void tau_dra_slice_clear(tau_dra_slice *slice)
 		return;
 	for (size_t i = 0; i < slice->n_devices; i++)
 		device_clear(&slice->devices[i]);
-	free(slice->devices);
-	free(slice->name);
-	free(slice->driver);
-	free(slice->pool);
-	free(slice->node_name);
+	tau_free_many(slice->devices, slice->name, slice->driver, slice->pool, slice->node_name);
 	memset(slice, 0, sizeof(*slice));
 }
 
