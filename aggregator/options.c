@@ -9,6 +9,7 @@
 #include "options.h"
 
 #include "tau/error.h"
+#include "tau/mem.h"
 #include "tau/parse.h"
 #include "tau/rpc_server.h"
 
@@ -305,126 +306,61 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 	        {"grpc-threads", required_argument, NULL, O_GRPC_THREADS},
 	        {NULL, 0, NULL, 0},
 	};
+	/* where each option goes, by its code less O_HELP: its argument, or true */
+	const char **const text[] = {
+	        [O_KUBECONFIG - O_HELP] = &o->kubeconfig,
+	        [O_CONTEXT - O_HELP] = &o->context,
+	        [O_GRPC - O_HELP] = &o->grpc_listen,
+	        [O_HTTP - O_HELP] = &o->http_listen,
+	        [O_NS - O_HELP] = &o->system_namespace,
+	        [O_KUEUE_NS - O_HELP] = &o->kueue_namespace,
+	        [O_CERT - O_HELP] = &o->tls_cert,
+	        [O_KEY - O_HELP] = &o->tls_key,
+	        [O_AUD - O_HELP] = &o->token_audience,
+	        [O_SA - O_HELP] = &o->agent_sa,
+	        [O_SYNC - O_HELP] = &r->sync,
+	        [O_HB - O_HELP] = &r->heartbeat,
+	        [O_LOG - O_HELP] = &r->log_level,
+	        [O_LOG_FORMAT - O_HELP] = &r->log_format,
+	        [O_GATES - O_HELP] = &r->gates,
+	        [O_MODE - O_HELP] = &r->ns_mode,
+	        [O_ALLOW_SEL - O_HELP] = &o->allowlist_selector,
+	        [O_ALLOW_FILE - O_HELP] = &o->allowlist_file,
+	        [O_MAP - O_HELP] = &o->namespace_map_file,
+	        [O_ROLE - O_HELP] = &o->researcher_role,
+	        [O_COALESCE - O_HELP] = &r->coalesce,
+	        [O_RESYNC - O_HELP] = &r->resync,
+	        [O_PENDING - O_HELP] = &r->max_pending,
+	        [O_WATCHERS - O_HELP] = &r->max_watchers,
+	        [O_STREAMS - O_HELP] = &r->max_streams,
+	        [O_PEER_REVIEWS - O_HELP] = &r->peer_reviews,
+	        [O_PEER_STREAMS - O_HELP] = &r->peer_streams,
+	        [O_REVIEW_QPS - O_HELP] = &r->review_qps,
+	        [O_REVIEW_BURST - O_HELP] = &r->review_burst,
+	        [O_REVIEW_WORKERS - O_HELP] = &r->review_workers,
+	        [O_GRPC_THREADS - O_HELP] = &r->grpc_threads,
+	};
+	bool *const flag[] = {
+	        [O_HELP - O_HELP] = &o->help,
+	        [O_VERSION - O_HELP] = &o->version,
+	        [O_LEADER - O_HELP] = &r->leader_elect,
+	        [O_NO_WS - O_HELP] = &r->no_ws,
+	        [O_ANON - O_HELP] = &r->anonymous,
+	        [O_NO_LOCAL_VERIFY - O_HELP] = &r->no_local_verify,
+	};
 	int c;
 
 	optind = 0; /* GNU: full reinitialisation, so tests can parse again */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		switch (c) {
-		case O_HELP:
-			o->help = true;
-			break;
-		case O_VERSION:
-			o->version = true;
-			break;
-		case O_KUBECONFIG:
-			o->kubeconfig = optarg;
-			break;
-		case O_CONTEXT:
-			o->context = optarg;
-			break;
-		case O_GRPC:
-			o->grpc_listen = optarg;
-			break;
-		case O_HTTP:
-			o->http_listen = optarg;
-			break;
-		case O_NS:
-			o->system_namespace = optarg;
-			break;
-		case O_KUEUE_NS:
-			o->kueue_namespace = optarg;
-			break;
-		case O_LEADER:
-			r->leader_elect = true;
-			break;
-		case O_CERT:
-			o->tls_cert = optarg;
-			break;
-		case O_KEY:
-			o->tls_key = optarg;
-			break;
-		case O_AUD:
-			o->token_audience = optarg;
-			break;
-		case O_SA:
-			o->agent_sa = optarg;
-			break;
-		case O_SYNC:
-			r->sync = optarg;
-			break;
-		case O_HB:
-			r->heartbeat = optarg;
-			break;
-		case O_LOG:
-			r->log_level = optarg;
-			break;
-		case O_LOG_FORMAT:
-			r->log_format = optarg;
-			break;
-		case O_GATES:
-			r->gates = optarg;
-			break;
-		case O_MODE:
-			r->ns_mode = optarg;
-			break;
-		case O_ALLOW_SEL:
-			o->allowlist_selector = optarg;
-			break;
-		case O_ALLOW_FILE:
-			o->allowlist_file = optarg;
-			break;
-		case O_MAP:
-			o->namespace_map_file = optarg;
-			break;
-		case O_ROLE:
-			o->researcher_role = optarg;
-			break;
-		case O_NO_WS:
-			r->no_ws = true;
-			break;
-		case O_COALESCE:
-			r->coalesce = optarg;
-			break;
-		case O_RESYNC:
-			r->resync = optarg;
-			break;
-		case O_ANON:
-			r->anonymous = true;
-			break;
-		case O_NO_LOCAL_VERIFY:
-			r->no_local_verify = true;
-			break;
-		case O_PENDING:
-			r->max_pending = optarg;
-			break;
-		case O_WATCHERS:
-			r->max_watchers = optarg;
-			break;
-		case O_STREAMS:
-			r->max_streams = optarg;
-			break;
-		case O_PEER_REVIEWS:
-			r->peer_reviews = optarg;
-			break;
-		case O_PEER_STREAMS:
-			r->peer_streams = optarg;
-			break;
-		case O_REVIEW_QPS:
-			r->review_qps = optarg;
-			break;
-		case O_REVIEW_BURST:
-			r->review_burst = optarg;
-			break;
-		case O_REVIEW_WORKERS:
-			r->review_workers = optarg;
-			break;
-		case O_GRPC_THREADS:
-			r->grpc_threads = optarg;
-			break;
-		default:
+		size_t i = (size_t)(c - O_HELP);
+
+		if (c >= O_HELP && i < TAU_N_ELEMENTS(text) && text[i] != NULL)
+			*text[i] = optarg;
+		else if (c >= O_HELP && i < TAU_N_ELEMENTS(flag) && flag[i] != NULL)
+			*flag[i] = true;
+		else
 			return tau_parse_getopt_error(c, argv);
-		}
 	}
 	if (optind < argc)
 		return tau_error_set(TAU_EINVAL, "unexpected argument \"%s\"", argv[optind]);
@@ -463,6 +399,29 @@ static void merge_strings(tau_agg_options *o, tau_agg_env_fn env)
 
 static int parse_values(tau_agg_options *o, const raw_flags *r, tau_agg_env_fn env)
 {
+	/* the whole-number options, each from 1 to its maximum */
+	const struct {
+		const char *raw, *flag, *var;
+		int *out;
+		int max;
+	} counts[] = {
+	        {r->max_pending, "--max-pending-reviews", "TAU_MAX_PENDING_REVIEWS",
+	         &o->max_pending_reviews, 1000000},
+	        {r->max_watchers, "--max-pool-watchers", "TAU_MAX_POOL_WATCHERS",
+	         &o->max_pool_watchers, 1000000},
+	        {r->max_streams, "--max-concurrent-streams", "TAU_MAX_CONCURRENT_STREAMS",
+	         &o->max_concurrent_streams, 1000000},
+	        {r->peer_reviews, "--max-reviews-per-peer", "TAU_MAX_REVIEWS_PER_PEER",
+	         &o->max_reviews_per_peer, 1000000},
+	        {r->peer_streams, "--max-streams-per-peer", "TAU_MAX_STREAMS_PER_PEER",
+	         &o->max_streams_per_peer, 1000000},
+	        {r->review_qps, "--review-qps", "TAU_REVIEW_QPS", &o->review_qps, 100000},
+	        {r->review_burst, "--review-burst", "TAU_REVIEW_BURST", &o->review_burst, 100000},
+	        {r->review_workers, "--review-workers", "TAU_REVIEW_WORKERS", &o->review_workers,
+	         TAU_AGG_REVIEW_WORKERS_MAX},
+	        {r->grpc_threads, "--grpc-threads", "TAU_GRPC_THREADS", &o->grpc_threads,
+	         TAU_RPC_MAX_CQ_THREADS},
+	};
 	const char *from = NULL, *v;
 	bool workspace_controller = true;
 	char host[256];
@@ -486,39 +445,11 @@ static int parse_values(tau_agg_options *o, const raw_flags *r, tau_agg_env_fn e
 	    (rc = flag_or_env_bool(&o->no_local_token_verification, r->no_local_verify, env,
 	                           "TAU_NO_LOCAL_TOKEN_VERIFICATION")) < 0)
 		return rc;
-	if ((v = pick(r->max_pending, "--max-pending-reviews", env, "TAU_MAX_PENDING_REVIEWS",
-	              &from)) != NULL &&
-	    (rc = tau_parse_int(&o->max_pending_reviews, from, v, 1, 1000000)) < 0)
-		return rc;
-	if ((v = pick(r->max_watchers, "--max-pool-watchers", env, "TAU_MAX_POOL_WATCHERS",
-	              &from)) != NULL &&
-	    (rc = tau_parse_int(&o->max_pool_watchers, from, v, 1, 1000000)) < 0)
-		return rc;
-	if ((v = pick(r->max_streams, "--max-concurrent-streams", env, "TAU_MAX_CONCURRENT_STREAMS",
-	              &from)) != NULL &&
-	    (rc = tau_parse_int(&o->max_concurrent_streams, from, v, 1, 1000000)) < 0)
-		return rc;
-	if ((v = pick(r->peer_reviews, "--max-reviews-per-peer", env, "TAU_MAX_REVIEWS_PER_PEER",
-	              &from)) != NULL &&
-	    (rc = tau_parse_int(&o->max_reviews_per_peer, from, v, 1, 1000000)) < 0)
-		return rc;
-	if ((v = pick(r->peer_streams, "--max-streams-per-peer", env, "TAU_MAX_STREAMS_PER_PEER",
-	              &from)) != NULL &&
-	    (rc = tau_parse_int(&o->max_streams_per_peer, from, v, 1, 1000000)) < 0)
-		return rc;
-	if ((v = pick(r->review_qps, "--review-qps", env, "TAU_REVIEW_QPS", &from)) != NULL &&
-	    (rc = tau_parse_int(&o->review_qps, from, v, 1, 100000)) < 0)
-		return rc;
-	if ((v = pick(r->review_burst, "--review-burst", env, "TAU_REVIEW_BURST", &from)) != NULL &&
-	    (rc = tau_parse_int(&o->review_burst, from, v, 1, 100000)) < 0)
-		return rc;
-	if ((v = pick(r->review_workers, "--review-workers", env, "TAU_REVIEW_WORKERS", &from)) !=
-	            NULL &&
-	    (rc = tau_parse_int(&o->review_workers, from, v, 1, TAU_AGG_REVIEW_WORKERS_MAX)) < 0)
-		return rc;
-	if ((v = pick(r->grpc_threads, "--grpc-threads", env, "TAU_GRPC_THREADS", &from)) != NULL &&
-	    (rc = tau_parse_int(&o->grpc_threads, from, v, 1, TAU_RPC_MAX_CQ_THREADS)) < 0)
-		return rc;
+	for (size_t i = 0; i < TAU_N_ELEMENTS(counts); i++) {
+		if ((v = pick(counts[i].raw, counts[i].flag, env, counts[i].var, &from)) != NULL &&
+		    (rc = tau_parse_int(counts[i].out, from, v, 1, counts[i].max)) < 0)
+			return rc;
+	}
 	if (r->no_ws) {
 		o->no_workspace_controller = true;
 	} else if ((v = env("TAU_WORKSPACE_CONTROLLER")) != NULL && v[0] != '\0') {
@@ -568,21 +499,20 @@ int tau_agg_options_parse(tau_agg_options *o, int argc, char **argv, tau_agg_env
 	raw_flags r = {0};
 	int rc;
 
-	memset(o, 0, sizeof(*o));
-	o->sync_timeout_ms = 60 * 1000;
-	o->heartbeat_ms = 30 * 1000;
-	o->budget_coalesce_ms = 200;
-	o->budget_resync_ms = 5 * 60 * 1000;
-	o->log_level = TAU_LOG_INFO;
-	o->max_pending_reviews = 4096;
-	o->max_pool_watchers = 1024;
-	o->max_concurrent_streams = 1000;
-	o->max_reviews_per_peer = 8;
-	o->max_streams_per_peer = 256;
-	o->review_qps = 400;
-	o->review_burst = 100;
-	o->review_workers = 8;
-	o->grpc_threads = 2;
+	*o = (tau_agg_options){.sync_timeout_ms = 60 * 1000,
+	                       .heartbeat_ms = 30 * 1000,
+	                       .budget_coalesce_ms = 200,
+	                       .budget_resync_ms = 5 * 60 * 1000,
+	                       .log_level = TAU_LOG_INFO,
+	                       .max_pending_reviews = 4096,
+	                       .max_pool_watchers = 1024,
+	                       .max_concurrent_streams = 1000,
+	                       .max_reviews_per_peer = 8,
+	                       .max_streams_per_peer = 256,
+	                       .review_qps = 400,
+	                       .review_burst = 100,
+	                       .review_workers = 8,
+	                       .grpc_threads = 2};
 	if (env == NULL)
 		env = real_getenv;
 	if ((rc = read_flags(o, &r, argc, argv)) < 0)
