@@ -48,6 +48,28 @@ static void *new_msg(const ProtobufCMessageDescriptor *d)
 	return m;
 }
 
+/*
+ * Fill the repeated message field `field` (a pointer to it) and its count `*n` with `len`
+ * new messages of descriptor `d`; when out of memory stops it half way, *n counts those made,
+ * so protobuf-c's free frees them.  @return 0, or -TAU_ENOMEM with the tau error set.
+ */
+static int new_msgs(void *field, size_t *n, size_t len, const ProtobufCMessageDescriptor *d)
+{
+	void **items;
+
+	if (len == 0)
+		return 0;
+	if ((items = calloc(len, sizeof(*items))) == NULL)
+		return OOM();
+	*(void ***)field = items;
+	for (size_t i = 0; i < len; i++) {
+		if ((items[i] = new_msg(d)) == NULL)
+			return -TAU_ENOMEM;
+		(*n)++;
+	}
+	return 0;
+}
+
 /* The record of node `name`, or -TAU_ENOTFOUND with the tau error set. */
 static int known_node(const tau_nodestore *store, const char *name, tau_node_status *st)
 {
@@ -259,15 +281,12 @@ static int truth_summary(Tau__Inventory__V1__NodeTruth **out, const tau_nodestor
 			return OOM();
 		m->n_problems = i + 1;
 	}
-	if (t->n_csi > 0 && (m->csi = calloc(t->n_csi, sizeof(*m->csi))) == NULL)
-		return OOM();
+	if (new_msgs(&m->csi, &m->n_csi, t->n_csi,
+	             &tau__inventory__v1__csi_probe_result__descriptor) < 0)
+		return -TAU_ENOMEM;
 	for (size_t i = 0; i < t->n_csi; i++) {
-		Tau__Inventory__V1__CsiProbeResult *c = malloc(sizeof(*c));
+		Tau__Inventory__V1__CsiProbeResult *c = m->csi[i];
 
-		if (c == NULL)
-			return OOM();
-		tau__inventory__v1__csi_probe_result__init(c);
-		m->csi[m->n_csi++] = c;
 		c->probed = t->csi[i].probed;
 		c->ready = tri_msg(t->csi[i].ready);
 		c->name = dup_str(t->csi[i].name);
@@ -281,16 +300,13 @@ static int truth_summary(Tau__Inventory__V1__NodeTruth **out, const tau_nodestor
 /* Add every device of `t` to `m` (GetNode). */
 static int truth_devices(Tau__Inventory__V1__NodeTruth *m, const tau_nodetruth *t)
 {
-	if (t->n_devices > 0 && (m->devices = calloc(t->n_devices, sizeof(*m->devices))) == NULL)
-		return OOM();
+	if (new_msgs(&m->devices, &m->n_devices, t->n_devices,
+	             &tau__inventory__v1__device_truth__descriptor) < 0)
+		return -TAU_ENOMEM;
 	for (size_t i = 0; i < t->n_devices; i++) {
 		const tau_truth_device *d = &t->devices[i];
-		Tau__Inventory__V1__DeviceTruth *dm = malloc(sizeof(*dm));
+		Tau__Inventory__V1__DeviceTruth *dm = m->devices[i];
 
-		if (dm == NULL)
-			return OOM();
-		tau__inventory__v1__device_truth__init(dm);
-		m->devices[m->n_devices++] = dm;
 		dm->numa_node = d->numa_node;
 		dm->healthy = d->healthy;
 		dm->resource_name = dup_str(d->resource);
@@ -543,16 +559,12 @@ static int explain_truth(Tau__Inventory__V1__ExplainNodeResponse *resp, const ta
 	tau_truth_rule truth[TAU_TRUTH_RULE_COUNT];
 
 	tau_truth_rules(truth, st->facts, st->truth);
-	resp->node_truth = calloc(TAU_TRUTH_RULE_COUNT, sizeof(*resp->node_truth));
-	if (resp->node_truth == NULL)
-		return OOM();
+	if (new_msgs(&resp->node_truth, &resp->n_node_truth, TAU_TRUTH_RULE_COUNT,
+	             &tau__inventory__v1__rule__descriptor) < 0)
+		return -TAU_ENOMEM;
 	for (int i = 0; i < TAU_TRUTH_RULE_COUNT; i++) {
-		Tau__Inventory__V1__Rule *r = malloc(sizeof(*r));
+		Tau__Inventory__V1__Rule *r = resp->node_truth[i];
 
-		if (r == NULL)
-			return OOM();
-		tau__inventory__v1__rule__init(r);
-		resp->node_truth[resp->n_node_truth++] = r;
 		r->name = dup_str(truth[i].name);
 		r->pass = truth[i].pass;
 		r->unknown = truth[i].unknown;
@@ -796,16 +808,13 @@ int tau_query_capacity(Tau__Inventory__V1__GetCapacityResponse **out, const tau_
 	if (resp == NULL)
 		return OOM();
 	tau__inventory__v1__get_capacity_response__init(resp);
-	if (nf > 0 && (resp->classes = calloc(nf, sizeof(*resp->classes))) == NULL)
+	if (new_msgs(&resp->classes, &resp->n_classes, nf,
+	             &tau__inventory__v1__class_capacity__descriptor) < 0)
 		goto oom;
 	for (size_t i = 0; i < nf; i++) {
-		Tau__Inventory__V1__ClassCapacity *m = malloc(sizeof(*m));
+		Tau__Inventory__V1__ClassCapacity *m = resp->classes[i];
 		tau_class_capacity c;
 
-		if (m == NULL)
-			goto oom;
-		tau__inventory__v1__class_capacity__init(m);
-		resp->classes[resp->n_classes++] = m;
 		if (tau_capacity_class(&c, store, i, opts) < 0)
 			goto oom; /* i < nf: cannot happen */
 		m->gpu_class = dup_str(c.gpu_class);
@@ -852,16 +861,12 @@ int tau_query_fit(Tau__Inventory__V1__FitResponse **out, const tau_nodestore *st
 	resp->reason = dup_str(r.reason);
 	if (resp->reason == NULL)
 		goto oom;
-	if (r.n_places > 0 &&
-	    (resp->placement = calloc(r.n_places, sizeof(*resp->placement))) == NULL)
+	if (new_msgs(&resp->placement, &resp->n_placement, r.n_places,
+	             &tau__inventory__v1__fit_placement__descriptor) < 0)
 		goto oom;
 	for (size_t i = 0; i < r.n_places; i++) {
-		Tau__Inventory__V1__FitPlacement *p = malloc(sizeof(*p));
+		Tau__Inventory__V1__FitPlacement *p = resp->placement[i];
 
-		if (p == NULL)
-			goto oom;
-		tau__inventory__v1__fit_placement__init(p);
-		resp->placement[resp->n_placement++] = p;
 		p->gpus = r.places[i].gpus;
 		p->gpus_free = r.places[i].free;
 		if ((p->node = dup_str(r.places[i].node)) == NULL)
@@ -897,19 +902,13 @@ int tau_query_workspace(Tau__Inventory__V1__WorkspaceSummary **out, const tau_ws
 	ws->queue = dup_str(s->local_queue);
 	if (ws->name == NULL || ws->phase == NULL || ws->namespace_ == NULL || ws->queue == NULL)
 		goto oom;
-	if (s->n_conditions > 0) {
-		ws->conditions = calloc(s->n_conditions, sizeof(*ws->conditions));
-		if (ws->conditions == NULL)
-			goto oom;
-	}
+	if (new_msgs(&ws->conditions, &ws->n_conditions, s->n_conditions,
+	             &tau__inventory__v1__condition__descriptor) < 0)
+		goto oom;
 	for (size_t i = 0; i < s->n_conditions; i++) {
 		const tau_ws_summary_condition *sc = &s->conditions[i];
-		Tau__Inventory__V1__Condition *c = malloc(sizeof(*c));
+		Tau__Inventory__V1__Condition *c = ws->conditions[i];
 
-		if (c == NULL)
-			goto oom;
-		tau__inventory__v1__condition__init(c);
-		ws->conditions[ws->n_conditions++] = c;
 		c->type = dup_str(sc->type);
 		c->status = dup_str(sc->status);
 		c->reason = dup_str(sc->reason);

@@ -13,6 +13,7 @@
 #include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
+#include "tau/mem.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -102,24 +103,19 @@ static void qcall_unref(qcall *c)
 	free(c);
 }
 
+/* Count a decision by its code; every code not named here counts as unavailable. */
 static void count(tau_query_auth *q, tau_rpc_code code)
 {
-	switch (code) {
-	case TAU_RPC_OK:
-		atomic_fetch_add(&q->allowed, 1);
-		break;
-	case TAU_RPC_UNAUTHENTICATED:
-		atomic_fetch_add(&q->unauth, 1);
-		break;
-	case TAU_RPC_PERMISSION_DENIED:
-		atomic_fetch_add(&q->denied, 1);
-		break;
-	case TAU_RPC_RESOURCE_EXHAUSTED:
-		atomic_fetch_add(&q->overloaded, 1);
-		break;
-	default:
-		atomic_fetch_add(&q->unavail, 1);
-	}
+	atomic_uint_fast64_t *const by_code[] = {
+	        [TAU_RPC_OK] = &q->allowed,
+	        [TAU_RPC_UNAUTHENTICATED] = &q->unauth,
+	        [TAU_RPC_PERMISSION_DENIED] = &q->denied,
+	        [TAU_RPC_RESOURCE_EXHAUSTED] = &q->overloaded,
+	};
+	size_t i = (size_t)code;
+
+	atomic_fetch_add(
+	        i < TAU_N_ELEMENTS(by_code) && by_code[i] != NULL ? by_code[i] : &q->unavail, 1);
 }
 
 /* Finish a refused call, count and log it (rate-limited). */
