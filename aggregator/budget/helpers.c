@@ -6,6 +6,9 @@
 
 #include "names.h"
 
+#include "inventory/sorted.h"
+
+#include "tau/array.h"
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/str.h"
@@ -67,4 +70,28 @@ void tau_budget_append(char *buf, size_t len, const char *f, ...)
 	va_start(ap, f);
 	vsnprintf(buf + used, len - used, f, ap);
 	va_end(ap);
+}
+
+int tau_budget_sorted_add(void **rec, void **items, size_t *n, size_t *cap, size_t size,
+                          const char *name)
+{
+	bool found = false;
+	size_t at = tau_sorted_index(*items, *n, size, name, &found);
+	char *copy, *slot;
+
+	if (found) {
+		*rec = (char *)*items + at * size;
+		return 0;
+	}
+	if ((copy = strdup(name)) == NULL || tau_array_grow(items, cap, *n + 1, size) < 0) {
+		free(copy);
+		return tau_budget_nomem();
+	}
+	slot = (char *)*items + at * size;
+	memmove(slot + size, slot, (*n - at) * size);
+	memset(slot, 0, size);
+	memcpy(slot, &copy, sizeof(copy));
+	(*n)++;
+	*rec = slot;
+	return 1;
 }

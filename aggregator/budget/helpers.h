@@ -1,7 +1,8 @@
 /*
  * budget/helpers.h - the small helpers every part of the team budget uses, in one place:
  * the out-of-memory error, finding an observed object by name, our managed-by label, an
- * object's generation, a formatted copy and a bounded "a; b; c" message.  Private to
+ * object's generation, a formatted copy, a bounded "a; b; c" message and the insert into a
+ * sorted array of named records.  Private to
  * aggregator/budget/.
  */
 #ifndef TAU_AGGREGATOR_BUDGET_HELPERS_H
@@ -34,5 +35,14 @@ char *tau_budget_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
  */
 void tau_budget_append(char *buf, size_t len, const char *f, ...)
         __attribute__((format(printf, 3, 4)));
+
+/**
+ * Find or insert `name` in the array (*items, *n, *cap) of `size`-byte records kept sorted
+ * by their first member, `char *name` (inventory/sorted.h): a new record holds a copy of name
+ * and zeroes elsewhere.  *rec receives the record, found or new.
+ * @return 1 when inserted, 0 when it was there, -TAU_ENOMEM (nothing changed).
+ */
+int tau_budget_sorted_add(void **rec, void **items, size_t *n, size_t *cap, size_t size,
+                          const char *name);
 
 #endif /* TAU_AGGREGATOR_BUDGET_HELPERS_H */

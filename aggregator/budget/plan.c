@@ -21,7 +21,6 @@
 #include "tau/mem.h"
 #include "tau/names.h"
 #include "tau/str.h"
-#include "tau/array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,19 +74,10 @@ typedef struct strset {
 
 static int strset_add(strset *s, const char *v)
 {
-	bool found = false;
-	size_t i = tau_sorted_index(s->items, s->n, sizeof(*s->items), v, &found);
-	char *copy;
+	void *rec;
 
-	if (found)
-		return 0;
-	if (tau_array_grow((void **)&s->items, &s->cap, s->n + 1, sizeof(*s->items)) ||
-	    (copy = strdup(v)) == NULL)
-		return tau_budget_nomem();
-	memmove(&s->items[i + 1], &s->items[i], (s->n - i) * sizeof(*s->items));
-	s->items[i] = copy;
-	s->n++;
-	return 1;
+	return tau_budget_sorted_add(&rec, (void **)&s->items, &s->n, &s->cap, sizeof(*s->items),
+	                             v);
 }
 
 typedef struct flavor_list {
@@ -98,24 +88,22 @@ typedef struct flavor_list {
 /* Insert a flavor; 1 when added, 0 when the name was there, <0 on error. */
 static int flavor_add(flavor_list *l, const char *name, const char *gpu_class, bool retained)
 {
-	bool found = false;
-	size_t i = tau_sorted_index(l->items, l->n, sizeof(*l->items), name, &found);
-	tau_budget_flavor f = {0};
+	char *class_copy = NULL;
+	tau_budget_flavor *f;
+	void *rec;
+	int rc;
 
-	if (found)
-		return 0;
-	if (tau_array_grow((void **)&l->items, &l->cap, l->n + 1, sizeof(*l->items)))
+	if (gpu_class != NULL && (class_copy = strdup(gpu_class)) == NULL)
 		return tau_budget_nomem();
-	f.name = strdup(name);
-	f.gpu_class = gpu_class != NULL ? strdup(gpu_class) : NULL;
-	f.retained = retained;
-	if (f.name == NULL || (gpu_class != NULL && f.gpu_class == NULL)) {
-		flavor_clear(&f);
-		return tau_budget_nomem();
+	rc = tau_budget_sorted_add(&rec, (void **)&l->items, &l->n, &l->cap, sizeof(*l->items),
+	                           name);
+	if (rc <= 0) {
+		free(class_copy);
+		return rc;
 	}
-	memmove(&l->items[i + 1], &l->items[i], (l->n - i) * sizeof(*l->items));
-	l->items[i] = f;
-	l->n++;
+	f = rec;
+	f->gpu_class = class_copy;
+	f->retained = retained;
 	return 1;
 }
 

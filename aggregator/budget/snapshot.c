@@ -5,14 +5,11 @@
  */
 #include "plan.h"
 
-#include "inventory/sorted.h"
-
 #include "helpers.h"
 
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/names.h"
-#include "tau/array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,26 +44,16 @@ void tau_budget_pool_free(tau_budget_pool *pool)
 /* Find or insert the class; *cls receives it. */
 static int pool_class(tau_budget_class **cls, tau_budget_pool *pool, const char *gpu_class)
 {
-	bool found = false;
-	size_t i;
-	char *name;
+	void *rec;
+	int rc;
 
 	if (pool == NULL || gpu_class == NULL || gpu_class[0] == '\0')
 		return tau_error_set(TAU_EINVAL, "pool snapshot: empty GPU class");
-	i = tau_sorted_index(pool->classes, pool->n_classes, sizeof(*pool->classes), gpu_class,
-	                     &found);
-	if (!found) {
-		if (tau_array_grow((void **)&pool->classes, &pool->cap_classes, pool->n_classes + 1,
-		                   sizeof(*pool->classes)) ||
-		    (name = strdup(gpu_class)) == NULL)
-			return tau_budget_nomem();
-		memmove(&pool->classes[i + 1], &pool->classes[i],
-		        (pool->n_classes - i) * sizeof(*pool->classes));
-		memset(&pool->classes[i], 0, sizeof(pool->classes[i]));
-		pool->classes[i].name = name;
-		pool->n_classes++;
-	}
-	*cls = &pool->classes[i];
+	rc = tau_budget_sorted_add(&rec, (void **)&pool->classes, &pool->n_classes,
+	                           &pool->cap_classes, sizeof(*pool->classes), gpu_class);
+	if (rc < 0)
+		return rc;
+	*cls = rec;
 	return 0;
 }
 
@@ -81,9 +68,7 @@ int tau_budget_pool_set(tau_budget_pool *pool, const char *gpu_class, const char
                         const tau_quantity *total)
 {
 	tau_budget_class *c = NULL;
-	bool found = false;
-	size_t i;
-	char *name;
+	void *rec;
 	int rc;
 
 	if (resource == NULL || resource[0] == '\0' || total == NULL)
@@ -93,19 +78,14 @@ int tau_budget_pool_set(tau_budget_pool *pool, const char *gpu_class, const char
 		                     gpu_class != NULL ? gpu_class : "", resource);
 	if ((rc = pool_class(&c, pool, gpu_class)) < 0)
 		return rc;
-	i = tau_sorted_index(c->resources, c->n_resources, sizeof(*c->resources), resource, &found);
-	if (found)
+	rc = tau_budget_sorted_add(&rec, (void **)&c->resources, &c->n_resources, &c->cap_resources,
+	                           sizeof(*c->resources), resource);
+	if (rc == 0)
 		return tau_error_set(TAU_EINVAL, "pool snapshot: class %s resource %s set twice",
 		                     gpu_class, resource);
-	if (tau_array_grow((void **)&c->resources, &c->cap_resources, c->n_resources + 1,
-	                   sizeof(*c->resources)) ||
-	    (name = strdup(resource)) == NULL)
-		return tau_budget_nomem();
-	memmove(&c->resources[i + 1], &c->resources[i],
-	        (c->n_resources - i) * sizeof(*c->resources));
-	c->resources[i].name = name;
-	c->resources[i].total = *total;
-	c->n_resources++;
+	if (rc < 0)
+		return rc;
+	((tau_budget_resource *)rec)->total = *total;
 	return 0;
 }
 

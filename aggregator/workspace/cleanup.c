@@ -235,6 +235,21 @@ static int grant_binding(ws_pass *p, const char *ns)
 	return rc;
 }
 
+/* The steps that delete one object of the old namespace: its resource and the reason logged. */
+static const struct plain_delete {
+	const tau_kube_resource *res;
+	const char *why;
+} plain_deletes[] = {
+        [TAU_WS_STEP_REMOVE_RESEARCHER_BINDING] = {&tau_ws_res_rolebindings,
+                                                   "researcher access withdrawn from the "
+                                                   "namespace left"},
+        [TAU_WS_STEP_DELETE_LOCAL_QUEUE] = {&tau_ws_res_localqueues,
+                                            "drained: routing removed from the namespace left"},
+        [TAU_WS_STEP_DELETE_SERVICE_ACCOUNT] = {&tau_ws_res_serviceaccounts,
+                                                "drained: workload identity removed from the "
+                                                "namespace left"},
+};
+
 /*
  * Run the plan's steps in order (drain.h contract).  @return 0 when the
  * pass may continue; sets *complete when every step ran; an API error ends
@@ -274,9 +289,10 @@ static int run_plan(ws_pass *p, bool *complete)
 			break;
 		}
 		case TAU_WS_STEP_REMOVE_RESEARCHER_BINDING:
-			rc = tau_ws_pass_delete(
-			        p, &tau_ws_res_rolebindings, s->namespace_name, s->name,
-			        "researcher access withdrawn from the namespace left");
+		case TAU_WS_STEP_DELETE_LOCAL_QUEUE:
+		case TAU_WS_STEP_DELETE_SERVICE_ACCOUNT:
+			rc = tau_ws_pass_delete(p, plain_deletes[s->kind].res, s->namespace_name,
+			                        s->name, plain_deletes[s->kind].why);
 			break;
 		case TAU_WS_STEP_GRANT_RESEARCHER_BINDING:
 			rc = grant_binding(p, s->namespace_name);
@@ -287,16 +303,6 @@ static int run_plan(ws_pass *p, bool *complete)
 			             v->in.namespace_name, "reason", v->plan.message, NULL);
 			tau_ws_pass_requeue(p, p->ctl->drain_poll_ms);
 			return 0;
-		case TAU_WS_STEP_DELETE_LOCAL_QUEUE:
-			rc = tau_ws_pass_delete(p, &tau_ws_res_localqueues, s->namespace_name,
-			                        s->name,
-			                        "drained: routing removed from the namespace left");
-			break;
-		case TAU_WS_STEP_DELETE_SERVICE_ACCOUNT:
-			rc = tau_ws_pass_delete(
-			        p, &tau_ws_res_serviceaccounts, s->namespace_name, s->name,
-			        "drained: workload identity removed from the namespace left");
-			break;
 		case TAU_WS_STEP_DELETE_NAMESPACE:
 			if (p->cfg.mode == TAU_WS_NS_MANAGED)
 				rc = tau_ws_pass_delete(p, &tau_kube_res_namespaces, NULL,

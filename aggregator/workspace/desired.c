@@ -26,31 +26,27 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Reading the spec                                                                            */
 
+/* The result of reading an optional member: absent is fine, another type is named. */
+static int optional(int rc, const char *path, const char *type)
+{
+	if (rc == -TAU_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return tau_error_set(TAU_ETYPE, "%s: must be %s", path, type);
+	return 0;
+}
+
 /* Optional string at path: NULL when absent or null, -TAU_ETYPE when not a string. */
 static int opt_string(const char **out, const cJSON *obj, const char *path)
 {
-	int rc = tau_json_get_string(out, obj, path);
-
-	if (rc == -TAU_ENOTFOUND) {
-		*out = NULL;
-		return 0;
-	}
-	if (rc < 0)
-		return tau_error_set(TAU_ETYPE, "%s: must be a string", path);
-	return 0;
+	*out = NULL;
+	return optional(tau_json_get_string(out, obj, path), path, "a string");
 }
 
 static int opt_bool(bool *out, const cJSON *obj, const char *path)
 {
-	int rc = tau_json_get_bool(out, obj, path);
-
-	if (rc == -TAU_ENOTFOUND) {
-		*out = false;
-		return 0;
-	}
-	if (rc < 0)
-		return tau_error_set(TAU_ETYPE, "%s: must be a boolean", path);
-	return 0;
+	*out = false;
+	return optional(tau_json_get_bool(out, obj, path), path, "a boolean");
 }
 
 static bool present(const cJSON *obj, const char *path)

@@ -12,8 +12,11 @@
  */
 #include "namespace.h"
 
+#include "inventory/sorted.h"
+
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 #include "tau/names.h"
 
 #include <stdarg.h>
@@ -132,18 +135,18 @@ int tau_ws_namespace_allowlist_from_names(tau_ws_allowlist **out, const char *co
 
 static const char *json_type_name(const cJSON *v)
 {
-	if (cJSON_IsNull(v))
-		return "null";
-	if (cJSON_IsBool(v))
-		return "a boolean";
-	if (cJSON_IsNumber(v))
-		return "a number";
-	if (cJSON_IsString(v))
-		return "a string";
-	if (cJSON_IsArray(v))
-		return "an array";
-	if (cJSON_IsObject(v))
-		return "an object";
+	static const struct {
+		cJSON_bool (*is)(const cJSON *);
+		const char *name;
+	} types[] = {
+	        {cJSON_IsNull, "null"},       {cJSON_IsBool, "a boolean"},
+	        {cJSON_IsNumber, "a number"}, {cJSON_IsString, "a string"},
+	        {cJSON_IsArray, "an array"},  {cJSON_IsObject, "an object"},
+	};
+
+	for (size_t i = 0; i < TAU_N_ELEMENTS(types); i++)
+		if (types[i].is(v))
+			return types[i].name;
 	return "an unknown JSON value";
 }
 
@@ -207,23 +210,12 @@ out:
 
 bool tau_ws_namespace_allowlist_contains(const tau_ws_allowlist *list, const char *ns)
 {
-	size_t lo = 0, hi;
+	bool found = false;
 
 	if (list == NULL || ns == NULL)
 		return false;
-	hi = list->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(list->names[mid], ns);
-
-		if (c == 0)
-			return true;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
+	tau_sorted_index(list->names, list->n, sizeof(*list->names), ns, &found);
+	return found;
 }
 
 size_t tau_ws_namespace_allowlist_count(const tau_ws_allowlist *list)

@@ -61,8 +61,50 @@ const char *tau_ws_status_phase(tau_ws_cond_status rbac, tau_ws_cond_status queu
 	return TAU_WS_PHASE_PENDING;
 }
 
+/* The reasons of one object's condition when it is not as desired, and the default detail
+ * of a mismatch. */
+typedef struct obj_reasons {
+	const char *missing, *mismatch, *not_owned, *error;
+	const char *mismatch_detail;
+} obj_reasons;
+
+/*
+ * The condition of an object the workspace owns that is missing, differs ("<obj> <differs>:
+ * <detail>"), is not ours or could not be read; false (nothing set) when it is as desired.
+ */
+static bool obj_not_ready(tau_ws_condition *c, const tau_ws_obj_check *chk, const char *obj,
+                          const char *differs, const char *ws_name, const obj_reasons *r)
+{
+	switch (chk->state) {
+	case TAU_WS_OBJ_OK:
+		return false;
+	case TAU_WS_OBJ_MISSING:
+		set(c, TAU_WS_FALSE, r->missing, "%s does not exist yet: %s", obj,
+		    detail_or(chk, "it will be created"));
+		break;
+	case TAU_WS_OBJ_MISMATCH:
+		set(c, TAU_WS_FALSE, r->mismatch, "%s %s: %s", obj, differs,
+		    detail_or(chk, r->mismatch_detail));
+		break;
+	case TAU_WS_OBJ_NOT_OWNED:
+		set(c, TAU_WS_FALSE, r->not_owned,
+		    "%s exists but is not owned by workspace %s (%s); it is left alone", obj,
+		    ws_name, detail_or(chk, "ownership labels do not match"));
+		break;
+	default:
+		set(c, TAU_WS_FALSE, r->error, "%s: %s", obj, detail_or(chk, "API error"));
+		break;
+	}
+	return true;
+}
+
 static void rbac_condition(tau_ws_condition *c, const tau_ws_status_input *in, const char *ns)
 {
+	static const obj_reasons rb_reasons = {
+	        TAU_WS_REASON_ROLEBINDING_MISSING,   TAU_WS_REASON_ROLEBINDING_MISMATCH,
+	        TAU_WS_REASON_ROLEBINDING_NOT_OWNED, TAU_WS_REASON_ROLEBINDING_ERROR,
+	        "subjects or roleRef differ",
+	};
 	const tau_ws_spec *ws = in->spec;
 	char rb[TAU_WS_NAMESPACE_BUF + 80];
 
@@ -92,64 +134,29 @@ static void rbac_condition(tau_ws_condition *c, const tau_ws_status_input *in, c
 		return;
 	}
 	snprintf(rb, sizeof(rb), "RoleBinding %s/%s%s", ns, TAU_WS_ROLEBINDING_PREFIX, ws->name);
-	switch (in->rolebinding.state) {
-	case TAU_WS_OBJ_OK:
+	if (!obj_not_ready(c, &in->rolebinding, rb, "differs from the desired binding", ws->name,
+	                   &rb_reasons))
 		set(c, TAU_WS_TRUE, TAU_WS_REASON_ROLEBINDING_READY,
 		    "%s binds %s \"%s\" to ClusterRole %s", rb,
 		    ws->subject_kind != NULL ? ws->subject_kind : "subject",
 		    ws->subject_name != NULL ? ws->subject_name : "",
 		    TAU_WS_RESEARCHER_CLUSTER_ROLE);
-		break;
-	case TAU_WS_OBJ_MISSING:
-		set(c, TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_MISSING, "%s does not exist yet: %s",
-		    rb, detail_or(&in->rolebinding, "it will be created"));
-		break;
-	case TAU_WS_OBJ_MISMATCH:
-		set(c, TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_MISMATCH,
-		    "%s differs from the desired binding: %s", rb,
-		    detail_or(&in->rolebinding, "subjects or roleRef differ"));
-		break;
-	case TAU_WS_OBJ_NOT_OWNED:
-		set(c, TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_NOT_OWNED,
-		    "%s exists but is not owned by workspace %s (%s); it is left alone", rb,
-		    ws->name, detail_or(&in->rolebinding, "ownership labels do not match"));
-		break;
-	default:
-		set(c, TAU_WS_FALSE, TAU_WS_REASON_ROLEBINDING_ERROR, "%s: %s", rb,
-		    detail_or(&in->rolebinding, "API error"));
-		break;
-	}
 }
 
 static void queue_condition(tau_ws_condition *c, const tau_ws_status_input *in, const char *ns)
 {
 	const char *lqn = in->local_queue != NULL ? in->local_queue : "?";
 	const char *cqn = in->cluster_queue != NULL ? in->cluster_queue : "?";
-	char lq[TAU_WS_NAMESPACE_BUF + 300];
+	static const obj_reasons lq_reasons = {
+	        TAU_WS_REASON_LQ_MISSING, TAU_WS_REASON_LQ_MISMATCH,   TAU_WS_REASON_LQ_NOT_OWNED,
+	        TAU_WS_REASON_LQ_ERROR,   "spec.clusterQueue differs",
+	};
+	char lq[TAU_WS_NAMESPACE_BUF + 300], differs[TAU_WS_NAMESPACE_BUF + 300];
 
 	snprintf(lq, sizeof(lq), "LocalQueue %s/%s", ns, lqn);
-	switch (in->lq.state) {
-	case TAU_WS_OBJ_ERROR:
-		set(c, TAU_WS_FALSE, TAU_WS_REASON_LQ_ERROR, "%s: %s", lq,
-		    detail_or(&in->lq, "API error"));
+	snprintf(differs, sizeof(differs), "does not submit to ClusterQueue %s", cqn);
+	if (obj_not_ready(c, &in->lq, lq, differs, in->spec->name, &lq_reasons))
 		return;
-	case TAU_WS_OBJ_NOT_OWNED:
-		set(c, TAU_WS_FALSE, TAU_WS_REASON_LQ_NOT_OWNED,
-		    "%s exists but is not owned by workspace %s (%s); it is left alone", lq,
-		    in->spec->name, detail_or(&in->lq, "ownership labels do not match"));
-		return;
-	case TAU_WS_OBJ_MISSING:
-		set(c, TAU_WS_FALSE, TAU_WS_REASON_LQ_MISSING, "%s does not exist yet: %s", lq,
-		    detail_or(&in->lq, "it will be created"));
-		return;
-	case TAU_WS_OBJ_MISMATCH:
-		set(c, TAU_WS_FALSE, TAU_WS_REASON_LQ_MISMATCH,
-		    "%s does not submit to ClusterQueue %s: %s", lq, cqn,
-		    detail_or(&in->lq, "spec.clusterQueue differs"));
-		return;
-	default:
-		break;
-	}
 	switch (in->cq.state) {
 	case TAU_WS_OBJ_OK:
 		set(c, TAU_WS_TRUE, TAU_WS_REASON_LQ_READY, "%s submits to ClusterQueue %s", lq,
@@ -169,34 +176,18 @@ static void queue_condition(tau_ws_condition *c, const tau_ws_status_input *in, 
 
 static void wi_condition(tau_ws_condition *c, const tau_ws_status_input *in, const char *ns)
 {
+	static const obj_reasons sa_reasons = {
+	        TAU_WS_REASON_SA_MISSING, TAU_WS_REASON_SA_MISMATCH,     TAU_WS_REASON_SA_NOT_OWNED,
+	        TAU_WS_REASON_SA_ERROR,   "client or tenant ID differs",
+	};
 	const tau_ws_spec *ws = in->spec;
 	char sa[TAU_WS_NAMESPACE_BUF + 300];
 
 	snprintf(sa, sizeof(sa), "ServiceAccount %s/%s", ns, ws->wi_service_account);
-	switch (in->sa.state) {
-	case TAU_WS_OBJ_OK:
+	if (!obj_not_ready(c, &in->sa, sa, "workload identity annotations differ", ws->name,
+	                   &sa_reasons))
 		set(c, TAU_WS_TRUE, TAU_WS_REASON_SA_READY, "%s is annotated with %s %s", sa,
 		    TAU_WS_ANNOTATION_WI_CLIENT_ID, ws->wi_client_id);
-		break;
-	case TAU_WS_OBJ_MISSING:
-		set(c, TAU_WS_FALSE, TAU_WS_REASON_SA_MISSING, "%s does not exist yet: %s", sa,
-		    detail_or(&in->sa, "it will be created"));
-		break;
-	case TAU_WS_OBJ_MISMATCH:
-		set(c, TAU_WS_FALSE, TAU_WS_REASON_SA_MISMATCH,
-		    "%s workload identity annotations differ: %s", sa,
-		    detail_or(&in->sa, "client or tenant ID differs"));
-		break;
-	case TAU_WS_OBJ_NOT_OWNED:
-		set(c, TAU_WS_FALSE, TAU_WS_REASON_SA_NOT_OWNED,
-		    "%s exists but is not owned by workspace %s (%s); it is left alone", sa,
-		    ws->name, detail_or(&in->sa, "ownership labels do not match"));
-		break;
-	default:
-		set(c, TAU_WS_FALSE, TAU_WS_REASON_SA_ERROR, "%s: %s", sa,
-		    detail_or(&in->sa, "API error"));
-		break;
-	}
 }
 
 /* Append "Kind ns/name: what" items, at most DRIFT_NAMED_MAX, then "and N more". */
