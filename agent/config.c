@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "tau/error.h"
+#include "tau/mem.h"
 #include "tau/parse.h"
 
 #include <getopt.h>
@@ -18,26 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-enum {
-	OPT_NODE_NAME = 256,
-	OPT_AGGREGATOR,
-	OPT_KUBECONFIG,
-	OPT_CONTEXT,
-	OPT_HOST_ROOT,
-	OPT_TOKEN_FILE,
-	OPT_CA_FILE,
-	OPT_INSECURE,
-	OPT_ONCE,
-	OPT_HTTP_LISTEN,
-	OPT_PROBE_INTERVAL,
-	OPT_LOG_LEVEL,
-	OPT_LOG_FORMAT,
-	OPT_HELP,
-	OPT_VERSION,
-	OPT_REQUEST_TIMEOUT,
-	OPT_NODE_CONDITIONS,
-};
 
 void tau_agent_config_usage(FILE *out)
 {
@@ -113,61 +94,112 @@ static int apply_log_format(tau_agent_config *cfg, const char *what, const char 
 	return 0;
 }
 
-/* An environment variable and the field of tau_agent_config it sets. */
-typedef struct env_field {
-	const char *name;
-	size_t offset;
-} env_field;
+/* How a setting's value is taken. */
+typedef enum setting_kind {
+	SET_STRING,          /* kept as it is (an empty variable is unset) */
+	SET_BOOL,            /* a flag sets true; a variable is tau_parse_bool'd */
+	SET_PROBE_INTERVAL,  /* seconds, 1..TAU_AGENT_MAX_PROBE_INTERVAL_S */
+	SET_REQUEST_TIMEOUT, /* a duration, 0..TAU_AGENT_MAX_REQUEST_TIMEOUT_MS */
+	SET_LOG_LEVEL,
+	SET_LOG_FORMAT,
+} setting_kind;
 
-/* The variables that set a string as they are (an empty one is unset). */
-static const env_field ENV_STRINGS[] = {
-        {"NODE_NAME", offsetof(tau_agent_config, node_name)},
-        {"TAU_AGGREGATOR", offsetof(tau_agent_config, aggregator)},
+/* A setting: its flag, its environment variable (NULL: a flag only) and its field. */
+typedef struct setting {
+	const char *flag;
+	const char *env;
+	setting_kind kind;
+	size_t offset; /* of the field in tau_agent_config (SET_STRING, SET_BOOL) */
+} setting;
+
+#define FIELD(f) offsetof(tau_agent_config, f)
+
+/*
+ * Every setting, in the order the environment is applied (the first variable that does not
+ * parse is the one reported).  getopt_long's code of a flag is 256 + its row.
+ */
+static const setting SETTINGS[] = {
+        {"node-name", "NODE_NAME", SET_STRING, FIELD(node_name)},
+        {"aggregator", "TAU_AGGREGATOR", SET_STRING, FIELD(aggregator)},
         /* KUBECONFIG itself is left to the kube client: it may be a colon-separated list. */
-        {"TAU_CONTEXT", offsetof(tau_agent_config, context)},
-        {"TAU_HOST_ROOT", offsetof(tau_agent_config, host_root)},
-        {"TAU_TOKEN_FILE", offsetof(tau_agent_config, token_file)},
-        {"TAU_CA_FILE", offsetof(tau_agent_config, ca_file)},
-        {"TAU_OUTPUT", offsetof(tau_agent_config, output)},
-        {"TAU_HTTP_LISTEN", offsetof(tau_agent_config, http_listen)},
+        {"kubeconfig", NULL, SET_STRING, FIELD(kubeconfig)},
+        {"context", "TAU_CONTEXT", SET_STRING, FIELD(context)},
+        {"host-root", "TAU_HOST_ROOT", SET_STRING, FIELD(host_root)},
+        {"token-file", "TAU_TOKEN_FILE", SET_STRING, FIELD(token_file)},
+        {"ca-file", "TAU_CA_FILE", SET_STRING, FIELD(ca_file)},
+        {"output", "TAU_OUTPUT", SET_STRING, FIELD(output)}, /* also -o */
+        {"http-listen", "TAU_HTTP_LISTEN", SET_STRING, FIELD(http_listen)},
+        {"insecure", "TAU_INSECURE", SET_BOOL, FIELD(insecure)},
+        {"once", "TAU_ONCE", SET_BOOL, FIELD(once)},
+        {"node-conditions", "TAU_NODE_CONDITIONS", SET_BOOL, FIELD(node_conditions)},
+        {"probe-interval", "TAU_PROBE_INTERVAL", SET_PROBE_INTERVAL, 0},
+        {"request-timeout", "TAU_REQUEST_TIMEOUT", SET_REQUEST_TIMEOUT, 0},
+        {"log-level", "TAU_LOG_LEVEL", SET_LOG_LEVEL, 0},
+        {"log-format", "TAU_LOG_FORMAT", SET_LOG_FORMAT, 0},
+        {"help", NULL, SET_BOOL, FIELD(help)},
+        {"version", NULL, SET_BOOL, FIELD(version)},
 };
 
-/* The boolean variables (tau_parse_bool: an empty or other value is an error). */
-static const env_field ENV_BOOLS[] = {
-        {"TAU_INSECURE", offsetof(tau_agent_config, insecure)},
-        {"TAU_ONCE", offsetof(tau_agent_config, once)},
-        {"TAU_NODE_CONDITIONS", offsetof(tau_agent_config, node_conditions)},
-};
+#undef FIELD
 
-static int from_env(tau_agent_config *cfg, tau_agent_env_fn env)
+/*
+ * Take `value` for setting s, named `what` in messages (--flag or the variable); a flag of
+ * SET_BOOL comes with value NULL.  @return 0, or <0 (error set).
+ */
+static int apply(tau_agent_config *cfg, const setting *s, const char *what, const char *value)
 {
-	const char *v;
+	char *field = (char *)cfg + s->offset;
 	int rc;
 
-	for (size_t i = 0; i < sizeof(ENV_STRINGS) / sizeof(ENV_STRINGS[0]); i++)
-		if ((v = env(ENV_STRINGS[i].name)) != NULL && v[0] != '\0')
-			*(const char **)((char *)cfg + ENV_STRINGS[i].offset) = v;
-	for (size_t i = 0; i < sizeof(ENV_BOOLS) / sizeof(ENV_BOOLS[0]); i++)
-		if ((v = env(ENV_BOOLS[i].name)) != NULL &&
-		    (rc = tau_parse_bool((bool *)((char *)cfg + ENV_BOOLS[i].offset),
-		                         ENV_BOOLS[i].name, v)) < 0)
-			return rc;
-	if ((v = env("TAU_PROBE_INTERVAL")) != NULL && v[0] != '\0' &&
-	    (rc = tau_parse_int(&cfg->probe_interval_s, "TAU_PROBE_INTERVAL", v, 1,
-	                        TAU_AGENT_MAX_PROBE_INTERVAL_S)) < 0)
+	switch (s->kind) {
+	case SET_STRING:
+		*(const char **)field = value;
+		return 0;
+	case SET_BOOL:
+		if (value == NULL) {
+			*(bool *)field = true;
+			return 0;
+		}
+		return tau_parse_bool((bool *)field, what, value);
+	case SET_PROBE_INTERVAL:
+		return tau_parse_int(&cfg->probe_interval_s, what, value, 1,
+		                     TAU_AGENT_MAX_PROBE_INTERVAL_S);
+	case SET_REQUEST_TIMEOUT:
+		rc = tau_parse_duration_ms(&cfg->request_timeout_ms, what, value, 0,
+		                           TAU_AGENT_MAX_REQUEST_TIMEOUT_MS);
+		if (rc == 0)
+			cfg->request_timeout_set = true;
 		return rc;
-	if ((v = env("TAU_REQUEST_TIMEOUT")) != NULL && v[0] != '\0') {
-		if ((rc = tau_parse_duration_ms(&cfg->request_timeout_ms, "TAU_REQUEST_TIMEOUT", v,
-		                                0, TAU_AGENT_MAX_REQUEST_TIMEOUT_MS)) < 0)
-			return rc;
-		cfg->request_timeout_set = true;
+	case SET_LOG_LEVEL:
+		return apply_log_level(cfg, what, value);
+	case SET_LOG_FORMAT:
+		return apply_log_format(cfg, what, value);
 	}
-	if ((v = env("TAU_LOG_LEVEL")) != NULL && v[0] != '\0' &&
-	    (rc = apply_log_level(cfg, "TAU_LOG_LEVEL", v)) < 0)
-		return rc;
-	if ((v = env("TAU_LOG_FORMAT")) != NULL && v[0] != '\0' &&
-	    (rc = apply_log_format(cfg, "TAU_LOG_FORMAT", v)) < 0)
-		return rc;
+	return 0;
+}
+
+/* The setting getopt_long answered `c` for (256 + its row; -o is --output), or NULL. */
+static const setting *setting_of(int c)
+{
+	for (size_t i = 0; i < TAU_N_ELEMENTS(SETTINGS); i++)
+		if (c == 256 + (int)i || (c == 'o' && strcmp(SETTINGS[i].flag, "output") == 0))
+			return &SETTINGS[i];
+	return NULL;
+}
+
+/* The environment, as if its variables were flags; an empty one is unset, but for a boolean. */
+static int from_env(tau_agent_config *cfg, tau_agent_env_fn env)
+{
+	for (size_t i = 0; i < TAU_N_ELEMENTS(SETTINGS); i++) {
+		const setting *s = &SETTINGS[i];
+		const char *v = s->env != NULL ? env(s->env) : NULL;
+		int rc;
+
+		if (v == NULL || (v[0] == '\0' && s->kind != SET_BOOL))
+			continue;
+		if ((rc = apply(cfg, s, s->env, v)) < 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -217,30 +249,16 @@ static int validate(tau_agent_config *cfg)
 
 int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_agent_env_fn env)
 {
-	static const struct option opts[] = {
-	        {"node-name", required_argument, NULL, OPT_NODE_NAME},
-	        {"aggregator", required_argument, NULL, OPT_AGGREGATOR},
-	        {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
-	        {"context", required_argument, NULL, OPT_CONTEXT},
-	        {"host-root", required_argument, NULL, OPT_HOST_ROOT},
-	        {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
-	        {"ca-file", required_argument, NULL, OPT_CA_FILE},
-	        {"insecure", no_argument, NULL, OPT_INSECURE},
-	        {"once", no_argument, NULL, OPT_ONCE},
-	        {"output", required_argument, NULL, 'o'},
-	        {"http-listen", required_argument, NULL, OPT_HTTP_LISTEN},
-	        {"probe-interval", required_argument, NULL, OPT_PROBE_INTERVAL},
-	        {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-	        {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
-	        {"help", no_argument, NULL, OPT_HELP},
-	        {"version", no_argument, NULL, OPT_VERSION},
-	        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
-	        {"node-conditions", no_argument, NULL, OPT_NODE_CONDITIONS},
-	        {NULL, 0, NULL, 0},
-	};
+	struct option opts[TAU_N_ELEMENTS(SETTINGS) + 1] = {{0}};
+	char what[64];
 	int c;
 	int rc;
 
+	for (size_t i = 0; i < TAU_N_ELEMENTS(SETTINGS); i++)
+		opts[i] = (struct option){SETTINGS[i].flag,
+		                          SETTINGS[i].kind == SET_BOOL ? no_argument
+		                                                       : required_argument,
+		                          NULL, 256 + (int)i};
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->host_root = "/";
 	cfg->probe_interval_s = TAU_AGENT_DEFAULT_PROBE_INTERVAL_S;
@@ -253,75 +271,13 @@ int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_age
 	optind = 0; /* GNU: full reinitialisation, so tests can parse again */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_NODE_NAME:
-			cfg->node_name = optarg;
-			break;
-		case OPT_AGGREGATOR:
-			cfg->aggregator = optarg;
-			break;
-		case OPT_KUBECONFIG:
-			cfg->kubeconfig = optarg;
-			break;
-		case OPT_CONTEXT:
-			cfg->context = optarg;
-			break;
-		case OPT_HOST_ROOT:
-			cfg->host_root = optarg;
-			break;
-		case OPT_TOKEN_FILE:
-			cfg->token_file = optarg;
-			break;
-		case OPT_CA_FILE:
-			cfg->ca_file = optarg;
-			break;
-		case OPT_INSECURE:
-			cfg->insecure = true;
-			break;
-		case OPT_ONCE:
-			cfg->once = true;
-			break;
-		case 'o':
-			cfg->output = optarg;
-			break;
-		case OPT_HTTP_LISTEN:
-			cfg->http_listen = optarg;
-			break;
-		case OPT_PROBE_INTERVAL:
-			rc = tau_parse_int(&cfg->probe_interval_s, "--probe-interval", optarg, 1,
-			                   TAU_AGENT_MAX_PROBE_INTERVAL_S);
-			if (rc < 0)
-				return rc;
-			break;
-		case OPT_LOG_LEVEL:
-			rc = apply_log_level(cfg, "--log-level", optarg);
-			if (rc < 0)
-				return rc;
-			break;
-		case OPT_LOG_FORMAT:
-			rc = apply_log_format(cfg, "--log-format", optarg);
-			if (rc < 0)
-				return rc;
-			break;
-		case OPT_HELP:
-			cfg->help = true;
-			break;
-		case OPT_VERSION:
-			cfg->version = true;
-			break;
-		case OPT_NODE_CONDITIONS:
-			cfg->node_conditions = true;
-			break;
-		case OPT_REQUEST_TIMEOUT:
-			rc = tau_parse_duration_ms(&cfg->request_timeout_ms, "--request-timeout",
-			                           optarg, 0, TAU_AGENT_MAX_REQUEST_TIMEOUT_MS);
-			if (rc < 0)
-				return rc;
-			cfg->request_timeout_set = true;
-			break;
-		default:
+		const setting *s = setting_of(c);
+
+		if (s == NULL)
 			return tau_parse_getopt_error(c, argv);
-		}
+		snprintf(what, sizeof(what), "--%s", s->flag);
+		if ((rc = apply(cfg, s, what, s->kind == SET_BOOL ? NULL : optarg)) < 0)
+			return rc;
 	}
 	if (optind < argc)
 		return tau_error_set(TAU_EINVAL, "unexpected argument %s", argv[optind]);
