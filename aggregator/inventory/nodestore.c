@@ -23,6 +23,7 @@
 #include "sorted.h"
 
 #include "tau/error.h"
+#include "tau/hmap.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -58,9 +59,21 @@ typedef struct record {
 	bool mismatch_news; /* it appeared or changed since last taken */
 } record;
 
+/*
+ * A string held once for all the store's facts that name it (a label key or value, a
+ * resource name), counted by the facts holding it: the last one to let go frees it, so
+ * a label no node carries any more is not kept.
+ */
+typedef struct shared_str {
+	tau_hmap_node node; /* keyed by text */
+	size_t refs;
+	char text[];
+} shared_str;
+
 struct tau_nodestore {
 	record *recs;
 	size_t n, cap;
+	tau_hmap strings;   /* shared_str by text */
 	size_t n_mismatch;  /* records with a mismatch */
 	size_t n_missing;   /* GPU nodes known from the API whose agent has not reported */
 	size_t truth_bytes; /* the records' node truth, in all */
@@ -79,8 +92,14 @@ int tau_nodestore_new(tau_nodestore **out, int64_t now_ms, int64_t sync_timeout_
 
 	if (s == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory creating node store");
+	rc = tau_hmap_init(&s->strings, 0);
+	if (rc < 0) {
+		free(s);
+		return rc;
+	}
 	rc = tau_pool_new(&s->pool);
 	if (rc < 0) {
+		tau_hmap_destroy(&s->strings);
 		free(s);
 		return rc;
 	}
@@ -90,13 +109,70 @@ int tau_nodestore_new(tau_nodestore **out, int64_t now_ms, int64_t sync_timeout_
 }
 
 /*
- * The store's facts are packed: one allocation holds the struct, its arrays and
- * every string (about half the memory of a copy made string by string, which
- * pays a malloc header and rounding per label), so they are freed with free()
- * alone, never with tau_node_facts_clear.
+ * The store's copy of `text` (NULL for NULL), held once for every facts object that
+ * names it: a new holder counts one more.  @return false when out of memory.
  */
-static void facts_free(tau_node_facts *f)
+static bool str_hold(tau_nodestore *s, const char *text, char **out)
 {
+	tau_hmap_node *n;
+	shared_str *e;
+	size_t len;
+
+	*out = NULL;
+	if (text == NULL)
+		return true;
+	n = tau_hmap_get(&s->strings, text);
+	if (n != NULL) {
+		e = TAU_HMAP_ENTRY(n, shared_str, node);
+		e->refs++;
+		*out = e->text;
+		return true;
+	}
+	len = strlen(text) + 1;
+	e = malloc(sizeof(*e) + len);
+	if (e == NULL)
+		return false;
+	memcpy(e->text, text, len);
+	e->refs = 1;
+	tau_hmap_insert(&s->strings, &e->node, e->text);
+	*out = e->text;
+	return true;
+}
+
+/* A holder of `text` (from str_hold; NULL is a no-op) lets go: the last one frees it. */
+static void str_release(tau_nodestore *s, char *text)
+{
+	shared_str *e;
+
+	if (text == NULL)
+		return;
+	e = (shared_str *)(void *)(text - offsetof(shared_str, text));
+	if (--e->refs > 0)
+		return;
+	tau_hmap_remove(&s->strings, &e->node);
+	free(e);
+}
+
+/*
+ * The store's facts are packed: one allocation holds the struct, its arrays and
+ * the node's own strings (about half the memory of a copy made string by string,
+ * which pays a malloc header and rounding per label), so they are freed with
+ * facts_free, never with tau_node_facts_clear.  Label keys and values and
+ * resource names, which most nodes share ("kubernetes.io/os", "linux",
+ * "nvidia.com/gpu"), are held once across the store (str_hold); a label value
+ * equal to the node's name (the hostname label) is its name.
+ */
+static void facts_free(tau_nodestore *s, tau_node_facts *f)
+{
+	if (f == NULL)
+		return;
+	for (size_t i = 0; i < f->n_labels; i++) {
+		str_release(s, f->label_keys[i]);
+		if (f->label_values[i] != f->name)
+			str_release(s, f->label_values[i]);
+	}
+	for (size_t i = 0; i < f->n_allocatable; i++)
+		str_release(s, f->allocatable[i].name);
 	free(f);
 }
 
@@ -126,7 +202,7 @@ static char *put_str(char **at, const char *str)
 }
 
 /* A packed copy of `src` (validated by the caller, so its counts are bounded).  NULL: OOM. */
-static tau_node_facts *facts_dup(const tau_node_facts *src)
+static tau_node_facts *facts_dup(tau_nodestore *s, const tau_node_facts *src)
 {
 	size_t head = sizeof(tau_node_facts), total;
 	size_t res_bytes = src->n_allocatable * sizeof(tau_node_resource);
@@ -141,10 +217,6 @@ static tau_node_facts *facts_dup(const tau_node_facts *src)
 	ok = add_str(&total, src->name) && add_str(&total, src->uid) &&
 	     add_str(&total, src->resource_version) && add_str(&total, src->os) &&
 	     add_str(&total, src->gpu_class) && add_str(&total, src->provider_id);
-	for (size_t i = 0; ok && i < src->n_labels; i++)
-		ok = add_str(&total, src->label_keys[i]) && add_str(&total, src->label_values[i]);
-	for (size_t i = 0; ok && i < src->n_allocatable; i++)
-		ok = add_str(&total, src->allocatable[i].name);
 	if (!ok || (f = malloc(total)) == NULL)
 		return NULL;
 	/* Resources first (their quantities want 8-byte alignment, as does the struct). */
@@ -161,13 +233,28 @@ static tau_node_facts *facts_dup(const tau_node_facts *src)
 	f->os = put_str(&at, src->os);
 	f->gpu_class = put_str(&at, src->gpu_class);
 	f->provider_id = put_str(&at, src->provider_id);
-	for (size_t i = 0; i < src->n_labels; i++) {
-		f->label_keys[i] = put_str(&at, src->label_keys[i]);
-		f->label_values[i] = put_str(&at, src->label_values[i]);
-	}
+	/* Nothing held yet: facts_free lets go of what was taken when one fails. */
+	if (src->n_labels > 0)
+		memset(f->label_keys, 0, ptr_bytes);
 	for (size_t i = 0; i < src->n_allocatable; i++) {
 		f->allocatable[i].value = src->allocatable[i].value;
-		f->allocatable[i].name = put_str(&at, src->allocatable[i].name);
+		f->allocatable[i].name = NULL;
+	}
+	ok = true;
+	for (size_t i = 0; ok && i < src->n_labels; i++) {
+		const char *v = src->label_values[i];
+
+		ok = str_hold(s, src->label_keys[i], &f->label_keys[i]);
+		if (ok && v != NULL && f->name != NULL && strcmp(v, f->name) == 0)
+			f->label_values[i] = f->name;
+		else if (ok)
+			ok = str_hold(s, v, &f->label_values[i]);
+	}
+	for (size_t i = 0; ok && i < src->n_allocatable; i++)
+		ok = str_hold(s, src->allocatable[i].name, &f->allocatable[i].name);
+	if (!ok) {
+		facts_free(s, f);
+		return NULL;
 	}
 	return f;
 }
@@ -181,8 +268,8 @@ static void record_clear(tau_nodestore *s, record *r)
 	free(r->api_error);
 	free(r->mismatch);
 	if (r->agent != r->api)
-		facts_free(r->agent);
-	facts_free(r->api);
+		facts_free(s, r->agent);
+	facts_free(s, r->api);
 	tau_node_facts_clear(r->counted);
 	free(r->counted);
 	free(r->inventory);
@@ -198,6 +285,7 @@ void tau_nodestore_free(tau_nodestore *s)
 	for (size_t i = 0; i < s->n; i++)
 		record_clear(s, &s->recs[i]);
 	free(s->recs);
+	tau_hmap_destroy(&s->strings); /* empty: every holder has let go */
 	free(s);
 }
 
@@ -358,11 +446,11 @@ static void compare_views(tau_nodestore *s, record *r)
  * The agent's facts equal the Node's: hold them once.  Called after either
  * side changed.
  */
-static void share_if_equal(record *r)
+static void share_if_equal(tau_nodestore *s, record *r)
 {
 	if (r->agent != NULL && r->api != NULL && r->agent != r->api &&
 	    tau_node_facts_equal(r->agent, r->api)) {
-		facts_free(r->agent);
+		facts_free(s, r->agent);
 		r->agent = r->api;
 	}
 }
@@ -493,8 +581,8 @@ static int set_api(tau_nodestore *s, record *r, tau_node_facts *fresh)
 	r->api = fresh;
 	rc = refresh(s, r, true);
 	if (old != r->agent)
-		facts_free(old);
-	share_if_equal(r);
+		facts_free(s, old);
+	share_if_equal(s, r);
 	compare_views(s, r);
 	account_missing(s, r, was);
 	update_verdict(r);
@@ -509,10 +597,10 @@ int tau_nodestore_api_upsert(tau_nodestore *s, const tau_node_facts *facts)
 
 	if (rc < 0)
 		return rc;
-	copy = facts_dup(facts);
+	copy = facts_dup(s, facts);
 	r = copy != NULL ? get_or_add(s, facts->name) : NULL;
 	if (r == NULL) {
-		facts_free(copy);
+		facts_free(s, copy);
 		return tau_error_set(TAU_ENOMEM, "out of memory adding node %s", facts->name);
 	}
 	r->api_known = true;
@@ -593,7 +681,8 @@ int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t 
 	if (r == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory adding node %s", facts->name);
 	/* What the Node says already (the healthy case) is not copied again. */
-	fresh = r->api != NULL && tau_node_facts_equal(r->api, facts) ? r->api : facts_dup(facts);
+	fresh = r->api != NULL && tau_node_facts_equal(r->api, facts) ? r->api
+	                                                              : facts_dup(s, facts);
 	if (fresh == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory adding node %s", facts->name);
 	was = is_missing(r);
@@ -609,14 +698,14 @@ int tau_nodestore_report(tau_nodestore *s, const tau_node_facts *facts, int64_t 
 			r->agent = previous;
 			r->reported = was_reported;
 			if (fresh != r->api)
-				facts_free(fresh);
+				facts_free(s, fresh);
 			compare_views(s, r);
 			update_verdict(r);
 			return rc;
 		}
 	}
 	if (previous != NULL && previous != r->api && previous != fresh)
-		facts_free(previous);
+		facts_free(s, previous);
 	compare_views(s, r);
 	account_missing(s, r, was);
 	update_verdict(r);
@@ -712,6 +801,11 @@ int tau_nodestore_set_truth(tau_nodestore *s, const char *name, tau_nodetruth *t
 size_t tau_nodestore_truth_bytes(const tau_nodestore *s)
 {
 	return s->truth_bytes;
+}
+
+size_t tau_nodestore_shared_strings(const tau_nodestore *s)
+{
+	return s->strings.len;
 }
 
 int tau_nodestore_heartbeat(tau_nodestore *s, const char *name, int64_t now_ms)

@@ -177,6 +177,13 @@ int tau_nodestore_set_truth(tau_nodestore *store, const char *name, tau_nodetrut
 /** Bytes the records' node truth takes in all (tau_nodetruth.bytes summed). */
 size_t tau_nodestore_truth_bytes(const tau_nodestore *store);
 
+/**
+ * Distinct strings the records' facts hold once across nodes: label keys and values
+ * and resource names (a label value equal to the node's name is its name, not counted).
+ * A string goes when the last facts naming it do.
+ */
+size_t tau_nodestore_shared_strings(const tau_nodestore *store);
+
 /** A heartbeat from a node's agent.  -TAU_ENOTFOUND if it never reported. */
 int tau_nodestore_heartbeat(tau_nodestore *store, const char *name, int64_t now_ms);
 

@@ -433,6 +433,121 @@ static void test_unreadable_node_stops_counting(void **state)
 
 /* ---- property: the store's incremental pool equals a full recomputation ---- */
 
+/* An h100 Node `name` with labels hostname (its name), os linux and pool `pool`. */
+static tau_node_facts pooled_facts(const char *name, const char *pool)
+{
+	char json[1024];
+	cJSON *root = NULL;
+	tau_node_facts f = {0};
+
+	snprintf(json, sizeof(json),
+	         "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"kubernetes.io/os\":\"linux\","
+	         "\"kubernetes.io/hostname\":\"%s\",\"pool\":\"%s\","
+	         "\"tau.azure.com/gpu-class\":\"h100\"}},"
+	         "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\",\"cpu\":\"96\"},"
+	         "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+	         name, name, pool);
+	assert_int_equal(tau_json_parse(&root, json, strlen(json), 0), 0);
+	assert_int_equal(tau_node_facts_from_json(&f, root), 0);
+	cJSON_Delete(root);
+	return f;
+}
+
+static void api_pool(tau_nodestore *s, const char *name, const char *pool)
+{
+	tau_node_facts f = pooled_facts(name, pool);
+
+	assert_int_equal(tau_nodestore_api_upsert(s, &f), 0);
+	tau_node_facts_clear(&f);
+}
+
+static void report_pool(tau_nodestore *s, const char *name, const char *pool)
+{
+	tau_node_facts f = pooled_facts(name, pool);
+
+	assert_int_equal(tau_nodestore_report(s, &f, 1), 0);
+	tau_node_facts_clear(&f);
+}
+
+/* The index of label `key` in `f`, which has it. */
+static size_t label_at(const tau_node_facts *f, const char *key)
+{
+	for (size_t i = 0; i < f->n_labels; i++)
+		if (strcmp(f->label_keys[i], key) == 0)
+			return i;
+	fail_msg("no label %s", key);
+	return 0;
+}
+
+/*
+ * Label keys and values and resource names are held once across nodes (and across a node's
+ * Node and agent facts), a hostname label is the node's name, and a string goes with the
+ * last facts naming it, so churn leaves nothing behind.
+ */
+static void test_facts_share_strings_across_nodes(void **state)
+{
+	tau_nodestore *s = NULL;
+	tau_node_status a, b;
+	size_t host, pool;
+	char name[16];
+
+	(void)state;
+	assert_int_equal(tau_nodestore_new(&s, 0, 60000), 0);
+	api_pool(s, "g1", "gpu");
+	api_pool(s, "g2", "gpu");
+	/* keys hostname, os, pool, gpu-class; values linux, gpu, h100; cpu, nvidia.com/gpu */
+	assert_int_equal(tau_nodestore_shared_strings(s), 9);
+	assert_int_equal(tau_nodestore_get(s, "g1", &a), 0);
+	assert_int_equal(tau_nodestore_get(s, "g2", &b), 0);
+	assert_int_equal(a.facts->n_labels, 4);
+	for (size_t i = 0; i < a.facts->n_labels; i++)
+		assert_ptr_equal(a.facts->label_keys[i], b.facts->label_keys[i]);
+	for (size_t i = 0; i < a.facts->n_allocatable; i++)
+		assert_ptr_equal(a.facts->allocatable[i].name, b.facts->allocatable[i].name);
+	host = label_at(a.facts, "kubernetes.io/hostname");
+	pool = label_at(a.facts, "pool");
+	assert_ptr_equal(a.facts->label_values[host], a.facts->name);
+	assert_string_equal(b.facts->label_values[host], "g2");
+	assert_ptr_equal(a.facts->label_values[pool], b.facts->label_values[pool]);
+	assert_string_equal(a.facts->label_values[pool], "gpu");
+	assert_string_equal(a.facts->label_values[label_at(a.facts, "kubernetes.io/os")], "linux");
+	assert_string_equal(a.facts->allocatable[0].name, "cpu");
+
+	/* an agent that differs holds its own facts, with the same strings where they agree */
+	report_pool(s, "g1", "spot");
+	assert_int_equal(tau_nodestore_shared_strings(s), 10);
+	assert_int_equal(tau_nodestore_get(s, "g1", &a), 0);
+	assert_ptr_not_equal(a.agent_facts, a.facts);
+	assert_ptr_equal(a.agent_facts->label_keys[pool], a.facts->label_keys[pool]);
+	assert_string_equal(a.agent_facts->label_values[pool], "spot");
+	assert_ptr_equal(a.agent_facts->label_values[host], a.agent_facts->name);
+	report_pool(s, "g1", "gpu"); /* agreeing again: one copy, "spot" is let go */
+	assert_int_equal(tau_nodestore_get(s, "g1", &a), 0);
+	assert_ptr_equal(a.agent_facts, a.facts);
+	assert_int_equal(tau_nodestore_shared_strings(s), 9);
+
+	/* a value goes with the last node naming it */
+	api_pool(s, "g1", "gpu2");
+	assert_int_equal(tau_nodestore_shared_strings(s), 10);
+	api_pool(s, "g2", "gpu2");
+	/* g1's agent facts, its last report, still name "gpu" until it reports again */
+	assert_int_equal(tau_nodestore_shared_strings(s), 10);
+	report_pool(s, "g1", "gpu2");
+	assert_int_equal(tau_nodestore_shared_strings(s), 9);
+	/* churn: a thousand values, one at a time, hold one at a time */
+	for (int i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "v%d", i);
+		api_pool(s, "g2", name);
+		report_pool(s, "g2", name);
+		assert_int_equal(tau_nodestore_shared_strings(s), 10);
+	}
+	assert_int_equal(tau_nodestore_api_delete(s, "g1"), 0);
+	assert_int_equal(tau_nodestore_shared_strings(s), 9); /* gpu2 went with g1 */
+	assert_int_equal(tau_nodestore_api_delete(s, "g2"), 0);
+	assert_int_equal(tau_nodestore_shared_strings(s), 0);
+	tau_nodestore_free(s);
+}
+
 static uint64_t rng = 0x2545f4914f6cdd1dULL;
 
 static uint64_t rnd(void)
@@ -572,6 +687,7 @@ int main(void)
 	        cmocka_unit_test(test_repeated_report_only_refreshes_liveness),
 	        cmocka_unit_test(test_report_same_only_for_what_the_fingerprint_stood_for),
 	        cmocka_unit_test(test_incremental_pool_equals_recount),
+	        cmocka_unit_test(test_facts_share_strings_across_nodes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
