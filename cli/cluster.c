@@ -663,11 +663,8 @@ int tau_cli_cluster(int argc, char **argv, const tau_cli_globals *g)
 		fprintf(stderr, "tau cluster: --delete-crds belongs to uninstall\n");
 		return TAU_CLI_USAGE;
 	}
-	if (timeout != NULL &&
-	    tau_parse_duration_ms(&timeout_ms, "--timeout", timeout, 0, INT64_C(86400000)) != 0) {
-		fprintf(stderr, "tau cluster install: %s\n", tau_error_last()->msg);
+	if (tau_cli_wait_timeout_parse(&timeout_ms, timeout, 0, "tau cluster install") < 0)
 		return TAU_CLI_USAGE;
-	}
 	if (ns_flag != NULL && tau_names_check_dns1123_label(ns_flag) != 0) {
 		fprintf(stderr, "tau cluster: --namespace: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;

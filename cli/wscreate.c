@@ -621,20 +621,8 @@ int tau_cli_ws_create(int argc, char **argv, const tau_cli_globals *g)
 		fprintf(stderr, "tau workspace create: --wait and --dry-run exclude each other\n");
 		return TAU_CLI_USAGE;
 	}
-	if (timeout != NULL && !wait) {
-		fprintf(stderr, "tau workspace create: --timeout belongs to --wait\n");
+	if (tau_cli_wait_timeout(&timeout_ms, &o.gl, wait, timeout, "tau workspace create") < 0)
 		return TAU_CLI_USAGE;
-	}
-	if (timeout != NULL &&
-	    tau_parse_duration_ms(&timeout_ms, "--timeout", timeout, 1, INT64_C(86400000)) != 0) {
-		fprintf(stderr, "tau workspace create: %s\n", tau_error_last()->msg);
-		return TAU_CLI_USAGE;
-	}
-	/* --wait's --timeout bounds each request too, unless --request-timeout says. */
-	if (wait && !o.gl.request_timeout_set) {
-		o.gl.request_timeout_set = true;
-		o.gl.request_timeout_ms = timeout_ms;
-	}
 	/* Offline with an explicit system namespace: the spec alone decides a dry run. */
 	if (!(dry_run && o.gl.system_namespace != NULL) && tau_cli_connect(&client, &o.gl) != 0) {
 		fprintf(stderr, "tau workspace create: %s%s\n", tau_error_last()->msg,

@@ -239,17 +239,8 @@ int tau_cli_ws_delete(int argc, char **argv, const tau_cli_globals *g)
 		return exit_code;
 	if (tau_cli_one_workspace_name(&name, argc, argv, "tau workspace delete") < 0)
 		return TAU_CLI_USAGE;
-	if (timeout != NULL && (!wait || tau_parse_duration_ms(&timeout_ms, "--timeout", timeout, 1,
-	                                                       INT64_C(86400000)) != 0)) {
-		fprintf(stderr, "tau workspace delete: %s\n",
-		        wait ? tau_error_last()->msg : "--timeout belongs to --wait");
+	if (tau_cli_wait_timeout(&timeout_ms, &o.gl, wait, timeout, "tau workspace delete") < 0)
 		return TAU_CLI_USAGE;
-	}
-	/* --wait's --timeout bounds each request too, unless --request-timeout says. */
-	if (wait && !o.gl.request_timeout_set) {
-		o.gl.request_timeout_set = true;
-		o.gl.request_timeout_ms = timeout_ms;
-	}
 	if (tau_cli_connect(&client, &o.gl) != 0) {
 		fprintf(stderr, "tau workspace delete: %s\n", tau_error_last()->msg);
 		return TAU_CLI_USAGE;
