@@ -17,6 +17,7 @@
 #include "tau/names.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,12 @@ static int scan_int(reader *r)
 	return 0;
 }
 
+/* The tokens of one character and nothing else (TOK_END: not one of them). */
+static const tok_kind single_char_tokens[UCHAR_MAX + 1] = {
+        ['('] = TOK_LPAREN,   [')'] = TOK_RPAREN, ['['] = TOK_LBRACKET,
+        [']'] = TOK_RBRACKET, ['.'] = TOK_DOT,
+};
+
 /* Scan the next token into r. */
 static int next(reader *r)
 {
@@ -186,22 +193,11 @@ static int next(reader *r)
 	if (isdigit((unsigned char)c) || c == '-')
 		return scan_int(r);
 	r->pos++;
+	if (single_char_tokens[(unsigned char)c] != TOK_END) {
+		r->kind = single_char_tokens[(unsigned char)c];
+		return 0;
+	}
 	switch (c) {
-	case '(':
-		r->kind = TOK_LPAREN;
-		return 0;
-	case ')':
-		r->kind = TOK_RPAREN;
-		return 0;
-	case '[':
-		r->kind = TOK_LBRACKET;
-		return 0;
-	case ']':
-		r->kind = TOK_RBRACKET;
-		return 0;
-	case '.':
-		r->kind = TOK_DOT;
-		return 0;
 	case '&':
 		if (r->pos < r->len && r->src[r->pos] == '&') {
 			r->pos++;
@@ -312,6 +308,20 @@ static int read_literal(reader *r, term *t)
 	return next(r);
 }
 
+/*
+ * The comparison operator at r, then the literal it compares to into t: one of kind `want`
+ * (else refused with `why`), or of any kind when `want` is TOK_END.
+ */
+static int read_compared(reader *r, term *t, tok_kind want, const char *why)
+{
+	t->op = r->op;
+	if (next(r) < 0)
+		return -TAU_EINVAL;
+	if (want != TOK_END && r->kind != want)
+		return refuse(r, r->start, why);
+	return read_literal(r, t);
+}
+
 /* device.driver / device.attributes["d"].id / device.capacity["d"].id.method(...) */
 static int read_comparison(reader *r, term *t)
 {
@@ -328,12 +338,8 @@ static int read_comparison(reader *r, term *t)
 			return -TAU_EINVAL;
 		if (r->kind != TOK_OP || (r->op != OP_EQ && r->op != OP_NE))
 			return refuse(r, r->start, "device.driver is read only with == or !=");
-		t->op = r->op;
-		if (next(r) < 0)
-			return -TAU_EINVAL;
-		if (r->kind != TOK_STRING)
-			return refuse(r, r->start, "device.driver compares to a string literal");
-		return read_literal(r, t);
+		return read_compared(r, t, TOK_STRING,
+		                     "device.driver compares to a string literal");
 	}
 	if (r->kind != TOK_IDENT ||
 	    (strcmp(r->text, "attributes") != 0 && strcmp(r->text, "capacity") != 0))
@@ -370,10 +376,7 @@ static int read_comparison(reader *r, term *t)
 			t->op = OP_NONE; /* a bool attribute alone */
 			return 0;
 		}
-		t->op = r->op;
-		if (next(r) < 0)
-			return -TAU_EINVAL;
-		return read_literal(r, t);
+		return read_compared(r, t, TOK_END, NULL);
 	}
 	if (expect(r, TOK_DOT,
 	           "a capacity is read only through compareTo, isGreaterThan or "
@@ -401,12 +404,7 @@ static int read_comparison(reader *r, term *t)
 	}
 	if (r->kind != TOK_OP)
 		return refuse(r, r->start, "compareTo() is read only compared to an int");
-	t->op = r->op;
-	if (next(r) < 0)
-		return -TAU_EINVAL;
-	if (r->kind != TOK_INT)
-		return refuse(r, r->start, "compareTo() is read only compared to an int");
-	return read_literal(r, t);
+	return read_compared(r, t, TOK_INT, "compareTo() is read only compared to an int");
 }
 
 static int read_conjunction(reader *r, unsigned depth);
