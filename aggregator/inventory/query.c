@@ -10,6 +10,7 @@
  */
 #include "query.h"
 #include "capacity.h"
+#include "pbmsg.h"
 #include "report.h"
 #include "truthrules.h"
 
@@ -46,28 +47,6 @@ static void *new_msg(const ProtobufCMessageDescriptor *d)
 	}
 	protobuf_c_message_init(d, m);
 	return m;
-}
-
-/*
- * Fill the repeated message field `field` (a pointer to it) and its count `*n` with `len`
- * new messages of descriptor `d`; when out of memory stops it half way, *n counts those made,
- * so protobuf-c's free frees them.  @return 0, or -TAU_ENOMEM with the tau error set.
- */
-static int new_msgs(void *field, size_t *n, size_t len, const ProtobufCMessageDescriptor *d)
-{
-	void **items;
-
-	if (len == 0)
-		return 0;
-	if ((items = calloc(len, sizeof(*items))) == NULL)
-		return OOM();
-	*(void ***)field = items;
-	for (size_t i = 0; i < len; i++) {
-		if ((items[i] = new_msg(d)) == NULL)
-			return -TAU_ENOMEM;
-		(*n)++;
-	}
-	return 0;
 }
 
 /* The record of node `name`, or -TAU_ENOTFOUND with the tau error set. */
@@ -281,9 +260,9 @@ static int truth_summary(Tau__Inventory__V1__NodeTruth **out, const tau_nodestor
 			return OOM();
 		m->n_problems = i + 1;
 	}
-	if (new_msgs(&m->csi, &m->n_csi, t->n_csi,
-	             &tau__inventory__v1__csi_probe_result__descriptor) < 0)
-		return -TAU_ENOMEM;
+	if (tau_pb_new_repeated(&m->csi, &m->n_csi, t->n_csi,
+	                        &tau__inventory__v1__csi_probe_result__descriptor) < 0)
+		return OOM();
 	for (size_t i = 0; i < t->n_csi; i++) {
 		Tau__Inventory__V1__CsiProbeResult *c = m->csi[i];
 
@@ -300,9 +279,9 @@ static int truth_summary(Tau__Inventory__V1__NodeTruth **out, const tau_nodestor
 /* Add every device of `t` to `m` (GetNode). */
 static int truth_devices(Tau__Inventory__V1__NodeTruth *m, const tau_nodetruth *t)
 {
-	if (new_msgs(&m->devices, &m->n_devices, t->n_devices,
-	             &tau__inventory__v1__device_truth__descriptor) < 0)
-		return -TAU_ENOMEM;
+	if (tau_pb_new_repeated(&m->devices, &m->n_devices, t->n_devices,
+	                        &tau__inventory__v1__device_truth__descriptor) < 0)
+		return OOM();
 	for (size_t i = 0; i < t->n_devices; i++) {
 		const tau_truth_device *d = &t->devices[i];
 		Tau__Inventory__V1__DeviceTruth *dm = m->devices[i];
@@ -559,9 +538,9 @@ static int explain_truth(Tau__Inventory__V1__ExplainNodeResponse *resp, const ta
 	tau_truth_rule truth[TAU_TRUTH_RULE_COUNT];
 
 	tau_truth_rules(truth, st->facts, st->truth);
-	if (new_msgs(&resp->node_truth, &resp->n_node_truth, TAU_TRUTH_RULE_COUNT,
-	             &tau__inventory__v1__rule__descriptor) < 0)
-		return -TAU_ENOMEM;
+	if (tau_pb_new_repeated(&resp->node_truth, &resp->n_node_truth, TAU_TRUTH_RULE_COUNT,
+	                        &tau__inventory__v1__rule__descriptor) < 0)
+		return OOM();
 	for (int i = 0; i < TAU_TRUTH_RULE_COUNT; i++) {
 		Tau__Inventory__V1__Rule *r = resp->node_truth[i];
 
@@ -808,8 +787,8 @@ int tau_query_capacity(Tau__Inventory__V1__GetCapacityResponse **out, const tau_
 	if (resp == NULL)
 		return OOM();
 	tau__inventory__v1__get_capacity_response__init(resp);
-	if (new_msgs(&resp->classes, &resp->n_classes, nf,
-	             &tau__inventory__v1__class_capacity__descriptor) < 0)
+	if (tau_pb_new_repeated(&resp->classes, &resp->n_classes, nf,
+	                        &tau__inventory__v1__class_capacity__descriptor) < 0)
 		goto oom;
 	for (size_t i = 0; i < nf; i++) {
 		Tau__Inventory__V1__ClassCapacity *m = resp->classes[i];
@@ -861,8 +840,8 @@ int tau_query_fit(Tau__Inventory__V1__FitResponse **out, const tau_nodestore *st
 	resp->reason = dup_str(r.reason);
 	if (resp->reason == NULL)
 		goto oom;
-	if (new_msgs(&resp->placement, &resp->n_placement, r.n_places,
-	             &tau__inventory__v1__fit_placement__descriptor) < 0)
+	if (tau_pb_new_repeated(&resp->placement, &resp->n_placement, r.n_places,
+	                        &tau__inventory__v1__fit_placement__descriptor) < 0)
 		goto oom;
 	for (size_t i = 0; i < r.n_places; i++) {
 		Tau__Inventory__V1__FitPlacement *p = resp->placement[i];
@@ -902,8 +881,8 @@ int tau_query_workspace(Tau__Inventory__V1__WorkspaceSummary **out, const tau_ws
 	ws->queue = dup_str(s->local_queue);
 	if (ws->name == NULL || ws->phase == NULL || ws->namespace_ == NULL || ws->queue == NULL)
 		goto oom;
-	if (new_msgs(&ws->conditions, &ws->n_conditions, s->n_conditions,
-	             &tau__inventory__v1__condition__descriptor) < 0)
+	if (tau_pb_new_repeated(&ws->conditions, &ws->n_conditions, s->n_conditions,
+	                        &tau__inventory__v1__condition__descriptor) < 0)
 		goto oom;
 	for (size_t i = 0; i < s->n_conditions; i++) {
 		const tau_ws_summary_condition *sc = &s->conditions[i];

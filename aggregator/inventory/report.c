@@ -8,6 +8,7 @@
  * agent's operator can find it in the aggregator's log and the ack message.
  */
 #include "report.h"
+#include "pbmsg.h"
 
 #include "tau/error.h"
 #include "tau/names.h"
@@ -270,16 +271,12 @@ void tau_report_inventory_kept(Tau__Inventory__V1__NodeInventory *out,
 
 static int restore_labels(Tau__Inventory__V1__NodeInventory *inv, const tau_node_facts *f)
 {
-	inv->labels = calloc(f->n_labels, sizeof(*inv->labels));
-	if (inv->labels == NULL)
+	if (tau_pb_new_repeated(&inv->labels, &inv->n_labels, f->n_labels,
+	                        &tau__inventory__v1__node_inventory__labels_entry__descriptor) < 0)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	for (size_t i = 0; i < f->n_labels; i++) {
-		Tau__Inventory__V1__NodeInventory__LabelsEntry *l = malloc(sizeof(*l));
+		Tau__Inventory__V1__NodeInventory__LabelsEntry *l = inv->labels[i];
 
-		if (l == NULL)
-			return tau_error_set(TAU_ENOMEM, "out of memory");
-		tau__inventory__v1__node_inventory__labels_entry__init(l);
-		inv->labels[inv->n_labels++] = l;
 		l->key = strdup(f->label_keys[i]);
 		l->value = strdup(f->label_values[i]);
 		if (l->key == NULL || l->value == NULL) {
@@ -293,17 +290,13 @@ static int restore_labels(Tau__Inventory__V1__NodeInventory *inv, const tau_node
 
 static int restore_allocatable(Tau__Inventory__V1__NodeInventory *inv, const tau_node_facts *f)
 {
-	inv->allocatable = calloc(f->n_allocatable, sizeof(*inv->allocatable));
-	if (inv->allocatable == NULL)
+	if (tau_pb_new_repeated(&inv->allocatable, &inv->n_allocatable, f->n_allocatable,
+	                        &tau__inventory__v1__resource_quantity__descriptor) < 0)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	for (size_t i = 0; i < f->n_allocatable; i++) {
-		Tau__Inventory__V1__ResourceQuantity *r = malloc(sizeof(*r));
+		Tau__Inventory__V1__ResourceQuantity *r = inv->allocatable[i];
 		char q[TAU_QUANTITY_STR_MAX];
 
-		if (r == NULL)
-			return tau_error_set(TAU_ENOMEM, "out of memory");
-		tau__inventory__v1__resource_quantity__init(r);
-		inv->allocatable[inv->n_allocatable++] = r;
 		(void)tau_quantity_format(q, sizeof(q), &f->allocatable[i].value);
 		r->name = strdup(f->allocatable[i].name);
 		r->quantity = strdup(q);
