@@ -101,7 +101,6 @@ static int get_str(char **out, yaml_document_t *doc, yaml_node_t *map, const cha
                    const char *where)
 {
 	yaml_node_t *n = tau_yaml_map_get(doc, map, key);
-	char *s;
 
 	*out = NULL;
 	if (tau_yaml_is_null(n))
@@ -112,13 +111,7 @@ static int get_str(char **out, yaml_document_t *doc, yaml_node_t *map, const cha
 	if (memchr(n->data.scalar.value, '\0', n->data.scalar.length) != NULL)
 		return tau_error_set(TAU_EINVAL, "kubeconfig: %s: \"%s\" holds a NUL byte", where,
 		                     key);
-	s = malloc(n->data.scalar.length + 1);
-	if (s == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory");
-	memcpy(s, n->data.scalar.value, n->data.scalar.length);
-	s[n->data.scalar.length] = '\0';
-	*out = s;
-	return 0;
+	return tau_yaml_scalar_copy(out, n);
 }
 
 static int get_bool(bool *out, yaml_document_t *doc, yaml_node_t *map, const char *key,

@@ -49,21 +49,13 @@ const tau_kueue_dra_mapping *tau_kueue_config_mapping_for(const tau_kueue_config
 /* A scalar as a new string; `what` names the field in the error. */
 static int scalar_dup(char **out, const yaml_node_t *n, const char *what)
 {
-	char *s;
-
 	if (n == NULL || n->type != YAML_SCALAR_NODE || tau_yaml_is_null(n))
 		return tau_error_set(TAU_EINVAL, WHERE ": %s must be a string", what);
 	if (n->data.scalar.length == 0)
 		return tau_error_set(TAU_EINVAL, WHERE ": %s must not be empty", what);
 	if (memchr(n->data.scalar.value, '\0', n->data.scalar.length) != NULL)
 		return tau_error_set(TAU_EINVAL, WHERE ": %s holds a NUL byte", what);
-	s = malloc(n->data.scalar.length + 1);
-	if (s == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory");
-	memcpy(s, n->data.scalar.value, n->data.scalar.length);
-	s[n->data.scalar.length] = '\0';
-	*out = s;
-	return 0;
+	return tau_yaml_scalar_copy(out, n);
 }
 
 static bool scalar_is(const yaml_node_t *n, const char *want)

@@ -17,6 +17,7 @@
 #include "tau/clock.h"
 
 #include "tau/error.h"
+#include "tau/mem.h"
 #include "tau/rpc_client.h"
 
 #include "rpc_internal.h"
@@ -217,6 +218,7 @@ int tau_rpc_channel_new(tau_rpc_channel **out, const tau_rpc_channel_opts *opts)
 	grpc_channel_args cargs;
 	size_t n = 0;
 	size_t max;
+	int reconnect_min;
 
 	if (opts == NULL || opts->target == NULL || opts->target[0] == '\0')
 		return tau_error_set(TAU_EINVAL, "channel needs a target");
@@ -233,6 +235,7 @@ int tau_rpc_channel_new(tau_rpc_channel **out, const tau_rpc_channel_opts *opts)
 	if (max > (size_t)INT32_MAX)
 		max = (size_t)INT32_MAX;
 	ch->max_message = max;
+	reconnect_min = opts->reconnect_min_ms > 0 ? opts->reconnect_min_ms : DEFAULT_RECONNECT_MIN;
 	pthread_mutex_init(&ch->mu, NULL);
 	pthread_mutex_init(&ch->auth_mu, NULL);
 	grpc_init();
@@ -247,12 +250,8 @@ int tau_rpc_channel_new(tau_rpc_channel **out, const tau_rpc_channel_opts *opts)
 	                                                   : DEFAULT_KA_TIMEOUT_MS);
 	/* Keep pinging idle long-lived streams: that is how a dead aggregator is noticed. */
 	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
-	                    opts->reconnect_min_ms > 0 ? opts->reconnect_min_ms
-	                                               : DEFAULT_RECONNECT_MIN);
-	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
-	                    opts->reconnect_min_ms > 0 ? opts->reconnect_min_ms
-	                                               : DEFAULT_RECONNECT_MIN);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, reconnect_min);
+	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, reconnect_min);
 	tau_rpc_set_arg_int(&args[n++], GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
 	                    opts->reconnect_max_ms > 0 ? opts->reconnect_max_ms
 	                                               : DEFAULT_RECONNECT_MAX);
@@ -718,25 +717,26 @@ static void on_send_done(struct tau_rpc_tag *t, bool ok)
 	maybe_end_unlock(s);
 }
 
-static void on_close_send_done(struct tau_rpc_tag *t, bool ok)
+/* A batch that only needs counting off ended (with its status when `status`). */
+static void count_done(tau_rpc_stream *s, bool status)
 {
-	tau_rpc_stream *s = CONTAINER_OF(t, tau_rpc_stream, close_send_tag);
-
-	(void)ok;
 	pthread_mutex_lock(&s->mu);
 	s->pending--;
+	if (status)
+		s->status_seen = true;
 	maybe_end_unlock(s);
+}
+
+static void on_close_send_done(struct tau_rpc_tag *t, bool ok)
+{
+	(void)ok;
+	count_done(CONTAINER_OF(t, tau_rpc_stream, close_send_tag), false);
 }
 
 static void on_status_done(struct tau_rpc_tag *t, bool ok)
 {
-	tau_rpc_stream *s = CONTAINER_OF(t, tau_rpc_stream, status_tag);
-
 	(void)ok;
-	pthread_mutex_lock(&s->mu);
-	s->pending--;
-	s->status_seen = true;
-	maybe_end_unlock(s);
+	count_done(CONTAINER_OF(t, tau_rpc_stream, status_tag), true);
 }
 
 /* With s->mu held and no call: start one attempt. Returns 0 or -TAU_EIO. */
@@ -861,6 +861,15 @@ static void *stream_thread(void *arg)
 	return NULL;
 }
 
+/* The last of a stream, once nothing else holds it: its strings, its lock and itself. */
+static void stream_release(tau_rpc_stream *s)
+{
+	tau_free_many(s->path, s->auth_value, s->request);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cond);
+	free(s);
+}
+
 int tau_rpc_stream_open(tau_rpc_stream **out, tau_rpc_channel *ch, const tau_rpc_stream_opts *opts)
 {
 	tau_rpc_stream *s;
@@ -948,12 +957,7 @@ int tau_rpc_stream_open(tau_rpc_stream **out, tau_rpc_channel *ch, const tau_rpc
 	*out = s;
 	return 0;
 fail:
-	free(s->path);
-	free(s->auth_value);
-	free(s->request);
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cond);
-	free(s);
+	stream_release(s);
 	return rc;
 }
 
@@ -1056,11 +1060,6 @@ int tau_rpc_stream_free(tau_rpc_stream *s)
 	grpc_slice_unref(s->details);
 	grpc_metadata_array_destroy(&s->init_md);
 	grpc_metadata_array_destroy(&s->trail_md);
-	free(s->path);
-	free(s->auth_value);
-	free(s->request);
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cond);
-	free(s);
+	stream_release(s);
 	return 0;
 }

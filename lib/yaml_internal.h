@@ -6,6 +6,7 @@
 #define TAU_YAML_INTERNAL_H
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -45,6 +46,19 @@ static inline bool tau_yaml_is_null(const yaml_node_t *n)
 	return len == 0 || (len == 1 && v[0] == '~') ||
 	       (len == 4 && (strncmp(v, "null", 4) == 0 || strncmp(v, "Null", 4) == 0 ||
 	                     strncmp(v, "NULL", 4) == 0));
+}
+
+/* Set *out to a new NUL-terminated copy of scalar n; -TAU_ENOMEM when out of memory. */
+static inline int tau_yaml_scalar_copy(char **out, const yaml_node_t *n)
+{
+	char *s = malloc(n->data.scalar.length + 1);
+
+	if (s == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	memcpy(s, n->data.scalar.value, n->data.scalar.length);
+	s[n->data.scalar.length] = '\0';
+	*out = s;
+	return 0;
 }
 
 /*

@@ -4,7 +4,8 @@
  * numbers, bools and null are plain and read back to the same value, nesting
  * and empty maps and lists, and each document read back through libtau's
  * YAML loader (lib/yaml_internal.h) with the core schema equals the one
- * written; tau_yaml_read's cap, load errors and hand-over of the root.
+ * written; tau_yaml_read's cap, load errors and hand-over of the root;
+ * tau_yaml_scalar_copy.
  */
 #include "tau/yaml.h"
 
@@ -285,6 +286,23 @@ static void test_read_document(void **state)
 	assert_int_equal(r.pairs, 0); /* the reader never ran */
 }
 
+static void test_scalar_copy(void **state)
+{
+	yaml_node_t n = {.type = YAML_SCALAR_NODE};
+	char *s = NULL;
+
+	(void)state;
+	n.data.scalar.value = (yaml_char_t *)"abcdef";
+	n.data.scalar.length = 3; /* a scalar is not NUL-terminated where it ends */
+	assert_int_equal(tau_yaml_scalar_copy(&s, &n), 0);
+	assert_string_equal(s, "abc");
+	free(s);
+	n.data.scalar.length = 0;
+	assert_int_equal(tau_yaml_scalar_copy(&s, &n), 0);
+	assert_string_equal(s, "");
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +313,7 @@ int main(void)
 	        cmocka_unit_test(test_keys_quoted_like_values),
 	        cmocka_unit_test(test_refusals),
 	        cmocka_unit_test(test_read_document),
+	        cmocka_unit_test(test_scalar_copy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
