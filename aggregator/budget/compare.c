@@ -9,6 +9,8 @@
 
 #include "helpers.h"
 
+#include "controller/apply.h"
+
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/names.h"
@@ -99,11 +101,21 @@ static int list_size(const cJSON *v)
 	return cJSON_GetArraySize(v);
 }
 
+/* Say that path holds `have` where `want` (text as the message shows it) was wanted; false. */
+static bool not_as_wanted(char *what, size_t what_len, const char *path, const cJSON *have,
+                          const char *want)
+{
+	char d[130];
+
+	describe(d, sizeof(d), have);
+	tau_str_printf(what, what_len, "%s is %s, want %s", path, d, want);
+	return false;
+}
+
 static bool quantity_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
                            size_t what_len)
 {
 	tau_quantity a, b;
-	char d[130];
 
 	if ((want == NULL || cJSON_IsNull(want)) && (have == NULL || cJSON_IsNull(have)))
 		return true;
@@ -111,24 +123,31 @@ static bool quantity_equal(const cJSON *want, const cJSON *have, const char *pat
 	    tau_budget_quantity_of(&b, have) == 0 && tau_quantity_cmp(&a, &b) == 0)
 		return true;
 	tau_error_clear();
-	describe(d, sizeof(d), have);
-	tau_str_printf(what, what_len, "%s is %s, want %s", path, d,
-	               cJSON_IsString(want) ? want->valuestring : "absent");
-	return false;
+	return not_as_wanted(what, what_len, path, have,
+	                     cJSON_IsString(want) ? want->valuestring : "absent");
 }
 
 static bool strings_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
                           size_t what_len)
 {
-	char d[130];
+	char w[130];
 
 	if (cJSON_IsString(want) && cJSON_IsString(have) &&
 	    strcmp(want->valuestring, have->valuestring) == 0)
 		return true;
-	describe(d, sizeof(d), have);
-	tau_str_printf(what, what_len, "%s is %s, want \"%.120s\"", path, d,
-	               cJSON_IsString(want) ? want->valuestring : "");
-	return false;
+	snprintf(w, sizeof(w), "\"%.120s\"", cJSON_IsString(want) ? want->valuestring : "");
+	return not_as_wanted(what, what_len, path, have, w);
+}
+
+/* The "name" members of two objects are equal (path names the objects). */
+static bool name_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
+                       size_t what_len)
+{
+	char p[256];
+
+	tau_str_printf(p, sizeof(p), "%s.name", path);
+	return strings_equal(cJSON_GetObjectItemCaseSensitive(want, "name"),
+	                     cJSON_GetObjectItemCaseSensitive(have, "name"), p, what, what_len);
 }
 
 static bool list_len_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
@@ -151,9 +170,7 @@ static bool resource_equal(const cJSON *want, const cJSON *have, const char *pat
 	static const char *const limits[] = {"nominalQuota", "borrowingLimit", "lendingLimit"};
 	char p[256];
 
-	tau_str_printf(p, sizeof(p), "%s.name", path);
-	if (!strings_equal(cJSON_GetObjectItemCaseSensitive(want, "name"),
-	                   cJSON_GetObjectItemCaseSensitive(have, "name"), p, what, what_len))
+	if (!name_equal(want, have, path, what, what_len))
 		return false;
 	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
 		tau_str_printf(p, sizeof(p), "%s.%s", path, limits[i]);
@@ -172,9 +189,7 @@ static bool flavor_equal(const cJSON *want, const cJSON *have, const char *path,
 	const cJSON *hr = cJSON_GetObjectItemCaseSensitive(have, "resources");
 	char p[256];
 
-	tau_str_printf(p, sizeof(p), "%s.name", path);
-	if (!strings_equal(cJSON_GetObjectItemCaseSensitive(want, "name"),
-	                   cJSON_GetObjectItemCaseSensitive(have, "name"), p, what, what_len))
+	if (!name_equal(want, have, path, what, what_len))
 		return false;
 	tau_str_printf(p, sizeof(p), "%s.resources", path);
 	if (!list_len_equal(wr, hr, p, what, what_len))
@@ -286,13 +301,8 @@ int tau_budget_owned_equal(bool *out, char *what, size_t what_len, const cJSON *
 	if (eq && kind == KIND_COHORT) {
 		parent = tau_json_find(observed, "spec.parentName");
 		if (parent != NULL && !cJSON_IsNull(parent) &&
-		    !(cJSON_IsString(parent) && parent->valuestring[0] == '\0')) {
-			char d[130];
-
-			describe(d, sizeof(d), parent);
-			tau_str_printf(what, what_len, "spec.parentName is %s, want absent", d);
-			eq = false;
-		}
+		    !(cJSON_IsString(parent) && parent->valuestring[0] == '\0'))
+			eq = not_as_wanted(what, what_len, "spec.parentName", parent, "absent");
 	}
 	if (eq && kind == KIND_CQ)
 		eq = strings_equal(tau_json_find(desired, "spec.cohortName"),
@@ -326,17 +336,6 @@ int tau_budget_diff(bool *differs, char *what, size_t what_len, const cJSON *des
 	return rc;
 }
 
-/* The object member `key` of obj, replaced by a new {} when absent or not an object. */
-static cJSON *object_member(cJSON *obj, const char *key)
-{
-	cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	if (cJSON_IsObject(v))
-		return v;
-	cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
-	return cJSON_AddObjectToObject(obj, key);
-}
-
 /* obj[key] = copy of value, in place when present (value NULL: the key is removed). */
 static bool put_copy(cJSON *obj, const char *key, const cJSON *value)
 {
@@ -366,7 +365,7 @@ static bool merge_map(cJSON *meta, const cJSON *desired, const char *map)
 
 	if (!cJSON_IsObject(want))
 		return true;
-	have = object_member(meta, map + strlen("metadata."));
+	have = tau_apply_object_member(meta, map + strlen("metadata."));
 	if (have == NULL)
 		return false;
 	cJSON_ArrayForEach(item, want)
@@ -411,10 +410,10 @@ int tau_budget_merge(cJSON **out, const cJSON *observed, const cJSON *desired)
 	if (body == NULL ||
 	    !put_copy(body, "apiVersion", cJSON_GetObjectItem(desired, "apiVersion")) ||
 	    !put_copy(body, "kind", cJSON_GetObjectItem(desired, "kind")) ||
-	    (meta = object_member(body, "metadata")) == NULL ||
+	    (meta = tau_apply_object_member(body, "metadata")) == NULL ||
 	    !merge_map(meta, desired, "metadata.labels") ||
 	    !merge_map(meta, desired, "metadata.annotations") ||
-	    (spec = object_member(body, "spec")) == NULL)
+	    (spec = tau_apply_object_member(body, "spec")) == NULL)
 		goto oom;
 	for (size_t i = 0; i < n_fields; i++)
 		if (!put_copy(spec, fields[i], cJSON_GetObjectItemCaseSensitive(dspec, fields[i])))
@@ -451,9 +450,9 @@ int tau_budget_hold_body(cJSON **out, const cJSON *observed, const char *why)
 	if (body == NULL)
 		return tau_budget_nomem();
 	cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
-	if ((meta = object_member(body, "metadata")) == NULL ||
-	    (ann = object_member(meta, "annotations")) == NULL ||
-	    (spec = object_member(body, "spec")) == NULL) {
+	if ((meta = tau_apply_object_member(body, "metadata")) == NULL ||
+	    (ann = tau_apply_object_member(meta, "annotations")) == NULL ||
+	    (spec = tau_apply_object_member(body, "spec")) == NULL) {
 		cJSON_Delete(body);
 		return tau_budget_nomem();
 	}

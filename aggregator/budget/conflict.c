@@ -19,6 +19,7 @@
 #include "tau/quantity.h"
 #include "tau/array.h"
 #include "tau/mem.h"
+#include "tau/str.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,9 +38,7 @@ static const char *const reason_codes[] = {
 
 const char *tau_budget_conflict_reason_code(tau_budget_conflict_reason reason)
 {
-	if ((size_t)reason < sizeof(reason_codes) / sizeof(reason_codes[0]))
-		return reason_codes[reason];
-	return "Unknown";
+	return tau_str_enum_name(reason_codes, TAU_N_ELEMENTS(reason_codes), (int)reason, "Unknown");
 }
 
 void tau_budget_conflicts_free(tau_budget_conflicts *list)

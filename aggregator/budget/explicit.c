@@ -15,6 +15,8 @@
 #include "explicit_objects.h"
 #include "helpers.h"
 
+#include "controller/apply.h"
+
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/mem.h"
@@ -778,14 +780,7 @@ static int deleting(team_ctx *c)
 
 bool tau_budget_has_team_finalizer(const cJSON *team)
 {
-	const cJSON *f;
-
-	cJSON_ArrayForEach(f, tau_json_find(team, "metadata.finalizers"))
-	{
-		if (cJSON_IsString(f) && strcmp(f->valuestring, TAU_BUDGET_TEAM_FINALIZER) == 0)
-			return true;
-	}
-	return false;
+	return tau_apply_has_finalizer(team, TAU_BUDGET_TEAM_FINALIZER);
 }
 
 /*

@@ -81,6 +81,12 @@ static const char *team_of_cohort(const char *cohort)
 	return cohort + n;
 }
 
+/* The team of one of our objects whose Cohort name is at `path`, or NULL. */
+static const char *managed_team(const cJSON *obj, const char *path)
+{
+	return tau_budget_is_managed(obj) ? team_of_cohort(tau_json_str(obj, path)) : NULL;
+}
+
 /* Every flavors[].resources[].<field> of `flavors` into `s` under `team`. */
 static void add_flavors(samples *s, const char *team, const cJSON *flavors, const char *field)
 {
@@ -109,11 +115,9 @@ static void nominal_of_cohorts(samples *s, const cJSON *cohorts)
 
 	cJSON_ArrayForEach(c, cohorts)
 	{
-		const char *name = NULL, *team;
+		const char *team = managed_team(c, "metadata.name");
 
-		if (!tau_budget_is_managed(c) ||
-		    tau_json_get_string(&name, c, "metadata.name") < 0 ||
-		    (team = team_of_cohort(name)) == NULL)
+		if (team == NULL)
 			continue;
 		cJSON_ArrayForEach(g, tau_json_find(c, "spec.resourceGroups"))
 		{
@@ -129,11 +133,9 @@ static void reserved_of_queues(samples *s, const cJSON *queues)
 
 	cJSON_ArrayForEach(q, queues)
 	{
-		const char *cohort = NULL, *team;
+		const char *team = managed_team(q, "spec.cohortName");
 
-		if (!tau_budget_is_managed(q) ||
-		    tau_json_get_string(&cohort, q, "spec.cohortName") < 0 ||
-		    (team = team_of_cohort(cohort)) == NULL)
+		if (team == NULL)
 			continue;
 		add_flavors(s, team, tau_json_find(q, "status.flavorsReservation"), "total");
 	}

@@ -65,6 +65,18 @@ const char *tau_apply_outcome_name(tau_apply_outcome o)
 /* ------------------------------------------------------------------------------------------ */
 /* Ownership                                                                                   */
 
+bool tau_apply_has_finalizer(const cJSON *obj, const char *finalizer)
+{
+	const cJSON *f;
+
+	cJSON_ArrayForEach(f, tau_json_find(obj, "metadata.finalizers"))
+	{
+		if (cJSON_IsString(f) && strcmp(f->valuestring, finalizer) == 0)
+			return true;
+	}
+	return false;
+}
+
 bool tau_apply_owned(const cJSON *obs, const tau_apply_owner *owner, const char *uid, char *why,
                      size_t why_len)
 {
@@ -210,8 +222,7 @@ static int put_copy(cJSON *obj, const char *key, const cJSON *v)
 	return 0;
 }
 
-/* obj[key] as an object, made one if it is absent or of another type. */
-static cJSON *object_member(cJSON *obj, const char *key)
+cJSON *tau_apply_object_member(cJSON *obj, const char *key)
 {
 	cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, key);
 
@@ -237,7 +248,7 @@ int tau_apply_merge_owned(cJSON *obs, const cJSON *desired, const tau_apply_kind
 
 		if (want == NULL && s == 0)
 			continue;
-		if ((have = object_member(md, sections[s])) == NULL)
+		if ((have = tau_apply_object_member(md, sections[s])) == NULL)
 			return tau_error_set(TAU_ENOMEM, "out of memory");
 		cJSON_ArrayForEach(it, want)
 		{
@@ -255,7 +266,7 @@ int tau_apply_merge_owned(cJSON *obs, const cJSON *desired, const tau_apply_kind
 		if (top_level_skipped(it->string))
 			continue;
 		if (strcmp(it->string, "spec") == 0 && cJSON_IsObject(it)) {
-			cJSON *have = object_member(obs, "spec");
+			cJSON *have = tau_apply_object_member(obs, "spec");
 			const cJSON *f;
 
 			if (have == NULL)

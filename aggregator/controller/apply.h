@@ -94,6 +94,9 @@ typedef struct tau_apply_result {
 bool tau_apply_owned(const cJSON *obs, const tau_apply_owner *owner, const char *uid, char *why,
                      size_t why_len);
 
+/** Does obj's metadata.finalizers list `finalizer`? */
+bool tau_apply_has_finalizer(const cJSON *obj, const char *finalizer);
+
 /**
  * The default comparison: every label and annotation of `desired` must have
  * the same value in `observed` (other keys ignored), and every top-level
@@ -110,6 +113,12 @@ int tau_apply_diff_default(bool *differs, char *what, size_t what_len, const cJS
  * @return 0, -TAU_EINVAL (no metadata), -TAU_ENOMEM.
  */
 int tau_apply_merge_owned(cJSON *obs, const cJSON *desired, const tau_apply_kind *kind);
+
+/**
+ * obj[key] as an object, for building a write body: the member when it is one, else a new {}
+ * in its place (absent or of another type).  NULL when out of memory.
+ */
+cJSON *tau_apply_object_member(cJSON *obj, const char *key);
 
 /**
  * Make `desired` exist as desired (see the file comment).  Namespace and name

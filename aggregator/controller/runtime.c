@@ -19,6 +19,7 @@
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/log.h"
+#include "tau/mem.h"
 #include "tau/prom.h"
 #include "tau/workqueue.h"
 
@@ -242,14 +243,20 @@ static void h_synced(void *arg)
 /* ------------------------------------------------------------------------------------------ */
 /* Worker                                                                                      */
 
-static bool should_stop(tau_controller *ctl)
+/* A flag of ctl read under its lock. */
+static bool flag_locked(tau_controller *ctl, const bool *flag)
 {
-	bool s;
+	bool v;
 
 	pthread_mutex_lock(&ctl->mu);
-	s = ctl->stopping;
+	v = *flag;
 	pthread_mutex_unlock(&ctl->mu);
-	return s;
+	return v;
+}
+
+static bool should_stop(tau_controller *ctl)
+{
+	return flag_locked(ctl, &ctl->stopping);
 }
 
 /* Sleep until every watch synced or a stop.  @return false on stop. */
@@ -402,13 +409,9 @@ int tau_controller_watch(tau_kube_informer **inf, tau_controller *ctl,
 	tau_kube_informer_options io = {0};
 	tau_kube_handlers h;
 	ctl_watch *cw, **grown;
-	bool started;
 	int rc;
 
-	pthread_mutex_lock(&ctl->mu);
-	started = ctl->informers_started;
-	pthread_mutex_unlock(&ctl->mu);
-	if (started)
+	if (flag_locked(ctl, &ctl->informers_started))
 		return tau_error_set(TAU_EINVAL, "controller %s: watches are added before start",
 		                     ctl->name);
 	if (w == NULL || w->res == NULL)
@@ -528,12 +531,7 @@ void tau_controller_stop_worker(tau_controller *ctl)
 
 bool tau_controller_worker_running(tau_controller *ctl)
 {
-	bool r;
-
-	pthread_mutex_lock(&ctl->mu);
-	r = ctl->worker_running;
-	pthread_mutex_unlock(&ctl->mu);
-	return r;
+	return flag_locked(ctl, &ctl->worker_running);
 }
 
 void tau_controller_free(tau_controller *ctl)
@@ -543,13 +541,10 @@ void tau_controller_free(tau_controller *ctl)
 	tau_controller_stop_worker(ctl);
 	for (size_t i = 0; i < ctl->n_watches; i++) {
 		tau_kube_informer_free(ctl->watches[i]->inf);
-		free(ctl->watches[i]->label);
-		free(ctl->watches[i]);
+		tau_free_many(ctl->watches[i]->label, ctl->watches[i]);
 	}
-	free(ctl->watches);
 	tau_workqueue_free(ctl->queue);
-	free(ctl->name);
-	free(ctl->single_key);
+	tau_free_many(ctl->watches, ctl->name, ctl->single_key);
 	pthread_cond_destroy(&ctl->cond);
 	pthread_mutex_destroy(&ctl->mu);
 	free(ctl);

@@ -178,14 +178,7 @@ static int old_ns_observe(ws_pass *p, const char *old, bool deleting)
 
 bool tau_ws_has_finalizer(const cJSON *ws)
 {
-	const cJSON *it;
-
-	cJSON_ArrayForEach(it, tau_json_find(ws, "metadata.finalizers"))
-	{
-		if (cJSON_IsString(it) && strcmp(it->valuestring, TAU_WS_FINALIZER) == 0)
-			return true;
-	}
-	return false;
+	return tau_apply_has_finalizer(ws, TAU_WS_FINALIZER);
 }
 
 static int remove_finalizer(ws_pass *p)

@@ -4,7 +4,7 @@
  * differs, correction in place keeping other writers' fields, a 409 on update
  * re-read and retried, replace of an immutable difference, objects not ours
  * left alone, UID preconditions, finalizers, and pruning what the desired
- * state no longer names.
+ * state no longer names; the finalizer check and the write-body member helper.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -352,6 +352,25 @@ static void test_diff_default(void **state)
 	cJSON_Delete(o);
 }
 
+/* The finalizer check and the object member made for a write body, pure. */
+static void test_finalizer_and_object_member(void **state)
+{
+	cJSON *o = cJSON_Parse("{\"metadata\":{\"finalizers\":[1,\"a/b\"]},\"spec\":3}");
+	cJSON *md;
+
+	(void)state;
+	assert_true(tau_apply_has_finalizer(o, "a/b"));
+	assert_false(tau_apply_has_finalizer(o, "a/c"));
+	assert_false(tau_apply_has_finalizer(NULL, "a/b"));
+	md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+	assert_ptr_equal(tau_apply_object_member(o, "metadata"), md);
+	assert_true(cJSON_IsObject(tau_apply_object_member(o, "spec")));
+	assert_int_equal(cJSON_GetArraySize(tau_apply_object_member(o, "spec")), 0);
+	assert_true(cJSON_IsObject(tau_apply_object_member(o, "status")));
+	assert_int_equal(cJSON_GetArraySize(o), 3);
+	cJSON_Delete(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +382,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_delete_owned, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_prune, setup, teardown),
 	        cmocka_unit_test(test_diff_default),
+	        cmocka_unit_test(test_finalizer_and_object_member),
 	};
 
 	tau_log_set_level(TAU_LOG_WARN);
