@@ -24,8 +24,15 @@
 const tau_kube_resource tau_inventory_res_clusters = {
         .group = "tau.azure.com", .version = "v1alpha1", .plural = "clusters", .namespaced = false};
 
+/* What an informer's events are applied as: the Nodes or the TauCluster. */
+typedef struct feed {
+	struct tau_inventory_kube *k;
+	void (*apply)(tau_inventory *agg, const cJSON *obj, bool deleted);
+} feed;
+
 struct tau_inventory_kube {
 	tau_inventory *agg;
+	feed nodes_feed, clusters_feed; /* the informers' handler arguments */
 	tau_kube_loop *loop;
 	tau_kube_informer *nodes;
 	tau_kube_informer *clusters;
@@ -33,37 +40,38 @@ struct tau_inventory_kube {
 	bool running;
 };
 
-static void node_add(void *arg, const cJSON *obj)
+static void apply_node(tau_inventory *agg, const cJSON *obj, bool deleted)
 {
-	tau_inventory_node_upsert(((tau_inventory_kube *)arg)->agg, obj);
+	if (deleted)
+		tau_inventory_node_delete(agg, obj);
+	else
+		tau_inventory_node_upsert(agg, obj);
 }
 
-static void node_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
+/* The TauCluster deleted: no selector. */
+static void apply_cluster(tau_inventory *agg, const cJSON *obj, bool deleted)
+{
+	tau_inventory_cluster(agg, deleted ? NULL : obj);
+}
+
+static void on_add(void *arg, const cJSON *obj)
+{
+	const feed *f = arg;
+
+	f->apply(f->k->agg, obj, false);
+}
+
+static void on_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
 {
 	(void)old_obj;
-	tau_inventory_node_upsert(((tau_inventory_kube *)arg)->agg, new_obj);
+	on_add(arg, new_obj);
 }
 
-static void node_delete(void *arg, const cJSON *obj)
+static void on_delete(void *arg, const cJSON *obj)
 {
-	tau_inventory_node_delete(((tau_inventory_kube *)arg)->agg, obj);
-}
+	const feed *f = arg;
 
-static void cluster_add(void *arg, const cJSON *obj)
-{
-	tau_inventory_cluster(((tau_inventory_kube *)arg)->agg, obj);
-}
-
-static void cluster_update(void *arg, const cJSON *old_obj, const cJSON *new_obj)
-{
-	(void)old_obj;
-	tau_inventory_cluster(((tau_inventory_kube *)arg)->agg, new_obj);
-}
-
-static void cluster_delete(void *arg, const cJSON *obj)
-{
-	(void)obj;
-	tau_inventory_cluster(((tau_inventory_kube *)arg)->agg, NULL);
+	f->apply(f->k->agg, obj, true);
 }
 
 static void dra_object(void *arg, tau_inventory_dra_kind kind, const cJSON *obj, bool deleted)
@@ -103,10 +111,8 @@ int tau_inventory_kube_start(tau_inventory_kube **out, tau_kube_client *client, 
                              const char *kueue_namespace)
 {
 	tau_inventory_kube *k = calloc(1, sizeof(*k));
-	tau_kube_handlers nh = {
-	        .on_add = node_add, .on_update = node_update, .on_delete = node_delete};
-	tau_kube_handlers ch = {
-	        .on_add = cluster_add, .on_update = cluster_update, .on_delete = cluster_delete};
+	tau_kube_handlers nh = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete};
+	tau_kube_handlers ch = nh;
 	tau_kube_informer_options nopts = {.transform = prune_node};
 	tau_kube_informer_options copts = {.field_selector = "metadata.name=cluster"};
 	tau_inventory_dra_watch_options dopts = {.kueue_namespace = kueue_namespace};
@@ -116,8 +122,10 @@ int tau_inventory_kube_start(tau_inventory_kube **out, tau_kube_client *client, 
 	if (k == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	k->agg = agg;
-	nh.arg = k;
-	ch.arg = k;
+	k->nodes_feed = (feed){k, apply_node};
+	k->clusters_feed = (feed){k, apply_cluster};
+	nh.arg = &k->nodes_feed;
+	ch.arg = &k->clusters_feed;
 	sink.arg = k;
 	if ((rc = tau_kube_loop_new(&k->loop, client)) < 0 ||
 	    (rc = tau_kube_informer_new(&k->nodes, k->loop, &tau_kube_res_nodes, &nopts, &nh)) <
