@@ -11,6 +11,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 #include "tau/names.h"
 #include "tau/str.h"
 
@@ -24,10 +25,7 @@ void tau_dra_class_clear(tau_dra_class *cls)
 		return;
 	for (size_t i = 0; i < cls->n_selectors; i++)
 		tau_dra_cel_free(cls->selectors[i]);
-	free(cls->selectors);
-	free(cls->name);
-	free(cls->extended_resource_name);
-	free(cls->unusable);
+	tau_free_many(cls->selectors, cls->name, cls->extended_resource_name, cls->unusable);
 	memset(cls, 0, sizeof(*cls));
 }
 

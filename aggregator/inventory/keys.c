@@ -6,6 +6,7 @@
 #include "tau/clock.h"
 #include "tau/error.h"
 #include "tau/log.h"
+#include "tau/mem.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -167,9 +168,7 @@ void tau_auth_keys_free(tau_auth_keys *k)
 		pthread_join(k->thread, NULL);
 	}
 	tau_jwks_free(k->jwks);
-	free(k->issuer);
-	free(k->audience);
-	free(k->user);
+	tau_free_many(k->issuer, k->audience, k->user);
 	pthread_rwlock_destroy(&k->lock);
 	pthread_mutex_destroy(&k->mu);
 	pthread_cond_destroy(&k->cond);

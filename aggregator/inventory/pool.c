@@ -22,6 +22,7 @@
 
 #include "tau/error.h"
 #include "tau/hmap.h"
+#include "tau/mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,8 +95,7 @@ static void flavor_clear(tau_pool_flavor *f)
 {
 	for (size_t i = 0; i < f->n_resources; i++)
 		free(f->resources[i].name);
-	free(f->resources);
-	free(f->name);
+	tau_free_many(f->resources, f->name);
 	memset(f, 0, sizeof(*f));
 }
 

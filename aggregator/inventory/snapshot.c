@@ -11,6 +11,7 @@
 #include "truthrules.h"
 
 #include "tau/error.h"
+#include "tau/mem.h"
 
 #include <stdio.h>
 
@@ -21,19 +22,16 @@ void tau_pool_snapshot_free(tau_pool_snapshot *snap)
 {
 	if (snap == NULL)
 		return;
-	free(snap->invalid_reason);
 	for (size_t i = 0; i < snap->n_flavors; i++) {
 		tau_pool_snapshot_flavor *f = &snap->flavors[i];
 
 		for (size_t r = 0; r < f->n_resources; r++)
 			free(f->resources[r].name);
-		free(f->resources);
-		free(f->name);
+		tau_free_many(f->resources, f->name);
 	}
-	free(snap->flavors);
-	free(snap->nodes); /* their strings and label arrays live in the two arenas */
-	free(snap->node_strings);
-	free(snap->node_labels);
+	/* the nodes' strings and label arrays live in the two arenas */
+	tau_free_many(snap->invalid_reason, snap->flavors, snap->nodes, snap->node_strings,
+	              snap->node_labels);
 	free(snap);
 }
 
