@@ -3,7 +3,8 @@
  *
  * The decision is a pure function of the review, so its whole table is unit
  * tested without an API server.  The cache never holds a token, only its
- * SHA-256, and is bounded: when full it first drops expired entries, then
+ * SHA-256 (32 raw bytes), holds each user name once for all the entries
+ * naming it, and is bounded: when full it first drops expired entries, then
  * the entry closest to expiry.  A review is never trusted past the token's
  * own `exp`, so a cached "yes" cannot outlive the credential it vouched for.
  */
@@ -16,6 +17,8 @@
 
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,53 +256,141 @@ void tau_auth_token_hash(char out[65], const char *token)
 	out[64] = '\0';
 }
 
-/* ---- cache: a tau_hmap keyed by the token hash ---- */
+/* ---- cache: entries keyed by the token's raw SHA-256, user names held once ---- */
 
-/* Compact: the review's strings are stored back to back in `text` (user, node, error). */
+#define KEY_BYTES 32
+
+/* A user name reviews answered, held once for every entry naming it (the agent's, mostly). */
+typedef struct cache_user {
+	tau_hmap_node node; /* keyed by name */
+	size_t refs;
+	char name[];
+} cache_user;
+
+/* Compact: the review's node name and error are stored back to back in `text`. */
 typedef struct cache_entry {
-	tau_hmap_node node; /* keyed by hash */
-	char hash[65];
-	bool authenticated;
+	struct cache_entry *next; /* in its bucket */
 	int64_t expires_ms;
+	cache_user *user; /* NULL: no user name */
+	uint8_t key[KEY_BYTES];
+	bool authenticated;
 	char text[];
 } cache_entry;
 
-static cache_entry *entry_new(const char *hash, const tau_auth_review *r, int64_t expires_ms)
+struct tau_auth_cache {
+	pthread_mutex_t mu;
+	cache_entry **buckets; /* chained by the key's first bytes */
+	size_t n_buckets;      /* a power of two, at least max: chains stay short */
+	size_t len;
+	tau_hmap users; /* cache_user by name */
+	size_t max;
+};
+
+static int hex_digit(char ch)
 {
-	size_t lu = strlen(r->username) + 1, ln = strlen(r->node_name) + 1;
-	size_t le = strlen(r->error) + 1;
-	cache_entry *e = calloc(1, sizeof(*e) + lu + ln + le);
+	return ch >= '0' && ch <= '9'   ? ch - '0'
+	       : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+	       : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+	                                : -1;
+}
+
+/*
+ * The 32 bytes a hash names: its digits' value for 64 hex digits (tau_auth_token_hash), else
+ * the SHA-256 of the text, so any key stays distinct from every other.
+ */
+static void key_bytes(uint8_t out[KEY_BYTES], const char *hash)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	bool hex = strlen(hash) == 2 * KEY_BYTES;
+
+	for (size_t i = 0; hex && i < KEY_BYTES; i++) {
+		int hi = hex_digit(hash[2 * i]), lo = hex_digit(hash[2 * i + 1]);
+
+		hex = hi >= 0 && lo >= 0;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	if (hex)
+		return;
+	EVP_Digest(hash, strlen(hash), md, &mdlen, EVP_sha256(), NULL);
+	memcpy(out, md, KEY_BYTES);
+}
+
+/* The link that holds the entry of `key` (*link NULL: none).  Lock held. */
+static cache_entry **find(tau_auth_cache *c, const uint8_t key[KEY_BYTES])
+{
+	uint64_t h;
+	cache_entry **link;
+
+	memcpy(&h, key, sizeof(h)); /* a SHA-256: its bytes are as good as any hash of them */
+	link = &c->buckets[h & (c->n_buckets - 1)];
+	while (*link != NULL && memcmp((*link)->key, key, KEY_BYTES) != 0)
+		link = &(*link)->next;
+	return link;
+}
+
+/* The shared copy of user name `name` for one more entry; *out NULL for "".  Lock held. */
+static bool user_hold(tau_auth_cache *c, const char *name, cache_user **out)
+{
+	tau_hmap_node *n;
+	size_t len;
+
+	*out = NULL;
+	if (name[0] == '\0')
+		return true;
+	n = tau_hmap_get(&c->users, name);
+	if (n != NULL) {
+		*out = TAU_HMAP_ENTRY(n, cache_user, node);
+		(*out)->refs++;
+		return true;
+	}
+	len = strlen(name) + 1;
+	*out = malloc(sizeof(**out) + len);
+	if (*out == NULL)
+		return false;
+	memcpy((*out)->name, name, len);
+	(*out)->refs = 1;
+	tau_hmap_insert(&c->users, &(*out)->node, (*out)->name);
+	return true;
+}
+
+/* Free the entry `*link` holds and take it out.  Lock held. */
+static void entry_drop(tau_auth_cache *c, cache_entry **link)
+{
+	cache_entry *e = *link;
+
+	*link = e->next;
+	c->len--;
+	if (e->user != NULL && --e->user->refs == 0) {
+		tau_hmap_remove(&c->users, &e->user->node);
+		free(e->user);
+	}
+	free(e);
+}
+
+static cache_entry *entry_new(const uint8_t key[KEY_BYTES], const tau_auth_review *r,
+                              int64_t expires_ms)
+{
+	size_t ln = strlen(r->node_name) + 1, le = strlen(r->error) + 1;
+	cache_entry *e = calloc(1, offsetof(cache_entry, text) + ln + le);
 
 	if (e == NULL)
 		return NULL;
-	memcpy(e->hash, hash, 64);
-	e->hash[64] = '\0';
+	memcpy(e->key, key, KEY_BYTES);
 	e->authenticated = r->authenticated;
 	e->expires_ms = expires_ms;
-	memcpy(e->text, r->username, lu);
-	memcpy(e->text + lu, r->node_name, ln);
-	memcpy(e->text + lu + ln, r->error, le);
+	memcpy(e->text, r->node_name, ln);
+	memcpy(e->text + ln, r->error, le);
 	return e;
 }
 
 static void entry_review(const cache_entry *e, tau_auth_review *out)
 {
-	const char *user = e->text, *node = user + strlen(user) + 1;
-	const char *err = node + strlen(node) + 1;
+	const char *node = e->text, *err = node + strlen(node) + 1;
 
 	/* Stored from a review that fit, so it fits again. */
-	(void)tau_auth_review_set(out, e->authenticated, user, node, err);
-}
-
-struct tau_auth_cache {
-	pthread_mutex_t mu;
-	tau_hmap entries; /* cache_entry by token hash */
-	size_t max;
-};
-
-static cache_entry *entry_of(tau_hmap_node *n)
-{
-	return n != NULL ? TAU_HMAP_ENTRY(n, cache_entry, node) : NULL;
+	(void)tau_auth_review_set(out, e->authenticated, e->user != NULL ? e->user->name : "", node,
+	                          err);
 }
 
 int tau_auth_cache_new(tau_auth_cache **out, size_t max_entries)
@@ -309,9 +400,13 @@ int tau_auth_cache_new(tau_auth_cache **out, size_t max_entries)
 	if (c == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
 	c->max = max_entries > 0 ? max_entries : 1;
-	if (tau_hmap_init(&c->entries, c->max > 1024 ? c->max : 1024) < 0) {
+	for (c->n_buckets = 1024; c->n_buckets < c->max && c->n_buckets <= SIZE_MAX / 4;)
+		c->n_buckets *= 2;
+	c->buckets = calloc(c->n_buckets, sizeof(*c->buckets));
+	if (c->buckets == NULL || tau_hmap_init(&c->users, 0) < 0) {
+		free(c->buckets);
 		free(c);
-		return -TAU_ENOMEM;
+		return tau_error_set(TAU_ENOMEM, "out of memory");
 	}
 	pthread_mutex_init(&c->mu, NULL);
 	*out = c;
@@ -320,15 +415,13 @@ int tau_auth_cache_new(tau_auth_cache **out, size_t max_entries)
 
 void tau_auth_cache_free(tau_auth_cache *c)
 {
-	tau_hmap_iter it;
-	cache_entry *e;
-
 	if (c == NULL)
 		return;
-	tau_hmap_iter_init(&it, &c->entries);
-	while ((e = entry_of(tau_hmap_iter_next(&it))) != NULL)
-		free(e);
-	tau_hmap_destroy(&c->entries);
+	for (size_t i = 0; i < c->n_buckets; i++)
+		while (c->buckets[i] != NULL)
+			entry_drop(c, &c->buckets[i]);
+	free(c->buckets);
+	tau_hmap_destroy(&c->users); /* empty: every entry has let go */
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
@@ -336,10 +429,12 @@ void tau_auth_cache_free(tau_auth_cache *c)
 bool tau_auth_cache_get(tau_auth_cache *c, const char *hash, int64_t now_ms, tau_auth_review *out)
 {
 	bool found = false;
+	uint8_t key[KEY_BYTES];
 	cache_entry *e;
 
+	key_bytes(key, hash);
 	pthread_mutex_lock(&c->mu);
-	e = entry_of(tau_hmap_get(&c->entries, hash));
+	e = *find(c, key);
 	if (e != NULL && e->expires_ms > now_ms) {
 		entry_review(e, out);
 		found = true;
@@ -351,43 +446,52 @@ bool tau_auth_cache_get(tau_auth_cache *c, const char *hash, int64_t now_ms, tau
 /* Drop expired entries; if none was, the one closest to expiry.  Lock held. */
 static void evict(tau_auth_cache *c, int64_t now_ms)
 {
-	cache_entry *victim = NULL, *e;
-	tau_hmap_iter it;
+	cache_entry **victim = NULL;
 
-	tau_hmap_iter_init(&it, &c->entries);
-	while ((e = entry_of(tau_hmap_iter_next(&it))) != NULL) {
-		if (e->expires_ms <= now_ms) {
-			tau_hmap_remove(&c->entries, &e->node);
-			free(e);
-		} else if (victim == NULL || e->expires_ms < victim->expires_ms) {
-			victim = e;
+	for (size_t i = 0; i < c->n_buckets; i++) {
+		for (cache_entry **link = &c->buckets[i]; *link != NULL;) {
+			if ((*link)->expires_ms <= now_ms) {
+				entry_drop(c, link);
+				continue;
+			}
+			if (victim == NULL || (*link)->expires_ms < (*victim)->expires_ms)
+				victim = link;
+			link = &(*link)->next;
 		}
 	}
-	if (c->entries.len >= c->max && victim != NULL) {
-		tau_hmap_remove(&c->entries, &victim->node);
-		free(victim);
-	}
+	/* The victim's link still holds it: the walk dropped only entries it reached after the
+	 * victim, and dropping one rewrites the link to that entry, never an earlier one. */
+	if (c->len >= c->max && victim != NULL)
+		entry_drop(c, victim);
 }
 
 void tau_auth_cache_put(tau_auth_cache *c, const char *hash, const tau_auth_review *review,
                         int64_t expires_ms, int64_t now_ms)
 {
-	cache_entry *fresh, *old;
+	uint8_t key[KEY_BYTES];
+	cache_entry *fresh, **link;
 
 	if (expires_ms <= now_ms)
 		return;
-	fresh = entry_new(hash, review, expires_ms);
+	key_bytes(key, hash);
+	fresh = entry_new(key, review, expires_ms);
 	if (fresh == NULL)
 		return; /* not cached: the next stream asks again */
 	pthread_mutex_lock(&c->mu);
-	old = entry_of(tau_hmap_get(&c->entries, fresh->hash));
-	if (old != NULL) {
-		tau_hmap_remove(&c->entries, &old->node);
-		free(old);
-	} else if (c->entries.len >= c->max) {
-		evict(c, now_ms);
+	if (!user_hold(c, review->username, &fresh->user)) {
+		pthread_mutex_unlock(&c->mu);
+		free(fresh);
+		return;
 	}
-	tau_hmap_insert(&c->entries, &fresh->node, fresh->hash);
+	link = find(c, key);
+	if (*link != NULL)
+		entry_drop(c, link);
+	else if (c->len >= c->max)
+		evict(c, now_ms);
+	link = find(c, key);
+	fresh->next = *link;
+	*link = fresh;
+	c->len++;
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -396,7 +500,17 @@ size_t tau_auth_cache_size(tau_auth_cache *c)
 	size_t n;
 
 	pthread_mutex_lock(&c->mu);
-	n = c->entries.len;
+	n = c->len;
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
+size_t tau_auth_cache_users(tau_auth_cache *c)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->mu);
+	n = c->users.len;
 	pthread_mutex_unlock(&c->mu);
 	return n;
 }

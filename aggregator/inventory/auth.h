@@ -101,7 +101,11 @@ tau_rpc_code tau_auth_token_precheck(char *msg, size_t cap, const char *token,
 /** SHA-256 of the token as 64 lower-case hex digits plus NUL. */
 void tau_auth_token_hash(char out[65], const char *token);
 
-/** A bounded cache of reviews keyed by token hash.  Thread-safe. */
+/**
+ * A bounded cache of reviews keyed by token hash (kept as its 32 raw bytes; a key that is
+ * not 64 hex digits is hashed to 32 bytes), each user name held once for all the entries
+ * naming it and freed with the last.  Thread-safe.
+ */
 typedef struct tau_auth_cache tau_auth_cache;
 
 /** @param max_entries  cap (oldest-expiring dropped beyond it) @return 0 or -TAU_ENOMEM */
@@ -117,5 +121,8 @@ void tau_auth_cache_put(tau_auth_cache *c, const char *hash, const tau_auth_revi
 
 /** Entries now (tests, metrics). */
 size_t tau_auth_cache_size(tau_auth_cache *c);
+
+/** Distinct user names the entries hold now (tests). */
+size_t tau_auth_cache_users(tau_auth_cache *c);
 
 #endif /* TAU_AGGREGATOR_AUTH_H */

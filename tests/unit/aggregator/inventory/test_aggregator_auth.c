@@ -220,6 +220,69 @@ static void cache(void **state)
 	tau_auth_cache_free(c);
 }
 
+/*
+ * Every field of a review comes back as it was put, whatever the key's form, and each user
+ * name is held once for all the entries naming it, until the last goes.
+ */
+static void cache_holds_user_names_once(void **state)
+{
+	tau_auth_cache *c = NULL;
+	tau_auth_review agent = review(true, AGENT, "n1", ""), other = review(true, "bob", "", ""),
+	                refused = review(false, "", "", "token has expired"), got;
+	char h[4][65];
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		char token[8];
+
+		snprintf(token, sizeof(token), "t%d", i);
+		tau_auth_token_hash(h[i], token);
+	}
+	assert_int_equal(tau_auth_cache_new(&c, 8), 0);
+	tau_auth_cache_put(c, h[0], &agent, 1000, 0);
+	agent = review(true, AGENT, "n2", "");
+	tau_auth_cache_put(c, h[1], &agent, 1000, 0);
+	tau_auth_cache_put(c, h[2], &other, 1000, 0);
+	tau_auth_cache_put(c, h[3], &refused, 1000, 0);
+	assert_int_equal(tau_auth_cache_size(c), 4);
+	assert_int_equal(tau_auth_cache_users(c), 2); /* AGENT once, bob; none for "" */
+	assert_true(tau_auth_cache_get(c, h[0], 1, &got));
+	assert_true(got.authenticated);
+	assert_string_equal(got.username, AGENT);
+	assert_string_equal(got.node_name, "n1");
+	assert_string_equal(got.error, "");
+	assert_true(tau_auth_cache_get(c, h[1], 1, &got));
+	assert_string_equal(got.node_name, "n2");
+	assert_true(tau_auth_cache_get(c, h[3], 1, &got));
+	assert_false(got.authenticated);
+	assert_string_equal(got.username, "");
+	assert_string_equal(got.error, "token has expired");
+	/* the same key in upper-case hex is the same entry; another text is a key of its own */
+	for (char *p = h[2]; *p != '\0'; p++)
+		*p = (char)(*p >= 'a' && *p <= 'f' ? *p - 'a' + 'A' : *p);
+	assert_true(tau_auth_cache_get(c, h[2], 1, &got));
+	assert_string_equal(got.username, "bob");
+	assert_false(tau_auth_cache_get(c, "not-a-hash", 1, &got));
+	tau_auth_cache_put(c, "not-a-hash", &other, 1000, 0);
+	assert_true(tau_auth_cache_get(c, "not-a-hash", 1, &got));
+	assert_false(tau_auth_cache_get(c, "not-a-hasH", 1, &got));
+	/* replacing bob's entries lets go of his name */
+	tau_auth_cache_put(c, h[2], &agent, 1000, 0);
+	assert_int_equal(tau_auth_cache_users(c), 2);
+	tau_auth_cache_put(c, "not-a-hash", &agent, 1000, 0);
+	assert_int_equal(tau_auth_cache_users(c), 1);
+	assert_int_equal(tau_auth_cache_size(c), 5);
+	/* all expired: the next put past the cap drops them, names with them */
+	tau_auth_cache_free(c);
+	assert_int_equal(tau_auth_cache_new(&c, 2), 0);
+	tau_auth_cache_put(c, h[0], &other, 10, 0);
+	tau_auth_cache_put(c, h[1], &other, 10, 0);
+	tau_auth_cache_put(c, h[3], &agent, 100, 20);
+	assert_int_equal(tau_auth_cache_size(c), 1);
+	assert_int_equal(tau_auth_cache_users(c), 1);
+	tau_auth_cache_free(c);
+}
+
 /* A name too long for its field is refused, never cut to something that could match. */
 static void long_names_refused(void **state)
 {
@@ -269,6 +332,7 @@ int main(void)
 	        cmocka_unit_test(token_subject),
 	        cmocka_unit_test(token_precheck),
 	        cmocka_unit_test(cache),
+	        cmocka_unit_test(cache_holds_user_names_once),
 	        cmocka_unit_test(long_names_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
