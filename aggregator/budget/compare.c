@@ -182,61 +182,54 @@ static bool resource_equal(const cJSON *want, const cJSON *have, const char *pat
 	return true;
 }
 
-static bool flavor_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
-                         size_t what_len)
+/* Compares one entry of a list (path names it); false with `what` set when it differs. */
+typedef bool (*entry_equal_fn)(const cJSON *want, const cJSON *have, const char *path, char *what,
+                               size_t what_len);
+
+/* Two lists of the same length whose entries are equal by `eq`, in order. */
+static bool lists_equal(const cJSON *want, const cJSON *have, const char *path, entry_equal_fn eq,
+                        char *what, size_t what_len)
 {
-	const cJSON *wr = cJSON_GetObjectItemCaseSensitive(want, "resources");
-	const cJSON *hr = cJSON_GetObjectItemCaseSensitive(have, "resources");
 	char p[256];
 
-	if (!name_equal(want, have, path, what, what_len))
+	if (!list_len_equal(want, have, path, what, what_len))
 		return false;
-	tau_str_printf(p, sizeof(p), "%s.resources", path);
-	if (!list_len_equal(wr, hr, p, what, what_len))
-		return false;
-	for (int i = 0; i < list_size(wr); i++) {
-		tau_str_printf(p, sizeof(p), "%s.resources[%d]", path, i);
-		if (!resource_equal(cJSON_GetArrayItem(wr, i), cJSON_GetArrayItem(hr, i), p, what,
-		                    what_len))
+	for (int i = 0; i < list_size(want); i++) {
+		tau_str_printf(p, sizeof(p), "%s[%d]", path, i);
+		if (!eq(cJSON_GetArrayItem(want, i), cJSON_GetArrayItem(have, i), p, what,
+		        what_len))
 			return false;
 	}
 	return true;
 }
 
-static bool groups_equal(const cJSON *want, const cJSON *have, char *what, size_t what_len)
+static bool flavor_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
+                         size_t what_len)
 {
 	char p[256];
 
-	if (!list_len_equal(want, have, "spec.resourceGroups", what, what_len))
+	if (!name_equal(want, have, path, what, what_len))
 		return false;
-	for (int g = 0; g < list_size(want); g++) {
-		const cJSON *wg = cJSON_GetArrayItem(want, g), *hg = cJSON_GetArrayItem(have, g);
-		const cJSON *wc = cJSON_GetObjectItemCaseSensitive(wg, "coveredResources");
-		const cJSON *hc = cJSON_GetObjectItemCaseSensitive(hg, "coveredResources");
-		const cJSON *wf = cJSON_GetObjectItemCaseSensitive(wg, "flavors");
-		const cJSON *hf = cJSON_GetObjectItemCaseSensitive(hg, "flavors");
+	tau_str_printf(p, sizeof(p), "%s.resources", path);
+	return lists_equal(cJSON_GetObjectItemCaseSensitive(want, "resources"),
+	                   cJSON_GetObjectItemCaseSensitive(have, "resources"), p, resource_equal,
+	                   what, what_len);
+}
 
-		tau_str_printf(p, sizeof(p), "spec.resourceGroups[%d].coveredResources", g);
-		if (!list_len_equal(wc, hc, p, what, what_len))
-			return false;
-		for (int i = 0; i < list_size(wc); i++) {
-			tau_str_printf(p, sizeof(p), "spec.resourceGroups[%d].coveredResources[%d]",
-			               g, i);
-			if (!strings_equal(cJSON_GetArrayItem(wc, i), cJSON_GetArrayItem(hc, i), p,
-			                   what, what_len))
-				return false;
-		}
-		tau_str_printf(p, sizeof(p), "spec.resourceGroups[%d].flavors", g);
-		if (!list_len_equal(wf, hf, p, what, what_len))
-			return false;
-		for (int i = 0; i < list_size(wf); i++) {
-			tau_str_printf(p, sizeof(p), "spec.resourceGroups[%d].flavors[%d]", g, i);
-			if (!flavor_equal(cJSON_GetArrayItem(wf, i), cJSON_GetArrayItem(hf, i), p,
-			                  what, what_len))
-				return false;
-		}
-	}
-	return true;
+static bool group_equal(const cJSON *want, const cJSON *have, const char *path, char *what,
+                        size_t what_len)
+{
+	char p[256];
+
+	tau_str_printf(p, sizeof(p), "%s.coveredResources", path);
+	if (!lists_equal(cJSON_GetObjectItemCaseSensitive(want, "coveredResources"),
+	                 cJSON_GetObjectItemCaseSensitive(have, "coveredResources"), p,
+	                 strings_equal, what, what_len))
+		return false;
+	tau_str_printf(p, sizeof(p), "%s.flavors", path);
+	return lists_equal(cJSON_GetObjectItemCaseSensitive(want, "flavors"),
+	                   cJSON_GetObjectItemCaseSensitive(have, "flavors"), p, flavor_equal, what,
+	                   what_len);
 }
 
 static bool selector_equal(const cJSON *want, const cJSON *have, char *what, size_t what_len)
@@ -319,8 +312,9 @@ int tau_budget_owned_equal(bool *out, char *what, size_t what_len, const cJSON *
 		eq = false;
 	}
 	if (eq && kind != KIND_RF)
-		eq = groups_equal(tau_json_find(desired, "spec.resourceGroups"),
-		                  tau_json_find(observed, "spec.resourceGroups"), what, what_len);
+		eq = lists_equal(tau_json_find(desired, "spec.resourceGroups"),
+		                 tau_json_find(observed, "spec.resourceGroups"),
+		                 "spec.resourceGroups", group_equal, what, what_len);
 	*out = eq;
 	return 0;
 }

@@ -9,6 +9,7 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 #include "tau/names.h"
 
 #include <stdio.h>
@@ -34,11 +35,9 @@ void tau_budget_pool_free(tau_budget_pool *pool)
 
 		for (size_t j = 0; j < c->n_resources; j++)
 			free(c->resources[j].name);
-		free(c->resources);
-		free(c->name);
+		tau_free_many(c->resources, c->name);
 	}
-	free(pool->classes);
-	free(pool);
+	tau_free_many(pool->classes, pool);
 }
 
 /* Find or insert the class; *cls receives it. */

@@ -1,5 +1,7 @@
-/* Unit tests of budget/explicit.c: the arithmetic (tables) and the rules E1-E10. */
+/* Unit tests of budget/explicit.c: the arithmetic (tables) and the rules E1-E10; the sorted
+ * insert of budget/helpers.h and clearing several cell sets at once. */
 #include "budget/explicit.h"
+#include "budget/helpers.h"
 
 #include "tau/error.h"
 #include "tau/json.h"
@@ -729,6 +731,53 @@ static void test_e10_zero_and_missing_flavor(void **state)
 	assert_null(w->x->desired_cohort);
 }
 
+typedef struct named {
+	char *name;
+	int value;
+} named;
+
+/* Find-or-insert keeps the records sorted, copies the name and zeroes the rest. */
+static void test_sorted_add(void **state)
+{
+	named *items = NULL;
+	size_t n = 0, cap = 0;
+	void *rec = NULL;
+
+	(void)state;
+	assert_int_equal(
+	        tau_budget_sorted_add(&rec, (void **)&items, &n, &cap, sizeof(*items), "b"), 1);
+	((named *)rec)->value = 2;
+	assert_int_equal(
+	        tau_budget_sorted_add(&rec, (void **)&items, &n, &cap, sizeof(*items), "a"), 1);
+	assert_int_equal(((named *)rec)->value, 0);
+	((named *)rec)->value = 1;
+	assert_int_equal(
+	        tau_budget_sorted_add(&rec, (void **)&items, &n, &cap, sizeof(*items), "b"), 0);
+	assert_int_equal(((named *)rec)->value, 2);
+	assert_int_equal(n, 2);
+	assert_string_equal(items[0].name, "a");
+	assert_string_equal(items[1].name, "b");
+	assert_int_equal(items[1].value, 2);
+	for (size_t i = 0; i < n; i++)
+		free(items[i].name);
+	free(items);
+}
+
+static void test_cells_clear_many(void **state)
+{
+	tau_budget_cells a = {0}, b = {0};
+	tau_quantity one = q("1");
+
+	(void)state;
+	assert_int_equal(tau_budget_cells_add(&a, "f", "gpu", &one), 0);
+	assert_int_equal(tau_budget_cells_add(&b, "f", "cpu", &one), 0);
+	tau_budget_cells_clear_many(&a, &b, NULL);
+	assert_int_equal(a.n, 0);
+	assert_null(a.items);
+	assert_int_equal(b.n, 0);
+	assert_null(b.items);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -737,6 +786,8 @@ int main(void)
 	        cmocka_unit_test(test_new_maximum_table),
 	        cmocka_unit_test(test_applied_allocation_table),
 	        cmocka_unit_test(test_quota_parse_table),
+	        cmocka_unit_test(test_sorted_add),
+	        cmocka_unit_test(test_cells_clear_many),
 	        T(test_e1_e2_remainder_and_guarantees),
 	        T(test_e3_guarantees_above_quota),
 	        T(test_e4_capacity),
