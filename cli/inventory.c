@@ -68,14 +68,22 @@ static int table_out(char **out, tau_table *t, const char *footer)
 	return 0;
 }
 
+/* A new object at the end of array arr. */
+static cJSON *add_object(cJSON *arr)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddItemToArray(arr, o);
+	return o;
+}
+
 /* The free-now figures per class as JSON objects (the pool's "freeNow"). */
 static void capacity_json(cJSON *arr, const Tau__Inventory__V1__GetCapacityResponse *cap)
 {
 	for (size_t i = 0; i < cap->n_classes; i++) {
 		const Tau__Inventory__V1__ClassCapacity *c = cap->classes[i];
-		cJSON *o = cJSON_CreateObject();
+		cJSON *o = add_object(arr);
 
-		cJSON_AddItemToArray(arr, o);
 		cJSON_AddStringToObject(o, "gpuClass", c->gpu_class);
 		cJSON_AddNumberToObject(o, "nodes", (double)c->nodes);
 		cJSON_AddNumberToObject(o, "nodesKnown", (double)c->nodes_known);
@@ -236,10 +244,9 @@ int tau_cli_render_pool(char **out, const Tau__Inventory__V1__Pool *pool,
 		flavors = cJSON_AddArrayToObject(root, "flavors");
 		for (size_t i = 0; i < pool->n_flavors; i++) {
 			const Tau__Inventory__V1__Flavor *f = pool->flavors[i];
-			cJSON *fo = cJSON_CreateObject();
+			cJSON *fo = add_object(flavors);
 			cJSON *res;
 
-			cJSON_AddItemToArray(flavors, fo);
 			cJSON_AddStringToObject(fo, "name", f->name);
 			cJSON_AddNumberToObject(fo, "nodes", (double)f->node_count);
 			res = cJSON_AddObjectToObject(fo, "resources");
@@ -275,6 +282,16 @@ static bool node_free_known(const Tau__Inventory__V1__NodeStatus *n)
 	return n->truth != NULL && n->truth->gpus_known && !n->stale;
 }
 
+/* Object `name` of o: a node's quantities (ResourceQuantity name: quantity). */
+static void quantities_json(cJSON *o, const char *name,
+                            Tau__Inventory__V1__ResourceQuantity *const *q, size_t n)
+{
+	cJSON *obj = cJSON_AddObjectToObject(o, name);
+
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddStringToObject(obj, q[i]->name, q[i]->quantity);
+}
+
 /* health, gpusThroughDra, gpusHealthy, gpusInUse, gpusFree (null when unknown), problems. */
 static void node_truth_json(cJSON *o, const Tau__Inventory__V1__NodeStatus *n)
 {
@@ -306,9 +323,8 @@ int tau_cli_render_fit(char **out, const Tau__Inventory__V1__FitResponse *fit, t
 		cJSON_AddStringToObject(root, "reason", fit->reason);
 		pl = cJSON_AddArrayToObject(root, "placement");
 		for (size_t i = 0; i < fit->n_placement; i++) {
-			cJSON *p = cJSON_CreateObject();
+			cJSON *p = add_object(pl);
 
-			cJSON_AddItemToArray(pl, p);
 			cJSON_AddStringToObject(p, "node", fit->placement[i]->node);
 			cJSON_AddNumberToObject(p, "gpus", (double)fit->placement[i]->gpus);
 			cJSON_AddNumberToObject(p, "gpusFree",
@@ -372,10 +388,9 @@ int tau_cli_render_nodes(char **out, const Tau__Inventory__V1__ListNodesResponse
 
 		for (size_t i = 0; i < nodes->n_nodes; i++) {
 			const Tau__Inventory__V1__NodeStatus *n = nodes->nodes[i];
-			cJSON *o = cJSON_CreateObject();
-			cJSON *reasons, *alloc;
+			cJSON *o = add_object(root);
+			cJSON *reasons;
 
-			cJSON_AddItemToArray(root, o);
 			cJSON_AddStringToObject(o, "name", n->name);
 			cJSON_AddStringToObject(o, "gpuClass", n->gpu_class);
 			cJSON_AddBoolToObject(o, "counted", n->counted);
@@ -384,14 +399,8 @@ int tau_cli_render_nodes(char **out, const Tau__Inventory__V1__ListNodesResponse
 				cJSON_AddItemToArray(reasons, cJSON_CreateString(n->reasons[r]));
 			cJSON_AddBoolToObject(o, "connected", n->connected);
 			cJSON_AddBoolToObject(o, "stale", n->stale);
-			alloc = cJSON_AddObjectToObject(o, "allocatable");
-			for (size_t r = 0; r < n->n_allocatable; r++)
-				cJSON_AddStringToObject(alloc, n->allocatable[r]->name,
-				                        n->allocatable[r]->quantity);
-			alloc = cJSON_AddObjectToObject(o, "draResources");
-			for (size_t r = 0; r < n->n_dra_resources; r++)
-				cJSON_AddStringToObject(alloc, n->dra_resources[r]->name,
-				                        n->dra_resources[r]->quantity);
+			quantities_json(o, "allocatable", n->allocatable, n->n_allocatable);
+			quantities_json(o, "draResources", n->dra_resources, n->n_dra_resources);
 			cJSON_AddNumberToObject(o, "lastHeardUnixMs",
 			                        (double)n->last_heard_unix_ms);
 			node_truth_json(o, n);
@@ -512,18 +521,16 @@ int tau_cli_render_explain(char **out, const Tau__Inventory__V1__ExplainNodeResp
 		cJSON_AddStringToObject(root, "flavor", ex->flavor);
 		rules = cJSON_AddArrayToObject(root, "rules");
 		for (size_t i = 0; i < ex->n_rules; i++) {
-			cJSON *r = cJSON_CreateObject();
+			cJSON *r = add_object(rules);
 
-			cJSON_AddItemToArray(rules, r);
 			cJSON_AddStringToObject(r, "name", ex->rules[i]->name);
 			cJSON_AddBoolToObject(r, "pass", ex->rules[i]->pass);
 			cJSON_AddStringToObject(r, "detail", ex->rules[i]->detail);
 		}
 		rules = cJSON_AddArrayToObject(root, "nodeTruth");
 		for (size_t i = 0; i < ex->n_node_truth; i++) {
-			cJSON *r = cJSON_CreateObject();
+			cJSON *r = add_object(rules);
 
-			cJSON_AddItemToArray(rules, r);
 			cJSON_AddStringToObject(r, "name", ex->node_truth[i]->name);
 			cJSON_AddBoolToObject(r, "pass", ex->node_truth[i]->pass);
 			cJSON_AddBoolToObject(r, "unknown", ex->node_truth[i]->unknown);
