@@ -8,6 +8,7 @@
  * differently, Kueue's wins and explain says so.
  */
 #include "dra_class.h"
+#include "dra_slice.h"
 
 #include "tau/error.h"
 #include "tau/json.h"
@@ -48,16 +49,8 @@ static int read_class(tau_dra_class *c, const cJSON *obj)
 		if (c->extended_resource_name == NULL)
 			return tau_error_set(TAU_ENOMEM, "out of memory reading a DeviceClass");
 	}
-	if (sels == NULL || cJSON_IsNull(sels))
-		return 0;
-	if (!cJSON_IsArray(sels))
-		return tau_error_set(TAU_EINVAL, "spec.selectors: must be a list");
-	n = (size_t)cJSON_GetArraySize(sels);
-	if (n > TAU_DRA_CLASS_MAX_SELECTORS)
-		return tau_error_set(TAU_ETOOBIG,
-		                     "spec.selectors: Too many: %zu: must have at most "
-		                     "%d items",
-		                     n, TAU_DRA_CLASS_MAX_SELECTORS);
+	if (tau_dra_spec_list(&n, sels, "spec.selectors", TAU_DRA_CLASS_MAX_SELECTORS) < 0)
+		return -tau_error_last()->code;
 	if (n == 0)
 		return 0;
 	c->selectors = calloc(n, sizeof(*c->selectors));

@@ -46,6 +46,20 @@ void tau_dra_slice_clear(tau_dra_slice *slice)
 	memset(slice, 0, sizeof(*slice));
 }
 
+int tau_dra_spec_list(size_t *n, const cJSON *list, const char *field, size_t max)
+{
+	*n = 0;
+	if (list == NULL || cJSON_IsNull(list))
+		return 0;
+	if (!cJSON_IsArray(list))
+		return tau_error_set(TAU_EINVAL, "%s: must be a list", field);
+	*n = (size_t)cJSON_GetArraySize(list);
+	if (*n > max)
+		return tau_error_set(TAU_ETOOBIG, "%s: Too many: %zu: must have at most %zu items",
+		                     field, *n, max);
+	return 0;
+}
+
 static int dup_into(char **out, const char *s)
 {
 	*out = strdup(s);
@@ -359,16 +373,8 @@ static int read_slice(tau_dra_slice *s, const cJSON *obj)
 	if (dup_into(&s->driver, driver) < 0 || dup_into(&s->pool, pool) < 0 ||
 	    read_scope(s, spec) < 0)
 		return -tau_error_last()->code;
-	if (devices == NULL || cJSON_IsNull(devices))
-		return 0;
-	if (!cJSON_IsArray(devices))
-		return tau_error_set(TAU_EINVAL, "spec.devices: must be a list");
-	n = (size_t)cJSON_GetArraySize(devices);
-	if (n > TAU_DRA_SLICE_MAX_DEVICES)
-		return tau_error_set(TAU_ETOOBIG,
-		                     "spec.devices: Too many: %zu: must have at most %d "
-		                     "items",
-		                     n, TAU_DRA_SLICE_MAX_DEVICES);
+	if (tau_dra_spec_list(&n, devices, "spec.devices", TAU_DRA_SLICE_MAX_DEVICES) < 0)
+		return -tau_error_last()->code;
 	if (n == 0)
 		return 0;
 	s->devices = calloc(n, sizeof(*s->devices));

@@ -65,6 +65,13 @@ typedef struct tau_dra_slice {
  */
 int tau_dra_slice_from_json(tau_dra_slice *out, const cJSON *obj);
 
+/**
+ * The length of an optional list in a DRA object's spec (`field` names it in the error, as the
+ * API server does): 0 when absent or null.  Shared by the ResourceSlice and DeviceClass readers.
+ * @return 0 (*n the length), -TAU_EINVAL (not a list) or -TAU_ETOOBIG (more than `max` items).
+ */
+int tau_dra_spec_list(size_t *n, const cJSON *list, const char *field, size_t max);
+
 /** Release what `slice` owns and zero it; NULL is a no-op. */
 void tau_dra_slice_clear(tau_dra_slice *slice);
 
