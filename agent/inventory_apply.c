@@ -13,9 +13,25 @@
 
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/*
+ * The entry of driver `name` for an answer about it: *d, or NULL when the table is full or
+ * the name too long (a problem is recorded and the answer dropped).  @return 0 or -TAU_ENOMEM.
+ */
+static int driver_entry(tau_agent_csi_driver **d, tau_agent_inventory *inv, const char *name)
+{
+	int rc = tau_agent_inventory_driver_get(inv, name, d);
+
+	if (rc == -TAU_ETOOBIG) {
+		*d = NULL;
+		return 0;
+	}
+	return rc;
+}
 
 int tau_agent_inventory_apply_csinode(tau_agent_inventory *inv, const cJSON *csinode)
 {
@@ -84,12 +100,10 @@ int tau_agent_inventory_apply_csinode(tau_agent_inventory *inv, const cJSON *csi
 				return rc;
 			continue;
 		}
-		rc = tau_agent_inventory_driver_get(inv, dname, &entry);
-		if (rc == -TAU_ETOOBIG)
-			continue;
-		if (rc < 0)
+		if ((rc = driver_entry(&entry, inv, dname)) < 0)
 			return rc;
-		entry->in_csinode = true;
+		if (entry != NULL)
+			entry->in_csinode = true;
 	}
 	return 0;
 }
@@ -132,12 +146,8 @@ int tau_agent_inventory_apply_pods(tau_agent_inventory *inv, const cJSON *pod_li
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		tau_agent_csi_driver *d = NULL;
 
-		rc = tau_agent_inventory_driver_get(inv, origins[i].name, &d);
-		if (rc == -TAU_ETOOBIG) {
-			rc = 0;
-			continue;
-		}
-		if (rc == 0) {
+		rc = driver_entry(&d, inv, origins[i].name);
+		if (rc == 0 && d != NULL) {
 			d->has_node_pod = true;
 			d->managed_by = origins[i].managed_by;
 		}
@@ -147,6 +157,13 @@ int tau_agent_inventory_apply_pods(tau_agent_inventory *inv, const cJSON *pod_li
 }
 
 /* ------------------------------------------------------------------ host */
+
+/* CsiDriver.socket of each registration socket state the host probe found. */
+static const tau_agent_tristate socket_present[] = {
+        [TAU_AGENT_SOCKET_UNKNOWN] = TAU_AGENT_UNKNOWN,
+        [TAU_AGENT_SOCKET_ABSENT] = TAU_AGENT_FALSE,
+        [TAU_AGENT_SOCKET_PRESENT] = TAU_AGENT_TRUE,
+};
 
 int tau_agent_inventory_apply_host(tau_agent_inventory *inv, const tau_agent_host_probe *probe)
 {
@@ -184,31 +201,18 @@ int tau_agent_inventory_apply_host(tau_agent_inventory *inv, const tau_agent_hos
 	for (size_t i = 0; i < probe->n_sockets; i++) {
 		tau_agent_csi_driver *d = NULL;
 
-		rc = tau_agent_inventory_driver_get(inv, probe->sockets[i].driver, &d);
-		if (rc == -TAU_ETOOBIG)
-			continue;
-		if (rc < 0)
+		if ((rc = driver_entry(&d, inv, probe->sockets[i].driver)) < 0)
 			return rc;
-		switch (probe->sockets[i].state) {
-		case TAU_AGENT_SOCKET_PRESENT:
-			d->socket = TAU_AGENT_TRUE;
-			break;
-		case TAU_AGENT_SOCKET_ABSENT:
-			d->socket = TAU_AGENT_FALSE;
-			break;
-		case TAU_AGENT_SOCKET_UNKNOWN:
-			d->socket = TAU_AGENT_UNKNOWN;
-			break;
-		}
+		if (d != NULL && (size_t)probe->sockets[i].state < TAU_N_ELEMENTS(socket_present))
+			d->socket = socket_present[probe->sockets[i].state];
 	}
 	for (size_t i = 0; i < probe->n_csi_live; i++) {
 		tau_agent_csi_driver *d = NULL;
 
-		rc = tau_agent_inventory_driver_get(inv, probe->csi_live[i].driver, &d);
-		if (rc == -TAU_ETOOBIG)
-			continue;
-		if (rc < 0)
+		if ((rc = driver_entry(&d, inv, probe->csi_live[i].driver)) < 0)
 			return rc;
+		if (d == NULL)
+			continue;
 		tau_agent_csi_live_free(d->live, 1);
 		d->live = NULL;
 		rc = tau_agent_csi_live_copy(&d->live, &probe->csi_live[i], 1);
