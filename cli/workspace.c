@@ -23,6 +23,7 @@
 #include "tau/csi.h"
 #include "tau/error.h"
 #include "tau/json.h"
+#include "tau/mem.h"
 #include "tau/kube.h"
 #include "tau/names.h"
 #include "tau/node_kind.h"
@@ -301,28 +302,28 @@ static const Tau__Inventory__V1__CsiDriver *find_csi(const Tau__Inventory__V1__N
  * `tau storage check` shows them. */
 static const char *node_kind_name(Tau__Inventory__V1__NodeKind kind)
 {
-	switch (kind) {
-	case TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_AGENT_POOL:
-		return tau_node_kind_name(TAU_NODE_KIND_AGENT_POOL);
-	case TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_FLEX:
-		return tau_node_kind_name(TAU_NODE_KIND_FLEX);
-	case TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_OTHER:
-		return tau_node_kind_name(TAU_NODE_KIND_OTHER);
-	default:
-		return tau_node_kind_name(TAU_NODE_KIND_UNKNOWN);
-	}
+	static const tau_node_kind kinds[] = {
+	        [TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_AGENT_POOL] = TAU_NODE_KIND_AGENT_POOL,
+	        [TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_FLEX] = TAU_NODE_KIND_FLEX,
+	        [TAU__INVENTORY__V1__NODE_KIND__NODE_KIND_OTHER] = TAU_NODE_KIND_OTHER,
+	};
+
+	return tau_node_kind_name((size_t)kind < TAU_N_ELEMENTS(kinds) ? kinds[kind]
+	                                                               : TAU_NODE_KIND_UNKNOWN);
 }
 
 static const char *managed_by_name(Tau__Inventory__V1__CsiManagedBy managed_by)
 {
-	switch (managed_by) {
-	case TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_AKS_ADDON:
-		return tau_csi_managed_by_name(TAU_CSI_MANAGED_AKS_ADDON);
-	case TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_DEPLOYMENT:
-		return tau_csi_managed_by_name(TAU_CSI_MANAGED_DEPLOYMENT);
-	default:
-		return tau_csi_managed_by_name(TAU_CSI_MANAGED_UNKNOWN);
-	}
+	static const tau_csi_managed_by managers[] = {
+	        [TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_AKS_ADDON] =
+	                TAU_CSI_MANAGED_AKS_ADDON,
+	        [TAU__INVENTORY__V1__CSI_MANAGED_BY__CSI_MANAGED_BY_DEPLOYMENT] =
+	                TAU_CSI_MANAGED_DEPLOYMENT,
+	};
+
+	return tau_csi_managed_by_name((size_t)managed_by < TAU_N_ELEMENTS(managers)
+	                                       ? managers[managed_by]
+	                                       : TAU_CSI_MANAGED_UNKNOWN);
 }
 
 const char *tau_cli_csi_probe_verdict(char *detail, size_t cap, const char *node,
