@@ -118,93 +118,82 @@ static int sorted_members(kv **out, size_t *n, const cJSON *node, const char *pa
 	return 0;
 }
 
-static int read_labels(tau_node_facts *f, const cJSON *node)
+/* Reads the n (> 0) sorted members of one object into f. */
+typedef int (*members_fn)(tau_node_facts *f, const kv *arr, size_t n);
+
+/* The members of the object at path (at most cap of them), sorted, handed to fn. */
+static int read_sorted(tau_node_facts *f, const cJSON *node, const char *path, size_t cap,
+                       members_fn fn)
 {
 	kv *arr = NULL;
 	size_t n = 0;
-	int rc = sorted_members(&arr, &n, node, "metadata.labels", TAU_NODE_MAX_LABELS);
+	int rc = sorted_members(&arr, &n, node, path, cap);
 
-	if (rc < 0 || n == 0)
-		return rc;
-	f->label_keys = calloc(n, sizeof(char *));
-	f->label_values = calloc(n, sizeof(char *));
-	if (f->label_keys == NULL || f->label_values == NULL) {
-		rc = tau_error_set(TAU_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!cJSON_IsString(arr[i].item)) {
-			rc = tau_error_set(TAU_EINVAL, "metadata.labels[%s]: expected a string",
-			                   arr[i].key);
-			goto out;
-		}
-		if ((rc = tau_names_check_label_key(arr[i].key)) < 0 ||
-		    (rc = tau_names_check_label_value(arr[i].item->valuestring)) < 0) {
-			tau_error_wrap("metadata.labels[%s]", arr[i].key);
-			goto out;
-		}
-		f->label_keys[i] = strdup(arr[i].key);
-		f->label_values[i] = strdup(arr[i].item->valuestring);
-		f->n_labels = i + 1;
-		if (f->label_keys[i] == NULL || f->label_values[i] == NULL) {
-			rc = tau_error_set(TAU_ENOMEM, "out of memory");
-			goto out;
-		}
-	}
-	rc = 0;
-out:
+	if (rc == 0 && n > 0)
+		rc = fn(f, arr, n);
 	free(arr);
 	return rc;
 }
 
-static int read_allocatable(tau_node_facts *f, const cJSON *node)
+static int read_labels(tau_node_facts *f, const kv *arr, size_t n)
 {
-	kv *arr = NULL;
-	size_t n = 0;
-	int rc = sorted_members(&arr, &n, node, "status.allocatable", TAU_NODE_MAX_RESOURCES);
+	int rc;
 
-	if (rc < 0 || n == 0)
-		return rc;
-	f->allocatable = calloc(n, sizeof(*f->allocatable));
-	if (f->allocatable == NULL) {
-		rc = tau_error_set(TAU_ENOMEM, "out of memory");
-		goto out;
+	f->label_keys = calloc(n, sizeof(char *));
+	f->label_values = calloc(n, sizeof(char *));
+	if (f->label_keys == NULL || f->label_values == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		if (!cJSON_IsString(arr[i].item))
+			return tau_error_set(TAU_EINVAL, "metadata.labels[%s]: expected a string",
+			                     arr[i].key);
+		if ((rc = tau_names_check_label_key(arr[i].key)) < 0 ||
+		    (rc = tau_names_check_label_value(arr[i].item->valuestring)) < 0) {
+			tau_error_wrap("metadata.labels[%s]", arr[i].key);
+			return rc;
+		}
+		f->label_keys[i] = strdup(arr[i].key);
+		f->label_values[i] = strdup(arr[i].item->valuestring);
+		f->n_labels = i + 1;
+		if (f->label_keys[i] == NULL || f->label_values[i] == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory");
 	}
+	return 0;
+}
+
+static int read_allocatable(tau_node_facts *f, const kv *arr, size_t n)
+{
+	int rc;
+
+	f->allocatable = calloc(n, sizeof(*f->allocatable));
+	if (f->allocatable == NULL)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		const cJSON *v = arr[i].item;
 		tau_node_resource *r = &f->allocatable[i];
 
-		if (tau_names_check_label_key(arr[i].key) < 0) {
-			rc = tau_error_wrap("status.allocatable: resource name \"%s\"", arr[i].key);
-			goto out;
-		}
-		if (!cJSON_IsString(v)) {
-			rc = tau_error_set(TAU_EINVAL, "status.allocatable[%s]: expected a string",
-			                   arr[i].key);
-			goto out;
-		}
+		if (tau_names_check_label_key(arr[i].key) < 0)
+			return tau_error_wrap("status.allocatable: resource name \"%s\"",
+			                      arr[i].key);
+		if (!cJSON_IsString(v))
+			return tau_error_set(TAU_EINVAL,
+			                     "status.allocatable[%s]: expected a string",
+			                     arr[i].key);
 		rc = tau_quantity_parse_str(&r->value, v->valuestring);
 		if (rc < 0) {
 			tau_error_wrap("status.allocatable[%s]", arr[i].key);
-			goto out;
+			return rc;
 		}
-		if (tau_quantity_sign(&r->value) < 0) {
-			rc = tau_error_set(TAU_EINVAL,
-			                   "status.allocatable[%s]: negative quantity \"%s\"",
-			                   arr[i].key, v->valuestring);
-			goto out;
-		}
+		if (tau_quantity_sign(&r->value) < 0)
+			return tau_error_set(TAU_EINVAL,
+			                     "status.allocatable[%s]: negative quantity \"%s\"",
+			                     arr[i].key, v->valuestring);
 		r->name = strdup(arr[i].key);
 		f->n_allocatable = i + 1;
-		if (r->name == NULL) {
-			rc = tau_error_set(TAU_ENOMEM, "out of memory");
-			goto out;
-		}
+		if (r->name == NULL)
+			return tau_error_set(TAU_ENOMEM, "out of memory");
 	}
-	rc = 0;
-out:
-	free(arr);
-	return rc;
+	return 0;
 }
 
 static bool ready_condition(const cJSON *node)
@@ -245,7 +234,9 @@ int tau_node_facts_from_json(tau_node_facts *out, const cJSON *node)
 	    (rc = opt_string(&f.resource_version, node, "metadata.resourceVersion")) < 0 ||
 	    (rc = opt_string(&f.provider_id, node, "spec.providerID")) < 0)
 		goto fail;
-	if ((rc = read_labels(&f, node)) < 0 || (rc = read_allocatable(&f, node)) < 0)
+	if ((rc = read_sorted(&f, node, "metadata.labels", TAU_NODE_MAX_LABELS, read_labels)) < 0 ||
+	    (rc = read_sorted(&f, node, "status.allocatable", TAU_NODE_MAX_RESOURCES,
+	                      read_allocatable)) < 0)
 		goto fail;
 	if ((rc = dup_opt(&f.gpu_class, tau_node_facts_label(&f, TAU_GPU_CLASS_LABEL))) < 0 ||
 	    (rc = dup_opt(&f.os, tau_node_facts_label(&f, "kubernetes.io/os"))) < 0)

@@ -211,6 +211,18 @@ static void selector_sort(tau_selector *sel)
 	}
 }
 
+/* The end of building sel: sorted into *out when rc is no error, else freed (returns rc). */
+static int selector_finish(tau_selector **out, tau_selector *sel, int rc)
+{
+	if (rc < 0) {
+		tau_selector_free(sel);
+		return rc;
+	}
+	selector_sort(sel);
+	*out = sel;
+	return 0;
+}
+
 void tau_selector_free(tau_selector *sel)
 {
 	if (sel == NULL)
@@ -654,13 +666,8 @@ int tau_selector_parse(tau_selector **out, const char *s)
 			goto out;
 		}
 	}
-	selector_sort(sel);
-	*out = sel;
-	sel = NULL;
-	rc = 0;
 out:
-	tau_selector_free(sel);
-	return rc;
+	return selector_finish(out, sel, rc);
 }
 
 /* ---- JSON form -------------------------------------------------------- */
@@ -896,13 +903,8 @@ int tau_selector_from_json(tau_selector **out, const cJSON *label_selector)
 		if (rc < 0)
 			goto out;
 	}
-	selector_sort(sel);
-	*out = sel;
-	sel = NULL;
-	rc = 0;
 out:
-	tau_selector_free(sel);
-	return rc;
+	return selector_finish(out, sel, rc);
 }
 
 /* ---- matching --------------------------------------------------------- */
