@@ -495,22 +495,23 @@ void tau_auth_cache_put(tau_auth_cache *c, const char *hash, const tau_auth_revi
 	pthread_mutex_unlock(&c->mu);
 }
 
-size_t tau_auth_cache_size(tau_auth_cache *c)
+/* One of the cache's counts, read under its lock. */
+static size_t count_locked(tau_auth_cache *c, const size_t *count)
 {
 	size_t n;
 
 	pthread_mutex_lock(&c->mu);
-	n = c->len;
+	n = *count;
 	pthread_mutex_unlock(&c->mu);
 	return n;
 }
 
+size_t tau_auth_cache_size(tau_auth_cache *c)
+{
+	return count_locked(c, &c->len);
+}
+
 size_t tau_auth_cache_users(tau_auth_cache *c)
 {
-	size_t n;
-
-	pthread_mutex_lock(&c->mu);
-	n = c->users.len;
-	pthread_mutex_unlock(&c->mu);
-	return n;
+	return count_locked(c, &c->users.len);
 }
