@@ -38,7 +38,8 @@ static const char *const reason_codes[] = {
 
 const char *tau_budget_conflict_reason_code(tau_budget_conflict_reason reason)
 {
-	return tau_str_enum_name(reason_codes, TAU_N_ELEMENTS(reason_codes), (int)reason, "Unknown");
+	return tau_str_enum_name(reason_codes, TAU_N_ELEMENTS(reason_codes), (int)reason,
+	                         "Unknown");
 }
 
 void tau_budget_conflicts_free(tau_budget_conflicts *list)
