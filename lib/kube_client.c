@@ -17,6 +17,7 @@
 #include "tau/backoff.h"
 #include "tau/error.h"
 #include "tau/log.h"
+#include "tau/sync.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -87,9 +88,7 @@ const tau_kube_config *tau_kube_client_config(const tau_kube_client *c)
 
 void tau_kube_client_stats_get(const tau_kube_client *c, tau_kube_client_stats *out)
 {
-	pthread_mutex_lock((pthread_mutex_t *)&c->lock);
-	*out = c->stats;
-	pthread_mutex_unlock((pthread_mutex_t *)&c->lock);
+	tau_locked_copy((pthread_mutex_t *)&c->lock, out, &c->stats, sizeof(*out));
 }
 
 tau_kube_request_metrics *tau_kube_client_request_metrics(tau_kube_client *c)

@@ -25,6 +25,7 @@
 #include "tau/json.h"
 #include "tau/log.h"
 #include "tau/mem.h"
+#include "tau/sync.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -929,9 +930,7 @@ size_t tau_kube_informer_count(tau_kube_informer *inf)
 {
 	size_t n;
 
-	pthread_mutex_lock(&inf->lock);
-	n = inf->cache.len;
-	pthread_mutex_unlock(&inf->lock);
+	tau_locked_copy(&inf->lock, &n, &inf->cache.len, sizeof(n));
 	return n;
 }
 
@@ -1018,9 +1017,7 @@ void tau_kube_informer_last_rv(tau_kube_informer *inf, char *buf, size_t cap)
 
 void tau_kube_informer_stats_get(tau_kube_informer *inf, tau_kube_informer_stats *out)
 {
-	pthread_mutex_lock(&inf->lock);
-	*out = inf->stats;
-	pthread_mutex_unlock(&inf->lock);
+	tau_locked_copy(&inf->lock, out, &inf->stats, sizeof(*out));
 }
 
 /* ------------------------------------------------------------------ */

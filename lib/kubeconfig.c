@@ -662,9 +662,7 @@ int tau_kubeconfig_resolve(tau_kube_config **out, const tau_kubeconfig *kc, cons
 		goto out;
 	}
 	*out = cfg;
-	cfg = NULL;
-	rc = 0;
-	goto out;
+	return 0;
 nomem:
 	rc = tau_error_set(TAU_ENOMEM, "out of memory");
 out:

@@ -19,6 +19,7 @@
 #include "tau/error.h"
 #include "tau/mem.h"
 #include "tau/rpc_client.h"
+#include "tau/sync.h"
 
 #include "rpc_internal.h"
 
@@ -1005,9 +1006,7 @@ bool tau_rpc_stream_is_connected(tau_rpc_stream *s)
 {
 	bool c;
 
-	pthread_mutex_lock(&s->mu);
-	c = s->connected;
-	pthread_mutex_unlock(&s->mu);
+	tau_locked_copy(&s->mu, &c, &s->connected, sizeof(c));
 	return c;
 }
 

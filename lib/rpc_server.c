@@ -21,6 +21,7 @@
 #include "tau/error.h"
 #include "tau/log.h"
 #include "tau/rpc_server.h"
+#include "tau/sync.h"
 
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
@@ -456,16 +457,12 @@ size_t tau_rpc_server_live_calls(tau_rpc_server *srv)
 {
 	size_t n;
 
-	pthread_mutex_lock(&srv->mu);
-	n = srv->live_calls;
-	pthread_mutex_unlock(&srv->mu);
+	tau_locked_copy(&srv->mu, &n, &srv->live_calls, sizeof(n));
 	return n;
 }
 
 void tau_rpc_server_stats_get(tau_rpc_server *srv, tau_rpc_server_stats *out)
 {
-	pthread_mutex_lock(&srv->mu);
-	*out = srv->stats;
-	pthread_mutex_unlock(&srv->mu);
+	tau_locked_copy(&srv->mu, out, &srv->stats, sizeof(*out));
 	out->sends_coalesced = atomic_load(&srv->sends_coalesced);
 }

@@ -14,6 +14,7 @@
 #include "tau/backoff.h"
 #include "tau/error.h"
 #include "tau/hmap.h"
+#include "tau/sync.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -517,9 +518,7 @@ size_t tau_workqueue_delayed(tau_workqueue *q)
 {
 	size_t n;
 
-	pthread_mutex_lock(&q->lock);
-	n = q->heap_len;
-	pthread_mutex_unlock(&q->lock);
+	tau_locked_copy(&q->lock, &n, &q->heap_len, sizeof(n));
 	return n;
 }
 
