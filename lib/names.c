@@ -181,18 +181,29 @@ static void check_subdomain(struct reasons *r, const char *prefix, const char *s
 		reasons_add(r, prefix, MSG_DNS1123_SUBDOMAIN);
 }
 
-int tau_names_check_dns1123_label(const char *s)
+/*
+ * A name of at most max bytes that must match, else msg; empty_ok: "" needs no match (its
+ * length alone is checked).
+ */
+static int check_capped(const char *s, int max, bool (*match)(const char *, size_t), bool empty_ok,
+                        const char *msg)
 {
 	struct reasons r = {.len = 0};
 	size_t len;
 
 	assert(s != NULL);
 	len = strlen(s);
-	if (len > TAU_NAMES_DNS1123_LABEL_MAX)
-		reasons_add_maxlen(&r, "", TAU_NAMES_DNS1123_LABEL_MAX);
-	if (!match_dns_label(s, len))
-		reasons_add(&r, "", MSG_DNS1123_LABEL);
+	if (len > (size_t)max)
+		reasons_add_maxlen(&r, "", max);
+	if (!(empty_ok && len == 0) && !match(s, len))
+		reasons_add(&r, "", msg);
 	return r.count ? fail(s, &r) : 0;
+}
+
+int tau_names_check_dns1123_label(const char *s)
+{
+	return check_capped(s, TAU_NAMES_DNS1123_LABEL_MAX, match_dns_label, false,
+	                    MSG_DNS1123_LABEL);
 }
 
 int tau_names_check_dns1123_subdomain(const char *s)
@@ -237,14 +248,6 @@ int tau_names_check_label_key(const char *s)
 
 int tau_names_check_label_value(const char *s)
 {
-	struct reasons r = {.len = 0};
-	size_t len;
-
-	assert(s != NULL);
-	len = strlen(s);
-	if (len > TAU_NAMES_LABEL_VALUE_MAX)
-		reasons_add_maxlen(&r, "", TAU_NAMES_LABEL_VALUE_MAX);
-	if (len != 0 && !match_qualified_name(s, len))
-		reasons_add(&r, "", MSG_LABEL_VALUE);
-	return r.count ? fail(s, &r) : 0;
+	return check_capped(s, TAU_NAMES_LABEL_VALUE_MAX, match_qualified_name, true,
+	                    MSG_LABEL_VALUE);
 }

@@ -256,6 +256,16 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
+/* Move *pos past the digits of s[*pos, len); returns how many there were. */
+static size_t skip_digits(const char *s, size_t len, size_t *pos)
+{
+	size_t start = *pos;
+
+	while (*pos < len && is_digit(s[*pos]))
+		(*pos)++;
+	return *pos - start;
+}
+
 static bool is_suffix_char(char c)
 {
 	switch (c) {
@@ -295,19 +305,13 @@ static bool split_text(struct quantity_text *t, const char *s, size_t len)
 		pos++;
 	}
 	t->int_digits = s + pos;
-	start = pos;
-	while (pos < len && is_digit(s[pos]))
-		pos++;
-	t->n_int = pos - start;
+	t->n_int = skip_digits(s, len, &pos);
 	t->frac_digits = s + pos;
 	if (pos < len && s[pos] == '.') {
 		/* "1." and "1.G" are accepted, as in Kubernetes. */
 		pos++;
 		t->frac_digits = s + pos;
-		start = pos;
-		while (pos < len && is_digit(s[pos]))
-			pos++;
-		t->n_frac = pos - start;
+		t->n_frac = skip_digits(s, len, &pos);
 	}
 	if (t->n_int > 0 || t->n_frac > 0)
 		t->has_digit = true;
@@ -318,8 +322,7 @@ static bool split_text(struct quantity_text *t, const char *s, size_t len)
 		pos++;
 	if (pos < len && (s[pos] == '+' || s[pos] == '-'))
 		pos++;
-	while (pos < len && is_digit(s[pos]))
-		pos++;
+	skip_digits(s, len, &pos);
 	if (pos < len)
 		return false;
 	t->n_suffix = len - start;
