@@ -139,6 +139,21 @@ static int lookup(const cJSON **item, const cJSON *root, const char *path)
 	return 0;
 }
 
+/* lookup, then the item must pass is(), else TAU_ETYPE "<path>: expected <what>". */
+static int lookup_as(const cJSON **out, const cJSON *root, const char *path,
+                     cJSON_bool (*is)(const cJSON *const), const char *what)
+{
+	const cJSON *it = NULL;
+	int rc = lookup(&it, root, path);
+
+	if (rc < 0)
+		return rc;
+	if (!is(it))
+		return tau_error_set(TAU_ETYPE, "%s: expected %s", path, what);
+	*out = it;
+	return 0;
+}
+
 int tau_json_get_string(const char **out, const cJSON *root, const char *path)
 {
 	const cJSON *it = NULL;
@@ -182,13 +197,11 @@ const char *tau_json_annotation(const cJSON *obj, const char *key)
 int tau_json_get_int(int64_t *out, const cJSON *root, const char *path)
 {
 	const cJSON *it = NULL;
-	int rc = lookup(&it, root, path);
+	int rc = lookup_as(&it, root, path, cJSON_IsNumber, "a number");
 	double d;
 
 	if (rc < 0)
 		return rc;
-	if (!cJSON_IsNumber(it))
-		return tau_error_set(TAU_ETYPE, "%s: expected a number", path);
 	d = it->valuedouble;
 	/* 2^63 is exactly representable; anything at or above it does not fit. */
 	if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != floor(d))
@@ -200,40 +213,21 @@ int tau_json_get_int(int64_t *out, const cJSON *root, const char *path)
 int tau_json_get_bool(bool *out, const cJSON *root, const char *path)
 {
 	const cJSON *it = NULL;
-	int rc = lookup(&it, root, path);
+	int rc = lookup_as(&it, root, path, cJSON_IsBool, "a boolean");
 
-	if (rc < 0)
-		return rc;
-	if (!cJSON_IsBool(it))
-		return tau_error_set(TAU_ETYPE, "%s: expected a boolean", path);
-	*out = cJSON_IsTrue(it);
-	return 0;
+	if (rc == 0)
+		*out = cJSON_IsTrue(it);
+	return rc;
 }
 
 int tau_json_get_object(const cJSON **out, const cJSON *root, const char *path)
 {
-	const cJSON *it = NULL;
-	int rc = lookup(&it, root, path);
-
-	if (rc < 0)
-		return rc;
-	if (!cJSON_IsObject(it))
-		return tau_error_set(TAU_ETYPE, "%s: expected an object", path);
-	*out = it;
-	return 0;
+	return lookup_as(out, root, path, cJSON_IsObject, "an object");
 }
 
 int tau_json_get_array(const cJSON **out, const cJSON *root, const char *path)
 {
-	const cJSON *it = NULL;
-	int rc = lookup(&it, root, path);
-
-	if (rc < 0)
-		return rc;
-	if (!cJSON_IsArray(it))
-		return tau_error_set(TAU_ETYPE, "%s: expected an array", path);
-	*out = it;
-	return 0;
+	return lookup_as(out, root, path, cJSON_IsArray, "an array");
 }
 
 int tau_json_print(char **out, const cJSON *item)
