@@ -7,6 +7,7 @@
 #include "tau/error.h"
 #include "tau/log.h"
 #include "tau/mem.h"
+#include "tau/thread.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -58,14 +59,7 @@ int tau_auth_keys_new(tau_auth_keys **out, tau_auth_keys_fetch_fn fetch, void *u
 	}
 	pthread_rwlock_init(&k->lock, NULL);
 	pthread_mutex_init(&k->mu, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&k->cond, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	tau_thread_cond_init_monotonic(&k->cond);
 	*out = k;
 	return 0;
 }
@@ -160,13 +154,8 @@ void tau_auth_keys_free(tau_auth_keys *k)
 {
 	if (k == NULL)
 		return;
-	if (k->started) {
-		pthread_mutex_lock(&k->mu);
-		k->stop = true;
-		pthread_cond_broadcast(&k->cond);
-		pthread_mutex_unlock(&k->mu);
-		pthread_join(k->thread, NULL);
-	}
+	if (k->started)
+		tau_thread_stop_join(&k->mu, &k->cond, &k->stop, &k->thread, 1);
 	tau_jwks_free(k->jwks);
 	tau_free_many(k->issuer, k->audience, k->user);
 	pthread_rwlock_destroy(&k->lock);

@@ -14,6 +14,7 @@
 #include "tau/error.h"
 #include "tau/log.h"
 #include "tau/mem.h"
+#include "tau/thread.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -465,17 +466,10 @@ int tau_query_auth_new(tau_query_auth **out, const tau_query_auth_config *cfg)
 	pthread_mutex_init(&q->jobs_mu, NULL);
 	pthread_cond_init(&q->jobs_cond, NULL);
 	pthread_mutex_init(&q->log_mu, NULL);
-	q->workers = calloc((size_t)q->cfg.threads, sizeof(*q->workers));
-	if (q->workers == NULL) {
+	if ((rc = tau_thread_start_n(&q->workers, q->cfg.threads, &q->n_workers, worker, q,
+	                             "a query auth worker")) < 0) {
 		tau_query_auth_free(q);
-		return tau_error_set(TAU_ENOMEM, "out of memory");
-	}
-	for (int i = 0; i < q->cfg.threads; i++) {
-		if (pthread_create(&q->workers[i], NULL, worker, q) != 0) {
-			tau_query_auth_free(q);
-			return tau_error_set(TAU_EIO, "cannot start a query auth worker");
-		}
-		q->n_workers++;
+		return rc;
 	}
 	*out = q;
 	return 0;
@@ -485,12 +479,7 @@ void tau_query_auth_free(tau_query_auth *q)
 {
 	if (q == NULL)
 		return;
-	pthread_mutex_lock(&q->jobs_mu);
-	q->stop = true;
-	pthread_cond_broadcast(&q->jobs_cond);
-	pthread_mutex_unlock(&q->jobs_mu);
-	for (int i = 0; i < q->n_workers; i++)
-		pthread_join(q->workers[i], NULL);
+	tau_thread_stop_join(&q->jobs_mu, &q->jobs_cond, &q->stop, q->workers, q->n_workers);
 	free(q->workers);
 	while (q->head != NULL) {
 		qcall *c = q->head;

@@ -17,6 +17,7 @@
 #include "tau/error.h"
 #include "tau/hmap.h"
 #include "tau/rpc_server.h"
+#include "tau/thread.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -121,14 +122,7 @@ int tau_inventory_new(tau_inventory **out, const tau_inventory_config *cfg)
 	pthread_mutex_init(&a->subs_mu, NULL);
 	a->notified_valid = true;
 	pthread_cond_init(&a->jobs_cond, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&a->cond, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	tau_thread_cond_init_monotonic(&a->cond);
 	a->dirty = true;
 	*out = a;
 	return 0;
@@ -145,15 +139,12 @@ fail:
 
 int tau_inventory_start(tau_inventory *a)
 {
-	a->workers = calloc((size_t)a->cfg.auth_threads, sizeof(*a->workers));
-	if (a->workers == NULL)
-		return tau_error_set(TAU_ENOMEM, "out of memory");
-	for (int i = 0; i < a->cfg.auth_threads; i++) {
-		if (pthread_create(&a->workers[i], NULL, tau_inventory_auth_worker, a) != 0) {
-			tau_inventory_stop(a);
-			return tau_error_set(TAU_EIO, "cannot start auth worker");
-		}
-		a->n_workers++;
+	int rc = tau_thread_start_n(&a->workers, a->cfg.auth_threads, &a->n_workers,
+	                            tau_inventory_auth_worker, a, "auth worker");
+
+	if (rc < 0) {
+		tau_inventory_stop(a);
+		return rc;
 	}
 	if (pthread_create(&a->publisher, NULL, tau_inventory_publisher, a) != 0) {
 		tau_inventory_stop(a);
@@ -165,12 +156,7 @@ int tau_inventory_start(tau_inventory *a)
 
 void tau_inventory_stop(tau_inventory *a)
 {
-	pthread_mutex_lock(&a->jobs_mu);
-	a->jobs_stop = true;
-	pthread_cond_broadcast(&a->jobs_cond);
-	pthread_mutex_unlock(&a->jobs_mu);
-	for (int i = 0; i < a->n_workers; i++)
-		pthread_join(a->workers[i], NULL);
+	tau_thread_stop_join(&a->jobs_mu, &a->jobs_cond, &a->jobs_stop, a->workers, a->n_workers);
 	a->n_workers = 0;
 	free(a->workers);
 	a->workers = NULL;
@@ -182,11 +168,7 @@ void tau_inventory_stop(tau_inventory *a)
 	}
 	pthread_mutex_unlock(&a->jobs_mu);
 	if (a->started) {
-		pthread_mutex_lock(&a->mu);
-		a->stop = true;
-		pthread_cond_broadcast(&a->cond);
-		pthread_mutex_unlock(&a->mu);
-		pthread_join(a->publisher, NULL);
+		tau_thread_stop_join(&a->mu, &a->cond, &a->stop, &a->publisher, 1);
 		a->started = false;
 	}
 }
