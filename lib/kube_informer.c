@@ -168,6 +168,21 @@ static int object_key(char *buf, size_t cap, const cJSON *obj)
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
+/*
+ * Find obj's cache entry: false when obj has no usable key (obj is deleted, nothing locked),
+ * else true with inf->lock held, key filled and *e the entry or NULL.
+ */
+static bool lock_entry(tau_kube_informer *inf, cJSON *obj, char *key, size_t cap, cache_entry **e)
+{
+	if (object_key(key, cap, obj) < 0) {
+		cJSON_Delete(obj);
+		return false;
+	}
+	pthread_mutex_lock(&inf->lock);
+	*e = cache_find(inf, key);
+	return true;
+}
+
 static const char *object_rv(const cJSON *obj)
 {
 	const char *rv = NULL;
@@ -196,12 +211,8 @@ static void apply_upsert(tau_kube_informer *inf, cJSON *obj)
 
 	if (inf->opts.transform != NULL)
 		inf->opts.transform(inf->handlers.arg, obj);
-	if (object_key(key, sizeof(key), obj) < 0) {
-		cJSON_Delete(obj);
+	if (!lock_entry(inf, obj, key, sizeof(key), &e))
 		return;
-	}
-	pthread_mutex_lock(&inf->lock);
-	e = cache_find(inf, key);
 	if (e) {
 		old = e->obj;
 		e->obj = obj;
@@ -230,12 +241,8 @@ static void apply_delete(tau_kube_informer *inf, cJSON *obj)
 	cache_entry *e;
 	cJSON *old = NULL;
 
-	if (object_key(key, sizeof(key), obj) < 0) {
-		cJSON_Delete(obj);
+	if (!lock_entry(inf, obj, key, sizeof(key), &e))
 		return;
-	}
-	pthread_mutex_lock(&inf->lock);
-	e = cache_find(inf, key);
 	if (e)
 		old = cache_remove(inf, e);
 	pthread_mutex_unlock(&inf->lock);
@@ -263,12 +270,8 @@ static void apply_replace(tau_kube_informer *inf)
 		const char *nrv, *orv;
 		bool same = false;
 
-		if (object_key(key, sizeof(key), obj) < 0) {
-			cJSON_Delete(obj);
+		if (!lock_entry(inf, obj, key, sizeof(key), &e))
 			continue;
-		}
-		pthread_mutex_lock(&inf->lock);
-		e = cache_find(inf, key);
 		if (e) {
 			e->seen = true;
 			nrv = object_rv(obj);

@@ -277,6 +277,19 @@ static int check_key(const char *key)
 	return 0;
 }
 
+/*
+ * For the calls that act on a known key: false (error set, nothing locked) for a bad key,
+ * else true with q->lock held and *e the key's entry or NULL.
+ */
+static bool lock_entry(tau_workqueue *q, const char *key, wq_entry **e)
+{
+	if (check_key(key) < 0)
+		return false;
+	pthread_mutex_lock(&q->lock);
+	*e = lookup(q, key);
+	return true;
+}
+
 int tau_workqueue_add(tau_workqueue *q, const char *key)
 {
 	wq_entry *e;
@@ -389,10 +402,8 @@ void tau_workqueue_forget(tau_workqueue *q, const char *key)
 {
 	wq_entry *e;
 
-	if (check_key(key) < 0)
+	if (!lock_entry(q, key, &e))
 		return;
-	pthread_mutex_lock(&q->lock);
-	e = lookup(q, key);
 	if (e) {
 		e->failures = 0;
 		maybe_drop(q, e);
@@ -405,10 +416,8 @@ unsigned tau_workqueue_requeues(tau_workqueue *q, const char *key)
 	unsigned n = 0;
 	wq_entry *e;
 
-	if (check_key(key) < 0)
+	if (!lock_entry(q, key, &e))
 		return 0;
-	pthread_mutex_lock(&q->lock);
-	e = lookup(q, key);
 	if (e)
 		n = e->failures;
 	pthread_mutex_unlock(&q->lock);
@@ -480,10 +489,8 @@ void tau_workqueue_done(tau_workqueue *q, const char *key)
 {
 	wq_entry *e;
 
-	if (check_key(key) < 0)
+	if (!lock_entry(q, key, &e))
 		return;
-	pthread_mutex_lock(&q->lock);
-	e = lookup(q, key);
 	if (e != NULL && e->processing) {
 		e->processing = false;
 		if (e->dirty && fifo_push(q, e) == 0)
