@@ -6,6 +6,9 @@
  */
 #include "tau/error.h"
 
+#include "tau/mem.h"
+#include "tau/str.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -76,7 +79,5 @@ const char *tau_error_name(int code)
 
 	if (code < 0)
 		code = -code;
-	if ((size_t)code >= sizeof(names) / sizeof(names[0]))
-		return "EUNKNOWN";
-	return names[code];
+	return tau_str_enum_name(names, TAU_N_ELEMENTS(names), code, "EUNKNOWN");
 }
