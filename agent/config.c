@@ -57,11 +57,6 @@ void tau_agent_config_usage(FILE *out)
 	      out);
 }
 
-static const char *env_lookup(const char *name)
-{
-	return getenv(name);
-}
-
 /* HOST:PORT with a port 1..65535, or a gRPC target with a scheme (unix:, dns:, ipv4:). */
 static int check_aggregator(const char *addr)
 {
@@ -188,7 +183,7 @@ static const setting *setting_of(int c)
 }
 
 /* The environment, as if its variables were flags; an empty one is unset, but for a boolean. */
-static int from_env(tau_agent_config *cfg, tau_agent_env_fn env)
+static int from_env(tau_agent_config *cfg, tau_env_fn env)
 {
 	for (size_t i = 0; i < TAU_N_ELEMENTS(SETTINGS); i++) {
 		const setting *s = &SETTINGS[i];
@@ -247,7 +242,7 @@ static int validate(tau_agent_config *cfg)
 	return 0;
 }
 
-int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_agent_env_fn env)
+int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_env_fn env)
 {
 	struct option opts[TAU_N_ELEMENTS(SETTINGS) + 1] = {{0}};
 	char what[64];
@@ -264,7 +259,7 @@ int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_age
 	cfg->probe_interval_s = TAU_AGENT_DEFAULT_PROBE_INTERVAL_S;
 	cfg->log_level = TAU_LOG_INFO;
 	cfg->log_format = TAU_LOG_FORMAT_LOGFMT;
-	rc = from_env(cfg, env != NULL ? env : env_lookup);
+	rc = from_env(cfg, env != NULL ? env : tau_env_get);
 	if (rc < 0)
 		return rc;
 

@@ -9,6 +9,7 @@
 #ifndef TAU_AGENT_CONFIG_H
 #define TAU_AGENT_CONFIG_H
 
+#include "tau/env.h"
 #include "tau/log.h"
 
 #include <stdbool.h>
@@ -47,9 +48,6 @@ typedef struct tau_agent_config {
 	bool version;              /**< --version: print the version, exit 0 */
 } tau_agent_config;
 
-/** Looks up an environment variable; returns NULL when unset (getenv's contract). */
-typedef const char *(*tau_agent_env_fn)(const char *name);
-
 /**
  * Fill `cfg` from the environment (through `env`; NULL means getenv) and then
  * from argv.  Does not print.  Resets getopt's state, so it may be called
@@ -57,7 +55,7 @@ typedef const char *(*tau_agent_env_fn)(const char *name);
  * @return 0; -TAU_EINVAL for a usage error (tau_error_last() says what, in
  *         words fit for "tau-node-agent: <message>"); cfg is then partial.
  */
-int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_agent_env_fn env);
+int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_env_fn env);
 
 /** Print the usage text. */
 void tau_agent_config_usage(FILE *out);

@@ -115,14 +115,9 @@ void tau_agg_options_usage(FILE *out)
 	      out);
 }
 
-static const char *real_getenv(const char *name)
-{
-	return getenv(name);
-}
-
 /* The flag's value if given, else the environment twin's unless empty; *from names it. */
-static const char *pick(const char *flag_value, const char *flag, tau_agg_env_fn env,
-                        const char *var, const char **from)
+static const char *pick(const char *flag_value, const char *flag, tau_env_fn env, const char *var,
+                        const char **from)
 {
 	const char *v;
 
@@ -138,7 +133,7 @@ static const char *pick(const char *flag_value, const char *flag, tau_agg_env_fn
 	return NULL;
 }
 
-static int duration(int64_t *out, const char *flag_value, const char *flag, tau_agg_env_fn env,
+static int duration(int64_t *out, const char *flag_value, const char *flag, tau_env_fn env,
                     const char *var, int64_t min_ms, int64_t max_ms)
 {
 	const char *from = flag;
@@ -148,7 +143,7 @@ static int duration(int64_t *out, const char *flag_value, const char *flag, tau_
 }
 
 /* A switch: the flag turns it on; else the environment twin, parsed as a boolean. */
-static int flag_or_env_bool(bool *out, bool flag_given, tau_agg_env_fn env, const char *var)
+static int flag_or_env_bool(bool *out, bool flag_given, tau_env_fn env, const char *var)
 {
 	const char *v;
 
@@ -368,7 +363,7 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 }
 
 /* The environment twins of the plain strings, then the defaults. */
-static void merge_strings(tau_agg_options *o, tau_agg_env_fn env)
+static void merge_strings(tau_agg_options *o, tau_env_fn env)
 {
 	const char *from;
 	const char *v;
@@ -397,7 +392,7 @@ static void merge_strings(tau_agg_options *o, tau_agg_env_fn env)
 	        pick(o->researcher_role, "--researcher-role", env, "TAU_RESEARCHER_ROLE", &from);
 }
 
-static int parse_values(tau_agg_options *o, const raw_flags *r, tau_agg_env_fn env)
+static int parse_values(tau_agg_options *o, const raw_flags *r, tau_env_fn env)
 {
 	/* the whole-number options, each from 1 to its maximum */
 	const struct {
@@ -494,7 +489,7 @@ static int parse_values(tau_agg_options *o, const raw_flags *r, tau_agg_env_fn e
 	return 0;
 }
 
-int tau_agg_options_parse(tau_agg_options *o, int argc, char **argv, tau_agg_env_fn env)
+int tau_agg_options_parse(tau_agg_options *o, int argc, char **argv, tau_env_fn env)
 {
 	raw_flags r = {0};
 	int rc;
@@ -514,7 +509,7 @@ int tau_agg_options_parse(tau_agg_options *o, int argc, char **argv, tau_agg_env
 	                       .review_workers = 8,
 	                       .grpc_threads = 2};
 	if (env == NULL)
-		env = real_getenv;
+		env = tau_env_get;
 	if ((rc = read_flags(o, &r, argc, argv)) < 0)
 		return rc;
 	if (o->help || o->version)

@@ -12,6 +12,7 @@
 #ifndef TAU_AGG_OPTIONS_H
 #define TAU_AGG_OPTIONS_H
 
+#include "tau/env.h"
 #include "tau/log.h"
 
 #include <stdbool.h>
@@ -90,9 +91,6 @@ typedef struct tau_agg_options {
 	bool version;                /**< --version: print the version, exit 0 */
 } tau_agg_options;
 
-/** Looks up an environment variable; returns NULL when unset (getenv's contract). */
-typedef const char *(*tau_agg_env_fn)(const char *name);
-
 /**
  * Fill `o` with the defaults, then the environment (through `env`; NULL means getenv), then
  * argv, and check every value.  Does not print.  Resets getopt's state, so it may be called
@@ -101,7 +99,7 @@ typedef const char *(*tau_agg_env_fn)(const char *name);
  *         error, tau_error_last() saying what in words fit for "tau-aggregator: <message>"
  *         (the caller exits 2); o is then partial.
  */
-int tau_agg_options_parse(tau_agg_options *o, int argc, char **argv, tau_agg_env_fn env);
+int tau_agg_options_parse(tau_agg_options *o, int argc, char **argv, tau_env_fn env);
 
 /**
  * Parse a --feature-gates list "Name=bool[,Name=bool...]" into `gates` (gates not named keep
