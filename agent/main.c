@@ -11,6 +11,7 @@
 
 #include "tau/error.h"
 #include "tau/log.h"
+#include "tau/prog.h"
 
 #include <stdio.h>
 
@@ -23,14 +24,9 @@ int main(int argc, char **argv)
 		fputs("Try 'tau-node-agent --help'.\n", stderr);
 		return 2;
 	}
-	if (cfg.help) {
-		tau_agent_config_usage(stdout);
+	if (tau_prog_help_version("tau-node-agent", cfg.help, cfg.version,
+	                          tau_agent_config_usage) == 0)
 		return 0;
-	}
-	if (cfg.version) {
-		printf("tau-node-agent %s\n", TAU_VERSION_STRING);
-		return 0;
-	}
 	tau_log_set_level(cfg.log_level);
 	tau_log_set_format(cfg.log_format);
 	if (cfg.once)

@@ -31,6 +31,7 @@
 #include "tau/log.h"
 #include "tau/parse.h"
 #include "tau/pem.h"
+#include "tau/prog.h"
 #include "tau/rpc_server.h"
 
 #include <errno.h>
@@ -512,14 +513,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tau-aggregator: %s (see --help)\n", tau_error_last()->msg);
 		return 2;
 	}
-	if (o.help) {
-		tau_agg_options_usage(stdout);
+	if (tau_prog_help_version("tau-aggregator", o.help, o.version, tau_agg_options_usage) == 0)
 		return 0;
-	}
-	if (o.version) {
-		printf("tau-aggregator %s\n", TAU_VERSION_STRING);
-		return 0;
-	}
 	if (o.log_level_set)
 		tau_log_set_level(o.log_level);
 	if (o.log_format_set)
