@@ -12,6 +12,8 @@
 #include "desired.h"
 #include "helpers.h"
 
+#include "inventory/sorted.h"
+
 #include "tau/error.h"
 #include "tau/json.h"
 #include "tau/mem.h"
@@ -44,34 +46,27 @@ void tau_budget_cells_clear_each(tau_budget_cells *const *sets, size_t n)
 		tau_budget_cells_clear(sets[i]);
 }
 
-static int cell_cmp(const tau_budget_cell *a, const char *flavor, const char *resource)
-{
-	int k = strcmp(a->flavor, flavor);
+/* A cell's place among cells sorted by flavor, then resource. */
+struct cell_key {
+	const char *flavor, *resource;
+};
 
-	return k != 0 ? k : strcmp(a->resource, resource);
+static int cell_cmp(const void *elem, const void *key)
+{
+	const tau_budget_cell *a = elem;
+	const struct cell_key *k = key;
+	int c = strcmp(a->flavor, k->flavor);
+
+	return c != 0 ? c : strcmp(a->resource, k->resource);
 }
 
 /* Index of the cell, or where it would go (*found false). */
 static size_t cell_find(const tau_budget_cells *c, const char *flavor, const char *resource,
                         bool *found)
 {
-	size_t lo = 0, hi = c->n;
+	const struct cell_key key = {flavor, resource};
 
-	*found = false;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int k = cell_cmp(&c->items[mid], flavor, resource);
-
-		if (k == 0) {
-			*found = true;
-			return mid;
-		}
-		if (k < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return tau_sorted_search(c->items, c->n, sizeof(*c->items), cell_cmp, &key, found);
 }
 
 int tau_budget_cells_add(tau_budget_cells *c, const char *flavor, const char *resource,

@@ -75,23 +75,7 @@ void tau_budget_append(char *buf, size_t len, const char *f, ...)
 int tau_budget_sorted_add(void **rec, void **items, size_t *n, size_t *cap, size_t size,
                           const char *name)
 {
-	bool found = false;
-	size_t at = tau_sorted_index(*items, *n, size, name, &found);
-	char *copy, *slot;
+	int rc = tau_sorted_add(rec, items, n, cap, size, name);
 
-	if (found) {
-		*rec = (char *)*items + at * size;
-		return 0;
-	}
-	if ((copy = strdup(name)) == NULL || tau_array_grow(items, cap, *n + 1, size) < 0) {
-		free(copy);
-		return tau_budget_nomem();
-	}
-	slot = (char *)*items + at * size;
-	memmove(slot + size, slot, (*n - at) * size);
-	memset(slot, 0, size);
-	memcpy(slot, &copy, sizeof(copy));
-	(*n)++;
-	*rec = slot;
-	return 1;
+	return rc < 0 ? tau_budget_nomem() : rc;
 }

@@ -311,29 +311,11 @@ static size_t find(const tau_nodestore *s, const char *name, bool *found)
 
 static record *get_or_add(tau_nodestore *s, const char *name)
 {
-	bool found;
-	size_t i = find(s, name, &found);
-	char *copy;
+	void *r = NULL;
 
-	if (found)
-		return &s->recs[i];
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		record *grown = realloc(s->recs, cap * sizeof(*grown));
-
-		if (grown == NULL)
-			return NULL;
-		s->recs = grown;
-		s->cap = cap;
-	}
-	copy = strdup(name);
-	if (copy == NULL)
+	if (tau_sorted_add(&r, (void **)&s->recs, &s->n, &s->cap, sizeof(*s->recs), name) < 0)
 		return NULL;
-	memmove(&s->recs[i + 1], &s->recs[i], (s->n - i) * sizeof(*s->recs));
-	memset(&s->recs[i], 0, sizeof(s->recs[i]));
-	s->recs[i].name = copy;
-	s->n++;
-	return &s->recs[i];
+	return r;
 }
 
 static bool api_readable(const record *r)

@@ -223,29 +223,12 @@ static size_t sum_index(const tau_pool_flavor *f, const char *name, bool *found)
 
 static tau_pool_flavor *flavor_get_or_add(tau_pool *pool, const char *name)
 {
-	bool found;
-	size_t i = flavor_index(pool, name, &found);
-	tau_pool_flavor f = {0};
+	void *f = NULL;
 
-	if (found)
-		return &pool->flavors[i];
-	if (pool->n_flavors == pool->cap_flavors) {
-		size_t cap = pool->cap_flavors ? pool->cap_flavors * 2 : 8;
-		tau_pool_flavor *nf = realloc(pool->flavors, cap * sizeof(*nf));
-
-		if (nf == NULL)
-			return NULL;
-		pool->flavors = nf;
-		pool->cap_flavors = cap;
-	}
-	f.name = strdup(name);
-	if (f.name == NULL)
+	if (tau_sorted_add(&f, (void **)&pool->flavors, &pool->n_flavors, &pool->cap_flavors,
+	                   sizeof(*pool->flavors), name) < 0)
 		return NULL;
-	memmove(&pool->flavors[i + 1], &pool->flavors[i],
-	        (pool->n_flavors - i) * sizeof(*pool->flavors));
-	pool->flavors[i] = f;
-	pool->n_flavors++;
-	return &pool->flavors[i];
+	return f;
 }
 
 static void flavor_remove_if_empty(tau_pool *pool, const char *name)
