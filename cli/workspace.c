@@ -331,43 +331,35 @@ const char *tau_cli_csi_probe_verdict(char *detail, size_t cap, const char *node
                                       const Tau__Inventory__V1__GetNodeResponse *r)
 {
 	const Tau__Inventory__V1__CsiDriver *d = r != NULL ? find_csi(r->inventory, driver) : NULL;
+	/* The first step that holds gives the verdict; its text names the driver between
+	 * `before` and `after`. */
+	const struct {
+		bool holds;
+		const char *before, *after, *verdict;
+	} steps[] = {
+	        {r == NULL || r->inventory == NULL, "no agent data: the live Probe of ",
+	         " is unknown", TAU_CLI_PROBE_UNKNOWN},
+	        {r != NULL && r->status != NULL && r->status->stale,
+	         "its agent's last report is stale: the live Probe of ", " is unknown",
+	         TAU_CLI_PROBE_UNKNOWN},
+	        {d == NULL || !d->in_csi_node, "the agent does not see ",
+	         " registered (yet): the live Probe is unknown", TAU_CLI_PROBE_UNKNOWN},
+	        {d != NULL && !d->socket_present, "",
+	         " registered in CSINode but not answering Probe: its registration socket is "
+	         "missing",
+	         TAU_CLI_PROBE_NOT_READY},
+	        {d != NULL && !d->probed, "the agent made no live check of ",
+	         " (an agent without the CSI probe): unknown", TAU_CLI_PROBE_UNKNOWN},
+	        {d != NULL && d->probe_ready == TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_TRUE, "",
+	         " answers Probe ready", TAU_CLI_PROBE_READY},
+	};
 
-	if (r == NULL || r->inventory == NULL) {
-		snprintf(detail, cap, "node %s: no agent data: the live Probe of %s is unknown",
-		         node, driver);
-		return TAU_CLI_PROBE_UNKNOWN;
-	}
-	if (r->status != NULL && r->status->stale) {
-		snprintf(detail, cap,
-		         "node %s: its agent's last report is stale: the live Probe of %s is "
-		         "unknown",
-		         node, driver);
-		return TAU_CLI_PROBE_UNKNOWN;
-	}
-	if (d == NULL || !d->in_csi_node) {
-		snprintf(detail, cap,
-		         "node %s: the agent does not see %s registered (yet): the live Probe is "
-		         "unknown",
-		         node, driver);
-		return TAU_CLI_PROBE_UNKNOWN;
-	}
-	if (!d->socket_present) {
-		snprintf(detail, cap,
-		         "node %s: %s registered in CSINode but not answering Probe: its "
-		         "registration socket is missing",
-		         node, driver);
-		return TAU_CLI_PROBE_NOT_READY;
-	}
-	if (!d->probed) {
-		snprintf(detail, cap,
-		         "node %s: the agent made no live check of %s (an agent without the CSI "
-		         "probe): unknown",
-		         node, driver);
-		return TAU_CLI_PROBE_UNKNOWN;
-	}
-	if (d->probe_ready == TAU__INVENTORY__V1__TRI_STATE__TRI_STATE_TRUE) {
-		snprintf(detail, cap, "node %s: %s answers Probe ready", node, driver);
-		return TAU_CLI_PROBE_READY;
+	for (size_t i = 0; i < TAU_N_ELEMENTS(steps); i++) {
+		if (steps[i].holds) {
+			snprintf(detail, cap, "node %s: %s%s%s", node, steps[i].before, driver,
+			         steps[i].after);
+			return steps[i].verdict;
+		}
 	}
 	snprintf(detail, cap, "node %s: %s registered in CSINode but not answering Probe: %s", node,
 	         driver,

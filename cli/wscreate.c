@@ -483,6 +483,19 @@ out:
 	return rc;
 }
 
+/* Report how a create or update of sysns/name went: TAU_CLI_OK or TAU_CLI_FAILED. */
+static int written(int api_rc, const char *doing, const char *done, const char *sysns,
+                   const char *name)
+{
+	if (api_rc != 0) {
+		fprintf(stderr, "tau workspace create: %s %s/%s: %s\n", doing, sysns, name,
+		        tau_cli_api_message());
+		return TAU_CLI_FAILED;
+	}
+	fprintf(stdout, "workspace %s/%s %s\n", sysns, name, done);
+	return TAU_CLI_OK;
+}
+
 /* Create, or replace the spec of a workspace tau created.  TAU_CLI_OK or TAU_CLI_FAILED. */
 static int write_workspace(tau_kube_client *c, cJSON *obj, const char *sysns, const char *name)
 {
@@ -490,13 +503,8 @@ static int write_workspace(tau_kube_client *c, cJSON *obj, const char *sysns, co
 	int g = tau_kube_get(&cur, c, &res_workspaces, sysns, name), rc = TAU_CLI_FAILED;
 
 	if (g == -TAU_ENOTFOUND) {
-		if (tau_kube_create(&out, c, &res_workspaces, sysns, obj) != 0) {
-			fprintf(stderr, "tau workspace create: creating %s/%s: %s\n", sysns, name,
-			        tau_cli_api_message());
-			goto out;
-		}
-		fprintf(stdout, "workspace %s/%s created\n", sysns, name);
-		rc = TAU_CLI_OK;
+		rc = written(tau_kube_create(&out, c, &res_workspaces, sysns, obj), "creating",
+		             "created", sysns, name);
 		goto out;
 	}
 	if (g != 0) {
@@ -521,13 +529,8 @@ static int write_workspace(tau_kube_client *c, cJSON *obj, const char *sysns, co
 	}
 	cJSON_ReplaceItemInObjectCaseSensitive(
 	        cur, "spec", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(obj, "spec"), true));
-	if (tau_kube_update(&out, c, &res_workspaces, sysns, cur) != 0) {
-		fprintf(stderr, "tau workspace create: updating %s/%s: %s\n", sysns, name,
-		        tau_cli_api_message());
-		goto out;
-	}
-	fprintf(stdout, "workspace %s/%s updated (created by tau)\n", sysns, name);
-	rc = TAU_CLI_OK;
+	rc = written(tau_kube_update(&out, c, &res_workspaces, sysns, cur), "updating",
+	             "updated (created by tau)", sysns, name);
 out:
 	cJSON_Delete(cur);
 	cJSON_Delete(out);
