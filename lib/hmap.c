@@ -46,6 +46,17 @@ void tau_hmap_destroy(tau_hmap *m)
 	m->n_buckets = m->len = 0;
 }
 
+void tau_hmap_destroy_free(tau_hmap *m, size_t node_offset)
+{
+	tau_hmap_iter it;
+	tau_hmap_node *n;
+
+	tau_hmap_iter_init(&it, m);
+	while ((n = tau_hmap_iter_next(&it)) != NULL)
+		free((char *)n - node_offset);
+	tau_hmap_destroy(m);
+}
+
 tau_hmap_node *tau_hmap_get(const tau_hmap *m, const char *key)
 {
 	uint64_t h = tau_hmap_hash(key);

@@ -20,6 +20,7 @@
 #include "tau/json.h"
 #include "tau/log.h"
 #include "tau/mem.h"
+#include "tau/thread.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -63,7 +64,6 @@ int tau_kube_leader_new(tau_kube_leader **out, tau_kube_client *client,
                         const tau_kube_leader_config *cfg)
 {
 	tau_kube_leader *le;
-	pthread_condattr_t ca;
 
 	if (cfg->namespace == NULL || cfg->name == NULL || cfg->identity == NULL ||
 	    cfg->identity[0] == '\0')
@@ -104,10 +104,7 @@ int tau_kube_leader_new(tau_kube_leader **out, tau_kube_client *client,
 	le->cfg.name = le->name;
 	le->cfg.identity = le->identity;
 	pthread_mutex_init(&le->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&le->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	tau_thread_cond_init_monotonic(&le->cond);
 	atomic_init(&le->leading, false);
 	atomic_init(&le->lost, false);
 	*out = le;
@@ -429,11 +426,7 @@ void tau_kube_leader_stop(tau_kube_leader *le)
 {
 	if (!le->thread_running)
 		return;
-	pthread_mutex_lock(&le->lock);
-	le->stopping = true;
-	pthread_cond_broadcast(&le->cond);
-	pthread_mutex_unlock(&le->lock);
-	pthread_join(le->thread, NULL);
+	tau_thread_stop_join(&le->lock, &le->cond, &le->stopping, &le->thread, 1);
 	le->thread_running = false;
 }
 

@@ -438,15 +438,7 @@ void tau_rpc_server_free(tau_rpc_server *srv)
 		free(srv->methods[i]);
 	}
 	free(srv->methods);
-	{
-		tau_hmap_iter it;
-		tau_hmap_node *n;
-
-		tau_hmap_iter_init(&it, &srv->peers);
-		while ((n = tau_hmap_iter_next(&it)) != NULL)
-			free(TAU_HMAP_ENTRY(n, struct peer_calls, node));
-		tau_hmap_destroy(&srv->peers);
-	}
+	tau_hmap_destroy_free(&srv->peers, offsetof(struct peer_calls, node));
 	pthread_mutex_destroy(&srv->mu);
 	pthread_cond_destroy(&srv->cond);
 	free(srv);

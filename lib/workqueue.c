@@ -15,6 +15,7 @@
 #include "tau/error.h"
 #include "tau/hmap.h"
 #include "tau/sync.h"
+#include "tau/thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -216,7 +217,6 @@ static void promote_due(tau_workqueue *q)
 int tau_workqueue_new(tau_workqueue **out, const tau_workqueue_options *opts)
 {
 	tau_workqueue *q = calloc(1, sizeof(*q));
-	pthread_condattr_t ca;
 
 	if (q == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
@@ -236,10 +236,7 @@ int tau_workqueue_new(tau_workqueue **out, const tau_workqueue_options *opts)
 	}
 	tau_backoff_bucket_init(&q->bucket, q->opts.qps, q->opts.burst, clock_ms(q));
 	pthread_mutex_init(&q->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&q->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	tau_thread_cond_init_monotonic(&q->cond);
 	*out = q;
 	return 0;
 }
@@ -248,15 +245,7 @@ void tau_workqueue_free(tau_workqueue *q)
 {
 	if (q == NULL)
 		return;
-	{
-		tau_hmap_iter it;
-		tau_hmap_node *n;
-
-		tau_hmap_iter_init(&it, &q->entries);
-		while ((n = tau_hmap_iter_next(&it)) != NULL)
-			free(TAU_HMAP_ENTRY(n, wq_entry, node));
-	}
-	tau_hmap_destroy(&q->entries);
+	tau_hmap_destroy_free(&q->entries, offsetof(wq_entry, node));
 	free(q->fifo);
 	free(q->heap);
 	pthread_cond_destroy(&q->cond);
@@ -504,10 +493,7 @@ void tau_workqueue_done(tau_workqueue *q, const char *key)
 
 void tau_workqueue_shutdown(tau_workqueue *q)
 {
-	pthread_mutex_lock(&q->lock);
-	q->shutting_down = true;
-	pthread_cond_broadcast(&q->cond);
-	pthread_mutex_unlock(&q->lock);
+	tau_thread_raise(&q->lock, &q->cond, &q->shutting_down);
 }
 
 size_t tau_workqueue_len(tau_workqueue *q)

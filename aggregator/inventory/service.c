@@ -181,15 +181,7 @@ void tau_inventory_free(tau_inventory *a)
 	for (size_t i = 0; i < a->n_watchers; i++)
 		tau_rpc_call_unref(a->watchers[i].call);
 	free(a->watchers);
-	{
-		tau_hmap_iter it;
-		tau_hmap_node *n;
-
-		tau_hmap_iter_init(&it, &a->bindings);
-		while ((n = tau_hmap_iter_next(&it)) != NULL)
-			free(TAU_HMAP_ENTRY(n, binding, hnode));
-	}
-	tau_hmap_destroy(&a->bindings);
+	tau_hmap_destroy_free(&a->bindings, offsetof(binding, hnode));
 	tau_hmap_destroy(&a->review_peers); /* empty: every review released its peer */
 	for (size_t i = 0; i < a->n_peers; i++)
 		free(a->peers[i]);

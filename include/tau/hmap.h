@@ -55,6 +55,12 @@ int tau_hmap_init(tau_hmap *m, size_t buckets);
 /** Release the bucket array (not the entries).  The map is then empty and needs init. */
 void tau_hmap_destroy(tau_hmap *m);
 
+/**
+ * free() every entry, each the allocation that holds its node `node_offset`
+ * bytes in (offsetof(type, member)), then tau_hmap_destroy(m).
+ */
+void tau_hmap_destroy_free(tau_hmap *m, size_t node_offset);
+
 /** The node stored under `key`, or NULL. */
 tau_hmap_node *tau_hmap_get(const tau_hmap *m, const char *key);
 

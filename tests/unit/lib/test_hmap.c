@@ -86,11 +86,40 @@ static void test_empty_walk_and_hash(void **state)
 	assert_true(tau_hmap_hash("a") == 0xaf63dc4c8601ec8cULL);
 }
 
+typedef struct {
+	char name[16];
+	tau_hmap_node node; /* not first: destroy_free must step back to the allocation */
+} owned;
+
+static void test_destroy_free_frees_every_entry(void **state)
+{
+	tau_hmap m;
+
+	(void)state;
+	assert_int_equal(tau_hmap_init(&m, 4), 0);
+	for (int i = 0; i < 20; i++) {
+		owned *o = calloc(1, sizeof(*o));
+
+		assert_non_null(o);
+		snprintf(o->name, sizeof(o->name), "key-%d", i);
+		tau_hmap_insert(&m, &o->node, o->name);
+	}
+	assert_int_equal(m.len, 20);
+	/* leaks or a bad pointer would fail the ASan build, which runs every unit test */
+	tau_hmap_destroy_free(&m, offsetof(owned, node));
+	assert_null(m.buckets);
+	assert_int_equal(m.len, 0);
+	assert_int_equal(tau_hmap_init(&m, 0), 0);
+	tau_hmap_destroy_free(&m, offsetof(owned, node));
+	assert_null(m.buckets);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_map),
 	        cmocka_unit_test(test_empty_walk_and_hash),
+	        cmocka_unit_test(test_destroy_free_frees_every_entry),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
