@@ -89,3 +89,17 @@ int tau_cli_one_workspace_name(const char **name, int argc, char **argv, const c
 	*name = argv[optind];
 	return tau_cli_workspace_name_check(cmd, *name) < 0 ? -1 : 0;
 }
+
+int tau_cli_check_connect(tau_kube_client **client, const tau_cli_opts *o, const char *group,
+                          const char *verb)
+{
+	if (tau_cli_aggregator_check(&o->agg) < 0) {
+		fprintf(stderr, "%s %s: %s\n", group, verb, tau_error_last()->msg);
+		return TAU_CLI_USAGE;
+	}
+	if (tau_cli_connect(client, &o->gl) != 0) {
+		fprintf(stderr, "%s: %s\n", group, tau_error_last()->msg);
+		return TAU_CLI_USAGE;
+	}
+	return 0;
+}

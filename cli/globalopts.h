@@ -92,4 +92,12 @@ int tau_cli_parse(tau_cli_opts *o, const tau_cli_globals *g, int argc, char **ar
  */
 int tau_cli_one_workspace_name(const char **name, int argc, char **argv, const char *cmd);
 
+/**
+ * After the options of `<group> <verb>`: tau_cli_aggregator_check on o->agg, then
+ * tau_cli_connect.  Prints "<group> <verb>: reason" or "<group>: reason" on stderr.
+ * @return 0 with *client set, or TAU_CLI_USAGE.
+ */
+int tau_cli_check_connect(tau_kube_client **client, const tau_cli_opts *o, const char *group,
+                          const char *verb);
+
 #endif /* TAU_CLI_GLOBALOPTS_H */

@@ -388,14 +388,8 @@ int tau_cli_storage(int argc, char **argv, const tau_cli_globals *g)
 		storage_usage(stderr);
 		return TAU_CLI_USAGE;
 	}
-	if (tau_cli_aggregator_check(&o.agg) < 0) {
-		fprintf(stderr, "tau storage check: %s\n", tau_error_last()->msg);
-		return TAU_CLI_USAGE;
-	}
-	if (tau_cli_connect(&client, &o.gl) != 0) {
-		fprintf(stderr, "tau storage: %s\n", tau_error_last()->msg);
+	if (tau_cli_check_connect(&client, &o, "tau storage", "check") != 0)
 		goto out;
-	}
 	rc = TAU_CLI_FAILED;
 	lo.label_selector = sel;
 	if (tau_kube_list_all(&nodes, client, &tau_kube_res_nodes, NULL, &lo) != 0) {

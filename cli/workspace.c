@@ -907,14 +907,8 @@ int tau_cli_workspace(int argc, char **argv, const tau_cli_globals *g)
 		                "--data-pvc PVC; give one\n");
 		return TAU_CLI_USAGE;
 	}
-	if (tau_cli_aggregator_check(&o.agg) < 0) {
-		fprintf(stderr, "tau workspace check: %s\n", tau_error_last()->msg);
+	if (tau_cli_check_connect(&client, &o, "tau workspace", "check") != 0)
 		return TAU_CLI_USAGE;
-	}
-	if (tau_cli_connect(&client, &o.gl) != 0) {
-		fprintf(stderr, "tau workspace: %s\n", tau_error_last()->msg);
-		return TAU_CLI_USAGE;
-	}
 	sysns = tau_cli_system_namespace(sysns_buf, sizeof(sysns_buf), client,
 	                                 o.gl.system_namespace);
 	rc = TAU_CLI_FAILED;
