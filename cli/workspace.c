@@ -91,6 +91,31 @@ static int print_doc(FILE *out, cJSON *doc, tau_cli_format fmt)
 	return rc;
 }
 
+/*
+ * The cells of a four-column table: the `heads` row, then per element of `items` (`n` of them)
+ * the strings at `paths`.  *rows counts the rows; NULL when out of memory.
+ */
+static const char **table_cells(size_t *rows, const cJSON *items, size_t n,
+                                const char *const heads[4], const char *const paths[4])
+{
+	const char **cells = calloc((n + 1) * 4, sizeof(*cells));
+	const cJSON *it;
+	size_t r = 1;
+
+	if (cells == NULL)
+		return NULL;
+	for (size_t k = 0; k < 4; k++)
+		cells[k] = heads[k];
+	cJSON_ArrayForEach(it, items)
+	{
+		for (size_t k = 0; k < 4; k++)
+			cells[r * 4 + k] = tau_json_str(it, paths[k]);
+		r++;
+	}
+	*rows = r;
+	return cells;
+}
+
 int tau_cli_ws_print_list(FILE *out, const cJSON *list, tau_cli_format fmt)
 {
 	const cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items"), *it;
@@ -121,21 +146,13 @@ int tau_cli_ws_print_list(FILE *out, const cJSON *list, tau_cli_format fmt)
 		fprintf(out, "No workspaces found.\n");
 		return 0;
 	}
-	cells = calloc((n + 1) * 4, sizeof(*cells));
+	cells = table_cells(&r, items, n,
+	                    (const char *const[4]){"NAME", "PHASE", "NAMESPACE", "QUEUE"},
+	                    (const char *const[4]){"metadata.name", "status.phase",
+	                                           "status.target.resolvedNamespace",
+	                                           "status.queue.localQueue"});
 	if (cells == NULL)
 		return tau_error_set(TAU_ENOMEM, "out of memory");
-	cells[0] = "NAME";
-	cells[1] = "PHASE";
-	cells[2] = "NAMESPACE";
-	cells[3] = "QUEUE";
-	cJSON_ArrayForEach(it, items)
-	{
-		cells[r * 4 + 0] = tau_json_str(it, "metadata.name");
-		cells[r * 4 + 1] = tau_json_str(it, "status.phase");
-		cells[r * 4 + 2] = tau_json_str(it, "status.target.resolvedNamespace");
-		cells[r * 4 + 3] = tau_json_str(it, "status.queue.localQueue");
-		r++;
-	}
 	tau_cli_print_table(out, cells, r, 4);
 	free(cells);
 	return 0;
@@ -191,7 +208,7 @@ static cJSON *status_doc(const cJSON *ws)
 
 static void print_conditions(FILE *out, const cJSON *ws)
 {
-	const cJSON *conds = tau_json_find(ws, "status.conditions"), *c;
+	const cJSON *conds = tau_json_find(ws, "status.conditions");
 	size_t n = (size_t)cJSON_GetArraySize(conds), r = 1;
 	const char **cells;
 
@@ -199,21 +216,11 @@ static void print_conditions(FILE *out, const cJSON *ws)
 		fprintf(out, "Conditions:  %s\n", NONE);
 		return;
 	}
-	cells = calloc((n + 1) * 4, sizeof(*cells));
+	cells = table_cells(&r, conds, n,
+	                    (const char *const[4]){"TYPE", "STATUS", "REASON", "MESSAGE"},
+	                    (const char *const[4]){"type", "status", "reason", "message"});
 	if (cells == NULL)
 		return;
-	cells[0] = "TYPE";
-	cells[1] = "STATUS";
-	cells[2] = "REASON";
-	cells[3] = "MESSAGE";
-	cJSON_ArrayForEach(c, conds)
-	{
-		cells[r * 4 + 0] = tau_json_str(c, "type");
-		cells[r * 4 + 1] = tau_json_str(c, "status");
-		cells[r * 4 + 2] = tau_json_str(c, "reason");
-		cells[r * 4 + 3] = tau_json_str(c, "message");
-		r++;
-	}
 	fprintf(out, "Conditions:\n");
 	tau_cli_print_table(out, cells, r, 4);
 	free(cells);
