@@ -219,6 +219,8 @@ void tau_cli_csi_print(FILE *out, const cJSON *doc, const char *none)
 	const char *driver = tau_json_str(doc, "driver");
 	size_t rows = 1, eligible = (size_t)cJSON_GetArraySize(arr), missing = 0;
 	const char **cells = calloc((eligible + 1) * STORAGE_COLS, sizeof(*cells));
+	static const char *const heads[STORAGE_COLS] = {"NODE", "REGISTERED", "KIND", "MANAGED-BY",
+	                                                "PROBE"};
 	const cJSON *live = cJSON_GetObjectItemCaseSensitive(doc, "liveProbe");
 	/* The PROBE column only when an aggregator was asked. */
 	int cols = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(live, "checked"))
@@ -227,11 +229,7 @@ void tau_cli_csi_print(FILE *out, const cJSON *doc, const char *none)
 
 	if (cells == NULL)
 		return;
-	cells[0] = "NODE";
-	cells[1] = "REGISTERED";
-	cells[2] = "KIND";
-	cells[3] = "MANAGED-BY";
-	cells[4] = "PROBE";
+	memcpy(cells, heads, sizeof(heads));
 	cJSON_ArrayForEach(n, arr)
 	{
 		bool has = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(n, "registered"));

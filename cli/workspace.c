@@ -511,6 +511,7 @@ void tau_cli_ws_print_csi(FILE *out, const cJSON *csi)
 	const char *driver = tau_json_str(csi, "driver");
 	size_t rows = (size_t)cJSON_GetArraySize(nodes), r = 1, n_missing = 0;
 	const char **cells;
+	static const char *const heads[] = {"NODE", "REGISTERED", "SOCKET", "PROBE"};
 
 	driver = driver != NULL ? driver : NONE;
 	if (rows == 0) {
@@ -521,10 +522,7 @@ void tau_cli_ws_print_csi(FILE *out, const cJSON *csi)
 	cells = calloc((rows + 1) * 4, sizeof(*cells));
 	if (cells == NULL)
 		return;
-	cells[0] = "NODE";
-	cells[1] = "REGISTERED";
-	cells[2] = "SOCKET";
-	cells[3] = "PROBE";
+	memcpy(cells, heads, sizeof(heads));
 	cJSON_ArrayForEach(n, nodes)
 	{
 		const char *probe = tau_json_str(n, "probe");
