@@ -12,6 +12,7 @@
 #include "hostprobe.h"
 
 #include "tau/error.h"
+#include "tau/thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -97,13 +98,7 @@ int tau_agent_nvml_probe_bounded(tau_agent_nvml *n, const char *library, int tim
 		return tau_agent_nvml_probe(n, library);
 	}
 	pthread_attr_destroy(&attr);
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	tau_thread_deadline_ms(&deadline, CLOCK_REALTIME, timeout_ms);
 	pthread_mutex_lock(&job->lock);
 	while (!job->done && wait_rc != ETIMEDOUT)
 		wait_rc = pthread_cond_timedwait(&job->done_cond, &job->lock, &deadline);

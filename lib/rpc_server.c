@@ -22,6 +22,7 @@
 #include "tau/log.h"
 #include "tau/rpc_server.h"
 #include "tau/sync.h"
+#include "tau/thread.h"
 
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
@@ -361,13 +362,7 @@ static void wait_until_locked(tau_rpc_server *srv, bool (*cond)(tau_rpc_server *
 			pthread_cond_wait(&srv->cond, &srv->mu);
 		return;
 	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	tau_thread_deadline_ms(&ts, CLOCK_REALTIME, timeout_ms);
 	while (!cond(srv))
 		if (pthread_cond_timedwait(&srv->cond, &srv->mu, &ts) != 0)
 			break;

@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -23,6 +24,17 @@ void tau_thread_cond_init_monotonic(pthread_cond_t *cond)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(cond, &ca);
 	pthread_condattr_destroy(&ca);
+}
+
+void tau_thread_deadline_ms(struct timespec *ts, clockid_t clock, int64_t ms)
+{
+	clock_gettime(clock, ts);
+	ts->tv_sec += (time_t)(ms / 1000);
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
 }
 
 void tau_thread_raise(pthread_mutex_t *mu, pthread_cond_t *cond, bool *flag)

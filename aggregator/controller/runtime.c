@@ -21,6 +21,7 @@
 #include "tau/log.h"
 #include "tau/mem.h"
 #include "tau/prom.h"
+#include "tau/thread.h"
 #include "tau/workqueue.h"
 
 #include <pthread.h>
@@ -567,13 +568,7 @@ int tau_controller_wait_synced(tau_controller *ctl, uint64_t timeout_ms)
 	size_t used = 0;
 	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(timeout_ms / 1000);
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	tau_thread_deadline_ms(&ts, CLOCK_REALTIME, (int64_t)timeout_ms);
 	pthread_mutex_lock(&ctl->mu);
 	while (ctl->n_synced < ctl->n_watches && rc == 0)
 		rc = pthread_cond_timedwait(&ctl->cond, &ctl->mu, &ts);

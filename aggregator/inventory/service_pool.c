@@ -17,6 +17,7 @@
 #include "tau/error.h"
 #include "tau/log.h"
 #include "tau/rpc_server.h"
+#include "tau/thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -208,16 +209,6 @@ int tau_inventory_pool_snapshot(tau_inventory *a, tau_pool_snapshot **out)
 	return rc;
 }
 
-static void add_ms(struct timespec *ts, int64_t ms)
-{
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (ms % 1000) * 1000000;
-	if (ts->tv_nsec >= 1000000000) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000;
-	}
-}
-
 void *tau_inventory_publisher(void *arg)
 {
 	tau_inventory *a = arg;
@@ -227,8 +218,7 @@ void *tau_inventory_publisher(void *arg)
 		struct timespec deadline;
 
 		/* The periodic tick (sync-gate timer, watchers that were behind), or a change. */
-		clock_gettime(CLOCK_MONOTONIC, &deadline);
-		add_ms(&deadline, 250);
+		tau_thread_deadline_ms(&deadline, CLOCK_MONOTONIC, 250);
 		while (!a->stop && !a->dirty &&
 		       pthread_cond_timedwait(&a->cond, &a->mu, &deadline) != ETIMEDOUT)
 			;
@@ -249,8 +239,7 @@ void *tau_inventory_publisher(void *arg)
 				window = a->cfg.coalesce_ms;
 			if (window > 1000)
 				window = 1000;
-			clock_gettime(CLOCK_MONOTONIC, &deadline);
-			add_ms(&deadline, window);
+			tau_thread_deadline_ms(&deadline, CLOCK_MONOTONIC, window);
 			while (!a->stop &&
 			       pthread_cond_timedwait(&a->cond, &a->mu, &deadline) != ETIMEDOUT)
 				;

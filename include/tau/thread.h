@@ -8,9 +8,18 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
 
 /** Initialise `cond` so that pthread_cond_timedwait deadlines are CLOCK_MONOTONIC times. */
 void tau_thread_cond_init_monotonic(pthread_cond_t *cond);
+
+/**
+ * `ms` from now on `clock` into `*ts`: the absolute deadline pthread_cond_timedwait
+ * takes (CLOCK_MONOTONIC for a condition from tau_thread_cond_init_monotonic,
+ * CLOCK_REALTIME for one with default attributes).
+ */
+void tau_thread_deadline_ms(struct timespec *ts, clockid_t clock, int64_t ms);
 
 /** Under `mu`: set `*flag` to true and wake every waiter on `cond`. */
 void tau_thread_raise(pthread_mutex_t *mu, pthread_cond_t *cond, bool *flag);

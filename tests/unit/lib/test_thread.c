@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -92,6 +93,25 @@ static void test_monotonic_deadline_times_out(void **state)
 	shared_destroy(&s);
 }
 
+static void test_deadline_ms(void **state)
+{
+	struct timespec before, ts, after;
+
+	(void)state;
+	clock_gettime(CLOCK_MONOTONIC, &before);
+	tau_thread_deadline_ms(&ts, CLOCK_MONOTONIC, 1999);
+	clock_gettime(CLOCK_MONOTONIC, &after);
+	assert_true(ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000L);
+	/* 1.999 s after a time between before and after */
+	{
+		int64_t t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		int64_t lo = (int64_t)before.tv_sec * 1000000000 + before.tv_nsec + 1999000000;
+		int64_t hi = (int64_t)after.tv_sec * 1000000000 + after.tv_nsec + 1999000000;
+
+		assert_true(t >= lo && t <= hi);
+	}
+}
+
 static void test_raise_without_threads(void **state)
 {
 	shared s;
@@ -110,6 +130,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_start_n_then_stop_join),
 	        cmocka_unit_test(test_monotonic_deadline_times_out),
+	        cmocka_unit_test(test_deadline_ms),
 	        cmocka_unit_test(test_raise_without_threads),
 	};
 
