@@ -269,40 +269,41 @@ void tau_report_inventory_kept(Tau__Inventory__V1__NodeInventory *out,
 	}
 }
 
-static int restore_labels(Tau__Inventory__V1__NodeInventory *inv, const tau_node_facts *f)
-{
-	if (tau_pb_new_repeated(&inv->labels, &inv->n_labels, f->n_labels,
-	                        &tau__inventory__v1__node_inventory__labels_entry__descriptor) < 0)
-		return tau_error_set(TAU_ENOMEM, "out of memory");
-	for (size_t i = 0; i < f->n_labels; i++) {
-		Tau__Inventory__V1__NodeInventory__LabelsEntry *l = inv->labels[i];
+/* Entry i of a restored repeated field, filled from the facts: 0, or -1 when out of memory. */
+typedef int (*restore_fill)(void *entry, const tau_node_facts *f, size_t i);
 
-		l->key = strdup(f->label_keys[i]);
-		l->value = strdup(f->label_values[i]);
-		if (l->key == NULL || l->value == NULL) {
-			/* the free routine skips NULL strings, so a half-filled label frees cleanly
-			 */
-			return tau_error_set(TAU_ENOMEM, "out of memory");
-		}
-	}
-	return 0;
+static int fill_label(void *entry, const tau_node_facts *f, size_t i)
+{
+	Tau__Inventory__V1__NodeInventory__LabelsEntry *l = entry;
+
+	l->key = strdup(f->label_keys[i]);
+	l->value = strdup(f->label_values[i]);
+	return l->key == NULL || l->value == NULL ? -1 : 0;
 }
 
-static int restore_allocatable(Tau__Inventory__V1__NodeInventory *inv, const tau_node_facts *f)
+static int fill_allocatable(void *entry, const tau_node_facts *f, size_t i)
 {
-	if (tau_pb_new_repeated(&inv->allocatable, &inv->n_allocatable, f->n_allocatable,
-	                        &tau__inventory__v1__resource_quantity__descriptor) < 0)
-		return tau_error_set(TAU_ENOMEM, "out of memory");
-	for (size_t i = 0; i < f->n_allocatable; i++) {
-		Tau__Inventory__V1__ResourceQuantity *r = inv->allocatable[i];
-		char q[TAU_QUANTITY_STR_MAX];
+	Tau__Inventory__V1__ResourceQuantity *r = entry;
+	char q[TAU_QUANTITY_STR_MAX];
 
-		(void)tau_quantity_format(q, sizeof(q), &f->allocatable[i].value);
-		r->name = strdup(f->allocatable[i].name);
-		r->quantity = strdup(q);
-		if (r->name == NULL || r->quantity == NULL)
+	(void)tau_quantity_format(q, sizeof(q), &f->allocatable[i].value);
+	r->name = strdup(f->allocatable[i].name);
+	r->quantity = strdup(q);
+	return r->name == NULL || r->quantity == NULL ? -1 : 0;
+}
+
+/*
+ * A repeated field (`field`, *n_field) of `n` new `d` messages, each filled by `fill`.  The
+ * free routine skips NULL strings, so a half-filled entry frees cleanly.
+ */
+static int restore(void *field, size_t *n_field, size_t n, const ProtobufCMessageDescriptor *d,
+                   restore_fill fill, const tau_node_facts *f)
+{
+	if (tau_pb_new_repeated(field, n_field, n, d) < 0)
+		return tau_error_set(TAU_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		if (fill((*(void ***)field)[i], f, i) < 0)
 			return tau_error_set(TAU_ENOMEM, "out of memory");
-	}
 	return 0;
 }
 
@@ -312,10 +313,14 @@ int tau_report_inventory_restore(Tau__Inventory__V1__NodeInventory *inv,
 	int rc = 0;
 
 	if ((elided & TAU_REPORT_ELIDED_LABELS) && facts->n_labels > 0 && inv->n_labels == 0)
-		rc = restore_labels(inv, facts);
+		rc = restore(&inv->labels, &inv->n_labels, facts->n_labels,
+		             &tau__inventory__v1__node_inventory__labels_entry__descriptor,
+		             fill_label, facts);
 	if (rc == 0 && (elided & TAU_REPORT_ELIDED_ALLOCATABLE) && facts->n_allocatable > 0 &&
 	    inv->n_allocatable == 0)
-		rc = restore_allocatable(inv, facts);
+		rc = restore(&inv->allocatable, &inv->n_allocatable, facts->n_allocatable,
+		             &tau__inventory__v1__resource_quantity__descriptor, fill_allocatable,
+		             facts);
 	return rc;
 }
 
