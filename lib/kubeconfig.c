@@ -12,6 +12,7 @@
 
 #include "kube_internal.h"
 #include "yaml_internal.h"
+#include "tau/base64.h"
 #include "tau/error.h"
 #include "tau/mem.h"
 
@@ -493,21 +494,6 @@ const char *tau_kubeconfig_current_context(const tau_kubeconfig *kc)
 
 /* ---- base64 (standard alphabet; whitespace ignored) ---- */
 
-static int b64_value(unsigned char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+')
-		return 62;
-	if (ch == '/')
-		return 63;
-	return -1;
-}
-
 static int b64_decode(unsigned char **out, size_t *out_len, const char *in, const char *what)
 {
 	size_t n = strlen(in), o = 0;
@@ -527,7 +513,7 @@ static int b64_decode(unsigned char **out, size_t *out_len, const char *in, cons
 			pad++;
 			continue;
 		}
-		v = b64_value(ch);
+		v = tau_base64_value(ch, false);
 		if (v < 0 || pad > 0) {
 			free(buf);
 			return tau_error_set(TAU_EINVAL,

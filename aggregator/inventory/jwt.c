@@ -7,6 +7,7 @@
  */
 #include "jwt.h"
 
+#include "tau/base64.h"
 #include "tau/error.h"
 #include "tau/json.h"
 
@@ -38,21 +39,6 @@ struct tau_jwks {
 	jwk keys[TAU_JWKS_MAX_KEYS];
 };
 
-static int b64url_value(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-' || c == '+')
-		return 62;
-	if (c == '_' || c == '/')
-		return 63;
-	return -1;
-}
-
 long tau_jwt_b64url_decode(unsigned char *buf, size_t cap, const char *p, const char *end)
 {
 	uint32_t acc = 0;
@@ -62,7 +48,7 @@ long tau_jwt_b64url_decode(unsigned char *buf, size_t cap, const char *p, const 
 	if (p == end || (size_t)(end - p) / 4 * 3 + 3 > cap)
 		return -1;
 	for (; p < end && *p != '='; p++) {
-		int v = b64url_value(*p);
+		int v = tau_base64_value((unsigned char)*p, true);
 
 		if (v < 0)
 			return -1;
