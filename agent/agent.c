@@ -180,7 +180,6 @@ static int setup(tau_agent_daemon *a)
 	rc = tau_kube_loop_start_thread(a->loop);
 	if (rc < 0)
 		goto fail;
-	a->loop_started = true;
 
 	rc = tau_agent_registry_watch_open(&a->regw, a->cfg->host_root);
 	if (rc < 0) {
@@ -228,12 +227,7 @@ static void teardown(tau_agent_daemon *a)
 {
 	tau_http_server_stop(a->http);
 	tau_agent_stream_free(a->stream);
-	if (a->loop_started)
-		tau_kube_loop_join(a->loop);
-	tau_kube_informer_free(a->node_inf);
-	tau_kube_informer_free(a->csinode_inf);
-	tau_kube_informer_free(a->pods_inf);
-	tau_kube_loop_free(a->loop);
+	tau_kube_loop_free_all(a->loop);
 	tau_kube_client_free(a->kc);
 	tau_agent_registry_watch_free(a->regw);
 	tau_agent_inventory_free(&a->inv);

@@ -29,7 +29,6 @@ typedef struct tau_agent_daemon {
 	const tau_agent_config *cfg;
 	tau_kube_client *kc;
 	tau_kube_loop *loop;
-	bool loop_started;
 	tau_kube_informer *node_inf, *csinode_inf, *pods_inf;
 	tau_agent_registry_watch *regw;
 	tau_agent_stream *stream;

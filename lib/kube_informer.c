@@ -1057,6 +1057,16 @@ void tau_kube_loop_free(tau_kube_loop *loop)
 	free(loop);
 }
 
+void tau_kube_loop_free_all(tau_kube_loop *loop)
+{
+	if (loop == NULL)
+		return;
+	tau_kube_loop_join(loop);
+	while (loop->informers != NULL)
+		tau_kube_informer_free(loop->informers);
+	tau_kube_loop_free(loop);
+}
+
 uint64_t tau_kube_loop_wakeups(tau_kube_loop *loop)
 {
 	return atomic_load(&loop->wakeups);

@@ -146,9 +146,7 @@ int tau_inventory_kube_start(tau_inventory_kube **out, tau_kube_client *client, 
 fail:
 	tau_inventory_set_sync_probe(agg, NULL, NULL);
 	tau_inventory_dra_watch_free(k->dra);
-	tau_kube_informer_free(k->clusters);
-	tau_kube_informer_free(k->nodes);
-	tau_kube_loop_free(k->loop);
+	tau_kube_loop_free_all(k->loop);
 	free(k);
 	return rc;
 }
@@ -161,8 +159,6 @@ void tau_inventory_kube_stop(tau_inventory_kube *k)
 	if (k->running)
 		tau_kube_loop_join(k->loop);
 	tau_inventory_dra_watch_free(k->dra);
-	tau_kube_informer_free(k->clusters);
-	tau_kube_informer_free(k->nodes);
-	tau_kube_loop_free(k->loop);
+	tau_kube_loop_free_all(k->loop);
 	free(k);
 }

@@ -40,6 +40,13 @@ int tau_kube_loop_new(tau_kube_loop **out, tau_kube_client *client);
 void tau_kube_loop_free(tau_kube_loop *loop);
 
 /**
+ * Join the loop's thread if it runs, free every informer still in the loop (their
+ * owners' pointers are then dangling), then free the loop: an owner's teardown in
+ * one call.  NULL is a no-op.
+ */
+void tau_kube_loop_free_all(tau_kube_loop *loop);
+
+/**
  * Run the loop on the calling thread until tau_kube_loop_stop.
  * @return 0 after a stop, -TAU_EIO on a curl multi failure.
  */

@@ -391,10 +391,36 @@ static void test_scripted_server(void **state)
 	queue = NULL;
 }
 
+/* free_all joins a running loop and frees the informers its owner did not. */
+static void test_loop_free_all(void **state)
+{
+	tau_kube_informer_options io = {.namespace = "ns"};
+	tau_kube_handlers h = {0};
+	tau_kube_config *cfg = NULL;
+	tau_kube_client *c = NULL;
+	tau_kube_loop *loop = NULL;
+	tau_kube_informer *a = NULL, *b = NULL;
+
+	(void)state;
+	tau_kube_loop_free_all(NULL);
+	assert_int_equal(tau_kube_config_new(&cfg), 0);
+	cfg->server = strdup("http://127.0.0.1:1");
+	assert_int_equal(tau_kube_client_new(&c, cfg), 0);
+	assert_int_equal(tau_kube_loop_new(&loop, c), 0);
+	assert_int_equal(tau_kube_informer_new(&a, loop, &tau_kube_res_configmaps, &io, &h), 0);
+	assert_int_equal(tau_kube_informer_new(&b, loop, &tau_kube_res_configmaps, &io, &h), 0);
+	assert_int_equal(tau_kube_loop_start_thread(loop), 0);
+	/* leaks would fail the ASan build, which runs every unit test */
+	tau_kube_loop_free_all(loop);
+	tau_kube_client_free(c);
+	tau_kube_config_free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_scripted_server),
+	        cmocka_unit_test(test_loop_free_all),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
