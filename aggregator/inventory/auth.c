@@ -208,37 +208,43 @@ tau_rpc_code tau_auth_token_precheck(char *msg, size_t cap, const char *token,
 	return code;
 }
 
-int tau_auth_token_subject(char *out, size_t cap, const char *token)
+/* The claim `name` of `token`'s payload, taken out of it (the caller deletes it); NULL when the
+ * token has no readable payload or no such claim. */
+static cJSON *token_claim(const char *token, const char *name)
 {
 	cJSON *claims = NULL;
-	const cJSON *sub;
-	int rc = -TAU_ENOTFOUND;
+	cJSON *item;
 
 	if (token_claims(&claims, token) < 0)
-		return -TAU_ENOTFOUND;
-	sub = cJSON_GetObjectItemCaseSensitive(claims, "sub");
+		return NULL;
+	item = cJSON_DetachItemFromObjectCaseSensitive(claims, name);
+	cJSON_Delete(claims);
+	return item;
+}
+
+int tau_auth_token_subject(char *out, size_t cap, const char *token)
+{
+	cJSON *sub = token_claim(token, "sub");
+	int rc = -TAU_ENOTFOUND;
+
 	if (cJSON_IsString(sub) && sub->valuestring[0] != '\0') {
 		snprintf(out, cap, "%s", sub->valuestring);
 		rc = 0;
 	}
-	cJSON_Delete(claims);
+	cJSON_Delete(sub);
 	return rc;
 }
 
 int tau_auth_token_expiry(int64_t *exp_s, const char *token)
 {
-	cJSON *claims = NULL;
-	const cJSON *exp;
+	cJSON *exp = token_claim(token, "exp");
 	int rc = -TAU_ENOTFOUND;
 
-	if (token_claims(&claims, token) < 0)
-		return -TAU_ENOTFOUND;
-	exp = cJSON_GetObjectItemCaseSensitive(claims, "exp");
 	if (cJSON_IsNumber(exp) && exp->valuedouble > 0 && exp->valuedouble < 1e15) {
 		*exp_s = (int64_t)exp->valuedouble;
 		rc = 0;
 	}
-	cJSON_Delete(claims);
+	cJSON_Delete(exp);
 	return rc;
 }
 

@@ -29,6 +29,17 @@ static char *dup_str(const char *s)
 	return strdup(s != NULL ? s : "");
 }
 
+/* Set each *dst[i] to dup_str(src[i]), all of them; 0, or -1 when any copy failed. */
+static int dup_strs(char **const *dst, const char *const *src, size_t n)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if ((*dst[i] = dup_str(src[i])) == NULL)
+			rc = -1;
+	return rc;
+}
+
 static void free_msg(void *m)
 {
 	if (m != NULL)
@@ -242,12 +253,12 @@ static int truth_summary(Tau__Inventory__V1__NodeTruth **out, const tau_nodestor
 	m->nvml_gpus_healthy = t->gpus_healthy;
 	m->rdma_ports_total = t->rdma_ports_total;
 	m->rdma_ports_active = t->rdma_ports_up;
-	m->pod_resources_note = dup_str(t->pod_resources_note);
-	m->nvml_not_probed_reason = dup_str(t->gpus_not_probed_reason);
-	m->driver_version = dup_str(t->driver_version);
-	m->cuda_version = dup_str(t->cuda_version);
-	if (m->pod_resources_note == NULL || m->nvml_not_probed_reason == NULL ||
-	    m->driver_version == NULL || m->cuda_version == NULL)
+	char **const texts[] = {&m->pod_resources_note, &m->nvml_not_probed_reason,
+	                        &m->driver_version, &m->cuda_version};
+	const char *const from[] = {t->pod_resources_note, t->gpus_not_probed_reason,
+	                            t->driver_version, t->cuda_version};
+
+	if (dup_strs(texts, from, 4) < 0)
 		return OOM();
 	if (np > 0 && (m->problems = calloc(np, sizeof(char *))) == NULL)
 		return OOM();
@@ -285,17 +296,14 @@ static int truth_devices(Tau__Inventory__V1__NodeTruth *m, const tau_nodetruth *
 	for (size_t i = 0; i < t->n_devices; i++) {
 		const tau_truth_device *d = &t->devices[i];
 		Tau__Inventory__V1__DeviceTruth *dm = m->devices[i];
+		char **const texts[] = {&dm->resource_name, &dm->device_id, &dm->reason,
+		                        &dm->pod_namespace, &dm->pod_name,  &dm->container_name};
+		const char *const from[] = {d->resource,      d->id,       d->reason,
+		                            d->pod_namespace, d->pod_name, d->container};
 
 		dm->numa_node = d->numa_node;
 		dm->healthy = d->healthy;
-		dm->resource_name = dup_str(d->resource);
-		dm->device_id = dup_str(d->id);
-		dm->reason = dup_str(d->reason);
-		dm->pod_namespace = dup_str(d->pod_namespace);
-		dm->pod_name = dup_str(d->pod_name);
-		dm->container_name = dup_str(d->container);
-		if (dm->resource_name == NULL || dm->device_id == NULL || dm->reason == NULL ||
-		    dm->pod_namespace == NULL || dm->pod_name == NULL || dm->container_name == NULL)
+		if (dup_strs(texts, from, 6) < 0)
 			return OOM();
 	}
 	return 0;
