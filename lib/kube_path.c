@@ -15,6 +15,7 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -109,36 +110,64 @@ static int add_param(tau_buf *b, const char *key, const char *value)
 	return rc;
 }
 
+/* How a list option becomes a parameter: its kind says when it is set and how it is written. */
+typedef enum { PARAM_FLAG, PARAM_TEXT, PARAM_TEXT_NONEMPTY, PARAM_NUMBER } param_kind;
+
+/* The list and watch parameters, in the fixed order the query string has them. */
+static const struct {
+	const char *name;
+	param_kind kind;
+	size_t offset; /* of the field in tau_kube_list_options */
+} list_params[] = {
+        {"allowWatchBookmarks", PARAM_FLAG, offsetof(tau_kube_list_options, allow_bookmarks)},
+        {"continue", PARAM_TEXT_NONEMPTY, offsetof(tau_kube_list_options, continue_token)},
+        {"fieldSelector", PARAM_TEXT_NONEMPTY, offsetof(tau_kube_list_options, field_selector)},
+        {"labelSelector", PARAM_TEXT_NONEMPTY, offsetof(tau_kube_list_options, label_selector)},
+        {"limit", PARAM_NUMBER, offsetof(tau_kube_list_options, limit)},
+        {"resourceVersion", PARAM_TEXT, offsetof(tau_kube_list_options, resource_version)},
+        {"resourceVersionMatch", PARAM_TEXT_NONEMPTY,
+         offsetof(tau_kube_list_options, resource_version_match)},
+        {"timeoutSeconds", PARAM_NUMBER, offsetof(tau_kube_list_options, timeout_seconds)},
+        {"watch", PARAM_FLAG, offsetof(tau_kube_list_options, watch)},
+};
+
+/* Append one list option when it is set (rc 0 and nothing written when it is not). */
+static int add_list_param(tau_buf *b, const tau_kube_list_options *o, size_t i)
+{
+	const char *field = (const char *)o + list_params[i].offset;
+	const char *text;
+	char num[32];
+	int64_t n;
+
+	switch (list_params[i].kind) {
+	case PARAM_FLAG:
+		return *(const bool *)(const void *)field
+		               ? add_param(b, list_params[i].name, "true")
+		               : 0;
+	case PARAM_TEXT:
+	case PARAM_TEXT_NONEMPTY:
+		text = *(const char *const *)(const void *)field;
+		if (text == NULL || (list_params[i].kind == PARAM_TEXT_NONEMPTY && text[0] == '\0'))
+			return 0;
+		return add_param(b, list_params[i].name, text);
+	case PARAM_NUMBER:
+		n = *(const int64_t *)(const void *)field;
+		if (n <= 0)
+			return 0;
+		snprintf(num, sizeof(num), "%lld", (long long)n);
+		return add_param(b, list_params[i].name, num);
+	}
+	return 0;
+}
+
 int tau_kube_list_query(char **out, const tau_kube_list_options *o)
 {
 	tau_buf b = {0};
-	char num[32];
 	int rc = 0;
 
-	if (o != NULL) {
-		if (rc == 0 && o->allow_bookmarks)
-			rc = add_param(&b, "allowWatchBookmarks", "true");
-		if (rc == 0 && o->continue_token && o->continue_token[0])
-			rc = add_param(&b, "continue", o->continue_token);
-		if (rc == 0 && o->field_selector && o->field_selector[0])
-			rc = add_param(&b, "fieldSelector", o->field_selector);
-		if (rc == 0 && o->label_selector && o->label_selector[0])
-			rc = add_param(&b, "labelSelector", o->label_selector);
-		if (rc == 0 && o->limit > 0) {
-			snprintf(num, sizeof(num), "%lld", (long long)o->limit);
-			rc = add_param(&b, "limit", num);
-		}
-		if (rc == 0 && o->resource_version)
-			rc = add_param(&b, "resourceVersion", o->resource_version);
-		if (rc == 0 && o->resource_version_match && o->resource_version_match[0])
-			rc = add_param(&b, "resourceVersionMatch", o->resource_version_match);
-		if (rc == 0 && o->timeout_seconds > 0) {
-			snprintf(num, sizeof(num), "%lld", (long long)o->timeout_seconds);
-			rc = add_param(&b, "timeoutSeconds", num);
-		}
-		if (rc == 0 && o->watch)
-			rc = add_param(&b, "watch", "true");
-	}
+	for (size_t i = 0; o != NULL && rc == 0 && i < sizeof(list_params) / sizeof(list_params[0]);
+	     i++)
+		rc = add_list_param(&b, o, i);
 	if (rc == 0 && b.p == NULL)
 		rc = tau_buf_append(&b, "", 0);
 	if (rc < 0) {
