@@ -100,37 +100,34 @@ void tau_kube_client_metrics_write(tau_buf *b, const char *prefix, tau_kube_clie
                                    const char *const *names, size_t n)
 {
 	tau_kube_request_metrics *ms[8] = {0};
+	tau_kube_client_stats st[8];
 	char family[128];
 
 	if (n > sizeof(ms) / sizeof(ms[0]))
 		n = sizeof(ms) / sizeof(ms[0]);
-	for (size_t i = 0; i < n; i++)
+	/* Each client's counters read once, so both families below tell of the same moment. */
+	for (size_t i = 0; i < n; i++) {
 		ms[i] = &clients[i]->metrics;
+		tau_kube_client_stats_get(clients[i], &st[i]);
+	}
 	tau_kube_request_metrics_write(b, prefix, ms, names, n);
 	snprintf(family, sizeof(family), "%s_kube_request_retries_total", prefix);
 	tau_prom_family(
 	        b, family, "counter",
 	        "Kubernetes API requests that were retries (429, 5xx, transport errors), by "
 	        "client.");
-	for (size_t i = 0; i < n; i++) {
-		tau_kube_client_stats st;
-
-		tau_kube_client_stats_get(clients[i], &st);
-		tau_prom_labelled(b, family, "client", names[i], st.retries);
-	}
+	for (size_t i = 0; i < n; i++)
+		tau_prom_labelled(b, family, "client", names[i], st[i].retries);
 	snprintf(family, sizeof(family), "%s_kube_throttle_wait_seconds_total", prefix);
 	tau_prom_family(
 	        b, family, "counter",
 	        "Time requests were held by the client-side rate limiter (qps and burst), by "
 	        "client.");
 	for (size_t i = 0; i < n; i++) {
-		tau_kube_client_stats st;
-
-		tau_kube_client_stats_get(clients[i], &st);
 		tau_buf_printf(b, "%s{client=\"", family);
 		tau_prom_label_value(b, names[i]);
-		tau_buf_printf(b, "\"} %" PRIu64 ".%03" PRIu64 "\n", st.throttled_ms / 1000u,
-		               st.throttled_ms % 1000u);
+		tau_buf_printf(b, "\"} %" PRIu64 ".%03" PRIu64 "\n", st[i].throttled_ms / 1000u,
+		               st[i].throttled_ms % 1000u);
 	}
 }
 
