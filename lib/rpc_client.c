@@ -1012,12 +1012,7 @@ bool tau_rpc_stream_is_connected(tau_rpc_stream *s)
 
 size_t tau_rpc_stream_send_queue_len(tau_rpc_stream *s)
 {
-	size_t n;
-
-	pthread_mutex_lock(&s->mu);
-	n = s->sendq.len + (s->send_busy ? 1 : 0);
-	pthread_mutex_unlock(&s->mu);
-	return n;
+	return tau_rpc_ring_sends_pending(&s->mu, &s->sendq, &s->send_busy);
 }
 
 int tau_rpc_stream_free(tau_rpc_stream *s)

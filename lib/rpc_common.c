@@ -86,3 +86,13 @@ void tau_rpc_set_arg_int(grpc_arg *a, const char *key, int value)
 	a->key = (char *)key;
 	a->value.integer = value;
 }
+
+size_t tau_rpc_ring_sends_pending(pthread_mutex_t *mu, const tau_rpc_send_ring *r, const bool *busy)
+{
+	size_t n;
+
+	pthread_mutex_lock(mu);
+	n = r->len + (*busy ? 1 : 0);
+	pthread_mutex_unlock(mu);
+	return n;
+}

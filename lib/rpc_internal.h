@@ -14,6 +14,7 @@
 #include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -45,6 +46,13 @@ void tau_rpc_ring_clear(tau_rpc_send_ring *r);
 
 /** Destroy every waiting buffer and the storage. */
 void tau_rpc_ring_free(tau_rpc_send_ring *r);
+
+/**
+ * Sends not yet completed, read under `mu`: those waiting in r and the one in flight when
+ * *busy (a call's or a client stream's send queue).
+ */
+size_t tau_rpc_ring_sends_pending(pthread_mutex_t *mu, const tau_rpc_send_ring *r,
+                                  const bool *busy);
 
 /**
  * Pack msg into a new byte buffer after checking its strings are UTF-8 and its size is at most

@@ -323,12 +323,7 @@ int tau_rpc_call_reply(tau_rpc_call *c, const ProtobufCMessage *msg)
 
 size_t tau_rpc_call_send_queue_len(tau_rpc_call *c)
 {
-	size_t n;
-
-	pthread_mutex_lock(&c->mu);
-	n = c->sendq.len + (c->send_busy ? 1 : 0);
-	pthread_mutex_unlock(&c->mu);
-	return n;
+	return tau_rpc_ring_sends_pending(&c->mu, &c->sendq, &c->send_busy);
 }
 
 bool tau_rpc_call_is_cancelled(tau_rpc_call *c)
