@@ -12,6 +12,7 @@
 #include "tau/error.h"
 #include "tau/mem.h"
 #include "tau/parse.h"
+#include "tau/prog.h"
 
 #include <getopt.h>
 #include <limits.h>
@@ -269,7 +270,7 @@ int tau_agent_config_parse(tau_agent_config *cfg, int argc, char **argv, tau_env
 		const setting *s = setting_of(c);
 
 		if (s == NULL)
-			return tau_parse_getopt_error(c, argv);
+			return tau_prog_getopt_error(c, argv);
 		snprintf(what, sizeof(what), "--%s", s->flag);
 		if ((rc = apply(cfg, s, what, s->kind == SET_BOOL ? NULL : optarg)) < 0)
 			return rc;

@@ -11,6 +11,7 @@
 #include "tau/error.h"
 #include "tau/mem.h"
 #include "tau/parse.h"
+#include "tau/prog.h"
 #include "tau/rpc_server.h"
 
 #include <getopt.h>
@@ -355,7 +356,7 @@ static int read_flags(tau_agg_options *o, raw_flags *r, int argc, char **argv)
 		else if (c >= O_HELP && i < TAU_N_ELEMENTS(flag) && flag[i] != NULL)
 			*flag[i] = true;
 		else
-			return tau_parse_getopt_error(c, argv);
+			return tau_prog_getopt_error(c, argv);
 	}
 	if (optind < argc)
 		return tau_error_set(TAU_EINVAL, "unexpected argument \"%s\"", argv[optind]);

@@ -10,7 +10,6 @@
 
 #include "tau/error.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -245,13 +244,4 @@ int tau_parse_listen(char *host, size_t host_cap, int *port, const char *addr)
 	host[hlen] = '\0';
 	*port = (int)p;
 	return 0;
-}
-
-int tau_parse_getopt_error(int c, char *const *argv)
-{
-	if (c == ':')
-		return tau_error_set(TAU_EINVAL, "%s needs a value", argv[optind - 1]);
-	if (optopt != 0 && optopt < 256)
-		return tau_error_set(TAU_EINVAL, "unknown option -%c", optopt);
-	return tau_error_set(TAU_EINVAL, "unknown option %s", argv[optind - 1]);
 }

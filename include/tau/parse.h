@@ -68,14 +68,6 @@ int tau_parse_bool(bool *out, const char *what, const char *text);
 int tau_parse_listen(char *host, size_t host_cap, int *port, const char *addr);
 
 /**
- * The usage error for what getopt_long (with ':' leading its option string and opterr 0)
- * returned for a bad option: ':' is "--x needs a value", anything else "unknown option --x".
- * Reads getopt's optind and optopt.
- * @return -TAU_EINVAL.
- */
-int tau_parse_getopt_error(int c, char *const *argv);
-
-/**
  * Render milliseconds in the largest unit that divides them ("5m", "200ms", "90s").
  * @return buf.
  */
