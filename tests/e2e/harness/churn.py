@@ -47,6 +47,8 @@ class Api:
                 return st, obj
             if now() > deadline:
                 raise Failed("%s %s: still %s after %d s" % (method, path, st, timeout))
+            # Backoff between retries of a call kube-sim refused on purpose (its injected 429s
+            # and 5xx), not a wait for a condition: the retry itself is the check.
             time.sleep(1.0 if st == 429 else 0.1)
 
     def must(self, method, path, body=None, ctype="application/json", ok=(200, 201)):
